@@ -1,0 +1,29 @@
+"""Which device to compute on: CUDA if there is one, else Apple's MPS, else the CPU."""
+
+import torch
+
+
+def pick_device(name: str = "auto") -> torch.device:
+    """`"auto"` picks CUDA, then MPS, then CPU; any other name ("cpu", "cuda", "cuda:1", "mps") is checked and used."""
+    if name == "auto":
+        if torch.cuda.is_available():
+            return torch.device("cuda")
+        if torch.backends.mps.is_available():
+            return torch.device("mps")
+        return torch.device("cpu")
+    try:
+        device = torch.device(name)
+    except RuntimeError as err:
+        raise ValueError(f"unknown device {name!r}: use auto, cpu, cuda or mps") from err
+    if device.type == "cuda" and not torch.cuda.is_available():
+        raise ValueError("CUDA was asked for but no CUDA GPU is available: use auto or cpu")
+    if device.type == "mps" and not torch.backends.mps.is_available():
+        raise ValueError("MPS was asked for but is not available on this machine: use auto or cpu")
+    return device
+
+
+def device_label(device: torch.device) -> str:
+    """A human name for a device: the GPU's name, or "CPU"."""
+    if device.type == "cuda":
+        return f"GPU: {torch.cuda.get_device_name(device)}"
+    return "Apple GPU (MPS)" if device.type == "mps" else "CPU"

@@ -1,0 +1,301 @@
+"""Training: a step loop that streams metric rows, stops early once the held-out set is solved, and a background
+`TrainingJob` a UI can poll while the student looks elsewhere."""
+
+import copy
+import math
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import asdict, dataclass
+from typing import Literal
+
+import torch
+import torch.nn.functional as F
+
+from .decoding import greedy_decode
+from .device import pick_device
+from .model import ModelConfig, Transformer
+from .tasks import Batch, DataConfig, TaskData
+
+MetricRow = dict[str, float]
+METRIC_COLUMNS = ("step", "train_loss", "val_loss", "token_acc", "exact_match", "lr", "tokens_per_s", "elapsed_s")
+
+
+class TrainingDiverged(RuntimeError):
+    """The loss stopped being a finite number."""
+
+
+@dataclass
+class TrainConfig:
+    """Optimizer, schedule and budgets. Defaults solve reverse (length 10) in a few seconds on a laptop CPU."""
+
+    steps: int = 2000  # step budget
+    time_budget_s: float = 300.0  # wall-clock budget
+    batch_size: int = 128
+    lr: float = 5e-3  # peak learning rate, reached at the end of warm-up
+    warmup: int = 100  # steps of linear warm-up
+    schedule: Literal["noam", "constant"] = "noam"  # after warm-up: the paper's 1/sqrt(step) decay, or flat
+    label_smoothing: float = 0.0
+    clip_grad: float = 1.0  # max gradient norm; 0 turns clipping off
+    seed: int = 0
+    early_stop: bool = True  # end as soon as held-out exact-match reaches 100%
+    eval_every: int = 25  # steps between metric rows
+    eval_size: int = 256  # held-out sequences scored for each row (the early-stop check uses all of them)
+    record_attention: bool = False  # keep attention maps of a probe input at each row
+    device: str = "auto"
+
+    def __post_init__(self) -> None:
+        checks = [
+            (self.steps >= 1, "steps must be at least 1"),
+            (self.time_budget_s > 0, "time_budget_s must be positive"),
+            (self.batch_size >= 1, "batch_size must be at least 1"),
+            (0 < self.lr <= 1, "lr must be in (0, 1]"),
+            (self.warmup >= 0, "warmup must be >= 0"),
+            (self.schedule in ("noam", "constant"), "schedule must be noam or constant"),
+            (0 <= self.label_smoothing < 1, "label_smoothing must be in [0, 1)"),
+            (self.clip_grad >= 0, "clip_grad must be >= 0"),
+            (self.eval_every >= 1 and self.eval_size >= 1, "eval_every and eval_size must be at least 1"),
+        ]
+        for ok, message in checks:
+            if not ok:
+                raise ValueError(message)
+
+    def lr_at(self, step: int) -> float:
+        """Learning rate at 1-based `step`: linear warm-up to `lr`, then `lr * sqrt(warmup / step)` for noam.
+
+        This is the paper's schedule, d_model^-0.5 * min(step^-0.5, step * warmup^-1.5), with its peak set directly
+        to `lr` instead of by d_model^-0.5 * warmup^-0.5, which is far too large for tiny models.
+        """
+        if step <= self.warmup:
+            return self.lr * step / self.warmup
+        return self.lr * math.sqrt(self.warmup / step) if self.schedule == "noam" and self.warmup else self.lr
+
+
+@dataclass
+class TrainResult:
+    steps: int
+    seconds: float
+    exact_match: float  # greedy exact-match on the whole held-out set at the end
+    token_acc: float
+    reason: Literal["solved", "step budget", "time budget", "stopped"]
+
+
+@torch.no_grad()
+def evaluate(model: Transformer, batch: Batch, bos_id: int, eos_id: int, label_smoothing: float = 0.0) -> dict:
+    """Teacher-forced loss and token accuracy, and greedy exact-match, of `model` on `batch`."""
+    was_training = model.training
+    model.eval()
+    logits = model(batch.src, batch.tgt_in)
+    loss = F.cross_entropy(logits.flatten(0, 1), batch.tgt_out.flatten(), ignore_index=model.config.pad_id)
+    real = batch.tgt_out != model.config.pad_id
+    token_acc = ((logits.argmax(-1) == batch.tgt_out) & real).sum() / real.sum()
+    exact = exact_match(model, batch, bos_id, eos_id)
+    model.train(was_training)
+    return {"val_loss": loss.item(), "token_acc": token_acc.item(), "exact_match": exact}
+
+
+@torch.no_grad()
+def exact_match(model: Transformer, batch: Batch, bos_id: int, eos_id: int, stop_at_first_miss: bool = False) -> float:
+    """Fraction of sequences greedy decoding gets exactly right (output and EOS), scored in chunks of 250."""
+    right = 0
+    for i in range(0, batch.src.size(0), 250):
+        src, want = batch.src[i : i + 250], batch.tgt_out[i : i + 250]
+        got = greedy_decode(model, src, bos_id, eos_id, want.size(1))
+        got = F.pad(got, (0, want.size(1) - got.size(1)), value=model.config.pad_id)
+        chunk_right = int((got == want).all(dim=1).sum())
+        right += chunk_right
+        if stop_at_first_miss and chunk_right < src.size(0):
+            break
+    return right / batch.src.size(0)
+
+
+class Trainer:
+    """Trains a fresh Transformer on a task, yielding a metric row every `eval_every` steps."""
+
+    def __init__(self, model_config: ModelConfig, data_config: DataConfig, train_config: TrainConfig):
+        self.train_config = train_config
+        self.device = pick_device(train_config.device)
+        torch.manual_seed(train_config.seed)
+        self.data = TaskData(data_config)
+        self.vocab = self.data.vocab
+        if model_config.vocab_size != len(self.vocab) or model_config.pad_id != self.vocab.pad_id:
+            raise ValueError(f"model vocab_size must be {len(self.vocab)} for {data_config.n_symbols} symbols")
+        if data_config.max_len + 1 > model_config.max_len:
+            raise ValueError(f"sequences of length {data_config.max_len} need model max_len >= {data_config.max_len + 1}")
+        self.model = Transformer(model_config).to(self.device)
+        self.valid = self.data.valid.to(self.device)
+        self.probe = _slice(self.valid, 0, train_config.eval_size)
+        self.optimizer = torch.optim.Adam(
+            self.model.parameters(), lr=train_config.lr, betas=(0.9, 0.98), eps=1e-9, fused=True
+        )
+        self.history: list[MetricRow] = []
+        self.attention_snapshots: list[dict] = []  # {"step": int, "maps": AttentionMaps} when record_attention
+        self.step = 0
+
+    def rows(self, stop: threading.Event | None = None) -> Iterator[MetricRow]:
+        """Train, yielding metric rows; the last row is yielded when training ends. Sets `self.result`."""
+        cfg, model, vocab = self.train_config, self.model, self.vocab
+        model.train()
+        start = last_row_time = time.perf_counter()
+        losses, tokens, reason = [], 0, "step budget"
+        last_check = -10
+        self._snapshot_attention()
+        while self.step < cfg.steps:
+            if stop is not None and stop.is_set():
+                reason = "stopped"
+                break
+            if time.perf_counter() - start > cfg.time_budget_s:
+                reason = "time budget"
+                break
+            self.step += 1
+            batch = self.data.train_batch(cfg.batch_size).to(self.device)
+            lr = cfg.lr_at(self.step)
+            for group in self.optimizer.param_groups:
+                group["lr"] = lr
+            logits = model(batch.src, batch.tgt_in)
+            loss = F.cross_entropy(
+                logits.flatten(0, 1), batch.tgt_out.flatten(), ignore_index=vocab.pad_id, label_smoothing=cfg.label_smoothing
+            )
+            if not torch.isfinite(loss):
+                raise TrainingDiverged(
+                    f"the loss became {loss.item()} at step {self.step}: lower the learning rate (now {cfg.lr:g}), "
+                    "use more warm-up, or turn gradient clipping on"
+                )
+            self.optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            if cfg.clip_grad:
+                torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.clip_grad, foreach=True)
+            self.optimizer.step()
+            losses.append(loss.detach())
+            tokens += batch.n_tokens
+            # The batch was scored before the update on it, so it is fresh data: when every sequence in it was
+            # right under teacher forcing, the full held-out set is worth a (greedy) check.
+            if cfg.early_stop and self.step - last_check >= 5 and _all_right(logits, batch, vocab.pad_id):
+                last_check = self.step
+                if exact_match(model.eval(), self.valid, vocab.bos_id, vocab.eos_id, stop_at_first_miss=True) == 1.0:
+                    reason = "solved"
+                    break
+                model.train()
+            if self.step % cfg.eval_every == 0:
+                now = time.perf_counter()
+                yield self._row(losses, tokens / (now - last_row_time), now - start, lr)
+                self._snapshot_attention()
+                losses, tokens, last_row_time = [], 0, time.perf_counter()
+        model.eval()
+        elapsed = time.perf_counter() - start
+        final = evaluate(model, self.valid, vocab.bos_id, vocab.eos_id)
+        self.result = TrainResult(self.step, elapsed, final["exact_match"], final["token_acc"], reason)
+        if losses:
+            row = self._row(losses, tokens / max(time.perf_counter() - last_row_time, 1e-9), elapsed, cfg.lr_at(self.step))
+            yield {**row, **final}
+            self._snapshot_attention()
+
+    def run(self, on_row: Callable[[MetricRow], None] | None = None, stop: threading.Event | None = None) -> TrainResult:
+        """Train to the end, passing each metric row to `on_row`."""
+        for row in self.rows(stop):
+            if on_row is not None:
+                on_row(row)
+        return self.result
+
+    def _row(self, losses: list[torch.Tensor], tokens_per_s: float, elapsed: float, lr: float) -> MetricRow:
+        scores = evaluate(self.model, self.probe, self.vocab.bos_id, self.vocab.eos_id)
+        row = {"step": self.step, "train_loss": torch.stack(losses).mean().item(), **scores, "lr": lr,
+               "tokens_per_s": tokens_per_s, "elapsed_s": elapsed}
+        self.history.append(row)
+        return row
+
+    @torch.no_grad()
+    def _snapshot_attention(self) -> None:
+        if not self.train_config.record_attention:
+            return
+        probe = _slice(self.valid, 0, 1)
+        was_training = self.model.training
+        _, maps = self.model.eval()(probe.src, probe.tgt_in, return_attention=True)
+        self.model.train(was_training)
+        self.attention_snapshots.append({"step": self.step, "maps": {k: [m[0].cpu() for m in v] for k, v in maps.items()}})
+
+
+def _all_right(logits: torch.Tensor, batch: Batch, pad_id: int) -> bool:
+    return bool(((logits.argmax(-1) == batch.tgt_out) | (batch.tgt_out == pad_id)).all())
+
+
+def _slice(batch: Batch, start: int, stop: int) -> Batch:
+    """Rows start..stop of a batch."""
+    return Batch(batch.src[start:stop], batch.tgt_in[start:stop], batch.tgt_out[start:stop], 0)
+
+
+class ServerBusy(RuntimeError):
+    """Every training slot is taken."""
+
+
+class TrainingJob:
+    """A training run on a background thread. The thread never touches UI state: it writes rows into this object,
+    and a page polls `rows()`, `done`, `error` and `result`.
+
+    Other pages probe the half-trained model through `model_snapshot()`, a copy taken at the latest metric row,
+    so no reader ever sees weights the training thread is changing.
+    """
+
+    def __init__(self, model_config: ModelConfig, data_config: DataConfig, train_config: TrainConfig,
+                 slots: threading.Semaphore | None = None):
+        self.trainer = Trainer(model_config, data_config, train_config)
+        self.train_config = train_config
+        self._slots = slots
+        self._lock = threading.Lock()
+        self._rows: list[MetricRow] = []
+        self._snapshot: Transformer | None = None
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="training-job", daemon=True)
+        self.error: str | None = None
+        self.result: TrainResult | None = None
+        self.started_at: float | None = None
+
+    def start(self) -> "TrainingJob":
+        """Start training; raises ServerBusy at once (never waits) when `slots` has no free slot."""
+        if self._slots is not None and not self._slots.acquire(blocking=False):
+            raise ServerBusy("every training slot on this server is in use")
+        self.started_at = time.perf_counter()
+        self._thread.start()
+        return self
+
+    def stop(self, wait_s: float = 0.0) -> None:
+        """Ask the thread to stop after its current step; optionally wait for it."""
+        self._stop.set()
+        if wait_s and self._thread.is_alive():
+            self._thread.join(wait_s)
+
+    @property
+    def done(self) -> bool:
+        return self.started_at is not None and not self._thread.is_alive()
+
+    @property
+    def running(self) -> bool:
+        return self._thread.is_alive()
+
+    def rows(self) -> list[MetricRow]:
+        with self._lock:
+            return list(self._rows)
+
+    def model_snapshot(self) -> Transformer | None:
+        """A copy of the model as of the latest metric row (the final model once done), in eval mode."""
+        with self._lock:
+            return self._snapshot
+
+    @property
+    def attention_snapshots(self) -> list[dict]:
+        with self._lock:
+            return list(self.trainer.attention_snapshots)
+
+    def _run(self) -> None:
+        try:
+            for row in self.trainer.rows(self._stop):
+                snapshot = copy.deepcopy(self.trainer.model).eval()
+                with self._lock:
+                    self._rows.append(row)
+                    self._snapshot = snapshot
+            self.result = self.trainer.result
+        except Exception as err:  # surfaced to the page as a message, never a traceback
+            self.error = str(err) if isinstance(err, (TrainingDiverged, ValueError)) else f"training failed: {err!r}"
+        finally:
+            if self._slots is not None:
+                self._slots.release()
