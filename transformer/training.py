@@ -132,8 +132,11 @@ class Trainer:
         self.attention_snapshots: list[dict] = []  # {"step": int, "maps": AttentionMaps} when record_attention
         self.step = 0
 
-    def rows(self, stop: threading.Event | None = None) -> Iterator[MetricRow]:
-        """Train, yielding metric rows; the last row is yielded when training ends. Sets `self.result`."""
+    def rows(self, stop: Callable[[], bool] | None = None) -> Iterator[MetricRow]:
+        """Train, yielding metric rows, until a budget is spent, the task is solved, or `stop()` returns True.
+
+        The last row comes when training ends, scored on the whole held-out set. Sets `self.result`.
+        """
         cfg, model, vocab = self.train_config, self.model, self.vocab
         model.train()
         start = last_row_time = time.perf_counter()
@@ -141,7 +144,7 @@ class Trainer:
         last_check = -10
         self._snapshot_attention()
         while self.step < cfg.steps:
-            if stop is not None and stop.is_set():
+            if stop is not None and stop():
                 reason = "stopped"
                 break
             if time.perf_counter() - start > cfg.time_budget_s:
@@ -190,7 +193,7 @@ class Trainer:
             yield {**row, **final}
             self._snapshot_attention()
 
-    def run(self, on_row: Callable[[MetricRow], None] | None = None, stop: threading.Event | None = None) -> TrainResult:
+    def run(self, on_row: Callable[[MetricRow], None] | None = None, stop: Callable[[], bool] | None = None) -> TrainResult:
         """Train to the end, passing each metric row to `on_row`."""
         for row in self.rows(stop):
             if on_row is not None:
@@ -233,11 +236,12 @@ class TrainingJob:
     and a page polls `rows()`, `done`, `error` and `result`.
 
     Other pages probe the half-trained model through `model_snapshot()`, a copy taken at the latest metric row,
-    so no reader ever sees weights the training thread is changing.
+    so no reader ever sees weights the training thread is changing. A job nobody has looked at (`touch()`) for
+    `idle_timeout_s` stops by itself, so a closed tab never leaves a thread burning CPU.
     """
 
     def __init__(self, model_config: ModelConfig, data_config: DataConfig, train_config: TrainConfig,
-                 slots: threading.Semaphore | None = None):
+                 slots: threading.Semaphore | None = None, idle_timeout_s: float | None = None):
         self.trainer = Trainer(model_config, data_config, train_config)
         self.train_config = train_config
         self._slots = slots
@@ -249,6 +253,16 @@ class TrainingJob:
         self.error: str | None = None
         self.result: TrainResult | None = None
         self.started_at: float | None = None
+        self.idle_timeout_s = idle_timeout_s
+        self._last_touch = time.monotonic()
+
+    def touch(self) -> None:
+        """Note that someone is still watching this job."""
+        self._last_touch = time.monotonic()
+
+    def _should_stop(self) -> bool:
+        idle = self.idle_timeout_s is not None and time.monotonic() - self._last_touch > self.idle_timeout_s
+        return self._stop.is_set() or idle
 
     def start(self) -> "TrainingJob":
         """Start training; raises ServerBusy at once (never waits) when `slots` has no free slot."""
@@ -288,7 +302,7 @@ class TrainingJob:
 
     def _run(self) -> None:
         try:
-            for row in self.trainer.rows(self._stop):
+            for row in self.trainer.rows(self._should_stop):
                 snapshot = copy.deepcopy(self.trainer.model).eval()
                 with self._lock:
                     self._rows.append(row)

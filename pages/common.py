@@ -1,0 +1,101 @@
+"""State and resources shared by the pages: the model in hand, the training job, shipped checkpoints.
+
+Session state keys:
+- "in_hand": the `Checkpoint` every probing page uses (shipped, trained here, or uploaded), or absent;
+- "in_hand_name": its label in the sidebar;
+- "job": the session's `TrainingJob`, or absent;
+- "trained": {name: checkpoint bytes} of runs finished in this session.
+"""
+
+import os
+import threading
+from pathlib import Path
+
+import streamlit as st
+import torch
+
+from transformer import Checkpoint, TrainingJob, load_checkpoint, pick_device
+from transformer.device import device_label
+
+CHECKPOINT_DIR = Path(__file__).resolve().parent.parent / "checkpoints"
+MAX_TRAINING_JOBS = int(os.environ.get("LAB_MAX_TRAINING_JOBS", "2"))  # concurrent runs per server (2 cores)
+JOB_IDLE_TIMEOUT_S = 30.0  # a job whose page has stopped polling (tab closed) stops after this long
+
+
+@st.cache_resource
+def setup_torch() -> str:
+    """Process-wide torch settings, once; returns the device label."""
+    torch.set_num_threads(int(os.environ.get("LAB_TORCH_THREADS", "2")))
+    return device_label(pick_device())
+
+
+@st.cache_resource
+def training_slots() -> threading.BoundedSemaphore:
+    """The server-wide cap on concurrent training runs, shared by every session."""
+    return threading.BoundedSemaphore(MAX_TRAINING_JOBS)
+
+
+def _stop_jobs(jobs: list[TrainingJob]) -> None:
+    for job in jobs:
+        job.stop()
+
+
+@st.cache_resource(scope="session", on_release=_stop_jobs)
+def session_jobs() -> list[TrainingJob]:
+    """This session's jobs; Streamlit stops them when the session ends."""
+    return []
+
+
+def shipped_checkpoints() -> list[str]:
+    return sorted(p.stem for p in CHECKPOINT_DIR.glob("*.pt"))
+
+
+@st.cache_resource(show_spinner=False)
+def shipped_checkpoint(name: str) -> Checkpoint:
+    """A shipped checkpoint, loaded once per server and shared read-only by every session."""
+    return load_checkpoint(CHECKPOINT_DIR / f"{name}.pt")
+
+
+def put_in_hand(checkpoint: Checkpoint, name: str) -> None:
+    st.session_state["in_hand"] = checkpoint
+    st.session_state["in_hand_name"] = name
+
+
+def model_in_hand() -> tuple[Checkpoint | None, str]:
+    """The checkpoint probing pages use, and its label. While a run trains, its latest snapshot is in hand."""
+    job: TrainingJob | None = st.session_state.get("job")
+    if job is not None and job.running:
+        model = job.model_snapshot()
+        if model is not None:
+            trainer = job.trainer
+            rows = job.rows()
+            label = f"training {trainer.data.config.task} (step {rows[-1]['step'] if rows else 0})"
+            return Checkpoint(model, trainer.vocab, model.config, trainer.data.config, rows, {}), label
+    return st.session_state.get("in_hand"), st.session_state.get("in_hand_name", "")
+
+
+def require_model() -> Checkpoint:
+    """The model in hand, or a hint and a stop when there is none."""
+    checkpoint, _ = model_in_hand()
+    if checkpoint is None:
+        st.info("No model in hand yet: load a shipped one on the Home page, train one, or upload one.")
+        st.page_link("streamlit_app.py", label="Go to Home")
+        st.stop()
+    return checkpoint
+
+
+def sidebar() -> None:
+    """The shared sidebar: device and the model in hand."""
+    with st.sidebar:
+        st.caption(f"Device: {setup_torch()}")
+        checkpoint, name = model_in_hand()
+        if checkpoint is None:
+            st.markdown("**Model in hand:** none yet")
+        else:
+            c = checkpoint.config
+            st.markdown(f"**Model in hand:** {name}")
+            st.caption(
+                f"task {checkpoint.task.task}, lengths {checkpoint.task.min_len}-{checkpoint.task.max_len} · "
+                f"d_model {c.d_model}, {c.n_heads} heads, {c.n_layers}+{c.n_layers} layers · "
+                f"{'pre' if c.norm_first else 'post'}-norm"
+            )

@@ -1,0 +1,52 @@
+"""Transformer Lab: train a tiny encoder-decoder Transformer live, then open it up. Run: streamlit run streamlit_app.py"""
+
+import streamlit as st
+
+from pages.common import put_in_hand, session_jobs, setup_torch, shipped_checkpoint, shipped_checkpoints, sidebar
+from transformer import CheckpointError
+
+st.set_page_config(page_title="Transformer Lab", page_icon="🔬", layout="wide")
+
+
+def home() -> None:
+    st.title("Transformer Lab")
+    st.markdown(
+        "Train the encoder-decoder Transformer of *Attention Is All You Need* on toy tasks, live, and watch it learn. "
+        "Then open it up: see what the masks hide, what each head attends to, and how it decodes one token at a time."
+    )
+    st.caption(f"Computing on: **{setup_torch()}**")
+    st.subheader("Try a trained model now")
+    names = shipped_checkpoints()
+    if not names:
+        st.warning("No shipped checkpoints found in `checkpoints/`: train one on the Train page.")
+    cols = st.columns(max(len(names), 1))
+    for col, name in zip(cols, names):
+        if col.button(f"Load {name}", key=f"load_{name}", use_container_width=True):
+            try:
+                put_in_hand(shipped_checkpoint(name), f"shipped: {name}")
+                st.success(f"Loaded **{name}**. Try the Decoding or Masking pages next.")
+            except CheckpointError as err:
+                st.error(f"Could not load {name}: {err}")
+    st.subheader("What to do here")
+    st.markdown(
+        "1. **Train** a model on copy, reverse or sort and watch its loss and accuracy stream in.\n"
+        "2. **Anatomy**: the model laid out as the paper draws it, with every shape and parameter count.\n"
+        "3. **Masking lab**: padding and causal masks, and what breaks without them.\n"
+        "4. **Decoding**: step through greedy, sampling and beam search one token per click.\n"
+        "5. **Compare**: run two settings side by side and see which part of the design matters."
+    )
+
+
+pages = [
+    st.Page(home, title="Home", icon="🏠", default=True),
+    st.Page("pages/train.py", title="Train", icon="🏋️"),
+    st.Page("pages/anatomy.py", title="Anatomy", icon="🧬"),
+    st.Page("pages/masking.py", title="Masking lab", icon="🎭"),
+    st.Page("pages/decoding.py", title="Decoding", icon="🔤"),
+    st.Page("pages/compare.py", title="Compare runs", icon="⚖️"),
+    st.Page("pages/checkpoints.py", title="Checkpoints", icon="💾"),
+]
+page = st.navigation(pages)
+session_jobs()  # registers this session so its training stops when the session ends
+sidebar()
+page.run()

@@ -1,0 +1,205 @@
+"""The model against PyTorch's reference modules on copied weights, and the masks proven by behaviour."""
+
+import dataclasses
+
+import pytest
+import torch
+import torch.nn as nn
+
+from transformer.masks import causal_mask, decoder_mask, padding_mask
+from transformer.model import ModelConfig, MultiHeadAttention, Transformer, scaled_dot_product_attention, sinusoidal_table
+
+D, H, FF = 32, 4, 64
+TOL = dict(atol=1e-5, rtol=1e-5)
+
+
+def ids(rows: list[list[int]], pad: int = 0) -> torch.Tensor:
+    """Token rows right-padded to a (B, T) tensor."""
+    width = max(map(len, rows))
+    return torch.tensor([r + [pad] * (width - len(r)) for r in rows])
+
+
+def copy_attention(ours: MultiHeadAttention, ref: nn.MultiheadAttention) -> None:
+    with torch.no_grad():
+        ref.in_proj_weight.copy_(ours.in_proj.weight)
+        ref.in_proj_bias.copy_(ours.in_proj.bias)
+        ref.out_proj.weight.copy_(ours.out_proj.weight)
+        ref.out_proj.bias.copy_(ours.out_proj.bias)
+
+
+def copy_ffn_and_norms(layer, ref) -> None:
+    with torch.no_grad():
+        ref.linear1.load_state_dict(layer.feed_forward.w_1.state_dict())
+        ref.linear2.load_state_dict(layer.feed_forward.w_2.state_dict())
+        for i, sub in enumerate(layer.sublayer):
+            getattr(ref, f"norm{i + 1}").load_state_dict(sub.norm.state_dict())
+
+
+@pytest.fixture(autouse=True)
+def seed():
+    torch.manual_seed(0)
+
+
+def test_multi_head_attention_matches_pytorch():
+    ours = MultiHeadAttention(ModelConfig(d_model=D, n_heads=H)).eval()
+    ref = nn.MultiheadAttention(D, H, batch_first=True).eval()
+    copy_attention(ours, ref)
+    x, memory = torch.randn(3, 5, D), torch.randn(3, 7, D)
+    src = ids([[5] * 7, [5] * 4, [5] * 2])
+    # self-attention with a causal mask: PyTorch's True means "blocked", ours "may attend"
+    want, want_w = ref(x, x, x, attn_mask=~causal_mask(5), average_attn_weights=False)
+    got, got_w = ours(x, mask=causal_mask(5), need_weights=True)
+    torch.testing.assert_close(got, want, **TOL)
+    torch.testing.assert_close(got_w, want_w, **TOL)
+    # cross-attention over a padded memory
+    want, _ = ref(x, memory, memory, key_padding_mask=src == 0)
+    got, _ = ours(x, memory, mask=padding_mask(src, 0))
+    torch.testing.assert_close(got, want, **TOL)
+
+
+def test_paper_matrices_are_views_of_the_projection():
+    attn = MultiHeadAttention(ModelConfig(d_model=D, n_heads=H))
+    stacked = torch.cat([attn.W_Q, attn.W_K, attn.W_V])
+    assert stacked.shape == (3 * D, D) and torch.equal(stacked, attn.in_proj.weight)
+    assert attn.W_O is attn.out_proj.weight
+
+
+@pytest.mark.parametrize("norm_first", [False, True])
+def test_encoder_layer_matches_pytorch(norm_first):
+    model = Transformer(ModelConfig(d_model=D, n_heads=H, d_ff=FF, norm_first=norm_first)).eval()
+    layer = model.encoder.layers[0]
+    ref = nn.TransformerEncoderLayer(D, H, FF, dropout=0.0, batch_first=True, norm_first=norm_first).eval()
+    copy_attention(layer.self_attn, ref.self_attn)
+    copy_ffn_and_norms(layer, ref)
+    x, src = torch.randn(3, 6, D), ids([[5] * 6, [5] * 4, [5] * 1])
+    got, _ = layer(x, padding_mask(src, 0))
+    want = ref(x, src_key_padding_mask=src == 0)
+    real = src != 0
+    torch.testing.assert_close(got[real], want[real], **TOL)
+
+
+@pytest.mark.parametrize("norm_first", [False, True])
+def test_decoder_layer_matches_pytorch(norm_first):
+    model = Transformer(ModelConfig(d_model=D, n_heads=H, d_ff=FF, norm_first=norm_first)).eval()
+    layer = model.decoder.layers[0]
+    ref = nn.TransformerDecoderLayer(D, H, FF, dropout=0.0, batch_first=True, norm_first=norm_first).eval()
+    copy_attention(layer.self_attn, ref.self_attn)
+    copy_attention(layer.cross_attn, ref.multihead_attn)
+    copy_ffn_and_norms(layer, ref)
+    x, memory = torch.randn(2, 5, D), torch.randn(2, 6, D)
+    src, tgt = ids([[5] * 6, [5] * 3]), ids([[1] + [5] * 4, [1, 5, 5]])
+    got, _, _ = layer(x, memory, padding_mask(src, 0), decoder_mask(tgt, 0))
+    want = ref(x, memory, tgt_mask=~causal_mask(5), tgt_key_padding_mask=tgt == 0, memory_key_padding_mask=src == 0)
+    real = tgt != 0
+    torch.testing.assert_close(got[real], want[real], **TOL)
+
+
+@pytest.mark.parametrize("masked", [None, "causal", "padding"])
+def test_fast_and_explicit_attention_agree(masked):
+    q, k, v = torch.randn(3, 2, H, 5, 8).unbind(0)
+    mask = {None: None, "causal": causal_mask(5), "padding": padding_mask(ids([[5] * 5, [5] * 2]), 0)}[masked]
+    fast, none = scaled_dot_product_attention(q, k, v, mask)
+    explicit, weights = scaled_dot_product_attention(q, k, v, mask, need_weights=True)
+    assert none is None
+    torch.testing.assert_close(fast, explicit, **TOL)
+    torch.testing.assert_close(weights.sum(-1), torch.ones(2, H, 5), **TOL)
+    # is_causal (no mask tensor) is the same as the causal mask tensor, on both paths
+    torch.testing.assert_close(scaled_dot_product_attention(q, k, v, is_causal=True)[0],
+                               scaled_dot_product_attention(q, k, v, causal_mask(5), need_weights=True)[0], **TOL)
+
+
+def test_whole_model_attention_maps_and_paths_agree():
+    model = Transformer(ModelConfig(n_layers=2)).eval()
+    src, tgt = ids([[4, 5, 6, 7], [8, 9]]), ids([[1, 7, 6, 5, 4], [1, 9, 8]])
+    logits, maps = model(src, tgt, return_attention=True)
+    torch.testing.assert_close(logits, model(src, tgt), **TOL)
+    assert [m.shape for m in maps["encoder"]] == [(2, 4, 4, 4)] * 2
+    assert [m.shape for m in maps["decoder_self"]] == [(2, 4, 5, 5)] * 2
+    assert [m.shape for m in maps["cross"]] == [(2, 4, 5, 4)] * 2
+    assert maps["cross"][0][1, :, :, 2:].abs().max() == 0  # padded source positions get no attention
+    assert maps["decoder_self"][0][0, :, 0, 1:].abs().max() == 0  # the first position sees only itself
+
+
+def test_sinusoidal_table_follows_the_formula():
+    table = sinusoidal_table(50, 16)
+    pos, i = 7, 3
+    assert table[pos, 2 * i] == pytest.approx(torch.sin(torch.tensor(pos / 10000 ** (2 * i / 16))).item(), abs=1e-6)
+    assert table[pos, 2 * i + 1] == pytest.approx(torch.cos(torch.tensor(pos / 10000 ** (2 * i / 16))).item(), abs=1e-6)
+
+
+def test_embeddings_are_scaled_by_sqrt_d_model():
+    model = Transformer(ModelConfig(positional="none"))
+    token = torch.tensor([[5]])
+    torch.testing.assert_close(model.embed(token)[0, 0], model.embed.lut.weight[5] * D**0.5)
+
+
+# --- masks, proven by behaviour -------------------------------------------------------------------------------
+
+SRC = ids([[4, 5, 6, 7, 8]])
+TGT = ids([[1, 8, 7, 6, 5, 4]])
+
+
+def outputs_after_changing_the_last_target_token(config: ModelConfig) -> tuple[torch.Tensor, torch.Tensor]:
+    model = Transformer(config).eval()
+    changed = TGT.clone()
+    changed[0, -1] = 11
+    return model(SRC, TGT)[:, :-1], model(SRC, changed)[:, :-1]
+
+
+def test_causal_mask_hides_the_future():
+    before, after = outputs_after_changing_the_last_target_token(ModelConfig())
+    torch.testing.assert_close(before, after, atol=1e-6, rtol=0)
+
+
+def test_without_the_causal_mask_the_future_leaks():
+    before, after = outputs_after_changing_the_last_target_token(ModelConfig(causal_mask=False))
+    assert (before - after).abs().max() > 1e-3
+
+
+@pytest.mark.parametrize("norm_first", [False, True])
+def test_extra_padding_does_not_change_real_positions(norm_first):
+    model = Transformer(ModelConfig(norm_first=norm_first, n_layers=2)).eval()
+    padded_src, padded_tgt = torch.cat([SRC, torch.zeros(1, 4, dtype=torch.long)], 1), torch.cat(
+        [TGT, torch.zeros(1, 3, dtype=torch.long)], 1)
+    base = model(SRC, TGT)
+    torch.testing.assert_close(model(padded_src, padded_tgt)[:, : TGT.size(1)], base, atol=1e-5, rtol=0)
+    # and the padding mask is what does it: without it the outputs drift
+    drifted = model(padded_src, padded_tgt, mask_padding=False)[:, : TGT.size(1)]
+    assert (drifted - base).abs().max() > 1e-3
+
+
+def test_decoding_with_a_cache_matches_the_full_forward():
+    model = Transformer(ModelConfig(n_layers=2)).eval()
+    src, tgt = ids([[4, 5, 6], [7, 8]]), torch.tensor([[1, 6, 5, 4], [1, 8, 7, 2]])
+    full = model(src, tgt)
+    src_mask = model.src_mask(src)
+    memory, _ = model.encode(src, src_mask)
+    cache = model.new_cache()
+    steps = [model.decode(tgt[:, t : t + 1], memory, src_mask, cache, start=t)[0] for t in range(tgt.size(1))]
+    torch.testing.assert_close(torch.cat(steps, 1), full, **TOL)
+
+
+def test_switches_change_the_model():
+    base = ModelConfig()
+    assert Transformer(dataclasses.replace(base, positional="none")).positional.table() is None
+    assert Transformer(dataclasses.replace(base, positional="learned")).positional.table().requires_grad
+    tied = Transformer(dataclasses.replace(base, tie_weights=True))
+    assert tied.generator.proj.weight is tied.embed.lut.weight
+    assert isinstance(Transformer(dataclasses.replace(base, norm_first=True)).encoder.norm, nn.LayerNorm)
+    unscaled = Transformer(dataclasses.replace(base, scale_scores=False))
+    assert unscaled.encoder.layers[0].self_attn.scale == 1.0
+
+
+@pytest.mark.parametrize("bad", [dict(d_model=30, n_heads=4), dict(dropout=1.5), dict(positional="rotary"),
+                                 dict(n_layers=0), dict(pad_id=99)])
+def test_bad_config_is_refused(bad):
+    with pytest.raises(ValueError):
+        ModelConfig(**bad)
+
+
+def test_too_long_or_wrong_type_input_is_refused():
+    model = Transformer(ModelConfig(max_len=8))
+    with pytest.raises(ValueError, match="max_len"):
+        model(torch.full((1, 9), 4), torch.full((1, 3), 4))
+    with pytest.raises(ValueError, match="int64"):
+        model(torch.zeros(1, 3), torch.zeros(1, 3))

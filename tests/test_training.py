@@ -1,0 +1,113 @@
+"""The trainer: it solves a task, stops when asked or when a budget is spent, and fails loudly."""
+
+import threading
+import time
+
+import pytest
+import torch
+
+from transformer.model import ModelConfig
+from transformer.tasks import DataConfig
+from transformer.training import (
+    METRIC_COLUMNS, ServerBusy, TrainConfig, Trainer, TrainingDiverged, TrainingJob, exact_match,
+)
+
+COPY = DataConfig(task="copy", min_len=4, max_len=4, seed=0)
+
+
+def test_copy_is_solved_on_held_out_data_and_training_stops_there():
+    trainer = Trainer(ModelConfig(), COPY, TrainConfig(steps=600, eval_every=10))
+    rows = []
+    result = trainer.run(rows.append)
+    assert result.reason == "solved" and result.steps < 600
+    # the kept model is the one that solved it: re-score it from scratch on the whole held-out set
+    vocab = trainer.vocab
+    assert exact_match(trainer.model.eval(), trainer.valid, vocab.bos_id, vocab.eos_id) == 1.0
+    assert rows[-1]["exact_match"] == 1.0 and rows[-1]["step"] == result.steps
+    assert set(rows[0]) == set(METRIC_COLUMNS)
+    steps = [r["step"] for r in rows]
+    assert steps == sorted(steps) and rows[0]["train_loss"] > rows[-1]["train_loss"]
+
+
+def test_without_early_stopping_it_trains_to_the_step_budget():
+    result = Trainer(ModelConfig(), COPY, TrainConfig(steps=40, early_stop=False, eval_every=20)).run()
+    assert (result.steps, result.reason) == (40, "step budget")
+
+
+def test_schedule_warms_up_then_decays():
+    cfg = TrainConfig(lr=1e-2, warmup=100)
+    assert cfg.lr_at(50) == pytest.approx(5e-3)
+    assert cfg.lr_at(100) == pytest.approx(1e-2)
+    assert cfg.lr_at(400) == pytest.approx(5e-3)
+    assert TrainConfig(lr=1e-2, warmup=100, schedule="constant").lr_at(400) == pytest.approx(1e-2)
+
+
+def test_divergence_is_a_clear_error_not_a_nan_curve(monkeypatch):
+    trainer = Trainer(ModelConfig(), COPY, TrainConfig(steps=50))
+    with torch.no_grad():
+        trainer.model.generator.proj.bias.fill_(float("nan"))
+    with pytest.raises(TrainingDiverged, match="learning rate"):
+        trainer.run()
+
+
+def test_stop_and_time_budget():
+    stop = threading.Event()
+    stop.set()
+    assert Trainer(ModelConfig(), COPY, TrainConfig()).run(stop=stop.is_set).reason == "stopped"
+    result = Trainer(ModelConfig(), COPY, TrainConfig(time_budget_s=0.3, early_stop=False, steps=10**6)).run()
+    assert result.reason == "time budget" and result.seconds < 3
+
+
+@pytest.mark.parametrize("bad", [dict(lr=0), dict(steps=0), dict(label_smoothing=1.0), dict(schedule="cosine")])
+def test_bad_train_settings_are_refused(bad):
+    with pytest.raises(ValueError):
+        TrainConfig(**bad)
+
+
+def test_model_and_data_must_fit_together():
+    with pytest.raises(ValueError, match="vocab_size"):
+        Trainer(ModelConfig(vocab_size=20), COPY, TrainConfig())
+    with pytest.raises(ValueError, match="max_len"):
+        Trainer(ModelConfig(max_len=4), COPY, TrainConfig())
+
+
+def wait_until(condition, timeout: float = 20.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.02)
+
+
+def test_job_trains_in_the_background_and_gives_snapshot_copies():
+    job = TrainingJob(ModelConfig(), COPY, TrainConfig(steps=600, eval_every=10, record_attention=True)).start()
+    wait_until(lambda: job.done)
+    assert job.error is None and job.result.reason == "solved"
+    snapshot = job.model_snapshot()
+    assert snapshot is not job.trainer.model and not snapshot.training
+    assert len(job.rows()) >= 1 and job.attention_snapshots[0]["step"] == 0
+    assert job.attention_snapshots[-1]["maps"]["cross"][0].shape[0] == ModelConfig().n_heads
+
+
+def test_job_stops_on_request_and_frees_its_slot():
+    slots = threading.BoundedSemaphore(1)
+    job = TrainingJob(ModelConfig(), COPY, TrainConfig(steps=10**6, early_stop=False), slots=slots).start()
+    with pytest.raises(ServerBusy):  # the cap is reached: refused at once, never queued
+        TrainingJob(ModelConfig(), COPY, TrainConfig(), slots=slots).start()
+    job.stop(wait_s=10)
+    assert job.done and job.result.reason == "stopped"
+    assert slots.acquire(blocking=False)  # the slot came back
+
+
+def test_an_unwatched_job_stops_by_itself():
+    job = TrainingJob(ModelConfig(), COPY, TrainConfig(steps=10**6, early_stop=False), idle_timeout_s=0.3).start()
+    wait_until(lambda: job.done, timeout=10)
+    assert job.result.reason == "stopped"
+
+
+def test_job_reports_divergence_as_a_message():
+    job = TrainingJob(ModelConfig(), COPY, TrainConfig(steps=50))
+    with torch.no_grad():
+        job.trainer.model.generator.proj.bias.fill_(float("inf"))
+    job.start()
+    wait_until(lambda: job.done)
+    assert "loss became" in job.error and job.result is None
