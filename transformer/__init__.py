@@ -1,5 +1,6 @@
 """A faithful, inspectable encoder-decoder Transformer for the classroom."""
 
+from .checkpoint import Checkpoint, CheckpointError, load_checkpoint, save_checkpoint
 from .decoding import greedy_decode
 from .device import pick_device
 from .masks import causal_mask, decoder_mask, padding_mask

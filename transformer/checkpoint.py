@@ -1,0 +1,335 @@
+"""Save a trained model with everything needed to use it again, in one file, and load it back safely.
+
+A checkpoint is a `torch.save`d dict of plain Python values and tensors only, so it loads with
+`torch.load(weights_only=True)`, which never runs code from the file. Loading checks every part before it
+builds the model and refuses anything else with a CheckpointError whose message says why.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import pickle
+import tempfile
+import zipfile
+from collections.abc import Iterable, Mapping
+from dataclasses import asdict, dataclass, field, fields
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import BinaryIO
+
+import torch
+
+from .model import ModelConfig, Transformer
+from .tasks import DataConfig
+from .vocab import Vocab
+
+FORMAT = "transformer-lab"
+FORMAT_VERSION = 1
+MAX_CHECKPOINT_BYTES = 8 * 1024 * 1024  # refuse bigger files before reading them
+MAX_WEIGHTS = 20_000_000  # parameters + positional table of a loadable model: at most 80 MB to allocate
+MAX_LAYERS = 64
+MAX_HISTORY_ROWS = 100_000
+MAX_PLAIN_ITEMS = 1_000_000  # values in one plain (non-tensor) part of a checkpoint
+MAX_PLAIN_DEPTH = 20  # nesting of dicts and lists in one plain part
+
+_PLAIN_PARTS = ("model_config", "vocab", "task", "history", "train_config", "meta")
+_PARTS = (*_PLAIN_PARTS, "state_dict")
+_SCALARS = (str, int, float, bool, type(None))
+_NOT_OURS = "not a checkpoint file of this lab (or it is damaged)"
+_CHOOSE = "choose a checkpoint saved by this lab"
+_LIMIT = f"{MAX_CHECKPOINT_BYTES // 2**20} MB limit for checkpoints"
+
+Source = str | os.PathLike | bytes | bytearray | memoryview | BinaryIO
+
+
+class CheckpointError(ValueError):
+    """A file that is not a valid checkpoint of this project; the message says why and what to do."""
+
+
+@dataclass
+class Checkpoint:
+    """A loaded checkpoint: the model and everything it was trained with."""
+
+    model: Transformer  # in eval mode
+    vocab: Vocab
+    config: ModelConfig
+    task: DataConfig  # the task and data settings it was trained on
+    history: list[dict]  # metric rows (plain str -> float/int dicts)
+    train_config: dict  # training settings, plain JSON-able dict (may be empty)
+    meta: dict = field(default_factory=dict)  # e.g. {"created": iso time, "torch": version, "name": ...}
+
+
+def save_checkpoint(
+    path: str | os.PathLike,
+    model: Transformer,
+    vocab: Vocab,
+    task: DataConfig,
+    history: Iterable[Mapping[str, float]] = (),
+    train_config: dict | None = None,
+    meta: dict | None = None,
+) -> Path:
+    """Write a checkpoint to `path` atomically (parent folders are created); returns the path.
+
+    Either the whole new file replaces `path`, or, on any error, `path` is left as it was.
+    """
+    data = checkpoint_bytes(model, vocab, task, history, train_config, meta)
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        os.unlink(tmp)
+        raise
+    return path
+
+
+def checkpoint_bytes(
+    model: Transformer,
+    vocab: Vocab,
+    task: DataConfig,
+    history: Iterable[Mapping[str, float]] = (),
+    train_config: dict | None = None,
+    meta: dict | None = None,
+) -> bytes:
+    """The content `save_checkpoint` writes, in memory (e.g. for a download button).
+
+    ValueError if the parts do not fit together or are not plain data, so no file is made that would not load.
+    """
+    _check_consistent(model.config, vocab, task)
+    created = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    payload = {
+        "format": FORMAT,
+        "version": FORMAT_VERSION,
+        "model_config": model.config.to_dict(),
+        "vocab": vocab.to_dict(),
+        "task": asdict(task),
+        "history": [dict(row) for row in history],
+        "train_config": dict(train_config or {}),
+        "meta": {"created": created, "torch": str(torch.__version__), **(meta or {})},
+        "state_dict": _cpu_weights(model),
+    }
+    _check_plain_parts(payload)
+    buffer = io.BytesIO()
+    torch.save(payload, buffer)
+    if buffer.tell() > MAX_CHECKPOINT_BYTES:
+        raise ValueError(f"the checkpoint would be {buffer.tell():,} bytes, over the {_LIMIT}; use a smaller model")
+    return buffer.getvalue()
+
+
+def load_checkpoint(source: Source, device: torch.device | str = "cpu") -> Checkpoint:
+    """Read a checkpoint from a path, bytes or binary file object; its model goes to `device` in eval mode.
+
+    CheckpointError for anything that is not a valid checkpoint of this lab. No code in the file ever runs.
+    """
+    payload = _unpickle(_read(source))
+    if not isinstance(payload, dict) or payload.get("format") != FORMAT:
+        raise CheckpointError(f"{_NOT_OURS}: it has no {FORMAT!r} format marker; {_CHOOSE}")
+    version = payload.get("version")
+    if type(version) is not int or version < 1:
+        raise CheckpointError(f"checkpoint has an unknown format version {version!r:.20}; {_CHOOSE}")
+    if version > FORMAT_VERSION:
+        raise CheckpointError(
+            f"checkpoint format version {version} is newer than this lab reads ({FORMAT_VERSION}); "
+            "upgrade the lab to open it"
+        )
+    try:
+        checkpoint = _unpack(payload)
+    except (TypeError, ValueError, RuntimeError) as e:
+        raise CheckpointError(f"invalid checkpoint: {e}; {_CHOOSE}, or save the model again") from e
+    checkpoint.model.to(device)
+    return checkpoint
+
+
+def _read(source: Source) -> bytes:
+    """The bytes of `source`, refusing more than MAX_CHECKPOINT_BYTES (files by their size, before reading)."""
+    if isinstance(source, (bytes, bytearray, memoryview)):
+        _check_length(memoryview(source).nbytes)
+        return bytes(source)
+    if isinstance(source, (str, os.PathLike)):
+        with open(source, "rb") as f:
+            _check_length(os.fstat(f.fileno()).st_size)
+            return _read_limited(f)
+    return _read_limited(source)
+
+
+def _read_limited(f: BinaryIO) -> bytes:
+    """All of `f`, refusing more than MAX_CHECKPOINT_BYTES."""
+    data = f.read(MAX_CHECKPOINT_BYTES + 1)
+    _check_length(len(data))
+    return data
+
+
+def _check_length(n_bytes: int) -> None:
+    """CheckpointError if `n_bytes` is over the size limit."""
+    if n_bytes > MAX_CHECKPOINT_BYTES:
+        raise CheckpointError(f"the file is larger than the {_LIMIT}; {_CHOOSE}")
+
+
+def _unpickle(data: bytes) -> object:
+    """The object in a torch.save file, read with weights_only=True: plain data and tensors, never code."""
+    try:
+        _check_archive(data)
+        return torch.load(io.BytesIO(data), map_location="cpu", weights_only=True)
+    except pickle.UnpicklingError:
+        raise CheckpointError(
+            f"{_NOT_OURS}: it holds Python objects other than plain data and tensors, which are never loaded; {_CHOOSE}"
+        ) from None
+    except Exception as e:
+        raise CheckpointError(f"{_NOT_OURS}; {_CHOOSE}") from e
+
+
+def _check_archive(data: bytes) -> None:
+    """ValueError unless `data` is a zip archive of stored (uncompressed) entries, as torch.save writes.
+
+    Compressed entries could inflate a small file to gigabytes of tensors, so they are refused.
+    """
+    with zipfile.ZipFile(io.BytesIO(data)) as archive:
+        entries = archive.infolist()
+    if any(e.compress_type != zipfile.ZIP_STORED for e in entries) or sum(e.file_size for e in entries) > len(data):
+        raise ValueError("compressed archive")
+
+
+def _unpack(payload: dict) -> Checkpoint:
+    """The checkpoint in a loaded payload, each part checked before the model is built (ValueError if not valid)."""
+    _check_keys(payload.keys() - {"format", "version"}, _PARTS, "checkpoint")
+    _check_plain_parts(payload)
+    config = _config_from(ModelConfig, payload["model_config"], "model_config")
+    _check_model_size(config)
+    task = _config_from(DataConfig, payload["task"], "task")
+    vocab = Vocab.from_dict(payload["vocab"])
+    _check_consistent(config, vocab, task)
+    model = Transformer(config)
+    _check_weights(model, payload["state_dict"])
+    model.load_state_dict(payload["state_dict"], strict=True)
+    return Checkpoint(model.eval(), vocab, config, task, payload["history"], payload["train_config"], payload["meta"])
+
+
+def _cpu_weights(model: Transformer) -> dict[str, torch.Tensor]:
+    """Contiguous CPU float32 copies of the state dict; tensors that share memory (tied weights) stay one tensor."""
+    weights, copies = {}, {}
+    for name, t in model.state_dict().items():
+        key = (t.device, t.data_ptr(), t.shape, t.stride())
+        if key not in copies:
+            copies[key] = t.detach().to("cpu", torch.float32, memory_format=torch.contiguous_format, copy=True)
+            if not torch.isfinite(copies[key]).all():
+                raise ValueError(f"{name} has NaN or infinite weights; this model cannot be saved")
+        weights[name] = copies[key]
+    return weights
+
+
+def _check_plain_parts(payload: dict) -> None:
+    """ValueError unless every part besides the weights is plain data of the expected shape."""
+    for name in _PLAIN_PARTS:
+        _check_plain(payload[name], name)
+        if name != "history" and type(payload[name]) is not dict:
+            raise ValueError(f"{name} must be a dict")
+    history = payload["history"]
+    if type(history) is not list or len(history) > MAX_HISTORY_ROWS:
+        raise ValueError(f"history must be a list of at most {MAX_HISTORY_ROWS:,} rows")
+    for row in history:
+        if type(row) is not dict or not all(type(v) in (int, float) for v in row.values()):
+            raise ValueError("history rows must be dicts of metric name -> number")
+
+
+def _check_plain(value: object, what: str) -> None:
+    """ValueError unless `value` is built only of str-keyed dicts, lists, tuples, str, int, float, bool and None,
+    within MAX_PLAIN_ITEMS values and MAX_PLAIN_DEPTH levels of nesting."""
+    stack, count = [(value, 0)], 1
+    while stack:
+        item, depth = stack.pop()
+        kind = type(item)
+        if kind in (dict, list, tuple):
+            count += len(item)
+            if count > MAX_PLAIN_ITEMS or depth >= MAX_PLAIN_DEPTH:
+                raise ValueError(f"{what} is too large or too deeply nested")
+            if kind is dict and not all(type(k) is str for k in item):
+                raise ValueError(f"{what} has a dict key that is not a string")
+            stack.extend((child, depth + 1) for child in (item.values() if kind is dict else item))
+        elif kind not in _SCALARS:
+            raise ValueError(f"{what} holds a {kind.__name__:.40}; only dicts, lists, strings and numbers are allowed")
+        elif kind is int and item.bit_length() > 64:
+            raise ValueError(f"{what} holds an integer too large for a setting")
+
+
+def _check_keys(found: Iterable[str], expected: Iterable[str], what: str) -> None:
+    """ValueError naming (a few of) the missing and unexpected keys."""
+    found, expected = set(found), list(expected)
+    missing = [repr(k) for k in expected if k not in found]
+    unexpected = sorted(repr(k)[:60] for k in found - set(expected))
+    problems = []
+    for label, keys in (("missing", missing), ("unexpected", unexpected)):
+        if keys:
+            more = f" and {len(keys) - 5} more" if len(keys) > 5 else ""
+            problems.append(f"{label} {', '.join(keys[:5])}{more}")
+    if problems:
+        raise ValueError(f"{what} has {'; '.join(problems)}")
+
+
+def _config_from(cls: type, d: dict, what: str):
+    """cls(**d) for a dict holding exactly cls's fields, each of the type of its default."""
+    _check_keys(d, [f.name for f in fields(cls)], what)
+    for f in fields(cls):
+        value, kind = d[f.name], type(f.default)
+        if not (type(value) is kind or (kind is float and type(value) is int)):
+            raise ValueError(f"{what}.{f.name} must be {kind.__name__}, got {type(value).__name__}")
+    try:
+        return cls(**d)
+    except (TypeError, ValueError) as e:
+        raise ValueError(f"{what}: {e}") from None
+
+
+def _n_weights(c: ModelConfig) -> int:
+    """Floats the model for `c` allocates (parameters and positional table), counted without building it."""
+    d = c.d_model
+    attention = 4 * d * d + 4 * d  # W_Q, W_K, W_V, W_O and their biases
+    feed_forward = 2 * d * c.d_ff + c.d_ff + d
+    norm = 2 * d
+    layers = c.n_layers * ((attention + feed_forward + 2 * norm) + (2 * attention + feed_forward + 3 * norm))
+    final_norms = 2 * norm if c.norm_first else 0
+    positions = 0 if c.positional == "none" else c.max_len * d
+    generator = c.vocab_size if c.tie_weights else c.vocab_size * d + c.vocab_size
+    return c.vocab_size * d + positions + layers + final_norms + generator
+
+
+def _check_model_size(config: ModelConfig) -> None:
+    """ValueError if the model would be too big to build safely."""
+    if config.n_layers > MAX_LAYERS:
+        raise ValueError(f"model_config.n_layers is {config.n_layers}; the most this lab loads is {MAX_LAYERS}")
+    if (n := _n_weights(config)) > MAX_WEIGHTS:
+        raise ValueError(f"model_config describes {n:,} weights; the most this lab loads is {MAX_WEIGHTS:,}")
+
+
+def _check_consistent(config: ModelConfig, vocab: Vocab, task: DataConfig) -> None:
+    """ValueError unless the vocabulary fits both the model and the task."""
+    if len(vocab) != config.vocab_size:
+        raise ValueError(f"the vocabulary has {len(vocab)} tokens but model_config.vocab_size is {config.vocab_size}")
+    if vocab.n_symbols != task.n_symbols:
+        raise ValueError(f"the vocabulary has {vocab.n_symbols} symbols but task.n_symbols is {task.n_symbols}")
+
+
+def _check_weights(model: Transformer, state_dict: object) -> None:
+    """ValueError unless `state_dict` has exactly the model's tensors, each of its shape and dtype, finite,
+    and equal wherever the model ties two of them together."""
+    if not isinstance(state_dict, dict) or not all(type(k) is str for k in state_dict):
+        raise ValueError("state_dict must be a dict of name -> tensor")
+    expected = model.state_dict(keep_vars=True)
+    _check_keys(state_dict, expected, "state_dict")
+    first_name = {}  # id of each model tensor -> the first name it appears under
+    for name, param in expected.items():
+        t = state_dict[name]
+        if not isinstance(t, torch.Tensor) or t.layout != torch.strided:
+            raise ValueError(f"state_dict[{name!r}] is not a dense tensor")
+        if t.dtype != param.dtype or t.shape != param.shape:
+            got, want = f"{t.dtype} of shape {tuple(t.shape)!s:.80}", f"{param.dtype} of shape {tuple(param.shape)}"
+            raise ValueError(f"{name} is {got}, expected {want}")
+        if not torch.isfinite(t).all():
+            raise ValueError(f"{name} has NaN or infinite weights")
+        tied = first_name.setdefault(id(param), name)
+        if not torch.equal(t, state_dict[tied]):
+            raise ValueError(f"{name} differs from {tied}, but the model ties the two together")
