@@ -1,0 +1,288 @@
+import copy
+
+import pytest
+import torch
+
+from transformer.decoding import (
+    beam_search,
+    decode_all_steps,
+    decode_steps,
+    greedy_decode,
+    sample_decode,
+    sampling_probs,
+    teacher_forced,
+)
+from transformer.model import ModelConfig, Transformer
+
+PAD, BOS, EOS = 0, 1, 2
+SRC = torch.tensor([[3, 4, 5, 6, 7, 0, 0], [8, 9, 10, 11, 12, 3, 4], [5, 5, 6, 0, 0, 0, 0]])  # right-padded
+ONE = torch.tensor([[4, 7, 9, 3, 0, 0]])  # one source with padding
+
+
+def make_model(norm_first: bool = False, **overrides) -> Transformer:
+    torch.manual_seed(0)
+    config = ModelConfig(vocab_size=13, d_model=32, n_heads=4, n_layers=2, d_ff=64, norm_first=norm_first, **overrides)
+    return Transformer(config).eval()
+
+
+@pytest.fixture(scope="module", autouse=True)
+def one_thread():
+    """A tiny model decodes one token at a time: a second thread only adds synchronisation."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+@pytest.fixture(scope="module")
+def model() -> Transformer:
+    return make_model()
+
+
+def reference(model: Transformer, src: torch.Tensor, prefix: torch.Tensor):
+    """Logits (B, T, V) and attention maps of the whole prefix, recomputed from scratch (no cache).
+
+    Like model(src, prefix), except that generated tokens are never masked as padding, as in cached decoding.
+    """
+    with torch.no_grad():
+        src_mask = model.src_mask(src)
+        memory, _ = model.encode(src, src_mask)
+        return model.decode(prefix, memory, src_mask, mask_padding=False, need_weights=True)
+
+
+def reference_greedy(model: Transformer, src: torch.Tensor, eos_id: int, max_len: int) -> list[list[int]]:
+    prefix = torch.full((src.size(0), 1), BOS)
+    for _ in range(max_len):
+        logits, _, _ = reference(model, src, prefix)
+        prefix = torch.cat([prefix, logits[:, -1].argmax(-1, keepdim=True)], dim=1)
+        if all(eos_id in row for row in prefix[:, 1:].tolist()):
+            break
+    rows = [row[1:] for row in prefix.tolist()]
+    ends = [row.index(eos_id) + 1 if eos_id in row else len(row) for row in rows]
+    return [row[:end] + [PAD] * (len(row) - end) for row, end in zip(rows, ends)]
+
+
+def log_prob(model: Transformer, src: torch.Tensor, tokens: list[int]) -> float:
+    """Summed log p(tokens[i] | BOS, tokens[:i]) of one output, by the full model."""
+    logits, _, _ = reference(model, src, torch.tensor([[BOS] + tokens[:-1]]))
+    return logits[0].log_softmax(-1).gather(-1, torch.tensor(tokens)[:, None]).sum().item()
+
+
+def an_emitted_token(model: Transformer, src: torch.Tensor, step: int) -> int:
+    """A token greedy decoding emits at `step` for the first row: used as EOS so that decoding ends early."""
+    return greedy_decode(model, src, BOS, EOS, step + 1)[0, step].item()
+
+
+# ------------------------------------------------------------------------------------------------- greedy
+
+
+@pytest.mark.parametrize("norm_first", [False, True])
+def test_cached_greedy_matches_uncached_reference(norm_first):
+    model = make_model(norm_first)
+    eos = an_emitted_token(model, SRC[2:], 3)  # row 2 finishes at step 3 or before; others may run on
+    for eos_id, max_len in [(EOS, 12), (eos, 12)]:
+        out = greedy_decode(model, SRC, BOS, eos_id, max_len).tolist()
+        assert out == reference_greedy(model, SRC, eos_id, max_len)
+    assert PAD in out[2], "the early-finishing row is PAD after EOS"
+
+
+def test_greedy_ignores_source_padding(model):
+    out = greedy_decode(model, SRC, BOS, EOS, 10)
+    for row, src in enumerate(SRC):
+        alone = src[src != PAD][None]  # (1, S_row) without padding
+        assert torch.equal(greedy_decode(model, alone, BOS, EOS, 10)[0], out[row])
+
+
+def test_greedy_respects_and_clamps_max_len(model):
+    assert greedy_decode(model, SRC, BOS, EOS, 1).shape == (3, 1)
+    assert greedy_decode(model, SRC, BOS, EOS, 5).shape == (3, 5)  # EOS never wins on this random model
+    short = make_model(max_len=8)
+    assert greedy_decode(short, SRC, BOS, EOS, 1000).shape == (3, 7)  # BOS + 7 tokens fill the 8 positions
+
+
+# ----------------------------------------------------------------------------------------------- sampling
+
+
+def test_sampling_with_top_k_1_is_greedy(model):
+    greedy = greedy_decode(model, SRC, BOS, EOS, 12)
+    assert torch.equal(sample_decode(model, SRC, BOS, EOS, 12, temperature=2.0, top_k=1), greedy)
+    steps = decode_all_steps(model, ONE, BOS, EOS, 12, strategy="sample", temperature=5.0, top_k=1, seed=3)
+    assert [s.token for s in steps] == greedy_decode(model, ONE, BOS, EOS, 12)[0].tolist()
+
+
+def test_sampling_is_reproducible_and_seed_dependent(model):
+    flat = copy.deepcopy(model)
+    flat.generator.proj.weight.data.mul_(0.01)  # near-uniform next-token distributions
+
+    def sample(seed):
+        return sample_decode(flat, SRC, BOS, EOS, 10, generator=torch.Generator().manual_seed(seed))
+
+    assert torch.equal(sample(0), sample(0))
+    assert not torch.equal(sample(0), sample(1))
+
+    def step_tokens(seed):
+        return [s.token for s in decode_all_steps(flat, ONE, BOS, EOS, 10, strategy="sample", seed=seed)]
+
+    assert step_tokens(0) == step_tokens(0) != step_tokens(1)
+
+
+def test_sampling_probs_temperature_and_top_k():
+    logits = torch.tensor([[2.0, 1.0, 0.5, -1.0, 0.0]])
+    assert torch.allclose(sampling_probs(logits), logits.softmax(-1))
+    top2 = sampling_probs(logits, top_k=2)
+    assert (top2 > 0).sum() == 2 and top2[0, :2].sum().item() == pytest.approx(1.0)
+    hot, cold = sampling_probs(logits, temperature=10.0), sampling_probs(logits, temperature=0.1)
+    assert hot.max() < logits.softmax(-1).max() < cold.max()
+    assert torch.allclose(sampling_probs(logits, top_k=50), logits.softmax(-1))  # k beyond the vocabulary: all kept
+
+
+# -------------------------------------------------------------------------------------------- beam search
+
+
+def test_beam_width_1_is_greedy(model):
+    for src in SRC:
+        src = src[None]
+        greedy = greedy_decode(model, src, BOS, EOS, 10)[0].tolist()
+        tokens, score = beam_search(model, src, BOS, EOS, 10, beam_width=1)
+        assert tokens == greedy
+        assert score == pytest.approx(log_prob(model, src, greedy), abs=1e-4)
+
+
+@pytest.mark.parametrize("eos_step", [None, 2, 4])
+def test_wider_beams_score_at_least_greedy(model, eos_step):
+    # Beam search is not guaranteed to beat greedy in general; on these inputs it must, and its score must be
+    # the true summed log-probability of the output it returns.
+    for src in SRC:
+        src = src[None]
+        eos = EOS if eos_step is None else an_emitted_token(model, src, eos_step)
+        greedy = greedy_decode(model, src, BOS, eos, 8)[0].tolist()
+        tokens, score = beam_search(model, src, BOS, eos, 8, beam_width=4)
+        assert score == pytest.approx(log_prob(model, src, tokens), abs=1e-4)
+        assert score >= log_prob(model, src, greedy) - 1e-5
+        assert len(tokens) <= 8 and (eos not in tokens or tokens.index(eos) == len(tokens) - 1)
+
+
+def test_beam_steps_form_a_consistent_tree(model):
+    eos = an_emitted_token(model, ONE, 1)
+    steps = decode_all_steps(model, ONE, BOS, eos, 10, strategy="beam", beam_width=3)
+    n_finished = 0
+    for prev, step in zip([None] + steps, steps):
+        assert len(step.beams) == 3 - n_finished
+        assert [b.finished for b in step.beams] == sorted(b.finished for b in step.beams)  # live first
+        for beam in step.beams:
+            parent = prev.beams[beam.parent] if prev else None
+            assert beam.tokens[:-1] == (parent.tokens if parent else [BOS])
+            assert parent is None or not parent.finished
+            assert beam.finished == (beam.tokens[-1] == eos)
+            assert beam.score == pytest.approx(log_prob(model, ONE, beam.tokens[1:]), abs=1e-4)
+        best = max(step.beams, key=lambda b: b.score)
+        assert step.prefix + [step.token] == best.tokens
+        n_finished += sum(b.finished for b in step.beams)
+    assert n_finished == 3 or len(steps) == 10
+    tokens, _ = beam_search(model, ONE, BOS, eos, 10, beam_width=3)
+    assert any(tokens == b.tokens[1:] for s in steps for b in s.beams)
+
+
+def test_length_penalty_picks_best_normalized_hypothesis(model):
+    eos = an_emitted_token(model, ONE, 0)  # an early EOS: short finished hypotheses have the best plain sums
+    steps = decode_all_steps(model, ONE, BOS, eos, 8, strategy="beam", beam_width=3)
+    hypotheses = [b for s in steps for b in s.beams if b.finished] + [b for b in steps[-1].beams if not b.finished]
+    lengths = []
+    for alpha in (0.0, 1.0, 3.0):
+        tokens, score = beam_search(model, ONE, BOS, eos, 8, beam_width=3, length_penalty=alpha)
+        best = max(hypotheses, key=lambda b: b.score / (len(b.tokens) - 1) ** alpha)
+        assert tokens == best.tokens[1:]
+        assert score == pytest.approx(best.score, abs=1e-5)  # the plain sum is returned either way
+        lengths.append(len(tokens))
+    assert lengths[0] < lengths[1] <= lengths[2]  # the penalty favours longer outputs
+
+
+# ---------------------------------------------------------------------------------------------- step API
+
+
+def test_greedy_steps_match_greedy_decode(model):
+    eos = an_emitted_token(model, ONE, 4)
+    steps = decode_all_steps(model, ONE, BOS, eos, 20)
+    greedy = greedy_decode(model, ONE, BOS, eos, 20)[0].tolist()
+    assert [s.token for s in steps] == greedy
+    assert steps[-1].token == eos and eos not in greedy[:-1]  # ends right after EOS
+    assert [s.step for s in steps] == list(range(len(steps)))
+    assert all(s.prefix == [BOS] + greedy[: s.step] for s in steps)
+
+
+@pytest.mark.parametrize("strategy", ["greedy", "sample", "beam"])
+def test_step_probs_and_attention_match_full_model(model, strategy):
+    steps = decode_all_steps(model, ONE, BOS, EOS, 6, strategy=strategy, temperature=1.5)
+    assert len(steps) == 6 or steps[-1].token == EOS
+    n_src = int((ONE != PAD).sum())
+    for s in steps:
+        logits, self_maps, cross_maps = reference(model, ONE, torch.tensor([s.prefix]))
+        assert s.probs.shape == (13,) and s.probs.sum().item() == pytest.approx(1.0, abs=1e-5)
+        assert torch.allclose(s.probs, logits[0, -1].softmax(-1), atol=1e-5)
+        for mine, full in zip(s.cross_attention, cross_maps, strict=True):
+            assert mine.shape == (4, ONE.size(1))  # (H, S)
+            assert torch.allclose(mine.sum(-1), torch.ones(4))
+            assert torch.all(mine[:, n_src:] == 0)  # PAD source positions get no weight
+            assert torch.allclose(mine, full[0, :, -1], atol=1e-5)
+        for mine, full in zip(s.self_attention, self_maps, strict=True):
+            assert mine.shape == (4, len(s.prefix))  # (H, t)
+            assert torch.allclose(mine, full[0, :, -1], atol=1e-5)
+
+
+def test_steps_respect_max_len(model):
+    for strategy in ("greedy", "sample", "beam"):
+        assert len(decode_all_steps(model, ONE, BOS, EOS, 3, strategy=strategy)) == 3
+    short = make_model(max_len=8)
+    assert len(decode_all_steps(short, ONE, BOS, EOS, 500)) == 7
+    assert len(beam_search(short, ONE, BOS, EOS, 500, beam_width=2)[0]) == 7
+
+
+def test_teacher_forced_predicts_greedy_output_from_its_own_prefix(model):
+    greedy = greedy_decode(model, ONE, BOS, EOS, 9)[0].tolist()
+    assert PAD not in greedy
+    assert teacher_forced(model, ONE, [BOS] + greedy[:-1]) == greedy
+    tgt = torch.tensor([BOS, 3, 12, 5, 7])  # any prefix: predictions follow it, not the model's own output
+    assert teacher_forced(model, ONE, tgt) == reference(model, ONE, tgt[None])[0][0].argmax(-1).tolist()
+
+
+def test_decoding_runs_in_eval_and_restores_the_callers_mode():
+    model = make_model(dropout=0.5)
+    expected = greedy_decode(model, SRC, BOS, EOS, 8)
+    model.train()
+    assert torch.equal(greedy_decode(model, SRC, BOS, EOS, 8), expected)  # dropout off while decoding
+    assert all(m.training for m in model.modules())
+    steps = decode_steps(model, ONE, BOS, EOS, 8, strategy="beam")
+    next(steps)
+    assert model.training and torch.is_grad_enabled()  # between steps the caller has its own modes back
+    assert [s.token for s in steps] == [s.token for s in decode_all_steps(model.eval(), ONE, BOS, EOS, 8, "beam")][1:]
+
+
+# ----------------------------------------------------------------------------------------- bad arguments
+
+
+@pytest.mark.parametrize(
+    "call, message",
+    [
+        (lambda m: greedy_decode(m, SRC, BOS, EOS, 0), "max_len must be at least 1"),
+        (lambda m: greedy_decode(m, SRC.float(), BOS, EOS, 5), "int64"),
+        (lambda m: greedy_decode(m, SRC[0], BOS, EOS, 5), "shape"),
+        (lambda m: greedy_decode(m, SRC[:, :0], BOS, EOS, 5), "empty"),
+        (lambda m: greedy_decode(m, torch.ones(1, 65, dtype=torch.long), BOS, EOS, 5), "exceeds the model's max_len"),
+        (lambda m: greedy_decode(m, torch.zeros(2, 3, dtype=torch.long), BOS, EOS, 5), "non-PAD"),
+        (lambda m: greedy_decode(m, SRC, 13, EOS, 5), "bos_id"),
+        (lambda m: sample_decode(m, SRC, BOS, EOS, 5, temperature=0.0), "temperature must be > 0"),
+        (lambda m: sample_decode(m, SRC, BOS, EOS, 5, top_k=0), "top_k must be"),
+        (lambda m: beam_search(m, SRC, BOS, EOS, 5), "batch size 3"),
+        (lambda m: beam_search(m, ONE, BOS, EOS, 5, beam_width=0), "beam_width must be"),
+        (lambda m: beam_search(m, ONE, BOS, EOS, -1), "max_len must be at least 1"),
+        (lambda m: decode_steps(m, SRC, BOS, EOS, 5), "batch size 3"),
+        (lambda m: decode_steps(m, ONE, BOS, EOS, 5, strategy="nucleus"), "strategy must be"),
+        (lambda m: decode_steps(m, ONE, BOS, EOS, 5, strategy="sample", temperature=-1.0), "temperature"),
+        (lambda m: decode_steps(m, ONE, BOS, EOS, 5, strategy="beam", beam_width=1.5), "beam_width"),
+        (lambda m: teacher_forced(m, SRC, [BOS, 3]), "batch size"),
+        (lambda m: teacher_forced(m, ONE, []), "tgt_ids is empty"),
+    ],
+)
+def test_bad_arguments_raise_clear_errors(model, call, message):
+    with pytest.raises(ValueError, match=message):
+        call(model)
