@@ -1,0 +1,131 @@
+import json
+import time
+
+import pytest
+import torch
+
+from transformer.vocab import Vocab
+
+
+@pytest.fixture
+def digits():
+    return Vocab.digits(10)
+
+
+def test_layout(digits):
+    assert len(digits) == 13 and digits.n_symbols == 10
+    assert (digits.pad_id, digits.bos_id, digits.eos_id) == (0, 1, 2)
+    assert digits.itos[:4] == ["<pad>", "<s>", "</s>", "0"] and digits.itos[-1] == "9"
+    assert digits.symbols == tuple("0123456789")
+    assert digits.symbol_id(0) == 3 and digits.symbol_index(12) == 9
+    with pytest.raises(ValueError):
+        digits.symbol_id(10)
+    with pytest.raises(ValueError):
+        digits.symbol_index(2)
+
+
+def test_round_trip(digits):
+    ids = digits.encode(" 3 1\t4  1 5\n")
+    assert ids == [6, 4, 7, 4, 8]
+    assert digits.decode(ids) == "3 1 4 1 5"
+    words = Vocab(["cat", "dog", "é"])
+    assert words.decode(words.encode("dog é cat")) == "dog é cat"
+
+
+def test_multi_character_digits_are_single_tokens():
+    v = Vocab.digits(12)
+    assert v.encode("10 1 0 11") == [13, 4, 3, 14]
+
+
+@pytest.mark.parametrize(
+    "text, max_len, needle",
+    [
+        ("", None, "at least one symbol"),
+        (" \t\n ", None, "at least one symbol"),
+        ("1 x 2", None, "'x'"),
+        ("1 12", None, "'12'"),
+        ("1 <s> 2", None, "'<s>'"),
+        ("</s>", None, "'</s>'"),
+        ("<pad>", None, "'<pad>'"),
+        ("1 2 3", 2, "has 3 tokens; the most is 2"),
+    ],
+)
+def test_encode_errors(digits, text, max_len, needle):
+    with pytest.raises(ValueError) as err:
+        digits.encode(text, max_len=max_len)
+    assert needle in str(err.value)
+
+
+def test_unknown_symbol_message_lists_allowed_symbols(digits):
+    with pytest.raises(ValueError, match="0-9"):
+        digits.encode("a")
+    with pytest.raises(ValueError, match="cat dog"):
+        Vocab(["cat", "dog"]).encode("cow")
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["１２", "٣", "1\u200b2", "\ud800", "😀 1", "1 \x00", "a" * 10_000, "é" * 10_000 + " 1", "1 " * 10_000],
+)
+def test_hostile_input_fails_fast_with_short_message(digits, text):
+    start = time.perf_counter()
+    with pytest.raises(ValueError) as err:
+        digits.encode(text, max_len=64)
+    assert time.perf_counter() - start < 0.5
+    assert len(str(err.value)) < 120
+
+
+def test_decode(digits):
+    assert digits.decode([1, 4, 5, 2, 6, 0]) == "1 2"
+    assert digits.decode([4, 0, 5]) == "1 2"
+    assert digits.decode(torch.tensor([5, 2, 5])) == "2"
+    assert digits.decode([1, 4, 2, 6, 0], strip_special=False) == "<s> 1 </s> 3 <pad>"
+    assert digits.tokens([1, 3, 2, 0]) == ["<s>", "0", "</s>", "<pad>"]
+    for bad in ([13], [-1], [4, 99]):
+        with pytest.raises(ValueError):
+            digits.decode(bad)
+        with pytest.raises(ValueError):
+            digits.tokens(bad)
+
+
+def test_dict_round_trip():
+    v = Vocab(["a", "b", "c"])
+    restored = Vocab.from_dict(json.loads(json.dumps(v.to_dict())))
+    assert restored == v and restored.symbols == ("a", "b", "c")
+    assert Vocab.from_dict(Vocab.digits(5).to_dict()) == Vocab.digits(5)
+
+
+@pytest.mark.parametrize(
+    "d",
+    [
+        None,
+        ["a", "b"],
+        {},
+        {"symbols": "abc"},
+        {"symbols": ("a", "b")},
+        {"symbols": []},
+        {"symbols": [1, 2]},
+        {"symbols": ["a", None]},
+        {"symbols": ["a", "a"]},
+        {"symbols": ["a b"]},
+        {"symbols": [""]},
+        {"symbols": ["<s>"]},
+        {"symbols": ["a"], "extra": 1},
+    ],
+)
+def test_from_dict_rejects_malformed(d):
+    with pytest.raises(ValueError):
+        Vocab.from_dict(d)
+
+
+@pytest.mark.parametrize("n", [0, 1, 101, 2.0, True, "10"])
+def test_digits_range(n):
+    with pytest.raises(ValueError):
+        Vocab.digits(n)
+
+
+def test_equality():
+    assert Vocab.digits(3) == Vocab(["0", "1", "2"])
+    assert hash(Vocab.digits(3)) == hash(Vocab(["0", "1", "2"]))
+    assert Vocab.digits(3) != Vocab(["0", "2", "1"])
+    assert Vocab.digits(3) != ("0", "1", "2")

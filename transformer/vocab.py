@@ -1,0 +1,143 @@
+"""Token vocabulary: three special tokens followed by a task's symbols."""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Iterable, Sequence
+
+N_SPECIAL = 3  # PAD, BOS, EOS take ids 0..2, so symbol index i has token id i + N_SPECIAL
+MAX_SYMBOLS = 100  # most symbols Vocab.digits (and a DataConfig) allows
+
+
+def _preview(text: str, limit: int = 20) -> str:
+    """Short repr of possibly huge user text, for error messages."""
+    return repr(text[:limit]) + ("..." if len(text) > limit else "")
+
+
+def _describe(symbols: tuple[str, ...]) -> str:
+    """Compact list of the allowed symbols, e.g. '0-9' or 'a b c'."""
+    if len(symbols) > 1 and symbols == tuple(map(str, range(len(symbols)))):
+        return f"0-{len(symbols) - 1}"
+    text = " ".join(symbols[:12])
+    return text[:60] + " ..." if len(symbols) > 12 or len(text) > 60 else text
+
+
+class Vocab:
+    """Token <-> id mapping with explicit special tokens: PAD=0, BOS=1, EOS=2, then the task's symbols."""
+
+    PAD, BOS, EOS = "<pad>", "<s>", "</s>"
+    pad_id, bos_id, eos_id = 0, 1, 2
+
+    def __init__(self, symbols: Sequence[str]):
+        symbols = tuple(symbols)
+        if not symbols:
+            raise ValueError("a vocabulary needs at least one symbol")
+        seen = set()
+        for s in symbols:
+            if not isinstance(s, str):
+                raise ValueError(f"symbols must be strings, got {type(s).__name__}")
+            if s.split() != [s]:
+                raise ValueError(f"symbol {_preview(s)} is empty or contains whitespace")
+            if s in (self.PAD, self.BOS, self.EOS):
+                raise ValueError(f"symbol {s!r} is reserved for a special token")
+            if s in seen:
+                raise ValueError(f"duplicate symbol {_preview(s)}")
+            seen.add(s)
+        self._symbols = symbols
+        self._itos = [self.PAD, self.BOS, self.EOS, *symbols]
+        self._stoi = {s: i for i, s in enumerate(self._itos)}
+        self._allowed = _describe(symbols)
+
+    @classmethod
+    def digits(cls, n: int = 10) -> Vocab:
+        """Vocabulary of the symbols '0' .. str(n - 1)."""
+        if not isinstance(n, int) or isinstance(n, bool) or not 2 <= n <= MAX_SYMBOLS:
+            raise ValueError(f"number of digit symbols must be an integer in 2..{MAX_SYMBOLS}, got {n!r:.20}")
+        return cls([str(i) for i in range(n)])
+
+    @property
+    def n_symbols(self) -> int:
+        return len(self._symbols)
+
+    @property
+    def symbols(self) -> tuple[str, ...]:
+        return self._symbols
+
+    @property
+    def itos(self) -> list[str]:
+        """Token string of every id, specials first."""
+        return list(self._itos)
+
+    def __len__(self) -> int:
+        return len(self._itos)
+
+    def symbol_id(self, i: int) -> int:
+        """Token id of symbol index i."""
+        if not 0 <= i < self.n_symbols:
+            raise ValueError(f"symbol index {i} is outside 0..{self.n_symbols - 1}")
+        return i + N_SPECIAL
+
+    def symbol_index(self, token_id: int) -> int:
+        """Symbol index of a (non-special) token id."""
+        if not N_SPECIAL <= token_id < len(self):
+            raise ValueError(f"token id {token_id} is not a symbol (symbols are {N_SPECIAL}..{len(self) - 1})")
+        return token_id - N_SPECIAL
+
+    def encode(self, text: str, max_len: int | None = None) -> list[int]:
+        """Token ids of the space-separated symbols in `text` (no BOS/EOS)."""
+        words = text.split()
+        if not words:
+            raise ValueError(f"enter at least one symbol ({self._allowed})")
+        if max_len is not None and len(words) > max_len:
+            raise ValueError(f"input has {len(words)} tokens; the most is {max_len}")
+        ids = []
+        for word in words:
+            i = self._stoi.get(word)
+            if i is None:
+                raise ValueError(f"unknown symbol {_preview(word)}; use {self._allowed}, separated by spaces")
+            if i < N_SPECIAL:
+                raise ValueError(f"{word!r} is a special token; type only symbols ({self._allowed})")
+            ids.append(i)
+        return ids
+
+    def decode(self, ids: Iterable[int], strip_special: bool = True) -> str:
+        """Space-joined tokens; with strip_special, stop at EOS and leave out BOS and PAD."""
+        if not strip_special:
+            return " ".join(self.tokens(ids))
+        words = []
+        for i in map(self._check_id, ids):
+            if i == self.eos_id:
+                break
+            if i >= N_SPECIAL:
+                words.append(self._itos[i])
+        return " ".join(words)
+
+    def tokens(self, ids: Iterable[int]) -> list[str]:
+        """Token string of each id, specials included (e.g. for plot axis labels)."""
+        return [self._itos[self._check_id(i)] for i in ids]
+
+    def _check_id(self, i: int) -> int:
+        i = operator.index(i)
+        if not 0 <= i < len(self):
+            raise ValueError(f"token id {i} is outside 0..{len(self) - 1}")
+        return i
+
+    def to_dict(self) -> dict:
+        """Plain JSON-able form; inverse of from_dict."""
+        return {"symbols": list(self._symbols)}
+
+    @classmethod
+    def from_dict(cls, d: dict) -> Vocab:
+        """Vocabulary from to_dict's output; ValueError if `d` is malformed."""
+        if not isinstance(d, dict) or set(d) != {"symbols"} or not isinstance(d["symbols"], list):
+            raise ValueError('a vocabulary dict must be exactly {"symbols": [list of strings]}')
+        return cls(d["symbols"])
+
+    def __eq__(self, other: object) -> bool:
+        return self._symbols == other._symbols if isinstance(other, Vocab) else NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(self._symbols)
+
+    def __repr__(self) -> str:
+        return f"Vocab({self._allowed})"
