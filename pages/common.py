@@ -78,8 +78,7 @@ def require_model() -> Checkpoint:
     """The model in hand, or a hint and a stop when there is none."""
     checkpoint, _ = model_in_hand()
     if checkpoint is None:
-        st.info("No model in hand yet: load a shipped one on the Home page, train one, or upload one.")
-        st.page_link("streamlit_app.py", label="Go to Home")
+        st.info("No model in hand yet: load a shipped one on the Home page, train one, or upload one on Checkpoints.")
         st.stop()
     return checkpoint
 

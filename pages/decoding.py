@@ -1,0 +1,171 @@
+"""Decoding, step by step: greedy, sampling and beam search on the model in hand, one generated token per click,
+with each step's next-token probabilities and cross-attention, and a comparison with teacher forcing."""
+
+import random
+
+import streamlit as st
+import torch
+
+from pages.common import require_model
+from transformer.decoding import beam_search, decode_all_steps, sampling_probs, teacher_forced
+from transformer.figures.decoding import beam_tree, cross_attention_heatmap, probs_bar, teacher_forcing_table
+from transformer.tasks import DataConfig, TaskData, get_task
+
+STRATEGIES = {
+    "greedy": ("Greedy", "take the most likely token"),
+    "sample": ("Sampling", "draw the token at random from the distribution"),
+    "beam": ("Beam search", "keep the k best partial outputs"),
+}
+TOP_BARS = 10  # bars in the next-token chart
+EXTRA_STEPS = 4  # decoding may run this many tokens past the expected output, so a missed EOS shows
+
+
+@st.cache_resource(show_spinner=False, max_entries=16)
+def held_out_sources(task: DataConfig) -> list[list[int]]:
+    """The task's held-out source sequences (symbol indices): inputs the model never trained on."""
+    return TaskData(task).valid_sources
+
+
+def example_text(source: list[int], symbols: tuple[str, ...]) -> str:
+    """A source sequence of symbol indices as the text a student would type."""
+    return " ".join(symbols[s] for s in source)
+
+
+def set_input(text: str) -> None:
+    st.session_state["decode_input"] = text
+
+
+def go_to(step: int) -> None:
+    """Show decoding step `step`, kept within the computed steps."""
+    last = len(st.session_state["decode_trace"]["steps"]) - 1
+    st.session_state["decode_step"] = max(0, min(step, last))
+
+
+st.title("Decoding, step by step")
+st.markdown(
+    "The decoder writes its output one token at a time and feeds each token back in as input for the next: it is "
+    "*auto-regressive* (section 3 of the paper). At step t it turns its last hidden state h_t into a distribution "
+    "over the vocabulary, and a decoding strategy picks the next token from it."
+)
+st.latex(r"p(y_t \mid y_{<t},\, x) = \mathrm{softmax}(W\, h_t)")
+checkpoint = require_model()
+model, vocab, task = checkpoint.model, checkpoint.vocab, checkpoint.task
+examples = held_out_sources(task)
+
+# A model for another task, or a first visit (Streamlit drops a widget's value when its page is left): start from
+# one of the task's examples.
+if st.session_state.get("decode_task") != task or "decode_input" not in st.session_state:
+    st.session_state["decode_task"] = task
+    set_input(example_text(examples[0], vocab.symbols))
+
+limit = model.config.max_len - 1  # the longest source this model's positions cover in training
+text_col, random_col = st.columns([4, 1], vertical_alignment="bottom")
+text = text_col.text_input(
+    f"Source sequence ({task.task}: {get_task(task.task).description} Symbols separated by spaces, at most {limit})",
+    key="decode_input",
+)
+random_col.button("Random example", key="decode_random",
+                  on_click=lambda: set_input(example_text(random.choice(examples), vocab.symbols)),
+                  help="A held-out sequence of the task: the model never saw it in training.", width="stretch")
+strategy = st.radio("Strategy", list(STRATEGIES), format_func=lambda s: STRATEGIES[s][0],
+                    captions=[c for _, c in STRATEGIES.values()], horizontal=True, key="decode_strategy")
+temperature, top_k, seed, beam_width = 1.0, None, 0, 3
+if strategy == "sample":
+    t_col, k_col, seed_col = st.columns(3)
+    temperature = t_col.slider("Temperature", 0.1, 3.0, 1.0, 0.1, key="decode_temperature",
+                               help="Divides the logits before the softmax: below 1 sharpens, above 1 flattens.")
+    top_k = k_col.number_input("Top-k (0 = all tokens)", 0, len(vocab), 0, key="decode_top_k",
+                               help="Sample only among the k most likely tokens.") or None
+    seed = seed_col.number_input("Seed", 0, 2**31 - 1, 0, key="decode_seed",
+                                 help="The same seed draws the same sequence; change it to draw another.")
+elif strategy == "beam":
+    beam_width = st.slider("Beam width", 1, 8, 3, key="decode_beam_width",
+                           help="Hypotheses kept at each step, ranked by summed log-probability; 1 is greedy.")
+
+try:
+    ids = vocab.encode(text, max_len=limit)
+except ValueError as err:
+    st.error(f"{err}. Type symbols of this model's vocabulary separated by spaces, "
+             f"e.g. `{example_text(examples[0], vocab.symbols)}`.")
+    st.stop()
+if not task.min_len <= len(ids) <= task.max_len:
+    st.warning(f"The model was trained on lengths {task.min_len}-{task.max_len}; an input of {len(ids)} tests "
+               "whether it generalizes beyond them.")
+
+# All steps are computed once per (model, input, strategy, settings); Next and Back only move through them.
+key = (tuple(ids), strategy, temperature, top_k, seed, beam_width)
+trace = st.session_state.get("decode_trace")
+if trace is None or trace["model"] is not model or trace["key"] != key:
+    symbols = [vocab.symbol_index(i) for i in ids]
+    expected = [vocab.symbol_id(s) for s in get_task(task.task).fn(symbols, task.n_symbols)]
+    src = torch.tensor([ids], device=next(model.parameters()).device)  # (1, S)
+    bos, eos, max_len = vocab.bos_id, vocab.eos_id, len(expected) + 1 + EXTRA_STEPS
+    try:
+        steps = decode_all_steps(model, src, bos, eos, max_len, strategy, temperature, top_k, beam_width, seed)
+        if strategy == "beam":
+            output, _ = beam_search(model, src, bos, eos, max_len, beam_width)
+        else:
+            output = [s.token for s in steps]
+        forced = teacher_forced(model, src, [bos, *expected])
+    except ValueError as err:
+        st.error(f"Could not decode this input: {err}")
+        st.stop()
+    trace = dict(key=key, model=model, steps=steps, output=output, expected=expected, forced=forced)
+    st.session_state["decode_trace"] = trace
+    st.session_state["decode_step"] = 0
+steps, i = trace["steps"], st.session_state["decode_step"]
+step, last = steps[i], len(steps) - 1
+
+reset_col, back_col, next_col, end_col = st.columns(4)
+reset_col.button("Reset", key="decode_reset", icon=":material/first_page:", on_click=go_to, args=(0,),
+                 disabled=i == 0, width="stretch")
+back_col.button("Back", key="decode_back", icon=":material/chevron_left:", on_click=go_to, args=(i - 1,),
+                disabled=i == 0, width="stretch", shortcut="Left")
+next_col.button("Next", key="decode_next", icon=":material/chevron_right:", on_click=go_to, args=(i + 1,),
+                disabled=i == last, type="primary", width="stretch", shortcut="Right")
+end_col.button("Run to end", key="decode_run_to_end", icon=":material/last_page:", on_click=go_to, args=(last,),
+               disabled=i == last, width="stretch")
+
+chips = " ".join(f"`{t}`" for t in vocab.tokens(step.prefix))
+st.markdown(f"**Step {i + 1} of {len(steps)}** · decoder input so far: {chips} → chooses "
+            f"**`{vocab.tokens([step.token])[0]}`** (p = {float(step.probs[step.token]):.2f})")
+if strategy == "beam":
+    st.caption("Beam search: the prefix, probabilities and attention follow this step's best hypothesis.")
+
+src_labels = vocab.tokens(ids)
+probs_col, attention_col = st.columns(2)
+with probs_col:
+    if strategy == "sample":
+        shown = sampling_probs(step.probs.log(), temperature, top_k)
+        title = f"Sampling distribution (temperature {temperature:g}, top-k {top_k or 'all'})"
+    else:
+        shown, title = step.probs, "Next-token probabilities"
+    st.plotly_chart(probs_bar(shown, vocab.itos, step.token, TOP_BARS, title), key="decode_probs")
+with attention_col:
+    layer = st.selectbox("Decoder layer", range(len(step.cross_attention)), key="decode_layer")
+    st.plotly_chart(cross_attention_heatmap(step.cross_attention[layer], src_labels,
+                                            f"Cross-attention of step {i + 1}, layer {layer}"),
+                    key="decode_cross_attention")
+    st.caption("Where this step's query looks in the source, head by head. A model that solved *reverse* looks "
+               "at the mirrored position: step 1 at the last source token, step 2 at the one before, and so on.")
+if strategy == "beam":
+    best = [vocab.bos_id, *trace["output"]] if i == last else None
+    st.plotly_chart(beam_tree(steps[: i + 1], vocab.itos, best), key="decode_beam_tree")
+
+if i == last:
+    output, expected = trace["output"], trace["expected"]
+    answer, right_answer = vocab.decode(output), vocab.decode(expected)
+    with st.container(key="decode_output"):
+        st.success(f"Output: {answer or '(empty)'}")
+        verdict = "✅ right" if answer == right_answer else "❌ wrong"
+        st.markdown(f"Expected ({task.task}): `{right_answer}` {verdict}")
+    if strategy == "beam":
+        st.caption("Beam search returns the finished hypothesis with the highest summed log-probability (in red "
+                   "above), which may have finished before the last step.")
+
+    st.subheader("Compare with teacher forcing")
+    st.markdown("In training the decoder is fed the **true** previous tokens (teacher forcing); when decoding it is "
+                "fed **its own** previous outputs, so one early mistake can derail every token after it. "
+                "Red cells differ from the target.")
+    st.dataframe(teacher_forcing_table(vocab.tokens([*expected, vocab.eos_id]), vocab.tokens(trace["forced"]),
+                                       vocab.tokens(output)), hide_index=True)

@@ -1,0 +1,203 @@
+"""The Decoding page, driven through AppTest with a small model that has solved reverse on length-4 inputs."""
+
+import base64
+import json
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from streamlit.testing.v1 import AppTest
+
+from transformer import Checkpoint, DataConfig, ModelConfig, TrainConfig, Trainer, Transformer, Vocab
+
+APP = Path(__file__).resolve().parent.parent / "streamlit_app.py"
+PAGE = "pages/decoding.py"
+
+
+@pytest.fixture(scope="module")
+def solved_reverse() -> Checkpoint:
+    """A model trained on reverse until it gets the whole held-out set right (early stop), in seconds."""
+    trainer = Trainer(ModelConfig(), DataConfig(task="reverse", min_len=4, max_len=4), TrainConfig(steps=800))
+    result = trainer.run()
+    assert result.exact_match == 1.0, result
+    model = trainer.model.eval()
+    return Checkpoint(model, trainer.vocab, model.config, trainer.data.config, trainer.history, train_config={})
+
+
+def open_page(checkpoint: Checkpoint | None) -> AppTest:
+    at = AppTest.from_file(str(APP), default_timeout=60)
+    if checkpoint is not None:
+        at.session_state["in_hand"] = checkpoint
+        at.session_state["in_hand_name"] = "test reverse"
+    at.run()
+    at.switch_page(PAGE)
+    at.run()
+    assert not at.exception
+    return at
+
+
+def click(at: AppTest, key: str) -> AppTest:
+    at.button(key=key).click().run()
+    assert not at.exception
+    return at
+
+
+def n_steps(at: AppTest) -> int:
+    return len(at.session_state["decode_trace"]["steps"])
+
+
+def step_line(at: AppTest) -> str:
+    return next(m.value for m in at.markdown if m.value.startswith("**Step "))
+
+
+def charts(at: AppTest) -> dict[str, dict]:
+    """Plotly figures on the page by their title."""
+    specs = [json.loads(chart.proto.spec) for chart in at.get("plotly_chart")]
+    return {spec["layout"]["title"]["text"]: spec for spec in specs}
+
+
+def array(value) -> np.ndarray:
+    """A figure's data array, decoded from Plotly's typed-array JSON ({"bdata", "dtype", "shape"}) when encoded."""
+    if isinstance(value, dict):
+        flat = np.frombuffer(base64.b64decode(value["bdata"]), dtype=value["dtype"])
+        return flat.reshape([int(n) for n in value["shape"].split(",")]) if "shape" in value else flat
+    return np.asarray(value)
+
+
+def reversed_input(at: AppTest) -> str:
+    return " ".join(reversed(at.text_input(key="decode_input").value.split()))
+
+
+def test_no_model_in_hand_shows_the_hint():
+    at = open_page(None)
+    assert "No model in hand" in at.info[0].value
+    assert not at.get("plotly_chart")
+
+
+def test_greedy_step_by_step_to_the_right_answer(solved_reverse):
+    at = open_page(solved_reverse)
+    source = at.text_input(key="decode_input").value.split()
+    assert len(source) == 4  # a held-out example of the task by default
+    n = n_steps(at)
+    assert n == 5  # four symbols, then EOS
+    assert step_line(at).startswith("**Step 1 of 5**")
+    assert not at.success  # no output before the end
+    figures = charts(at)
+    bar = figures["Next-token probabilities"]["data"][0]
+    assert bar["x"][0] == source[-1]  # reverse starts with the last symbol, and the model is sure of it
+    heat = array(figures["Cross-attention of step 1, layer 0"]["data"][0]["z"])
+    assert heat.shape == (4, 4)  # heads x source tokens
+    assert heat.mean(axis=0).argmax() == 3  # to write the first token of the reverse, it looks at the last source token
+    for k in range(2, n + 1):
+        click(at, "decode_next")
+        assert step_line(at).startswith(f"**Step {k} of {n}**")
+    assert at.button(key="decode_next").disabled
+    assert at.success[0].value == f"Output: {reversed_input(at)}"
+    assert "✅" in next(m.value for m in at.markdown if m.value.startswith("Expected (reverse)"))
+    table = at.dataframe[0].value
+    assert list(table["true target"]) == [*reversed(source), "</s>"]
+    assert list(table["free-running prediction"]) == list(table["true target"])
+
+
+def test_back_run_to_end_and_reset_move_without_recomputing(solved_reverse):
+    at = open_page(solved_reverse)
+    trace = at.session_state["decode_trace"]
+    click(at, "decode_run_to_end")
+    assert at.session_state["decode_step"] == n_steps(at) - 1 and at.success
+    click(at, "decode_back")
+    assert at.session_state["decode_step"] == n_steps(at) - 2 and not at.success
+    click(at, "decode_reset")
+    assert at.session_state["decode_step"] == 0
+    assert step_line(at).startswith("**Step 1 of")
+    assert at.session_state["decode_trace"] is trace
+
+
+def test_new_input_recomputes_and_restarts(solved_reverse):
+    at = open_page(solved_reverse)
+    click(at, "decode_next")
+    at.text_input(key="decode_input").set_value("1 2 3 4 5 6").run()
+    assert not at.exception
+    assert at.session_state["decode_step"] == 0
+    assert "trained on lengths 4-4" in at.warning[0].value  # longer than anything it saw
+
+
+def test_input_survives_a_visit_to_another_page(solved_reverse):
+    at = open_page(solved_reverse)
+    at.switch_page("pages/anatomy.py").run()
+    at.switch_page(PAGE).run()
+    assert not at.exception and not at.error
+    assert len(at.text_input(key="decode_input").value.split()) == 4
+
+
+def test_random_example_is_a_held_out_sequence(solved_reverse):
+    at = open_page(solved_reverse)
+    inputs = set()
+    for _ in range(3):
+        click(at, "decode_random")
+        inputs.add(at.text_input(key="decode_input").value)
+    assert len(inputs) > 1 and all(len(text.split()) == 4 for text in inputs)
+
+
+def test_beam_search_draws_the_tree_and_finds_the_answer(solved_reverse):
+    at = open_page(solved_reverse)
+    at.radio(key="decode_strategy").set_value("beam").run()
+    at.slider(key="decode_beam_width").set_value(2).run()
+    assert not at.exception
+    click(at, "decode_run_to_end")
+    tree = next(spec for title, spec in charts(at).items() if title.startswith("Beam search"))
+    nodes = {trace["name"]: trace for trace in tree["data"]}
+    steps = at.session_state["decode_trace"]["steps"]
+    n_nodes = len(nodes["live"]["x"]) + len(nodes["finished (EOS)"]["x"])
+    assert n_nodes == 1 + sum(len(step.beams) for step in steps)
+    assert nodes["finished (EOS)"]["x"]  # at least the answer ended with EOS
+    assert at.success[0].value == f"Output: {reversed_input(at)}"
+
+
+@pytest.mark.parametrize("strategy", ["greedy", "sample", "beam"])
+def test_an_untrained_model_gets_it_wrong_and_the_table_shows_where(strategy):
+    config = ModelConfig(vocab_size=8, max_len=8)
+    torch.manual_seed(0)
+    untrained = Checkpoint(Transformer(config).eval(), Vocab.digits(5), config,
+                           DataConfig(task="sort", n_symbols=5, max_len=6), history=[], train_config={})
+    at = open_page(untrained)
+    at.text_input(key="decode_input").set_value("4 0 3").run()
+    at.radio(key="decode_strategy").set_value(strategy).run()
+    click(at, "decode_run_to_end")
+    assert "❌" in next(m.value for m in at.markdown if m.value.startswith("Expected (sort): `0 3 4`"))
+    table = at.dataframe[0].value
+    assert list(table["true target"][:4]) == ["0", "3", "4", "</s>"]
+    assert (table["free-running prediction"] != table["true target"]).any()
+
+
+def test_sampling_renders_with_its_settings(solved_reverse):
+    at = open_page(solved_reverse)
+    at.radio(key="decode_strategy").set_value("sample").run()
+    at.slider(key="decode_temperature").set_value(2.0).run()
+    at.number_input(key="decode_top_k").set_value(3).run()
+    assert not at.exception
+    bar = charts(at)["Sampling distribution (temperature 2, top-k 3)"]["data"][0]
+    assert (array(bar["y"]) > 0).sum() <= 3  # top-k leaves only three tokens to draw from
+    click(at, "decode_run_to_end")
+    assert at.success[0].value.startswith("Output:")
+
+
+@pytest.mark.parametrize("text", ["3 x 9", "", "   ", " ".join(["1"] * 500), "½ ∑ 3", "<s> 1", "1 2 3\x00"])
+def test_bad_input_shows_an_error(solved_reverse, text):
+    at = open_page(solved_reverse)
+    at.text_input(key="decode_input").set_value(text).run()
+    assert not at.exception
+    assert at.error and not at.get("plotly_chart")
+
+
+def test_next_click_is_fast(solved_reverse):
+    at = open_page(solved_reverse)
+    start = time.perf_counter()
+    at.run()
+    rerun = time.perf_counter() - start
+    start = time.perf_counter()
+    click(at, "decode_next")
+    next_click = time.perf_counter() - start
+    print(f"plain rerun {rerun * 1000:.0f} ms, Next click {next_click * 1000:.0f} ms")
+    assert next_click < max(1.0, 3 * rerun)  # no recomputation: about the cost of a plain rerun

@@ -1,0 +1,86 @@
+"""Decoding figures: the bar chart highlights the chosen token, the heatmap keeps its shape and labels, the beam tree
+has one node per kept hypothesis, and the teacher-forcing table marks mismatches."""
+
+import pytest
+import torch
+
+from transformer.decoding import Beam, DecodeStep
+from transformer.figures.decoding import (
+    CHOSEN,
+    MISMATCH,
+    beam_tree,
+    cross_attention_heatmap,
+    probs_bar,
+    teacher_forcing_table,
+)
+
+TOKENS = ["<pad>", "<s>", "</s>", "a", "b", "c", "d"]
+
+
+def test_probs_bar_sorted_top_k_with_chosen_highlighted():
+    probs = torch.tensor([0.0, 0.0, 0.1, 0.4, 0.05, 0.3, 0.15])
+    bar = probs_bar(probs, TOKENS, chosen=5, top_k=3).data[0]
+    assert list(bar.x) == ["a", "c", "d"]
+    assert list(bar.y) == sorted(bar.y, reverse=True) == pytest.approx([0.4, 0.3, 0.15])
+    assert [c == CHOSEN for c in bar.marker.color] == [False, True, False]
+
+
+def test_probs_bar_adds_an_unlikely_chosen_token_last():
+    probs = torch.tensor([0.0, 0.0, 0.1, 0.4, 0.05, 0.3, 0.15])
+    bar = probs_bar(probs, TOKENS, chosen=2, top_k=2).data[0]
+    assert list(bar.x) == ["a", "c", "&lt;/s&gt;"]
+    assert list(bar.marker.color).index(CHOSEN) == 2
+    assert list(bar.marker.color).count(CHOSEN) == 1
+
+
+def test_cross_attention_heatmap_heads_by_source_tokens():
+    weights = torch.softmax(torch.randn(4, 5), dim=-1)
+    fig = cross_attention_heatmap(weights, ["a", "b", "a", "c", "<x>"], "step 1")
+    heat = fig.data[0]
+    assert len(fig.data) == 1 and heat.z.shape == (4, 5)
+    assert heat.z[2][1] == float(weights[2, 1])
+    assert list(fig.layout.xaxis.ticktext) == ["a", "b", "a", "c", "&lt;x&gt;"]  # escaped once for Plotly's HTML
+    assert list(fig.layout.yaxis.ticktext) == ["head 0", "head 1", "head 2", "head 3"]
+    assert (heat.zmin, heat.zmax) == (0, 1)
+
+
+def _step(step: int, beams: list[Beam]) -> DecodeStep:
+    return DecodeStep(step, [1], torch.zeros(len(TOKENS)), beams[0].tokens[-1], [], [], beams)
+
+
+def _beam_steps() -> list[DecodeStep]:
+    return [
+        _step(0, [Beam([1, 3], -0.1, 0, False), Beam([1, 4], -1.0, 0, False)]),
+        _step(1, [Beam([1, 3, 5], -0.3, 0, False), Beam([1, 4, 6], -1.2, 1, False), Beam([1, 3, 2], -2.0, 0, True)]),
+        _step(2, [Beam([1, 3, 5, 2], -0.4, 0, True), Beam([1, 4, 6, 2], -1.5, 1, True)]),
+    ]
+
+
+def _points(fig, name: str) -> list[tuple[float, float, str]]:
+    trace = next(t for t in fig.data if t.name == name)
+    return list(zip(trace.x, trace.y, trace.text))
+
+
+def test_beam_tree_one_node_per_beam_token_and_edges_to_parents():
+    fig = beam_tree(_beam_steps(), TOKENS, best=[1, 3, 5, 2])
+    live, finished = _points(fig, "live"), _points(fig, "finished (EOS)")
+    assert len(live) + len(finished) == 1 + 2 + 3 + 2  # BOS root + every kept hypothesis
+    assert [t for *_, t in finished] == ["&lt;/s&gt;<br>-2.00", "&lt;/s&gt;<br>-0.40", "&lt;/s&gt;<br>-1.50"]
+    assert (1, 0, "a<br>-0.10") in live and (0, 0, "&lt;s&gt;") in live  # escaped: Plotly reads <s> as HTML
+    edges = next(t for t in fig.data if t.name == "extends")
+    pairs = {(edges.x[k], edges.y[k], edges.x[k + 1], edges.y[k + 1]) for k in range(0, len(edges.x), 3)}
+    assert (1, 1, 2, 1) in pairs  # "b" (rank 1 at step 1) -> "b d" (rank 1 at step 2)
+    assert (2, 0, 3, 0) in pairs and len(pairs) == 7
+    best = next(t for t in fig.data if t.name == "best hypothesis")
+    assert [x for x in best.x if x is not None] == [0, 1, 1, 2, 2, 3]  # root -> a -> c -> EOS
+
+
+def test_teacher_forcing_table_highlights_mismatches_and_pads():
+    styler = teacher_forcing_table(["a", "b", "</s>"], ["a", "c", "</s>"], ["a", "c", "d", "</s>"])
+    table = styler.data
+    assert list(table["true target"]) == ["a", "b", "</s>", ""]
+    assert list(table["free-running prediction"]) == ["a", "c", "d", "</s>"]
+    styles = styler._compute().ctx  # (row, col) -> [(property, value)], as pandas renders it
+    marked = {pos for pos, props in styles.items() if props}
+    assert marked == {(1, 2), (1, 3), (2, 3), (3, 3)}
+    assert styles[(1, 2)] == [tuple(MISMATCH.split(": "))]

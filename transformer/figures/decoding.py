@@ -1,0 +1,116 @@
+"""Figures for decoding one token at a time: next-token probabilities, a step's cross-attention over the source,
+the beam-search tree, and the teacher-forcing comparison table.
+
+Inputs are arrays (numpy, nested lists, or torch tensors) and `DecodeStep` records from `transformer.decoding`.
+"""
+
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+from pandas.io.formats.style import Styler
+
+from ..decoding import DecodeStep
+from .attention import ATTENTION_SCALE, _array, _escape, _figure, _hover_grid, _ticks
+
+CHOSEN, OTHER = "#d62728", "#9ecae1"  # the chosen token's bar, every other bar
+LIVE, FINISHED, BEST_PATH = "#1f5fbf", "#2ca02c", "#d62728"
+MISMATCH = "background-color: #f8d0d0"
+
+
+def probs_bar(probs, vocab_tokens: Sequence[str], chosen: int, top_k: int = 10,
+              title: str = "Next-token probabilities") -> go.Figure:
+    """The `top_k` most likely next tokens of a (V,) distribution, most likely first; the chosen token's bar is
+    highlighted (and added at the end when it is not among the top k, e.g. an unlikely sample)."""
+    p, labels = _array(probs), _escape(vocab_tokens)
+    order = [int(i) for i in np.argsort(-p, kind="stable")[:top_k]]
+    if chosen not in order:
+        order.append(chosen)
+    trace = dict(
+        type="bar", x=[labels[i] for i in order], y=p[order],
+        marker=dict(color=[CHOSEN if i == chosen else OTHER for i in order]),
+        text=[f"{p[i]:.2f}" for i in order], textposition="outside", cliponaxis=False,
+        hovertemplate="%{x}: p = %{y:.4f}<extra></extra>",
+    )
+    layout = dict(xaxis=dict(title="next token", type="category"), yaxis=dict(title="probability", range=[0, 1.12]))
+    return _figure([trace], layout, title, height=400)
+
+
+def cross_attention_heatmap(weights, src_labels: Sequence[str], title: str) -> go.Figure:
+    """One decoding step's cross-attention (H, S): a row per head, a column per source token, on a 0..1 scale."""
+    w = _array(weights)
+    head_labels = [f"head {h}" for h in range(w.shape[0])]
+    trace = dict(
+        type="heatmap", z=w, zmin=0, zmax=1, colorscale=ATTENTION_SCALE, xgap=2, ygap=2, colorbar=dict(title="weight"),
+        texttemplate="%{z:.2f}" if w.shape[1] <= 12 else None, customdata=_hover_grid(head_labels, src_labels),
+        hovertemplate="%{customdata[0]} → source %{customdata[1]}: %{z:.3f}<extra></extra>",
+    )
+    layout = dict(xaxis=dict(title="source token", **_ticks(src_labels)),
+                  yaxis=dict(autorange="reversed", **_ticks(head_labels)))
+    return _figure([trace], layout, title, height=170 + 45 * len(head_labels))
+
+
+def beam_tree(steps: Sequence[DecodeStep], vocab_tokens: Sequence[str], best: Sequence[int] | None = None) -> go.Figure:
+    """The beam-search tree so far: the BOS root, then one node per hypothesis kept at each step (labelled with
+    its last token and cumulative log-probability), an edge from each to the hypothesis it extends. Finished
+    hypotheses (ending with EOS) are green squares. `best` (BOS + tokens) draws that hypothesis's path in red.
+    `steps` must not be empty."""
+    labels = _escape(vocab_tokens)
+    xs, ys, texts, finished, on_best = [0], [0], [labels[steps[0].prefix[0]]], [False], [best is not None]
+    edges: list[tuple[int, int]] = []  # (parent node, child node)
+    previous = [0]  # node of each hypothesis kept at the step before (the root before step 0)
+    for step in steps:
+        nodes = []
+        for rank, beam in enumerate(step.beams):
+            nodes.append(len(xs))
+            edges.append((previous[beam.parent], len(xs)))
+            xs.append(step.step + 1)
+            ys.append(rank)
+            texts.append(f"{labels[beam.tokens[-1]]}<br>{beam.score:.2f}")
+            finished.append(beam.finished)
+            on_best.append(best is not None and list(best[: len(beam.tokens)]) == beam.tokens)
+        previous = nodes
+
+    def lines(pairs: list[tuple[int, int]], name: str, colour: str, width: float) -> dict:
+        """One scatter trace drawing every (parent, child) segment, separated by gaps."""
+        x = [v for a, b in pairs for v in (xs[a], xs[b], None)]
+        y = [v for a, b in pairs for v in (ys[a], ys[b], None)]
+        return dict(type="scatter", x=x, y=y, mode="lines", name=name, line=dict(color=colour, width=width),
+                    hoverinfo="skip")
+
+    traces = [lines(edges, "extends", "#999999", 1.5),
+              lines([(a, b) for a, b in edges if on_best[b]], "best hypothesis", BEST_PATH, 4)]
+    for name, done, colour, symbol in (("live", False, LIVE, "circle"), ("finished (EOS)", True, FINISHED, "square")):
+        nodes = [n for n in range(len(xs)) if finished[n] == done]
+        traces.append(dict(
+            type="scatter", x=[xs[n] for n in nodes], y=[ys[n] for n in nodes], text=[texts[n] for n in nodes],
+            name=name, mode="markers+text", textposition="top center",
+            marker=dict(size=16, color=colour, symbol=symbol), hovertemplate="%{text}<extra></extra>",
+        ))
+    n_steps, width = len(steps), max(len(step.beams) for step in steps)
+    layout = dict(
+        xaxis=dict(title="step", range=[-0.4, n_steps + 0.4], **_ticks(["start", *map(str, range(1, n_steps + 1))])),
+        yaxis=dict(visible=False, range=[width - 0.5, -0.6]),
+        legend=dict(orientation="h", y=-0.25),
+    )
+    return _figure(traces, layout, "Beam search: kept hypotheses (token, summed log-probability)",
+                   height=240 + 70 * width)
+
+
+def teacher_forcing_table(target: Sequence[str], forced: Sequence[str], free: Sequence[str]) -> Styler:
+    """Position by position: the true target token, the teacher-forced prediction and the free-running one;
+    predictions that differ from the target are highlighted. Missing positions are left blank."""
+    n = max(len(target), len(forced), len(free))
+
+    def column(tokens: Sequence[str]) -> list[str]:
+        return [*tokens, *[""] * (n - len(tokens))]
+
+    table = pd.DataFrame({
+        "position": range(1, n + 1), "true target": column(target),
+        "teacher-forced prediction": column(forced), "free-running prediction": column(free),
+    })
+    predictions = ["teacher-forced prediction", "free-running prediction"]
+    return table.style.apply(
+        lambda col: [MISMATCH if v != t else "" for v, t in zip(col, table["true target"])], subset=predictions
+    )
