@@ -1,0 +1,105 @@
+"""Anatomy: the model in hand laid out as the paper draws it, with every module's shapes and parameters, one
+attention block's weights, and the positional encoding (sections 3.1, 3.2.2, 3.4, 3.5)."""
+
+import streamlit as st
+
+from pages.common import require_model
+from transformer.figures.attention import (
+    architecture_diagram,
+    embedding_heatmap,
+    positional_curves,
+    positional_heatmap,
+    projection_heatmaps,
+)
+from transformer.inspection import (
+    ATTENTION_KINDS,
+    attention_projections,
+    config_table,
+    embed_with_position,
+    module_table,
+    parameter_summary,
+    positional_table,
+    sample_batch,
+)
+
+st.title("Anatomy")
+st.markdown(
+    "The model in hand, laid out as Figure 1 of the paper (section 3.1): an encoder stack and a decoder stack, "
+    "each sublayer wrapped in a residual connection and LayerNorm, with embeddings and positional encoding at the "
+    "bottom and the generator on top. Shapes below come from a real forward pass of one example."
+)
+checkpoint = require_model()
+model, vocab, config = checkpoint.model, checkpoint.vocab, checkpoint.config
+
+diagram, settings = st.columns([3, 2])
+with diagram:
+    st.plotly_chart(
+        architecture_diagram(config.n_layers, config.norm_first, config.causal_mask, config.positional, config.tie_weights),
+        key="anatomy_diagram",
+    )
+with settings:
+    st.subheader("Configuration")
+    st.caption(f"Trained on **{checkpoint.task.task}**, source lengths {checkpoint.task.min_len}-{checkpoint.task.max_len}.")
+    st.dataframe(config_table(config), hide_index=True, height="content")
+
+st.subheader("Every module, on one example")
+src, tgt = sample_batch(checkpoint.task, vocab, config.max_len)
+st.markdown(
+    f"One batch of B = 1: a source of S = {src.size(1)} tokens and the decoder input (BOS + target) of "
+    f"T = {tgt.size(1)} tokens. Shapes read batch × length × features; the embedding and positional encoding "
+    "run twice (source ; target). Parameters shared with an earlier row are counted there only."
+)
+table = module_table(model, src, tgt)
+st.dataframe(table, hide_index=True, height="content")
+total, parts = st.columns([1, 3])
+total.metric("Parameters", f"{model.num_parameters():,}")
+parts.dataframe(parameter_summary(table), hide_index=True)
+
+st.subheader("Inside one attention block (section 3.2.2)")
+st.latex(r"\mathrm{head}_i = \mathrm{Attention}(XW^Q_i,\ XW^K_i,\ XW^V_i), \quad "
+         r"\mathrm{MultiHead} = \mathrm{Concat}(\mathrm{head}_1, \dots, \mathrm{head}_h)\,W^O")
+kind_col, layer_col = st.columns(2)
+kind = kind_col.selectbox("Attention block", list(ATTENTION_KINDS), format_func=lambda k: ATTENTION_KINDS[k][0],
+                          key="anatomy_block")
+layer = layer_col.selectbox("Layer", range(config.n_layers), key="anatomy_layer")
+st.caption(
+    f"Each matrix is d_model × d_model = {config.d_model} × {config.d_model}, stored as output rows × input "
+    f"columns (the layer computes x Wᵀ). Dashed lines cut W_Q, W_K and W_V into the {config.n_heads} heads' "
+    f"d_k = {config.d_k} rows each; W_O mixes the concatenated heads, so its columns are cut instead."
+)
+st.plotly_chart(
+    projection_heatmaps(attention_projections(model, kind, layer), config.n_heads,
+                        f"{ATTENTION_KINDS[kind][0]}, layer {layer}"),
+    key="anatomy_projections",
+)
+
+st.subheader("Positional encoding (section 3.5)")
+st.latex(r"PE_{(pos,\,2i)} = \sin\!\left(pos / 10000^{2i/d_{model}}\right), \qquad "
+         r"PE_{(pos,\,2i+1)} = \cos\!\left(pos / 10000^{2i/d_{model}}\right)")
+pe, pe_label = positional_table(model)
+st.caption(f"Shown: {pe_label}. Each row is added to the embedding of the token at that position.")
+st.plotly_chart(positional_heatmap(pe, f"Positional encoding: {pe_label}"), key="anatomy_pe_heatmap")
+dims = st.multiselect("Dimensions to plot", range(config.d_model),
+                      default=sorted({d for d in (0, 1, 6, config.d_model // 2) if d < config.d_model}),
+                      key="anatomy_dims")
+sinusoidal = config.positional != "learned"
+st.plotly_chart(positional_curves(pe, dims, sinusoidal), key="anatomy_pe_curves")
+if sinusoidal:
+    st.caption("Low dimensions wave fast, high ones slowly: together they give every position its own pattern.")
+
+st.markdown("**Embeddings of a sequence, before and after adding the positional encoding**")
+text = st.text_input(f"A source sequence (symbols separated by spaces, at most {config.max_len})",
+                     value=" ".join(vocab.symbols[:3] * 2), key="anatomy_input")
+try:
+    ids = vocab.encode(text, max_len=config.max_len)
+except ValueError as err:
+    st.error(f"{err}.")
+else:
+    embedded, with_position = embed_with_position(model, ids)
+    panels = {"token embedding × √d_model": embedded, "+ positional encoding": with_position}
+    st.plotly_chart(embedding_heatmap(panels, vocab.tokens(ids), "What the first layer receives"),
+                    key="anatomy_embeddings")
+    if config.positional == "none":
+        st.caption("This model adds no positional encoding: both panels are the same, and repeated symbols look alike.")
+    else:
+        st.caption("Left: repeated symbols have identical rows. Right: the position makes every row different.")

@@ -1,0 +1,153 @@
+"""Masking lab: the padding and causal masks, attention before and after masking, and two experiments that show
+what breaks without them (section 3.2.3)."""
+
+import random
+
+import streamlit as st
+
+from pages.common import require_model
+from transformer.figures.attention import attention_heatmaps, mask_heatmap
+from transformer.inspection import (
+    ATTENTION_KINDS,
+    Experiment,
+    attention_before_after,
+    mask_grids,
+    pad_more,
+    padded_pair,
+    peek_at_future,
+    random_pair,
+)
+
+st.title("Masking lab")
+st.markdown(
+    "Attention looks only where its mask allows (section 3.2.3). The **padding mask** hides the PAD tokens that "
+    "fill a batch up to one length; the decoder's **causal mask** hides later target positions, so that training "
+    "on a whole target at once cannot copy the answer. Blocked scores are set to −∞ before the softmax:"
+)
+st.latex(r"\mathrm{Attention}(Q, K, V) = \mathrm{softmax}\!\left(\frac{QK^\top}{\sqrt{d_k}} + M\right) V, \qquad "
+         r"M_{ij} = \begin{cases} 0 & \text{query } i \text{ may attend to key } j \\ -\infty & \text{blocked} \end{cases}")
+checkpoint = require_model()
+model, vocab, config = checkpoint.model, checkpoint.vocab, checkpoint.config
+longest = config.max_len - 1  # the decoder input is BOS + target
+
+if "mask_src" not in st.session_state:
+    src_ids, tgt_ids = random_pair(checkpoint.task, vocab, 5, seed=0)
+    st.session_state["mask_src"], st.session_state["mask_tgt"] = vocab.decode(src_ids), vocab.decode(tgt_ids)
+
+
+def draw_random_pair() -> None:
+    """Put a random source shorter than "pad to", and its correct target, into the text inputs."""
+    room = max(1, st.session_state.get("mask_pad_to", longest) - 1)
+    src_ids, tgt_ids = random_pair(checkpoint.task, vocab, room, seed=random.randrange(2**31))
+    st.session_state["mask_src"], st.session_state["mask_tgt"] = vocab.decode(src_ids), vocab.decode(tgt_ids)
+
+
+src_col, tgt_col, pad_col, random_col = st.columns([3, 3, 1.3, 1.2], vertical_alignment="bottom")
+src_text = src_col.text_input("Source (symbols separated by spaces)", key="mask_src")
+tgt_text = tgt_col.text_input("Target (what the decoder should write)", key="mask_tgt")
+pad_to = pad_col.number_input("Pad to", min_value=1, max_value=longest, value=min(8, longest), key="mask_pad_to",
+                              help="The length of the longest sequence in the batch: shorter ones get PAD.")
+random_col.button("Random pair", key="mask_random", on_click=draw_random_pair)
+
+parsed = {}
+for name, text in (("Source", src_text), ("Target", tgt_text)):
+    try:
+        parsed[name] = vocab.encode(text, max_len=longest)
+    except ValueError as err:
+        st.error(f"{name}: {err}. Fix it above, or click **Random pair**.")
+src_ids, tgt_ids = parsed.get("Source"), parsed.get("Target")
+if src_ids is None or tgt_ids is None:
+    st.stop()
+width = max(pad_to, len(src_ids), len(tgt_ids))
+if width > pad_to:
+    st.warning(f"A sequence is longer than **pad to** ({pad_to}): both are padded to {width} instead.")
+src, tgt = padded_pair(src_ids, tgt_ids, vocab, width)
+labels = {"source": vocab.tokens(src[0].tolist()), "target": vocab.tokens(tgt[0].tolist())}
+st.caption(f"Batch as the model sees it: source `{' '.join(labels['source'])}`; decoder input (BOS + target) "
+           f"`{' '.join(labels['target'])}`.")
+
+st.subheader("The masks")
+st.caption("Rows are queries (the position that looks), columns are keys (the positions it may look at).")
+if not config.causal_mask:
+    st.warning("This model was trained with the causal mask **off**: its decoder uses only the padding mask.")
+grids = mask_grids(src, tgt, vocab.pad_id)
+top_left, top_right = st.columns(2)
+top_left.plotly_chart(mask_heatmap(grids["padding"], labels["source"], labels["source"],
+                                   "Padding mask: encoder self-attention"), key="mask_fig_padding")
+top_right.plotly_chart(mask_heatmap(grids["cross"], labels["target"], labels["source"],
+                                    "Padding mask: cross-attention"), key="mask_fig_cross")
+bottom_left, bottom_right = st.columns(2)
+bottom_left.plotly_chart(mask_heatmap(grids["causal"], labels["target"], labels["target"],
+                                      "Causal mask: decoder self-attention"), key="mask_fig_causal")
+bottom_right.plotly_chart(mask_heatmap(grids["combined"], labels["target"], labels["target"],
+                                       "Padding + causal: what the decoder uses"), key="mask_fig_combined")
+
+st.subheader("Attention before and after masking")
+st.markdown(
+    "**Before**: the softmax of the scaled scores with no mask at all. **After**: the model's real weights. Both "
+    "use the same queries and keys, taken from the real (masked) forward pass and recomputed without the mask, "
+    "so *after* is *before* with the blocked keys removed and each row renormalized."
+)
+kind_col, layer_col = st.columns([3, 1])
+kind = kind_col.radio("Attention", list(ATTENTION_KINDS), format_func=lambda k: ATTENTION_KINDS[k][0],
+                      horizontal=True, key="mask_kind")
+layer = layer_col.selectbox("Layer", range(config.n_layers), key="mask_layer")
+name, queries, keys = ATTENTION_KINDS[kind]
+weights = attention_before_after(model, src, tgt)
+for stage, maps in (("before", weights.unmasked), ("after", weights.masked)):
+    st.plotly_chart(
+        attention_heatmaps(maps[kind][layer][0], labels[queries], labels[keys],
+                           f"{stage.capitalize()} masking: {name}, layer {layer}"),
+        key=f"mask_fig_attention_{stage}",
+    )
+
+
+def show_experiment(result: Experiment, with_title: str, without_title: str, lesson: str) -> None:
+    """The two diff tables, one above the other, and a verdict."""
+    st.markdown(f"Changed: {result.description}. Δ compares {result.measure}s.")
+    for title, table in ((with_title, result.with_mask), (without_title, result.without_mask)):
+        st.markdown(f"**{title}**: {Experiment.n_changed(table)} of {len(table)} positions changed, "
+                    f"max |Δ {result.measure}| = {Experiment.max_diff(table):.3g}")
+        st.dataframe(table, hide_index=True, column_config={
+            "p before": st.column_config.NumberColumn(format="%.3f"),
+            "p after": st.column_config.NumberColumn(format="%.3f"),
+            "max |Δ|": st.column_config.NumberColumn(format="%.2e"),
+        })
+    if Experiment.n_changed(result.with_mask) == 0 and Experiment.n_changed(result.without_mask) > 0:
+        st.success(lesson)
+    else:
+        st.info("Not the textbook outcome on this input: the differences above are what this model really does.")
+
+
+st.subheader("Experiments")
+peek_col, pad_col = st.columns(2)
+with peek_col:
+    st.markdown("**Peek at the future.** Change one later token of the decoder input and compare the outputs at "
+                "all earlier positions, with the causal mask and without it (a copy of the model with the same weights).")
+    change_at = st.number_input("Position to change (1 = first target token)", min_value=1, max_value=longest,
+                                value=len(tgt_ids), key="exp_change_at")
+    peek_clicked = st.button("Peek at the future", key="exp_peek_future")
+with pad_col:
+    st.markdown("**Pad more.** Append PAD tokens to the source and the decoder input and compare the outputs at "
+                "the real positions, with the padding masks and with `mask_padding=False`.")
+    extra = st.number_input("Extra PAD tokens", min_value=1, max_value=config.max_len, value=3, key="exp_extra")
+    pad_clicked = st.button("Pad more", key="exp_pad_more")
+
+if peek_clicked:
+    try:
+        result = peek_at_future(model, vocab, src_ids, tgt_ids, change_at)
+    except ValueError as err:
+        st.error(f"{err}.")
+    else:
+        show_experiment(result, "With the causal mask", "Without the causal mask (same weights)",
+                        "The causal mask works: no earlier output can see a later token. Without it, earlier "
+                        "positions read the future, which at generation time does not exist yet.")
+if pad_clicked:
+    try:
+        result = pad_more(model, vocab, src_ids, tgt_ids, extra)
+    except ValueError as err:
+        st.error(f"{err}.")
+    else:
+        show_experiment(result, "With the padding masks", "With mask_padding=False",
+                        "The padding mask works: extra PAD changes nothing beyond float rounding. Without it, the "
+                        "outputs drift, so the same sentence would be translated differently in a different batch.")

@@ -1,0 +1,125 @@
+import html
+import json
+
+import pytest
+import torch
+from streamlit.testing.v1 import AppTest
+
+from transformer.checkpoint import Checkpoint
+from transformer.model import ModelConfig, Transformer
+from transformer.tasks import DataConfig
+from transformer.vocab import Vocab
+
+
+def open_masking(with_model: bool) -> AppTest:
+    at = AppTest.from_file("../streamlit_app.py", default_timeout=30)
+    at.run()
+    if with_model:
+        torch.manual_seed(0)
+        config = ModelConfig(n_layers=2)
+        model = Transformer(config).eval()
+        task = DataConfig(task="reverse", max_len=8)
+        at.session_state["in_hand"] = Checkpoint(model, Vocab.digits(10), config, task, [], {})
+        at.session_state["in_hand_name"] = "random test model"
+    at.switch_page("pages/masking.py")
+    at.run()
+    assert not at.exception
+    return at
+
+
+def charts(at: AppTest) -> dict[str, dict]:
+    """Plotly specs by the end of their key."""
+    return {el.proto.id.rsplit("-", 1)[-1]: json.loads(el.proto.spec) for el in at.get("plotly_chart")}
+
+
+def axis_labels(spec: dict, axis: str) -> list[str]:
+    return [html.unescape(label) for label in spec["layout"][axis]["ticktext"]]
+
+
+def test_without_a_model_says_where_to_get_one():
+    at = open_masking(with_model=False)
+    assert "No model in hand" in at.info[0].value
+    assert not at.get("plotly_chart")
+
+
+@pytest.fixture(scope="module")
+def at() -> AppTest:
+    return open_masking(with_model=True)
+
+
+def test_masks_and_attention_have_token_labels_and_padding(at):
+    at.text_input(key="mask_src").set_value("1 2 3")
+    at.text_input(key="mask_tgt").set_value("3 2 1")
+    at.number_input(key="mask_pad_to").set_value(5)
+    at.run()
+    assert not at.exception and not at.error
+    specs = charts(at)
+    assert axis_labels(specs["mask_fig_padding"], "xaxis") == ["1", "2", "3", "<pad>", "<pad>"]
+    assert axis_labels(specs["mask_fig_combined"], "yaxis") == ["<s>", "3", "2", "1", "<pad>", "<pad>"]
+    cross = specs["mask_fig_cross"]
+    assert len(axis_labels(cross, "yaxis")) == 6 and len(axis_labels(cross, "xaxis")) == 5
+    before, after = specs["mask_fig_attention_before"], specs["mask_fig_attention_after"]
+    assert len(before["data"]) == len(after["data"]) == 4  # one subplot per head
+    assert before["layout"]["title"]["text"].startswith("Before masking: encoder self-attention, layer 0")
+
+
+def test_selectors_switch_the_attention_shown(at):
+    at.radio(key="mask_kind").set_value("cross")
+    at.selectbox(key="mask_layer").set_value(1)
+    at.run()
+    assert not at.exception
+    title = charts(at)["mask_fig_attention_after"]["layout"]["title"]["text"]
+    assert title == "After masking: cross-attention (decoder → encoder), layer 1"
+
+
+def test_random_pair_fills_the_inputs_shorter_than_pad_to(at):
+    at.number_input(key="mask_pad_to").set_value(6)
+    at.button(key="mask_random").click()
+    at.run()
+    assert not at.exception and not at.error
+    src, tgt = at.text_input(key="mask_src").value.split(), at.text_input(key="mask_tgt").value.split()
+    assert 1 <= len(src) <= 5 and tgt == src[::-1]  # the reverse task's answer
+    assert "<pad>" in axis_labels(charts(at)["mask_fig_padding"], "xaxis")
+
+
+def test_bad_input_shows_an_error_not_a_traceback(at):
+    at.text_input(key="mask_src").set_value("1 two 3")
+    at.run()
+    assert not at.exception
+    assert "Source" in at.error[0].value and "two" in at.error[0].value
+    assert not at.get("plotly_chart")
+    at.text_input(key="mask_src").set_value("1 2 3")
+    at.run()
+    assert not at.exception and not at.error
+
+
+def test_peek_at_future_shows_diff_tables(at):
+    at.text_input(key="mask_src").set_value("1 2 3 4")
+    at.text_input(key="mask_tgt").set_value("4 3 2 1")
+    at.number_input(key="exp_change_at").set_value(4)
+    at.button(key="exp_peek_future").click()
+    at.run()
+    assert not at.exception and not at.error
+    with_mask, without_mask = at.dataframe[0].value, at.dataframe[1].value
+    assert with_mask["position"].tolist() == [0, 1, 2, 3]
+    assert not with_mask["changed?"].any() and without_mask["changed?"].any()
+    assert "causal mask works" in at.success[0].value
+
+
+def test_peek_at_a_position_past_the_target_is_an_error(at):
+    at.number_input(key="exp_change_at").set_value(9)
+    at.button(key="exp_peek_future").click()
+    at.run()
+    assert not at.exception and "change position" in at.error[0].value
+    assert not at.dataframe
+
+
+def test_pad_more_shows_diff_tables(at):
+    at.number_input(key="exp_extra").set_value(3)
+    at.button(key="exp_pad_more").click()
+    at.run()
+    assert not at.exception and not at.error
+    with_mask, without_mask = at.dataframe[0].value, at.dataframe[1].value
+    assert len(with_mask) == 5  # BOS + 4 target tokens
+    assert with_mask["max |Δ|"].max() < 1e-5 and without_mask["max |Δ|"].max() > 1e-4
+    assert "padding mask works" in at.success[0].value

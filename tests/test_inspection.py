@@ -1,0 +1,186 @@
+import pytest
+import torch
+
+from transformer.figures.attention import (
+    architecture_diagram,
+    attention_heatmaps,
+    embedding_heatmap,
+    mask_heatmap,
+    positional_curves,
+    positional_heatmap,
+    projection_heatmaps,
+)
+from transformer.inspection import (
+    CHANGED_TOLERANCE,
+    Experiment,
+    attention_before_after,
+    attention_projections,
+    config_table,
+    embed_with_position,
+    mask_grids,
+    module_table,
+    pad_more,
+    padded_pair,
+    parameter_summary,
+    peek_at_future,
+    positional_table,
+    random_pair,
+    sample_batch,
+    twin,
+)
+from transformer.model import ModelConfig, Transformer, sinusoidal_table
+from transformer.tasks import DataConfig
+from transformer.vocab import Vocab
+
+VOCAB = Vocab.digits(10)
+TASK = DataConfig(task="reverse", min_len=2, max_len=7)
+
+
+def random_model(seed: int = 0, **changes) -> Transformer:
+    torch.manual_seed(seed)
+    return Transformer(ModelConfig(**changes)).eval()
+
+
+@pytest.fixture(scope="module")
+def model() -> Transformer:
+    return random_model(n_layers=2)
+
+
+def hooks_left(model: Transformer) -> int:
+    return sum(len(m._forward_hooks) + len(m._forward_pre_hooks) for m in model.modules())
+
+
+@pytest.mark.parametrize("changes", [{"n_layers": 2}, {"norm_first": True, "tie_weights": True, "positional": "learned"}])
+def test_module_table_shapes_and_parameters(changes):
+    model = random_model(**changes)
+    c = model.config
+    src, tgt = sample_batch(TASK, VOCAB, c.max_len)
+    S, T, d = src.size(1), tgt.size(1), c.d_model
+    assert (S, T) == (TASK.max_len, TASK.max_len + 1)
+    table = module_table(model, src, tgt).set_index("module")
+    assert table["parameters"].sum() == model.num_parameters()
+    for i in range(c.n_layers):
+        enc, dec = f"encoder.layers.{i}", f"decoder.layers.{i}"
+        assert table.loc[f"{enc}.self_attn", "input shape"] == f"1×{S}×{d}"
+        assert table.loc[f"{dec}.cross_attn", "input shape"] == f"1×{T}×{d}, 1×{S}×{d}"
+        assert table.loc[f"{dec}.cross_attn", "output shape"] == f"1×{T}×{d}"
+        assert table.loc[f"{dec}.self_attn", "paper name"] == "Masked Multi-Head Attention"
+        for name in (f"{enc}.self_attn", f"{dec}.self_attn", f"{dec}.cross_attn"):
+            assert table.loc[name, "parameters"] == 4 * d * d + 4 * d  # W_Q, W_K, W_V, W_O and biases
+        for name in (f"{enc}.feed_forward", f"{dec}.feed_forward"):
+            assert table.loc[name, "parameters"] == 2 * d * c.d_ff + c.d_ff + d
+            assert table.loc[name, "paper name"] == "Feed Forward"
+        norms = [f"{enc}.sublayer.{j}" for j in range(2)] + [f"{dec}.sublayer.{j}" for j in range(3)]
+        assert all(table.loc[norms, "parameters"] == 2 * d)  # LayerNorm gain and bias
+    assert table.loc["embed", "output shape"] == f"1×{S}×{d} ; 1×{T}×{d}"
+    assert table.loc["generator", "output shape"] == f"1×{T}×{c.vocab_size}"
+    # tied: the generator's weight is counted with the embedding, only its bias is its own
+    assert table.loc["generator", "parameters"] == c.vocab_size * (1 if c.tie_weights else d + 1)
+    assert ("encoder.norm" in table.index) == c.norm_first
+    summary = parameter_summary(table.reset_index())
+    assert summary.iloc[-1].tolist() == ["total", model.num_parameters()]
+    assert hooks_left(model) == 0
+
+
+def test_config_table_names_the_switches():
+    table = config_table(ModelConfig(norm_first=True, causal_mask=False)).set_index("setting")["value"]
+    assert table["norm placement"].startswith("pre-norm")
+    assert table["causal_mask"] == "False" and table["d_k"] == "8"
+
+
+def test_twin_copies_weights_not_modules(model):
+    copy = twin(model, causal_mask=False)
+    assert copy.config.causal_mask is False and model.config.causal_mask is True
+    assert all(torch.equal(a, b) and a.data_ptr() != b.data_ptr()
+               for a, b in zip(model.state_dict().values(), copy.state_dict().values()))
+
+
+def test_peek_at_future_changes_earlier_outputs_only_without_causal_mask(model):
+    src_ids, tgt_ids = random_pair(TASK, VOCAB, 6, seed=3)
+    result = peek_at_future(model, VOCAB, src_ids, tgt_ids, change_at=len(tgt_ids))
+    assert result.measure == "probability"
+    old, new = VOCAB.tokens([tgt_ids[-1], 3 + (tgt_ids[-1] - 3 + 1) % 10])
+    assert result.description == f"decoder input position {len(tgt_ids)}: {old} → {new}"
+    assert len(result.with_mask) == len(tgt_ids)  # BOS and every target position before the changed one
+    assert result.with_mask["input token"].iloc[0] == "<s>"
+    assert Experiment.n_changed(result.with_mask) == 0
+    assert Experiment.max_diff(result.with_mask) < CHANGED_TOLERANCE
+    assert Experiment.n_changed(result.without_mask) > 0
+    assert Experiment.max_diff(result.without_mask) > 1e-3
+    for bad in (0, len(tgt_ids) + 1):
+        with pytest.raises(ValueError, match="change position"):
+            peek_at_future(model, VOCAB, src_ids, tgt_ids, bad)
+
+
+def test_pad_more_is_invisible_only_with_padding_masks(model):
+    src_ids, tgt_ids = random_pair(TASK, VOCAB, 6, seed=4)
+    result = pad_more(model, VOCAB, src_ids, tgt_ids, extra=4)
+    assert result.measure == "logit" and len(result.with_mask) == len(tgt_ids) + 1
+    assert Experiment.max_diff(result.with_mask) < 1e-5
+    assert Experiment.max_diff(result.without_mask) > 1e-4
+    assert result.with_mask["output before"].tolist() == result.with_mask["output after"].tolist()
+    with pytest.raises(ValueError, match="max_len"):
+        pad_more(model, VOCAB, src_ids, tgt_ids, extra=model.config.max_len)
+    with pytest.raises(ValueError):
+        pad_more(model, VOCAB, src_ids, tgt_ids, extra=0)
+
+
+def test_masks_and_attention_before_after(model):
+    src, tgt = padded_pair([5, 6, 7], [7, 6, 5], VOCAB, width=6)
+    assert src.tolist() == [[5, 6, 7, 0, 0, 0]] and tgt.tolist() == [[1, 7, 6, 5, 0, 0, 0]]
+    grids = mask_grids(src, tgt, VOCAB.pad_id)
+    assert grids["padding"].shape == (6, 6) and grids["padding"][:, :3].all() and not grids["padding"][:, 3:].any()
+    assert grids["cross"].shape == (7, 6)
+    assert torch.equal(grids["causal"], torch.ones(7, 7, dtype=torch.bool).tril())
+    assert torch.equal(grids["combined"], grids["causal"] & torch.tensor([True] * 4 + [False] * 3))
+    weights = attention_before_after(model, src, tgt)
+    for kind, mask in (("encoder", grids["padding"]), ("decoder_self", grids["combined"]), ("cross", grids["cross"])):
+        for masked, unmasked in zip(weights.masked[kind], weights.unmasked[kind], strict=True):
+            assert masked.shape == unmasked.shape == (1, model.config.n_heads, *mask.shape)
+            assert (masked[..., ~mask] == 0).all() and (unmasked[..., ~mask] > 0).all()
+            renormalized = unmasked * mask / (unmasked * mask).sum(-1, keepdim=True)
+            torch.testing.assert_close(renormalized, masked)
+    assert hooks_left(model) == 0
+    with pytest.raises(ValueError):
+        padded_pair([5, 6, 7], [7], VOCAB, width=2)
+
+
+def test_positional_table_and_embeddings():
+    model = random_model(positional="none")
+    table, label = positional_table(model)
+    assert "none" in label and torch.equal(table, sinusoidal_table(64, 32))
+    before, after = embed_with_position(model, [3, 4, 3])
+    assert torch.equal(before, after) and torch.equal(before[0], before[2])
+    model = random_model()
+    before, after = embed_with_position(model, [3, 4, 3])
+    torch.testing.assert_close(after - before, model.positional.table()[:3])
+    with pytest.raises(ValueError):
+        embed_with_position(model, [])
+
+
+def test_random_pair_follows_the_task():
+    src_ids, tgt_ids = random_pair(TASK, VOCAB, 4, seed=1)
+    assert 2 <= len(src_ids) <= 4 and tgt_ids == src_ids[::-1]
+    assert random_pair(TASK, VOCAB, 4, seed=1) == (src_ids, tgt_ids)
+
+
+def test_figures(model):
+    labels = ["<s>", "3", "3", "<pad>"]  # repeated labels keep their own rows
+    fig = mask_heatmap(torch.ones(4, 4, dtype=torch.bool).tril(), labels, labels, "causal")
+    assert len(fig.data) == 1  # "<s>" escaped, or Plotly reads it as strike-through HTML
+    assert list(fig.layout.yaxis.ticktext) == ["&lt;s&gt;", "3", "3", "&lt;pad&gt;"]
+    assert list(fig.data[0].colorbar.ticktext) == ["blocked", "may attend"]
+    fig = attention_heatmaps(torch.rand(4, 4, 3).softmax(-1), labels, labels[:3], "weights")
+    assert len(fig.data) == 4 and [a.text for a in fig.layout.annotations] == [f"head {h}" for h in range(4)]
+    assert len(attention_heatmaps(torch.rand(6, 2, 2), labels[:2], labels[:2], "w").data) == 6
+    fig = projection_heatmaps(attention_projections(model, "cross", 1), n_heads=4, title="W")
+    assert len(fig.data) == 4 and len(fig.layout.shapes) == 4 * 3  # 3 head boundaries in each matrix
+    table = sinusoidal_table(16, 8)
+    assert len(positional_heatmap(table).data) == 1
+    fig = positional_curves(table, [0, 1, 6])
+    assert [t.name for t in fig.data] == ["dim 0 (sin)", "dim 1 (cos)", "dim 6 (sin)"]
+    assert len(embedding_heatmap({"a": torch.ones(3, 8), "b": torch.zeros(3, 8)}, ["1", "2", "1"], "e").data) == 2
+    texts = [a.text for a in architecture_diagram(2, True, False, "learned", True).layout.annotations]
+    assert "Multi-Head Attention (no causal mask!)" in texts and "LayerNorm" in texts and "2×" in texts
+    texts = [a.text for a in architecture_diagram(1, False, True, "sinusoidal", False).layout.annotations]
+    assert "Masked Multi-Head Attention" in texts and "Add & Norm" in texts and "LayerNorm" not in texts

@@ -1,0 +1,249 @@
+"""Figures for the model's anatomy, its masks, attention weights and positional encoding.
+
+Inputs are arrays (numpy, nested lists, or torch tensors, read through `np.asarray`). Matrices are drawn as
+the paper and the code index them: rows are queries (or positions, or output features), columns are keys (or
+dimensions, or input features), row 0 at the top. Axis labels are tick texts on integer positions, so repeated
+tokens keep their own rows.
+
+Each figure is built in one go from plain dicts: Plotly's incremental `add_shape` / `make_subplots` calls cost
+seconds on a busy shared server, a single construction milliseconds.
+"""
+
+import html
+from collections.abc import Sequence
+
+import numpy as np
+import plotly.graph_objects as go
+
+FONT = dict(size=16, color="#111111")  # readable on a projector
+MAY_ATTEND, BLOCKED = "#1f5fbf", "#d9d9d9"
+ATTENTION_SCALE = "Blues"
+DIVERGING_SCALE = "RdBu_r"  # negative blue, zero white, positive red
+
+
+def _array(values) -> np.ndarray:
+    if hasattr(values, "detach"):  # a torch tensor
+        values = values.detach().cpu().numpy()
+    return np.asarray(values, dtype=float)
+
+
+def _escape(labels: Sequence[str]) -> list[str]:
+    """Token labels as Plotly text: it reads HTML, so "<s>" (BOS) would strike through what follows."""
+    return [html.escape(label) for label in labels]
+
+
+def _ticks(labels: Sequence[str]) -> dict:
+    """Axis settings that name integer positions 0..n-1 by `labels`."""
+    return dict(tickmode="array", tickvals=list(range(len(labels))), ticktext=_escape(labels))
+
+
+def _hover_grid(row_labels: Sequence[str], col_labels: Sequence[str]) -> np.ndarray:
+    """customdata[i][j] = [row label i, column label j], for hover texts."""
+    return np.array([[[r, c] for c in _escape(col_labels)] for r in _escape(row_labels)], dtype=object)
+
+
+def _grid(titles: Sequence[str], per_row: int, h_gap: float = 0.06, v_gap: float = 0.12) -> tuple[dict, list[dict]]:
+    """Layout for one subplot per title, `per_row` to a row: the axes and title annotations, and each
+    subplot's trace axis references {"xaxis": "x2", "yaxis": "y2"}."""
+    n_cols = min(len(titles), per_row)
+    n_rows = -(-len(titles) // n_cols)
+    width, height = (1 - h_gap * (n_cols - 1)) / n_cols, (1 - v_gap * (n_rows - 1)) / n_rows
+    layout, refs, annotations = {}, [], []
+    for i, title in enumerate(titles):
+        row, col = divmod(i, n_cols)
+        x0, y1 = col * (width + h_gap), 1 - row * (height + v_gap)
+        n = "" if i == 0 else str(i + 1)
+        layout[f"xaxis{n}"] = dict(domain=[round(x0, 6), min(1.0, round(x0 + width, 6))], anchor=f"y{n}")
+        layout[f"yaxis{n}"] = dict(domain=[max(0.0, round(y1 - height, 6)), round(y1, 6)], anchor=f"x{n}")
+        annotations.append(dict(text=title, x=x0 + width / 2, y=y1, xref="paper", yref="paper", xanchor="center",
+                                yanchor="bottom", showarrow=False))
+        refs.append(dict(xaxis=f"x{n}", yaxis=f"y{n}"))
+    layout["annotations"] = annotations
+    return layout, refs
+
+
+def _figure(traces: list[dict], layout: dict, title: str, height: int) -> go.Figure:
+    for name, axis in layout.items():  # explicit fonts: Streamlit's chart theme shrinks and greys axis text
+        if name.startswith(("xaxis", "yaxis")):
+            axis.update(tickfont=FONT, title_font=FONT)
+    layout = dict(title=dict(text=title, font=dict(FONT, size=18)), font=FONT, height=height,
+                  margin=dict(l=60, r=20, t=80, b=50), **layout)
+    return go.Figure(data=traces, layout=layout)
+
+
+def mask_heatmap(mask, row_labels: Sequence[str], col_labels: Sequence[str], title: str) -> go.Figure:
+    """A boolean (queries x keys) mask in two colours: "may attend" (True) and "blocked" (False)."""
+    trace = dict(
+        type="heatmap", z=_array(mask), zmin=0, zmax=1, xgap=2, ygap=2,
+        colorscale=[[0, BLOCKED], [0.5, BLOCKED], [0.5, MAY_ATTEND], [1, MAY_ATTEND]],
+        colorbar=dict(tickvals=[0.25, 0.75], ticktext=["blocked", "may attend"], len=0.6),
+        customdata=_hover_grid(row_labels, col_labels),
+        hovertemplate="query %{customdata[0]} → key %{customdata[1]}: %{z}<extra></extra>",
+    )
+    layout = dict(xaxis=dict(title="key", **_ticks(col_labels)),
+                  yaxis=dict(title="query", autorange="reversed", **_ticks(row_labels)))
+    return _figure([trace], layout, title, height=160 + 32 * len(row_labels))
+
+
+def attention_heatmaps(weights, row_labels: Sequence[str], col_labels: Sequence[str], title: str,
+                       per_row: int = 4) -> go.Figure:
+    """Attention weights (H, T_query, T_key), one subplot per head on a shared 0..1 colour scale."""
+    w = _array(weights)
+    n_heads = w.shape[0]
+    layout, refs = _grid([f"head {h}" for h in range(n_heads)], per_row)
+    hover = _hover_grid(row_labels, col_labels)
+    traces = []
+    for h, ref in enumerate(refs):
+        traces.append(dict(
+            type="heatmap", z=w[h], zmin=0, zmax=1, colorscale=ATTENTION_SCALE, showscale=h == 0,
+            colorbar=dict(title="weight", len=0.8), customdata=hover, **ref,
+            hovertemplate=f"head {h}<br>query %{{customdata[0]}} → key %{{customdata[1]}}: %{{z:.3f}}<extra></extra>",
+        ))
+        n = ref["xaxis"][1:]
+        layout[f"xaxis{n}"].update(_ticks(col_labels))
+        layout[f"yaxis{n}"].update(autorange="reversed", **_ticks(row_labels))
+    n_rows = -(-n_heads // min(n_heads, per_row))
+    return _figure(traces, layout, title, height=120 + n_rows * (70 + 26 * len(row_labels)))
+
+
+def positional_heatmap(table, title: str = "Positional encoding") -> go.Figure:
+    """A (positions, d_model) positional-encoding table: one row per position, one column per dimension."""
+    trace = dict(type="heatmap", z=_array(table), colorscale=DIVERGING_SCALE, zmid=0, colorbar=dict(title="value"),
+                 hovertemplate="position %{y}, dimension %{x}: %{z:.3f}<extra></extra>")
+    layout = dict(xaxis=dict(title="dimension"), yaxis=dict(title="position", autorange="reversed"))
+    return _figure([trace], layout, title, height=480)
+
+
+def positional_curves(table, dims: Sequence[int], sinusoidal: bool = True,
+                      title: str = "Positional encoding of a few dimensions") -> go.Figure:
+    """One line per chosen dimension of a (positions, d_model) table, against position; with `sinusoidal`,
+    even dimensions are named sine and odd ones cosine."""
+    t = _array(table)
+    traces = []
+    for d in dims:
+        kind = (" (sin)" if d % 2 == 0 else " (cos)") if sinusoidal else ""
+        traces.append(dict(type="scatter", x=np.arange(len(t)), y=t[:, d], mode="lines+markers", name=f"dim {d}{kind}"))
+    layout = dict(xaxis=dict(title="position"), yaxis=dict(title="value"))
+    return _figure(traces, layout, title, height=420)
+
+
+def embedding_heatmap(panels: dict[str, object], token_labels: Sequence[str], title: str) -> go.Figure:
+    """(T, d_model) token vectors, one subplot per panel (e.g. before / after adding the positional encoding) on
+    one diverging scale: a row per token, a column per dimension."""
+    arrays = {name: _array(v) for name, v in panels.items()}
+    bound = max(float(np.abs(a).max()) for a in arrays.values()) or 1.0
+    layout, refs = _grid(list(arrays), per_row=len(arrays), h_gap=0.08)
+    traces = []
+    for i, ((name, a), ref) in enumerate(zip(arrays.items(), refs)):
+        traces.append(dict(
+            type="heatmap", z=a, zmin=-bound, zmax=bound, colorscale=DIVERGING_SCALE, showscale=i == 0,
+            colorbar=dict(title="value"), customdata=_hover_grid(token_labels, [str(d) for d in range(a.shape[1])]),
+            hovertemplate=f"{name}<br>token %{{customdata[0]}}, dimension %{{x}}: %{{z:.3f}}<extra></extra>", **ref,
+        ))
+        n = ref["xaxis"][1:]
+        layout[f"xaxis{n}"].update(title="dimension")
+        layout[f"yaxis{n}"].update(autorange="reversed", **_ticks(token_labels))
+    return _figure(traces, layout, title, height=200 + 30 * len(token_labels))
+
+
+def projection_heatmaps(matrices: dict[str, object], n_heads: int, title: str) -> go.Figure:
+    """The projection matrices of one attention block (name -> (d_out, d_in)), side by side on one diverging
+    scale. Dashed lines split the rows of W_Q, W_K, W_V (and the columns of W_O) into the heads' d_k slices."""
+    arrays = {name: _array(m) for name, m in matrices.items()}
+    bound = max(float(np.abs(a).max()) for a in arrays.values()) or 1.0
+    layout, refs = _grid(list(arrays), per_row=len(arrays), h_gap=0.07)
+    traces, shapes = [], []
+    for i, ((name, a), ref) in enumerate(zip(arrays.items(), refs)):
+        traces.append(dict(
+            type="heatmap", z=a, zmin=-bound, zmax=bound, colorscale=DIVERGING_SCALE, showscale=i == 0,
+            colorbar=dict(title="weight"), hovertemplate=f"{name}[%{{y}}, %{{x}}] = %{{z:.3f}}<extra></extra>", **ref,
+        ))
+        n = ref["xaxis"][1:]
+        layout[f"xaxis{n}"].update(title="input feature")
+        layout[f"yaxis{n}"].update(autorange="reversed")
+        d_k = a.shape[0] // n_heads
+        line = dict(type="line", line=dict(color="black", dash="dash", width=1), xref=ref["xaxis"], yref=ref["yaxis"])
+        for h in range(1, n_heads):
+            edge = h * d_k - 0.5
+            if name == "W_O":  # W_O mixes the concatenated heads: they are its input columns
+                shapes.append(dict(line, x0=edge, x1=edge, y0=-0.5, y1=a.shape[0] - 0.5))
+            else:  # each head's rows of W_Q, W_K, W_V
+                shapes.append(dict(line, x0=-0.5, x1=a.shape[1] - 0.5, y0=edge, y1=edge))
+    layout["yaxis"]["title"] = "output feature"
+    return _figure(traces, dict(layout, shapes=shapes), title, height=440)
+
+
+# ---------------------------------------------------------------------------------------- architecture
+
+_COLOURS = {"attention": "#fbd9b4", "ffn": "#c7e3f5", "norm": "#f4f1a8", "embed": "#f8cfd6", "output": "#dccff0"}
+_BOX_W, _BOX_H, _GAP = 2.6, 0.62, 0.28  # box width and height, vertical gap between boxes (data units)
+
+
+def _layer_boxes(kind: str, norm_first: bool, causal: bool) -> list[tuple[str, str]]:
+    """(label, colour key) of one encoder or decoder layer's boxes, bottom to top."""
+    sublayers = [("Multi-Head Attention", "attention"), ("Feed Forward", "ffn")]
+    if kind == "decoder":
+        masked = "Masked Multi-Head Attention" if causal else "Multi-Head Attention (no causal mask!)"
+        sublayers = [(masked, "attention"), ("Multi-Head Attention (cross)", "attention"), ("Feed Forward", "ffn")]
+    boxes = []
+    for sublayer in sublayers:
+        if norm_first:
+            boxes += [("LayerNorm", "norm"), sublayer, ("Add (residual)", "norm")]
+        else:
+            boxes += [sublayer, ("Add & Norm", "norm")]
+    return boxes
+
+
+def _column(x: float, boxes: list[tuple[str, str]], layer: tuple[int, int], n_layers: int, title: str,
+            shapes: list[dict], annotations: list[dict]) -> list[float]:
+    """Append one stack's boxes (bottom to top, centred at x), arrows and its N× frame; return the boxes' y."""
+    ys = [i * (_BOX_H + _GAP) for i in range(len(boxes))]
+    first, last = layer
+    left = x < 0
+    shapes.append(dict(type="rect", x0=x - _BOX_W / 2 - 0.2, x1=x + _BOX_W / 2 + 0.2, y0=ys[first] - _BOX_H / 2 - 0.15,
+                       y1=ys[last] + _BOX_H / 2 + 0.15, line=dict(color="#555", width=2), fillcolor="#f5f5f5",
+                       layer="below"))
+    annotations.append(dict(x=x - _BOX_W / 2 - 0.35 if left else x + _BOX_W / 2 + 0.35, y=(ys[first] + ys[last]) / 2,
+                            text=f"{n_layers}×", showarrow=False, font=dict(FONT, size=20),
+                            xanchor="right" if left else "left"))
+    for (label, colour), y in zip(boxes, ys):
+        shapes.append(dict(type="rect", x0=x - _BOX_W / 2, x1=x + _BOX_W / 2, y0=y - _BOX_H / 2, y1=y + _BOX_H / 2,
+                           fillcolor=_COLOURS[colour], line=dict(color="#333", width=1)))
+        annotations.append(dict(x=x, y=y, text=label, showarrow=False, font=dict(FONT, size=14)))
+    for y0, y1 in zip(ys, ys[1:]):
+        annotations.append(_arrow(x, y0 + _BOX_H / 2, x, y1 - _BOX_H / 2))
+    annotations.append(dict(x=x, y=ys[-1] + _BOX_H / 2 + 0.45, text=f"<b>{title}</b>", showarrow=False,
+                            font=dict(FONT, size=18)))
+    return ys
+
+
+def _arrow(x0: float, y0: float, x1: float, y1: float, **style) -> dict:
+    return dict(x=x1, y=y1, ax=x0, ay=y0, xref="x", yref="y", axref="x", ayref="y", text="", showarrow=True,
+                arrowhead=2, arrowwidth=1.5, **style)
+
+
+def architecture_diagram(n_layers: int, norm_first: bool, causal_mask: bool, positional: str,
+                         tie_weights: bool) -> go.Figure:
+    """The encoder-decoder as Figure 1 of the paper draws it: encoder on the left, decoder on the right, one
+    layer of each framed and marked N×, its sublayers bottom to top with the norms where this model puts them."""
+    pe = "Positional Encoding" if positional == "sinusoidal" else f"Positional Encoding ({positional})"
+    bottom = [("Embedding × √d_model", "embed"), (f"+ {pe}", "embed")]
+    final_norm = [("LayerNorm", "norm")] if norm_first else []
+    encoder_layer = _layer_boxes("encoder", norm_first, causal_mask)
+    decoder_layer = _layer_boxes("decoder", norm_first, causal_mask)
+    linear = "Linear" + (" (tied to embedding)" if tie_weights else "")
+    shapes, annotations = [], []
+    enc_y = _column(-1.8, bottom + encoder_layer + final_norm, (2, 1 + len(encoder_layer)), n_layers, "Encoder",
+                    shapes, annotations)
+    decoder = bottom + decoder_layer + final_norm + [(linear, "output"), ("Softmax", "output")]
+    dec_y = _column(1.8, decoder, (2, 1 + len(decoder_layer)), n_layers, "Decoder", shapes, annotations)
+    cross = next(i for i, (label, _) in enumerate(decoder) if "cross" in label)
+    annotations.append(_arrow(-1.8 + _BOX_W / 2, enc_y[-1], 1.8 - _BOX_W / 2, dec_y[cross], arrowcolor="#c0392b"))
+    annotations.append(dict(x=-1.8, y=-0.85, text="source tokens", showarrow=False, font=dict(FONT, size=14)))
+    annotations.append(dict(x=1.8, y=-0.85, text="target tokens, shifted right (BOS first)", showarrow=False,
+                            font=dict(FONT, size=14)))
+    top = max(enc_y[-1], dec_y[-1]) + 1.0
+    layout = dict(xaxis=dict(visible=False, range=[-3.8, 3.8]), yaxis=dict(visible=False, range=[-1.2, top]),
+                  shapes=shapes, annotations=annotations, plot_bgcolor="white", showlegend=False,
+                  margin=dict(l=10, r=10, t=30, b=10))
+    return go.Figure(layout=dict(font=FONT, height=int(90 * top) + 120, **layout))

@@ -1,0 +1,364 @@
+"""Looking inside a model: its modules and shapes, its weights, its positional encoding, its masks, and two
+experiments that show what the masks are for. UI-free: tensors and pandas DataFrames in and out.
+
+Functions that need hooks or a changed switch work on a private twin of the model (a deep copy), never on the
+model passed in, which may be shared read-only by every user of the app.
+"""
+
+import random
+from copy import deepcopy
+from dataclasses import dataclass, replace
+
+import pandas as pd
+import torch
+import torch.nn.functional as F
+
+from .masks import causal_mask, decoder_mask, padding_mask
+from .model import AttentionMaps, ModelConfig, MultiHeadAttention, Transformer, sinusoidal_table
+from .tasks import DataConfig, get_task
+from .vocab import Vocab
+
+# Attention kinds as in `Transformer.forward(return_attention=True)`: name, and which sequence gives queries / keys.
+ATTENTION_KINDS = {
+    "encoder": ("encoder self-attention", "source", "source"),
+    "decoder_self": ("decoder self-attention", "target", "target"),
+    "cross": ("cross-attention (decoder → encoder)", "target", "source"),
+}
+CHANGED_TOLERANCE = 1e-5  # a difference above this counts as a change (float32 kernels differ by ~1e-7)
+
+
+def _device(model: Transformer) -> torch.device:
+    return next(model.parameters()).device
+
+
+def twin(model: Transformer, causal_mask: bool | None = None) -> Transformer:
+    """A private deep copy of `model` in eval mode, optionally with the decoder's causal mask switched on or off
+    (the model reads that switch from its config at every forward pass). Copying, unlike building a new model,
+    draws nothing from the global random generator that another user's training may be seeding."""
+    copy = deepcopy(model).eval()
+    if causal_mask is not None:
+        copy.config = replace(model.config, causal_mask=causal_mask)
+    return copy
+
+
+# ------------------------------------------------------------------------------------- example sequences
+
+
+def random_pair(task: DataConfig, vocab: Vocab, max_len: int, seed: int) -> tuple[list[int], list[int]]:
+    """A random source of the task's lengths (at most `max_len`) and its correct target, as token ids."""
+    rng = random.Random(seed)
+    high = max(1, min(task.max_len, max_len))
+    length = rng.randint(min(task.min_len, high), high)
+    source = [rng.randrange(vocab.n_symbols) for _ in range(length)]
+    target = get_task(task.task).fn(list(source), vocab.n_symbols)
+    return [vocab.symbol_id(s) for s in source], [vocab.symbol_id(s) for s in target]
+
+
+def sample_batch(task: DataConfig, vocab: Vocab, model_max_len: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """A (1, S) source of the task's longest length and its (1, T) decoder input BOS + target, fitting the model."""
+    src_ids, tgt_ids = random_pair(replace(task, min_len=task.max_len), vocab, model_max_len, seed=0)
+    tgt_in = [vocab.bos_id, *tgt_ids][:model_max_len]
+    return torch.tensor([src_ids]), torch.tensor([tgt_in])
+
+
+def padded_pair(
+    src_ids: list[int], tgt_ids: list[int], vocab: Vocab, width: int
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Source padded to `width` tokens, decoder input BOS + target padded to `width` + 1: (1, W), (1, W + 1)."""
+    if width < max(len(src_ids), len(tgt_ids)):
+        raise ValueError(f"cannot pad to {width}: the sequences have {len(src_ids)} and {len(tgt_ids)} tokens")
+    src = src_ids + [vocab.pad_id] * (width - len(src_ids))
+    tgt = [vocab.bos_id, *tgt_ids] + [vocab.pad_id] * (width - len(tgt_ids))
+    return torch.tensor([src]), torch.tensor([tgt])
+
+
+# ---------------------------------------------------------------------------------------------- anatomy
+
+
+def config_table(config: ModelConfig) -> pd.DataFrame:
+    """The sizes and teaching switches of a model, one row each, with what they mean."""
+    if config.norm_first:
+        norm, formula = "pre-norm", "x + Sublayer(LayerNorm(x))"
+    else:
+        norm, formula = "post-norm (paper)", "LayerNorm(x + Sublayer(x))"
+    rows = [
+        ("norm placement", norm, f"each sublayer computes {formula}"),
+        ("positional", config.positional, "sinusoidal is the paper's; learned is a trained table; none is no order"),
+        ("causal_mask", config.causal_mask, "decoder may not look at later target positions"),
+        ("scale_scores", config.scale_scores, "scores divided by √d_k before the softmax"),
+        ("tie_weights", config.tie_weights, "generator shares the embedding matrix"),
+        ("d_model", config.d_model, "width of every token vector"),
+        ("heads", config.n_heads, "attention heads per attention block"),
+        ("d_k", config.d_k, "width of one head: d_model / heads"),
+        ("d_ff", config.d_ff, "inner width of the feed-forward network"),
+        ("layers", config.n_layers, "encoder layers, and as many decoder layers"),
+        ("dropout", config.dropout, "dropout rate during training"),
+        ("vocab_size", config.vocab_size, "tokens, PAD, BOS and EOS included"),
+        ("max_len", config.max_len, "longest sequence the positional encoding covers"),
+    ]
+    return pd.DataFrame([(n, str(v), m) for n, v, m in rows], columns=["setting", "value", "meaning"])
+
+
+def _paper_modules(config: ModelConfig) -> list[tuple[str, str, str]]:
+    """(module path, paper name, paper section) of every part of the model, in the order data flows."""
+    add_norm = "Norm … Add (pre-norm)" if config.norm_first else "Add & Norm (post-norm)"
+    masked = "Masked Multi-Head Attention" if config.causal_mask else "Multi-Head Attention (causal mask OFF)"
+    rows = [("embed", "Embedding (× √d_model)", "3.4"),
+            ("positional", f"Positional Encoding ({config.positional})", "3.5")]
+    for i in range(config.n_layers):
+        p = f"encoder.layers.{i}"
+        rows += [
+            (f"{p}.self_attn", "Multi-Head Attention", "3.2.2"), (f"{p}.sublayer.0", add_norm, "3.1"),
+            (f"{p}.feed_forward", "Feed Forward", "3.3"), (f"{p}.sublayer.1", add_norm, "3.1"),
+        ]
+    if config.norm_first:
+        rows.append(("encoder.norm", "Final LayerNorm (pre-norm)", "3.1"))
+    for i in range(config.n_layers):
+        p = f"decoder.layers.{i}"
+        rows += [
+            (f"{p}.self_attn", masked, "3.2.3"), (f"{p}.sublayer.0", add_norm, "3.1"),
+            (f"{p}.cross_attn", "Multi-Head Attention (encoder-decoder)", "3.2.3"), (f"{p}.sublayer.1", add_norm, "3.1"),
+            (f"{p}.feed_forward", "Feed Forward", "3.3"), (f"{p}.sublayer.2", add_norm, "3.1"),
+        ]
+    if config.norm_first:
+        rows.append(("decoder.norm", "Final LayerNorm (pre-norm)", "3.1"))
+    rows.append(("generator", "Linear (softmax comes after)", "3.4"))
+    return rows
+
+
+def _shapes(values) -> str:
+    """'1×10×32' for each non-boolean tensor among `values`, comma-separated."""
+    tensors = [v for v in values if isinstance(v, torch.Tensor) and v.dtype != torch.bool]
+    return ", ".join("×".join(map(str, t.shape)) for t in tensors)
+
+
+def module_table(model: Transformer, src: torch.Tensor, tgt: torch.Tensor) -> pd.DataFrame:
+    """One row per module (embedding, positional encoding, every attention, feed-forward and Add & Norm,
+    generator): path, paper name, section, input and output shapes in a forward pass of (src, tgt), and the
+    parameters it owns. A weight shared with an earlier row (tie_weights) is counted there only, so the column
+    sums to `model.num_parameters()`. Modules called twice (embedding: source, then target) list both calls
+    separated by ' ; '.
+    """
+    probe = twin(model)
+    calls: dict[str, list[tuple[str, str]]] = {}
+    rows = _paper_modules(model.config)
+    handles = []
+    for path, _, _ in rows:
+        def record(module, args, output, path=path):
+            outputs = output if isinstance(output, tuple) else (output,)
+            calls.setdefault(path, []).append((_shapes(args), _shapes(outputs)))
+        handles.append(probe.get_submodule(path).register_forward_hook(record))
+    try:
+        with torch.no_grad():
+            probe(src.to(_device(probe)), tgt.to(_device(probe)))
+    finally:
+        for handle in handles:
+            handle.remove()
+    seen: set[int] = set()
+    table = []
+    for path, name, section in rows:
+        params = [p for p in probe.get_submodule(path).parameters() if id(p) not in seen]
+        seen.update(id(p) for p in params)
+        ins, outs = zip(*calls.get(path, [("", "")]))
+        table.append((path, name, section, " ; ".join(ins), " ; ".join(outs), sum(p.numel() for p in params)))
+    return pd.DataFrame(table, columns=["module", "paper name", "section", "input shape", "output shape", "parameters"])
+
+
+def parameter_summary(table: pd.DataFrame) -> pd.DataFrame:
+    """Parameters per part of the model (embedding, encoder, decoder, ...) from `module_table`, with a total row."""
+    part = table["module"].str.split(".").str[0]
+    summary = table.groupby(part, sort=False)["parameters"].sum().rename_axis("part").reset_index()
+    total = pd.DataFrame([("total", int(summary["parameters"].sum()))], columns=["part", "parameters"])
+    return pd.concat([summary, total], ignore_index=True)
+
+
+def attention_module(model: Transformer, kind: str, layer: int) -> MultiHeadAttention:
+    """The attention block of `kind` ("encoder", "decoder_self" or "cross") in `layer`."""
+    if kind not in ATTENTION_KINDS:
+        raise ValueError(f"kind must be one of {', '.join(ATTENTION_KINDS)}, got {kind!r}")
+    if not 0 <= layer < model.config.n_layers:
+        raise ValueError(f"layer must be in 0..{model.config.n_layers - 1}, got {layer}")
+    if kind == "encoder":
+        return model.encoder.layers[layer].self_attn
+    block = model.decoder.layers[layer]
+    return block.self_attn if kind == "decoder_self" else block.cross_attn
+
+
+def attention_projections(model: Transformer, kind: str, layer: int) -> dict[str, torch.Tensor]:
+    """W_Q, W_K, W_V, W_O of one attention block, each (d_model, d_model) as stored (output rows x input columns)."""
+    block = attention_module(model, kind, layer)
+    return {name: getattr(block, name).detach().clone() for name in ("W_Q", "W_K", "W_V", "W_O")}
+
+
+def positional_table(model: Transformer) -> tuple[torch.Tensor, str]:
+    """The (max_len, d_model) table the model adds to its embeddings, and what it is. A model with no positional
+    encoding gets the paper's sinusoidal table, for reference."""
+    c = model.config
+    table = model.positional.table()
+    if table is None:
+        return sinusoidal_table(c.max_len, c.d_model), "the paper's sinusoidal table, for reference: this model uses none"
+    return table.detach().clone(), f"this model's {c.positional} table"
+
+
+def embed_with_position(model: Transformer, ids: list[int]) -> tuple[torch.Tensor, torch.Tensor]:
+    """(T, d_model) token embeddings (× √d_model) of `ids`, before and after adding the positional encoding."""
+    if not ids or len(ids) > model.config.max_len:
+        raise ValueError(f"need 1 to {model.config.max_len} tokens, got {len(ids)}")
+    with torch.no_grad():
+        embedded = model.embed(torch.tensor([ids], device=_device(model)))[0]  # (T, d_model)
+        table = model.positional.table()
+        return embedded, embedded if table is None else embedded + table[: len(ids)]
+
+
+# ----------------------------------------------------------------------------------------------- masking
+
+
+def mask_grids(src: torch.Tensor, tgt: torch.Tensor, pad_id: int) -> dict[str, torch.Tensor]:
+    """The masks of row 0 of a (src, tgt) batch as (queries, keys) grids, True = may attend:
+    "padding" (encoder self-attention, S x S), "causal" (T x T), "combined" (decoder self-attention, T x T) and
+    "cross" (T x S)."""
+    S, T = src.size(1), tgt.size(1)
+    src_keys = padding_mask(src, pad_id)[0, 0]  # (1, S)
+    return {
+        "padding": src_keys.expand(S, S),
+        "causal": causal_mask(T),
+        "combined": decoder_mask(tgt, pad_id, causal=True)[0, 0],
+        "cross": src_keys.expand(T, S),
+    }
+
+
+@dataclass
+class MaskedAttention:
+    """Attention weights of every layer and head, per kind, (B, H, T_q, T_k) each, with and without the masks."""
+
+    masked: AttentionMaps  # the model's own weights, masks applied
+    unmasked: AttentionMaps  # softmax(Q K^T * scale) of the same queries and keys, no padding or causal mask
+
+
+def attention_before_after(model: Transformer, src: torch.Tensor, tgt: torch.Tensor) -> MaskedAttention:
+    """The model's attention weights on (src, tgt), and the same scores softmaxed without any mask.
+
+    "Unmasked" is recomputed from the very queries and keys of the masked forward pass (each attention block's
+    input is captured by a hook), not by running the model again without masks, which would change every later
+    layer's input too. So unmasked weights restricted to the allowed keys and renormalized equal the masked ones.
+    """
+    probe = twin(model)
+    inputs: dict[str, list] = {kind: [] for kind in ATTENTION_KINDS}
+    handles = []
+    for kind in ATTENTION_KINDS:
+        for layer in range(model.config.n_layers):
+            def record(module, args, kwargs, output, kind=kind):
+                memory = args[1] if len(args) > 1 else kwargs.get("memory")
+                inputs[kind].append(_unmasked_weights(module, args[0], memory))
+            block = attention_module(probe, kind, layer)
+            handles.append(block.register_forward_hook(record, with_kwargs=True))
+    try:
+        with torch.no_grad():
+            _, maps = probe(src.to(_device(probe)), tgt.to(_device(probe)), return_attention=True)
+    finally:
+        for handle in handles:
+            handle.remove()
+    return MaskedAttention(maps, inputs)
+
+
+def _unmasked_weights(block: MultiHeadAttention, x: torch.Tensor, memory: torch.Tensor | None) -> torch.Tensor:
+    """softmax(Q K^T * scale) for queries from x (B, T, d) and keys from memory (or x): (B, H, T, T_k)."""
+    d_model = x.size(-1)
+    bias = block.in_proj.bias
+    q = block.split_heads(F.linear(x, block.W_Q, bias[:d_model]))
+    k = block.split_heads(F.linear(x if memory is None else memory, block.W_K, bias[d_model : 2 * d_model]))
+    return ((q @ k.transpose(-2, -1)) * block.scale).softmax(dim=-1)
+
+
+# ------------------------------------------------------------------------------------------- experiments
+
+
+@dataclass
+class Experiment:
+    """Outputs before and after a change to the input, once with the mask in question and once without it.
+
+    Each table has one row per compared position: position, input token, output before / after (argmax token
+    and its probability), the largest difference of `measure` there, and whether it changed.
+    """
+
+    description: str  # what was changed, e.g. "decoder input position 3: 4 → 5"
+    measure: str  # "probability" or "logit": what `max |Δ|` compares
+    with_mask: pd.DataFrame
+    without_mask: pd.DataFrame
+
+    @staticmethod
+    def max_diff(table: pd.DataFrame) -> float:
+        return float(table["max |Δ|"].max())
+
+    @staticmethod
+    def n_changed(table: pd.DataFrame) -> int:
+        return int(table["changed?"].sum())
+
+
+def _diff_table(vocab: Vocab, tokens: list[int], before: torch.Tensor, after: torch.Tensor, logits: bool) -> pd.DataFrame:
+    """Compare (T, V) logits position by position; `logits` picks what the difference measures."""
+    p_before, p_after = before.softmax(-1), after.softmax(-1)
+    diff = ((after - before) if logits else (p_after - p_before)).abs().amax(dim=-1)
+    out_before, out_after = p_before.argmax(-1), p_after.argmax(-1)
+    return pd.DataFrame({
+        "position": range(len(tokens)),
+        "input token": vocab.tokens(tokens),
+        "output before": vocab.tokens(out_before.tolist()),
+        "p before": p_before.gather(-1, out_before[:, None])[:, 0].tolist(),
+        "output after": vocab.tokens(out_after.tolist()),
+        "p after": p_after.gather(-1, out_after[:, None])[:, 0].tolist(),
+        "max |Δ|": diff.tolist(),
+        "changed?": (diff > CHANGED_TOLERANCE).tolist(),
+    })
+
+
+def _logits(model: Transformer, src: list[int], tgt: list[int], mask_padding: bool = True) -> torch.Tensor:
+    """(T, V) logits of one source and decoder input."""
+    device = _device(model)
+    with torch.no_grad():
+        return model(torch.tensor([src], device=device), torch.tensor([tgt], device=device), mask_padding=mask_padding)[0]
+
+
+def _check_pair(model: Transformer, src_ids: list[int], tgt_ids: list[int], extra: int = 0) -> None:
+    longest = max(len(src_ids), len(tgt_ids) + 1) + extra  # the decoder input has BOS
+    if not src_ids or not tgt_ids:
+        raise ValueError("type a source and a target with at least one symbol each")
+    if longest > model.config.max_len:
+        raise ValueError(f"{longest} positions do not fit this model's max_len {model.config.max_len}: use fewer")
+
+
+def peek_at_future(model: Transformer, vocab: Vocab, src_ids: list[int], tgt_ids: list[int], change_at: int) -> Experiment:
+    """Change the decoder input at position `change_at` (1 = the first target token; 0 is BOS) to the next
+    symbol, and compare the output distributions at every earlier position: with the causal mask on, then off (twins of
+    the model with its weights). Differences are in probability."""
+    _check_pair(model, src_ids, tgt_ids)
+    tgt_in = [vocab.bos_id, *tgt_ids]
+    if not 1 <= change_at < len(tgt_in):
+        raise ValueError(f"change position must be in 1..{len(tgt_in) - 1}, got {change_at}")
+    changed = list(tgt_in)
+    old = changed[change_at]
+    changed[change_at] = vocab.symbol_id((vocab.symbol_index(old) + 1) % vocab.n_symbols)  # the next symbol
+    tables = []
+    causal = model if model.config.causal_mask else twin(model, causal_mask=True)
+    for m in (causal, twin(model, causal_mask=False)):
+        before, after = _logits(m, src_ids, tgt_in), _logits(m, src_ids, changed)
+        tables.append(_diff_table(vocab, tgt_in[:change_at], before[:change_at], after[:change_at], logits=False))
+    old_token, new_token = vocab.tokens([old, changed[change_at]])
+    return Experiment(f"decoder input position {change_at}: {old_token} → {new_token}", "probability", *tables)
+
+
+def pad_more(model: Transformer, vocab: Vocab, src_ids: list[int], tgt_ids: list[int], extra: int) -> Experiment:
+    """Append `extra` PAD tokens to the source and to the decoder input, and compare the logits at the real
+    positions: with the padding masks (the model's normal forward), then with `mask_padding=False`."""
+    if extra < 1:
+        raise ValueError(f"add at least one PAD, got {extra}")
+    _check_pair(model, src_ids, tgt_ids, extra)
+    tgt_in = [vocab.bos_id, *tgt_ids]
+    pads = [vocab.pad_id] * extra
+    before = _logits(model, src_ids, tgt_in)
+    T = len(tgt_in)
+    tables = [
+        _diff_table(vocab, tgt_in, before, _logits(model, src_ids + pads, tgt_in + pads, mask)[:T], logits=True)
+        for mask in (True, False)
+    ]
+    return Experiment(f"{extra} PAD appended to the source and to the decoder input", "logit", *tables)
