@@ -201,6 +201,8 @@ def test_fresh_examples():
     assert a.src.shape[0] == 500 and torch.equal(a.src, b.src)
     assert not torch.equal(a.src, data.fresh_examples(500, seed=2).src)
     assert not set(map(tuple, sources_of(a))) & set(map(tuple, data.valid_sources))
+    # not a replay of the training stream of the same seed
+    assert not torch.equal(data.fresh_examples(500, seed=0).src, data.train_batch(500).src)
 
 
 def test_batch_size_must_be_positive():
