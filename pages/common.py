@@ -9,13 +9,16 @@ Session state keys:
 
 import os
 import threading
+from dataclasses import asdict
 from pathlib import Path
 
 import streamlit as st
 import torch
 
-from transformer import Checkpoint, TrainingJob, load_checkpoint, pick_device
+from transformer import Checkpoint, CheckpointError, TrainingJob, load_checkpoint, pick_device
+from transformer.checkpoint import checkpoint_bytes
 from transformer.device import device_label
+from transformer.live import run_name
 
 CHECKPOINT_DIR = Path(__file__).resolve().parent.parent / "checkpoints"
 MAX_TRAINING_JOBS = int(os.environ.get("LAB_MAX_TRAINING_JOBS", "2"))  # concurrent runs per server (2 cores)
@@ -24,8 +27,12 @@ JOB_IDLE_TIMEOUT_S = 30.0  # a job whose page has stopped polling (tab closed) s
 
 @st.cache_resource
 def setup_torch() -> str:
-    """Process-wide torch settings, once; returns the device label."""
-    torch.set_num_threads(int(os.environ.get("LAB_TORCH_THREADS", "2")))
+    """Process-wide torch settings, once; returns the device label.
+
+    One intra-op thread per computation: sessions already run on threads of their own, and on a small shared
+    server two jobs each spinning two OpenMP threads on two cores slow each other down many times over.
+    """
+    torch.set_num_threads(int(os.environ.get("LAB_TORCH_THREADS", "1")))
     return device_label(pick_device())
 
 
@@ -83,10 +90,49 @@ def require_model() -> Checkpoint:
     return checkpoint
 
 
+@st.fragment(run_every=2.0)
+def _job_heartbeat() -> None:
+    """While this session trains, show its progress on every page, and keep the job alive: a job that no page
+    polls (the tab was closed) stops after JOB_IDLE_TIMEOUT_S."""
+    job: TrainingJob | None = st.session_state.get("job")
+    if job is None or not job.running:
+        st.rerun()  # the run ended: redraw the page without this poll
+    job.touch()
+    rows = job.rows()
+    step = rows[-1]["step"] if rows else 0
+    st.progress(min(step / job.train_config.steps, 1.0), text=f"Training: step {step} of {job.train_config.steps}")
+
+
+def save_finished_job() -> None:
+    """Once per finished job: a checkpoint of its model, listed on the Checkpoints page and put in hand.
+
+    Runs on every page, so a run that ends while the student is elsewhere still becomes the model in hand.
+    """
+    job: TrainingJob | None = st.session_state.get("job")
+    if job is None or not job.done or job.result is None or st.session_state.get("train_saved", {}).get("job") is job:
+        return
+    trainer = job.trainer
+    trained = st.session_state.setdefault("trained", {})
+    name = run_name(trainer.model.config, trainer.data.config, {*trained, *shipped_checkpoints()})
+    saved = {"job": job, "name": name, "data": None, "error": None}
+    try:
+        saved["data"] = checkpoint_bytes(trainer.model, trainer.vocab, trainer.data.config, job.rows(),
+                                         asdict(job.train_config), meta={"name": name})
+        put_in_hand(load_checkpoint(saved["data"]), f"trained: {name}")
+        trained[name] = saved["data"]
+    except (ValueError, CheckpointError) as err:
+        saved["error"] = str(err)
+    st.session_state["train_saved"] = saved
+
+
 def sidebar() -> None:
-    """The shared sidebar: device and the model in hand."""
+    """The shared sidebar: device, the running job's progress, and the model in hand."""
     with st.sidebar:
         st.caption(f"Device: {setup_torch()}")
+        job: TrainingJob | None = st.session_state.get("job")
+        if job is not None and job.running:
+            _job_heartbeat()
+        save_finished_job()
         checkpoint, name = model_in_hand()
         if checkpoint is None:
             st.markdown("**Model in hand:** none yet")

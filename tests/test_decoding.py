@@ -97,7 +97,7 @@ def test_greedy_respects_and_clamps_max_len(model):
     assert greedy_decode(model, SRC, BOS, EOS, 1).shape == (3, 1)
     assert greedy_decode(model, SRC, BOS, EOS, 5).shape == (3, 5)  # EOS never wins on this random model
     short = make_model(max_len=8)
-    assert greedy_decode(short, SRC, BOS, EOS, 1000).shape == (3, 7)  # BOS + 7 tokens fill the 8 positions
+    assert greedy_decode(short, SRC, BOS, EOS, 1000).shape == (3, 8)  # BOS + 7 fed-back tokens fill 8 positions
 
 
 # ----------------------------------------------------------------------------------------------- sampling

@@ -321,7 +321,10 @@ def _run(model: Transformer, steps: Iterator[T]) -> Iterator[T]:
 
 
 def _check_args(model, src, bos_id, eos_id, max_len: int, single: bool = False) -> int:
-    """Validate the shared arguments; returns max_len clamped so that BOS + the output fits the model."""
+    """Validate the shared arguments; returns max_len clamped to the model's positions.
+
+    Generating n tokens feeds BOS and the first n - 1 of them to the decoder: n positions, so up to max_len.
+    """
     _check_src(model, src, single)
     vocab = model.config.vocab_size
     for name, i in (("bos_id", bos_id), ("eos_id", eos_id)):
@@ -329,7 +332,7 @@ def _check_args(model, src, bos_id, eos_id, max_len: int, single: bool = False) 
             raise ValueError(f"{name} must be a token id in [0, {vocab}), got {i}")
     if max_len < 1:
         raise ValueError(f"max_len must be at least 1, got {max_len}")
-    return min(max_len, model.config.max_len - 1)
+    return min(max_len, model.config.max_len)
 
 
 def _check_src(model: Transformer, src: torch.Tensor, single: bool = False) -> None:

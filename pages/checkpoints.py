@@ -1,0 +1,79 @@
+"""Checkpoints: the shipped models, the ones trained this session, and uploads; any of them can be put in hand."""
+
+import pandas as pd
+import streamlit as st
+
+from pages.common import CHECKPOINT_DIR, put_in_hand, shipped_checkpoint, shipped_checkpoints
+from transformer.checkpoint import MAX_CHECKPOINT_BYTES, Checkpoint, CheckpointError, load_checkpoint
+from transformer.live import checkpoint_summary, read_upload
+
+st.title("Checkpoints")
+st.markdown(
+    "A checkpoint is one file with everything a trained model needs: its weights, its settings (the "
+    "hyperparameters of the paper's Table 3), its vocabulary, the task it learned and its training curves. "
+    "**Load** one to make it the model in hand on every page, download it, or upload one a classmate trained."
+)
+
+# name -> (source, checkpoint, file bytes)
+entries: dict[str, tuple[str, Checkpoint, bytes]] = {}
+for name in shipped_checkpoints():
+    try:
+        entries[name] = ("shipped", shipped_checkpoint(name), (CHECKPOINT_DIR / f"{name}.pt").read_bytes())
+    except (CheckpointError, OSError) as err:
+        st.warning(f"The shipped checkpoint {name} could not be read: {err}")
+for name, data in st.session_state.get("trained", {}).items():
+    try:
+        entries[name] = ("trained", load_checkpoint(data), data)
+    except CheckpointError as err:
+        st.warning(f"The checkpoint {name} trained in this session could not be read: {err}")
+
+st.subheader("Available checkpoints")
+if not entries:
+    st.info("No checkpoints yet: train a model on the Train page, or upload a checkpoint file below.")
+else:
+    table = pd.DataFrame([checkpoint_summary(name, source, ckpt) for name, (source, ckpt, _) in entries.items()])
+    st.dataframe(table, hide_index=True, column_config={
+        "exact_match": st.column_config.NumberColumn("exact match", format="percent",
+                                                     help="Held-out exact-match at the end of training"),
+        "parameters": st.column_config.NumberColumn(format="localized"),
+    })
+    for name, (source, ckpt, data) in entries.items():
+        label_col, load_col, download_col = st.columns([3, 1, 1], vertical_alignment="center")
+        label_col.markdown(f"**{name}** ({source})")
+        if load_col.button("Load", key=f"load_{name}", help="Make this the model in hand on every page."):
+            # a fresh copy for trained ones, so nothing another page does to the model in hand reaches the list
+            put_in_hand(ckpt if source == "shipped" else load_checkpoint(data), f"{source}: {name}")
+            st.success(f"**{name}** is now the model in hand.")
+        download_col.download_button("Download", data, f"{name}.pt", "application/octet-stream",
+                                     key=f"download_{name}", help="Save this checkpoint as a .pt file.")
+
+
+def load_upload() -> None:
+    """Put the uploaded checkpoint in hand, or keep the reason it was refused."""
+    upload = st.session_state.get("upload_checkpoint")
+    if upload is None:
+        st.session_state.pop("checkpoints_upload_result", None)
+        return
+    try:
+        checkpoint, label = read_upload(upload.name, upload.getvalue())
+    except CheckpointError as err:
+        st.session_state["checkpoints_upload_result"] = ("error", f"This file was not loaded: {err}")
+    else:
+        put_in_hand(checkpoint, label)
+        st.session_state["checkpoints_upload_result"] = ("success", f"Loaded: the model in hand is now `{label}`.")
+
+
+st.subheader("Upload a checkpoint")
+limit_mb = min(st.get_option("server.maxUploadSize"), MAX_CHECKPOINT_BYTES // 2**20)
+st.file_uploader(
+    f"A .pt file saved by this lab ({limit_mb} MB at most)", type="pt", key="upload_checkpoint",
+    on_change=load_upload, max_upload_size=limit_mb,
+    help="Only plain data and tensors are read from the file (torch.load with weights_only=True); "
+         "nothing in it can run.",
+)
+if result := st.session_state.get("checkpoints_upload_result"):
+    kind, message = result
+    if kind == "success":
+        st.success(message)
+    else:
+        st.error(message)

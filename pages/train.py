@@ -1,0 +1,180 @@
+"""Train: a fresh Transformer learns a toy task while its loss, accuracy and outputs stream in."""
+
+from dataclasses import asdict
+
+import streamlit as st
+
+from pages.common import JOB_IDLE_TIMEOUT_S, MAX_TRAINING_JOBS, save_finished_job, session_jobs, training_slots
+from transformer.figures.training import accuracy_figure, loss_figure
+from transformer.live import build_configs, live_examples, metrics_table, progress
+from transformer.model import ModelConfig
+from transformer.tasks import TASKS
+from transformer.training import ServerBusy, TrainConfig, TrainingJob
+
+MODEL, TRAIN = ModelConfig(), TrainConfig()  # the defaults: the fast classroom model
+REASONS = {
+    "solved": "it got every held-out sequence right",
+    "step budget": "the step budget ran out",
+    "time budget": "the time budget ran out",
+    "stopped": "it was stopped (by you, or because no page watched it for a while)",
+}
+
+st.title("Train a Transformer")
+st.markdown(
+    "Pick a toy task and a model, press **Start**, and watch a fresh encoder-decoder Transformer learn it: "
+    "the loss falls, the held-out accuracy climbs, and five held-out inputs show what the model answers right now. "
+    "Training follows section 5.3 of the paper: Adam with a learning rate that warms up linearly, then decays as "
+    "1/√step (we set the peak directly instead of deriving it from d_model)."
+)
+st.latex(r"\mathrm{lr}(s) = \mathrm{peak}\cdot\min\left(\frac{s}{\mathrm{warmup}},\ \sqrt{\frac{\mathrm{warmup}}{s}}\right)")
+
+job: TrainingJob | None = st.session_state.get("job")
+running = job is not None and job.running
+
+with st.form("train_settings"):
+    task_col, model_col, opt_col, switch_col = st.columns(4)
+    with task_col:
+        st.subheader("Task")
+        task = st.selectbox("Task", list(TASKS), index=list(TASKS).index("reverse"), key="train_task",
+                            format_func=lambda name: f"{name}: {TASKS[name].description}",
+                            help="The function from input sequence to output sequence the model must learn.")
+        min_len = st.number_input("Shortest input", 1, 24, 6, key="train_min_len",
+                                  help="Input lengths are drawn uniformly between the shortest and the longest.")
+        max_len = st.number_input("Longest input", 1, 24, 8, key="train_max_len",
+                                  help="Longer inputs are harder and slower to learn.")
+        n_symbols = st.number_input("Symbols (vocabulary size)", 2, 30, 10, key="train_symbols",
+                                    help="How many different symbols (0, 1, 2, ...) sequences use; PAD, BOS and EOS "
+                                         "come on top.")
+    with model_col:
+        st.subheader("Model")
+        d_model = st.number_input("d_model", 8, 128, MODEL.d_model, key="train_d_model",
+                                  help="Width of every token vector (the paper: 512).")
+        n_heads = st.number_input("Heads", 1, 8, MODEL.n_heads, key="train_heads",
+                                  help="Attention heads per layer; d_model must be divisible by it (the paper: 8).")
+        n_layers = st.number_input("Layers per stack", 1, 3, MODEL.n_layers, key="train_layers",
+                                   help="Encoder layers, and as many decoder layers (the paper: 6).")
+        d_ff = st.number_input("d_ff", 16, 512, MODEL.d_ff, key="train_d_ff",
+                               help="Hidden width of the position-wise feed-forward network (the paper: 2048).")
+        dropout = st.number_input("Dropout", 0.0, 0.5, MODEL.dropout, step=0.05, key="train_dropout",
+                                  help="Fraction of activations zeroed during training (the paper: 0.1).")
+    with opt_col:
+        st.subheader("Optimization")
+        lr = st.number_input("Peak learning rate", 1e-4, 0.05, TRAIN.lr, step=1e-3, format="%.4f", key="train_lr",
+                             help="The learning rate at the end of warm-up.")
+        warmup = st.number_input("Warm-up steps", 0, 1000, TRAIN.warmup, key="train_warmup",
+                                 help="Steps over which the learning rate grows linearly from 0 to its peak.")
+        schedule = st.selectbox("After warm-up", ["noam", "constant"], key="train_schedule",
+                                format_func={"noam": "decay as 1/√step (paper)", "constant": "stay at the peak"}.get,
+                                help="What the learning rate does once warm-up is over.")
+        batch_size = st.number_input("Batch size", 8, 256, TRAIN.batch_size, key="train_batch",
+                                     help="Sequences per training step.")
+        steps = st.number_input("Steps (at most)", 10, 5000, TRAIN.steps, key="train_steps",
+                                help="Training ends here, or earlier once every held-out sequence is right.")
+        time_budget_s = st.number_input("Time budget (s)", 5, 120, 60, key="train_time_budget",
+                                        help="Training ends after this many seconds whatever happens.")
+        seed = st.number_input("Seed", 0, 10_000, TRAIN.seed, key="train_seed",
+                               help="Same seed, same settings: same data and same starting weights.")
+        label_smoothing = st.number_input("Label smoothing", 0.0, 0.5, TRAIN.label_smoothing, step=0.05,
+                                          key="train_label_smoothing",
+                                          help="Moves this much probability off the right token in the loss "
+                                               "(the paper: 0.1).")
+        device = st.selectbox("Device", ["auto", "cpu", "cuda", "mps"], key="train_device",
+                              help="Where to compute; auto takes a GPU when there is one.")
+    with switch_col:
+        st.subheader("Teaching switches")
+        positional = st.radio("Positional encoding", ["sinusoidal", "learned", "none"], key="train_positional",
+                              help="How the model knows token order: the paper's sine waves, a learned table, or "
+                                   "nothing (try reverse without it).")
+        norm_first = st.radio("LayerNorm", [False, True], key="train_norm",
+                              format_func=lambda pre: "pre-norm" if pre else "post-norm (paper)",
+                              help="Post-norm: LayerNorm(x + Sublayer(x)); pre-norm: x + Sublayer(LayerNorm(x)).")
+        causal_mask = st.toggle("Causal mask in the decoder", MODEL.causal_mask, key="train_causal",
+                                help="Off lets the decoder peek at the answer during training: watch greedy "
+                                     "decoding fail.")
+        scale_scores = st.toggle("Scale scores by 1/√d_k", MODEL.scale_scores, key="train_scale",
+                                 help="Off drops the scaling of QKᵀ, so softmax saturates as d_k grows.")
+    start = st.form_submit_button("Start training", key="start_training", type="primary", disabled=running,
+                                  help="Trains with these settings. Disabled while a run is training.")
+
+if start:
+    if running:
+        st.info("A run is already training: stop it first, or wait for it to finish.")
+    else:
+        try:
+            model_config, data_config, train_config = build_configs(
+                data=dict(task=task, min_len=min_len, max_len=max_len, n_symbols=n_symbols, seed=seed),
+                model=dict(d_model=d_model, n_heads=n_heads, n_layers=n_layers, d_ff=d_ff, dropout=dropout,
+                           positional=positional, norm_first=norm_first, causal_mask=causal_mask,
+                           scale_scores=scale_scores),
+                train=dict(steps=steps, time_budget_s=float(time_budget_s), batch_size=batch_size, lr=lr,
+                           warmup=warmup, schedule=schedule, label_smoothing=label_smoothing, seed=seed,
+                           device=device),
+            )
+            job = TrainingJob(model_config, data_config, train_config, slots=training_slots(),
+                              idle_timeout_s=JOB_IDLE_TIMEOUT_S).start()
+        except ServerBusy:
+            st.warning(f"The server is busy training other students' models ({MAX_TRAINING_JOBS} at most at once): "
+                       "try again in a minute.")
+        except ValueError as err:
+            st.error(f"These settings don't work: {err}")
+        else:
+            jobs = session_jobs()
+            jobs[:] = [j for j in jobs if j.running]  # finished jobs need no stopping: let them be freed
+            jobs.append(job)
+            st.session_state["job"] = job
+            st.rerun()  # redraw with Start disabled and the live view polling
+
+
+def stop_job() -> None:
+    if (current := st.session_state.get("job")) is not None:
+        current.stop(wait_s=5.0)
+
+
+st.button("Stop", key="stop_training", disabled=not running, on_click=stop_job,
+          help="Stops training after the current step; the model trained so far is kept.")
+
+
+@st.fragment(run_every=0.5 if running else None)
+def live_view(job: TrainingJob, polling: bool) -> None:
+    """Progress, curves and a few decoded examples; reruns the whole page once the run ends."""
+    job.touch()
+    if polling and not job.running:
+        st.rerun()
+    rows = job.rows()
+    p = progress(rows, job.train_config)
+    if job.running:
+        eta = "" if p.eta_s is None else f" · {p.steps_per_s:.1f} steps/s · at most {p.eta_s:.0f} s left"
+        st.progress(p.fraction, text=f"Training: step {p.step} of {job.train_config.steps}{eta}")
+    if not rows:
+        st.caption("The first metric row comes after a few steps...")
+        return
+    loss_col, acc_col = st.columns(2)
+    loss_col.plotly_chart(loss_figure(rows), key="train_loss_chart")
+    acc_col.plotly_chart(accuracy_figure(rows), key="train_accuracy_chart")
+    model = job.model_snapshot()
+    if model is not None:
+        st.markdown(f"**Five held-out inputs**, decoded greedily by the model as of step {p.step}:")
+        st.dataframe(live_examples(model, job.trainer.data), hide_index=True)
+
+
+if job is not None:
+    live_view(job, polling=running)
+    if job.error:
+        st.error(f"Training stopped with an error: {job.error}. Change the settings above and start again.")
+    elif job.done and job.result is not None:
+        save_finished_job()  # usually done already by the sidebar, unless the run ended during this rerun
+        saved, result = st.session_state["train_saved"], job.result
+        st.success(f"Finished after {result.steps} steps in {result.seconds:.1f} s, because {REASONS[result.reason]}: "
+                   f"exact match {result.exact_match:.1%} and token accuracy {result.token_acc:.1%} on the held-out "
+                   "set.")
+        table = metrics_table(job.rows())
+        st.dataframe(table, hide_index=True)
+        csv_col, ckpt_col = st.columns(2)
+        csv_col.download_button("Download metrics (CSV)", table.to_csv(index=False), f"{saved['name']}-metrics.csv",
+                                "text/csv", key="download_metrics")
+        if saved["error"]:
+            st.error(f"The trained model could not be saved as a checkpoint: {saved['error']}")
+        else:
+            ckpt_col.download_button("Download checkpoint", saved["data"], f"{saved['name']}.pt",
+                                     "application/octet-stream", key="download_checkpoint")
+            st.info(f"The model is now **in hand** as *trained: {saved['name']}*: open it up on the other pages.")

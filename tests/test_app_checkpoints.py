@@ -1,0 +1,86 @@
+"""Checkpoints page: lists shipped and session-trained checkpoints, loads any of them, and loads or refuses uploads."""
+
+import pytest
+import torch
+from streamlit.testing.v1 import AppTest
+
+import pages.common
+from transformer.checkpoint import checkpoint_bytes
+from transformer.model import ModelConfig, Transformer
+from transformer.tasks import DataConfig
+from transformer.vocab import Vocab
+
+
+def small_checkpoint_bytes(task: str = "copy", history: tuple = ()) -> bytes:
+    torch.manual_seed(0)
+    model = Transformer(ModelConfig(vocab_size=9, d_model=16, n_heads=2, d_ff=32)).eval()
+    return checkpoint_bytes(model, Vocab.digits(6), DataConfig(task=task, min_len=2, max_len=5, n_symbols=6), history)
+
+
+@pytest.fixture
+def shipped_dir(tmp_path, monkeypatch):
+    """An empty checkpoints/ folder of its own, so the repository's shipped files don't matter."""
+    monkeypatch.setattr(pages.common, "CHECKPOINT_DIR", tmp_path)
+    return tmp_path
+
+
+def open_checkpoints(trained: dict[str, bytes] | None = None) -> AppTest:
+    at = AppTest.from_file("../streamlit_app.py", default_timeout=30)
+    at.run()
+    if trained is not None:
+        at.session_state["trained"] = trained
+    at.switch_page("pages/checkpoints.py")
+    at.run()
+    assert not at.exception
+    return at
+
+
+def test_renders_with_no_checkpoints(shipped_dir):
+    at = open_checkpoints()
+    assert at.title[0].value == "Checkpoints"
+    assert "No checkpoints yet" in at.info[0].value and not at.dataframe
+    uploader = at.file_uploader(key="upload_checkpoint")
+    assert uploader.allowed_type == [".pt"] and "(5 MB at most)" in uploader.label  # .streamlit/config.toml
+
+
+def test_lists_shipped_and_trained_and_loads_each(shipped_dir):
+    shipped = f"shipped_{shipped_dir.name}"  # a name of its own: shipped checkpoints are cached per server
+    (shipped_dir / f"{shipped}.pt").write_bytes(small_checkpoint_bytes("reverse"))
+    at = open_checkpoints({"mine": small_checkpoint_bytes("copy", ({"step": 25, "exact_match": 0.5},))})
+
+    table = at.dataframe[0].value.set_index("name")
+    assert table.loc[shipped, "source"] == "shipped" and table.loc[shipped, "task"] == "reverse"
+    assert table.loc["mine", "source"] == "trained" and table.loc["mine", "exact_match"] == 0.5
+    assert table.loc["mine", "lengths"] == "2-5" and table.loc["mine", "d_model"] == 16
+    assert len(at.get("download_button")) == 2
+
+    at.button(key="load_mine").click()
+    at.run()
+    assert not at.exception and at.session_state["in_hand_name"] == "trained: mine"
+    assert at.session_state["in_hand"].task.task == "copy"
+    at.button(key=f"load_{shipped}").click()
+    at.run()
+    assert not at.exception and at.session_state["in_hand_name"] == f"shipped: {shipped}"
+    assert at.session_state["in_hand"].task.task == "reverse"
+
+
+def test_a_broken_shipped_file_is_reported_not_raised(shipped_dir):
+    (shipped_dir / f"broken_{shipped_dir.name}.pt").write_bytes(b"garbage")
+    at = open_checkpoints()
+    assert "could not be read" in at.warning[0].value
+
+
+def test_upload_puts_the_model_in_hand(shipped_dir):
+    at = open_checkpoints()
+    at.file_uploader(key="upload_checkpoint").set_value(("my model.pt", small_checkpoint_bytes(), "application/octet-stream"))
+    at.run()
+    assert not at.exception and "Loaded" in at.success[0].value
+    assert at.session_state["in_hand_name"] == "uploaded: my model.pt"
+
+
+def test_a_bad_upload_is_refused_with_the_reason(shipped_dir):
+    at = open_checkpoints()
+    at.file_uploader(key="upload_checkpoint").set_value(("evil.pt", b"not a checkpoint at all", "application/octet-stream"))
+    at.run()
+    assert not at.exception and "not loaded" in at.error[0].value and "checkpoint" in at.error[0].value
+    assert "in_hand" not in at.session_state

@@ -1,0 +1,180 @@
+import json
+import threading
+import time
+
+import pytest
+import torch
+from streamlit.testing.v1 import AppTest
+from streamlit.testing.v1.errors import AppTestError
+
+import pages.common
+from transformer.checkpoint import load_checkpoint
+from transformer.model import ModelConfig
+from transformer.tasks import DataConfig
+from transformer.training import TrainConfig, TrainingDiverged, TrainingJob
+
+
+@pytest.fixture(autouse=True)
+def restore_threads():
+    threads = torch.get_num_threads()
+    yield
+    torch.set_num_threads(threads)
+
+
+def open_train() -> AppTest:
+    at = AppTest.from_file("../streamlit_app.py", default_timeout=30)
+    at.run()
+    torch.set_num_threads(1)  # after the app's own set-up: a busy 2-core machine trains far slower with two
+    at.switch_page("pages/train.py")
+    at.run()
+    assert not at.exception
+    return at
+
+
+def start(at: AppTest, **values) -> None:
+    """Fill the form (values by widget key, without the "train_" prefix) and press Start."""
+    for key, value in values.items():
+        at.get_by_key(f"train_{key}").set_value(value)
+    at.button(key="start_training").click()
+    at.run()
+    assert not at.exception
+
+
+def poll_until_done(at: AppTest, timeout_s: float = 90.0) -> None:
+    """Rerun the page, as its live fragment would, until the session's job has finished."""
+    deadline = time.monotonic() + timeout_s
+    while at.session_state["job"].running:
+        assert time.monotonic() < deadline, "training did not finish in time"
+        time.sleep(0.3)
+        at.run()
+        assert not at.exception
+    at.run()
+    assert not at.exception
+
+
+@pytest.fixture
+def stop_jobs():
+    """Stops every job a test started, so no thread outlives it or holds a training slot."""
+    apps: list[AppTest] = []
+    yield apps
+    for at in apps:
+        if "job" in at.session_state:
+            at.session_state["job"].stop(wait_s=30)
+
+
+def test_page_renders_with_classroom_defaults():
+    at = open_train()
+    assert at.title[0].value == "Train a Transformer"
+    assert at.selectbox(key="train_task").value == "reverse"
+    assert at.number_input(key="train_d_model").value == 32
+    assert not at.button(key="start_training").disabled
+    assert at.button(key="stop_training").disabled
+    assert "job" not in at.session_state
+
+
+def test_training_streams_curves_and_puts_the_model_in_hand(stop_jobs):
+    at = open_train()
+    stop_jobs.append(at)
+    start(at, task="copy", min_len=3, max_len=3, symbols=4, steps=60, batch=32)
+    job = at.session_state["job"]
+    assert job.train_config.record_attention and job.trainer.data.config.task == "copy"
+    if job.running:
+        assert at.button(key="start_training").disabled and not at.button(key="stop_training").disabled
+    poll_until_done(at)
+
+    assert job.result is not None and job.result.steps <= 60
+    loss = json.loads(at.get("plotly_chart")[0].proto.spec)
+    steps = loss["data"][0]["x"]
+    assert len(steps) >= 2 and steps[-1] == job.result.steps
+    assert {trace["name"] for trace in loss["data"]} == {"training loss", "held-out loss"}
+    examples = at.dataframe[0].value
+    assert len(examples) == 5 and set(examples["right"]) <= {"✅", "❌"}
+    metrics = at.dataframe[1].value
+    assert metrics["step"].tolist() == steps
+    downloads = {button.proto.id.rsplit("-", 1)[-1] for button in at.get("download_button")}
+    assert any("download_metrics" in i for i in downloads) and any("download_checkpoint" in i for i in downloads)
+
+    name = at.session_state["in_hand_name"]
+    assert name.startswith("trained: copy-3to3")
+    trained = at.session_state["trained"]
+    assert list(trained) == [name.removeprefix("trained: ")]
+    assert load_checkpoint(trained[name.removeprefix("trained: ")]).history[-1]["step"] == job.result.steps
+
+    at.run()  # finishing is saved exactly once per job
+    assert len(at.session_state["trained"]) == 1 and at.session_state["in_hand_name"] == name
+    assert not at.button(key="start_training").disabled
+
+
+def test_start_is_disabled_while_a_job_runs_and_stop_ends_it(stop_jobs):
+    at = open_train()
+    stop_jobs.append(at)
+    start(at, task="reverse", steps=5000)
+    job = at.session_state["job"]
+    assert job.running and at.button(key="start_training").disabled
+    with pytest.raises(AppTestError):
+        at.button(key="start_training").click()
+
+    at.button(key="stop_training").click()
+    at.run()
+    deadline = time.monotonic() + 30
+    while job.running and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not job.running and job.result.reason == "stopped"
+    at.run()
+    assert not at.exception and "stopped" in at.success[0].value
+
+
+def test_a_click_that_races_a_starting_job_starts_no_second_one(stop_jobs):
+    first = open_train()
+    stop_jobs.append(first)
+    start(first, steps=5000)
+    job = first.session_state["job"]
+    second = open_train()  # a second click, sent before the page redrew Start as disabled
+    second.button(key="start_training").click()
+    second.session_state["job"] = job
+    second.run()
+    assert not second.exception and second.session_state["job"] is job
+    assert sum(t.name == "training-job" and t.is_alive() for t in threading.enumerate()) == 1
+
+
+def test_busy_server_says_so(stop_jobs):
+    at = open_train()
+    slots = pages.common.training_slots()
+    taken = 0
+    try:
+        while slots.acquire(blocking=False):
+            taken += 1
+        start(at, steps=10)
+    finally:
+        for _ in range(taken):
+            slots.release()
+    assert taken == pages.common.MAX_TRAINING_JOBS
+    assert "busy" in at.warning[0].value and "try again in a minute" in at.warning[0].value
+    assert "job" not in at.session_state
+
+
+@pytest.mark.parametrize("values, message", [
+    (dict(d_model=30, heads=4), "divisible"),
+    (dict(min_len=9, max_len=3), "shortest input"),
+    (dict(device="mps"), "MPS was asked for"),  # never available on Linux
+])
+def test_invalid_settings_show_an_error(values, message):
+    at = open_train()
+    start(at, **values)
+    assert message in at.error[0].value and "job" not in at.session_state
+
+
+def test_a_failed_run_shows_its_error_and_what_to_do():
+    job = TrainingJob(ModelConfig(), DataConfig(max_len=4), TrainConfig(steps=10))
+
+    def diverge(stop):
+        raise TrainingDiverged("the loss became nan at step 3: lower the learning rate")
+        yield
+
+    job.trainer.rows = diverge
+    job.start().stop(wait_s=10)
+    at = open_train()
+    at.session_state["job"] = job
+    at.run()
+    assert not at.exception and "lower the learning rate" in at.error[0].value
+    assert "trained" not in at.session_state and not at.button(key="start_training").disabled

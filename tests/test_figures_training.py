@@ -1,0 +1,45 @@
+"""Training figures: both curves of each chart, against the step, thinned for long runs, with readable axes."""
+
+import plotly.graph_objects as go
+import pytest
+
+from transformer.figures.training import accuracy_figure, loss_figure
+
+
+def rows(n: int) -> list[dict]:
+    return [
+        {"step": 25 * (i + 1), "train_loss": 2.0 / (i + 1), "val_loss": 2.5 / (i + 1), "token_acc": i / n,
+         "exact_match": (i / n) ** 2}
+        for i in range(n)
+    ]
+
+
+def test_loss_figure_has_train_and_held_out_curves_on_a_log_axis():
+    fig = loss_figure(rows(4))
+    assert isinstance(fig, go.Figure)
+    train, valid = fig.data
+    assert (train.name, valid.name) == ("training loss", "held-out loss")
+    assert list(train.x) == [25, 50, 75, 100]
+    assert list(valid.y) == pytest.approx([2.5, 1.25, 2.5 / 3, 0.625])
+    assert fig.layout.yaxis.type == "log" and "loss" in fig.layout.yaxis.title.text
+    assert fig.layout.xaxis.title.text == "training step" and fig.layout.font.size >= 16
+
+
+def test_accuracy_figure_in_percent():
+    token, exact = accuracy_figure(rows(4)).data
+    assert (token.name, exact.name) == ("token accuracy", "exact match (whole sequence)")
+    assert list(token.y) == pytest.approx([0, 25, 50, 75])
+    assert list(exact.y) == pytest.approx([0, 6.25, 25, 56.25])
+
+
+@pytest.mark.parametrize("figure", [loss_figure, accuracy_figure])
+def test_long_runs_are_thinned_keeping_both_ends(figure):
+    fig = figure(rows(2000), max_points=500)
+    steps = list(fig.data[0].x)
+    assert len(steps) == 500 and steps[0] == 25 and steps[-1] == 25 * 2000
+    assert steps == sorted(set(steps))
+
+
+@pytest.mark.parametrize("figure", [loss_figure, accuracy_figure])
+def test_no_rows_gives_empty_curves(figure):
+    assert all(len(trace.x) == 0 for trace in figure([]).data)

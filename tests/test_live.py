@@ -1,0 +1,153 @@
+"""Helpers behind the Train and Checkpoints pages: configs from form values, progress, thinning, live examples,
+names and summaries of checkpoints, and reading uploads."""
+
+import pytest
+import torch
+
+from transformer.checkpoint import Checkpoint, CheckpointError, checkpoint_bytes
+from transformer.live import (
+    build_configs,
+    checkpoint_summary,
+    downsample,
+    eval_every_for,
+    live_examples,
+    metrics_table,
+    progress,
+    read_upload,
+    run_name,
+    shown_name,
+)
+from transformer.model import ModelConfig, Transformer
+from transformer.tasks import DataConfig, TaskData
+from transformer.training import METRIC_COLUMNS, TrainConfig
+from transformer.vocab import Vocab
+
+DATA = dict(task="reverse", min_len=2, max_len=5, n_symbols=6, seed=0)
+MODEL = dict(d_model=32, n_heads=4, n_layers=1, d_ff=64, dropout=0.0, positional="learned", norm_first=True,
+             causal_mask=True, scale_scores=False)
+TRAIN = dict(steps=100, time_budget_s=30.0, batch_size=64, lr=1e-3, warmup=10, schedule="constant",
+             label_smoothing=0.1, seed=0, device="cpu")
+
+
+def test_build_configs_fits_the_model_to_the_data():
+    model, data, train = build_configs(DATA, MODEL, TRAIN)
+    assert data == DataConfig(**DATA)
+    assert model.vocab_size == 6 + 3 and model.max_len >= 5 + 2
+    assert (model.positional, model.norm_first, model.scale_scores) == ("learned", True, False)
+    assert train.record_attention and train.steps == 100 and train.schedule == "constant"
+    assert 5 <= train.eval_every <= 25
+
+
+@pytest.mark.parametrize("data, model, message", [
+    ({}, dict(d_model=30, n_heads=4), "d_model (30) must be divisible by the number of heads (4)"),
+    ({}, dict(d_model=30, n_heads=4), "use 1, 2, 3, 5, 6 heads"),
+    (dict(min_len=6, max_len=3), {}, "the shortest input (6) is longer than the longest (3)"),
+    (dict(task="nope"), {}, "unknown task"),
+    ({}, dict(dropout=1.5), "dropout"),
+])
+def test_build_configs_explains_what_does_not_fit(data, model, message):
+    with pytest.raises(ValueError) as err:
+        build_configs({**DATA, **data}, {**MODEL, **model}, TRAIN)
+    assert message in str(err.value)
+
+
+def test_bigger_runs_report_more_often():
+    small = eval_every_for(ModelConfig(), DataConfig(min_len=10, max_len=10), 128)
+    big = eval_every_for(ModelConfig(d_model=128, d_ff=512, n_layers=3), DataConfig(min_len=24, max_len=24), 256)
+    tiny = eval_every_for(ModelConfig(d_model=8, d_ff=16), DataConfig(min_len=1, max_len=1), 8)
+    assert small == 25 and big == 5 and tiny == 25
+
+
+def test_progress_rate_and_eta_bounded_by_both_budgets():
+    config = TrainConfig(steps=1000, time_budget_s=60)
+    assert progress([], config).eta_s is None and progress([], config).fraction == 0
+    p = progress([{"step": 100, "elapsed_s": 2.0}], config)
+    assert (p.step, p.fraction, p.steps_per_s, p.eta_s) == (100, 0.1, 50.0, 18.0)
+    slow = progress([{"step": 100, "elapsed_s": 50.0}], config)
+    assert slow.eta_s == 10.0  # the time budget ends first
+    assert progress([{"step": 1000, "elapsed_s": 70.0}], config).eta_s == 0.0
+
+
+def test_downsample_keeps_both_ends():
+    rows = [{"step": i} for i in range(1, 1001)]
+    assert downsample(rows[:10]) == rows[:10]
+    thin = downsample(rows, 100)
+    assert len(thin) == 100 and thin[0] == rows[0] and thin[-1] == rows[-1]
+    with pytest.raises(ValueError):
+        downsample(rows, 1)
+
+
+def test_metrics_table_has_the_training_columns():
+    table = metrics_table([{"step": 25, "train_loss": 1.0}])
+    assert list(table.columns) == list(METRIC_COLUMNS) and table.loc[0, "train_loss"] == 1.0
+
+
+@pytest.fixture(scope="module")
+def data() -> TaskData:
+    return TaskData(DataConfig(**DATA))
+
+
+def test_live_examples_mark_each_output(data, monkeypatch):
+    torch.manual_seed(0)
+    model = Transformer(ModelConfig(vocab_size=9)).eval()
+    first = data.make_batch(data.valid_sources[:5])
+
+    def decode_two_right(model, src, bos_id, eos_id, max_len):
+        out = first.tgt_out.clone()
+        zero, one = data.vocab.symbol_id(0), data.vocab.symbol_id(1)
+        out[2:, 0] = torch.where(out[2:, 0] == zero, one, zero)
+        return out
+
+    monkeypatch.setattr("transformer.live.greedy_decode", decode_two_right)
+    table = live_examples(model, data)
+    assert list(table.columns) == ["input", "target", "model output", "right"]
+    assert table["right"].tolist() == ["✅", "✅", "❌", "❌", "❌"]
+    source = [str(s) for s in data.valid_sources[0]]
+    assert table.loc[0, "input"] == " ".join(source) and table.loc[0, "target"] == " ".join(source[::-1])
+    assert table.loc[0, "model output"] == table.loc[0, "target"]
+
+
+def test_live_examples_of_a_real_model(data):
+    torch.manual_seed(0)
+    table = live_examples(Transformer(ModelConfig(vocab_size=9)).eval(), data, n=3)
+    assert len(table) == 3 and set(table["right"]) <= {"✅", "❌"}
+    wrong = table["model output"] != table["target"]
+    assert (table["right"][wrong] == "❌").all()
+
+
+def test_run_name_is_short_key_safe_and_unique():
+    model, data = ModelConfig(d_model=64, n_heads=8, n_layers=2), DataConfig(task="swap_pairs", min_len=3, max_len=9)
+    assert run_name(model, data) == "swap_pairs-3to9-d64h8n2"
+    assert run_name(model, data, {"swap_pairs-3to9-d64h8n2", "swap_pairs-3to9-d64h8n2-2"}) == "swap_pairs-3to9-d64h8n2-3"
+
+
+def small_checkpoint(history: list[dict]) -> Checkpoint:
+    torch.manual_seed(0)
+    config = ModelConfig(vocab_size=9, d_model=16, n_heads=2, d_ff=32)
+    return Checkpoint(Transformer(config).eval(), Vocab.digits(6), config, DataConfig(**DATA), history, {})
+
+
+def test_checkpoint_summary():
+    ckpt = small_checkpoint([{"step": 25, "exact_match": 0.5}, {"step": 50, "exact_match": 0.75}])
+    row = checkpoint_summary("mine", "trained", ckpt)
+    assert row == {"name": "mine", "source": "trained", "task": "reverse", "lengths": "2-5", "symbols": 6,
+                   "d_model": 16, "heads": 2, "layers": 1, "parameters": ckpt.model.num_parameters(),
+                   "exact_match": 0.75}
+    assert checkpoint_summary("x", "shipped", small_checkpoint([]))["exact_match"] is None
+
+
+def test_read_upload_accepts_a_checkpoint_and_refuses_anything_else():
+    ckpt = small_checkpoint([])
+    data = checkpoint_bytes(ckpt.model, ckpt.vocab, ckpt.task)
+    loaded, label = read_upload("my model.pt", data)
+    assert label == "uploaded: my model.pt" and loaded.config == ckpt.config
+    for bad in (b"", b"not a checkpoint", data[: len(data) // 2]):
+        with pytest.raises(CheckpointError):
+            read_upload("broken.pt", bad)
+
+
+def test_shown_name_is_safe_and_short():
+    assert shown_name("a*b`c](x).pt") == "a_b_c__x_.pt"
+    assert shown_name("   ") == "file"
+    long = shown_name("x" * 100 + ".pt")
+    assert len(long) == 60 and long.endswith("...")

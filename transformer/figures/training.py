@@ -1,0 +1,54 @@
+"""Figures of a training run: loss and accuracy against the step, from its metric rows.
+
+Rows are dicts as `transformer.training` writes them ("step", "train_loss", "val_loss", "token_acc",
+"exact_match", ...). Long runs are thinned to `max_points` rows so a live chart stays cheap to send.
+"""
+
+from collections.abc import Sequence
+
+import plotly.graph_objects as go
+
+from ..live import downsample
+from ..training import MetricRow
+
+FONT = dict(size=16)  # readable on a projector
+TRAIN, VALID = "#1f5fbf", "#d9480f"
+
+
+def loss_figure(rows: Sequence[MetricRow], max_points: int = 500) -> go.Figure:
+    """Training and held-out cross-entropy against the step, on a log axis (late progress stays visible)."""
+    fig = _curves(rows, max_points, [("train_loss", "training loss", TRAIN), ("val_loss", "held-out loss", VALID)])
+    fig.update_yaxes(title="cross-entropy loss (log scale)", type="log", dtick=1)  # a tick at each power of 10
+    return _layout(fig, "Loss")
+
+
+def accuracy_figure(rows: Sequence[MetricRow], max_points: int = 500) -> go.Figure:
+    """Held-out token accuracy (teacher forced) and exact-match (greedy decoding, whole sequence right), in %."""
+    fig = _curves(
+        rows, max_points, [("token_acc", "token accuracy", TRAIN), ("exact_match", "exact match (whole sequence)", VALID)],
+        scale=100,
+    )
+    fig.update_yaxes(title="held-out accuracy (%)", range=[0, 101], ticksuffix="%")
+    return _layout(fig, "Accuracy")
+
+
+def _curves(rows: Sequence[MetricRow], max_points: int, series: list[tuple[str, str, str]], scale: float = 1) -> go.Figure:
+    """One line per (column, legend name, colour), against "step"."""
+    rows = downsample(rows, max_points)
+    steps = [row["step"] for row in rows]
+    fig = go.Figure()
+    for column, name, color in series:
+        fig.add_trace(go.Scatter(
+            x=steps, y=[row[column] * scale for row in rows], name=name, mode="lines+markers" if len(rows) < 40 else "lines",
+            line=dict(color=color, width=3), hovertemplate="%{y:.4g}",
+        ))
+    fig.update_xaxes(title="training step", rangemode="tozero")
+    return fig
+
+
+def _layout(fig: go.Figure, title: str) -> go.Figure:
+    fig.update_layout(
+        title=title, font=FONT, height=380, margin=dict(l=70, r=20, t=60, b=60),
+        legend=dict(orientation="h", yanchor="bottom", y=1.0, xanchor="right", x=1.0), hovermode="x unified",
+    )
+    return fig
