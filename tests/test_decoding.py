@@ -233,8 +233,8 @@ def test_steps_respect_max_len(model):
     for strategy in ("greedy", "sample", "beam"):
         assert len(decode_all_steps(model, ONE, BOS, EOS, 3, strategy=strategy)) == 3
     short = make_model(max_len=8)
-    assert len(decode_all_steps(short, ONE, BOS, EOS, 500)) == 7
-    assert len(beam_search(short, ONE, BOS, EOS, 500, beam_width=2)[0]) == 7
+    assert len(decode_all_steps(short, ONE, BOS, EOS, 500)) == 8
+    assert len(beam_search(short, ONE, BOS, EOS, 500, beam_width=2)[0]) == 8
 
 
 def test_teacher_forced_predicts_greedy_output_from_its_own_prefix(model):
