@@ -1,0 +1,256 @@
+"""Compare runs: train variants that differ in one switch, overlay their curves, and watch attention form."""
+
+import re
+from dataclasses import replace
+
+import streamlit as st
+
+from pages.common import JOB_IDLE_TIMEOUT_S, MAX_TRAINING_JOBS, session_jobs, training_slots
+from transformer.experiments import (
+    CUSTOM, INT_RANGES, READY, SIZE_CHOICES, SWITCHES, CompareState, ExperimentJob, ExperimentRun, experiment_for,
+    experiment_from_json, experiment_to_json, from_query_params, load_shipped, runs_frame, state_for, summary_table,
+    to_query_params,
+)
+from transformer.figures.attention import attention_heatmaps
+from transformer.figures.compare import alignment_figure, comparison_figure, loss_marker_figure, variant_colour
+from transformer.tasks import TASKS
+from transformer.training import ServerBusy
+
+PLOTLY_CONFIG = {"displaylogo": False, "toImageButtonOptions": {"format": "png", "scale": 2}}  # PNG from the toolbar
+CUSTOM_WIDGETS = {  # CompareState field -> widget key of the custom builder
+    "task": "compare_task", "length": "compare_length", "d_model": "compare_d_model", "n_heads": "compare_n_heads",
+    "n_layers": "compare_n_layers", "steps": "compare_steps", "seed": "compare_seed", "switch": "compare_switch",
+    "values": "compare_values",
+}
+
+
+@st.cache_resource(show_spinner=False)
+def shipped_run(key: str) -> ExperimentRun | None:
+    """A ready-made experiment's shipped result set, read once per server (read-only)."""
+    return load_shipped(key)
+
+
+def show_settings(state: CompareState) -> None:
+    """Make `state` the page's settings: the widgets start again from it."""
+    st.session_state["compare_state"] = state
+    for key in ["compare_experiment", *CUSTOM_WIDGETS.values()]:
+        st.session_state.pop(key, None)
+
+
+def load_upload() -> None:
+    """Read an uploaded experiment file; on success show it, with the settings that select it."""
+    upload = st.session_state.get("compare_upload")
+    st.session_state.pop("compare_upload_error", None)
+    if upload is None:
+        return
+    name = re.sub(r"[^\w.\- ]", "_", upload.name)[:80]  # shown as markdown: no links or markup from a file name
+    try:
+        run = experiment_from_json(upload.getvalue())
+    except ValueError as err:
+        st.session_state["compare_upload_error"] = f"Could not load {name}: {err}"
+        return
+    if (job := st.session_state.pop("compare_job", None)) is not None:
+        job.stop()
+    st.session_state["compare_loaded"] = (run, name)
+    show_settings(state_for(run.experiment))
+
+
+def switch_changed() -> None:
+    """A new switch: compare its first two values."""
+    switch = SWITCHES[st.session_state["compare_switch"]]
+    st.session_state["compare_state"] = replace(st.session_state["compare_state"], switch=switch.field,
+                                                values=switch.choices[:2])
+    st.session_state.pop("compare_values", None)  # the multiselect starts again from them
+
+
+st.title("Compare runs")
+st.markdown(
+    "Does a part of the Transformer matter? Train two versions that differ in **one switch**, from the same seed on "
+    "the same data, and overlay their curves. Then watch **attention form during training**: how the decoder's "
+    "cross-attention (section 3.2.3 of the paper) goes from spread out to pointing at the source token it must copy."
+)
+
+if "compare_state" not in st.session_state:  # a new visit: the settings come from the link
+    url_state, notices = from_query_params(st.query_params.to_dict())
+    show_settings(url_state)
+    for notice in notices:
+        st.warning(f"{notice} Check the link you opened.")
+# Widgets start from the remembered settings (with keys, so tests and callbacks can reach them): a widget hidden
+# by another page or by a ready-made experiment comes back as it was.
+state: CompareState = st.session_state["compare_state"]
+options = [*READY, CUSTOM]
+choice = st.selectbox("Experiment", options, index=options.index(state.experiment), key="compare_experiment",
+                      format_func=lambda k: READY[k].title if k in READY else "Custom: build your own",
+                      help="Ready-made experiments come with results, so you see the answer at once.")
+if choice == CUSTOM:
+    with st.container(border=True):
+        task_col, size_col, switch_col = st.columns(3)
+        switch = SWITCHES[switch_col.selectbox("Switch to vary", list(SWITCHES), list(SWITCHES).index(state.switch),
+                                               key="compare_switch", on_change=switch_changed,
+                                               format_func=lambda s: SWITCHES[s].title)]
+        values = switch_col.multiselect("Values to compare", switch.choices, list(state.values), key="compare_values",
+                                        format_func=switch.label, max_selections=4,
+                                        help="Each value is one variant; they train one after the other.")
+        tasks = list(TASKS)
+        state = CompareState(
+            experiment=CUSTOM,
+            task=task_col.selectbox("Task", tasks, tasks.index(state.task), key="compare_task",
+                                    format_func=lambda t: f"{t}: {TASKS[t].description}"),
+            length=task_col.number_input("Input length", *INT_RANGES["length"], state.length, key="compare_length",
+                                         help="Every input has this many symbols."),
+            steps=task_col.number_input("Steps per variant", *INT_RANGES["steps"], state.steps, step=50,
+                                        key="compare_steps",
+                                        help="Every variant trains exactly this many steps (no early stopping)."),
+            seed=task_col.number_input("Seed", *INT_RANGES["seed"], state.seed, key="compare_seed",
+                                       help="Same seed: same data and the same starting point for every variant."),
+            d_model=size_col.selectbox("d_model", SIZE_CHOICES["d_model"], SIZE_CHOICES["d_model"].index(state.d_model),
+                                       key="compare_d_model"),
+            n_heads=size_col.selectbox("Heads", SIZE_CHOICES["n_heads"], SIZE_CHOICES["n_heads"].index(state.n_heads),
+                                       key="compare_n_heads", disabled=switch.field == "n_heads",
+                                       help="Set per variant when it is the switch."),
+            n_layers=size_col.number_input("Layers per stack", *INT_RANGES["n_layers"], state.n_layers,
+                                           key="compare_n_layers", disabled=switch.field == "n_layers",
+                                           help="Set per variant when it is the switch."),
+            switch=switch.field, values=tuple(values),
+        )
+else:
+    state = replace(state, experiment=choice)
+st.session_state["compare_state"] = state
+if st.query_params.to_dict() != (params := to_query_params(state)):
+    st.query_params.from_dict(params)  # the address bar now opens this experiment
+
+try:
+    experiment = experiment_for(state)
+except ValueError as err:
+    st.warning(f"Can't build this experiment: {err}.")
+    st.stop()
+st.info(f"**What to expect.** {experiment.expectation}")
+st.caption(f"{experiment.summary()} Copy the address bar to share this experiment.")
+
+job: ExperimentJob | None = st.session_state.get("compare_job")
+running = job is not None and job.running
+buttons = st.container(horizontal=True)
+if buttons.button("Rerun live", key="compare_run", type="primary", disabled=running,
+                  help="Trains every variant here, one after the other, while the curves stream in."):
+    try:
+        new_job = ExperimentJob(experiment, slots=training_slots(), idle_timeout_s=JOB_IDLE_TIMEOUT_S)
+        new_job.poll()
+    except ServerBusy:
+        st.warning(f"The server is busy training other students' models ({MAX_TRAINING_JOBS} at most at once): "
+                   "try again in a minute. The shipped results below need no training.")
+    except ValueError as err:
+        st.error(f"These settings don't work: {err}")
+    else:
+        session_jobs().append(new_job)  # stopped when the session ends
+        st.session_state["compare_job"] = new_job
+        st.session_state.pop("compare_loaded", None)
+        st.rerun()
+if buttons.button("Stop", key="compare_stop", disabled=not running,
+                   help="Stops the variant that is training; the runs so far stay on screen."):
+    job.stop()
+    st.rerun()
+
+
+def current_run() -> tuple[ExperimentRun | None, str]:
+    """The run to show for the chosen experiment, and where it comes from."""
+    job = st.session_state.get("compare_job")
+    if job is not None and job.experiment.key == state.experiment and (live := job.run()) is not None:
+        return live, "your live run"
+    if (loaded := st.session_state.get("compare_loaded")) and loaded[0].experiment.key == state.experiment:
+        return loaded[0], f"loaded from {loaded[1]}"
+    try:
+        return (shipped_run(state.experiment), "shipped with the app") if state.experiment in READY else (None, "")
+    except (OSError, ValueError) as err:
+        st.error(f"The shipped results of this experiment could not be read: {err}")
+        return None, ""
+
+
+def show_timeline(run: ExperimentRun) -> None:
+    """A slider over training steps: the probe's cross-attention at that step, the loss, the alignment scores."""
+    st.subheader("Attention forming during training")
+    st.markdown(
+        f"The probe is the first held-out input, `{' '.join(run.probe_src)}`. Each heatmap is one cross-attention "
+        "head: a row per decoder position (what it is about to write), a column per source token, darker = more "
+        "attention. Slide through training to watch the pattern form. Each head's score is the attention it puts, on "
+        "average, on the source token the output comes from (for reverse, output i comes from source token n-1-i):"
+    )
+    st.latex(r"\text{alignment} = \frac{1}{n}\sum_{i=0}^{n-1} A_{i,\,\pi(i)} \qquad "
+             r"\text{1 = always the right token, } \tfrac{1}{n} = \text{uniform}")
+    labels = [v.label for v in run.variants]
+    if st.session_state.get("compare_timeline_variant") not in labels:
+        st.session_state["compare_timeline_variant"] = labels[0]
+    label = st.radio("Variant", labels, key="compare_timeline_variant", horizontal=True)
+    index = labels.index(label)
+    variant = run.variants[index]
+    if not variant.steps:
+        st.caption("No attention snapshot yet.")
+        return
+    # Follow the newest snapshot while the slider sits at the end; keep the student's choice otherwise.
+    if st.session_state.get("timeline_step") in (None, st.session_state.get("compare_timeline_end")) or \
+            st.session_state["timeline_step"] not in variant.steps:
+        st.session_state["timeline_step"] = variant.steps[-1]
+    st.session_state["compare_timeline_end"] = variant.steps[-1]
+    step = st.select_slider("Training step", variant.steps, key="timeline_step")
+    snapshot = variant.cross[variant.steps.index(step)]
+    heads_col, loss_col = st.columns([3, 2])
+    for layer, maps in enumerate(snapshot):
+        heads_col.plotly_chart(
+            attention_heatmaps(maps, run.probe_tgt, run.probe_src, f"{label}: cross-attention, layer {layer}, "
+                               f"step {step}", per_row=2),
+            key=f"compare_heads_{layer}", config=PLOTLY_CONFIG)
+    if variant.history:
+        loss_col.plotly_chart(loss_marker_figure(variant.history, step, label, variant_colour(index)),
+                              key="compare_timeline_loss", config=PLOTLY_CONFIG)
+    if variant.alignment:
+        loss_col.plotly_chart(alignment_figure(variant.steps, variant.alignment, 1 / len(run.probe_src), step),
+                              key="compare_alignment", config=PLOTLY_CONFIG)
+    else:
+        loss_col.info(f"{run.experiment.data.task} has no fixed source position for each output token, so there "
+                      "is no ideal alignment to score the heads against.")
+
+
+@st.fragment(run_every=1.0 if running else None)
+def results(polling: bool) -> None:
+    """Curves, table, timeline and exports of the run shown; while a live run trains, it polls it."""
+    job = st.session_state.get("compare_job")
+    if job is not None and job.running:
+        try:
+            job.poll()
+        except ServerBusy:
+            st.info("Waiting for a free training slot for the next variant...")
+        except ValueError as err:
+            st.error(f"These settings don't work: {err}")
+    if polling and (job is None or job.done):
+        st.rerun()  # redraw the page without polling
+    run, source = current_run()
+    if run is None:
+        st.info("No results for these settings yet: press **Rerun live** to train them.")
+        return
+    if job is not None and job.running and job.experiment.key == state.experiment:
+        done, total = job.progress()
+        st.progress(min(done / total, 1.0), text=f"Training variant {len(job.jobs)} of {len(job.experiment.values)}: "
+                                                  f"{done} of {total} steps")
+    elif job is not None and job.error and job.experiment.key == state.experiment:
+        st.error(f"Training stopped with an error: {job.error}")
+    st.caption(f"Showing: {source}.")
+    st.plotly_chart(comparison_figure({v.label: v.history for v in run.variants}), key="compare_curves",
+                    config=PLOTLY_CONFIG)
+    st.dataframe(summary_table(run), hide_index=True)
+    st.caption("Solved = the first metric row where every held-out sequence checked was decoded exactly right. Times "
+               "are wall-clock seconds on the machine that trained the run.")
+    show_timeline(run)
+    st.subheader("Export and share")
+    csv_col, json_col = st.columns(2)
+    name = run.experiment.key
+    csv_col.download_button("Download all runs (CSV)", runs_frame(run).to_csv(index=False), f"{name}.csv", "text/csv",
+                            key="compare_download_csv")
+    json_col.download_button("Download the experiment (JSON)", experiment_to_json(run), f"{name}.json",
+                             "application/json", key="compare_download_json",
+                             help="Settings, curves and attention in one file; load it back below.")
+
+
+results(polling=running)
+st.file_uploader("Load an exported experiment (JSON)", type=["json"], key="compare_upload", on_change=load_upload,
+                 help="A file from the JSON download above: its runs are shown again, no training needed.")
+if (upload_error := st.session_state.get("compare_upload_error")) is not None:
+    st.error(upload_error)

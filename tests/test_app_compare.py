@@ -1,0 +1,143 @@
+"""The Compare page: shipped results at once, the attention timeline, links, live reruns, export and import."""
+
+import json
+import time
+from dataclasses import replace
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from transformer.experiments import READY, result_path
+
+TINY = replace(READY["heads"], model=replace(READY["heads"].model, d_model=16, d_ff=32),
+               data=replace(READY["heads"].data, min_len=4, max_len=4, n_valid=40),
+               train=replace(READY["heads"].train, steps=10, eval_every=5, eval_size=20))
+
+
+def open_compare(**query: str) -> AppTest:
+    at = AppTest.from_file("../streamlit_app.py", default_timeout=60)
+    for key, value in query.items():
+        at.query_params[key] = value
+    at.run()
+    at.switch_page("pages/compare.py")
+    at.run()
+    assert not at.exception
+    return at
+
+
+def chart(at: AppTest, key: str) -> dict:
+    """The plotly spec of the chart with this key."""
+    for element in at.get("plotly_chart"):
+        if element.proto.id.endswith(key):
+            return json.loads(element.proto.spec)
+    raise AssertionError(f"no chart with key {key}")
+
+
+@pytest.fixture(scope="module")
+def at() -> AppTest:
+    return open_compare()
+
+
+def test_shipped_results_show_at_once(at):
+    assert at.selectbox(key="compare_experiment").value == "no-positional-encoding"
+    assert "cannot tell positions apart" in at.info[0].value
+    assert any("shipped with the app" in c.value for c in at.caption)
+    curves = chart(at, "compare_curves")
+    assert {t["name"] for t in curves["data"]} == {"sinusoidal PE", "no PE"} and len(curves["data"]) == 6
+    table = at.dataframe[0].value
+    assert table["variant"].tolist() == ["sinusoidal PE", "no PE"]
+    assert table["final exact match (%)"].iloc[1] < 5 < table["final exact match (%)"].iloc[0]
+    assert at.query_params["experiment"] == "no-positional-encoding"
+
+
+def test_the_timeline_slider_moves_heatmaps_and_marker(at):
+    slider = at.select_slider(key="timeline_step")
+    assert slider.value == int(slider.options[-1]) == 600
+    at.select_slider(key="timeline_step").set_value(0).run()
+    assert not at.exception
+    heads = chart(at, "compare_heads_0")
+    assert "step 0" in heads["layout"]["title"]["text"] and len(heads["data"]) == 4
+    assert chart(at, "compare_timeline_loss")["layout"]["shapes"][0]["x0"] == 0
+    alignment = chart(at, "compare_alignment")
+    assert [t["name"] for t in alignment["data"]] == ["L0 H0", "L0 H1", "L0 H2", "L0 H3"]
+    at.radio(key="compare_timeline_variant").set_value("no PE").run()
+    assert not at.exception and "no PE" in chart(at, "compare_heads_0")["layout"]["title"]["text"]
+
+
+def test_exports_and_a_link_to_another_experiment(at):
+    assert {b.key for b in at.get("download_button")} >= {"compare_download_csv", "compare_download_json"}
+    at.selectbox(key="compare_experiment").set_value("no-causal-mask").run()
+    assert not at.exception and at.query_params["experiment"] == "no-causal-mask"
+    assert at.dataframe[0].value["variant"].tolist() == ["causal mask", "no causal mask"]
+
+
+def test_hostile_query_values_give_warnings_not_exceptions():
+    at = open_compare(experiment="custom", d_model="<img src=x onerror=alert(1)>", steps="-5", seed="💥" * 5000,
+                      values="on,off", n_heads="NaN")
+    warnings = " ".join(w.value for w in at.warning)
+    assert "`d_model`" in warnings and "`steps`" in warnings and "`seed`" in warnings and "`values`" in warnings
+    assert "onerror" not in warnings and "💥" not in warnings
+    assert at.selectbox(key="compare_experiment").value == "custom"
+    assert at.number_input(key="compare_steps").value == 50  # clamped to the lowest
+    assert at.selectbox(key="compare_d_model").value == 32
+    assert "No results for these settings yet" in at.info[-1].value
+
+
+def test_a_custom_link_opens_its_settings():
+    at = open_compare(experiment="custom", task="copy", switch="norm_first", values="off,on", seed="7")
+    assert not at.warning
+    assert at.selectbox(key="compare_task").value == "copy" and at.number_input(key="compare_seed").value == 7
+    assert at.multiselect(key="compare_values").value == [False, True]
+    at.selectbox(key="compare_switch").set_value("n_heads").run()
+    assert not at.exception and at.multiselect(key="compare_values").value == [1, 2]
+    assert at.query_params["switch"] == "n_heads" and at.query_params["values"] == "1,2"
+
+
+def test_a_tiny_live_rerun_completes_after_polling(monkeypatch):
+    monkeypatch.setitem(READY, "heads", TINY)
+    at = open_compare(experiment="heads")
+    at.button(key="compare_run").click().run()
+    assert not at.exception and at.button(key="compare_stop").disabled is False
+    deadline = time.monotonic() + 60
+    while at.session_state["compare_job"].running and time.monotonic() < deadline:
+        time.sleep(0.2)
+        at.run()  # run_every never fires in AppTest: each run is one poll
+    at.run()
+    assert not at.exception and not at.session_state["compare_job"].running
+    assert any("your live run" in c.value for c in at.caption)
+    table = at.dataframe[0].value
+    assert table["variant"].tolist() == ["1 head", "4 heads"] and table["steps"].tolist() == [10, 10]
+    assert at.button(key="compare_run").disabled is False
+
+
+def test_uploads_load_back_and_bad_files_are_refused(at):
+    at.file_uploader(key="compare_upload").set_value(("bad.json", b'{"format": 1}', "application/json")).run()
+    assert not at.exception and "Could not load bad.json" in at.error[0].value
+    good = result_path("post-vs-pre-norm").read_bytes()
+    at.file_uploader(key="compare_upload").set_value(("mine.json", good, "application/json")).run()
+    assert not at.exception and not at.error
+    assert at.selectbox(key="compare_experiment").value == "post-vs-pre-norm"
+    assert any("loaded from mine.json" in c.value for c in at.caption)
+
+
+def test_stop_ends_a_live_rerun_and_keeps_what_it_trained(monkeypatch):
+    monkeypatch.setitem(READY, "heads", replace(TINY, train=replace(TINY.train, steps=100_000)))
+    at = open_compare(experiment="heads")
+    at.button(key="compare_run").click().run()
+    job = at.session_state["compare_job"]
+    assert job.running
+    at.button(key="compare_stop").click().run()
+    assert not at.exception and job.done and len(job.jobs) == 1
+    job.jobs[0].stop(wait_s=10)
+    assert not job.jobs[0].running and at.button(key="compare_run").disabled is False
+    assert any("your live run" in c.value for c in at.caption)
+
+
+def test_custom_settings_survive_a_visit_to_another_page():
+    at = open_compare(experiment="custom")
+    at.selectbox(key="compare_switch").set_value("n_layers").run()
+    at.number_input(key="compare_seed").set_value(5).run()
+    at.switch_page("pages/masking.py").run()
+    at.switch_page("pages/compare.py").run()
+    assert not at.exception and at.selectbox(key="compare_switch").value == "n_layers"
+    assert at.number_input(key="compare_seed").value == 5 and at.multiselect(key="compare_values").value == [1, 2]

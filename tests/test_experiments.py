@@ -1,0 +1,279 @@
+"""Experiments: alignment scores, the page's URL settings, experiment files, and running variants."""
+
+import json
+import time
+from dataclasses import replace
+
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from transformer.experiments import (
+    CUSTOM, MAX_JSON_BYTES, READY, CompareState, Experiment, ExperimentJob, alignment_score,
+    custom_experiment, experiment_from_json, experiment_to_json, from_query_params, ideal_alignment, load_shipped,
+    result_path, run_experiment, runs_frame, state_for, summary_table, to_query_params,
+)
+from transformer.model import ModelConfig
+from transformer.tasks import DataConfig
+from transformer.training import Trainer
+
+# ------------------------------------------------------------------------------------------------ alignment
+
+
+def test_a_perfect_diagonal_scores_one_on_copy():
+    ideal = ideal_alignment("copy", 5, 6)  # 5 source tokens; BOS + 5 target tokens query them
+    weights = torch.full((6, 5), 1 / 5)  # the EOS row (last) has no ideal key, so what it does is not scored
+    weights[:5] = torch.eye(5)
+    assert alignment_score(weights, ideal) == pytest.approx(1.0)
+
+
+def test_the_anti_diagonal_is_perfect_for_reverse_and_the_diagonal_is_not():
+    ideal = ideal_alignment("reverse", 4, 5)
+    anti = torch.zeros(5, 4)
+    anti[:4] = torch.eye(4).flip(1)
+    assert alignment_score(anti, ideal) == pytest.approx(1.0)
+    diagonal = torch.zeros(5, 4)
+    diagonal[:4] = torch.eye(4)
+    assert alignment_score(diagonal, ideal) == pytest.approx(0.0)
+
+
+@pytest.mark.parametrize("task", ["copy", "reverse", "swap_pairs"])
+def test_uniform_attention_scores_one_over_the_source_length(task):
+    assert alignment_score(torch.full((9, 8), 1 / 8), ideal_alignment(task, 8, 9)) == pytest.approx(1 / 8)
+
+
+def test_ideal_alignments_have_one_key_per_output_token():
+    reverse = ideal_alignment("reverse", 3, 4)
+    assert reverse.shape == (4, 3)
+    assert reverse.tolist() == [[0, 0, 1], [0, 1, 0], [1, 0, 0], [0, 0, 0]]
+    swap = ideal_alignment("swap_pairs", 5, 6)
+    assert swap.argmax(dim=1)[:5].tolist() == [1, 0, 3, 2, 4]  # the odd last symbol stays
+    assert ideal_alignment("sort", 5, 6) is None  # where a symbol goes depends on the others
+
+
+def test_alignment_score_refuses_mismatched_or_unscorable_inputs():
+    with pytest.raises(ValueError):
+        alignment_score(torch.ones(3, 4), torch.ones(4, 3))
+    with pytest.raises(ValueError):
+        alignment_score(torch.ones(3, 4), torch.zeros(3, 4))
+
+
+# ------------------------------------------------------------------------------------------------------ URL
+
+STATES = [
+    CompareState(),
+    CompareState(experiment="no-causal-mask"),
+    CompareState(experiment=CUSTOM, task="copy", length=7, d_model=64, n_heads=8, n_layers=3, steps=250, seed=42,
+                 switch="norm_first", values=(True, False)),
+    CompareState(experiment=CUSTOM, switch="label_smoothing", values=(0.0, 0.1, 0.2)),
+    CompareState(experiment=CUSTOM, switch="n_heads", values=(8, 1, 2, 4)),
+]
+
+
+@pytest.mark.parametrize("state", STATES)
+def test_settings_survive_the_round_trip_through_the_url(state):
+    params = to_query_params(state)
+    assert all(isinstance(k, str) and isinstance(v, str) for k, v in params.items())
+    assert from_query_params(params) == (state, [])
+
+
+def test_links_hold_only_what_differs_from_the_defaults():
+    assert to_query_params(CompareState()) == {"experiment": CompareState().experiment}
+    assert to_query_params(CompareState(experiment=CUSTOM, seed=3)) == {"experiment": CUSTOM, "seed": "3"}
+
+
+@pytest.mark.parametrize("params, field, notice", [
+    ({"d_model": "abc"}, "d_model", "d_model"),
+    ({"d_model": "33"}, "d_model", "d_model"),
+    ({"steps": "1e9"}, "steps", "steps"),
+    ({"seed": "-0x10"}, "seed", "seed"),
+    ({"experiment": "../../etc/passwd"}, "experiment", "experiment"),
+    ({"task": "<script>alert(1)</script>"}, "task", "task"),
+    ({"switch": "dropout"}, "switch", "switch"),
+    ({"values": "sinusoidal"}, "values", "values"),  # one value is no comparison
+    ({"values": "sinusoidal,sinusoidal"}, "values", "values"),
+    ({"values": "🙂,ünïcødé"}, "values", "values"),
+    ({"length": "9" * 10_000}, "length", "length"),
+    ({"n_layers": "[1](http://evil.example)"}, "n_layers", "n_layers"),
+])
+def test_bad_values_fall_back_to_defaults_with_a_notice(params, field, notice):
+    state, notices = from_query_params(params)
+    assert getattr(state, field) == getattr(CompareState(), field)
+    assert len(notices) == 1 and f"`{notice}`" in notices[0]
+    assert not any(text in notices[0] for text in ("passwd", "<script", "🙂", "9999999", "http"))  # never echoed
+
+
+def test_numbers_out_of_range_are_clamped_with_a_notice():
+    state, notices = from_query_params({"steps": "5", "seed": "123456", "length": " 3 "})
+    assert (state.steps, state.seed, state.length) == (50, 9999, 3)
+    assert len(notices) == 2
+
+
+def test_a_new_switch_without_values_compares_its_first_two_and_unknown_keys_are_ignored():
+    state, notices = from_query_params({"switch": "causal_mask", "utm_source": "mail", "experiment": ["x", CUSTOM]})
+    assert (state.experiment, state.values, notices) == (CUSTOM, (True, False), [])
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.dictionaries(st.sampled_from([*CompareState.__dataclass_fields__, "junk"]), st.text(max_size=300)))
+def test_any_query_gives_a_state_the_page_can_build(params):
+    state, notices = from_query_params(params)
+    experiment = custom_experiment(replace(state, experiment=CUSTOM))  # raises if any field were invalid
+    assert 2 <= len(experiment.values) and all(isinstance(n, str) for n in notices)
+
+
+# ---------------------------------------------------------------------------------------------- running
+
+TINY = Experiment(
+    CUSTOM, "tiny", "tiny", "n_heads", (1, 2),
+    ModelConfig(d_model=16, n_heads=2, d_ff=32),
+    DataConfig(task="reverse", max_len=4, n_valid=40),
+    replace(READY["heads"].train, steps=10, eval_every=5, eval_size=20),
+)
+
+
+@pytest.fixture(scope="module")
+def tiny_run():
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # on a busy 2-core machine, two threads in the main thread crawl (seen: 40 s vs 1 s)
+    try:
+        return run_experiment(TINY)
+    finally:
+        torch.set_num_threads(threads)
+
+
+def test_two_variants_train_from_the_same_seed_on_the_same_data(tiny_run):
+    assert [v.label for v in tiny_run.variants] == ["1 head", "2 heads"]
+    for v in tiny_run.variants:
+        assert [row["step"] for row in v.history] == [5, 10]
+        assert v.result["steps"] == 10 and v.result["reason"] == "step budget"
+        assert v.steps == [0, 5, 10] and set(v.alignment) == {f"L0 H{h}" for h in range(len(v.cross[0][0]))}
+    batches = [Trainer(*TINY.configs(value)).data.train_batch(16) for value in TINY.values]
+    assert torch.equal(batches[0].src, batches[1].src)
+    probe = tiny_run.probe_src
+    assert tiny_run.probe_tgt == ["<s>", *probe[::-1]]  # reverse: BOS, then the probe backwards
+    assert len(tiny_run.variants[1].cross[0][0][0]) == len(probe) + 1  # query rows: BOS + target
+
+
+def test_summary_and_csv_name_each_variant(tiny_run):
+    table = summary_table(tiny_run)
+    assert table["variant"].tolist() == ["1 head", "2 heads"] and table["steps"].tolist() == [10, 10]
+    frame = runs_frame(tiny_run)
+    assert frame.columns[0] == "variant" and len(frame) == 4
+
+
+def test_a_background_job_trains_the_variants_in_turn():
+    job = ExperimentJob(TINY)
+    assert job.run() is None
+    deadline = time.monotonic() + 60
+    while job.running and time.monotonic() < deadline:
+        job.poll()
+        time.sleep(0.05)
+    run = job.run()
+    assert job.done and not job.error and len(job.jobs) == 2
+    assert [v.result["steps"] for v in run.variants] == [10, 10] and job.progress() == (20, 20)
+
+
+def test_a_stopped_job_starts_no_further_variant():
+    job = ExperimentJob(replace(TINY, train=replace(TINY.train, steps=100_000)))
+    job.poll()
+    job.stop()
+    job.jobs[0].stop(wait_s=10)
+    job.poll()
+    assert job.done and len(job.jobs) == 1
+
+
+# ------------------------------------------------------------------------------------------------------ JSON
+
+
+def test_an_experiment_survives_the_round_trip_through_json(tiny_run):
+    back = experiment_from_json(experiment_to_json(tiny_run))
+    assert back.experiment.values == TINY.values and back.experiment.model == TINY.model
+    assert back.experiment.train == TINY.train and back.probe_src == tiny_run.probe_src
+    for got, want in zip(back.variants, tiny_run.variants):
+        assert got.label == want.label and got.steps == want.steps and got.result == want.result
+        assert got.history[-1]["train_loss"] == pytest.approx(want.history[-1]["train_loss"], abs=1e-6)
+        assert torch.allclose(torch.tensor(got.cross), torch.tensor(want.cross), atol=0.005)
+        assert got.alignment.keys() == want.alignment.keys()
+
+
+def _document(run) -> dict:
+    return json.loads(experiment_to_json(run))
+
+
+def _broken(run) -> list:
+    """Ways a file can be wrong."""
+    cases = []
+    for path, value in [
+        (("format",), "something-else"),
+        (("version",), 99),
+        (("experiment", "key"), "rm -rf /"),
+        (("experiment", "switch"), "dropout"),
+        (("experiment", "values"), [1]),
+        (("experiment", "values"), [True, False]),  # not values of n_heads
+        (("experiment", "model", "d_model"), 15),  # not divisible by the heads
+        (("experiment", "model", "evil"), 1),
+        (("experiment", "data", "task"), "no-such-task"),
+        (("probe", "src"), "1 2 3"),
+        (("variants", 0, "history", 0, "train_loss"), "nan"),
+        (("variants", 0, "cross", 0, 0, 0, 0, 0), 7.5),
+        (("variants", 0, "cross", 0, 0, 0), []),
+        (("variants", 0, "steps"), [0]),
+        (("variants", 0, "alignment", "L9 H9"), [0.5, 0.5, 0.5]),
+        (("variants", 0, "result", "reason"), "magic"),
+        (("variants", 0, "value"), 4),
+        (("variants", 0, "value"), True),  # 1 head, but as a boolean
+        (("variants", 0, "history", 0, "step"), None),
+        (("variants",), []),
+    ]:
+        document = _document(run)
+        target = document
+        for key in path[:-1]:
+            target = target[key]
+        target[path[-1]] = value
+        cases.append(json.dumps(document))
+    return cases
+
+
+def test_malformed_files_are_refused_with_a_value_error(tiny_run):
+    text = experiment_to_json(tiny_run)
+    bad = ["", "not json", "[]", "{}", "null", text[: len(text) // 2], "[" * 100_000, b"\xff\xfe",
+           " " * (MAX_JSON_BYTES + 1), *_broken(tiny_run)]
+    for case in bad:
+        with pytest.raises(ValueError):
+            experiment_from_json(case)
+
+
+def test_a_loaded_custom_experiment_selects_matching_page_settings():
+    experiment = custom_experiment(STATES[2])
+    assert state_for(experiment) == STATES[2]
+    assert state_for(READY["heads"]) == CompareState(experiment="heads")
+
+
+# ---------------------------------------------------------------------------------------- shipped results
+
+
+@pytest.mark.parametrize("key", list(READY))
+def test_every_ready_made_experiment_ships_a_small_result_set(key):
+    assert result_path(key).stat().st_size < 200_000
+    run = load_shipped(key)
+    assert [v.label for v in run.variants] == list(READY[key].variants)
+    assert all(v.result["steps"] == READY[key].train.steps for v in run.variants)
+
+
+def _final(key: str) -> dict:
+    return {v.value: {**v.history[-1], **v.result} for v in load_shipped(key).variants}
+
+
+def test_shipped_results_match_what_the_expectations_say():
+    pe = _final("no-positional-encoding")
+    assert pe["sinusoidal"]["exact_match"] > 0.9 and pe["none"]["exact_match"] < 0.05
+    causal = _final("no-causal-mask")
+    assert causal[False]["train_loss"] < 0.05 and causal[False]["token_acc"] > 0.99
+    assert causal[False]["exact_match"] < 0.7 < causal[True]["exact_match"]
+    solved = {key: summary_table(load_shipped(key))["solved at step"].tolist() for key in READY}
+    assert solved["score-scaling-large-dk"][0] < solved["score-scaling-large-dk"][1]  # unscaled: later
+    assert solved["layers"][0] < solved["layers"][1]  # two layers: later
+    smoothing = _final("label-smoothing")
+    assert smoothing[0.1]["train_loss"] > 0.3 > 0.01 > smoothing[0.0]["train_loss"]

@@ -1,0 +1,90 @@
+"""Figures of an experiment: its variants' curves overlaid, one variant's loss with a step marker, and each
+head's alignment score over training. Metric rows are dicts as `transformer.training` writes them."""
+
+from collections.abc import Mapping, Sequence
+
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from ..live import downsample
+from ..training import MetricRow
+from .training import FONT
+
+VARIANT_COLOURS = ("#1f5fbf", "#d9480f", "#2b8a3e", "#862e9c")  # one per variant, in the experiment's order
+MARKER = "#555555"
+PANELS = (  # column, panel title, scale to display
+    ("train_loss", "training loss (log scale)", 1),
+    ("token_acc", "token accuracy, teacher forced", 100),
+    ("exact_match", "exact match, greedy decoding", 100),
+)
+
+
+def variant_colour(index: int) -> str:
+    return VARIANT_COLOURS[index % len(VARIANT_COLOURS)]
+
+
+def _mode(rows: Sequence[MetricRow]) -> str:
+    return "lines+markers" if len(rows) < 40 else "lines"  # a run's first point shows before there is a line
+
+
+def _log_ticks(rows: Sequence[MetricRow]) -> dict:
+    """Tick labels at powers of ten only, when the loss spans more than one (else plotly's default ticks)."""
+    losses = [row["train_loss"] for row in rows if row["train_loss"] and row["train_loss"] > 0]
+    return dict(dtick=1) if losses and max(losses) > 10 * min(losses) else {}
+
+
+def comparison_figure(histories: Mapping[str, Sequence[MetricRow]], max_points: int = 300) -> go.Figure:
+    """Variant label -> metric rows, overlaid in three panels: training loss, teacher-forced token accuracy and
+    greedy exact match on held-out data, against the step; one colour per variant."""
+    fig = make_subplots(1, len(PANELS), subplot_titles=[title for _, title, _ in PANELS], horizontal_spacing=0.07)
+    for i, (label, rows) in enumerate(histories.items()):
+        rows = downsample(rows, max_points)
+        steps = [row["step"] for row in rows]
+        for col, (column, _, scale) in enumerate(PANELS, start=1):
+            fig.add_trace(go.Scatter(
+                x=steps, y=[row[column] * scale for row in rows], name=label, legendgroup=label, showlegend=col == 1,
+                mode=_mode(rows), line=dict(color=variant_colour(i), width=3),
+                hovertemplate=f"{label}: %{{y:.4g}}<extra></extra>",
+            ), row=1, col=col)
+    fig.update_yaxes(type="log", row=1, col=1, **_log_ticks([row for rows in histories.values() for row in rows]))
+    for col in (2, 3):
+        fig.update_yaxes(range=[0, 101], ticksuffix="%", row=1, col=col)
+    fig.update_xaxes(title="training step", rangemode="tozero")
+    fig.update_layout(font=FONT, height=400, margin=dict(l=60, r=20, t=90, b=60), hovermode="x unified",
+                      legend=dict(orientation="h", yanchor="bottom", y=1.12, xanchor="left", x=0))
+    return fig
+
+
+def loss_marker_figure(rows: Sequence[MetricRow], step: int, label: str, colour: str = VARIANT_COLOURS[0],
+                       max_points: int = 300) -> go.Figure:
+    """One variant's training loss (log scale) with a vertical line at `step`: where the timeline is."""
+    rows = downsample(rows, max_points)
+    fig = go.Figure(go.Scatter(x=[row["step"] for row in rows], y=[row["train_loss"] for row in rows], name=label,
+                               mode=_mode(rows), line=dict(color=colour, width=3),
+                               hovertemplate="%{y:.4g}<extra></extra>"))
+    fig.add_vline(x=step, line=dict(color=MARKER, dash="dash", width=2), annotation_text=f"step {step}")
+    fig.update_xaxes(title="training step", rangemode="tozero")
+    fig.update_yaxes(title="training loss (log scale)", type="log", **_log_ticks(rows))
+    fig.update_layout(title=f"Loss of {label}", font=FONT, height=380, margin=dict(l=70, r=20, t=60, b=60),
+                      showlegend=False)
+    return fig
+
+
+def alignment_figure(steps: Sequence[int], scores: Mapping[str, Sequence[float]], chance: float,
+                     step: int | None = None) -> go.Figure:
+    """Each head's alignment score (head label -> score per step) over training, with the score of uniform
+    attention dashed for reference and an optional marker at `step`."""
+    fig = go.Figure()
+    for label, series in scores.items():
+        fig.add_trace(go.Scatter(x=list(steps), y=list(series), name=label, mode="lines+markers",
+                                 hovertemplate=f"{label}: %{{y:.2f}}<extra></extra>"))
+    fig.add_hline(y=chance, line=dict(color=MARKER, dash="dot", width=2), annotation_text="uniform attention",
+                  annotation_position="bottom right")
+    if step is not None:
+        fig.add_vline(x=step, line=dict(color=MARKER, dash="dash", width=2))
+    fig.update_xaxes(title="training step", rangemode="tozero")
+    fig.update_yaxes(title="attention on the ideal source token", range=[0, 1.02])
+    fig.update_layout(title="Alignment score of each cross-attention head", font=FONT,
+                      height=400, margin=dict(l=70, r=20, t=60, b=60), hovermode="x unified",
+                      legend=dict(orientation="h", yanchor="bottom", y=1.0, xanchor="right", x=1.0))
+    return fig
