@@ -20,6 +20,18 @@ from .vocab import N_SPECIAL
 _REFERENCE_COST = 128 * 10 * (32 * 32 + 32 * 128)
 
 
+# What one run on a shared classroom server may ask for, whatever the form, the URL or session state say.
+LIMITS = {"d_model": (8, 256), "n_heads": (1, 16), "n_layers": (1, 4), "d_ff": (8, 1024), "batch_size": (1, 512),
+          "steps": (1, 10_000), "time_budget_s": (1, 300)}
+
+
+def check_limits(values: Mapping) -> None:
+    """ValueError unless every bounded setting present in `values` is a number within LIMITS."""
+    for name, (low, high) in LIMITS.items():
+        if name in values and not (isinstance(values[name], (int, float)) and low <= values[name] <= high):
+            raise ValueError(f"{name} must be between {low} and {high}, got {str(values[name])[:20]}")
+
+
 def build_configs(data: Mapping, model: Mapping, train: Mapping) -> tuple[ModelConfig, DataConfig, TrainConfig]:
     """The three configs of a run from form values; ValueError with what to change when they do not fit.
 
@@ -30,6 +42,7 @@ def build_configs(data: Mapping, model: Mapping, train: Mapping) -> tuple[ModelC
     if data["min_len"] > data["max_len"]:
         raise ValueError(f"the shortest input ({data['min_len']}) is longer than the longest ({data['max_len']})")
     data_config = DataConfig(**data)
+    check_limits({**model, **train})
     d_model, n_heads = model["d_model"], model["n_heads"]
     if d_model % n_heads:
         fits = [h for h in range(1, 9) if d_model % h == 0]
