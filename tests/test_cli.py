@@ -1,0 +1,172 @@
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from transformer.checkpoint import load_checkpoint
+from transformer.cli import main
+from transformer.decoding import greedy_decode
+
+ROOT = Path(__file__).resolve().parents[1]
+TIMEOUT_S = 300  # seconds; only a safety net, each command takes a few
+# Commands run on one torch thread: the models are tiny, and a busy machine slows 2-thread torch far more.
+ENV = {**os.environ, "TRANSFORMER_THREADS": "1"}
+RESULT_KEYS = {"task", "steps", "seconds", "exact_match", "token_acc", "reason", "out"}
+
+
+def command(*args: str) -> list[str]:
+    return [sys.executable, "-m", "transformer", *args]
+
+
+def cli(*args: str) -> subprocess.CompletedProcess:
+    """`python -m transformer ARGS` run to the end in a subprocess."""
+    return subprocess.run(command(*args), cwd=ROOT, env=ENV, capture_output=True, text=True, timeout=TIMEOUT_S)
+
+
+@pytest.fixture(autouse=True)
+def one_thread(monkeypatch):
+    """In-process commands run on one thread; the test process gets its thread count back afterwards."""
+    threads = torch.get_num_threads()
+    monkeypatch.setenv("TRANSFORMER_THREADS", "1")
+    yield
+    torch.set_num_threads(threads)
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory) -> tuple[dict, str, Path]:
+    """A short copy run at length 3, end to end: its JSON result, its stderr, and its checkpoint."""
+    path = tmp_path_factory.mktemp("cli") / "copy.pt"
+    args = ["train", "--task", "copy", "--min-len", "3", "--max-len", "3", "--n-valid", "100", "--steps", "150",
+            "--eval-every", "50"]
+    done = cli(*args, "--out", str(path))
+    assert done.returncode == 0 and "Traceback" not in done.stderr
+    return json.loads(done.stdout), done.stderr, path
+
+
+def run(capsys, *args: str) -> tuple[int, str, str]:
+    """main(args) in this process: exit status, stdout, stderr."""
+    status = main(list(args))
+    out, err = capsys.readouterr()
+    return status, out, err
+
+
+def test_train_prints_one_json_line_and_saves(trained):
+    result, stderr, path = trained
+    assert set(result) == RESULT_KEYS
+    assert result["task"] == "copy" and result["out"] == str(path)
+    assert 1 <= result["steps"] <= 150 and result["seconds"] > 0
+    assert 0 <= result["token_acc"] <= 1 and 0 <= result["exact_match"] <= 1
+    assert "step    50" in stderr and "tok/s" in stderr  # progress rows
+    checkpoint = load_checkpoint(path)
+    assert (checkpoint.task.task, checkpoint.task.min_len, checkpoint.task.max_len) == ("copy", 3, 3)
+    assert checkpoint.config.max_len >= 4 and checkpoint.train_config["steps"] == 150
+    assert checkpoint.history and checkpoint.history[-1]["step"] == result["steps"]
+
+
+def test_predict_prints_the_greedy_output(trained, capsys):
+    path = trained[2]
+    status, out, err = run(capsys, "predict", str(path), "3 1 4")
+    assert status == 0 and err == ""
+    checkpoint = load_checkpoint(path)
+    vocab, longest = checkpoint.vocab, checkpoint.config.max_len - 1
+    src = torch.tensor([vocab.encode("3 1 4")])
+    assert out == vocab.decode(greedy_decode(checkpoint.model, src, vocab.bos_id, vocab.eos_id, longest)[0]) + "\n"
+    assert len(out.split()) == 3  # the model has learned that copy keeps the length
+
+
+def test_predict_with_beam_search(trained, capsys):
+    status, out, _ = run(capsys, "predict", str(trained[2]), "5 6 7", "--beam", "3")
+    assert status == 0 and len(out.split()) == 3
+
+
+def test_predict_input_file_reports_bad_lines_and_prints_the_rest(trained, tmp_path, capsys):
+    lines = tmp_path / "in.txt"
+    lines.write_text("1 2 3\n\n1 x 3\n4 5 6\n")
+    status, out, err = run(capsys, "predict", str(trained[2]), "--input", str(lines))
+    assert status == 1
+    assert err.startswith("line 3: ") and "'x'" in err and len(err.splitlines()) == 1
+    assert out == "".join(run(capsys, "predict", str(trained[2]), good)[1] for good in ("1 2 3", "4 5 6"))
+
+
+def test_unknown_token_is_an_error_not_a_traceback(trained):
+    done = cli("predict", str(trained[2]), "1 banana 2")
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr.startswith("error: ") and "banana" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_evaluate_prints_json_scores(trained, capsys):
+    status, out, _ = run(capsys, "evaluate", str(trained[2]), "--n", "200", "--seed", "5")
+    scores = json.loads(out)
+    assert status == 0 and scores["task"] == "copy" and scores["n"] == 200
+    assert 0 <= scores["exact_match"] <= 1 and 0 <= scores["token_acc"] <= 1 and scores["val_loss"] >= 0
+
+
+@pytest.mark.parametrize("command", [["predict", "{}", "1 2"], ["evaluate", "{}"]])
+@pytest.mark.parametrize("content", [b"not a checkpoint", None])
+def test_bad_checkpoint_is_a_clear_error(command, content, tmp_path, capsys):
+    path = tmp_path / "model.pt"
+    if content is not None:
+        path.write_bytes(content)
+    status, out, err = run(capsys, *(arg.format(path) for arg in command))
+    assert status == 2 and out == ""
+    assert err.startswith("error: ") and len(err.splitlines()) == 1
+    assert ("checkpoint" if content else "No such file") in err
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--d-model", "30", "--heads", "4"], "divisible"),
+        (["--min-len", "0"], "min_len"),
+        (["--min-len", "5", "--max-len", "3"], "min_len"),
+        (["--n-symbols", "1"], "n_symbols"),
+        (["--lr", "0"], "lr"),
+        (["--dropout", "1.5"], "dropout"),
+    ],
+)
+def test_out_of_range_setting_is_a_clear_error(args, message, tmp_path, capsys):
+    status, out, err = run(capsys, "train", *args, "--out", str(tmp_path / "x.pt"))
+    assert status == 2 and out == ""
+    assert err.startswith("error: ") and message in err
+    assert not (tmp_path / "x.pt").exists()
+
+
+def test_evaluate_needs_a_positive_n(trained, capsys):
+    status, _, err = run(capsys, "evaluate", str(trained[2]), "--n", "0")
+    assert status == 2 and err.startswith("error: ") and "--n" in err
+
+
+def test_bad_thread_count_is_a_clear_error(trained, monkeypatch, capsys):
+    monkeypatch.setenv("TRANSFORMER_THREADS", "many")
+    status, _, err = run(capsys, "evaluate", str(trained[2]))
+    assert status == 2 and "TRANSFORMER_THREADS" in err
+
+
+def test_predict_needs_a_sequence_or_an_input_file(trained, capsys):
+    with pytest.raises(SystemExit) as exit_:
+        main(["predict", str(trained[2])])
+    assert exit_.value.code == 2 and "sequence" in capsys.readouterr().err
+
+
+@pytest.mark.skipif(os.name != "posix", reason="sends SIGINT")
+def test_ctrl_c_stops_training_cleanly_and_still_saves(tmp_path):
+    path = tmp_path / "stopped.pt"
+    args = ["train", "--task", "copy", "--max-len", "3", "--n-valid", "50", "--no-early-stop", "--steps", "100000",
+            "--eval-every", "5", "--out", str(path)]
+    pipes = {"stdout": subprocess.PIPE, "stderr": subprocess.PIPE, "text": True}
+    with subprocess.Popen(command(*args), cwd=ROOT, env=ENV, **pipes) as process:
+        try:
+            next(line for line in process.stderr if line.startswith("step"))  # training is under way
+            process.send_signal(signal.SIGINT)
+            stdout, stderr = process.communicate(timeout=TIMEOUT_S)
+        finally:
+            process.kill()
+    result = json.loads(stdout)
+    assert process.returncode == 0 and "Traceback" not in stderr
+    assert result["reason"] == "stopped" and result["steps"] >= 5
+    assert load_checkpoint(path).history[-1]["step"] == result["steps"]

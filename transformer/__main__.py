@@ -1,0 +1,5 @@
+"""`python -m transformer`: the command line of `transformer.cli`."""
+
+from .cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,215 @@
+"""Performance benchmarks, run by `python -m transformer bench [--quick]` (on the CLI's torch threads).
+
+1. Time to solve reverse at length 10 with the default fast configuration, for three seeds.
+2. Time to solve copy and reverse at lengths 1-16.
+3. Training step time of our Transformer against `torch.nn.Transformer` at the same sizes.
+4. Greedy decoding latency: one sequence, and 1,000 in a batch.
+
+Prints an aligned table, then one line of JSON with every figure.
+"""
+
+import json
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import partial
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+from .decoding import greedy_decode
+from .model import Embeddings, ModelConfig, PositionalEncoding, Transformer
+from .tasks import Batch, DataConfig, TaskData
+from .training import TrainConfig, Trainer, exact_match
+from .vocab import Vocab
+
+Row = tuple[str, str, str, bool | None, str]  # benchmark, result, target, target met (None: no target), notes
+
+# Lengths 1-16 need more than the length-10 default: (model settings, training settings) per task.
+VARIABLE_LENGTH_CONFIGS = {
+    "copy": ({}, {}),
+    "reverse": ({"d_model": 64, "d_ff": 256}, {}),
+}
+STEP_TIME_CONFIG = ModelConfig(d_model=128, n_heads=4, n_layers=2, d_ff=512)
+
+
+@dataclass(frozen=True)
+class Plan:
+    """How much of each benchmark to run."""
+
+    seeds: tuple[int, ...]  # of reverse at length 10
+    solve_budget_s: float  # time budget of each lengths 1-16 run
+    warmup_steps: int  # untimed training steps of each model before the timed ones
+    timed_steps: int
+    decode_runs_one: int
+    decode_runs_batch: int
+
+
+FULL = Plan(seeds=(0, 1, 2), solve_budget_s=60, warmup_steps=5, timed_steps=30, decode_runs_one=50, decode_runs_batch=5)
+QUICK = Plan(seeds=(0,), solve_budget_s=5, warmup_steps=2, timed_steps=3, decode_runs_one=5, decode_runs_batch=1)
+
+
+def run(quick: bool = False) -> dict:
+    """Run every benchmark, print the table and the JSON line; returns the figures."""
+    plan = QUICK if quick else FULL
+    print(f"Transformer benchmarks{' (quick)' if quick else ''}: torch {torch.__version__}, "
+          f"{torch.get_num_threads()} CPU threads", flush=True)
+    figures = {"torch": torch.__version__, "threads": torch.get_num_threads(), "quick": quick}
+    rows: list[Row] = []
+    for name, section in (("reverse_len10", reverse_len10), ("lengths_1_16", variable_lengths),
+                          ("train_step", train_step_time), ("greedy_decode", decode_latency)):
+        print(f"running {name} ...", file=sys.stderr, flush=True)
+        figures[name], section_rows = section(plan)
+        rows += section_rows
+    print(format_table(rows))
+    print(json.dumps(figures))
+    return figures
+
+
+# ---- 1 and 2: time to solve
+
+
+def solve(task: str, min_len: int, max_len: int, seed: int, model: dict, train: dict) -> dict:
+    """Train with early stopping; re-check the final model on the whole held-out set."""
+    data = DataConfig(task, min_len, max_len, seed=seed)
+    trainer = Trainer(ModelConfig(**model), data, TrainConfig(seed=seed, device="cpu", **train))
+    result = trainer.run()
+    held_out = exact_match(trainer.model.eval(), trainer.valid, Vocab.bos_id, Vocab.eos_id)
+    solved = held_out == 1.0
+    return {"task": task, "lengths": f"{min_len}-{max_len}", "seed": seed, "seconds": round(result.seconds, 2),
+            "steps": result.steps, "reason": result.reason, "held_out": len(trainer.valid.src),
+            "held_out_exact": held_out, "solved": solved}
+
+
+def _solve_row(name: str, run: dict, target_s: float | None, config: str = "") -> Row:
+    met = None if target_s is None else run["solved"] and run["seconds"] <= target_s
+    target = "" if target_s is None else f"solved, <= {target_s:g} s"
+    notes = f"{run['steps']} steps, {run['held_out_exact']:.1%} of {run['held_out']} held-out exact {config}"
+    return name, f"{run['seconds']:.2f} s", target, met, notes.strip()
+
+
+def reverse_len10(plan: Plan) -> tuple[dict, list[Row]]:
+    """Reverse at length 10 with the default configuration, one run per seed."""
+    runs = [solve("reverse", 10, 10, seed, {}, {}) for seed in plan.seeds]
+    median = statistics.median(r["seconds"] for r in runs)
+    rows = [_solve_row(f"reverse len 10, seed {r['seed']}", r, None) for r in runs]
+    all_solved = all(r["solved"] for r in runs)
+    rows.append(("reverse len 10, median", f"{median:.2f} s", "<= 3 s, all solved", all_solved and median <= 3.0,
+                 "default config"))
+    return {"runs": runs, "median_s": median, "all_solved": all_solved}, rows
+
+
+def variable_lengths(plan: Plan) -> tuple[dict, list[Row]]:
+    """Copy and reverse at lengths 1-16 (seed 0), each with its configuration from VARIABLE_LENGTH_CONFIGS."""
+    figures, rows = {}, []
+    for task, target_s in (("copy", 10.0), ("reverse", 30.0)):
+        model, train = VARIABLE_LENGTH_CONFIGS[task]
+        train = {**train, "time_budget_s": plan.solve_budget_s}
+        figures[task] = {**solve(task, 1, 16, 0, model, train), "model": model, "train": train}
+        config = ", ".join(f"{k}={v}" for k, v in {**model, **train}.items())
+        rows.append(_solve_row(f"{task} len 1-16, seed 0", figures[task], target_s, f"({config})"))
+    return figures, rows
+
+
+# ---- 3: training step time against torch.nn.Transformer
+
+
+class ReferenceTransformer(nn.Module):
+    """`torch.nn.Transformer` between our Embeddings + PositionalEncoding and a Linear generator."""
+
+    def __init__(self, config: ModelConfig):
+        super().__init__()
+        self.embed = Embeddings(config)
+        self.positional = PositionalEncoding(config)
+        self.transformer = nn.Transformer(
+            d_model=config.d_model, nhead=config.n_heads, num_encoder_layers=config.n_layers,
+            num_decoder_layers=config.n_layers, dim_feedforward=config.d_ff, dropout=config.dropout, batch_first=True,
+        )
+        self.generator = nn.Linear(config.d_model, config.vocab_size)
+
+    def forward(self, src: torch.Tensor, tgt: torch.Tensor) -> torch.Tensor:
+        mask = nn.Transformer.generate_square_subsequent_mask(tgt.size(1), device=tgt.device)
+        x = self.transformer(
+            self.positional(self.embed(src)), self.positional(self.embed(tgt)), tgt_mask=mask, tgt_is_causal=True
+        )
+        return self.generator(x)  # (B, T, vocab_size)
+
+
+def _step_fn(model: nn.Module) -> Callable[[Batch], None]:
+    """One training step of `model` with Adam (fused) on the cross-entropy loss."""
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-4, fused=True)
+
+    def step(batch: Batch) -> None:
+        logits = model(batch.src, batch.tgt_in)
+        loss = F.cross_entropy(logits.flatten(0, 1), batch.tgt_out.flatten(), ignore_index=Vocab.pad_id)
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        optimizer.step()
+
+    return step
+
+
+def train_step_time(plan: Plan) -> tuple[dict, list[Row]]:
+    """Median step time of both models, stepped alternately on the same length-16 batches of 128."""
+    torch.manual_seed(0)
+    models = {"ours": Transformer(STEP_TIME_CONFIG), "reference": ReferenceTransformer(STEP_TIME_CONFIG)}
+    steps = {name: _step_fn(model) for name, model in models.items()}
+    data = TaskData(DataConfig("reverse", 16, 16))
+    batches = [data.train_batch(128) for _ in range(4)]
+    times = {name: [] for name in steps}
+    for i in range(plan.warmup_steps + plan.timed_steps):
+        for name, step in steps.items():
+            start = time.perf_counter()
+            step(batches[i % len(batches)])
+            if i >= plan.warmup_steps:
+                times[name].append(1000 * (time.perf_counter() - start))
+    ours, reference = (statistics.median(times[name]) for name in steps)
+    sizes = "d_model 128, 4 heads, 2+2 layers, d_ff 512, batch 128, length 16"
+    rows = [
+        ("train step, ours", f"{ours:.1f} ms", "", None, sizes),
+        ("train step, nn.Transformer", f"{reference:.1f} ms", "", None, f"median of {plan.timed_steps}, interleaved"),
+        ("train step, ours / reference", f"{ours / reference:.2f}", "<= 0.9", ours / reference <= 0.9, ""),
+    ]
+    return {"ours_ms": ours, "reference_ms": reference, "ratio": ours / reference}, rows
+
+
+# ---- 4: greedy decoding
+
+
+def _median_ms(fn: Callable[[], object], runs: int) -> float:
+    fn()  # warm-up
+    times = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        fn()
+        times.append(1000 * (time.perf_counter() - start))
+    return statistics.median(times)
+
+
+def decode_latency(plan: Plan) -> tuple[dict, list[Row]]:
+    """Greedy decoding of length-16 sequences with a default-size model of random weights."""
+    torch.manual_seed(0)
+    model = Transformer(ModelConfig()).eval()
+    data = TaskData(DataConfig("reverse", 16, 16))
+    figures, rows = {"weights": "random"}, []
+    for n, runs, target_ms in ((1, plan.decode_runs_one, 5), (1000, plan.decode_runs_batch, 100)):
+        decode = partial(greedy_decode, model, data.fresh_examples(n, seed=n).src, Vocab.bos_id, Vocab.eos_id, 17)
+        ms, steps = _median_ms(decode, runs), decode().size(1)
+        figures[f"sequences_{n}"] = {"median_ms": ms, "decode_steps": steps}
+        notes = f"median of {runs}; default-size model, random weights, {steps} decode steps"
+        rows.append((f"greedy decode, {n} x len 16", f"{ms:.2f} ms", f"< {target_ms} ms", ms < target_ms, notes))
+    return figures, rows
+
+
+def format_table(rows: list[Row]) -> str:
+    """Rows as plain text columns, the 'met' column as yes / NO / blank."""
+    header = ("benchmark", "result", "target", "met", "notes")
+    cells = [header] + [(name, result, target, {True: "yes", False: "NO", None: ""}[met], notes)
+                        for name, result, target, met, notes in rows]
+    widths = [max(len(row[i]) for row in cells) for i in range(len(header))]
+    lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in cells]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return "\n".join(lines)

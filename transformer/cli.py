@@ -1,0 +1,243 @@
+"""Command line: `python -m transformer {train,predict,evaluate,bench} ...` (see `--help` of each).
+
+Torch computes on 2 CPU threads; the environment variable TRANSFORMER_THREADS sets another count.
+Exit status: 0 done, 1 some lines of a `predict --input` file failed, 2 bad settings, sequence or checkpoint
+(reported as `error: <message>` on stderr), 130 interrupted.
+"""
+
+import argparse
+import json
+import os
+import signal
+import sys
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import asdict, fields
+from functools import partial
+
+import torch
+from torch.nn.utils.rnn import pad_sequence
+
+from . import bench
+from .checkpoint import Checkpoint, load_checkpoint, save_checkpoint
+from .decoding import beam_search, greedy_decode
+from .model import ModelConfig
+from .tasks import TASKS, DataConfig, TaskData
+from .training import MetricRow, TrainConfig, Trainer, TrainingDiverged, evaluate
+from .vocab import Vocab
+
+THREADS_ENV = "TRANSFORMER_THREADS"
+DEFAULT_THREADS = 2
+DECODE_CHUNK = 256  # sequences greedy-decoded at once by `predict --input`
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of every subcommand."""
+    parser = argparse.ArgumentParser(
+        prog="python -m transformer",
+        description="Train, run and benchmark the classroom Transformer on toy sequence tasks.",
+        epilog=__doc__.split("\n", 2)[2],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    defaults = argparse.ArgumentDefaultsHelpFormatter
+    _add_train(commands.add_parser("train", help="train a model on a toy task and save it", formatter_class=defaults))
+    _add_predict(commands.add_parser("predict", help="run a saved model on sequences"))
+    _add_evaluate(commands.add_parser("evaluate", help="score a saved model on fresh data", formatter_class=defaults))
+    p = commands.add_parser("bench", help="print the performance benchmarks")
+    p.add_argument("--quick", action="store_true", help="a reduced run, as a smoke test")
+    p.set_defaults(run=bench_command)
+    return parser
+
+
+def _add_train(p: argparse.ArgumentParser) -> None:
+    data, model, train = DataConfig(), ModelConfig(), TrainConfig()
+    switch = argparse.BooleanOptionalAction
+    add = p.add_argument_group("task and data").add_argument
+    add("--task", default=data.task, choices=sorted(TASKS), help="what to learn")
+    add("--min-len", type=int, default=data.min_len, help="shortest source sequence")
+    add("--max-len", type=int, default=data.max_len, help="longest source sequence")
+    add("--n-symbols", type=int, default=data.n_symbols, help="symbols 0..N-1")
+    add("--n-valid", type=int, default=data.n_valid, help="held-out set size")
+    add("--seed", type=int, default=data.seed, help="seeds the data and the initial weights")
+    group = p.add_argument_group("model")
+    add = group.add_argument
+    add("--d-model", type=int, default=model.d_model, help="width of every layer")
+    add("--heads", dest="n_heads", type=int, default=model.n_heads, help="attention heads")
+    add("--layers", dest="n_layers", type=int, default=model.n_layers, help="layers per stack")
+    add("--d-ff", type=int, default=model.d_ff, help="feed-forward inner width")
+    add("--dropout", type=float, default=model.dropout, help="dropout rate")
+    add("--positional", default=model.positional, choices=("sinusoidal", "learned", "none"), help="position encoding")
+    norm = group.add_mutually_exclusive_group()  # neither given: ModelConfig's default applies
+    default_norm = "pre-norm" if model.norm_first else "post-norm"
+    norm.add_argument("--norm-first", action="store_true", default=argparse.SUPPRESS,
+                      help=f"pre-norm: x + Sublayer(LayerNorm(x)) (default: {default_norm})")
+    norm.add_argument("--post-norm", dest="norm_first", action="store_false", default=argparse.SUPPRESS,
+                      help="post-norm, the paper's: LayerNorm(x + Sublayer(x))")
+    add("--causal-mask", action=switch, default=model.causal_mask, help="hide the future")
+    add("--scale-scores", action=switch, default=model.scale_scores, help="scores / sqrt(d_k)")
+    add("--tie-weights", action=switch, default=model.tie_weights, help="generator = embedding")
+    add = p.add_argument_group("training").add_argument
+    add("--steps", type=int, default=train.steps, help="step budget")
+    add("--time-budget", dest="time_budget_s", type=float, default=train.time_budget_s, help="seconds")
+    add("--batch-size", type=int, default=train.batch_size, help="sequences per step")
+    add("--lr", type=float, default=train.lr, help="peak learning rate")
+    add("--warmup", type=int, default=train.warmup, help="warm-up steps")
+    add("--schedule", default=train.schedule, choices=("noam", "constant"), help="after warm-up")
+    add("--label-smoothing", type=float, default=train.label_smoothing, help="0 = off")
+    add("--clip-grad", type=float, default=train.clip_grad, help="max gradient norm, 0 = off")
+    add("--early-stop", action=switch, default=train.early_stop, help="stop once held-out is solved")
+    add("--eval-every", type=int, default=train.eval_every, help="steps per progress line")
+    add("--device", default=train.device, help="auto, cpu, cuda or mps")
+    p.add_argument("--out", help="checkpoint file to save, e.g. checkpoints/reverse.pt")
+    p.set_defaults(run=train_command)
+
+
+def _add_predict(p: argparse.ArgumentParser) -> None:
+    p.add_argument("checkpoint", help="a checkpoint file saved by `train`")
+    source = p.add_mutually_exclusive_group(required=True)
+    source.add_argument("sequence", nargs="?", help='space-separated symbols, e.g. "3 1 4"')
+    source.add_argument("--input", metavar="FILE", help="one sequence per line (blank lines are skipped)")
+    p.add_argument("--beam", type=int, metavar="N", help="beam search of width N instead of greedy decoding")
+    p.set_defaults(run=predict_command)
+
+
+def _add_evaluate(p: argparse.ArgumentParser) -> None:
+    p.add_argument("checkpoint", help="a checkpoint file saved by `train`")
+    p.add_argument("--n", type=int, default=1000, help="fresh sequences to score")
+    p.add_argument("--seed", type=int, default=123, help="seed of the fresh sequences")
+    p.set_defaults(run=evaluate_command)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the command line; returns the exit status."""
+    args = build_parser().parse_args(argv)
+    try:
+        _set_threads()
+        return args.run(args) or 0
+    except (ValueError, TrainingDiverged, OSError) as err:  # CheckpointError is a ValueError
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+
+
+def _set_threads() -> None:
+    value = os.environ.get(THREADS_ENV, str(DEFAULT_THREADS))
+    if not value.isdigit() or int(value) < 1:
+        raise ValueError(f"{THREADS_ENV} must be a positive whole number, got {value!r:.20}")
+    torch.set_num_threads(int(value))
+
+
+# ---- train
+
+
+def train_command(args: argparse.Namespace) -> None:
+    """Train, showing progress on stderr; print the result as one JSON line and save the checkpoint if asked."""
+    data_config = _from_args(DataConfig, args)
+    vocab_size = len(Vocab.digits(data_config.n_symbols))
+    max_len = max(ModelConfig.max_len, data_config.max_len + 1)  # the target is one longer: BOS or EOS
+    model_config = _from_args(ModelConfig, args, vocab_size=vocab_size, max_len=max_len)
+    train_config = _from_args(TrainConfig, args)
+    trainer = Trainer(model_config, data_config, train_config)
+    print(f"training {data_config.task}, lengths {data_config.min_len}-{data_config.max_len}: "
+          f"{trainer.model.num_parameters():,} parameters on {trainer.device} (Ctrl-C stops)", file=sys.stderr)
+    stop = threading.Event()
+    with _ctrl_c_sets(stop):
+        result = trainer.run(_show_row, stop.is_set)
+    out = None
+    if args.out:
+        history, settings = trainer.history, asdict(train_config)
+        out = str(save_checkpoint(args.out, trainer.model, trainer.vocab, data_config, history, settings))
+    print(json.dumps({"task": data_config.task, **asdict(result), "out": out}))
+
+
+def _from_args(cls: type, args: argparse.Namespace, **overrides):
+    """A config dataclass from the parsed options named like its fields (the rest keep their defaults)."""
+    values = {f.name: getattr(args, f.name) for f in fields(cls) if hasattr(args, f.name)}
+    return cls(**{**values, **overrides})
+
+
+def _show_row(row: MetricRow) -> None:
+    print(f"step {row['step']:>5}  train loss {row['train_loss']:.3f}  val loss {row['val_loss']:.3f}  "
+          f"token acc {row['token_acc']:.3f}  exact {row['exact_match']:.3f}  {row['tokens_per_s']:,.0f} tok/s",
+          file=sys.stderr, flush=True)
+
+
+@contextmanager
+def _ctrl_c_sets(stop: threading.Event) -> Iterator[None]:
+    """Inside, the first Ctrl-C sets `stop` (training ends after its step); a second one interrupts as usual."""
+
+    def first_ctrl_c(signum, frame) -> None:
+        signal.signal(signal.SIGINT, previous)
+        print("\nstopping after this step (Ctrl-C again to abort)", file=sys.stderr, flush=True)
+        stop.set()
+
+    previous = signal.signal(signal.SIGINT, first_ctrl_c)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+# ---- predict and evaluate
+
+
+def predict_command(args: argparse.Namespace) -> int:
+    """Print the model's output for the sequence, or for each line of --input (bad lines reported on stderr)."""
+    checkpoint = load_checkpoint(args.checkpoint)
+    longest = checkpoint.config.max_len - 1  # as in training: the target, one longer, must fit too
+    encode = partial(checkpoint.vocab.encode, max_len=longest)
+    if args.sequence is not None:
+        sources, failed = [encode(args.sequence)], False
+    else:
+        sources, failed = _read_sources(args.input, encode)
+    for output in _decode(checkpoint, sources, args.beam):
+        print(checkpoint.vocab.decode(output))
+    return 1 if failed else 0
+
+
+def _read_sources(path: str, encode: Callable[[str], list[int]]) -> tuple[list[list[int]], bool]:
+    """The token ids of each non-blank line of a file, and whether any line failed (reported on stderr)."""
+    sources, failed = [], False
+    with open(path, encoding="utf-8") as f:
+        for n, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            try:
+                sources.append(encode(line))
+            except ValueError as err:
+                print(f"line {n}: {err}", file=sys.stderr)
+                failed = True
+    return sources, failed
+
+
+def _decode(checkpoint: Checkpoint, sources: list[list[int]], beam: int | None) -> Iterator[list[int]]:
+    """Output ids for each source: beam search one at a time, or greedy decoding in batches."""
+    model, vocab = checkpoint.model, checkpoint.vocab
+    longest = checkpoint.config.max_len - 1
+    if beam is not None:
+        for ids in sources:
+            yield beam_search(model, torch.tensor([ids]), vocab.bos_id, vocab.eos_id, longest, beam)[0]
+        return
+    for i in range(0, len(sources), DECODE_CHUNK):
+        src = pad_sequence([torch.tensor(ids) for ids in sources[i : i + DECODE_CHUNK]], True, vocab.pad_id)
+        yield from greedy_decode(model, src, vocab.bos_id, vocab.eos_id, longest).tolist()
+
+
+def evaluate_command(args: argparse.Namespace) -> None:
+    """Print, as JSON, the model's loss, token accuracy and exact-match on fresh sequences of its task."""
+    if args.n < 1:
+        raise ValueError(f"--n must be at least 1, got {args.n}")
+    checkpoint = load_checkpoint(args.checkpoint)
+    vocab = checkpoint.vocab
+    batch = TaskData(checkpoint.task, vocab).fresh_examples(args.n, args.seed)
+    scores = evaluate(checkpoint.model, batch, vocab.bos_id, vocab.eos_id)
+    print(json.dumps({"task": checkpoint.task.task, "n": args.n, "seed": args.seed, **scores}))
+
+
+def bench_command(args: argparse.Namespace) -> None:
+    """Run the benchmarks of `transformer.bench`."""
+    bench.run(args.quick)
