@@ -1,0 +1,215 @@
+"""Real-browser fixtures: the app served by `streamlit run` on a free local port, Debian's Chromium driven by
+Playwright, and a reverse checkpoint to load. `tests/load_test.py` imports the server code from here.
+
+Never `playwright install`: the browser is /usr/bin/chromium (CI installs it with apt-get).
+"""
+
+import os
+import re
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Self
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+ARTIFACTS = ROOT / "artifacts"
+SCREENSHOTS = ARTIFACTS / "screenshots"
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+    "--disable-sync", "--no-first-run", "--disable-dev-shm-usage",
+]
+VIEWPORT = {"width": 1400, "height": 1000}  # wide enough that the sidebar stays open
+# Every page of the app: its URL path and its title in the sidebar navigation.
+PAGES = {"home": "", "train": "train", "anatomy": "anatomy", "masking": "masking", "decoding": "decoding",
+         "compare": "compare", "checkpoints": "checkpoints"}
+IDLE = "[data-testid='stApp'][data-test-script-state='notRunning']"
+EXCEPTION = "[data-testid='stException']"
+ERROR_TEXTS = ("Traceback", "This app has encountered an error")
+requires_chromium = pytest.mark.skipif(not CHROMIUM.exists(),
+                                       reason=f"{CHROMIUM} is missing: install Debian's chromium (apt-get install chromium)")
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 nobody listens on right now."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class LabServer:
+    """`streamlit run streamlit_app.py` on 127.0.0.1 in a child process, its output in a log file."""
+
+    def __init__(self, log_path: Path, env: dict[str, str] | None = None, start_timeout_s: float = 90.0):
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.log_path = log_path
+        self.start_timeout_s = start_timeout_s
+        self.env = {**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})}
+        self.process: subprocess.Popen | None = None
+
+    def __enter__(self) -> Self:
+        self.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+    def start(self) -> None:
+        """Start the server and wait until /_stcore/health answers ok; RuntimeError with the log if it doesn't."""
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        command = [
+            sys.executable, "-m", "streamlit", "run", "streamlit_app.py", "--server.headless", "true",
+            "--server.port", str(self.port), "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false",
+            "--server.fileWatcherType", "none", "--client.showErrorDetails", "full",
+        ]
+        with open(self.log_path, "wb") as log:
+            self.process = subprocess.Popen(command, cwd=ROOT, env=self.env, stdout=log, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + self.start_timeout_s
+        while time.monotonic() < deadline:
+            self.check_alive()
+            try:
+                with urllib.request.urlopen(f"{self.url}/_stcore/health", timeout=2) as answer:
+                    if answer.read().strip() == b"ok":
+                        return
+            except (urllib.error.URLError, OSError):
+                pass
+            time.sleep(0.25)
+        self.stop()
+        raise RuntimeError(f"streamlit did not answer ok on {self.url}/_stcore/health within "
+                           f"{self.start_timeout_s:.0f} s; log:\n{self.log_tail()}")
+
+    @property
+    def pid(self) -> int:
+        assert self.process is not None, "server not started"
+        return self.process.pid
+
+    def check_alive(self) -> None:
+        """RuntimeError with the end of the log if the server process has exited."""
+        if self.process is not None and self.process.poll() is not None:
+            raise RuntimeError(f"the streamlit server exited with status {self.process.returncode}; log "
+                               f"{self.log_path}:\n{self.log_tail()}")
+
+    def log_text(self) -> str:
+        return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
+
+    def log_tail(self, n: int = 40) -> str:
+        return "\n".join(self.log_text().splitlines()[-n:])
+
+    def stop(self, timeout_s: float = 10.0) -> None:
+        """Terminate the server; kill it if it is still there after `timeout_s`."""
+        if self.process is None or self.process.poll() is not None:
+            return
+        self.process.terminate()
+        try:
+            self.process.wait(timeout_s)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait(timeout_s)
+
+
+def page_errors(page) -> list[str]:
+    """Exception elements and traceback text on a Playwright page (empty when the page is clean)."""
+    problems = [f"exception element: {text[:500]}" for text in page.locator(EXCEPTION).all_inner_texts()]
+    body = page.locator("body").inner_text()
+    problems += [f"{marker!r} on the page" for marker in ERROR_TEXTS if marker in body]
+    return problems
+
+
+def wait_idle(page, timeout_ms: float = 60_000) -> None:
+    """Wait until the app's script run has finished (a short pause first, so a run a click starts is seen)."""
+    page.wait_for_timeout(300)
+    page.wait_for_selector(IDLE, timeout=timeout_ms)
+
+
+def open_page(page, server: LabServer, name: str) -> None:
+    """Open a page by its URL (a fresh session) and wait for its title."""
+    page.goto(f"{server.url}/{PAGES[name]}", wait_until="domcontentloaded")
+    page.wait_for_selector(f"{IDLE} h1", timeout=90_000)
+    wait_idle(page)
+
+
+def navigate(page, name: str) -> None:
+    """Go to a page through the sidebar navigation (same session, so the model in hand stays)."""
+    page.locator(f"[data-testid='stSidebarNav'] a[href$='/{PAGES[name]}']").first.click()
+    page.wait_for_url(re.compile(rf"/{PAGES[name]}(\?.*)?$"), timeout=30_000)
+    wait_idle(page)
+
+
+def screenshot(page, name: str, max_height: int = 8000) -> Path:
+    """The whole page as artifacts/screenshots/<name>.png. Streamlit scrolls inside its main block, not the
+    document, so the viewport is stretched to the content's height for the shot."""
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    path = SCREENSHOTS / f"{name}.png"
+    viewport = page.viewport_size
+    height = page.evaluate("() => document.querySelector(\"[data-testid='stMain']\")?.scrollHeight ?? 0")
+    page.set_viewport_size({"width": viewport["width"], "height": min(max(height, viewport["height"]), max_height)})
+    page.wait_for_timeout(300)  # let charts re-lay out
+    page.screenshot(path=str(path), full_page=True)
+    page.set_viewport_size(viewport)
+    return path
+
+
+@pytest.fixture(scope="session")
+def lab_server() -> Iterator[LabServer]:
+    with LabServer(ARTIFACTS / "server-browser-tests.log") as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
+def browser():
+    if not CHROMIUM.exists():
+        pytest.skip(f"{CHROMIUM} is missing: install Debian's chromium (apt-get install chromium)")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS)
+        yield chromium
+        chromium.close()
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """Keep each phase's report on the test item, so the `page` fixture knows whether its test failed."""
+    outcome = yield
+    report = outcome.get_result()
+    setattr(item, f"report_{report.when}", report)
+
+
+@pytest.fixture
+def page(request, browser, lab_server: LabServer):
+    """A fresh browser context and page (a screenshot failed-<test>.png if the test fails); on teardown the server
+    must still be up with no new traceback logged."""
+    log_start = len(lab_server.log_text())
+    context = browser.new_context(viewport=VIEWPORT)
+    context.set_default_timeout(30_000)
+    tab = context.new_page()
+    yield tab
+    if getattr(request.node, "report_call", None) is not None and request.node.report_call.failed:
+        screenshot(tab, f"failed-{request.node.name}")
+    context.close()
+    lab_server.check_alive()
+    new_log = lab_server.log_text()[log_start:]
+    assert "Traceback" not in new_log, f"the server logged a traceback:\n{new_log[-3000:]}"
+
+
+@pytest.fixture(scope="session")
+def reverse_checkpoint(tmp_path_factory) -> Path:
+    """The shipped checkpoints/reverse.pt, or a tiny reverse model trained now with the package's CLI."""
+    shipped = ROOT / "checkpoints" / "reverse.pt"
+    if shipped.exists():
+        return shipped
+    out = tmp_path_factory.mktemp("checkpoints") / "reverse.pt"
+    command = [sys.executable, "-m", "transformer", "train", "--task", "reverse", "--min-len", "4", "--max-len", "4",
+               "--time-budget", "240", "--out", str(out)]
+    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=300,
+                          check=False)
+    assert done.returncode == 0 and out.exists(), f"training the fixture checkpoint failed:\n{done.stderr[-3000:]}"
+    return out

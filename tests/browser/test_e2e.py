@@ -1,0 +1,177 @@
+"""The app in a real browser: every page opens clean, a training run streams and stops, a trained model decodes
+step by step to the right answer, and a masking experiment shows its result. Screenshots go to
+artifacts/screenshots/."""
+
+import re
+import time
+
+import pytest
+from conftest import (
+    ARTIFACTS,
+    PAGES,
+    ROOT,
+    VIEWPORT,
+    LabServer,
+    navigate,
+    open_page,
+    page_errors,
+    requires_chromium,
+    screenshot,
+    wait_idle,
+)
+from playwright.sync_api import expect
+
+pytestmark = [pytest.mark.browser, requires_chromium]
+
+SOURCE, REVERSED = "2 7 1 8", "8 1 7 2"
+NAV_TITLES = ["Home", "Train", "Anatomy", "Masking lab", "Decoding", "Compare runs", "Checkpoints"]
+
+
+def main(page):
+    """The page's main area (the sidebar repeats some texts, e.g. the training progress)."""
+    return page.locator("[data-testid='stMain']")
+
+
+def button(page, key: str):
+    """The visible button of the widget with this key (Streamlit also renders a hidden copy of some buttons)."""
+    return page.locator(f".st-key-{key} button").filter(visible=True)
+
+
+def put_reverse_in_hand(page, server, checkpoint) -> None:
+    """Home's Load button for the shipped reverse model, or the fixture's file uploaded on the Checkpoints page."""
+    open_page(page, server, "home")
+    if checkpoint == ROOT / "checkpoints" / "reverse.pt":
+        button(page, "load_reverse").click()
+        expect(main(page).get_by_text("Loaded reverse")).to_be_visible(timeout=30_000)
+    else:
+        navigate(page, "checkpoints")
+        page.locator(".st-key-upload_checkpoint input[type='file']").set_input_files(str(checkpoint))
+        expect(main(page).get_by_text("Loaded: the model in hand is now")).to_be_visible(timeout=30_000)
+    wait_idle(page)
+    expect(page.locator("[data-testid='stSidebar']")).to_contain_text("Model in hand:")
+    expect(page.locator("[data-testid='stSidebar']")).to_contain_text("task reverse")
+
+
+def chart_points(page, key: str) -> int:
+    """Points in the first trace of the Plotly chart with this key (0 while there is no chart)."""
+    return page.evaluate(
+        """key => {
+            const plot = document.querySelector(`.st-key-${key} .js-plotly-plot`);
+            return plot && plot.data && plot.data.length ? plot.data[0].x.length : 0;
+        }""",
+        key,
+    )
+
+
+def wait_for_more_points(page, key: str, than: int, timeout_s: float = 90.0) -> int:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if (n := chart_points(page, key)) > than:
+            return n
+        page.wait_for_timeout(250)
+    raise AssertionError(f"chart {key} stayed at {than} points for {timeout_s:.0f} s")
+
+
+def set_number(page, key: str, value: int) -> None:
+    """Type into a number input and leave it (Tab, not Enter: Enter would submit its form)."""
+    field = page.locator(f".st-key-{key} input")
+    field.fill(str(value))
+    field.press("Tab")
+
+
+def test_every_page_opens_without_a_model(page, lab_server):
+    for name in PAGES:
+        open_page(page, lab_server, name)
+        assert not page_errors(page), f"{name}: {page_errors(page)}"
+        screenshot(page, f"{name}-no-model")
+
+
+def test_a_deep_link_on_a_fresh_server_gets_the_whole_app(browser):
+    """The first visitor after a restart (or a Community Cloud wake-up) may open /decoding directly."""
+    with LabServer(ARTIFACTS / "server-deep-link.log") as server:
+        context = browser.new_context(viewport=VIEWPORT)
+        page = context.new_page()
+        open_page(page, server, "decoding")
+        links = page.locator("[data-testid='stSidebarNav'] a").all_inner_texts()
+        context.close()
+        assert [link.splitlines()[-1] for link in links] == NAV_TITLES, f"the sidebar lists {links}"
+        server.check_alive()
+
+
+def test_every_page_opens_with_a_model_in_hand(page, lab_server, reverse_checkpoint):
+    put_reverse_in_hand(page, lab_server, reverse_checkpoint)
+    for name in PAGES:
+        navigate(page, name)
+        expect(page.locator("h1").first).to_be_visible()
+        assert not page_errors(page), f"{name}: {page_errors(page)}"
+        screenshot(page, name)
+
+
+def test_training_streams_points_then_stops(page, lab_server):
+    open_page(page, lab_server, "train")
+    # small batches learn slowly but step fast: metric rows come often, and the run is still going at Stop
+    set_number(page, "train_batch", 16)
+    set_number(page, "train_steps", 5000)
+    set_number(page, "train_time_budget", 120)
+    start = button(page, "start_training")
+    start.click()
+    expect(main(page).get_by_text("Training: step")).to_be_visible(timeout=30_000)
+    expect(start).to_be_disabled()
+    first = wait_for_more_points(page, "train_loss_chart", 0)
+    more = wait_for_more_points(page, "train_loss_chart", first)
+    assert more > first
+    screenshot(page, "train-running")
+
+    button(page, "stop_training").click()
+    expect(main(page).get_by_text("because it was stopped")).to_be_visible(timeout=30_000)
+    expect(start).to_be_enabled()
+    expect(button(page, "stop_training")).to_be_disabled()
+    wait_idle(page)
+    stopped_at = chart_points(page, "train_loss_chart")
+    assert stopped_at >= more
+    page.wait_for_timeout(2000)
+    assert chart_points(page, "train_loss_chart") == stopped_at, "points still arrive after Stop"
+    assert not page_errors(page), page_errors(page)
+    screenshot(page, "train-stopped")
+
+
+def test_decoding_steps_to_the_reversed_input(page, lab_server, reverse_checkpoint):
+    put_reverse_in_hand(page, lab_server, reverse_checkpoint)
+    navigate(page, "decoding")
+    field = page.locator(".st-key-decode_input input")
+    field.fill(SOURCE)
+    field.press("Enter")
+    wait_idle(page)
+    output = page.locator(".st-key-decode_output")
+    next_button = button(page, "decode_next")
+    clicks = 0
+    while next_button.is_enabled() and clicks < 20:  # four tokens and EOS: five steps, four clicks
+        expect(output).to_have_count(0)  # the answer shows only once decoding reached the end
+        next_button.click()
+        clicks += 1
+        expect(main(page).get_by_text(f"Step {clicks + 1} of")).to_be_visible(timeout=30_000)
+        wait_idle(page)
+    assert clicks == len(SOURCE.split()), f"{clicks} clicks to reach the end"
+    expect(output).to_contain_text(f"Output: {REVERSED}")
+    expect(output).to_contain_text("✅ right")
+    assert not page_errors(page), page_errors(page)
+    screenshot(page, "decoding-end")
+
+    button(page, "decode_reset").click()
+    expect(output).to_have_count(0, timeout=30_000)
+    button(page, "decode_run_to_end").click()
+    expect(output).to_contain_text(f"Output: {REVERSED}", timeout=30_000)
+
+
+def test_masking_peek_experiment_shows_its_tables(page, lab_server, reverse_checkpoint):
+    put_reverse_in_hand(page, lab_server, reverse_checkpoint)
+    navigate(page, "masking")
+    tables_before = page.locator("[data-testid='stDataFrame']").count()
+    button(page, "exp_peek_future").click()
+    verdict = main(page).get_by_text(re.compile(r"With the causal mask: 0 of \d+ positions changed"))
+    expect(verdict).to_be_visible(timeout=30_000)
+    without = main(page).get_by_text(re.compile(r"Without the causal mask[^:]*: \d+ of \d+ positions changed"))
+    expect(without).to_be_visible()
+    expect(page.locator("[data-testid='stDataFrame']")).to_have_count(tables_before + 2)
+    assert not page_errors(page), page_errors(page)
+    screenshot(page, "masking-peek")

@@ -1,0 +1,327 @@
+"""Load test: many students at once against one server.
+
+Starts `streamlit run` (the browser tests' server fixture), opens N Playwright browser contexts in Debian's Chromium
+that all load the home page at once, then sends T of them to the Train page to start a small training run at the
+same moment. Reports sessions served without error, training runs completed or cleanly refused (the server's
+busy message), peak server RSS (the process and its children, sampled every 0.2 s) and p50/p95 time to first
+paint (navigation start to the app's title shown with its script run finished).
+
+    python tests/load_test.py [--sessions 30] [--trainers 10] [--json artifacts/load_test.json]
+
+Prints a JSON summary and a short table; exits 1 if any session errored or a training run neither completed
+nor was refused. Only 127.0.0.1 is contacted; every wait has a timeout.
+"""
+
+import argparse
+import asyncio
+import json
+import os
+import re
+import statistics
+import sys
+import threading
+import time
+import urllib.request
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Self
+
+from playwright.async_api import Error as PlaywrightError
+from playwright.async_api import async_playwright
+
+sys.path.insert(0, str(Path(__file__).resolve().parent / "browser"))  # the browser tests' fixture code
+from conftest import (
+    ARTIFACTS,
+    CHROMIUM,
+    CHROMIUM_ARGS,
+    ERROR_TEXTS,
+    EXCEPTION,
+    IDLE,
+    PAGES,
+    VIEWPORT,
+    LabServer,
+)
+
+PAGE_SIZE = os.sysconf("SC_PAGE_SIZE")
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+LOAD_TIMEOUT_S = 180.0  # one session's first page load
+TRAIN_TIMEOUT_S = 240.0  # one training run, start to finish (its time budget is far shorter)
+TRAIN_SETTINGS = {"train_steps": 100, "train_time_budget": 15}  # a small run: at most 100 steps or 15 s
+BUSY_TEXT = "The server is busy"
+DONE_TEXT = "Finished after"
+ERROR_ALERT = "[data-testid='stAlertContentError']"  # e.g. "Training stopped with an error"
+READY_JS = f"""() => document.querySelector("{IDLE} h1") ? performance.now() : false"""
+
+
+@dataclass
+class Session:
+    index: int
+    first_paint_s: float | None = None
+    served: bool = False
+    training: str | None = None  # completed, refused, failed or None (not a trainer)
+    trained_steps: int | None = None  # of a completed run
+    errors: list[str] = field(default_factory=list)
+
+
+class ServerSampler:
+    """On a thread: peak resident memory of the server process and its descendants (from /proc, every 0.2 s), and
+    how long /_stcore/health takes to answer (every 1 s): the server's own responsiveness, whatever the browsers do."""
+
+    def __init__(self, pid: int, url: str, every_s: float = 0.2, probe_every: int = 5):
+        self.pid, self.url, self.every_s, self.probe_every = pid, url, every_s, probe_every
+        self.peak_bytes = self.first_bytes = 0
+        self.samples = 0
+        self.health_s: list[float] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="server-sampler", daemon=True)
+
+    def __enter__(self) -> Self:
+        self.first_bytes = self.rss()
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join(5)
+
+    def rss(self) -> int:
+        return sum(_rss(pid) for pid in [self.pid, *_descendants(self.pid)])
+
+    def cpu_s(self) -> float:
+        """CPU seconds (user + system) the process has used so far."""
+        try:
+            fields = Path(f"/proc/{self.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            return 0.0
+        return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.every_s):
+            self.peak_bytes = max(self.peak_bytes, self.rss())
+            self.samples += 1
+            if self.samples % self.probe_every == 0:
+                self.health_s.append(self._probe())
+
+    def _probe(self, timeout_s: float = 10.0) -> float:
+        start = time.perf_counter()
+        try:
+            with urllib.request.urlopen(f"{self.url}/_stcore/health", timeout=timeout_s) as answer:
+                answer.read()
+        except OSError:
+            return timeout_s
+        return time.perf_counter() - start
+
+
+def _rss(pid: int) -> int:
+    try:
+        return int(Path(f"/proc/{pid}/statm").read_text().split()[1]) * PAGE_SIZE
+    except (OSError, IndexError, ValueError):  # the process just ended
+        return 0
+
+
+def _descendants(pid: int) -> list[int]:
+    children: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+    found, todo = [], list(children.get(pid, []))
+    while todo:
+        child = todo.pop()
+        found.append(child)
+        todo.extend(children.get(child, []))
+    return found
+
+
+async def page_errors(page) -> list[str]:
+    problems = [f"exception element: {text[:300]}" for text in await page.locator(EXCEPTION).all_inner_texts()]
+    body = await page.locator("body").inner_text()
+    return problems + [f"{marker!r} on the page" for marker in ERROR_TEXTS if marker in body]
+
+
+async def open_home(browser, url: str, session: Session):
+    """A fresh context loads the home page; records the time to first paint and whether it was served clean."""
+    context = await browser.new_context(viewport=VIEWPORT)
+    page = await context.new_page()
+    try:
+        await page.goto(url, wait_until="commit", timeout=LOAD_TIMEOUT_S * 1000)
+        ready = await page.wait_for_function(READY_JS, polling=50, timeout=LOAD_TIMEOUT_S * 1000)
+        session.first_paint_s = await ready.json_value() / 1000
+        await page.wait_for_selector(IDLE, timeout=LOAD_TIMEOUT_S * 1000)
+        session.errors += await page_errors(page)
+        session.served = not session.errors and "Transformer Lab" in await page.locator("h1").first.inner_text()
+    except PlaywrightError as err:  # a timeout or a dead page: this session was not served
+        session.errors.append(f"loading home: {err!r:.300}")
+    return context, page
+
+
+async def go_to_train(page, session: Session) -> bool:
+    """Through the sidebar (same session), then set a small run; False (with the error noted) if that fails."""
+    try:
+        await page.locator(f"[data-testid='stSidebarNav'] a[href$='/{PAGES['train']}']").first.click()
+        await page.wait_for_selector(f"{IDLE} .st-key-start_training", timeout=LOAD_TIMEOUT_S * 1000)
+        for key, value in TRAIN_SETTINGS.items():
+            field_ = page.locator(f".st-key-{key} input")
+            await field_.fill(str(value))
+            await field_.press("Tab")  # not Enter: that would submit the form
+        return True
+    except PlaywrightError as err:
+        session.errors.append(f"opening Train: {err!r:.300}")
+        return False
+
+
+async def train(page, session: Session) -> None:
+    """Click Start; the run must finish (any reason) or be refused with the busy message within the timeout."""
+    try:
+        await page.locator(".st-key-start_training button").filter(visible=True).click()
+        outcome = (page.get_by_text(DONE_TEXT).or_(page.get_by_text(BUSY_TEXT)).or_(page.locator(EXCEPTION))
+                   .or_(page.locator(ERROR_ALERT)))
+        await outcome.first.wait_for(timeout=TRAIN_TIMEOUT_S * 1000)
+        if await page.get_by_text(BUSY_TEXT).count():
+            session.training = "refused"
+        elif await page.get_by_text(DONE_TEXT).count():
+            session.training = "completed"
+            done = await page.get_by_text(DONE_TEXT).first.inner_text()
+            if steps := re.search(r"Finished after (\d+) steps", done):
+                session.trained_steps = int(steps.group(1))
+        else:
+            session.training = "failed"
+        session.errors += await page_errors(page)
+    except PlaywrightError as err:
+        session.training = "failed"
+        session.errors.append(f"training: {err!r:.300}")
+
+
+async def drive(url: str, n_sessions: int, n_trainers: int, warm_up: bool) -> tuple[list[Session], dict]:
+    timings = {}
+    async with async_playwright() as playwright:
+        browser = await playwright.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS)
+        try:
+            if warm_up:  # the first run imports torch and the package: a teacher opening the link before class
+                start = time.perf_counter()
+                context, _ = await open_home(browser, url, Session(-1))
+                await context.close()
+                timings["warm_up_s"] = round(time.perf_counter() - start, 2)
+            sessions = [Session(i) for i in range(n_sessions)]
+            start = time.perf_counter()
+            opened = await asyncio.gather(*(open_home(browser, url, s) for s in sessions))
+            timings["all_loaded_s"] = round(time.perf_counter() - start, 2)
+            trainers = [(s, page) for s, (_, page) in zip(sessions, opened) if s.served][:n_trainers]
+            ready = await asyncio.gather(*(go_to_train(page, s) for s, page in trainers))
+            start = time.perf_counter()
+            await asyncio.gather(*(train(page, s) for (s, page), ok in zip(trainers, ready) if ok))
+            timings["training_phase_s"] = round(time.perf_counter() - start, 2)
+            for session, (_, page) in zip(sessions, opened):  # nobody broke while the others trained
+                if session.served:
+                    try:
+                        session.errors += await page_errors(page)
+                    except PlaywrightError as err:
+                        session.errors.append(f"final check: {err!r:.300}")
+                    session.served = not session.errors
+            await asyncio.gather(*(context.close() for context, _ in opened))
+        finally:
+            await browser.close()
+    return sessions, timings
+
+
+def percentile(values: list[float], q: float) -> float | None:
+    """The q-th percentile (0-100) by linear interpolation; None for no values."""
+    if not values:
+        return None
+    if len(values) == 1:
+        return values[0]
+    return statistics.quantiles(values, n=100, method="inclusive")[round(q) - 1]
+
+
+def run(n_sessions: int = 30, n_trainers: int = 10, warm_up: bool = True) -> dict:
+    """Run the load test against a fresh server and return the summary."""
+    if not CHROMIUM.exists():
+        raise SystemExit(f"{CHROMIUM} is missing: install Debian's chromium (apt-get install chromium)")
+    cap = int(os.environ.get("LAB_MAX_TRAINING_JOBS", "2"))
+    started = time.perf_counter()
+    with LabServer(ARTIFACTS / "server-load-test.log") as server, ServerSampler(server.pid, server.url) as sampler:
+        sessions, timings = asyncio.run(asyncio.wait_for(drive(server.url, n_sessions, n_trainers, warm_up), 900))
+        server.check_alive()
+        server_cpu_s = sampler.cpu_s()
+        server_log_tracebacks = server.log_text().count("Traceback")
+    paints = sorted(s.first_paint_s for s in sessions if s.first_paint_s is not None)
+    trainings = [s.training for s in sessions if s.training is not None]
+    errored = [s for s in sessions if s.errors]
+    return {
+        "sessions": n_sessions,
+        "served": sum(s.served for s in sessions),
+        "errors": len(errored) + (1 if server_log_tracebacks else 0),
+        "server_log_tracebacks": server_log_tracebacks,
+        "training": {
+            "started": len(trainings),
+            "completed": trainings.count("completed"),
+            "refused": trainings.count("refused"),
+            "failed": trainings.count("failed"),
+            "steps_of_completed_runs": [s.trained_steps for s in sessions if s.training == "completed"],
+            "cap": cap,
+        },
+        "peak_rss_mb": round(sampler.peak_bytes / 2**20, 1),
+        "idle_rss_mb": round(sampler.first_bytes / 2**20, 1),
+        "rss_samples": sampler.samples,
+        "first_paint_s": {
+            "p50": _round(percentile(paints, 50)),
+            "p95": _round(percentile(paints, 95)),
+            "max": _round(paints[-1] if paints else None),
+        },
+        "health_answer_s": {
+            "p50": _round(percentile(sorted(sampler.health_s), 50)),
+            "p95": _round(percentile(sorted(sampler.health_s), 95)),
+            "max": _round(max(sampler.health_s, default=None)),
+        },
+        "timings_s": {**timings, "total_s": round(time.perf_counter() - started, 1)},
+        "server_cpu_s": round(server_cpu_s, 1),
+        "machine": {"cpus": os.cpu_count(), "load_avg_1m": round(os.getloadavg()[0], 1)},
+        "failures": [asdict(s) for s in errored],
+    }
+
+
+def _round(x: float | None) -> float | None:
+    return None if x is None else round(x, 2)
+
+
+def table(summary: dict) -> str:
+    t, p, h = summary["training"], summary["first_paint_s"], summary["health_answer_s"]
+    rows = [
+        ("sessions served without error", f"{summary['served']} / {summary['sessions']}"),
+        ("sessions with errors", str(summary["errors"])),
+        ("training runs completed", f"{t['completed']} / {t['started']}"),
+        ("training runs refused (busy)", f"{t['refused']} / {t['started']} (cap {t['cap']})"),
+        ("training runs failed", str(t["failed"])),
+        ("peak server RSS", f"{summary['peak_rss_mb']:.0f} MB (idle {summary['idle_rss_mb']:.0f} MB)"),
+        ("time to first paint p50 / p95", f"{p['p50']} s / {p['p95']} s (max {p['max']} s)"),
+        ("server health answer p50 / p95", f"{h['p50']} s / {h['p95']} s (max {h['max']} s)"),
+        ("server CPU during the test", f"{summary['server_cpu_s']} s of {summary['timings_s']['total_s']} s"),
+    ]
+    width = max(len(name) for name, _ in rows)
+    return "\n".join(f"{name:<{width}}  {value}" for name, value in rows)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sessions", type=int, default=30, help="browser sessions loading the app at once")
+    parser.add_argument("--trainers", type=int, default=10, help="of them, how many start a training run at once")
+    parser.add_argument("--no-warm-up", dest="warm_up", action="store_false",
+                        help="skip the one session that loads the app before the others (a cold server)")
+    parser.add_argument("--json", type=Path, default=ARTIFACTS / "load_test.json", help="where to write the summary")
+    args = parser.parse_args(argv)
+    if not 1 <= args.trainers <= args.sessions:
+        parser.error("--trainers must be between 1 and --sessions")
+    summary = run(args.sessions, args.trainers, args.warm_up)
+    args.json.parent.mkdir(parents=True, exist_ok=True)
+    args.json.write_text(json.dumps(summary, indent=2))
+    print(json.dumps(summary, indent=2))
+    print(table(summary))
+    t = summary["training"]
+    ok = summary["errors"] == 0 and summary["served"] == summary["sessions"] and t["failed"] == 0
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
