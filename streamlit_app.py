@@ -8,6 +8,15 @@ from transformer import CheckpointError
 st.set_page_config(page_title="Transformer Lab", page_icon="🔬", layout="wide")
 
 
+def load_shipped(name: str) -> None:
+    """Button callback: runs before the page is drawn, so the sidebar already shows the new model."""
+    try:
+        put_in_hand(shipped_checkpoint(name), f"shipped: {name}")
+        st.session_state["home_message"] = ("success", f"Loaded **{name}**. Try the Decoding or Masking pages next.")
+    except CheckpointError as err:
+        st.session_state["home_message"] = ("error", f"Could not load {name}: {err}")
+
+
 def home() -> None:
     st.title("Transformer Lab")
     st.markdown(
@@ -21,12 +30,10 @@ def home() -> None:
         st.warning("No shipped checkpoints found in `checkpoints/`: train one on the Train page.")
     cols = st.columns(max(len(names), 1))
     for col, name in zip(cols, names):
-        if col.button(f"Load {name}", key=f"load_{name}", use_container_width=True):
-            try:
-                put_in_hand(shipped_checkpoint(name), f"shipped: {name}")
-                st.success(f"Loaded **{name}**. Try the Decoding or Masking pages next.")
-            except CheckpointError as err:
-                st.error(f"Could not load {name}: {err}")
+        col.button(f"Load {name}", key=f"load_{name}", on_click=load_shipped, args=(name,), use_container_width=True)
+    if message := st.session_state.pop("home_message", None):
+        kind, text = message
+        st.success(text) if kind == "success" else st.error(text)
     st.subheader("What to do here")
     st.markdown(
         "1. **Train** a model on copy, reverse or sort and watch its loss and accuracy stream in.\n"

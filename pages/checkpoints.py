@@ -14,6 +14,15 @@ st.markdown(
     "**Load** one to make it the model in hand on every page, download it, or upload one a classmate trained."
 )
 
+def load_entry(name: str, source: str, ckpt, data: bytes) -> None:
+    """Button callback (before the page is drawn, so the sidebar shows it): put a listed checkpoint in hand.
+
+    Trained ones are loaded afresh from their bytes, so nothing done to the model in hand reaches the list.
+    """
+    put_in_hand(ckpt if source == "shipped" else load_checkpoint(data), f"{source}: {name}")
+    st.session_state["checkpoints_upload_result"] = ("success", f"**{name}** is now the model in hand.")
+
+
 # name -> (source, checkpoint, file bytes)
 entries: dict[str, tuple[str, Checkpoint, bytes]] = {}
 for name in shipped_checkpoints():
@@ -40,10 +49,8 @@ else:
     for name, (source, ckpt, data) in entries.items():
         label_col, load_col, download_col = st.columns([3, 1, 1], vertical_alignment="center")
         label_col.markdown(f"**{name}** ({source})")
-        if load_col.button("Load", key=f"load_{name}", help="Make this the model in hand on every page."):
-            # a fresh copy for trained ones, so nothing another page does to the model in hand reaches the list
-            put_in_hand(ckpt if source == "shipped" else load_checkpoint(data), f"{source}: {name}")
-            st.success(f"**{name}** is now the model in hand.")
+        load_col.button("Load", key=f"load_{name}", help="Make this the model in hand on every page.",
+                        on_click=load_entry, args=(name, source, ckpt, data))
         download_col.download_button("Download", data, f"{name}.pt", "application/octet-stream",
                                      key=f"download_{name}", help="Save this checkpoint as a .pt file.")
 

@@ -14,11 +14,19 @@ from pathlib import Path
 
 import streamlit as st
 import torch
+from streamlit.runtime.pages_manager import PagesManager
 
 from transformer import Checkpoint, CheckpointError, TrainingJob, load_checkpoint, pick_device
 from transformer.checkpoint import checkpoint_bytes
 from transformer.device import device_label
 from transformer.live import run_name
+
+# Streamlit treats a folder named pages/ as legacy auto-discovered pages until some run calls st.navigation, so the
+# first request after a (re)start that opens a page's own URL (a shared link to /compare) would run that page
+# without the frame. The first run on a server switches to st.navigation and starts over.
+if PagesManager.uses_pages_directory:
+    PagesManager.uses_pages_directory = False
+    st.rerun()
 
 CHECKPOINT_DIR = Path(__file__).resolve().parent.parent / "checkpoints"
 MAX_TRAINING_JOBS = int(os.environ.get("LAB_MAX_TRAINING_JOBS", "2"))  # concurrent runs per server (2 cores)

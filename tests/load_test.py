@@ -37,6 +37,7 @@ from conftest import (
     ERROR_TEXTS,
     EXCEPTION,
     IDLE,
+    NO_CHROMIUM,
     PAGES,
     VIEWPORT,
     LabServer,
@@ -238,7 +239,7 @@ def percentile(values: list[float], q: float) -> float | None:
 def run(n_sessions: int = 30, n_trainers: int = 10, warm_up: bool = True) -> dict:
     """Run the load test against a fresh server and return the summary."""
     if not CHROMIUM.exists():
-        raise SystemExit(f"{CHROMIUM} is missing: install Debian's chromium (apt-get install chromium)")
+        raise SystemExit(NO_CHROMIUM)
     cap = int(os.environ.get("LAB_MAX_TRAINING_JOBS", "2"))
     started = time.perf_counter()
     with LabServer(ARTIFACTS / "server-load-test.log") as server, ServerSampler(server.pid, server.url) as sampler:

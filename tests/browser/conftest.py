@@ -27,14 +27,14 @@ CHROMIUM_ARGS = [
     "--disable-sync", "--no-first-run", "--disable-dev-shm-usage",
 ]
 VIEWPORT = {"width": 1400, "height": 1000}  # wide enough that the sidebar stays open
-# Every page of the app: its URL path and its title in the sidebar navigation.
+# Every page of the app and its URL path.
 PAGES = {"home": "", "train": "train", "anatomy": "anatomy", "masking": "masking", "decoding": "decoding",
          "compare": "compare", "checkpoints": "checkpoints"}
 IDLE = "[data-testid='stApp'][data-test-script-state='notRunning']"
 EXCEPTION = "[data-testid='stException']"
 ERROR_TEXTS = ("Traceback", "This app has encountered an error")
-requires_chromium = pytest.mark.skipif(not CHROMIUM.exists(),
-                                       reason=f"{CHROMIUM} is missing: install Debian's chromium (apt-get install chromium)")
+NO_CHROMIUM = f"{CHROMIUM} is missing: install Debian's chromium (apt-get install chromium)"
+requires_chromium = pytest.mark.skipif(not CHROMIUM.exists(), reason=NO_CHROMIUM)
 
 
 def free_port() -> int:
@@ -45,14 +45,14 @@ def free_port() -> int:
 
 
 class LabServer:
-    """`streamlit run streamlit_app.py` on 127.0.0.1 in a child process, its output in a log file."""
+    """`streamlit run streamlit_app.py` on 127.0.0.1 in a child process, its output in a log file. It inherits
+    the environment (e.g. LAB_MAX_TRAINING_JOBS); error details are shown in full so a failing test says why."""
 
-    def __init__(self, log_path: Path, env: dict[str, str] | None = None, start_timeout_s: float = 90.0):
+    def __init__(self, log_path: Path, start_timeout_s: float = 90.0):
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.log_path = log_path
         self.start_timeout_s = start_timeout_s
-        self.env = {**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})}
         self.process: subprocess.Popen | None = None
 
     def __enter__(self) -> Self:
@@ -71,7 +71,8 @@ class LabServer:
             "--server.fileWatcherType", "none", "--client.showErrorDetails", "full",
         ]
         with open(self.log_path, "wb") as log:
-            self.process = subprocess.Popen(command, cwd=ROOT, env=self.env, stdout=log, stderr=subprocess.STDOUT)
+            self.process = subprocess.Popen(command, cwd=ROOT, env={**os.environ, "PYTHONUNBUFFERED": "1"}, stdout=log,
+                                            stderr=subprocess.STDOUT)
         deadline = time.monotonic() + self.start_timeout_s
         while time.monotonic() < deadline:
             self.check_alive()
@@ -166,7 +167,7 @@ def lab_server() -> Iterator[LabServer]:
 @pytest.fixture(scope="session")
 def browser():
     if not CHROMIUM.exists():
-        pytest.skip(f"{CHROMIUM} is missing: install Debian's chromium (apt-get install chromium)")
+        pytest.skip(NO_CHROMIUM)
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as playwright:
