@@ -19,6 +19,7 @@ from streamlit.runtime.pages_manager import PagesManager
 from transformer import Checkpoint, CheckpointError, TrainingJob, load_checkpoint, pick_device
 from transformer.checkpoint import checkpoint_bytes
 from transformer.device import device_label
+from transformer.experiments import ExperimentJob
 from transformer.live import run_name
 
 # Streamlit treats a folder named pages/ as legacy auto-discovered pages until some run calls st.navigation, so the
@@ -50,14 +51,14 @@ def training_slots() -> threading.BoundedSemaphore:
     return threading.BoundedSemaphore(MAX_TRAINING_JOBS)
 
 
-def _stop_jobs(jobs: list[TrainingJob]) -> None:
+def _stop_jobs(jobs: list[TrainingJob | ExperimentJob]) -> None:
     for job in jobs:
         job.stop()
 
 
 @st.cache_resource(scope="session", on_release=_stop_jobs)
-def session_jobs() -> list[TrainingJob]:
-    """This session's jobs; Streamlit stops them when the session ends."""
+def session_jobs() -> list[TrainingJob | ExperimentJob]:
+    """This session's training and experiment jobs; Streamlit stops them when the session ends."""
     return []
 
 
