@@ -297,14 +297,15 @@ def _sampler(temperature: float, top_k: int | None, generator: torch.Generator |
 @contextmanager
 def _inference(model: Transformer):
     """Eval mode and no autograd inside the block; every module's own mode comes back after it."""
-    modes = [(m, m.training) for m in model.modules()]
-    model.eval()
+    training = [m for m in model.modules() if m.training]  # usually none: models in hand are in eval mode
+    for m in training:
+        m.training = False
     try:
-        with torch.no_grad():
+        with torch.inference_mode():
             yield
     finally:
-        for m, training in modes:
-            m.training = training
+        for m in training:
+            m.training = True
 
 
 def _run(model: Transformer, steps: Iterator[T]) -> Iterator[T]:
