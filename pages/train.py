@@ -134,7 +134,7 @@ st.button("Stop", key="stop_training", disabled=not running, on_click=stop_job,
           help="Stops training after the current step; the model trained so far is kept.")
 
 
-@st.fragment(run_every=0.5 if running else None)
+@st.fragment(run_every=1.0 if running else None)
 def live_view(job: TrainingJob, polling: bool) -> None:
     """Progress, curves and a few decoded examples; reruns the whole page once the run ends."""
     job.touch()
