@@ -31,7 +31,9 @@ if PagesManager.uses_pages_directory:
 
 CHECKPOINT_DIR = Path(__file__).resolve().parent.parent / "checkpoints"
 MAX_TRAINING_JOBS = int(os.environ.get("LAB_MAX_TRAINING_JOBS", "2"))  # concurrent runs per server (2 cores)
-JOB_IDLE_TIMEOUT_S = 30.0  # a job whose page has stopped polling (tab closed) stops after this long
+JOB_IDLE_TIMEOUT_S = 30.0
+BUSY_MESSAGE = (f"The server is busy training other students' models ({MAX_TRAINING_JOBS} at most at once): "
+                "try again in a minute.")  # a job whose page has stopped polling (tab closed) stops after this long
 
 
 @st.cache_resource

@@ -5,7 +5,7 @@ from dataclasses import replace
 
 import streamlit as st
 
-from pages.common import JOB_IDLE_TIMEOUT_S, MAX_TRAINING_JOBS, session_jobs, training_slots
+from pages.common import BUSY_MESSAGE, JOB_IDLE_TIMEOUT_S, session_jobs, training_slots
 from transformer.experiments import (
     CUSTOM, INT_RANGES, READY, SIZE_CHOICES, SWITCHES, CompareState, ExperimentJob, ExperimentRun, experiment_for,
     experiment_from_json, experiment_to_json, from_query_params, load_shipped, runs_frame, state_for, summary_table,
@@ -136,8 +136,7 @@ if buttons.button("Rerun live", key="compare_run", type="primary", disabled=runn
         new_job = ExperimentJob(experiment, slots=training_slots(), idle_timeout_s=JOB_IDLE_TIMEOUT_S)
         new_job.poll()
     except ServerBusy:
-        st.warning(f"The server is busy training other students' models ({MAX_TRAINING_JOBS} at most at once): "
-                   "try again in a minute. The shipped results below need no training.")
+        st.warning(f"{BUSY_MESSAGE} The shipped results below need no training.")
     except ValueError as err:
         st.error(f"These settings don't work: {err}")
     else:

@@ -4,7 +4,7 @@ from dataclasses import asdict
 
 import streamlit as st
 
-from pages.common import JOB_IDLE_TIMEOUT_S, MAX_TRAINING_JOBS, save_finished_job, session_jobs, training_slots
+from pages.common import BUSY_MESSAGE, JOB_IDLE_TIMEOUT_S, save_finished_job, session_jobs, training_slots
 from transformer.figures.training import accuracy_figure, loss_figure
 from transformer.live import build_configs, live_examples, metrics_table, progress
 from transformer.model import ModelConfig
@@ -113,8 +113,7 @@ if start:
             job = TrainingJob(model_config, data_config, train_config, slots=training_slots(),
                               idle_timeout_s=JOB_IDLE_TIMEOUT_S).start()
         except ServerBusy:
-            st.warning(f"The server is busy training other students' models ({MAX_TRAINING_JOBS} at most at once): "
-                       "try again in a minute.")
+            st.warning(BUSY_MESSAGE)
         except ValueError as err:
             st.error(f"These settings don't work: {err}")
         else:
