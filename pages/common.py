@@ -4,7 +4,9 @@ Session state keys:
 - "in_hand": the `Checkpoint` every probing page uses (shipped, trained here, or uploaded), or absent;
 - "in_hand_name": its label in the sidebar;
 - "job": the session's `TrainingJob`, or absent;
-- "trained": {name: checkpoint bytes} of runs finished in this session.
+- "trained": {name: checkpoint bytes} of runs finished in this session;
+- "train_saved": the finished job last saved, its name, checkpoint bytes or error (see `save_finished_job`).
+Pages keep their own widget state under keys prefixed with the page's name.
 """
 
 import os
@@ -31,9 +33,9 @@ if PagesManager.uses_pages_directory:
 
 CHECKPOINT_DIR = Path(__file__).resolve().parent.parent / "checkpoints"
 MAX_TRAINING_JOBS = int(os.environ.get("LAB_MAX_TRAINING_JOBS", "2"))  # concurrent runs per server (2 cores)
-JOB_IDLE_TIMEOUT_S = 30.0
+JOB_IDLE_TIMEOUT_S = 30.0  # a job whose page has stopped polling (tab closed) stops after this long
 BUSY_MESSAGE = (f"The server is busy training other students' models ({MAX_TRAINING_JOBS} at most at once): "
-                "try again in a minute.")  # a job whose page has stopped polling (tab closed) stops after this long
+                "try again in a minute.")
 
 
 @st.cache_resource
