@@ -142,8 +142,9 @@ class Trainer:
         self.model = Transformer(model_config).to(self.device)
         self.valid = self.data.valid.to(self.device)
         self.probe = _slice(self.valid, 0, train_config.eval_size)
+        self.parameters = list(self.model.parameters())
         self.optimizer = torch.optim.Adam(
-            self.model.parameters(), lr=train_config.lr, betas=(0.9, 0.98), eps=1e-9, fused=True
+            self.parameters, lr=train_config.lr, betas=(0.9, 0.98), eps=1e-9, fused=True
         )
         self.history: list[MetricRow] = []
         self.attention_snapshots: list[dict] = []  # {"step": int, "maps": AttentionMaps} when record_attention
@@ -184,7 +185,7 @@ class Trainer:
             self.optimizer.zero_grad(set_to_none=True)
             loss.backward()
             if cfg.clip_grad:
-                torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.clip_grad, foreach=True)
+                torch.nn.utils.clip_grad_norm_(self.parameters, cfg.clip_grad, foreach=True)
             self.optimizer.step()
             losses.append(loss.detach())
             tokens += batch.n_tokens
@@ -218,14 +219,14 @@ class Trainer:
 
     @torch.no_grad()
     def _solved(self) -> bool:
-        """Whether greedy decoding gets the whole held-out set right. With the causal mask, teacher-forced passes
-        over chunks of 250 rule out a miss cheaply first; greedy decoding then confirms."""
-        model, pad = self.model.eval(), self.vocab.pad_id
-        chunks = [_slice(self.valid, i, i + 250) for i in range(0, self.valid.src.size(0), 250)]
-        solved = not model.config.causal_mask or all(
-            teacher_forced_exact(model(c.src, c.tgt_in), c, pad).all() for c in chunks
-        )
-        solved = solved and exact_match(model, self.valid, self.vocab.bos_id, self.vocab.eos_id, True) == 1.0
+        """Whether greedy decoding gets the whole held-out set right, scored in chunks of 250 that stop at the
+        first miss: teacher-forced for a causal model (see `teacher_forced_exact`), decoded otherwise."""
+        model, vocab = self.model.eval(), self.vocab
+        if model.config.causal_mask:
+            chunks = (_slice(self.valid, i, i + 250) for i in range(0, self.valid.src.size(0), 250))
+            solved = all(teacher_forced_exact(model(c.src, c.tgt_in), c, vocab.pad_id).all() for c in chunks)
+        else:
+            solved = exact_match(model, self.valid, vocab.bos_id, vocab.eos_id, stop_at_first_miss=True) == 1.0
         model.train()
         return solved
 
