@@ -78,6 +78,10 @@ with st.form("train_settings"):
                                           key="train_label_smoothing",
                                           help="Moves this much probability off the right token in the loss "
                                                "(the paper: 0.1).")
+        ema_decay = st.number_input("Weight averaging (EMA decay)", 0.0, 0.999, TRAIN.ema_decay, step=0.01,
+                                    format="%.3f", key="train_ema_decay",
+                                    help="The model you get is a running average of the trained weights, which "
+                                         "jitter from step to step at a high learning rate. 0 keeps the raw weights.")
         device = st.selectbox("Device", ["auto", "cpu", "cuda", "mps"], key="train_device",
                               help="Where to compute; auto takes a GPU when there is one.")
     with switch_col:
@@ -107,7 +111,7 @@ if start:
                            positional=positional, norm_first=norm_first, causal_mask=causal_mask,
                            scale_scores=scale_scores),
                 train=dict(steps=steps, time_budget_s=float(time_budget_s), batch_size=batch_size, lr=lr,
-                           warmup=warmup, schedule=schedule, label_smoothing=label_smoothing, seed=seed,
+                           warmup=warmup, schedule=schedule, label_smoothing=label_smoothing, ema_decay=ema_decay, seed=seed,
                            device=device),
             )
             job = TrainingJob(model_config, data_config, train_config, slots=training_slots(),

@@ -34,7 +34,8 @@ def test_exact_match_without_decoding_agrees_with_greedy_decoding(causal_mask):
     """Teacher-forced exact-match (used for the curves) equals greedy decoding's on half-trained models, whose
     rows are partly right: row by row with the causal mask; without it, decoding is what gets scored."""
     data = DataConfig(task="reverse", min_len=1, max_len=8, seed=0)
-    trainer = Trainer(ModelConfig(causal_mask=causal_mask), data, TrainConfig(steps=10**6, early_stop=False))
+    train = TrainConfig(steps=10**6, early_stop=False, ema_decay=0)  # raw weights: without the mask, rows are mixed
+    trainer = Trainer(ModelConfig(causal_mask=causal_mask), data, train)
     vocab, fractions = trainer.vocab, []
     for steps in (60, 120, 200):
         trainer.train_config.steps = steps
@@ -44,6 +45,18 @@ def test_exact_match_without_decoding_agrees_with_greedy_decoding(causal_mask):
         assert fast == greedy
         fractions.append(greedy)
     assert any(0 < f < 1 for f in fractions), fractions  # the agreement was tested on mixed rows
+
+
+def test_the_kept_model_is_the_running_average_of_the_trained_weights():
+    trainer = Trainer(ModelConfig(), COPY, TrainConfig(steps=1, early_stop=False, ema_decay=0.99))
+    start = [p.detach().clone() for p in trainer.network.parameters()]
+    trainer.run()
+    d = min(0.99, 2 / 11)  # the decay after step 1, still warming up
+    for average, before, after in zip(trainer.model.parameters(), start, trainer.network.parameters()):
+        torch.testing.assert_close(average, d * before + (1 - d) * after)
+    assert not torch.equal(start[0], next(trainer.network.parameters()))  # the step moved the weights
+    raw = Trainer(ModelConfig(), COPY, TrainConfig(steps=1, ema_decay=0))
+    assert raw.model is raw.network
 
 
 def test_without_early_stopping_it_trains_to_the_step_budget():
@@ -62,7 +75,7 @@ def test_schedule_warms_up_then_decays():
 def test_divergence_is_a_clear_error_not_a_nan_curve(monkeypatch):
     trainer = Trainer(ModelConfig(), COPY, TrainConfig(steps=50))
     with torch.no_grad():
-        trainer.model.generator.proj.bias.fill_(float("nan"))
+        trainer.network.generator.proj.bias.fill_(float("nan"))
     with pytest.raises(TrainingDiverged, match="learning rate"):
         trainer.run()
 
@@ -75,7 +88,8 @@ def test_stop_and_time_budget():
     assert result.reason == "time budget" and result.seconds < 3
 
 
-@pytest.mark.parametrize("bad", [dict(lr=0), dict(steps=0), dict(label_smoothing=1.0), dict(schedule="cosine")])
+@pytest.mark.parametrize("bad", [dict(lr=0), dict(steps=0), dict(label_smoothing=1.0), dict(schedule="cosine"),
+                                 dict(ema_decay=1.0), dict(ema_decay=-0.1)])
 def test_bad_train_settings_are_refused(bad):
     with pytest.raises(ValueError):
         TrainConfig(**bad)
@@ -124,7 +138,7 @@ def test_an_unwatched_job_stops_by_itself():
 def test_job_reports_divergence_as_a_message():
     job = TrainingJob(ModelConfig(), COPY, TrainConfig(steps=50))
     with torch.no_grad():
-        job.trainer.model.generator.proj.bias.fill_(float("inf"))
+        job.trainer.network.generator.proj.bias.fill_(float("inf"))
     job.start()
     wait_until(lambda: job.done)
     assert "loss became" in job.error and job.result is None

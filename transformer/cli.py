@@ -87,6 +87,7 @@ def _add_train(p: argparse.ArgumentParser) -> None:
     add("--schedule", default=train.schedule, choices=("noam", "constant"), help="after warm-up")
     add("--label-smoothing", type=float, default=train.label_smoothing, help="0 = off")
     add("--clip-grad", type=float, default=train.clip_grad, help="max gradient norm, 0 = off")
+    add("--ema-decay", type=float, default=train.ema_decay, help="keep a running average of the weights, 0 = off")
     add("--early-stop", action=switch, default=train.early_stop, help="stop once held-out is solved")
     add("--eval-every", type=int, default=train.eval_every, help="steps per progress line")
     add("--device", default=train.device, help="auto, cpu, cuda or mps")

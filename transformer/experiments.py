@@ -123,10 +123,12 @@ class Experiment:
         return self.model, self.data, replace(self.train, **{switch.field: value})
 
 
-# Reverse of inputs of length 10, the classroom model; fixed steps (no early stopping) so curves compare.
+# Reverse of inputs of length 10, the classroom model; fixed steps (no early stopping) so curves compare, and raw
+# weights, since averaging them would smooth away some of what a switch does.
 BASE_MODEL = ModelConfig()
 BASE_DATA = DataConfig(task="reverse", min_len=10, max_len=10)
-BASE_TRAIN = TrainConfig(steps=600, time_budget_s=120.0, early_stop=False, record_attention=True, eval_every=25)
+BASE_TRAIN = TrainConfig(steps=600, time_budget_s=120.0, early_stop=False, record_attention=True, eval_every=25,
+                         ema_decay=0.0)
 CUSTOM = "custom"
 
 
