@@ -277,3 +277,7 @@ def test_shipped_results_match_what_the_expectations_say():
     assert solved["layers"][0] < solved["layers"][1]  # two layers: later
     smoothing = _final("label-smoothing")
     assert smoothing[0.1]["train_loss"] > 0.3 > 0.01 > smoothing[0.0]["train_loss"]
+    averaging = {v.value: v.history for v in load_shipped("weight-averaging").variants}
+    assert [r["train_loss"] for r in averaging[0.0]] == [r["train_loss"] for r in averaging[0.99]]  # same training
+    late = {value: [r["exact_match"] for r in rows if r["step"] >= 450] for value, rows in averaging.items()}
+    assert min(late[0.99]) == 1.0 and sum(e < 0.99 for e in late[0.0]) >= 10  # the average holds, the raw hover

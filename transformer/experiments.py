@@ -82,6 +82,7 @@ SWITCHES: dict[str, Switch] = {s.field: s for s in [
                                           400: "warm-up 400"}),
     Switch("n_heads", "model", "heads", {1: "1 head", 2: "2 heads", 4: "4 heads", 8: "8 heads"}),
     Switch("n_layers", "model", "layers", {1: "1 layer", 2: "2 layers", 3: "3 layers"}),
+    Switch("ema_decay", "train", "weight averaging", {0.0: "raw weights", 0.99: "averaged weights (EMA 0.99)"}),
 ]}
 
 # ---------------------------------------------------------------------------------------------- experiments
@@ -133,9 +134,9 @@ CUSTOM = "custom"
 
 
 def _ready(key: str, title: str, expectation: str, switch: str, values: tuple, steps: int = 600,
-           **model: Any) -> Experiment:
-    return Experiment(key, title, expectation, switch, values, replace(BASE_MODEL, **model), BASE_DATA,
-                      replace(BASE_TRAIN, steps=steps))
+           data: DataConfig = BASE_DATA, lr: float = BASE_TRAIN.lr, **model: Any) -> Experiment:
+    return Experiment(key, title, expectation, switch, values, replace(BASE_MODEL, **model), data,
+                      replace(BASE_TRAIN, steps=steps, lr=lr))
 
 
 READY: dict[str, Experiment] = {e.key: e for e in [
@@ -169,6 +170,12 @@ READY: dict[str, Experiment] = {e.key: e for e in [
            "A second layer per stack doubles the cost of every step and, on a task this small, buys nothing: it "
            "solves reverse later, in more than twice the time.",
            "n_layers", (1, 2), steps=300),
+    _ready("weight-averaging", "Raw or averaged weights",
+           "Both variants train the very same weights (their training-loss curves coincide); only what is scored "
+           "differs. On reverse at lengths 1-16 and a high learning rate the raw weights jitter from step to step, "
+           "so their exact-match stalls around 90% and hovers there, while their running average climbs smoothly "
+           "and holds 100% from about step 450.", "ema_decay", (0.0, 0.99), steps=800,
+           data=replace(BASE_DATA, min_len=1, max_len=16), lr=0.01, n_layers=2, n_heads=2),
 ]}
 
 # ------------------------------------------------------------------------------------- page state and URL
