@@ -24,7 +24,9 @@ st.markdown(
     "Pick a toy task and a model, press **Start**, and watch a fresh encoder-decoder Transformer learn it: "
     "the loss falls, the held-out accuracy climbs, and five held-out inputs show what the model answers right now. "
     "Training follows section 5.3 of the paper: Adam with a learning rate that warms up linearly, then decays as "
-    "1/√step (we set the peak directly instead of deriving it from d_model)."
+    "1/√step (we set the peak directly instead of deriving it from d_model). The held-out curves, the examples and "
+    "the model you keep are a running average of the trained weights, which is steadier than the weights themselves "
+    "(set *Weight averaging* to 0 to watch the raw ones)."
 )
 st.latex(r"\mathrm{lr}(s) = \mathrm{peak}\cdot\min\left(\frac{s}{\mathrm{warmup}},\ \sqrt{\frac{\mathrm{warmup}}{s}}\right)")
 
