@@ -113,8 +113,8 @@ if start:
                            positional=positional, norm_first=norm_first, causal_mask=causal_mask,
                            scale_scores=scale_scores),
                 train=dict(steps=steps, time_budget_s=float(time_budget_s), batch_size=batch_size, lr=lr,
-                           warmup=warmup, schedule=schedule, label_smoothing=label_smoothing, ema_decay=ema_decay, seed=seed,
-                           device=device),
+                           warmup=warmup, schedule=schedule, label_smoothing=label_smoothing, ema_decay=ema_decay,
+                           seed=seed, device=device),
             )
             job = TrainingJob(model_config, data_config, train_config, slots=training_slots(),
                               idle_timeout_s=JOB_IDLE_TIMEOUT_S).start()

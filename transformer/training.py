@@ -139,7 +139,7 @@ class WeightAverage:
     """
 
     def __init__(self, network: Transformer, decay: float):
-        self.model = copy.deepcopy(network)
+        self.model = copy.deepcopy(network).eval()  # never trained itself: no dropout, no gradients
         self.model.requires_grad_(False)
         self.decay = decay
         self._averages, self._weights = list(self.model.parameters()), list(network.parameters())
@@ -271,10 +271,7 @@ class Trainer:
         if self.model.config.causal_mask:
             chunks = (_slice(self.valid, i, i + 250) for i in range(0, self.valid.src.size(0), 250))
             return all(teacher_forced_exact(self._eval_logits(c), c, vocab.pad_id).all() for c in chunks)
-        was_training = self.model.training
-        solved = exact_match(self.model, self.valid, vocab.bos_id, vocab.eos_id, stop_at_first_miss=True) == 1.0
-        self.model.train(was_training)
-        return solved
+        return exact_match(self.model, self.valid, vocab.bos_id, vocab.eos_id, stop_at_first_miss=True) == 1.0
 
     def _row(self, losses: list[torch.Tensor], tokens_per_s: float, elapsed: float, lr: float) -> MetricRow:
         scores = evaluate(self.model, self.probe, self.vocab.bos_id, self.vocab.eos_id, decode=False)
