@@ -45,13 +45,13 @@ def home() -> None:
 
 
 pages = [
-    st.Page(home, title="Home", icon="🏠", default=True),
-    st.Page("pages/train.py", title="Train", icon="🏋️"),
-    st.Page("pages/anatomy.py", title="Anatomy", icon="🧬"),
-    st.Page("pages/masking.py", title="Masking lab", icon="🎭"),
-    st.Page("pages/decoding.py", title="Decoding", icon="🔤"),
-    st.Page("pages/compare.py", title="Compare runs", icon="⚖️"),
-    st.Page("pages/checkpoints.py", title="Checkpoints", icon="💾"),
+    st.Page(home, title="Home", icon=":material/home:", default=True),
+    st.Page("pages/train.py", title="Train", icon=":material/model_training:"),
+    st.Page("pages/anatomy.py", title="Anatomy", icon=":material/schema:"),
+    st.Page("pages/masking.py", title="Masking lab", icon=":material/visibility_off:"),
+    st.Page("pages/decoding.py", title="Decoding", icon=":material/skip_next:"),
+    st.Page("pages/compare.py", title="Compare runs", icon=":material/compare_arrows:"),
+    st.Page("pages/checkpoints.py", title="Checkpoints", icon=":material/save:"),
 ]
 page = st.navigation(pages)
 session_jobs()  # registers this session so its training stops when the session ends

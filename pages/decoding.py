@@ -157,7 +157,7 @@ if i == last:
     answer, right_answer = vocab.decode(output), vocab.decode(expected)
     with st.container(key="decode_output"):
         st.success(f"Output: {answer or '(empty)'}")
-        verdict = "✅ right" if answer == right_answer else "❌ wrong"
+        verdict = ":green[:material/check_circle: right]" if answer == right_answer else ":red[:material/cancel: wrong]"
         st.markdown(f"Expected ({task.task}): `{right_answer}` {verdict}")
     if strategy == "beam":
         st.caption("Beam search returns the finished hypothesis with the highest summed log-probability (in red "

@@ -18,6 +18,15 @@ REASONS = {
     "time budget": "the time budget ran out",
     "stopped": "it was stopped (by you, or because no page watched it for a while)",
 }
+METRIC_FORMATS = {  # the table's headers and number formats; the CSV keeps the raw columns
+    "train_loss": st.column_config.NumberColumn("training loss", format="%.4f"),
+    "val_loss": st.column_config.NumberColumn("held-out loss", format="%.4f"),
+    "token_acc": st.column_config.NumberColumn("token accuracy", format="percent"),
+    "exact_match": st.column_config.NumberColumn("exact match", format="percent"),
+    "lr": st.column_config.NumberColumn("learning rate", format="%.2e"),
+    "tokens_per_s": st.column_config.NumberColumn("tokens/s", format="%d"),
+    "elapsed_s": st.column_config.NumberColumn("elapsed (s)", format="%.1f"),
+}
 
 st.title("Train a Transformer")
 st.markdown(
@@ -94,9 +103,9 @@ with st.form("train_settings"):
         norm_first = st.radio("LayerNorm", [False, True], key="train_norm",
                               format_func=lambda pre: "pre-norm" if pre else "post-norm (paper)",
                               help="Post-norm: LayerNorm(x + Sublayer(x)); pre-norm: x + Sublayer(LayerNorm(x)).")
-        causal_mask = st.toggle("Causal mask in the decoder", MODEL.causal_mask, key="train_causal",
-                                help="Off lets the decoder peek at the answer during training: watch greedy "
-                                     "decoding fail.")
+        causal_mask = st.toggle("Causal mask", MODEL.causal_mask, key="train_causal",
+                                help="The decoder's look-ahead mask. Off lets the decoder peek at the answer during "
+                                     "training: watch greedy decoding fail.")
         scale_scores = st.toggle("Scale scores by 1/√d_k", MODEL.scale_scores, key="train_scale",
                                  help="Off drops the scaling of QKᵀ, so softmax saturates as d_k grows.")
     start = st.form_submit_button("Start training", key="start_training", type="primary", disabled=running,
@@ -173,7 +182,7 @@ if job is not None:
                    f"exact match {result.exact_match:.1%} and token accuracy {result.token_acc:.1%} on the held-out "
                    "set.")
         table = metrics_table(job.rows())
-        st.dataframe(table, hide_index=True)
+        st.dataframe(table, hide_index=True, column_config=METRIC_FORMATS)
         csv_col, ckpt_col = st.columns(2)
         csv_col.download_button("Download metrics (CSV)", table.to_csv(index=False), f"{saved['name']}-metrics.csv",
                                 "text/csv", key="download_metrics")

@@ -85,6 +85,7 @@ def alignment_figure(steps: Sequence[int], scores: Mapping[str, Sequence[float]]
     fig.update_xaxes(title="training step", rangemode="tozero")
     fig.update_yaxes(title="attention on the ideal source token", range=[0, 1.02])
     fig.update_layout(title="Alignment score of each cross-attention head", font=FONT,
-                      height=400, margin=dict(l=70, r=20, t=60, b=60), hovermode="x unified",
-                      legend=dict(orientation="h", yanchor="bottom", y=1.0, xanchor="right", x=1.0))
+                      height=440, margin=dict(l=70, r=20, t=60, b=110), hovermode="x unified",
+                      # under the axis: the page shows this figure in a narrow column, too narrow for title and legend
+                      legend=dict(orientation="h", yanchor="top", y=-0.28, xanchor="left", x=0))
     return fig
