@@ -7,7 +7,14 @@ import torch
 import torch.nn as nn
 
 from transformer.masks import causal_mask, decoder_mask, padding_mask
-from transformer.model import ModelConfig, MultiHeadAttention, Transformer, scaled_dot_product_attention, sinusoidal_table
+from transformer.model import (
+    ModelConfig,
+    MultiHeadAttention,
+    Transformer,
+    fused_is_faster,
+    scaled_dot_product_attention,
+    sinusoidal_table,
+)
 
 D, H, FF = 32, 4, 64
 TOL = dict(atol=1e-5, rtol=1e-5)
@@ -106,6 +113,34 @@ def test_fast_and_explicit_attention_agree(masked):
     # is_causal (no mask tensor) is the same as the causal mask tensor, on both paths
     torch.testing.assert_close(scaled_dot_product_attention(q, k, v, is_causal=True)[0],
                                scaled_dot_product_attention(q, k, v, causal_mask(5), need_weights=True)[0], **TOL)
+
+
+def test_the_fused_kernel_runs_except_when_training_on_short_sequences_on_a_cpu():
+    def qk(batch: int, keys: int, grad: bool) -> tuple[torch.Tensor, torch.Tensor]:
+        return torch.zeros(batch, H, keys, 8, requires_grad=grad), torch.zeros(batch, H, keys, 8)
+
+    assert not fused_is_faster(*qk(128, 11, grad=True))  # a training batch of the default task
+    assert fused_is_faster(*qk(128, 11, grad=False))  # the same batch at inference
+    assert fused_is_faster(*qk(128, 33, grad=True))  # longer sequences
+    assert fused_is_faster(*qk(8, 11, grad=True))  # a small batch: 8 * 4 * 11 * 11 scores
+
+
+@pytest.mark.parametrize("masked", [None, "causal", "padding"])
+def test_training_through_the_explicit_path_gives_the_fused_kernels_outputs_and_gradients(masked):
+    q, k, v = torch.randn(3, 128, H, 11, 8).unbind(0)
+    mask = {None: None, "causal": causal_mask(11), "padding": padding_mask(ids([[5] * 11, [5] * 4] * 64), 0)}[masked]
+    inputs = [t.clone().requires_grad_() for t in (q, k, v)]
+    assert not fused_is_faster(*inputs[:2])
+    out, weights = scaled_dot_product_attention(*inputs, mask)  # takes the explicit path
+    assert weights is None  # computed, but not asked for
+    fused_inputs = [t.clone().requires_grad_() for t in (q, k, v)]
+    fused = torch.nn.functional.scaled_dot_product_attention(*fused_inputs, attn_mask=mask)
+    torch.testing.assert_close(out, fused, **TOL)
+    grad = torch.randn_like(out)
+    out.backward(grad)
+    fused.backward(grad)
+    for ours, reference in zip(inputs, fused_inputs, strict=True):
+        torch.testing.assert_close(ours.grad, reference.grad, **TOL)
 
 
 def test_whole_model_attention_maps_and_paths_agree():
