@@ -30,7 +30,7 @@ def home() -> None:
         st.warning("No shipped checkpoints found in `checkpoints/`: train one on the Train page.")
     cols = st.columns(max(len(names), 1))
     for col, name in zip(cols, names):
-        col.button(f"Load {name}", key=f"load_{name}", on_click=load_shipped, args=(name,), use_container_width=True)
+        col.button(f"Load {name}", key=f"load_{name}", on_click=load_shipped, args=(name,), width="stretch")
     if message := st.session_state.pop("home_message", None):
         kind, text = message
         st.success(text) if kind == "success" else st.error(text)
@@ -40,7 +40,8 @@ def home() -> None:
         "2. **Anatomy**: the model laid out as the paper draws it, with every shape and parameter count.\n"
         "3. **Masking lab**: padding and causal masks, and what breaks without them.\n"
         "4. **Decoding**: step through greedy, sampling and beam search one token per click.\n"
-        "5. **Compare**: run two settings side by side and see which part of the design matters."
+        "5. **Compare**: run two settings side by side and see which part of the design matters.\n"
+        "6. **Checkpoints**: put any trained model in hand, download it, or upload one a classmate trained."
     )
 
 

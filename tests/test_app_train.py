@@ -88,7 +88,7 @@ def test_training_streams_curves_and_puts_the_model_in_hand(stop_jobs):
     assert len(steps) >= 2 and steps[-1] == job.result.steps
     assert {trace["name"] for trace in loss["data"]} == {"training loss", "held-out loss"}
     examples = at.dataframe[0].value
-    assert len(examples) == 5 and set(examples["right"]) <= {"✅", "❌"}
+    assert len(examples) == 5 and set(examples["right"]) <= {"✓", "✗"}
     metrics = at.dataframe[1].value
     assert metrics["step"].tolist() == steps
     downloads = {button.proto.id.rsplit("-", 1)[-1] for button in at.get("download_button")}

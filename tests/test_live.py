@@ -101,7 +101,7 @@ def test_live_examples_mark_each_output(data, monkeypatch):
     monkeypatch.setattr("transformer.live.greedy_decode", decode_two_right)
     table = live_examples(model, data)
     assert list(table.columns) == ["input", "target", "model output", "right"]
-    assert table["right"].tolist() == ["✅", "✅", "❌", "❌", "❌"]
+    assert table["right"].tolist() == ["✓", "✓", "✗", "✗", "✗"]
     source = [str(s) for s in data.valid_sources[0]]
     assert table.loc[0, "input"] == " ".join(source) and table.loc[0, "target"] == " ".join(source[::-1])
     assert table.loc[0, "model output"] == table.loc[0, "target"]
@@ -110,9 +110,9 @@ def test_live_examples_mark_each_output(data, monkeypatch):
 def test_live_examples_of_a_real_model(data):
     torch.manual_seed(0)
     table = live_examples(Transformer(ModelConfig(vocab_size=9)).eval(), data, n=3)
-    assert len(table) == 3 and set(table["right"]) <= {"✅", "❌"}
+    assert len(table) == 3 and set(table["right"]) <= {"✓", "✗"}
     wrong = table["model output"] != table["target"]
-    assert (table["right"][wrong] == "❌").all()
+    assert (table["right"][wrong] == "✗").all()
 
 
 def test_run_name_is_short_key_safe_and_unique():

@@ -114,7 +114,7 @@ def live_examples(model: Transformer, data: TaskData, n: int = 5) -> pd.DataFram
         "input": [vocab.decode(ids) for ids in batch.src.tolist()],
         "target": [vocab.decode(ids) for ids in batch.tgt_out.tolist()],
         "model output": [vocab.decode(ids) or "(nothing)" for ids in got.tolist()],
-        "right": ["✅" if ok else "❌" for ok in right],
+        "right": ["✓" if ok else "✗" for ok in right],  # plain glyphs: every font has them
     })
 
 
