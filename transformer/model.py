@@ -116,10 +116,10 @@ class PositionalEncoding(nn.Module):
 def fused_is_faster(q: torch.Tensor, k: torch.Tensor) -> bool:
     """Whether PyTorch's fused attention kernel beats the explicit path for q (B, H, T_q, d_k), k (B, H, T_k, d_k).
 
-    It does on a GPU, and for inference. What it loses on is training on a CPU: there its backward pass (flash
-    attention) pays a fixed cost per block of queries, so on short sequences (at most 32 keys, as in these tasks)
-    the explicit path's batched matmuls backpropagate faster once the scores (B, H, T_q, T_k) outnumber 32k:
-    1.3-3x at batch 128.
+    Assumed so on a GPU (its fused kernels are built for it) and measured so for inference on a CPU. Training on a
+    CPU is the exception: there the kernel's backward pass (flash attention) pays a fixed cost per block of
+    queries, so on short sequences (at most 32 keys, as in these tasks) the explicit path's batched matmuls
+    backpropagate faster once the scores (B, H, T_q, T_k) outnumber 32k: 1.3-3x at batch 128.
     """
     if q.device.type != "cpu" or not q.requires_grad or k.size(-2) > 32:
         return True
