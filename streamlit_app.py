@@ -2,19 +2,9 @@
 
 import streamlit as st
 
-from pages.common import put_in_hand, session_jobs, setup_torch, shipped_checkpoint, shipped_checkpoints, sidebar
-from transformer import CheckpointError
+from pages.common import session_jobs, setup_torch, shipped_checkpoint_buttons, sidebar
 
 st.set_page_config(page_title="Transformer Lab", page_icon="🔬", layout="wide")
-
-
-def load_shipped(name: str) -> None:
-    """Button callback: runs before the page is drawn, so the sidebar already shows the new model."""
-    try:
-        put_in_hand(shipped_checkpoint(name), f"shipped: {name}")
-        st.session_state["home_message"] = ("success", f"Loaded **{name}**. Try the Decoding or Masking pages next.")
-    except CheckpointError as err:
-        st.session_state["home_message"] = ("error", f"Could not load {name}: {err}")
 
 
 def home() -> None:
@@ -25,15 +15,7 @@ def home() -> None:
     )
     st.caption(f"Computing on: **{setup_torch()}**")
     st.subheader("Try a trained model now")
-    names = shipped_checkpoints()
-    if not names:
-        st.warning("No shipped checkpoints found in `checkpoints/`: train one on the Train page.")
-    cols = st.columns(max(len(names), 1))
-    for col, name in zip(cols, names):
-        col.button(f"Load {name}", key=f"load_{name}", on_click=load_shipped, args=(name,), width="stretch")
-    if message := st.session_state.pop("home_message", None):
-        kind, text = message
-        st.success(text) if kind == "success" else st.error(text)
+    shipped_checkpoint_buttons("load")
     st.subheader("What to do here")
     st.markdown(
         "1. **Train** a model on copy, reverse or sort and watch its loss and accuracy stream in.\n"

@@ -5,7 +5,8 @@ Session state keys:
 - "in_hand_name": its label in the sidebar;
 - "job": the session's `TrainingJob`, or absent;
 - "trained": {name: checkpoint bytes} of runs finished in this session;
-- "train_saved": the finished job last saved, its name, checkpoint bytes or error (see `save_finished_job`).
+- "train_saved": the finished job last saved, its name, checkpoint bytes or error (see `save_finished_job`);
+- "load_result": ("success" | "error", message) of the last shipped-checkpoint button, until shown.
 Pages keep their own widget state under keys prefixed with the page's name.
 """
 
@@ -81,6 +82,28 @@ def put_in_hand(checkpoint: Checkpoint, name: str) -> None:
     st.session_state["in_hand_name"] = name
 
 
+def load_shipped_checkpoint(name: str) -> None:
+    """Button callback: runs before the page is drawn, so the sidebar already shows the new model."""
+    try:
+        put_in_hand(shipped_checkpoint(name), f"shipped: {name}")
+        st.session_state["load_result"] = ("success", f"Loaded **{name}**. Try the Decoding or Masking pages next.")
+    except CheckpointError as err:
+        st.session_state["load_result"] = ("error", f"Could not load {name}: {err}")
+
+
+def shipped_checkpoint_buttons(key_prefix: str) -> None:
+    """A "Load <name>" button per shipped checkpoint, side by side, and the outcome of the last click."""
+    names = shipped_checkpoints()
+    if not names:
+        st.warning("No shipped checkpoints found in `checkpoints/`: train one on the Train page.")
+    for col, name in zip(st.columns(max(len(names), 1)), names):
+        col.button(f"Load {name}", key=f"{key_prefix}_{name}", on_click=load_shipped_checkpoint, args=(name,),
+                   width="stretch")
+    if result := st.session_state.pop("load_result", None):
+        kind, text = result
+        st.success(text) if kind == "success" else st.error(text)
+
+
 def model_in_hand() -> tuple[Checkpoint | None, str]:
     """The checkpoint probing pages use, and its label. While a run trains, its latest snapshot is in hand."""
     job: TrainingJob | None = st.session_state.get("job")
@@ -98,8 +121,10 @@ def require_model() -> Checkpoint:
     """The model in hand, or a hint and a stop when there is none."""
     checkpoint, _ = model_in_hand()
     if checkpoint is None:
-        st.info("No model in hand yet: load a shipped one on the Home page, train one, or upload one on Checkpoints.")
+        st.info("No model in hand yet: load a shipped one here, train one, or upload one on Checkpoints.")
+        shipped_checkpoint_buttons("require_load")
         st.stop()
+    st.session_state.pop("load_result", None)  # loaded from this page's buttons: the page itself shows the model
     return checkpoint
 
 

@@ -45,10 +45,10 @@ running = job is not None and job.running
 with st.form("train_settings"):
     task_col, model_col, opt_col, switch_col = st.columns(4)
     with task_col:
-        st.subheader("Task")
+        st.markdown("**Task**")
         task = st.selectbox("Task", list(TASKS), index=list(TASKS).index("reverse"), key="train_task",
-                            format_func=lambda name: f"{name}: {TASKS[name].description}",
-                            help="The function from input sequence to output sequence the model must learn.")
+                            help="The function from input sequence to output sequence the model must learn:\n\n"
+                                 + "\n".join(f"- **{name}**: {t.description}" for name, t in TASKS.items()))
         min_len = st.number_input("Shortest input", 1, 24, 6, key="train_min_len",
                                   help="Input lengths are drawn uniformly between the shortest and the longest.")
         max_len = st.number_input("Longest input", 1, 24, 8, key="train_max_len",
@@ -57,7 +57,7 @@ with st.form("train_settings"):
                                     help="How many different symbols (0, 1, 2, ...) sequences use; PAD, BOS and EOS "
                                          "come on top.")
     with model_col:
-        st.subheader("Model")
+        st.markdown("**Model**")
         d_model = st.number_input("d_model", 8, 128, MODEL.d_model, key="train_d_model",
                                   help="Width of every token vector (the paper: 512).")
         n_heads = st.number_input("Heads", 1, 8, MODEL.n_heads, key="train_heads",
@@ -69,7 +69,7 @@ with st.form("train_settings"):
         dropout = st.number_input("Dropout", 0.0, 0.5, MODEL.dropout, step=0.05, key="train_dropout",
                                   help="Fraction of activations zeroed during training (the paper: 0.1).")
     with opt_col:
-        st.subheader("Optimization")
+        st.markdown("**Optimization**")
         lr = st.number_input("Peak learning rate", 1e-4, 0.05, TRAIN.lr, step=1e-3, format="%.4f", key="train_lr",
                              help="The learning rate at the end of warm-up.")
         warmup = st.number_input("Warm-up steps", 0, 1000, TRAIN.warmup, key="train_warmup",
@@ -96,7 +96,7 @@ with st.form("train_settings"):
         device = st.selectbox("Device", ["auto", "cpu", "cuda", "mps"], key="train_device",
                               help="Where to compute; auto takes a GPU when there is one.")
     with switch_col:
-        st.subheader("Teaching switches")
+        st.markdown("**Teaching switches**")
         positional = st.radio("Positional encoding", ["sinusoidal", "learned", "none"], key="train_positional",
                               help="How the model knows token order: the paper's sine waves, a learned table, or "
                                    "nothing (try reverse without it).")

@@ -70,10 +70,14 @@ def reversed_input(at: AppTest) -> str:
     return " ".join(reversed(at.text_input(key="decode_input").value.split()))
 
 
-def test_no_model_in_hand_shows_the_hint():
+def test_no_model_in_hand_shows_the_hint_and_a_shipped_model_loads_in_place():
     at = open_page(None)
     assert "No model in hand" in at.info[0].value
     assert not at.get("plotly_chart")
+    click(at, "require_load_reverse")
+    assert at.session_state["in_hand_name"] == "shipped: reverse"
+    assert not at.info and at.get("plotly_chart")  # the page itself now shows the model
+    assert "load_result" not in at.session_state  # no stale "Loaded" message waits for the Home page
 
 
 def test_greedy_step_by_step_to_the_right_answer(solved_reverse):
