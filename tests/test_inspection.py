@@ -180,7 +180,10 @@ def test_figures(model):
     fig = positional_curves(table, [0, 1, 6])
     assert [t.name for t in fig.data] == ["dim 0 (sin)", "dim 1 (cos)", "dim 6 (sin)"]
     assert len(embedding_heatmap({"a": torch.ones(3, 8), "b": torch.zeros(3, 8)}, ["1", "2", "1"], "e").data) == 2
-    texts = [a.text for a in architecture_diagram(2, True, False, "learned", True).layout.annotations]
-    assert "Multi-Head Attention (no causal mask!)" in texts and "LayerNorm" in texts and "2×" in texts
-    texts = [a.text for a in architecture_diagram(1, False, True, "sinusoidal", False).layout.annotations]
+    def labels(fig) -> list[str]:
+        return [a.text.replace("<br>", " ") for a in fig.layout.annotations]  # box labels wrap over lines
+
+    texts = labels(architecture_diagram(2, True, False, "learned", True))
+    assert "Multi-Head Attention (unmasked!)" in texts and "LayerNorm" in texts and "2×" in texts
+    texts = labels(architecture_diagram(1, False, True, "sinusoidal", False))
     assert "Masked Multi-Head Attention" in texts and "Add & Norm" in texts and "LayerNorm" not in texts

@@ -10,6 +10,7 @@ seconds on a busy shared server, a single construction milliseconds.
 """
 
 import html
+import textwrap
 from collections.abc import Sequence
 
 import numpy as np
@@ -176,14 +177,15 @@ def projection_heatmaps(matrices: dict[str, object], n_heads: int, title: str) -
 # ---------------------------------------------------------------------------------------- architecture
 
 _COLOURS = {"attention": "#fbd9b4", "ffn": "#c7e3f5", "norm": "#f4f1a8", "embed": "#f8cfd6", "output": "#dccff0"}
-_BOX_W, _BOX_H, _GAP = 2.6, 0.62, 0.28  # box width and height, vertical gap between boxes (data units)
+_BOX_W, _BOX_H, _GAP = 2.6, 0.8, 0.28  # box width and height, vertical gap between boxes (data units)
+_LABEL_CHARS = 12  # box labels wrap at this width, so they fit the boxes of a 1024-px screen
 
 
 def _layer_boxes(kind: str, norm_first: bool, causal: bool) -> list[tuple[str, str]]:
     """(label, colour key) of one encoder or decoder layer's boxes, bottom to top."""
     sublayers = [("Multi-Head Attention", "attention"), ("Feed Forward", "ffn")]
     if kind == "decoder":
-        masked = "Masked Multi-Head Attention" if causal else "Multi-Head Attention (no causal mask!)"
+        masked = "Masked Multi-Head Attention" if causal else "Multi-Head Attention (unmasked!)"
         sublayers = [(masked, "attention"), ("Multi-Head Attention (cross)", "attention"), ("Feed Forward", "ffn")]
     boxes = []
     for sublayer in sublayers:
@@ -209,7 +211,8 @@ def _column(x: float, boxes: list[tuple[str, str]], layer: tuple[int, int], n_la
     for (label, colour), y in zip(boxes, ys):
         shapes.append(dict(type="rect", x0=x - _BOX_W / 2, x1=x + _BOX_W / 2, y0=y - _BOX_H / 2, y1=y + _BOX_H / 2,
                            fillcolor=_COLOURS[colour], line=dict(color="#333", width=1)))
-        annotations.append(dict(x=x, y=y, text=label, showarrow=False, font=dict(FONT, size=14)))
+        annotations.append(dict(x=x, y=y, text="<br>".join(textwrap.wrap(label, _LABEL_CHARS)), showarrow=False,
+                                font=dict(FONT, size=13)))
     for y0, y1 in zip(ys, ys[1:]):
         annotations.append(_arrow(x, y0 + _BOX_H / 2, x, y1 - _BOX_H / 2))
     annotations.append(dict(x=x, y=ys[-1] + _BOX_H / 2 + 0.45, text=f"<b>{title}</b>", showarrow=False,
@@ -240,7 +243,7 @@ def architecture_diagram(n_layers: int, norm_first: bool, causal_mask: bool, pos
     cross = next(i for i, (label, _) in enumerate(decoder) if "cross" in label)
     annotations.append(_arrow(-1.8 + _BOX_W / 2, enc_y[-1], 1.8 - _BOX_W / 2, dec_y[cross], arrowcolor="#c0392b"))
     annotations.append(dict(x=-1.8, y=-0.85, text="source tokens", showarrow=False, font=dict(FONT, size=14)))
-    annotations.append(dict(x=1.8, y=-0.85, text="target tokens, shifted right (BOS first)", showarrow=False,
+    annotations.append(dict(x=1.8, y=-0.85, text="target tokens, shifted<br>right (BOS first)", showarrow=False,
                             font=dict(FONT, size=14)))
     top = max(enc_y[-1], dec_y[-1]) + 1.0
     layout = dict(xaxis=dict(visible=False, range=[-3.8, 3.8]), yaxis=dict(visible=False, range=[-1.2, top]),
