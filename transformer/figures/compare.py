@@ -13,9 +13,9 @@ from .training import FONT
 VARIANT_COLOURS = ("#1f5fbf", "#d9480f", "#2b8a3e", "#862e9c")  # one per variant, in the experiment's order
 MARKER = "#555555"
 PANELS = (  # column, panel title, scale to display
-    ("train_loss", "training loss (log scale)", 1),
-    ("token_acc", "token accuracy, teacher forced", 100),
-    ("exact_match", "exact match, greedy decoding", 100),
+    ("train_loss", "training loss<br>(log scale)", 1),  # two lines: three titles side by side fit a 1024-px screen
+    ("token_acc", "token accuracy<br>(teacher forced)", 100),
+    ("exact_match", "exact match<br>(greedy decoding)", 100),
 )
 
 
@@ -50,8 +50,8 @@ def comparison_figure(histories: Mapping[str, Sequence[MetricRow]], max_points: 
     for col in (2, 3):
         fig.update_yaxes(range=[0, 101], ticksuffix="%", row=1, col=col)
     fig.update_xaxes(title="training step", rangemode="tozero")
-    fig.update_layout(font=FONT, height=400, margin=dict(l=60, r=20, t=90, b=60), hovermode="x unified",
-                      legend=dict(orientation="h", yanchor="bottom", y=1.12, xanchor="left", x=0))
+    fig.update_layout(font=FONT, height=420, margin=dict(l=60, r=20, t=110, b=60), hovermode="x unified",
+                      legend=dict(orientation="h", yanchor="bottom", y=1.2, xanchor="left", x=0))
     return fig
 
 
