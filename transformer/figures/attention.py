@@ -67,9 +67,9 @@ def _figure(traces: list[dict], layout: dict, title: str, height: int) -> go.Fig
     for name, axis in layout.items():  # explicit fonts: Streamlit's chart theme shrinks and greys axis text
         if name.startswith(("xaxis", "yaxis")):
             axis.update(tickfont=FONT, title_font=FONT)
-    layout = dict(title=dict(text=title, font=dict(FONT, size=18)), font=FONT, height=height,
-                  margin=dict(l=60, r=20, t=80, b=50), **layout)
-    return go.Figure(data=traces, layout=layout)
+    defaults = dict(title=dict(text=title, font=dict(FONT, size=18)), font=FONT, height=height,
+                    margin=dict(l=60, r=20, t=80, b=50))
+    return go.Figure(data=traces, layout={**defaults, **layout})
 
 
 def mask_heatmap(mask, row_labels: Sequence[str], col_labels: Sequence[str], title: str) -> go.Figure:
@@ -77,13 +77,16 @@ def mask_heatmap(mask, row_labels: Sequence[str], col_labels: Sequence[str], tit
     trace = dict(
         type="heatmap", z=_array(mask), zmin=0, zmax=1, xgap=2, ygap=2,
         colorscale=[[0, BLOCKED], [0.5, BLOCKED], [0.5, MAY_ATTEND], [1, MAY_ATTEND]],
-        colorbar=dict(tickvals=[0.25, 0.75], ticktext=["blocked", "may attend"], len=0.6),
+        # a key above the grid rather than beside it: the page shows two masks side by side, in narrow columns
+        colorbar=dict(tickvals=[0.25, 0.75], ticktext=["blocked", "may attend"], orientation="h", lenmode="pixels",
+                      len=180, thickness=14, x=0.5, y=1.02, yanchor="bottom", ticks="", tickangle=0, tickfont=FONT),
         customdata=_hover_grid(row_labels, col_labels),
         hovertemplate="query %{customdata[0]} → key %{customdata[1]}: %{z}<extra></extra>",
     )
     layout = dict(xaxis=dict(title="key", **_ticks(col_labels)),
                   yaxis=dict(title="query", autorange="reversed", **_ticks(row_labels)))
-    return _figure([trace], layout, title, height=160 + 32 * len(row_labels))
+    layout["margin"] = dict(l=60, r=20, t=120, b=50)
+    return _figure([trace], layout, title, height=200 + 32 * len(row_labels))
 
 
 def attention_heatmaps(weights, row_labels: Sequence[str], col_labels: Sequence[str], title: str,
