@@ -2,6 +2,7 @@
 what breaks without them (section 3.2.3)."""
 
 import random
+from collections.abc import Callable
 
 import streamlit as st
 
@@ -102,8 +103,13 @@ for stage, maps in (("before", weights.unmasked), ("after", weights.masked)):
     )
 
 
-def show_experiment(result: Experiment, with_title: str, without_title: str, lesson: str) -> None:
-    """The two diff tables, one above the other, and a verdict."""
+def show_experiment(run: Callable[[], Experiment], with_title: str, without_title: str, lesson: str) -> None:
+    """Run one experiment; show its two diff tables, one above the other, and a verdict (or why it could not run)."""
+    try:
+        result = run()
+    except ValueError as err:
+        st.error(f"{err}.")
+        return
     st.markdown(f"Changed: {result.description}. Δ compares {result.measure}s.")
     for title, table in ((with_title, result.with_mask), (without_title, result.without_mask)):
         st.markdown(f"**{title}**: {Experiment.n_changed(table)} of {len(table)} positions changed, "
@@ -134,20 +140,12 @@ with pad_col:
     pad_clicked = st.button("Pad more", key="exp_pad_more")
 
 if peek_clicked:
-    try:
-        result = peek_at_future(model, vocab, src_ids, tgt_ids, change_at)
-    except ValueError as err:
-        st.error(f"{err}.")
-    else:
-        show_experiment(result, "With the causal mask", "Without the causal mask (same weights)",
-                        "The causal mask works: no earlier output can see a later token. Without it, earlier "
-                        "positions read the future, which at generation time does not exist yet.")
+    show_experiment(lambda: peek_at_future(model, vocab, src_ids, tgt_ids, change_at),
+                    "With the causal mask", "Without the causal mask (same weights)",
+                    "The causal mask works: no earlier output can see a later token. Without it, earlier "
+                    "positions read the future, which at generation time does not exist yet.")
 if pad_clicked:
-    try:
-        result = pad_more(model, vocab, src_ids, tgt_ids, extra)
-    except ValueError as err:
-        st.error(f"{err}.")
-    else:
-        show_experiment(result, "With the padding masks", "With mask_padding=False",
-                        "The padding mask works: extra PAD changes nothing beyond float rounding. Without it, the "
-                        "outputs drift, so the same sentence would be translated differently in a different batch.")
+    show_experiment(lambda: pad_more(model, vocab, src_ids, tgt_ids, extra),
+                    "With the padding masks", "With mask_padding=False",
+                    "The padding mask works: extra PAD changes nothing beyond float rounding. Without it, the "
+                    "outputs drift, so the same sentence would be translated differently in a different batch.")
