@@ -217,6 +217,8 @@ REFUSED = {
     "unknown config key": (lambda: tampered(set_in("model_config", "colour", "red")), "unexpected 'colour'"),
     "missing config key": (lambda: tampered(lambda c: c["model_config"].pop("d_ff")), "missing 'd_ff'"),
     "bad config value": (lambda: tampered(set_in("model_config", "d_model", 30)), "divisible by n_heads"),
+    "zero heads": (lambda: tampered(set_in("model_config", "n_heads", 0)), "n_heads must be positive"),
+    "pad_id not the vocab's": (lambda: tampered(set_in("model_config", "pad_id", 5)), "pad_id is 5 but the vocab"),
     "bad config type": (lambda: tampered(set_in("model_config", "d_model", "32")), "d_model must be int, got str"),
     "bool for int": (lambda: tampered(set_in("model_config", "n_layers", True)), "n_layers must be int, got bool"),
     "bad task": (lambda: tampered(set_in("task", "task", "fly")), "unknown task 'fly'"),
@@ -264,7 +266,7 @@ def test_huge_config_refused_without_building_the_model(monkeypatch, overrides):
         raise AssertionError("model built")
 
     monkeypatch.setattr(ckpt, "Transformer", never)
-    with pytest.raises(CheckpointError, match="the most this lab loads"):
+    with pytest.raises(CheckpointError, match="the most this lab builds"):
         load_checkpoint(data)
 
 

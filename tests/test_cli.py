@@ -11,6 +11,8 @@ import torch
 from transformer.checkpoint import load_checkpoint
 from transformer.cli import main
 from transformer.decoding import greedy_decode
+from transformer.tasks import TaskData
+from transformer.training import evaluate
 
 ROOT = Path(__file__).resolve().parents[1]
 TIMEOUT_S = 300  # seconds; only a safety net, each command takes a few
@@ -79,18 +81,35 @@ def test_predict_prints_the_greedy_output(trained, capsys):
     assert len(out.split()) == 3  # the model has learned that copy keeps the length
 
 
-def test_predict_with_beam_search(trained, capsys):
-    status, out, _ = run(capsys, "predict", str(trained[2]), "5 6 7", "--beam", "3")
+@pytest.mark.parametrize("order", ["sequence first", "option first"])
+def test_predict_with_beam_search(trained, capsys, order):
+    args = ["5 6 7", "--beam", "3"] if order == "sequence first" else ["--beam", "3", "5 6 7"]
+    status, out, _ = run(capsys, "predict", str(trained[2]), *args)
     assert status == 0 and len(out.split()) == 3
 
 
-def test_predict_input_file_reports_bad_lines_and_prints_the_rest(trained, tmp_path, capsys):
+def test_predict_input_file_prints_one_line_per_line_and_reports_bad_ones(trained, tmp_path, capsys):
     lines = tmp_path / "in.txt"
-    lines.write_text("1 2 3\n\n1 x 3\n4 5 6\n")
+    lines.write_bytes(b"1 2 3\n\n1 x 3\n4 5 6\n\xff\xfe 1\n")
     status, out, err = run(capsys, "predict", str(trained[2]), "--input", str(lines))
     assert status == 1
-    assert err.startswith("line 3: ") and "'x'" in err and len(err.splitlines()) == 1
-    assert out == "".join(run(capsys, "predict", str(trained[2]), good)[1] for good in ("1 2 3", "4 5 6"))
+    assert err.splitlines()[0].startswith("line 3: ") and "'x'" in err
+    assert err.splitlines()[1] == "line 5: not UTF-8 text" and len(err.splitlines()) == 2
+    single = {good: run(capsys, "predict", str(trained[2]), good)[1] for good in ("1 2 3", "4 5 6")}
+    assert out == single["1 2 3"] + "\n\n" + single["4 5 6"] + "\n"  # output line n answers input line n
+
+
+def test_predict_input_file_without_sequences_is_an_error(trained, tmp_path, capsys):
+    lines = tmp_path / "blank.txt"
+    lines.write_text("\n  \n")
+    status, out, err = run(capsys, "predict", str(trained[2]), "--input", str(lines))
+    assert status == 2 and out == "" and "no sequence" in err
+
+
+def test_predict_notes_lengths_the_model_never_trained_on(trained, capsys):
+    status, out, err = run(capsys, "predict", str(trained[2]), "1 2 3 4 5 6")  # trained on length 3 only
+    assert status == 0 and len(out.splitlines()) == 1
+    assert err.startswith("note: 1 of 1 inputs are outside the lengths 3-3")
 
 
 def test_unknown_token_is_an_error_not_a_traceback(trained):
@@ -99,11 +118,17 @@ def test_unknown_token_is_an_error_not_a_traceback(trained):
     assert done.stderr.startswith("error: ") and "banana" in done.stderr and "Traceback" not in done.stderr
 
 
-def test_evaluate_prints_json_scores(trained, capsys):
+def test_evaluate_prints_json_scores_on_held_out_and_fresh_data(trained, capsys):
     status, out, _ = run(capsys, "evaluate", str(trained[2]), "--n", "200", "--seed", "5")
     scores = json.loads(out)
-    assert status == 0 and scores["task"] == "copy" and scores["n"] == 200
-    assert 0 <= scores["exact_match"] <= 1 and 0 <= scores["token_acc"] <= 1 and scores["val_loss"] >= 0
+    assert status == 0 and scores["task"] == "copy"
+    assert scores["fresh"]["n"] == 200 and scores["fresh"]["seed"] == 5
+    assert scores["held_out"]["n"] == 100  # the run's --n-valid
+    checkpoint = load_checkpoint(trained[2])
+    vocab, data = checkpoint.vocab, TaskData(checkpoint.task, checkpoint.vocab)
+    assert scores["held_out"] == {"n": 100, **evaluate(checkpoint.model, data.valid, vocab.bos_id, vocab.eos_id)}
+    for part in scores["held_out"], scores["fresh"]:
+        assert 0 <= part["exact_match"] <= 1 and 0 <= part["token_acc"] <= 1 and part["val_loss"] >= 0
 
 
 @pytest.mark.parametrize("command", [["predict", "{}", "1 2"], ["evaluate", "{}"]])
@@ -127,6 +152,13 @@ def test_bad_checkpoint_is_a_clear_error(command, content, tmp_path, capsys):
         (["--n-symbols", "1"], "n_symbols"),
         (["--lr", "0"], "lr"),
         (["--dropout", "1.5"], "dropout"),
+        (["--heads", "0"], "n_heads"),
+        (["--layers", "100000"], "n_layers"),
+        (["--d-model", "4000000", "--heads", "1"], "weights"),
+        (["--d-model", "512", "--d-ff", "2048", "--layers", "2", "--heads", "8"], "MB limit"),  # too big to save
+        (["--n-valid", "1000000000"], "n_valid"),
+        (["--batch-size", "1000000000"], "batch_size"),
+        (["--seed", "99999999999999999999999"], "seed"),
     ],
 )
 def test_out_of_range_setting_is_a_clear_error(args, message, tmp_path, capsys):
@@ -134,6 +166,11 @@ def test_out_of_range_setting_is_a_clear_error(args, message, tmp_path, capsys):
     assert status == 2 and out == ""
     assert err.startswith("error: ") and message in err
     assert not (tmp_path / "x.pt").exists()
+
+
+def test_out_that_is_a_folder_is_refused_before_training(tmp_path, capsys):
+    status, out, err = run(capsys, "train", "--out", str(tmp_path))
+    assert status == 2 and out == "" and "is a folder" in err and "step" not in err
 
 
 def test_evaluate_needs_a_positive_n(trained, capsys):
@@ -147,10 +184,16 @@ def test_bad_thread_count_is_a_clear_error(trained, monkeypatch, capsys):
     assert status == 2 and "TRANSFORMER_THREADS" in err
 
 
-def test_predict_needs_a_sequence_or_an_input_file(trained, capsys):
+@pytest.mark.parametrize("given", [[], ["1 2", "--input", "in.txt"]])
+def test_predict_needs_a_sequence_or_an_input_file(trained, capsys, given):
+    status, out, err = run(capsys, "predict", str(trained[2]), *given)
+    assert status == 2 and out == "" and err.startswith("error: ") and "sequence" in err
+
+
+def test_predict_refuses_extra_arguments(trained, capsys):
     with pytest.raises(SystemExit) as exit_:
-        main(["predict", str(trained[2])])
-    assert exit_.value.code == 2 and "sequence" in capsys.readouterr().err
+        main(["predict", str(trained[2]), "1 2", "3 4"])
+    assert exit_.value.code == 2 and "unrecognized arguments: 3 4" in capsys.readouterr().err
 
 
 @pytest.mark.skipif(os.name != "posix", reason="sends SIGINT")

@@ -221,12 +221,23 @@ def test_switches_change_the_model():
     tied = Transformer(dataclasses.replace(base, tie_weights=True))
     assert tied.generator.proj.weight is tied.embed.lut.weight
     assert isinstance(Transformer(dataclasses.replace(base, norm_first=True)).encoder.norm, nn.LayerNorm)
-    unscaled = Transformer(dataclasses.replace(base, scale_scores=False))
-    assert unscaled.encoder.layers[0].self_attn.scale == 1.0
+
+
+
+def test_scale_scores_off_drops_the_1_over_sqrt_d_k():
+    config = ModelConfig(d_model=D, n_heads=H)
+    scaled, unscaled = MultiHeadAttention(config), MultiHeadAttention(dataclasses.replace(config, scale_scores=False))
+    unscaled.load_state_dict(scaled.state_dict())
+    x = torch.randn(2, 5, D)
+    q, k, _ = scaled.in_proj(x).split(D, dim=2)
+    q, k = scaled.split_heads(q), scaled.split_heads(k)  # (B, H, T, d_k)
+    for attention, scores in ((scaled, q @ k.transpose(-2, -1) / (D // H) ** 0.5), (unscaled, q @ k.transpose(-2, -1))):
+        _, weights = attention(x, need_weights=True)
+        torch.testing.assert_close(weights, scores.softmax(dim=-1), **TOL)
 
 
 @pytest.mark.parametrize("bad", [dict(d_model=30, n_heads=4), dict(dropout=1.5), dict(positional="rotary"),
-                                 dict(n_layers=0), dict(pad_id=99)])
+                                 dict(n_layers=0), dict(pad_id=99), dict(n_heads=0)])
 def test_bad_config_is_refused(bad):
     with pytest.raises(ValueError):
         ModelConfig(**bad)
@@ -238,3 +249,7 @@ def test_too_long_or_wrong_type_input_is_refused():
         model(torch.full((1, 9), 4), torch.full((1, 3), 4))
     with pytest.raises(ValueError, match="int64"):
         model(torch.zeros(1, 3), torch.zeros(1, 3))
+    with pytest.raises(ValueError, match="src holds token ids from 4 to 13; this model reads 0 to 12"):
+        model(torch.tensor([[4, 13]]), torch.full((1, 3), 4))
+    with pytest.raises(ValueError, match="tgt holds token ids from -1 to 4"):
+        model(torch.full((1, 3), 4), torch.tensor([[4, -1]]))

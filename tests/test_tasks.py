@@ -59,7 +59,9 @@ def test_get_task_lists_valid_names():
         dict(n_symbols=1),
         dict(n_symbols=101),
         dict(n_valid=0),
+        dict(n_valid=10**9),
         dict(seed=-1),
+        dict(seed=2**32),
     ],
 )
 def test_config_rejects_bad_settings(kwargs):

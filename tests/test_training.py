@@ -1,13 +1,16 @@
 """The trainer: it solves a task, stops when asked or when a budget is spent, and fails loudly."""
 
+import copy
 import threading
 import time
 
 import pytest
 import torch
+import torch.nn.functional as F
 
-from transformer.model import ModelConfig
-from transformer.tasks import DataConfig
+from transformer import training
+from transformer.model import ModelConfig, Transformer
+from transformer.tasks import Batch, DataConfig, TaskData
 from transformer.training import (
     METRIC_COLUMNS, ServerBusy, TrainConfig, Trainer, TrainingDiverged, TrainingJob, evaluate, exact_match,
 )
@@ -89,10 +92,41 @@ def test_stop_and_time_budget():
 
 
 @pytest.mark.parametrize("bad", [dict(lr=0), dict(steps=0), dict(label_smoothing=1.0), dict(schedule="cosine"),
-                                 dict(ema_decay=1.0), dict(ema_decay=-0.1)])
+                                 dict(ema_decay=1.0), dict(ema_decay=-0.1), dict(batch_size=10**9),
+                                 dict(eval_size=10**9), dict(seed=2**32)])
 def test_bad_train_settings_are_refused(bad):
     with pytest.raises(ValueError):
         TrainConfig(**bad)
+
+
+def test_a_huge_model_is_refused_before_it_is_built(monkeypatch):
+    monkeypatch.setattr(training, "Transformer", lambda config: pytest.fail("model built"))
+    with pytest.raises(ValueError, match="the most this lab builds"):
+        Trainer(ModelConfig(d_model=4096, n_heads=1, d_ff=8192, n_layers=8), COPY, TrainConfig())
+
+
+def one_step(**settings) -> tuple[Trainer, Transformer, Batch]:
+    """A trainer after one step of raw weights, its network as it was before, and the batch it trained on."""
+    trainer = Trainer(ModelConfig(), COPY, TrainConfig(steps=1, eval_every=1, ema_decay=0, early_stop=False, **settings))
+    before = copy.deepcopy(trainer.network)
+    trainer.run()
+    return trainer, before, TaskData(COPY).train_batch(trainer.train_config.batch_size)
+
+
+@pytest.mark.parametrize("clip", [0.0, 0.01])
+def test_gradients_are_clipped_to_the_max_norm(clip):
+    trainer, _, _ = one_step(clip_grad=clip)
+    norm = torch.linalg.vector_norm(torch.stack([p.grad.norm() for p in trainer.parameters]))
+    assert norm <= 0.01 * (1 + 1e-4) if clip else norm > 0.1  # the gradient of a fresh model is far above 0.01
+
+
+@pytest.mark.parametrize("smoothing", [0.0, 0.3])
+def test_the_training_loss_uses_label_smoothing(smoothing):
+    trainer, before, batch = one_step(label_smoothing=smoothing)
+    logits = before(batch.src, batch.tgt_in).flatten(0, 1)
+    loss = lambda eps: F.cross_entropy(logits, batch.tgt_out.flatten(), ignore_index=0, label_smoothing=eps).item()
+    assert trainer.history[0]["train_loss"] == pytest.approx(loss(smoothing), rel=1e-5)
+    assert loss(0.3) != pytest.approx(loss(0.0), rel=1e-3)  # far apart enough to tell the settings apart
 
 
 def test_model_and_data_must_fit_together():

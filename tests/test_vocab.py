@@ -56,6 +56,17 @@ def test_encode_errors(digits, text, max_len, needle):
     assert needle in str(err.value)
 
 
+@pytest.mark.parametrize("text", [None, 3, [1, 2], b"1 2"])
+def test_encode_takes_only_text(digits, text):
+    with pytest.raises(TypeError, match="text must be a string of space-separated symbols"):
+        digits.encode(text)
+
+
+def test_decode_takes_only_integer_ids(digits):
+    with pytest.raises(TypeError, match="float"):
+        digits.decode([4, 1.5])
+
+
 def test_unknown_symbol_message_lists_allowed_symbols(digits):
     with pytest.raises(ValueError, match="0-9"):
         digits.encode("a")

@@ -200,7 +200,7 @@ def _unpack(payload: dict) -> Checkpoint:
     _check_keys(payload.keys() - {"format", "version"}, _PARTS, "checkpoint")
     _check_plain_parts(payload)
     config = _config_from(ModelConfig, payload["model_config"], "model_config")
-    _check_model_size(config)
+    check_model_size(config)
     task = _config_from(DataConfig, payload["task"], "task")
     vocab = Vocab.from_dict(payload["vocab"])
     _check_consistent(config, vocab, task)
@@ -297,12 +297,20 @@ def _n_weights(c: ModelConfig) -> int:
     return c.vocab_size * d + positions + layers + final_norms + generator
 
 
-def _check_model_size(config: ModelConfig) -> None:
-    """ValueError if the model would be too big to build safely."""
+def check_model_size(config: ModelConfig) -> None:
+    """ValueError if the model would be too big to build safely, before anything is allocated."""
     if config.n_layers > MAX_LAYERS:
-        raise ValueError(f"model_config.n_layers is {config.n_layers}; the most this lab loads is {MAX_LAYERS}")
+        raise ValueError(f"model_config.n_layers is {config.n_layers}; the most this lab builds is {MAX_LAYERS}")
     if (n := _n_weights(config)) > MAX_WEIGHTS:
-        raise ValueError(f"model_config describes {n:,} weights; the most this lab loads is {MAX_WEIGHTS:,}")
+        raise ValueError(f"model_config describes {n:,} weights; the most this lab builds is {MAX_WEIGHTS:,}")
+
+
+def check_checkpoint_size(config: ModelConfig) -> None:
+    """ValueError if a model of this size would not fit in a checkpoint file (float32 weights)."""
+    check_model_size(config)
+    if (size := 4 * _n_weights(config)) > MAX_CHECKPOINT_BYTES:
+        raise ValueError(f"this model ({_n_weights(config):,} weights) would make a checkpoint of about "
+                         f"{size / 2**20:.0f} MB, over the {_LIMIT}: make it smaller, or train without saving")
 
 
 def _check_consistent(config: ModelConfig, vocab: Vocab, task: DataConfig) -> None:
@@ -311,6 +319,8 @@ def _check_consistent(config: ModelConfig, vocab: Vocab, task: DataConfig) -> No
         raise ValueError(f"the vocabulary has {len(vocab)} tokens but model_config.vocab_size is {config.vocab_size}")
     if vocab.n_symbols != task.n_symbols:
         raise ValueError(f"the vocabulary has {vocab.n_symbols} symbols but task.n_symbols is {task.n_symbols}")
+    if config.pad_id != vocab.pad_id:
+        raise ValueError(f"model_config.pad_id is {config.pad_id} but the vocabulary's PAD is {vocab.pad_id}")
 
 
 def _check_weights(model: Transformer, state_dict: object) -> None:

@@ -15,12 +15,13 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, fields
 from functools import partial
+from pathlib import Path
 
 import torch
 from torch.nn.utils.rnn import pad_sequence
 
 from . import bench
-from .checkpoint import Checkpoint, load_checkpoint, save_checkpoint
+from .checkpoint import Checkpoint, check_checkpoint_size, load_checkpoint, save_checkpoint
 from .decoding import beam_search, greedy_decode
 from .model import ModelConfig
 from .tasks import TASKS, DataConfig, TaskData
@@ -44,7 +45,8 @@ def build_parser() -> argparse.ArgumentParser:
     defaults = argparse.ArgumentDefaultsHelpFormatter
     _add_train(commands.add_parser("train", help="train a model on a toy task and save it", formatter_class=defaults))
     _add_predict(commands.add_parser("predict", help="run a saved model on sequences"))
-    _add_evaluate(commands.add_parser("evaluate", help="score a saved model on fresh data", formatter_class=defaults))
+    _add_evaluate(commands.add_parser("evaluate", help="score a saved model on held-out and fresh data",
+                                      formatter_class=defaults))
     p = commands.add_parser("bench", help="print the performance benchmarks")
     p.add_argument("--quick", action="store_true", help="a reduced run, as a smoke test")
     p.set_defaults(run=bench_command)
@@ -97,9 +99,8 @@ def _add_train(p: argparse.ArgumentParser) -> None:
 
 def _add_predict(p: argparse.ArgumentParser) -> None:
     p.add_argument("checkpoint", help="a checkpoint file saved by `train`")
-    source = p.add_mutually_exclusive_group(required=True)
-    source.add_argument("sequence", nargs="?", help='space-separated symbols, e.g. "3 1 4"')
-    source.add_argument("--input", metavar="FILE", help="one sequence per line (blank lines are skipped)")
+    p.add_argument("sequence", nargs="?", help='space-separated symbols, e.g. "3 1 4"')
+    p.add_argument("--input", metavar="FILE", help="one sequence per line; prints one output line per input line")
     p.add_argument("--beam", type=int, metavar="N", help="beam search of width N instead of greedy decoding")
     p.set_defaults(run=predict_command)
 
@@ -113,7 +114,12 @@ def _add_evaluate(p: argparse.ArgumentParser) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     """Run the command line; returns the exit status."""
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args, extras = parser.parse_known_args(argv)
+    if args.command == "predict" and args.sequence is None and len(extras) == 1:
+        args.sequence, extras = extras[0], []  # argparse leaves a sequence that follows an option, e.g. --beam 3
+    if extras:
+        parser.error(f"unrecognized arguments: {' '.join(extras)}")
     try:
         _set_threads()
         return args.run(args) or 0
@@ -142,6 +148,8 @@ def train_command(args: argparse.Namespace) -> None:
     max_len = max(ModelConfig.max_len, data_config.max_len + 1)  # the target is one longer: BOS or EOS
     model_config = _from_args(ModelConfig, args, vocab_size=vocab_size, max_len=max_len)
     train_config = _from_args(TrainConfig, args)
+    if args.out:
+        _check_out(args.out, model_config)
     trainer = Trainer(model_config, data_config, train_config)
     print(f"training {data_config.task}, lengths {data_config.min_len}-{data_config.max_len}: "
           f"{trainer.model.num_parameters():,} parameters on {trainer.device} (Ctrl-C stops)", file=sys.stderr)
@@ -153,6 +161,17 @@ def train_command(args: argparse.Namespace) -> None:
         history, settings = trainer.history, asdict(train_config)
         out = str(save_checkpoint(args.out, trainer.model, trainer.vocab, data_config, history, settings))
     print(json.dumps({"task": data_config.task, **asdict(result), "out": out}))
+
+
+def _check_out(path: str, config: ModelConfig) -> None:
+    """Refuse now, not after training, a checkpoint that could not be written to `path` or would be too big."""
+    out = Path(path)
+    if out.is_dir():
+        raise ValueError(f"--out {path} is a folder; name a file in it, e.g. {out / 'model.pt'}")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    if not os.access(out.parent, os.W_OK):
+        raise ValueError(f"--out: cannot write to the folder {out.parent}")
+    check_checkpoint_size(config)
 
 
 def _from_args(cls: type, args: argparse.Namespace, **overrides):
@@ -187,32 +206,47 @@ def _ctrl_c_sets(stop: threading.Event) -> Iterator[None]:
 
 
 def predict_command(args: argparse.Namespace) -> int:
-    """Print the model's output for the sequence, or for each line of --input (bad lines reported on stderr)."""
+    """Print the model's output for the sequence, or one line for each line of --input: blank for a blank line
+    or a bad one (reported on stderr)."""
+    if (args.sequence is None) == (args.input is None):
+        raise ValueError("give either a sequence, e.g. \"3 1 4\", or --input FILE")
     checkpoint = load_checkpoint(args.checkpoint)
     longest = checkpoint.config.max_len - 1  # as in training: the target, one longer, must fit too
     encode = partial(checkpoint.vocab.encode, max_len=longest)
-    if args.sequence is not None:
-        sources, failed = [encode(args.sequence)], False
-    else:
-        sources, failed = _read_sources(args.input, encode)
-    for output in _decode(checkpoint, sources, args.beam):
-        print(checkpoint.vocab.decode(output))
-    return 1 if failed else 0
+    lines = [encode(args.sequence)] if args.sequence is not None else _read_sources(args.input, encode)
+    sources = [ids for ids in lines if ids]
+    if not sources:
+        raise ValueError(f"{args.input} holds no sequence to predict")
+    _note_untrained_lengths(checkpoint.task, sources)
+    outputs = iter(_decode(checkpoint, sources, args.beam))
+    for ids in lines:
+        print(checkpoint.vocab.decode(next(outputs)) if ids else "")
+    return 1 if any(ids is None for ids in lines) else 0
 
 
-def _read_sources(path: str, encode: Callable[[str], list[int]]) -> tuple[list[list[int]], bool]:
-    """The token ids of each non-blank line of a file, and whether any line failed (reported on stderr)."""
-    sources, failed = [], False
-    with open(path, encoding="utf-8") as f:
-        for n, line in enumerate(f, 1):
-            if not line.strip():
-                continue
+def _read_sources(path: str, encode: Callable[[str], list[int]]) -> list[list[int] | None]:
+    """Token ids of each line of a file: [] for a blank line, None for a bad one (reported on stderr)."""
+    lines = []
+    with open(path, "rb") as f:
+        for n, raw in enumerate(f, 1):
             try:
-                sources.append(encode(line))
+                line = raw.decode("utf-8")
+                lines.append(encode(line) if line.strip() else [])
+            except UnicodeDecodeError:
+                print(f"line {n}: not UTF-8 text", file=sys.stderr)
+                lines.append(None)
             except ValueError as err:
                 print(f"line {n}: {err}", file=sys.stderr)
-                failed = True
-    return sources, failed
+                lines.append(None)
+    return lines
+
+
+def _note_untrained_lengths(task: DataConfig, sources: list[list[int]]) -> None:
+    """A note on stderr when some inputs are shorter or longer than any the model was trained on."""
+    outside = sum(not task.min_len <= len(ids) <= task.max_len for ids in sources)
+    if outside:
+        print(f"note: {outside} of {len(sources)} inputs are outside the lengths {task.min_len}-{task.max_len} the "
+              f"model was trained on; expect mistakes there", file=sys.stderr)
 
 
 def _decode(checkpoint: Checkpoint, sources: list[list[int]], beam: int | None) -> Iterator[list[int]]:
@@ -229,14 +263,17 @@ def _decode(checkpoint: Checkpoint, sources: list[list[int]], beam: int | None) 
 
 
 def evaluate_command(args: argparse.Namespace) -> None:
-    """Print, as JSON, the model's loss, token accuracy and exact-match on fresh sequences of its task."""
+    """Print, as JSON, the model's loss, token accuracy and greedy exact-match on its run's held-out set, which
+    training never drew, and on fresh random sequences of its task, which short ones may share with training."""
     if args.n < 1:
         raise ValueError(f"--n must be at least 1, got {args.n}")
     checkpoint = load_checkpoint(args.checkpoint)
-    vocab = checkpoint.vocab
-    batch = TaskData(checkpoint.task, vocab).fresh_examples(args.n, args.seed)
-    scores = evaluate(checkpoint.model, batch, vocab.bos_id, vocab.eos_id)
-    print(json.dumps({"task": checkpoint.task.task, "n": args.n, "seed": args.seed, **scores}))
+    model, vocab = checkpoint.model, checkpoint.vocab
+    data = TaskData(checkpoint.task, vocab)
+    held_out = evaluate(model, data.valid, vocab.bos_id, vocab.eos_id)
+    fresh = evaluate(model, data.fresh_examples(args.n, args.seed), vocab.bos_id, vocab.eos_id)
+    print(json.dumps({"task": checkpoint.task.task, "held_out": {"n": data.valid.src.size(0), **held_out},
+                      "fresh": {"n": args.n, "seed": args.seed, **fresh}}))
 
 
 def bench_command(args: argparse.Namespace) -> None:

@@ -344,6 +344,7 @@ def _check_src(model: Transformer, src: torch.Tensor, single: bool = False) -> N
         raise ValueError(f"src is empty: shape {tuple(src.shape)}")
     if src.size(1) > model.config.max_len:
         raise ValueError(f"src length {src.size(1)} exceeds the model's max_len {model.config.max_len}")
+    model.check_ids(src, "src")
     if not bool((src != model.config.pad_id).any(dim=1).all()):
         raise ValueError("every src row needs at least one non-PAD token")
     if single and src.size(0) != 1:

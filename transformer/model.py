@@ -46,7 +46,8 @@ class ModelConfig:
         checks = [
             (self.vocab_size >= 4, "vocab_size must be at least 4"),
             (self.d_model >= 1 and self.n_heads >= 1, "d_model and n_heads must be positive"),
-            (self.d_model % self.n_heads == 0, f"d_model ({self.d_model}) must be divisible by n_heads ({self.n_heads})"),
+            (self.n_heads >= 1 and self.d_model % self.n_heads == 0,
+             f"d_model ({self.d_model}) must be divisible by n_heads ({self.n_heads})"),
             (self.n_layers >= 1 and self.d_ff >= 1, "n_layers and d_ff must be positive"),
             (0.0 <= self.dropout < 1.0, "dropout must be in [0, 1)"),
             (self.max_len >= 2, "max_len must be at least 2"),
@@ -420,6 +421,8 @@ class Transformer(nn.Module):
         self, src: torch.Tensor, tgt: torch.Tensor, return_attention: bool = False, mask_padding: bool = True
     ) -> torch.Tensor | tuple[torch.Tensor, AttentionMaps]:
         """Teacher-forced logits (B, T, V); with `return_attention`, also every layer's and head's weights."""
+        self.check_ids(src, "src")
+        self.check_ids(tgt, "tgt")
         src_mask = self.src_mask(src, mask_padding)
         memory, enc_maps = self.encode(src, src_mask, return_attention)
         logits, self_maps, cross_maps = self.decode(tgt, memory, src_mask, mask_padding=mask_padding, need_weights=return_attention)
@@ -432,6 +435,13 @@ class Transformer(nn.Module):
             raise ValueError(f"expected int64 token ids of shape (B, T), got {tuple(ids.shape)} {ids.dtype}")
         if start + ids.size(1) > self.config.max_len:
             raise ValueError(f"sequence of length {start + ids.size(1)} exceeds the model's max_len {self.config.max_len}")
+
+    def check_ids(self, ids: torch.Tensor, name: str = "ids") -> None:
+        """ValueError unless `ids` is an int64 (B, T) tensor of token ids that this model can read."""
+        self._check_length(ids)
+        n = self.config.vocab_size
+        if ids.numel() and bool(((ids < 0) | (ids >= n)).any()):
+            raise ValueError(f"{name} holds token ids from {int(ids.min())} to {int(ids.max())}; this model reads 0 to {n - 1}")
 
     def num_parameters(self) -> int:
         return sum(p.numel() for p in self.parameters())

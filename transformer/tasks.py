@@ -22,6 +22,8 @@ import torch
 from .vocab import MAX_SYMBOLS, N_SPECIAL, Vocab
 
 MAX_SEQ_LEN = 64  # longest source sequence a DataConfig allows
+MAX_VALID = 100_000  # largest held-out set
+MAX_SEED = 2**32 - 1
 
 TaskFn = Callable[[list[int], int], list[int]]  # (source symbol indices, n_symbols) -> target
 
@@ -106,10 +108,10 @@ class DataConfig:
             )
         if not 2 <= self.n_symbols <= MAX_SYMBOLS:
             raise ValueError(f"n_symbols must be in 2..{MAX_SYMBOLS}, got {self.n_symbols}")
-        if self.n_valid < 1:
-            raise ValueError(f"n_valid must be at least 1, got {self.n_valid}")
-        if self.seed < 0:
-            raise ValueError(f"seed must be non-negative, got {self.seed}")
+        if not 1 <= self.n_valid <= MAX_VALID:
+            raise ValueError(f"n_valid must be in 1..{MAX_VALID:,}, got {self.n_valid}")
+        if not 0 <= self.seed <= MAX_SEED:
+            raise ValueError(f"seed must be in 0..{MAX_SEED}, got {self.seed}")
 
 
 @dataclass

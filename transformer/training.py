@@ -14,10 +14,12 @@ import torch.nn.functional as F
 
 from .decoding import greedy_decode
 from .device import pick_device
+from .checkpoint import check_model_size
 from .model import ModelConfig, Transformer
-from .tasks import Batch, DataConfig, TaskData
+from .tasks import MAX_SEED, Batch, DataConfig, TaskData
 
 MetricRow = dict[str, float]
+MAX_BATCH = 8192  # sequences in one training batch or held-out probe
 METRIC_COLUMNS = ("step", "train_loss", "val_loss", "token_acc", "exact_match", "lr", "tokens_per_s", "elapsed_s")
 
 
@@ -49,14 +51,16 @@ class TrainConfig:
         checks = [
             (self.steps >= 1, "steps must be at least 1"),
             (self.time_budget_s > 0, "time_budget_s must be positive"),
-            (self.batch_size >= 1, "batch_size must be at least 1"),
+            (1 <= self.batch_size <= MAX_BATCH, f"batch_size must be in 1..{MAX_BATCH}"),
             (0 < self.lr <= 1, "lr must be in (0, 1]"),
             (self.warmup >= 0, "warmup must be >= 0"),
             (self.schedule in ("noam", "constant"), "schedule must be noam or constant"),
             (0 <= self.label_smoothing < 1, "label_smoothing must be in [0, 1)"),
             (self.clip_grad >= 0, "clip_grad must be >= 0"),
             (0 <= self.ema_decay < 1, "ema_decay must be in [0, 1)"),
-            (self.eval_every >= 1 and self.eval_size >= 1, "eval_every and eval_size must be at least 1"),
+            (self.eval_every >= 1, "eval_every must be at least 1"),
+            (1 <= self.eval_size <= MAX_BATCH, f"eval_size must be in 1..{MAX_BATCH}"),
+            (0 <= self.seed <= MAX_SEED, f"seed must be in 0..{MAX_SEED}"),
         ]
         for ok, message in checks:
             if not ok:
@@ -158,6 +162,7 @@ class Trainer:
     """
 
     def __init__(self, model_config: ModelConfig, data_config: DataConfig, train_config: TrainConfig):
+        check_model_size(model_config)
         self.train_config = train_config
         self.device = pick_device(train_config.device)
         torch.manual_seed(train_config.seed)

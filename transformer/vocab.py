@@ -85,6 +85,8 @@ class Vocab:
 
     def encode(self, text: str, max_len: int | None = None) -> list[int]:
         """Token ids of the space-separated symbols in `text` (no BOS/EOS)."""
+        if not isinstance(text, str):
+            raise TypeError(f"text must be a string of space-separated symbols, got {type(text).__name__}")
         words = text.split()
         if not words:
             raise ValueError(f"enter at least one symbol ({self._allowed})")
