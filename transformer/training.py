@@ -12,9 +12,9 @@ from typing import Literal
 import torch
 import torch.nn.functional as F
 
+from .checkpoint import check_model_size
 from .decoding import greedy_decode
 from .device import pick_device
-from .checkpoint import check_model_size
 from .model import ModelConfig, Transformer
 from .tasks import MAX_SEED, Batch, DataConfig, TaskData
 
