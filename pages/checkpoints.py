@@ -78,7 +78,7 @@ st.file_uploader(
     help="Only plain data and tensors are read from the file (torch.load with weights_only=True); "
          "nothing in it can run.",
 )
-if result := st.session_state.get("checkpoints_upload_result"):
+if result := st.session_state.pop("checkpoints_upload_result", None):
     kind, message = result
     if kind == "success":
         st.success(message)

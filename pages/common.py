@@ -4,6 +4,7 @@ Session state keys:
 - "in_hand": the `Checkpoint` every probing page uses (shipped, trained here, or uploaded), or absent;
 - "in_hand_name": its label in the sidebar;
 - "job": the session's `TrainingJob`, or absent;
+- "follow_job": True from Start until the run is put in hand; a model loaded meanwhile sets it False, and stays;
 - "trained": {name: checkpoint bytes} of runs finished in this session;
 - "train_saved": the finished job last saved, its name, checkpoint bytes or error (see `save_finished_job`);
 - "load_result": ("success" | "error", message) of the last shipped-checkpoint button, until shown.
@@ -78,8 +79,10 @@ def shipped_checkpoint(name: str) -> Checkpoint:
 
 
 def put_in_hand(checkpoint: Checkpoint, name: str) -> None:
+    """Make `checkpoint` the model every page probes; a run still training no longer takes its place."""
     st.session_state["in_hand"] = checkpoint
     st.session_state["in_hand_name"] = name
+    st.session_state["follow_job"] = False
 
 
 def load_shipped_checkpoint(name: str) -> None:
@@ -105,9 +108,10 @@ def shipped_checkpoint_buttons(key_prefix: str) -> None:
 
 
 def model_in_hand() -> tuple[Checkpoint | None, str]:
-    """The checkpoint probing pages use, and its label. While a run trains, its latest snapshot is in hand."""
+    """The checkpoint probing pages use, and its label. While a run trains, its latest snapshot is in hand, unless
+    the student has put another model in hand since it started."""
     job: TrainingJob | None = st.session_state.get("job")
-    if job is not None and job.running:
+    if job is not None and job.running and st.session_state.get("follow_job"):
         model = job.model_snapshot()
         if model is not None:
             trainer = job.trainer
@@ -142,7 +146,8 @@ def _job_heartbeat() -> None:
 
 
 def save_finished_job() -> None:
-    """Once per finished job: a checkpoint of its model, listed on the Checkpoints page and put in hand.
+    """Once per finished job: a checkpoint of its model, listed on the Checkpoints page and put in hand (unless
+    the student put another model in hand during the run).
 
     Runs on every page, so a run that ends while the student is elsewhere still becomes the model in hand.
     """
@@ -152,11 +157,12 @@ def save_finished_job() -> None:
     trainer = job.trainer
     trained = st.session_state.setdefault("trained", {})
     name = run_name(trainer.model.config, trainer.data.config, {*trained, *shipped_checkpoints()})
-    saved = {"job": job, "name": name, "data": None, "error": None}
+    saved = {"job": job, "name": name, "data": None, "error": None, "in_hand": st.session_state.get("follow_job")}
     try:
         saved["data"] = checkpoint_bytes(trainer.model, trainer.vocab, trainer.data.config, job.rows(),
                                          asdict(job.train_config), meta={"name": name})
-        put_in_hand(load_checkpoint(saved["data"]), f"trained: {name}")
+        if saved["in_hand"]:
+            put_in_hand(load_checkpoint(saved["data"]), f"trained: {name}")
         trained[name] = saved["data"]
     except (ValueError, CheckpointError) as err:
         saved["error"] = str(err)

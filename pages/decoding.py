@@ -110,9 +110,10 @@ if trace is None or trace["model"] is not model or trace["key"] != key:
     except ValueError as err:
         st.error(f"Could not decode this input: {err}")
         st.stop()
+    same_input = trace is not None and trace["key"] == key  # only the model changed: a training run moved on
+    st.session_state["decode_step"] = min(st.session_state["decode_step"], len(steps) - 1) if same_input else 0
     trace = dict(key=key, model=model, steps=steps, output=output, expected=expected, forced=forced)
     st.session_state["decode_trace"] = trace
-    st.session_state["decode_step"] = 0
 steps, i = trace["steps"], st.session_state["decode_step"]
 step, last = steps[i], len(steps) - 1
 

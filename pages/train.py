@@ -136,6 +136,7 @@ if start:
             jobs[:] = [j for j in jobs if j.running]  # finished jobs need no stopping: let them be freed
             jobs.append(job)
             st.session_state["job"] = job
+            st.session_state["follow_job"] = True  # the run is the model in hand while it trains
             st.rerun()  # redraw with Start disabled and the live view polling
 
 
@@ -191,4 +192,8 @@ if job is not None:
         else:
             ckpt_col.download_button("Download checkpoint", saved["data"], f"{saved['name']}.pt",
                                      "application/octet-stream", key="download_checkpoint")
-            st.info(f"The model is now **in hand** as *trained: {saved['name']}*: open it up on the other pages.")
+            if saved["in_hand"]:
+                st.info(f"The model is now **in hand** as *trained: {saved['name']}*: open it up on the other pages.")
+            else:
+                st.info(f"Saved as *{saved['name']}* on the Checkpoints page. The model in hand is still the one you "
+                        "loaded during the run.")

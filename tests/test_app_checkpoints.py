@@ -76,6 +76,11 @@ def test_upload_puts_the_model_in_hand(shipped_dir):
     at.run()
     assert not at.exception and "Loaded" in at.success[0].value
     assert at.session_state["in_hand_name"] == "uploaded: my model.pt"
+    at.switch_page("pages/anatomy.py")  # where another model might be put in hand ...
+    at.run()
+    at.switch_page("pages/checkpoints.py")
+    at.run()
+    assert not at.exception and not at.success  # ... so the message is shown once, not on every later visit
 
 
 def test_a_bad_upload_is_refused_with_the_reason(shipped_dir):

@@ -178,3 +178,52 @@ def test_a_failed_run_shows_its_error_and_what_to_do():
     at.run()
     assert not at.exception and "lower the learning rate" in at.error[0].value
     assert "trained" not in at.session_state and not at.button(key="start_training").disabled
+
+
+def sidebar_model(at: AppTest) -> str:
+    return next(m.value for m in at.sidebar.markdown if m.value.startswith("**Model in hand:**"))
+
+
+def wait_for_a_new_row(job: TrainingJob) -> None:
+    """Until the job reports its next metric row, which comes with a new snapshot of its model."""
+    rows, deadline = len(job.rows()), time.monotonic() + 30
+    while len(job.rows()) == rows:
+        assert time.monotonic() < deadline and job.running
+        time.sleep(0.1)
+
+
+def test_a_model_loaded_during_a_run_stays_in_hand_and_the_run_is_still_saved(stop_jobs):
+    at = open_train()
+    stop_jobs.append(at)
+    start(at, task="sort", steps=5000)
+    wait_for_a_new_row(at.session_state["job"])
+    at.run()
+    assert sidebar_model(at).startswith("**Model in hand:** training sort")  # the run is in hand while it trains
+    at.switch_page("pages/checkpoints.py")
+    at.run()
+    at.button(key="load_copy").click()
+    at.run()
+    assert not at.exception and sidebar_model(at) == "**Model in hand:** shipped: copy"
+
+    at.session_state["job"].stop(wait_s=30)
+    at.switch_page("pages/train.py")
+    at.run()
+    assert not at.exception and sidebar_model(at) == "**Model in hand:** shipped: copy"
+    name, = at.session_state["trained"]
+    assert name.startswith("sort-") and any(f"Saved as *{name}*" in i.value for i in at.info)
+
+
+def test_decoding_steps_on_while_the_run_in_hand_trains(stop_jobs):
+    at = open_train()
+    stop_jobs.append(at)
+    start(at, task="reverse", min_len=8, max_len=8, steps=5000)
+    job = at.session_state["job"]
+    wait_for_a_new_row(job)
+    at.switch_page("pages/decoding.py")
+    at.run()
+    for step in (2, 3):
+        wait_for_a_new_row(job)  # the model in hand is a new snapshot at each click
+        at.button(key="decode_next").click()
+        at.run()
+        assert not at.exception
+        assert any(m.value.startswith(f"**Step {step} of ") for m in at.markdown)
