@@ -225,6 +225,9 @@ def _broken(run) -> list:
         (("variants", 0, "value"), 4),
         (("variants", 0, "value"), True),  # 1 head, but as a boolean
         (("variants", 0, "history", 0, "step"), None),
+        (("variants", 0, "history", 0, "step"), float("inf")),  # json.dumps writes Infinity, json.loads reads it
+        (("variants", 0, "history", 0, "step"), -1e300),
+        (("variants", 0, "history", 0, "train_loss"), float("-inf")),
         (("variants",), []),
     ]:
         document = _document(run)

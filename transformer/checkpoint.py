@@ -29,6 +29,7 @@ FORMAT_VERSION = 1
 MAX_CHECKPOINT_BYTES = 8 * 1024 * 1024  # refuse bigger files before reading them
 MAX_WEIGHTS = 20_000_000  # parameters + positional table of a loadable model: at most 80 MB to allocate
 MAX_LAYERS = 64
+MAX_POSITIONS = 256  # max_len: tasks go up to 64 symbols; pages draw (max_len x max_len) masks
 MAX_HISTORY_ROWS = 100_000
 MAX_PLAIN_ITEMS = 1_000_000  # values in one plain (non-tensor) part of a checkpoint
 MAX_PLAIN_DEPTH = 20  # nesting of dicts and lists in one plain part
@@ -301,6 +302,8 @@ def check_model_size(config: ModelConfig) -> None:
     """ValueError if the model would be too big to build safely, before anything is allocated."""
     if config.n_layers > MAX_LAYERS:
         raise ValueError(f"model_config.n_layers is {config.n_layers}; the most this lab builds is {MAX_LAYERS}")
+    if config.max_len > MAX_POSITIONS:
+        raise ValueError(f"model_config.max_len is {config.max_len}; the most this lab builds is {MAX_POSITIONS}")
     if (n := _n_weights(config)) > MAX_WEIGHTS:
         raise ValueError(f"model_config describes {n:,} weights; the most this lab builds is {MAX_WEIGHTS:,}")
 

@@ -572,8 +572,9 @@ class _Reader:
         """A number in [low, high]; with `optional`, None (a NaN in the file) reads as NaN."""
         if value is None and optional:
             return math.nan
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not low <= value <= high:
-            self.fail(f"holds {type(value).__name__} where a number in [{low}, {high}] belongs")
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not (math.isfinite(value) and
+                                                                                  low <= value <= high):
+            self.fail(f"holds {str(value)[:20]} where a finite number in [{low}, {high}] belongs")
         return float(value)
 
 
@@ -613,7 +614,8 @@ def _variant(value: Any, experiment: Experiment, switch_value: SwitchValue, src_
     history = []
     for row in reader.list(d["history"]):
         reader.dict(row, set(METRIC_COLUMNS))
-        history.append({k: reader.number(row[k], optional=k != "step") for k in METRIC_COLUMNS})
+        history.append({k: reader.number(row[k], 0, 10**7 if k == "step" else math.inf, optional=k != "step")
+                        for k in METRIC_COLUMNS})
     result = d["result"]
     if result is not None:
         reader.dict(result, {"steps", "seconds", "exact_match", "token_acc", "reason"})
