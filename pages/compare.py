@@ -51,8 +51,9 @@ def load_upload() -> None:
         return
     if (job := st.session_state.pop("compare_job", None)) is not None:
         job.stop()
-    st.session_state["compare_loaded"] = (run, name)
-    show_settings(state_for(run.experiment))
+    settings = state_for(run.experiment)
+    st.session_state["compare_loaded"] = (run, name, settings)  # shown while the page keeps these settings
+    show_settings(settings)
 
 
 def switch_changed() -> None:
@@ -153,10 +154,12 @@ if buttons.button("Stop", key="compare_stop", disabled=not running,
 def current_run() -> tuple[ExperimentRun | None, str]:
     """The run to show for the chosen experiment, and where it comes from."""
     job = st.session_state.get("compare_job")
-    if job is not None and job.experiment.key == state.experiment and (live := job.run()) is not None:
+    if job is not None and job.experiment == experiment and (live := job.run()) is not None:
         return live, "your live run"
-    if (loaded := st.session_state.get("compare_loaded")) and loaded[0].experiment.key == state.experiment:
-        return loaded[0], f"loaded from {loaded[1]}"
+    if (loaded := st.session_state.get("compare_loaded")) and loaded[2] == state:
+        run, name, _ = loaded
+        own = "" if run.experiment == experiment else f" (its own settings: {run.experiment.summary()})"
+        return run, f"loaded from {name}{own}"
     try:
         return (shipped_run(state.experiment), "shipped with the app") if state.experiment in READY else (None, "")
     except (OSError, ValueError) as err:
@@ -225,11 +228,11 @@ def results(polling: bool) -> None:
     if run is None:
         st.info("No results for these settings yet: press **Rerun live** to train them.")
         return
-    if job is not None and job.running and job.experiment.key == state.experiment:
+    if job is not None and job.running and job.experiment == experiment:
         done, total = job.progress()
         st.progress(min(done / total, 1.0), text=f"Training variant {len(job.jobs)} of {len(job.experiment.values)}: "
                                                   f"{done} of {total} steps")
-    elif job is not None and job.error and job.experiment.key == state.experiment:
+    elif job is not None and job.error and job.experiment == experiment:
         st.error(f"Training stopped with an error: {job.error}")
     st.caption(f"Showing: {source}.")
     st.plotly_chart(comparison_figure({v.label: v.history for v in run.variants}), key="compare_curves",

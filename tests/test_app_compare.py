@@ -141,3 +141,19 @@ def test_custom_settings_survive_a_visit_to_another_page():
     at.switch_page("pages/compare.py").run()
     assert not at.exception and at.selectbox(key="compare_switch").value == "n_layers"
     assert at.number_input(key="compare_seed").value == 5 and at.multiselect(key="compare_values").value == [1, 2]
+
+
+def test_a_custom_run_shows_only_under_the_settings_it_was_trained_with():
+    at = open_compare(experiment="custom", length="3", steps="50", d_model="16")
+    at.button(key="compare_run").click().run()
+    deadline = time.monotonic() + 120
+    while at.session_state["compare_job"].running and time.monotonic() < deadline:
+        time.sleep(0.2)
+        at.run()
+    at.run()
+    assert not at.exception and any("your live run" in c.value for c in at.caption)
+    at.selectbox(key="compare_task").set_value("copy").run()  # other settings: that run does not answer them
+    assert not at.exception and not any("your live run" in c.value for c in at.caption) and not at.dataframe
+    assert "No results for these settings yet" in at.info[-1].value
+    at.selectbox(key="compare_task").set_value("reverse").run()  # back to the run's own settings
+    assert any("your live run" in c.value for c in at.caption)
