@@ -12,6 +12,8 @@ from transformer.tasks import TASKS
 from transformer.training import ServerBusy, TrainConfig, TrainingJob
 
 MODEL, TRAIN = ModelConfig(), TrainConfig()  # the defaults: the fast classroom model
+DEVICES, SCHEDULES = ["auto", "cpu", "cuda", "mps"], ["noam", "constant"]
+POSITIONALS = ["sinusoidal", "learned", "none"]
 REASONS = {
     "solved": "it got every held-out sequence right",
     "step budget": "the step budget ran out",
@@ -41,75 +43,88 @@ st.latex(r"\mathrm{lr}(s) = \mathrm{peak}\cdot\min\left(\frac{s}{\mathrm{warmup}
 
 job: TrainingJob | None = st.session_state.get("job")
 running = job is not None and job.running
+form_keys: list[str] = []
+
+
+def kept(key: str, default, options: list | None = None) -> dict:
+    """A form widget's key and starting value (`value`, or `index` into `options`): the value it had when the
+    student last left this page (Streamlit forgets widget values then), else `default`."""
+    form_keys.append(key)
+    value = st.session_state.get("train_kept", {}).get(key, default)
+    return {"key": key, "value": value} if options is None else {"key": key, "index": options.index(value)}
+
 
 with st.form("train_settings"):
     task_col, model_col, opt_col, switch_col = st.columns(4)
     with task_col:
         st.markdown("**Task**")
-        task = st.selectbox("Task", list(TASKS), index=list(TASKS).index("reverse"), key="train_task",
+        task = st.selectbox("Task", list(TASKS), **kept("train_task", "reverse", list(TASKS)),
                             help="The function from input sequence to output sequence the model must learn:\n\n"
                                  + "\n".join(f"- **{name}**: {t.description}" for name, t in TASKS.items()))
-        min_len = st.number_input("Shortest input", 1, 24, 6, key="train_min_len",
+        min_len = st.number_input("Shortest input", 1, 24, **kept("train_min_len", 6),
                                   help="Input lengths are drawn uniformly between the shortest and the longest.")
-        max_len = st.number_input("Longest input", 1, 24, 8, key="train_max_len",
+        max_len = st.number_input("Longest input", 1, 24, **kept("train_max_len", 8),
                                   help="Longer inputs are harder and slower to learn.")
-        n_symbols = st.number_input("Symbols (vocabulary size)", 2, 30, 10, key="train_symbols",
+        n_symbols = st.number_input("Symbols (vocabulary size)", 2, 30, **kept("train_symbols", 10),
                                     help="How many different symbols (0, 1, 2, ...) sequences use; PAD, BOS and EOS "
                                          "come on top.")
     with model_col:
         st.markdown("**Model**")
-        d_model = st.number_input("d_model", 8, 128, MODEL.d_model, key="train_d_model",
+        d_model = st.number_input("d_model", 8, 128, **kept("train_d_model", MODEL.d_model),
                                   help="Width of every token vector (the paper: 512).")
-        n_heads = st.number_input("Heads", 1, 8, MODEL.n_heads, key="train_heads",
+        n_heads = st.number_input("Heads", 1, 8, **kept("train_heads", MODEL.n_heads),
                                   help="Attention heads per layer; d_model must be divisible by it (the paper: 8).")
-        n_layers = st.number_input("Layers per stack", 1, 3, MODEL.n_layers, key="train_layers",
+        n_layers = st.number_input("Layers per stack", 1, 3, **kept("train_layers", MODEL.n_layers),
                                    help="Encoder layers, and as many decoder layers (the paper: 6).")
-        d_ff = st.number_input("d_ff", 16, 512, MODEL.d_ff, key="train_d_ff",
+        d_ff = st.number_input("d_ff", 16, 512, **kept("train_d_ff", MODEL.d_ff),
                                help="Hidden width of the position-wise feed-forward network (the paper: 2048).")
-        dropout = st.number_input("Dropout", 0.0, 0.5, MODEL.dropout, step=0.05, key="train_dropout",
+        dropout = st.number_input("Dropout", 0.0, 0.5, step=0.05, **kept("train_dropout", MODEL.dropout),
                                   help="Fraction of activations zeroed during training (the paper: 0.1).")
     with opt_col:
         st.markdown("**Optimization**")
-        lr = st.number_input("Peak learning rate", 1e-4, 0.05, TRAIN.lr, step=1e-3, format="%.4f", key="train_lr",
+        lr = st.number_input("Peak learning rate", 1e-4, 0.05, step=1e-3, format="%.4f", **kept("train_lr", TRAIN.lr),
                              help="The learning rate at the end of warm-up.")
-        warmup = st.number_input("Warm-up steps", 0, 1000, TRAIN.warmup, key="train_warmup",
+        warmup = st.number_input("Warm-up steps", 0, 1000, **kept("train_warmup", TRAIN.warmup),
                                  help="Steps over which the learning rate grows linearly from 0 to its peak.")
-        schedule = st.selectbox("After warm-up", ["noam", "constant"], key="train_schedule",
+        schedule = st.selectbox("After warm-up", SCHEDULES, **kept("train_schedule", TRAIN.schedule, SCHEDULES),
                                 format_func={"noam": "decay as 1/√step (paper)", "constant": "stay at the peak"}.get,
                                 help="What the learning rate does once warm-up is over.")
-        batch_size = st.number_input("Batch size", 8, 256, TRAIN.batch_size, key="train_batch",
+        batch_size = st.number_input("Batch size", 8, 256, **kept("train_batch", TRAIN.batch_size),
                                      help="Sequences per training step.")
-        steps = st.number_input("Steps (at most)", 10, 5000, TRAIN.steps, key="train_steps",
+        steps = st.number_input("Steps (at most)", 10, 5000, **kept("train_steps", TRAIN.steps),
                                 help="Training ends here, or earlier once every held-out sequence is right.")
-        time_budget_s = st.number_input("Time budget (s)", 5, 120, 60, key="train_time_budget",
+        time_budget_s = st.number_input("Time budget (s)", 5, 120, **kept("train_time_budget", 60),
                                         help="Training ends after this many seconds whatever happens.")
-        seed = st.number_input("Seed", 0, 10_000, TRAIN.seed, key="train_seed",
+        seed = st.number_input("Seed", 0, 10_000, **kept("train_seed", TRAIN.seed),
                                help="Same seed, same settings: same data and same starting weights.")
-        label_smoothing = st.number_input("Label smoothing", 0.0, 0.5, TRAIN.label_smoothing, step=0.05,
-                                          key="train_label_smoothing",
+        label_smoothing = st.number_input("Label smoothing", 0.0, 0.5, step=0.05,
+                                          **kept("train_label_smoothing", TRAIN.label_smoothing),
                                           help="Moves this much probability off the right token in the loss "
                                                "(the paper: 0.1).")
-        ema_decay = st.number_input("Weight averaging (EMA decay)", 0.0, 0.999, TRAIN.ema_decay, step=0.01,
-                                    format="%.3f", key="train_ema_decay",
+        ema_decay = st.number_input("Weight averaging (EMA decay)", 0.0, 0.999, step=0.01, format="%.3f",
+                                    **kept("train_ema_decay", TRAIN.ema_decay),
                                     help="The model you get is a running average of the trained weights, which "
                                          "jitter from step to step at a high learning rate. 0 keeps the raw weights.")
-        device = st.selectbox("Device", ["auto", "cpu", "cuda", "mps"], key="train_device",
+        device = st.selectbox("Device", DEVICES, **kept("train_device", "auto", DEVICES),
                               help="Where to compute; auto takes a GPU when there is one.")
     with switch_col:
         st.markdown("**Teaching switches**")
-        positional = st.radio("Positional encoding", ["sinusoidal", "learned", "none"], key="train_positional",
+        positional = st.radio("Positional encoding", POSITIONALS,
+                              **kept("train_positional", MODEL.positional, POSITIONALS),
                               help="How the model knows token order: the paper's sine waves, a learned table, or "
                                    "nothing (try reverse without it).")
-        norm_first = st.radio("LayerNorm", [False, True], key="train_norm",
+        norm_first = st.radio("LayerNorm", [False, True], **kept("train_norm", MODEL.norm_first, [False, True]),
                               format_func=lambda pre: "pre-norm" if pre else "post-norm (paper)",
                               help="Post-norm: LayerNorm(x + Sublayer(x)); pre-norm: x + Sublayer(LayerNorm(x)).")
-        causal_mask = st.toggle("Causal mask", MODEL.causal_mask, key="train_causal",
+        causal_mask = st.toggle("Causal mask", **kept("train_causal", MODEL.causal_mask),
                                 help="The decoder's look-ahead mask. Off lets the decoder peek at the answer during "
                                      "training: watch greedy decoding fail.")
-        scale_scores = st.toggle("Scale scores by 1/√d_k", MODEL.scale_scores, key="train_scale",
+        scale_scores = st.toggle("Scale scores by 1/√d_k", **kept("train_scale", MODEL.scale_scores),
                                  help="Off drops the scaling of QKᵀ, so softmax saturates as d_k grows.")
     start = st.form_submit_button("Start training", key="start_training", type="primary", disabled=running,
                                   help="Trains with these settings. Disabled while a run is training.")
+
+st.session_state["train_kept"] = {key: st.session_state[key] for key in form_keys}
 
 if start:
     if running:

@@ -227,3 +227,18 @@ def test_decoding_steps_on_while_the_run_in_hand_trains(stop_jobs):
         at.run()
         assert not at.exception
         assert any(m.value.startswith(f"**Step {step} of ") for m in at.markdown)
+
+
+def test_the_form_comes_back_as_it_was_left_after_a_visit_to_another_page(stop_jobs):
+    at = open_train()
+    stop_jobs.append(at)
+    start(at, task="sort", d_model=64, positional="learned", causal=False, steps=5000)
+    at.session_state["job"].stop(wait_s=30)
+    at.switch_page("pages/anatomy.py")
+    at.run()
+    at.switch_page("pages/train.py")
+    at.run()
+    assert not at.exception
+    assert at.selectbox(key="train_task").value == "sort" and at.number_input(key="train_d_model").value == 64
+    assert at.radio(key="train_positional").value == "learned" and at.toggle(key="train_causal").value is False
+    assert at.number_input(key="train_heads").value == ModelConfig().n_heads  # untouched: still the default
