@@ -89,7 +89,7 @@ if sinusoidal:
 
 st.markdown("**Embeddings of a sequence, before and after adding the positional encoding**")
 text = st.text_input(f"A source sequence (symbols separated by spaces, at most {config.max_len})",
-                     value=" ".join(vocab.symbols[:3] * 2), key="anatomy_input")
+                     value=" ".join((vocab.symbols[:3] * 2)[: config.max_len]), key="anatomy_input")
 try:
     ids = vocab.encode(text, max_len=config.max_len)
 except ValueError as err:

@@ -41,6 +41,7 @@ def draw_random_pair() -> None:
     room = max(1, st.session_state.get("mask_pad_to", longest) - 1)
     src_ids, tgt_ids = random_pair(checkpoint.task, vocab, room, seed=random.randrange(2**31))
     st.session_state["mask_src"], st.session_state["mask_tgt"] = vocab.decode(src_ids), vocab.decode(tgt_ids)
+    st.session_state["exp_change_at"] = len(tgt_ids)  # the peek experiment changes the new target's last token
 
 
 src_col, tgt_col, pad_col, random_col = st.columns([3, 3, 1.3, 1.2], vertical_alignment="bottom")
@@ -136,7 +137,7 @@ with peek_col:
 with pad_col:
     st.markdown("**Pad more.** Append PAD tokens to the source and the decoder input and compare the outputs at "
                 "the real positions, with the padding masks and with `mask_padding=False`.")
-    extra = st.number_input("Extra PAD tokens", min_value=1, max_value=config.max_len, value=3, key="exp_extra")
+    extra = st.number_input("Extra PAD tokens", min_value=1, max_value=config.max_len, value=min(3, config.max_len), key="exp_extra")
     pad_clicked = st.button("Pad more", key="exp_pad_more")
 
 if peek_clicked:

@@ -123,3 +123,26 @@ def test_pad_more_shows_diff_tables(at):
     assert len(with_mask) == 5  # BOS + 4 target tokens
     assert with_mask["max |Δ|"].max() < 1e-5 and without_mask["max |Δ|"].max() > 1e-4
     assert "padding mask works" in at.success[0].value
+
+
+def test_a_random_pair_moves_the_peek_to_its_own_last_token(at):
+    at.number_input(key="exp_change_at").set_value(9)
+    at.button(key="mask_random").click()
+    at.run()
+    target = at.text_input(key="mask_tgt").value.split()
+    assert at.number_input(key="exp_change_at").value == len(target)
+    at.button(key="exp_peek_future").click()
+    at.run()
+    assert not at.exception and not at.error and not at.warning and "causal mask works" in at.success[0].value
+
+
+@pytest.mark.parametrize("page", ["pages/masking.py", "pages/anatomy.py", "pages/decoding.py"])
+def test_a_model_with_the_fewest_positions_opens_without_a_crash(page):
+    config = ModelConfig(max_len=2)  # an uploaded model may cover BOS and one symbol only
+    at = AppTest.from_file("../streamlit_app.py", default_timeout=30)
+    at.session_state["in_hand"] = Checkpoint(Transformer(config).eval(), Vocab.digits(10), config,
+                                             DataConfig(task="copy", min_len=1, max_len=1), [], {})
+    at.run()
+    at.switch_page(page)
+    at.run()
+    assert not at.exception and not at.error
