@@ -56,8 +56,10 @@ total.metric("Parameters", f"{model.num_parameters():,}")
 parts.dataframe(parameter_summary(table), hide_index=True)
 
 st.subheader("Inside one attention block (section 3.2.2)")
-st.latex(r"\mathrm{head}_i = \mathrm{Attention}(XW^Q_i,\ XW^K_i,\ XW^V_i), \quad "
-         r"\mathrm{MultiHead} = \mathrm{Concat}(\mathrm{head}_1, \dots, \mathrm{head}_h)\,W^O")
+st.latex(r"\mathrm{head}_i = \mathrm{Attention}(QW^Q_i,\ KW^K_i,\ VW^V_i), \quad "
+         r"\mathrm{MultiHead}(Q, K, V) = \mathrm{Concat}(\mathrm{head}_1, \dots, \mathrm{head}_h)\,W^O")
+st.caption("In self-attention Q, K and V are all the layer's input; in the decoder's cross-attention Q comes from "
+           "the decoder and K and V from the encoder's output.")
 kind_col, layer_col = st.columns(2)
 kind = kind_col.selectbox("Attention block", list(ATTENTION_KINDS), format_func=lambda k: ATTENTION_KINDS[k][0],
                           key="anatomy_block")

@@ -172,7 +172,8 @@ def show_timeline(run: ExperimentRun) -> None:
     st.subheader("Attention forming during training")
     st.markdown(
         f"The probe is the first held-out input, `{' '.join(run.probe_src)}`. Each heatmap is one cross-attention "
-        "head: a row per decoder position (what it is about to write), a column per source token, darker = more "
+        "head: a row per decoder position, labelled by the token it reads (row i writes output token i), a column "
+        "per source token, darker = more "
         "attention. Slide through training to watch the pattern form. Each head's score is the attention it puts, on "
         "average, on the source token the output comes from (for reverse, output i comes from source token n-1-i):"
     )

@@ -47,7 +47,7 @@ st.markdown(
     "*auto-regressive* (section 3 of the paper). At step t it turns its last hidden state h_t into a distribution "
     "over the vocabulary, and a decoding strategy picks the next token from it."
 )
-st.latex(r"p(y_t \mid y_{<t},\, x) = \mathrm{softmax}(W\, h_t)")
+st.latex(r"p(y_t \mid y_{<t},\, x) = \mathrm{softmax}(W\, h_t + b)")
 checkpoint = require_model()
 model, vocab, task = checkpoint.model, checkpoint.vocab, checkpoint.task
 examples = held_out_sources(task)
@@ -148,7 +148,8 @@ with attention_col:
                                             f"Cross-attention of step {i + 1}, layer {layer}"),
                     key="decode_cross_attention")
     st.caption("Where this step's query looks in the source, head by head. A model that solved *reverse* looks "
-               "at the mirrored position: step 1 at the last source token, step 2 at the one before, and so on.")
+               "mostly at or next to the mirrored position (step 1 at the last source token, step 2 near the one "
+               "before, and so on); heads can share the work, so a single head need not point exactly.")
 if strategy == "beam":
     best = [vocab.bos_id, *trace["output"]] if i == last else None
     st.plotly_chart(beam_tree(steps[: i + 1], vocab.itos, best), key="decode_beam_tree")

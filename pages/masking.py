@@ -82,7 +82,9 @@ bottom_left, bottom_right = st.columns(2)
 bottom_left.plotly_chart(mask_heatmap(grids["causal"], labels["target"], labels["target"],
                                       "Causal mask: decoder self-attention"), key="mask_fig_causal")
 bottom_right.plotly_chart(mask_heatmap(grids["combined"], labels["target"], labels["target"],
-                                       "Padding + causal: what the decoder uses"), key="mask_fig_combined")
+                                       "Padding + causal: what the decoder uses" if config.causal_mask else
+                                       "Padding + causal (this model's decoder uses padding only)"),
+                               key="mask_fig_combined")
 
 st.subheader("Attention before and after masking")
 st.markdown(

@@ -99,8 +99,9 @@ with st.form("train_settings"):
                                help="Same seed, same settings: same data and same starting weights.")
         label_smoothing = st.number_input("Label smoothing", 0.0, 0.5, step=0.05,
                                           **kept("train_label_smoothing", TRAIN.label_smoothing),
-                                          help="Moves this much probability off the right token in the loss "
-                                               "(the paper: 0.1).")
+                                          help="The loss's target mixes in this much of a uniform distribution "
+                                               "over the vocabulary instead of all on the right token (the paper: "
+                                               "0.1).")
         ema_decay = st.number_input("Weight averaging (EMA decay)", 0.0, 0.999, step=0.01, format="%.3f",
                                     **kept("train_ema_decay", TRAIN.ema_decay),
                                     help="The model you get is a running average of the trained weights, which "

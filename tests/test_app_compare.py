@@ -40,7 +40,7 @@ def at() -> AppTest:
 
 def test_shipped_results_show_at_once(at):
     assert at.selectbox(key="compare_experiment").value == "no-positional-encoding"
-    assert "cannot tell positions apart" in at.info[0].value
+    assert "cannot tell source positions apart" in at.info[0].value
     assert any("shipped with the app" in c.value for c in at.caption)
     curves = chart(at, "compare_curves")
     assert {t["name"] for t in curves["data"]} == {"sinusoidal PE", "no PE"} and len(curves["data"]) == 6

@@ -1,3 +1,5 @@
+from pathlib import Path
+
 import pytest
 import torch
 
@@ -28,6 +30,7 @@ from transformer.inspection import (
     sample_batch,
     twin,
 )
+from transformer.checkpoint import load_checkpoint
 from transformer.model import ModelConfig, Transformer, sinusoidal_table
 from transformer.tasks import DataConfig
 from transformer.vocab import Vocab
@@ -123,6 +126,16 @@ def test_pad_more_is_invisible_only_with_padding_masks(model):
         pad_more(model, VOCAB, src_ids, tgt_ids, extra=model.config.max_len)
     with pytest.raises(ValueError):
         pad_more(model, VOCAB, src_ids, tgt_ids, extra=0)
+
+
+def test_pad_more_on_a_confident_model_counts_float_rounding_as_no_change():
+    checkpoint = load_checkpoint(Path(__file__).resolve().parent.parent / "checkpoints" / "copy.pt")
+    vocab = checkpoint.vocab
+    ids = vocab.encode("6 0 4 8")
+    result = pad_more(checkpoint.model, vocab, ids, ids, 3)
+    assert 0 < Experiment.max_diff(result.with_mask) < 1e-3  # float32 rounding of logits around 20 ...
+    assert Experiment.n_changed(result.with_mask) == 0  # ... is not a change
+    assert Experiment.n_changed(result.without_mask) > 0
 
 
 def test_masks_and_attention_before_after(model):

@@ -114,7 +114,8 @@ class Experiment:
         heads = "heads set per variant" if self.switch == "n_heads" else f"{m.n_heads} heads"
         layers = "layers set per variant" if self.switch == "n_layers" else f"{m.n_layers} layer(s) per stack"
         return (f"Task {d.task}, inputs of length {lengths} · d_model {m.d_model}, {heads}, {layers} · {t.steps} steps "
-                f"per variant{stopping}, at most {t.time_budget_s:.0f} s each · seed {t.seed} for every variant.")
+                f"per variant{stopping} (a live rerun stops a variant after {t.time_budget_s:.0f} s) · seed {t.seed} "
+                "for every variant.")
 
     def configs(self, value: SwitchValue) -> tuple[ModelConfig, DataConfig, TrainConfig]:
         """The configs of the variant with this switch value."""
@@ -141,8 +142,8 @@ def _ready(key: str, title: str, expectation: str, switch: str, values: tuple, s
 
 READY: dict[str, Experiment] = {e.key: e for e in [
     _ready("no-positional-encoding", "Reverse without positional encoding",
-           "Without positional encoding attention cannot tell positions apart, so the model never learns to reverse: "
-           "exact-match stays at 0% while the loss stalls above 1.", "positional", ("sinusoidal", "none")),
+           "Without positional encoding the encoder cannot tell source positions apart, so the model never learns to "
+           "reverse: exact-match stays at 0% while the loss stalls above 1.", "positional", ("sinusoidal", "none")),
     _ready("no-causal-mask", "Train without the causal mask",
            "Without the causal mask the decoder reads the answer off its own input while training: the loss falls "
            "to near zero and teacher-forced accuracy to 100%, but greedy decoding, which has no future to peek at, "

@@ -24,7 +24,7 @@ ATTENTION_KINDS = {
     "decoder_self": ("decoder self-attention", "target", "target"),
     "cross": ("cross-attention (decoder → encoder)", "target", "source"),
 }
-CHANGED_TOLERANCE = 1e-5  # a difference above this counts as a change (float32 kernels differ by ~1e-7)
+CHANGED_TOLERANCE = 1e-5  # relative to the values' size: above it a difference is a change, not float32 rounding
 
 
 def _device(model: Transformer) -> torch.device:
@@ -299,6 +299,7 @@ def _diff_table(vocab: Vocab, tokens: list[int], before: torch.Tensor, after: to
     """Compare (T, V) logits position by position; `logits` picks what the difference measures."""
     p_before, p_after = before.softmax(-1), after.softmax(-1)
     diff = ((after - before) if logits else (p_after - p_before)).abs().amax(dim=-1)
+    scale = max(1.0, float(before.abs().max())) if logits else 1.0  # confident models have logits of 20 and more
     out_before, out_after = p_before.argmax(-1), p_after.argmax(-1)
     return pd.DataFrame({
         "position": range(len(tokens)),
@@ -308,7 +309,7 @@ def _diff_table(vocab: Vocab, tokens: list[int], before: torch.Tensor, after: to
         "output after": vocab.tokens(out_after.tolist()),
         "p after": p_after.gather(-1, out_after[:, None])[:, 0].tolist(),
         "max |Δ|": diff.tolist(),
-        "changed?": (diff > CHANGED_TOLERANCE).tolist(),
+        "changed?": (diff > CHANGED_TOLERANCE * scale).tolist(),
     })
 
 
