@@ -3,7 +3,7 @@
 import pandas as pd
 import streamlit as st
 
-from pages.common import CHECKPOINT_DIR, put_in_hand, shipped_checkpoint, shipped_checkpoints
+from pages.common import CHECKPOINT_DIR, MAX_TRAINED, put_in_hand, shipped_checkpoint, shipped_checkpoints
 from transformer.checkpoint import MAX_CHECKPOINT_BYTES, Checkpoint, CheckpointError, load_checkpoint
 from transformer.live import checkpoint_summary, read_upload
 
@@ -37,6 +37,7 @@ for name, data in st.session_state.get("trained", {}).items():
         st.warning(f"The checkpoint {name} trained in this session could not be read: {err}")
 
 st.subheader("Available checkpoints")
+st.caption(f"This session keeps its last {MAX_TRAINED} trained models: download the ones you want to keep for good.")
 if not entries:
     st.info("No checkpoints yet: train a model on the Train page, or upload a checkpoint file below.")
 else:

@@ -5,7 +5,7 @@ Session state keys:
 - "in_hand_name": its label in the sidebar;
 - "job": the session's `TrainingJob`, or absent;
 - "follow_job": True from Start until the run is put in hand; a model loaded meanwhile sets it False, and stays;
-- "trained": {name: checkpoint bytes} of runs finished in this session;
+- "trained": {name: checkpoint bytes} of the last MAX_TRAINED runs finished in this session;
 - "train_saved": the finished job last saved, its name, checkpoint bytes or error (see `save_finished_job`);
 - "load_result": ("success" | "error", message) of the last shipped-checkpoint button, until shown.
 Pages keep their own widget state under keys prefixed with the page's name.
@@ -35,6 +35,7 @@ if PagesManager.uses_pages_directory:
 
 CHECKPOINT_DIR = Path(__file__).resolve().parent.parent / "checkpoints"
 MAX_TRAINING_JOBS = int(os.environ.get("LAB_MAX_TRAINING_JOBS", "2"))  # concurrent runs per server (2 cores)
+MAX_TRAINED = 10  # checkpoints of finished runs a session keeps (about 140 KB each at the default size)
 JOB_IDLE_TIMEOUT_S = 30.0  # a job whose page has stopped polling (tab closed) stops after this long
 BUSY_MESSAGE = (f"The server is busy training other students' models ({MAX_TRAINING_JOBS} at most at once): "
                 "try again in a minute.")
@@ -164,6 +165,8 @@ def save_finished_job() -> None:
         if saved["in_hand"]:
             put_in_hand(load_checkpoint(saved["data"]), f"trained: {name}")
         trained[name] = saved["data"]
+        for oldest in list(trained)[:-MAX_TRAINED]:
+            del trained[oldest]
     except (ValueError, CheckpointError) as err:
         saved["error"] = str(err)
     st.session_state["train_saved"] = saved

@@ -242,3 +242,15 @@ def test_the_form_comes_back_as_it_was_left_after_a_visit_to_another_page(stop_j
     assert at.selectbox(key="train_task").value == "sort" and at.number_input(key="train_d_model").value == 64
     assert at.radio(key="train_positional").value == "learned" and at.toggle(key="train_causal").value is False
     assert at.number_input(key="train_heads").value == ModelConfig().n_heads  # untouched: still the default
+
+
+def test_a_session_keeps_only_its_last_trained_models(stop_jobs):
+    at = open_train()
+    stop_jobs.append(at)
+    older = {f"old-{i}": b"checkpoint bytes" for i in range(pages.common.MAX_TRAINED)}
+    at.session_state["trained"] = dict(older)
+    start(at, task="copy", min_len=3, max_len=3, symbols=4, steps=30, batch=32)
+    poll_until_done(at)
+    trained = at.session_state["trained"]
+    newest = at.session_state["in_hand_name"].removeprefix("trained: ")
+    assert list(trained) == [*list(older)[1:], newest]  # the oldest made room
