@@ -52,7 +52,10 @@ def load_upload() -> None:
     if (job := st.session_state.pop("compare_job", None)) is not None:
         job.stop()
     settings = state_for(run.experiment)
-    st.session_state["compare_loaded"] = (run, name, settings)  # shown while the page keeps these settings
+    try:  # the file is shown as long as the page's settings make this experiment
+        st.session_state["compare_loaded"] = (run, name, experiment_for(settings))
+    except ValueError:
+        st.session_state["compare_loaded"] = (run, name, None)
     show_settings(settings)
 
 
@@ -156,10 +159,10 @@ def current_run() -> tuple[ExperimentRun | None, str]:
     job = st.session_state.get("compare_job")
     if job is not None and job.experiment == experiment and (live := job.run()) is not None:
         return live, "your live run"
-    if (loaded := st.session_state.get("compare_loaded")) and loaded[2] == state:
+    if (loaded := st.session_state.get("compare_loaded")) and loaded[2] == experiment:
         run, name, _ = loaded
-        own = "" if run.experiment == experiment else f" (its own settings: {run.experiment.summary()})"
-        return run, f"loaded from {name}{own}"
+        rounded = run.experiment.key == CUSTOM and run.experiment != experiment  # the page could not set it exactly
+        return run, f"loaded from {name}" + (f" (its own settings: {run.experiment.summary()})" if rounded else "")
     try:
         return (shipped_run(state.experiment), "shipped with the app") if state.experiment in READY else (None, "")
     except (OSError, ValueError) as err:

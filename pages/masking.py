@@ -139,7 +139,8 @@ with peek_col:
 with pad_col:
     st.markdown("**Pad more.** Append PAD tokens to the source and the decoder input and compare the outputs at "
                 "the real positions, with the padding masks and with `mask_padding=False`.")
-    extra = st.number_input("Extra PAD tokens", min_value=1, max_value=config.max_len, value=min(3, config.max_len), key="exp_extra")
+    extra = st.number_input("Extra PAD tokens", min_value=1, max_value=config.max_len, value=min(3, config.max_len),
+                            key="exp_extra")
     pad_clicked = st.button("Pad more", key="exp_pad_more")
 
 if peek_clicked:

@@ -46,7 +46,7 @@ running = job is not None and job.running
 form_keys: list[str] = []
 
 
-def kept(key: str, default, options: list | None = None) -> dict:
+def kept(key: str, default: object, options: list | None = None) -> dict:
     """A form widget's key and starting value (`value`, or `index` into `options`): the value it had when the
     student last left this page (Streamlit forgets widget values then), else `default`."""
     form_keys.append(key)

@@ -117,7 +117,11 @@ def test_uploads_load_back_and_bad_files_are_refused(at):
     at.file_uploader(key="compare_upload").set_value(("mine.json", good, "application/json")).run()
     assert not at.exception and not at.error
     assert at.selectbox(key="compare_experiment").value == "post-vs-pre-norm"
-    assert any("loaded from mine.json" in c.value for c in at.caption)
+    assert any(c.value == "Showing: loaded from mine.json." for c in at.caption)  # its own settings: no note
+    at.selectbox(key="compare_experiment").set_value("custom").run()
+    at.selectbox(key="compare_task").set_value("copy").run()  # the custom builder does not touch the file ...
+    at.selectbox(key="compare_experiment").set_value("post-vs-pre-norm").run()
+    assert any(c.value == "Showing: loaded from mine.json." for c in at.caption)  # ... which still shows
 
 
 def test_stop_ends_a_live_rerun_and_keeps_what_it_trained(monkeypatch):

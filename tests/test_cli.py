@@ -103,7 +103,7 @@ def test_predict_input_file_without_sequences_is_an_error(trained, tmp_path, cap
     lines = tmp_path / "blank.txt"
     lines.write_text("\n  \n")
     status, out, err = run(capsys, "predict", str(trained[2]), "--input", str(lines))
-    assert status == 2 and out == "" and "no sequence" in err
+    assert status == 2 and out == "" and "no valid sequence" in err
 
 
 def test_predict_notes_lengths_the_model_never_trained_on(trained, capsys):
@@ -173,6 +173,16 @@ def test_out_that_is_a_folder_is_refused_before_training(tmp_path, capsys):
     assert status == 2 and out == "" and "is a folder" in err and "step" not in err
 
 
+def test_out_is_checked_without_leaving_folders_behind(tmp_path, capsys):
+    blocker = tmp_path / "a file"
+    blocker.write_text("not a folder")
+    status, _, err = run(capsys, "train", "--out", str(blocker / "x.pt"))
+    assert status == 2 and "cannot write to" in err
+    too_big = ["--d-model", "512", "--d-ff", "2048", "--layers", "2", "--heads", "8"]
+    status, _, err = run(capsys, "train", *too_big, "--out", str(tmp_path / "new" / "sub" / "x.pt"))
+    assert status == 2 and "MB limit" in err and not (tmp_path / "new").exists()
+
+
 def test_evaluate_needs_a_positive_n(trained, capsys):
     status, _, err = run(capsys, "evaluate", str(trained[2]), "--n", "0")
     assert status == 2 and err.startswith("error: ") and "--n" in err
@@ -190,10 +200,11 @@ def test_predict_needs_a_sequence_or_an_input_file(trained, capsys, given):
     assert status == 2 and out == "" and err.startswith("error: ") and "sequence" in err
 
 
-def test_predict_refuses_extra_arguments(trained, capsys):
+@pytest.mark.parametrize("args, unrecognized", [(["1 2", "3 4"], "3 4"), (["--bogus"], "--bogus")])
+def test_predict_refuses_extra_arguments(trained, capsys, args, unrecognized):
     with pytest.raises(SystemExit) as exit_:
-        main(["predict", str(trained[2]), "1 2", "3 4"])
-    assert exit_.value.code == 2 and "unrecognized arguments: 3 4" in capsys.readouterr().err
+        main(["predict", str(trained[2]), *args])
+    assert exit_.value.code == 2 and f"unrecognized arguments: {unrecognized}" in capsys.readouterr().err
 
 
 @pytest.mark.skipif(os.name != "posix", reason="sends SIGINT")

@@ -227,6 +227,7 @@ def _broken(run) -> list:
         (("variants", 0, "history", 0, "step"), None),
         (("variants", 0, "history", 0, "step"), float("inf")),  # json.dumps writes Infinity, json.loads reads it
         (("variants", 0, "history", 0, "step"), -1e300),
+        (("variants", 0, "history", 0, "step"), 10**400),  # beyond float range: float() overflows
         (("variants", 0, "history", 0, "train_loss"), float("-inf")),
         (("variants",), []),
     ]:

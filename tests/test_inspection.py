@@ -133,7 +133,7 @@ def test_pad_more_on_a_confident_model_counts_float_rounding_as_no_change():
     vocab = checkpoint.vocab
     ids = vocab.encode("6 0 4 8")
     result = pad_more(checkpoint.model, vocab, ids, ids, 3)
-    assert 0 < Experiment.max_diff(result.with_mask) < 1e-3  # float32 rounding of logits around 20 ...
+    assert Experiment.max_diff(result.with_mask) < 1e-3  # float32 rounding of logits around 20 ...
     assert Experiment.n_changed(result.with_mask) == 0  # ... is not a change
     assert Experiment.n_changed(result.without_mask) > 0
 

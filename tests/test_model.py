@@ -223,7 +223,6 @@ def test_switches_change_the_model():
     assert isinstance(Transformer(dataclasses.replace(base, norm_first=True)).encoder.norm, nn.LayerNorm)
 
 
-
 def test_scale_scores_off_drops_the_1_over_sqrt_d_k():
     config = ModelConfig(d_model=D, n_heads=H)
     scaled, unscaled = MultiHeadAttention(config), MultiHeadAttention(dataclasses.replace(config, scale_scores=False))

@@ -107,7 +107,8 @@ def test_a_huge_model_is_refused_before_it_is_built(monkeypatch):
 
 def one_step(**settings) -> tuple[Trainer, Transformer, Batch]:
     """A trainer after one step of raw weights, its network as it was before, and the batch it trained on."""
-    trainer = Trainer(ModelConfig(), COPY, TrainConfig(steps=1, eval_every=1, ema_decay=0, early_stop=False, **settings))
+    config = TrainConfig(steps=1, eval_every=1, ema_decay=0, early_stop=False, **settings)
+    trainer = Trainer(ModelConfig(), COPY, config)
     before = copy.deepcopy(trainer.network)
     trainer.run()
     return trainer, before, TaskData(COPY).train_batch(trainer.train_config.batch_size)

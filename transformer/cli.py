@@ -116,7 +116,7 @@ def main(argv: list[str] | None = None) -> int:
     """Run the command line; returns the exit status."""
     parser = build_parser()
     args, extras = parser.parse_known_args(argv)
-    if args.command == "predict" and args.sequence is None and len(extras) == 1:
+    if args.command == "predict" and args.sequence is None and len(extras) == 1 and not extras[0].startswith("-"):
         args.sequence, extras = extras[0], []  # argparse leaves a sequence that follows an option, e.g. --beam 3
     if extras:
         parser.error(f"unrecognized arguments: {' '.join(extras)}")
@@ -165,13 +165,15 @@ def train_command(args: argparse.Namespace) -> None:
 
 def _check_out(path: str, config: ModelConfig) -> None:
     """Refuse now, not after training, a checkpoint that could not be written to `path` or would be too big."""
+    check_checkpoint_size(config)
     out = Path(path)
     if out.is_dir():
         raise ValueError(f"--out {path} is a folder; name a file in it, e.g. {out / 'model.pt'}")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    if not os.access(out.parent, os.W_OK):
-        raise ValueError(f"--out: cannot write to the folder {out.parent}")
-    check_checkpoint_size(config)
+    folder = out.parent
+    while not folder.exists():  # saving creates the missing folders in the nearest one that exists
+        folder = folder.parent
+    if not folder.is_dir() or not os.access(folder, os.W_OK):
+        raise ValueError(f"--out: cannot write to {out.parent}")
 
 
 def _from_args(cls: type, args: argparse.Namespace, **overrides):
@@ -216,7 +218,7 @@ def predict_command(args: argparse.Namespace) -> int:
     lines = [encode(args.sequence)] if args.sequence is not None else _read_sources(args.input, encode)
     sources = [ids for ids in lines if ids]
     if not sources:
-        raise ValueError(f"{args.input} holds no sequence to predict")
+        raise ValueError(f"{args.input} holds no valid sequence to predict")
     _note_untrained_lengths(checkpoint.task, sources)
     outputs = iter(_decode(checkpoint, sources, args.beam))
     for ids in lines:

@@ -573,10 +573,13 @@ class _Reader:
         """A number in [low, high]; with `optional`, None (a NaN in the file) reads as NaN."""
         if value is None and optional:
             return math.nan
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not (math.isfinite(value) and
-                                                                                  low <= value <= high):
+        try:
+            number = float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else math.nan
+        except OverflowError:  # an integer beyond float range
+            number = math.nan
+        if not (math.isfinite(number) and low <= number <= high):
             self.fail(f"holds {str(value)[:20]} where a finite number in [{low}, {high}] belongs")
-        return float(value)
+        return number
 
 
 def _config(cls: type, value: Any, where: str) -> Any:

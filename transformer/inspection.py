@@ -299,7 +299,7 @@ def _diff_table(vocab: Vocab, tokens: list[int], before: torch.Tensor, after: to
     """Compare (T, V) logits position by position; `logits` picks what the difference measures."""
     p_before, p_after = before.softmax(-1), after.softmax(-1)
     diff = ((after - before) if logits else (p_after - p_before)).abs().amax(dim=-1)
-    scale = max(1.0, float(before.abs().max())) if logits else 1.0  # confident models have logits of 20 and more
+    scale = before.abs().amax(dim=-1).clamp(min=1.0) if logits else 1.0  # confident models have logits of 20 and more
     out_before, out_after = p_before.argmax(-1), p_after.argmax(-1)
     return pd.DataFrame({
         "position": range(len(tokens)),

@@ -441,7 +441,8 @@ class Transformer(nn.Module):
         self._check_length(ids)
         n = self.config.vocab_size
         if ids.numel() and bool(((ids < 0) | (ids >= n)).any()):
-            raise ValueError(f"{name} holds token ids from {int(ids.min())} to {int(ids.max())}; this model reads 0 to {n - 1}")
+            low, high = int(ids.min()), int(ids.max())
+            raise ValueError(f"{name} holds token ids from {low} to {high}; this model reads 0 to {n - 1}")
 
     def num_parameters(self) -> int:
         return sum(p.numel() for p in self.parameters())
