@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from pages.common import session_jobs, setup_torch, shipped_checkpoint_buttons, sidebar
+from pages.common import setup_torch, shipped_checkpoint_buttons, sidebar
 
 st.set_page_config(page_title="Transformer Lab", page_icon="🔬", layout="wide")
 
@@ -37,6 +37,5 @@ pages = [
     st.Page("pages/checkpoints.py", title="Checkpoints", icon=":material/save:"),
 ]
 page = st.navigation(pages)
-session_jobs()  # registers this session so its training stops when the session ends
 sidebar()
 page.run()

@@ -21,6 +21,7 @@ import torch
 from streamlit.runtime.pages_manager import PagesManager
 
 from transformer import Checkpoint, CheckpointError, TrainingJob, load_checkpoint, pick_device
+from transformer.training import ServerBusy
 from transformer.checkpoint import checkpoint_bytes
 from transformer.device import device_label
 from transformer.experiments import ExperimentJob
@@ -58,15 +59,16 @@ def training_slots() -> threading.BoundedSemaphore:
     return threading.BoundedSemaphore(MAX_TRAINING_JOBS)
 
 
-def _stop_jobs(jobs: list[TrainingJob | ExperimentJob]) -> None:
-    for job in jobs:
-        job.stop()
-
-
-@st.cache_resource(scope="session", on_release=_stop_jobs)
-def session_jobs() -> list[TrainingJob | ExperimentJob]:
-    """This session's training and experiment jobs; Streamlit stops them when the session ends."""
-    return []
+def session_run_elsewhere(page: str) -> str | None:
+    """Why this session may not start a run on `page` ("train" or "compare"): one run per student at a time, since
+    each holds one of the server's few training slots. None when it may."""
+    job: TrainingJob | None = st.session_state.get("job")
+    comparison: ExperimentJob | None = st.session_state.get("compare_job")
+    if page == "compare" and job is not None and job.running:
+        return "Your run on the Train page is still training: stop it or let it finish first."
+    if page == "train" and comparison is not None and comparison.running:
+        return "Your comparison on the Compare page is still training: stop it or let it finish first."
+    return None
 
 
 def shipped_checkpoints() -> list[str]:
@@ -133,17 +135,32 @@ def require_model() -> Checkpoint:
     return checkpoint
 
 
+def _running(key: str) -> TrainingJob | ExperimentJob | None:
+    job = st.session_state.get(key)
+    return job if job is not None and job.running else None
+
+
 @st.fragment(run_every=2.0)
 def _job_heartbeat() -> None:
-    """While this session trains, show its progress on every page, and keep the job alive: a job that no page
-    polls (the tab was closed) stops after JOB_IDLE_TIMEOUT_S."""
-    job: TrainingJob | None = st.session_state.get("job")
-    if job is None or not job.running:
+    """While this session trains (a Train run or a Compare rerun), show its progress on every page and keep it
+    going: a job that no page polls (the tab was closed) stops after JOB_IDLE_TIMEOUT_S."""
+    job, comparison = _running("job"), _running("compare_job")
+    if job is None and comparison is None:
         st.rerun()  # the run ended: redraw the page without this poll
-    job.touch()
-    rows = job.rows()
-    step = rows[-1]["step"] if rows else 0
-    st.progress(min(step / job.train_config.steps, 1.0), text=f"Training: step {step} of {job.train_config.steps}")
+    if job is not None:
+        job.touch()
+        rows = job.rows()
+        step = rows[-1]["step"] if rows else 0
+        st.progress(min(step / job.train_config.steps, 1.0), text=f"Training: step {step} of {job.train_config.steps}")
+    if comparison is not None:
+        try:
+            comparison.poll()  # also starts the next variant, so a comparison goes on while the student looks elsewhere
+        except ServerBusy:
+            st.caption("Comparison: waiting for a free training slot...")
+        except ValueError:
+            comparison.stop()  # its settings fail: the Compare page shows why
+        done, total = comparison.progress()
+        st.progress(min(done / total, 1.0), text=f"Comparing: step {done} of {total}")
 
 
 def save_finished_job() -> None:
@@ -153,7 +170,9 @@ def save_finished_job() -> None:
     Runs on every page, so a run that ends while the student is elsewhere still becomes the model in hand.
     """
     job: TrainingJob | None = st.session_state.get("job")
-    if job is None or not job.done or job.result is None or st.session_state.get("train_saved", {}).get("job") is job:
+    if job is None or not job.done or job.result is None or job.result.steps == 0:  # stopped before its first step
+        return
+    if st.session_state.get("train_saved", {}).get("job") is job:
         return
     trainer = job.trainer
     trained = st.session_state.setdefault("trained", {})
@@ -176,8 +195,7 @@ def sidebar() -> None:
     """The shared sidebar: device, the running job's progress, and the model in hand."""
     with st.sidebar:
         st.caption(f"Device: {setup_torch()}")
-        job: TrainingJob | None = st.session_state.get("job")
-        if job is not None and job.running:
+        if _running("job") is not None or _running("compare_job") is not None:
             _job_heartbeat()
         save_finished_job()
         checkpoint, name = model_in_hand()

@@ -5,7 +5,7 @@ from dataclasses import replace
 
 import streamlit as st
 
-from pages.common import BUSY_MESSAGE, JOB_IDLE_TIMEOUT_S, session_jobs, training_slots
+from pages.common import BUSY_MESSAGE, JOB_IDLE_TIMEOUT_S, session_run_elsewhere, training_slots
 from transformer.experiments import (
     CUSTOM, INT_RANGES, READY, SIZE_CHOICES, SWITCHES, CompareState, ExperimentJob, ExperimentRun, experiment_for,
     experiment_from_json, experiment_to_json, from_query_params, load_shipped, runs_frame, state_for, summary_table,
@@ -133,9 +133,10 @@ st.caption(f"{experiment.summary()} Copy the address bar to share this experimen
 
 job: ExperimentJob | None = st.session_state.get("compare_job")
 running = job is not None and job.running
+elsewhere = session_run_elsewhere("compare")
 buttons = st.container(horizontal=True)
-if buttons.button("Rerun live", key="compare_run", type="primary", disabled=running,
-                  help="Trains every variant here, one after the other, while the curves stream in."):
+if buttons.button("Rerun live", key="compare_run", type="primary", disabled=running or elsewhere is not None,
+                  help=elsewhere or "Trains every variant here, one after the other, while the curves stream in."):
     try:
         new_job = ExperimentJob(experiment, slots=training_slots(), idle_timeout_s=JOB_IDLE_TIMEOUT_S)
         new_job.poll()
@@ -144,7 +145,6 @@ if buttons.button("Rerun live", key="compare_run", type="primary", disabled=runn
     except ValueError as err:
         st.error(f"These settings don't work: {err}")
     else:
-        session_jobs().append(new_job)  # stopped when the session ends
         st.session_state["compare_job"] = new_job
         st.session_state.pop("compare_loaded", None)
         st.rerun()

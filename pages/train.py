@@ -4,7 +4,7 @@ from dataclasses import asdict
 
 import streamlit as st
 
-from pages.common import BUSY_MESSAGE, JOB_IDLE_TIMEOUT_S, save_finished_job, session_jobs, training_slots
+from pages.common import BUSY_MESSAGE, JOB_IDLE_TIMEOUT_S, save_finished_job, session_run_elsewhere, training_slots
 from transformer.figures.training import accuracy_figure, loss_figure
 from transformer.live import build_configs, live_examples, metrics_table, progress
 from transformer.model import ModelConfig
@@ -43,6 +43,7 @@ st.latex(r"\mathrm{lr}(s) = \mathrm{peak}\cdot\min\left(\frac{s}{\mathrm{warmup}
 
 job: TrainingJob | None = st.session_state.get("job")
 running = job is not None and job.running
+elsewhere = session_run_elsewhere("train")
 form_keys: list[str] = []
 
 
@@ -122,14 +123,15 @@ with st.form("train_settings"):
                                      "training: watch greedy decoding fail.")
         scale_scores = st.toggle("Scale scores by 1/√d_k", **kept("train_scale", MODEL.scale_scores),
                                  help="Off drops the scaling of QKᵀ, so softmax saturates as d_k grows.")
-    start = st.form_submit_button("Start training", key="start_training", type="primary", disabled=running,
-                                  help="Trains with these settings. Disabled while a run is training.")
+    start = st.form_submit_button("Start training", key="start_training", type="primary",
+                                  disabled=running or elsewhere is not None,
+                                  help=elsewhere or "Trains with these settings. Disabled while a run is training.")
 
 st.session_state["train_kept"] = {key: st.session_state[key] for key in form_keys}
 
 if start:
-    if running:
-        st.info("A run is already training: stop it first, or wait for it to finish.")
+    if running or elsewhere:
+        st.info(elsewhere or "A run is already training: stop it first, or wait for it to finish.")
     else:
         try:
             model_config, data_config, train_config = build_configs(
@@ -148,9 +150,6 @@ if start:
         except ValueError as err:
             st.error(f"These settings don't work: {err}")
         else:
-            jobs = session_jobs()
-            jobs[:] = [j for j in jobs if j.running]  # finished jobs need no stopping: let them be freed
-            jobs.append(job)
             st.session_state["job"] = job
             st.session_state["follow_job"] = True  # the run is the model in hand while it trains
             st.rerun()  # redraw with Start disabled and the live view polling
@@ -177,7 +176,8 @@ def live_view(job: TrainingJob, polling: bool) -> None:
         eta = "" if p.eta_s is None else f" · {p.steps_per_s:.1f} steps/s · at most {p.eta_s:.0f} s left"
         st.progress(p.fraction, text=f"Training: step {p.step} of {job.train_config.steps}{eta}")
     if not rows:
-        st.caption("The first metric row comes after a few steps...")
+        if job.running:
+            st.caption("The first metric row comes after a few steps...")
         return
     loss_col, acc_col = st.columns(2)
     loss_col.plotly_chart(loss_figure(rows), key="train_loss_chart")
@@ -192,6 +192,8 @@ if job is not None:
     live_view(job, polling=running)
     if job.error:
         st.error(f"Training stopped with an error: {job.error}. Change the settings above and start again.")
+    elif job.done and job.result is not None and job.result.steps == 0:
+        st.info("Stopped before the first training step: nothing was trained or saved.")
     elif job.done and job.result is not None:
         save_finished_job()  # usually done already by the sidebar, unless the run ended during this rerun
         saved, result = st.session_state["train_saved"], job.result

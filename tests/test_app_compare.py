@@ -161,3 +161,30 @@ def test_a_custom_run_shows_only_under_the_settings_it_was_trained_with():
     assert "No results for these settings yet" in at.info[-1].value
     at.selectbox(key="compare_task").set_value("reverse").run()  # back to the run's own settings
     assert any("your live run" in c.value for c in at.caption)
+
+
+def test_a_live_rerun_goes_on_while_the_student_looks_at_another_page(monkeypatch):
+    monkeypatch.setitem(READY, "heads", TINY)
+    at = open_compare(experiment="heads")
+    at.button(key="compare_run").click().run()
+    job = at.session_state["compare_job"]
+    at.switch_page("pages/anatomy.py").run()
+    deadline = time.monotonic() + 60
+    while job.running and time.monotonic() < deadline:  # each run is one poll of the sidebar's heartbeat
+        time.sleep(0.2)
+        at.run()
+    assert not at.exception and not job.running
+    assert [j.result.reason for j in job.jobs] == ["step budget", "step budget"]  # both variants, none cut short
+
+
+def test_one_run_per_student_at_a_time(monkeypatch):
+    monkeypatch.setitem(READY, "heads", replace(TINY, train=replace(TINY.train, steps=100_000)))
+    at = open_compare(experiment="heads")
+    at.button(key="compare_run").click().run()
+    try:
+        at.switch_page("pages/train.py").run()
+        start = at.button(key="start_training")
+        assert start.disabled and "Compare page is still training" in start.proto.help
+    finally:
+        for variant in at.session_state["compare_job"].jobs:
+            variant.stop(wait_s=30)

@@ -114,6 +114,7 @@ def test_start_is_disabled_while_a_job_runs_and_stop_ends_it(stop_jobs):
     with pytest.raises(AppTestError):
         at.button(key="start_training").click()
 
+    wait_for_a_new_row(job)  # stopped before its first step, a run saves nothing (a test below)
     at.button(key="stop_training").click()
     at.run()
     deadline = time.monotonic() + 30
@@ -254,3 +255,19 @@ def test_a_session_keeps_only_its_last_trained_models(stop_jobs):
     trained = at.session_state["trained"]
     newest = at.session_state["in_hand_name"].removeprefix("trained: ")
     assert list(trained) == [*list(older)[1:], newest]  # the oldest made room
+
+
+def test_a_run_stopped_before_its_first_step_saves_nothing():
+    job = TrainingJob(ModelConfig(), DataConfig(task="copy", min_len=3, max_len=3), TrainConfig(steps=100))
+    job.stop()  # set before the thread starts: it ends before its first step
+    job.start()
+    deadline = time.monotonic() + 30
+    while job.running:
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    assert job.result.steps == 0
+    at = open_train()
+    at.session_state["job"] = job
+    at.run()
+    assert not at.exception and "nothing was trained or saved" in at.info[0].value
+    assert "trained" not in at.session_state and "in_hand" not in at.session_state
