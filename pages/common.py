@@ -21,11 +21,11 @@ import torch
 from streamlit.runtime.pages_manager import PagesManager
 
 from transformer import Checkpoint, CheckpointError, TrainingJob, load_checkpoint, pick_device
-from transformer.training import ServerBusy
 from transformer.checkpoint import checkpoint_bytes
 from transformer.device import device_label
 from transformer.experiments import ExperimentJob
 from transformer.live import run_name
+from transformer.training import ServerBusy
 
 # Streamlit treats a folder named pages/ as legacy auto-discovered pages until some run calls st.navigation, so the
 # first request after a (re)start that opens a page's own URL (a shared link to /compare) would run that page
@@ -62,11 +62,9 @@ def training_slots() -> threading.BoundedSemaphore:
 def session_run_elsewhere(page: str) -> str | None:
     """Why this session may not start a run on `page` ("train" or "compare"): one run per student at a time, since
     each holds one of the server's few training slots. None when it may."""
-    job: TrainingJob | None = st.session_state.get("job")
-    comparison: ExperimentJob | None = st.session_state.get("compare_job")
-    if page == "compare" and job is not None and job.running:
+    if page == "compare" and _running("job") is not None:
         return "Your run on the Train page is still training: stop it or let it finish first."
-    if page == "train" and comparison is not None and comparison.running:
+    if page == "train" and _running("compare_job") is not None:
         return "Your comparison on the Compare page is still training: stop it or let it finish first."
     return None
 
@@ -158,7 +156,7 @@ def _job_heartbeat() -> None:
         except ServerBusy:
             st.caption("Comparison: waiting for a free training slot...")
         except ValueError:
-            comparison.stop()  # its settings fail: the Compare page shows why
+            pass  # its settings fail, which ends it: the Compare page shows why
         done, total = comparison.progress()
         st.progress(min(done / total, 1.0), text=f"Comparing: step {done} of {total}")
 

@@ -184,6 +184,18 @@ def test_a_stopped_job_starts_no_further_variant():
     assert job.done and len(job.jobs) == 1
 
 
+def test_a_variant_whose_settings_fail_ends_the_job_with_that_error():
+    job = ExperimentJob(replace(TINY, values=(1, 3)))  # 3 heads do not divide d_model 16
+    deadline = time.monotonic() + 60
+    with pytest.raises(ValueError, match="divisible"):
+        while time.monotonic() < deadline:
+            job.poll()
+            time.sleep(0.05)
+    assert job.done and not job.running and "divisible" in job.error and len(job.jobs) == 1
+    job.poll()  # a finished job starts nothing more
+    assert len(job.jobs) == 1
+
+
 # ------------------------------------------------------------------------------------------------------ JSON
 
 

@@ -434,19 +434,24 @@ class ExperimentJob:
         self.experiment = experiment
         self.jobs: list[TrainingJob] = []
         self._slots, self._idle_timeout_s = slots, idle_timeout_s
-        self._stopped = False
+        self._stopped, self._config_error = False, None
 
     def poll(self) -> None:
         """Note that the page still watches; start the next variant when the current one has ended.
 
-        Raises ServerBusy when no training slot is free (call again later) and ValueError for bad configs.
+        Raises ServerBusy when no training slot is free (call again later) and ValueError for bad configs, which
+        also end the experiment with that error.
         """
         if self.jobs:
             self.jobs[-1].touch()
         if self.done or (self.jobs and not self.jobs[-1].done):
             return
         value = self.experiment.values[len(self.jobs)]
-        job = TrainingJob(*self.experiment.configs(value), slots=self._slots, idle_timeout_s=self._idle_timeout_s)
+        try:
+            job = TrainingJob(*self.experiment.configs(value), slots=self._slots, idle_timeout_s=self._idle_timeout_s)
+        except ValueError as err:
+            self._config_error = str(err)
+            raise
         self.jobs.append(job.start())
 
     def stop(self) -> None:
@@ -457,7 +462,7 @@ class ExperimentJob:
 
     @property
     def error(self) -> str | None:
-        return next((job.error for job in self.jobs if job.error), None)
+        return self._config_error or next((job.error for job in self.jobs if job.error), None)
 
     @property
     def done(self) -> bool:
