@@ -67,7 +67,8 @@ layer = layer_col.selectbox("Layer", range(config.n_layers), key="anatomy_layer"
 st.caption(
     f"Each matrix is d_model × d_model = {config.d_model} × {config.d_model}, stored as output rows × input "
     f"columns (the layer computes x Wᵀ). Dashed lines cut W_Q, W_K and W_V into the {config.n_heads} heads' "
-    f"d_k = {config.d_k} rows each; W_O mixes the concatenated heads, so its columns are cut instead."
+    f"d_k = {config.d_k} rows each: head i's band is the transpose of the paper's W^Q_i (d_model × d_k), and "
+    f"d_v = d_k. W_O mixes the concatenated heads, so its columns are cut instead."
 )
 st.plotly_chart(
     projection_heatmaps(attention_projections(model, kind, layer), config.n_heads,

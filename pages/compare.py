@@ -106,7 +106,9 @@ if choice == CUSTOM:
                                         key="compare_steps",
                                         help="Every variant trains exactly this many steps (no early stopping)."),
             seed=task_col.number_input("Seed", *INT_RANGES["seed"], state.seed, key="compare_seed",
-                                       help="Same seed: same data and the same starting point for every variant."),
+                                       help="Same seed: same data for every variant, and the same starting weights unless the "
+                                            "switch changes the model's parameters (layers, a learned positional "
+                                            "table)."),
             d_model=size_col.selectbox("d_model", SIZE_CHOICES["d_model"], SIZE_CHOICES["d_model"].index(state.d_model),
                                        key="compare_d_model"),
             n_heads=size_col.selectbox("Heads", SIZE_CHOICES["n_heads"], SIZE_CHOICES["n_heads"].index(state.n_heads),

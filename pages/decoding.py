@@ -80,7 +80,9 @@ if strategy == "sample":
                                  help="The same seed draws the same sequence; change it to draw another.")
 elif strategy == "beam":
     beam_width = st.slider("Beam width", 1, 8, 3, key="decode_beam_width",
-                           help="Hypotheses kept at each step, ranked by summed log-probability; 1 is greedy.")
+                           help="Hypotheses kept at each step, ranked by summed log-probability, which favours "
+                                "shorter outputs; the paper used width 4 with a length penalty against that. 1 is "
+                                "greedy.")
 
 try:
     ids = vocab.encode(text, max_len=limit)
@@ -128,8 +130,12 @@ end_col.button("Run to end", key="decode_run_to_end", icon=":material/last_page:
                disabled=i == last, width="stretch")
 
 chips = " ".join(f"`{t}`" for t in vocab.tokens(step.prefix))
+chance = f"model p = {float(step.probs[step.token]):.2f}"
+if strategy == "sample":
+    shown = sampling_probs(step.probs.log(), temperature, top_k)  # what the draw used
+    chance += f", sampled with p = {float(shown[step.token]):.2f}"
 st.markdown(f"**Step {i + 1} of {len(steps)}** · decoder input so far: {chips} → chooses "
-            f"**`{vocab.tokens([step.token])[0]}`** (p = {float(step.probs[step.token]):.2f})")
+            f"**`{vocab.tokens([step.token])[0]}`** ({chance})")
 if strategy == "beam":
     st.caption("Beam search: the prefix, probabilities and attention follow this step's best hypothesis.")
 
@@ -137,7 +143,6 @@ src_labels = vocab.tokens(ids)
 probs_col, attention_col = st.columns(2)
 with probs_col:
     if strategy == "sample":
-        shown = sampling_probs(step.probs.log(), temperature, top_k)
         title = f"Sampling distribution (temperature {temperature:g}, top-k {top_k or 'all'})"
     else:
         shown, title = step.probs, "Next-token probabilities"

@@ -21,9 +21,10 @@ from transformer.inspection import (
 
 st.title("Masking lab")
 st.markdown(
-    "Attention looks only where its mask allows (section 3.2.3). The **padding mask** hides the PAD tokens that "
-    "fill a batch up to one length; the decoder's **causal mask** hides later target positions, so that training "
-    "on a whole target at once cannot copy the answer. Blocked scores are set to −∞ before the softmax:"
+    "Attention looks only where its mask allows. The **padding mask** hides the PAD tokens that fill a batch up to "
+    "one length (an implementation detail the paper leaves out); the decoder's **causal mask** (section 3.2.3) "
+    "hides later target positions, so that training on a whole target at once cannot copy the answer. Blocked "
+    "scores are set to −∞ before the softmax:"
 )
 st.latex(r"\mathrm{Attention}(Q, K, V) = \mathrm{softmax}\!\left(\frac{QK^\top}{\sqrt{d_k}} + M\right) V, \qquad "
          r"M_{ij} = \begin{cases} 0 & \text{query } i \text{ may attend to key } j \\ -\infty & \text{blocked} \end{cases}")

@@ -9,7 +9,7 @@ from transformer.figures.training import accuracy_figure, loss_figure
 from transformer.live import build_configs, live_examples, metrics_table, progress
 from transformer.model import ModelConfig
 from transformer.tasks import TASKS
-from transformer.training import ServerBusy, TrainConfig, TrainingJob
+from transformer.training import ServerBusy, TrainConfig, TrainingJob, smoothed_loss_floor
 
 MODEL, TRAIN = ModelConfig(), TrainConfig()  # the defaults: the fast classroom model
 DEVICES, SCHEDULES = ["auto", "cpu", "cuda", "mps"], ["noam", "constant"]
@@ -35,11 +35,15 @@ st.markdown(
     "Pick a toy task and a model, press **Start**, and watch a fresh encoder-decoder Transformer learn it: "
     "the loss falls, the held-out accuracy climbs, and five held-out inputs show what the model answers right now. "
     "Training follows section 5.3 of the paper: Adam with a learning rate that warms up linearly, then decays as "
-    "1/√step (we set the peak directly instead of deriving it from d_model). The held-out curves, the examples and "
-    "the model you keep are a running average of the trained weights, which is steadier than the weights themselves "
-    "(set *Weight averaging* to 0 to watch the raw ones)."
+    "1/√step (we set the peak directly instead of deriving it from d_model and, unlike the paper, clip the gradient "
+    "norm at 1). The held-out curves, the examples and the model you keep are a running average of the trained "
+    "weights, which is steadier than the weights themselves (set *Weight averaging* to 0 to watch the raw ones); "
+    "the training loss is the raw weights' own."
 )
-st.latex(r"\mathrm{lr}(s) = \mathrm{peak}\cdot\min\left(\frac{s}{\mathrm{warmup}},\ \sqrt{\frac{\mathrm{warmup}}{s}}\right)")
+st.latex(r"\mathrm{lr}(s) = \mathrm{peak}\cdot\begin{cases}\min\left(\frac{s}{w},\ \sqrt{\frac{w}{s}}\right) & "
+         r"\text{decay as } 1/\sqrt{s} \text{ (paper)}\\ \min\left(\frac{s}{w},\ 1\right) & \text{stay at the peak}"
+         r"\end{cases}")
+st.caption("s is the training step and w the number of warm-up steps; with no warm-up the rate is the peak from step 1.")
 
 job: TrainingJob | None = st.session_state.get("job")
 running = job is not None and job.running
@@ -66,9 +70,9 @@ with st.form("train_settings"):
                                   help="Input lengths are drawn uniformly between the shortest and the longest.")
         max_len = st.number_input("Longest input", 1, 24, **kept("train_max_len", 8),
                                   help="Longer inputs are harder and slower to learn.")
-        n_symbols = st.number_input("Symbols (vocabulary size)", 2, 30, **kept("train_symbols", 10),
-                                    help="How many different symbols (0, 1, 2, ...) sequences use; PAD, BOS and EOS "
-                                         "come on top.")
+        n_symbols = st.number_input("Symbols", 2, 30, **kept("train_symbols", 10),
+                                    help="How many different symbols (0, 1, 2, ...) sequences use. The vocabulary is "
+                                         "3 tokens larger: PAD, BOS and EOS come on top.")
     with model_col:
         st.markdown("**Model**")
         d_model = st.number_input("d_model", 8, 128, **kept("train_d_model", MODEL.d_model),
@@ -86,7 +90,7 @@ with st.form("train_settings"):
         lr = st.number_input("Peak learning rate", 1e-4, 0.05, step=1e-3, format="%.4f", **kept("train_lr", TRAIN.lr),
                              help="The learning rate at the end of warm-up.")
         warmup = st.number_input("Warm-up steps", 0, 1000, **kept("train_warmup", TRAIN.warmup),
-                                 help="Steps over which the learning rate grows linearly from 0 to its peak.")
+                                 help="Steps over which the learning rate grows linearly from 0 to its peak (the paper: 4000).")
         schedule = st.selectbox("After warm-up", SCHEDULES, **kept("train_schedule", TRAIN.schedule, SCHEDULES),
                                 format_func={"noam": "decay as 1/√step (paper)", "constant": "stay at the peak"}.get,
                                 help="What the learning rate does once warm-up is over.")
@@ -180,7 +184,13 @@ def live_view(job: TrainingJob, polling: bool) -> None:
             st.caption("The first metric row comes after a few steps...")
         return
     loss_col, acc_col = st.columns(2)
-    loss_col.plotly_chart(loss_figure(rows), key="train_loss_chart")
+    smoothing, vocab_size = job.train_config.label_smoothing, len(job.trainer.vocab)
+    floor = smoothed_loss_floor(smoothing, vocab_size)
+    loss_col.plotly_chart(loss_figure(rows, train_floor=floor), key="train_loss_chart")
+    if floor:
+        loss_col.caption(f"With label smoothing {smoothing:g}, training aims at a target that is not all on the right "
+                         f"token, so even a perfect model's training loss is {floor:.2f} (dotted line). The held-out "
+                         "loss is plain cross-entropy and can go to 0.")
     acc_col.plotly_chart(accuracy_figure(rows), key="train_accuracy_chart")
     model = job.model_snapshot()
     if model is not None:

@@ -183,6 +183,9 @@ def test_sampling_renders_with_its_settings(solved_reverse):
     assert not at.exception
     bar = charts(at)["Sampling distribution (temperature 2, top-k 3)"]["data"][0]
     assert (array(bar["y"]) > 0).sum() <= 3  # top-k leaves only three tokens to draw from
+    (header,) = [m.value for m in at.markdown if m.value.startswith("**Step 1 ")]
+    sampled = float(header.rsplit("sampled with p = ", 1)[1][:4])
+    assert "model p = " in header and sampled in [round(float(y), 2) for y in array(bar["y"])]
     click(at, "decode_run_to_end")
     assert at.success[0].value.startswith("Output:")
 

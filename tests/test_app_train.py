@@ -11,7 +11,7 @@ import pages.common
 from transformer.checkpoint import load_checkpoint
 from transformer.model import ModelConfig
 from transformer.tasks import DataConfig
-from transformer.training import TrainConfig, TrainingDiverged, TrainingJob
+from transformer.training import TrainConfig, TrainingDiverged, TrainingJob, smoothed_loss_floor
 
 
 @pytest.fixture(autouse=True)
@@ -75,7 +75,7 @@ def test_page_renders_with_classroom_defaults():
 def test_training_streams_curves_and_puts_the_model_in_hand(stop_jobs):
     at = open_train()
     stop_jobs.append(at)
-    start(at, task="copy", min_len=3, max_len=3, symbols=4, steps=60, batch=32)
+    start(at, task="copy", min_len=3, max_len=3, symbols=4, steps=60, batch=32, label_smoothing=0.1)
     job = at.session_state["job"]
     assert job.train_config.record_attention and job.trainer.data.config.task == "copy"
     if job.running:
@@ -87,6 +87,9 @@ def test_training_streams_curves_and_puts_the_model_in_hand(stop_jobs):
     steps = loss["data"][0]["x"]
     assert len(steps) >= 2 and steps[-1] == job.result.steps
     assert {trace["name"] for trace in loss["data"]} == {"training loss", "held-out loss"}
+    floor = smoothed_loss_floor(0.1, 7)  # 4 symbols + PAD, BOS, EOS
+    assert [shape["y0"] for shape in loss["layout"]["shapes"]] == [pytest.approx(floor)]
+    assert any(f"training loss is {floor:.2f}" in caption.value for caption in at.caption)
     examples = at.dataframe[0].value
     assert len(examples) == 5 and set(examples["right"]) <= {"✓", "✗"}
     metrics = at.dataframe[1].value

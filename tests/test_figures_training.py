@@ -25,6 +25,12 @@ def test_loss_figure_has_train_and_held_out_curves_on_a_log_axis():
     assert fig.layout.xaxis.title.text == "training step" and fig.layout.font.size >= 16
 
 
+def test_loss_figure_draws_the_label_smoothing_floor_only_when_there_is_one():
+    assert loss_figure(rows(4)).layout.shapes == ()
+    (line,) = loss_figure(rows(4), train_floor=0.54).layout.shapes
+    assert (line.y0, line.y1) == (0.54, 0.54)
+
+
 def test_accuracy_figure_in_percent():
     token, exact = accuracy_figure(rows(4)).data
     assert (token.name, exact.name) == ("token accuracy", "exact match (whole sequence)")

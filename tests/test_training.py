@@ -130,6 +130,20 @@ def test_the_training_loss_uses_label_smoothing(smoothing):
     assert loss(0.3) != pytest.approx(loss(0.0), rel=1e-3)  # far apart enough to tell the settings apart
 
 
+@pytest.mark.parametrize("smoothing, vocab_size", [(0.1, 13), (0.3, 20)])
+def test_the_label_smoothing_floor_is_the_lowest_loss_any_logits_reach(smoothing, vocab_size):
+    floor = training.smoothed_loss_floor(smoothing, vocab_size)
+    target = torch.tensor([2])
+    loss = lambda logits: F.cross_entropy(logits[None], target, label_smoothing=smoothing).item()
+    right, other = 1 - smoothing + smoothing / vocab_size, smoothing / vocab_size
+    best = torch.full((vocab_size,), other).index_fill(0, target, right).log()  # logits of the smoothed target itself
+    assert loss(best) == pytest.approx(floor, abs=1e-6)
+    generator = torch.Generator().manual_seed(0)
+    assert all(loss(best + 0.5 * torch.randn(vocab_size, generator=generator)) > floor for _ in range(20))
+    assert loss(torch.zeros(vocab_size).index_fill(0, target, 50.0)) > floor  # all-in on the right token
+    assert training.smoothed_loss_floor(0.0, vocab_size) == 0.0
+
+
 def test_model_and_data_must_fit_together():
     with pytest.raises(ValueError, match="vocab_size"):
         Trainer(ModelConfig(vocab_size=20), COPY, TrainConfig())

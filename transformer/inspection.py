@@ -83,10 +83,11 @@ def config_table(config: ModelConfig) -> pd.DataFrame:
         norm, formula = "post-norm (paper)", "LayerNorm(x + Sublayer(x))"
     rows = [
         ("norm placement", norm, f"each sublayer computes {formula}"),
-        ("positional", config.positional, "sinusoidal is the paper's; learned is a trained table; none is no order"),
+        ("positional", config.positional,
+         "sinusoidal is the paper's; learned is a trained table; none gives the encoder no order"),
         ("causal_mask", config.causal_mask, "decoder may not look at later target positions"),
         ("scale_scores", config.scale_scores, "scores divided by √d_k before the softmax"),
-        ("tie_weights", config.tie_weights, "generator shares the embedding matrix"),
+        ("tie_weights", config.tie_weights, "generator shares the embedding matrix (the paper does)"),
         ("d_model", config.d_model, "width of every token vector"),
         ("heads", config.n_heads, "attention heads per attention block"),
         ("d_k", config.d_k, "width of one head: d_model / heads"),

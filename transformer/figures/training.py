@@ -15,10 +15,16 @@ FONT = dict(size=16)  # readable on a projector
 TRAIN, VALID = "#1f5fbf", "#d9480f"
 
 
-def loss_figure(rows: Sequence[MetricRow], max_points: int = 500) -> go.Figure:
-    """Training and held-out cross-entropy against the step, on a log axis (late progress stays visible)."""
+def loss_figure(rows: Sequence[MetricRow], max_points: int = 500, train_floor: float | None = None) -> go.Figure:
+    """Training and held-out loss against the step, on a log axis (late progress stays visible).
+
+    `train_floor`: the lowest loss the training objective allows (label smoothing), drawn as a dotted line.
+    """
     fig = _curves(rows, max_points, [("train_loss", "training loss", TRAIN), ("val_loss", "held-out loss", VALID)])
-    fig.update_yaxes(title="cross-entropy loss (log scale)", type="log", dtick=1)  # a tick at each power of 10
+    fig.update_yaxes(title="loss (log scale)", type="log", dtick=1)  # a tick at each power of 10
+    if train_floor:
+        fig.add_hline(y=train_floor, line=dict(color=TRAIN, dash="dot", width=2),
+                      annotation_text="training loss floor", annotation_position="bottom left")
     return _layout(fig, "Loss")
 
 
