@@ -3,7 +3,9 @@ import copy
 import pytest
 import torch
 
+from transformer import decoding
 from transformer.decoding import (
+    Beam,
     beam_search,
     decode_all_steps,
     decode_steps,
@@ -178,15 +180,38 @@ def test_beam_steps_form_a_consistent_tree(model):
         best = max(step.beams, key=lambda b: b.score)
         assert step.prefix + [step.token] == best.tokens
         n_finished += sum(b.finished for b in step.beams)
-    assert n_finished == 3 or len(steps) == 10
+    best_finished = max(b.score for s in steps for b in s.beams if b.finished)
+    assert n_finished == 3 or len(steps) == 10 or best_finished >= max(b.score for b in steps[-1].beams)
     tokens, _ = beam_search(model, ONE, BOS, eos, 10, beam_width=3)
     assert any(tokens == b.tokens[1:] for s in steps for b in s.beams)
 
 
+def every_beam_step(model, eos: int, max_len: int, width: int) -> list[list[Beam]]:
+    """The beams of each step of a beam search that never stops early."""
+    steps = decoding._beam_search_steps(model, ONE, BOS, eos, max_len, width, False, stop_early=False)
+    return [beams for *_, beams in decoding._run(model, steps)]
+
+
+def test_beam_search_stops_once_no_live_hypothesis_can_win(model):
+    for step in range(4):
+        eos = an_emitted_token(model, ONE, step)
+        full = every_beam_step(model, eos, 10, 3)
+        steps = decode_all_steps(model, ONE, BOS, eos, 10, strategy="beam", beam_width=3)
+        shape = lambda beams: [(b.tokens, b.parent, b.finished) for b in beams]
+        assert [shape(s.beams) for s in steps] == [shape(beams) for beams in full[: len(steps)]]  # scores: to rounding
+        finished = [[b.score for s in full[: i + 1] for b in s if b.finished] for i in range(len(full))]
+        live = [[b.score for b in beams if not b.finished] for beams in full]
+        can_win = [not done or not alive or max(alive) > max(done) for done, alive in zip(finished, live)]
+        assert len(steps) == (can_win.index(False) + 1 if False in can_win else len(full))
+        hypotheses = [b for s in full for b in s if b.finished] + [b for b in full[-1] if not b.finished]
+        best = max(hypotheses, key=lambda b: b.score)
+        assert beam_search(model, ONE, BOS, eos, 10, beam_width=3) == (best.tokens[1:], best.score)
+
+
 def test_length_penalty_picks_best_normalized_hypothesis(model):
     eos = an_emitted_token(model, ONE, 0)  # an early EOS: short finished hypotheses have the best plain sums
-    steps = decode_all_steps(model, ONE, BOS, eos, 8, strategy="beam", beam_width=3)
-    hypotheses = [b for s in steps for b in s.beams if b.finished] + [b for b in steps[-1].beams if not b.finished]
+    steps = every_beam_step(model, eos, 8, 3)
+    hypotheses = [b for s in steps for b in s if b.finished] + [b for b in steps[-1] if not b.finished]
     lengths = []
     for alpha in (0.0, 1.0, 3.0):
         tokens, score = beam_search(model, ONE, BOS, eos, 8, beam_width=3, length_penalty=alpha)

@@ -99,15 +99,17 @@ def beam_search(
     """Beam search for one source (1, S) -> (best output ids, BOS dropped, EOS kept; its summed log-probability).
 
     Keeps the `beam_width - n_finished` best live hypotheses at each step; one that ends with EOS is set aside
-    as finished. Stops when `beam_width` hypotheses have finished, or after `max_len` tokens (the live ones
-    then compete too). The best hypothesis maximizes score / n_tokens ** length_penalty: 0 (the default)
+    as finished. Stops when `beam_width` hypotheses have finished, after `max_len` tokens (the live ones then
+    compete too), or, with no length penalty, once a finished hypothesis scores at least as well as every live
+    one (a live score can only fall, so none of them can win any more). The best hypothesis maximizes score / n_tokens ** length_penalty: 0 (the default)
     ranks by the plain summed log-probability, larger values favour longer outputs. The returned score is
     always the plain sum. beam_width=1 is greedy decoding.
     """
     max_len = _check_args(model, src, bos_id, eos_id, max_len, single=True)
     _check_beam(beam_width)
     candidates, beams = [], []
-    for *_, beams in _run(model, _beam_search_steps(model, src, bos_id, eos_id, max_len, beam_width, False)):
+    steps = _beam_search_steps(model, src, bos_id, eos_id, max_len, beam_width, False, length_penalty == 0)
+    for *_, beams in _run(model, steps):
         candidates += [b for b in beams if b.finished]
     candidates += [b for b in beams if not b.finished]  # still live at max_len
     best = max(candidates, key=lambda b: b.score / (len(b.tokens) - 1) ** length_penalty)
@@ -218,14 +220,15 @@ def _path_steps(model, src, bos_id, eos_id, max_len, pick: Pick) -> Iterator[Dec
         prefix.append(int(token[0]))
 
 
-def _beam_search_steps(model, src, bos_id, eos_id, max_len, beam_width: int, need_weights: bool):
+def _beam_search_steps(model, src, bos_id, eos_id, max_len, beam_width: int, need_weights: bool, stop_early: bool):
     """Yield (logits (K, V), self maps, cross maps, beams) per step; rows are the K live beams of the step before.
 
     `beams` lists the hypotheses kept at this step, live ones first so that live beam i is cache row i next.
+    `stop_early`: end once the best finished score is at least every live score (right for plain summed scores).
     """
     memory, src_mask = _encode(model, src)
     cache = model.new_cache()
-    live, n_finished = [Beam([bos_id], 0.0, 0, False)], 0
+    live, n_finished, best_finished = [Beam([bos_id], 0.0, 0, False)], 0, float("-inf")
     for step in range(max_len):
         last = torch.tensor([[b.tokens[-1]] for b in live], device=src.device)  # (K, 1)
         logits, self_maps, cross_maps = model.decode(
@@ -241,14 +244,15 @@ def _beam_search_steps(model, src, bos_id, eos_id, max_len, beam_width: int, nee
         yield logits, self_maps, cross_maps, beams
         live = [b for b in beams if not b.finished]
         n_finished += len(beams) - len(live)
-        if not live:
+        best_finished = max([best_finished] + [b.score for b in beams if b.finished])
+        if not live or (stop_early and best_finished >= live[0].score):
             return
         _reorder_cache(cache, torch.tensor([b.parent for b in live], device=src.device))
 
 
 def _beam_decode_steps(model, src, bos_id, eos_id, max_len, beam_width) -> Iterator[DecodeStep]:
     """Beam-search `DecodeStep`s, following the best hypothesis of each step."""
-    steps = _beam_search_steps(model, src, bos_id, eos_id, max_len, beam_width, True)
+    steps = _beam_search_steps(model, src, bos_id, eos_id, max_len, beam_width, True, stop_early=True)
     for step, (logits, self_maps, cross_maps, beams) in enumerate(steps):
         best = max(beams, key=lambda b: b.score)
         yield _record(step, best.tokens[:-1], best.tokens[-1], logits, self_maps, cross_maps, best.parent, beams)
