@@ -37,5 +37,5 @@ pages = [
     st.Page("pages/checkpoints.py", title="Checkpoints", icon=":material/save:"),
 ]
 page = st.navigation(pages)
-sidebar()
+sidebar(page.url_path)
 page.run()

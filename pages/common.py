@@ -108,11 +108,16 @@ def shipped_checkpoint_buttons(key_prefix: str) -> None:
         st.success(text) if kind == "success" else st.error(text)
 
 
+def following_run() -> bool:
+    """Whether the model in hand is the snapshot of a run that is still training."""
+    return _running("job") is not None and bool(st.session_state.get("follow_job"))
+
+
 def model_in_hand() -> tuple[Checkpoint | None, str]:
     """The checkpoint probing pages use, and its label. While a run trains, its latest snapshot is in hand, unless
     the student has put another model in hand since it started."""
     job: TrainingJob | None = st.session_state.get("job")
-    if job is not None and job.running and st.session_state.get("follow_job"):
+    if following_run():
         model = job.model_snapshot()
         if model is not None:
             trainer = job.trainer
@@ -139,9 +144,10 @@ def _running(key: str) -> TrainingJob | ExperimentJob | None:
 
 
 @st.fragment(run_every=2.0)
-def _job_heartbeat() -> None:
-    """While this session trains (a Train run or a Compare rerun), show its progress on every page and keep it
-    going: a job that no page polls (the tab was closed) stops after JOB_IDLE_TIMEOUT_S."""
+def _job_heartbeat(page: str) -> None:
+    """While this session trains (a Train run or a Compare rerun), keep it going and show its progress and the
+    model in hand on every page: a job that no page polls (the tab was closed) stops after JOB_IDLE_TIMEOUT_S.
+    The Train and Compare pages draw their own run's progress, so the sidebar leaves it out there."""
     job, comparison = _running("job"), _running("compare_job")
     if job is None and comparison is None:
         st.rerun()  # the run ended: redraw the page without this poll
@@ -149,7 +155,8 @@ def _job_heartbeat() -> None:
         job.touch()
         rows = job.rows()
         step = rows[-1]["step"] if rows else 0
-        st.progress(min(step / job.train_config.steps, 1.0), text=f"Training: step {step} of {job.train_config.steps}")
+        if page != "train":
+            st.progress(min(step / job.train_config.steps, 1.0), text=f"Training: step {step} of {job.train_config.steps}")
     if comparison is not None:
         try:
             comparison.poll()  # also starts the next variant, so a comparison goes on while the student looks elsewhere
@@ -158,7 +165,9 @@ def _job_heartbeat() -> None:
         except ValueError:
             pass  # its settings fail, which ends it: the Compare page shows why
         done, total = comparison.progress()
-        st.progress(min(done / total, 1.0), text=f"Comparing: step {done} of {total}")
+        if page != "compare":
+            st.progress(min(done / total, 1.0), text=f"Comparing: step {done} of {total}")
+    _model_in_hand_label()
 
 
 def save_finished_job() -> None:
@@ -189,21 +198,26 @@ def save_finished_job() -> None:
     st.session_state["train_saved"] = saved
 
 
-def sidebar() -> None:
-    """The shared sidebar: device, the running job's progress, and the model in hand."""
+def sidebar(page: str) -> None:
+    """The shared sidebar: device, the running job's progress, and the model in hand. `page`: the page's url path."""
     with st.sidebar:
         st.caption(f"Device: {setup_torch()}")
-        if _running("job") is not None or _running("compare_job") is not None:
-            _job_heartbeat()
         save_finished_job()
-        checkpoint, name = model_in_hand()
-        if checkpoint is None:
-            st.markdown("**Model in hand:** none yet")
+        if _running("job") is not None or _running("compare_job") is not None:
+            _job_heartbeat(page)  # redraws the model in hand too: a run in hand moves on while the page stays
         else:
-            c = checkpoint.config
-            st.markdown(f"**Model in hand:** {name}")
-            st.caption(
-                f"task {checkpoint.task.task}, lengths {checkpoint.task.min_len}-{checkpoint.task.max_len} · "
-                f"d_model {c.d_model}, {c.n_heads} heads, {c.n_layers}+{c.n_layers} layers · "
-                f"{'pre' if c.norm_first else 'post'}-norm"
-            )
+            _model_in_hand_label()
+
+
+def _model_in_hand_label() -> None:
+    checkpoint, name = model_in_hand()
+    if checkpoint is None:
+        st.markdown("**Model in hand:** none yet")
+        return
+    c = checkpoint.config
+    st.markdown(f"**Model in hand:** {name}")
+    st.caption(
+        f"task {checkpoint.task.task}, lengths {checkpoint.task.min_len}-{checkpoint.task.max_len} · "
+        f"d_model {c.d_model}, {c.n_heads} heads, {c.n_layers}+{c.n_layers} layers · "
+        f"{'pre' if c.norm_first else 'post'}-norm"
+    )

@@ -6,7 +6,7 @@ import random
 import streamlit as st
 import torch
 
-from pages.common import require_model
+from pages.common import following_run, require_model
 from transformer.decoding import beam_search, decode_all_steps, sampling_probs, teacher_forced
 from transformer.figures.decoding import beam_tree, cross_attention_heatmap, probs_bar, teacher_forcing_table
 from transformer.tasks import DataConfig, TaskData, get_task
@@ -97,7 +97,17 @@ if not task.min_len <= len(ids) <= task.max_len:
 # All steps are computed once per (model, input, strategy, settings); Next and Back only move through them.
 key = (tuple(ids), strategy, temperature, top_k, seed, beam_width)
 trace = st.session_state.get("decode_trace")
-if trace is None or trace["model"] is not model or trace["key"] != key:
+live, model_step = following_run(), checkpoint.history[-1]["step"] if checkpoint.history else 0
+if (trace is not None and trace["key"] == key and trace["model"] is not model and live and trace["live"]
+        and not st.session_state.pop("decode_refresh", False)):
+    # The run in hand trained on: keep the walkthrough on the snapshot it started with until the student asks.
+    info_col, refresh_col = st.columns([4, 1], vertical_alignment="center")
+    info_col.info(f"The run has trained on to step {model_step}; these steps still show the model as of step "
+                  f"{trace['model_step']}.")
+    refresh_col.button("Decode again", key="decode_refresh_button", width="stretch",
+                       on_click=lambda: st.session_state.update(decode_refresh=True),
+                       help="Recompute every step with the run's newest model, staying at this step.")
+elif trace is None or trace["model"] is not model or trace["key"] != key:
     symbols = [vocab.symbol_index(i) for i in ids]
     expected = [vocab.symbol_id(s) for s in get_task(task.task).fn(symbols, task.n_symbols)]
     src = torch.tensor([ids], device=next(model.parameters()).device)  # (1, S)
@@ -114,7 +124,8 @@ if trace is None or trace["model"] is not model or trace["key"] != key:
         st.stop()
     same_input = trace is not None and trace["key"] == key  # only the model changed: a training run moved on
     st.session_state["decode_step"] = min(st.session_state["decode_step"], len(steps) - 1) if same_input else 0
-    trace = dict(key=key, model=model, steps=steps, output=output, expected=expected, forced=forced)
+    trace = dict(key=key, model=model, steps=steps, output=output, expected=expected, forced=forced, live=live,
+                 model_step=model_step)
     st.session_state["decode_trace"] = trace
 steps, i = trace["steps"], st.session_state["decode_step"]
 step, last = steps[i], len(steps) - 1

@@ -203,8 +203,10 @@ def test_a_model_loaded_during_a_run_stays_in_hand_and_the_run_is_still_saved(st
     wait_for_a_new_row(at.session_state["job"])
     at.run()
     assert sidebar_model(at).startswith("**Model in hand:** training sort")  # the run is in hand while it trains
+    assert len(at.get("progress")) == 1 and not at.sidebar.get("progress")  # one progress bar: the page's own
     at.switch_page("pages/checkpoints.py")
     at.run()
+    assert len(at.sidebar.get("progress")) == 1
     at.button(key="load_copy").click()
     at.run()
     assert not at.exception and sidebar_model(at) == "**Model in hand:** shipped: copy"
@@ -225,12 +227,19 @@ def test_decoding_steps_on_while_the_run_in_hand_trains(stop_jobs):
     wait_for_a_new_row(job)
     at.switch_page("pages/decoding.py")
     at.run()
+    first = at.session_state["decode_trace"]["model"]
     for step in (2, 3):
         wait_for_a_new_row(job)  # the model in hand is a new snapshot at each click
         at.button(key="decode_next").click()
         at.run()
         assert not at.exception
         assert any(m.value.startswith(f"**Step {step} of ") for m in at.markdown)
+        assert at.session_state["decode_trace"]["model"] is first  # the walkthrough keeps the model it began with
+        assert "has trained on to step" in at.info[0].value
+    at.button(key="decode_refresh_button").click()
+    at.run()
+    assert not at.exception and at.session_state["decode_trace"]["model"] is not first
+    assert any(m.value.startswith("**Step 3 of ") for m in at.markdown)  # same step, newest model
 
 
 def test_the_form_comes_back_as_it_was_left_after_a_visit_to_another_page(stop_jobs):
