@@ -172,6 +172,11 @@ def current_run() -> tuple[ExperimentRun | None, str]:
         return None, ""
 
 
+def pick_step(key: str, newest: int) -> None:
+    """The timeline slider moved: keep the step picked, or follow the newest snapshot again when it is that one."""
+    st.session_state["timeline_pick"] = None if st.session_state[key] == newest else st.session_state[key]
+
+
 def show_timeline(run: ExperimentRun) -> None:
     """A slider over training steps: the probe's cross-attention at that step, the loss, the alignment scores."""
     st.subheader("Attention forming during training")
@@ -193,12 +198,13 @@ def show_timeline(run: ExperimentRun) -> None:
     if not variant.steps:
         st.caption("No attention snapshot yet.")
         return
-    # Follow the newest snapshot while the slider sits at the end; keep the student's choice otherwise.
-    if st.session_state.get("timeline_step") in (None, st.session_state.get("compare_timeline_end")) or \
-            st.session_state["timeline_step"] not in variant.steps:
-        st.session_state["timeline_step"] = variant.steps[-1]
-    st.session_state["compare_timeline_end"] = variant.steps[-1]
-    step = st.select_slider("Training step", variant.steps, key="timeline_step")
+    # Follow the newest snapshot until the student picks an earlier one. A browser keeps a slider's old value when
+    # its options grow, so while following, the slider gets a key of its own for each count of snapshots.
+    pick = st.session_state.get("timeline_pick")
+    following = pick not in variant.steps
+    key = f"timeline_step_{index}_{len(variant.steps)}" if following else f"timeline_step_{index}_picked"
+    step = st.select_slider("Training step", variant.steps, key=key, on_change=pick_step, args=(key, variant.steps[-1]),
+                            value=variant.steps[-1] if following else pick)
     snapshot = variant.cross[variant.steps.index(step)]
     heads_col, loss_col = st.columns([3, 2])
     for layer, maps in enumerate(snapshot):

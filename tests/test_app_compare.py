@@ -51,10 +51,10 @@ def test_shipped_results_show_at_once(at):
 
 
 def test_the_timeline_slider_moves_heatmaps_and_marker(at):
-    slider = at.select_slider(key="timeline_step")
-    assert slider.value == int(slider.options[-1]) == 600
-    at.select_slider(key="timeline_step").set_value(0).run()
-    assert not at.exception
+    (slider,) = at.select_slider
+    assert slider.value == int(slider.options[-1]) == 600  # following the newest snapshot
+    slider.set_value(0).run()
+    assert not at.exception and at.session_state["timeline_pick"] == 0 and at.select_slider[0].value == 0
     heads = chart(at, "compare_heads_0")
     assert "step 0" in heads["layout"]["title"]["text"] and len(heads["data"]) == 4
     assert chart(at, "compare_timeline_loss")["layout"]["shapes"][0]["x0"] == 0

@@ -179,3 +179,37 @@ def test_masking_peek_experiment_shows_its_tables(page, lab_server, reverse_chec
     expect(tables).to_have_count(tables_before + 2)
     assert not page_errors(page), page_errors(page)
     screenshot(page, "masking-peek")
+
+
+def heatmap_step(page) -> int:
+    """The training step in the title of the Compare page's first attention heatmap (-1 while there is none)."""
+    title = page.evaluate("() => document.querySelector('.st-key-compare_heads_0 .gtitle')?.textContent ?? ''")
+    # (the first of the chart's titles: Plotly briefly keeps the old one while it redraws)
+    return int(match.group(1)) if (match := re.search(r"step (\d+)", title)) else -1
+
+
+def wait_for_heatmap_step(page, above: int, timeout_s: float = 60.0) -> int:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if (step := heatmap_step(page)) > above:
+            return step
+        page.wait_for_timeout(250)
+    raise AssertionError(f"the attention timeline stayed at step {heatmap_step(page)}")
+
+
+def test_a_live_comparison_timeline_follows_training_until_a_step_is_picked(page, lab_server):
+    open_page(page, lab_server, "compare")
+    button(page, "compare_run").click()
+    expect(main(page).get_by_text("Training variant 1 of 2")).to_be_visible(timeout=30_000)
+    assert wait_for_heatmap_step(page, 0) < 600, "the shipped results are still shown"
+    wait_for_heatmap_step(page, 200)  # the slider follows the newest snapshot (it froze at 25-100 before)
+    slider = page.locator("[class*='st-key-timeline_step'] input[type='range']")
+    slider.focus()
+    slider.press("Home")
+    wait_idle(page)
+    expect(page.locator(".st-key-compare_heads_0 .gtitle").first).to_have_text(re.compile(r"step 0$"), timeout=10_000)
+    page.wait_for_timeout(3000)  # new snapshots arrive meanwhile
+    assert heatmap_step(page) == 0, "a picked step was replaced by the newest"
+    button(page, "compare_stop").click()
+    wait_idle(page)
+    assert not page_errors(page), page_errors(page)
