@@ -87,8 +87,7 @@ elif strategy == "beam":
 try:
     ids = vocab.encode(text, max_len=limit)
 except ValueError as err:
-    st.error(f"{err}. Type symbols of this model's vocabulary separated by spaces, "
-             f"e.g. `{example_text(examples[0], vocab.symbols)}`.")
+    st.error(f"{err}. For example: `{example_text(examples[0], vocab.symbols)}`.")
     st.stop()
 if not task.min_len <= len(ids) <= task.max_len:
     st.warning(f"The model was trained on lengths {task.min_len}-{task.max_len}; an input of {len(ids)} tests "

@@ -18,7 +18,6 @@ REASONS = {
     "solved": "it got every held-out sequence right",
     "step budget": "the step budget ran out",
     "time budget": "the time budget ran out",
-    "stopped": "it was stopped (by you, or because no page watched it for a while)",
 }
 METRIC_FORMATS = {  # the table's headers and number formats; the CSV keeps the raw columns
     "train_loss": st.column_config.NumberColumn("training loss", format="%.4f"),
@@ -207,9 +206,14 @@ if job is not None:
     elif job.done and job.result is not None:
         save_finished_job()  # usually done already by the sidebar, unless the run ended during this rerun
         saved, result = st.session_state["train_saved"], job.result
-        st.success(f"Finished after {result.steps} steps in {result.seconds:.1f} s, because {REASONS[result.reason]}: "
-                   f"exact match {result.exact_match:.1%} and token accuracy {result.token_acc:.1%} on the held-out "
-                   "set.")
+        scores = (f"exact match {result.exact_match:.1%} and token accuracy {result.token_acc:.1%} on the held-out "
+                  "set")
+        if result.reason == "stopped":
+            st.info(f"Stopped at step {result.steps} after {result.seconds:.1f} s (by you, or because no page watched "
+                    f"the run for {JOB_IDLE_TIMEOUT_S:.0f} s): {scores}.")
+        else:
+            st.success(f"Finished after {result.steps} steps in {result.seconds:.1f} s, because "
+                       f"{REASONS[result.reason]}: {scores}.")
         table = metrics_table(job.rows())
         st.dataframe(table, hide_index=True, column_config=METRIC_FORMATS)
         csv_col, ckpt_col = st.columns(2)

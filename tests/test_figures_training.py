@@ -31,6 +31,11 @@ def test_loss_figure_draws_the_label_smoothing_floor_only_when_there_is_one():
     assert (line.y0, line.y1) == (0.54, 0.54)
 
 
+def test_loss_ticks_are_powers_of_ten_only_across_more_than_one():
+    assert loss_figure(rows(40)).layout.yaxis.dtick == 1  # 2.0 down to 0.05
+    assert loss_figure(rows(2)).layout.yaxis.dtick is None  # 1.0 to 2.5: Plotly's own 1-2-5 ticks
+
+
 def test_accuracy_figure_in_percent():
     token, exact = accuracy_figure(rows(4)).data
     assert (token.name, exact.name) == ("token accuracy", "exact match (whole sequence)")

@@ -125,7 +125,7 @@ def test_training_streams_points_then_stops(page, lab_server):
     screenshot(page, "train-running")
 
     button(page, "stop_training").click()
-    expect(main(page).get_by_text("because it was stopped")).to_be_visible(timeout=30_000)
+    expect(main(page).get_by_text(re.compile(r"Stopped at step \d+"))).to_be_visible(timeout=30_000)
     expect(start).to_be_enabled()
     expect(button(page, "stop_training")).to_be_disabled()
     wait_idle(page)

@@ -8,7 +8,7 @@ from plotly.subplots import make_subplots
 
 from ..live import downsample
 from ..training import MetricRow
-from .training import FONT
+from .training import FONT, log_ticks
 
 VARIANT_COLOURS = ("#1f5fbf", "#d9480f", "#2b8a3e", "#862e9c")  # one per variant, in the experiment's order
 MARKER = "#555555"
@@ -27,12 +27,6 @@ def _mode(rows: Sequence[MetricRow]) -> str:
     return "lines+markers" if len(rows) < 40 else "lines"  # a run's first point shows before there is a line
 
 
-def _log_ticks(rows: Sequence[MetricRow]) -> dict:
-    """Tick labels at powers of ten only, when the loss spans more than one (else plotly's default ticks)."""
-    losses = [row["train_loss"] for row in rows if row["train_loss"] and row["train_loss"] > 0]
-    return dict(dtick=1) if losses and max(losses) > 10 * min(losses) else {}
-
-
 def comparison_figure(histories: Mapping[str, Sequence[MetricRow]], max_points: int = 300) -> go.Figure:
     """Variant label -> metric rows, overlaid in three panels: training loss, teacher-forced token accuracy and
     greedy exact match on held-out data, against the step; one colour per variant."""
@@ -46,7 +40,7 @@ def comparison_figure(histories: Mapping[str, Sequence[MetricRow]], max_points: 
                 mode=_mode(rows), line=dict(color=variant_colour(i), width=3),
                 hovertemplate=f"{label}: %{{y:.4g}}<extra></extra>",
             ), row=1, col=col)
-    fig.update_yaxes(type="log", row=1, col=1, **_log_ticks([row for rows in histories.values() for row in rows]))
+    fig.update_yaxes(type="log", row=1, col=1, **log_ticks([row for rows in histories.values() for row in rows]))
     for col in (2, 3):
         fig.update_yaxes(range=[0, 101], ticksuffix="%", row=1, col=col)
     fig.update_xaxes(title="training step", rangemode="tozero")
@@ -64,7 +58,7 @@ def loss_marker_figure(rows: Sequence[MetricRow], step: int, label: str, colour:
                                hovertemplate="%{y:.4g}<extra></extra>"))
     fig.add_vline(x=step, line=dict(color=MARKER, dash="dash", width=2), annotation_text=f"step {step}")
     fig.update_xaxes(title="training step", rangemode="tozero")
-    fig.update_yaxes(title="training loss (log scale)", type="log", **_log_ticks(rows))
+    fig.update_yaxes(title="training loss (log scale)", type="log", **log_ticks(rows))
     fig.update_layout(title=f"Loss of {label}", font=FONT, height=380, margin=dict(l=70, r=20, t=60, b=60),
                       showlegend=False)
     return fig

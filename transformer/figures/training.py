@@ -21,11 +21,18 @@ def loss_figure(rows: Sequence[MetricRow], max_points: int = 500, train_floor: f
     `train_floor`: the lowest loss the training objective allows (label smoothing), drawn as a dotted line.
     """
     fig = _curves(rows, max_points, [("train_loss", "training loss", TRAIN), ("val_loss", "held-out loss", VALID)])
-    fig.update_yaxes(title="loss (log scale)", type="log", dtick=1)  # a tick at each power of 10
+    fig.update_yaxes(title="loss (log scale)", type="log", **log_ticks(rows, ("train_loss", "val_loss")))
     if train_floor:
         fig.add_hline(y=train_floor, line=dict(color=TRAIN, dash="dot", width=2),
                       annotation_text="training loss floor", annotation_position="bottom left")
     return _layout(fig, "Loss")
+
+
+def log_ticks(rows: Sequence[MetricRow], columns: Sequence[str] = ("train_loss",)) -> dict:
+    """Tick labels at powers of ten only when the losses span more than one; else Plotly's 1-2-5 ticks, so a loss
+    between 1 and 3 does not get a single label."""
+    losses = [row[c] for row in rows for c in columns if row[c] and row[c] > 0]
+    return dict(dtick=1) if losses and max(losses) > 10 * min(losses) else {}
 
 
 def accuracy_figure(rows: Sequence[MetricRow], max_points: int = 500) -> go.Figure:
