@@ -107,12 +107,23 @@ for stage, maps in (("before", weights.unmasked), ("after", weights.masked)):
     )
 
 
-def show_experiment(run: Callable[[], Experiment], with_title: str, without_title: str, lesson: str) -> None:
-    """Run one experiment; show its two diff tables, one above the other, and a verdict (or why it could not run)."""
+def run_experiment(name: str, inputs: tuple, run: Callable[[], Experiment]) -> None:
+    """Run one experiment and keep its outcome (result or error) with the model and inputs it ran on."""
     try:
-        result = run()
+        outcome = run()
     except ValueError as err:
-        st.error(f"{err}.")
+        outcome = f"{err}."
+    st.session_state.setdefault("mask_experiments", {})[name] = (model, inputs, outcome)
+
+
+def show_experiment(name: str, inputs: tuple, with_title: str, without_title: str, lesson: str) -> None:
+    """The experiment's last outcome, while the model and inputs are those it ran on: its two diff tables, one
+    above the other, and a verdict (or why it could not run)."""
+    owner, ran_on, result = st.session_state.get("mask_experiments", {}).get(name, (None, None, None))
+    if owner is not model or ran_on != inputs:
+        return
+    if isinstance(result, str):
+        st.error(result)
         return
     st.markdown(f"Changed: {result.description}. Δ compares {result.measure}s.")
     for title, table in ((with_title, result.with_mask), (without_title, result.without_mask)):
@@ -134,8 +145,9 @@ peek_col, pad_col = st.columns(2)
 with peek_col:
     st.markdown("**Peek at the future.** Change one later token of the decoder input and compare the outputs at "
                 "all earlier positions, with the causal mask and without it (a copy of the model with the same weights).")
+    st.session_state.setdefault("exp_change_at", len(tgt_ids))
     change_at = st.number_input("Position to change (1 = first target token)", min_value=1, max_value=longest,
-                                value=len(tgt_ids), key="exp_change_at")
+                                key="exp_change_at")
     peek_clicked = st.button("Peek at the future", key="exp_peek_future")
 with pad_col:
     st.markdown("**Pad more.** Append PAD tokens to the source and the decoder input and compare the outputs at "
@@ -144,13 +156,14 @@ with pad_col:
                             key="exp_extra")
     pad_clicked = st.button("Pad more", key="exp_pad_more")
 
+peek_inputs, pad_inputs = (src_ids, tgt_ids, change_at), (src_ids, tgt_ids, extra)
 if peek_clicked:
-    show_experiment(lambda: peek_at_future(model, vocab, src_ids, tgt_ids, change_at),
-                    "With the causal mask", "Without the causal mask (same weights)",
-                    "The causal mask works: no earlier output can see a later token. Without it, earlier "
-                    "positions read the future, which at generation time does not exist yet.")
+    run_experiment("peek", peek_inputs, lambda: peek_at_future(model, vocab, src_ids, tgt_ids, change_at))
 if pad_clicked:
-    show_experiment(lambda: pad_more(model, vocab, src_ids, tgt_ids, extra),
-                    "With the padding masks", "With mask_padding=False",
-                    "The padding mask works: extra PAD changes nothing beyond float rounding. Without it, the "
-                    "outputs drift, so the same sentence would be translated differently in a different batch.")
+    run_experiment("pad", pad_inputs, lambda: pad_more(model, vocab, src_ids, tgt_ids, extra))
+show_experiment("peek", peek_inputs, "With the causal mask", "Without the causal mask (same weights)",
+                "The causal mask works: no earlier output can see a later token. Without it, earlier positions read "
+                "the future, which at generation time does not exist yet.")
+show_experiment("pad", pad_inputs, "With the padding masks", "With mask_padding=False",
+                "The padding mask works: extra PAD changes nothing beyond float rounding. Without it, the outputs "
+                "drift, so the same sentence would be translated differently in a different batch.")

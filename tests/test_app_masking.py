@@ -106,12 +106,30 @@ def test_peek_at_future_shows_diff_tables(at):
     assert "causal mask works" in at.success[0].value
 
 
+def test_experiment_results_stay_until_their_inputs_change(at):
+    at.button(key="exp_peek_future").click()
+    at.run()
+    at.button(key="exp_pad_more").click()
+    at.run()
+    assert not at.exception and len(at.dataframe) == 4  # both experiments, two tables each
+    at.radio(key="mask_kind").set_value(at.radio(key="mask_kind").options[-1]).run()
+    assert not at.exception and len(at.dataframe) == 4  # looking at other attention keeps them
+    at.number_input(key="exp_extra").set_value(5).run()
+    assert len(at.dataframe) == 2  # the pad experiment ran with 3 extra PAD tokens: its tables go
+    target = at.text_input(key="mask_tgt").value
+    at.text_input(key="mask_tgt").set_value("4 3 2").run()
+    assert not at.dataframe
+    at.text_input(key="mask_tgt").set_value(target).run()
+
+
 def test_peek_at_a_position_past_the_target_is_an_error(at):
     at.number_input(key="exp_change_at").set_value(9)
     at.button(key="exp_peek_future").click()
     at.run()
     assert not at.exception and "change position" in at.error[0].value
     assert not at.dataframe
+    at.number_input(key="exp_change_at").set_value(4).run()
+    assert not at.error  # the error belonged to position 9
 
 
 def test_pad_more_shows_diff_tables(at):
@@ -119,7 +137,7 @@ def test_pad_more_shows_diff_tables(at):
     at.button(key="exp_pad_more").click()
     at.run()
     assert not at.exception and not at.error
-    with_mask, without_mask = at.dataframe[0].value, at.dataframe[1].value
+    with_mask, without_mask = at.dataframe[-2].value, at.dataframe[-1].value  # below the peek's tables, if shown
     assert len(with_mask) == 5  # BOS + 4 target tokens
     assert with_mask["max |Δ|"].max() < 1e-5 and without_mask["max |Δ|"].max() > 1e-4
     assert "padding mask works" in at.success[0].value
