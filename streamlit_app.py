@@ -6,6 +6,21 @@ from pages.common import setup_torch, shipped_checkpoint_buttons, sidebar
 
 st.set_page_config(page_title="Transformer Lab", page_icon="🔬", layout="wide")
 
+PAGES = [  # (file, title, icon, what to do there), in teaching order
+    ("pages/train.py", "Train", ":material/model_training:",
+     "a fresh model on copy, reverse or sort, and watch its loss and accuracy stream in."),
+    ("pages/anatomy.py", "Anatomy", ":material/schema:",
+     "the model laid out as the paper draws it, with every shape and parameter count."),
+    ("pages/masking.py", "Masking lab", ":material/visibility_off:",
+     "padding and causal masks, and what breaks without them."),
+    ("pages/decoding.py", "Decoding", ":material/skip_next:",
+     "step through greedy, sampling and beam search one token per click."),
+    ("pages/compare.py", "Compare runs", ":material/compare_arrows:",
+     "two settings side by side, to see which part of the design matters."),
+    ("pages/checkpoints.py", "Checkpoints", ":material/save:",
+     "put any trained model in hand, download it, or upload one a classmate trained."),
+]
+
 
 def home() -> None:
     st.title("Transformer Lab")
@@ -17,24 +32,12 @@ def home() -> None:
     st.subheader("Try a trained model now")
     shipped_checkpoint_buttons("load")
     st.subheader("What to do here")
-    st.markdown(
-        "1. **Train** a model on copy, reverse or sort and watch its loss and accuracy stream in.\n"
-        "2. **Anatomy**: the model laid out as the paper draws it, with every shape and parameter count.\n"
-        "3. **Masking lab**: padding and causal masks, and what breaks without them.\n"
-        "4. **Decoding**: step through greedy, sampling and beam search one token per click.\n"
-        "5. **Compare**: run two settings side by side and see which part of the design matters.\n"
-        "6. **Checkpoints**: put any trained model in hand, download it, or upload one a classmate trained."
-    )
+    for path, title, icon, text in PAGES:
+        st.page_link(path, label=f"**{title}**: {text}", icon=icon)
 
 
-pages = [
-    st.Page(home, title="Home", icon=":material/home:", default=True),
-    st.Page("pages/train.py", title="Train", icon=":material/model_training:"),
-    st.Page("pages/anatomy.py", title="Anatomy", icon=":material/schema:"),
-    st.Page("pages/masking.py", title="Masking lab", icon=":material/visibility_off:"),
-    st.Page("pages/decoding.py", title="Decoding", icon=":material/skip_next:"),
-    st.Page("pages/compare.py", title="Compare runs", icon=":material/compare_arrows:"),
-    st.Page("pages/checkpoints.py", title="Checkpoints", icon=":material/save:"),
+pages = [st.Page(home, title="Home", icon=":material/home:", default=True)] + [
+    st.Page(path, title=title, icon=icon) for path, title, icon, _ in PAGES
 ]
 page = st.navigation(pages)
 sidebar(page.url_path)

@@ -49,7 +49,8 @@ else:
     })
     for name, (source, ckpt, data) in entries.items():
         label_col, load_col, download_col = st.columns([3, 1, 1], vertical_alignment="center")
-        label_col.markdown(f"**{name}** ({source})")
+        in_hand = st.session_state.get("in_hand_name") == f"{source}: {name}"
+        label_col.markdown(f"**{name}** ({source}){' · :blue[in hand]' if in_hand else ''}")
         load_col.button("Load", key=f"load_{name}", help="Make this the model in hand on every page.",
                         on_click=load_entry, args=(name, source, ckpt, data))
         download_col.download_button("Download", data, f"{name}.pt", "application/octet-stream",

@@ -58,6 +58,7 @@ def test_lists_shipped_and_trained_and_loads_each(shipped_dir):
     at.run()
     assert not at.exception and at.session_state["in_hand_name"] == "trained: mine"
     assert at.session_state["in_hand"].task.task == "copy"
+    assert [m.value for m in at.markdown if "in hand]" in m.value] == ["**mine** (trained) · :blue[in hand]"]
     at.button(key=f"load_{shipped}").click()
     at.run()
     assert not at.exception and at.session_state["in_hand_name"] == f"shipped: {shipped}"

@@ -36,3 +36,11 @@ def test_a_shipped_model_that_fails_to_load_gives_a_message(monkeypatch: pytest.
     assert not at.exception
     assert "in_hand" not in at.session_state
     assert at.error[0].value == "Could not load copy: copy.pt is damaged"
+
+
+def test_home_links_every_page_in_teaching_order():
+    links = open_home().get("page_link")
+    pages = ["train", "anatomy", "masking", "decoding", "compare", "checkpoints"]
+    assert [link.proto.page for link in links] == pages
+    assert [link.proto.label.split("**")[1] for link in links] == [
+        "Train", "Anatomy", "Masking lab", "Decoding", "Compare runs", "Checkpoints"]

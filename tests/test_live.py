@@ -15,6 +15,7 @@ from transformer.live import (
     progress,
     read_upload,
     run_name,
+    switches,
     shown_name,
 )
 from transformer.model import ModelConfig, Transformer
@@ -121,6 +122,16 @@ def test_run_name_is_short_key_safe_and_unique():
     assert run_name(model, data, {"swap_pairs-3to9-d64h8n2", "swap_pairs-3to9-d64h8n2-2"}) == "swap_pairs-3to9-d64h8n2-3"
 
 
+@pytest.mark.parametrize("switch, tag", [(dict(positional="none"), "noPE"), (dict(positional="learned"), "learnedPE"),
+                                         (dict(norm_first=True), "prenorm"), (dict(causal_mask=False), "nocausal"),
+                                         (dict(scale_scores=False), "noscale"), (dict(tie_weights=True), "tied")])
+def test_run_names_and_summaries_show_the_teaching_switches(switch, tag):
+    data = DataConfig(task="reverse", min_len=6, max_len=8)
+    assert run_name(ModelConfig(**switch), data) == f"reverse-6to8-d32h4n1-{tag}"
+    both = ModelConfig(positional="none", causal_mask=False)
+    assert run_name(both, data) == "reverse-6to8-d32h4n1-noPE-nocausal" and switches(both) == ["noPE", "nocausal"]
+
+
 def small_checkpoint(history: list[dict]) -> Checkpoint:
     torch.manual_seed(0)
     config = ModelConfig(vocab_size=9, d_model=16, n_heads=2, d_ff=32)
@@ -131,7 +142,7 @@ def test_checkpoint_summary():
     ckpt = small_checkpoint([{"step": 25, "exact_match": 0.5}, {"step": 50, "exact_match": 0.75}])
     row = checkpoint_summary("mine", "trained", ckpt)
     assert row == {"name": "mine", "source": "trained", "task": "reverse", "lengths": "2-5", "symbols": 6,
-                   "d_model": 16, "heads": 2, "layers": 1, "parameters": ckpt.model.num_parameters(),
+                   "d_model": 16, "heads": 2, "layers": 1, "switches": "-", "parameters": ckpt.model.num_parameters(),
                    "exact_match": 0.75}
     assert checkpoint_summary("x", "shipped", small_checkpoint([]))["exact_match"] is None
 

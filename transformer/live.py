@@ -118,10 +118,19 @@ def live_examples(model: Transformer, data: TaskData, n: int = 5) -> pd.DataFram
     })
 
 
+def switches(config: ModelConfig) -> list[str]:
+    """The teaching switches set away from the paper's model, as short tags: "noPE", "learnedPE", "prenorm",
+    "nocausal", "noscale", "tied" (the paper ties the generator, the lab's default does not)."""
+    tags = {"none": ["noPE"], "learned": ["learnedPE"]}.get(config.positional, [])
+    return tags + [tag for tag, on in (("prenorm", config.norm_first), ("nocausal", not config.causal_mask),
+                                       ("noscale", not config.scale_scores), ("tied", config.tie_weights)) if on]
+
+
 def run_name(model_config: ModelConfig, data_config: DataConfig, taken: Collection[str] = ()) -> str:
-    """A short name for a trained model, e.g. "reverse-1to10-d32h4n1", made unique against `taken`."""
-    d = data_config
-    base = f"{d.task}-{d.min_len}to{d.max_len}-d{model_config.d_model}h{model_config.n_heads}n{model_config.n_layers}"
+    """A short name for a trained model, e.g. "reverse-1to10-d32h4n1" or "reverse-1to10-d32h4n1-noPE" when a
+    teaching switch is set, made unique against `taken`."""
+    d, c = data_config, model_config
+    base = "-".join([f"{d.task}-{d.min_len}to{d.max_len}-d{c.d_model}h{c.n_heads}n{c.n_layers}", *switches(c)])
     base = re.sub(r"[^A-Za-z0-9_-]", "_", base)
     name, i = base, 1
     while name in taken:
@@ -143,6 +152,7 @@ def checkpoint_summary(name: str, source: str, checkpoint: Checkpoint) -> dict:
         "d_model": c.d_model,
         "heads": c.n_heads,
         "layers": c.n_layers,
+        "switches": ", ".join(switches(c)) or "-",
         "parameters": checkpoint.model.num_parameters(),
         "exact_match": scores[-1] if scores else None,
     }
