@@ -8,17 +8,17 @@ st.set_page_config(page_title="Transformer Lab", page_icon="🔬", layout="wide"
 
 PAGES = [  # (file, title, icon, what to do there), in teaching order
     ("pages/train.py", "Train", ":material/model_training:",
-     "a fresh model on copy, reverse or sort, and watch its loss and accuracy stream in."),
+     "A fresh model on copy, reverse or sort, and watch its loss and accuracy stream in."),
     ("pages/anatomy.py", "Anatomy", ":material/schema:",
-     "the model laid out as the paper draws it, with every shape and parameter count."),
+     "The model laid out as the paper draws it, with every shape and parameter count."),
     ("pages/masking.py", "Masking lab", ":material/visibility_off:",
-     "padding and causal masks, and what breaks without them."),
+     "Padding and causal masks, and what breaks without them."),
     ("pages/decoding.py", "Decoding", ":material/skip_next:",
-     "step through greedy, sampling and beam search one token per click."),
+     "Step through greedy, sampling and beam search one token per click."),
     ("pages/compare.py", "Compare runs", ":material/compare_arrows:",
-     "two settings side by side, to see which part of the design matters."),
+     "Two settings side by side, to see which part of the design matters."),
     ("pages/checkpoints.py", "Checkpoints", ":material/save:",
-     "put any trained model in hand, download it, or upload one a classmate trained."),
+     "Put any trained model in hand, download it, or upload one a classmate trained."),
 ]
 
 
@@ -33,7 +33,9 @@ def home() -> None:
     shipped_checkpoint_buttons("load")
     st.subheader("What to do here")
     for path, title, icon, text in PAGES:
-        st.page_link(path, label=f"**{title}**: {text}", icon=icon)
+        link_col, text_col = st.columns([1, 3], vertical_alignment="center")
+        link_col.page_link(path, label=f"**{title}**", icon=icon)  # a link's label does not wrap: keep it short
+        text_col.markdown(text)
 
 
 pages = [st.Page(home, title="Home", icon=":material/home:", default=True)] + [

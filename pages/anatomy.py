@@ -56,8 +56,8 @@ total.metric("Parameters", f"{model.num_parameters():,}")
 parts.dataframe(parameter_summary(table), hide_index=True)
 
 st.subheader("Inside one attention block (section 3.2.2)")
-st.latex(r"\mathrm{head}_i = \mathrm{Attention}(QW^Q_i,\ KW^K_i,\ VW^V_i), \quad "
-         r"\mathrm{MultiHead}(Q, K, V) = \mathrm{Concat}(\mathrm{head}_1, \dots, \mathrm{head}_h)\,W^O")
+st.latex(r"\begin{gathered}\mathrm{head}_i = \mathrm{Attention}(QW^Q_i,\ KW^K_i,\ VW^V_i) \\ "
+         r"\mathrm{MultiHead}(Q, K, V) = \mathrm{Concat}(\mathrm{head}_1, \dots, \mathrm{head}_h)\,W^O\end{gathered}")
 st.caption("In self-attention Q, K and V are all the layer's input; in the decoder's cross-attention Q comes from "
            "the decoder and K and V from the encoder's output.")
 kind_col, layer_col = st.columns(2)
@@ -77,8 +77,8 @@ st.plotly_chart(
 )
 
 st.subheader("Positional encoding (section 3.5)")
-st.latex(r"PE_{(pos,\,2i)} = \sin\!\left(pos / 10000^{2i/d_{model}}\right), \qquad "
-         r"PE_{(pos,\,2i+1)} = \cos\!\left(pos / 10000^{2i/d_{model}}\right)")
+st.latex(r"\begin{gathered}PE_{(pos,\,2i)} = \sin\!\left(pos / 10000^{2i/d_{model}}\right) \\ "
+         r"PE_{(pos,\,2i+1)} = \cos\!\left(pos / 10000^{2i/d_{model}}\right)\end{gathered}")
 pe, pe_label = positional_table(model)
 st.caption(f"Shown: {pe_label}. Each row is added to the embedding of the token at that position.")
 st.plotly_chart(positional_heatmap(pe, f"Positional encoding: {pe_label}"), key="anatomy_pe_heatmap")

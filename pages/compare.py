@@ -187,8 +187,8 @@ def show_timeline(run: ExperimentRun) -> None:
         "attention. Slide through training to watch the pattern form. Each head's score is the attention it puts, on "
         "average, on the source token the output comes from (for reverse, output i comes from source token n-1-i):"
     )
-    st.latex(r"\text{alignment} = \frac{1}{n}\sum_{i=0}^{n-1} A_{i,\,\pi(i)} \qquad "
-             r"\text{1 = always the right token, } \tfrac{1}{n} = \text{uniform}")
+    st.latex(r"\begin{gathered}\text{alignment} = \frac{1}{n}\sum_{i=0}^{n-1} A_{i,\,\pi(i)} \\ "
+             r"\text{1 = always the right token, } \tfrac{1}{n} = \text{uniform}\end{gathered}")
     labels = [v.label for v in run.variants]
     if st.session_state.get("compare_timeline_variant") not in labels:
         st.session_state["compare_timeline_variant"] = labels[0]

@@ -26,8 +26,9 @@ st.markdown(
     "hides later target positions, so that training on a whole target at once cannot copy the answer. Blocked "
     "scores are set to −∞ before the softmax:"
 )
-st.latex(r"\mathrm{Attention}(Q, K, V) = \mathrm{softmax}\!\left(\frac{QK^\top}{\sqrt{d_k}} + M\right) V, \qquad "
-         r"M_{ij} = \begin{cases} 0 & \text{query } i \text{ may attend to key } j \\ -\infty & \text{blocked} \end{cases}")
+st.latex(r"\begin{gathered}\mathrm{Attention}(Q, K, V) = \mathrm{softmax}\!\left(\frac{QK^\top}{\sqrt{d_k}} + M\right) V "
+         r"\\ M_{ij} = \begin{cases} 0 & \text{query } i \text{ may attend to key } j \\ -\infty & \text{blocked} "
+         r"\end{cases}\end{gathered}")
 checkpoint = require_model()
 model, vocab, config = checkpoint.model, checkpoint.vocab, checkpoint.config
 longest = config.max_len - 1  # the decoder input is BOS + target
