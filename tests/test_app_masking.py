@@ -1,6 +1,8 @@
+import base64
 import html
 import json
 
+import numpy as np
 import pytest
 import torch
 from streamlit.testing.v1 import AppTest
@@ -32,6 +34,13 @@ def charts(at: AppTest) -> dict[str, dict]:
     return {el.proto.id.rsplit("-", 1)[-1]: json.loads(el.proto.spec) for el in at.get("plotly_chart")}
 
 
+def grid(spec: dict) -> np.ndarray:
+    """A mask heatmap's values, decoded from Plotly's typed-array JSON: 1 = may attend."""
+    z = spec["data"][0]["z"]
+    shape = [int(n) for n in z["shape"].split(",")]
+    return np.frombuffer(base64.b64decode(z["bdata"]), dtype=z["dtype"]).reshape(shape)
+
+
 def axis_labels(spec: dict, axis: str) -> list[str]:
     return [html.unescape(label) for label in spec["layout"][axis]["ticktext"]]
 
@@ -58,6 +67,10 @@ def test_masks_and_attention_have_token_labels_and_padding(at):
     assert axis_labels(specs["mask_fig_combined"], "yaxis") == ["<s>", "3", "2", "1", "<pad>", "<pad>"]
     cross = specs["mask_fig_cross"]
     assert len(axis_labels(cross, "yaxis")) == 6 and len(axis_labels(cross, "xaxis")) == 5
+    causal, combined = grid(specs["mask_fig_causal"]), grid(specs["mask_fig_combined"])
+    assert (causal == np.tril(np.ones((6, 6)))).all()  # the look-ahead mask alone ignores padding
+    assert (combined == np.tril(np.ones((6, 6))) * [1, 1, 1, 1, 0, 0]).all()  # and the PAD keys are hidden too
+    assert (grid(specs["mask_fig_padding"]) == [1, 1, 1, 0, 0]).all()  # every query may see the 3 real keys only
     before, after = specs["mask_fig_attention_before"], specs["mask_fig_attention_after"]
     assert len(before["data"]) == len(after["data"]) == 4  # one subplot per head
     assert before["layout"]["title"]["text"].startswith("Before masking: encoder self-attention, layer 0")

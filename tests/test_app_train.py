@@ -108,6 +108,21 @@ def test_training_streams_curves_and_puts_the_model_in_hand(stop_jobs):
     assert not at.button(key="start_training").disabled
 
 
+def test_every_form_setting_reaches_the_run(stop_jobs):
+    at = open_train()
+    stop_jobs.append(at)
+    start(at, task="copy", min_len=2, max_len=5, symbols=7, d_model=16, heads=2, layers=2, d_ff=48, dropout=0.1,
+          lr=0.002, warmup=7, batch=24, steps=30, seed=9, label_smoothing=0.2, ema_decay=0.5, positional="learned",
+          norm=True, causal=False, scale=False)
+    job = at.session_state["job"]
+    model, data, train = job.trainer.network.config, job.trainer.data.config, job.train_config
+    assert (data.task, data.min_len, data.max_len, data.n_symbols, data.seed) == ("copy", 2, 5, 7, 9)
+    assert (model.d_model, model.n_heads, model.n_layers, model.d_ff, model.dropout) == (16, 2, 2, 48, 0.1)
+    assert (model.positional, model.norm_first, model.causal_mask, model.scale_scores) == ("learned", True, False, False)
+    assert (train.lr, train.warmup, train.batch_size, train.steps, train.seed) == (0.002, 7, 24, 30, 9)
+    assert (train.label_smoothing, train.ema_decay) == (0.2, 0.5)
+
+
 def test_start_is_disabled_while_a_job_runs_and_stop_ends_it(stop_jobs):
     at = open_train()
     stop_jobs.append(at)

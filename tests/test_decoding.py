@@ -135,6 +135,7 @@ def test_sampling_probs_temperature_and_top_k():
     assert (top2 > 0).sum() == 2 and top2[0, :2].sum().item() == pytest.approx(1.0)
     hot, cold = sampling_probs(logits, temperature=10.0), sampling_probs(logits, temperature=0.1)
     assert hot.max() < logits.softmax(-1).max() < cold.max()
+    assert torch.allclose(sampling_probs(logits, temperature=2.0), (logits / 2).softmax(-1))  # divided once
     assert torch.allclose(sampling_probs(logits, top_k=50), logits.softmax(-1))  # k beyond the vocabulary: all kept
 
 
@@ -314,3 +315,14 @@ def test_decoding_runs_in_eval_and_restores_the_callers_mode():
 def test_bad_arguments_raise_clear_errors(model, call, message):
     with pytest.raises(ValueError, match=message):
         call(model)
+
+
+def test_the_length_penalty_divides_by_the_number_of_generated_tokens(model, monkeypatch):
+    def two_finished(*args):  # BOS is not generated: [1, 5, 2] has 2 tokens, [1, 5, 6, 2] has 3
+        yield None, None, None, [Beam([BOS, 5, EOS], -1.0, 0, True)]
+        yield None, None, None, [Beam([BOS, 5, 6, EOS], -1.4, 0, True)]
+
+    monkeypatch.setattr(decoding, "_beam_search_steps", two_finished)
+    # -1.4 / 3 = -0.467 beats -1.0 / 2 = -0.5; counting BOS too (/ 4 and / 3) would pick the shorter one
+    assert beam_search(model, ONE, BOS, EOS, 8, beam_width=2, length_penalty=1.0) == ([5, 6, EOS], -1.4)
+    assert beam_search(model, ONE, BOS, EOS, 8, beam_width=2, length_penalty=0.0) == ([5, EOS], -1.0)

@@ -10,6 +10,7 @@ from transformer.masks import causal_mask, decoder_mask, padding_mask
 from transformer.model import (
     ModelConfig,
     MultiHeadAttention,
+    PositionwiseFeedForward,
     Transformer,
     fused_is_faster,
     scaled_dot_product_attention,
@@ -252,3 +253,17 @@ def test_too_long_or_wrong_type_input_is_refused():
         model(torch.tensor([[4, 13]]), torch.full((1, 3), 4))
     with pytest.raises(ValueError, match="tgt holds token ids from -1 to 4"):
         model(torch.full((1, 3), 4), torch.tensor([[4, -1]]))
+
+
+def test_feed_forward_dropout_acts_in_training_only():
+    ffn = PositionwiseFeedForward(ModelConfig(dropout=0.5))
+    x = torch.randn(4, 6, 32)
+    torch.manual_seed(0)
+    assert not torch.equal(ffn.train()(x), ffn(x))  # two different dropout masks
+    hidden = torch.relu(ffn.w_1(x))
+    seen = []
+    ffn.w_2.register_forward_hook(lambda module, args, out: seen.append(args[0]))
+    ffn(x)
+    dropped = (seen[0] == 0) & (hidden != 0)
+    assert 0.4 < dropped.sum() / (hidden != 0).sum() < 0.6  # about half the active units zeroed
+    assert torch.equal(ffn.eval()(x), ffn(x))

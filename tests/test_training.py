@@ -144,6 +144,35 @@ def test_the_label_smoothing_floor_is_the_lowest_loss_any_logits_reach(smoothing
     assert training.smoothed_loss_floor(0.0, vocab_size) == 0.0
 
 
+def test_the_optimizer_follows_the_schedule():
+    for steps in (1, 150):
+        trainer = Trainer(ModelConfig(), COPY, TrainConfig(steps=steps, warmup=100, eval_every=1000, early_stop=False))
+        trainer.run()
+        assert trainer.optimizer.param_groups[0]["lr"] == pytest.approx(trainer.train_config.lr_at(steps))
+
+
+def test_the_seed_alone_sets_the_starting_weights():
+    first = Trainer(ModelConfig(), COPY, TrainConfig(seed=5)).network.state_dict()
+    torch.manual_seed(123)
+    torch.rand(5)  # whatever ran before must not matter
+    again = Trainer(ModelConfig(), COPY, TrainConfig(seed=5)).network.state_dict()
+    other = Trainer(ModelConfig(), COPY, TrainConfig(seed=6)).network.state_dict()
+    assert all(torch.equal(first[k], again[k]) for k in first)
+    assert not all(torch.equal(first[k], other[k]) for k in first)
+
+
+def test_token_accuracy_counts_real_tokens_only():
+    torch.manual_seed(0)
+    model = Transformer(ModelConfig())
+    batch = TaskData(DataConfig(task="reverse", min_len=1, max_len=8)).valid
+    predicted = model.eval()(batch.src, batch.tgt_in).argmax(-1)
+    real = batch.tgt_out != 0
+    model.train()
+    scores = evaluate(model, batch, 1, 2)
+    assert scores["token_acc"] == pytest.approx((((predicted == batch.tgt_out) & real).sum() / real.sum()).item())
+    assert model.training  # evaluate hands the model back in the mode it found it in
+
+
 def test_model_and_data_must_fit_together():
     with pytest.raises(ValueError, match="vocab_size"):
         Trainer(ModelConfig(vocab_size=20), COPY, TrainConfig())
