@@ -203,7 +203,7 @@ def test_a_live_comparison_timeline_follows_training_until_a_step_is_picked(page
     button(page, "compare_run").click()
     expect(main(page).get_by_text("Training variant 1 of 2")).to_be_visible(timeout=30_000)
     assert wait_for_heatmap_step(page, 0) < 600, "the shipped results are still shown"
-    wait_for_heatmap_step(page, 200)  # the slider follows the newest snapshot (it froze at 25-100 before)
+    wait_for_heatmap_step(page, 200)  # the slider follows the newest snapshot (it froze at 25-125 before)
     slider = page.locator("[class*='st-key-timeline_step'] input[type='range']")
     for _ in range(20):  # while a new snapshot redraws the slider, the old one lingers for a moment
         try:
