@@ -192,8 +192,9 @@ class MultiHeadAttention(nn.Module):
         return self.out_proj.weight
 
     def split_heads(self, x: torch.Tensor) -> torch.Tensor:
+        """(B, T, n * d_model) -> (B, n * H, T, d_k): the heads of n side-by-side projections (Q, K, V: n = 3)."""
         B, T, _ = x.shape
-        return x.view(B, T, self.n_heads, self.d_k).transpose(1, 2)  # (B, H, T, d_k)
+        return x.view(B, T, -1, self.d_k).transpose(1, 2)
 
     def forward(
         self,
@@ -211,21 +212,18 @@ class MultiHeadAttention(nn.Module):
         """
         d_model = x.size(-1)
         if memory is None:
-            q, k, v = self.in_proj(x).split(d_model, dim=2)  # one fused projection for Q, K and V
-            q, k, v = self.split_heads(q), self.split_heads(k), self.split_heads(v)  # (B, H, T, d_k)
+            q, k, v = self.split_heads(self.in_proj(x)).chunk(3, dim=1)  # one fused projection, (B, H, T, d_k) each
             if cache is not None:
                 if "k" in cache:
                     k, v = torch.cat([cache["k"], k], dim=2), torch.cat([cache["v"], v], dim=2)
                 cache["k"], cache["v"] = k, v
         else:
-            w_q, w_kv = self.in_proj.weight.split([d_model, 2 * d_model])
-            b_q, b_kv = self.in_proj.bias.split([d_model, 2 * d_model])
-            q = self.split_heads(F.linear(x, w_q, b_q))  # (B, H, T, d_k)
+            w, b = self.in_proj.weight, self.in_proj.bias
+            q = self.split_heads(F.linear(x, w[:d_model], b[:d_model]))  # (B, H, T, d_k)
             if cache is not None and "k" in cache:
                 k, v = cache["k"], cache["v"]
             else:
-                k, v = F.linear(memory, w_kv, b_kv).split(d_model, dim=2)
-                k, v = self.split_heads(k), self.split_heads(v)  # (B, H, S, d_k)
+                k, v = self.split_heads(F.linear(memory, w[d_model:], b[d_model:])).chunk(2, dim=1)  # (B, H, S, d_k) each
                 if cache is not None:
                     cache["k"], cache["v"] = k, v
         dropout_p = self.dropout if self.training else 0.0
