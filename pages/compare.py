@@ -206,21 +206,21 @@ def show_timeline(run: ExperimentRun) -> None:
     step = st.select_slider("Training step", variant.steps, key=key, on_change=pick_step, args=(key, variant.steps[-1]),
                             value=variant.steps[-1] if following else pick)
     snapshot = variant.cross[variant.steps.index(step)]
-    heads_col, loss_col = st.columns([3, 2])
-    for layer, maps in enumerate(snapshot):
-        heads_col.plotly_chart(
+    for layer, maps in enumerate(snapshot):  # full width: a column of the heatmap per source token
+        st.plotly_chart(
             attention_heatmaps(maps, run.probe_tgt, run.probe_src, f"{label}: cross-attention, layer {layer}, "
                                f"step {step}", per_row=2),
             key=f"compare_heads_{layer}", config=PLOTLY_CONFIG)
+    loss_col, alignment_col = st.columns(2)
     if variant.history:
         loss_col.plotly_chart(loss_marker_figure(variant.history, step, label, variant_colour(index)),
                               key="compare_timeline_loss", config=PLOTLY_CONFIG)
     if variant.alignment:
-        loss_col.plotly_chart(alignment_figure(variant.steps, variant.alignment, 1 / len(run.probe_src), step),
-                              key="compare_alignment", config=PLOTLY_CONFIG)
+        alignment_col.plotly_chart(alignment_figure(variant.steps, variant.alignment, 1 / len(run.probe_src), step),
+                                   key="compare_alignment", config=PLOTLY_CONFIG)
     else:
-        loss_col.info(f"{run.experiment.data.task} has no fixed source position for each output token, so there "
-                      "is no ideal alignment to score the heads against.")
+        alignment_col.info(f"{run.experiment.data.task} has no fixed source position for each output token, so "
+                           "there is no ideal alignment to score the heads against.")
 
 
 @st.fragment(run_every=1.0 if running else None)

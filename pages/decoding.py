@@ -150,7 +150,7 @@ if strategy == "beam":
     st.caption("Beam search: the prefix, probabilities and attention follow this step's best hypothesis.")
 
 src_labels = vocab.tokens(ids)
-probs_col, attention_col = st.columns(2)
+probs_col, attention_col = st.columns([2, 3])  # the heatmap needs the room: a column per source token
 with probs_col:
     if strategy == "sample":
         title = f"Sampling distribution (temperature {temperature:g}, top-k {top_k or 'all'})"

@@ -103,7 +103,7 @@ weights = attention_before_after(model, src, tgt)
 for stage, maps in (("before", weights.unmasked), ("after", weights.masked)):
     st.plotly_chart(
         attention_heatmaps(maps[kind][layer][0], labels[queries], labels[keys],
-                           f"{stage.capitalize()} masking: {name}, layer {layer}"),
+                           f"{stage.capitalize()} masking: {name}, layer {layer}", per_row=2),
         key=f"mask_fig_attention_{stage}",
     )
 

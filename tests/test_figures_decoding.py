@@ -44,6 +44,15 @@ def test_cross_attention_heatmap_heads_by_source_tokens():
     assert (heat.zmin, heat.zmax) == (0, 1)
 
 
+def test_cross_attention_cells_read_in_percent_until_the_source_is_too_long():
+    weights = torch.tensor([[0.834, 0.16, 0.004, 0.002], [0.25, 0.25, 0.25, 0.25]])
+    heat = cross_attention_heatmap(weights, list("abcd"), "step 1").data[0]
+    assert [list(row) for row in heat.text] == [["83%", "16%", "", ""], ["25%", "25%", "25%", "25%"]]
+    assert heat.texttemplate == "%{text}" and heat.showscale is False  # the numbers are the scale
+    long = cross_attention_heatmap(torch.full((2, 13), 1 / 13), [str(i) for i in range(13)], "step 1").data[0]
+    assert long.texttemplate is None and long.showscale is True  # 13 columns: too narrow for numbers
+
+
 def _step(step: int, beams: list[Beam]) -> DecodeStep:
     return DecodeStep(step, [1], torch.zeros(len(TOKENS)), beams[0].tokens[-1], [], [], beams)
 

@@ -186,6 +186,13 @@ def test_figures(model):
     fig = attention_heatmaps(torch.rand(4, 4, 3).softmax(-1), labels, labels[:3], "weights")
     assert len(fig.data) == 4 and [a.text for a in fig.layout.annotations] == [f"head {h}" for h in range(4)]
     assert len(attention_heatmaps(torch.rand(6, 2, 2), labels[:2], labels[:2], "w").data) == 6
+    # 3 heads two to a row: queries labelled beside heads 0 and 2, keys under heads 1 and 2 (nothing below head 1)
+    layout = attention_heatmaps(torch.rand(3, 4, 3), labels, labels[:3], "w", per_row=2).layout
+    assert [layout[f"yaxis{n}"].showticklabels for n in ("", "2", "3")] == [True, False, True]
+    assert [layout[f"xaxis{n}"].showticklabels for n in ("", "2", "3")] == [False, True, True]
+    title = mask_heatmap(torch.ones(2, 2, dtype=torch.bool), labels[:2], labels[:2],
+                         "Padding + causal: what the decoder uses").layout.title.text
+    assert title == "Padding + causal: what the<br>decoder uses"  # lines of at most 30 characters
     fig = projection_heatmaps(attention_projections(model, "cross", 1), n_heads=4, title="W")
     assert len(fig.data) == 4 and len(fig.layout.shapes) == 4 * 3  # 3 head boundaries in each matrix
     table = sinusoidal_table(16, 8)

@@ -38,6 +38,11 @@ def _ticks(labels: Sequence[str]) -> dict:
     return dict(tickmode="array", tickvals=list(range(len(labels))), ticktext=_escape(labels))
 
 
+def wrap_title(title: str, width: int) -> str:
+    """A figure title broken into lines of at most `width` characters, for figures shown in narrow columns."""
+    return "<br>".join(textwrap.wrap(title, width))
+
+
 def _hover_grid(row_labels: Sequence[str], col_labels: Sequence[str]) -> np.ndarray:
     """customdata[i][j] = [row label i, column label j], for hover texts."""
     return np.array([[[r, c] for c in _escape(col_labels)] for r in _escape(row_labels)], dtype=object)
@@ -85,28 +90,31 @@ def mask_heatmap(mask, row_labels: Sequence[str], col_labels: Sequence[str], tit
     )
     layout = dict(xaxis=dict(title="key", **_ticks(col_labels)),
                   yaxis=dict(title="query", autorange="reversed", **_ticks(row_labels)))
-    layout["margin"] = dict(l=60, r=20, t=120, b=50)
-    return _figure([trace], layout, title, height=200 + 32 * len(row_labels))
+    layout["margin"] = dict(l=60, r=20, t=140, b=50)
+    # the page shows two masks side by side, in narrow columns
+    return _figure([trace], layout, wrap_title(title, 30), height=220 + 32 * len(row_labels))
 
 
 def attention_heatmaps(weights, row_labels: Sequence[str], col_labels: Sequence[str], title: str,
                        per_row: int = 4) -> go.Figure:
     """Attention weights (H, T_query, T_key), one subplot per head on a shared 0..1 colour scale."""
     w = _array(weights)
-    n_heads = w.shape[0]
+    n_heads, n_cols = w.shape[0], min(w.shape[0], per_row)
     layout, refs = _grid([f"head {h}" for h in range(n_heads)], per_row)
     hover = _hover_grid(row_labels, col_labels)
     traces = []
     for h, ref in enumerate(refs):
         traces.append(dict(
             type="heatmap", z=w[h], zmin=0, zmax=1, colorscale=ATTENTION_SCALE, showscale=h == 0,
-            colorbar=dict(title="weight", len=0.8), customdata=hover, **ref,
+            colorbar=dict(title="weight", len=0.8, thickness=14), customdata=hover, **ref,
             hovertemplate=f"head {h}<br>query %{{customdata[0]}} → key %{{customdata[1]}}: %{{z:.3f}}<extra></extra>",
         ))
         n = ref["xaxis"][1:]
-        layout[f"xaxis{n}"].update(_ticks(col_labels))
-        layout[f"yaxis{n}"].update(autorange="reversed", **_ticks(row_labels))
-    n_rows = -(-n_heads // min(n_heads, per_row))
+        # Every head has the same queries and keys: label the keys under the bottom panel of each column and the
+        # queries beside the first panel of each row, where they cannot run into a neighbouring panel.
+        layout[f"xaxis{n}"].update(showticklabels=h + n_cols >= n_heads, **_ticks(col_labels))
+        layout[f"yaxis{n}"].update(autorange="reversed", showticklabels=h % n_cols == 0, **_ticks(row_labels))
+    n_rows = -(-n_heads // n_cols)
     return _figure(traces, layout, title, height=120 + n_rows * (70 + 26 * len(row_labels)))
 
 

@@ -8,6 +8,7 @@ from plotly.subplots import make_subplots
 
 from ..live import downsample
 from ..training import MetricRow
+from .attention import wrap_title
 from .training import FONT, log_ticks
 
 VARIANT_COLOURS = ("#1f5fbf", "#d9480f", "#2b8a3e", "#862e9c")  # one per variant, in the experiment's order
@@ -59,7 +60,7 @@ def loss_marker_figure(rows: Sequence[MetricRow], step: int, label: str, colour:
     fig.add_vline(x=step, line=dict(color=MARKER, dash="dash", width=2), annotation_text=f"step {step}")
     fig.update_xaxes(title="training step", rangemode="tozero")
     fig.update_yaxes(title="training loss (log scale)", type="log", **log_ticks(rows))
-    fig.update_layout(title=f"Loss of {label}", font=FONT, height=380, margin=dict(l=70, r=20, t=60, b=60),
+    fig.update_layout(title=wrap_title(f"Loss of {label}", 26), font=FONT, height=380, margin=dict(l=70, r=20, t=80, b=60),
                       showlegend=False)
     return fig
 
@@ -78,8 +79,8 @@ def alignment_figure(steps: Sequence[int], scores: Mapping[str, Sequence[float]]
         fig.add_vline(x=step, line=dict(color=MARKER, dash="dash", width=2))
     fig.update_xaxes(title="training step", rangemode="tozero")
     fig.update_yaxes(title="attention on the ideal source token", range=[0, 1.02])
-    fig.update_layout(title="Alignment score of each cross-attention head", font=FONT,
-                      height=440, margin=dict(l=70, r=20, t=60, b=110), hovermode="x unified",
+    fig.update_layout(title=wrap_title("Alignment score of each cross-attention head", 26), font=FONT,
+                      height=460, margin=dict(l=70, r=20, t=80, b=110), hovermode="x unified",
                       # under the axis: the page shows this figure in a narrow column, too narrow for title and legend
                       legend=dict(orientation="h", yanchor="top", y=-0.28, xanchor="left", x=0))
     return fig

@@ -33,7 +33,8 @@ def probs_bar(probs, vocab_tokens: Sequence[str], chosen: int, top_k: int = 10,
         text=[f"{p[i]:.2f}" for i in order], textposition="outside", cliponaxis=False,
         hovertemplate="%{x}: p = %{y:.4f}<extra></extra>",
     )
-    layout = dict(xaxis=dict(title="next token", type="category"), yaxis=dict(title="probability", range=[0, 1.12]))
+    layout = dict(xaxis=dict(title="next token", type="category"), yaxis=dict(title="probability", range=[0, 1.12]),
+                  uniformtext=dict(minsize=11, mode="hide"))  # no unreadably small labels over narrow bars
     return _figure([trace], layout, title, height=400)
 
 
@@ -41,9 +42,14 @@ def cross_attention_heatmap(weights, src_labels: Sequence[str], title: str) -> g
     """One decoding step's cross-attention (H, S): a row per head, a column per source token, on a 0..1 scale."""
     w = _array(weights)
     head_labels = [f"head {h}" for h in range(w.shape[0])]
+    # Up to 12 source tokens, each cell is labelled with its weight in percent (short enough for a narrow column;
+    # blank under 1%), and the labels make a colour bar unneeded.
+    numbered = w.shape[1] <= 12
+    percent = [[f"{100 * x:.0f}%" if x >= 0.005 else "" for x in row] for row in w]
     trace = dict(
-        type="heatmap", z=w, zmin=0, zmax=1, colorscale=ATTENTION_SCALE, xgap=2, ygap=2, colorbar=dict(title="weight"),
-        texttemplate="%{z:.2f}" if w.shape[1] <= 12 else None, customdata=_hover_grid(head_labels, src_labels),
+        type="heatmap", z=w, zmin=0, zmax=1, colorscale=ATTENTION_SCALE, xgap=2, ygap=2, showscale=not numbered,
+        colorbar=dict(title="weight"), text=percent, texttemplate="%{text}" if numbered else None,
+        customdata=_hover_grid(head_labels, src_labels),
         hovertemplate="%{customdata[0]} → source %{customdata[1]}: %{z:.3f}<extra></extra>",
     )
     layout = dict(xaxis=dict(title="source token", **_ticks(src_labels)),
