@@ -91,10 +91,10 @@ if sinusoidal:
     st.caption("Low dimensions wave fast, high ones slowly: together they give every position its own pattern.")
 
 st.markdown("**Embeddings of a sequence, before and after adding the positional encoding**")
-text = st.text_input(f"A source sequence (symbols separated by spaces, at most {config.max_len})",
-                     value=" ".join((vocab.symbols[:3] * 2)[: config.max_len]), key="anatomy_input")
+text = st.text_input(f"A source sequence ({vocab.input_hint(config.longest_sequence)})",
+                     value=" ".join((vocab.symbols[:3] * 2)[: config.longest_sequence]), key="anatomy_input")
 try:
-    ids = vocab.encode(text, max_len=config.max_len)
+    ids = vocab.encode(text, max_len=config.longest_sequence)
 except ValueError as err:
     st.error(f"{err}.")
 else:

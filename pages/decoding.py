@@ -58,10 +58,10 @@ if st.session_state.get("decode_task") != task or "decode_input" not in st.sessi
     st.session_state["decode_task"] = task
     set_input(example_text(examples[0], vocab.symbols))
 
-limit = model.config.max_len - 1  # the longest source this model's positions cover in training
+limit = model.config.longest_sequence
 text_col, random_col = st.columns([4, 1], vertical_alignment="bottom")
 text = text_col.text_input(
-    f"Source sequence ({task.task}: {get_task(task.task).description} Symbols separated by spaces, at most {limit})",
+    f"Source sequence ({task.task}: {get_task(task.task).description} {vocab.input_hint(limit).capitalize()})",
     key="decode_input",
 )
 random_col.button("Random example", key="decode_random",

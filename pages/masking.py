@@ -31,7 +31,7 @@ st.latex(r"\begin{gathered}\mathrm{Attention}(Q, K, V) = \mathrm{softmax}\!\left
          r"\end{cases}\end{gathered}")
 checkpoint = require_model()
 model, vocab, config = checkpoint.model, checkpoint.vocab, checkpoint.config
-longest = config.max_len - 1  # the decoder input is BOS + target
+longest = config.longest_sequence
 
 if "mask_src" not in st.session_state:
     src_ids, tgt_ids = random_pair(checkpoint.task, vocab, 5, seed=0)

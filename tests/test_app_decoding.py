@@ -127,6 +127,14 @@ def test_new_input_recomputes_and_restarts(solved_reverse):
     assert "trained on lengths 4-4" in at.warning[0].value  # longer than anything it saw
 
 
+def test_digits_typed_without_spaces_read_as_one_symbol_each(solved_reverse):
+    at = open_page(solved_reverse)
+    assert "spaces optional" in at.text_input(key="decode_input").label
+    at.text_input(key="decode_input").set_value("1234").run()
+    assert not at.exception and not at.error
+    assert at.session_state["decode_trace"]["expected"] == [7, 6, 5, 4]  # 4 3 2 1 reversed, as token ids
+
+
 def test_input_survives_a_visit_to_another_page(solved_reverse):
     at = open_page(solved_reverse)
     at.switch_page("pages/anatomy.py").run()

@@ -35,6 +35,21 @@ def test_round_trip(digits):
 def test_multi_character_digits_are_single_tokens():
     v = Vocab.digits(12)
     assert v.encode("10 1 0 11") == [13, 4, 3, 14]
+    assert not v.spaces_optional and v.input_hint(5) == "at most 5 symbols, separated by spaces"
+    with pytest.raises(ValueError, match="unknown symbol '314'; use 0-11, separated by spaces"):
+        v.encode("314")  # 3 1 4, or 3 14? Ambiguous, so spaces stay required
+
+
+def test_spaces_are_optional_when_every_symbol_is_one_character(digits):
+    assert digits.spaces_optional and digits.input_hint(63) == "at most 63 symbols, spaces optional"
+    assert digits.encode("314") == digits.encode("3 1 4") == digits.encode(" 31  4") == [6, 4, 7]
+    with pytest.raises(ValueError, match="has 4 tokens; the most is 3"):
+        digits.encode("3141", max_len=3)  # the limit counts symbols, not words
+    with pytest.raises(ValueError, match="'<s>' is a special token"):
+        digits.encode("1 <s>")  # a special token is not read as the characters <, s, >
+    with pytest.raises(ValueError, match="unknown symbol '1<s>'; use 0-9$"):
+        digits.encode("1<s>")  # a bad word is named whole
+    assert Vocab(["a", "b"]).encode("ab ba") == [3, 4, 4, 3]
 
 
 @pytest.mark.parametrize(
@@ -43,7 +58,7 @@ def test_multi_character_digits_are_single_tokens():
         ("", None, "at least one symbol"),
         (" \t\n ", None, "at least one symbol"),
         ("1 x 2", None, "'x'"),
-        ("1 12", None, "'12'"),
+        ("1 2x", None, "'2x'"),
         ("1 <s> 2", None, "'<s>'"),
         ("</s>", None, "'</s>'"),
         ("<pad>", None, "'<pad>'"),

@@ -99,7 +99,7 @@ def _add_train(p: argparse.ArgumentParser) -> None:
 
 def _add_predict(p: argparse.ArgumentParser) -> None:
     p.add_argument("checkpoint", help="a checkpoint file saved by `train`")
-    p.add_argument("sequence", nargs="?", help='space-separated symbols, e.g. "3 1 4"')
+    p.add_argument("sequence", nargs="?", help='space-separated symbols, e.g. "3 1 4" (or "314" when every symbol is one character)')
     p.add_argument("--input", metavar="FILE", help="one sequence per line; prints one output line per input line")
     p.add_argument("--beam", type=int, metavar="N", help="beam search of width N instead of greedy decoding")
     p.set_defaults(run=predict_command)
@@ -213,8 +213,7 @@ def predict_command(args: argparse.Namespace) -> int:
     if (args.sequence is None) == (args.input is None):
         raise ValueError("give either a sequence, e.g. \"3 1 4\", or --input FILE")
     checkpoint = load_checkpoint(args.checkpoint)
-    longest = checkpoint.config.max_len - 1  # as in training: the target, one longer, must fit too
-    encode = partial(checkpoint.vocab.encode, max_len=longest)
+    encode = partial(checkpoint.vocab.encode, max_len=checkpoint.config.longest_sequence)
     lines = [encode(args.sequence)] if args.sequence is not None else _read_sources(args.input, encode)
     sources = [ids for ids in lines if ids]
     if not sources:
@@ -254,7 +253,7 @@ def _note_untrained_lengths(task: DataConfig, sources: list[list[int]]) -> None:
 def _decode(checkpoint: Checkpoint, sources: list[list[int]], beam: int | None) -> Iterator[list[int]]:
     """Output ids for each source: beam search one at a time, or greedy decoding in batches."""
     model, vocab = checkpoint.model, checkpoint.vocab
-    longest = checkpoint.config.max_len - 1
+    longest = checkpoint.config.longest_sequence
     if beam is not None:
         for ids in sources:
             yield beam_search(model, torch.tensor([ids]), vocab.bos_id, vocab.eos_id, longest, beam)[0]

@@ -62,6 +62,11 @@ class ModelConfig:
     def d_k(self) -> int:
         return self.d_model // self.n_heads
 
+    @property
+    def longest_sequence(self) -> int:
+        """The longest source or target the model reads: the decoder input, BOS + target, must fit max_len."""
+        return self.max_len - 1
+
     def to_dict(self) -> dict:
         return asdict(self)
 

@@ -181,7 +181,7 @@ class Trainer:
         self.vocab = self.data.vocab
         if model_config.vocab_size != len(self.vocab) or model_config.pad_id != self.vocab.pad_id:
             raise ValueError(f"model vocab_size must be {len(self.vocab)} for {data_config.n_symbols} symbols")
-        if data_config.max_len + 1 > model_config.max_len:
+        if data_config.max_len > model_config.longest_sequence:
             raise ValueError(f"sequences of length {data_config.max_len} need model max_len >= {data_config.max_len + 1}")
         self.network = Transformer(model_config).to(self.device)
         self.average = WeightAverage(self.network, train_config.ema_decay) if train_config.ema_decay else None

@@ -47,6 +47,7 @@ class Vocab:
         self._itos = [self.PAD, self.BOS, self.EOS, *symbols]
         self._stoi = {s: i for i, s in enumerate(self._itos)}
         self._allowed = _describe(symbols)
+        self.spaces_optional = all(len(s) == 1 for s in symbols)  # then "314" can only mean "3 1 4"
 
     @classmethod
     def digits(cls, n: int = 10) -> Vocab:
@@ -84,10 +85,13 @@ class Vocab:
         return token_id - N_SPECIAL
 
     def encode(self, text: str, max_len: int | None = None) -> list[int]:
-        """Token ids of the space-separated symbols in `text` (no BOS/EOS)."""
+        """Token ids of the space-separated symbols in `text` (no BOS/EOS). When every symbol is one character,
+        the spaces are optional: "314" reads as "3 1 4"."""
         if not isinstance(text, str):
             raise TypeError(f"text must be a string of space-separated symbols, got {type(text).__name__}")
         words = text.split()
+        if self.spaces_optional:  # split run-together symbols; anything else stays whole, for the error message
+            words = [part for word in words for part in (word if self._run_of_symbols(word) else [word])]
         if not words:
             raise ValueError(f"enter at least one symbol ({self._allowed})")
         if max_len is not None and len(words) > max_len:
@@ -96,11 +100,20 @@ class Vocab:
         for word in words:
             i = self._stoi.get(word)
             if i is None:
-                raise ValueError(f"unknown symbol {_preview(word)}; use {self._allowed}, separated by spaces")
+                raise ValueError(f"unknown symbol {_preview(word)}; use {self._allowed}" +
+                                 ("" if self.spaces_optional else ", separated by spaces"))
             if i < N_SPECIAL:
                 raise ValueError(f"{word!r} is a special token; type only symbols ({self._allowed})")
             ids.append(i)
         return ids
+
+    def _run_of_symbols(self, word: str) -> bool:
+        """Whether `word` is two or more one-character symbols written together."""
+        return len(word) > 1 and all(c in self._stoi for c in word)
+
+    def input_hint(self, max_len: int) -> str:
+        """How to type a sequence for `encode`, e.g. "at most 63 symbols, spaces optional"."""
+        return f"at most {max_len} symbols, " + ("spaces optional" if self.spaces_optional else "separated by spaces")
 
     def decode(self, ids: Iterable[int], strip_special: bool = True) -> str:
         """Space-joined tokens; with strip_special, stop at EOS and leave out BOS and PAD."""
