@@ -8,9 +8,11 @@ Session state keys:
 - "trained": {name: checkpoint bytes} of the last MAX_TRAINED runs finished in this session;
 - "train_saved": the finished job last saved, its name, checkpoint bytes or error (see `save_finished_job`);
 - "load_result": ("success" | "error", message) of the last shipped-checkpoint button, until shown.
+A reload starts a new session: `reattach_run` hands it the browser's Train run if that run is still training.
 Pages keep their own widget state under keys prefixed with the page's name.
 """
 
+import hashlib
 import os
 import threading
 from dataclasses import asdict
@@ -57,6 +59,56 @@ def setup_torch() -> str:
 def training_slots() -> threading.BoundedSemaphore:
     """The server-wide cap on concurrent training runs, shared by every session."""
     return threading.BoundedSemaphore(MAX_TRAINING_JOBS)
+
+
+@st.cache_resource
+def _runs_by_browser() -> dict[str, tuple[TrainingJob, dict]]:
+    """The Train run each browser started last and the Train form's values for it, by `browser_id`; shared by
+    every session."""
+    return {}
+
+
+def browser_id(xsrf_cookie: object) -> str | None:
+    """A private, stable id of the browser that sent Streamlit's XSRF cookie ("2|mask|masked secret|time"): a hash
+    of the secret, which stays the same across reloads while its mask changes. None for any other value."""
+    if not isinstance(xsrf_cookie, str):  # no cookie: XSRF protection is off, or a test harness
+        return None
+    parts = xsrf_cookie.split("|")
+    try:
+        mask, masked = bytes.fromhex(parts[1]), bytes.fromhex(parts[2])
+    except (IndexError, ValueError):
+        return None
+    if parts[0] != "2" or len(mask) != 4 or not masked:
+        return None
+    secret = bytes(b ^ mask[i % 4] for i, b in enumerate(masked))
+    return hashlib.sha256(secret).hexdigest()
+
+
+def _this_browser() -> str | None:
+    return browser_id(st.context.cookies.get("_streamlit_xsrf"))
+
+
+def remember_run(job: TrainingJob, form: dict) -> None:
+    """Note `job` (started with the Train form's values `form`) as this browser's run, so that a reload can pick
+    it back up; forget runs that have ended."""
+    runs = _runs_by_browser()
+    for browser, (old, _) in list(runs.items()):
+        if not old.running:
+            runs.pop(browser, None)
+    if (browser := _this_browser()) is not None:
+        runs[browser] = job, dict(form)
+
+
+def reattach_run() -> None:
+    """After a reload (a new session, so no run of its own), take back this browser's run if it still trains."""
+    if "job" in st.session_state or (browser := _this_browser()) is None:
+        return
+    job, form = _runs_by_browser().get(browser, (None, {}))
+    if job is not None and job.running:
+        st.session_state["job"] = job
+        st.session_state["follow_job"] = True
+        st.session_state["train_kept"] = form  # the Train form shows the run's settings again
+        st.toast("Your training run kept going through the reload: it is back here.", icon=":material/sync:")
 
 
 def session_run_elsewhere(page: str) -> str | None:
@@ -202,6 +254,7 @@ def sidebar(page: str) -> None:
     """The shared sidebar: device, the running job's progress, and the model in hand. `page`: the page's url path."""
     with st.sidebar:
         st.caption(f"Device: {setup_torch()}")
+        reattach_run()
         save_finished_job()
         if _running("job") is not None or _running("compare_job") is not None:
             _job_heartbeat(page)  # redraws the model in hand too: a run in hand moves on while the page stays

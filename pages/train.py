@@ -4,7 +4,9 @@ from dataclasses import asdict
 
 import streamlit as st
 
-from pages.common import BUSY_MESSAGE, JOB_IDLE_TIMEOUT_S, save_finished_job, session_run_elsewhere, training_slots
+from pages.common import (
+    BUSY_MESSAGE, JOB_IDLE_TIMEOUT_S, remember_run, save_finished_job, session_run_elsewhere, training_slots,
+)
 from transformer.figures.training import accuracy_figure, loss_figure
 from transformer.live import build_configs, live_examples, metrics_table, progress
 from transformer.model import ModelConfig
@@ -155,6 +157,7 @@ if start:
         else:
             st.session_state["job"] = job
             st.session_state["follow_job"] = True  # the run is the model in hand while it trains
+            remember_run(job, st.session_state["train_kept"])
             st.rerun()  # redraw with Start disabled and the live view polling
 
 

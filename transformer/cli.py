@@ -99,7 +99,8 @@ def _add_train(p: argparse.ArgumentParser) -> None:
 
 def _add_predict(p: argparse.ArgumentParser) -> None:
     p.add_argument("checkpoint", help="a checkpoint file saved by `train`")
-    p.add_argument("sequence", nargs="?", help='space-separated symbols, e.g. "3 1 4" (or "314" when every symbol is one character)')
+    p.add_argument("sequence", nargs="?",
+                   help='space-separated symbols, e.g. "3 1 4" ("314" too, when every symbol is one character)')
     p.add_argument("--input", metavar="FILE", help="one sequence per line; prints one output line per input line")
     p.add_argument("--beam", type=int, metavar="N", help="beam search of width N instead of greedy decoding")
     p.set_defaults(run=predict_command)

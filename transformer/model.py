@@ -228,7 +228,8 @@ class MultiHeadAttention(nn.Module):
             if cache is not None and "k" in cache:
                 k, v = cache["k"], cache["v"]
             else:
-                k, v = self.split_heads(F.linear(memory, w[d_model:], b[d_model:])).chunk(2, dim=1)  # (B, H, S, d_k) each
+                kv = F.linear(memory, w[d_model:], b[d_model:])  # (B, S, 2 d_model): K and V side by side
+                k, v = self.split_heads(kv).chunk(2, dim=1)  # (B, H, S, d_k) each
                 if cache is not None:
                     cache["k"], cache["v"] = k, v
         dropout_p = self.dropout if self.training else 0.0

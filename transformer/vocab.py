@@ -47,7 +47,6 @@ class Vocab:
         self._itos = [self.PAD, self.BOS, self.EOS, *symbols]
         self._stoi = {s: i for i, s in enumerate(self._itos)}
         self._allowed = _describe(symbols)
-        self.spaces_optional = all(len(s) == 1 for s in symbols)  # then "314" can only mean "3 1 4"
 
     @classmethod
     def digits(cls, n: int = 10) -> Vocab:
@@ -63,6 +62,11 @@ class Vocab:
     @property
     def symbols(self) -> tuple[str, ...]:
         return self._symbols
+
+    @property
+    def spaces_optional(self) -> bool:
+        """Whether every symbol is one character, so that "314" can only mean "3 1 4"."""
+        return all(len(s) == 1 for s in self._symbols)
 
     @property
     def itos(self) -> list[str]:

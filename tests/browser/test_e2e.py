@@ -121,9 +121,18 @@ def test_training_streams_points_then_stops(page, lab_server):
     expect(main(page).get_by_text("Training: step")).to_be_visible(timeout=30_000)
     expect(start).to_be_disabled()
     first = wait_for_more_points(page, "train_loss_chart", 0)
+    wait_for_more_points(page, "train_loss_chart", first)
+    screenshot(page, "train-running")
+
+    # A reload starts a new session; the browser gets its run back, still training, curve and all.
+    page.reload()
+    wait_idle(page)
+    expect(main(page).get_by_text("Training: step")).to_be_visible(timeout=30_000)
+    expect(button(page, "stop_training")).to_be_enabled()
+    assert page.locator(".st-key-train_steps input").input_value() == "5000"  # the form shows the run's settings
+    first = wait_for_more_points(page, "train_loss_chart", 0)
     more = wait_for_more_points(page, "train_loss_chart", first)
     assert more > first
-    screenshot(page, "train-running")
 
     button(page, "stop_training").click()
     expect(main(page).get_by_text(re.compile(r"Stopped at step \d+"))).to_be_visible(timeout=30_000)
