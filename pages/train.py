@@ -61,7 +61,7 @@ def kept(key: str, default: object, options: list | None = None) -> dict:
 
 
 with st.form("train_settings"):
-    task_col, model_col, opt_col, switch_col = st.columns(4)
+    task_col, model_col, opt_col = st.columns(3)
     with task_col:
         st.markdown("**Task**")
         task = st.selectbox("Task", list(TASKS), **kept("train_task", "reverse", list(TASKS)),
@@ -91,18 +91,13 @@ with st.form("train_settings"):
         lr = st.number_input("Peak learning rate", 1e-4, 0.05, step=1e-3, format="%.4f", **kept("train_lr", TRAIN.lr),
                              help="The learning rate at the end of warm-up.")
         warmup = st.number_input("Warm-up steps", 0, 1000, **kept("train_warmup", TRAIN.warmup),
-                                 help="Steps over which the learning rate grows linearly from 0 to its peak (the paper: 4000).")
+                                 help="Steps over which the learning rate grows linearly from 0 to its peak "
+                                      "(the paper: 4000).")
         schedule = st.selectbox("After warm-up", SCHEDULES, **kept("train_schedule", TRAIN.schedule, SCHEDULES),
                                 format_func={"noam": "decay as 1/√step (paper)", "constant": "stay at the peak"}.get,
                                 help="What the learning rate does once warm-up is over.")
         batch_size = st.number_input("Batch size", 8, 256, **kept("train_batch", TRAIN.batch_size),
                                      help="Sequences per training step.")
-        steps = st.number_input("Steps (at most)", 10, 5000, **kept("train_steps", TRAIN.steps),
-                                help="Training ends here, or earlier once every held-out sequence is right.")
-        time_budget_s = st.number_input("Time budget (s)", 5, 120, **kept("train_time_budget", 60),
-                                        help="Training ends after this many seconds whatever happens.")
-        seed = st.number_input("Seed", 0, 10_000, **kept("train_seed", TRAIN.seed),
-                               help="Same seed, same settings: same data and same starting weights.")
         label_smoothing = st.number_input("Label smoothing", 0.0, 0.5, step=0.05,
                                           **kept("train_label_smoothing", TRAIN.label_smoothing),
                                           help="The loss's target mixes in this much of a uniform distribution "
@@ -112,22 +107,32 @@ with st.form("train_settings"):
                                     **kept("train_ema_decay", TRAIN.ema_decay),
                                     help="The model you get is a running average of the trained weights, which "
                                          "jitter from step to step at a high learning rate. 0 keeps the raw weights.")
-        device = st.selectbox("Device", DEVICES, **kept("train_device", "auto", DEVICES),
-                              help="Where to compute; auto takes a GPU when there is one.")
-    with switch_col:
-        st.markdown("**Teaching switches**")
-        positional = st.radio("Positional encoding", POSITIONALS,
-                              **kept("train_positional", MODEL.positional, POSITIONALS),
-                              help="How the model knows token order: the paper's sine waves, a learned table, or "
-                                   "nothing (try reverse without it).")
-        norm_first = st.radio("LayerNorm", [False, True], **kept("train_norm", MODEL.norm_first, [False, True]),
-                              format_func=lambda pre: "pre-norm" if pre else "post-norm (paper)",
-                              help="Post-norm: LayerNorm(x + Sublayer(x)); pre-norm: x + Sublayer(LayerNorm(x)).")
-        causal_mask = st.toggle("Causal mask", **kept("train_causal", MODEL.causal_mask),
-                                help="The decoder's look-ahead mask. Off lets the decoder peek at the answer during "
-                                     "training: watch greedy decoding fail.")
-        scale_scores = st.toggle("Scale scores by 1/√d_k", **kept("train_scale", MODEL.scale_scores),
-                                 help="Off drops the scaling of QKᵀ, so softmax saturates as d_k grows.")
+
+    st.markdown("**Teaching switches**")  # a row of their own: the parts of the design students switch off
+    positional_col, norm_col, mask_col = st.columns([1, 1, 2])  # toggle labels do not wrap: the widest column
+    positional = positional_col.radio("Positional encoding", POSITIONALS,
+                                      **kept("train_positional", MODEL.positional, POSITIONALS),
+                                      help="How the model knows token order: the paper's sine waves, a learned "
+                                           "table, or nothing (try reverse without it).")
+    norm_first = norm_col.radio("LayerNorm", [False, True], **kept("train_norm", MODEL.norm_first, [False, True]),
+                                format_func=lambda pre: "pre-norm" if pre else "post-norm (paper)",
+                                help="Post-norm: LayerNorm(x + Sublayer(x)); pre-norm: x + Sublayer(LayerNorm(x)).")
+    causal_mask = mask_col.toggle("Causal mask", **kept("train_causal", MODEL.causal_mask),
+                                  help="The decoder's look-ahead mask. Off lets the decoder peek at the answer during "
+                                       "training: watch greedy decoding fail.")
+    scale_scores = mask_col.toggle("Scale scores by 1/√d_k", **kept("train_scale", MODEL.scale_scores),
+                                   help="Off drops the scaling of QKᵀ, so softmax saturates as d_k grows.")
+
+    st.markdown("**Run**")
+    steps_col, budget_col, seed_col, device_col = st.columns(4)
+    steps = steps_col.number_input("Steps (at most)", 10, 5000, **kept("train_steps", TRAIN.steps),
+                                   help="Training ends here, or earlier once every held-out sequence is right.")
+    time_budget_s = budget_col.number_input("Time budget (s)", 5, 120, **kept("train_time_budget", 60),
+                                            help="Training ends after this many seconds whatever happens.")
+    seed = seed_col.number_input("Seed", 0, 10_000, **kept("train_seed", TRAIN.seed),
+                                 help="Same seed, same settings: same data and same starting weights.")
+    device = device_col.selectbox("Device", DEVICES, **kept("train_device", "auto", DEVICES),
+                                  help="Where to compute; auto takes a GPU when there is one.")
     start = st.form_submit_button("Start training", key="start_training", type="primary",
                                   disabled=running or elsewhere is not None,
                                   help=elsewhere or "Trains with these settings. Disabled while a run is training.")
