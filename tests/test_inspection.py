@@ -195,11 +195,13 @@ def test_figures(model):
     assert title == "Padding + causal: what the<br>decoder uses"  # lines of at most 30 characters
     fig = projection_heatmaps(attention_projections(model, "cross", 1), n_heads=4, title="W")
     assert len(fig.data) == 4 and len(fig.layout.shapes) == 4 * 3  # 3 head boundaries in each matrix
+    assert [fig.layout[f"yaxis{n}"].showticklabels for n in ("", "2", "3", "4")] == [True, False, False, False]
     table = sinusoidal_table(16, 8)
     assert len(positional_heatmap(table).data) == 1
     fig = positional_curves(table, [0, 1, 6])
     assert [t.name for t in fig.data] == ["dim 0 (sin)", "dim 1 (cos)", "dim 6 (sin)"]
-    assert len(embedding_heatmap({"a": torch.ones(3, 8), "b": torch.zeros(3, 8)}, ["1", "2", "1"], "e").data) == 2
+    fig = embedding_heatmap({"a": torch.ones(3, 8), "b": torch.zeros(3, 8)}, ["1", "2", "1"], "e")
+    assert len(fig.data) == 2 and [fig.layout.yaxis.showticklabels, fig.layout.yaxis2.showticklabels] == [True, False]
     def labels(fig) -> list[str]:
         return [a.text.replace("<br>", " ") for a in fig.layout.annotations]  # box labels wrap over lines
 

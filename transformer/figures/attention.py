@@ -154,7 +154,8 @@ def embedding_heatmap(panels: dict[str, object], token_labels: Sequence[str], ti
         ))
         n = ref["xaxis"][1:]
         layout[f"xaxis{n}"].update(title="dimension")
-        layout[f"yaxis{n}"].update(autorange="reversed", **_ticks(token_labels))
+        # the same tokens in every panel: named once, beside the first, so no label runs into the panel before
+        layout[f"yaxis{n}"].update(autorange="reversed", showticklabels=i == 0, **_ticks(token_labels))
     return _figure(traces, layout, title, height=200 + 30 * len(token_labels))
 
 
@@ -172,7 +173,7 @@ def projection_heatmaps(matrices: dict[str, object], n_heads: int, title: str) -
         ))
         n = ref["xaxis"][1:]
         layout[f"xaxis{n}"].update(title="input feature")
-        layout[f"yaxis{n}"].update(autorange="reversed")
+        layout[f"yaxis{n}"].update(autorange="reversed", showticklabels=i == 0)  # d_model rows in every panel
         d_k = a.shape[0] // n_heads
         line = dict(type="line", line=dict(color="black", dash="dash", width=1), xref=ref["xaxis"], yref=ref["yaxis"])
         for h in range(1, n_heads):
