@@ -153,7 +153,8 @@ src_labels = vocab.tokens(ids)
 probs_col, attention_col = st.columns([2, 3])  # the heatmap needs the room: a column per source token
 with probs_col:
     if strategy == "sample":
-        title = f"Sampling distribution (temperature {temperature:g}, top-k {top_k or 'all'})"
+        # no-break spaces keep each setting with its value when the title wraps
+        title = f"Sampling distribution (temperature\u00a0{temperature:g}, top-k\u00a0{top_k or 'all'})"
     else:
         shown, title = step.probs, "Next-token probabilities"
     st.plotly_chart(probs_bar(shown, vocab.itos, step.token, TOP_BARS, title), key="decode_probs")

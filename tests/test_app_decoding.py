@@ -189,7 +189,7 @@ def test_sampling_renders_with_its_settings(solved_reverse):
     at.slider(key="decode_temperature").set_value(2.0).run()
     at.number_input(key="decode_top_k").set_value(3).run()
     assert not at.exception
-    bar = charts(at)["Sampling distribution (temperature 2, top-k 3)"]["data"][0]
+    bar = charts(at)["Sampling distribution<br>(temperature\xa02, top-k\xa03)"]["data"][0]
     assert (array(bar["y"]) > 0).sum() <= 3  # top-k leaves only three tokens to draw from
     (header,) = [m.value for m in at.markdown if m.value.startswith("**Step 1 ")]
     sampled = float(header.rsplit("sampled with p = ", 1)[1][:4])

@@ -31,6 +31,8 @@ def test_probs_bar_adds_an_unlikely_chosen_token_last():
     assert list(bar.x) == ["a", "c", "&lt;/s&gt;"]
     assert list(bar.marker.color).index(CHOSEN) == 2
     assert list(bar.marker.color).count(CHOSEN) == 1
+    title = probs_bar(probs, TOKENS, chosen=2, title="Sampling distribution (temperature 0.7, top-k 3)").layout.title
+    assert title.text == "Sampling distribution<br>(temperature 0.7, top-k 3)"  # lines of at most 26 characters
 
 
 def test_cross_attention_heatmap_heads_by_source_tokens():
@@ -74,8 +76,8 @@ def test_beam_tree_one_node_per_beam_token_and_edges_to_parents():
     fig = beam_tree(_beam_steps(), TOKENS, best=[1, 3, 5, 2])
     live, finished = _points(fig, "live"), _points(fig, "finished (EOS)")
     assert len(live) + len(finished) == 1 + 2 + 3 + 2  # BOS root + every kept hypothesis
-    assert [t for *_, t in finished] == ["&lt;/s&gt;<br>-2.00", "&lt;/s&gt;<br>-0.40", "&lt;/s&gt;<br>-1.50"]
-    assert (1, 0, "a<br>-0.10") in live and (0, 0, "&lt;s&gt;") in live  # escaped: Plotly reads <s> as HTML
+    assert [t for *_, t in finished] == ["&lt;/s&gt;<br>-2.0", "&lt;/s&gt;<br>-0.4", "&lt;/s&gt;<br>-1.5"]
+    assert (1, 0, "a<br>-0.1") in live and (0, 0, "&lt;s&gt;") in live  # escaped: Plotly reads <s> as HTML
     edges = next(t for t in fig.data if t.name == "extends")
     pairs = {(edges.x[k], edges.y[k], edges.x[k + 1], edges.y[k + 1]) for k in range(0, len(edges.x), 3)}
     assert (1, 1, 2, 1) in pairs  # "b" (rank 1 at step 1) -> "b d" (rank 1 at step 2)

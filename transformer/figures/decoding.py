@@ -12,7 +12,7 @@ import plotly.graph_objects as go
 from pandas.io.formats.style import Styler
 
 from ..decoding import DecodeStep
-from .attention import ATTENTION_SCALE, _array, _escape, _figure, _hover_grid, _ticks
+from .attention import ATTENTION_SCALE, _array, _escape, _figure, _hover_grid, _ticks, wrap_title
 
 CHOSEN, OTHER = "#d62728", "#9ecae1"  # the chosen token's bar, every other bar
 LIVE, FINISHED, BEST_PATH = "#1f5fbf", "#2ca02c", "#d62728"
@@ -35,7 +35,7 @@ def probs_bar(probs, vocab_tokens: Sequence[str], chosen: int, top_k: int = 10,
     )
     layout = dict(xaxis=dict(title="next token", type="category"), yaxis=dict(title="probability", range=[0, 1.12]),
                   uniformtext=dict(minsize=11, mode="hide"))  # no unreadably small labels over narrow bars
-    return _figure([trace], layout, title, height=400)
+    return _figure([trace], layout, wrap_title(title, 26), height=400)  # shown in a narrow column
 
 
 def cross_attention_heatmap(weights, src_labels: Sequence[str], title: str) -> go.Figure:
@@ -73,7 +73,7 @@ def beam_tree(steps: Sequence[DecodeStep], vocab_tokens: Sequence[str], best: Se
             edges.append((previous[beam.parent], len(xs)))
             xs.append(step.step + 1)
             ys.append(rank)
-            texts.append(f"{labels[beam.tokens[-1]]}<br>{beam.score:.2f}")
+            texts.append(f"{labels[beam.tokens[-1]]}<br>{beam.score:.1f}")  # one decimal: neighbours stay apart
             finished.append(beam.finished)
             on_best.append(best is not None and list(best[: len(beam.tokens)]) == beam.tokens)
         previous = nodes
