@@ -90,21 +90,21 @@ def _this_browser() -> str | None:
 
 def remember_run(job: TrainingJob, form: dict) -> None:
     """Note `job` (started with the Train form's values `form`) as this browser's run, so that a reload can pick
-    it back up; forget runs that have ended."""
-    runs = _runs_by_browser()
-    for browser, (old, _) in list(runs.items()):
-        if not old.running:
-            runs.pop(browser, None)
+    it back up."""
     if (browser := _this_browser()) is not None:
-        runs[browser] = job, dict(form)
+        _runs_by_browser()[browser] = job, dict(form)
 
 
 def reattach_run() -> None:
     """After a reload (a new session, so no run of its own), take back this browser's run if it still trains."""
+    runs = _runs_by_browser()
+    for other, (job, _) in list(runs.items()):  # an ended run is no longer needed here: let it go
+        if not job.running:
+            runs.pop(other, None)
     if "job" in st.session_state or (browser := _this_browser()) is None:
         return
-    job, form = _runs_by_browser().get(browser, (None, {}))
-    if job is not None and job.running:
+    job, form = runs.get(browser, (None, {}))
+    if job is not None:
         st.session_state["job"] = job
         st.session_state["follow_job"] = True
         st.session_state["train_kept"] = form  # the Train form shows the run's settings again
