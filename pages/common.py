@@ -8,7 +8,8 @@ Session state keys:
 - "trained": {name: checkpoint bytes} of the last MAX_TRAINED runs finished in this session;
 - "train_saved": the finished job last saved, its name, checkpoint bytes or error (see `save_finished_job`);
 - "load_result": ("success" | "error", message) of the last shipped-checkpoint button, until shown.
-A reload starts a new session: `reattach_run` hands it the browser's Train run if that run is still training.
+A reload starts a new session: `reattach_runs` hands it the browser's Train run and Compare rerun, if they still
+train.
 Pages keep their own widget state under keys prefixed with the page's name.
 """
 
@@ -62,9 +63,9 @@ def training_slots() -> threading.BoundedSemaphore:
 
 
 @st.cache_resource
-def _runs_by_browser() -> dict[str, tuple[TrainingJob, dict]]:
-    """The Train run each browser started last and the Train form's values for it, by `browser_id`; shared by
-    every session."""
+def _runs_by_browser() -> dict[tuple[str, str], tuple[TrainingJob | ExperimentJob, dict]]:
+    """The run each browser started last on a page, by (`browser_id`, its session-state key: "job" for Train,
+    "compare_job" for Compare), with the session state to restore alongside it; shared by every session."""
     return {}
 
 
@@ -88,27 +89,25 @@ def _this_browser() -> str | None:
     return browser_id(st.context.cookies.get("_streamlit_xsrf"))
 
 
-def remember_run(job: TrainingJob, form: dict) -> None:
-    """Note `job` (started with the Train form's values `form`) as this browser's run, so that a reload can pick
-    it back up."""
+def remember_run(key: str, job: TrainingJob | ExperimentJob, restore: dict) -> None:
+    """Note `job`, kept in session state under `key`, as this browser's run, so that a reload can pick it back up
+    along with the session-state entries `restore`."""
     if (browser := _this_browser()) is not None:
-        _runs_by_browser()[browser] = job, dict(form)
+        _runs_by_browser()[browser, key] = job, {key: job, **restore}
 
 
-def reattach_run() -> None:
-    """After a reload (a new session, so no run of its own), take back this browser's run if it still trains."""
+def reattach_runs() -> None:
+    """After a reload (a new session, so no run of its own), take back this browser's runs that still train."""
     runs = _runs_by_browser()
     for other, (job, _) in list(runs.items()):  # an ended run is no longer needed here: let it go
         if not job.running:
             runs.pop(other, None)
-    if "job" in st.session_state or (browser := _this_browser()) is None:
+    if (browser := _this_browser()) is None:
         return
-    job, form = runs.get(browser, (None, {}))
-    if job is not None:
-        st.session_state["job"] = job
-        st.session_state["follow_job"] = True
-        st.session_state["train_kept"] = form  # the Train form shows the run's settings again
-        st.toast("Your training run kept going through the reload: it is back here.", icon=":material/sync:")
+    for key in ("job", "compare_job"):
+        if key not in st.session_state and (browser, key) in runs:
+            st.session_state.update(runs[browser, key][1])
+            st.toast("Your run kept training through the reload: it is back here.", icon=":material/sync:")
 
 
 def session_run_elsewhere(page: str) -> str | None:
@@ -254,7 +253,7 @@ def sidebar(page: str) -> None:
     """The shared sidebar: device, the running job's progress, and the model in hand. `page`: the page's url path."""
     with st.sidebar:
         st.caption(f"Device: {setup_torch()}")
-        reattach_run()
+        reattach_runs()
         save_finished_job()
         if _running("job") is not None or _running("compare_job") is not None:
             _job_heartbeat(page)  # redraws the model in hand too: a run in hand moves on while the page stays

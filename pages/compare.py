@@ -5,7 +5,7 @@ from dataclasses import replace
 
 import streamlit as st
 
-from pages.common import BUSY_MESSAGE, JOB_IDLE_TIMEOUT_S, session_run_elsewhere, training_slots
+from pages.common import BUSY_MESSAGE, JOB_IDLE_TIMEOUT_S, remember_run, session_run_elsewhere, training_slots
 from transformer.experiments import (
     CUSTOM, INT_RANGES, READY, SIZE_CHOICES, SWITCHES, CompareState, ExperimentJob, ExperimentRun, experiment_for,
     experiment_from_json, experiment_to_json, from_query_params, load_shipped, runs_frame, state_for, summary_table,
@@ -149,6 +149,7 @@ if buttons.button("Rerun live", key="compare_run", type="primary", disabled=runn
     else:
         st.session_state["compare_job"] = new_job
         st.session_state.pop("compare_loaded", None)
+        remember_run("compare_job", new_job, {})  # the experiment itself is in the address, which a reload keeps
         st.rerun()
 if buttons.button("Stop", key="compare_stop", disabled=not running,
                    help="Stops the variant that is training; the runs so far stay on screen."):

@@ -162,7 +162,8 @@ if start:
         else:
             st.session_state["job"] = job
             st.session_state["follow_job"] = True  # the run is the model in hand while it trains
-            remember_run(job, st.session_state["train_kept"])
+            # the run is in hand, and the Train form shows its settings, after a reload too
+            remember_run("job", job, {"follow_job": True, "train_kept": st.session_state["train_kept"]})
             st.rerun()  # redraw with Start disabled and the live view polling
 
 

@@ -207,11 +207,16 @@ def wait_for_heatmap_step(page, above: int, timeout_s: float = 60.0) -> int:
     raise AssertionError(f"the attention timeline stayed at step {heatmap_step(page)}")
 
 
-def test_a_live_comparison_timeline_follows_training_until_a_step_is_picked(page, lab_server):
+def test_a_live_comparison_survives_a_reload_and_its_timeline_follows_training_until_a_step_is_picked(page, lab_server):
     open_page(page, lab_server, "compare")
     button(page, "compare_run").click()
     expect(main(page).get_by_text("Training variant 1 of 2")).to_be_visible(timeout=30_000)
     assert wait_for_heatmap_step(page, 0) < 600, "the shipped results are still shown"
+    # A reload starts a new session; the browser gets its comparison back, still training.
+    page.reload()
+    wait_idle(page)
+    expect(main(page).get_by_text(re.compile(r"Training variant \d of 2"))).to_be_visible(timeout=30_000)
+    expect(button(page, "compare_stop")).to_be_enabled()
     wait_for_heatmap_step(page, 200)  # the slider follows the newest snapshot (it froze at 25-125 before)
     slider = page.locator("[class*='st-key-timeline_step'] input[type='range']")
     for _ in range(20):  # while a new snapshot redraws the slider, the old one lingers for a moment
