@@ -60,8 +60,8 @@ def loss_marker_figure(rows: Sequence[MetricRow], step: int, label: str, colour:
     fig.add_vline(x=step, line=dict(color=MARKER, dash="dash", width=2), annotation_text=f"step {step}")
     fig.update_xaxes(title="training step", rangemode="tozero")
     fig.update_yaxes(title="training loss (log scale)", type="log", **log_ticks(rows))
-    fig.update_layout(title=wrap_title(f"Loss of {label}", 26), font=FONT, height=380, margin=dict(l=70, r=20, t=80, b=60),
-                      showlegend=False)
+    fig.update_layout(title=wrap_title(f"Loss of {label}", 26), font=FONT, height=380, showlegend=False,
+                      margin=dict(l=70, r=20, t=80, b=60))
     return fig
 
 
