@@ -116,14 +116,18 @@ def test_fast_and_explicit_attention_agree(masked):
                                scaled_dot_product_attention(q, k, v, causal_mask(5), need_weights=True)[0], **TOL)
 
 
-def test_the_fused_kernel_runs_except_when_training_on_short_sequences_on_a_cpu():
-    def qk(batch: int, keys: int, grad: bool) -> tuple[torch.Tensor, torch.Tensor]:
-        return torch.zeros(batch, H, keys, 8, requires_grad=grad), torch.zeros(batch, H, keys, 8)
+def test_the_fused_kernel_runs_except_for_big_batches_of_short_sequences_on_a_cpu():
+    def qk(batch: int, keys: int, grad: bool, queries: int | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+        q = torch.zeros(batch, H, keys if queries is None else queries, 8, requires_grad=grad)
+        return q, torch.zeros(batch, H, keys, 8)
 
     assert not fused_is_faster(*qk(128, 11, grad=True))  # a training batch of the default task
     assert fused_is_faster(*qk(128, 11, grad=False))  # the same batch at inference
     assert fused_is_faster(*qk(128, 33, grad=True))  # longer sequences
     assert fused_is_faster(*qk(8, 11, grad=True))  # a small batch: 8 * 4 * 11 * 11 scores
+    assert not fused_is_faster(*qk(1000, 17, grad=False, queries=1))  # a step of batched greedy decoding
+    assert fused_is_faster(*qk(1, 17, grad=False, queries=1))  # a step of decoding one sequence
+    assert fused_is_faster(*qk(1000, 33, grad=False, queries=1))  # longer sequences
 
 
 @pytest.mark.parametrize("masked", [None, "causal", "padding"])

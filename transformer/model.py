@@ -122,14 +122,17 @@ class PositionalEncoding(nn.Module):
 def fused_is_faster(q: torch.Tensor, k: torch.Tensor) -> bool:
     """Whether PyTorch's fused attention kernel beats the explicit path for q (B, H, T_q, d_k), k (B, H, T_k, d_k).
 
-    Assumed so on a GPU (its fused kernels are built for it) and measured so for inference on a CPU. Training on a
-    CPU is the exception: there the kernel's backward pass (flash attention) pays a fixed cost per block of
-    queries, so on short sequences (at most 32 keys, as in these tasks) the explicit path's batched matmuls
-    backpropagate faster once the scores (B, H, T_q, T_k) outnumber 32k: 1.3-3x at batch 128.
+    Assumed so on a GPU (its fused kernels are built for it). On a CPU, with at most 32 keys (these tasks), the
+    kernel (flash attention) pays a fixed cost per block of queries, and two cases go faster the explicit way:
+    - training, once the scores (B, H, T_q, T_k) outnumber 32k: its backward pass is 1.3-3x slower at batch 128;
+    - a decoding step (one query per row) with 8k scores or more: 1.2-2x slower for 1,000 rows.
     """
-    if q.device.type != "cpu" or not q.requires_grad or k.size(-2) > 32:
+    if q.device.type != "cpu" or k.size(-2) > 32:
         return True
-    return q.shape[:-1].numel() * k.size(-2) <= 32_768
+    scores = q.shape[:-1].numel() * k.size(-2)
+    if not q.requires_grad:
+        return q.size(-2) > 1 or scores < 8192
+    return scores <= 32_768
 
 
 def scaled_dot_product_attention(
@@ -230,8 +233,8 @@ class MultiHeadAttention(nn.Module):
             else:
                 kv = F.linear(memory, w[d_model:], b[d_model:])  # (B, S, 2 d_model): K and V side by side
                 k, v = self.split_heads(kv).chunk(2, dim=1)  # (B, H, S, d_k) each
-                if cache is not None:
-                    cache["k"], cache["v"] = k, v
+                if cache is not None:  # read at every step: contiguous, for the explicit path's matmuls
+                    cache["k"], cache["v"] = k.contiguous(), v.contiguous()
         dropout_p = self.dropout if self.training else 0.0
         y, weights = scaled_dot_product_attention(q, k, v, mask, is_causal, self.scale, dropout_p, need_weights)
         y = y.transpose(1, 2).reshape(x.shape)  # (B, T, d_model): concatenate the heads
