@@ -8,7 +8,7 @@ import torch
 
 from pages.common import following_run, require_model
 from transformer.decoding import beam_search, decode_all_steps, sampling_probs, teacher_forced
-from transformer.figures.decoding import beam_tree, cross_attention_heatmap, probs_bar, teacher_forcing_table
+from transformer.figures.decoding import beam_tree, probs_bar, step_attention_heatmap, teacher_forcing_table
 from transformer.tasks import DataConfig, TaskData, get_task
 
 STRATEGIES = {
@@ -16,6 +16,7 @@ STRATEGIES = {
     "sample": ("Sampling", "draw the token at random from the distribution"),
     "beam": ("Beam search", "keep the k best partial outputs"),
 }
+ATTENTION_KINDS = {"cross": "over the source (cross)", "self": "over its own input (self)"}
 TOP_BARS = 10  # bars in the next-token chart
 EXTRA_STEPS = 4  # decoding may run this many tokens past the expected output, so a missed EOS shows
 
@@ -159,13 +160,23 @@ with probs_col:
         shown, title = step.probs, "Next-token probabilities"
     st.plotly_chart(probs_bar(shown, vocab.itos, step.token, TOP_BARS, title), key="decode_probs")
 with attention_col:
-    layer = st.selectbox("Decoder layer", range(len(step.cross_attention)), key="decode_layer")
-    st.plotly_chart(cross_attention_heatmap(step.cross_attention[layer], src_labels,
-                                            f"Cross-attention of step {i + 1}, layer {layer}"),
-                    key="decode_cross_attention")
-    st.caption("Where this step's query looks in the source, head by head. A model that solved *reverse* looks "
-               "mostly at or next to the mirrored position (step 1 at the last source token, step 2 near the one "
-               "before, and so on); heads can share the work, so a single head need not point exactly.")
+    kind_col, layer_col = st.columns([3, 2])
+    kind = kind_col.radio("Attention", ["cross", "self"], format_func=ATTENTION_KINDS.get, key="decode_attention")
+    layer = layer_col.selectbox("Decoder layer", range(len(step.cross_attention)), key="decode_layer")
+    if kind == "cross":
+        st.plotly_chart(step_attention_heatmap(step.cross_attention[layer], src_labels,
+                                               f"Cross-attention of step {i + 1}, layer {layer}"),
+                        key="decode_cross_attention")
+        st.caption("Where this step's query looks in the source, head by head. A model that solved *reverse* looks "
+                   "mostly at or next to the mirrored position (step 1 at the last source token, step 2 near the "
+                   "one before, and so on); heads can share the work, so a single head need not point exactly.")
+    else:
+        st.plotly_chart(step_attention_heatmap(step.self_attention[layer], vocab.tokens(step.prefix),
+                                               f"Self-attention of step {i + 1}, layer {layer}", keys="input"),
+                        key="decode_self_attention")
+        st.caption("Where this step's query looks among the decoder's inputs so far: BOS, then the tokens already "
+                   "written. Later positions do not exist yet while decoding; in training they do, and the causal "
+                   "mask is what hides them.")
 if strategy == "beam":
     best = [vocab.bos_id, *trace["output"]] if i == last else None
     st.plotly_chart(beam_tree(steps[: i + 1], vocab.itos, best), key="decode_beam_tree")

@@ -105,6 +105,19 @@ def test_greedy_step_by_step_to_the_right_answer(solved_reverse):
     assert list(table["free-running prediction"]) == list(table["true target"])
 
 
+def test_self_attention_covers_exactly_the_decoder_input_so_far(solved_reverse):
+    at = open_page(solved_reverse)
+    click(at, "decode_next")
+    click(at, "decode_next")  # step 3: BOS and two tokens written
+    at.radio(key="decode_attention").set_value("self").run()
+    assert not at.exception
+    figure = charts(at)["Self-attention of step 3, layer 0"]
+    heat = array(figure["data"][0]["z"])
+    assert heat.shape == (4, 3)  # heads x (BOS + 2 tokens): no later position exists to look at
+    np.testing.assert_allclose(heat.sum(axis=1), 1, atol=1e-5)
+    assert figure["layout"]["xaxis"]["ticktext"] == ["&lt;s&gt;", *reversed_input(at).split()[:2]]
+
+
 def test_back_run_to_end_and_reset_move_without_recomputing(solved_reverse):
     at = open_page(solved_reverse)
     trace = at.session_state["decode_trace"]

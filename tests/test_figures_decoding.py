@@ -9,8 +9,8 @@ from transformer.figures.decoding import (
     CHOSEN,
     MISMATCH,
     beam_tree,
-    cross_attention_heatmap,
     probs_bar,
+    step_attention_heatmap,
     teacher_forcing_table,
 )
 
@@ -35,23 +35,26 @@ def test_probs_bar_adds_an_unlikely_chosen_token_last():
     assert title.text == "Sampling distribution<br>(temperature 0.7, top-k 3)"  # lines of at most 26 characters
 
 
-def test_cross_attention_heatmap_heads_by_source_tokens():
+def test_step_attention_heatmap_heads_by_keys():
     weights = torch.softmax(torch.randn(4, 5), dim=-1)
-    fig = cross_attention_heatmap(weights, ["a", "b", "a", "c", "<x>"], "step 1")
+    fig = step_attention_heatmap(weights, ["a", "b", "a", "c", "<x>"], "step 1")
     heat = fig.data[0]
     assert len(fig.data) == 1 and heat.z.shape == (4, 5)
     assert heat.z[2][1] == float(weights[2, 1])
     assert list(fig.layout.xaxis.ticktext) == ["a", "b", "a", "c", "&lt;x&gt;"]  # escaped once for Plotly's HTML
     assert list(fig.layout.yaxis.ticktext) == ["head 0", "head 1", "head 2", "head 3"]
     assert (heat.zmin, heat.zmax) == (0, 1)
+    assert fig.layout.xaxis.title.text == "source token" and "→ source" in heat.hovertemplate
+    own = step_attention_heatmap(weights[:, :2], ["<s>", "a"], "step 2", keys="input")
+    assert own.layout.xaxis.title.text == "input token" and "→ input" in own.data[0].hovertemplate
 
 
 def test_cross_attention_cells_read_in_percent_until_the_source_is_too_long():
     weights = torch.tensor([[0.834, 0.16, 0.004, 0.002], [0.25, 0.25, 0.25, 0.25]])
-    heat = cross_attention_heatmap(weights, list("abcd"), "step 1").data[0]
+    heat = step_attention_heatmap(weights, list("abcd"), "step 1").data[0]
     assert [list(row) for row in heat.text] == [["83%", "16%", "", ""], ["25%", "25%", "25%", "25%"]]
     assert heat.texttemplate == "%{text}" and heat.showscale is False  # the numbers are the scale
-    long = cross_attention_heatmap(torch.full((2, 13), 1 / 13), [str(i) for i in range(13)], "step 1").data[0]
+    long = step_attention_heatmap(torch.full((2, 13), 1 / 13), [str(i) for i in range(13)], "step 1").data[0]
     assert long.texttemplate is None and long.showscale is True  # 13 columns: too narrow for numbers
 
 

@@ -1,5 +1,5 @@
-"""Figures for decoding one token at a time: next-token probabilities, a step's cross-attention over the source,
-the beam-search tree, and the teacher-forcing comparison table.
+"""Figures for decoding one token at a time: next-token probabilities, a step's attention (over the source, or over
+the output so far), the beam-search tree, and the teacher-forcing comparison table.
 
 Inputs are arrays (numpy, nested lists, or torch tensors) and `DecodeStep` records from `transformer.decoding`.
 """
@@ -38,21 +38,22 @@ def probs_bar(probs, vocab_tokens: Sequence[str], chosen: int, top_k: int = 10,
     return _figure([trace], layout, wrap_title(title, 26), height=400)  # shown in a narrow column
 
 
-def cross_attention_heatmap(weights, src_labels: Sequence[str], title: str) -> go.Figure:
-    """One decoding step's cross-attention (H, S): a row per head, a column per source token, on a 0..1 scale."""
+def step_attention_heatmap(weights, key_labels: Sequence[str], title: str, keys: str = "source") -> go.Figure:
+    """One decoding step's attention (H, T_k): a row per head, a column per key on a 0..1 scale. `keys` names
+    them: "source" tokens (cross-attention) or the decoder's "input" so far (self-attention)."""
     w = _array(weights)
     head_labels = [f"head {h}" for h in range(w.shape[0])]
-    # Up to 12 source tokens, each cell is labelled with its weight in percent (short enough for a narrow column;
-    # blank under 1%), and the labels make a colour bar unneeded.
+    # Up to 12 keys, each cell is labelled with its weight in percent (short enough for a narrow column; blank
+    # under 1%), and the labels make a colour bar unneeded.
     numbered = w.shape[1] <= 12
     percent = [[f"{100 * x:.0f}%" if x >= 0.005 else "" for x in row] for row in w]
     trace = dict(
         type="heatmap", z=w, zmin=0, zmax=1, colorscale=ATTENTION_SCALE, xgap=2, ygap=2, showscale=not numbered,
         colorbar=dict(title="weight"), text=percent, texttemplate="%{text}" if numbered else None,
-        customdata=_hover_grid(head_labels, src_labels),
-        hovertemplate="%{customdata[0]} → source %{customdata[1]}: %{z:.3f}<extra></extra>",
+        customdata=_hover_grid(head_labels, key_labels),
+        hovertemplate=f"%{{customdata[0]}} → {keys} %{{customdata[1]}}: %{{z:.3f}}<extra></extra>",
     )
-    layout = dict(xaxis=dict(title="source token", **_ticks(src_labels)),
+    layout = dict(xaxis=dict(title=f"{keys} token", **_ticks(key_labels)),
                   yaxis=dict(autorange="reversed", **_ticks(head_labels)))
     return _figure([trace], layout, title, height=170 + 45 * len(head_labels))
 
