@@ -61,7 +61,8 @@ def _curves(rows: Sequence[MetricRow], max_points: int, series: list[tuple[str, 
 
 def _layout(fig: go.Figure, title: str) -> go.Figure:
     fig.update_layout(
-        title=title, font=FONT, height=380, margin=dict(l=70, r=20, t=60, b=60),
-        legend=dict(orientation="h", yanchor="bottom", y=1.0, xanchor="right", x=1.0), hovermode="x unified",
+        title=title, font=FONT, height=420, margin=dict(l=70, r=20, t=60, b=110), hovermode="x unified",
+        # under the axis: in the page's two narrow columns a legend beside the title ran into it
+        legend=dict(orientation="h", yanchor="top", y=-0.3, xanchor="left", x=0),
     )
     return fig
