@@ -21,6 +21,19 @@ PAGES = [  # (file, title, icon, what to do there), in teaching order
      "Put any trained model in hand, download it, or upload one a classmate trained."),
 ]
 
+LESSON = [  # a first walk through the app for a class; tests/test_app_home.py checks what it names exists
+    "**See a trained model work.** Load *reverse* above, then step through an input on **Decoding**: each step's "
+    "cross-attention looks at or next to the mirrored source position.",
+    "**Watch one learn.** Start a run on **Train** with its defaults: reverse is solved in seconds, token accuracy "
+    "climbing before whole-sequence exact match does.",
+    "**Take a part away.** On **Compare runs**, open *Reverse without positional encoding*: without positions the "
+    "model cannot tell one order from another, and never learns to reverse.",
+    "**See why the decoder is masked.** In the **Masking lab**, press *Peek at the future*: with the causal mask, no "
+    "earlier output changes; without it, earlier outputs read the future.",
+    "**Decode another way.** Back on **Decoding**, try beam search and sampling on the same input.",
+    "**Open it up.** **Anatomy** lays the model out as the paper's Figure 1, with every shape and parameter count.",
+]
+
 
 def home() -> None:
     st.title("Transformer Lab")
@@ -36,6 +49,8 @@ def home() -> None:
         link_col, text_col = st.columns([1, 3], vertical_alignment="center")
         link_col.page_link(path, label=f"**{title}**", icon=icon)  # a link's label does not wrap: keep it short
         text_col.markdown(text)
+    with st.expander("A first lesson, about 20 minutes"):
+        st.markdown("\n".join(f"{i}. {step}" for i, step in enumerate(LESSON, 1)))
 
 
 pages = [st.Page(home, title="Home", icon=":material/home:", default=True)] + [

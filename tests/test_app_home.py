@@ -1,4 +1,5 @@
-"""The Home page through AppTest: the shipped models load with one click, and a broken one is refused."""
+"""The Home page through AppTest: the shipped models load with one click, a broken one is refused, and the first
+lesson names only pages, buttons and experiments that exist."""
 
 from pathlib import Path
 
@@ -7,6 +8,7 @@ from streamlit.testing.v1 import AppTest
 
 import pages.common
 from transformer import CheckpointError
+from transformer.experiments import READY
 
 APP = Path(__file__).resolve().parent.parent / "streamlit_app.py"
 
@@ -44,3 +46,17 @@ def test_home_links_every_page_in_teaching_order():
     assert [link.proto.page for link in links] == pages
     assert [link.proto.label.strip("*") for link in links] == [
         "Train", "Anatomy", "Masking lab", "Decoding", "Compare runs", "Checkpoints"]
+
+
+def test_the_first_lesson_names_what_exists():
+    at = open_home()
+    lesson = at.expander[0]
+    assert lesson.label == "A first lesson, about 20 minutes"
+    text = lesson.markdown[0].value
+    assert text.startswith("1. **See a trained model work.**") and "6. **Open it up.**" in text
+    links = {link.proto.label for link in at.get("page_link")}  # the page list above it: "**Train**", ...
+    for page in ("**Decoding**", "**Train**", "**Compare runs**", "**Masking lab**", "**Anatomy**"):
+        assert page in text and page in links
+    assert "load_reverse" in {b.key for b in at.button}  # "Load *reverse* above"
+    assert "Reverse without positional encoding" in {experiment.title for experiment in READY.values()}
+    assert 'st.button("Peek at the future"' in (APP.parent / "pages" / "masking.py").read_text()
