@@ -149,7 +149,7 @@ if buttons.button("Rerun live", key="compare_run", type="primary", disabled=runn
     else:
         st.session_state["compare_job"] = new_job
         st.session_state.pop("compare_loaded", None)
-        remember_run("compare_job", new_job, {})  # the experiment itself is in the address, which a reload keeps
+        remember_run("compare_job", new_job, {"compare_state": state})  # a reload shows this experiment again
         st.rerun()
 if buttons.button("Stop", key="compare_stop", disabled=not running,
                    help="Stops the variant that is training; the runs so far stay on screen."):
