@@ -7,7 +7,7 @@ import streamlit as st
 from pages.common import (
     BUSY_MESSAGE, JOB_IDLE_TIMEOUT_S, remember_run, save_finished_job, session_run_elsewhere, training_slots,
 )
-from transformer.figures.training import accuracy_figure, loss_figure
+from transformer.figures.training import accuracy_figure, loss_figure, lr_figure
 from transformer.live import build_configs, live_examples, metrics_table, progress
 from transformer.model import ModelConfig
 from transformer.tasks import TASKS
@@ -200,6 +200,10 @@ def live_view(job: TrainingJob, polling: bool) -> None:
                          f"token, so even a perfect model's training loss is {floor:.2f} (dotted line). The held-out "
                          "loss is plain cross-entropy and can go to 0.")
     acc_col.plotly_chart(accuracy_figure(rows), key="train_accuracy_chart")
+    with st.expander("Learning rate over the run"):
+        st.plotly_chart(lr_figure(job.train_config, p.step), key="train_lr_chart")
+        st.caption("The schedule above, step by step over the whole step budget; the dashed line is where the run "
+                   "is. Adam's steps are this rate times its own per-weight scaling.")
     model = job.model_snapshot()
     if model is not None:
         st.markdown(f"**Five held-out inputs**, decoded greedily by the model as of step {p.step}:")

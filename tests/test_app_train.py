@@ -90,6 +90,9 @@ def test_training_streams_curves_and_puts_the_model_in_hand(stop_jobs):
     floor = smoothed_loss_floor(0.1, 7)  # 4 symbols + PAD, BOS, EOS
     assert [shape["y0"] for shape in loss["layout"]["shapes"]] == [pytest.approx(floor)]
     assert any(f"training loss is {floor:.2f}" in caption.value for caption in at.caption)
+    lr = json.loads(at.expander[0].get("plotly_chart")[0].proto.spec)  # the schedule, where the run ended
+    assert at.expander[0].label == "Learning rate over the run" and lr["data"][0]["x"][-1] <= 60
+    assert lr["layout"]["shapes"][0]["x0"] == job.result.steps
     examples = at.dataframe[0].value
     assert len(examples) == 5 and set(examples["right"]) <= {"✓", "✗"}
     metrics = at.dataframe[1].value

@@ -1,9 +1,11 @@
-"""Training figures: both curves of each chart, against the step, thinned for long runs, with readable axes."""
+"""Training figures: both curves of each chart, against the step, thinned for long runs, with readable axes; the
+learning-rate schedule over a run's budget."""
 
 import plotly.graph_objects as go
 import pytest
 
-from transformer.figures.training import accuracy_figure, loss_figure
+from transformer.figures.training import accuracy_figure, loss_figure, lr_figure
+from transformer.training import TrainConfig
 
 
 def rows(n: int) -> list[dict]:
@@ -54,3 +56,17 @@ def test_long_runs_are_thinned_keeping_both_ends(figure):
 @pytest.mark.parametrize("figure", [loss_figure, accuracy_figure])
 def test_no_rows_gives_empty_curves(figure):
     assert all(len(trace.x) == 0 for trace in figure([]).data)
+
+
+def test_lr_figure_draws_the_schedule_over_the_budget_and_marks_the_step():
+    config = TrainConfig(lr=0.01, warmup=100, schedule="noam", steps=1000)
+    fig = lr_figure(config, step=250)
+    curve = fig.data[0]
+    assert curve.x[0] == 1 and curve.x[-1] <= 1000 and len(curve.x) <= 1000
+    assert curve.y[0] == pytest.approx(0.01 / 100)  # warm-up starts at lr / w and rises linearly ...
+    assert curve.y[list(curve.x).index(51)] == pytest.approx(0.01 * 51 / 100)
+    assert max(curve.y) <= 0.01 and curve.y[list(curve.x).index(101)] == pytest.approx(0.01 * (100 / 101) ** 0.5)
+    assert curve.y[-1] == pytest.approx(0.01 * (100 / curve.x[-1]) ** 0.5)  # ... then decays as 1/sqrt(step)
+    assert fig.layout.shapes[0].x0 == 250 and fig.layout.annotations[0].text == "step 250"
+    flat = lr_figure(TrainConfig(lr=0.01, warmup=0, schedule="constant", steps=50), step=10).data[0]
+    assert set(flat.y) == {0.01} and list(flat.x) == list(range(1, 51))

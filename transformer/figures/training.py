@@ -1,4 +1,4 @@
-"""Figures of a training run: loss and accuracy against the step, from its metric rows.
+"""Figures of a training run: loss and accuracy against the step, from its metric rows, and the learning rate.
 
 Rows are dicts as `transformer.training` writes them ("step", "train_loss", "val_loss", "token_acc",
 "exact_match", ...). Long runs are thinned to `max_points` rows so a live chart stays cheap to send.
@@ -9,7 +9,7 @@ from collections.abc import Sequence
 import plotly.graph_objects as go
 
 from ..live import downsample
-from ..training import MetricRow
+from ..training import MetricRow, TrainConfig
 
 FONT = dict(size=16)  # readable on a projector
 TRAIN, VALID = "#1f5fbf", "#d9480f"
@@ -26,6 +26,17 @@ def loss_figure(rows: Sequence[MetricRow], max_points: int = 500, train_floor: f
         fig.add_hline(y=train_floor, line=dict(color=TRAIN, dash="dot", width=2),
                       annotation_text="training loss floor", annotation_position="bottom left")
     return _layout(fig, "Loss")
+
+
+def lr_figure(config: TrainConfig, step: int, max_points: int = 400) -> go.Figure:
+    """The learning rate `config` gives every step of its budget, with a dashed line at `step` (where a run is)."""
+    steps = list(range(1, config.steps + 1, max(1, config.steps // max_points)))
+    fig = go.Figure(go.Scatter(x=steps, y=[config.lr_at(s) for s in steps], mode="lines", showlegend=False,
+                               line=dict(color=TRAIN, width=3), hovertemplate="step %{x}: %{y:.2e}<extra></extra>"))
+    fig.add_vline(x=step, line=dict(color="#555555", dash="dash", width=2), annotation_text=f"step {step}")
+    fig.update_xaxes(title="training step", rangemode="tozero")
+    fig.update_yaxes(title="learning rate", rangemode="tozero", exponentformat="e")
+    return _layout(fig, "Learning rate")
 
 
 def log_ticks(rows: Sequence[MetricRow], columns: Sequence[str] = ("train_loss",)) -> dict:
