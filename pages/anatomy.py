@@ -31,16 +31,14 @@ st.markdown(
 checkpoint = require_model()
 model, vocab, config = checkpoint.model, checkpoint.vocab, checkpoint.config
 
-diagram, settings = st.columns([3, 2])
-with diagram:
-    st.plotly_chart(
-        architecture_diagram(config.n_layers, config.norm_first, config.causal_mask, config.positional, config.tie_weights),
-        key="anatomy_diagram",
-    )
-with settings:
-    st.subheader("Configuration")
-    st.caption(f"Trained on **{checkpoint.task.task}**, source lengths {checkpoint.task.min_len}-{checkpoint.task.max_len}.")
-    st.dataframe(config_table(config), hide_index=True, height="content")
+_, diagram, _ = st.columns([1, 3, 1])  # the figure is two narrow stacks: centred, not stretched
+diagram.plotly_chart(
+    architecture_diagram(config.n_layers, config.norm_first, config.causal_mask, config.positional, config.tie_weights),
+    key="anatomy_diagram",
+)
+st.subheader("Configuration")
+st.caption(f"Trained on **{checkpoint.task.task}**, source lengths {checkpoint.task.min_len}-{checkpoint.task.max_len}.")
+st.table(config_table(config).set_index("setting"))  # full width, and cells wrap: every meaning reads whole
 
 st.subheader("Every module, on one example")
 src, tgt = sample_batch(checkpoint.task, vocab, config.max_len)

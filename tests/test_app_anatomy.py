@@ -59,13 +59,14 @@ def at() -> AppTest:
 
 
 def test_module_table_and_config(at):
-    modules = at.dataframe[1].value
+    modules = at.dataframe[0].value
     assert modules["parameters"].sum() == at.session_state["in_hand"].model.num_parameters()
     assert "decoder.layers.1.cross_attn" in modules["module"].tolist()
     assert modules.set_index("module").loc["generator", "output shape"] == "1×9×13"  # BOS + 8 target tokens
-    settings = at.dataframe[0].value.set_index("setting")["value"]
-    assert settings["norm placement"].startswith("pre-norm") and settings["layers"] == "2"
-    assert at.dataframe[2].value.iloc[-1]["part"] == "total"
+    settings = at.table[0].value
+    assert settings.loc["norm placement", "value"].startswith("pre-norm") and settings.loc["layers", "value"] == "2"
+    assert settings.loc["causal_mask", "meaning"] == "decoder may not look at later target positions"
+    assert at.dataframe[1].value.iloc[-1]["part"] == "total"
     diagram = chart(at, "anatomy_diagram")
     assert "Norm … Add (pre-norm)" not in json.dumps(diagram) and "LayerNorm" in json.dumps(diagram)
 
