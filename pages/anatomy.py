@@ -48,7 +48,10 @@ st.markdown(
     "run twice (source ; target). Parameters shared with an earlier row are counted there only."
 )
 table = module_table(model, src, tgt)
-st.dataframe(table, hide_index=True, height="content")
+# shapes and parameters next to the module, which stays pinned: a 1024-px screen scrolls the rest into view
+st.dataframe(table, hide_index=True, height="content",
+             column_order=["module", "input shape", "output shape", "parameters", "paper name", "section"],
+             column_config={"module": st.column_config.TextColumn(pinned=True)})
 total, parts = st.columns([1, 3])
 total.metric("Parameters", f"{model.num_parameters():,}")
 parts.dataframe(parameter_summary(table), hide_index=True)
