@@ -130,7 +130,9 @@ def show_experiment(name: str, inputs: tuple, with_title: str, without_title: st
     for title, table in ((with_title, result.with_mask), (without_title, result.without_mask)):
         st.markdown(f"**{title}**: {Experiment.n_changed(table)} of {len(table)} positions changed, "
                     f"max |Δ {result.measure}| = {Experiment.max_diff(table):.3g}")
-        st.dataframe(table, hide_index=True, column_config={
+        # the verdict first, beside the position: the outputs and probabilities behind it follow
+        order = ["position", "input token", "changed?", "max |Δ|", "output before", "p before", "output after", "p after"]
+        st.dataframe(table, hide_index=True, column_order=order, column_config={
             "p before": st.column_config.NumberColumn(format="%.3f"),
             "p after": st.column_config.NumberColumn(format="%.3f"),
             "max |Δ|": st.column_config.NumberColumn(format="%.2e"),
