@@ -42,7 +42,11 @@ if not entries:
     st.info("No checkpoints yet: train a model on the Train page, or upload a checkpoint file below.")
 else:
     table = pd.DataFrame([checkpoint_summary(name, source, ckpt) for name, (source, ckpt, _) in entries.items()])
-    st.dataframe(table, hide_index=True, column_config={
+    # what a model learned and how well first; a narrow screen scrolls its sizes into view
+    order = ["name", "task", "lengths", "exact_match", "switches", "d_model", "heads", "layers", "symbols",
+             "parameters", "source"]
+    st.dataframe(table, hide_index=True, column_order=order, column_config={
+        "name": st.column_config.TextColumn(pinned=True),
         "exact_match": st.column_config.NumberColumn("exact match", format="percent",
                                                      help="Held-out exact-match at the end of training"),
         "parameters": st.column_config.NumberColumn(format="localized"),
