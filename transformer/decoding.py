@@ -101,9 +101,9 @@ def beam_search(
     Keeps the `beam_width - n_finished` best live hypotheses at each step; one that ends with EOS is set aside
     as finished. Stops when `beam_width` hypotheses have finished, after `max_len` tokens (the live ones then
     compete too), or, with no length penalty, once a finished hypothesis scores at least as well as every live
-    one (a live score can only fall, so none of them can win any more). The best hypothesis maximizes score / n_tokens ** length_penalty: 0 (the default)
-    ranks by the plain summed log-probability, larger values favour longer outputs. The returned score is
-    always the plain sum. beam_width=1 is greedy decoding.
+    one (a live score can only fall, so none of them can win any more). The best hypothesis maximizes
+    score / n_tokens ** length_penalty: 0 (the default) ranks by the plain summed log-probability, larger values
+    favour longer outputs. The returned score is always the plain sum. beam_width=1 is greedy decoding.
     """
     max_len = _check_args(model, src, bos_id, eos_id, max_len, single=True)
     _check_beam(beam_width)

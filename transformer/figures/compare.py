@@ -9,10 +9,9 @@ from plotly.subplots import make_subplots
 from ..live import downsample
 from ..training import MetricRow
 from .attention import wrap_title
-from .training import FONT, log_ticks
+from .training import FONT, MARKER, log_ticks
 
 VARIANT_COLOURS = ("#1f5fbf", "#d9480f", "#2b8a3e", "#862e9c")  # one per variant, in the experiment's order
-MARKER = "#555555"
 PANELS = (  # column, panel title, scale to display
     ("train_loss", "training loss<br>(log scale)", 1),  # two lines: three titles side by side fit a 1024-px screen
     ("token_acc", "token accuracy<br>(teacher forced)", 100),

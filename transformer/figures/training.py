@@ -13,6 +13,7 @@ from ..training import MetricRow, TrainConfig
 
 FONT = dict(size=16)  # readable on a projector
 TRAIN, VALID = "#1f5fbf", "#d9480f"
+MARKER = "#555555"  # a line marking a step or a reference level
 
 
 def loss_figure(rows: Sequence[MetricRow], max_points: int = 500, train_floor: float | None = None) -> go.Figure:
@@ -33,7 +34,7 @@ def lr_figure(config: TrainConfig, step: int, max_points: int = 400) -> go.Figur
     steps = list(range(1, config.steps + 1, max(1, config.steps // max_points)))
     fig = go.Figure(go.Scatter(x=steps, y=[config.lr_at(s) for s in steps], mode="lines", showlegend=False,
                                line=dict(color=TRAIN, width=3), hovertemplate="step %{x}: %{y:.2e}<extra></extra>"))
-    fig.add_vline(x=step, line=dict(color="#555555", dash="dash", width=2), annotation_text=f"step {step}")
+    fig.add_vline(x=step, line=dict(color=MARKER, dash="dash", width=2), annotation_text=f"step {step}")
     fig.update_xaxes(title="training step", rangemode="tozero")
     fig.update_yaxes(title="learning rate", rangemode="tozero", exponentformat="e")
     return _layout(fig, "Learning rate")
