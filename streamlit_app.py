@@ -15,6 +15,8 @@ PAGES = [  # (file, title, icon, what to do there), in teaching order
      "Padding and causal masks, and what breaks without them."),
     ("pages/decoding.py", "Decoding", ":material/skip_next:",
      "Step through greedy, sampling and beam search one token per click."),
+    ("pages/lengths.py", "Length test", ":material/straighten:",
+     "Unseen inputs of every length, longer ones included: where does the model stop working?"),
     ("pages/compare.py", "Compare runs", ":material/compare_arrows:",
      "Two settings side by side, to see which part of the design matters."),
     ("pages/checkpoints.py", "Checkpoints", ":material/save:",
@@ -31,6 +33,8 @@ LESSON = [  # a first walk through the app for a class; tests/test_app_home.py c
     "**See why the decoder is masked.** In the **Masking lab**, press *Peek at the future*: with the causal mask, no "
     "earlier output changes; without it, earlier outputs read the future.",
     "**Decode another way.** Back on **Decoding**, try beam search and sampling on the same input.",
+    "**Go past the training lengths.** On **Length test**, see exact match fall to 0 a symbol or two past the "
+    "longest input the model trained on, and its outputs stop near that length.",
     "**Open it up.** **Anatomy** lays the model out as the paper's Figure 1, with every shape and parameter count.",
 ]
 

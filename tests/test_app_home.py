@@ -42,10 +42,10 @@ def test_a_shipped_model_that_fails_to_load_gives_a_message(monkeypatch: pytest.
 
 def test_home_links_every_page_in_teaching_order():
     links = open_home().get("page_link")
-    pages = ["train", "anatomy", "masking", "decoding", "compare", "checkpoints"]
+    pages = ["train", "anatomy", "masking", "decoding", "lengths", "compare", "checkpoints"]
     assert [link.proto.page for link in links] == pages
     assert [link.proto.label.strip("*") for link in links] == [
-        "Train", "Anatomy", "Masking lab", "Decoding", "Compare runs", "Checkpoints"]
+        "Train", "Anatomy", "Masking lab", "Decoding", "Length test", "Compare runs", "Checkpoints"]
 
 
 def test_the_first_lesson_names_what_exists():
@@ -53,9 +53,9 @@ def test_the_first_lesson_names_what_exists():
     lesson = at.expander[0]
     assert lesson.label == "A first lesson, about 20 minutes"
     text = lesson.markdown[0].value
-    assert text.startswith("1. **See a trained model work.**") and "6. **Open it up.**" in text
+    assert text.startswith("1. **See a trained model work.**") and "7. **Open it up.**" in text
     links = {link.proto.label for link in at.get("page_link")}  # the page list above it: "**Train**", ...
-    for page in ("**Decoding**", "**Train**", "**Compare runs**", "**Masking lab**", "**Anatomy**"):
+    for page in ("**Decoding**", "**Train**", "**Compare runs**", "**Masking lab**", "**Length test**", "**Anatomy**"):
         assert page in text and page in links
     assert "load_reverse" in {b.key for b in at.button}  # "Load *reverse* above"
     assert "Reverse without positional encoding" in {experiment.title for experiment in READY.values()}

@@ -224,3 +224,17 @@ def test_ctrl_c_stops_training_cleanly_and_still_saves(tmp_path):
     assert process.returncode == 0 and "Traceback" not in stderr
     assert result["reason"] == "stopped" and result["steps"] >= 5
     assert load_checkpoint(path).history[-1]["step"] == result["steps"]
+
+
+def test_evaluate_scores_each_length_on_request(trained, capsys):
+    status, out, _ = run(capsys, "evaluate", str(trained[2]), "--n", "20", "--lengths", "2-4")
+    by_length = json.loads(out)["by_length"]
+    assert status == 0 and [row["length"] for row in by_length] == [2, 3, 4]
+    assert [row["trained"] for row in by_length] == [False, True, False]  # trained on length 3 only
+    assert all(row["n"] <= 20 and 0 <= row["exact_match"] <= 1 for row in by_length)
+
+
+@pytest.mark.parametrize("lengths", ["4-2", "x", "1-", "-3"])
+def test_evaluate_refuses_a_malformed_length_range(trained, capsys, lengths):
+    status, out, err = run(capsys, "evaluate", str(trained[2]), f"--lengths={lengths}")
+    assert status == 2 and out == "" and "--lengths must read LOW-HIGH" in err

@@ -8,6 +8,7 @@ Exit status: 0 done, 1 some lines of a `predict --input` file failed, 2 bad sett
 import argparse
 import json
 import os
+import re
 import signal
 import sys
 import threading
@@ -23,6 +24,7 @@ from torch.nn.utils.rnn import pad_sequence
 from . import bench
 from .checkpoint import Checkpoint, check_checkpoint_size, load_checkpoint, save_checkpoint
 from .decoding import beam_search, greedy_decode
+from .lengths import MAX_PER_LENGTH, score_lengths
 from .model import ModelConfig
 from .tasks import TASKS, DataConfig, TaskData
 from .training import MetricRow, TrainConfig, Trainer, TrainingDiverged, evaluate
@@ -110,6 +112,9 @@ def _add_evaluate(p: argparse.ArgumentParser) -> None:
     p.add_argument("checkpoint", help="a checkpoint file saved by `train`")
     p.add_argument("--n", type=int, default=1000, help="fresh sequences to score")
     p.add_argument("--seed", type=int, default=123, help="seed of the fresh sequences")
+    p.add_argument("--lengths", metavar="LOW-HIGH",
+                   help="also score up to --n unseen inputs of each length from LOW to HIGH, including lengths "
+                        "the model never trained on (see transformer.lengths)")
     p.set_defaults(run=evaluate_command)
 
 
@@ -272,10 +277,23 @@ def evaluate_command(args: argparse.Namespace) -> None:
     checkpoint = load_checkpoint(args.checkpoint)
     model, vocab = checkpoint.model, checkpoint.vocab
     data = TaskData(checkpoint.task, vocab)
+    lengths = _length_range(args.lengths) if args.lengths else None
     held_out = evaluate(model, data.valid, vocab.bos_id, vocab.eos_id)
     fresh = evaluate(model, data.fresh_examples(args.n, args.seed), vocab.bos_id, vocab.eos_id)
-    print(json.dumps({"task": checkpoint.task.task, "held_out": {"n": data.valid.src.size(0), **held_out},
-                      "fresh": {"n": args.n, "seed": args.seed, **fresh}}))
+    scores = {"task": checkpoint.task.task, "held_out": {"n": data.valid.src.size(0), **held_out},
+              "fresh": {"n": args.n, "seed": args.seed, **fresh}}
+    if lengths:
+        report = score_lengths(model, vocab, checkpoint.task, lengths, min(args.n, MAX_PER_LENGTH), args.seed)
+        scores["by_length"] = report.scores.to_dict(orient="records")
+    print(json.dumps(scores))
+
+
+def _length_range(text: str) -> range:
+    """"LOW-HIGH" (or one length) -> range(LOW, HIGH + 1)."""
+    match = re.fullmatch(r"\s*(\d{1,3})\s*(?:-\s*(\d{1,3})\s*)?", text)
+    if match is None or int(match[2] or match[1]) < int(match[1]):
+        raise ValueError(f"--lengths must read LOW-HIGH, like 1-20, got {text!r:.30}")
+    return range(int(match[1]), int(match[2] or match[1]) + 1)
 
 
 def bench_command(args: argparse.Namespace) -> None:

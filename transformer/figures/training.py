@@ -26,7 +26,7 @@ def loss_figure(rows: Sequence[MetricRow], max_points: int = 500, train_floor: f
     if train_floor:
         fig.add_hline(y=train_floor, line=dict(color=TRAIN, dash="dot", width=2),
                       annotation_text="training loss floor", annotation_position="bottom left")
-    return _layout(fig, "Loss")
+    return line_chart_layout(fig, "Loss")
 
 
 def lr_figure(config: TrainConfig, step: int, max_points: int = 400) -> go.Figure:
@@ -37,7 +37,7 @@ def lr_figure(config: TrainConfig, step: int, max_points: int = 400) -> go.Figur
     fig.add_vline(x=step, line=dict(color=MARKER, dash="dash", width=2), annotation_text=f"step {step}")
     fig.update_xaxes(title="training step", rangemode="tozero")
     fig.update_yaxes(title="learning rate", rangemode="tozero", exponentformat="e")
-    return _layout(fig, "Learning rate")
+    return line_chart_layout(fig, "Learning rate")
 
 
 def log_ticks(rows: Sequence[MetricRow], columns: Sequence[str] = ("train_loss",)) -> dict:
@@ -54,7 +54,7 @@ def accuracy_figure(rows: Sequence[MetricRow], max_points: int = 500) -> go.Figu
         scale=100,
     )
     fig.update_yaxes(title="held-out accuracy (%)", range=[0, 101], ticksuffix="%")
-    return _layout(fig, "Accuracy")
+    return line_chart_layout(fig, "Accuracy")
 
 
 def _curves(rows: Sequence[MetricRow], max_points: int, series: list[tuple[str, str, str]], scale: float = 1) -> go.Figure:
@@ -71,7 +71,8 @@ def _curves(rows: Sequence[MetricRow], max_points: int, series: list[tuple[str, 
     return fig
 
 
-def _layout(fig: go.Figure, title: str) -> go.Figure:
+def line_chart_layout(fig: go.Figure, title: str) -> go.Figure:
+    """Title, projector-sized font, and the legend under the axis."""
     fig.update_layout(
         title=title, font=FONT, height=420, margin=dict(l=70, r=20, t=60, b=110), hovermode="x unified",
         # under the axis: in the page's two narrow columns a legend beside the title ran into it

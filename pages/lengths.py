@@ -1,0 +1,65 @@
+"""Length test: the model in hand on unseen inputs of every length, shorter and longer than any it trained on."""
+
+import streamlit as st
+
+from pages.common import require_model
+from transformer.figures.lengths import length_accuracy_figure, output_length_figure
+from transformer.lengths import score_lengths, summary
+from transformer.tasks import MAX_SEQ_LEN
+
+INPUTS_PER_LENGTH = (25, 50, 100)  # 100 inputs at each of 63 lengths decode in about 3 s
+
+st.title("Length test: inputs it never saw")
+st.markdown(
+    "A model that gets every held-out input right has learned its task *for the lengths it trained on*. Here it "
+    "meets unseen inputs of every length, shorter and longer ones included, and decodes them greedily. At the "
+    "trained lengths the inputs come from the run's held-out set; at every other length they are random, since "
+    "training never drew that length at all."
+)
+checkpoint = require_model()
+model, vocab, task = checkpoint.model, checkpoint.vocab, checkpoint.task
+longest = min(model.config.longest_sequence, MAX_SEQ_LEN)
+
+range_col, n_col = st.columns([3, 1])
+low, high = range_col.slider("Input lengths", 1, longest, (1, min(longest, 2 * task.max_len)), key="lengths_range",
+                             help=f"The model trained on lengths {task.min_len}-{task.max_len}; its positional "
+                                  f"encoding reaches {longest}.")
+n = n_col.select_slider("Inputs per length", INPUTS_PER_LENGTH, 100, key="lengths_n",
+                        help="At most: the held-out set has fewer of the shortest lengths.")
+
+# Scored once per (model, settings): changing page and coming back shows the same test.
+key = (low, high, n)
+result = st.session_state.get("lengths_result")
+if result is None or result["model"] is not model or result["key"] != key:
+    try:
+        with st.spinner(f"Decoding up to {n * (high - low + 1):,} inputs..."):
+            report = score_lengths(model, vocab, task, range(low, high + 1), n)
+    except ValueError as err:
+        st.error(f"Could not test this model: {err}")
+        st.stop()
+    result = dict(model=model, key=key, report=report)
+    st.session_state["lengths_result"] = result
+scores, mistakes = result["report"].scores, result["report"].mistakes
+
+st.markdown("\n".join(f"- {line}" for line in summary(scores, task)))
+accuracy_col, length_col = st.columns(2)
+accuracy_col.plotly_chart(length_accuracy_figure(scores), key="lengths_accuracy")
+length_col.plotly_chart(output_length_figure(scores), key="lengths_output")
+st.caption(
+    "Exact match needs the whole output right, EOS included; *symbols in the right place* counts the expected "
+    "symbols the output has at the same position, so it shows how far off a wrong output is. What to look for: "
+    "past the longest trained input, exact match falls within a few symbols and the output length levels off near "
+    "that length, because the decoder learned when to write EOS from the lengths it saw. The positions there are new "
+    "to it: sinusoidal encodings it never learned to read, or, with a learned encoding, vectors never trained at all."
+)
+
+st.subheader("Wrong outputs")
+if mistakes.empty:
+    st.success("Every output was right.")
+else:
+    wrong_at = sorted(mistakes["length"].unique().tolist())
+    pick = st.selectbox("Input length", wrong_at, key="lengths_mistakes_at",
+                        help="Only lengths with a wrong output are listed; up to 5 of them each.")
+    st.dataframe(mistakes[mistakes["length"] == pick].drop(columns="length"), hide_index=True)
+st.download_button("Download the scores (CSV)", scores.to_csv(index=False), f"length-test-{task.task}.csv",
+                   "text/csv", key="lengths_download", icon=":material/download:")

@@ -1,0 +1,59 @@
+"""The Length test page through AppTest, on the shipped reverse model (trained on lengths 1-10)."""
+
+import json
+from pathlib import Path
+
+from streamlit.testing.v1 import AppTest
+
+from transformer import load_checkpoint
+
+ROOT = Path(__file__).resolve().parent.parent
+APP, PAGE = str(ROOT / "streamlit_app.py"), "pages/lengths.py"
+
+
+def open_page(with_model: bool = True) -> AppTest:
+    at = AppTest.from_file(APP, default_timeout=60)
+    if with_model:
+        at.session_state["in_hand"] = load_checkpoint(ROOT / "checkpoints" / "reverse.pt")
+        at.session_state["in_hand_name"] = "shipped: reverse"
+    at.run()
+    at.switch_page(PAGE).run()
+    assert not at.exception
+    return at
+
+
+def chart_titles(at: AppTest) -> list[str]:
+    return [json.loads(chart.proto.spec)["layout"]["title"]["text"] for chart in at.get("plotly_chart")]
+
+
+def test_the_page_scores_every_length_and_says_where_the_model_stops_working():
+    at = open_page()
+    assert at.slider(key="lengths_range").value == (1, 20)  # up to twice the longest trained length
+    scores = at.session_state["lengths_result"]["report"].scores
+    assert scores["length"].tolist() == list(range(1, 21))
+    lines = at.markdown[1].value
+    assert "At lengths it trained on (1-10): exact match 100%." in lines
+    assert "Longer than any it trained on: exact match 0% at length 11" in lines
+    assert chart_titles(at) == ["Accuracy by input length", "Output length"]
+    assert at.selectbox(key="lengths_mistakes_at").options == [str(k) for k in range(11, 21)]
+    assert len(at.dataframe[0].value) == 5 and list(at.dataframe[0].value.columns) == ["input", "expected", "output"]
+
+
+def test_new_settings_score_again_and_a_test_with_no_mistakes_says_so():
+    at = open_page()
+    first = at.session_state["lengths_result"]
+    at.slider(key="lengths_range").set_value((3, 10)).run()
+    assert not at.exception
+    result = at.session_state["lengths_result"]
+    assert result is not first and result["report"].scores["length"].tolist() == list(range(3, 11))
+    assert at.success[0].value == "Every output was right."
+    at.select_slider(key="lengths_n").set_value(25).run()
+    assert (at.session_state["lengths_result"]["report"].scores["n"] <= 25).all()
+
+
+def test_without_a_model_the_page_offers_the_shipped_ones():
+    at = open_page(with_model=False)
+    assert "No model in hand yet" in at.info[0].value
+    assert "lengths_result" not in at.session_state
+    at.button(key="require_load_reverse").click().run()
+    assert not at.exception and at.session_state["lengths_result"]["report"].scores["length"].max() == 20

@@ -1,0 +1,115 @@
+"""The length test: unseen inputs of each length, scored by greedy decoding; what the scores say; their figures."""
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import torch
+
+import transformer.lengths as lengths
+from transformer import DataConfig, ModelConfig, TaskData, Transformer, Vocab, load_checkpoint
+from transformer.figures.lengths import length_accuracy_figure, output_length_figure
+from transformer.lengths import score_lengths, summary, unseen_sources
+
+SHIPPED = Path(__file__).resolve().parent.parent / "checkpoints"
+TASK = DataConfig("reverse", min_len=3, max_len=5, n_valid=60)
+
+
+def test_unseen_sources_are_held_out_inside_the_trained_lengths_and_random_outside():
+    data = TaskData(TASK)
+    inside = unseen_sources(data, 4, 100, seed=0)
+    assert inside and all(len(s) == 4 for s in inside)
+    assert set(map(tuple, inside)) <= set(map(tuple, data.valid_sources))  # never drawn by training
+    outside = unseen_sources(data, 7, 30, seed=0)
+    assert len(outside) == 30 and all(len(s) == 7 and all(0 <= x < 10 for x in s) for s in outside)
+    assert outside == unseen_sources(data, 7, 30, seed=0) != unseen_sources(data, 7, 30, seed=1)
+    assert len(unseen_sources(data, 4, 5, seed=0)) == 5
+
+
+def fake_decoder(outputs_for: dict[int, list[list[int]]]):
+    """A stand-in for greedy_decode that answers each batch of inputs of length L with outputs_for[L] (token ids)."""
+
+    def decode(model, src, bos_id, eos_id, max_len):
+        rows = outputs_for[src.size(1)][: src.size(0)]
+        width = max(map(len, rows))
+        return torch.tensor([row + [Vocab.pad_id] * (width - len(row)) for row in rows])
+
+    return decode
+
+
+def test_scores_count_exact_outputs_symbols_in_place_and_output_length(monkeypatch: pytest.MonkeyPatch):
+    vocab, model = Vocab.digits(), Transformer(ModelConfig())
+    data = TaskData(TASK)
+    sources = unseen_sources(data, 6, 4, seed=0)
+    want = [[vocab.symbol_id(s) for s in reversed(source)] for source in sources]  # 6 symbols each
+    eos = vocab.eos_id
+    outputs = [
+        want[0] + [eos],  # right
+        [vocab.symbol_id((vocab.symbol_index(want[1][0]) + 1) % 10)] + want[1][1:] + [eos],  # first symbol wrong
+        want[2][:4] + [eos],  # stops two symbols early
+        want[3] + want[3][:3],  # never writes EOS: 9 symbols
+    ]
+    monkeypatch.setattr(lengths, "greedy_decode", fake_decoder({6: outputs}))
+    report = score_lengths(model, vocab, TASK, [6], n=4)
+    row = report.scores.iloc[0]
+    assert (row["length"], bool(row["trained"]), row["n"]) == (6, False, 4)
+    assert row["exact_match"] == pytest.approx(1 / 4)
+    assert row["symbols_right"] == pytest.approx((6 + 5 + 4 + 6) / 24)
+    assert row["output_len"] == pytest.approx((6 + 6 + 4 + 9) / 4)
+    assert row["target_len"] == 6
+    assert report.mistakes["length"].tolist() == [6, 6, 6]
+    assert report.mistakes["output"].tolist() == [vocab.decode(o) for o in outputs[1:]]
+    assert report.mistakes["expected"].tolist() == [vocab.decode(w) for w in want[1:]]
+
+
+def test_a_model_that_solved_reverse_fails_past_its_longest_training_input():
+    shipped = load_checkpoint(SHIPPED / "reverse.pt")  # trained on lengths 1-10
+    report = score_lengths(shipped.model, shipped.vocab, shipped.task, [9, 10, 11, 14], n=50)
+    scores = report.scores.set_index("length")
+    assert scores["trained"].tolist() == [True, True, False, False]
+    assert scores.loc[[9, 10], "exact_match"].tolist() == [1.0, 1.0]
+    assert scores.loc[[11, 14], "exact_match"].max() < 0.5
+    assert scores.loc[14, "output_len"] < 13  # it stops near the lengths it saw
+    assert set(report.mistakes["length"]) == {11, 14} and len(report.mistakes) == 10  # 5 shown per length
+
+
+@pytest.mark.parametrize("lengths_, n, message", [
+    ([], 10, "at least one length"), ([0], 10, "from 1 to 63"), ([64], 10, "from 1 to 63"),
+    ([True], 10, "whole numbers"), ([2.5], 10, "whole numbers"), ([3], 0, "n must be"), ([3], 1001, "n must be"),
+])
+def test_bad_settings_are_refused(lengths_, n, message):
+    with pytest.raises(ValueError, match=message):
+        score_lengths(Transformer(ModelConfig()), Vocab.digits(), TASK, lengths_, n)
+
+
+def scores_frame(exact: dict[int, float], output_len: dict[int, float] | None = None) -> pd.DataFrame:
+    return pd.DataFrame([
+        {"length": k, "trained": TASK.min_len <= k <= TASK.max_len, "n": 10, "exact_match": v,
+         "symbols_right": v, "output_len": (output_len or {}).get(k, k), "target_len": k}
+        for k, v in exact.items()
+    ])
+
+
+def test_summary_reads_the_trained_shorter_and_longer_lengths():
+    lines = summary(scores_frame({1: 0.5, 2: 0.25, 3: 1.0, 4: 0.9, 5: 1.0, 6: 0.4, 7: 0.0, 8: 0.0},
+                                 {6: 5.0, 7: 5.5, 8: 5.25}), TASK)
+    assert lines == [
+        "At lengths it trained on (3-5): exact match 90% to 100%.",
+        "Shorter than any it trained on (1-2): exact match 25% to 50%.",
+        "Longer than any it trained on: exact match 40% at length 6, 0% from length 7 on. Its outputs there "
+        "average 5.0 to 5.5 symbols, where 6 to 8 were expected.",
+    ]
+    assert summary(scores_frame({6: 0.0, 7: 0.2}), TASK)[0].startswith("Longer than any it trained on: exact match "
+                                                                        "0% at length 6. ")  # 7 is not all wrong
+
+
+def test_figures_shade_the_trained_lengths_and_plot_the_scores():
+    scores = scores_frame({2: 0.5, 3: 1.0, 4: 1.0, 5: 1.0, 6: 0.25})
+    accuracy = length_accuracy_figure(scores)
+    bars, line = accuracy.data
+    assert list(bars.x) == [2, 3, 4, 5, 6] and list(bars.y) == [50, 100, 100, 100, 25]
+    (shade,) = accuracy.layout.shapes
+    assert (shade.x0, shade.x1) == (2.5, 5.5)
+    expected, output = output_length_figure(scores).data
+    assert list(expected.y) == [2, 3, 4, 5, 6] and expected.name == "expected"
+    assert output_length_figure(scores_frame({7: 0.0})).layout.shapes == ()  # no trained length tested: no shade

@@ -1,0 +1,125 @@
+"""Length generalization: how a model does, length by length, on inputs it never trained on, including inputs
+shorter or longer than any it saw. UI-free: one pandas row per length, and the wrong outputs.
+
+Inside the trained lengths the inputs come from the run's held-out set, which training never drew; outside them
+they are random, since training never drew those lengths at all.
+"""
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import pandas as pd
+import torch
+import torch.nn.functional as F
+
+from .decoding import greedy_decode
+from .model import Transformer
+from .tasks import MAX_SEQ_LEN, DataConfig, TaskData
+from .vocab import N_SPECIAL, Vocab
+
+MAX_PER_LENGTH = 1000  # inputs scored per length, at most
+EXTRA_TOKENS = 4  # decoding may run this far past the expected output, so an output too long shows
+SCORE_COLUMNS = ("length", "trained", "n", "exact_match", "symbols_right", "output_len", "target_len")
+
+
+@dataclass
+class LengthReport:
+    """Scores per input length, and some wrong outputs to look at."""
+
+    scores: pd.DataFrame  # one row per length, SCORE_COLUMNS
+    mistakes: pd.DataFrame  # length, input, expected, output: up to `max_mistakes` wrong outputs per length
+
+
+def unseen_sources(data: TaskData, length: int, n: int, seed: int) -> list[list[int]]:
+    """Up to n source sequences of `length` (symbol indices) that training never drew: held-out ones inside the
+    trained lengths (fewer than n where the held-out set has fewer), random ones outside them."""
+    c = data.config
+    if c.min_len <= length <= c.max_len:
+        return [s for s in data.valid_sources if len(s) == length][:n]
+    generator = torch.Generator().manual_seed(seed * (MAX_SEQ_LEN + 1) + length)
+    return torch.randint(c.n_symbols, (n, length), generator=generator).tolist()
+
+
+def score_lengths(model: Transformer, vocab: Vocab, task: DataConfig, lengths: Sequence[int], n: int = 100,
+                  seed: int = 0, max_mistakes: int = 5) -> LengthReport:
+    """Greedy-decode up to n unseen inputs of each length and score the outputs (see `LengthReport`).
+
+    exact_match: the whole output right, EOS included. symbols_right: the target's symbols the output has at the
+    same position. output_len and target_len: mean number of symbols before EOS (an output that never emits EOS
+    counts every symbol decoded).
+    """
+    _check(model, lengths, n)
+    data, device = TaskData(task, vocab), next(model.parameters()).device
+    scores, mistakes = [], []
+    for length in lengths:
+        sources = unseen_sources(data, length, n, seed)
+        if not sources:  # a trained length the held-out set left out (its sequences are too few to share)
+            continue
+        batch = data.make_batch(sources)
+        want = batch.tgt_out  # (B, W): target symbols, EOS, PAD
+        got = greedy_decode(model, batch.src.to(device), vocab.bos_id, vocab.eos_id, want.size(1) + EXTRA_TOKENS)
+        got = F.pad(got.cpu(), (0, max(0, want.size(1) - got.size(1))), value=vocab.pad_id)
+        right = got[:, : want.size(1)] == want  # (B, W)
+        exact = right.all(dim=1)  # (B,)
+        symbols = want >= N_SPECIAL
+        scores.append({
+            "length": length, "trained": task.min_len <= length <= task.max_len, "n": len(sources),
+            "exact_match": exact.double().mean().item(),
+            "symbols_right": (right & symbols).sum().item() / symbols.sum().item(),
+            "output_len": _symbols_before_eos(got, vocab).double().mean().item(),
+            "target_len": symbols.sum(dim=1).double().mean().item(),
+        })
+        for row in (~exact).nonzero().flatten()[:max_mistakes].tolist():
+            mistakes.append({"length": length, "input": vocab.decode(batch.src[row].tolist()),
+                             "expected": vocab.decode(want[row].tolist()), "output": vocab.decode(got[row].tolist())})
+    return LengthReport(pd.DataFrame(scores, columns=list(SCORE_COLUMNS)),
+                        pd.DataFrame(mistakes, columns=["length", "input", "expected", "output"]))
+
+
+def _symbols_before_eos(ids: torch.Tensor, vocab: Vocab) -> torch.Tensor:
+    """(B, T) decoded ids -> (B,) how many symbols come before the first EOS (all of them when there is none)."""
+    return ((ids >= N_SPECIAL) & ((ids == vocab.eos_id).cumsum(dim=1) == 0)).sum(dim=1)
+
+
+def _check(model: Transformer, lengths: Sequence[int], n: int) -> None:
+    longest = min(model.config.longest_sequence, MAX_SEQ_LEN)
+    if not lengths:
+        raise ValueError("give at least one length to test")
+    bad = [length for length in lengths if not _whole(length) or not 1 <= length <= longest]
+    if bad:
+        raise ValueError(f"lengths must be whole numbers from 1 to {longest} (this model's longest input), "
+                         f"got {bad[0]!r}")
+    if not _whole(n) or not 1 <= n <= MAX_PER_LENGTH:
+        raise ValueError(f"n must be a whole number from 1 to {MAX_PER_LENGTH}, got {n!r}")
+
+
+def _whole(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def summary(scores: pd.DataFrame, task: DataConfig) -> list[str]:
+    """What a length test of a model trained on `task` shows, a sentence each: the lengths it trained on, the
+    shorter ones, the longer ones (those tested)."""
+    lines, length = [], scores["length"]
+    trained, shorter, longer = scores[scores["trained"]], scores[length < task.min_len], scores[length > task.max_len]
+    if len(trained):
+        lines.append(f"At lengths it trained on ({_span(trained['length'], 'd')}): exact match "
+                     f"{_span(trained['exact_match'])}.")
+    if len(shorter):
+        lines.append(f"Shorter than any it trained on ({_span(shorter['length'], 'd')}): exact match "
+                     f"{_span(shorter['exact_match'])}.")
+    if len(longer):
+        first = longer.iloc[0]
+        line = f"Longer than any it trained on: exact match {first['exact_match']:.0%} at length {first['length']}"
+        none_right = longer["exact_match"][::-1].cumsum()[::-1] == 0  # from here on, nothing is right
+        if none_right.any() and not none_right.iloc[0]:
+            line += f", 0% from length {longer.loc[none_right, 'length'].min()} on"
+        lines.append(line + f". Its outputs there average {_span(longer['output_len'], '.1f')} symbols, "
+                            f"where {_span(longer['target_len'], '.0f')} were expected.")
+    return lines
+
+
+def _span(values: pd.Series, spec: str = ".0%") -> str:
+    """'x' when every value reads the same, else 'x to y' ('x-y' for lengths, spec 'd')."""
+    low, high = format(values.min(), spec), format(values.max(), spec)
+    return low if low == high else f"{low}{'-' if spec == 'd' else ' to '}{high}"
