@@ -33,7 +33,7 @@ def test_the_page_scores_every_length_and_says_where_the_model_stops_working():
     assert scores["length"].tolist() == list(range(1, 21))
     lines = at.markdown[1].value
     assert "At lengths it trained on (1-10): exact match 100%." in lines
-    assert "Longer than any it trained on: exact match 0% at length 11" in lines
+    assert "Longer than any it trained on: exact match 0% from length 11 on." in lines
     assert chart_titles(at) == ["Accuracy by input length", "Output length"]
     assert at.selectbox(key="lengths_mistakes_at").options == [str(k) for k in range(11, 21)]
     assert len(at.dataframe[0].value) == 5 and list(at.dataframe[0].value.columns) == ["input", "expected", "output"]

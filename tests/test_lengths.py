@@ -99,8 +99,9 @@ def test_summary_reads_the_trained_shorter_and_longer_lengths():
         "Longer than any it trained on: exact match 40% at length 6, 0% from length 7 on. Its outputs there "
         "average 5.0 to 5.5 symbols, where 6 to 8 were expected.",
     ]
-    assert summary(scores_frame({6: 0.0, 7: 0.2}), TASK)[0].startswith("Longer than any it trained on: exact match "
-                                                                        "0% at length 6. ")  # 7 is not all wrong
+    longer = "Longer than any it trained on: exact match "
+    assert summary(scores_frame({6: 0.0, 7: 0.2}), TASK)[0].startswith(longer + "0% at length 6. ")  # 7 is not
+    assert summary(scores_frame({6: 0.0, 7: 0.0}), TASK)[0].startswith(longer + "0% from length 6 on. ")
 
 
 def test_figures_shade_the_trained_lengths_and_plot_the_scores():

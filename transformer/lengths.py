@@ -110,10 +110,12 @@ def summary(scores: pd.DataFrame, task: DataConfig) -> list[str]:
                      f"{_span(shorter['exact_match'])}.")
     if len(longer):
         first = longer.iloc[0]
-        line = f"Longer than any it trained on: exact match {first['exact_match']:.0%} at length {first['length']}"
         none_right = longer["exact_match"][::-1].cumsum()[::-1] == 0  # from here on, nothing is right
-        if none_right.any() and not none_right.iloc[0]:
-            line += f", 0% from length {longer.loc[none_right, 'length'].min()} on"
+        line = "Longer than any it trained on: exact match "
+        if not none_right.iloc[0]:
+            line += f"{first['exact_match']:.0%} at length {first['length']}" + (", " if none_right.any() else "")
+        if none_right.any():
+            line += f"0% from length {longer.loc[none_right, 'length'].min()} on"
         lines.append(line + f". Its outputs there average {_span(longer['output_len'], '.1f')} symbols, "
                             f"where {_span(longer['target_len'], '.0f')} were expected.")
     return lines

@@ -29,7 +29,7 @@ CHROMIUM_ARGS = [
 VIEWPORT = {"width": 1400, "height": 1000}  # wide enough that the sidebar stays open
 # Every page of the app and its URL path.
 PAGES = {"home": "", "train": "train", "anatomy": "anatomy", "masking": "masking", "decoding": "decoding",
-         "compare": "compare", "checkpoints": "checkpoints"}
+         "lengths": "lengths", "compare": "compare", "checkpoints": "checkpoints"}
 IDLE = "[data-testid='stApp'][data-test-script-state='notRunning']"
 EXCEPTION = "[data-testid='stException']"
 ERROR_TEXTS = ("Traceback", "This app has encountered an error")
