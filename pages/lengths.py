@@ -21,9 +21,13 @@ model, vocab, task = checkpoint.model, checkpoint.vocab, checkpoint.task
 longest = min(model.config.longest_sequence, MAX_SEQ_LEN)
 
 range_col, n_col = st.columns([3, 1])
-low, high = range_col.slider("Input lengths", 1, longest, (1, min(longest, 2 * task.max_len)), key="lengths_range",
-                             help=f"The model trained on lengths {task.min_len}-{task.max_len}; its positional "
-                                  f"encoding reaches {longest}.")
+if longest > 1:
+    low, high = range_col.slider("Input lengths", 1, longest, (1, min(longest, 2 * task.max_len)), key="lengths_range",
+                                 help=f"The model trained on lengths {task.min_len}-{task.max_len}; its positional "
+                                      f"encoding reaches {longest}.")
+else:  # a slider needs two values to slide between
+    low = high = 1
+    range_col.markdown("Input length: 1, the only one this model's positional encoding covers.")
 n = n_col.select_slider("Inputs per length", INPUTS_PER_LENGTH, 100, key="lengths_n",
                         help="At most: the held-out set has fewer of the shortest lengths.")
 

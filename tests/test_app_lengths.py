@@ -5,17 +5,18 @@ from pathlib import Path
 
 from streamlit.testing.v1 import AppTest
 
-from transformer import load_checkpoint
+from transformer import Checkpoint, DataConfig, ModelConfig, Transformer, Vocab, load_checkpoint
 
 ROOT = Path(__file__).resolve().parent.parent
 APP, PAGE = str(ROOT / "streamlit_app.py"), "pages/lengths.py"
+SHIPPED = load_checkpoint(ROOT / "checkpoints" / "reverse.pt")
 
 
-def open_page(with_model: bool = True) -> AppTest:
+def open_page(checkpoint: Checkpoint | None = SHIPPED) -> AppTest:
     at = AppTest.from_file(APP, default_timeout=60)
-    if with_model:
-        at.session_state["in_hand"] = load_checkpoint(ROOT / "checkpoints" / "reverse.pt")
-        at.session_state["in_hand_name"] = "shipped: reverse"
+    if checkpoint is not None:
+        at.session_state["in_hand"] = checkpoint
+        at.session_state["in_hand_name"] = "test model"
     at.run()
     at.switch_page(PAGE).run()
     assert not at.exception
@@ -52,8 +53,16 @@ def test_new_settings_score_again_and_a_test_with_no_mistakes_says_so():
 
 
 def test_without_a_model_the_page_offers_the_shipped_ones():
-    at = open_page(with_model=False)
+    at = open_page(None)
     assert "No model in hand yet" in at.info[0].value
     assert "lengths_result" not in at.session_state
     at.button(key="require_load_reverse").click().run()
     assert not at.exception and at.session_state["lengths_result"]["report"].scores["length"].max() == 20
+
+
+def test_a_model_that_reads_only_one_symbol_gets_a_test_without_a_slider():
+    config = ModelConfig(max_len=2)  # BOS + one symbol: inputs of length 1 only
+    model = Transformer(config).eval()
+    at = open_page(Checkpoint(model, Vocab.digits(), config, DataConfig(min_len=1, max_len=1), [], {}))
+    assert not at.slider and "the only one" in at.markdown[1].value
+    assert at.session_state["lengths_result"]["report"].scores["length"].tolist() == [1]
