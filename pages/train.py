@@ -21,6 +21,11 @@ REASONS = {
     "step budget": "the step budget ran out",
     "time budget": "the time budget ran out",
 }
+NEXT_PAGES = [  # where a finished run goes next: (page, link label, icon)
+    ("pages/decoding.py", "Decode it step by step", ":material/skip_next:"),
+    ("pages/lengths.py", "Test it on longer inputs", ":material/straighten:"),
+    ("pages/masking.py", "Probe its masks", ":material/visibility_off:"),
+]
 METRIC_FORMATS = {  # the table's headers and number formats; the CSV keeps the raw columns
     "train_loss": st.column_config.NumberColumn("training loss", format="%.4f"),
     "val_loss": st.column_config.NumberColumn("held-out loss", format="%.4f"),
@@ -239,6 +244,8 @@ if job is not None:
                                      "application/octet-stream", key="download_checkpoint")
             if saved["in_hand"]:
                 st.info(f"The model is now **in hand** as *trained: {saved['name']}*: open it up on the other pages.")
+                for col, (path, label, icon) in zip(st.columns(3), NEXT_PAGES):
+                    col.page_link(path, label=label, icon=icon)
             else:
                 st.info(f"Saved as *{saved['name']}* on the Checkpoints page. The model in hand is still the one you "
                         "loaded during the run.")

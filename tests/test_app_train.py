@@ -106,6 +106,9 @@ def test_training_streams_curves_and_puts_the_model_in_hand(stop_jobs):
     assert list(trained) == [name.removeprefix("trained: ")]
     assert load_checkpoint(trained[name.removeprefix("trained: ")]).history[-1]["step"] == job.result.steps
 
+    next_pages = [link.proto.page for link in at.get("page_link") if link.proto.page != ""]
+    assert next_pages == ["decoding", "lengths", "masking"]  # where to take the model in hand next
+
     at.run()  # finishing is saved exactly once per job
     assert len(at.session_state["trained"]) == 1 and at.session_state["in_hand_name"] == name
     assert not at.button(key="start_training").disabled
@@ -235,6 +238,7 @@ def test_a_model_loaded_during_a_run_stays_in_hand_and_the_run_is_still_saved(st
     assert not at.exception and sidebar_model(at) == "**Model in hand:** shipped: copy"
     name, = at.session_state["trained"]
     assert name.startswith("sort-") and any(f"Saved as *{name}*" in i.value for i in at.info)
+    assert not at.get("page_link")  # the model in hand is another: no "test it" links for this run
 
 
 def test_decoding_steps_on_while_the_run_in_hand_trains(stop_jobs):
