@@ -8,6 +8,7 @@ from transformer.figures.attention import (
     architecture_diagram,
     embedding_heatmap,
     positional_curves,
+    position_similarity_heatmap,
     positional_heatmap,
     projection_heatmaps,
 )
@@ -18,7 +19,9 @@ from transformer.inspection import (
     embed_with_position,
     module_table,
     parameter_summary,
+    position_similarity,
     positional_table,
+    positions_trained,
     sample_batch,
 )
 
@@ -90,6 +93,18 @@ sinusoidal = config.positional != "learned"
 st.plotly_chart(positional_curves(pe, dims, sinusoidal), key="anatomy_pe_curves")
 if sinusoidal:
     st.caption("Low dimensions wave fast, high ones slowly: together they give every position its own pattern.")
+trained = positions_trained(checkpoint.task, vocab)
+st.plotly_chart(position_similarity_heatmap(position_similarity(pe), trained,
+                                            "How alike two positions' encodings are"), key="anatomy_pe_similarity")
+if sinusoidal:
+    st.caption(f"Along every diagonal the colour holds: the similarity of two positions depends only on how far apart "
+               f"they are, also past the first {trained} positions (dashed) that training reached. The paper chose "
+               "sinusoids hoping the model could then easily attend by relative position: for any offset k, "
+               "PE(pos + k) is a linear function of PE(pos).")
+else:
+    st.caption(f"Inside the dashed square are the {trained} positions training reached, whose vectors it shaped. "
+               "Past it they are still as initialised: random, and nearly unrelated to each other and to the "
+               "trained ones. The Length test page shows what that does to longer inputs.")
 
 st.markdown("**Embeddings of a sequence, before and after adding the positional encoding**")
 text = st.text_input(f"A source sequence ({vocab.input_hint(config.longest_sequence)})",

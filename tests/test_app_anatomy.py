@@ -105,3 +105,12 @@ def test_bad_sequence_shows_an_error(at):
 def test_model_without_positional_encoding_shows_the_reference_table():
     at = open_anatomy(random_checkpoint(positional="none"))
     assert any("this model uses none" in c.value for c in at.caption)
+
+
+@pytest.mark.parametrize("positional, says", [("sinusoidal", "Along every diagonal"), ("learned", "still as initialised")])
+def test_position_similarity_marks_the_positions_training_reached(positional, says):
+    at = open_anatomy(random_checkpoint(positional=positional))
+    spec = chart(at, "anatomy_pe_similarity")
+    assert z_values(spec["data"][0]).shape == (64, 64)  # every position the model's encoding covers
+    assert {shape["x1"] for shape in spec["layout"]["shapes"]} == {8.5}  # BOS + 8 target symbols: positions 0-8
+    assert any(says in caption.value for caption in at.caption)

@@ -8,6 +8,7 @@ from transformer.figures.attention import (
     attention_heatmaps,
     embedding_heatmap,
     mask_heatmap,
+    position_similarity_heatmap,
     positional_curves,
     positional_heatmap,
     projection_heatmaps,
@@ -25,7 +26,9 @@ from transformer.inspection import (
     padded_pair,
     parameter_summary,
     peek_at_future,
+    position_similarity,
     positional_table,
+    positions_trained,
     random_pair,
     sample_batch,
     twin,
@@ -33,6 +36,7 @@ from transformer.inspection import (
 from transformer.checkpoint import load_checkpoint
 from transformer.model import ModelConfig, Transformer, sinusoidal_table
 from transformer.tasks import DataConfig
+from transformer.training import TrainConfig, Trainer
 from transformer.vocab import Vocab
 
 VOCAB = Vocab.digits(10)
@@ -171,6 +175,27 @@ def test_positional_table_and_embeddings():
         embed_with_position(model, [])
 
 
+def test_sinusoidal_positions_are_as_alike_as_their_distance_says():
+    similarity = position_similarity(sinusoidal_table(40, 32))
+    assert similarity.shape == (40, 40)
+    torch.testing.assert_close(similarity.diagonal(), torch.ones(40))
+    for offset in (1, 5, 20):  # every diagonal is one value: the similarity depends on the distance only
+        diagonal = similarity.diagonal(offset)
+        torch.testing.assert_close(diagonal, diagonal[:1].expand_as(diagonal))
+    assert similarity[0, 1] > similarity[0, 2] > similarity[0, 3]  # neighbours are the most alike
+
+
+def test_learned_positions_training_never_reached_stay_random():
+    trainer = Trainer(ModelConfig(positional="learned"), DataConfig("copy", 1, 4, n_valid=50), TrainConfig(steps=300))
+    initial = trainer.model.positional.table().detach().clone()
+    trainer.run()
+    reached = positions_trained(trainer.data.config, trainer.vocab)
+    assert reached == 5  # BOS + 4 target symbols
+    table = trainer.model.positional.table().detach()
+    assert not torch.equal(table[:reached], initial[:reached])
+    assert torch.equal(table[reached:], initial[reached:])  # never in a forward pass: no gradient, no change
+
+
 def test_random_pair_follows_the_task():
     src_ids, tgt_ids = random_pair(TASK, VOCAB, 4, seed=1)
     assert 2 <= len(src_ids) <= 4 and tgt_ids == src_ids[::-1]
@@ -198,6 +223,11 @@ def test_figures(model):
     assert [fig.layout[f"yaxis{n}"].showticklabels for n in ("", "2", "3", "4")] == [True, False, False, False]
     table = sinusoidal_table(16, 8)
     assert len(positional_heatmap(table).data) == 1
+    fig = position_similarity_heatmap(position_similarity(table), 5, "alike")
+    assert fig.data[0].z.shape == (16, 16) and (fig.data[0].zmin, fig.data[0].zmax) == (-1, 1)
+    assert [(shape.x0, shape.x1, shape.y0, shape.y1) for shape in fig.layout.shapes] == [(4.5, 4.5, -0.5, 4.5),
+                                                                                       (-0.5, 4.5, 4.5, 4.5)]
+    assert position_similarity_heatmap(position_similarity(table), None, "alike").layout.shapes == ()
     fig = positional_curves(table, [0, 1, 6])
     assert [t.name for t in fig.data] == ["dim 0 (sin)", "dim 1 (cos)", "dim 6 (sin)"]
     fig = embedding_heatmap({"a": torch.ones(3, 8), "b": torch.zeros(3, 8)}, ["1", "2", "1"], "e")

@@ -15,7 +15,7 @@ import torch.nn.functional as F
 
 from .masks import causal_mask, decoder_mask, padding_mask
 from .model import AttentionMaps, ModelConfig, MultiHeadAttention, Transformer, sinusoidal_table
-from .tasks import DataConfig, get_task
+from .tasks import DataConfig, TaskData, get_task
 from .vocab import Vocab
 
 # Attention kinds as in `Transformer.forward(return_attention=True)`: name, and which sequence gives queries / keys.
@@ -199,6 +199,19 @@ def positional_table(model: Transformer) -> tuple[torch.Tensor, str]:
     if table is None:
         return sinusoidal_table(c.max_len, c.d_model), "the paper's sinusoidal table, for reference: this model uses none"
     return table.detach().clone(), f"this model's {c.positional} table"
+
+
+def position_similarity(table: torch.Tensor) -> torch.Tensor:
+    """(P, P) cosine similarity between the encodings of every two positions of a (P, d_model) table."""
+    unit = F.normalize(table.detach().float(), dim=-1)  # (P, d_model), each row of length 1
+    return unit @ unit.T
+
+
+def positions_trained(task: DataConfig, vocab: Vocab) -> int:
+    """How many positions training fed the model: the longest source, or BOS + the longest target, whichever is
+    longer (read off the run's held-out set, which spans the same lengths)."""
+    held_out = TaskData(task, vocab).valid
+    return max(held_out.src.size(1), held_out.tgt_in.size(1))
 
 
 def embed_with_position(model: Transformer, ids: list[int]) -> tuple[torch.Tensor, torch.Tensor]:

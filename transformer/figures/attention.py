@@ -126,6 +126,21 @@ def positional_heatmap(table, title: str = "Positional encoding") -> go.Figure:
     return _figure([trace], layout, title, height=480)
 
 
+def position_similarity_heatmap(similarity, trained: int | None, title: str) -> go.Figure:
+    """A (positions, positions) cosine-similarity matrix; dashed lines close off the first `trained` positions,
+    the ones training reached."""
+    trace = dict(type="heatmap", z=_array(similarity), zmin=-1, zmax=1, colorscale=DIVERGING_SCALE,
+                 colorbar=dict(title="cosine"), hovertemplate="positions %{y} and %{x}: %{z:.2f}<extra></extra>")
+    layout = dict(xaxis=dict(title="position", constrain="domain"),
+                  yaxis=dict(title="position", autorange="reversed", scaleanchor="x"))
+    if trained is not None:
+        edge = trained - 0.5
+        line = dict(type="line", line=dict(color="#111111", dash="dash", width=2), xref="x", yref="y")
+        layout["shapes"] = [dict(line, x0=edge, x1=edge, y0=-0.5, y1=edge),
+                            dict(line, x0=-0.5, x1=edge, y0=edge, y1=edge)]
+    return _figure([trace], layout, title, height=520)
+
+
 def positional_curves(table, dims: Sequence[int], sinusoidal: bool = True,
                       title: str = "Positional encoding of a few dimensions") -> go.Figure:
     """One line per chosen dimension of a (positions, d_model) table, against position; with `sinusoidal`,
