@@ -40,7 +40,7 @@ def fake_decoder(outputs_for: dict[int, list[list[int]]]):
 def test_scores_count_exact_outputs_symbols_in_place_and_output_length(monkeypatch: pytest.MonkeyPatch):
     vocab, model = Vocab.digits(), Transformer(ModelConfig())
     data = TaskData(TASK)
-    sources = unseen_sources(data, 6, 4, seed=0)
+    sources = unseen_sources(data, 6, 5, seed=0)
     want = [[vocab.symbol_id(s) for s in reversed(source)] for source in sources]  # 6 symbols each
     eos = vocab.eos_id
     outputs = [
@@ -48,17 +48,19 @@ def test_scores_count_exact_outputs_symbols_in_place_and_output_length(monkeypat
         [vocab.symbol_id((vocab.symbol_index(want[1][0]) + 1) % 10)] + want[1][1:] + [eos],  # first symbol wrong
         want[2][:4] + [eos],  # stops two symbols early
         want[3] + want[3][:3],  # never writes EOS: 9 symbols
+        want[4][:3] + [vocab.pad_id] + want[4][4:] + [eos],  # a PAD for one symbol: wrong, and shown
     ]
     monkeypatch.setattr(lengths, "greedy_decode", fake_decoder({6: outputs}))
-    report = score_lengths(model, vocab, TASK, [6], n=4)
+    report = score_lengths(model, vocab, TASK, [6], n=5)
     row = report.scores.iloc[0]
-    assert (row["length"], bool(row["trained"]), row["n"]) == (6, False, 4)
-    assert row["exact_match"] == pytest.approx(1 / 4)
-    assert row["symbols_right"] == pytest.approx((6 + 5 + 4 + 6) / 24)
-    assert row["output_len"] == pytest.approx((6 + 6 + 4 + 9) / 4)
+    assert (row["length"], bool(row["trained"]), row["n"]) == (6, False, 5)
+    assert row["exact_match"] == pytest.approx(1 / 5)
+    assert row["symbols_right"] == pytest.approx((6 + 5 + 4 + 6 + 5) / 30)
+    assert row["output_len"] == pytest.approx((6 + 6 + 4 + 9 + 5) / 5)
     assert row["target_len"] == 6
-    assert report.mistakes["length"].tolist() == [6, 6, 6]
-    assert report.mistakes["output"].tolist() == [vocab.decode(o) for o in outputs[1:]]
+    assert report.mistakes["length"].tolist() == [6, 6, 6, 6]
+    assert report.mistakes["output"].tolist()[:3] == [vocab.decode(o) for o in outputs[1:4]]
+    assert report.mistakes["output"].tolist()[3] == " ".join(vocab.tokens(outputs[4][:-1]))  # the PAD shows
     assert report.mistakes["expected"].tolist() == [vocab.decode(w) for w in want[1:]]
 
 

@@ -71,7 +71,7 @@ def score_lengths(model: Transformer, vocab: Vocab, task: DataConfig, lengths: S
         })
         for row in (~exact).nonzero().flatten()[:max_mistakes].tolist():
             mistakes.append({"length": length, "input": vocab.decode(batch.src[row].tolist()),
-                             "expected": vocab.decode(want[row].tolist()), "output": vocab.decode(got[row].tolist())})
+                             "expected": vocab.decode(want[row].tolist()), "output": _output_text(got[row], vocab)})
     return LengthReport(pd.DataFrame(scores, columns=list(SCORE_COLUMNS)),
                         pd.DataFrame(mistakes, columns=["length", "input", "expected", "output"]))
 
@@ -79,6 +79,13 @@ def score_lengths(model: Transformer, vocab: Vocab, task: DataConfig, lengths: S
 def _symbols_before_eos(ids: torch.Tensor, vocab: Vocab) -> torch.Tensor:
     """(B, T) decoded ids -> (B,) how many symbols come before the first EOS (all of them when there is none)."""
     return ((ids >= N_SPECIAL) & ((ids == vocab.eos_id).cumsum(dim=1) == 0)).sum(dim=1)
+
+
+def _output_text(ids: torch.Tensor, vocab: Vocab) -> str:
+    """A decoded row up to its EOS, any PAD or BOS it wrote included (`Vocab.decode` would drop them, and a wrong
+    output could then read like the right one)."""
+    tokens = ids.tolist()
+    return " ".join(vocab.tokens(tokens[: tokens.index(vocab.eos_id)] if vocab.eos_id in tokens else tokens))
 
 
 def _check(model: Transformer, lengths: Sequence[int], n: int) -> None:
