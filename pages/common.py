@@ -28,6 +28,7 @@ from transformer.checkpoint import checkpoint_bytes
 from transformer.device import device_label
 from transformer.experiments import ExperimentJob
 from transformer.live import run_name
+from transformer.tasks import DataConfig
 from transformer.training import ServerBusy
 
 # Streamlit treats a folder named pages/ as legacy auto-discovered pages until some run calls st.navigation, so the
@@ -187,6 +188,13 @@ def require_model() -> Checkpoint:
         st.stop()
     st.session_state.pop("load_result", None)  # loaded from this page's buttons: the page itself shows the model
     return checkpoint
+
+
+def decode_on_decoding_page(text: str, task: DataConfig) -> None:
+    """Go to the Decoding page with `text`, a source sequence of `task`, as its input."""
+    st.session_state["decode_task"] = task  # the Decoding page keeps an input only for the task it was typed for
+    st.session_state["decode_input"] = text
+    st.switch_page("pages/decoding.py")
 
 
 def _running(key: str) -> TrainingJob | ExperimentJob | None:

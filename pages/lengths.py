@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from pages.common import require_model
+from pages.common import decode_on_decoding_page, require_model
 from transformer.figures.lengths import length_accuracy_figure, output_length_figure
 from transformer.lengths import score_lengths, summary
 from transformer.tasks import MAX_SEQ_LEN
@@ -64,6 +64,10 @@ else:
     wrong_at = sorted(mistakes["length"].unique().tolist())
     pick = st.selectbox("Input length", wrong_at, key="lengths_mistakes_at",
                         help="Only lengths with a wrong output are listed; up to 5 of them each.")
-    st.dataframe(mistakes[mistakes["length"] == pick].drop(columns="length"), hide_index=True)
+    shown = mistakes[mistakes["length"] == pick]
+    st.dataframe(shown.drop(columns="length"), hide_index=True)
+    if st.button("Decode the first one step by step", key="lengths_decode", icon=":material/skip_next:",
+                 help="Opens it on the Decoding page: watch where its attention goes, one token at a time."):
+        decode_on_decoding_page(shown["input"].iloc[0], task)
 st.download_button("Download the scores (CSV)", scores.to_csv(index=False), f"length-test-{task.task}.csv",
                    "text/csv", key="lengths_download", icon=":material/download:")

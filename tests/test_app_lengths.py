@@ -66,3 +66,15 @@ def test_a_model_that_reads_only_one_symbol_gets_a_test_without_a_slider():
     at = open_page(Checkpoint(model, Vocab.digits(), config, DataConfig(min_len=1, max_len=1), [], {}))
     assert not at.slider and "the only one" in at.markdown[1].value
     assert at.session_state["lengths_result"]["report"].scores["length"].tolist() == [1]
+
+
+def test_a_wrong_output_opens_on_the_decoding_page():
+    at = open_page()
+    at.selectbox(key="lengths_mistakes_at").set_value(12).run()
+    first = at.dataframe[0].value["input"].iloc[0]
+    assert len(first.split()) == 12
+    at.button(key="lengths_decode").click().run()
+    assert not at.exception
+    assert at.text_input(key="decode_input").value == first
+    assert at.session_state["decode_trace"]["key"][0] == tuple(SHIPPED.vocab.encode(first))
+    assert "trained on lengths 1-10" in at.warning[0].value
