@@ -22,11 +22,12 @@ REASONS = {
     "time budget": "the time budget ran out",
 }
 NEXT_PAGES = [  # where a finished run goes next: (page, link label, icon)
-    ("pages/decoding.py", "Decode it step by step", ":material/skip_next:"),
-    ("pages/lengths.py", "Test it on longer inputs", ":material/straighten:"),
-    ("pages/masking.py", "Probe its masks", ":material/visibility_off:"),
+    ("pages/decoding.py", "Decode it", ":material/skip_next:"),  # short: a link's label does not wrap
+    ("pages/lengths.py", "Longer inputs", ":material/straighten:"),
+    ("pages/masking.py", "Its masks", ":material/visibility_off:"),
 ]
 METRIC_FORMATS = {  # the table's headers and number formats; the CSV keeps the raw columns
+    "step": st.column_config.NumberColumn("step", pinned=True),  # stays in view when the table scrolls sideways
     "train_loss": st.column_config.NumberColumn("training loss", format="%.4f"),
     "val_loss": st.column_config.NumberColumn("held-out loss", format="%.4f"),
     "token_acc": st.column_config.NumberColumn("token accuracy", format="percent"),
