@@ -58,7 +58,8 @@ def chart_points(page, key: str) -> int:
     return page.evaluate(
         """key => {
             const plot = document.querySelector(`.st-key-${key} .js-plotly-plot`);
-            return plot && plot.data && plot.data.length ? plot.data[0].x.length : 0;
+            // _fullData: the traces as drawn, with arrays sent in binary form (numpy, pandas) decoded
+            return plot && plot._fullData && plot._fullData.length ? plot._fullData[0].x.length : 0;
         }""",
         key,
     )
@@ -174,6 +175,24 @@ def test_decoding_steps_to_the_reversed_input(page, lab_server, reverse_checkpoi
     expect(output).to_have_count(0, timeout=30_000)
     button(page, "decode_run_to_end").click()
     expect(output).to_contain_text(f"Output: {REVERSED}", timeout=30_000)
+
+
+def test_the_length_test_finds_where_reverse_stops_working_and_opens_a_miss_on_decoding(page, lab_server,
+                                                                                        reverse_checkpoint):
+    put_reverse_in_hand(page, lab_server, reverse_checkpoint)
+    navigate(page, "lengths")
+    expect(main(page).get_by_text("Longer than any it trained on")).to_be_visible(timeout=60_000)
+    wait_for_more_points(page, "lengths_accuracy", 0)
+    wait_for_more_points(page, "lengths_output", 0)
+    trained_max = int(re.search(r"lengths 1-(\d+)", page.locator("[data-testid='stSidebar']").inner_text())[1])
+    button(page, "lengths_decode").click()  # the first wrong output at the first length with one
+    page.wait_for_url(re.compile(r"/decoding(\?.*)?$"), timeout=30_000)
+    wait_idle(page)
+    opened = page.locator(".st-key-decode_input input").input_value()
+    assert len(opened.split()) > trained_max, opened  # the shipped model gets every trained length right
+    expect(main(page).get_by_text(f"trained on lengths 1-{trained_max}")).to_be_visible()
+    assert not page_errors(page), page_errors(page)
+    screenshot(page, "lengths-to-decoding")
 
 
 def test_masking_peek_experiment_shows_its_tables(page, lab_server, reverse_checkpoint):
