@@ -92,7 +92,7 @@ except ValueError as err:
     st.stop()
 if not task.min_len <= len(ids) <= task.max_len:
     st.warning(f"The model was trained on lengths {task.min_len}-{task.max_len}; an input of {len(ids)} tests "
-               "whether it generalizes beyond them.")
+               "whether it generalizes beyond them. The Length test page scores every length at once.")
 
 # All steps are computed once per (model, input, strategy, settings); Next and Back only move through them.
 key = (tuple(ids), strategy, temperature, top_k, seed, beam_width)
