@@ -34,7 +34,8 @@ LESSON = [  # a first walk through the app for a class; tests/test_app_home.py c
     "earlier output changes; without it, earlier outputs read the future.",
     "**Decode another way.** Back on **Decoding**, try beam search and sampling on the same input.",
     "**Go past the training lengths.** On **Length test**, see exact match fall to 0 a symbol or two past the "
-    "longest input the model trained on, and its outputs stop near that length.",
+    "longest input the model trained on, and its outputs stop near that length. A model from **Train** (lengths "
+    "6-8) fails on shorter inputs too: its outputs stay about 6 symbols long.",
     "**Open it up.** **Anatomy** lays the model out as the paper's Figure 1, with every shape and parameter count.",
 ]
 

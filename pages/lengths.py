@@ -52,10 +52,10 @@ length_col.plotly_chart(output_length_figure(scores), key="lengths_output")
 st.caption(
     "Exact match needs the whole output right, EOS included; *symbols in the right place* counts the expected "
     "symbols the output has at the same position, so it shows how far off a wrong output is. What to look for: "
-    "past the longest trained input, exact match falls within a few symbols and the output length levels off near "
-    "that length, as if the decoder had learned when to write EOS from the lengths it saw. The positions there are "
-    "new to it: sinusoidal encodings it never learned to read, or, with a learned encoding, vectors never trained at "
-    "all (see the position similarity on Anatomy)."
+    "outside the trained lengths, exact match falls within a symbol or two, and the output length stays near the "
+    "trained ones, as if the decoder had learned when to write EOS from the lengths it saw. Past the longest, the "
+    "positions are new to it too: sinusoidal encodings it never learned to read, or, with a learned encoding, "
+    "vectors never trained at all (see the position similarity on Anatomy)."
 )
 
 st.subheader("Wrong outputs")
