@@ -188,7 +188,9 @@ def test_the_length_test_finds_where_reverse_stops_working_and_opens_a_miss_on_d
     button(page, "lengths_decode").click()  # the first wrong output at the first length with one
     page.wait_for_url(re.compile(r"/decoding(\?.*)?$"), timeout=30_000)
     wait_idle(page)
-    opened = page.locator(".st-key-decode_input input").input_value()
+    field = page.locator(".st-key-decode_input input")
+    expect(field).to_have_value(re.compile(r"\d"), timeout=30_000)  # the page may still be drawing its first run
+    opened = field.input_value()
     assert len(opened.split()) > trained_max, opened  # the shipped model gets every trained length right
     expect(main(page).get_by_text(f"trained on lengths 1-{trained_max}")).to_be_visible()
     assert not page_errors(page), page_errors(page)
@@ -238,19 +240,22 @@ def test_a_live_comparison_survives_a_reload_and_its_timeline_follows_training_u
     expect(button(page, "compare_stop")).to_be_enabled()
     wait_for_heatmap_step(page, 200)  # the slider follows the newest snapshot (it froze at 25-125 before)
     slider = page.locator("[class*='st-key-timeline_step'] input[type='range']")
+    tries = []  # (what the press did, the step shown after it): the story of a failure
     for _ in range(20):  # while a new snapshot redraws the slider, the old one lingers for a moment
         try:
             slider.press("Home", timeout=2000)
         except PlaywrightError:  # two sliders, or none, for the moment
-            pass
+            tries.append(("no single slider", heatmap_step(page)))
         else:
             wait_idle(page)
-            if heatmap_step(page) == 0:
+            tries.append(("pressed", heatmap_step(page)))
+            if tries[-1][1] == 0:
                 break
         page.wait_for_timeout(250)
-    expect(page.locator(".st-key-compare_heads_0 .gtitle").first).to_have_text(re.compile(r"step 0$"), timeout=10_000)
+    expect(page.locator(".st-key-compare_heads_0 .gtitle").first, f"tries: {tries}").to_have_text(
+        re.compile(r"step 0$"), timeout=10_000)
     page.wait_for_timeout(3000)  # new snapshots arrive meanwhile
-    assert heatmap_step(page) == 0, "a picked step was replaced by the newest"
+    assert heatmap_step(page) == 0, f"a picked step was replaced by the newest; tries: {tries}"
     button(page, "compare_stop").click()
     wait_idle(page)
     assert not page_errors(page), page_errors(page)
