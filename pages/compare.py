@@ -173,12 +173,7 @@ def current_run() -> tuple[ExperimentRun | None, str]:
         return None, ""
 
 
-def pick_step(key: str, newest: int) -> None:
-    """The timeline slider moved: keep the step picked, or follow the newest snapshot again when it is that one."""
-    st.session_state["timeline_pick"] = None if st.session_state[key] == newest else st.session_state[key]
-
-
-def show_timeline(run: ExperimentRun) -> None:
+def show_timeline(run: ExperimentRun, live: bool) -> None:
     """A slider over training steps: the probe's cross-attention at that step, the loss, the alignment scores."""
     st.subheader("Attention forming during training")
     st.markdown(
@@ -199,13 +194,15 @@ def show_timeline(run: ExperimentRun) -> None:
     if not variant.steps:
         st.caption("No attention snapshot yet.")
         return
-    # Follow the newest snapshot until the student picks an earlier one. A browser keeps a slider's old value when
-    # its options grow, so while following, the slider gets a key of its own for each count of snapshots.
-    pick = st.session_state.get("timeline_pick")
-    following = pick not in variant.steps
-    key = f"timeline_step_{index}_{len(variant.steps)}" if following else f"timeline_step_{index}_picked"
-    step = st.select_slider("Training step", variant.steps, key=key, on_change=pick_step, args=(key, variant.steps[-1]),
-                            value=variant.steps[-1] if following else pick)
+    # While a run trains, the slider shows the newest snapshot until the student turns following off. A browser keeps
+    # a slider's old value when its options grow, so a following slider gets a key of its own for each count of
+    # snapshots; it is disabled, as a press could land on one that is being replaced.
+    following = live and st.toggle("Follow training", True, key="compare_follow",
+                                   help="Shows each new snapshot as it arrives. Turn off to slide back through the "
+                                        "ones taken so far while training goes on.")
+    key = f"timeline_step_{index}_{len(variant.steps)}" if following else f"timeline_step_{index}"
+    step = st.select_slider("Training step", variant.steps, variant.steps[-1], key=key, disabled=following,
+                            help="Turn off *Follow training* to pick a step." if following else None)
     snapshot = variant.cross[variant.steps.index(step)]
     for layer, maps in enumerate(snapshot):  # full width: a column of the heatmap per source token
         st.plotly_chart(
@@ -241,7 +238,8 @@ def results(polling: bool) -> None:
     if run is None:
         st.info("No results for these settings yet: press **Rerun live** to train them.")
         return
-    if job is not None and job.running and job.experiment == experiment:
+    live = job is not None and job.running and job.experiment == experiment
+    if live:
         done, total = job.progress()
         st.progress(min(done / total, 1.0), text=f"Training variant {len(job.jobs)} of {len(job.experiment.values)}: "
                                                   f"{done} of {total} steps")
@@ -253,7 +251,7 @@ def results(polling: bool) -> None:
     st.dataframe(summary_table(run), hide_index=True)
     st.caption("Solved = the first metric row where every held-out sequence checked was decoded exactly right. Times "
                "are wall-clock seconds on the machine that trained the run.")
-    show_timeline(run)
+    show_timeline(run, live=live and source == "your live run")
     st.subheader("Export and share")
     csv_col, json_col = st.columns(2)
     name = run.experiment.key

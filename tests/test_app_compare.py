@@ -54,7 +54,7 @@ def test_the_timeline_slider_moves_heatmaps_and_marker(at):
     (slider,) = at.select_slider
     assert slider.value == int(slider.options[-1]) == 600  # following the newest snapshot
     slider.set_value(0).run()
-    assert not at.exception and at.session_state["timeline_pick"] == 0 and at.select_slider[0].value == 0
+    assert not at.exception and at.select_slider[0].value == 0 and not at.toggle  # a finished run: no following
     heads = chart(at, "compare_heads_0")
     assert "step 0" in heads["layout"]["title"]["text"] and len(heads["data"]) == 4
     assert chart(at, "compare_timeline_loss")["layout"]["shapes"][0]["x0"] == 0
@@ -135,6 +135,39 @@ def test_stop_ends_a_live_rerun_and_keeps_what_it_trained(monkeypatch):
     job.jobs[0].stop(wait_s=10)
     assert not job.jobs[0].running and at.button(key="compare_run").disabled is False
     assert any("your live run" in c.value for c in at.caption)
+
+
+def test_the_timeline_follows_a_live_run_until_following_is_turned_off(monkeypatch):
+    monkeypatch.setitem(READY, "heads", replace(TINY, train=replace(TINY.train, steps=100_000)))
+    at = open_compare(experiment="heads")
+    at.button(key="compare_run").click().run()
+    job = at.session_state["compare_job"]
+
+    def poll_until_more_snapshots(than: int) -> list[int]:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            time.sleep(0.2)
+            at.run()  # one poll
+            if at.select_slider and len(steps := [int(o) for o in at.select_slider[0].options]) > than:
+                return steps
+        raise AssertionError(f"no more than {than} snapshots in 60 s")
+
+    try:
+        steps = poll_until_more_snapshots(1)
+        assert at.toggle(key="compare_follow").value is True
+        assert at.select_slider[0].disabled and at.select_slider[0].value == steps[-1]  # the newest
+        at.toggle(key="compare_follow").set_value(False).run()
+        at.select_slider[0].set_value(0).run()
+        assert not at.exception and not at.select_slider[0].disabled
+        steps = poll_until_more_snapshots(len(steps) + 1)  # training goes on ...
+        assert at.select_slider[0].value == 0  # ... and the step picked stays
+        assert "step 0" in chart(at, "compare_heads_0")["layout"]["title"]["text"]
+        at.toggle(key="compare_follow").set_value(True).run()
+        assert at.select_slider[0].disabled and at.select_slider[0].value == int(at.select_slider[0].options[-1]) > 0
+    finally:
+        job.stop()
+        for variant in job.jobs:
+            variant.stop(wait_s=30)
 
 
 def test_custom_settings_survive_a_visit_to_another_page():

@@ -19,7 +19,6 @@ from conftest import (
     screenshot,
     wait_idle,
 )
-from playwright.sync_api import Error as PlaywrightError
 from playwright.sync_api import expect
 
 pytestmark = [pytest.mark.browser, requires_chromium]
@@ -219,43 +218,38 @@ def heatmap_step(page) -> int:
     return int(match.group(1)) if (match := re.search(r"step (\d+)", title)) else -1
 
 
-def wait_for_heatmap_step(page, above: int, timeout_s: float = 60.0) -> int:
+def wait_for_heatmap_step(page, wanted, what: str, timeout_s: float = 60.0) -> int:
+    """The heatmap's step once `wanted(step)` holds (Plotly keeps an old title for a moment while it redraws)."""
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
-        if (step := heatmap_step(page)) > above:
+        if wanted(step := heatmap_step(page)):
             return step
         page.wait_for_timeout(250)
-    raise AssertionError(f"the attention timeline stayed at step {heatmap_step(page)}")
+    raise AssertionError(f"the attention timeline stayed at step {heatmap_step(page)}, not {what}")
 
 
-def test_a_live_comparison_survives_a_reload_and_its_timeline_follows_training_until_a_step_is_picked(page, lab_server):
+def test_a_live_comparison_survives_a_reload_and_its_timeline_follows_training_until_told_not_to(page, lab_server):
     open_page(page, lab_server, "compare")
     button(page, "compare_run").click()
     expect(main(page).get_by_text("Training variant 1 of 2")).to_be_visible(timeout=30_000)
-    assert wait_for_heatmap_step(page, 0) < 600, "the shipped results are still shown"
+    wait_for_heatmap_step(page, lambda s: 0 < s < 600, "a live snapshot (600 is the shipped run's last)")
     # A reload starts a new session; the browser gets its comparison back, still training.
     page.reload()
     wait_idle(page)
     expect(main(page).get_by_text(re.compile(r"Training variant \d of 2"))).to_be_visible(timeout=30_000)
     expect(button(page, "compare_stop")).to_be_enabled()
-    wait_for_heatmap_step(page, 200)  # the slider follows the newest snapshot (it froze at 25-125 before)
-    slider = page.locator("[class*='st-key-timeline_step'] input[type='range']")
-    tries = []  # (what the press did, the step shown after it): the story of a failure
-    for _ in range(20):  # while a new snapshot redraws the slider, the old one lingers for a moment
-        try:
-            slider.press("Home", timeout=2000)
-        except PlaywrightError:  # two sliders, or none, for the moment
-            tries.append(("no single slider", heatmap_step(page)))
-        else:
-            wait_idle(page)
-            tries.append(("pressed", heatmap_step(page)))
-            if tries[-1][1] == 0:
-                break
-        page.wait_for_timeout(250)
-    expect(page.locator(".st-key-compare_heads_0 .gtitle").first, f"tries: {tries}").to_have_text(
-        re.compile(r"step 0$"), timeout=10_000)
+    wait_for_heatmap_step(page, lambda s: s > 200, "past 200")  # it follows the newest (it froze at 25-125 before)
+    page.locator(".st-key-compare_follow label").click()  # following off: the slider is the student's
+    wait_idle(page)
+    slider = page.locator(".st-key-timeline_step_0 input[type='range']")
+    slider.press("Home")
+    wait_for_heatmap_step(page, lambda s: s == 0, "step 0, the step picked")
+    picked_at = int(slider.get_attribute("max"))
     page.wait_for_timeout(3000)  # new snapshots arrive meanwhile
-    assert heatmap_step(page) == 0, f"a picked step was replaced by the newest; tries: {tries}"
+    assert heatmap_step(page) == 0, "a picked step was replaced by the newest"
+    assert int(slider.get_attribute("max")) > picked_at, "no snapshot arrived while the step was picked"
+    page.locator(".st-key-compare_follow label").click()  # following again
+    wait_for_heatmap_step(page, lambda s: s > 200, "the newest again")
     button(page, "compare_stop").click()
     wait_idle(page)
     assert not page_errors(page), page_errors(page)
