@@ -186,20 +186,20 @@ def show_timeline(run: ExperimentRun, live: bool) -> None:
     st.latex(r"\begin{gathered}\text{alignment} = \frac{1}{n}\sum_{i=0}^{n-1} A_{i,\,\pi(i)} \\ "
              r"\text{1 = always the right token, } \tfrac{1}{n} = \text{uniform}\end{gathered}")
     labels = [v.label for v in run.variants]
-    if st.session_state.get("compare_timeline_variant") not in labels:
-        st.session_state["compare_timeline_variant"] = labels[0]
-    label = st.radio("Variant", labels, key="compare_timeline_variant", horizontal=True)
+    # While a run trains, the timeline shows its newest variant and snapshot until the student turns following off.
+    # Following widgets are disabled: a press could land on a slider that is being replaced (a browser keeps a
+    # slider's old value when its options grow, so a following slider gets a key for each count of snapshots).
+    following = live and st.toggle("Follow training", True, key="compare_follow",
+                                   help="Shows the variant in training and each new snapshot as it arrives. Turn off "
+                                        "to pick a variant and slide back through the snapshots taken so far.")
+    if following or st.session_state.get("compare_timeline_variant") not in labels:
+        st.session_state["compare_timeline_variant"] = labels[-1] if following else labels[0]
+    label = st.radio("Variant", labels, key="compare_timeline_variant", horizontal=True, disabled=following)
     index = labels.index(label)
     variant = run.variants[index]
     if not variant.steps:
         st.caption("No attention snapshot yet.")
         return
-    # While a run trains, the slider shows the newest snapshot until the student turns following off. A browser keeps
-    # a slider's old value when its options grow, so a following slider gets a key of its own for each count of
-    # snapshots; it is disabled, as a press could land on one that is being replaced.
-    following = live and st.toggle("Follow training", True, key="compare_follow",
-                                   help="Shows each new snapshot as it arrives. Turn off to slide back through the "
-                                        "ones taken so far while training goes on.")
     key = f"timeline_step_{index}_{len(variant.steps)}" if following else f"timeline_step_{index}"
     step = st.select_slider("Training step", variant.steps, variant.steps[-1], key=key, disabled=following,
                             help="Turn off *Follow training* to pick a step." if following else None)

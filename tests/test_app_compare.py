@@ -154,16 +154,37 @@ def test_the_timeline_follows_a_live_run_until_following_is_turned_off(monkeypat
 
     try:
         steps = poll_until_more_snapshots(1)
-        assert at.toggle(key="compare_follow").value is True
+        assert at.toggle(key="compare_follow").value is True and at.radio(key="compare_timeline_variant").disabled
         assert at.select_slider[0].disabled and at.select_slider[0].value == steps[-1]  # the newest
         at.toggle(key="compare_follow").set_value(False).run()
         at.select_slider[0].set_value(0).run()
         assert not at.exception and not at.select_slider[0].disabled
+        assert not at.radio(key="compare_timeline_variant").disabled
         steps = poll_until_more_snapshots(len(steps) + 1)  # training goes on ...
         assert at.select_slider[0].value == 0  # ... and the step picked stays
         assert "step 0" in chart(at, "compare_heads_0")["layout"]["title"]["text"]
         at.toggle(key="compare_follow").set_value(True).run()
         assert at.select_slider[0].disabled and at.select_slider[0].value == int(at.select_slider[0].options[-1]) > 0
+    finally:
+        job.stop()
+        for variant in job.jobs:
+            variant.stop(wait_s=30)
+
+
+def test_following_moves_to_the_next_variant_when_it_starts(monkeypatch):
+    monkeypatch.setitem(READY, "heads", replace(TINY, train=replace(TINY.train, steps=300)))
+    at = open_compare(experiment="heads")
+    at.button(key="compare_run").click().run()
+    job = at.session_state["compare_job"]
+    try:
+        deadline = time.monotonic() + 60
+        while len(job.jobs) < 2 and time.monotonic() < deadline:
+            time.sleep(0.1)
+            at.run()
+        at.run()
+        assert not at.exception and job.running, "the second variant finished before the page saw it train"
+        radio = at.radio(key="compare_timeline_variant")
+        assert radio.options == ["1 head", "4 heads"] and radio.value == "4 heads" and radio.disabled
     finally:
         job.stop()
         for variant in job.jobs:
