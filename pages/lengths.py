@@ -65,10 +65,13 @@ else:
     wrong_at = sorted(mistakes["length"].unique().tolist())
     pick = st.selectbox("Input length", wrong_at, key="lengths_mistakes_at",
                         help="Only lengths with a wrong output are listed; up to 5 of them each.")
-    shown = mistakes[mistakes["length"] == pick]
+    shown = mistakes[mistakes["length"] == pick].reset_index(drop=True)
     st.dataframe(shown.drop(columns="length"), hide_index=True)
-    if st.button("Decode the first one step by step", key="lengths_decode", icon=":material/skip_next:",
-                 help="Opens it on the Decoding page: watch where its attention goes, one token at a time."):
-        decode_on_decoding_page(shown["input"].iloc[0], task)
+    row_col, button_col = st.columns([3, 1], vertical_alignment="bottom")
+    row = row_col.selectbox("Wrong output to decode", shown.index, key="lengths_decode_row",
+                            format_func=lambda i: f"{shown['input'][i]}  →  {shown['output'][i]}")
+    if button_col.button("Decode it step by step", key="lengths_decode", icon=":material/skip_next:", width="stretch",
+                         help="Opens it on the Decoding page: watch where its attention goes, one token at a time."):
+        decode_on_decoding_page(shown["input"][row], task)
 st.download_button("Download the scores (CSV)", scores.to_csv(index=False), f"length-test-{task.task}.csv",
                    "text/csv", key="lengths_download", icon=":material/download:")

@@ -71,10 +71,13 @@ def test_a_model_that_reads_only_one_symbol_gets_a_test_without_a_slider():
 def test_a_wrong_output_opens_on_the_decoding_page():
     at = open_page()
     at.selectbox(key="lengths_mistakes_at").set_value(12).run()
-    first = at.dataframe[0].value["input"].iloc[0]
-    assert len(first.split()) == 12
+    inputs = at.dataframe[0].value["input"].tolist()
+    assert len(inputs) > 1 and all(len(text.split()) == 12 for text in inputs)
+    choice = at.selectbox(key="lengths_decode_row")
+    assert choice.value == 0 and choice.format_func(1).startswith(inputs[1] + "  →  ")
+    choice.set_value(1).run()
     at.button(key="lengths_decode").click().run()
     assert not at.exception
-    assert at.text_input(key="decode_input").value == first
-    assert at.session_state["decode_trace"]["key"][0] == tuple(SHIPPED.vocab.encode(first))
+    assert at.text_input(key="decode_input").value == inputs[1]
+    assert at.session_state["decode_trace"]["key"][0] == tuple(SHIPPED.vocab.encode(inputs[1]))
     assert "trained on lengths 1-10" in at.warning[0].value
