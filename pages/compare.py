@@ -174,7 +174,10 @@ def current_run() -> tuple[ExperimentRun | None, str]:
 
 
 def show_timeline(run: ExperimentRun, live: bool) -> None:
-    """A slider over training steps: the probe's cross-attention at that step, the loss, the alignment scores."""
+    """A slider over training steps: the probe's cross-attention at that step, the loss, the alignment scores.
+
+    `live`: the run shown is still training, so the timeline can follow it.
+    """
     st.subheader("Attention forming during training")
     st.markdown(
         f"The probe is the first held-out input, `{' '.join(run.probe_src)}`. Each heatmap is one cross-attention "
