@@ -131,6 +131,12 @@ def shipped_checkpoint(name: str) -> Checkpoint:
     return load_checkpoint(CHECKPOINT_DIR / f"{name}.pt")
 
 
+def shipped_name(checkpoint: Checkpoint) -> str | None:
+    """The name of the shipped checkpoint that `checkpoint` is (the object every session shares), else None."""
+    name = st.session_state.get("in_hand_name", "").removeprefix("shipped: ")
+    return name if name in shipped_checkpoints() and shipped_checkpoint(name) is checkpoint else None
+
+
 def put_in_hand(checkpoint: Checkpoint, name: str) -> None:
     """Make `checkpoint` the model every page probes; a run still training no longer takes its place."""
     st.session_state["in_hand"] = checkpoint

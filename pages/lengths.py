@@ -2,12 +2,21 @@
 
 import streamlit as st
 
-from pages.common import decode_on_decoding_page, require_model
+from pages.common import decode_on_decoding_page, require_model, shipped_checkpoint, shipped_name
 from transformer.figures.lengths import length_accuracy_figure, output_length_figure
-from transformer.lengths import score_lengths, summary
+from transformer.lengths import LengthReport, score_lengths, summary
 from transformer.tasks import MAX_SEQ_LEN
 
 INPUTS_PER_LENGTH = (25, 50, 100)  # 100 inputs at each of 63 lengths decode in about 3 s
+
+
+@st.cache_resource(show_spinner=False, max_entries=64)
+def shipped_report(name: str, low: int, high: int, n: int) -> LengthReport:
+    """A shipped model's test, scored once per server and shared read-only: a class opening the page together waits
+    once."""
+    checkpoint = shipped_checkpoint(name)
+    return score_lengths(checkpoint.model, checkpoint.vocab, checkpoint.task, range(low, high + 1), n)
+
 
 st.title("Length test: inputs it never saw")
 st.markdown(
@@ -37,7 +46,8 @@ result = st.session_state.get("lengths_result")
 if result is None or result["model"] is not model or result["key"] != key:
     try:
         with st.spinner(f"Decoding up to {n * (high - low + 1):,} inputs..."):
-            report = score_lengths(model, vocab, task, range(low, high + 1), n)
+            name = shipped_name(checkpoint)
+            report = shipped_report(name, *key) if name else score_lengths(model, vocab, task, range(low, high + 1), n)
     except ValueError as err:
         st.error(f"Could not test this model: {err}")
         st.stop()

@@ -81,3 +81,15 @@ def test_a_wrong_output_opens_on_the_decoding_page():
     assert at.text_input(key="decode_input").value == inputs[1]
     assert at.session_state["decode_trace"]["key"][0] == tuple(SHIPPED.vocab.encode(inputs[1]))
     assert "trained on lengths 1-10" in at.warning[0].value
+
+
+def test_a_shipped_model_is_tested_once_for_the_whole_class():
+    reports = []
+    for _ in range(2):  # two students load the shipped reverse model and open the page
+        at = AppTest.from_file(APP, default_timeout=60).run()
+        at.button(key="load_reverse").click().run()
+        at.switch_page(PAGE).run()
+        assert not at.exception and at.session_state["in_hand_name"] == "shipped: reverse"
+        reports.append(at.session_state["lengths_result"]["report"])
+    assert reports[0] is reports[1]
+    assert open_page().session_state["lengths_result"]["report"] is not reports[0]  # another object: its own test
