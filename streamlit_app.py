@@ -29,7 +29,8 @@ LESSON = [  # a first walk through the app for a class; tests/test_app_home.py c
     "**Watch one learn.** Start a run on **Train** with its defaults: reverse is solved in seconds, token accuracy "
     "climbing before whole-sequence exact match does.",
     "**Take a part away.** On **Compare runs**, open *Reverse without positional encoding*: without positions the "
-    "model cannot tell one order from another, and never learns to reverse.",
+    "model cannot tell one order from another, and never learns to reverse. Press *Rerun live* to train both here: "
+    "the attention timeline follows the heads as they form.",
     "**See why the decoder is masked.** In the **Masking lab**, press *Peek at the future*: with the causal mask, no "
     "earlier output changes; without it, earlier outputs read the future.",
     "**Decode another way.** Back on **Decoding**, try beam search and sampling on the same input.",
