@@ -60,14 +60,15 @@ if st.session_state.get("decode_task") != task or "decode_input" not in st.sessi
     set_input(example_text(examples[0], vocab.symbols))
 
 limit = model.config.longest_sequence
-text_col, random_col = st.columns([4, 1], vertical_alignment="bottom")
+text_col, random_col = st.columns([3, 1], vertical_alignment="bottom")
 text = text_col.text_input(
     f"Source sequence ({task.task}: {get_task(task.task).description} {vocab.input_hint(limit).capitalize()})",
     key="decode_input",
 )
-random_col.button("Random example", key="decode_random",
+random_col.button("Random", key="decode_random", icon=":material/shuffle:",
                   on_click=lambda: set_input(example_text(random.choice(examples), vocab.symbols)),
-                  help="A held-out sequence of the task: the model never saw it in training.", width="stretch")
+                  help="A random held-out sequence of the task: the model never saw it in training.",
+                  width="stretch")
 strategy = st.radio("Strategy", list(STRATEGIES), format_func=lambda s: STRATEGIES[s][0],
                     captions=[c for _, c in STRATEGIES.values()], horizontal=True, key="decode_strategy")
 temperature, top_k, seed, beam_width = 1.0, None, 0, 3

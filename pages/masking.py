@@ -46,19 +46,20 @@ def draw_random_pair() -> None:
     st.session_state["exp_change_at"] = len(tgt_ids)  # the peek experiment changes the new target's last token
 
 
-src_col, tgt_col, pad_col, random_col = st.columns([3, 3, 1.3, 1.2], vertical_alignment="bottom")
+src_col, tgt_col, pad_col, random_col = st.columns([3, 3, 1.3, 1.7], vertical_alignment="bottom")
 src_text = src_col.text_input("Source (symbols separated by spaces)", key="mask_src")
 tgt_text = tgt_col.text_input("Target (what the decoder should write)", key="mask_tgt")
 pad_to = pad_col.number_input("Pad to", min_value=1, max_value=longest, value=min(8, longest), key="mask_pad_to",
                               help="The length of the longest sequence in the batch: shorter ones get PAD.")
-random_col.button("Random pair", key="mask_random", on_click=draw_random_pair)
+random_col.button("Random", key="mask_random", on_click=draw_random_pair, width="stretch",
+                  help="A random source shorter than *Pad to*, and the target the task makes of it.")
 
 parsed = {}
 for name, text in (("Source", src_text), ("Target", tgt_text)):
     try:
         parsed[name] = vocab.encode(text, max_len=longest)
     except ValueError as err:
-        st.error(f"{name}: {err}. Fix it above, or click **Random pair**.")
+        st.error(f"{name}: {err}. Fix it above, or click **Random**.")
 src_ids, tgt_ids = parsed.get("Source"), parsed.get("Target")
 if src_ids is None or tgt_ids is None:
     st.stop()
