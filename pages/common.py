@@ -39,6 +39,7 @@ if PagesManager.uses_pages_directory:
     st.rerun()
 
 CHECKPOINT_DIR = Path(__file__).resolve().parent.parent / "checkpoints"
+SHIPPED_PREFIX = "shipped: "  # the sidebar's label of a shipped checkpoint in hand, before its name
 MAX_TRAINING_JOBS = int(os.environ.get("LAB_MAX_TRAINING_JOBS", "2"))  # concurrent runs per server (2 cores)
 MAX_TRAINED = 10  # checkpoints of finished runs a session keeps (about 140 KB each at the default size)
 JOB_IDLE_TIMEOUT_S = 30.0  # a job whose page has stopped polling (tab closed) stops after this long
@@ -133,7 +134,7 @@ def shipped_checkpoint(name: str) -> Checkpoint:
 
 def shipped_name(checkpoint: Checkpoint) -> str | None:
     """The name of the shipped checkpoint that `checkpoint` is (the object every session shares), else None."""
-    name = st.session_state.get("in_hand_name", "").removeprefix("shipped: ")
+    name = st.session_state.get("in_hand_name", "").removeprefix(SHIPPED_PREFIX)
     return name if name in shipped_checkpoints() and shipped_checkpoint(name) is checkpoint else None
 
 
@@ -147,7 +148,7 @@ def put_in_hand(checkpoint: Checkpoint, name: str) -> None:
 def load_shipped_checkpoint(name: str) -> None:
     """Button callback: runs before the page is drawn, so the sidebar already shows the new model."""
     try:
-        put_in_hand(shipped_checkpoint(name), f"shipped: {name}")
+        put_in_hand(shipped_checkpoint(name), SHIPPED_PREFIX + name)
         st.session_state["load_result"] = ("success", f"Loaded **{name}**. Try the Decoding or Masking pages next.")
     except CheckpointError as err:
         st.session_state["load_result"] = ("error", f"Could not load {name}: {err}")
