@@ -271,3 +271,19 @@ def test_feed_forward_dropout_acts_in_training_only():
     dropped = (seen[0] == 0) & (hidden != 0)
     assert 0.4 < dropped.sum() / (hidden != 0).sum() < 0.6  # about half the active units zeroed
     assert torch.equal(ffn.eval()(x), ffn(x))
+
+
+def test_dropout_sits_where_the_paper_puts_it_and_nowhere_at_rate_zero():
+    def dropouts(config: ModelConfig) -> list[str]:
+        return [name for name, m in Transformer(config).named_modules() if isinstance(m, nn.Dropout)]
+
+    placed = dropouts(ModelConfig(dropout=0.1))
+    # After the positional encoding, inside each FFN, and on each sublayer's output (2 per encoder layer, 3 per
+    # decoder layer); attention-weight dropout is a rate passed to the kernel, not a module.
+    assert "positional.dropout" in placed
+    assert {"encoder.layers.0.feed_forward.dropout", "decoder.layers.0.feed_forward.dropout"} <= set(placed)
+    assert sum(".sublayer." in name for name in placed) == 2 + 3
+    model = Transformer(ModelConfig(dropout=0.1)).train()
+    src, tgt = torch.randint(3, 13, (2, 5)), torch.randint(3, 13, (2, 4))
+    assert not torch.equal(model(src, tgt), model(src, tgt))
+    assert dropouts(ModelConfig(dropout=0.0)) == []  # nothing to call at rate 0

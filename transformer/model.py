@@ -71,6 +71,11 @@ class ModelConfig:
         return asdict(self)
 
 
+def _dropout(config: ModelConfig) -> nn.Module:
+    """Dropout at the config's rate; with none, an identity, which skips a call per use."""
+    return nn.Dropout(config.dropout) if config.dropout > 0 else nn.Identity()
+
+
 class Embeddings(nn.Module):
     """Token embedding scaled by sqrt(d_model) (section 3.4)."""
 
@@ -99,7 +104,7 @@ class PositionalEncoding(nn.Module):
     def __init__(self, config: ModelConfig):
         super().__init__()
         self.kind = config.positional
-        self.dropout = nn.Dropout(config.dropout)
+        self.dropout = _dropout(config)
         if self.kind == "learned":
             self.learned = nn.Embedding(config.max_len, config.d_model)
         elif self.kind == "sinusoidal":  # a fixed table, rebuilt on load rather than stored in checkpoints
@@ -248,7 +253,7 @@ class PositionwiseFeedForward(nn.Module):
         super().__init__()
         self.w_1 = nn.Linear(config.d_model, config.d_ff)
         self.w_2 = nn.Linear(config.d_ff, config.d_model)
-        self.dropout = nn.Dropout(config.dropout)
+        self.dropout = _dropout(config)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.w_2(self.dropout(F.relu(self.w_1(x))))  # (B, T, d_model)
@@ -264,7 +269,7 @@ class SublayerConnection(nn.Module):
     def __init__(self, config: ModelConfig):
         super().__init__()
         self.norm = nn.LayerNorm(config.d_model)
-        self.dropout = nn.Dropout(config.dropout)
+        self.dropout = _dropout(config)
         self.norm_first = config.norm_first
 
     def forward(self, x: torch.Tensor, sublayer) -> torch.Tensor:
@@ -284,8 +289,9 @@ class EncoderLayer(nn.Module):
 
     def forward(self, x: torch.Tensor, src_mask: torch.Tensor | None, need_weights: bool = False):
         weights = []
-        x = self.sublayer[0](x, lambda y: _keep(weights, self.self_attn(y, mask=src_mask, need_weights=need_weights)))
-        return self.sublayer[1](x, self.feed_forward), weights[0]  # (B, S, d_model), (B, H, S, S) or None
+        around_attn, around_ffn = self.sublayer
+        x = around_attn(x, lambda y: _keep(weights, self.self_attn(y, mask=src_mask, need_weights=need_weights)))
+        return around_ffn(x, self.feed_forward), weights[0]  # (B, S, d_model), (B, H, S, S) or None
 
 
 class DecoderLayer(nn.Module):
@@ -304,13 +310,14 @@ class DecoderLayer(nn.Module):
         if cache is not None:
             self_cache, cross_cache = cache.setdefault("self", {}), cache.setdefault("cross", {})
         weights = []
-        x = self.sublayer[0](
+        around_self, around_cross, around_ffn = self.sublayer  # unpacked once: indexing costs a call per use
+        x = around_self(
             x, lambda y: _keep(weights, self.self_attn(y, None, tgt_mask, tgt_is_causal, self_cache, need_weights))
         )
-        x = self.sublayer[1](
+        x = around_cross(
             x, lambda y: _keep(weights, self.cross_attn(y, memory, src_mask, False, cross_cache, need_weights))
         )
-        return self.sublayer[2](x, self.feed_forward), weights[0], weights[1]
+        return around_ffn(x, self.feed_forward), weights[0], weights[1]
 
 
 def _keep(store: list, output_and_weights: tuple[torch.Tensor, torch.Tensor | None]) -> torch.Tensor:
