@@ -16,6 +16,7 @@ from transformer.figures.compare import alignment_figure, comparison_figure, los
 from transformer.tasks import TASKS
 from transformer.training import ServerBusy
 
+LIVE_SOURCE = "your live run"  # what `current_run` calls a run still in this session's hands
 PLOTLY_CONFIG = {"displaylogo": False, "toImageButtonOptions": {"format": "png", "scale": 2}}  # PNG from the toolbar
 CUSTOM_WIDGETS = {  # CompareState field -> widget key of the custom builder
     "task": "compare_task", "length": "compare_length", "d_model": "compare_d_model", "n_heads": "compare_n_heads",
@@ -161,7 +162,7 @@ def current_run() -> tuple[ExperimentRun | None, str]:
     """The run to show for the chosen experiment, and where it comes from."""
     job = st.session_state.get("compare_job")
     if job is not None and job.experiment == experiment and (live := job.run()) is not None:
-        return live, "your live run"
+        return live, LIVE_SOURCE
     if (loaded := st.session_state.get("compare_loaded")) and loaded[2] == experiment:
         run, name, _ = loaded
         rounded = run.experiment.key == CUSTOM and run.experiment != experiment  # the page could not set it exactly
@@ -254,7 +255,7 @@ def results(polling: bool) -> None:
     st.dataframe(summary_table(run), hide_index=True)
     st.caption("Solved = the first metric row where every held-out sequence checked was decoded exactly right. Times "
                "are wall-clock seconds on the machine that trained the run.")
-    show_timeline(run, live=live and source == "your live run")
+    show_timeline(run, live=live and source == LIVE_SOURCE)
     st.subheader("Export and share")
     csv_col, json_col = st.columns(2)
     name = run.experiment.key
