@@ -75,8 +75,8 @@ def dropout(x: torch.Tensor, p_drop: float, training: bool) -> torch.Tensor:
     """Dropout (section 5.4): in training, zero each element with probability p_drop and scale the rest
     by 1 / (1 - p_drop); in eval mode or at rate 0, x itself.
 
-    A function of the module's rate and mode, not an `nn.Dropout` module: where it can change nothing, nothing
-    is called. A decoding step used to make five dropout-module calls that did nothing, about a tenth of its time.
+    A function of the module's rate and mode rather than an `nn.Dropout` module, so that where it can change
+    nothing, nothing is called: at these sizes module calls take much of a decoding step's time.
     """
     return F.dropout(x, p_drop) if training and p_drop > 0 else x
 
