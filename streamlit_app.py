@@ -1,4 +1,7 @@
-"""Transformer Lab: train a tiny encoder-decoder Transformer live, then open it up. Run: streamlit run streamlit_app.py"""
+"""Transformer Lab: train a tiny encoder-decoder Transformer live, then open it up.
+
+Run: streamlit run streamlit_app.py
+"""
 
 import streamlit as st
 
@@ -7,20 +10,48 @@ from pages.common import setup_torch, shipped_checkpoint_buttons, sidebar
 st.set_page_config(page_title="Transformer Lab", page_icon="🔬", layout="wide")
 
 PAGES = [  # (file, title, icon, what to do there), in teaching order
-    ("pages/train.py", "Train", ":material/model_training:",
-     "A fresh model on copy, reverse or sort, and watch its loss and accuracy stream in."),
-    ("pages/anatomy.py", "Anatomy", ":material/schema:",
-     "The model laid out as the paper draws it, with every shape and parameter count."),
-    ("pages/masking.py", "Masking lab", ":material/visibility_off:",
-     "Padding and causal masks, and what breaks without them."),
-    ("pages/decoding.py", "Decoding", ":material/skip_next:",
-     "Step through greedy, sampling and beam search one token per click."),
-    ("pages/lengths.py", "Length test", ":material/straighten:",
-     "Unseen inputs of every length, longer ones included: where does the model stop working?"),
-    ("pages/compare.py", "Compare runs", ":material/compare_arrows:",
-     "Two settings side by side, to see which part of the design matters."),
-    ("pages/checkpoints.py", "Checkpoints", ":material/save:",
-     "Put any trained model in hand, download it, or upload one a classmate trained."),
+    (
+        "pages/train.py",
+        "Train",
+        ":material/model_training:",
+        "A fresh model on copy, reverse or sort, and watch its loss and accuracy stream in.",
+    ),
+    (
+        "pages/anatomy.py",
+        "Anatomy",
+        ":material/schema:",
+        "The model laid out as the paper draws it, with every shape and parameter count.",
+    ),
+    (
+        "pages/masking.py",
+        "Masking lab",
+        ":material/visibility_off:",
+        "Padding and causal masks, and what breaks without them.",
+    ),
+    (
+        "pages/decoding.py",
+        "Decoding",
+        ":material/skip_next:",
+        "Step through greedy, sampling and beam search one token per click.",
+    ),
+    (
+        "pages/lengths.py",
+        "Length test",
+        ":material/straighten:",
+        "Unseen inputs of every length, longer ones included: where does the model stop working?",
+    ),
+    (
+        "pages/compare.py",
+        "Compare runs",
+        ":material/compare_arrows:",
+        "Two settings side by side, to see which part of the design matters.",
+    ),
+    (
+        "pages/checkpoints.py",
+        "Checkpoints",
+        ":material/save:",
+        "Put any trained model in hand, download it, or upload one a classmate trained.",
+    ),
 ]
 
 LESSON = [  # a first walk through the app for a class; tests/test_app_home.py checks what it names exists

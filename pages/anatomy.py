@@ -7,8 +7,8 @@ from pages.common import require_model
 from transformer.figures.attention import (
     architecture_diagram,
     embedding_heatmap,
-    positional_curves,
     position_similarity_heatmap,
+    positional_curves,
     positional_heatmap,
     projection_heatmaps,
 )
@@ -40,7 +40,9 @@ diagram.plotly_chart(
     key="anatomy_diagram",
 )
 st.subheader("Configuration")
-st.caption(f"Trained on **{checkpoint.task.task}**, source lengths {checkpoint.task.min_len}-{checkpoint.task.max_len}.")
+st.caption(
+    f"Trained on **{checkpoint.task.task}**, source lengths {checkpoint.task.min_len}-{checkpoint.task.max_len}."
+)
 st.table(config_table(config).set_index("setting"))  # full width, and cells wrap: every meaning reads whole
 
 st.subheader("Every module, on one example")
@@ -52,21 +54,30 @@ st.markdown(
 )
 table = module_table(model, src, tgt)
 # shapes and parameters next to the module, which stays pinned: a 1024-px screen scrolls the rest into view
-st.dataframe(table, hide_index=True, height="content",
-             column_order=["module", "input shape", "output shape", "parameters", "paper name", "section"],
-             column_config={"module": st.column_config.TextColumn(pinned=True)})
+st.dataframe(
+    table,
+    hide_index=True,
+    height="content",
+    column_order=["module", "input shape", "output shape", "parameters", "paper name", "section"],
+    column_config={"module": st.column_config.TextColumn(pinned=True)},
+)
 total, parts = st.columns([1, 3])
 total.metric("Parameters", f"{model.num_parameters():,}")
 parts.dataframe(parameter_summary(table), hide_index=True)
 
 st.subheader("Inside one attention block (section 3.2.2)")
-st.latex(r"\begin{gathered}\mathrm{head}_i = \mathrm{Attention}(QW^Q_i,\ KW^K_i,\ VW^V_i) \\ "
-         r"\mathrm{MultiHead}(Q, K, V) = \mathrm{Concat}(\mathrm{head}_1, \dots, \mathrm{head}_h)\,W^O\end{gathered}")
-st.caption("In self-attention Q, K and V are all the layer's input; in the decoder's cross-attention Q comes from "
-           "the decoder and K and V from the encoder's output.")
+st.latex(
+    r"\begin{gathered}\mathrm{head}_i = \mathrm{Attention}(QW^Q_i,\ KW^K_i,\ VW^V_i) \\ "
+    r"\mathrm{MultiHead}(Q, K, V) = \mathrm{Concat}(\mathrm{head}_1, \dots, \mathrm{head}_h)\,W^O\end{gathered}"
+)
+st.caption(
+    "In self-attention Q, K and V are all the layer's input; in the decoder's cross-attention Q comes from "
+    "the decoder and K and V from the encoder's output."
+)
 kind_col, layer_col = st.columns(2)
-kind = kind_col.selectbox("Attention block", list(ATTENTION_KINDS), format_func=lambda k: ATTENTION_KINDS[k][0],
-                          key="anatomy_block")
+kind = kind_col.selectbox(
+    "Attention block", list(ATTENTION_KINDS), format_func=lambda k: ATTENTION_KINDS[k][0], key="anatomy_block"
+)
 layer = layer_col.selectbox("Layer", range(config.n_layers), key="anatomy_layer")
 st.caption(
     f"Each matrix is d_model × d_model = {config.d_model} × {config.d_model}, stored as output rows × input "
@@ -75,40 +86,55 @@ st.caption(
     f"d_v = d_k. W_O mixes the concatenated heads, so its columns are cut instead."
 )
 st.plotly_chart(
-    projection_heatmaps(attention_projections(model, kind, layer), config.n_heads,
-                        f"{ATTENTION_KINDS[kind][0]}, layer {layer}"),
+    projection_heatmaps(
+        attention_projections(model, kind, layer), config.n_heads, f"{ATTENTION_KINDS[kind][0]}, layer {layer}"
+    ),
     key="anatomy_projections",
 )
 
 st.subheader("Positional encoding (section 3.5)")
-st.latex(r"\begin{gathered}PE_{(pos,\,2i)} = \sin\!\left(pos / 10000^{2i/d_{model}}\right) \\ "
-         r"PE_{(pos,\,2i+1)} = \cos\!\left(pos / 10000^{2i/d_{model}}\right)\end{gathered}")
+st.latex(
+    r"\begin{gathered}PE_{(pos,\,2i)} = \sin\!\left(pos / 10000^{2i/d_{model}}\right) \\ "
+    r"PE_{(pos,\,2i+1)} = \cos\!\left(pos / 10000^{2i/d_{model}}\right)\end{gathered}"
+)
 pe, pe_label = positional_table(model)
 st.caption(f"Shown: {pe_label}. Each row is added to the embedding of the token at that position.")
 st.plotly_chart(positional_heatmap(pe, f"Positional encoding: {pe_label}"), key="anatomy_pe_heatmap")
-dims = st.multiselect("Dimensions to plot", range(config.d_model),
-                      default=sorted({d for d in (0, 1, 6, config.d_model // 2) if d < config.d_model}),
-                      key="anatomy_dims")
+dims = st.multiselect(
+    "Dimensions to plot",
+    range(config.d_model),
+    default=sorted({d for d in (0, 1, 6, config.d_model // 2) if d < config.d_model}),
+    key="anatomy_dims",
+)
 sinusoidal = config.positional != "learned"
 st.plotly_chart(positional_curves(pe, dims, sinusoidal), key="anatomy_pe_curves")
 if sinusoidal:
     st.caption("Low dimensions wave fast, high ones slowly: together they give every position its own pattern.")
 trained = positions_trained(checkpoint.task, vocab)
-st.plotly_chart(position_similarity_heatmap(position_similarity(pe), trained,
-                                            "How alike two positions' encodings are"), key="anatomy_pe_similarity")
+st.plotly_chart(
+    position_similarity_heatmap(position_similarity(pe), trained, "How alike two positions' encodings are"),
+    key="anatomy_pe_similarity",
+)
 if sinusoidal:
-    st.caption(f"Along every diagonal the colour holds: the similarity of two positions depends only on how far apart "
-               f"they are, also past the first {trained} positions (dashed) that training reached. The paper chose "
-               "sinusoids hoping the model could then easily attend by relative position: for any offset k, "
-               "PE(pos + k) is a linear function of PE(pos).")
+    st.caption(
+        f"Along every diagonal the colour holds: the similarity of two positions depends only on how far apart "
+        f"they are, also past the first {trained} positions (dashed) that training reached. The paper chose "
+        "sinusoids hoping the model could then easily attend by relative position: for any offset k, "
+        "PE(pos + k) is a linear function of PE(pos)."
+    )
 else:
-    st.caption(f"Inside the dashed square are the {trained} positions training reached, whose vectors it shaped. "
-               "Past it they are still as initialised: random, and nearly unrelated to each other and to the "
-               "trained ones. The Length test page shows what that does to longer inputs.")
+    st.caption(
+        f"Inside the dashed square are the {trained} positions training reached, whose vectors it shaped. "
+        "Past it they are still as initialised: random, and nearly unrelated to each other and to the "
+        "trained ones. The Length test page shows what that does to longer inputs."
+    )
 
 st.markdown("**Embeddings of a sequence, before and after adding the positional encoding**")
-text = st.text_input(f"A source sequence ({vocab.input_hint(config.longest_sequence)})",
-                     value=" ".join((vocab.symbols[:3] * 2)[: config.longest_sequence]), key="anatomy_input")
+text = st.text_input(
+    f"A source sequence ({vocab.input_hint(config.longest_sequence)})",
+    value=" ".join((vocab.symbols[:3] * 2)[: config.longest_sequence]),
+    key="anatomy_input",
+)
 try:
     ids = vocab.encode(text, max_len=config.longest_sequence)
 except ValueError as err:
@@ -116,8 +142,9 @@ except ValueError as err:
 else:
     embedded, with_position = embed_with_position(model, ids)
     panels = {"token embedding × √d_model": embedded, "+ positional encoding": with_position}
-    st.plotly_chart(embedding_heatmap(panels, vocab.tokens(ids), "What the first layer receives"),
-                    key="anatomy_embeddings")
+    st.plotly_chart(
+        embedding_heatmap(panels, vocab.tokens(ids), "What the first layer receives"), key="anatomy_embeddings"
+    )
     if config.positional == "none":
         st.caption("This model adds no positional encoding: both panels are the same, and repeated symbols look alike.")
     else:

@@ -14,6 +14,7 @@ st.markdown(
     "**Load** one to make it the model in hand on every page, download it, or upload one a classmate trained."
 )
 
+
 def load_entry(name: str, source: str, ckpt, data: bytes) -> None:
     """Button callback (before the page is drawn, so the sidebar shows it): put a listed checkpoint in hand.
 
@@ -43,22 +44,50 @@ if not entries:
 else:
     table = pd.DataFrame([checkpoint_summary(name, source, ckpt) for name, (source, ckpt, _) in entries.items()])
     # what a model learned and how well first; a narrow screen scrolls its sizes into view
-    order = ["name", "task", "lengths", "exact_match", "switches", "d_model", "heads", "layers", "symbols",
-             "parameters", "source"]
-    st.dataframe(table, hide_index=True, column_order=order, column_config={
-        "name": st.column_config.TextColumn(pinned=True),
-        "exact_match": st.column_config.NumberColumn("exact match", format="percent",
-                                                     help="Held-out exact-match at the end of training"),
-        "parameters": st.column_config.NumberColumn(format="localized"),
-    })
+    order = [
+        "name",
+        "task",
+        "lengths",
+        "exact_match",
+        "switches",
+        "d_model",
+        "heads",
+        "layers",
+        "symbols",
+        "parameters",
+        "source",
+    ]
+    st.dataframe(
+        table,
+        hide_index=True,
+        column_order=order,
+        column_config={
+            "name": st.column_config.TextColumn(pinned=True),
+            "exact_match": st.column_config.NumberColumn(
+                "exact match", format="percent", help="Held-out exact-match at the end of training"
+            ),
+            "parameters": st.column_config.NumberColumn(format="localized"),
+        },
+    )
     for name, (source, ckpt, data) in entries.items():
         label_col, load_col, download_col = st.columns([3, 1, 1], vertical_alignment="center")
         in_hand = st.session_state.get("in_hand_name") == f"{source}: {name}"
         label_col.markdown(f"**{name}** ({source}){' · :blue[in hand]' if in_hand else ''}")
-        load_col.button("Load", key=f"load_{name}", help="Make this the model in hand on every page.",
-                        on_click=load_entry, args=(name, source, ckpt, data))
-        download_col.download_button("Download", data, f"{name}.pt", "application/octet-stream",
-                                     key=f"download_{name}", help="Save this checkpoint as a .pt file.")
+        load_col.button(
+            "Load",
+            key=f"load_{name}",
+            help="Make this the model in hand on every page.",
+            on_click=load_entry,
+            args=(name, source, ckpt, data),
+        )
+        download_col.download_button(
+            "Download",
+            data,
+            f"{name}.pt",
+            "application/octet-stream",
+            key=f"download_{name}",
+            help="Save this checkpoint as a .pt file.",
+        )
 
 
 def load_upload() -> None:
@@ -79,10 +108,13 @@ def load_upload() -> None:
 st.subheader("Upload a checkpoint")
 limit_mb = min(st.get_option("server.maxUploadSize"), MAX_CHECKPOINT_BYTES // 2**20)
 st.file_uploader(
-    f"A .pt file saved by this lab ({limit_mb} MB at most)", type="pt", key="upload_checkpoint",
-    on_change=load_upload, max_upload_size=limit_mb,
+    f"A .pt file saved by this lab ({limit_mb} MB at most)",
+    type="pt",
+    key="upload_checkpoint",
+    on_change=load_upload,
+    max_upload_size=limit_mb,
     help="Only plain data and tensors are read from the file (torch.load with weights_only=True); "
-         "nothing in it can run.",
+    "nothing in it can run.",
 )
 if result := st.session_state.pop("checkpoints_upload_result", None):
     kind, message = result

@@ -43,8 +43,9 @@ SHIPPED_PREFIX = "shipped: "  # the sidebar's label of a shipped checkpoint in h
 MAX_TRAINING_JOBS = int(os.environ.get("LAB_MAX_TRAINING_JOBS", "2"))  # concurrent runs per server (2 cores)
 MAX_TRAINED = 10  # checkpoints of finished runs a session keeps (about 140 KB each at the default size)
 JOB_IDLE_TIMEOUT_S = 30.0  # a job whose page has stopped polling (tab closed) stops after this long
-BUSY_MESSAGE = (f"The server is busy training other students' models ({MAX_TRAINING_JOBS} at most at once): "
-                "try again in a minute.")
+BUSY_MESSAGE = (
+    f"The server is busy training other students' models ({MAX_TRAINING_JOBS} at most at once): try again in a minute."
+)
 
 
 @st.cache_resource
@@ -160,8 +161,9 @@ def shipped_checkpoint_buttons(key_prefix: str) -> None:
     if not names:
         st.warning("No shipped checkpoints found in `checkpoints/`: train one on the Train page.")
     for col, name in zip(st.columns(max(len(names), 1)), names):
-        col.button(f"Load {name}", key=f"{key_prefix}_{name}", on_click=load_shipped_checkpoint, args=(name,),
-                   width="stretch")
+        col.button(
+            f"Load {name}", key=f"{key_prefix}_{name}", on_click=load_shipped_checkpoint, args=(name,), width="stretch"
+        )
     if result := st.session_state.pop("load_result", None):
         kind, text = result
         st.success(text) if kind == "success" else st.error(text)
@@ -222,7 +224,9 @@ def _job_heartbeat(page: str) -> None:
         rows = job.rows()
         step = rows[-1]["step"] if rows else 0
         if page != "train":
-            st.progress(min(step / job.train_config.steps, 1.0), text=f"Training: step {step} of {job.train_config.steps}")
+            st.progress(
+                min(step / job.train_config.steps, 1.0), text=f"Training: step {step} of {job.train_config.steps}"
+            )
     if comparison is not None:
         try:
             comparison.poll()  # also starts the next variant, so a comparison goes on while the student looks elsewhere
@@ -252,8 +256,9 @@ def save_finished_job() -> None:
     name = run_name(trainer.model.config, trainer.data.config, {*trained, *shipped_checkpoints()})
     saved = {"job": job, "name": name, "data": None, "error": None, "in_hand": st.session_state.get("follow_job")}
     try:
-        saved["data"] = checkpoint_bytes(trainer.model, trainer.vocab, trainer.data.config, job.rows(),
-                                         asdict(job.train_config), meta={"name": name})
+        saved["data"] = checkpoint_bytes(
+            trainer.model, trainer.vocab, trainer.data.config, job.rows(), asdict(job.train_config), meta={"name": name}
+        )
         if saved["in_hand"]:
             put_in_hand(load_checkpoint(saved["data"]), f"trained: {name}")
         trained[name] = saved["data"]

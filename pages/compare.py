@@ -7,8 +7,22 @@ import streamlit as st
 
 from pages.common import BUSY_MESSAGE, JOB_IDLE_TIMEOUT_S, remember_run, session_run_elsewhere, training_slots
 from transformer.experiments import (
-    CUSTOM, INT_RANGES, READY, SIZE_CHOICES, SWITCHES, CompareState, ExperimentJob, ExperimentRun, experiment_for,
-    experiment_from_json, experiment_to_json, from_query_params, load_shipped, runs_frame, state_for, summary_table,
+    CUSTOM,
+    INT_RANGES,
+    READY,
+    SIZE_CHOICES,
+    SWITCHES,
+    CompareState,
+    ExperimentJob,
+    ExperimentRun,
+    experiment_for,
+    experiment_from_json,
+    experiment_to_json,
+    from_query_params,
+    load_shipped,
+    runs_frame,
+    state_for,
+    summary_table,
     to_query_params,
 )
 from transformer.figures.attention import attention_heatmaps
@@ -19,8 +33,14 @@ from transformer.training import ServerBusy
 LIVE_SOURCE = "your live run"  # what `current_run` calls a run still in this session's hands
 PLOTLY_CONFIG = {"displaylogo": False, "toImageButtonOptions": {"format": "png", "scale": 2}}  # PNG from the toolbar
 CUSTOM_WIDGETS = {  # CompareState field -> widget key of the custom builder
-    "task": "compare_task", "length": "compare_length", "d_model": "compare_d_model", "n_heads": "compare_n_heads",
-    "n_layers": "compare_n_layers", "steps": "compare_steps", "seed": "compare_seed", "switch": "compare_switch",
+    "task": "compare_task",
+    "length": "compare_length",
+    "d_model": "compare_d_model",
+    "n_heads": "compare_n_heads",
+    "n_layers": "compare_n_layers",
+    "steps": "compare_steps",
+    "seed": "compare_seed",
+    "switch": "compare_switch",
     "values": "compare_values",
 }
 
@@ -63,8 +83,9 @@ def load_upload() -> None:
 def switch_changed() -> None:
     """A new switch: compare its first two values."""
     switch = SWITCHES[st.session_state["compare_switch"]]
-    st.session_state["compare_state"] = replace(st.session_state["compare_state"], switch=switch.field,
-                                                values=switch.choices[:2])
+    st.session_state["compare_state"] = replace(
+        st.session_state["compare_state"], switch=switch.field, values=switch.choices[:2]
+    )
     st.session_state.pop("compare_values", None)  # the multiselect starts again from them
 
 
@@ -84,41 +105,91 @@ if "compare_state" not in st.session_state:  # a new visit: the settings come fr
 # by another page or by a ready-made experiment comes back as it was.
 state: CompareState = st.session_state["compare_state"]
 options = [*READY, CUSTOM]
-choice = st.selectbox("Experiment", options, index=options.index(state.experiment), key="compare_experiment",
-                      format_func=lambda k: READY[k].title if k in READY else "Custom: build your own",
-                      help="Ready-made experiments come with results, so you see the answer at once.")
+choice = st.selectbox(
+    "Experiment",
+    options,
+    index=options.index(state.experiment),
+    key="compare_experiment",
+    format_func=lambda k: READY[k].title if k in READY else "Custom: build your own",
+    help="Ready-made experiments come with results, so you see the answer at once.",
+)
 if choice == CUSTOM:
     with st.container(border=True):
         task_col, size_col, switch_col = st.columns(3)
-        switch = SWITCHES[switch_col.selectbox("Switch to vary", list(SWITCHES), list(SWITCHES).index(state.switch),
-                                               key="compare_switch", on_change=switch_changed,
-                                               format_func=lambda s: SWITCHES[s].title)]
-        values = switch_col.multiselect("Values to compare", switch.choices, list(state.values), key="compare_values",
-                                        format_func=switch.label, max_selections=4,
-                                        help="Each value is one variant; they train one after the other.")
+        switch = SWITCHES[
+            switch_col.selectbox(
+                "Switch to vary",
+                list(SWITCHES),
+                list(SWITCHES).index(state.switch),
+                key="compare_switch",
+                on_change=switch_changed,
+                format_func=lambda s: SWITCHES[s].title,
+            )
+        ]
+        values = switch_col.multiselect(
+            "Values to compare",
+            switch.choices,
+            list(state.values),
+            key="compare_values",
+            format_func=switch.label,
+            max_selections=4,
+            help="Each value is one variant; they train one after the other.",
+        )
         tasks = list(TASKS)
         state = CompareState(
             experiment=CUSTOM,
-            task=task_col.selectbox("Task", tasks, tasks.index(state.task), key="compare_task",
-                                    format_func=lambda t: f"{t}: {TASKS[t].description}"),
-            length=task_col.number_input("Input length", *INT_RANGES["length"], state.length, key="compare_length",
-                                         help="Every input has this many symbols."),
-            steps=task_col.number_input("Steps per variant", *INT_RANGES["steps"], state.steps, step=50,
-                                        key="compare_steps",
-                                        help="Every variant trains exactly this many steps (no early stopping)."),
-            seed=task_col.number_input("Seed", *INT_RANGES["seed"], state.seed, key="compare_seed",
-                                       help="Same seed: same data for every variant, and the same starting weights unless the "
-                                            "switch changes the model's parameters (layers, a learned positional "
-                                            "table)."),
-            d_model=size_col.selectbox("d_model", SIZE_CHOICES["d_model"], SIZE_CHOICES["d_model"].index(state.d_model),
-                                       key="compare_d_model"),
-            n_heads=size_col.selectbox("Heads", SIZE_CHOICES["n_heads"], SIZE_CHOICES["n_heads"].index(state.n_heads),
-                                       key="compare_n_heads", disabled=switch.field == "n_heads",
-                                       help="Set per variant when it is the switch."),
-            n_layers=size_col.number_input("Layers per stack", *INT_RANGES["n_layers"], state.n_layers,
-                                           key="compare_n_layers", disabled=switch.field == "n_layers",
-                                           help="Set per variant when it is the switch."),
-            switch=switch.field, values=tuple(values),
+            task=task_col.selectbox(
+                "Task",
+                tasks,
+                tasks.index(state.task),
+                key="compare_task",
+                format_func=lambda t: f"{t}: {TASKS[t].description}",
+            ),
+            length=task_col.number_input(
+                "Input length",
+                *INT_RANGES["length"],
+                state.length,
+                key="compare_length",
+                help="Every input has this many symbols.",
+            ),
+            steps=task_col.number_input(
+                "Steps per variant",
+                *INT_RANGES["steps"],
+                state.steps,
+                step=50,
+                key="compare_steps",
+                help="Every variant trains exactly this many steps (no early stopping).",
+            ),
+            seed=task_col.number_input(
+                "Seed",
+                *INT_RANGES["seed"],
+                state.seed,
+                key="compare_seed",
+                help="Same seed: same data for every variant, and the same starting weights unless the "
+                "switch changes the model's parameters (layers, a learned positional "
+                "table).",
+            ),
+            d_model=size_col.selectbox(
+                "d_model", SIZE_CHOICES["d_model"], SIZE_CHOICES["d_model"].index(state.d_model), key="compare_d_model"
+            ),
+            n_heads=size_col.selectbox(
+                "Heads",
+                SIZE_CHOICES["n_heads"],
+                SIZE_CHOICES["n_heads"].index(state.n_heads),
+                key="compare_n_heads",
+                disabled=switch.field == "n_heads",
+                help="Set per variant when it is the switch.",
+            ),
+            n_layers=size_col.number_input(
+                "Layers per stack",
+                *INT_RANGES["n_layers"],
+                state.n_layers,
+                key="compare_n_layers",
+                disabled=switch.field == "n_layers",
+                help="Set per variant when it is the switch.",
+            ),
+            switch=switch.field,
+            values=tuple(values),
         )
 else:
     state = replace(state, experiment=choice)
@@ -138,8 +209,13 @@ job: ExperimentJob | None = st.session_state.get("compare_job")
 running = job is not None and job.running
 elsewhere = session_run_elsewhere("compare")
 buttons = st.container(horizontal=True)
-if buttons.button("Rerun live", key="compare_run", type="primary", disabled=running or elsewhere is not None,
-                  help=elsewhere or "Trains every variant here, one after the other, while the curves stream in."):
+if buttons.button(
+    "Rerun live",
+    key="compare_run",
+    type="primary",
+    disabled=running or elsewhere is not None,
+    help=elsewhere or "Trains every variant here, one after the other, while the curves stream in.",
+):
     try:
         new_job = ExperimentJob(experiment, slots=training_slots(), idle_timeout_s=JOB_IDLE_TIMEOUT_S)
         new_job.poll()
@@ -152,8 +228,12 @@ if buttons.button("Rerun live", key="compare_run", type="primary", disabled=runn
         st.session_state.pop("compare_loaded", None)
         remember_run("compare_job", new_job, {"compare_state": state})  # a reload shows this experiment again
         st.rerun()
-if buttons.button("Stop", key="compare_stop", disabled=not running,
-                   help="Stops the variant that is training; the runs so far stay on screen."):
+if buttons.button(
+    "Stop",
+    key="compare_stop",
+    disabled=not running,
+    help="Stops the variant that is training; the runs so far stay on screen.",
+):
     job.stop()
     st.rerun()
 
@@ -187,15 +267,21 @@ def show_timeline(run: ExperimentRun, live: bool) -> None:
         "attention. Slide through training to watch the pattern form. Each head's score is the attention it puts, on "
         "average, on the source token the output comes from (for reverse, output i comes from source token n-1-i):"
     )
-    st.latex(r"\begin{gathered}\text{alignment} = \frac{1}{n}\sum_{i=0}^{n-1} A_{i,\,\pi(i)} \\ "
-             r"\text{1 = always the right token, } \tfrac{1}{n} = \text{uniform}\end{gathered}")
+    st.latex(
+        r"\begin{gathered}\text{alignment} = \frac{1}{n}\sum_{i=0}^{n-1} A_{i,\,\pi(i)} \\ "
+        r"\text{1 = always the right token, } \tfrac{1}{n} = \text{uniform}\end{gathered}"
+    )
     labels = [v.label for v in run.variants]
     # While a run trains, the timeline shows its newest variant and snapshot until the student turns following off.
     # Following widgets are disabled: a press could land on a slider that is being replaced (a browser keeps a
     # slider's old value when its options grow, so a following slider gets a key for each count of snapshots).
-    following = live and st.toggle("Follow training", True, key="compare_follow",
-                                   help="Shows the variant in training and each new snapshot as it arrives. Turn off "
-                                        "to pick a variant and slide back through the snapshots taken so far.")
+    following = live and st.toggle(
+        "Follow training",
+        True,
+        key="compare_follow",
+        help="Shows the variant in training and each new snapshot as it arrives. Turn off "
+        "to pick a variant and slide back through the snapshots taken so far.",
+    )
     if following or st.session_state.get("compare_timeline_variant") not in labels:
         st.session_state["compare_timeline_variant"] = labels[-1] if following else labels[0]
     label = st.radio("Variant", labels, key="compare_timeline_variant", horizontal=True, disabled=following)
@@ -205,24 +291,41 @@ def show_timeline(run: ExperimentRun, live: bool) -> None:
         st.caption("No attention snapshot yet.")
         return
     key = f"timeline_step_{index}_{len(variant.steps)}" if following else f"timeline_step_{index}"
-    step = st.select_slider("Training step", variant.steps, variant.steps[-1], key=key, disabled=following,
-                            help="Turn off *Follow training* to pick a step." if following else None)
+    step = st.select_slider(
+        "Training step",
+        variant.steps,
+        variant.steps[-1],
+        key=key,
+        disabled=following,
+        help="Turn off *Follow training* to pick a step." if following else None,
+    )
     snapshot = variant.cross[variant.steps.index(step)]
     for layer, maps in enumerate(snapshot):  # full width: a column of the heatmap per source token
         st.plotly_chart(
-            attention_heatmaps(maps, run.probe_tgt, run.probe_src, f"{label}: cross-attention, layer {layer}, "
-                               f"step {step}", per_row=2),
-            key=f"compare_heads_{layer}", config=PLOTLY_CONFIG)
+            attention_heatmaps(
+                maps, run.probe_tgt, run.probe_src, f"{label}: cross-attention, layer {layer}, step {step}", per_row=2
+            ),
+            key=f"compare_heads_{layer}",
+            config=PLOTLY_CONFIG,
+        )
     loss_col, alignment_col = st.columns(2)
     if variant.history:
-        loss_col.plotly_chart(loss_marker_figure(variant.history, step, label, variant_colour(index)),
-                              key="compare_timeline_loss", config=PLOTLY_CONFIG)
+        loss_col.plotly_chart(
+            loss_marker_figure(variant.history, step, label, variant_colour(index)),
+            key="compare_timeline_loss",
+            config=PLOTLY_CONFIG,
+        )
     if variant.alignment:
-        alignment_col.plotly_chart(alignment_figure(variant.steps, variant.alignment, 1 / len(run.probe_src), step),
-                                   key="compare_alignment", config=PLOTLY_CONFIG)
+        alignment_col.plotly_chart(
+            alignment_figure(variant.steps, variant.alignment, 1 / len(run.probe_src), step),
+            key="compare_alignment",
+            config=PLOTLY_CONFIG,
+        )
     else:
-        alignment_col.info(f"{run.experiment.data.task} has no fixed source position for each output token, so "
-                           "there is no ideal alignment to score the heads against.")
+        alignment_col.info(
+            f"{run.experiment.data.task} has no fixed source position for each output token, so "
+            "there is no ideal alignment to score the heads against."
+        )
 
 
 @st.fragment(run_every=1.0 if running else None)
@@ -245,29 +348,49 @@ def results(polling: bool) -> None:
     live = job is not None and job.running and job.experiment == experiment
     if live:
         done, total = job.progress()
-        st.progress(min(done / total, 1.0), text=f"Training variant {len(job.jobs)} of {len(job.experiment.values)}: "
-                                                  f"{done} of {total} steps")
+        st.progress(
+            min(done / total, 1.0),
+            text=f"Training variant {len(job.jobs)} of {len(job.experiment.values)}: {done} of {total} steps",
+        )
     elif job is not None and job.error and job.experiment == experiment:
         st.error(f"Training stopped with an error: {job.error}")
     st.caption(f"Showing: {source}.")
-    st.plotly_chart(comparison_figure({v.label: v.history for v in run.variants}), key="compare_curves",
-                    config=PLOTLY_CONFIG)
+    st.plotly_chart(
+        comparison_figure({v.label: v.history for v in run.variants}), key="compare_curves", config=PLOTLY_CONFIG
+    )
     st.dataframe(summary_table(run), hide_index=True)
-    st.caption("Solved = the first metric row where every held-out sequence checked was decoded exactly right. Times "
-               "are wall-clock seconds on the machine that trained the run.")
+    st.caption(
+        "Solved = the first metric row where every held-out sequence checked was decoded exactly right. Times "
+        "are wall-clock seconds on the machine that trained the run."
+    )
     show_timeline(run, live=live and source == LIVE_SOURCE)
     st.subheader("Export and share")
     csv_col, json_col = st.columns(2)
     name = run.experiment.key
-    csv_col.download_button("Download all runs (CSV)", runs_frame(run).to_csv(index=False), f"{name}.csv", "text/csv",
-                            key="compare_download_csv")
-    json_col.download_button("Download the experiment (JSON)", experiment_to_json(run), f"{name}.json",
-                             "application/json", key="compare_download_json",
-                             help="Settings, curves and attention in one file; load it back below.")
+    csv_col.download_button(
+        "Download all runs (CSV)",
+        runs_frame(run).to_csv(index=False),
+        f"{name}.csv",
+        "text/csv",
+        key="compare_download_csv",
+    )
+    json_col.download_button(
+        "Download the experiment (JSON)",
+        experiment_to_json(run),
+        f"{name}.json",
+        "application/json",
+        key="compare_download_json",
+        help="Settings, curves and attention in one file; load it back below.",
+    )
 
 
 results(polling=running)
-st.file_uploader("Load an exported experiment (JSON)", type=["json"], key="compare_upload", on_change=load_upload,
-                 help="A file from the JSON download above: its runs are shown again, no training needed.")
+st.file_uploader(
+    "Load an exported experiment (JSON)",
+    type=["json"],
+    key="compare_upload",
+    on_change=load_upload,
+    help="A file from the JSON download above: its runs are shown again, no training needed.",
+)
 if (upload_error := st.session_state.get("compare_upload_error")) is not None:
     st.error(upload_error)

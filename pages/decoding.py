@@ -65,26 +65,64 @@ text = text_col.text_input(
     f"Source sequence ({task.task}: {get_task(task.task).description} {vocab.input_hint(limit).capitalize()})",
     key="decode_input",
 )
-random_col.button("Random", key="decode_random", icon=":material/shuffle:",
-                  on_click=lambda: set_input(example_text(random.choice(examples), vocab.symbols)),
-                  help="A random held-out sequence of the task: the model never saw it in training.",
-                  width="stretch")
-strategy = st.radio("Strategy", list(STRATEGIES), format_func=lambda s: STRATEGIES[s][0],
-                    captions=[c for _, c in STRATEGIES.values()], horizontal=True, key="decode_strategy")
+random_col.button(
+    "Random",
+    key="decode_random",
+    icon=":material/shuffle:",
+    on_click=lambda: set_input(example_text(random.choice(examples), vocab.symbols)),
+    help="A random held-out sequence of the task: the model never saw it in training.",
+    width="stretch",
+)
+strategy = st.radio(
+    "Strategy",
+    list(STRATEGIES),
+    format_func=lambda s: STRATEGIES[s][0],
+    captions=[c for _, c in STRATEGIES.values()],
+    horizontal=True,
+    key="decode_strategy",
+)
 temperature, top_k, seed, beam_width = 1.0, None, 0, 3
 if strategy == "sample":
     t_col, k_col, seed_col = st.columns(3)
-    temperature = t_col.slider("Temperature", 0.1, 3.0, 1.0, 0.1, key="decode_temperature",
-                               help="Divides the logits before the softmax: below 1 sharpens, above 1 flattens.")
-    top_k = k_col.number_input("Top-k (0 = all tokens)", 0, len(vocab), 0, key="decode_top_k",
-                               help="Sample only among the k most likely tokens.") or None
-    seed = seed_col.number_input("Seed", 0, 2**31 - 1, 0, key="decode_seed",
-                                 help="The same seed draws the same sequence; change it to draw another.")
+    temperature = t_col.slider(
+        "Temperature",
+        0.1,
+        3.0,
+        1.0,
+        0.1,
+        key="decode_temperature",
+        help="Divides the logits before the softmax: below 1 sharpens, above 1 flattens.",
+    )
+    top_k = (
+        k_col.number_input(
+            "Top-k (0 = all tokens)",
+            0,
+            len(vocab),
+            0,
+            key="decode_top_k",
+            help="Sample only among the k most likely tokens.",
+        )
+        or None
+    )
+    seed = seed_col.number_input(
+        "Seed",
+        0,
+        2**31 - 1,
+        0,
+        key="decode_seed",
+        help="The same seed draws the same sequence; change it to draw another.",
+    )
 elif strategy == "beam":
-    beam_width = st.slider("Beam width", 1, 8, 3, key="decode_beam_width",
-                           help="Hypotheses kept at each step, ranked by summed log-probability, which favours "
-                                "shorter outputs; the paper used width 4 with a length penalty against that. 1 is "
-                                "greedy.")
+    beam_width = st.slider(
+        "Beam width",
+        1,
+        8,
+        3,
+        key="decode_beam_width",
+        help="Hypotheses kept at each step, ranked by summed log-probability, which favours "
+        "shorter outputs; the paper used width 4 with a length penalty against that. 1 is "
+        "greedy.",
+    )
 
 try:
     ids = vocab.encode(text, max_len=limit)
@@ -92,22 +130,36 @@ except ValueError as err:
     st.error(f"{err}. For example: `{example_text(examples[0], vocab.symbols)}`.")
     st.stop()
 if not task.min_len <= len(ids) <= task.max_len:
-    st.warning(f"The model was trained on lengths {task.min_len}-{task.max_len}; an input of {len(ids)} tests "
-               "whether it generalizes beyond them. The Length test page scores every length at once.")
+    st.warning(
+        f"The model was trained on lengths {task.min_len}-{task.max_len}; an input of {len(ids)} tests "
+        "whether it generalizes beyond them. The Length test page scores every length at once."
+    )
 
 # All steps are computed once per (model, input, strategy, settings); Next and Back only move through them.
 key = (tuple(ids), strategy, temperature, top_k, seed, beam_width)
 trace = st.session_state.get("decode_trace")
 live, model_step = following_run(), checkpoint.history[-1]["step"] if checkpoint.history else 0
-if (trace is not None and trace["key"] == key and trace["model"] is not model and live and trace["live"]
-        and not st.session_state.pop("decode_refresh", False)):
+if (
+    trace is not None
+    and trace["key"] == key
+    and trace["model"] is not model
+    and live
+    and trace["live"]
+    and not st.session_state.pop("decode_refresh", False)
+):
     # The run in hand trained on: keep the walkthrough on the snapshot it started with until the student asks.
     info_col, refresh_col = st.columns([4, 1], vertical_alignment="center")
-    info_col.info(f"The run has trained on to step {model_step}; these steps still show the model as of step "
-                  f"{trace['model_step']}.")
-    refresh_col.button("Decode again", key="decode_refresh_button", width="stretch",
-                       on_click=lambda: st.session_state.update(decode_refresh=True),
-                       help="Recompute every step with the run's newest model, staying at this step.")
+    info_col.info(
+        f"The run has trained on to step {model_step}; these steps still show the model as of step "
+        f"{trace['model_step']}."
+    )
+    refresh_col.button(
+        "Decode again",
+        key="decode_refresh_button",
+        width="stretch",
+        on_click=lambda: st.session_state.update(decode_refresh=True),
+        help="Recompute every step with the run's newest model, staying at this step.",
+    )
 elif trace is None or trace["model"] is not model or trace["key"] != key:
     symbols = [vocab.symbol_index(i) for i in ids]
     expected = [vocab.symbol_id(s) for s in get_task(task.task).fn(symbols, task.n_symbols)]
@@ -125,29 +177,70 @@ elif trace is None or trace["model"] is not model or trace["key"] != key:
         st.stop()
     same_input = trace is not None and trace["key"] == key  # only the model changed: a training run moved on
     st.session_state["decode_step"] = min(st.session_state["decode_step"], len(steps) - 1) if same_input else 0
-    trace = dict(key=key, model=model, steps=steps, output=output, expected=expected, forced=forced, live=live,
-                 model_step=model_step)
+    trace = dict(
+        key=key,
+        model=model,
+        steps=steps,
+        output=output,
+        expected=expected,
+        forced=forced,
+        live=live,
+        model_step=model_step,
+    )
     st.session_state["decode_trace"] = trace
 steps, i = trace["steps"], st.session_state["decode_step"]
 step, last = steps[i], len(steps) - 1
 
 reset_col, back_col, next_col, end_col = st.columns(4)
-reset_col.button("Reset", key="decode_reset", icon=":material/first_page:", on_click=go_to, args=(0,),
-                 disabled=i == 0, width="stretch")
-back_col.button("Back", key="decode_back", icon=":material/chevron_left:", on_click=go_to, args=(i - 1,),
-                disabled=i == 0, width="stretch", shortcut="Left")
-next_col.button("Next", key="decode_next", icon=":material/chevron_right:", on_click=go_to, args=(i + 1,),
-                disabled=i == last, type="primary", width="stretch", shortcut="Right")
-end_col.button("Run to end", key="decode_run_to_end", icon=":material/last_page:", on_click=go_to, args=(last,),
-               disabled=i == last, width="stretch")
+reset_col.button(
+    "Reset",
+    key="decode_reset",
+    icon=":material/first_page:",
+    on_click=go_to,
+    args=(0,),
+    disabled=i == 0,
+    width="stretch",
+)
+back_col.button(
+    "Back",
+    key="decode_back",
+    icon=":material/chevron_left:",
+    on_click=go_to,
+    args=(i - 1,),
+    disabled=i == 0,
+    width="stretch",
+    shortcut="Left",
+)
+next_col.button(
+    "Next",
+    key="decode_next",
+    icon=":material/chevron_right:",
+    on_click=go_to,
+    args=(i + 1,),
+    disabled=i == last,
+    type="primary",
+    width="stretch",
+    shortcut="Right",
+)
+end_col.button(
+    "Run to end",
+    key="decode_run_to_end",
+    icon=":material/last_page:",
+    on_click=go_to,
+    args=(last,),
+    disabled=i == last,
+    width="stretch",
+)
 
 chips = " ".join(f"`{t}`" for t in vocab.tokens(step.prefix))
 chance = f"model p = {float(step.probs[step.token]):.2f}"
 if strategy == "sample":
     shown = sampling_probs(step.probs.log(), temperature, top_k)  # what the draw used
     chance += f", sampled with p = {float(shown[step.token]):.2f}"
-st.markdown(f"**Step {i + 1} of {len(steps)}** · decoder input so far: {chips} → chooses "
-            f"**`{vocab.tokens([step.token])[0]}`** ({chance})")
+st.markdown(
+    f"**Step {i + 1} of {len(steps)}** · decoder input so far: {chips} → chooses "
+    f"**`{vocab.tokens([step.token])[0]}`** ({chance})"
+)
 if strategy == "beam":
     st.caption("Beam search: the prefix, probabilities and attention follow this step's best hypothesis.")
 
@@ -165,19 +258,32 @@ with attention_col:
     kind = kind_col.radio("Attention", ["cross", "self"], format_func=ATTENTION_KINDS.get, key="decode_attention")
     layer = layer_col.selectbox("Decoder layer", range(len(step.cross_attention)), key="decode_layer")
     if kind == "cross":
-        st.plotly_chart(step_attention_heatmap(step.cross_attention[layer], src_labels,
-                                               f"Cross-attention of step {i + 1}, layer {layer}"),
-                        key="decode_cross_attention")
-        st.caption("Where this step's query looks in the source, head by head. A model that solved *reverse* looks "
-                   "mostly at or next to the mirrored position (step 1 at the last source token, step 2 near the "
-                   "one before, and so on); heads can share the work, so a single head need not point exactly.")
+        st.plotly_chart(
+            step_attention_heatmap(
+                step.cross_attention[layer], src_labels, f"Cross-attention of step {i + 1}, layer {layer}"
+            ),
+            key="decode_cross_attention",
+        )
+        st.caption(
+            "Where this step's query looks in the source, head by head. A model that solved *reverse* looks "
+            "mostly at or next to the mirrored position (step 1 at the last source token, step 2 near the "
+            "one before, and so on); heads can share the work, so a single head need not point exactly."
+        )
     else:
-        st.plotly_chart(step_attention_heatmap(step.self_attention[layer], vocab.tokens(step.prefix),
-                                               f"Self-attention of step {i + 1}, layer {layer}", keys="input"),
-                        key="decode_self_attention")
-        st.caption("Where this step's query looks among the decoder's inputs so far: BOS, then the tokens already "
-                   "written. Later positions do not exist yet while decoding; in training they do, and the causal "
-                   "mask is what hides them.")
+        st.plotly_chart(
+            step_attention_heatmap(
+                step.self_attention[layer],
+                vocab.tokens(step.prefix),
+                f"Self-attention of step {i + 1}, layer {layer}",
+                keys="input",
+            ),
+            key="decode_self_attention",
+        )
+        st.caption(
+            "Where this step's query looks among the decoder's inputs so far: BOS, then the tokens already "
+            "written. Later positions do not exist yet while decoding; in training they do, and the causal "
+            "mask is what hides them."
+        )
 if strategy == "beam":
     best = [vocab.bos_id, *trace["output"]] if i == last else None
     st.plotly_chart(beam_tree(steps[: i + 1], vocab.itos, best), key="decode_beam_tree")
@@ -190,12 +296,20 @@ if i == last:
         verdict = ":green[:material/check_circle: right]" if answer == right_answer else ":red[:material/cancel: wrong]"
         st.markdown(f"Expected ({task.task}): `{right_answer}` {verdict}")
     if strategy == "beam":
-        st.caption("Beam search returns the finished hypothesis with the highest summed log-probability (in red "
-                   "above), which may have finished before the last step.")
+        st.caption(
+            "Beam search returns the finished hypothesis with the highest summed log-probability (in red "
+            "above), which may have finished before the last step."
+        )
 
     st.subheader("Compare with teacher forcing")
-    st.markdown("In training the decoder is fed the **true** previous tokens (teacher forcing); when decoding it is "
-                "fed **its own** previous outputs, so one early mistake can derail every token after it. "
-                "Red cells differ from the target.")
-    st.dataframe(teacher_forcing_table(vocab.tokens([*expected, vocab.eos_id]), vocab.tokens(trace["forced"]),
-                                       vocab.tokens(output)), hide_index=True)
+    st.markdown(
+        "In training the decoder is fed the **true** previous tokens (teacher forcing); when decoding it is "
+        "fed **its own** previous outputs, so one early mistake can derail every token after it. "
+        "Red cells differ from the target."
+    )
+    st.dataframe(
+        teacher_forcing_table(
+            vocab.tokens([*expected, vocab.eos_id]), vocab.tokens(trace["forced"]), vocab.tokens(output)
+        ),
+        hide_index=True,
+    )

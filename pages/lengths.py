@@ -31,14 +31,24 @@ longest = min(model.config.longest_sequence, MAX_SEQ_LEN)
 
 range_col, n_col = st.columns([3, 1])
 if longest > 1:
-    low, high = range_col.slider("Input lengths", 1, longest, (1, min(longest, 2 * task.max_len)), key="lengths_range",
-                                 help=f"The model trained on lengths {task.min_len}-{task.max_len}; its positional "
-                                      f"encoding reaches {longest}.")
+    low, high = range_col.slider(
+        "Input lengths",
+        1,
+        longest,
+        (1, min(longest, 2 * task.max_len)),
+        key="lengths_range",
+        help=f"The model trained on lengths {task.min_len}-{task.max_len}; its positional encoding reaches {longest}.",
+    )
 else:  # a slider needs two values to slide between
     low = high = 1
     range_col.markdown("Input length: 1, the only one this model's positional encoding covers.")
-n = n_col.select_slider("Inputs per length", INPUTS_PER_LENGTH, 100, key="lengths_n",
-                        help="At most: the held-out set has fewer of the shortest lengths.")
+n = n_col.select_slider(
+    "Inputs per length",
+    INPUTS_PER_LENGTH,
+    100,
+    key="lengths_n",
+    help="At most: the held-out set has fewer of the shortest lengths.",
+)
 
 # Scored once per (model, settings): changing page and coming back shows the same test.
 key = (low, high, n)
@@ -73,15 +83,34 @@ if mistakes.empty:
     st.success("Every output was right.")
 else:
     wrong_at = sorted(mistakes["length"].unique().tolist())
-    pick = st.selectbox("Input length", wrong_at, key="lengths_mistakes_at",
-                        help="Only lengths with a wrong output are listed; up to 5 of them each.")
+    pick = st.selectbox(
+        "Input length",
+        wrong_at,
+        key="lengths_mistakes_at",
+        help="Only lengths with a wrong output are listed; up to 5 of them each.",
+    )
     shown = mistakes[mistakes["length"] == pick].reset_index(drop=True)
     st.dataframe(shown.drop(columns="length"), hide_index=True)
     row_col, button_col = st.columns([3, 1], vertical_alignment="bottom")
-    row = row_col.selectbox("Wrong output to decode", shown.index, key="lengths_decode_row",
-                            format_func=lambda i: f"{shown['input'][i]}  →  {shown['output'][i]}")
-    if button_col.button("Decode it step by step", key="lengths_decode", icon=":material/skip_next:", width="stretch",
-                         help="Opens it on the Decoding page: watch where its attention goes, one token at a time."):
+    row = row_col.selectbox(
+        "Wrong output to decode",
+        shown.index,
+        key="lengths_decode_row",
+        format_func=lambda i: f"{shown['input'][i]}  →  {shown['output'][i]}",
+    )
+    if button_col.button(
+        "Decode it step by step",
+        key="lengths_decode",
+        icon=":material/skip_next:",
+        width="stretch",
+        help="Opens it on the Decoding page: watch where its attention goes, one token at a time.",
+    ):
         decode_on_decoding_page(shown["input"][row], task)
-st.download_button("Download the scores (CSV)", scores.to_csv(index=False), f"length-test-{task.task}.csv",
-                   "text/csv", key="lengths_download", icon=":material/download:")
+st.download_button(
+    "Download the scores (CSV)",
+    scores.to_csv(index=False),
+    f"length-test-{task.task}.csv",
+    "text/csv",
+    key="lengths_download",
+    icon=":material/download:",
+)

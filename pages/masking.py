@@ -26,9 +26,11 @@ st.markdown(
     "hides later target positions, so that training on a whole target at once cannot copy the answer. Blocked "
     "scores are set to −∞ before the softmax:"
 )
-st.latex(r"\begin{gathered}\mathrm{Attention}(Q, K, V) = \mathrm{softmax}\!\left(\frac{QK^\top}{\sqrt{d_k}} + M\right) V "
-         r"\\ M_{ij} = \begin{cases} 0 & \text{query } i \text{ may attend to key } j \\ -\infty & \text{blocked} "
-         r"\end{cases}\end{gathered}")
+st.latex(
+    r"\begin{gathered}\mathrm{Attention}(Q, K, V) = \mathrm{softmax}\!\left(\frac{QK^\top}{\sqrt{d_k}} + M\right) V "
+    r"\\ M_{ij} = \begin{cases} 0 & \text{query } i \text{ may attend to key } j \\ -\infty & \text{blocked} "
+    r"\end{cases}\end{gathered}"
+)
 checkpoint = require_model()
 model, vocab, config = checkpoint.model, checkpoint.vocab, checkpoint.config
 longest = config.longest_sequence
@@ -49,10 +51,21 @@ def draw_random_pair() -> None:
 src_col, tgt_col, pad_col, random_col = st.columns([3, 3, 1.3, 1.7], vertical_alignment="bottom")
 src_text = src_col.text_input("Source (symbols separated by spaces)", key="mask_src")
 tgt_text = tgt_col.text_input("Target (what the decoder should write)", key="mask_tgt")
-pad_to = pad_col.number_input("Pad to", min_value=1, max_value=longest, value=min(8, longest), key="mask_pad_to",
-                              help="The length of the longest sequence in the batch: shorter ones get PAD.")
-random_col.button("Random", key="mask_random", on_click=draw_random_pair, width="stretch",
-                  help="A random source shorter than *Pad to*, and the target the task makes of it.")
+pad_to = pad_col.number_input(
+    "Pad to",
+    min_value=1,
+    max_value=longest,
+    value=min(8, longest),
+    key="mask_pad_to",
+    help="The length of the longest sequence in the batch: shorter ones get PAD.",
+)
+random_col.button(
+    "Random",
+    key="mask_random",
+    on_click=draw_random_pair,
+    width="stretch",
+    help="A random source shorter than *Pad to*, and the target the task makes of it.",
+)
 
 parsed = {}
 for name, text in (("Source", src_text), ("Target", tgt_text)):
@@ -68,8 +81,10 @@ if width > pad_to:
     st.warning(f"A sequence is longer than **pad to** ({pad_to}): both are padded to {width} instead.")
 src, tgt = padded_pair(src_ids, tgt_ids, vocab, width)
 labels = {"source": vocab.tokens(src[0].tolist()), "target": vocab.tokens(tgt[0].tolist())}
-st.caption(f"Batch as the model sees it: source `{' '.join(labels['source'])}`; decoder input (BOS + target) "
-           f"`{' '.join(labels['target'])}`.")
+st.caption(
+    f"Batch as the model sees it: source `{' '.join(labels['source'])}`; decoder input (BOS + target) "
+    f"`{' '.join(labels['target'])}`."
+)
 
 st.subheader("The masks")
 st.caption("Rows are queries (the position that looks), columns are keys (the positions it may look at).")
@@ -77,17 +92,30 @@ if not config.causal_mask:
     st.warning("This model was trained with the causal mask **off**: its decoder uses only the padding mask.")
 grids = mask_grids(src, tgt, vocab.pad_id)
 top_left, top_right = st.columns(2)
-top_left.plotly_chart(mask_heatmap(grids["padding"], labels["source"], labels["source"],
-                                   "Padding mask: encoder self-attention"), key="mask_fig_padding")
-top_right.plotly_chart(mask_heatmap(grids["cross"], labels["target"], labels["source"],
-                                    "Padding mask: cross-attention"), key="mask_fig_cross")
+top_left.plotly_chart(
+    mask_heatmap(grids["padding"], labels["source"], labels["source"], "Padding mask: encoder self-attention"),
+    key="mask_fig_padding",
+)
+top_right.plotly_chart(
+    mask_heatmap(grids["cross"], labels["target"], labels["source"], "Padding mask: cross-attention"),
+    key="mask_fig_cross",
+)
 bottom_left, bottom_right = st.columns(2)
-bottom_left.plotly_chart(mask_heatmap(grids["causal"], labels["target"], labels["target"],
-                                      "Causal mask: decoder self-attention"), key="mask_fig_causal")
-bottom_right.plotly_chart(mask_heatmap(grids["combined"], labels["target"], labels["target"],
-                                       "Padding + causal: what the decoder uses" if config.causal_mask else
-                                       "Padding + causal (this model's decoder uses padding only)"),
-                               key="mask_fig_combined")
+bottom_left.plotly_chart(
+    mask_heatmap(grids["causal"], labels["target"], labels["target"], "Causal mask: decoder self-attention"),
+    key="mask_fig_causal",
+)
+bottom_right.plotly_chart(
+    mask_heatmap(
+        grids["combined"],
+        labels["target"],
+        labels["target"],
+        "Padding + causal: what the decoder uses"
+        if config.causal_mask
+        else "Padding + causal (this model's decoder uses padding only)",
+    ),
+    key="mask_fig_combined",
+)
 
 st.subheader("Attention before and after masking")
 st.markdown(
@@ -96,15 +124,21 @@ st.markdown(
     "so *after* is *before* with the blocked keys removed and each row renormalized."
 )
 kind_col, layer_col = st.columns([3, 1])
-kind = kind_col.radio("Attention", list(ATTENTION_KINDS), format_func=lambda k: ATTENTION_KINDS[k][0],
-                      horizontal=True, key="mask_kind")
+kind = kind_col.radio(
+    "Attention", list(ATTENTION_KINDS), format_func=lambda k: ATTENTION_KINDS[k][0], horizontal=True, key="mask_kind"
+)
 layer = layer_col.selectbox("Layer", range(config.n_layers), key="mask_layer")
 name, queries, keys = ATTENTION_KINDS[kind]
 weights = attention_before_after(model, src, tgt)
 for stage, maps in (("before", weights.unmasked), ("after", weights.masked)):
     st.plotly_chart(
-        attention_heatmaps(maps[kind][layer][0], labels[queries], labels[keys],
-                           f"{stage.capitalize()} masking: {name}, layer {layer}", per_row=2),
+        attention_heatmaps(
+            maps[kind][layer][0],
+            labels[queries],
+            labels[keys],
+            f"{stage.capitalize()} masking: {name}, layer {layer}",
+            per_row=2,
+        ),
         key=f"mask_fig_attention_{stage}",
     )
 
@@ -129,15 +163,31 @@ def show_experiment(name: str, inputs: tuple, with_title: str, without_title: st
         return
     st.markdown(f"Changed: {result.description}. Δ compares {result.measure}s.")
     for title, table in ((with_title, result.with_mask), (without_title, result.without_mask)):
-        st.markdown(f"**{title}**: {Experiment.n_changed(table)} of {len(table)} positions changed, "
-                    f"max |Δ {result.measure}| = {Experiment.max_diff(table):.3g}")
+        st.markdown(
+            f"**{title}**: {Experiment.n_changed(table)} of {len(table)} positions changed, "
+            f"max |Δ {result.measure}| = {Experiment.max_diff(table):.3g}"
+        )
         # the verdict first, beside the position: the outputs and probabilities behind it follow
-        order = ["position", "input token", "changed?", "max |Δ|", "output before", "p before", "output after", "p after"]
-        st.dataframe(table, hide_index=True, column_order=order, column_config={
-            "p before": st.column_config.NumberColumn(format="%.3f"),
-            "p after": st.column_config.NumberColumn(format="%.3f"),
-            "max |Δ|": st.column_config.NumberColumn(format="%.2e"),
-        })
+        order = [
+            "position",
+            "input token",
+            "changed?",
+            "max |Δ|",
+            "output before",
+            "p before",
+            "output after",
+            "p after",
+        ]
+        st.dataframe(
+            table,
+            hide_index=True,
+            column_order=order,
+            column_config={
+                "p before": st.column_config.NumberColumn(format="%.3f"),
+                "p after": st.column_config.NumberColumn(format="%.3f"),
+                "max |Δ|": st.column_config.NumberColumn(format="%.2e"),
+            },
+        )
     if Experiment.n_changed(result.with_mask) == 0 and Experiment.n_changed(result.without_mask) > 0:
         st.success(lesson)
     else:
@@ -147,17 +197,23 @@ def show_experiment(name: str, inputs: tuple, with_title: str, without_title: st
 st.subheader("Experiments")
 peek_col, pad_col = st.columns(2)
 with peek_col:
-    st.markdown("**Peek at the future.** Change one later token of the decoder input and compare the outputs at "
-                "all earlier positions, with the causal mask and without it (a copy of the model with the same weights).")
+    st.markdown(
+        "**Peek at the future.** Change one later token of the decoder input and compare the outputs at "
+        "all earlier positions, with the causal mask and without it (a copy of the model with the same weights)."
+    )
     st.session_state.setdefault("exp_change_at", len(tgt_ids))
-    change_at = st.number_input("Position to change (1 = first target token)", min_value=1, max_value=longest,
-                                key="exp_change_at")
+    change_at = st.number_input(
+        "Position to change (1 = first target token)", min_value=1, max_value=longest, key="exp_change_at"
+    )
     peek_clicked = st.button("Peek at the future", key="exp_peek_future")
 with pad_col:
-    st.markdown("**Pad more.** Append PAD tokens to the source and the decoder input and compare the outputs at "
-                "the real positions, with the padding masks and with `mask_padding=False`.")
-    extra = st.number_input("Extra PAD tokens", min_value=1, max_value=config.max_len, value=min(3, config.max_len),
-                            key="exp_extra")
+    st.markdown(
+        "**Pad more.** Append PAD tokens to the source and the decoder input and compare the outputs at "
+        "the real positions, with the padding masks and with `mask_padding=False`."
+    )
+    extra = st.number_input(
+        "Extra PAD tokens", min_value=1, max_value=config.max_len, value=min(3, config.max_len), key="exp_extra"
+    )
     pad_clicked = st.button("Pad more", key="exp_pad_more")
 
 peek_inputs, pad_inputs = (src_ids, tgt_ids, change_at), (src_ids, tgt_ids, extra)
@@ -165,9 +221,19 @@ if peek_clicked:
     run_experiment("peek", peek_inputs, lambda: peek_at_future(model, vocab, src_ids, tgt_ids, change_at))
 if pad_clicked:
     run_experiment("pad", pad_inputs, lambda: pad_more(model, vocab, src_ids, tgt_ids, extra))
-show_experiment("peek", peek_inputs, "With the causal mask", "Without the causal mask (same weights)",
-                "The causal mask works: no earlier output can see a later token. Without it, earlier positions read "
-                "the future, which at generation time does not exist yet.")
-show_experiment("pad", pad_inputs, "With the padding masks", "With mask_padding=False",
-                "The padding mask works: extra PAD changes nothing beyond float rounding. Without it, the outputs "
-                "drift, so the same sentence would be translated differently in a different batch.")
+show_experiment(
+    "peek",
+    peek_inputs,
+    "With the causal mask",
+    "Without the causal mask (same weights)",
+    "The causal mask works: no earlier output can see a later token. Without it, earlier positions read "
+    "the future, which at generation time does not exist yet.",
+)
+show_experiment(
+    "pad",
+    pad_inputs,
+    "With the padding masks",
+    "With mask_padding=False",
+    "The padding mask works: extra PAD changes nothing beyond float rounding. Without it, the outputs "
+    "drift, so the same sentence would be translated differently in a different batch.",
+)

@@ -1,11 +1,14 @@
 """Train: a fresh Transformer learns a toy task while its loss, accuracy and outputs stream in."""
 
-from dataclasses import asdict
-
 import streamlit as st
 
 from pages.common import (
-    BUSY_MESSAGE, JOB_IDLE_TIMEOUT_S, remember_run, save_finished_job, session_run_elsewhere, training_slots,
+    BUSY_MESSAGE,
+    JOB_IDLE_TIMEOUT_S,
+    remember_run,
+    save_finished_job,
+    session_run_elsewhere,
+    training_slots,
 )
 from transformer.figures.training import accuracy_figure, loss_figure, lr_figure
 from transformer.live import build_configs, live_examples, metrics_table, progress
@@ -47,10 +50,14 @@ st.markdown(
     "weights, which is steadier than the weights themselves (set *Weight averaging* to 0 to watch the raw ones); "
     "the training loss is the raw weights' own."
 )
-st.latex(r"\mathrm{lr}(s) = \mathrm{peak}\cdot\begin{cases}\min\left(\frac{s}{w},\ \sqrt{\frac{w}{s}}\right) & "
-         r"\text{decay as } 1/\sqrt{s} \text{ (paper)}\\ \min\left(\frac{s}{w},\ 1\right) & \text{stay at the peak}"
-         r"\end{cases}")
-st.caption("s is the training step and w the number of warm-up steps; with no warm-up the rate is the peak from step 1.")
+st.latex(
+    r"\mathrm{lr}(s) = \mathrm{peak}\cdot\begin{cases}\min\left(\frac{s}{w},\ \sqrt{\frac{w}{s}}\right) & "
+    r"\text{decay as } 1/\sqrt{s} \text{ (paper)}\\ \min\left(\frac{s}{w},\ 1\right) & \text{stay at the peak}"
+    r"\end{cases}"
+)
+st.caption(
+    "s is the training step and w the number of warm-up steps; with no warm-up the rate is the peak from step 1."
+)
 
 job: TrainingJob | None = st.session_state.get("job")
 running = job is not None and job.running
@@ -70,78 +77,182 @@ with st.form("train_settings"):
     task_col, model_col, opt_col = st.columns(3)
     with task_col:
         st.markdown("**Task**")
-        task = st.selectbox("Task", list(TASKS), **kept("train_task", "reverse", list(TASKS)),
-                            help="The function from input sequence to output sequence the model must learn:\n\n"
-                                 + "\n".join(f"- **{name}**: {t.description}" for name, t in TASKS.items()))
-        min_len = st.number_input("Shortest input", 1, 24, **kept("train_min_len", 6),
-                                  help="Input lengths are drawn uniformly between the shortest and the longest.")
-        max_len = st.number_input("Longest input", 1, 24, **kept("train_max_len", 8),
-                                  help="Longer inputs are harder and slower to learn.")
-        n_symbols = st.number_input("Symbols", 2, 30, **kept("train_symbols", 10),
-                                    help="How many different symbols (0, 1, 2, ...) sequences use. The vocabulary is "
-                                         "3 tokens larger: PAD, BOS and EOS come on top.")
+        task = st.selectbox(
+            "Task",
+            list(TASKS),
+            **kept("train_task", "reverse", list(TASKS)),
+            help="The function from input sequence to output sequence the model must learn:\n\n"
+            + "\n".join(f"- **{name}**: {t.description}" for name, t in TASKS.items()),
+        )
+        min_len = st.number_input(
+            "Shortest input",
+            1,
+            24,
+            **kept("train_min_len", 6),
+            help="Input lengths are drawn uniformly between the shortest and the longest.",
+        )
+        max_len = st.number_input(
+            "Longest input", 1, 24, **kept("train_max_len", 8), help="Longer inputs are harder and slower to learn."
+        )
+        n_symbols = st.number_input(
+            "Symbols",
+            2,
+            30,
+            **kept("train_symbols", 10),
+            help="How many different symbols (0, 1, 2, ...) sequences use. The vocabulary is "
+            "3 tokens larger: PAD, BOS and EOS come on top.",
+        )
     with model_col:
         st.markdown("**Model**")
-        d_model = st.number_input("d_model", 8, 128, **kept("train_d_model", MODEL.d_model),
-                                  help="Width of every token vector (the paper: 512).")
-        n_heads = st.number_input("Heads", 1, 8, **kept("train_heads", MODEL.n_heads),
-                                  help="Attention heads per layer; d_model must be divisible by it (the paper: 8).")
-        n_layers = st.number_input("Layers per stack", 1, 3, **kept("train_layers", MODEL.n_layers),
-                                   help="Encoder layers, and as many decoder layers (the paper: 6).")
-        d_ff = st.number_input("d_ff", 16, 512, **kept("train_d_ff", MODEL.d_ff),
-                               help="Hidden width of the position-wise feed-forward network (the paper: 2048).")
-        dropout = st.number_input("Dropout", 0.0, 0.5, step=0.05, **kept("train_dropout", MODEL.dropout),
-                                  help="Fraction of activations zeroed during training (the paper: 0.1).")
+        d_model = st.number_input(
+            "d_model",
+            8,
+            128,
+            **kept("train_d_model", MODEL.d_model),
+            help="Width of every token vector (the paper: 512).",
+        )
+        n_heads = st.number_input(
+            "Heads",
+            1,
+            8,
+            **kept("train_heads", MODEL.n_heads),
+            help="Attention heads per layer; d_model must be divisible by it (the paper: 8).",
+        )
+        n_layers = st.number_input(
+            "Layers per stack",
+            1,
+            3,
+            **kept("train_layers", MODEL.n_layers),
+            help="Encoder layers, and as many decoder layers (the paper: 6).",
+        )
+        d_ff = st.number_input(
+            "d_ff",
+            16,
+            512,
+            **kept("train_d_ff", MODEL.d_ff),
+            help="Hidden width of the position-wise feed-forward network (the paper: 2048).",
+        )
+        dropout = st.number_input(
+            "Dropout",
+            0.0,
+            0.5,
+            step=0.05,
+            **kept("train_dropout", MODEL.dropout),
+            help="Fraction of activations zeroed during training (the paper: 0.1).",
+        )
     with opt_col:
         st.markdown("**Optimization**")
-        lr = st.number_input("Peak learning rate", 1e-4, 0.05, step=1e-3, format="%.4f", **kept("train_lr", TRAIN.lr),
-                             help="The learning rate at the end of warm-up.")
-        warmup = st.number_input("Warm-up steps", 0, 1000, **kept("train_warmup", TRAIN.warmup),
-                                 help="Steps over which the learning rate grows linearly from 0 to its peak "
-                                      "(the paper: 4000).")
-        schedule = st.selectbox("After warm-up", SCHEDULES, **kept("train_schedule", TRAIN.schedule, SCHEDULES),
-                                format_func={"noam": "decay as 1/√step (paper)", "constant": "stay at the peak"}.get,
-                                help="What the learning rate does once warm-up is over.")
-        batch_size = st.number_input("Batch size", 8, 256, **kept("train_batch", TRAIN.batch_size),
-                                     help="Sequences per training step.")
-        label_smoothing = st.number_input("Label smoothing", 0.0, 0.5, step=0.05,
-                                          **kept("train_label_smoothing", TRAIN.label_smoothing),
-                                          help="The loss's target mixes in this much of a uniform distribution "
-                                               "over the vocabulary instead of all on the right token (the paper: "
-                                               "0.1).")
-        ema_decay = st.number_input("Weight averaging (EMA decay)", 0.0, 0.999, step=0.01, format="%.3f",
-                                    **kept("train_ema_decay", TRAIN.ema_decay),
-                                    help="The model you get is a running average of the trained weights, which "
-                                         "jitter from step to step at a high learning rate. 0 keeps the raw weights.")
+        lr = st.number_input(
+            "Peak learning rate",
+            1e-4,
+            0.05,
+            step=1e-3,
+            format="%.4f",
+            **kept("train_lr", TRAIN.lr),
+            help="The learning rate at the end of warm-up.",
+        )
+        warmup = st.number_input(
+            "Warm-up steps",
+            0,
+            1000,
+            **kept("train_warmup", TRAIN.warmup),
+            help="Steps over which the learning rate grows linearly from 0 to its peak (the paper: 4000).",
+        )
+        schedule = st.selectbox(
+            "After warm-up",
+            SCHEDULES,
+            **kept("train_schedule", TRAIN.schedule, SCHEDULES),
+            format_func={"noam": "decay as 1/√step (paper)", "constant": "stay at the peak"}.get,
+            help="What the learning rate does once warm-up is over.",
+        )
+        batch_size = st.number_input(
+            "Batch size", 8, 256, **kept("train_batch", TRAIN.batch_size), help="Sequences per training step."
+        )
+        label_smoothing = st.number_input(
+            "Label smoothing",
+            0.0,
+            0.5,
+            step=0.05,
+            **kept("train_label_smoothing", TRAIN.label_smoothing),
+            help="The loss's target mixes in this much of a uniform distribution "
+            "over the vocabulary instead of all on the right token (the paper: "
+            "0.1).",
+        )
+        ema_decay = st.number_input(
+            "Weight averaging (EMA decay)",
+            0.0,
+            0.999,
+            step=0.01,
+            format="%.3f",
+            **kept("train_ema_decay", TRAIN.ema_decay),
+            help="The model you get is a running average of the trained weights, which "
+            "jitter from step to step at a high learning rate. 0 keeps the raw weights.",
+        )
 
     st.markdown("**Teaching switches**")  # a row of their own: the parts of the design students switch off
     positional_col, norm_col, mask_col = st.columns([1, 1, 2])  # toggle labels do not wrap: the widest column
-    positional = positional_col.radio("Positional encoding", POSITIONALS,
-                                      **kept("train_positional", MODEL.positional, POSITIONALS),
-                                      help="How the model knows token order: the paper's sine waves, a learned "
-                                           "table, or nothing (try reverse without it).")
-    norm_first = norm_col.radio("LayerNorm", [False, True], **kept("train_norm", MODEL.norm_first, [False, True]),
-                                format_func=lambda pre: "pre-norm" if pre else "post-norm (paper)",
-                                help="Post-norm: LayerNorm(x + Sublayer(x)); pre-norm: x + Sublayer(LayerNorm(x)).")
-    causal_mask = mask_col.toggle("Causal mask", **kept("train_causal", MODEL.causal_mask),
-                                  help="The decoder's look-ahead mask. Off lets the decoder peek at the answer during "
-                                       "training: watch greedy decoding fail.")
-    scale_scores = mask_col.toggle("Scale scores by 1/√d_k", **kept("train_scale", MODEL.scale_scores),
-                                   help="Off drops the scaling of QKᵀ, so softmax saturates as d_k grows.")
+    positional = positional_col.radio(
+        "Positional encoding",
+        POSITIONALS,
+        **kept("train_positional", MODEL.positional, POSITIONALS),
+        help="How the model knows token order: the paper's sine waves, a learned "
+        "table, or nothing (try reverse without it).",
+    )
+    norm_first = norm_col.radio(
+        "LayerNorm",
+        [False, True],
+        **kept("train_norm", MODEL.norm_first, [False, True]),
+        format_func=lambda pre: "pre-norm" if pre else "post-norm (paper)",
+        help="Post-norm: LayerNorm(x + Sublayer(x)); pre-norm: x + Sublayer(LayerNorm(x)).",
+    )
+    causal_mask = mask_col.toggle(
+        "Causal mask",
+        **kept("train_causal", MODEL.causal_mask),
+        help="The decoder's look-ahead mask. Off lets the decoder peek at the answer during "
+        "training: watch greedy decoding fail.",
+    )
+    scale_scores = mask_col.toggle(
+        "Scale scores by 1/√d_k",
+        **kept("train_scale", MODEL.scale_scores),
+        help="Off drops the scaling of QKᵀ, so softmax saturates as d_k grows.",
+    )
 
     st.markdown("**Run**")
     steps_col, budget_col, seed_col, device_col = st.columns(4)
-    steps = steps_col.number_input("Steps (at most)", 10, 5000, **kept("train_steps", TRAIN.steps),
-                                   help="Training ends here, or earlier once every held-out sequence is right.")
-    time_budget_s = budget_col.number_input("Time budget (s)", 5, 120, **kept("train_time_budget", 60),
-                                            help="Training ends after this many seconds whatever happens.")
-    seed = seed_col.number_input("Seed", 0, 10_000, **kept("train_seed", TRAIN.seed),
-                                 help="Same seed, same settings: same data and same starting weights.")
-    device = device_col.selectbox("Device", DEVICES, **kept("train_device", "auto", DEVICES),
-                                  help="Where to compute; auto takes a GPU when there is one.")
-    start = st.form_submit_button("Start training", key="start_training", type="primary",
-                                  disabled=running or elsewhere is not None,
-                                  help=elsewhere or "Trains with these settings. Disabled while a run is training.")
+    steps = steps_col.number_input(
+        "Steps (at most)",
+        10,
+        5000,
+        **kept("train_steps", TRAIN.steps),
+        help="Training ends here, or earlier once every held-out sequence is right.",
+    )
+    time_budget_s = budget_col.number_input(
+        "Time budget (s)",
+        5,
+        120,
+        **kept("train_time_budget", 60),
+        help="Training ends after this many seconds whatever happens.",
+    )
+    seed = seed_col.number_input(
+        "Seed",
+        0,
+        10_000,
+        **kept("train_seed", TRAIN.seed),
+        help="Same seed, same settings: same data and same starting weights.",
+    )
+    device = device_col.selectbox(
+        "Device",
+        DEVICES,
+        **kept("train_device", "auto", DEVICES),
+        help="Where to compute; auto takes a GPU when there is one.",
+    )
+    start = st.form_submit_button(
+        "Start training",
+        key="start_training",
+        type="primary",
+        disabled=running or elsewhere is not None,
+        help=elsewhere or "Trains with these settings. Disabled while a run is training.",
+    )
 
 st.session_state["train_kept"] = {key: st.session_state[key] for key in form_keys}
 
@@ -152,15 +263,33 @@ if start:
         try:
             model_config, data_config, train_config = build_configs(
                 data=dict(task=task, min_len=min_len, max_len=max_len, n_symbols=n_symbols, seed=seed),
-                model=dict(d_model=d_model, n_heads=n_heads, n_layers=n_layers, d_ff=d_ff, dropout=dropout,
-                           positional=positional, norm_first=norm_first, causal_mask=causal_mask,
-                           scale_scores=scale_scores),
-                train=dict(steps=steps, time_budget_s=float(time_budget_s), batch_size=batch_size, lr=lr,
-                           warmup=warmup, schedule=schedule, label_smoothing=label_smoothing, ema_decay=ema_decay,
-                           seed=seed, device=device),
+                model=dict(
+                    d_model=d_model,
+                    n_heads=n_heads,
+                    n_layers=n_layers,
+                    d_ff=d_ff,
+                    dropout=dropout,
+                    positional=positional,
+                    norm_first=norm_first,
+                    causal_mask=causal_mask,
+                    scale_scores=scale_scores,
+                ),
+                train=dict(
+                    steps=steps,
+                    time_budget_s=float(time_budget_s),
+                    batch_size=batch_size,
+                    lr=lr,
+                    warmup=warmup,
+                    schedule=schedule,
+                    label_smoothing=label_smoothing,
+                    ema_decay=ema_decay,
+                    seed=seed,
+                    device=device,
+                ),
             )
-            job = TrainingJob(model_config, data_config, train_config, slots=training_slots(),
-                              idle_timeout_s=JOB_IDLE_TIMEOUT_S).start()
+            job = TrainingJob(
+                model_config, data_config, train_config, slots=training_slots(), idle_timeout_s=JOB_IDLE_TIMEOUT_S
+            ).start()
         except ServerBusy:
             st.warning(BUSY_MESSAGE)
         except ValueError as err:
@@ -178,8 +307,13 @@ def stop_job() -> None:
         current.stop(wait_s=5.0)
 
 
-st.button("Stop", key="stop_training", disabled=not running, on_click=stop_job,
-          help="Stops training after the current step; the model trained so far is kept.")
+st.button(
+    "Stop",
+    key="stop_training",
+    disabled=not running,
+    on_click=stop_job,
+    help="Stops training after the current step; the model trained so far is kept.",
+)
 
 
 @st.fragment(run_every=1.0 if running else None)
@@ -202,14 +336,18 @@ def live_view(job: TrainingJob, polling: bool) -> None:
     floor = smoothed_loss_floor(smoothing, vocab_size)
     loss_col.plotly_chart(loss_figure(rows, train_floor=floor), key="train_loss_chart")
     if floor:
-        loss_col.caption(f"With label smoothing {smoothing:g}, training aims at a target that is not all on the right "
-                         f"token, so even a perfect model's training loss is {floor:.2f} (dotted line). The held-out "
-                         "loss is plain cross-entropy and can go to 0.")
+        loss_col.caption(
+            f"With label smoothing {smoothing:g}, training aims at a target that is not all on the right "
+            f"token, so even a perfect model's training loss is {floor:.2f} (dotted line). The held-out "
+            "loss is plain cross-entropy and can go to 0."
+        )
     acc_col.plotly_chart(accuracy_figure(rows), key="train_accuracy_chart")
     with st.expander("Learning rate over the run"):
         st.plotly_chart(lr_figure(job.train_config, p.step), key="train_lr_chart")
-        st.caption("The schedule above, step by step over the whole step budget; the dashed line is where the run "
-                   "is. Adam's steps are this rate times its own per-weight scaling.")
+        st.caption(
+            "The schedule above, step by step over the whole step budget; the dashed line is where the run "
+            "is. Adam's steps are this rate times its own per-weight scaling."
+        )
     model = job.model_snapshot()
     if model is not None:
         st.markdown(f"**Five held-out inputs**, decoded greedily by the model as of step {p.step}:")
@@ -225,28 +363,43 @@ if job is not None:
     elif job.done and job.result is not None:
         save_finished_job()  # usually done already by the sidebar, unless the run ended during this rerun
         saved, result = st.session_state["train_saved"], job.result
-        scores = (f"exact match {result.exact_match:.1%} and token accuracy {result.token_acc:.1%} on the held-out "
-                  "set")
+        scores = f"exact match {result.exact_match:.1%} and token accuracy {result.token_acc:.1%} on the held-out set"
         if result.reason == "stopped":
-            st.info(f"Stopped at step {result.steps} after {result.seconds:.1f} s (by you, or because no page watched "
-                    f"the run for {JOB_IDLE_TIMEOUT_S:.0f} s): {scores}.")
+            st.info(
+                f"Stopped at step {result.steps} after {result.seconds:.1f} s (by you, or because no page watched "
+                f"the run for {JOB_IDLE_TIMEOUT_S:.0f} s): {scores}."
+            )
         else:
-            st.success(f"Finished after {result.steps} steps in {result.seconds:.1f} s, because "
-                       f"{REASONS[result.reason]}: {scores}.")
+            st.success(
+                f"Finished after {result.steps} steps in {result.seconds:.1f} s, because "
+                f"{REASONS[result.reason]}: {scores}."
+            )
         table = metrics_table(job.rows())
         st.dataframe(table, hide_index=True, column_config=METRIC_FORMATS)
         csv_col, ckpt_col = st.columns(2)
-        csv_col.download_button("Download metrics (CSV)", table.to_csv(index=False), f"{saved['name']}-metrics.csv",
-                                "text/csv", key="download_metrics")
+        csv_col.download_button(
+            "Download metrics (CSV)",
+            table.to_csv(index=False),
+            f"{saved['name']}-metrics.csv",
+            "text/csv",
+            key="download_metrics",
+        )
         if saved["error"]:
             st.error(f"The trained model could not be saved as a checkpoint: {saved['error']}")
         else:
-            ckpt_col.download_button("Download checkpoint", saved["data"], f"{saved['name']}.pt",
-                                     "application/octet-stream", key="download_checkpoint")
+            ckpt_col.download_button(
+                "Download checkpoint",
+                saved["data"],
+                f"{saved['name']}.pt",
+                "application/octet-stream",
+                key="download_checkpoint",
+            )
             if saved["in_hand"]:
                 st.info(f"The model is now **in hand** as *trained: {saved['name']}*: open it up on the other pages.")
                 for col, (path, label, icon) in zip(st.columns(3), NEXT_PAGES):
                     col.page_link(path, label=label, icon=icon)
             else:
-                st.info(f"Saved as *{saved['name']}* on the Checkpoints page. The model in hand is still the one you "
-                        "loaded during the run.")
+                st.info(
+                    f"Saved as *{saved['name']}* on the Checkpoints page. The model in hand is still the one you "
+                    "loaded during the run."
+                )

@@ -28,10 +28,29 @@ from transformer.training import Trainer  # noqa: E402
 PagesManager.__init__ = in_navigation_mode(PagesManager.__init__)  # pages run in the app's frame, as when served
 THREADS = int(os.environ.get("LAB_TORCH_THREADS", "1"))
 DATA = dict(task="reverse", min_len=10, max_len=10, n_symbols=10, seed=0)
-MODEL = dict(d_model=32, n_heads=4, n_layers=1, d_ff=128, dropout=0.0, positional="sinusoidal", norm_first=False,
-             causal_mask=True, scale_scores=True)
-TRAIN = dict(steps=600, time_budget_s=120.0, batch_size=128, lr=5e-3, warmup=100, schedule="noam",
-             label_smoothing=0.0, seed=0, device="cpu", early_stop=False)
+MODEL = dict(
+    d_model=32,
+    n_heads=4,
+    n_layers=1,
+    d_ff=128,
+    dropout=0.0,
+    positional="sinusoidal",
+    norm_first=False,
+    causal_mask=True,
+    scale_scores=True,
+)
+TRAIN = dict(
+    steps=600,
+    time_budget_s=120.0,
+    batch_size=128,
+    lr=5e-3,
+    warmup=100,
+    schedule="noam",
+    label_smoothing=0.0,
+    seed=0,
+    device="cpu",
+    early_stop=False,
+)
 
 
 def outside_app() -> float:
@@ -79,21 +98,32 @@ def server_times() -> dict:
         steps.append(time.perf_counter() - t)
         if at.exception:
             raise RuntimeError(at.exception[0].message)
-    return {"page_switch_ms_median": 1000 * statistics.median(switches),
-            "page_switch_ms_max": 1000 * max(switches),
-            "decode_step_ms_median": 1000 * statistics.median(steps),
-            "decode_step_ms_max": 1000 * max(steps)}
+    return {
+        "page_switch_ms_median": 1000 * statistics.median(switches),
+        "page_switch_ms_max": 1000 * max(switches),
+        "decode_step_ms_median": 1000 * statistics.median(steps),
+        "decode_step_ms_max": 1000 * max(steps),
+    }
 
 
 if __name__ == "__main__":
     torch.set_num_threads(THREADS)
     outside = outside_app()
     inside = inside_app()
-    figures = {"threads": THREADS, "cli_steps_per_s": outside, "app_steps_per_s": inside,
-               "app_over_cli": inside / outside, **server_times()}
-    print(f"training steps/s: outside the app {outside:.1f}, inside the app {inside:.1f} "
-          f"({inside / outside:.0%}; target >= 85%)")
-    print(f"page switch: median {figures['page_switch_ms_median']:.0f} ms, max {figures['page_switch_ms_max']:.0f} ms; "
-          f"decoding step: median {figures['decode_step_ms_median']:.0f} ms, max {figures['decode_step_ms_max']:.0f} ms "
-          "(AppTest server time; target < 200 ms)")
+    figures = {
+        "threads": THREADS,
+        "cli_steps_per_s": outside,
+        "app_steps_per_s": inside,
+        "app_over_cli": inside / outside,
+        **server_times(),
+    }
+    print(
+        f"training steps/s: outside the app {outside:.1f}, inside the app {inside:.1f} "
+        f"({inside / outside:.0%}; target >= 85%)"
+    )
+    print(
+        f"page switch: median {figures['page_switch_ms_median']:.0f} ms, max {figures['page_switch_ms_max']:.0f} ms; "
+        f"decoding step: median {figures['decode_step_ms_median']:.0f} ms, max {figures['decode_step_ms_max']:.0f} ms "
+        "(AppTest server time; target < 200 ms)"
+    )
     print(json.dumps(figures))

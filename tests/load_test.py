@@ -177,8 +177,12 @@ async def train(page, session: Session) -> None:
     """Click Start; the run must finish (any reason) or be refused with the busy message within the timeout."""
     try:
         await page.locator(".st-key-start_training button").filter(visible=True).click()
-        outcome = (page.get_by_text(DONE_TEXT).or_(page.get_by_text(BUSY_TEXT)).or_(page.locator(EXCEPTION))
-                   .or_(page.locator(ERROR_ALERT)))
+        outcome = (
+            page.get_by_text(DONE_TEXT)
+            .or_(page.get_by_text(BUSY_TEXT))
+            .or_(page.locator(EXCEPTION))
+            .or_(page.locator(ERROR_ALERT))
+        )
         await outcome.first.wait_for(timeout=TRAIN_TIMEOUT_S * 1000)
         if await page.get_by_text(BUSY_TEXT).count():
             session.training = "refused"
@@ -308,8 +312,12 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sessions", type=int, default=30, help="browser sessions loading the app at once")
     parser.add_argument("--trainers", type=int, default=10, help="of them, how many start a training run at once")
-    parser.add_argument("--no-warm-up", dest="warm_up", action="store_false",
-                        help="skip the one session that loads the app before the others (a cold server)")
+    parser.add_argument(
+        "--no-warm-up",
+        dest="warm_up",
+        action="store_false",
+        help="skip the one session that loads the app before the others (a cold server)",
+    )
     parser.add_argument("--json", type=Path, default=ARTIFACTS / "load_test.json", help="where to write the summary")
     args = parser.parse_args(argv)
     if not 1 <= args.trainers <= args.sessions:

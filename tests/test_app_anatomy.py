@@ -15,7 +15,9 @@ from transformer.vocab import Vocab
 def random_checkpoint(**changes) -> Checkpoint:
     torch.manual_seed(0)
     config = ModelConfig(**changes)
-    return Checkpoint(Transformer(config).eval(), Vocab.digits(10), config, DataConfig(task="reverse", max_len=8), [], {})
+    return Checkpoint(
+        Transformer(config).eval(), Vocab.digits(10), config, DataConfig(task="reverse", max_len=8), [], {}
+    )
 
 
 def open_anatomy(checkpoint: Checkpoint | None) -> AppTest:
@@ -107,7 +109,9 @@ def test_model_without_positional_encoding_shows_the_reference_table():
     assert any("this model uses none" in c.value for c in at.caption)
 
 
-@pytest.mark.parametrize("positional, says", [("sinusoidal", "Along every diagonal"), ("learned", "still as initialised")])
+@pytest.mark.parametrize(
+    "positional, says", [("sinusoidal", "Along every diagonal"), ("learned", "still as initialised")]
+)
 def test_position_similarity_marks_the_positions_training_reached(positional, says):
     at = open_anatomy(random_checkpoint(positional=positional))
     spec = chart(at, "anatomy_pe_similarity")

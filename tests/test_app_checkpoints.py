@@ -73,7 +73,9 @@ def test_a_broken_shipped_file_is_reported_not_raised(shipped_dir):
 
 def test_upload_puts_the_model_in_hand(shipped_dir):
     at = open_checkpoints()
-    at.file_uploader(key="upload_checkpoint").set_value(("my model.pt", small_checkpoint_bytes(), "application/octet-stream"))
+    at.file_uploader(key="upload_checkpoint").set_value(
+        ("my model.pt", small_checkpoint_bytes(), "application/octet-stream")
+    )
     at.run()
     assert not at.exception and "Loaded" in at.success[0].value
     assert at.session_state["in_hand_name"] == "uploaded: my model.pt"
@@ -86,7 +88,9 @@ def test_upload_puts_the_model_in_hand(shipped_dir):
 
 def test_a_bad_upload_is_refused_with_the_reason(shipped_dir):
     at = open_checkpoints()
-    at.file_uploader(key="upload_checkpoint").set_value(("evil.pt", b"not a checkpoint at all", "application/octet-stream"))
+    at.file_uploader(key="upload_checkpoint").set_value(
+        ("evil.pt", b"not a checkpoint at all", "application/octet-stream")
+    )
     at.run()
     assert not at.exception and "not loaded" in at.error[0].value and "checkpoint" in at.error[0].value
     assert "in_hand" not in at.session_state

@@ -9,9 +9,12 @@ from streamlit.testing.v1 import AppTest
 
 from transformer.experiments import READY, result_path
 
-TINY = replace(READY["heads"], model=replace(READY["heads"].model, d_model=16, d_ff=32),
-               data=replace(READY["heads"].data, min_len=4, max_len=4, n_valid=40),
-               train=replace(READY["heads"].train, steps=10, eval_every=5, eval_size=20))
+TINY = replace(
+    READY["heads"],
+    model=replace(READY["heads"].model, d_model=16, d_ff=32),
+    data=replace(READY["heads"].data, min_len=4, max_len=4, n_valid=40),
+    train=replace(READY["heads"].train, steps=10, eval_every=5, eval_size=20),
+)
 
 
 def open_compare(**query: str) -> AppTest:
@@ -72,8 +75,14 @@ def test_exports_and_a_link_to_another_experiment(at):
 
 
 def test_hostile_query_values_give_warnings_not_exceptions():
-    at = open_compare(experiment="custom", d_model="<img src=x onerror=alert(1)>", steps="-5", seed="💥" * 5000,
-                      values="on,off", n_heads="NaN")
+    at = open_compare(
+        experiment="custom",
+        d_model="<img src=x onerror=alert(1)>",
+        steps="-5",
+        seed="💥" * 5000,
+        values="on,off",
+        n_heads="NaN",
+    )
     warnings = " ".join(w.value for w in at.warning)
     assert "`d_model`" in warnings and "`steps`" in warnings and "`seed`" in warnings and "`values`" in warnings
     assert "onerror" not in warnings and "💥" not in warnings

@@ -184,8 +184,14 @@ def test_beam_search_draws_the_tree_and_finds_the_answer(solved_reverse):
 def test_an_untrained_model_gets_it_wrong_and_the_table_shows_where(strategy):
     config = ModelConfig(vocab_size=8, max_len=8)
     torch.manual_seed(0)
-    untrained = Checkpoint(Transformer(config).eval(), Vocab.digits(5), config,
-                           DataConfig(task="sort", n_symbols=5, max_len=6), history=[], train_config={})
+    untrained = Checkpoint(
+        Transformer(config).eval(),
+        Vocab.digits(5),
+        config,
+        DataConfig(task="sort", n_symbols=5, max_len=6),
+        history=[],
+        train_config={},
+    )
     at = open_page(untrained)
     at.text_input(key="decode_input").set_value("4 0 3").run()
     at.radio(key="decode_strategy").set_value(strategy).run()

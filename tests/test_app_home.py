@@ -45,7 +45,14 @@ def test_home_links_every_page_in_teaching_order():
     pages = ["train", "anatomy", "masking", "decoding", "lengths", "compare", "checkpoints"]
     assert [link.proto.page for link in links] == pages
     assert [link.proto.label.strip("*") for link in links] == [
-        "Train", "Anatomy", "Masking lab", "Decoding", "Length test", "Compare runs", "Checkpoints"]
+        "Train",
+        "Anatomy",
+        "Masking lab",
+        "Decoding",
+        "Length test",
+        "Compare runs",
+        "Checkpoints",
+    ]
 
 
 def test_the_first_lesson_names_what_exists():

@@ -171,8 +171,9 @@ def test_a_random_pair_moves_the_peek_to_its_own_last_token(at):
 def test_a_model_with_the_fewest_positions_opens_without_a_crash(page):
     config = ModelConfig(max_len=2)  # an uploaded model may cover BOS and one symbol only
     at = AppTest.from_file("../streamlit_app.py", default_timeout=30)
-    at.session_state["in_hand"] = Checkpoint(Transformer(config).eval(), Vocab.digits(10), config,
-                                             DataConfig(task="copy", min_len=1, max_len=1), [], {})
+    at.session_state["in_hand"] = Checkpoint(
+        Transformer(config).eval(), Vocab.digits(10), config, DataConfig(task="copy", min_len=1, max_len=1), [], {}
+    )
     at.run()
     at.switch_page(page)
     at.run()

@@ -2,6 +2,7 @@
 cookie, which stays the same while its mask changes on every page load."""
 
 import pytest
+
 from pages.common import browser_id
 
 # Two page loads of one browser (captured from a served app): same secret, different masks.
@@ -16,7 +17,9 @@ def test_one_browser_one_id_across_reloads():
     assert "e304a33f" not in browser_id(LOAD_1) and len(browser_id(LOAD_1)) == 64  # a hash, not the secret
 
 
-@pytest.mark.parametrize("cookie", ["", "garbage", "2|zz|e304|1", "3|09b631db|e304a33f|1", "2|09b6|e304a33f|1",
-                                    "2|09b631db||1", "2|09b631db", None])
+@pytest.mark.parametrize(
+    "cookie",
+    ["", "garbage", "2|zz|e304|1", "3|09b631db|e304a33f|1", "2|09b6|e304a33f|1", "2|09b631db||1", "2|09b631db", None],
+)
 def test_anything_else_is_no_id(cookie):
     assert browser_id(cookie) is None

@@ -117,14 +117,39 @@ def test_training_streams_curves_and_puts_the_model_in_hand(stop_jobs):
 def test_every_form_setting_reaches_the_run(stop_jobs):
     at = open_train()
     stop_jobs.append(at)
-    start(at, task="copy", min_len=2, max_len=5, symbols=7, d_model=16, heads=2, layers=2, d_ff=48, dropout=0.1,
-          lr=0.002, warmup=7, batch=24, steps=30, seed=9, label_smoothing=0.2, ema_decay=0.5, positional="learned",
-          norm=True, causal=False, scale=False)
+    start(
+        at,
+        task="copy",
+        min_len=2,
+        max_len=5,
+        symbols=7,
+        d_model=16,
+        heads=2,
+        layers=2,
+        d_ff=48,
+        dropout=0.1,
+        lr=0.002,
+        warmup=7,
+        batch=24,
+        steps=30,
+        seed=9,
+        label_smoothing=0.2,
+        ema_decay=0.5,
+        positional="learned",
+        norm=True,
+        causal=False,
+        scale=False,
+    )
     job = at.session_state["job"]
     model, data, train = job.trainer.network.config, job.trainer.data.config, job.train_config
     assert (data.task, data.min_len, data.max_len, data.n_symbols, data.seed) == ("copy", 2, 5, 7, 9)
     assert (model.d_model, model.n_heads, model.n_layers, model.d_ff, model.dropout) == (16, 2, 2, 48, 0.1)
-    assert (model.positional, model.norm_first, model.causal_mask, model.scale_scores) == ("learned", True, False, False)
+    assert (model.positional, model.norm_first, model.causal_mask, model.scale_scores) == (
+        "learned",
+        True,
+        False,
+        False,
+    )
     assert (train.lr, train.warmup, train.batch_size, train.steps, train.seed) == (0.002, 7, 24, 30, 9)
     assert (train.label_smoothing, train.ema_decay) == (0.2, 0.5)
 
@@ -178,11 +203,14 @@ def test_busy_server_says_so(stop_jobs):
     assert "job" not in at.session_state
 
 
-@pytest.mark.parametrize("values, message", [
-    (dict(d_model=30, heads=4), "divisible"),
-    (dict(min_len=9, max_len=3), "shortest input"),
-    (dict(device="mps"), "MPS was asked for"),  # never available on Linux
-])
+@pytest.mark.parametrize(
+    "values, message",
+    [
+        (dict(d_model=30, heads=4), "divisible"),
+        (dict(min_len=9, max_len=3), "shortest input"),
+        (dict(device="mps"), "MPS was asked for"),  # never available on Linux
+    ],
+)
 def test_invalid_settings_show_an_error(values, message):
     at = open_train()
     start(at, **values)
@@ -236,7 +264,7 @@ def test_a_model_loaded_during_a_run_stays_in_hand_and_the_run_is_still_saved(st
     at.switch_page("pages/train.py")
     at.run()
     assert not at.exception and sidebar_model(at) == "**Model in hand:** shipped: copy"
-    name, = at.session_state["trained"]
+    (name,) = at.session_state["trained"]
     assert name.startswith("sort-") and any(f"Saved as *{name}*" in i.value for i in at.info)
     assert not at.get("page_link")  # the model in hand is another: no "test it" links for this run
 

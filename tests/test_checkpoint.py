@@ -255,8 +255,13 @@ def test_history_length_is_capped(monkeypatch):
 
 @pytest.mark.parametrize(
     "overrides",
-    [{"d_model": 10**6, "n_heads": 1}, {"max_len": 10**9}, {"vocab_size": 10**8}, {"n_layers": 10**5, "d_model": 4},
-     {"d_model": 8, "n_heads": 1, "d_ff": 8, "max_len": 1_500_000}],  # few weights, but pages draw max_len x max_len
+    [
+        {"d_model": 10**6, "n_heads": 1},
+        {"max_len": 10**9},
+        {"vocab_size": 10**8},
+        {"n_layers": 10**5, "d_model": 4},
+        {"d_model": 8, "n_heads": 1, "d_ff": 8, "max_len": 1_500_000},
+    ],  # few weights, but pages draw max_len x max_len
 )
 def test_huge_config_refused_without_building_the_model(monkeypatch, overrides):
     content = payload()

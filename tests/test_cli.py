@@ -43,8 +43,21 @@ def one_thread(monkeypatch):
 def trained(tmp_path_factory) -> tuple[dict, str, Path]:
     """A short copy run at length 3, end to end: its JSON result, its stderr, and its checkpoint."""
     path = tmp_path_factory.mktemp("cli") / "copy.pt"
-    args = ["train", "--task", "copy", "--min-len", "3", "--max-len", "3", "--n-valid", "100", "--steps", "150",
-            "--eval-every", "50"]
+    args = [
+        "train",
+        "--task",
+        "copy",
+        "--min-len",
+        "3",
+        "--max-len",
+        "3",
+        "--n-valid",
+        "100",
+        "--steps",
+        "150",
+        "--eval-every",
+        "50",
+    ]
     done = cli(*args, "--out", str(path))
     assert done.returncode == 0 and "Traceback" not in done.stderr
     return json.loads(done.stdout), done.stderr, path
@@ -210,8 +223,22 @@ def test_predict_refuses_extra_arguments(trained, capsys, args, unrecognized):
 @pytest.mark.skipif(os.name != "posix", reason="sends SIGINT")
 def test_ctrl_c_stops_training_cleanly_and_still_saves(tmp_path):
     path = tmp_path / "stopped.pt"
-    args = ["train", "--task", "copy", "--max-len", "3", "--n-valid", "50", "--no-early-stop", "--steps", "100000",
-            "--eval-every", "5", "--out", str(path)]
+    args = [
+        "train",
+        "--task",
+        "copy",
+        "--max-len",
+        "3",
+        "--n-valid",
+        "50",
+        "--no-early-stop",
+        "--steps",
+        "100000",
+        "--eval-every",
+        "5",
+        "--out",
+        str(path),
+    ]
     pipes = {"stdout": subprocess.PIPE, "stderr": subprocess.PIPE, "text": True}
     with subprocess.Popen(command(*args), cwd=ROOT, env=ENV, **pipes) as process:
         try:

@@ -198,7 +198,10 @@ def test_beam_search_stops_once_no_live_hypothesis_can_win(model):
         eos = an_emitted_token(model, ONE, step)
         full = every_beam_step(model, eos, 10, 3)
         steps = decode_all_steps(model, ONE, BOS, eos, 10, strategy="beam", beam_width=3)
-        shape = lambda beams: [(b.tokens, b.parent, b.finished) for b in beams]
+
+        def shape(beams):
+            return [(b.tokens, b.parent, b.finished) for b in beams]
+
         assert [shape(s.beams) for s in steps] == [shape(beams) for beams in full[: len(steps)]]  # scores: to rounding
         finished = [[b.score for s in full[: i + 1] for b in s if b.finished] for i in range(len(full))]
         live = [[b.score for b in beams if not b.finished] for beams in full]

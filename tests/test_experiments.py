@@ -10,9 +10,25 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from transformer.experiments import (
-    CUSTOM, MAX_JSON_BYTES, READY, CompareState, Experiment, ExperimentJob, alignment_score,
-    custom_experiment, experiment_from_json, experiment_to_json, from_query_params, ideal_alignment, load_shipped,
-    result_path, run_experiment, runs_frame, state_for, summary_table, to_query_params,
+    CUSTOM,
+    MAX_JSON_BYTES,
+    READY,
+    CompareState,
+    Experiment,
+    ExperimentJob,
+    alignment_score,
+    custom_experiment,
+    experiment_from_json,
+    experiment_to_json,
+    from_query_params,
+    ideal_alignment,
+    load_shipped,
+    result_path,
+    run_experiment,
+    runs_frame,
+    state_for,
+    summary_table,
+    to_query_params,
 )
 from transformer.model import ModelConfig
 from transformer.tasks import DataConfig
@@ -64,8 +80,18 @@ def test_alignment_score_refuses_mismatched_or_unscorable_inputs():
 STATES = [
     CompareState(),
     CompareState(experiment="no-causal-mask"),
-    CompareState(experiment=CUSTOM, task="copy", length=7, d_model=64, n_heads=8, n_layers=3, steps=250, seed=42,
-                 switch="norm_first", values=(True, False)),
+    CompareState(
+        experiment=CUSTOM,
+        task="copy",
+        length=7,
+        d_model=64,
+        n_heads=8,
+        n_layers=3,
+        steps=250,
+        seed=42,
+        switch="norm_first",
+        values=(True, False),
+    ),
     CompareState(experiment=CUSTOM, switch="label_smoothing", values=(0.0, 0.1, 0.2)),
     CompareState(experiment=CUSTOM, switch="n_heads", values=(8, 1, 2, 4)),
 ]
@@ -83,20 +109,23 @@ def test_links_hold_only_what_differs_from_the_defaults():
     assert to_query_params(CompareState(experiment=CUSTOM, seed=3)) == {"experiment": CUSTOM, "seed": "3"}
 
 
-@pytest.mark.parametrize("params, field, notice", [
-    ({"d_model": "abc"}, "d_model", "d_model"),
-    ({"d_model": "33"}, "d_model", "d_model"),
-    ({"steps": "1e9"}, "steps", "steps"),
-    ({"seed": "-0x10"}, "seed", "seed"),
-    ({"experiment": "../../etc/passwd"}, "experiment", "experiment"),
-    ({"task": "<script>alert(1)</script>"}, "task", "task"),
-    ({"switch": "dropout"}, "switch", "switch"),
-    ({"values": "sinusoidal"}, "values", "values"),  # one value is no comparison
-    ({"values": "sinusoidal,sinusoidal"}, "values", "values"),
-    ({"values": "🙂,ünïcødé"}, "values", "values"),
-    ({"length": "9" * 10_000}, "length", "length"),
-    ({"n_layers": "[1](http://evil.example)"}, "n_layers", "n_layers"),
-])
+@pytest.mark.parametrize(
+    "params, field, notice",
+    [
+        ({"d_model": "abc"}, "d_model", "d_model"),
+        ({"d_model": "33"}, "d_model", "d_model"),
+        ({"steps": "1e9"}, "steps", "steps"),
+        ({"seed": "-0x10"}, "seed", "seed"),
+        ({"experiment": "../../etc/passwd"}, "experiment", "experiment"),
+        ({"task": "<script>alert(1)</script>"}, "task", "task"),
+        ({"switch": "dropout"}, "switch", "switch"),
+        ({"values": "sinusoidal"}, "values", "values"),  # one value is no comparison
+        ({"values": "sinusoidal,sinusoidal"}, "values", "values"),
+        ({"values": "🙂,ünïcødé"}, "values", "values"),
+        ({"length": "9" * 10_000}, "length", "length"),
+        ({"n_layers": "[1](http://evil.example)"}, "n_layers", "n_layers"),
+    ],
+)
 def test_bad_values_fall_back_to_defaults_with_a_notice(params, field, notice):
     state, notices = from_query_params(params)
     assert getattr(state, field) == getattr(CompareState(), field)
@@ -126,7 +155,11 @@ def test_any_query_gives_a_state_the_page_can_build(params):
 # ---------------------------------------------------------------------------------------------- running
 
 TINY = Experiment(
-    CUSTOM, "tiny", "tiny", "n_heads", (1, 2),
+    CUSTOM,
+    "tiny",
+    "tiny",
+    "n_heads",
+    (1, 2),
     ModelConfig(d_model=16, n_heads=2, d_ff=32),
     DataConfig(task="reverse", max_len=4, n_valid=40),
     replace(READY["heads"].train, steps=10, eval_every=5, eval_size=20),
@@ -254,8 +287,18 @@ def _broken(run) -> list:
 
 def test_malformed_files_are_refused_with_a_value_error(tiny_run):
     text = experiment_to_json(tiny_run)
-    bad = ["", "not json", "[]", "{}", "null", text[: len(text) // 2], "[" * 100_000, b"\xff\xfe",
-           " " * (MAX_JSON_BYTES + 1), *_broken(tiny_run)]
+    bad = [
+        "",
+        "not json",
+        "[]",
+        "{}",
+        "null",
+        text[: len(text) // 2],
+        "[" * 100_000,
+        b"\xff\xfe",
+        " " * (MAX_JSON_BYTES + 1),
+        *_broken(tiny_run),
+    ]
     for case in bad:
         with pytest.raises(ValueError):
             experiment_from_json(case)

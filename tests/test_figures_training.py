@@ -10,8 +10,13 @@ from transformer.training import TrainConfig
 
 def rows(n: int) -> list[dict]:
     return [
-        {"step": 25 * (i + 1), "train_loss": 2.0 / (i + 1), "val_loss": 2.5 / (i + 1), "token_acc": i / n,
-         "exact_match": (i / n) ** 2}
+        {
+            "step": 25 * (i + 1),
+            "train_loss": 2.0 / (i + 1),
+            "val_loss": 2.5 / (i + 1),
+            "token_acc": i / n,
+            "exact_match": (i / n) ** 2,
+        }
         for i in range(n)
     ]
 

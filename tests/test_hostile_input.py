@@ -35,9 +35,14 @@ def test_typed_sequences_parse_or_give_a_short_clear_error(text):
 
 
 @FAST
-@given(st.dictionaries(st.sampled_from(["exp", "task", "len", "d_model", "heads", "layers", "seed", "steps", "switch",
-                                        "values", "x"]) | st.text(max_size=20),
-                       st.text(max_size=60) | st.lists(st.text(max_size=10), max_size=3), max_size=8))
+@given(
+    st.dictionaries(
+        st.sampled_from(["exp", "task", "len", "d_model", "heads", "layers", "seed", "steps", "switch", "values", "x"])
+        | st.text(max_size=20),
+        st.text(max_size=60) | st.lists(st.text(max_size=10), max_size=3),
+        max_size=8,
+    )
+)
 def test_url_parameters_fall_back_to_defaults_with_a_notice(params):
     state, notices = from_query_params(params)
     assert isinstance(state, CompareState) and all(isinstance(n, str) and len(n) < 300 for n in notices)
@@ -45,10 +50,17 @@ def test_url_parameters_fall_back_to_defaults_with_a_notice(params):
 
 
 @FAST
-@given(st.one_of(st.text(max_size=300), st.binary(max_size=300),
-                 st.recursive(st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=10),
-                              lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
-                              max_leaves=20).map(json.dumps)))
+@given(
+    st.one_of(
+        st.text(max_size=300),
+        st.binary(max_size=300),
+        st.recursive(
+            st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=10),
+            lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
+            max_leaves=20,
+        ).map(json.dumps),
+    )
+)
 def test_experiment_files_load_or_are_refused(text):
     with pytest.raises(ValueError):
         experiment_from_json(text)
@@ -62,10 +74,19 @@ def test_uploaded_bytes_are_refused_as_checkpoints(data):
 
 
 @FAST
-@given(st.fixed_dictionaries({
-    "d_model": st.integers(-10**6, 10**6), "n_heads": st.integers(-5, 100), "n_layers": st.integers(-5, 100),
-    "d_ff": st.integers(-5, 10**7), "dropout": st.floats(allow_nan=True, allow_infinity=True),
-}), st.integers(-5, 10**4), st.floats(allow_nan=True, allow_infinity=True))
+@given(
+    st.fixed_dictionaries(
+        {
+            "d_model": st.integers(-(10**6), 10**6),
+            "n_heads": st.integers(-5, 100),
+            "n_layers": st.integers(-5, 100),
+            "d_ff": st.integers(-5, 10**7),
+            "dropout": st.floats(allow_nan=True, allow_infinity=True),
+        }
+    ),
+    st.integers(-5, 10**4),
+    st.floats(allow_nan=True, allow_infinity=True),
+)
 def test_settings_past_their_bounds_are_refused_not_run(model, steps, lr):
     """What a student could push through session state or a crafted request: refused with ValueError."""
     data = {"task": "reverse", "min_len": 4, "max_len": 4, "n_symbols": 10, "seed": 0}

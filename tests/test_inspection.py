@@ -3,6 +3,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from transformer.checkpoint import load_checkpoint
 from transformer.figures.attention import (
     architecture_diagram,
     attention_heatmaps,
@@ -33,7 +34,6 @@ from transformer.inspection import (
     sample_batch,
     twin,
 )
-from transformer.checkpoint import load_checkpoint
 from transformer.model import ModelConfig, Transformer, sinusoidal_table
 from transformer.tasks import DataConfig
 from transformer.training import TrainConfig, Trainer
@@ -57,7 +57,9 @@ def hooks_left(model: Transformer) -> int:
     return sum(len(m._forward_hooks) + len(m._forward_pre_hooks) for m in model.modules())
 
 
-@pytest.mark.parametrize("changes", [{"n_layers": 2}, {"norm_first": True, "tie_weights": True, "positional": "learned"}])
+@pytest.mark.parametrize(
+    "changes", [{"n_layers": 2}, {"norm_first": True, "tie_weights": True, "positional": "learned"}]
+)
 def test_module_table_shapes_and_parameters(changes):
     model = random_model(**changes)
     c = model.config
@@ -98,8 +100,10 @@ def test_config_table_names_the_switches():
 def test_twin_copies_weights_not_modules(model):
     copy = twin(model, causal_mask=False)
     assert copy.config.causal_mask is False and model.config.causal_mask is True
-    assert all(torch.equal(a, b) and a.data_ptr() != b.data_ptr()
-               for a, b in zip(model.state_dict().values(), copy.state_dict().values()))
+    assert all(
+        torch.equal(a, b) and a.data_ptr() != b.data_ptr()
+        for a, b in zip(model.state_dict().values(), copy.state_dict().values())
+    )
 
 
 def test_peek_at_future_changes_earlier_outputs_only_without_causal_mask(model):
@@ -215,8 +219,9 @@ def test_figures(model):
     layout = attention_heatmaps(torch.rand(3, 4, 3), labels, labels[:3], "w", per_row=2).layout
     assert [layout[f"yaxis{n}"].showticklabels for n in ("", "2", "3")] == [True, False, True]
     assert [layout[f"xaxis{n}"].showticklabels for n in ("", "2", "3")] == [False, True, True]
-    title = mask_heatmap(torch.ones(2, 2, dtype=torch.bool), labels[:2], labels[:2],
-                         "Padding + causal: what the decoder uses").layout.title.text
+    title = mask_heatmap(
+        torch.ones(2, 2, dtype=torch.bool), labels[:2], labels[:2], "Padding + causal: what the decoder uses"
+    ).layout.title.text
     assert title == "Padding + causal: what the<br>decoder uses"  # lines of at most 30 characters
     fig = projection_heatmaps(attention_projections(model, "cross", 1), n_heads=4, title="W")
     assert len(fig.data) == 4 and len(fig.layout.shapes) == 4 * 3  # 3 head boundaries in each matrix
@@ -225,13 +230,16 @@ def test_figures(model):
     assert len(positional_heatmap(table).data) == 1
     fig = position_similarity_heatmap(position_similarity(table), 5, "alike")
     assert fig.data[0].z.shape == (16, 16) and (fig.data[0].zmin, fig.data[0].zmax) == (-1, 1)
-    assert [(shape.x0, shape.x1, shape.y0, shape.y1) for shape in fig.layout.shapes] == [(4.5, 4.5, -0.5, 4.5),
-                                                                                       (-0.5, 4.5, 4.5, 4.5)]
+    assert [(shape.x0, shape.x1, shape.y0, shape.y1) for shape in fig.layout.shapes] == [
+        (4.5, 4.5, -0.5, 4.5),
+        (-0.5, 4.5, 4.5, 4.5),
+    ]
     assert position_similarity_heatmap(position_similarity(table), None, "alike").layout.shapes == ()
     fig = positional_curves(table, [0, 1, 6])
     assert [t.name for t in fig.data] == ["dim 0 (sin)", "dim 1 (cos)", "dim 6 (sin)"]
     fig = embedding_heatmap({"a": torch.ones(3, 8), "b": torch.zeros(3, 8)}, ["1", "2", "1"], "e")
     assert len(fig.data) == 2 and [fig.layout.yaxis.showticklabels, fig.layout.yaxis2.showticklabels] == [True, False]
+
     def labels(fig) -> list[str]:
         return [a.text.replace("<br>", " ") for a in fig.layout.annotations]  # box labels wrap over lines
 

@@ -75,26 +75,44 @@ def test_a_model_that_solved_reverse_fails_past_its_longest_training_input():
     assert set(report.mistakes["length"]) == {11, 14} and len(report.mistakes) == 10  # 5 shown per length
 
 
-@pytest.mark.parametrize("lengths_, n, message", [
-    ([], 10, "at least one length"), ([0], 10, "from 1 to 63"), ([64], 10, "from 1 to 63"),
-    ([True], 10, "whole numbers"), ([2.5], 10, "whole numbers"), ([3], 0, "n must be"), ([3], 1001, "n must be"),
-])
+@pytest.mark.parametrize(
+    "lengths_, n, message",
+    [
+        ([], 10, "at least one length"),
+        ([0], 10, "from 1 to 63"),
+        ([64], 10, "from 1 to 63"),
+        ([True], 10, "whole numbers"),
+        ([2.5], 10, "whole numbers"),
+        ([3], 0, "n must be"),
+        ([3], 1001, "n must be"),
+    ],
+)
 def test_bad_settings_are_refused(lengths_, n, message):
     with pytest.raises(ValueError, match=message):
         score_lengths(Transformer(ModelConfig()), Vocab.digits(), TASK, lengths_, n)
 
 
 def scores_frame(exact: dict[int, float], output_len: dict[int, float] | None = None) -> pd.DataFrame:
-    return pd.DataFrame([
-        {"length": k, "trained": TASK.min_len <= k <= TASK.max_len, "n": 10, "exact_match": v,
-         "symbols_right": v, "output_len": (output_len or {}).get(k, k), "target_len": k}
-        for k, v in exact.items()
-    ])
+    return pd.DataFrame(
+        [
+            {
+                "length": k,
+                "trained": TASK.min_len <= k <= TASK.max_len,
+                "n": 10,
+                "exact_match": v,
+                "symbols_right": v,
+                "output_len": (output_len or {}).get(k, k),
+                "target_len": k,
+            }
+            for k, v in exact.items()
+        ]
+    )
 
 
 def test_summary_reads_the_trained_shorter_and_longer_lengths():
-    lines = summary(scores_frame({1: 0.5, 2: 0.25, 3: 1.0, 4: 0.9, 5: 1.0, 6: 0.4, 7: 0.0, 8: 0.0},
-                                 {6: 5.0, 7: 5.5, 8: 5.25}), TASK)
+    lines = summary(
+        scores_frame({1: 0.5, 2: 0.25, 3: 1.0, 4: 0.9, 5: 1.0, 6: 0.4, 7: 0.0, 8: 0.0}, {6: 5.0, 7: 5.5, 8: 5.25}), TASK
+    )
     assert lines == [
         "At lengths it trained on (3-5): exact match 90% to 100%.",
         "Shorter than any it trained on (1-2): exact match 25% to 50%.",

@@ -15,8 +15,8 @@ from transformer.live import (
     progress,
     read_upload,
     run_name,
-    switches,
     shown_name,
+    switches,
 )
 from transformer.model import ModelConfig, Transformer
 from transformer.tasks import DataConfig, TaskData
@@ -24,10 +24,28 @@ from transformer.training import METRIC_COLUMNS, TrainConfig
 from transformer.vocab import Vocab
 
 DATA = dict(task="reverse", min_len=2, max_len=5, n_symbols=6, seed=0)
-MODEL = dict(d_model=32, n_heads=4, n_layers=1, d_ff=64, dropout=0.0, positional="learned", norm_first=True,
-             causal_mask=True, scale_scores=False)
-TRAIN = dict(steps=100, time_budget_s=30.0, batch_size=64, lr=1e-3, warmup=10, schedule="constant",
-             label_smoothing=0.1, seed=0, device="cpu")
+MODEL = dict(
+    d_model=32,
+    n_heads=4,
+    n_layers=1,
+    d_ff=64,
+    dropout=0.0,
+    positional="learned",
+    norm_first=True,
+    causal_mask=True,
+    scale_scores=False,
+)
+TRAIN = dict(
+    steps=100,
+    time_budget_s=30.0,
+    batch_size=64,
+    lr=1e-3,
+    warmup=10,
+    schedule="constant",
+    label_smoothing=0.1,
+    seed=0,
+    device="cpu",
+)
 
 
 def test_build_configs_fits_the_model_to_the_data():
@@ -39,13 +57,16 @@ def test_build_configs_fits_the_model_to_the_data():
     assert 5 <= train.eval_every <= 25
 
 
-@pytest.mark.parametrize("data, model, message", [
-    ({}, dict(d_model=30, n_heads=4), "d_model (30) must be divisible by the number of heads (4)"),
-    ({}, dict(d_model=30, n_heads=4), "use 1, 2, 3, 5, 6 heads"),
-    (dict(min_len=6, max_len=3), {}, "the shortest input (6) is longer than the longest (3)"),
-    (dict(task="nope"), {}, "unknown task"),
-    ({}, dict(dropout=1.5), "dropout"),
-])
+@pytest.mark.parametrize(
+    "data, model, message",
+    [
+        ({}, dict(d_model=30, n_heads=4), "d_model (30) must be divisible by the number of heads (4)"),
+        ({}, dict(d_model=30, n_heads=4), "use 1, 2, 3, 5, 6 heads"),
+        (dict(min_len=6, max_len=3), {}, "the shortest input (6) is longer than the longest (3)"),
+        (dict(task="nope"), {}, "unknown task"),
+        ({}, dict(dropout=1.5), "dropout"),
+    ],
+)
 def test_build_configs_explains_what_does_not_fit(data, model, message):
     with pytest.raises(ValueError) as err:
         build_configs({**DATA, **data}, {**MODEL, **model}, TRAIN)
@@ -119,12 +140,22 @@ def test_live_examples_of_a_real_model(data):
 def test_run_name_is_short_key_safe_and_unique():
     model, data = ModelConfig(d_model=64, n_heads=8, n_layers=2), DataConfig(task="swap_pairs", min_len=3, max_len=9)
     assert run_name(model, data) == "swap_pairs-3to9-d64h8n2"
-    assert run_name(model, data, {"swap_pairs-3to9-d64h8n2", "swap_pairs-3to9-d64h8n2-2"}) == "swap_pairs-3to9-d64h8n2-3"
+    assert (
+        run_name(model, data, {"swap_pairs-3to9-d64h8n2", "swap_pairs-3to9-d64h8n2-2"}) == "swap_pairs-3to9-d64h8n2-3"
+    )
 
 
-@pytest.mark.parametrize("switch, tag", [(dict(positional="none"), "noPE"), (dict(positional="learned"), "learnedPE"),
-                                         (dict(norm_first=True), "prenorm"), (dict(causal_mask=False), "nocausal"),
-                                         (dict(scale_scores=False), "noscale"), (dict(tie_weights=True), "tied")])
+@pytest.mark.parametrize(
+    "switch, tag",
+    [
+        (dict(positional="none"), "noPE"),
+        (dict(positional="learned"), "learnedPE"),
+        (dict(norm_first=True), "prenorm"),
+        (dict(causal_mask=False), "nocausal"),
+        (dict(scale_scores=False), "noscale"),
+        (dict(tie_weights=True), "tied"),
+    ],
+)
 def test_run_names_and_summaries_show_the_teaching_switches(switch, tag):
     data = DataConfig(task="reverse", min_len=6, max_len=8)
     assert run_name(ModelConfig(**switch), data) == f"reverse-6to8-d32h4n1-{tag}"
@@ -141,9 +172,19 @@ def small_checkpoint(history: list[dict]) -> Checkpoint:
 def test_checkpoint_summary():
     ckpt = small_checkpoint([{"step": 25, "exact_match": 0.5}, {"step": 50, "exact_match": 0.75}])
     row = checkpoint_summary("mine", "trained", ckpt)
-    assert row == {"name": "mine", "source": "trained", "task": "reverse", "lengths": "2-5", "symbols": 6,
-                   "d_model": 16, "heads": 2, "layers": 1, "switches": "-", "parameters": ckpt.model.num_parameters(),
-                   "exact_match": 0.75}
+    assert row == {
+        "name": "mine",
+        "source": "trained",
+        "task": "reverse",
+        "lengths": "2-5",
+        "symbols": 6,
+        "d_model": 16,
+        "heads": 2,
+        "layers": 1,
+        "switches": "-",
+        "parameters": ckpt.model.num_parameters(),
+        "exact_match": 0.75,
+    }
     assert checkpoint_summary("x", "shipped", small_checkpoint([]))["exact_match"] is None
 
 

@@ -113,8 +113,11 @@ def test_fast_and_explicit_attention_agree(masked):
     torch.testing.assert_close(fast, explicit, **TOL)
     torch.testing.assert_close(weights.sum(-1), torch.ones(2, H, 5), **TOL)
     # is_causal (no mask tensor) is the same as the causal mask tensor, on both paths
-    torch.testing.assert_close(scaled_dot_product_attention(q, k, v, is_causal=True)[0],
-                               scaled_dot_product_attention(q, k, v, causal_mask(5), need_weights=True)[0], **TOL)
+    torch.testing.assert_close(
+        scaled_dot_product_attention(q, k, v, is_causal=True)[0],
+        scaled_dot_product_attention(q, k, v, causal_mask(5), need_weights=True)[0],
+        **TOL,
+    )
 
 
 def test_the_fused_kernel_runs_except_for_big_batches_of_short_sequences_on_a_cpu():
@@ -200,8 +203,10 @@ def test_without_the_causal_mask_the_future_leaks():
 @pytest.mark.parametrize("norm_first", [False, True])
 def test_extra_padding_does_not_change_real_positions(norm_first):
     model = Transformer(ModelConfig(norm_first=norm_first, n_layers=2)).eval()
-    padded_src, padded_tgt = torch.cat([SRC, torch.zeros(1, 4, dtype=torch.long)], 1), torch.cat(
-        [TGT, torch.zeros(1, 3, dtype=torch.long)], 1)
+    padded_src, padded_tgt = (
+        torch.cat([SRC, torch.zeros(1, 4, dtype=torch.long)], 1),
+        torch.cat([TGT, torch.zeros(1, 3, dtype=torch.long)], 1),
+    )
     base = model(SRC, TGT)
     torch.testing.assert_close(model(padded_src, padded_tgt)[:, : TGT.size(1)], base, atol=1e-5, rtol=0)
     # and the padding mask is what does it: without it the outputs drift
@@ -241,8 +246,17 @@ def test_scale_scores_off_drops_the_1_over_sqrt_d_k():
         torch.testing.assert_close(weights, scores.softmax(dim=-1), **TOL)
 
 
-@pytest.mark.parametrize("bad", [dict(d_model=30, n_heads=4), dict(dropout=1.5), dict(positional="rotary"),
-                                 dict(n_layers=0), dict(pad_id=99), dict(n_heads=0)])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        dict(d_model=30, n_heads=4),
+        dict(dropout=1.5),
+        dict(positional="rotary"),
+        dict(n_layers=0),
+        dict(pad_id=99),
+        dict(n_heads=0),
+    ],
+)
 def test_bad_config_is_refused(bad):
     with pytest.raises(ValueError):
         ModelConfig(**bad)

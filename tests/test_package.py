@@ -17,9 +17,7 @@ def test_the_public_names_import_from_the_package():
     assert all(hasattr(transformer, name) for name in transformer.__all__)
 
 
-@pytest.mark.parametrize(
-    "cuda, mps, expected", [(True, True, "cuda"), (False, True, "mps"), (False, False, "cpu")]
-)
+@pytest.mark.parametrize("cuda, mps, expected", [(True, True, "cuda"), (False, True, "mps"), (False, False, "cpu")])
 def test_auto_picks_cuda_then_mps_then_cpu(monkeypatch, cuda, mps, expected):
     monkeypatch.setattr(torch.cuda, "is_available", lambda: cuda)
     monkeypatch.setattr(torch.backends.mps, "is_available", lambda: mps)
@@ -27,8 +25,9 @@ def test_auto_picks_cuda_then_mps_then_cpu(monkeypatch, cuda, mps, expected):
     assert pick_device("cpu") == torch.device("cpu")  # a named device overrides the choice
 
 
-@pytest.mark.parametrize("name, message", [("banana", "unknown device 'banana'"), ("cuda", "no CUDA GPU"),
-                                           ("mps", "MPS was asked for")])
+@pytest.mark.parametrize(
+    "name, message", [("banana", "unknown device 'banana'"), ("cuda", "no CUDA GPU"), ("mps", "MPS was asked for")]
+)
 def test_an_unknown_or_missing_device_is_a_clear_error(monkeypatch, name, message):
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     monkeypatch.setattr(torch.backends.mps, "is_available", lambda: False)

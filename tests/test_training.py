@@ -12,7 +12,14 @@ from transformer import training
 from transformer.model import ModelConfig, Transformer
 from transformer.tasks import Batch, DataConfig, TaskData
 from transformer.training import (
-    METRIC_COLUMNS, ServerBusy, TrainConfig, Trainer, TrainingDiverged, TrainingJob, evaluate, exact_match,
+    METRIC_COLUMNS,
+    ServerBusy,
+    TrainConfig,
+    Trainer,
+    TrainingDiverged,
+    TrainingJob,
+    evaluate,
+    exact_match,
 )
 
 COPY = DataConfig(task="copy", min_len=4, max_len=4, seed=0)
@@ -91,9 +98,20 @@ def test_stop_and_time_budget():
     assert result.reason == "time budget" and result.seconds < 3
 
 
-@pytest.mark.parametrize("bad", [dict(lr=0), dict(steps=0), dict(label_smoothing=1.0), dict(schedule="cosine"),
-                                 dict(ema_decay=1.0), dict(ema_decay=-0.1), dict(batch_size=10**9),
-                                 dict(eval_size=10**9), dict(seed=2**32)])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        dict(lr=0),
+        dict(steps=0),
+        dict(label_smoothing=1.0),
+        dict(schedule="cosine"),
+        dict(ema_decay=1.0),
+        dict(ema_decay=-0.1),
+        dict(batch_size=10**9),
+        dict(eval_size=10**9),
+        dict(seed=2**32),
+    ],
+)
 def test_bad_train_settings_are_refused(bad):
     with pytest.raises(ValueError):
         TrainConfig(**bad)
@@ -125,7 +143,10 @@ def test_gradients_are_clipped_to_the_max_norm(clip):
 def test_the_training_loss_uses_label_smoothing(smoothing):
     trainer, before, batch = one_step(label_smoothing=smoothing)
     logits = before(batch.src, batch.tgt_in).flatten(0, 1)
-    loss = lambda eps: F.cross_entropy(logits, batch.tgt_out.flatten(), ignore_index=0, label_smoothing=eps).item()
+
+    def loss(eps):
+        return F.cross_entropy(logits, batch.tgt_out.flatten(), ignore_index=0, label_smoothing=eps).item()
+
     assert trainer.history[0]["train_loss"] == pytest.approx(loss(smoothing), rel=1e-5)
     assert loss(0.3) != pytest.approx(loss(0.0), rel=1e-3)  # far apart enough to tell the settings apart
 
@@ -134,7 +155,10 @@ def test_the_training_loss_uses_label_smoothing(smoothing):
 def test_the_label_smoothing_floor_is_the_lowest_loss_any_logits_reach(smoothing, vocab_size):
     floor = training.smoothed_loss_floor(smoothing, vocab_size)
     target = torch.tensor([2])
-    loss = lambda logits: F.cross_entropy(logits[None], target, label_smoothing=smoothing).item()
+
+    def loss(logits):
+        return F.cross_entropy(logits[None], target, label_smoothing=smoothing).item()
+
     right, other = 1 - smoothing + smoothing / vocab_size, smoothing / vocab_size
     best = torch.full((vocab_size,), other).index_fill(0, target, right).log()  # logits of the smoothed target itself
     assert loss(best) == pytest.approx(floor, abs=1e-6)

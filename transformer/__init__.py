@@ -10,7 +10,24 @@ from .training import TrainConfig, Trainer, TrainingDiverged, TrainingJob
 from .vocab import Vocab
 
 __all__ = [
-    "Checkpoint", "CheckpointError", "DataConfig", "ModelConfig", "TASKS", "TaskData", "TrainConfig", "Trainer",
-    "TrainingDiverged", "TrainingJob", "Transformer", "Vocab", "causal_mask", "decoder_mask", "greedy_decode",
-    "load_checkpoint", "padding_mask", "pick_device", "register_task", "save_checkpoint",
+    "Checkpoint",
+    "CheckpointError",
+    "DataConfig",
+    "ModelConfig",
+    "TASKS",
+    "TaskData",
+    "TrainConfig",
+    "Trainer",
+    "TrainingDiverged",
+    "TrainingJob",
+    "Transformer",
+    "Vocab",
+    "causal_mask",
+    "decoder_mask",
+    "greedy_decode",
+    "load_checkpoint",
+    "padding_mask",
+    "pick_device",
+    "register_task",
+    "save_checkpoint",
 ]

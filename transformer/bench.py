@@ -60,12 +60,19 @@ QUICK = Plan(seeds=(0,), solve_budget_s=5, warmup_steps=2, timed_steps=3, decode
 def run(quick: bool = False) -> dict:
     """Run every benchmark, print the table and the JSON line; returns the figures."""
     plan = QUICK if quick else FULL
-    print(f"Transformer benchmarks{' (quick)' if quick else ''}: torch {torch.__version__}, "
-          f"CPU threads: {torch.get_num_threads()}", flush=True)
+    print(
+        f"Transformer benchmarks{' (quick)' if quick else ''}: torch {torch.__version__}, "
+        f"CPU threads: {torch.get_num_threads()}",
+        flush=True,
+    )
     figures = {"torch": torch.__version__, "threads": torch.get_num_threads(), "quick": quick}
     rows: list[Row] = []
-    for name, section in (("reverse_len10", reverse_len10), ("lengths_1_16", variable_lengths),
-                          ("train_step", train_step_time), ("greedy_decode", decode_latency)):
+    for name, section in (
+        ("reverse_len10", reverse_len10),
+        ("lengths_1_16", variable_lengths),
+        ("train_step", train_step_time),
+        ("greedy_decode", decode_latency),
+    ):
         print(f"running {name} ...", file=sys.stderr, flush=True)
         figures[name], section_rows = section(plan)
         rows += section_rows
@@ -84,17 +91,26 @@ def solve(task: str, min_len: int, max_len: int, seed: int, model: dict, train: 
     result = trainer.run()
     held_out = exact_match(trainer.model.eval(), trainer.valid, Vocab.bos_id, Vocab.eos_id)
     solved = held_out == 1.0
-    return {"task": task, "lengths": f"{min_len}-{max_len}", "seed": seed, "seconds": round(result.seconds, 2),
-            "steps": result.steps, "reason": result.reason, "held_out": len(trainer.valid.src),
-            "held_out_exact": held_out, "solved": solved}
+    return {
+        "task": task,
+        "lengths": f"{min_len}-{max_len}",
+        "seed": seed,
+        "seconds": round(result.seconds, 2),
+        "steps": result.steps,
+        "reason": result.reason,
+        "held_out": len(trainer.valid.src),
+        "held_out_exact": held_out,
+        "solved": solved,
+    }
 
 
 def _run_notes(result: dict) -> str:
     return f"{result['steps']} steps, {result['held_out_exact']:.1%} of {result['held_out']} held-out exact"
 
 
-def _seed_runs(task: str, lengths: tuple[int, int], seeds: tuple[int, ...], model: dict, train: dict, target_s: float,
-               config: str) -> tuple[dict, list[Row]]:
+def _seed_runs(
+    task: str, lengths: tuple[int, int], seeds: tuple[int, ...], model: dict, train: dict, target_s: float, config: str
+) -> tuple[dict, list[Row]]:
     """One run per seed, a row each, then the median row against `target_s`."""
     runs = [solve(task, *lengths, seed, model, train) for seed in seeds]
     median = statistics.median(r["seconds"] for r in runs)
@@ -138,8 +154,13 @@ class ReferenceTransformer(nn.Module):
         self.embed = Embeddings(config)
         self.positional = PositionalEncoding(config)
         self.transformer = nn.Transformer(
-            d_model=config.d_model, nhead=config.n_heads, num_encoder_layers=config.n_layers,
-            num_decoder_layers=config.n_layers, dim_feedforward=config.d_ff, dropout=config.dropout, batch_first=True,
+            d_model=config.d_model,
+            nhead=config.n_heads,
+            num_encoder_layers=config.n_layers,
+            num_decoder_layers=config.n_layers,
+            dim_feedforward=config.d_ff,
+            dropout=config.dropout,
+            batch_first=True,
         )
         self.generator = nn.Linear(config.d_model, config.vocab_size)
 
@@ -222,8 +243,10 @@ def decode_latency(plan: Plan) -> tuple[dict, list[Row]]:
 def format_table(rows: list[Row]) -> str:
     """Rows as plain text columns, the 'met' column as yes / NO / blank."""
     header = ("benchmark", "result", "target", "met", "notes")
-    cells = [header] + [(name, result, target, {True: "yes", False: "NO", None: ""}[met], notes)
-                        for name, result, target, met, notes in rows]
+    cells = [header] + [
+        (name, result, target, {True: "yes", False: "NO", None: ""}[met], notes)
+        for name, result, target, met, notes in rows
+    ]
     widths = [max(len(row[i]) for row in cells) for i in range(len(header))]
     lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in cells]
     lines.insert(1, "  ".join("-" * w for w in widths))

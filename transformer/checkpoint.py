@@ -14,7 +14,7 @@ import tempfile
 import zipfile
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field, fields
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import BinaryIO
 
@@ -103,7 +103,7 @@ def checkpoint_bytes(
     ValueError if the parts do not fit together or are not plain data, so no file is made that would not load.
     """
     _check_consistent(model.config, vocab, task)
-    created = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    created = datetime.now(UTC).isoformat(timespec="seconds")
     payload = {
         "format": FORMAT,
         "version": FORMAT_VERSION,
@@ -312,8 +312,10 @@ def check_checkpoint_size(config: ModelConfig) -> None:
     """ValueError if a model of this size would not fit in a checkpoint file (float32 weights)."""
     check_model_size(config)
     if (size := 4 * _n_weights(config)) > MAX_CHECKPOINT_BYTES:
-        raise ValueError(f"this model ({_n_weights(config):,} weights) would make a checkpoint of about "
-                         f"{size / 2**20:.0f} MB, over the {_LIMIT}: make it smaller, or train without saving")
+        raise ValueError(
+            f"this model ({_n_weights(config):,} weights) would make a checkpoint of about "
+            f"{size / 2**20:.0f} MB, over the {_LIMIT}: make it smaller, or train without saving"
+        )
 
 
 def _check_consistent(config: ModelConfig, vocab: Vocab, task: DataConfig) -> None:

@@ -47,8 +47,9 @@ def build_parser() -> argparse.ArgumentParser:
     defaults = argparse.ArgumentDefaultsHelpFormatter
     _add_train(commands.add_parser("train", help="train a model on a toy task and save it", formatter_class=defaults))
     _add_predict(commands.add_parser("predict", help="run a saved model on sequences"))
-    _add_evaluate(commands.add_parser("evaluate", help="score a saved model on held-out and fresh data",
-                                      formatter_class=defaults))
+    _add_evaluate(
+        commands.add_parser("evaluate", help="score a saved model on held-out and fresh data", formatter_class=defaults)
+    )
     p = commands.add_parser("bench", help="print the performance benchmarks")
     p.add_argument("--quick", action="store_true", help="a reduced run, as a smoke test")
     p.set_defaults(run=bench_command)
@@ -75,10 +76,19 @@ def _add_train(p: argparse.ArgumentParser) -> None:
     add("--positional", default=model.positional, choices=("sinusoidal", "learned", "none"), help="position encoding")
     norm = group.add_mutually_exclusive_group()  # neither given: ModelConfig's default applies
     default_norm = "pre-norm" if model.norm_first else "post-norm"
-    norm.add_argument("--norm-first", action="store_true", default=argparse.SUPPRESS,
-                      help=f"pre-norm: x + Sublayer(LayerNorm(x)) (default: {default_norm})")
-    norm.add_argument("--post-norm", dest="norm_first", action="store_false", default=argparse.SUPPRESS,
-                      help="post-norm, the paper's: LayerNorm(x + Sublayer(x))")
+    norm.add_argument(
+        "--norm-first",
+        action="store_true",
+        default=argparse.SUPPRESS,
+        help=f"pre-norm: x + Sublayer(LayerNorm(x)) (default: {default_norm})",
+    )
+    norm.add_argument(
+        "--post-norm",
+        dest="norm_first",
+        action="store_false",
+        default=argparse.SUPPRESS,
+        help="post-norm, the paper's: LayerNorm(x + Sublayer(x))",
+    )
     add("--causal-mask", action=switch, default=model.causal_mask, help="hide the future")
     add("--scale-scores", action=switch, default=model.scale_scores, help="scores / sqrt(d_k)")
     add("--tie-weights", action=switch, default=model.tie_weights, help="generator = embedding")
@@ -101,8 +111,11 @@ def _add_train(p: argparse.ArgumentParser) -> None:
 
 def _add_predict(p: argparse.ArgumentParser) -> None:
     p.add_argument("checkpoint", help="a checkpoint file saved by `train`")
-    p.add_argument("sequence", nargs="?",
-                   help='space-separated symbols, e.g. "3 1 4" ("314" too, when every symbol is one character)')
+    p.add_argument(
+        "sequence",
+        nargs="?",
+        help='space-separated symbols, e.g. "3 1 4" ("314" too, when every symbol is one character)',
+    )
     p.add_argument("--input", metavar="FILE", help="one sequence per line; prints one output line per input line")
     p.add_argument("--beam", type=int, metavar="N", help="beam search of width N instead of greedy decoding")
     p.set_defaults(run=predict_command)
@@ -112,9 +125,12 @@ def _add_evaluate(p: argparse.ArgumentParser) -> None:
     p.add_argument("checkpoint", help="a checkpoint file saved by `train`")
     p.add_argument("--n", type=int, default=1000, help="fresh sequences to score")
     p.add_argument("--seed", type=int, default=123, help="seed of the fresh sequences")
-    p.add_argument("--lengths", metavar="LOW-HIGH",
-                   help="also score up to --n unseen inputs of each length from LOW to HIGH, including lengths "
-                        "the model never trained on (see transformer.lengths)")
+    p.add_argument(
+        "--lengths",
+        metavar="LOW-HIGH",
+        help="also score up to --n unseen inputs of each length from LOW to HIGH, including lengths "
+        "the model never trained on (see transformer.lengths)",
+    )
     p.set_defaults(run=evaluate_command)
 
 
@@ -157,8 +173,11 @@ def train_command(args: argparse.Namespace) -> None:
     if args.out:
         _check_out(args.out, model_config)
     trainer = Trainer(model_config, data_config, train_config)
-    print(f"training {data_config.task}, lengths {data_config.min_len}-{data_config.max_len}: "
-          f"{trainer.model.num_parameters():,} parameters on {trainer.device} (Ctrl-C stops)", file=sys.stderr)
+    print(
+        f"training {data_config.task}, lengths {data_config.min_len}-{data_config.max_len}: "
+        f"{trainer.model.num_parameters():,} parameters on {trainer.device} (Ctrl-C stops)",
+        file=sys.stderr,
+    )
     stop = threading.Event()
     with _ctrl_c_sets(stop):
         result = trainer.run(_show_row, stop.is_set)
@@ -189,9 +208,12 @@ def _from_args(cls: type, args: argparse.Namespace, **overrides):
 
 
 def _show_row(row: MetricRow) -> None:
-    print(f"step {row['step']:>5}  train loss {row['train_loss']:.3f}  val loss {row['val_loss']:.3f}  "
-          f"token acc {row['token_acc']:.3f}  exact {row['exact_match']:.3f}  {row['tokens_per_s']:,.0f} tok/s",
-          file=sys.stderr, flush=True)
+    print(
+        f"step {row['step']:>5}  train loss {row['train_loss']:.3f}  val loss {row['val_loss']:.3f}  "
+        f"token acc {row['token_acc']:.3f}  exact {row['exact_match']:.3f}  {row['tokens_per_s']:,.0f} tok/s",
+        file=sys.stderr,
+        flush=True,
+    )
 
 
 @contextmanager
@@ -217,7 +239,7 @@ def predict_command(args: argparse.Namespace) -> int:
     """Print the model's output for the sequence, or one line for each line of --input: blank for a blank line
     or a bad one (reported on stderr)."""
     if (args.sequence is None) == (args.input is None):
-        raise ValueError("give either a sequence, e.g. \"3 1 4\", or --input FILE")
+        raise ValueError('give either a sequence, e.g. "3 1 4", or --input FILE')
     checkpoint = load_checkpoint(args.checkpoint)
     encode = partial(checkpoint.vocab.encode, max_len=checkpoint.config.longest_sequence)
     lines = [encode(args.sequence)] if args.sequence is not None else _read_sources(args.input, encode)
@@ -252,8 +274,11 @@ def _note_untrained_lengths(task: DataConfig, sources: list[list[int]]) -> None:
     """A note on stderr when some inputs are shorter or longer than any the model was trained on."""
     outside = sum(not task.min_len <= len(ids) <= task.max_len for ids in sources)
     if outside:
-        print(f"note: {outside} of {len(sources)} inputs are outside the lengths {task.min_len}-{task.max_len} the "
-              f"model was trained on; expect mistakes there", file=sys.stderr)
+        print(
+            f"note: {outside} of {len(sources)} inputs are outside the lengths {task.min_len}-{task.max_len} the "
+            f"model was trained on; expect mistakes there",
+            file=sys.stderr,
+        )
 
 
 def _decode(checkpoint: Checkpoint, sources: list[list[int]], beam: int | None) -> Iterator[list[int]]:
@@ -280,8 +305,11 @@ def evaluate_command(args: argparse.Namespace) -> None:
     lengths = _length_range(args.lengths) if args.lengths else None
     held_out = evaluate(model, data.valid, vocab.bos_id, vocab.eos_id)
     fresh = evaluate(model, data.fresh_examples(args.n, args.seed), vocab.bos_id, vocab.eos_id)
-    scores = {"task": checkpoint.task.task, "held_out": {"n": data.valid.src.size(0), **held_out},
-              "fresh": {"n": args.n, "seed": args.seed, **fresh}}
+    scores = {
+        "task": checkpoint.task.task,
+        "held_out": {"n": data.valid.src.size(0), **held_out},
+        "fresh": {"n": args.n, "seed": args.seed, **fresh},
+    }
     if lengths:
         report = score_lengths(model, vocab, checkpoint.task, lengths, min(args.n, MAX_PER_LENGTH), args.seed)
         scores["by_length"] = report.scores.to_dict(orient="records")
@@ -289,7 +317,7 @@ def evaluate_command(args: argparse.Namespace) -> None:
 
 
 def _length_range(text: str) -> range:
-    """"LOW-HIGH" (or one length) -> range(LOW, HIGH + 1)."""
+    """ "LOW-HIGH" (or one length) -> range(LOW, HIGH + 1)."""
     match = re.fullmatch(r"\s*(\d{1,3})\s*(?:-\s*(\d{1,3})\s*)?", text)
     if match is None or int(match[2] or match[1]) < int(match[1]):
         raise ValueError(f"--lengths must read LOW-HIGH, like 1-20, got {text!r:.30}")

@@ -70,20 +70,32 @@ class Switch:
         raise ValueError(f"{self.title} takes {', '.join(map(self.token, self.choices))}")
 
 
-SWITCHES: dict[str, Switch] = {s.field: s for s in [
-    Switch("positional", "model", "positional encoding",
-           {"sinusoidal": "sinusoidal PE", "learned": "learned PE", "none": "no PE"}),
-    Switch("norm_first", "model", "LayerNorm placement", {False: "post-norm", True: "pre-norm"}),
-    Switch("causal_mask", "model", "causal mask", {True: "causal mask", False: "no causal mask"}),
-    Switch("scale_scores", "model", "score scaling", {True: "scaled by 1/√d_k", False: "unscaled"}),
-    Switch("label_smoothing", "train", "label smoothing", {0.0: "no smoothing", 0.1: "smoothing 0.1",
-                                                            0.2: "smoothing 0.2"}),
-    Switch("warmup", "train", "warm-up", {0: "no warm-up", 50: "warm-up 50", 100: "warm-up 100",
-                                          400: "warm-up 400"}),
-    Switch("n_heads", "model", "heads", {1: "1 head", 2: "2 heads", 4: "4 heads", 8: "8 heads"}),
-    Switch("n_layers", "model", "layers", {1: "1 layer", 2: "2 layers", 3: "3 layers"}),
-    Switch("ema_decay", "train", "weight averaging", {0.0: "raw weights", 0.99: "averaged weights (EMA 0.99)"}),
-]}
+SWITCHES: dict[str, Switch] = {
+    s.field: s
+    for s in [
+        Switch(
+            "positional",
+            "model",
+            "positional encoding",
+            {"sinusoidal": "sinusoidal PE", "learned": "learned PE", "none": "no PE"},
+        ),
+        Switch("norm_first", "model", "LayerNorm placement", {False: "post-norm", True: "pre-norm"}),
+        Switch("causal_mask", "model", "causal mask", {True: "causal mask", False: "no causal mask"}),
+        Switch("scale_scores", "model", "score scaling", {True: "scaled by 1/√d_k", False: "unscaled"}),
+        Switch(
+            "label_smoothing",
+            "train",
+            "label smoothing",
+            {0.0: "no smoothing", 0.1: "smoothing 0.1", 0.2: "smoothing 0.2"},
+        ),
+        Switch(
+            "warmup", "train", "warm-up", {0: "no warm-up", 50: "warm-up 50", 100: "warm-up 100", 400: "warm-up 400"}
+        ),
+        Switch("n_heads", "model", "heads", {1: "1 head", 2: "2 heads", 4: "4 heads", 8: "8 heads"}),
+        Switch("n_layers", "model", "layers", {1: "1 layer", 2: "2 layers", 3: "3 layers"}),
+        Switch("ema_decay", "train", "weight averaging", {0.0: "raw weights", 0.99: "averaged weights (EMA 0.99)"}),
+    ]
+}
 
 # ---------------------------------------------------------------------------------------------- experiments
 
@@ -113,9 +125,11 @@ class Experiment:
         stopping = ", stopping early once solved" if t.early_stop else ""
         heads = "heads set per variant" if self.switch == "n_heads" else f"{m.n_heads} heads"
         layers = "layers set per variant" if self.switch == "n_layers" else f"{m.n_layers} layer(s) per stack"
-        return (f"Task {d.task}, inputs of length {lengths} · d_model {m.d_model}, {heads}, {layers} · {t.steps} steps "
-                f"per variant{stopping} (a live rerun stops a variant after {t.time_budget_s:.0f} s) · seed {t.seed} "
-                "for every variant.")
+        return (
+            f"Task {d.task}, inputs of length {lengths} · d_model {m.d_model}, {heads}, {layers} · {t.steps} steps "
+            f"per variant{stopping} (a live rerun stops a variant after {t.time_budget_s:.0f} s) · seed {t.seed} "
+            "for every variant."
+        )
 
     def configs(self, value: SwitchValue) -> tuple[ModelConfig, DataConfig, TrainConfig]:
         """The configs of the variant with this switch value."""
@@ -129,55 +143,129 @@ class Experiment:
 # weights, since averaging them would smooth away some of what a switch does.
 BASE_MODEL = ModelConfig()
 BASE_DATA = DataConfig(task="reverse", min_len=10, max_len=10)
-BASE_TRAIN = TrainConfig(steps=600, time_budget_s=120.0, early_stop=False, record_attention=True, eval_every=25,
-                         ema_decay=0.0)
+BASE_TRAIN = TrainConfig(
+    steps=600, time_budget_s=120.0, early_stop=False, record_attention=True, eval_every=25, ema_decay=0.0
+)
 CUSTOM = "custom"
 
 
-def _ready(key: str, title: str, expectation: str, switch: str, values: tuple, steps: int = 600,
-           data: DataConfig = BASE_DATA, lr: float = BASE_TRAIN.lr, **model: Any) -> Experiment:
-    return Experiment(key, title, expectation, switch, values, replace(BASE_MODEL, **model), data,
-                      replace(BASE_TRAIN, steps=steps, lr=lr))
+def _ready(
+    key: str,
+    title: str,
+    expectation: str,
+    switch: str,
+    values: tuple,
+    steps: int = 600,
+    data: DataConfig = BASE_DATA,
+    lr: float = BASE_TRAIN.lr,
+    **model: Any,
+) -> Experiment:
+    return Experiment(
+        key,
+        title,
+        expectation,
+        switch,
+        values,
+        replace(BASE_MODEL, **model),
+        data,
+        replace(BASE_TRAIN, steps=steps, lr=lr),
+    )
 
 
-READY: dict[str, Experiment] = {e.key: e for e in [
-    _ready("no-positional-encoding", "Reverse without positional encoding",
-           "Without positional encoding the encoder cannot tell source positions apart, so the model never learns to "
-           "reverse: exact-match stays at 0% while the loss stalls above 1.", "positional", ("sinusoidal", "none")),
-    _ready("no-causal-mask", "Train without the causal mask",
-           "Without the causal mask the decoder reads the answer off its own input while training: the loss falls "
-           "to near zero and teacher-forced accuracy to 100%, but greedy decoding, which has no future to peek at, "
-           "gets far fewer sequences right.", "causal_mask", (True, False)),
-    _ready("post-vs-pre-norm", "Post-norm vs pre-norm",
-           "At one layer both placements of LayerNorm learn reverse at about the same pace: the stability that made "
-           "later models switch from the paper's post-norm to pre-norm matters for deep stacks, not for this one.",
-           "norm_first", (False, True)),
-    _ready("score-scaling-large-dk", "Score scaling at large d_k",
-           "With one head of d_k = 64, unscaled dot products are about 8 times larger and the softmax saturates, so "
-           "its gradients are tiny: the unscaled model starts slower and hovers short of 100% for longer, while its "
-           "head ends up pointing at a single source token.", "scale_scores", (True, False), d_model=64, n_heads=1,
-           d_ff=128),
-    _ready("label-smoothing", "Label smoothing",
-           "Label smoothing (the paper uses 0.1) puts a floor under the training loss (about 0.5 here), yet the "
-           "model solves the task just as fast.", "label_smoothing", (0.0, 0.1), steps=300),
-    _ready("warm-up", "Warm-up",
-           "Without warm-up the full learning rate hits the random model at step one (and, with nothing to decay "
-           "from, stays there): on this small clipped model it learns faster at first, then hovers just short of "
-           "100% while the warmed-up run settles at 100%.", "warmup", (100, 0), steps=300),
-    _ready("heads", "One head or four",
-           "Reverse needs one alignment, which one head learns as fast as four: watch its single head sharpen on "
-           "the anti-diagonal while four heads each hold a blurrier share.", "n_heads", (1, 4), steps=300),
-    _ready("layers", "One layer or two",
-           "A second layer per stack doubles the cost of every step and, on a task this small, buys nothing: it "
-           "solves reverse later, in more than twice the time.",
-           "n_layers", (1, 2), steps=300),
-    _ready("weight-averaging", "Raw or averaged weights",
-           "Both variants train the very same weights (their training-loss curves coincide); only what is scored "
-           "differs. On reverse at lengths 1-16 and a high learning rate the raw weights jitter from step to step, "
-           "so their exact-match stalls around 90% and hovers there, while their running average climbs smoothly "
-           "and holds 100% from about step 450.", "ema_decay", (0.0, 0.99), steps=800,
-           data=replace(BASE_DATA, min_len=1, max_len=16), lr=0.01, n_layers=2, n_heads=2),
-]}
+READY: dict[str, Experiment] = {
+    e.key: e
+    for e in [
+        _ready(
+            "no-positional-encoding",
+            "Reverse without positional encoding",
+            "Without positional encoding the encoder cannot tell source positions apart, so the model never learns to "
+            "reverse: exact-match stays at 0% while the loss stalls above 1.",
+            "positional",
+            ("sinusoidal", "none"),
+        ),
+        _ready(
+            "no-causal-mask",
+            "Train without the causal mask",
+            "Without the causal mask the decoder reads the answer off its own input while training: the loss falls "
+            "to near zero and teacher-forced accuracy to 100%, but greedy decoding, which has no future to peek at, "
+            "gets far fewer sequences right.",
+            "causal_mask",
+            (True, False),
+        ),
+        _ready(
+            "post-vs-pre-norm",
+            "Post-norm vs pre-norm",
+            "At one layer both placements of LayerNorm learn reverse at about the same pace: the stability that made "
+            "later models switch from the paper's post-norm to pre-norm matters for deep stacks, not for this one.",
+            "norm_first",
+            (False, True),
+        ),
+        _ready(
+            "score-scaling-large-dk",
+            "Score scaling at large d_k",
+            "With one head of d_k = 64, unscaled dot products are about 8 times larger and the softmax saturates, so "
+            "its gradients are tiny: the unscaled model starts slower and hovers short of 100% for longer, while its "
+            "head ends up pointing at a single source token.",
+            "scale_scores",
+            (True, False),
+            d_model=64,
+            n_heads=1,
+            d_ff=128,
+        ),
+        _ready(
+            "label-smoothing",
+            "Label smoothing",
+            "Label smoothing (the paper uses 0.1) puts a floor under the training loss (about 0.5 here), yet the "
+            "model solves the task just as fast.",
+            "label_smoothing",
+            (0.0, 0.1),
+            steps=300,
+        ),
+        _ready(
+            "warm-up",
+            "Warm-up",
+            "Without warm-up the full learning rate hits the random model at step one (and, with nothing to decay "
+            "from, stays there): on this small clipped model it learns faster at first, then hovers just short of "
+            "100% while the warmed-up run settles at 100%.",
+            "warmup",
+            (100, 0),
+            steps=300,
+        ),
+        _ready(
+            "heads",
+            "One head or four",
+            "Reverse needs one alignment, which one head learns as fast as four: watch its single head sharpen on "
+            "the anti-diagonal while four heads each hold a blurrier share.",
+            "n_heads",
+            (1, 4),
+            steps=300,
+        ),
+        _ready(
+            "layers",
+            "One layer or two",
+            "A second layer per stack doubles the cost of every step and, on a task this small, buys nothing: it "
+            "solves reverse later, in more than twice the time.",
+            "n_layers",
+            (1, 2),
+            steps=300,
+        ),
+        _ready(
+            "weight-averaging",
+            "Raw or averaged weights",
+            "Both variants train the very same weights (their training-loss curves coincide); only what is scored "
+            "differs. On reverse at lengths 1-16 and a high learning rate the raw weights jitter from step to step, "
+            "so their exact-match stalls around 90% and hovers there, while their running average climbs smoothly "
+            "and holds 100% from about step 450.",
+            "ema_decay",
+            (0.0, 0.99),
+            steps=800,
+            data=replace(BASE_DATA, min_len=1, max_len=16),
+            lr=0.01,
+            n_layers=2,
+            n_heads=2,
+        ),
+    ]
+}
 
 # ------------------------------------------------------------------------------------- page state and URL
 
@@ -207,8 +295,9 @@ def custom_experiment(state: CompareState) -> Experiment:
     if len(state.values) < 2:
         raise ValueError("pick at least two values to compare")
     switch = SWITCHES[state.switch]
-    model = replace(BASE_MODEL, d_model=state.d_model, n_heads=state.n_heads, n_layers=state.n_layers,
-                    d_ff=4 * state.d_model)
+    model = replace(
+        BASE_MODEL, d_model=state.d_model, n_heads=state.n_heads, n_layers=state.n_layers, d_ff=4 * state.d_model
+    )
     data = replace(BASE_DATA, task=state.task, min_len=state.length, max_len=state.length, seed=state.seed)
     train = replace(BASE_TRAIN, steps=state.steps, seed=state.seed)
     title, expectation = _custom_text(switch, state.values, state.task)
@@ -217,8 +306,10 @@ def custom_experiment(state: CompareState) -> Experiment:
 
 def _custom_text(switch: Switch, values: Sequence[SwitchValue], task: str) -> tuple[str, str]:
     """Title and expectation of a custom experiment."""
-    return (f"{switch.title}: {' vs '.join(map(switch.label, values))} on {task}",
-            "Your own experiment: write down what you expect before you run it.")
+    return (
+        f"{switch.title}: {' vs '.join(map(switch.label, values))} on {task}",
+        "Your own experiment: write down what you expect before you run it.",
+    )
 
 
 def experiment_for(state: CompareState) -> Experiment:
@@ -231,9 +322,18 @@ def state_for(experiment: Experiment) -> CompareState:
     if experiment.key != CUSTOM:
         return CompareState(experiment=experiment.key)
     m, d, switch = experiment.model, experiment.data, SWITCHES[experiment.switch]
-    params = {"experiment": CUSTOM, "task": d.task, "length": d.max_len, "d_model": m.d_model, "n_heads": m.n_heads,
-              "n_layers": m.n_layers, "steps": experiment.train.steps, "seed": experiment.train.seed,
-              "switch": switch.field, "values": ",".join(map(switch.token, experiment.values))}
+    params = {
+        "experiment": CUSTOM,
+        "task": d.task,
+        "length": d.max_len,
+        "d_model": m.d_model,
+        "n_heads": m.n_heads,
+        "n_layers": m.n_layers,
+        "steps": experiment.train.steps,
+        "seed": experiment.train.seed,
+        "switch": switch.field,
+        "values": ",".join(map(switch.token, experiment.values)),
+    }
     return from_query_params(params)[0]
 
 
@@ -298,11 +398,14 @@ def from_query_params(params: Mapping[str, Any]) -> tuple[CompareState, list[str
         if 2 <= len(values) <= MAX_VARIANTS:
             state["values"] = values
         else:
-            notices.append(f"The link's `values` are not 2-{MAX_VARIANTS} different choices of {switch.title} "
-                           f"({', '.join(map(switch.token, switch.choices))}), so "
-                           f"{' vs '.join(map(switch.label, fallback))} is used.")
+            notices.append(
+                f"The link's `values` are not 2-{MAX_VARIANTS} different choices of {switch.title} "
+                f"({', '.join(map(switch.token, switch.choices))}), so "
+                f"{' vs '.join(map(switch.label, fallback))} is used."
+            )
     state.setdefault("values", fallback)
     return CompareState(**state), notices
+
 
 # ------------------------------------------------------------------------------------------------ alignment
 
@@ -368,6 +471,7 @@ def alignment_series(task: str, cross: Sequence[Sequence[Any]]) -> dict[str, lis
             series[label].append(alignment_score(head, ideal))
     return series
 
+
 # ------------------------------------------------------------------------------------------------- running
 
 
@@ -402,14 +506,26 @@ def _probe(trainer: Trainer) -> tuple[list[str], list[str], int, int]:
     return trainer.vocab.tokens(src_ids), trainer.vocab.tokens(tgt_ids), len(src_ids), len(tgt_ids)
 
 
-def _variant_run(experiment: Experiment, value: SwitchValue, trainer: Trainer, history: list[MetricRow],
-                 snapshots: list[dict], result: Any) -> VariantRun:
+def _variant_run(
+    experiment: Experiment,
+    value: SwitchValue,
+    trainer: Trainer,
+    history: list[MetricRow],
+    snapshots: list[dict],
+    result: Any,
+) -> VariantRun:
     """A VariantRun from a trainer's rows, attention snapshots and result (cross-attention trimmed to the probe)."""
     _, _, src_len, tgt_len = _probe(trainer)
     cross = [[layer[:, :tgt_len, :src_len].tolist() for layer in s["maps"]["cross"]] for s in snapshots]
-    return VariantRun(SWITCHES[experiment.switch].label(value), value, history,
-                      None if result is None else asdict(result), [s["step"] for s in snapshots], cross,
-                      alignment_series(experiment.data.task, cross))
+    return VariantRun(
+        SWITCHES[experiment.switch].label(value),
+        value,
+        history,
+        None if result is None else asdict(result),
+        [s["step"] for s in snapshots],
+        cross,
+        alignment_series(experiment.data.task, cross),
+    )
 
 
 def run_experiment(experiment: Experiment, on_variant: Callable[[VariantRun], None] | None = None) -> ExperimentRun:
@@ -486,10 +602,13 @@ class ExperimentJob:
         """The variants so far as an ExperimentRun; None before the first one has started."""
         if not self.jobs:
             return None
-        variants = [_variant_run(self.experiment, value, job.trainer, job.rows(), job.attention_snapshots, job.result)
-                    for value, job in zip(self.experiment.values, self.jobs)]
+        variants = [
+            _variant_run(self.experiment, value, job.trainer, job.rows(), job.attention_snapshots, job.result)
+            for value, job in zip(self.experiment.values, self.jobs)
+        ]
         src, tgt, _, _ = _probe(self.jobs[0].trainer)
         return ExperimentRun(self.experiment, src, tgt, variants)
+
 
 # --------------------------------------------------------------------------------------------------- tables
 
@@ -506,16 +625,18 @@ def summary_table(run: ExperimentRun) -> pd.DataFrame:
         last = v.history[-1] if v.history else {}
         final = v.result or last
         solved = solved_at(v.history)
-        records.append({
-            "variant": v.label,
-            "solved at step": None if solved is None else int(solved["step"]),
-            "solved after (s)": None if solved is None else round(solved["elapsed_s"], 1),
-            "final exact match (%)": None if not final else round(100 * final["exact_match"], 1),
-            "final token accuracy (%)": None if not final else round(100 * final["token_acc"], 1),
-            "final training loss": last.get("train_loss"),
-            "steps": None if not last else int(last["step"]),
-            "time (s)": None if not last else round(last["elapsed_s"], 1),
-        })
+        records.append(
+            {
+                "variant": v.label,
+                "solved at step": None if solved is None else int(solved["step"]),
+                "solved after (s)": None if solved is None else round(solved["elapsed_s"], 1),
+                "final exact match (%)": None if not final else round(100 * final["exact_match"], 1),
+                "final token accuracy (%)": None if not final else round(100 * final["token_acc"], 1),
+                "final training loss": last.get("train_loss"),
+                "steps": None if not last else int(last["step"]),
+                "time (s)": None if not last else round(last["elapsed_s"], 1),
+            }
+        )
     return pd.DataFrame(records)
 
 
@@ -524,6 +645,7 @@ def runs_frame(run: ExperimentRun) -> pd.DataFrame:
     frames = [pd.DataFrame(v.history, columns=list(METRIC_COLUMNS)).assign(variant=v.label) for v in run.variants]
     table = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=list(METRIC_COLUMNS) + ["variant"])
     return table[["variant", *METRIC_COLUMNS]]
+
 
 # ------------------------------------------------------------------------------------------------------ JSON
 
@@ -539,18 +661,29 @@ def experiment_to_json(run: ExperimentRun) -> str:
     document = {
         "format": FORMAT,
         "version": FORMAT_VERSION,
-        "experiment": {"key": e.key, "switch": e.switch, "values": list(e.values), "model": asdict(e.model),
-                       "data": asdict(e.data), "train": asdict(e.train)},
+        "experiment": {
+            "key": e.key,
+            "switch": e.switch,
+            "values": list(e.values),
+            "model": asdict(e.model),
+            "data": asdict(e.data),
+            "train": asdict(e.train),
+        },
         "probe": {"src": run.probe_src, "tgt": run.probe_tgt},
-        "variants": [{
-            "value": v.value,
-            "history": [{k: _number(x, 6) for k, x in row.items()} for row in v.history],
-            "result": v.result,
-            "steps": v.steps,
-            "cross": [[[[[_number(w, 2) for w in q] for q in head] for head in layer] for layer in snap]
-                      for snap in v.cross],
-            "alignment": {label: [_number(s, 4) for s in series] for label, series in v.alignment.items()},
-        } for v in run.variants],
+        "variants": [
+            {
+                "value": v.value,
+                "history": [{k: _number(x, 6) for k, x in row.items()} for row in v.history],
+                "result": v.result,
+                "steps": v.steps,
+                "cross": [
+                    [[[[_number(w, 2) for w in q] for q in head] for head in layer] for layer in snap]
+                    for snap in v.cross
+                ],
+                "alignment": {label: [_number(s, 4) for s in series] for label, series in v.alignment.items()},
+            }
+            for v in run.variants
+        ],
     }
     return json.dumps(document, separators=(",", ":"), allow_nan=False, ensure_ascii=False)
 
@@ -623,8 +756,12 @@ def _variant(value: Any, experiment: Experiment, switch_value: SwitchValue, src_
     history = []
     for row in reader.list(d["history"]):
         reader.dict(row, set(METRIC_COLUMNS))
-        history.append({k: reader.number(row[k], 0, 10**7 if k == "step" else math.inf, optional=k != "step")
-                        for k in METRIC_COLUMNS})
+        history.append(
+            {
+                k: reader.number(row[k], 0, 10**7 if k == "step" else math.inf, optional=k != "step")
+                for k in METRIC_COLUMNS
+            }
+        )
     result = d["result"]
     if result is not None:
         reader.dict(result, {"steps", "seconds", "exact_match", "token_acc", "reason"})
@@ -641,13 +778,16 @@ def _variant(value: Any, experiment: Experiment, switch_value: SwitchValue, src_
                     for w in reader.list(query, length=src_len):
                         reader.number(w, 0.0, 1.0)
     alignment = d["alignment"]
-    if not isinstance(alignment, dict) or (alignment and set(alignment) != set(head_labels(model.n_layers,
-                                                                                          model.n_heads))):
+    if not isinstance(alignment, dict) or (
+        alignment and set(alignment) != set(head_labels(model.n_layers, model.n_heads))
+    ):
         reader.fail("has alignment scores for other heads than its model's")
-    alignment = {k: [reader.number(s, 0.0, 1.0) for s in reader.list(v, length=len(steps))]
-                 for k, v in alignment.items()}
-    return VariantRun(SWITCHES[experiment.switch].label(switch_value), switch_value, history, result, steps, cross,
-                      alignment)
+    alignment = {
+        k: [reader.number(s, 0.0, 1.0) for s in reader.list(v, length=len(steps))] for k, v in alignment.items()
+    }
+    return VariantRun(
+        SWITCHES[experiment.switch].label(switch_value), switch_value, history, result, steps, cross, alignment
+    )
 
 
 def experiment_from_json(text: str | bytes) -> ExperimentRun:
@@ -670,8 +810,13 @@ def experiment_from_json(text: str | bytes) -> ExperimentRun:
     variants = reader.list(d["variants"], most=len(experiment.values))
     if not variants:
         reader.fail("holds no runs")
-    return ExperimentRun(experiment, src, tgt, [_variant(v, experiment, value, len(src), len(tgt))
-                                                for v, value in zip(variants, experiment.values)])
+    return ExperimentRun(
+        experiment,
+        src,
+        tgt,
+        [_variant(v, experiment, value, len(src), len(tgt)) for v, value in zip(variants, experiment.values)],
+    )
+
 
 # ----------------------------------------------------------------------------------------- shipped results
 

@@ -61,9 +61,7 @@ def sample_batch(task: DataConfig, vocab: Vocab, model_max_len: int) -> tuple[to
     return torch.tensor([src_ids]), torch.tensor([tgt_in])
 
 
-def padded_pair(
-    src_ids: list[int], tgt_ids: list[int], vocab: Vocab, width: int
-) -> tuple[torch.Tensor, torch.Tensor]:
+def padded_pair(src_ids: list[int], tgt_ids: list[int], vocab: Vocab, width: int) -> tuple[torch.Tensor, torch.Tensor]:
     """Source padded to `width` tokens, decoder input BOS + target padded to `width` + 1: (1, W), (1, W + 1)."""
     if width < max(len(src_ids), len(tgt_ids)):
         raise ValueError(f"cannot pad to {width}: the sequences have {len(src_ids)} and {len(tgt_ids)} tokens")
@@ -83,8 +81,11 @@ def config_table(config: ModelConfig) -> pd.DataFrame:
         norm, formula = "post-norm (paper)", "LayerNorm(x + Sublayer(x))"
     rows = [
         ("norm placement", norm, f"each sublayer computes {formula}"),
-        ("positional", config.positional,
-         "sinusoidal is the paper's; learned is a trained table; none gives the encoder no order"),
+        (
+            "positional",
+            config.positional,
+            "sinusoidal is the paper's; learned is a trained table; none gives the encoder no order",
+        ),
         ("causal_mask", config.causal_mask, "decoder may not look at later target positions"),
         ("scale_scores", config.scale_scores, "scores divided by √d_k before the softmax"),
         ("tie_weights", config.tie_weights, "generator shares the embedding matrix (the paper does)"),
@@ -104,22 +105,29 @@ def _paper_modules(config: ModelConfig) -> list[tuple[str, str, str]]:
     """(module path, paper name, paper section) of every part of the model, in the order data flows."""
     add_norm = "Norm … Add (pre-norm)" if config.norm_first else "Add & Norm (post-norm)"
     masked = "Masked Multi-Head Attention" if config.causal_mask else "Multi-Head Attention (causal mask OFF)"
-    rows = [("embed", "Embedding (× √d_model)", "3.4"),
-            ("positional", f"Positional Encoding ({config.positional})", "3.5")]
+    rows = [
+        ("embed", "Embedding (× √d_model)", "3.4"),
+        ("positional", f"Positional Encoding ({config.positional})", "3.5"),
+    ]
     for i in range(config.n_layers):
         p = f"encoder.layers.{i}"
         rows += [
-            (f"{p}.self_attn", "Multi-Head Attention", "3.2.2"), (f"{p}.sublayer.0", add_norm, "3.1"),
-            (f"{p}.feed_forward", "Feed Forward", "3.3"), (f"{p}.sublayer.1", add_norm, "3.1"),
+            (f"{p}.self_attn", "Multi-Head Attention", "3.2.2"),
+            (f"{p}.sublayer.0", add_norm, "3.1"),
+            (f"{p}.feed_forward", "Feed Forward", "3.3"),
+            (f"{p}.sublayer.1", add_norm, "3.1"),
         ]
     if config.norm_first:
         rows.append(("encoder.norm", "Final LayerNorm (pre-norm)", "3.1"))
     for i in range(config.n_layers):
         p = f"decoder.layers.{i}"
         rows += [
-            (f"{p}.self_attn", masked, "3.2.3"), (f"{p}.sublayer.0", add_norm, "3.1"),
-            (f"{p}.cross_attn", "Multi-Head Attention (encoder-decoder)", "3.2.3"), (f"{p}.sublayer.1", add_norm, "3.1"),
-            (f"{p}.feed_forward", "Feed Forward", "3.3"), (f"{p}.sublayer.2", add_norm, "3.1"),
+            (f"{p}.self_attn", masked, "3.2.3"),
+            (f"{p}.sublayer.0", add_norm, "3.1"),
+            (f"{p}.cross_attn", "Multi-Head Attention (encoder-decoder)", "3.2.3"),
+            (f"{p}.sublayer.1", add_norm, "3.1"),
+            (f"{p}.feed_forward", "Feed Forward", "3.3"),
+            (f"{p}.sublayer.2", add_norm, "3.1"),
         ]
     if config.norm_first:
         rows.append(("decoder.norm", "Final LayerNorm (pre-norm)", "3.1"))
@@ -145,9 +153,11 @@ def module_table(model: Transformer, src: torch.Tensor, tgt: torch.Tensor) -> pd
     rows = _paper_modules(model.config)
     handles = []
     for path, _, _ in rows:
+
         def record(module, args, output, path=path):
             outputs = output if isinstance(output, tuple) else (output,)
             calls.setdefault(path, []).append((_shapes(args), _shapes(outputs)))
+
         handles.append(probe.get_submodule(path).register_forward_hook(record))
     try:
         with torch.no_grad():
@@ -197,7 +207,9 @@ def positional_table(model: Transformer) -> tuple[torch.Tensor, str]:
     c = model.config
     table = model.positional.table()
     if table is None:
-        return sinusoidal_table(c.max_len, c.d_model), "the paper's sinusoidal table, for reference: this model uses none"
+        return sinusoidal_table(
+            c.max_len, c.d_model
+        ), "the paper's sinusoidal table, for reference: this model uses none"
     return table.detach().clone(), f"this model's {c.positional} table"
 
 
@@ -261,9 +273,11 @@ def attention_before_after(model: Transformer, src: torch.Tensor, tgt: torch.Ten
     handles = []
     for kind in ATTENTION_KINDS:
         for layer in range(model.config.n_layers):
+
             def record(module, args, kwargs, output, kind=kind):
                 memory = args[1] if len(args) > 1 else kwargs.get("memory")
                 inputs[kind].append(_unmasked_weights(module, args[0], memory))
+
             block = attention_module(probe, kind, layer)
             handles.append(block.register_forward_hook(record, with_kwargs=True))
     try:
@@ -309,29 +323,35 @@ class Experiment:
         return int(table["changed?"].sum())
 
 
-def _diff_table(vocab: Vocab, tokens: list[int], before: torch.Tensor, after: torch.Tensor, logits: bool) -> pd.DataFrame:
+def _diff_table(
+    vocab: Vocab, tokens: list[int], before: torch.Tensor, after: torch.Tensor, logits: bool
+) -> pd.DataFrame:
     """Compare (T, V) logits position by position; `logits` picks what the difference measures."""
     p_before, p_after = before.softmax(-1), after.softmax(-1)
     diff = ((after - before) if logits else (p_after - p_before)).abs().amax(dim=-1)
     scale = before.abs().amax(dim=-1).clamp(min=1.0) if logits else 1.0  # confident models have logits of 20 and more
     out_before, out_after = p_before.argmax(-1), p_after.argmax(-1)
-    return pd.DataFrame({
-        "position": range(len(tokens)),
-        "input token": vocab.tokens(tokens),
-        "output before": vocab.tokens(out_before.tolist()),
-        "p before": p_before.gather(-1, out_before[:, None])[:, 0].tolist(),
-        "output after": vocab.tokens(out_after.tolist()),
-        "p after": p_after.gather(-1, out_after[:, None])[:, 0].tolist(),
-        "max |Δ|": diff.tolist(),
-        "changed?": (diff > CHANGED_TOLERANCE * scale).tolist(),
-    })
+    return pd.DataFrame(
+        {
+            "position": range(len(tokens)),
+            "input token": vocab.tokens(tokens),
+            "output before": vocab.tokens(out_before.tolist()),
+            "p before": p_before.gather(-1, out_before[:, None])[:, 0].tolist(),
+            "output after": vocab.tokens(out_after.tolist()),
+            "p after": p_after.gather(-1, out_after[:, None])[:, 0].tolist(),
+            "max |Δ|": diff.tolist(),
+            "changed?": (diff > CHANGED_TOLERANCE * scale).tolist(),
+        }
+    )
 
 
 def _logits(model: Transformer, src: list[int], tgt: list[int], mask_padding: bool = True) -> torch.Tensor:
     """(T, V) logits of one source and decoder input."""
     device = _device(model)
     with torch.no_grad():
-        return model(torch.tensor([src], device=device), torch.tensor([tgt], device=device), mask_padding=mask_padding)[0]
+        return model(torch.tensor([src], device=device), torch.tensor([tgt], device=device), mask_padding=mask_padding)[
+            0
+        ]
 
 
 def _check_pair(model: Transformer, src_ids: list[int], tgt_ids: list[int], extra: int = 0) -> None:
@@ -342,7 +362,9 @@ def _check_pair(model: Transformer, src_ids: list[int], tgt_ids: list[int], extr
         raise ValueError(f"{longest} positions do not fit this model's max_len {model.config.max_len}: use fewer")
 
 
-def peek_at_future(model: Transformer, vocab: Vocab, src_ids: list[int], tgt_ids: list[int], change_at: int) -> Experiment:
+def peek_at_future(
+    model: Transformer, vocab: Vocab, src_ids: list[int], tgt_ids: list[int], change_at: int
+) -> Experiment:
     """Change the decoder input at position `change_at` (1 = the first target token; 0 is BOS) to the next
     symbol, and compare the output distributions at every earlier position: with the causal mask on, then off (twins of
     the model with its weights). Differences are in probability."""

@@ -40,8 +40,15 @@ def unseen_sources(data: TaskData, length: int, n: int, seed: int) -> list[list[
     return torch.randint(c.n_symbols, (n, length), generator=generator).tolist()
 
 
-def score_lengths(model: Transformer, vocab: Vocab, task: DataConfig, lengths: Sequence[int], n: int = 100,
-                  seed: int = 0, max_mistakes: int = 5) -> LengthReport:
+def score_lengths(
+    model: Transformer,
+    vocab: Vocab,
+    task: DataConfig,
+    lengths: Sequence[int],
+    n: int = 100,
+    seed: int = 0,
+    max_mistakes: int = 5,
+) -> LengthReport:
     """Greedy-decode up to n unseen inputs of each length and score the outputs (see `LengthReport`).
 
     exact_match: the whole output right, EOS included. symbols_right: the target's symbols the output has at the
@@ -62,18 +69,30 @@ def score_lengths(model: Transformer, vocab: Vocab, task: DataConfig, lengths: S
         right = got[:, : want.size(1)] == want  # (B, W)
         exact = right.all(dim=1)  # (B,)
         symbols = want >= N_SPECIAL
-        scores.append({
-            "length": length, "trained": task.min_len <= length <= task.max_len, "n": len(sources),
-            "exact_match": exact.double().mean().item(),
-            "symbols_right": (right & symbols).sum().item() / symbols.sum().item(),
-            "output_len": _symbols_before_eos(got, vocab).double().mean().item(),
-            "target_len": symbols.sum(dim=1).double().mean().item(),
-        })
+        scores.append(
+            {
+                "length": length,
+                "trained": task.min_len <= length <= task.max_len,
+                "n": len(sources),
+                "exact_match": exact.double().mean().item(),
+                "symbols_right": (right & symbols).sum().item() / symbols.sum().item(),
+                "output_len": _symbols_before_eos(got, vocab).double().mean().item(),
+                "target_len": symbols.sum(dim=1).double().mean().item(),
+            }
+        )
         for row in (~exact).nonzero().flatten()[:max_mistakes].tolist():
-            mistakes.append({"length": length, "input": vocab.decode(batch.src[row].tolist()),
-                             "expected": vocab.decode(want[row].tolist()), "output": _output_text(got[row], vocab)})
-    return LengthReport(pd.DataFrame(scores, columns=list(SCORE_COLUMNS)),
-                        pd.DataFrame(mistakes, columns=["length", "input", "expected", "output"]))
+            mistakes.append(
+                {
+                    "length": length,
+                    "input": vocab.decode(batch.src[row].tolist()),
+                    "expected": vocab.decode(want[row].tolist()),
+                    "output": _output_text(got[row], vocab),
+                }
+            )
+    return LengthReport(
+        pd.DataFrame(scores, columns=list(SCORE_COLUMNS)),
+        pd.DataFrame(mistakes, columns=["length", "input", "expected", "output"]),
+    )
 
 
 def _symbols_before_eos(ids: torch.Tensor, vocab: Vocab) -> torch.Tensor:
@@ -94,8 +113,9 @@ def _check(model: Transformer, lengths: Sequence[int], n: int) -> None:
         raise ValueError("give at least one length to test")
     bad = [length for length in lengths if not _whole(length) or not 1 <= length <= longest]
     if bad:
-        raise ValueError(f"lengths must be whole numbers from 1 to {longest} (this model's longest input), "
-                         f"got {bad[0]!r}")
+        raise ValueError(
+            f"lengths must be whole numbers from 1 to {longest} (this model's longest input), got {bad[0]!r}"
+        )
     if not _whole(n) or not 1 <= n <= MAX_PER_LENGTH:
         raise ValueError(f"n must be a whole number from 1 to {MAX_PER_LENGTH}, got {n!r}")
 
@@ -110,11 +130,14 @@ def summary(scores: pd.DataFrame, task: DataConfig) -> list[str]:
     lines, length = [], scores["length"]
     trained, shorter, longer = scores[scores["trained"]], scores[length < task.min_len], scores[length > task.max_len]
     if len(trained):
-        lines.append(f"At lengths it trained on ({_span(trained['length'], 'd')}): exact match "
-                     f"{_span(trained['exact_match'])}.")
+        lines.append(
+            f"At lengths it trained on ({_span(trained['length'], 'd')}): exact match {_span(trained['exact_match'])}."
+        )
     if len(shorter):
-        lines.append(f"Shorter than any it trained on ({_span(shorter['length'], 'd')}): exact match "
-                     f"{_span(shorter['exact_match'])}.")
+        lines.append(
+            f"Shorter than any it trained on ({_span(shorter['length'], 'd')}): exact match "
+            f"{_span(shorter['exact_match'])}."
+        )
     if len(longer):
         first = longer.iloc[0]
         none_right = longer["exact_match"][::-1].cumsum()[::-1] == 0  # from here on, nothing is right
@@ -123,8 +146,10 @@ def summary(scores: pd.DataFrame, task: DataConfig) -> list[str]:
             line += f"{first['exact_match']:.0%} at length {first['length']}" + (", " if none_right.any() else "")
         if none_right.any():
             line += f"0% from length {longer.loc[none_right, 'length'].min()} on"
-        lines.append(line + f". Its outputs there average {_span(longer['output_len'], '.1f')} symbols, "
-                            f"where {_span(longer['target_len'], '.0f')} were expected.")
+        lines.append(
+            line + f". Its outputs there average {_span(longer['output_len'], '.1f')} symbols, "
+            f"where {_span(longer['target_len'], '.0f')} were expected."
+        )
     return lines
 
 

@@ -21,8 +21,15 @@ _REFERENCE_COST = 128 * 10 * (32 * 32 + 32 * 128)
 
 
 # What one run on a shared classroom server may ask for, whatever the form, the URL or session state say.
-LIMITS = {"d_model": (8, 256), "n_heads": (1, 16), "n_layers": (1, 4), "d_ff": (8, 1024), "batch_size": (1, 512),
-          "steps": (1, 10_000), "time_budget_s": (1, 300)}
+LIMITS = {
+    "d_model": (8, 256),
+    "n_heads": (1, 16),
+    "n_layers": (1, 4),
+    "d_ff": (8, 1024),
+    "batch_size": (1, 512),
+    "steps": (1, 10_000),
+    "time_budget_s": (1, 300),
+}
 
 
 def check_limits(values: Mapping) -> None:
@@ -110,20 +117,30 @@ def live_examples(model: Transformer, data: TaskData, n: int = 5) -> pd.DataFram
     width = batch.tgt_out.size(1)
     got = torch.nn.functional.pad(got, (0, width - got.size(1)), value=vocab.pad_id)
     right = (got == batch.tgt_out).all(dim=1).tolist()
-    return pd.DataFrame({
-        "input": [vocab.decode(ids) for ids in batch.src.tolist()],
-        "target": [vocab.decode(ids) for ids in batch.tgt_out.tolist()],
-        "model output": [vocab.decode(ids) or "(nothing)" for ids in got.tolist()],
-        "right": ["✓" if ok else "✗" for ok in right],  # plain glyphs: every font has them
-    })
+    return pd.DataFrame(
+        {
+            "input": [vocab.decode(ids) for ids in batch.src.tolist()],
+            "target": [vocab.decode(ids) for ids in batch.tgt_out.tolist()],
+            "model output": [vocab.decode(ids) or "(nothing)" for ids in got.tolist()],
+            "right": ["✓" if ok else "✗" for ok in right],  # plain glyphs: every font has them
+        }
+    )
 
 
 def switches(config: ModelConfig) -> list[str]:
     """The teaching switches set away from the paper's model, as short tags: "noPE", "learnedPE", "prenorm",
     "nocausal", "noscale", "tied" (the paper ties the generator, the lab's default does not)."""
     tags = {"none": ["noPE"], "learned": ["learnedPE"]}.get(config.positional, [])
-    return tags + [tag for tag, on in (("prenorm", config.norm_first), ("nocausal", not config.causal_mask),
-                                       ("noscale", not config.scale_scores), ("tied", config.tie_weights)) if on]
+    return tags + [
+        tag
+        for tag, on in (
+            ("prenorm", config.norm_first),
+            ("nocausal", not config.causal_mask),
+            ("noscale", not config.scale_scores),
+            ("tied", config.tie_weights),
+        )
+        if on
+    ]
 
 
 def run_name(model_config: ModelConfig, data_config: DataConfig, taken: Collection[str] = ()) -> str:

@@ -46,8 +46,10 @@ class ModelConfig:
         checks = [
             (self.vocab_size >= 4, "vocab_size must be at least 4"),
             (self.d_model >= 1 and self.n_heads >= 1, "d_model and n_heads must be positive"),
-            (self.n_heads >= 1 and self.d_model % self.n_heads == 0,
-             f"d_model ({self.d_model}) must be divisible by n_heads ({self.n_heads})"),
+            (
+                self.n_heads >= 1 and self.d_model % self.n_heads == 0,
+                f"d_model ({self.d_model}) must be divisible by n_heads ({self.n_heads})",
+            ),
             (self.n_layers >= 1 and self.d_ff >= 1, "n_layers and d_ff must be positive"),
             (0.0 <= self.dropout < 1.0, "dropout must be in [0, 1)"),
             (self.max_len >= 2, "max_len must be at least 2"),
@@ -165,7 +167,9 @@ def scaled_dot_product_attention(
     """
     scale = 1.0 / math.sqrt(q.size(-1)) if scale is None else scale
     if not need_weights and fused_is_faster(q, k):
-        out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p, is_causal=is_causal, scale=scale)
+        out = F.scaled_dot_product_attention(
+            q, k, v, attn_mask=mask, dropout_p=dropout_p, is_causal=is_causal, scale=scale
+        )
         return out, None
     if is_causal:
         mask = causal_mask(q.size(-2), q.device)
@@ -358,7 +362,9 @@ class Decoder(nn.Module):
     def forward(self, x, memory, src_mask, tgt_mask, tgt_is_causal=False, cache=None, need_weights=False):
         self_maps, cross_maps = [], []
         for i, layer in enumerate(self.layers):
-            x, w_self, w_cross = layer(x, memory, src_mask, tgt_mask, tgt_is_causal, None if cache is None else cache[i], need_weights)
+            x, w_self, w_cross = layer(
+                x, memory, src_mask, tgt_mask, tgt_is_causal, None if cache is None else cache[i], need_weights
+            )
             self_maps.append(w_self)
             cross_maps.append(w_cross)
         return self.norm(x), self_maps, cross_maps
@@ -444,7 +450,9 @@ class Transformer(nn.Module):
         self.check_ids(tgt, "tgt")
         src_mask = self.src_mask(src, mask_padding)
         memory, enc_maps = self.encode(src, src_mask, return_attention)
-        logits, self_maps, cross_maps = self.decode(tgt, memory, src_mask, mask_padding=mask_padding, need_weights=return_attention)
+        logits, self_maps, cross_maps = self.decode(
+            tgt, memory, src_mask, mask_padding=mask_padding, need_weights=return_attention
+        )
         if not return_attention:
             return logits
         return logits, {"encoder": enc_maps, "decoder_self": self_maps, "cross": cross_maps}
@@ -453,7 +461,9 @@ class Transformer(nn.Module):
         if ids.dim() != 2 or ids.dtype != torch.long:
             raise ValueError(f"expected int64 token ids of shape (B, T), got {tuple(ids.shape)} {ids.dtype}")
         if start + ids.size(1) > self.config.max_len:
-            raise ValueError(f"sequence of length {start + ids.size(1)} exceeds the model's max_len {self.config.max_len}")
+            raise ValueError(
+                f"sequence of length {start + ids.size(1)} exceeds the model's max_len {self.config.max_len}"
+            )
 
     def check_ids(self, ids: torch.Tensor, name: str = "ids") -> None:
         """ValueError unless `ids` is an int64 (B, T) tensor of token ids that this model can read."""

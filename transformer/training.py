@@ -6,7 +6,7 @@ import math
 import threading
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Literal
 
 import torch
@@ -182,16 +182,16 @@ class Trainer:
         if model_config.vocab_size != len(self.vocab) or model_config.pad_id != self.vocab.pad_id:
             raise ValueError(f"model vocab_size must be {len(self.vocab)} for {data_config.n_symbols} symbols")
         if data_config.max_len > model_config.longest_sequence:
-            raise ValueError(f"sequences of length {data_config.max_len} need model max_len >= {data_config.max_len + 1}")
+            raise ValueError(
+                f"sequences of length {data_config.max_len} need model max_len >= {data_config.max_len + 1}"
+            )
         self.network = Transformer(model_config).to(self.device)
         self.average = WeightAverage(self.network, train_config.ema_decay) if train_config.ema_decay else None
         self.model = self.network if self.average is None else self.average.model
         self.valid = self.data.valid.to(self.device)
         self.probe = _slice(self.valid, 0, train_config.eval_size)
         self.parameters = list(self.network.parameters())
-        self.optimizer = torch.optim.Adam(
-            self.parameters, lr=train_config.lr, betas=(0.9, 0.98), eps=1e-9, fused=True
-        )
+        self.optimizer = torch.optim.Adam(self.parameters, lr=train_config.lr, betas=(0.9, 0.98), eps=1e-9, fused=True)
         self.history: list[MetricRow] = []
         self.attention_snapshots: list[dict] = []  # {"step": int, "maps": AttentionMaps} when record_attention
         self.step = 0
@@ -221,7 +221,10 @@ class Trainer:
                 group["lr"] = lr
             logits = network(batch.src, batch.tgt_in)
             loss = F.cross_entropy(
-                logits.flatten(0, 1), batch.tgt_out.flatten(), ignore_index=vocab.pad_id, label_smoothing=cfg.label_smoothing
+                logits.flatten(0, 1),
+                batch.tgt_out.flatten(),
+                ignore_index=vocab.pad_id,
+                label_smoothing=cfg.label_smoothing,
             )
             if not torch.isfinite(loss):
                 raise TrainingDiverged(
@@ -260,11 +263,15 @@ class Trainer:
         final = evaluate(self.model, self.valid, vocab.bos_id, vocab.eos_id)
         self.result = TrainResult(self.step, elapsed, final["exact_match"], final["token_acc"], reason)
         if losses:
-            row = self._row(losses, tokens / max(time.perf_counter() - last_row_time, 1e-9), elapsed, cfg.lr_at(self.step))
+            row = self._row(
+                losses, tokens / max(time.perf_counter() - last_row_time, 1e-9), elapsed, cfg.lr_at(self.step)
+            )
             yield {**row, **final}
             self._snapshot_attention()
 
-    def run(self, on_row: Callable[[MetricRow], None] | None = None, stop: Callable[[], bool] | None = None) -> TrainResult:
+    def run(
+        self, on_row: Callable[[MetricRow], None] | None = None, stop: Callable[[], bool] | None = None
+    ) -> TrainResult:
         """Train to the end, passing each metric row to `on_row`."""
         for row in self.rows(stop):
             if on_row is not None:
@@ -291,8 +298,14 @@ class Trainer:
 
     def _row(self, losses: list[torch.Tensor], tokens_per_s: float, elapsed: float, lr: float) -> MetricRow:
         scores = evaluate(self.model, self.probe, self.vocab.bos_id, self.vocab.eos_id, decode=False)
-        row = {"step": self.step, "train_loss": torch.stack(losses).mean().item(), **scores, "lr": lr,
-               "tokens_per_s": tokens_per_s, "elapsed_s": elapsed}
+        row = {
+            "step": self.step,
+            "train_loss": torch.stack(losses).mean().item(),
+            **scores,
+            "lr": lr,
+            "tokens_per_s": tokens_per_s,
+            "elapsed_s": elapsed,
+        }
         self.history.append(row)
         return row
 
@@ -304,7 +317,9 @@ class Trainer:
         was_training = self.model.training
         _, maps = self.model.eval()(probe.src, probe.tgt_in, return_attention=True)
         self.model.train(was_training)
-        self.attention_snapshots.append({"step": self.step, "maps": {k: [m[0].cpu() for m in v] for k, v in maps.items()}})
+        self.attention_snapshots.append(
+            {"step": self.step, "maps": {k: [m[0].cpu() for m in v] for k, v in maps.items()}}
+        )
 
 
 def _slice(batch: Batch, start: int, stop: int) -> Batch:
@@ -325,8 +340,14 @@ class TrainingJob:
     `idle_timeout_s` stops by itself, so a closed tab never leaves a thread burning CPU.
     """
 
-    def __init__(self, model_config: ModelConfig, data_config: DataConfig, train_config: TrainConfig,
-                 slots: threading.Semaphore | None = None, idle_timeout_s: float | None = None):
+    def __init__(
+        self,
+        model_config: ModelConfig,
+        data_config: DataConfig,
+        train_config: TrainConfig,
+        slots: threading.Semaphore | None = None,
+        idle_timeout_s: float | None = None,
+    ):
         self.trainer = Trainer(model_config, data_config, train_config)
         self.train_config = train_config
         self._slots = slots

@@ -104,8 +104,10 @@ class Vocab:
         for word in words:
             i = self._stoi.get(word)
             if i is None:
-                raise ValueError(f"unknown symbol {_preview(word)}; use {self._allowed}" +
-                                 ("" if self.spaces_optional else ", separated by spaces"))
+                raise ValueError(
+                    f"unknown symbol {_preview(word)}; use {self._allowed}"
+                    + ("" if self.spaces_optional else ", separated by spaces")
+                )
             if i < N_SPECIAL:
                 raise ValueError(f"{word!r} is a special token; type only symbols ({self._allowed})")
             ids.append(i)

@@ -23,13 +23,26 @@ ARTIFACTS = ROOT / "artifacts"
 SCREENSHOTS = ARTIFACTS / "screenshots"
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = [
-    "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-    "--disable-sync", "--no-first-run", "--disable-dev-shm-usage",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--disable-dev-shm-usage",
 ]
 VIEWPORT = {"width": 1400, "height": 1000}  # wide enough that the sidebar stays open
 # Every page of the app and its URL path.
-PAGES = {"home": "", "train": "train", "anatomy": "anatomy", "masking": "masking", "decoding": "decoding",
-         "lengths": "lengths", "compare": "compare", "checkpoints": "checkpoints"}
+PAGES = {
+    "home": "",
+    "train": "train",
+    "anatomy": "anatomy",
+    "masking": "masking",
+    "decoding": "decoding",
+    "lengths": "lengths",
+    "compare": "compare",
+    "checkpoints": "checkpoints",
+}
 IDLE = "[data-testid='stApp'][data-test-script-state='notRunning']"
 EXCEPTION = "[data-testid='stException']"
 ERROR_TEXTS = ("Traceback", "This app has encountered an error")
@@ -66,13 +79,28 @@ class LabServer:
         """Start the server and wait until /_stcore/health answers ok; RuntimeError with the log if it doesn't."""
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         command = [
-            sys.executable, "-m", "streamlit", "run", "streamlit_app.py", "--server.headless", "true",
-            "--server.port", str(self.port), "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false",
-            "--server.fileWatcherType", "none", "--client.showErrorDetails", "full",
+            sys.executable,
+            "-m",
+            "streamlit",
+            "run",
+            "streamlit_app.py",
+            "--server.headless",
+            "true",
+            "--server.port",
+            str(self.port),
+            "--server.address",
+            "127.0.0.1",
+            "--browser.gatherUsageStats",
+            "false",
+            "--server.fileWatcherType",
+            "none",
+            "--client.showErrorDetails",
+            "full",
         ]
         with open(self.log_path, "wb") as log:
-            self.process = subprocess.Popen(command, cwd=ROOT, env={**os.environ, "PYTHONUNBUFFERED": "1"}, stdout=log,
-                                            stderr=subprocess.STDOUT)
+            self.process = subprocess.Popen(
+                command, cwd=ROOT, env={**os.environ, "PYTHONUNBUFFERED": "1"}, stdout=log, stderr=subprocess.STDOUT
+            )
         deadline = time.monotonic() + self.start_timeout_s
         while time.monotonic() < deadline:
             self.check_alive()
@@ -84,8 +112,10 @@ class LabServer:
                 pass
             time.sleep(0.25)
         self.stop()
-        raise RuntimeError(f"streamlit did not answer ok on {self.url}/_stcore/health within "
-                           f"{self.start_timeout_s:.0f} s; log:\n{self.log_tail()}")
+        raise RuntimeError(
+            f"streamlit did not answer ok on {self.url}/_stcore/health within "
+            f"{self.start_timeout_s:.0f} s; log:\n{self.log_tail()}"
+        )
 
     @property
     def pid(self) -> int:
@@ -95,8 +125,10 @@ class LabServer:
     def check_alive(self) -> None:
         """RuntimeError with the end of the log if the server process has exited."""
         if self.process is not None and self.process.poll() is not None:
-            raise RuntimeError(f"the streamlit server exited with status {self.process.returncode}; log "
-                               f"{self.log_path}:\n{self.log_tail()}")
+            raise RuntimeError(
+                f"the streamlit server exited with status {self.process.returncode}; log "
+                f"{self.log_path}:\n{self.log_tail()}"
+            )
 
     def log_text(self) -> str:
         return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
@@ -208,9 +240,22 @@ def reverse_checkpoint(tmp_path_factory) -> Path:
     if shipped.exists():
         return shipped
     out = tmp_path_factory.mktemp("checkpoints") / "reverse.pt"
-    command = [sys.executable, "-m", "transformer", "train", "--task", "reverse", "--min-len", "4", "--max-len", "4",
-               "--time-budget", "240", "--out", str(out)]
-    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=300,
-                          check=False)
+    command = [
+        sys.executable,
+        "-m",
+        "transformer",
+        "train",
+        "--task",
+        "reverse",
+        "--min-len",
+        "4",
+        "--max-len",
+        "4",
+        "--time-budget",
+        "240",
+        "--out",
+        str(out),
+    ]
+    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=300, check=False)
     assert done.returncode == 0 and out.exists(), f"training the fixture checkpoint failed:\n{done.stderr[-3000:]}"
     return out

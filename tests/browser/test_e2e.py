@@ -176,8 +176,9 @@ def test_decoding_steps_to_the_reversed_input(page, lab_server, reverse_checkpoi
     expect(output).to_contain_text(f"Output: {REVERSED}", timeout=30_000)
 
 
-def test_the_length_test_finds_where_reverse_stops_working_and_opens_a_miss_on_decoding(page, lab_server,
-                                                                                        reverse_checkpoint):
+def test_the_length_test_finds_where_reverse_stops_working_and_opens_a_miss_on_decoding(
+    page, lab_server, reverse_checkpoint
+):
     put_reverse_in_hand(page, lab_server, reverse_checkpoint)
     navigate(page, "lengths")
     expect(main(page).get_by_text("Longer than any it trained on")).to_be_visible(timeout=60_000)

@@ -15,8 +15,14 @@ MAX_RSS_MB = 2.5 * 1024
 def test_thirty_students_at_once():
     out = ARTIFACTS / "load_test.json"
     out.unlink(missing_ok=True)
-    done = subprocess.run([sys.executable, "tests/load_test.py", "--sessions", "30", "--trainers", "10",
-                           "--json", str(out)], cwd=ROOT, capture_output=True, text=True, timeout=1200, check=False)
+    done = subprocess.run(
+        [sys.executable, "tests/load_test.py", "--sessions", "30", "--trainers", "10", "--json", str(out)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=1200,
+        check=False,
+    )
     assert out.exists(), f"the load test wrote no summary (exit {done.returncode}):\n{done.stderr[-3000:]}"
     summary = json.loads(out.read_text())
     training = summary["training"]

@@ -61,8 +61,18 @@ def _grid(titles: Sequence[str], per_row: int, h_gap: float = 0.06, v_gap: float
         n = "" if i == 0 else str(i + 1)
         layout[f"xaxis{n}"] = dict(domain=[round(x0, 6), min(1.0, round(x0 + width, 6))], anchor=f"y{n}")
         layout[f"yaxis{n}"] = dict(domain=[max(0.0, round(y1 - height, 6)), round(y1, 6)], anchor=f"x{n}")
-        annotations.append(dict(text=title, x=x0 + width / 2, y=y1, xref="paper", yref="paper", xanchor="center",
-                                yanchor="bottom", showarrow=False))
+        annotations.append(
+            dict(
+                text=title,
+                x=x0 + width / 2,
+                y=y1,
+                xref="paper",
+                yref="paper",
+                xanchor="center",
+                yanchor="bottom",
+                showarrow=False,
+            )
+        )
         refs.append(dict(xaxis=f"x{n}", yaxis=f"y{n}"))
     layout["annotations"] = annotations
     return layout, refs
@@ -72,31 +82,52 @@ def _figure(traces: list[dict], layout: dict, title: str, height: int) -> go.Fig
     for name, axis in layout.items():  # explicit fonts: Streamlit's chart theme shrinks and greys axis text
         if name.startswith(("xaxis", "yaxis")):
             axis.update(tickfont=FONT, title_font=FONT)
-    defaults = dict(title=dict(text=title, font=dict(FONT, size=18)), font=FONT, height=height,
-                    margin=dict(l=60, r=20, t=80, b=50))
+    defaults = dict(
+        title=dict(text=title, font=dict(FONT, size=18)), font=FONT, height=height, margin=dict(l=60, r=20, t=80, b=50)
+    )
     return go.Figure(data=traces, layout={**defaults, **layout})
 
 
 def mask_heatmap(mask, row_labels: Sequence[str], col_labels: Sequence[str], title: str) -> go.Figure:
     """A boolean (queries x keys) mask in two colours: "may attend" (True) and "blocked" (False)."""
     trace = dict(
-        type="heatmap", z=_array(mask), zmin=0, zmax=1, xgap=2, ygap=2,
+        type="heatmap",
+        z=_array(mask),
+        zmin=0,
+        zmax=1,
+        xgap=2,
+        ygap=2,
         colorscale=[[0, BLOCKED], [0.5, BLOCKED], [0.5, MAY_ATTEND], [1, MAY_ATTEND]],
         # a key above the grid rather than beside it: the page shows two masks side by side, in narrow columns
-        colorbar=dict(tickvals=[0.25, 0.75], ticktext=["blocked", "may attend"], orientation="h", lenmode="pixels",
-                      len=180, thickness=14, x=0.5, y=1.02, yanchor="bottom", ticks="", tickangle=0, tickfont=FONT),
+        colorbar=dict(
+            tickvals=[0.25, 0.75],
+            ticktext=["blocked", "may attend"],
+            orientation="h",
+            lenmode="pixels",
+            len=180,
+            thickness=14,
+            x=0.5,
+            y=1.02,
+            yanchor="bottom",
+            ticks="",
+            tickangle=0,
+            tickfont=FONT,
+        ),
         customdata=_hover_grid(row_labels, col_labels),
         hovertemplate="query %{customdata[0]} → key %{customdata[1]}: %{z}<extra></extra>",
     )
-    layout = dict(xaxis=dict(title="key", **_ticks(col_labels)),
-                  yaxis=dict(title="query", autorange="reversed", **_ticks(row_labels)))
+    layout = dict(
+        xaxis=dict(title="key", **_ticks(col_labels)),
+        yaxis=dict(title="query", autorange="reversed", **_ticks(row_labels)),
+    )
     layout["margin"] = dict(l=60, r=20, t=140, b=50)
     # the page shows two masks side by side, in narrow columns
     return _figure([trace], layout, wrap_title(title, 30), height=220 + 32 * len(row_labels))
 
 
-def attention_heatmaps(weights, row_labels: Sequence[str], col_labels: Sequence[str], title: str,
-                       per_row: int = 4) -> go.Figure:
+def attention_heatmaps(
+    weights, row_labels: Sequence[str], col_labels: Sequence[str], title: str, per_row: int = 4
+) -> go.Figure:
     """Attention weights (H, T_query, T_key), one subplot per head on a shared 0..1 colour scale."""
     w = _array(weights)
     n_heads, n_cols = w.shape[0], min(w.shape[0], per_row)
@@ -104,11 +135,22 @@ def attention_heatmaps(weights, row_labels: Sequence[str], col_labels: Sequence[
     hover = _hover_grid(row_labels, col_labels)
     traces = []
     for h, ref in enumerate(refs):
-        traces.append(dict(
-            type="heatmap", z=w[h], zmin=0, zmax=1, colorscale=ATTENTION_SCALE, showscale=h == 0,
-            colorbar=dict(title="weight", len=0.8, thickness=14), customdata=hover, **ref,
-            hovertemplate=f"head {h}<br>query %{{customdata[0]}} → key %{{customdata[1]}}: %{{z:.3f}}<extra></extra>",
-        ))
+        traces.append(
+            dict(
+                type="heatmap",
+                z=w[h],
+                zmin=0,
+                zmax=1,
+                colorscale=ATTENTION_SCALE,
+                showscale=h == 0,
+                colorbar=dict(title="weight", len=0.8, thickness=14),
+                customdata=hover,
+                **ref,
+                hovertemplate=(
+                    f"head {h}<br>query %{{customdata[0]}} → key %{{customdata[1]}}: %{{z:.3f}}<extra></extra>"
+                ),
+            )
+        )
         n = ref["xaxis"][1:]
         # Every head has the same queries and keys: label the keys under the bottom panel of each column and the
         # queries beside the first panel of each row, where they cannot run into a neighbouring panel.
@@ -120,8 +162,14 @@ def attention_heatmaps(weights, row_labels: Sequence[str], col_labels: Sequence[
 
 def positional_heatmap(table, title: str = "Positional encoding") -> go.Figure:
     """A (positions, d_model) positional-encoding table: one row per position, one column per dimension."""
-    trace = dict(type="heatmap", z=_array(table), colorscale=DIVERGING_SCALE, zmid=0, colorbar=dict(title="value"),
-                 hovertemplate="position %{y}, dimension %{x}: %{z:.3f}<extra></extra>")
+    trace = dict(
+        type="heatmap",
+        z=_array(table),
+        colorscale=DIVERGING_SCALE,
+        zmid=0,
+        colorbar=dict(title="value"),
+        hovertemplate="position %{y}, dimension %{x}: %{z:.3f}<extra></extra>",
+    )
     layout = dict(xaxis=dict(title="dimension"), yaxis=dict(title="position", autorange="reversed"))
     return _figure([trace], layout, title, height=480)
 
@@ -129,20 +177,32 @@ def positional_heatmap(table, title: str = "Positional encoding") -> go.Figure:
 def position_similarity_heatmap(similarity, trained: int | None, title: str) -> go.Figure:
     """A (positions, positions) cosine-similarity matrix; dashed lines close off the first `trained` positions,
     the ones training reached."""
-    trace = dict(type="heatmap", z=_array(similarity), zmin=-1, zmax=1, colorscale=DIVERGING_SCALE,
-                 colorbar=dict(title="cosine"), hovertemplate="positions %{y} and %{x}: %{z:.2f}<extra></extra>")
-    layout = dict(xaxis=dict(title="position", constrain="domain"),
-                  yaxis=dict(title="position", autorange="reversed", scaleanchor="x"))
+    trace = dict(
+        type="heatmap",
+        z=_array(similarity),
+        zmin=-1,
+        zmax=1,
+        colorscale=DIVERGING_SCALE,
+        colorbar=dict(title="cosine"),
+        hovertemplate="positions %{y} and %{x}: %{z:.2f}<extra></extra>",
+    )
+    layout = dict(
+        xaxis=dict(title="position", constrain="domain"),
+        yaxis=dict(title="position", autorange="reversed", scaleanchor="x"),
+    )
     if trained is not None:
         edge = trained - 0.5
         line = dict(type="line", line=dict(color="#111111", dash="dash", width=2), xref="x", yref="y")
-        layout["shapes"] = [dict(line, x0=edge, x1=edge, y0=-0.5, y1=edge),
-                            dict(line, x0=-0.5, x1=edge, y0=edge, y1=edge)]
+        layout["shapes"] = [
+            dict(line, x0=edge, x1=edge, y0=-0.5, y1=edge),
+            dict(line, x0=-0.5, x1=edge, y0=edge, y1=edge),
+        ]
     return _figure([trace], layout, title, height=520)
 
 
-def positional_curves(table, dims: Sequence[int], sinusoidal: bool = True,
-                      title: str = "Positional encoding of a few dimensions") -> go.Figure:
+def positional_curves(
+    table, dims: Sequence[int], sinusoidal: bool = True, title: str = "Positional encoding of a few dimensions"
+) -> go.Figure:
     """One line per chosen dimension of a (positions, d_model) table, against position; with `sinusoidal`,
     even dimensions are named sine and odd ones cosine."""
     t = _array(table)
@@ -162,11 +222,20 @@ def embedding_heatmap(panels: dict[str, object], token_labels: Sequence[str], ti
     layout, refs = _grid(list(arrays), per_row=len(arrays), h_gap=0.08)
     traces = []
     for i, ((name, a), ref) in enumerate(zip(arrays.items(), refs)):
-        traces.append(dict(
-            type="heatmap", z=a, zmin=-bound, zmax=bound, colorscale=DIVERGING_SCALE, showscale=i == 0,
-            colorbar=dict(title="value"), customdata=_hover_grid(token_labels, [str(d) for d in range(a.shape[1])]),
-            hovertemplate=f"{name}<br>token %{{customdata[0]}}, dimension %{{x}}: %{{z:.3f}}<extra></extra>", **ref,
-        ))
+        traces.append(
+            dict(
+                type="heatmap",
+                z=a,
+                zmin=-bound,
+                zmax=bound,
+                colorscale=DIVERGING_SCALE,
+                showscale=i == 0,
+                colorbar=dict(title="value"),
+                customdata=_hover_grid(token_labels, [str(d) for d in range(a.shape[1])]),
+                hovertemplate=f"{name}<br>token %{{customdata[0]}}, dimension %{{x}}: %{{z:.3f}}<extra></extra>",
+                **ref,
+            )
+        )
         n = ref["xaxis"][1:]
         layout[f"xaxis{n}"].update(title="dimension")
         # the same tokens in every panel: named once, beside the first, so no label runs into the panel before
@@ -182,10 +251,19 @@ def projection_heatmaps(matrices: dict[str, object], n_heads: int, title: str) -
     layout, refs = _grid(list(arrays), per_row=len(arrays), h_gap=0.07)
     traces, shapes = [], []
     for i, ((name, a), ref) in enumerate(zip(arrays.items(), refs)):
-        traces.append(dict(
-            type="heatmap", z=a, zmin=-bound, zmax=bound, colorscale=DIVERGING_SCALE, showscale=i == 0,
-            colorbar=dict(title="weight"), hovertemplate=f"{name}[%{{y}}, %{{x}}] = %{{z:.3f}}<extra></extra>", **ref,
-        ))
+        traces.append(
+            dict(
+                type="heatmap",
+                z=a,
+                zmin=-bound,
+                zmax=bound,
+                colorscale=DIVERGING_SCALE,
+                showscale=i == 0,
+                colorbar=dict(title="weight"),
+                hovertemplate=f"{name}[%{{y}}, %{{x}}] = %{{z:.3f}}<extra></extra>",
+                **ref,
+            )
+        )
         n = ref["xaxis"][1:]
         layout[f"xaxis{n}"].update(title="input feature")
         layout[f"yaxis{n}"].update(autorange="reversed", showticklabels=i == 0)  # d_model rows in every panel
@@ -223,37 +301,91 @@ def _layer_boxes(kind: str, norm_first: bool, causal: bool) -> list[tuple[str, s
     return boxes
 
 
-def _column(x: float, boxes: list[tuple[str, str]], layer: tuple[int, int], n_layers: int, title: str,
-            shapes: list[dict], annotations: list[dict]) -> list[float]:
+def _column(
+    x: float,
+    boxes: list[tuple[str, str]],
+    layer: tuple[int, int],
+    n_layers: int,
+    title: str,
+    shapes: list[dict],
+    annotations: list[dict],
+) -> list[float]:
     """Append one stack's boxes (bottom to top, centred at x), arrows and its N× frame; return the boxes' y."""
     ys = [i * (_BOX_H + _GAP) for i in range(len(boxes))]
     first, last = layer
     left = x < 0
-    shapes.append(dict(type="rect", x0=x - _BOX_W / 2 - 0.2, x1=x + _BOX_W / 2 + 0.2, y0=ys[first] - _BOX_H / 2 - 0.15,
-                       y1=ys[last] + _BOX_H / 2 + 0.15, line=dict(color="#555", width=2), fillcolor="#f5f5f5",
-                       layer="below"))
-    annotations.append(dict(x=x - _BOX_W / 2 - 0.35 if left else x + _BOX_W / 2 + 0.35, y=(ys[first] + ys[last]) / 2,
-                            text=f"{n_layers}×", showarrow=False, font=dict(FONT, size=20),
-                            xanchor="right" if left else "left"))
+    shapes.append(
+        dict(
+            type="rect",
+            x0=x - _BOX_W / 2 - 0.2,
+            x1=x + _BOX_W / 2 + 0.2,
+            y0=ys[first] - _BOX_H / 2 - 0.15,
+            y1=ys[last] + _BOX_H / 2 + 0.15,
+            line=dict(color="#555", width=2),
+            fillcolor="#f5f5f5",
+            layer="below",
+        )
+    )
+    annotations.append(
+        dict(
+            x=x - _BOX_W / 2 - 0.35 if left else x + _BOX_W / 2 + 0.35,
+            y=(ys[first] + ys[last]) / 2,
+            text=f"{n_layers}×",
+            showarrow=False,
+            font=dict(FONT, size=20),
+            xanchor="right" if left else "left",
+        )
+    )
     for (label, colour), y in zip(boxes, ys):
-        shapes.append(dict(type="rect", x0=x - _BOX_W / 2, x1=x + _BOX_W / 2, y0=y - _BOX_H / 2, y1=y + _BOX_H / 2,
-                           fillcolor=_COLOURS[colour], line=dict(color="#333", width=1)))
-        annotations.append(dict(x=x, y=y, text="<br>".join(textwrap.wrap(label, _LABEL_CHARS)), showarrow=False,
-                                font=dict(FONT, size=13)))
+        shapes.append(
+            dict(
+                type="rect",
+                x0=x - _BOX_W / 2,
+                x1=x + _BOX_W / 2,
+                y0=y - _BOX_H / 2,
+                y1=y + _BOX_H / 2,
+                fillcolor=_COLOURS[colour],
+                line=dict(color="#333", width=1),
+            )
+        )
+        annotations.append(
+            dict(
+                x=x,
+                y=y,
+                text="<br>".join(textwrap.wrap(label, _LABEL_CHARS)),
+                showarrow=False,
+                font=dict(FONT, size=13),
+            )
+        )
     for y0, y1 in zip(ys, ys[1:]):
         annotations.append(_arrow(x, y0 + _BOX_H / 2, x, y1 - _BOX_H / 2))
-    annotations.append(dict(x=x, y=ys[-1] + _BOX_H / 2 + 0.45, text=f"<b>{title}</b>", showarrow=False,
-                            font=dict(FONT, size=18)))
+    annotations.append(
+        dict(x=x, y=ys[-1] + _BOX_H / 2 + 0.45, text=f"<b>{title}</b>", showarrow=False, font=dict(FONT, size=18))
+    )
     return ys
 
 
 def _arrow(x0: float, y0: float, x1: float, y1: float, **style) -> dict:
-    return dict(x=x1, y=y1, ax=x0, ay=y0, xref="x", yref="y", axref="x", ayref="y", text="", showarrow=True,
-                arrowhead=2, arrowwidth=1.5, **style)
+    return dict(
+        x=x1,
+        y=y1,
+        ax=x0,
+        ay=y0,
+        xref="x",
+        yref="y",
+        axref="x",
+        ayref="y",
+        text="",
+        showarrow=True,
+        arrowhead=2,
+        arrowwidth=1.5,
+        **style,
+    )
 
 
-def architecture_diagram(n_layers: int, norm_first: bool, causal_mask: bool, positional: str,
-                         tie_weights: bool) -> go.Figure:
+def architecture_diagram(
+    n_layers: int, norm_first: bool, causal_mask: bool, positional: str, tie_weights: bool
+) -> go.Figure:
     """The encoder-decoder as Figure 1 of the paper draws it: encoder on the left, decoder on the right, one
     layer of each framed and marked N×, its sublayers bottom to top with the norms where this model puts them."""
     pe = "Positional Encoding" if positional == "sinusoidal" else f"Positional Encoding ({positional})"
@@ -263,17 +395,31 @@ def architecture_diagram(n_layers: int, norm_first: bool, causal_mask: bool, pos
     decoder_layer = _layer_boxes("decoder", norm_first, causal_mask)
     linear = "Linear" + (" (tied to embedding)" if tie_weights else "")
     shapes, annotations = [], []
-    enc_y = _column(-1.8, bottom + encoder_layer + final_norm, (2, 1 + len(encoder_layer)), n_layers, "Encoder",
-                    shapes, annotations)
+    enc_y = _column(
+        -1.8, bottom + encoder_layer + final_norm, (2, 1 + len(encoder_layer)), n_layers, "Encoder", shapes, annotations
+    )
     decoder = bottom + decoder_layer + final_norm + [(linear, "output"), ("Softmax", "output")]
     dec_y = _column(1.8, decoder, (2, 1 + len(decoder_layer)), n_layers, "Decoder", shapes, annotations)
     cross = next(i for i, (label, _) in enumerate(decoder) if "cross" in label)
     annotations.append(_arrow(-1.8 + _BOX_W / 2, enc_y[-1], 1.8 - _BOX_W / 2, dec_y[cross], arrowcolor="#c0392b"))
     annotations.append(dict(x=-1.8, y=-0.85, text="source tokens", showarrow=False, font=dict(FONT, size=14)))
-    annotations.append(dict(x=1.8, y=-0.85, text="target tokens, shifted<br>right (BOS first)", showarrow=False,
-                            font=dict(FONT, size=14)))
+    annotations.append(
+        dict(
+            x=1.8,
+            y=-0.85,
+            text="target tokens, shifted<br>right (BOS first)",
+            showarrow=False,
+            font=dict(FONT, size=14),
+        )
+    )
     top = max(enc_y[-1], dec_y[-1]) + 1.0
-    layout = dict(xaxis=dict(visible=False, range=[-3.8, 3.8]), yaxis=dict(visible=False, range=[-1.2, top]),
-                  shapes=shapes, annotations=annotations, plot_bgcolor="white", showlegend=False,
-                  margin=dict(l=10, r=10, t=30, b=10))
+    layout = dict(
+        xaxis=dict(visible=False, range=[-3.8, 3.8]),
+        yaxis=dict(visible=False, range=[-1.2, top]),
+        shapes=shapes,
+        annotations=annotations,
+        plot_bgcolor="white",
+        showlegend=False,
+        margin=dict(l=10, r=10, t=30, b=10),
+    )
     return go.Figure(layout=dict(font=FONT, height=int(90 * top) + 120, **layout))

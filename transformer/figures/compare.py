@@ -35,51 +35,95 @@ def comparison_figure(histories: Mapping[str, Sequence[MetricRow]], max_points: 
         rows = downsample(rows, max_points)
         steps = [row["step"] for row in rows]
         for col, (column, _, scale) in enumerate(PANELS, start=1):
-            fig.add_trace(go.Scatter(
-                x=steps, y=[row[column] * scale for row in rows], name=label, legendgroup=label, showlegend=col == 1,
-                mode=_mode(rows), line=dict(color=variant_colour(i), width=3),
-                hovertemplate=f"{label}: %{{y:.4g}}<extra></extra>",
-            ), row=1, col=col)
+            fig.add_trace(
+                go.Scatter(
+                    x=steps,
+                    y=[row[column] * scale for row in rows],
+                    name=label,
+                    legendgroup=label,
+                    showlegend=col == 1,
+                    mode=_mode(rows),
+                    line=dict(color=variant_colour(i), width=3),
+                    hovertemplate=f"{label}: %{{y:.4g}}<extra></extra>",
+                ),
+                row=1,
+                col=col,
+            )
     fig.update_yaxes(type="log", row=1, col=1, **log_ticks([row for rows in histories.values() for row in rows]))
     for col in (2, 3):
         fig.update_yaxes(range=[0, 101], ticksuffix="%", row=1, col=col)
     fig.update_xaxes(title="training step", rangemode="tozero")
-    fig.update_layout(font=FONT, height=420, margin=dict(l=60, r=20, t=110, b=60), hovermode="x unified",
-                      legend=dict(orientation="h", yanchor="bottom", y=1.2, xanchor="left", x=0))
+    fig.update_layout(
+        font=FONT,
+        height=420,
+        margin=dict(l=60, r=20, t=110, b=60),
+        hovermode="x unified",
+        legend=dict(orientation="h", yanchor="bottom", y=1.2, xanchor="left", x=0),
+    )
     return fig
 
 
-def loss_marker_figure(rows: Sequence[MetricRow], step: int, label: str, colour: str = VARIANT_COLOURS[0],
-                       max_points: int = 300) -> go.Figure:
+def loss_marker_figure(
+    rows: Sequence[MetricRow], step: int, label: str, colour: str = VARIANT_COLOURS[0], max_points: int = 300
+) -> go.Figure:
     """One variant's training loss (log scale) with a vertical line at `step`: where the timeline is."""
     rows = downsample(rows, max_points)
-    fig = go.Figure(go.Scatter(x=[row["step"] for row in rows], y=[row["train_loss"] for row in rows], name=label,
-                               mode=_mode(rows), line=dict(color=colour, width=3),
-                               hovertemplate="%{y:.4g}<extra></extra>"))
+    fig = go.Figure(
+        go.Scatter(
+            x=[row["step"] for row in rows],
+            y=[row["train_loss"] for row in rows],
+            name=label,
+            mode=_mode(rows),
+            line=dict(color=colour, width=3),
+            hovertemplate="%{y:.4g}<extra></extra>",
+        )
+    )
     fig.add_vline(x=step, line=dict(color=MARKER, dash="dash", width=2), annotation_text=f"step {step}")
     fig.update_xaxes(title="training step", rangemode="tozero")
     fig.update_yaxes(title="training loss (log scale)", type="log", **log_ticks(rows))
-    fig.update_layout(title=wrap_title(f"Loss of {label}", 26), font=FONT, height=380, showlegend=False,
-                      margin=dict(l=70, r=20, t=80, b=60))
+    fig.update_layout(
+        title=wrap_title(f"Loss of {label}", 26),
+        font=FONT,
+        height=380,
+        showlegend=False,
+        margin=dict(l=70, r=20, t=80, b=60),
+    )
     return fig
 
 
-def alignment_figure(steps: Sequence[int], scores: Mapping[str, Sequence[float]], chance: float,
-                     step: int | None = None) -> go.Figure:
+def alignment_figure(
+    steps: Sequence[int], scores: Mapping[str, Sequence[float]], chance: float, step: int | None = None
+) -> go.Figure:
     """Each head's alignment score (head label -> score per step) over training, with the score of uniform
     attention dashed for reference and an optional marker at `step`."""
     fig = go.Figure()
     for label, series in scores.items():
-        fig.add_trace(go.Scatter(x=list(steps), y=list(series), name=label, mode="lines+markers",
-                                 hovertemplate=f"{label}: %{{y:.2f}}<extra></extra>"))
-    fig.add_hline(y=chance, line=dict(color=MARKER, dash="dot", width=2), annotation_text="uniform attention",
-                  annotation_position="bottom right")
+        fig.add_trace(
+            go.Scatter(
+                x=list(steps),
+                y=list(series),
+                name=label,
+                mode="lines+markers",
+                hovertemplate=f"{label}: %{{y:.2f}}<extra></extra>",
+            )
+        )
+    fig.add_hline(
+        y=chance,
+        line=dict(color=MARKER, dash="dot", width=2),
+        annotation_text="uniform attention",
+        annotation_position="bottom right",
+    )
     if step is not None:
         fig.add_vline(x=step, line=dict(color=MARKER, dash="dash", width=2))
     fig.update_xaxes(title="training step", rangemode="tozero")
     fig.update_yaxes(title="attention on the ideal source token", range=[0, 1.02])
-    fig.update_layout(title=wrap_title("Alignment score of each cross-attention head", 26), font=FONT,
-                      height=460, margin=dict(l=70, r=20, t=80, b=110), hovermode="x unified",
-                      # under the axis: the page shows this figure in a narrow column, too narrow for title and legend
-                      legend=dict(orientation="h", yanchor="top", y=-0.28, xanchor="left", x=0))
+    fig.update_layout(
+        title=wrap_title("Alignment score of each cross-attention head", 26),
+        font=FONT,
+        height=460,
+        margin=dict(l=70, r=20, t=80, b=110),
+        hovermode="x unified",
+        # under the axis: the page shows this figure in a narrow column, too narrow for title and legend
+        legend=dict(orientation="h", yanchor="top", y=-0.28, xanchor="left", x=0),
+    )
     return fig

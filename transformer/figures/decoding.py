@@ -19,8 +19,9 @@ LIVE, FINISHED, BEST_PATH = "#1f5fbf", "#2ca02c", "#d62728"
 MISMATCH = "background-color: #f8d0d0"
 
 
-def probs_bar(probs, vocab_tokens: Sequence[str], chosen: int, top_k: int = 10,
-              title: str = "Next-token probabilities") -> go.Figure:
+def probs_bar(
+    probs, vocab_tokens: Sequence[str], chosen: int, top_k: int = 10, title: str = "Next-token probabilities"
+) -> go.Figure:
     """The `top_k` most likely next tokens of a (V,) distribution, most likely first; the chosen token's bar is
     highlighted (and added at the end when it is not among the top k, e.g. an unlikely sample)."""
     p, labels = _array(probs), _escape(vocab_tokens)
@@ -28,13 +29,20 @@ def probs_bar(probs, vocab_tokens: Sequence[str], chosen: int, top_k: int = 10,
     if chosen not in order:
         order.append(chosen)
     trace = dict(
-        type="bar", x=[labels[i] for i in order], y=p[order],
+        type="bar",
+        x=[labels[i] for i in order],
+        y=p[order],
         marker=dict(color=[CHOSEN if i == chosen else OTHER for i in order]),
-        text=[f"{p[i]:.2f}" for i in order], textposition="outside", cliponaxis=False,
+        text=[f"{p[i]:.2f}" for i in order],
+        textposition="outside",
+        cliponaxis=False,
         hovertemplate="%{x}: p = %{y:.4f}<extra></extra>",
     )
-    layout = dict(xaxis=dict(title="next token", type="category"), yaxis=dict(title="probability", range=[0, 1.12]),
-                  uniformtext=dict(minsize=11, mode="hide"))  # no unreadably small labels over narrow bars
+    layout = dict(
+        xaxis=dict(title="next token", type="category"),
+        yaxis=dict(title="probability", range=[0, 1.12]),
+        uniformtext=dict(minsize=11, mode="hide"),
+    )  # no unreadably small labels over narrow bars
     return _figure([trace], layout, wrap_title(title, 26), height=400)  # shown in a narrow column
 
 
@@ -48,13 +56,23 @@ def step_attention_heatmap(weights, key_labels: Sequence[str], title: str, keys:
     numbered = w.shape[1] <= 12
     percent = [[f"{100 * x:.0f}%" if x >= 0.005 else "" for x in row] for row in w]
     trace = dict(
-        type="heatmap", z=w, zmin=0, zmax=1, colorscale=ATTENTION_SCALE, xgap=2, ygap=2, showscale=not numbered,
-        colorbar=dict(title="weight"), text=percent, texttemplate="%{text}" if numbered else None,
+        type="heatmap",
+        z=w,
+        zmin=0,
+        zmax=1,
+        colorscale=ATTENTION_SCALE,
+        xgap=2,
+        ygap=2,
+        showscale=not numbered,
+        colorbar=dict(title="weight"),
+        text=percent,
+        texttemplate="%{text}" if numbered else None,
         customdata=_hover_grid(head_labels, key_labels),
         hovertemplate=f"%{{customdata[0]}} → {keys} %{{customdata[1]}}: %{{z:.3f}}<extra></extra>",
     )
-    layout = dict(xaxis=dict(title=f"{keys} token", **_ticks(key_labels)),
-                  yaxis=dict(autorange="reversed", **_ticks(head_labels)))
+    layout = dict(
+        xaxis=dict(title=f"{keys} token", **_ticks(key_labels)), yaxis=dict(autorange="reversed", **_ticks(head_labels))
+    )
     return _figure([trace], layout, title, height=170 + 45 * len(head_labels))
 
 
@@ -83,26 +101,38 @@ def beam_tree(steps: Sequence[DecodeStep], vocab_tokens: Sequence[str], best: Se
         """One scatter trace drawing every (parent, child) segment, separated by gaps."""
         x = [v for a, b in pairs for v in (xs[a], xs[b], None)]
         y = [v for a, b in pairs for v in (ys[a], ys[b], None)]
-        return dict(type="scatter", x=x, y=y, mode="lines", name=name, line=dict(color=colour, width=width),
-                    hoverinfo="skip")
+        return dict(
+            type="scatter", x=x, y=y, mode="lines", name=name, line=dict(color=colour, width=width), hoverinfo="skip"
+        )
 
-    traces = [lines(edges, "extends", "#999999", 1.5),
-              lines([(a, b) for a, b in edges if on_best[b]], "best hypothesis", BEST_PATH, 4)]
+    traces = [
+        lines(edges, "extends", "#999999", 1.5),
+        lines([(a, b) for a, b in edges if on_best[b]], "best hypothesis", BEST_PATH, 4),
+    ]
     for name, done, colour, symbol in (("live", False, LIVE, "circle"), ("finished (EOS)", True, FINISHED, "square")):
         nodes = [n for n in range(len(xs)) if finished[n] == done]
-        traces.append(dict(
-            type="scatter", x=[xs[n] for n in nodes], y=[ys[n] for n in nodes], text=[texts[n] for n in nodes],
-            name=name, mode="markers+text", textposition="top center",
-            marker=dict(size=16, color=colour, symbol=symbol), hovertemplate="%{text}<extra></extra>",
-        ))
+        traces.append(
+            dict(
+                type="scatter",
+                x=[xs[n] for n in nodes],
+                y=[ys[n] for n in nodes],
+                text=[texts[n] for n in nodes],
+                name=name,
+                mode="markers+text",
+                textposition="top center",
+                marker=dict(size=16, color=colour, symbol=symbol),
+                hovertemplate="%{text}<extra></extra>",
+            )
+        )
     n_steps, width = len(steps), max(len(step.beams) for step in steps)
     layout = dict(
         xaxis=dict(title="step", range=[-0.4, n_steps + 0.4], **_ticks(["start", *map(str, range(1, n_steps + 1))])),
         yaxis=dict(visible=False, range=[width - 0.5, -0.6]),
         legend=dict(orientation="h", y=-0.25),
     )
-    return _figure(traces, layout, "Beam search: kept hypotheses (token, summed log-probability)",
-                   height=240 + 70 * width)
+    return _figure(
+        traces, layout, "Beam search: kept hypotheses (token, summed log-probability)", height=240 + 70 * width
+    )
 
 
 def teacher_forcing_table(target: Sequence[str], forced: Sequence[str], free: Sequence[str]) -> Styler:
@@ -113,10 +143,14 @@ def teacher_forcing_table(target: Sequence[str], forced: Sequence[str], free: Se
     def column(tokens: Sequence[str]) -> list[str]:
         return [*tokens, *[""] * (n - len(tokens))]
 
-    table = pd.DataFrame({
-        "position": range(1, n + 1), "true target": column(target),
-        "teacher-forced prediction": column(forced), "free-running prediction": column(free),
-    })
+    table = pd.DataFrame(
+        {
+            "position": range(1, n + 1),
+            "true target": column(target),
+            "teacher-forced prediction": column(forced),
+            "free-running prediction": column(free),
+        }
+    )
     predictions = ["teacher-forced prediction", "free-running prediction"]
     return table.style.apply(
         lambda col: [MISMATCH if v != t else "" for v, t in zip(col, table["true target"])], subset=predictions

@@ -11,27 +11,58 @@ TRAINED_SHADE = "rgba(31, 95, 191, 0.10)"
 
 def length_accuracy_figure(scores: pd.DataFrame) -> go.Figure:
     """Exact match (bars) and symbols in the right place (line), in %, per input length."""
-    fig = go.Figure([
-        go.Bar(x=scores["length"], y=100 * scores["exact_match"], name="exact match (whole output)",
-               marker_color=VALID, customdata=scores["n"],
-               hovertemplate="%{y:.1f}% of %{customdata} inputs<extra></extra>"),
-        go.Scatter(x=scores["length"], y=100 * scores["symbols_right"], name="symbols in the right place",
-                   mode="lines+markers", line=dict(color=TRAIN, width=3), hovertemplate="%{y:.1f}%<extra></extra>"),
-    ])
+    fig = go.Figure(
+        [
+            go.Bar(
+                x=scores["length"],
+                y=100 * scores["exact_match"],
+                name="exact match (whole output)",
+                marker_color=VALID,
+                customdata=scores["n"],
+                hovertemplate="%{y:.1f}% of %{customdata} inputs<extra></extra>",
+            ),
+            go.Scatter(
+                x=scores["length"],
+                y=100 * scores["symbols_right"],
+                name="symbols in the right place",
+                mode="lines+markers",
+                line=dict(color=TRAIN, width=3),
+                hovertemplate="%{y:.1f}%<extra></extra>",
+            ),
+        ]
+    )
     # headroom above 100% for the "trained lengths" label
-    fig.update_yaxes(title="unseen inputs (%)", range=[0, 115], tickvals=list(range(0, 101, 20)),
-                     ticktext=[f"{v}%" for v in range(0, 101, 20)])
+    fig.update_yaxes(
+        title="unseen inputs (%)",
+        range=[0, 115],
+        tickvals=list(range(0, 101, 20)),
+        ticktext=[f"{v}%" for v in range(0, 101, 20)],
+    )
     return _length_axis(fig, scores, "Accuracy by input length")
 
 
 def output_length_figure(scores: pd.DataFrame) -> go.Figure:
     """Mean output length against the input length, beside the expected (target) length."""
-    fig = go.Figure([
-        go.Scatter(x=scores["length"], y=scores["target_len"], name="expected", mode="lines",
-                   line=dict(color=MARKER, dash="dash", width=2), hovertemplate="%{y:.1f}<extra></extra>"),
-        go.Scatter(x=scores["length"], y=scores["output_len"], name="model's output (mean)", mode="lines+markers",
-                   line=dict(color=TRAIN, width=3), hovertemplate="%{y:.1f} symbols<extra></extra>"),
-    ])
+    fig = go.Figure(
+        [
+            go.Scatter(
+                x=scores["length"],
+                y=scores["target_len"],
+                name="expected",
+                mode="lines",
+                line=dict(color=MARKER, dash="dash", width=2),
+                hovertemplate="%{y:.1f}<extra></extra>",
+            ),
+            go.Scatter(
+                x=scores["length"],
+                y=scores["output_len"],
+                name="model's output (mean)",
+                mode="lines+markers",
+                line=dict(color=TRAIN, width=3),
+                hovertemplate="%{y:.1f} symbols<extra></extra>",
+            ),
+        ]
+    )
     fig.update_yaxes(title="symbols before EOS", rangemode="tozero")
     return _length_axis(fig, scores, "Output length")
 
@@ -40,7 +71,14 @@ def _length_axis(fig: go.Figure, scores: pd.DataFrame, title: str) -> go.Figure:
     """Shade the trained lengths and label the length axis."""
     trained = scores.loc[scores["trained"], "length"]
     if len(trained):
-        fig.add_vrect(x0=trained.min() - 0.5, x1=trained.max() + 0.5, fillcolor=TRAINED_SHADE, line_width=0,
-                      layer="below", annotation_text="trained lengths", annotation_position="top left")
+        fig.add_vrect(
+            x0=trained.min() - 0.5,
+            x1=trained.max() + 0.5,
+            fillcolor=TRAINED_SHADE,
+            line_width=0,
+            layer="below",
+            annotation_text="trained lengths",
+            annotation_position="top left",
+        )
     fig.update_xaxes(title="input length", dtick=1 if len(scores) <= 24 else None)
     return line_chart_layout(fig, title)

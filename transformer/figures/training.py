@@ -24,16 +24,28 @@ def loss_figure(rows: Sequence[MetricRow], max_points: int = 500, train_floor: f
     fig = _curves(rows, max_points, [("train_loss", "training loss", TRAIN), ("val_loss", "held-out loss", VALID)])
     fig.update_yaxes(title="loss (log scale)", type="log", **log_ticks(rows, ("train_loss", "val_loss")))
     if train_floor:
-        fig.add_hline(y=train_floor, line=dict(color=TRAIN, dash="dot", width=2),
-                      annotation_text="training loss floor", annotation_position="bottom left")
+        fig.add_hline(
+            y=train_floor,
+            line=dict(color=TRAIN, dash="dot", width=2),
+            annotation_text="training loss floor",
+            annotation_position="bottom left",
+        )
     return line_chart_layout(fig, "Loss")
 
 
 def lr_figure(config: TrainConfig, step: int, max_points: int = 400) -> go.Figure:
     """The learning rate `config` gives every step of its budget, with a dashed line at `step` (where a run is)."""
     steps = list(range(1, config.steps + 1, max(1, config.steps // max_points)))
-    fig = go.Figure(go.Scatter(x=steps, y=[config.lr_at(s) for s in steps], mode="lines", showlegend=False,
-                               line=dict(color=TRAIN, width=3), hovertemplate="step %{x}: %{y:.2e}<extra></extra>"))
+    fig = go.Figure(
+        go.Scatter(
+            x=steps,
+            y=[config.lr_at(s) for s in steps],
+            mode="lines",
+            showlegend=False,
+            line=dict(color=TRAIN, width=3),
+            hovertemplate="step %{x}: %{y:.2e}<extra></extra>",
+        )
+    )
     fig.add_vline(x=step, line=dict(color=MARKER, dash="dash", width=2), annotation_text=f"step {step}")
     fig.update_xaxes(title="training step", rangemode="tozero")
     fig.update_yaxes(title="learning rate", rangemode="tozero", exponentformat="e")
@@ -50,23 +62,33 @@ def log_ticks(rows: Sequence[MetricRow], columns: Sequence[str] = ("train_loss",
 def accuracy_figure(rows: Sequence[MetricRow], max_points: int = 500) -> go.Figure:
     """Held-out token accuracy (teacher forced) and exact-match (greedy decoding, whole sequence right), in %."""
     fig = _curves(
-        rows, max_points, [("token_acc", "token accuracy", TRAIN), ("exact_match", "exact match (whole sequence)", VALID)],
+        rows,
+        max_points,
+        [("token_acc", "token accuracy", TRAIN), ("exact_match", "exact match (whole sequence)", VALID)],
         scale=100,
     )
     fig.update_yaxes(title="held-out accuracy (%)", range=[0, 101], ticksuffix="%")
     return line_chart_layout(fig, "Accuracy")
 
 
-def _curves(rows: Sequence[MetricRow], max_points: int, series: list[tuple[str, str, str]], scale: float = 1) -> go.Figure:
+def _curves(
+    rows: Sequence[MetricRow], max_points: int, series: list[tuple[str, str, str]], scale: float = 1
+) -> go.Figure:
     """One line per (column, legend name, colour), against "step"."""
     rows = downsample(rows, max_points)
     steps = [row["step"] for row in rows]
     fig = go.Figure()
     for column, name, color in series:
-        fig.add_trace(go.Scatter(
-            x=steps, y=[row[column] * scale for row in rows], name=name, mode="lines+markers" if len(rows) < 40 else "lines",
-            line=dict(color=color, width=3), hovertemplate="%{y:.4g}",
-        ))
+        fig.add_trace(
+            go.Scatter(
+                x=steps,
+                y=[row[column] * scale for row in rows],
+                name=name,
+                mode="lines+markers" if len(rows) < 40 else "lines",
+                line=dict(color=color, width=3),
+                hovertemplate="%{y:.4g}",
+            )
+        )
     fig.update_xaxes(title="training step", rangemode="tozero")
     return fig
 
@@ -74,7 +96,11 @@ def _curves(rows: Sequence[MetricRow], max_points: int, series: list[tuple[str, 
 def line_chart_layout(fig: go.Figure, title: str) -> go.Figure:
     """Title, projector-sized font, and the legend under the axis."""
     fig.update_layout(
-        title=title, font=FONT, height=420, margin=dict(l=70, r=20, t=60, b=110), hovermode="x unified",
+        title=title,
+        font=FONT,
+        height=420,
+        margin=dict(l=70, r=20, t=60, b=110),
+        hovermode="x unified",
         # under the axis: in the page's two narrow columns a legend beside the title ran into it
         legend=dict(orientation="h", yanchor="top", y=-0.3, xanchor="left", x=0),
     )
