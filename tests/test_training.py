@@ -237,10 +237,106 @@ def test_an_unwatched_job_stops_by_itself():
     assert job.result.reason == "stopped"
 
 
-def test_job_reports_divergence_as_a_message():
-    job = TrainingJob(ModelConfig(), COPY, TrainConfig(steps=50))
-    with torch.no_grad():
-        job.trainer.network.generator.proj.bias.fill_(float("inf"))
-    job.start()
+def test_job_reports_divergence_as_a_message(monkeypatch):
+    init_weights = Transformer.init_weights
+
+    def poisoned(model, rng=None):
+        init_weights(model, rng)
+        with torch.no_grad():
+            model.generator.proj.bias.fill_(float("inf"))
+
+    monkeypatch.setattr(Transformer, "init_weights", poisoned)
+    job = TrainingJob(ModelConfig(), COPY, TrainConfig(steps=50)).start()
     wait_until(lambda: job.done)
     assert "loss became" in job.error and job.result is None
+
+
+def final_weights(trainer: Trainer) -> dict[str, torch.Tensor]:
+    trainer.run()
+    return trainer.network.state_dict()
+
+
+def test_runs_side_by_side_in_threads_are_each_what_their_seed_makes_them_alone():
+    """Starting weights, data and dropout masks come from each run's own generators: two runs training at once in
+    one process, while a third draws from PyTorch's process-wide generator, end with the weights each has alone."""
+    model = ModelConfig(dropout=0.1)
+    configs = [TrainConfig(steps=40, early_stop=False, eval_every=20, seed=seed) for seed in (1, 2)]
+    alone = [final_weights(Trainer(model, COPY, c)) for c in configs]
+    busy = threading.Event()
+
+    def global_draws():
+        while not busy.is_set():
+            torch.rand(100)
+            torch.nn.functional.dropout(torch.ones(100), 0.5)
+
+    trainers = [Trainer(model, COPY, c) for c in configs]
+    threads = [threading.Thread(target=t.run) for t in trainers] + [threading.Thread(target=global_draws)]
+    for thread in threads:
+        thread.start()
+    for thread in threads[:2]:
+        thread.join()
+    busy.set()
+    threads[2].join()
+    for trainer, weights in zip(trainers, alone):
+        together = trainer.network.state_dict()
+        assert all(torch.equal(together[k], weights[k]) for k in weights)
+    assert not torch.equal(alone[0]["generator.proj.bias"], alone[1]["generator.proj.bias"])
+
+
+def test_dropout_masks_come_from_the_run_generator():
+    from transformer.model import dropout, dropout_rng
+
+    x = torch.ones(1000)
+    with dropout_rng(torch.Generator().manual_seed(3)):
+        first = dropout(x, 0.25, training=True)
+    with dropout_rng(torch.Generator().manual_seed(3)):
+        torch.rand(10)  # the process-wide generator moves; the run's does not
+        again = dropout(x, 0.25, training=True)
+    assert torch.equal(first, again)
+    assert first.unique().tolist() == pytest.approx([0.0, 1 / 0.75])  # kept ones are scaled by 1 / (1 - p)
+    assert 0.2 < (first == 0).float().mean() < 0.3
+
+
+def test_a_thread_that_cannot_start_gives_its_slot_back(monkeypatch):
+    slots = threading.BoundedSemaphore(1)
+    job = TrainingJob(ModelConfig(), COPY, TrainConfig(steps=5), slots=slots)
+
+    def refuse(self):
+        raise RuntimeError("can't start new thread")
+
+    monkeypatch.setattr(threading.Thread, "start", refuse)
+    with pytest.raises(RuntimeError):
+        job.start()
+    monkeypatch.undo()
+    assert slots.acquire(blocking=False)  # the slot came back
+    assert job.status == "queued" and not job.done
+
+
+def test_a_paused_and_stepped_run_ends_with_the_weights_of_an_unpaused_one():
+    config = TrainConfig(steps=60, early_stop=False, eval_every=20, seed=4)
+    alone = final_weights(Trainer(ModelConfig(dropout=0.1), COPY, config))
+    job = TrainingJob(ModelConfig(dropout=0.1), COPY, config)
+    job.pause()  # before the first step
+    job.start()
+    wait_until(lambda: job.status == "paused" and job.trainer is not None)
+    time.sleep(0.3)
+    assert job.step == 0  # held
+    job.step_row()
+    wait_until(lambda: job.status == "paused" and job.step == 20)
+    time.sleep(0.3)
+    assert job.step == 20 and len(job.rows()) == 1  # one metric row's worth, then held again
+    job.resume()
+    wait_until(lambda: job.done)
+    assert job.result.steps == 60 and job.result.seconds < 5  # the pauses spent no training time
+    weights = job.trainer.network.state_dict()
+    assert all(torch.equal(weights[k], alone[k]) for k in alone)
+    assert len(job.step_losses()) == 60
+
+
+def test_a_pause_past_its_limit_ends_the_run(monkeypatch):
+    monkeypatch.setattr(training, "MAX_PAUSE_S", 0.2)
+    job = TrainingJob(ModelConfig(), COPY, TrainConfig(steps=10**6, early_stop=False))
+    job.pause()
+    job.start()
+    wait_until(lambda: job.done, timeout=10)
+    assert job.result.reason == "stopped" and job.result.steps == 0

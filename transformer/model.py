@@ -7,6 +7,9 @@ Masks follow `transformer.masks`: boolean, True = may attend.
 """
 
 import math
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from typing import Literal
 
@@ -73,14 +76,36 @@ class ModelConfig:
         return asdict(self)
 
 
+_dropout = threading.local()  # .rng: the dropout generator of the run training on this thread
+
+
+@contextmanager
+def dropout_rng(rng: torch.Generator | None) -> Iterator[None]:
+    """Draw the dropout masks of this thread's forward passes from `rng`, a run's own generator, instead of
+    PyTorch's process-wide one, so that runs training side by side in one process never draw from each other."""
+    outer = getattr(_dropout, "rng", None)
+    _dropout.rng = rng
+    try:
+        yield
+    finally:
+        _dropout.rng = outer
+
+
 def dropout(x: torch.Tensor, p_drop: float, training: bool) -> torch.Tensor:
     """Dropout (section 5.4): in training, zero each element with probability p_drop and scale the rest
     by 1 / (1 - p_drop); in eval mode or at rate 0, x itself.
 
     A function of the module's rate and mode rather than an `nn.Dropout` module, so that where it can change
-    nothing, nothing is called: at these sizes module calls take much of a decoding step's time.
+    nothing, nothing is called: at these sizes module calls take much of a decoding step's time. Inside
+    `dropout_rng(g)` the mask is drawn from g.
     """
-    return F.dropout(x, p_drop) if training and p_drop > 0 else x
+    if not training or p_drop == 0:
+        return x
+    rng = getattr(_dropout, "rng", None)
+    if rng is None:
+        return F.dropout(x, p_drop)
+    keep = torch.rand(x.shape, generator=rng, device=x.device) >= p_drop
+    return x * keep / (1 - p_drop)
 
 
 class Embeddings(nn.Module):
@@ -166,7 +191,8 @@ def scaled_dot_product_attention(
     only with `need_weights`, else None.
     """
     scale = 1.0 / math.sqrt(q.size(-1)) if scale is None else scale
-    if not need_weights and fused_is_faster(q, k):
+    own_rng = dropout_p > 0 and getattr(_dropout, "rng", None) is not None  # the fused kernel draws globally
+    if not need_weights and not own_rng and fused_is_faster(q, k):
         out = F.scaled_dot_product_attention(
             q, k, v, attn_mask=mask, dropout_p=dropout_p, is_causal=is_causal, scale=scale
         )
@@ -388,7 +414,7 @@ class Transformer(nn.Module):
     shared by source and target (they share a vocabulary), and with the generator when `tie_weights`.
     """
 
-    def __init__(self, config: ModelConfig):
+    def __init__(self, config: ModelConfig, rng: torch.Generator | None = None):
         super().__init__()
         self.config = config
         self.embed = Embeddings(config)
@@ -396,11 +422,21 @@ class Transformer(nn.Module):
         self.encoder = Encoder(config)
         self.decoder = Decoder(config)
         self.generator = Generator(config)
-        for p in self.parameters():
-            if p.dim() > 1:
-                nn.init.xavier_uniform_(p)
+        self.init_weights(rng)
         if config.tie_weights:
             self.generator.proj.weight = self.embed.lut.weight
+
+    @torch.no_grad()
+    def init_weights(self, rng: torch.Generator | None = None) -> None:
+        """Xavier-uniform for every matrix (as the Annotated Transformer), PyTorch's default U(-1/sqrt(fan_in),
+        1/sqrt(fan_in)) for linear biases, LayerNorm at 1 and 0; drawn from `rng` (a run's own) when given."""
+        for module in self.modules():
+            if isinstance(module, nn.Linear) and module.bias is not None:
+                bound = 1 / math.sqrt(module.in_features)
+                nn.init.uniform_(module.bias, -bound, bound, generator=rng)
+        for p in self.parameters():
+            if p.dim() > 1:
+                nn.init.xavier_uniform_(p, generator=rng)
 
     def src_mask(self, src: torch.Tensor, mask_padding: bool = True) -> torch.Tensor | None:
         """(B, 1, 1, S) padding mask, or None when nothing is padded (the fast kernels then need no mask)."""

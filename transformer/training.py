@@ -7,7 +7,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, Protocol
 
 import torch
 import torch.nn.functional as F
@@ -15,7 +15,7 @@ import torch.nn.functional as F
 from .checkpoint import check_model_size
 from .decoding import greedy_decode
 from .device import pick_device
-from .model import ModelConfig, Transformer
+from .model import ModelConfig, Transformer, dropout_rng
 from .tasks import MAX_SEED, Batch, DataConfig, TaskData
 
 MetricRow = dict[str, float]
@@ -176,7 +176,6 @@ class Trainer:
         check_model_size(model_config)
         self.train_config = train_config
         self.device = pick_device(train_config.device)
-        torch.manual_seed(train_config.seed)
         self.data = TaskData(data_config)
         self.vocab = self.data.vocab
         if model_config.vocab_size != len(self.vocab) or model_config.pad_id != self.vocab.pad_id:
@@ -185,7 +184,10 @@ class Trainer:
             raise ValueError(
                 f"sequences of length {data_config.max_len} need model max_len >= {data_config.max_len + 1}"
             )
-        self.network = Transformer(model_config).to(self.device)
+        # The run's own random generators (starting weights, dropout masks; the data has its own in TaskData), so
+        # that runs training side by side in one process are each what their seed makes them alone.
+        self.network = Transformer(model_config, rng=torch.Generator().manual_seed(train_config.seed)).to(self.device)
+        self.dropout_rng = torch.Generator(device=self.device).manual_seed(train_config.seed)
         self.average = WeightAverage(self.network, train_config.ema_decay) if train_config.ema_decay else None
         self.model = self.network if self.average is None else self.average.model
         self.valid = self.data.valid.to(self.device)
@@ -193,8 +195,10 @@ class Trainer:
         self.parameters = list(self.network.parameters())
         self.optimizer = torch.optim.Adam(self.parameters, lr=train_config.lr, betas=(0.9, 0.98), eps=1e-9, fused=True)
         self.history: list[MetricRow] = []
+        self.step_losses: list[float] = []  # the training loss of every step
         self.attention_snapshots: list[dict] = []  # {"step": int, "maps": AttentionMaps} when record_attention
         self.step = 0
+        self.paused_s = 0.0  # wall-clock time spent in `stop()` holding the run (a pause): not training time
 
     def rows(self, stop: Callable[[], bool] | None = None) -> Iterator[MetricRow]:
         """Train, yielding metric rows, until a budget is spent, the task is solved, or `stop()` returns True.
@@ -203,7 +207,8 @@ class Trainer:
         """
         cfg, network, vocab = self.train_config, self.network, self.vocab
         network.train()
-        start = last_row_time = time.perf_counter()
+        start = time.perf_counter()
+        last_row_time = 0.0  # training time (pauses left out) at the last metric row
         losses, tokens, reason = [], 0, "step budget"
         last_check = -10
         self._snapshot_attention()
@@ -211,7 +216,7 @@ class Trainer:
             if stop is not None and stop():
                 reason = "stopped"
                 break
-            if time.perf_counter() - start > cfg.time_budget_s:
+            if self._training_time(start) > cfg.time_budget_s:
                 reason = "time budget"
                 break
             self.step += 1
@@ -219,7 +224,8 @@ class Trainer:
             lr = cfg.lr_at(self.step)
             for group in self.optimizer.param_groups:
                 group["lr"] = lr
-            logits = network(batch.src, batch.tgt_in)
+            with dropout_rng(self.dropout_rng):
+                logits = network(batch.src, batch.tgt_in)
             loss = F.cross_entropy(
                 logits.flatten(0, 1),
                 batch.tgt_out.flatten(),
@@ -239,6 +245,7 @@ class Trainer:
             if self.average is not None:
                 self.average.update(self.step)
             losses.append(loss.detach())
+            self.step_losses.append(loss.item())
             tokens += batch.n_tokens
             # When the model gets every sequence of this batch right under teacher forcing, the full held-out set is
             # worth a check. The training pass scored the batch before the update on it, so for raw weights it is
@@ -253,21 +260,23 @@ class Trainer:
                         reason = "solved"
                         break
             if self.step % cfg.eval_every == 0:
-                now = time.perf_counter()
-                yield self._row(losses, tokens / (now - last_row_time), now - start, lr)
+                now = self._training_time(start)
+                yield self._row(losses, tokens / max(now - last_row_time, 1e-9), now, lr)
                 self._snapshot_attention()
-                losses, tokens, last_row_time = [], 0, time.perf_counter()
+                losses, tokens, last_row_time = [], 0, self._training_time(start)
         network.eval()
         self.model.eval()
-        elapsed = time.perf_counter() - start
+        elapsed = self._training_time(start)
         final = evaluate(self.model, self.valid, vocab.bos_id, vocab.eos_id)
         self.result = TrainResult(self.step, elapsed, final["exact_match"], final["token_acc"], reason)
         if losses:
-            row = self._row(
-                losses, tokens / max(time.perf_counter() - last_row_time, 1e-9), elapsed, cfg.lr_at(self.step)
-            )
+            row = self._row(losses, tokens / max(elapsed - last_row_time, 1e-9), elapsed, cfg.lr_at(self.step))
             yield {**row, **final}
             self._snapshot_attention()
+
+    def _training_time(self, start: float) -> float:
+        """Seconds since `start` spent training: pauses are left out, so they never spend the time budget."""
+        return time.perf_counter() - start - self.paused_s
 
     def run(
         self, on_row: Callable[[MetricRow], None] | None = None, stop: Callable[[], bool] | None = None
@@ -331,13 +340,32 @@ class ServerBusy(RuntimeError):
     """Every training slot is taken."""
 
 
+class Slots(Protocol):
+    """A server's training slots: `threading.BoundedSemaphore` or a `RunRegistry`."""
+
+    def acquire(self, blocking: bool = ...) -> bool: ...
+
+    def release(self) -> None: ...
+
+
+JobStatus = Literal["queued", "preparing", "training", "paused", "done"]
+MAX_PAUSE_S = 120.0  # a pause longer than this ends the run (its model is kept): a paused run holds a slot
+
+
 class TrainingJob:
-    """A training run on a background thread. The thread never touches UI state: it writes rows into this object,
-    and a page polls `rows()`, `done`, `error` and `result`.
+    """A training run on a background thread that one or more watchers (students' browsers) poll.
+
+    The thread never touches UI state: it writes rows into this object, and pages poll `rows()`, `step_losses()`,
+    `status`, `error` and `result`. Set-up (the model, the held-out set) happens on the thread too, so `start()`
+    returns at once; `trainer` is None until it is done ("preparing").
 
     Other pages probe the half-trained model through `model_snapshot()`, a copy taken at the latest metric row,
-    so no reader ever sees weights the training thread is changing. A job nobody has looked at (`touch()`) for
+    so no reader ever sees weights the training thread is changing. A job no watcher has polled (`touch()`) for
     `idle_timeout_s` stops by itself, so a closed tab never leaves a thread burning CPU.
+
+    `pause()` holds the run between two steps (it keeps its slot, and the pause does not spend its time budget),
+    `resume()` continues it exactly where it was, and `step_row()` trains up to the next metric row and pauses
+    again. A pause longer than MAX_PAUSE_S ends the run as stopped.
     """
 
     def __init__(
@@ -345,44 +373,119 @@ class TrainingJob:
         model_config: ModelConfig,
         data_config: DataConfig,
         train_config: TrainConfig,
-        slots: threading.Semaphore | None = None,
+        slots: Slots | None = None,
         idle_timeout_s: float | None = None,
+        on_end: Callable[["TrainingJob"], None] | None = None,
     ):
-        self.trainer = Trainer(model_config, data_config, train_config)
-        self.train_config = train_config
-        self._slots = slots
+        check_model_size(model_config)
+        self.model_config, self.data_config, self.train_config = model_config, data_config, train_config
+        self.trainer: Trainer | None = None
+        self._slots, self._on_end = slots, on_end
         self._lock = threading.Lock()
+        self._wake = threading.Condition(self._lock)  # notified on pause, resume, step and stop
         self._rows: list[MetricRow] = []
         self._snapshot: Transformer | None = None
         self._stop = threading.Event()
+        self._paused, self._pause_at = False, None
         self._thread = threading.Thread(target=self._run, name="training-job", daemon=True)
         self.error: str | None = None
         self.result: TrainResult | None = None
         self.started_at: float | None = None
         self.idle_timeout_s = idle_timeout_s
+        self._watchers: dict[str, float] = {}  # watcher id -> time of its last touch
         self._last_touch = time.monotonic()
 
-    def touch(self) -> None:
-        """Note that someone is still watching this job."""
-        self._last_touch = time.monotonic()
+    def touch(self, watcher: str = "") -> None:
+        """Note that `watcher` is still watching this job."""
+        with self._lock:
+            self._last_touch = self._watchers[watcher] = time.monotonic()
+
+    def watchers(self) -> list[str]:
+        """The watchers that touched this job within its idle timeout."""
+        limit = self.idle_timeout_s if self.idle_timeout_s is not None else math.inf
+        now = time.monotonic()
+        with self._lock:
+            return [w for w, t in self._watchers.items() if now - t <= limit]
+
+    def leave(self, watcher: str) -> bool:
+        """`watcher` stops watching; the run stops once nobody watches it. Returns whether it was stopped."""
+        with self._lock:
+            self._watchers.pop(watcher, None)
+        if self.watchers():
+            return False
+        self.stop()
+        return True
+
+    @property
+    def idle(self) -> bool:
+        return self.idle_timeout_s is not None and time.monotonic() - self._last_touch > self.idle_timeout_s
 
     def _should_stop(self) -> bool:
-        idle = self.idle_timeout_s is not None and time.monotonic() - self._last_touch > self.idle_timeout_s
-        return self._stop.is_set() or idle
+        """Called by the trainer before each step: holds the thread while the run is paused."""
+        with self._lock:
+            if self._pause_at is not None and self.trainer is not None and self.trainer.step >= self._pause_at:
+                self._paused, self._pause_at = True, None
+            if self._paused:
+                began = time.perf_counter()
+                while self._paused and not self._stop.is_set() and not self.idle:
+                    if time.perf_counter() - began > MAX_PAUSE_S:
+                        self._stop.set()
+                        break
+                    self._wake.wait(0.25)
+                self.trainer.paused_s += time.perf_counter() - began
+        return self._stop.is_set() or self.idle
 
-    def start(self) -> "TrainingJob":
-        """Start training; raises ServerBusy at once (never waits) when `slots` has no free slot."""
-        if self._slots is not None and not self._slots.acquire(blocking=False):
+    def start(self, holding_slot: bool = False) -> "TrainingJob":
+        """Start training; raises ServerBusy at once (never waits) when `slots` has no free slot. With
+        `holding_slot`, the caller already took this job's slot from `slots`."""
+        if self._slots is not None and not holding_slot and not self._slots.acquire(blocking=False):
             raise ServerBusy("every training slot on this server is in use")
         self.started_at = time.perf_counter()
-        self._thread.start()
+        try:
+            self._thread.start()
+        except BaseException:  # no thread to release the slot: release it here
+            self.started_at = None
+            if self._slots is not None:
+                self._slots.release()
+            raise
         return self
 
     def stop(self, wait_s: float = 0.0) -> None:
         """Ask the thread to stop after its current step; optionally wait for it."""
-        self._stop.set()
+        with self._lock:
+            self._stop.set()
+            self._wake.notify_all()
         if wait_s and self._thread.is_alive():
             self._thread.join(wait_s)
+
+    def pause(self) -> None:
+        """Hold the run before its next step."""
+        with self._lock:
+            self._paused, self._pause_at = True, None
+
+    def resume(self) -> None:
+        """Go on from where the run was paused."""
+        with self._lock:
+            self._paused, self._pause_at = False, None
+            self._wake.notify_all()
+
+    def step_row(self) -> None:
+        """Train up to the next metric row, then pause."""
+        with self._lock:
+            every = self.train_config.eval_every
+            self._pause_at = (self.step // every + 1) * every
+            self._paused = False
+            self._wake.notify_all()
+
+    @property
+    def status(self) -> JobStatus:
+        if self.started_at is None:
+            return "queued"
+        if not self._thread.is_alive():
+            return "done"
+        if self.trainer is None:
+            return "preparing"
+        return "paused" if self._paused else "training"
 
     @property
     def done(self) -> bool:
@@ -392,9 +495,17 @@ class TrainingJob:
     def running(self) -> bool:
         return self._thread.is_alive()
 
+    @property
+    def step(self) -> int:
+        return 0 if self.trainer is None else self.trainer.step
+
     def rows(self) -> list[MetricRow]:
         with self._lock:
             return list(self._rows)
+
+    def step_losses(self) -> list[float]:
+        """The training loss of every step so far."""
+        return [] if self.trainer is None else self.trainer.step_losses[:]
 
     def model_snapshot(self) -> Transformer | None:
         """A copy of the model as of the latest metric row (the final model once done), in eval mode."""
@@ -404,18 +515,24 @@ class TrainingJob:
     @property
     def attention_snapshots(self) -> list[dict]:
         with self._lock:
-            return list(self.trainer.attention_snapshots)
+            return [] if self.trainer is None else list(self.trainer.attention_snapshots)
 
     def _run(self) -> None:
         try:
-            for row in self.trainer.rows(self._should_stop):
-                snapshot = copy.deepcopy(self.trainer.model).eval()
+            trainer = Trainer(self.model_config, self.data_config, self.train_config)
+            with self._lock:
+                self.trainer = trainer
+            for row in trainer.rows(self._should_stop):
+                snapshot = copy.deepcopy(trainer.model).eval()
                 with self._lock:
                     self._rows.append(row)
                     self._snapshot = snapshot
-            self.result = self.trainer.result
+            self.result = trainer.result
+            trainer.optimizer = None  # its state (twice the weights) is not needed once training ends
         except Exception as err:  # surfaced to the page as a message, never a traceback
             self.error = str(err) if isinstance(err, (TrainingDiverged, ValueError)) else f"training failed: {err!r}"
         finally:
             if self._slots is not None:
                 self._slots.release()
+            if self._on_end is not None:
+                self._on_end(self)
