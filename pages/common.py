@@ -3,7 +3,8 @@
 Session state keys:
 - "in_hand": the `Checkpoint` every probing page uses (shipped, trained here, or uploaded), or absent;
 - "in_hand_name": its label in the sidebar;
-- "job": the session's `TrainingJob`, or absent;
+- "job": the session's `TrainingJob` (its own run, or one it joined: identical runs are one run), or absent;
+- "watcher": this session's id as a watcher of runs when the browser has no id (see `watcher_id`);
 - "follow_job": True from Start until the run is put in hand; a model loaded meanwhile sets it False, and stays;
 - "trained": {name: checkpoint bytes} of the last MAX_TRAINED runs finished in this session;
 - "train_saved": the finished job last saved, its name, checkpoint bytes or error (see `save_finished_job`);
@@ -15,7 +16,7 @@ Pages keep their own widget state under keys prefixed with the page's name.
 
 import hashlib
 import os
-import threading
+import uuid
 from dataclasses import asdict
 from pathlib import Path
 
@@ -28,8 +29,9 @@ from transformer.checkpoint import checkpoint_bytes
 from transformer.device import device_label
 from transformer.experiments import ExperimentJob
 from transformer.live import run_name
+from transformer.runs import RunRegistry, usable_cores
 from transformer.tasks import DataConfig
-from transformer.training import ServerBusy
+from transformer.training import ServerBusy, warm_up
 
 # Streamlit treats a folder named pages/ as legacy auto-discovered pages until some run calls st.navigation, so the
 # first request after a (re)start that opens a page's own URL (a shared link to /compare) would run that page
@@ -40,11 +42,15 @@ if PagesManager.uses_pages_directory:
 
 CHECKPOINT_DIR = Path(__file__).resolve().parent.parent / "checkpoints"
 SHIPPED_PREFIX = "shipped: "  # the sidebar's label of a shipped checkpoint in hand, before its name
-MAX_TRAINING_JOBS = int(os.environ.get("LAB_MAX_TRAINING_JOBS", "2"))  # concurrent runs per server (2 cores)
+# Concurrent training runs per server: one per core the server may use (threads share the GIL; see
+# docs/classroom.md for the measurement), unless LAB_MAX_TRAINING_JOBS says otherwise.
+MAX_TRAINING_JOBS = int(os.environ.get("LAB_MAX_TRAINING_JOBS", "0")) or usable_cores()
+MAX_QUEUE = int(os.environ.get("LAB_MAX_QUEUE", "60"))  # distinct runs waiting for a slot: two classes' worth
 MAX_TRAINED = 10  # checkpoints of finished runs a session keeps (about 140 KB each at the default size)
 JOB_IDLE_TIMEOUT_S = 30.0  # a job whose page has stopped polling (tab closed) stops after this long
 BUSY_MESSAGE = (
-    f"The server is busy training other students' models ({MAX_TRAINING_JOBS} at most at once): try again in a minute."
+    f"Every training slot on this server is in use ({MAX_TRAINING_JOBS} at once) and other students are queued "
+    "for one: try again when their runs have finished."
 )
 
 
@@ -53,16 +59,19 @@ def setup_torch() -> str:
     """Process-wide torch settings, once; returns the device label.
 
     One intra-op thread per computation: sessions already run on threads of their own, and on a small shared
-    server two jobs each spinning two OpenMP threads on two cores slow each other down many times over.
+    server two jobs each spinning two OpenMP threads on two cores slow each other down many times over. The
+    one-off costs of a first training step are paid here, on a thread of their own, not by the first student.
     """
     torch.set_num_threads(int(os.environ.get("LAB_TORCH_THREADS", "1")))
+    warm_up()
     return device_label(pick_device())
 
 
 @st.cache_resource
-def training_slots() -> threading.BoundedSemaphore:
-    """The server-wide cap on concurrent training runs, shared by every session."""
-    return threading.BoundedSemaphore(MAX_TRAINING_JOBS)
+def training_slots() -> RunRegistry:
+    """Every training run on this server, shared by every session: joins identical runs, queues distinct ones,
+    and holds the server-wide cap on concurrent training (Compare takes its slots from it too)."""
+    return RunRegistry(MAX_TRAINING_JOBS, MAX_QUEUE, JOB_IDLE_TIMEOUT_S)
 
 
 @st.cache_resource
@@ -92,6 +101,12 @@ def _this_browser() -> str | None:
     return browser_id(st.context.cookies.get("_streamlit_xsrf"))
 
 
+def watcher_id() -> str:
+    """Who watches a run: the browser (all its tabs count as one student), or this session when the browser has
+    no id."""
+    return _this_browser() or st.session_state.setdefault("watcher", uuid.uuid4().hex)
+
+
 def remember_run(key: str, job: TrainingJob | ExperimentJob, restore: dict) -> None:
     """Note `job`, kept in session state under `key`, as this browser's run, so that a reload can pick it back up
     along with the session-state entries `restore`."""
@@ -102,8 +117,8 @@ def remember_run(key: str, job: TrainingJob | ExperimentJob, restore: dict) -> N
 def reattach_runs() -> None:
     """After a reload (a new session, so no run of its own), take back this browser's runs that still train."""
     runs = _runs_by_browser()
-    for other, (job, _) in list(runs.items()):  # an ended run is no longer needed here: let it go
-        if not job.running:
+    for other, (job, _) in list(runs.items()):  # an ended run is not taken back: let it go
+        if _ended(job):
             runs.pop(other, None)
     if (browser := _this_browser()) is None:
         return
@@ -206,9 +221,14 @@ def decode_on_decoding_page(text: str, task: DataConfig) -> None:
     st.switch_page("pages/decoding.py")
 
 
+def _ended(job: TrainingJob | ExperimentJob) -> bool:
+    return job.done if isinstance(job, TrainingJob) else not job.running
+
+
 def _running(key: str) -> TrainingJob | ExperimentJob | None:
+    """The session's run under `key` while it has not ended: queued, preparing, training or paused."""
     job = st.session_state.get(key)
-    return job if job is not None and job.running else None
+    return job if job is not None and not _ended(job) else None
 
 
 @st.fragment(run_every=2.0)
@@ -220,13 +240,11 @@ def _job_heartbeat(page: str) -> None:
     if job is None and comparison is None:
         st.rerun()  # the run ended: redraw the page without this poll
     if job is not None:
-        job.touch()
-        rows = job.rows()
-        step = rows[-1]["step"] if rows else 0
+        job.touch(watcher_id())
         if page != "train":
-            st.progress(
-                min(step / job.train_config.steps, 1.0), text=f"Training: step {step} of {job.train_config.steps}"
-            )
+            steps = job.train_config.steps
+            text = "Queued for training" if job.status == "queued" else f"Training: step {job.step} of {steps}"
+            st.progress(min(job.step / steps, 1.0), text=text)
     if comparison is not None:
         try:
             comparison.poll()  # also starts the next variant, so a comparison goes on while the student looks elsewhere

@@ -5,13 +5,12 @@ import time
 import pytest
 import torch
 from streamlit.testing.v1 import AppTest
-from streamlit.testing.v1.errors import AppTestError
 
 import pages.common
 from transformer.checkpoint import load_checkpoint
 from transformer.model import ModelConfig
 from transformer.tasks import DataConfig
-from transformer.training import TrainConfig, TrainingDiverged, TrainingJob, smoothed_loss_floor
+from transformer.training import TrainConfig, Trainer, TrainingDiverged, TrainingJob, smoothed_loss_floor
 
 
 @pytest.fixture(autouse=True)
@@ -19,6 +18,14 @@ def restore_threads():
     threads = torch.get_num_threads()
     yield
     torch.set_num_threads(threads)
+
+
+@pytest.fixture(autouse=True)
+def fresh_registry():
+    """Each test on a server of its own: no run of an earlier test to join."""
+    pages.common.training_slots.clear()
+    yield
+    pages.common.training_slots.clear()
 
 
 def open_train() -> AppTest:
@@ -43,7 +50,7 @@ def start(at: AppTest, **values) -> None:
 def poll_until_done(at: AppTest, timeout_s: float = 90.0) -> None:
     """Rerun the page, as its live fragment would, until the session's job has finished."""
     deadline = time.monotonic() + timeout_s
-    while at.session_state["job"].running:
+    while not at.session_state["job"].done:
         assert time.monotonic() < deadline, "training did not finish in time"
         time.sleep(0.3)
         at.run()
@@ -68,8 +75,13 @@ def test_page_renders_with_classroom_defaults():
     assert at.selectbox(key="train_task").value == "reverse"
     assert at.number_input(key="train_d_model").value == 32
     assert not at.button(key="start_training").disabled
-    assert at.button(key="stop_training").disabled
+    assert "stop_training" not in keys(at.button)  # no run, no run controls
+    assert [chart.proto.id for chart in at.get("plotly_chart")]  # the empty axes the curves will fill
     assert "job" not in at.session_state
+
+
+def keys(widgets) -> set[str]:
+    return {w.key for w in widgets}
 
 
 def test_training_streams_curves_and_puts_the_model_in_hand(stop_jobs):
@@ -77,16 +89,17 @@ def test_training_streams_curves_and_puts_the_model_in_hand(stop_jobs):
     stop_jobs.append(at)
     start(at, task="copy", min_len=3, max_len=3, symbols=4, steps=60, batch=32, label_smoothing=0.1)
     job = at.session_state["job"]
-    assert job.train_config.record_attention and job.trainer.data.config.task == "copy"
-    if job.running:
-        assert at.button(key="start_training").disabled and not at.button(key="stop_training").disabled
+    assert job.train_config.record_attention and job.data_config.task == "copy"
+    if not job.done:  # the live view, not the form, while it trains
+        assert "start_training" not in keys(at.button) and not at.button(key="stop_training").disabled
     poll_until_done(at)
 
     assert job.result is not None and job.result.steps <= 60
     loss = json.loads(at.get("plotly_chart")[0].proto.spec)
     steps = loss["data"][0]["x"]
     assert len(steps) >= 2 and steps[-1] == job.result.steps
-    assert {trace["name"] for trace in loss["data"]} == {"training loss", "held-out loss"}
+    assert [trace["name"] for trace in loss["data"]] == ["held-out loss", "training loss, every step"]
+    assert len(loss["data"][1]["y"]) == job.result.steps  # every step's loss, not one point per metric row
     floor = smoothed_loss_floor(0.1, 7)  # 4 symbols + PAD, BOS, EOS
     assert [shape["y0"] for shape in loss["layout"]["shapes"]] == [pytest.approx(floor)]
     assert any(f"training loss is {floor:.2f}" in caption.value for caption in at.caption)
@@ -141,7 +154,7 @@ def test_every_form_setting_reaches_the_run(stop_jobs):
         scale=False,
     )
     job = at.session_state["job"]
-    model, data, train = job.trainer.network.config, job.trainer.data.config, job.train_config
+    model, data, train = job.model_config, job.data_config, job.train_config
     assert (data.task, data.min_len, data.max_len, data.n_symbols, data.seed) == ("copy", 2, 5, 7, 9)
     assert (model.d_model, model.n_heads, model.n_layers, model.d_ff, model.dropout) == (16, 2, 2, 48, 0.1)
     assert (model.positional, model.norm_first, model.causal_mask, model.scale_scores) == (
@@ -154,14 +167,13 @@ def test_every_form_setting_reaches_the_run(stop_jobs):
     assert (train.label_smoothing, train.ema_decay) == (0.2, 0.5)
 
 
-def test_start_is_disabled_while_a_job_runs_and_stop_ends_it(stop_jobs):
+def test_the_form_makes_way_for_the_run_while_it_trains_and_stop_ends_it(stop_jobs):
     at = open_train()
     stop_jobs.append(at)
     start(at, task="reverse", steps=5000)
     job = at.session_state["job"]
-    assert job.running and at.button(key="start_training").disabled
-    with pytest.raises(AppTestError):
-        at.button(key="start_training").click()
+    assert not job.done and "start_training" not in keys(at.button)
+    assert at.caption[1].value.startswith("reverse, lengths 6-8, 10 symbols · d_model 32")  # the settings in use
 
     wait_for_a_new_row(job)  # stopped before its first step, a run saves nothing (a test below)
     at.button(key="stop_training").click()
@@ -172,6 +184,57 @@ def test_start_is_disabled_while_a_job_runs_and_stop_ends_it(stop_jobs):
     assert not job.running and job.result.reason == "stopped"
     at.run()
     assert not at.exception and not at.success and at.info[0].value.startswith(f"Stopped at step {job.result.steps} ")
+    assert not at.button(key="start_training").disabled  # the form is back, under the results
+
+
+def test_pause_holds_the_run_step_trains_one_row_and_resume_finishes_it(stop_jobs):
+    at = open_train()
+    stop_jobs.append(at)
+    start(at, task="reverse", steps=5000)
+    job = at.session_state["job"]
+    wait_for_a_new_row(job)
+    at.button(key="pause_training").click()
+    at.run()
+    assert job.status == "paused" and at.button(key="step_training").disabled is False
+    held = job.step
+    time.sleep(0.5)
+    at.run()
+    assert job.step == held and any(p.proto.text.startswith(f"Paused at step {held} ") for p in at.get("progress"))
+    at.button(key="step_training").click()
+    at.run()
+    every = job.train_config.eval_every
+    deadline = time.monotonic() + 30
+    while not (job.status == "paused" and job.step > held):
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    assert job.step == (held // every + 1) * every  # one metric row's worth, then paused again
+    at.run()
+    at.button(key="resume_training").click()
+    at.run()
+    assert job.status == "training" and "pause_training" in keys(at.button)
+    at.button(key="stop_training").click()
+    at.run()
+    assert not at.exception
+
+
+def test_identical_runs_are_one_run_and_leaving_it_leaves_it_to_the_others(stop_jobs):
+    first, second = open_train(), open_train()
+    stop_jobs.extend([first, second])
+    start(first, task="reverse", steps=5000)
+    start(second, task="reverse", steps=5000)
+    job = first.session_state["job"]
+    assert second.session_state["job"] is job
+    first.run()
+    assert any("Same settings as 1 classmate: you are all watching one run" in c.value for c in first.caption)
+    assert first.button(key="pause_training").disabled  # a shared run cannot be paused by one student
+    second.button(key="stop_training").click()
+    second.run()
+    assert "job" not in second.session_state and "goes on for the 1 other student" in second.info[0].value
+    time.sleep(0.5)
+    assert job.running  # the other student still watches it
+    first.button(key="stop_training").click()
+    first.run()
+    assert job.done and job.result.reason == "stopped"
 
 
 def test_a_click_that_races_a_starting_job_starts_no_second_one(stop_jobs):
@@ -187,19 +250,33 @@ def test_a_click_that_races_a_starting_job_starts_no_second_one(stop_jobs):
     assert sum(t.name == "training-job" and t.is_alive() for t in threading.enumerate()) == 1
 
 
-def test_busy_server_says_so(stop_jobs):
+def test_a_full_server_queues_the_run_and_starts_it_when_a_slot_frees(stop_jobs):
     at = open_train()
-    slots = pages.common.training_slots()
+    stop_jobs.append(at)
+    registry = pages.common.training_slots()
     taken = 0
-    try:
-        while slots.acquire(blocking=False):
-            taken += 1
-        start(at, steps=10)
-    finally:
-        for _ in range(taken):
-            slots.release()
+    while registry.acquire():  # every slot held by runs of other students
+        taken += 1
     assert taken == pages.common.MAX_TRAINING_JOBS
-    assert "busy" in at.warning[0].value and "try again in a minute" in at.warning[0].value
+    start(at, task="copy", min_len=3, max_len=3, steps=20)
+    job = at.session_state["job"]
+    assert job.status == "queued" and "your run is number 1 in the queue" in at.info[0].value
+    assert at.button(key="stop_training").label == "Leave queue"
+    registry.release()  # a slot frees: the queued run starts on its own
+    poll_until_done(at)
+    assert job.result.steps == 20 and not at.exception
+    for _ in range(taken - 1):
+        registry.release()
+
+
+def test_a_full_queue_says_so():
+    at = open_train()
+    registry = pages.common.training_slots()
+    registry.max_queue = 0
+    while registry.acquire():
+        pass
+    start(at, steps=10)
+    assert "could not start" in at.warning[0].value and "waiting for a training slot" in at.warning[0].value
     assert "job" not in at.session_state
 
 
@@ -217,15 +294,14 @@ def test_invalid_settings_show_an_error(values, message):
     assert message in at.error[0].value and "job" not in at.session_state
 
 
-def test_a_failed_run_shows_its_error_and_what_to_do():
-    job = TrainingJob(ModelConfig(), DataConfig(max_len=4), TrainConfig(steps=10))
-
-    def diverge(stop):
+def test_a_failed_run_shows_its_error_and_what_to_do(monkeypatch):
+    def diverge(trainer, stop):
         raise TrainingDiverged("the loss became nan at step 3: lower the learning rate")
         yield
 
-    job.trainer.rows = diverge
-    job.start().stop(wait_s=10)
+    monkeypatch.setattr(Trainer, "rows", diverge)
+    job = TrainingJob(ModelConfig(), DataConfig(max_len=4), TrainConfig(steps=10)).start()
+    job.stop(wait_s=10)
     at = open_train()
     at.session_state["job"] = job
     at.run()

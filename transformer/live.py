@@ -127,6 +127,22 @@ def live_examples(model: Transformer, data: TaskData, n: int = 5) -> pd.DataFram
     )
 
 
+def run_summary(model_config: ModelConfig, data_config: DataConfig, train_config: TrainConfig) -> str:
+    """The settings of a run in one line: task, data, model, the switches set away from the paper, seed."""
+    c, d = model_config, data_config
+    parts = [
+        f"{d.task}, lengths {d.min_len}-{d.max_len}, {d.n_symbols} symbols",
+        f"d_model {c.d_model}, {c.n_heads} heads, {c.n_layers}+{c.n_layers} layers",
+        f"{c.positional} positions" if c.positional != "none" else "no positional encoding",
+        "pre-norm" if c.norm_first else "post-norm",
+        *(["no causal mask"] if not c.causal_mask else []),
+        *(["unscaled scores"] if not c.scale_scores else []),
+        *([f"dropout {c.dropout:g}"] if c.dropout else []),
+        f"seed {train_config.seed}",
+    ]
+    return " · ".join(parts)
+
+
 def switches(config: ModelConfig) -> list[str]:
     """The teaching switches set away from the paper's model, as short tags: "noPE", "learnedPE", "prenorm",
     "nocausal", "noscale", "tied" (the paper ties the generator, the lab's default does not)."""

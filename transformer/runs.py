@@ -9,10 +9,12 @@ watchers. Everything else (another seed, another switch, another device) is a ru
 
 import json
 import math
+import os
 import statistics
 import threading
 from collections import deque
 from dataclasses import asdict, dataclass
+from pathlib import Path
 
 from .device import pick_device
 from .model import ModelConfig
@@ -21,6 +23,30 @@ from .training import ServerBusy, TrainConfig, TrainingJob
 
 DEFAULT_RUN_S = 10.0  # the guess for a run's length before any has finished on this server
 MAX_FINISHED_WEIGHTS = 10_000_000  # weights (and copies of them) that finished runs kept for joining may hold
+
+
+def cgroup_cpu_quota(root: Path = Path("/sys/fs/cgroup")) -> float | None:
+    """The CPU quota of this process's container in cores (cgroup v2 `cpu.max`, or v1 `cpu.cfs_quota_us` over
+    `cpu.cfs_period_us`), or None when there is none or it cannot be read."""
+    try:
+        if (root / "cpu.max").exists():
+            quota, period = (root / "cpu.max").read_text().split()[:2]
+        else:
+            quota = (root / "cpu" / "cpu.cfs_quota_us").read_text().strip()
+            period = (root / "cpu" / "cpu.cfs_period_us").read_text().strip()
+        if quota in ("max", "-1"):
+            return None
+        return int(quota) / int(period)
+    except (OSError, ValueError, ZeroDivisionError):
+        return None
+
+
+def usable_cores(root: Path = Path("/sys/fs/cgroup")) -> int:
+    """CPU cores this process may use: the ones it may run on, capped by its container's CPU quota (a hosted
+    container often reports the host's cores to `os.cpu_count()`)."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    quota = cgroup_cpu_quota(root)
+    return max(1, min(cores, int(quota))) if quota is not None else max(1, cores)
 
 
 class QueueFull(ServerBusy):

@@ -336,6 +336,18 @@ def _slice(batch: Batch, start: int, stop: int) -> Batch:
     return Batch(batch.src[start:stop], batch.tgt_in[start:stop], batch.tgt_out[start:stop], 0)
 
 
+def warm_up() -> threading.Thread:
+    """Pay the one-off costs of a process's first training step (over a second, mostly fused Adam's first use) on
+    a thread of its own, so that the first student to press Start does not wait for them."""
+
+    def first_step() -> None:
+        Trainer(ModelConfig(), DataConfig(max_len=4), TrainConfig(steps=1, early_stop=False, device="cpu")).run()
+
+    thread = threading.Thread(target=first_step, name="warm-up", daemon=True)
+    thread.start()
+    return thread
+
+
 class ServerBusy(RuntimeError):
     """Every training slot is taken."""
 

@@ -16,13 +16,33 @@ TRAIN, VALID = "#1f5fbf", "#d9480f"
 MARKER = "#555555"  # a line marking a step or a reference level
 
 
-def loss_figure(rows: Sequence[MetricRow], max_points: int = 500, train_floor: float | None = None) -> go.Figure:
+def loss_figure(
+    rows: Sequence[MetricRow],
+    max_points: int = 500,
+    train_floor: float | None = None,
+    step_losses: Sequence[float] | None = None,
+    height: int = 420,
+) -> go.Figure:
     """Training and held-out loss against the step, on a log axis (late progress stays visible).
 
-    `train_floor`: the lowest loss the training objective allows (label smoothing), drawn as a dotted line.
+    `step_losses`: the training loss of every step, drawn step by step (as the mean of each run of consecutive
+    steps past `max_points` steps, and labelled so) instead of the rows' means. `train_floor`: the lowest loss the
+    training objective allows (label smoothing), drawn as a dotted line.
     """
-    fig = _curves(rows, max_points, [("train_loss", "training loss", TRAIN), ("val_loss", "held-out loss", VALID)])
-    fig.update_yaxes(title="loss (log scale)", type="log", **log_ticks(rows, ("train_loss", "val_loss")))
+    if step_losses is None:
+        fig = _curves(rows, max_points, [("train_loss", "training loss", TRAIN), ("val_loss", "held-out loss", VALID)])
+        spread = [row[c] for row in rows for c in ("train_loss", "val_loss")]
+    else:
+        fig = _curves(rows, max_points, [("val_loss", "held-out loss", VALID)])
+        steps, means, per = step_means(step_losses, max_points)
+        name = "training loss, every step" if per == 1 else f"training loss, mean of every {per} steps"
+        fig.add_trace(
+            go.Scatter(
+                x=steps, y=means, name=name, mode="lines", line=dict(color=TRAIN, width=2), hovertemplate="%{y:.4g}"
+            )
+        )
+        spread = [*means, *(row["val_loss"] for row in rows)]
+    fig.update_yaxes(title="loss (log scale)", type="log", **loss_ticks(spread))
     if train_floor:
         fig.add_hline(
             y=train_floor,
@@ -30,7 +50,7 @@ def loss_figure(rows: Sequence[MetricRow], max_points: int = 500, train_floor: f
             annotation_text="training loss floor",
             annotation_position="bottom left",
         )
-    return line_chart_layout(fig, "Loss")
+    return line_chart_layout(fig, "Loss", height)
 
 
 def lr_figure(config: TrainConfig, step: int, max_points: int = 400) -> go.Figure:
@@ -52,14 +72,31 @@ def lr_figure(config: TrainConfig, step: int, max_points: int = 400) -> go.Figur
     return line_chart_layout(fig, "Learning rate")
 
 
+def step_means(losses: Sequence[float], max_points: int) -> tuple[list[float], list[float], int]:
+    """At most `max_points` points of a per-step series: each the mean of `per` consecutive steps, placed at the
+    mean step of its run (steps count from 1). Returns (steps, means, per)."""
+    per = max(1, -(-len(losses) // max_points))  # ceil
+    steps, means = [], []
+    for start in range(0, len(losses), per):
+        chunk = losses[start : start + per]
+        steps.append(start + (len(chunk) + 1) / 2)
+        means.append(sum(chunk) / len(chunk))
+    return steps, means, per
+
+
 def log_ticks(rows: Sequence[MetricRow], columns: Sequence[str] = ("train_loss",)) -> dict:
+    """`loss_ticks` of the rows' `columns`."""
+    return loss_ticks([row[c] for row in rows for c in columns])
+
+
+def loss_ticks(losses: Sequence[float]) -> dict:
     """Tick labels at powers of ten only when the losses span more than one; else Plotly's 1-2-5 ticks, so a loss
     between 1 and 3 does not get a single label."""
-    losses = [row[c] for row in rows for c in columns if row[c] and row[c] > 0]
+    losses = [x for x in losses if x and x > 0]
     return dict(dtick=1) if losses and max(losses) > 10 * min(losses) else {}
 
 
-def accuracy_figure(rows: Sequence[MetricRow], max_points: int = 500) -> go.Figure:
+def accuracy_figure(rows: Sequence[MetricRow], max_points: int = 500, height: int = 420) -> go.Figure:
     """Held-out token accuracy (teacher forced) and exact-match (greedy decoding, whole sequence right), in %."""
     fig = _curves(
         rows,
@@ -68,7 +105,7 @@ def accuracy_figure(rows: Sequence[MetricRow], max_points: int = 500) -> go.Figu
         scale=100,
     )
     fig.update_yaxes(title="held-out accuracy (%)", range=[0, 101], ticksuffix="%")
-    return line_chart_layout(fig, "Accuracy")
+    return line_chart_layout(fig, "Accuracy", height)
 
 
 def _curves(
@@ -93,12 +130,12 @@ def _curves(
     return fig
 
 
-def line_chart_layout(fig: go.Figure, title: str) -> go.Figure:
+def line_chart_layout(fig: go.Figure, title: str, height: int = 420) -> go.Figure:
     """Title, projector-sized font, and the legend under the axis."""
     fig.update_layout(
         title=title,
         font=FONT,
-        height=420,
+        height=height,
         margin=dict(l=70, r=20, t=60, b=110),
         hovermode="x unified",
         # under the axis: in the page's two narrow columns a legend beside the title ran into it
