@@ -114,6 +114,12 @@ def remember_run(key: str, job: TrainingJob | ExperimentJob, restore: dict) -> N
         _runs_by_browser()[browser, key] = job, {key: job, **restore}
 
 
+def forget_run(key: str) -> None:
+    """This browser left its run under `key`: a reload must not hand it back."""
+    if (browser := _this_browser()) is not None:
+        _runs_by_browser().pop((browser, key), None)
+
+
 def reattach_runs() -> None:
     """After a reload (a new session, so no run of its own), take back this browser's runs that still train."""
     runs = _runs_by_browser()

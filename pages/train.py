@@ -8,6 +8,7 @@ import streamlit as st
 
 from pages.common import (
     JOB_IDLE_TIMEOUT_S,
+    forget_run,
     remember_run,
     save_finished_job,
     session_run_elsewhere,
@@ -133,6 +134,7 @@ def leave_run() -> None:
     training_slots().leave(watcher_id(), current)
     if current.status == "queued" or current.watchers():  # out of the queue, or others still watch the run
         st.session_state.pop("job")
+        forget_run("job")
         st.session_state["train_left"] = len(current.watchers())
     else:
         current.stop(wait_s=5.0)
@@ -192,9 +194,9 @@ def run_controls(job: TrainingJob, shared: bool) -> None:
 @st.fragment(run_every=POLL_S if active else None)
 def live_view(job: TrainingJob, polling: bool) -> None:
     """Status, controls, curves and a few decoded examples; reruns the whole page once the run ends."""
+    if st.session_state.get("job") is not job or (polling and job.done):
+        st.rerun()  # the student left the run, or it ended: redraw the whole page
     job.touch(watcher_id())
-    if polling and job.done:
-        st.rerun()
     st.caption(run_summary(job.model_config, job.data_config, job.train_config))
     classmates = len(job.watchers()) - 1
     if classmates > 0:

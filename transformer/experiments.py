@@ -599,12 +599,13 @@ class ExperimentJob:
         return done, self.experiment.train.steps * len(self.experiment.values)
 
     def run(self) -> ExperimentRun | None:
-        """The variants so far as an ExperimentRun; None before the first one has started."""
-        if not self.jobs:
+        """The variants so far as an ExperimentRun; None before the first one has its model and data."""
+        if not self.jobs or self.jobs[0].trainer is None:
             return None
         variants = [
             _variant_run(self.experiment, value, job.trainer, job.rows(), job.attention_snapshots, job.result)
             for value, job in zip(self.experiment.values, self.jobs)
+            if job.trainer is not None  # a variant still preparing has nothing to show yet
         ]
         src, tgt, _, _ = _probe(self.jobs[0].trainer)
         return ExperimentRun(self.experiment, src, tgt, variants)

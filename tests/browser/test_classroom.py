@@ -1,0 +1,136 @@
+"""The Train page as a class sees it: on a laptop screen the curve moves within a second of Start, in view, and the
+run pauses, steps and resumes; two students with the same settings watch one run, and a third with another seed
+waits in the queue for a slot and then trains."""
+
+import time
+
+import pytest
+from conftest import ARTIFACTS, IDLE, LabServer, page_errors, requires_chromium, screenshot, wait_idle
+from playwright.sync_api import expect
+from test_e2e import button, main
+
+pytestmark = [pytest.mark.browser, requires_chromium]
+
+LAPTOP = {"width": 1280, "height": 800}
+FIRST_POINT_BOUND_S = 5.0  # asserted; a quiet machine measures about 1 s (printed, and in docs/benchmarks.md)
+
+
+def steps_drawn(page) -> int:
+    """Points of the training-loss trace of the live loss chart (0 while there is none)."""
+    return page.evaluate(
+        """() => {
+            const plot = document.querySelector('.st-key-train_loss_chart .js-plotly-plot');
+            const trace = plot && plot._fullData && plot._fullData.find(t => t.name.startsWith('training loss'));
+            return trace ? trace.x.length : 0;
+        }"""
+    )
+
+
+def progress_step(page) -> int:
+    """The step the page's progress bar reports ("Training: step N of ..." or "Paused at step N of ...")."""
+    text = main(page).locator("[data-testid='stProgress']").first.inner_text()
+    return int(text.split("step ")[1].split(" ")[0])
+
+
+def open_train(context, server: LabServer):
+    tab = context.new_page()
+    tab.goto(f"{server.url}/train", wait_until="domcontentloaded")
+    tab.wait_for_selector(f"{IDLE} h1", timeout=90_000)
+    wait_idle(tab)
+    return tab
+
+
+def set_seed(page, seed: int) -> None:
+    field = page.locator(".st-key-train_seed input")
+    field.fill(str(seed))
+    field.press("Tab")
+
+
+def test_the_curve_moves_at_once_in_view_and_the_run_pauses_steps_and_resumes(browser, lab_server):
+    context = browser.new_context(viewport=LAPTOP)
+    page = open_train(context, lab_server)
+    set_seed(page, 11)  # a run of its own: no other test's run to join
+    wait_idle(page)
+    page.evaluate(
+        """() => { window.firstPoint = null; const t0 = performance.now();
+            new MutationObserver(() => {
+                const plot = document.querySelector('.st-key-train_loss_chart .js-plotly-plot');
+                if (window.firstPoint === null && plot && plot._fullData && plot._fullData.some(t => t.x.length))
+                    window.firstPoint = (performance.now() - t0) / 1000;
+            }).observe(document.body, {subtree: true, childList: true, attributes: true});
+            window.clickedAt = t0; }"""
+    )
+    button(page, "start_training").click()
+    clicked = time.monotonic()
+    counts = []
+    while time.monotonic() - clicked < 2.0:  # how often the chart grows in the first two seconds
+        counts.append(steps_drawn(page))
+        page.wait_for_timeout(100)
+    first_point_s = page.evaluate("() => window.firstPoint")
+    print(f"first chart point {first_point_s} s after the click")
+    assert first_point_s is not None and first_point_s < FIRST_POINT_BOUND_S
+    grew = sum(later > earlier for earlier, later in zip(counts, counts[1:]))
+    assert grew >= 2, f"the chart grew {grew} times in 2 s: {counts}"
+    for key in ("train_loss_chart", "train_accuracy_chart"):  # both charts in view without scrolling
+        box = page.locator(f".st-key-{key}").filter(visible=True).first.bounding_box()
+        assert box["y"] >= 0 and box["y"] + box["height"] <= LAPTOP["height"], (key, box)
+    assert page.locator("[data-testid='stProgress']").first.bounding_box()["y"] < LAPTOP["height"]
+    screenshot(page, "train-laptop")
+
+    button(page, "pause_training").click()
+    expect(main(page).get_by_text("Paused at step")).to_be_visible(timeout=10_000)
+    held = progress_step(page)
+    page.wait_for_timeout(3000)
+    assert progress_step(page) == held, "the step counter moved while paused"
+    button(page, "step_training").click()
+    page.wait_for_function(
+        """held => {
+            const bar = document.querySelector("[data-testid='stMain'] [data-testid='stProgress']");
+            return bar && bar.innerText.startsWith('Paused at step') && !bar.innerText.includes(`step ${held} `);
+        }""",
+        arg=held,
+        timeout=20_000,
+    )
+    stepped = progress_step(page)
+    assert held < stepped <= held + 25, (held, stepped)  # one metric row's worth (at most 25 steps), then paused
+    page.wait_for_timeout(1500)
+    assert progress_step(page) == stepped
+    button(page, "resume_training").click()
+    expect(main(page).get_by_text("Finished after")).to_be_visible(timeout=90_000)
+    assert not page_errors(page), page_errors(page)
+    context.close()
+
+
+def test_same_settings_share_one_run_and_another_seed_waits_for_the_slot(browser, monkeypatch):
+    monkeypatch.setenv("LAB_MAX_TRAINING_JOBS", "1")  # one slot: the third student's run must queue
+    with LabServer(ARTIFACTS / "server-classroom-test.log") as server:
+        contexts = [browser.new_context(viewport=LAPTOP) for _ in range(3)]
+        first, second, third = (open_train(c, server) for c in contexts)
+        for tab in (first, second):  # a long run: reverse cannot be learned without positional encoding
+            tab.locator(".st-key-train_positional").get_by_text("none", exact=True).click()
+            wait_idle(tab)
+            button(tab, "start_training").click()
+        expect(main(second).get_by_text("Same settings as 1 classmate")).to_be_visible(timeout=20_000)
+        expect(main(first).get_by_text("Same settings as 1 classmate")).to_be_visible(timeout=20_000)
+        expect(button(first, "pause_training")).to_be_disabled()  # shared: nobody pauses it for the others
+        page_steps = [progress_step(tab) for tab in (first, second)]
+        assert abs(page_steps[0] - page_steps[1]) <= 200  # one run, two views of it
+
+        set_seed(third, 5)
+        wait_idle(third)
+        button(third, "start_training").click()
+        expect(main(third).get_by_text("your run is number 1 in the queue")).to_be_visible(timeout=20_000)
+        screenshot(third, "train-queued")
+        button(second, "stop_training").click()  # one student leaves: the run goes on for the other
+        expect(main(second).get_by_text("goes on for the 1 other student")).to_be_visible(timeout=20_000)
+        third.wait_for_timeout(1500)
+        expect(main(third).get_by_text("in the queue")).to_be_visible()
+        button(first, "stop_training").click()  # the last watcher leaves: the slot frees, the queued run starts
+        expect(main(third).get_by_text("Training: step")).to_be_visible(timeout=30_000)
+        for tab in (first, second, third):
+            assert not page_errors(tab), page_errors(tab)
+        button(third, "stop_training").click()
+        for context in contexts:
+            context.close()
+        server.check_alive()
+        assert "Traceback" not in server.log_text()
