@@ -1,15 +1,18 @@
 """Load test: many students at once against one server.
 
 Starts `streamlit run` (the browser tests' server fixture), opens N Playwright browser contexts in Debian's Chromium
-that all load the home page at once, then sends T of them to the Train page to start a small training run at the
-same moment. Reports sessions served without error, training runs completed or cleanly refused (the server's
-busy message), peak server RSS (the process and its children, sampled every 0.2 s) and p50/p95 time to first
-paint (navigation start to the app's title shown with its script run finished).
+that all load the home page at once, then sends T of them to the Train page, where they press Start within one
+second: in the `defaults` scenario all with the Train page's defaults (one run, joined by everyone), in the
+`seeds` scenario each with a seed of its own (T distinct runs, most of them queued). Reports sessions served
+without error; training runs finished, refused or failed; Start-to-finished p50 / p95 / max; how many students
+saw their queue place or the shared-run line; peak server RSS (the process and its children, sampled every
+0.2 s); server CPU; and p50/p95 time to first paint (navigation start to the app's title shown with its script
+run finished).
 
-    python tests/load_test.py [--sessions 30] [--trainers 10] [--json artifacts/load_test.json]
+    python tests/load_test.py [--sessions 30] [--trainers 30] [--scenario defaults|seeds] [--json FILE]
 
-Prints a JSON summary and a short table; exits 1 if any session errored or a training run neither completed
-nor was refused. Only 127.0.0.1 is contacted; every wait has a timeout.
+Prints a JSON summary and a short table; exits 1 if any session errored or a training run neither finished nor
+was refused. Only 127.0.0.1 is contacted; every wait has a timeout.
 """
 
 import argparse
@@ -46,10 +49,12 @@ from conftest import (
 PAGE_SIZE = os.sysconf("SC_PAGE_SIZE")
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 LOAD_TIMEOUT_S = 180.0  # one session's first page load
-TRAIN_TIMEOUT_S = 240.0  # one training run, start to finish (its time budget is far shorter)
-TRAIN_SETTINGS = {"train_steps": 100, "train_time_budget": 15}  # a small run: at most 100 steps or 15 s
-BUSY_TEXT = "The server is busy"
+TRAIN_TIMEOUT_S = 600.0  # one training run, Start to finished, queue included
+SCENARIOS = ("defaults", "seeds")
+BUSY_TEXT = "could not start"
 DONE_TEXT = "Finished after"
+QUEUE_TEXT = "in the queue"
+SHARED_TEXT = "Same settings as"
 ERROR_ALERT = "[data-testid='stAlertContentError']"  # e.g. "Training stopped with an error"
 READY_JS = f"""() => document.querySelector("{IDLE} h1") ? performance.now() : false"""
 
@@ -61,6 +66,9 @@ class Session:
     served: bool = False
     training: str | None = None  # completed, refused, failed or None (not a trainer)
     trained_steps: int | None = None  # of a completed run
+    start_to_finished_s: float | None = None  # of a completed run, from the click on Start
+    saw_queue_place: bool = False
+    saw_shared_line: bool = False
     errors: list[str] = field(default_factory=list)
 
 
@@ -158,15 +166,17 @@ async def open_home(browser, url: str, session: Session):
     return context, page
 
 
-async def go_to_train(page, session: Session) -> bool:
-    """Through the sidebar (same session), then set a small run; False (with the error noted) if that fails."""
+async def go_to_train(page, session: Session, scenario: str) -> bool:
+    """Through the sidebar (same session), then, in the seeds scenario, a seed of the session's own; False (with
+    the error noted) if that fails."""
     try:
         await page.locator(f"[data-testid='stSidebarNav'] a[href$='/{PAGES['train']}']").first.click()
         await page.wait_for_selector(f"{IDLE} .st-key-start_training", timeout=LOAD_TIMEOUT_S * 1000)
-        for key, value in TRAIN_SETTINGS.items():
-            field_ = page.locator(f".st-key-{key} input")
-            await field_.fill(str(value))
+        if scenario == "seeds":
+            field_ = page.locator(".st-key-train_seed input")
+            await field_.fill(str(100 + session.index))
             await field_.press("Tab")  # not Enter: that would submit the form
+            await page.wait_for_selector(IDLE, timeout=LOAD_TIMEOUT_S * 1000)
         return True
     except PlaywrightError as err:
         session.errors.append(f"opening Train: {err!r:.300}")
@@ -174,32 +184,39 @@ async def go_to_train(page, session: Session) -> bool:
 
 
 async def train(page, session: Session) -> None:
-    """Click Start; the run must finish (any reason) or be refused with the busy message within the timeout."""
+    """Click Start; the run must finish (any reason) or be refused within the timeout. Notes whether the student
+    saw a queue place or the shared-run line on the way."""
     try:
+        clicked = time.perf_counter()
         await page.locator(".st-key-start_training button").filter(visible=True).click()
-        outcome = (
-            page.get_by_text(DONE_TEXT)
-            .or_(page.get_by_text(BUSY_TEXT))
-            .or_(page.locator(EXCEPTION))
-            .or_(page.locator(ERROR_ALERT))
-        )
-        await outcome.first.wait_for(timeout=TRAIN_TIMEOUT_S * 1000)
-        if await page.get_by_text(BUSY_TEXT).count():
-            session.training = "refused"
-        elif await page.get_by_text(DONE_TEXT).count():
-            session.training = "completed"
-            done = await page.get_by_text(DONE_TEXT).first.inner_text()
-            if steps := re.search(r"Finished after (\d+) steps", done):
-                session.trained_steps = int(steps.group(1))
+        main = page.locator("[data-testid='stMain']")
+        while time.perf_counter() - clicked < TRAIN_TIMEOUT_S:
+            text = await main.inner_text()
+            session.saw_queue_place |= QUEUE_TEXT in text
+            session.saw_shared_line |= SHARED_TEXT in text
+            if DONE_TEXT in text:
+                session.training = "completed"
+                session.start_to_finished_s = time.perf_counter() - clicked
+                if steps := re.search(r"Finished after (\d+) steps", text):
+                    session.trained_steps = int(steps.group(1))
+                break
+            if BUSY_TEXT in text:
+                session.training = "refused"
+                break
+            if await page.locator(EXCEPTION).count() or await page.locator(ERROR_ALERT).count():
+                session.training = "failed"
+                break
+            await asyncio.sleep(0.25)
         else:
             session.training = "failed"
+            session.errors.append(f"no outcome {TRAIN_TIMEOUT_S:.0f} s after Start")
         session.errors += await page_errors(page)
     except PlaywrightError as err:
         session.training = "failed"
         session.errors.append(f"training: {err!r:.300}")
 
 
-async def drive(url: str, n_sessions: int, n_trainers: int, warm_up: bool) -> tuple[list[Session], dict]:
+async def drive(url: str, n_sessions: int, n_trainers: int, warm_up: bool, scenario: str) -> tuple[list[Session], dict]:
     timings = {}
     async with async_playwright() as playwright:
         browser = await playwright.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS)
@@ -214,7 +231,7 @@ async def drive(url: str, n_sessions: int, n_trainers: int, warm_up: bool) -> tu
             opened = await asyncio.gather(*(open_home(browser, url, s) for s in sessions))
             timings["all_loaded_s"] = round(time.perf_counter() - start, 2)
             trainers = [(s, page) for s, (_, page) in zip(sessions, opened) if s.served][:n_trainers]
-            ready = await asyncio.gather(*(go_to_train(page, s) for s, page in trainers))
+            ready = await asyncio.gather(*(go_to_train(page, s, scenario) for s, page in trainers))
             start = time.perf_counter()
             await asyncio.gather(*(train(page, s) for (s, page), ok in zip(trainers, ready) if ok))
             timings["training_phase_s"] = round(time.perf_counter() - start, 2)
@@ -240,21 +257,25 @@ def percentile(values: list[float], q: float) -> float | None:
     return statistics.quantiles(values, n=100, method="inclusive")[round(q) - 1]
 
 
-def run(n_sessions: int = 30, n_trainers: int = 10, warm_up: bool = True) -> dict:
+def run(n_sessions: int = 30, n_trainers: int = 30, warm_up: bool = True, scenario: str = "defaults") -> dict:
     """Run the load test against a fresh server and return the summary."""
     if not CHROMIUM.exists():
         raise SystemExit(NO_CHROMIUM)
-    cap = int(os.environ.get("LAB_MAX_TRAINING_JOBS", "2"))
+    if scenario not in SCENARIOS:
+        raise ValueError(f"scenario must be one of {', '.join(SCENARIOS)}")
     started = time.perf_counter()
     with LabServer(ARTIFACTS / "server-load-test.log") as server, ServerSampler(server.pid, server.url) as sampler:
-        sessions, timings = asyncio.run(asyncio.wait_for(drive(server.url, n_sessions, n_trainers, warm_up), 900))
+        drive_all = drive(server.url, n_sessions, n_trainers, warm_up, scenario)
+        sessions, timings = asyncio.run(asyncio.wait_for(drive_all, TRAIN_TIMEOUT_S + 2 * LOAD_TIMEOUT_S))
         server.check_alive()
         server_cpu_s = sampler.cpu_s()
         server_log_tracebacks = server.log_text().count("Traceback")
     paints = sorted(s.first_paint_s for s in sessions if s.first_paint_s is not None)
     trainings = [s.training for s in sessions if s.training is not None]
     errored = [s for s in sessions if s.errors]
+    finished = sorted(s.start_to_finished_s for s in sessions if s.start_to_finished_s is not None)
     return {
+        "scenario": scenario,
         "sessions": n_sessions,
         "served": sum(s.served for s in sessions),
         "errors": len(errored) + (1 if server_log_tracebacks else 0),
@@ -265,7 +286,13 @@ def run(n_sessions: int = 30, n_trainers: int = 10, warm_up: bool = True) -> dic
             "refused": trainings.count("refused"),
             "failed": trainings.count("failed"),
             "steps_of_completed_runs": [s.trained_steps for s in sessions if s.training == "completed"],
-            "cap": cap,
+            "saw_queue_place": sum(s.saw_queue_place for s in sessions),
+            "saw_shared_line": sum(s.saw_shared_line for s in sessions),
+            "start_to_finished_s": {
+                "p50": _round(percentile(finished, 50)),
+                "p95": _round(percentile(finished, 95)),
+                "max": _round(finished[-1] if finished else None),
+            },
         },
         "peak_rss_mb": round(sampler.peak_bytes / 2**20, 1),
         "idle_rss_mb": round(sampler.first_bytes / 2**20, 1),
@@ -293,12 +320,14 @@ def _round(x: float | None) -> float | None:
 
 def table(summary: dict) -> str:
     t, p, h = summary["training"], summary["first_paint_s"], summary["health_answer_s"]
+    f = t["start_to_finished_s"]
     rows = [
+        ("scenario", summary["scenario"]),
         ("sessions served without error", f"{summary['served']} / {summary['sessions']}"),
         ("sessions with errors", str(summary["errors"])),
-        ("training runs completed", f"{t['completed']} / {t['started']}"),
-        ("training runs refused (busy)", f"{t['refused']} / {t['started']} (cap {t['cap']})"),
-        ("training runs failed", str(t["failed"])),
+        ("training runs finished / refused / failed", f"{t['completed']} / {t['refused']} / {t['failed']}"),
+        ("Start to finished p50 / p95 / max", f"{f['p50']} s / {f['p95']} s / {f['max']} s"),
+        ("saw their queue place / the shared-run line", f"{t['saw_queue_place']} / {t['saw_shared_line']}"),
         ("peak server RSS", f"{summary['peak_rss_mb']:.0f} MB (idle {summary['idle_rss_mb']:.0f} MB)"),
         ("time to first paint p50 / p95", f"{p['p50']} s / {p['p95']} s (max {p['max']} s)"),
         ("server health answer p50 / p95", f"{h['p50']} s / {h['p95']} s (max {h['max']} s)"),
@@ -311,7 +340,8 @@ def table(summary: dict) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sessions", type=int, default=30, help="browser sessions loading the app at once")
-    parser.add_argument("--trainers", type=int, default=10, help="of them, how many start a training run at once")
+    parser.add_argument("--trainers", type=int, default=30, help="of them, how many press Start within a second")
+    parser.add_argument("--scenario", choices=SCENARIOS, default="defaults", help="same settings, or a seed each")
     parser.add_argument(
         "--no-warm-up",
         dest="warm_up",
@@ -322,7 +352,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if not 1 <= args.trainers <= args.sessions:
         parser.error("--trainers must be between 1 and --sessions")
-    summary = run(args.sessions, args.trainers, args.warm_up)
+    summary = run(args.sessions, args.trainers, args.warm_up, args.scenario)
     args.json.parent.mkdir(parents=True, exist_ok=True)
     args.json.write_text(json.dumps(summary, indent=2))
     print(json.dumps(summary, indent=2))

@@ -1,4 +1,5 @@
-"""The 30-student load test (tests/load_test.py) with its goals as assertions. Slow: run with `pytest -m slow`."""
+"""The 30-student load tests (tests/load_test.py, both scenarios) with their goals as assertions. Slow: run with
+`pytest -m slow`."""
 
 import json
 import subprocess
@@ -9,18 +10,31 @@ from conftest import ARTIFACTS, ROOT, requires_chromium
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser, requires_chromium]
 
-MAX_RSS_MB = 2.5 * 1024
+MAX_RSS_MB = 2 * 1024  # the goal; Community Cloud allows 2.7 GB
+MAX_SLOTS = 2  # training slots on a 2-core server: the runs that start without queueing
 
 
-def test_thirty_students_at_once():
-    out = ARTIFACTS / "load_test.json"
+@pytest.mark.parametrize("scenario", ["defaults", "seeds"])
+def test_thirty_students_press_start_together(scenario):
+    out = ARTIFACTS / f"load_test-{scenario}.json"
     out.unlink(missing_ok=True)
     done = subprocess.run(
-        [sys.executable, "tests/load_test.py", "--sessions", "30", "--trainers", "10", "--json", str(out)],
+        [
+            sys.executable,
+            "tests/load_test.py",
+            "--sessions",
+            "30",
+            "--trainers",
+            "30",
+            "--scenario",
+            scenario,
+            "--json",
+            str(out),
+        ],
         cwd=ROOT,
         capture_output=True,
         text=True,
-        timeout=1200,
+        timeout=1800,
         check=False,
     )
     assert out.exists(), f"the load test wrote no summary (exit {done.returncode}):\n{done.stderr[-3000:]}"
@@ -28,8 +42,10 @@ def test_thirty_students_at_once():
     training = summary["training"]
     assert summary["served"] == 30, summary["failures"]
     assert summary["errors"] == 0, summary["failures"]
-    assert training["started"] == 10
-    assert training["completed"] + training["refused"] == 10, training
-    assert training["completed"] >= 1, training
+    assert (training["started"], training["completed"], training["refused"], training["failed"]) == (30, 30, 0, 0)
+    if scenario == "defaults":  # one run, joined by everyone
+        assert training["start_to_finished_s"]["p95"] <= 20, training
+    else:  # distinct runs: whoever waited saw their place
+        assert training["saw_queue_place"] >= 30 - MAX_SLOTS, training
     assert summary["peak_rss_mb"] < MAX_RSS_MB, summary["peak_rss_mb"]
     assert done.returncode == 0, done.stdout[-3000:]
