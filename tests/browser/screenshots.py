@@ -10,37 +10,25 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # the browser tests' fixture code
-from conftest import ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, NO_CHROMIUM, ROOT, LabServer, open_page, page_errors, wait_idle
+from conftest import (
+    ARTIFACTS,
+    CHROMIUM,
+    CHROMIUM_ARGS,
+    NO_CHROMIUM,
+    ROOT,
+    LabServer,
+    navigate,
+    open_page,
+    page_errors,
+    wait_idle,
+)
 from playwright.sync_api import expect, sync_playwright
+from test_e2e import button, put_reverse_in_hand, wait_for_more_points
 
 IMAGES = ROOT / "docs" / "images"
 VIEWPORT = {"width": 1280, "height": 800}
 MAX_BYTES = 300_000  # each picture stays small enough to commit
 DECODE_INPUT = "2 7 1 8 2 8"
-
-
-def button(page, key: str):
-    """The visible button of the widget with this key."""
-    return page.locator(f".st-key-{key} button").filter(visible=True)
-
-
-def chart_points(page, key: str) -> int:
-    """Points in the first trace of the Plotly chart with this key (0 while there is no chart)."""
-    return page.evaluate(
-        """key => {
-            const plot = document.querySelector(`.st-key-${key} .js-plotly-plot`);
-            return plot && plot._fullData && plot._fullData.length ? plot._fullData[0].x.length : 0;
-        }""",
-        key,
-    )
-
-
-def wait_for_points(page, key: str, at_least: int, timeout_s: float = 90.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while chart_points(page, key) < at_least:
-        if time.monotonic() > deadline:
-            raise RuntimeError(f"chart {key} has fewer than {at_least} points after {timeout_s:.0f} s")
-        page.wait_for_timeout(200)
 
 
 def scroll_to(page, key: str, block: str = "start", timeout_s: float = 10.0) -> None:
@@ -87,18 +75,15 @@ def train(page, server: LabServer) -> Path:
     open_page(page, server, "train")
     button(page, "start_training").click()
     expect(page.locator("[data-testid='stMain']").get_by_text("Training: step")).to_be_visible(timeout=60_000)
-    wait_for_points(page, "train_loss_chart", 3)
+    wait_for_more_points(page, "train_loss_chart", 2)
     scroll_to(page, "train_loss_chart", "end")  # the progress line and both charts
     return save(page, "train")
 
 
 def decoding(page, server: LabServer) -> Path:
     """The Decoding page with the shipped reverse model in hand, a few tokens into an input."""
-    open_page(page, server, "home")
-    button(page, "load_reverse").click()
-    expect(page.locator("[data-testid='stSidebar']")).to_contain_text("Model in hand:", timeout=60_000)
-    page.locator("[data-testid='stSidebarNav'] a[href$='/decoding']").first.click()
-    wait_idle(page)
+    put_reverse_in_hand(page, server, ROOT / "checkpoints" / "reverse.pt")  # the shipped model, from Home
+    navigate(page, "decoding")
     field = page.locator(".st-key-decode_input input")
     field.fill(DECODE_INPUT)
     field.press("Enter")
@@ -115,7 +100,7 @@ def decoding(page, server: LabServer) -> Path:
 def compare(page, server: LabServer) -> Path:
     """The Compare page with its first shipped experiment (reverse without positional encoding)."""
     open_page(page, server, "compare")
-    wait_for_points(page, "compare_curves", 1)
+    wait_for_more_points(page, "compare_curves", 0)
     page.locator(".st-key-compare_heads_0 .js-plotly-plot").wait_for()
     scroll_to(page, "compare_curves")
     return save(page, "compare")
@@ -125,7 +110,7 @@ SHOTS = {"train": train, "decoding": decoding, "compare": compare}
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument(
         "shots", nargs="*", metavar="NAME", help=f"pictures to take, of {', '.join(SHOTS)} (default: all)"
     )
