@@ -246,7 +246,7 @@ def test_a_live_comparison_survives_a_reload_and_its_timeline_follows_training_u
     wait_idle(page)
     expect(main(page).get_by_text(re.compile(r"Training variant \d of 2"))).to_be_visible(timeout=30_000)
     expect(button(page, "compare_stop")).to_be_enabled()
-    wait_for_heatmap_step(page, lambda s: s > 200, "past 200", 90)  # it follows the newest (it froze at 25-125 once)
+    wait_for_heatmap_step(page, lambda s: s > 200, "past 200", 90)  # it follows the newest, not an early snapshot
     page.locator(".st-key-compare_follow label").click()  # following off: the slider is the student's
     wait_idle(page)
     slider = page.locator("[class*='st-key-timeline_step_'] input[type='range']")
