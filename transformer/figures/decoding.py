@@ -155,3 +155,33 @@ def teacher_forcing_table(target: Sequence[str], forced: Sequence[str], free: Se
     return table.style.apply(
         lambda col: [MISMATCH if v != t else "" for v, t in zip(col, table["true target"])], subset=predictions
     )
+
+
+def logit_lens_heatmap(probs, vocab_tokens: Sequence[str], top_k: int = 5, title: str = "Logit lens") -> go.Figure:
+    """Each decoder layer's next-token distribution (n_layers, V), a row per layer (the last one is the model's
+    output): a column for each token among some layer's `top_k`, ordered by the output's probability."""
+    p = _array(probs)
+    shown = {int(i) for row in p for i in np.argsort(-row, kind="stable")[:top_k]}
+    columns = sorted(shown, key=lambda i: -p[-1, i])
+    tokens = [vocab_tokens[i] for i in columns]
+    z = p[:, columns]
+    layer_labels = [f"layer {i}" for i in range(len(p) - 1)] + [f"layer {len(p) - 1} (output)"]
+    trace = dict(
+        type="heatmap",
+        z=z,
+        zmin=0,
+        zmax=1,
+        colorscale=ATTENTION_SCALE,
+        xgap=2,
+        ygap=2,
+        showscale=False,
+        text=[[f"{100 * x:.0f}%" if x >= 0.005 else "" for x in row] for row in z],
+        texttemplate="%{text}",
+        customdata=_hover_grid(layer_labels, tokens),
+        hovertemplate="%{customdata[0]}: p(%{customdata[1]}) = %{z:.3f}<extra></extra>",
+    )
+    layout = dict(
+        xaxis=dict(title="next token", **_ticks(tokens)),
+        yaxis=dict(autorange="reversed", **_ticks(layer_labels)),
+    )
+    return _figure([trace], layout, title, height=170 + 45 * len(layer_labels))
