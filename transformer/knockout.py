@@ -29,10 +29,12 @@ Ablation = Literal["zero", "mean"]
 ABLATIONS = ("zero", "mean")
 SHORT_KINDS = {"enc": "encoder", "self": "decoder_self", "cross": "cross"}  # the CLI's names of ATTENTION_KINDS
 # One grid may cost this many parameter-tokens (parameters x (source + target tokens) x sequences x evaluations):
-# about 3 s of one core, measured 2026-11-25 on the shared 2-core lab machine (reverse.pt: 13 evaluations of
-# 1,000 sequences, 8e9 parameter-tokens, 2.4 s). Past it a grid scores fewer held-out sequences, MIN_SAMPLE at least.
+# 2-4 s of one core for the shipped models (2026-11-25, shared 2-core lab machine, one torch thread: reverse.pt and
+# copy.pt score all 1,000 held-out sequences, sort.pt 305). Past it a grid scores fewer held-out sequences, but
+# MIN_SAMPLE at least: the app's largest model (d_model 256, 4 + 4 layers of 16 heads, 193 evaluations) then takes
+# about 40 s (measured the same way on an untrained one), since even a few sequences cost that many decodings.
 GRID_BUDGET = 1.5e10
-MIN_SAMPLE = 20
+MIN_SAMPLE = 10
 GRID_COLUMNS = ("kind", "layer", "head", "exact_match", "token_acc")
 # Per attention block (kind, layer): each head's mean output over the scored sequences, as a (d_model,) vector
 # laid out like the concatenated heads.
