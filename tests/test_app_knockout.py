@@ -1,12 +1,11 @@
 """The Knockout page and the Decoding page's logit lens through AppTest, on the shipped reverse model."""
 
-import base64
-import json
 from pathlib import Path
 
 import numpy as np
 import torch
 from streamlit.testing.v1 import AppTest
+from test_app_decoding import array, charts
 
 from transformer import Checkpoint, DataConfig, ModelConfig, Transformer, Vocab
 from transformer.knockout import all_heads, score
@@ -29,20 +28,6 @@ def open_page(page: str = PAGE, checkpoint: Checkpoint | None = None, shipped: s
     return at
 
 
-def specs(at: AppTest) -> dict[str, dict]:
-    """Plotly figures on the page by their title."""
-    figures = [json.loads(chart.proto.spec) for chart in at.get("plotly_chart")]
-    return {figure["layout"]["title"]["text"]: figure for figure in figures}
-
-
-def array(value) -> np.ndarray:
-    """A figure's data array, decoded from Plotly's typed-array JSON ({"bdata", "dtype", "shape"}) when encoded."""
-    if isinstance(value, dict):
-        flat = np.frombuffer(base64.b64decode(value["bdata"]), dtype=value["dtype"])
-        return flat.reshape([int(n) for n in value["shape"].split(",")]) if "shape" in value else flat
-    return np.asarray(value, dtype=float)
-
-
 def metrics(at: AppTest) -> dict[str, str]:
     return {m.label: m.value for m in at.metric}
 
@@ -52,7 +37,7 @@ def test_the_page_shows_a_grid_per_attention_kind_beside_the_intact_scores():
     grid = at.session_state["knockout_result"]["grid"]
     assert grid.n == 1000 and len(grid.heads) == 12 and grid.ablation == "zero"
     assert metrics(at) == {"Intact exact match": "100.0%", "Intact token accuracy": "100.0%"}
-    figure = specs(at)["Held-out exact match with one head removed (intact model: 100.0%)"]
+    figure = charts(at)["Held-out exact match with one head removed (intact model: 100.0%)"]
     assert [array(trace["z"]).tolist() for trace in figure["data"]] == [
         [grid.heads[grid.heads["kind"] == kind]["exact_match"].tolist()]
         for kind in ("encoder", "decoder_self", "cross")
@@ -60,7 +45,7 @@ def test_the_page_shows_a_grid_per_attention_kind_beside_the_intact_scores():
     assert at.caption[0].value.startswith("Scored on all 1,000 held-out sequences")
     assert "Pick heads above" in at.info[0].value
     at.radio(key="knockout_metric").set_value("token_acc").run()
-    assert "Held-out token accuracy with one head removed (intact model: 100.0%)" in specs(at)
+    assert "Held-out token accuracy with one head removed (intact model: 100.0%)" in charts(at)
 
 
 def test_removing_all_cross_attention_breaks_reverse_and_shows_the_outputs():
@@ -108,7 +93,7 @@ def test_a_model_trained_here_is_scored_on_its_own_held_out_set():
     grid = at.session_state["knockout_result"]["grid"]
     assert grid.n == grid.n_held_out and len(grid.heads) == 12
     assert at.caption[0].value.startswith(f"Scored on all {grid.n} held-out sequences")
-    assert len(specs(at)) == 1
+    assert len(charts(at)) == 1
 
 
 def test_without_a_model_the_page_offers_the_shipped_ones():
@@ -122,7 +107,7 @@ def test_the_logit_lens_shows_each_decoder_layer_guess_at_the_step_shown():
     at = open_page("pages/decoding.py", shipped="sort")  # 2 decoder layers
     assert "Logit lens: at which layer does the answer appear?" in [e.label for e in at.expander]
     trace = at.session_state["decode_trace"]
-    lens = specs(at)["Each decoder layer's next-token guess, step 1"]["data"][0]
+    lens = charts(at)["Each decoder layer's next-token guess, step 1"]["data"][0]
     z = array(lens["z"])
     assert z.shape[0] == 2  # a row per decoder layer
     step = trace["steps"][0]
@@ -131,5 +116,5 @@ def test_the_logit_lens_shows_each_decoder_layer_guess_at_the_step_shown():
     assert columns[0][1] == chosen  # the output's most likely token comes first
     assert np.isclose(z[-1, 0], float(step.probs[step.token]), atol=1e-4)  # the last row is the model's own
     at.button(key="decode_next").click().run()
-    assert not at.exception and "Each decoder layer's next-token guess, step 2" in specs(at)
+    assert not at.exception and "Each decoder layer's next-token guess, step 2" in charts(at)
     assert set(at.session_state["decode_trace"]["lens"]) == {0, 1}

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from test_cli import one_thread, run  # noqa: F401 (one_thread: an autouse fixture, one torch thread per command)
 
 from transformer.checkpoint import load_checkpoint
 from transformer.cli import main
@@ -168,10 +169,10 @@ def test_the_model_passed_in_keeps_no_hook_and_its_outputs(model, batch):
 # ---------------------------------------------------------------------------------------------- parsing
 
 
-def test_parse_heads_reads_short_kinds_and_sorts_out_repeats(model):
+def test_parse_heads_reads_short_kinds_and_drops_repeats(model):
     heads = parse_heads("cross:1:3, enc:0:0,self:1:2,cross:1:3", model)
-    assert heads == [Head("cross", 1, 3), Head("decoder_self", 1, 2), Head("encoder", 0, 0)]
-    assert [h.label for h in heads] == ["cross:1:3", "self:1:2", "enc:0:0"]
+    assert heads == [Head("cross", 1, 3), Head("encoder", 0, 0), Head("decoder_self", 1, 2)]
+    assert [h.label for h in heads] == ["cross:1:3", "enc:0:0", "self:1:2"]
     assert [parse_heads(h.label, model) for h in all_heads(model)] == [[h] for h in all_heads(model)]
 
 
@@ -190,6 +191,19 @@ def test_parse_heads_reads_short_kinds_and_sorts_out_repeats(model):
 def test_parse_heads_says_what_is_wrong(model, text, message):
     with pytest.raises(ValueError, match=message):
         parse_heads(text, model)
+
+
+@pytest.mark.parametrize(
+    "head, message",
+    [
+        (Head("cross", 0, 4), "head must be in 0..3"),
+        (Head("cross", 2, 0), "layer must be in 0..1"),
+        (Head("x", 0, 0), "kind"),
+    ],
+)
+def test_removing_a_head_the_model_lacks_is_an_error(model, head, message):
+    with pytest.raises(ValueError, match=message), knocked_out(model, [head]):
+        pass
 
 
 # --------------------------------------------------------------------------------------------- the grid
@@ -259,20 +273,6 @@ def test_the_grid_figure_draws_each_kind_layer_by_head():
 
 
 # ------------------------------------------------------------------------------------------------- CLI
-
-
-@pytest.fixture(autouse=True)
-def one_thread(monkeypatch):
-    threads = torch.get_num_threads()
-    monkeypatch.setenv("TRANSFORMER_THREADS", "1")
-    yield
-    torch.set_num_threads(threads)
-
-
-def run(capsys, *args: str) -> tuple[int, str, str]:
-    status = main(list(args))
-    out, err = capsys.readouterr()
-    return status, out, err
 
 
 def test_ablate_prints_the_grid_as_json(capsys):

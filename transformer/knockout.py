@@ -41,7 +41,7 @@ GRID_COLUMNS = ("kind", "layer", "head", "exact_match", "token_acc")
 HeadMeans = dict[tuple[str, int], torch.Tensor]
 
 
-@dataclass(frozen=True, order=True)
+@dataclass(frozen=True)
 class Head:
     """One attention head: kind as in `ATTENTION_KINDS` ("encoder", "decoder_self", "cross"), layer and head 0-based."""
 
@@ -82,7 +82,7 @@ def parse_heads(text: str, model: Transformer) -> list[Head]:
         if head >= c.n_heads:
             raise ValueError(f"{item.strip()}: this model has heads 0 to {c.n_heads - 1}")
         heads.append(Head(SHORT_KINDS[short], layer, head))
-    return sorted(set(heads))
+    return list(dict.fromkeys(heads))  # in the order given, each once
 
 
 # ------------------------------------------------------------------------------------------------ removal
@@ -127,6 +127,8 @@ def _removed(model: Transformer, heads: Iterable[Head], means: HeadMeans | None)
     """Hook `model` itself so that `heads` are removed inside the block; the hooks go when it ends."""
     d_k, blocks = model.config.d_k, {}
     for head in heads:
+        if not 0 <= head.head < model.config.n_heads:
+            raise ValueError(f"head must be in 0..{model.config.n_heads - 1}, got {head.head}")
         blocks.setdefault((head.kind, head.layer), []).append(head.head)
     handles = []
     try:
