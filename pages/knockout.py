@@ -108,6 +108,8 @@ if combined is None or combined["model"] is not model or combined["key"] != key:
 exact_col, token_col = st.columns(2)
 for col, name in ((exact_col, "exact_match"), (token_col, "token_acc")):
     knocked, intact = combined["scores"][name], grid.intact[name]
-    col.metric(f"{METRICS[name].capitalize()} without them", f"{knocked:.1%}", f"{knocked - intact:+.1%}")
+    col.metric(
+        f"{METRICS[name].capitalize()} without them", f"{knocked:.1%}", f"{100 * (knocked - intact):+.1f} points"
+    )
 st.dataframe(combined["outputs"], hide_index=True)
 st.caption("Five held-out inputs decoded greedily by the intact model and by the model without the chosen heads.")
