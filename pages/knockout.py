@@ -99,7 +99,7 @@ removed = [by_label[label] for label in chosen]
 key = (ablation, tuple(chosen))
 combined = st.session_state.get("knockout_set")
 if combined is None or combined["model"] is not model or combined["key"] != key:
-    with st.spinner(f"Scoring the model without {len(removed)} heads..."):
+    with st.spinner(f"Scoring the model without {len(removed)} head{'s' * (len(removed) > 1)}..."):
         scores = score(model, grid.batch, vocab, removed, grid.means)
         outputs = compare_outputs(model, grid.batch, vocab, removed, grid.means)
     combined = dict(model=model, key=key, scores=scores, outputs=outputs)
