@@ -356,7 +356,7 @@ def ablate_command(args: argparse.Namespace) -> None:
         heads = knockout.parse_heads(args.heads, model)
         print(json.dumps(knockout.knockout_set(model, vocab, task, heads, args.ablation, args.n)))
     else:
-        print(json.dumps(knockout.headline(knockout.knockout_grid(model, vocab, task, args.ablation, args.n))))
+        print(json.dumps(knockout.grid_dict(knockout.knockout_grid(model, vocab, task, args.ablation, args.n))))
 
 
 def bench_command(args: argparse.Namespace) -> None:

@@ -274,7 +274,7 @@ def compare_outputs(
     )
 
 
-def headline(grid: KnockoutGrid) -> dict:
+def grid_dict(grid: KnockoutGrid) -> dict:
     """The grid as plain data (the CLI's JSON): intact scores, then one entry per head."""
     return {
         "ablation": grid.ablation,
