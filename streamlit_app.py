@@ -41,6 +41,12 @@ PAGES = [  # (file, title, icon, what to do there), in teaching order
         "Unseen inputs of every length, longer ones included: where does the model stop working?",
     ),
     (
+        "pages/knockout.py",
+        "Knockout",
+        ":material/content_cut:",
+        "Remove attention heads from the model in hand: which ones does it need?",
+    ),
+    (
         "pages/compare.py",
         "Compare runs",
         ":material/compare_arrows:",

@@ -8,7 +8,14 @@ import torch
 
 from pages.common import following_run, require_model
 from transformer.decoding import beam_search, decode_all_steps, sampling_probs, teacher_forced
-from transformer.figures.decoding import beam_tree, probs_bar, step_attention_heatmap, teacher_forcing_table
+from transformer.figures.decoding import (
+    beam_tree,
+    logit_lens_heatmap,
+    probs_bar,
+    step_attention_heatmap,
+    teacher_forcing_table,
+)
+from transformer.inspection import logit_lens
 from transformer.tasks import DataConfig, TaskData, get_task
 
 STRATEGIES = {
@@ -284,6 +291,22 @@ with attention_col:
             "written. Later positions do not exist yet while decoding; in training they do, and the causal "
             "mask is what hides them."
         )
+# Logit lens: each decoder layer's guess at this step, computed once per step shown.
+with st.expander("Logit lens: at which layer does the answer appear?"):
+    lens = trace.setdefault("lens", {})
+    if i not in lens:
+        lens[i] = logit_lens(trace["model"], torch.tensor([ids]), step.prefix)
+    st.plotly_chart(
+        logit_lens_heatmap(lens[i], vocab.itos, title=f"Each decoder layer's next-token guess, step {i + 1}"),
+        key="decode_logit_lens",
+    )
+    st.caption(
+        "Each row sends one decoder layer's output at this step straight to the generator (through the final "
+        "LayerNorm, where a pre-norm model has one), as if the stack ended there; the last row is the model's own "
+        "distribution, before any temperature or top-k. A row that already puts most of its probability on the "
+        "chosen token shows the layer where the answer appears; the layers above only confirm it."
+    )
+
 if strategy == "beam":
     best = [vocab.bos_id, *trace["output"]] if i == last else None
     st.plotly_chart(beam_tree(steps[: i + 1], vocab.itos, best), key="decode_beam_tree")

@@ -42,7 +42,7 @@ def test_a_shipped_model_that_fails_to_load_gives_a_message(monkeypatch: pytest.
 
 def test_home_links_every_page_in_teaching_order():
     links = open_home().get("page_link")
-    pages = ["train", "anatomy", "masking", "decoding", "lengths", "compare", "checkpoints"]
+    pages = ["train", "anatomy", "masking", "decoding", "lengths", "knockout", "compare", "checkpoints"]
     assert [link.proto.page for link in links] == pages
     assert [link.proto.label.strip("*") for link in links] == [
         "Train",
@@ -50,6 +50,7 @@ def test_home_links_every_page_in_teaching_order():
         "Masking lab",
         "Decoding",
         "Length test",
+        "Knockout",
         "Compare runs",
         "Checkpoints",
     ]

@@ -1,3 +1,4 @@
+from copy import deepcopy
 from pathlib import Path
 
 import pytest
@@ -21,6 +22,7 @@ from transformer.inspection import (
     attention_projections,
     config_table,
     embed_with_position,
+    logit_lens,
     mask_grids,
     module_table,
     pad_more,
@@ -247,3 +249,18 @@ def test_figures(model):
     assert "Multi-Head Attention (unmasked!)" in texts and "LayerNorm" in texts and "2×" in texts
     texts = labels(architecture_diagram(1, False, True, "sinusoidal", False))
     assert "Masked Multi-Head Attention" in texts and "Add & Norm" in texts and "LayerNorm" not in texts
+
+
+@pytest.mark.parametrize("norm_first", [False, True], ids=["post-norm", "pre-norm"])
+def test_logit_lens_reads_each_decoder_layer_as_if_the_stack_ended_there(norm_first):
+    torch.manual_seed(0)
+    model = Transformer(ModelConfig(n_layers=3, norm_first=norm_first)).eval()
+    src, prefix = torch.tensor([[3, 4, 5, 6, 0]]), [1, 7, 8]
+    lens = logit_lens(model, src, prefix)
+    assert lens.shape == (3, model.config.vocab_size)
+    for n in (1, 2, 3):
+        short = deepcopy(model)
+        short.decoder.layers = short.decoder.layers[:n]  # the decoder's final LayerNorm (pre-norm) stays
+        with torch.no_grad():
+            torch.testing.assert_close(lens[n - 1], short(src, torch.tensor([prefix]))[0, -1].softmax(dim=-1))
+    assert not any(m._forward_hooks for m in model.modules())

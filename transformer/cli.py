@@ -1,4 +1,4 @@
-"""Command line: `python -m transformer {train,predict,evaluate,bench} ...` (see `--help` of each).
+"""Command line: `python -m transformer {train,predict,evaluate,ablate,bench} ...` (see `--help` of each).
 
 Torch computes on 2 CPU threads; the environment variable TRANSFORMER_THREADS sets another count.
 Exit status: 0 done, 1 some lines of a `predict --input` file failed, 2 bad settings, sequence or checkpoint
@@ -21,7 +21,7 @@ from pathlib import Path
 import torch
 from torch.nn.utils.rnn import pad_sequence
 
-from . import bench
+from . import bench, knockout
 from .checkpoint import Checkpoint, check_checkpoint_size, load_checkpoint, save_checkpoint
 from .decoding import beam_search, greedy_decode
 from .lengths import MAX_PER_LENGTH, score_lengths
@@ -50,6 +50,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_evaluate(
         commands.add_parser("evaluate", help="score a saved model on held-out and fresh data", formatter_class=defaults)
     )
+    _add_ablate(commands.add_parser("ablate", help="score a saved model with attention heads knocked out"))
     p = commands.add_parser("bench", help="print the performance benchmarks")
     p.add_argument("--quick", action="store_true", help="a reduced run, as a smoke test")
     p.set_defaults(run=bench_command)
@@ -132,6 +133,26 @@ def _add_evaluate(p: argparse.ArgumentParser) -> None:
         "the model never trained on (see transformer.lengths)",
     )
     p.set_defaults(run=evaluate_command)
+
+
+def _add_ablate(p: argparse.ArgumentParser) -> None:
+    p.add_argument("checkpoint", help="a checkpoint file saved by `train`")
+    p.add_argument(
+        "--heads",
+        metavar="KIND:LAYER:HEAD,...",
+        help="score these heads removed together instead of the grid of one head at a time; KIND is enc (encoder "
+        "self-attention), self (decoder self-attention) or cross; layer and head count from 0, e.g. cross:0:1,self:0:2",
+    )
+    p.add_argument(
+        "--ablation",
+        choices=knockout.ABLATIONS,
+        default="zero",
+        help="replace a removed head's output by zeros (default, the paper-style reading) or by its held-out mean",
+    )
+    p.add_argument(
+        "--n", type=int, help="held-out sequences to score (default: as many as the grid's time bound allows)"
+    )
+    p.set_defaults(run=ablate_command)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -322,6 +343,20 @@ def _length_range(text: str) -> range:
     if match is None or int(match[2] or match[1]) < int(match[1]):
         raise ValueError(f"--lengths must read LOW-HIGH, like 1-20, got {text!r:.30}")
     return range(int(match[1]), int(match[2] or match[1]) + 1)
+
+
+def ablate_command(args: argparse.Namespace) -> None:
+    """Print, as JSON, the held-out scores of the model intact and with each attention head removed alone, or with
+    the --heads removed together."""
+    if args.n is not None and args.n < 1:
+        raise ValueError(f"--n must be at least 1, got {args.n}")
+    checkpoint = load_checkpoint(args.checkpoint)
+    model, vocab, task = checkpoint.model, checkpoint.vocab, checkpoint.task
+    if args.heads is not None:
+        heads = knockout.parse_heads(args.heads, model)
+        print(json.dumps(knockout.knockout_set(model, vocab, task, heads, args.ablation, args.n)))
+    else:
+        print(json.dumps(knockout.grid_dict(knockout.knockout_grid(model, vocab, task, args.ablation, args.n))))
 
 
 def bench_command(args: argparse.Namespace) -> None:

@@ -399,3 +399,28 @@ def pad_more(model: Transformer, vocab: Vocab, src_ids: list[int], tgt_ids: list
         for mask in (True, False)
     ]
     return Experiment(f"{extra} PAD appended to the source and to the decoder input", "logit", *tables)
+
+
+# -------------------------------------------------------------------------------------------- logit lens
+
+
+def logit_lens(model: Transformer, src: torch.Tensor, prefix: list[int]) -> torch.Tensor:
+    """(n_layers, V): the next-token distribution after the decoder input `prefix` (BOS + tokens so far) of the
+    source src (1, S) that each decoder layer's output would give if the stack ended there: through the decoder's
+    final LayerNorm (pre-norm models have one; post-norm ones end every layer with a LayerNorm already), then the
+    generator. The last row is the model's own distribution."""
+    probe = twin(model)
+    device = _device(probe)
+    last_states = []  # per decoder layer, its output at the last position: (1, d_model)
+    handles = [
+        layer.register_forward_hook(lambda module, args, output: last_states.append(output[0][:, -1]))
+        for layer in probe.decoder.layers
+    ]
+    try:
+        with torch.inference_mode():
+            probe(src.to(device), torch.tensor([prefix], device=device))
+            h = torch.cat(last_states)  # (n_layers, d_model)
+            return probe.generator(probe.decoder.norm(h)).softmax(dim=-1).cpu()  # (n_layers, V)
+    finally:
+        for handle in handles:
+            handle.remove()

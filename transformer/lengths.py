@@ -86,7 +86,7 @@ def score_lengths(
                     "length": length,
                     "input": vocab.decode(batch.src[row].tolist()),
                     "expected": vocab.decode(want[row].tolist()),
-                    "output": _output_text(got[row], vocab),
+                    "output": output_text(got[row], vocab),
                 }
             )
     return LengthReport(
@@ -100,7 +100,7 @@ def _symbols_before_eos(ids: torch.Tensor, vocab: Vocab) -> torch.Tensor:
     return ((ids >= N_SPECIAL) & ((ids == vocab.eos_id).cumsum(dim=1) == 0)).sum(dim=1)
 
 
-def _output_text(ids: torch.Tensor, vocab: Vocab) -> str:
+def output_text(ids: torch.Tensor, vocab: Vocab) -> str:
     """A decoded row up to its EOS, any PAD or BOS it wrote included (`Vocab.decode` would drop them, and a wrong
     output could then read like the right one)."""
     tokens = ids.tolist()

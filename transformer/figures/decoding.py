@@ -51,29 +51,42 @@ def step_attention_heatmap(weights, key_labels: Sequence[str], title: str, keys:
     them: "source" tokens (cross-attention) or the decoder's "input" so far (self-attention)."""
     w = _array(weights)
     head_labels = [f"head {h}" for h in range(w.shape[0])]
-    # Up to 12 keys, each cell is labelled with its weight in percent (short enough for a narrow column; blank
-    # under 1%), and the labels make a colour bar unneeded.
-    numbered = w.shape[1] <= 12
-    percent = [[f"{100 * x:.0f}%" if x >= 0.005 else "" for x in row] for row in w]
+    hover = f"%{{customdata[0]}} → {keys} %{{customdata[1]}}: %{{z:.3f}}<extra></extra>"
+    # Up to 12 keys, each cell is labelled with its weight (short enough for a narrow column).
+    return _percent_heatmap(w, head_labels, key_labels, f"{keys} token", "weight", hover, title, w.shape[1] <= 12)
+
+
+def _percent_heatmap(
+    z: np.ndarray,
+    row_labels: Sequence[str],
+    col_labels: Sequence[str],
+    x_title: str,
+    value_name: str,
+    hovertemplate: str,
+    title: str,
+    numbered: bool = True,
+) -> go.Figure:
+    """Values in 0..1 (rows x columns) on the attention colour scale, row 0 at the top. `numbered`: each cell shows
+    its value in percent (blank under 1%), which makes a colour bar (titled `value_name`) unneeded."""
     trace = dict(
         type="heatmap",
-        z=w,
+        z=z,
         zmin=0,
         zmax=1,
         colorscale=ATTENTION_SCALE,
         xgap=2,
         ygap=2,
         showscale=not numbered,
-        colorbar=dict(title="weight"),
-        text=percent,
+        colorbar=dict(title=value_name),
+        text=[[f"{100 * x:.0f}%" if x >= 0.005 else "" for x in row] for row in z],
         texttemplate="%{text}" if numbered else None,
-        customdata=_hover_grid(head_labels, key_labels),
-        hovertemplate=f"%{{customdata[0]}} → {keys} %{{customdata[1]}}: %{{z:.3f}}<extra></extra>",
+        customdata=_hover_grid(row_labels, col_labels),
+        hovertemplate=hovertemplate,
     )
     layout = dict(
-        xaxis=dict(title=f"{keys} token", **_ticks(key_labels)), yaxis=dict(autorange="reversed", **_ticks(head_labels))
+        xaxis=dict(title=x_title, **_ticks(col_labels)), yaxis=dict(autorange="reversed", **_ticks(row_labels))
     )
-    return _figure([trace], layout, title, height=170 + 45 * len(head_labels))
+    return _figure([trace], layout, title, height=170 + 45 * len(row_labels))
 
 
 def beam_tree(steps: Sequence[DecodeStep], vocab_tokens: Sequence[str], best: Sequence[int] | None = None) -> go.Figure:
@@ -155,3 +168,15 @@ def teacher_forcing_table(target: Sequence[str], forced: Sequence[str], free: Se
     return table.style.apply(
         lambda col: [MISMATCH if v != t else "" for v, t in zip(col, table["true target"])], subset=predictions
     )
+
+
+def logit_lens_heatmap(probs, vocab_tokens: Sequence[str], top_k: int = 5, title: str = "Logit lens") -> go.Figure:
+    """Each decoder layer's next-token distribution (n_layers, V), a row per layer (the last one is the model's
+    output): a column for each token among some layer's `top_k`, ordered by the output's probability."""
+    p = _array(probs)
+    shown = {int(i) for row in p for i in np.argsort(-row, kind="stable")[:top_k]}
+    columns = sorted(shown, key=lambda i: -p[-1, i])
+    tokens = [vocab_tokens[i] for i in columns]
+    layer_labels = [f"layer {i}" for i in range(len(p) - 1)] + [f"layer {len(p) - 1} (output)"]
+    hover = "%{customdata[0]}: p(%{customdata[1]}) = %{z:.3f}<extra></extra>"
+    return _percent_heatmap(p[:, columns], layer_labels, tokens, "next token", "probability", hover, title)

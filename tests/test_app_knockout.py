@@ -1,0 +1,120 @@
+"""The Knockout page and the Decoding page's logit lens through AppTest, on the shipped reverse model."""
+
+from pathlib import Path
+
+import numpy as np
+import torch
+from streamlit.testing.v1 import AppTest
+from test_app_decoding import array, charts
+
+from transformer import Checkpoint, DataConfig, ModelConfig, Transformer, Vocab
+from transformer.knockout import all_heads, score
+
+ROOT = Path(__file__).resolve().parent.parent
+APP, PAGE = str(ROOT / "streamlit_app.py"), "pages/knockout.py"
+
+
+def open_page(page: str = PAGE, checkpoint: Checkpoint | None = None, shipped: str | None = "reverse") -> AppTest:
+    """The app on `page` with a shipped model loaded from Home (the one every session shares), or `checkpoint`."""
+    at = AppTest.from_file(APP, default_timeout=120)
+    if checkpoint is not None:
+        at.session_state["in_hand"] = checkpoint
+        at.session_state["in_hand_name"] = "test model"
+    at.run()
+    if shipped is not None:
+        at.button(key=f"load_{shipped}").click().run()
+    at.switch_page(page).run()
+    assert not at.exception
+    return at
+
+
+def metrics(at: AppTest) -> dict[str, str]:
+    return {m.label: m.value for m in at.metric}
+
+
+def test_the_page_shows_a_grid_per_attention_kind_beside_the_intact_scores():
+    at = open_page()
+    grid = at.session_state["knockout_result"]["grid"]
+    assert grid.n == 1000 and len(grid.heads) == 12 and grid.ablation == "zero"
+    assert metrics(at) == {"Intact exact match": "100.0%", "Intact token accuracy": "100.0%"}
+    figure = charts(at)["Held-out exact match with one head removed (intact model: 100.0%)"]
+    assert [array(trace["z"]).tolist() for trace in figure["data"]] == [
+        [grid.heads[grid.heads["kind"] == kind]["exact_match"].tolist()]
+        for kind in ("encoder", "decoder_self", "cross")
+    ]
+    assert at.caption[0].value.startswith("Scored on all 1,000 held-out sequences")
+    assert "Pick heads above" in at.info[0].value
+    at.radio(key="knockout_metric").set_value("token_acc").run()
+    assert "Held-out token accuracy with one head removed (intact model: 100.0%)" in charts(at)
+
+
+def test_removing_all_cross_attention_breaks_reverse_and_shows_the_outputs():
+    at = open_page()
+    at.button(key="knockout_all_cross").click().run()
+    assert not at.exception
+    assert at.multiselect(key="knockout_heads").value == ["cross:0:0", "cross:0:1", "cross:0:2", "cross:0:3"]
+    assert metrics(at)["Exact match without them"] == "0.0%"
+    outputs = at.dataframe[0].value
+    assert list(outputs.columns) == ["input", "expected", "intact", "knocked out"] and len(outputs) == 5
+    assert (outputs["intact"] == outputs["expected"]).all() and (outputs["knocked out"] != outputs["expected"]).all()
+
+
+def test_a_chosen_set_scores_as_the_package_does_and_follows_the_removal_kind():
+    at = open_page()
+    at.multiselect(key="knockout_heads").set_value(["enc:0:1", "self:0:3"]).run()
+    grid = at.session_state["knockout_result"]["grid"]
+    removed = [h for h in all_heads(grid_model(at)) if h.label in ("enc:0:1", "self:0:3")]
+    want = score(grid_model(at), grid.batch, vocab(at), removed)
+    assert at.session_state["knockout_set"]["scores"] == want
+    assert metrics(at)["Exact match without them"] == f"{want['exact_match']:.1%}"
+    at.radio(key="knockout_ablation").set_value("mean").run()
+    assert not at.exception
+    grid = at.session_state["knockout_result"]["grid"]
+    assert grid.ablation == "mean" and grid.means is not None
+    assert at.session_state["knockout_set"]["scores"] == score(
+        grid_model(at), grid.batch, vocab(at), removed, grid.means
+    )
+    assert at.multiselect(key="knockout_heads").value == ["enc:0:1", "self:0:3"]  # the set stays
+
+
+def grid_model(at: AppTest) -> Transformer:
+    return at.session_state["knockout_result"]["model"]
+
+
+def vocab(at: AppTest) -> Vocab:
+    return at.session_state["in_hand"].vocab
+
+
+def test_a_model_trained_here_is_scored_on_its_own_held_out_set():
+    torch.manual_seed(0)
+    model = Transformer(ModelConfig(n_layers=2, n_heads=2)).eval()
+    task = DataConfig(task="copy", min_len=2, max_len=4, n_valid=50)
+    at = open_page(checkpoint=Checkpoint(model, Vocab.digits(10), model.config, task, [], {}), shipped=None)
+    grid = at.session_state["knockout_result"]["grid"]
+    assert grid.n == grid.n_held_out and len(grid.heads) == 12
+    assert at.caption[0].value.startswith(f"Scored on all {grid.n} held-out sequences")
+    assert len(charts(at)) == 1
+
+
+def test_without_a_model_the_page_offers_the_shipped_ones():
+    at = open_page(shipped=None)
+    assert "No model in hand yet" in at.info[0].value and "knockout_result" not in at.session_state
+    at.button(key="require_load_reverse").click().run()
+    assert not at.exception and at.session_state["knockout_result"]["grid"].n == 1000
+
+
+def test_the_logit_lens_shows_each_decoder_layer_guess_at_the_step_shown():
+    at = open_page("pages/decoding.py", shipped="sort")  # 2 decoder layers
+    assert "Logit lens: at which layer does the answer appear?" in [e.label for e in at.expander]
+    trace = at.session_state["decode_trace"]
+    lens = charts(at)["Each decoder layer's next-token guess, step 1"]["data"][0]
+    z = array(lens["z"])
+    assert z.shape[0] == 2  # a row per decoder layer
+    step = trace["steps"][0]
+    chosen = at.session_state["in_hand"].vocab.itos[step.token]
+    columns = lens["customdata"][0]
+    assert columns[0][1] == chosen  # the output's most likely token comes first
+    assert np.isclose(z[-1, 0], float(step.probs[step.token]), atol=1e-4)  # the last row is the model's own
+    at.button(key="decode_next").click().run()
+    assert not at.exception and "Each decoder layer's next-token guess, step 2" in charts(at)
+    assert set(at.session_state["decode_trace"]["lens"]) == {0, 1}
