@@ -1,4 +1,5 @@
-"""Performance benchmarks, run by `python -m transformer bench [--quick]` (on the CLI's torch threads).
+"""Performance benchmarks, run by `python -m transformer bench [--quick] [--device cpu|cuda|mps|auto]` (on the
+CLI's torch threads; the device runs every benchmark, the CPU by default).
 
 1. Time to solve reverse at length 10 with the default fast configuration, for three seeds.
 2. Time to solve copy and reverse at lengths 1-16.
@@ -14,13 +15,13 @@ import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from functools import partial
 
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
 from .decoding import greedy_decode
+from .device import device_label, pick_device
 from .model import Embeddings, ModelConfig, PositionalEncoding, Transformer
 from .tasks import Batch, DataConfig, TaskData
 from .training import TrainConfig, Trainer, exact_match
@@ -57,15 +58,16 @@ FULL = Plan(seeds=(0, 1, 2), solve_budget_s=60, warmup_steps=5, timed_steps=30, 
 QUICK = Plan(seeds=(0,), solve_budget_s=5, warmup_steps=2, timed_steps=3, decode_runs_one=5, decode_runs_batch=1)
 
 
-def run(quick: bool = False) -> dict:
-    """Run every benchmark, print the table and the JSON line; returns the figures."""
+def run(quick: bool = False, device: str = "cpu") -> dict:
+    """Run every benchmark on `device`, print the table and the JSON line; returns the figures."""
     plan = QUICK if quick else FULL
+    where = pick_device(device)
     print(
         f"Transformer benchmarks{' (quick)' if quick else ''}: torch {torch.__version__}, "
-        f"CPU threads: {torch.get_num_threads()}",
+        f"device: {device_label(where)}, CPU threads: {torch.get_num_threads()}",
         flush=True,
     )
-    figures = {"torch": torch.__version__, "threads": torch.get_num_threads(), "quick": quick}
+    figures = {"torch": torch.__version__, "threads": torch.get_num_threads(), "quick": quick, "device": str(where)}
     rows: list[Row] = []
     for name, section in (
         ("reverse_len10", reverse_len10),
@@ -74,7 +76,7 @@ def run(quick: bool = False) -> dict:
         ("greedy_decode", decode_latency),
     ):
         print(f"running {name} ...", file=sys.stderr, flush=True)
-        figures[name], section_rows = section(plan)
+        figures[name], section_rows = section(plan, where)
         rows += section_rows
     print(format_table(rows))
     print(json.dumps(figures))
@@ -84,10 +86,10 @@ def run(quick: bool = False) -> dict:
 # ---- 1 and 2: time to solve
 
 
-def solve(task: str, min_len: int, max_len: int, seed: int, model: dict, train: dict) -> dict:
+def solve(task: str, min_len: int, max_len: int, seed: int, model: dict, train: dict, device: torch.device) -> dict:
     """Train with early stopping; re-check the final model on the whole held-out set."""
     data = DataConfig(task, min_len, max_len, seed=seed)
-    trainer = Trainer(ModelConfig(**model), data, TrainConfig(seed=seed, device="cpu", **train))
+    trainer = Trainer(ModelConfig(**model), data, TrainConfig(seed=seed, device=str(device), **train))
     result = trainer.run()
     held_out = exact_match(trainer.model.eval(), trainer.valid, Vocab.bos_id, Vocab.eos_id)
     solved = held_out == 1.0
@@ -109,10 +111,17 @@ def _run_notes(result: dict) -> str:
 
 
 def _seed_runs(
-    task: str, lengths: tuple[int, int], seeds: tuple[int, ...], model: dict, train: dict, target_s: float, config: str
+    task: str,
+    lengths: tuple[int, int],
+    plan: Plan,
+    device: torch.device,
+    model: dict,
+    train: dict,
+    target_s: float,
+    config: str,
 ) -> tuple[dict, list[Row]]:
-    """One run per seed, a row each, then the median row against `target_s`."""
-    runs = [solve(task, *lengths, seed, model, train) for seed in seeds]
+    """One run per seed of the plan, a row each, then the median row against `target_s`."""
+    runs = [solve(task, *lengths, seed, model, train, device) for seed in plan.seeds]
     median = statistics.median(r["seconds"] for r in runs)
     name = f"{task} len {lengths[0]}" + (f"-{lengths[1]}" if lengths[1] != lengths[0] else "")
     all_solved = all(r["solved"] for r in runs)
@@ -125,19 +134,19 @@ def _seed_runs(
     return {"runs": runs, "median_s": median, "all_solved": all_solved}, rows
 
 
-def reverse_len10(plan: Plan) -> tuple[dict, list[Row]]:
+def reverse_len10(plan: Plan, device: torch.device) -> tuple[dict, list[Row]]:
     """Reverse at length 10 with the default configuration, one run per seed."""
-    return _seed_runs("reverse", (10, 10), plan.seeds, {}, {}, 3.0, "default config")
+    return _seed_runs("reverse", (10, 10), plan, device, {}, {}, 3.0, "default config")
 
 
-def variable_lengths(plan: Plan) -> tuple[dict, list[Row]]:
+def variable_lengths(plan: Plan, device: torch.device) -> tuple[dict, list[Row]]:
     """Lengths 1-16 with the configurations of VARIABLE_LENGTH_CONFIGS, for every seed."""
     figures, rows = {}, []
     for task, target_s in (("copy", 10.0), ("reverse", 30.0)):
         model, train = VARIABLE_LENGTH_CONFIGS[task]
         train = {**train, "time_budget_s": plan.solve_budget_s}
         config = ", ".join(f"{k}={v}" for k, v in {**model, **train}.items())
-        figures[task], task_rows = _seed_runs(task, (1, 16), plan.seeds, model, train, target_s, config)
+        figures[task], task_rows = _seed_runs(task, (1, 16), plan, device, model, train, target_s, config)
         figures[task].update(model=model, train=train)
         rows += task_rows
     return figures, rows
@@ -172,9 +181,18 @@ class ReferenceTransformer(nn.Module):
         return self.generator(x)  # (B, T, vocab_size)
 
 
+def synchronize(device: torch.device) -> None:
+    """Wait for the work queued on a GPU, so that a timer around it measures it."""
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+    elif device.type == "mps":
+        torch.mps.synchronize()
+
+
 def _step_fn(model: nn.Module) -> Callable[[Batch], None]:
-    """One training step of `model` with Adam (fused) on the cross-entropy loss."""
+    """One training step of `model` with Adam (fused) on the cross-entropy loss, waited for on a GPU."""
     optimizer = torch.optim.Adam(model.parameters(), lr=1e-4, fused=True)
+    device = next(model.parameters()).device
 
     def step(batch: Batch) -> None:
         logits = model(batch.src, batch.tgt_in)
@@ -182,17 +200,18 @@ def _step_fn(model: nn.Module) -> Callable[[Batch], None]:
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         optimizer.step()
+        synchronize(device)
 
     return step
 
 
-def train_step_time(plan: Plan) -> tuple[dict, list[Row]]:
+def train_step_time(plan: Plan, device: torch.device) -> tuple[dict, list[Row]]:
     """Median step time of both models, stepped alternately on the same length-16 batches of 128."""
     torch.manual_seed(0)
     models = {"ours": Transformer(STEP_TIME_CONFIG), "reference": ReferenceTransformer(STEP_TIME_CONFIG)}
-    steps = {name: _step_fn(model) for name, model in models.items()}
+    steps = {name: _step_fn(model.to(device)) for name, model in models.items()}
     data = TaskData(DataConfig("reverse", 16, 16))
-    batches = [data.train_batch(128) for _ in range(4)]
+    batches = [data.train_batch(128).to(device) for _ in range(4)]
     times = {name: [] for name in steps}
     for i in range(plan.warmup_steps + plan.timed_steps):
         for name, step in steps.items():
@@ -223,16 +242,22 @@ def _median_ms(fn: Callable[[], object], runs: int) -> float:
     return statistics.median(times)
 
 
-def decode_latency(plan: Plan) -> tuple[dict, list[Row]]:
+def decode_latency(plan: Plan, device: torch.device) -> tuple[dict, list[Row]]:
     """Greedy decoding of length-16 sequences with a default-size model of random weights, all 17 steps each."""
     torch.manual_seed(0)
-    model = Transformer(ModelConfig()).eval()
+    model = Transformer(ModelConfig()).to(device).eval()
     with torch.no_grad():
         model.generator.proj.bias[Vocab.eos_id] = float("-inf")  # never stops early on a random EOS
     data = TaskData(DataConfig("reverse", 16, 16))
     figures, rows = {"weights": "random, EOS never chosen"}, []
     for n, runs, target_ms in ((1, plan.decode_runs_one, 5), (1000, plan.decode_runs_batch, 100)):
-        decode = partial(greedy_decode, model, data.fresh_examples(n, seed=n).src, Vocab.bos_id, Vocab.eos_id, 17)
+        src = data.fresh_examples(n, seed=n).src.to(device)
+
+        def decode(src: torch.Tensor = src) -> torch.Tensor:
+            out = greedy_decode(model, src, Vocab.bos_id, Vocab.eos_id, 17)
+            synchronize(device)
+            return out
+
         ms, steps = _median_ms(decode, runs), decode().size(1)
         figures[f"sequences_{n}"] = {"median_ms": ms, "decode_steps": steps}
         notes = f"median of {runs}; default-size model, random weights, EOS suppressed: {steps} decode steps"

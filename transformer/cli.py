@@ -53,6 +53,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_ablate(commands.add_parser("ablate", help="score a saved model with attention heads knocked out"))
     p = commands.add_parser("bench", help="print the performance benchmarks")
     p.add_argument("--quick", action="store_true", help="a reduced run, as a smoke test")
+    p.add_argument("--device", default="cpu", help="where to run every benchmark: cpu, cuda, mps or auto")
     p.set_defaults(run=bench_command)
     return parser
 
@@ -361,4 +362,4 @@ def ablate_command(args: argparse.Namespace) -> None:
 
 def bench_command(args: argparse.Namespace) -> None:
     """Run the benchmarks of `transformer.bench`."""
-    bench.run(args.quick)
+    bench.run(args.quick, args.device)
