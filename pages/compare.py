@@ -8,27 +8,29 @@ import streamlit as st
 from pages.common import BUSY_MESSAGE, JOB_IDLE_TIMEOUT_S, remember_run, session_run_elsewhere, training_slots
 from transformer.experiments import (
     CUSTOM,
-    INT_RANGES,
     READY,
-    SIZE_CHOICES,
     SWITCHES,
-    CompareState,
     ExperimentJob,
     ExperimentRun,
-    experiment_for,
     experiment_from_json,
     experiment_to_json,
-    from_query_params,
     load_shipped,
     runs_frame,
-    state_for,
     summary_table,
-    to_query_params,
 )
 from transformer.figures.attention import attention_heatmaps
 from transformer.figures.compare import alignment_figure, comparison_figure, loss_marker_figure, variant_colour
 from transformer.tasks import TASKS
 from transformer.training import ServerBusy
+from transformer.url_state import (
+    INT_RANGES,
+    SIZE_CHOICES,
+    CompareState,
+    experiment_for,
+    from_query_params,
+    state_for,
+    to_query_params,
+)
 
 LIVE_SOURCE = "your live run"  # what `current_run` calls a run still in this session's hands
 PLOTLY_CONFIG = {"displaylogo": False, "toImageButtonOptions": {"format": "png", "scale": 2}}  # PNG from the toolbar
