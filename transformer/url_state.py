@@ -1,5 +1,9 @@
 """The app's state in the address bar: each page's settings as URL query parameters, and back, every value checked
 against the app's bounds. A bad value falls back to its default with a notice; nothing here ever raises on a link.
+
+`read_params` reads the values a page names with one `Parser` each (`choice`, `whole`, `number`, `sequence`
+through the model's Vocab, `length_range`); `write_params` writes them back. The model in hand, Decoding, Masking
+lab and Length test each have their parsers here; the Compare page's settings are a `CompareState`.
 """
 
 import math
