@@ -5,30 +5,40 @@ from dataclasses import replace
 
 import streamlit as st
 
-from pages.common import BUSY_MESSAGE, JOB_IDLE_TIMEOUT_S, remember_run, session_run_elsewhere, training_slots
+from pages.common import (
+    BUSY_MESSAGE,
+    JOB_IDLE_TIMEOUT_S,
+    remember_run,
+    session_run_elsewhere,
+    share_link,
+    show_link_notices,
+    training_slots,
+)
 from transformer.experiments import (
     CUSTOM,
-    INT_RANGES,
     READY,
-    SIZE_CHOICES,
     SWITCHES,
-    CompareState,
     ExperimentJob,
     ExperimentRun,
-    experiment_for,
     experiment_from_json,
     experiment_to_json,
-    from_query_params,
     load_shipped,
     runs_frame,
-    state_for,
     summary_table,
-    to_query_params,
 )
 from transformer.figures.attention import attention_heatmaps
 from transformer.figures.compare import alignment_figure, comparison_figure, loss_marker_figure, variant_colour
 from transformer.tasks import TASKS
 from transformer.training import ServerBusy
+from transformer.url_state import (
+    INT_RANGES,
+    SIZE_CHOICES,
+    CompareState,
+    experiment_for,
+    from_query_params,
+    state_for,
+    to_query_params,
+)
 
 LIVE_SOURCE = "your live run"  # what `current_run` calls a run still in this session's hands
 PLOTLY_CONFIG = {"displaylogo": False, "toImageButtonOptions": {"format": "png", "scale": 2}}  # PNG from the toolbar
@@ -99,8 +109,7 @@ st.markdown(
 if "compare_state" not in st.session_state:  # a new visit: the settings come from the link
     url_state, notices = from_query_params(st.query_params.to_dict())
     show_settings(url_state)
-    for notice in notices:
-        st.warning(f"{notice} Check the link you opened.")
+    show_link_notices(notices)
 # Widgets start from the remembered settings (with keys, so tests and callbacks can reach them): a widget hidden
 # by another page or by a ready-made experiment comes back as it was.
 state: CompareState = st.session_state["compare_state"]
@@ -194,8 +203,7 @@ if choice == CUSTOM:
 else:
     state = replace(state, experiment=choice)
 st.session_state["compare_state"] = state
-if st.query_params.to_dict() != (params := to_query_params(state)):
-    st.query_params.from_dict(params)  # the address bar now opens this experiment
+share_link(to_query_params(state))  # the address bar now opens this experiment
 
 try:
     experiment = experiment_for(state)

@@ -12,6 +12,7 @@ from pages.common import (
     remember_run,
     save_finished_job,
     session_run_elsewhere,
+    share_link,
     training_slots,
     watcher_id,
 )
@@ -53,6 +54,7 @@ st.caption(
     "held-out accuracy climbs, and five held-out inputs show what the model answers right now."
 )
 
+share_link()
 job: TrainingJob | None = st.session_state.get("job")
 active = job is not None and not job.done  # queued, preparing, training or paused
 elsewhere = session_run_elsewhere("train")

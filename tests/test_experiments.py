@@ -1,4 +1,4 @@
-"""Experiments: alignment scores, the page's URL settings, experiment files, and running variants."""
+"""Experiments: running variants, experiment files, and the shipped result sets."""
 
 import json
 import time
@@ -6,151 +6,24 @@ from dataclasses import replace
 
 import pytest
 import torch
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 from transformer.experiments import (
     CUSTOM,
     MAX_JSON_BYTES,
     READY,
-    CompareState,
     Experiment,
     ExperimentJob,
-    alignment_score,
-    custom_experiment,
     experiment_from_json,
     experiment_to_json,
-    from_query_params,
-    ideal_alignment,
     load_shipped,
     result_path,
     run_experiment,
     runs_frame,
-    state_for,
     summary_table,
-    to_query_params,
 )
 from transformer.model import ModelConfig
 from transformer.tasks import DataConfig
 from transformer.training import Trainer
-
-# ------------------------------------------------------------------------------------------------ alignment
-
-
-def test_a_perfect_diagonal_scores_one_on_copy():
-    ideal = ideal_alignment("copy", 5, 6)  # 5 source tokens; BOS + 5 target tokens query them
-    weights = torch.full((6, 5), 1 / 5)  # the EOS row (last) has no ideal key, so what it does is not scored
-    weights[:5] = torch.eye(5)
-    assert alignment_score(weights, ideal) == pytest.approx(1.0)
-
-
-def test_the_anti_diagonal_is_perfect_for_reverse_and_the_diagonal_is_not():
-    ideal = ideal_alignment("reverse", 4, 5)
-    anti = torch.zeros(5, 4)
-    anti[:4] = torch.eye(4).flip(1)
-    assert alignment_score(anti, ideal) == pytest.approx(1.0)
-    diagonal = torch.zeros(5, 4)
-    diagonal[:4] = torch.eye(4)
-    assert alignment_score(diagonal, ideal) == pytest.approx(0.0)
-
-
-@pytest.mark.parametrize("task", ["copy", "reverse", "swap_pairs"])
-def test_uniform_attention_scores_one_over_the_source_length(task):
-    assert alignment_score(torch.full((9, 8), 1 / 8), ideal_alignment(task, 8, 9)) == pytest.approx(1 / 8)
-
-
-def test_ideal_alignments_have_one_key_per_output_token():
-    reverse = ideal_alignment("reverse", 3, 4)
-    assert reverse.shape == (4, 3)
-    assert reverse.tolist() == [[0, 0, 1], [0, 1, 0], [1, 0, 0], [0, 0, 0]]
-    swap = ideal_alignment("swap_pairs", 5, 6)
-    assert swap.argmax(dim=1)[:5].tolist() == [1, 0, 3, 2, 4]  # the odd last symbol stays
-    assert ideal_alignment("sort", 5, 6) is None  # where a symbol goes depends on the others
-
-
-def test_alignment_score_refuses_mismatched_or_unscorable_inputs():
-    with pytest.raises(ValueError):
-        alignment_score(torch.ones(3, 4), torch.ones(4, 3))
-    with pytest.raises(ValueError):
-        alignment_score(torch.ones(3, 4), torch.zeros(3, 4))
-
-
-# ------------------------------------------------------------------------------------------------------ URL
-
-STATES = [
-    CompareState(),
-    CompareState(experiment="no-causal-mask"),
-    CompareState(
-        experiment=CUSTOM,
-        task="copy",
-        length=7,
-        d_model=64,
-        n_heads=8,
-        n_layers=3,
-        steps=250,
-        seed=42,
-        switch="norm_first",
-        values=(True, False),
-    ),
-    CompareState(experiment=CUSTOM, switch="label_smoothing", values=(0.0, 0.1, 0.2)),
-    CompareState(experiment=CUSTOM, switch="n_heads", values=(8, 1, 2, 4)),
-]
-
-
-@pytest.mark.parametrize("state", STATES)
-def test_settings_survive_the_round_trip_through_the_url(state):
-    params = to_query_params(state)
-    assert all(isinstance(k, str) and isinstance(v, str) for k, v in params.items())
-    assert from_query_params(params) == (state, [])
-
-
-def test_links_hold_only_what_differs_from_the_defaults():
-    assert to_query_params(CompareState()) == {"experiment": CompareState().experiment}
-    assert to_query_params(CompareState(experiment=CUSTOM, seed=3)) == {"experiment": CUSTOM, "seed": "3"}
-
-
-@pytest.mark.parametrize(
-    "params, field, notice",
-    [
-        ({"d_model": "abc"}, "d_model", "d_model"),
-        ({"d_model": "33"}, "d_model", "d_model"),
-        ({"steps": "1e9"}, "steps", "steps"),
-        ({"seed": "-0x10"}, "seed", "seed"),
-        ({"experiment": "../../etc/passwd"}, "experiment", "experiment"),
-        ({"task": "<script>alert(1)</script>"}, "task", "task"),
-        ({"switch": "dropout"}, "switch", "switch"),
-        ({"values": "sinusoidal"}, "values", "values"),  # one value is no comparison
-        ({"values": "sinusoidal,sinusoidal"}, "values", "values"),
-        ({"values": "🙂,ünïcødé"}, "values", "values"),
-        ({"length": "9" * 10_000}, "length", "length"),
-        ({"n_layers": "[1](http://evil.example)"}, "n_layers", "n_layers"),
-    ],
-)
-def test_bad_values_fall_back_to_defaults_with_a_notice(params, field, notice):
-    state, notices = from_query_params(params)
-    assert getattr(state, field) == getattr(CompareState(), field)
-    assert len(notices) == 1 and f"`{notice}`" in notices[0]
-    assert not any(text in notices[0] for text in ("passwd", "<script", "🙂", "9999999", "http"))  # never echoed
-
-
-def test_numbers_out_of_range_are_clamped_with_a_notice():
-    state, notices = from_query_params({"steps": "5", "seed": "123456", "length": " 3 "})
-    assert (state.steps, state.seed, state.length) == (50, 9999, 3)
-    assert len(notices) == 2
-
-
-def test_a_new_switch_without_values_compares_its_first_two_and_unknown_keys_are_ignored():
-    state, notices = from_query_params({"switch": "causal_mask", "utm_source": "mail", "experiment": ["x", CUSTOM]})
-    assert (state.experiment, state.values, notices) == (CUSTOM, (True, False), [])
-
-
-@settings(max_examples=200, deadline=None)
-@given(st.dictionaries(st.sampled_from([*CompareState.__dataclass_fields__, "junk"]), st.text(max_size=300)))
-def test_any_query_gives_a_state_the_page_can_build(params):
-    state, notices = from_query_params(params)
-    experiment = custom_experiment(replace(state, experiment=CUSTOM))  # raises if any field were invalid
-    assert 2 <= len(experiment.values) and all(isinstance(n, str) for n in notices)
-
 
 # ---------------------------------------------------------------------------------------------- running
 
@@ -302,12 +175,6 @@ def test_malformed_files_are_refused_with_a_value_error(tiny_run):
     for case in bad:
         with pytest.raises(ValueError):
             experiment_from_json(case)
-
-
-def test_a_loaded_custom_experiment_selects_matching_page_settings():
-    experiment = custom_experiment(STATES[2])
-    assert state_for(experiment) == STATES[2]
-    assert state_for(READY["heads"]) == CompareState(experiment="heads")
 
 
 # ---------------------------------------------------------------------------------------- shipped results

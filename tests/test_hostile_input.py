@@ -9,8 +9,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from transformer.checkpoint import CheckpointError, load_checkpoint
-from transformer.experiments import CompareState, experiment_from_json, from_query_params, to_query_params
+from transformer.experiments import experiment_from_json
 from transformer.live import build_configs
+from transformer.url_state import CompareState, from_query_params, to_query_params
 from transformer.vocab import Vocab
 
 FAST = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])

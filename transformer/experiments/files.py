@@ -1,0 +1,215 @@
+"""Experiment files: a whole run as one JSON document (`experiment_to_json`, `experiment_from_json`, which checks
+every part), and the result sets the Compare page ships with, one file per ready-made experiment.
+"""
+
+import json
+import math
+import os
+import tempfile
+from dataclasses import asdict, fields
+from pathlib import Path
+from typing import Any
+
+from ..alignment import head_labels
+from ..model import ModelConfig
+from ..tasks import DataConfig
+from ..training import METRIC_COLUMNS, TrainConfig
+from ..vocab import N_SPECIAL
+from .definitions import CUSTOM, MAX_VARIANTS, READY, SWITCHES, Experiment, SwitchValue, custom_text
+from .runs import ExperimentRun, VariantRun
+
+RESULTS_DIR = Path(__file__).resolve().parent.parent.parent / "checkpoints" / "experiments"
+FORMAT, FORMAT_VERSION = "transformer-lab-experiment", 1
+MAX_JSON_BYTES = 5 * 2**20  # the upload limit of the app
+
+
+def _number(x: Any, digits: int) -> float | None:
+    """A float rounded for the file; None for NaN or infinity (which JSON cannot hold)."""
+    return round(float(x), digits) if math.isfinite(x) else None
+
+
+def experiment_to_json(run: ExperimentRun) -> str:
+    """The whole run as one compact JSON document: settings, metric histories, attention and alignment."""
+    e = run.experiment
+    document = {
+        "format": FORMAT,
+        "version": FORMAT_VERSION,
+        "experiment": {
+            "key": e.key,
+            "switch": e.switch,
+            "values": list(e.values),
+            "model": asdict(e.model),
+            "data": asdict(e.data),
+            "train": asdict(e.train),
+        },
+        "probe": {"src": run.probe_src, "tgt": run.probe_tgt},
+        "variants": [
+            {
+                "value": v.value,
+                "history": [{k: _number(x, 6) for k, x in row.items()} for row in v.history],
+                "result": v.result,
+                "steps": v.steps,
+                "cross": [
+                    [[[[_number(w, 2) for w in q] for q in head] for head in layer] for layer in snap]
+                    for snap in v.cross
+                ],
+                "alignment": {label: [_number(s, 4) for s in series] for label, series in v.alignment.items()},
+            }
+            for v in run.variants
+        ],
+    }
+    return json.dumps(document, separators=(",", ":"), allow_nan=False, ensure_ascii=False)
+
+
+class _Reader:
+    """Checks one part of an experiment document; every failure is a ValueError naming the part."""
+
+    def __init__(self, where: str):
+        self.where = where
+
+    def fail(self, why: str) -> None:
+        raise ValueError(f"not an experiment file of this lab: {self.where} {why}")
+
+    def dict(self, value: Any, keys: set[str]) -> dict:
+        if not isinstance(value, dict) or set(value) != keys:
+            self.fail(f"must have exactly the keys {', '.join(sorted(keys))}")
+        return value
+
+    def list(self, value: Any, length: int | None = None, most: int = 10_000) -> list:
+        if not isinstance(value, list) or (length is not None and len(value) != length) or len(value) > most:
+            self.fail("has the wrong length" if isinstance(value, list) else "must be a list")
+        return value
+
+    def number(self, value: Any, low: float = -math.inf, high: float = math.inf, optional: bool = False) -> float:
+        """A number in [low, high]; with `optional`, None (a NaN in the file) reads as NaN."""
+        if value is None and optional:
+            return math.nan
+        try:
+            number = float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else math.nan
+        except OverflowError:  # an integer beyond float range
+            number = math.nan
+        if not (math.isfinite(number) and low <= number <= high):
+            self.fail(f"holds {str(value)[:20]} where a finite number in [{low}, {high}] belongs")
+        return number
+
+
+def _config(cls: type, value: Any, where: str) -> Any:
+    reader = _Reader(where)
+    if not isinstance(value, dict) or not set(value) <= {f.name for f in fields(cls)}:
+        reader.fail(f"must be a dict of {cls.__name__} fields")
+    try:
+        return cls(**value)
+    except (TypeError, ValueError) as err:
+        reader.fail(f"is not a valid {cls.__name__}: {str(err)[:200]}")
+
+
+def _experiment(value: Any) -> Experiment:
+    reader = _Reader("the experiment")
+    d = reader.dict(value, {"key", "switch", "values", "model", "data", "train"})
+    if d["key"] not in [*READY, CUSTOM] or d["switch"] not in SWITCHES:
+        reader.fail("names an unknown experiment or switch")
+    switch = SWITCHES[d["switch"]]
+    values = reader.list(d["values"], most=MAX_VARIANTS)
+    if len(values) < 2 or any(v not in switch.choices or type(v) is not type(switch.choices[0]) for v in values):
+        reader.fail(f"needs 2-{MAX_VARIANTS} values among {', '.join(map(switch.token, switch.choices))}")
+    model, data = _config(ModelConfig, d["model"], "the model"), _config(DataConfig, d["data"], "the data")
+    train = _config(TrainConfig, d["train"], "the training settings")
+    if model.vocab_size != data.n_symbols + N_SPECIAL:
+        reader.fail("has a model vocabulary that does not fit its task")
+    ready = READY.get(d["key"])
+    title, expectation = (ready.title, ready.expectation) if ready else custom_text(switch, values, data.task)
+    return Experiment(d["key"], title, expectation, d["switch"], tuple(values), model, data, train)
+
+
+def _variant(value: Any, experiment: Experiment, switch_value: SwitchValue, src_len: int, tgt_len: int) -> VariantRun:
+    reader = _Reader(f"variant {SWITCHES[experiment.switch].label(switch_value)!r}")
+    d = reader.dict(value, {"value", "history", "result", "steps", "cross", "alignment"})
+    if d["value"] != switch_value or type(d["value"]) is not type(switch_value):
+        reader.fail("does not match the experiment's values")
+    history = []
+    for row in reader.list(d["history"]):
+        reader.dict(row, set(METRIC_COLUMNS))
+        history.append(
+            {
+                k: reader.number(row[k], 0, 10**7 if k == "step" else math.inf, optional=k != "step")
+                for k in METRIC_COLUMNS
+            }
+        )
+    result = d["result"]
+    if result is not None:
+        reader.dict(result, {"steps", "seconds", "exact_match", "token_acc", "reason"})
+        if result["reason"] not in ("solved", "step budget", "time budget", "stopped"):
+            reader.fail("has an unknown end reason")
+        result = {k: result[k] if k == "reason" else reader.number(result[k], 0) for k in result}
+    steps = [int(reader.number(s, 0, 10**7)) for s in reader.list(d["steps"])]
+    model, _, _ = experiment.configs(switch_value)
+    cross = reader.list(d["cross"], length=len(steps), most=1000)
+    for snap in cross:
+        for layer in reader.list(snap, length=model.n_layers):
+            for head in reader.list(layer, length=model.n_heads):
+                for query in reader.list(head, length=tgt_len):
+                    for w in reader.list(query, length=src_len):
+                        reader.number(w, 0.0, 1.0)
+    alignment = d["alignment"]
+    if not isinstance(alignment, dict) or (
+        alignment and set(alignment) != set(head_labels(model.n_layers, model.n_heads))
+    ):
+        reader.fail("has alignment scores for other heads than its model's")
+    alignment = {
+        k: [reader.number(s, 0.0, 1.0) for s in reader.list(v, length=len(steps))] for k, v in alignment.items()
+    }
+    return VariantRun(
+        SWITCHES[experiment.switch].label(switch_value), switch_value, history, result, steps, cross, alignment
+    )
+
+
+def experiment_from_json(text: str | bytes) -> ExperimentRun:
+    """An experiment run from `experiment_to_json`'s output; ValueError saying what is wrong for anything else."""
+    if len(text) > MAX_JSON_BYTES:
+        raise ValueError(f"the file is larger than {MAX_JSON_BYTES // 2**20} MB")
+    try:
+        document = json.loads(text)
+    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as err:
+        raise ValueError(f"not a JSON file: {str(err)[:120]}") from None
+    reader = _Reader("the file")
+    d = reader.dict(document, {"format", "version", "experiment", "probe", "variants"})
+    if d["format"] != FORMAT or d["version"] != FORMAT_VERSION:
+        reader.fail(f"is not in format {FORMAT} version {FORMAT_VERSION}")
+    experiment = _experiment(d["experiment"])
+    probe = _Reader("the probe").dict(d["probe"], {"src", "tgt"})
+    src, tgt = (reader.list(probe[k], most=experiment.data.max_len + 1) for k in ("src", "tgt"))
+    if not src or not tgt or not all(isinstance(t, str) and len(t) <= 10 for t in src + tgt):
+        reader.fail("has a probe that is not a short list of tokens")
+    variants = reader.list(d["variants"], most=len(experiment.values))
+    if not variants:
+        reader.fail("holds no runs")
+    return ExperimentRun(
+        experiment,
+        src,
+        tgt,
+        [_variant(v, experiment, value, len(src), len(tgt)) for v, value in zip(variants, experiment.values)],
+    )
+
+
+# ----------------------------------------------------------------------------------------- shipped results
+
+
+def result_path(key: str) -> Path:
+    return RESULTS_DIR / f"{key}.json"
+
+
+def load_shipped(key: str) -> ExperimentRun | None:
+    """The shipped result set of a ready-made experiment, or None when there is none."""
+    path = result_path(key)
+    return experiment_from_json(path.read_bytes()) if key in READY and path.is_file() else None
+
+
+def write_shipped(run: ExperimentRun) -> Path:
+    """Write a run as its experiment's shipped result set, atomically; returns the path."""
+    path = result_path(run.experiment.key)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.NamedTemporaryFile("w", dir=path.parent, suffix=".tmp", delete=False, encoding="utf-8") as f:
+        f.write(experiment_to_json(run))
+    os.chmod(f.name, 0o644)  # a temporary file is private; the result set is for everyone
+    os.replace(f.name, path)
+    return path
