@@ -6,7 +6,15 @@ import streamlit as st
 from pages.common import require_model, shipped_checkpoint, shipped_name
 from transformer.figures.knockout import METRICS, knockout_heatmaps
 from transformer.inspection import ATTENTION_KINDS
-from transformer.knockout import ABLATIONS, KnockoutGrid, all_heads, compare_outputs, knockout_grid, score
+from transformer.knockout import (
+    ABLATIONS,
+    KnockoutGrid,
+    all_heads,
+    compare_outputs,
+    grid_allowed,
+    knockout_grid,
+    score,
+)
 
 ABLATION_TEXT = {
     "zero": ("Zero it", "its output becomes 0 before W_O (the paper-style reading)"),
@@ -37,6 +45,13 @@ st.markdown(
 checkpoint = require_model()
 model, vocab, task = checkpoint.model, checkpoint.vocab, checkpoint.task
 heads = all_heads(model)
+if not grid_allowed(model):
+    st.warning(
+        f"This model has {len(heads)} attention heads in {model.config.n_layers} layers per stack: removing each in "
+        "turn would cost the shared server far more than a few seconds. Score it on your own machine with "
+        "`python -m transformer ablate CHECKPOINT` (download it on the Checkpoints page)."
+    )
+    st.stop()
 
 ablation = st.radio(
     "Remove a head by",

@@ -326,3 +326,12 @@ def test_ablate_bad_ablation_is_a_usage_error(capsys):
     with pytest.raises(SystemExit) as exit_:
         main(["ablate", str(REVERSE), "--ablation", "half"])
     assert exit_.value.code == 2 and "invalid choice: 'half'" in capsys.readouterr().err
+
+
+def test_a_grid_past_the_server_bound_is_refused_before_any_scoring():
+    from transformer.knockout import MAX_GRID_LAYER_EVALS, grid_allowed
+
+    train_page_largest = Transformer(ModelConfig(d_model=128, n_heads=8, n_layers=3, d_ff=512))
+    app_largest = Transformer(ModelConfig(d_model=256, n_heads=16, n_layers=4, d_ff=1024))
+    assert grid_allowed(train_page_largest) and not grid_allowed(app_largest)
+    assert (3 * 3 * 8 + 1) * 3 <= MAX_GRID_LAYER_EVALS < (3 * 4 * 16 + 1) * 4

@@ -35,6 +35,10 @@ SHORT_KINDS = {"enc": "encoder", "self": "decoder_self", "cross": "cross"}  # th
 # about 40 s (measured the same way on an untrained one), since even a few sequences cost that many decodings.
 GRID_BUDGET = 1.5e10
 MIN_SAMPLE = 10
+# Past this many (evaluations x layers per stack) a grid is refused outright: each evaluation decodes through every
+# layer whatever the sample, so the app's largest model (193 evaluations x 4 layers) costs about 40 s even at
+# MIN_SAMPLE. The Train page's largest model (73 x 3) stays within it.
+MAX_GRID_LAYER_EVALS = 250
 GRID_COLUMNS = ("kind", "layer", "head", "exact_match", "token_acc")
 # Per attention block (kind, layer): each head's mean output over the scored sequences, as a (d_model,) vector
 # laid out like the concatenated heads.
@@ -167,6 +171,11 @@ class KnockoutGrid:
     @property
     def n(self) -> int:
         return self.batch.src.size(0)
+
+
+def grid_allowed(model: Transformer) -> bool:
+    """Whether a grid of every head of `model` stays within a shared server's bound (MAX_GRID_LAYER_EVALS)."""
+    return (len(all_heads(model)) + 1) * model.config.n_layers <= MAX_GRID_LAYER_EVALS
 
 
 def sample_size(model: Transformer, held_out: Batch, evaluations: int) -> int:
