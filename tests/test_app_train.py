@@ -119,7 +119,7 @@ def test_training_streams_curves_and_puts_the_model_in_hand(stop_jobs):
     assert list(trained) == [name.removeprefix("trained: ")]
     assert load_checkpoint(trained[name.removeprefix("trained: ")]).history[-1]["step"] == job.result.steps
 
-    next_pages = [link.proto.page for link in at.get("page_link") if link.proto.page != ""]
+    next_pages = [link.proto.page for link in at.main.get("page_link") if link.proto.page != ""]
     assert next_pages == ["decoding", "lengths", "masking"]  # where to take the model in hand next
 
     at.run()  # finishing is saved exactly once per job
