@@ -52,10 +52,6 @@ MAX_TRAINING_JOBS = int(os.environ.get("LAB_MAX_TRAINING_JOBS", "0")) or usable_
 MAX_QUEUE = int(os.environ.get("LAB_MAX_QUEUE", "60"))  # distinct runs waiting for a slot: two classes' worth
 MAX_TRAINED = 10  # checkpoints of finished runs a session keeps (about 140 KB each at the default size)
 JOB_IDLE_TIMEOUT_S = 30.0  # a job whose page has stopped polling (tab closed) stops after this long
-BUSY_MESSAGE = (
-    f"Every training slot on this server is in use ({MAX_TRAINING_JOBS} at once) and other students are queued "
-    "for one: try again when their runs have finished."
-)
 
 
 @st.cache_resource

@@ -6,13 +6,12 @@ from dataclasses import replace
 import streamlit as st
 
 from pages.common import (
-    BUSY_MESSAGE,
-    JOB_IDLE_TIMEOUT_S,
     remember_run,
     session_run_elsewhere,
     share_link,
     show_link_notices,
     training_slots,
+    watcher_id,
 )
 from transformer.experiments import (
     CUSTOM,
@@ -225,10 +224,10 @@ if buttons.button(
     help=elsewhere or "Trains every variant here, one after the other, while the curves stream in.",
 ):
     try:
-        new_job = ExperimentJob(experiment, slots=training_slots(), idle_timeout_s=JOB_IDLE_TIMEOUT_S)
+        new_job = ExperimentJob(experiment, runs=training_slots(), watcher=watcher_id())
         new_job.poll()
-    except ServerBusy:
-        st.warning(f"{BUSY_MESSAGE} The shipped results below need no training.")
+    except ServerBusy as err:
+        st.warning(f"Your rerun could not start: {err}. The shipped results below need no training.")
     except ValueError as err:
         st.error(f"These settings don't work: {err}")
     else:
@@ -354,6 +353,12 @@ def results(polling: bool) -> None:
         st.info("No results for these settings yet: press **Rerun live** to train them.")
         return
     live = job is not None and job.running and job.experiment == experiment
+    if live and (place := training_slots().place(job.jobs[-1])) is not None:
+        st.info(
+            f"Every training slot is in use: the next variant is number {place.position} in the queue, and should "
+            f"start in about {place.wait_s:.0f} s. It starts on its own; keep this page open.",
+            icon=":material/hourglass_top:",
+        )
     if live:
         done, total = job.progress()
         st.progress(

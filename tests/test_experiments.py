@@ -81,6 +81,30 @@ def test_a_background_job_trains_the_variants_in_turn():
     assert [v.result["steps"] for v in run.variants] == [10, 10] and job.progress() == (20, 20)
 
 
+def test_identical_reruns_share_their_variants_and_distinct_ones_queue_for_the_slot():
+    from transformer.runs import RunRegistry
+
+    registry = RunRegistry(slots=1, max_queue=4, idle_timeout_s=30.0)
+    long = replace(TINY, train=replace(TINY.train, steps=100_000))
+    mine, yours = ExperimentJob(long, runs=registry, watcher="a"), ExperimentJob(long, runs=registry, watcher="b")
+    other = ExperimentJob(replace(long, train=replace(long.train, seed=7)), runs=registry, watcher="c")
+    for job in (mine, yours, other):
+        job.poll()
+    assert mine.jobs[0] is yours.jobs[0] and sorted(mine.jobs[0].watchers()) == ["a", "b"]
+    assert other.jobs[0].status == "queued" and registry.place(other.jobs[0]).position == 1
+    mine.stop()  # one student stops: the shared variant goes on for the other
+    time.sleep(0.3)
+    assert yours.jobs[0].running and not yours.done
+    yours.stop()  # the last one: it stops, and the queued variant takes the slot
+    deadline = time.monotonic() + 30
+    while other.jobs[0].status == "queued":
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    other.stop()
+    other.jobs[0].stop(wait_s=10)
+    assert yours.jobs[0].done and not other.jobs[0].running
+
+
 def test_a_stopped_job_starts_no_further_variant():
     job = ExperimentJob(replace(TINY, train=replace(TINY.train, steps=100_000)))
     job.poll()

@@ -10,6 +10,7 @@ from typing import Any
 import pandas as pd
 
 from ..alignment import alignment_series
+from ..runs import RunRegistry
 from ..training import METRIC_COLUMNS, MetricRow, Trainer, TrainingJob
 from .definitions import SWITCHES, Experiment, SwitchValue
 
@@ -83,12 +84,23 @@ def run_experiment(experiment: Experiment, on_variant: Callable[[VariantRun], No
 class ExperimentJob:
     """Trains an experiment's variants one after the other in the background, each a `TrainingJob` that holds
     one training slot while it runs. Driven by the page: `poll()` starts the next variant once the last ended.
+
+    With a server's `runs` (a RunRegistry), each variant is asked of it for `watcher`: a variant another student
+    is training or has trained with the same settings is joined, and a distinct one waits in the queue.
     """
 
-    def __init__(self, experiment: Experiment, slots: Any = None, idle_timeout_s: float | None = None):
+    def __init__(
+        self,
+        experiment: Experiment,
+        slots: Any = None,
+        idle_timeout_s: float | None = None,
+        runs: RunRegistry | None = None,
+        watcher: str = "",
+    ):
         self.experiment = experiment
         self.jobs: list[TrainingJob] = []
         self._slots, self._idle_timeout_s = slots, idle_timeout_s
+        self._runs, self._watcher = runs, watcher
         self._stopped, self._config_error = False, None
 
     def poll(self) -> None:
@@ -98,12 +110,15 @@ class ExperimentJob:
         also end the experiment with that error.
         """
         if self.jobs:
-            self.jobs[-1].touch()
+            self.jobs[-1].touch(self._watcher)
         if self.done or (self.jobs and not self.jobs[-1].done):
             return
-        value = self.experiment.values[len(self.jobs)]
         try:
-            job = TrainingJob(*self.experiment.configs(value), slots=self._slots, idle_timeout_s=self._idle_timeout_s)
+            configs = self.experiment.configs(self.experiment.values[len(self.jobs)])
+            if self._runs is not None:
+                self.jobs.append(self._runs.start(self._watcher, *configs))
+                return
+            job = TrainingJob(*configs, slots=self._slots, idle_timeout_s=self._idle_timeout_s)
         except ValueError as err:
             self._config_error = str(err)
             raise
@@ -113,7 +128,10 @@ class ExperimentJob:
         """Stop the running variant and start no other."""
         self._stopped = True
         for job in self.jobs:
-            job.stop()
+            if self._runs is not None:
+                self._runs.leave(self._watcher, job)  # a variant other students watch goes on for them
+            else:
+                job.stop()
 
     @property
     def error(self) -> str | None:
