@@ -63,8 +63,9 @@ PAGES = [  # (file, title, icon, what to do there), in teaching order
 LESSON = [  # a first walk through the app for a class; tests/test_app_home.py checks what it names exists
     "**See a trained model work.** Load *reverse* above, then step through an input on **Decoding**: each step's "
     "cross-attention looks at or next to the mirrored source position.",
-    "**Watch one learn.** Start a run on **Train** with its defaults: reverse is solved in seconds, token accuracy "
-    "climbing before whole-sequence exact match does.",
+    "**Watch one learn.** Everyone starts a run on **Train** with its defaults, at once: the same settings make "
+    "the same run, so the class watches one run learn. Reverse is solved in seconds, token accuracy climbing before "
+    "whole-sequence exact match does. Pause it, press Step to train one row at a time, then Resume.",
     "**Take a part away.** On **Compare runs**, open *Reverse without positional encoding*: without positions the "
     "model cannot tell one order from another, and never learns to reverse. Press *Rerun live* to train both here: "
     "the attention timeline follows the heads as they form.",
