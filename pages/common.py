@@ -16,6 +16,7 @@ Pages keep their own widget state under keys prefixed with the page's name.
 
 import hashlib
 import os
+import sys
 import uuid
 from collections.abc import Mapping
 from dataclasses import asdict
@@ -52,6 +53,11 @@ MAX_TRAINING_JOBS = int(os.environ.get("LAB_MAX_TRAINING_JOBS", "0")) or usable_
 MAX_QUEUE = int(os.environ.get("LAB_MAX_QUEUE", "60"))  # distinct runs waiting for a slot: two classes' worth
 MAX_TRAINED = 10  # checkpoints of finished runs a session keeps (about 140 KB each at the default size)
 JOB_IDLE_TIMEOUT_S = 30.0  # a job whose page has stopped polling (tab closed) stops after this long
+LIVE_POLL_S = 0.5  # the Train page's live view redraws twice a second while a run trains
+# How long a thread may hold the GIL while another waits for it (Python's default: 5 ms). A training step releases
+# and takes back the GIL at every small torch op, so behind a page drawing its charts it would wait up to that long
+# each time; 0.5 ms lets training go on while pages are drawn.
+SWITCH_INTERVAL_S = float(os.environ.get("LAB_SWITCH_INTERVAL_S", "0.0005"))
 
 
 @st.cache_resource
@@ -63,6 +69,7 @@ def setup_torch() -> str:
     one-off costs of a first training step are paid here, on a thread of their own, not by the first student.
     """
     torch.set_num_threads(int(os.environ.get("LAB_TORCH_THREADS", "1")))
+    sys.setswitchinterval(SWITCH_INTERVAL_S)
     warm_up()
     return device_label(pick_device())
 

@@ -8,6 +8,7 @@ import streamlit as st
 
 from pages.common import (
     JOB_IDLE_TIMEOUT_S,
+    LIVE_POLL_S,
     forget_run,
     remember_run,
     save_finished_job,
@@ -25,7 +26,6 @@ from transformer.training import ServerBusy, TrainConfig, TrainingJob, smoothed_
 MODEL, TRAIN = ModelConfig(), TrainConfig()  # the defaults: the fast classroom model
 DEVICES, SCHEDULES = ["auto", "cpu", "cuda", "mps"], ["noam", "constant"]
 POSITIONALS = ["sinusoidal", "learned", "none"]
-POLL_S = 0.5  # the live view redraws twice a second while a run trains
 CHART_HEIGHT = 320  # both charts fit beside each other under the controls at 1280x800
 REASONS = {
     "solved": "it got every held-out sequence right",
@@ -193,7 +193,7 @@ def run_controls(job: TrainingJob, shared: bool) -> None:
     )
 
 
-@st.fragment(run_every=POLL_S if active else None)
+@st.fragment(run_every=LIVE_POLL_S if active else None)
 def live_view(job: TrainingJob, polling: bool) -> None:
     """Status, controls, curves and a few decoded examples; reruns the whole page once the run ends."""
     if st.session_state.get("job") is not job or (polling and job.done):
@@ -246,12 +246,6 @@ def live_view(job: TrainingJob, polling: bool) -> None:
         step = int(rows[-1]["step"])
         st.markdown(f"**Five held-out inputs**, decoded greedily by the model as of step {step}:")
         st.dataframe(shared_examples(id(job), step, job), hide_index=True)
-    with st.expander("Learning rate over the run"):
-        st.plotly_chart(lr_figure(job.train_config, job.step), key="train_lr_chart")
-        st.caption(
-            "The schedule, step by step over the whole step budget; the dashed line is where the run is. Adam's "
-            "steps are this rate times its own per-weight scaling."
-        )
 
 
 if (left := st.session_state.pop("train_left", None)) is not None:
@@ -263,6 +257,13 @@ if (left := st.session_state.pop("train_left", None)) is not None:
 
 if job is not None:
     live_view(job, polling=active)
+    if job.trainer is not None:  # drawn with the page, not at every poll: the schedule itself never changes
+        with st.expander("Learning rate over the run"):
+            st.plotly_chart(lr_figure(job.train_config, job.step), key="train_lr_chart")
+            st.caption(
+                "The schedule, step by step over the whole step budget; the dashed line is where the run was when "
+                "this page was drawn. Adam's steps are this rate times its own per-weight scaling."
+            )
     if job.error:
         st.error(f"Training stopped with an error: {job.error}. Change the settings below and start again.")
     elif job.done and job.result is not None and job.result.steps == 0:
