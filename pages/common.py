@@ -53,7 +53,8 @@ MAX_TRAINING_JOBS = int(os.environ.get("LAB_MAX_TRAINING_JOBS", "0")) or usable_
 MAX_QUEUE = int(os.environ.get("LAB_MAX_QUEUE", "60"))  # distinct runs waiting for a slot: two classes' worth
 MAX_TRAINED = 10  # checkpoints of finished runs a session keeps (about 140 KB each at the default size)
 JOB_IDLE_TIMEOUT_S = 30.0  # a job whose page has stopped polling (tab closed) stops after this long
-LIVE_POLL_S = 0.5  # the Train page's live view redraws twice a second while a run trains
+LIVE_POLL_S = 0.5  # the Train page's live view redraws twice a second while a run trains...
+LIVE_REDRAWS_PER_S = 8.0  # ...unless the whole server's live views would redraw more often than this together
 # How long a thread may hold the GIL while another waits for it (Python's default: 5 ms). A training step releases
 # and takes back the GIL at every small torch op, so behind a page drawing its charts it would wait up to that long
 # each time; 0.5 ms lets training go on while pages are drawn.
@@ -300,13 +301,19 @@ def save_finished_job() -> None:
     st.session_state["train_saved"] = saved
 
 
+def live_poll_s() -> float:
+    """Seconds between redraws of a live view: LIVE_POLL_S, or longer when so many pages watch runs that the
+    server would spend its cores drawing charts instead of training (a class of 30 watching one run)."""
+    return max(LIVE_POLL_S, training_slots().watching() / LIVE_REDRAWS_PER_S)
+
+
 def sidebar(page: str) -> None:
     """The shared sidebar: device, the running job's progress, and the model in hand. `page`: the page's url path."""
     with st.sidebar:
         st.caption(f"Device: {setup_torch()}")
         reattach_runs()
         save_finished_job()
-        if _running("job") is not None or _running("compare_job") is not None:
+        if _running("compare_job") is not None or (_running("job") is not None and page != "train"):
             _job_heartbeat(page)  # redraws the model in hand too: a run in hand moves on while the page stays
         else:
             _model_in_hand_label()

@@ -8,8 +8,8 @@ import streamlit as st
 
 from pages.common import (
     JOB_IDLE_TIMEOUT_S,
-    LIVE_POLL_S,
     forget_run,
+    live_poll_s,
     remember_run,
     save_finished_job,
     session_run_elsewhere,
@@ -142,10 +142,28 @@ def leave_run() -> None:
         current.stop(wait_s=5.0)
 
 
+STEPS_PER_FRAME = 10  # the live loss curve moves in whole frames of this many steps, drawn once for all watchers
+
+
+def run_id(job: TrainingJob) -> tuple[int, float]:
+    """A key for a started job's shared drawings: its identity and start time (an id alone may be reused)."""
+    return id(job), job.started_at
+
+
 @st.cache_resource(max_entries=64, show_spinner=False)
-def shared_examples(job_id: int, step: int, _job: TrainingJob):
+def shared_examples(job_id: tuple, step: int, _job: TrainingJob):
     """Five held-out inputs decoded by the run's snapshot at `step`, decoded once for every watcher of the run."""
     return live_examples(_job.model_snapshot(), _job.trainer.data)
+
+
+@st.cache_resource(max_entries=64, show_spinner=False)
+def shared_charts(job_id: tuple, n_rows: int, n_steps: int, _job: TrainingJob):
+    """The loss and accuracy figures of a run's first `n_rows` metric rows and `n_steps` steps, built once for every
+    watcher of the run (a class watching one run polls it many times a second). Read-only."""
+    rows, losses = _job.rows()[:n_rows], _job.step_losses()[:n_steps]
+    floor = smoothed_loss_floor(_job.train_config.label_smoothing, len(_job.trainer.vocab))
+    loss = loss_figure(rows, train_floor=floor, step_losses=losses, height=CHART_HEIGHT)
+    return loss, accuracy_figure(rows, height=CHART_HEIGHT)
 
 
 def run_controls(job: TrainingJob, shared: bool) -> None:
@@ -193,11 +211,17 @@ def run_controls(job: TrainingJob, shared: bool) -> None:
     )
 
 
-@st.fragment(run_every=LIVE_POLL_S if active else None)
+poll_s = live_poll_s()
+
+
+@st.fragment(run_every=poll_s if active else None)
 def live_view(job: TrainingJob, polling: bool) -> None:
-    """Status, controls, curves and a few decoded examples; reruns the whole page once the run ends."""
+    """Status, controls, curves and a few decoded examples; reruns the whole page once the run ends, or when the
+    server's load asks for another redraw rate."""
     if st.session_state.get("job") is not job or (polling and job.done):
         st.rerun()  # the student left the run, or it ended: redraw the whole page
+    if polling and not 0.5 < live_poll_s() / poll_s < 2:
+        st.rerun()  # many more (or fewer) pages watch runs now: poll at the rate that fits
     job.touch(watcher_id())
     st.caption(run_summary(job.model_config, job.data_config, job.train_config))
     classmates = len(job.watchers()) - 1
@@ -232,10 +256,10 @@ def live_view(job: TrainingJob, polling: bool) -> None:
     loss_col, acc_col = st.columns(2)
     smoothing, vocab_size = job.train_config.label_smoothing, len(job.trainer.vocab)
     floor = smoothed_loss_floor(smoothing, vocab_size)
-    loss_col.plotly_chart(
-        loss_figure(rows, train_floor=floor, step_losses=losses, height=CHART_HEIGHT), key="train_loss_chart"
-    )
-    acc_col.plotly_chart(accuracy_figure(rows, height=CHART_HEIGHT), key="train_accuracy_chart")
+    steps = len(losses) if job.done else len(losses) - len(losses) % STEPS_PER_FRAME  # all of them at the end
+    loss_chart, accuracy_chart = shared_charts(run_id(job), len(rows), steps, job)
+    loss_col.plotly_chart(loss_chart, key="train_loss_chart")
+    acc_col.plotly_chart(accuracy_chart, key="train_accuracy_chart")
     if floor:
         loss_col.caption(
             f"With label smoothing {smoothing:g}, training aims at a target that is not all on the right "
@@ -245,7 +269,7 @@ def live_view(job: TrainingJob, polling: bool) -> None:
     if rows:
         step = int(rows[-1]["step"])
         st.markdown(f"**Five held-out inputs**, decoded greedily by the model as of step {step}:")
-        st.dataframe(shared_examples(id(job), step, job), hide_index=True)
+        st.dataframe(shared_examples(run_id(job), step, job), hide_index=True)
 
 
 if (left := st.session_state.pop("train_left", None)) is not None:

@@ -158,6 +158,11 @@ class RunRegistry:
             typical = statistics.median(self._durations) if self._durations else DEFAULT_RUN_S
             return Place(position, math.ceil(position / self.slots) * typical)
 
+    def watching(self) -> int:
+        """Watchers of runs that have not ended, over the whole server: how many pages are polling a run."""
+        with self._lock:
+            return sum(len(job.watchers()) for job in self._active())
+
     def counts(self) -> dict[str, int]:
         """Runs training (slots taken), queued, and kept finished."""
         with self._lock:
