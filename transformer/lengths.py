@@ -13,11 +13,11 @@ import torch
 import torch.nn.functional as F
 
 from .decoding import greedy_decode
+from .limits import MAX_PER_LENGTH
 from .model import Transformer
 from .tasks import MAX_SEQ_LEN, DataConfig, TaskData
 from .vocab import N_SPECIAL, Vocab
 
-MAX_PER_LENGTH = 1000  # inputs scored per length, at most
 EXTRA_TOKENS = 4  # decoding may run this far past the expected output, so an output too long shows
 SCORE_COLUMNS = ("length", "trained", "n", "exact_match", "symbols_right", "output_len", "target_len")
 

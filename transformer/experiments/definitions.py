@@ -10,7 +10,6 @@ from ..model import ModelConfig
 from ..tasks import DataConfig
 from ..training import TrainConfig
 
-MAX_VARIANTS = 4
 SwitchValue = str | bool | int | float
 
 # ------------------------------------------------------------------------------------------------- switches

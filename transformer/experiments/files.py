@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from ..alignment import head_labels
+from ..limits import MAX_JSON_BYTES, MAX_TOKEN_CHARS
 from ..model import ModelConfig
 from ..tasks import DataConfig
 from ..training import METRIC_COLUMNS, TrainConfig
@@ -20,7 +21,6 @@ from .runs import ExperimentRun, VariantRun
 
 RESULTS_DIR = Path(__file__).resolve().parent.parent.parent / "checkpoints" / "experiments"
 FORMAT, FORMAT_VERSION = "transformer-lab-experiment", 1
-MAX_JSON_BYTES = 5 * 2**20  # the upload limit of the app
 
 
 def _number(x: Any, digits: int) -> float | None:
@@ -178,7 +178,7 @@ def experiment_from_json(text: str | bytes) -> ExperimentRun:
     experiment = _experiment(d["experiment"])
     probe = _Reader("the probe").dict(d["probe"], {"src", "tgt"})
     src, tgt = (reader.list(probe[k], most=experiment.data.max_len + 1) for k in ("src", "tgt"))
-    if not src or not tgt or not all(isinstance(t, str) and len(t) <= 10 for t in src + tgt):
+    if not src or not tgt or not all(isinstance(t, str) and len(t) <= MAX_TOKEN_CHARS for t in src + tgt):
         reader.fail("has a probe that is not a short list of tokens")
     variants = reader.list(d["variants"], most=len(experiment.values))
     if not variants:
