@@ -10,6 +10,7 @@ from __future__ import annotations
 import io
 import os
 import pickle
+import stat
 import tempfile
 import zipfile
 from collections.abc import Iterable, Mapping
@@ -155,6 +156,8 @@ def _read(source: Source) -> bytes:
         _check_length(memoryview(source).nbytes)
         return bytes(source)
     if isinstance(source, (str, os.PathLike)):
+        if not stat.S_ISREG(os.stat(source).st_mode):  # a folder, a device or a pipe that could block or never end
+            raise CheckpointError(f"{os.fspath(source)!r:.80} is not an ordinary file; {_CHOOSE}")
         with open(source, "rb") as f:
             _check_length(os.fstat(f.fileno()).st_size)
             return _read_limited(f)

@@ -45,10 +45,15 @@ RUN_LIMITS = {
     "time_budget_s": (1, 300),
 }
 MAX_VARIANTS = 4  # variants of one Compare experiment
+# The command line, on the user's own machine, may train longer and bigger than a page.
+MAX_STEPS = 1_000_000
+MAX_TIME_BUDGET_S = 24 * 3600
+MAX_TRAIN_BYTES = 4 * 2**30  # activations one training step keeps for the backward pass
+MAX_THREADS = 256
 
 # ---- probing
 MAX_PER_LENGTH = 1000  # inputs scored per length by a length test
-MAX_FRESH = 100_000  # fresh sequences `evaluate --n` scores
+MAX_FRESH = MAX_VALID  # fresh sequences `evaluate --n` scores, in one forward pass
 MAX_BEAM = 32  # beam width
 # Multiply-adds one probing request may cost: about 2 s of one shared core (measured by `python -m transformer.bench`).
 MAX_PROBE_COST = 20_000_000_000
@@ -57,6 +62,7 @@ MAX_PROBE_COST = 20_000_000_000
 class _Sizes(Protocol):
     d_model: int
     d_ff: int
+    n_heads: int
     n_layers: int
     vocab_size: int
 
@@ -88,3 +94,12 @@ def check_probe_cost(config: _Sizes, n_sequences: int, length: int, passes: int 
             f"this request would cost about {cost / 1e9:,.0f} billion multiply-adds, {factor}x the "
             f"{MAX_PROBE_COST / 1e9:,.0f} billion one request may do on this shared server: ask for less"
         )
+
+
+def train_activation_bytes(config: _Sizes, batch_size: int, length: int) -> int:
+    """About how many bytes of float32 activations one training step on sources of `length` tokens keeps for the
+    backward pass: per token and layer the projections, the FFN's inner layer and the attention weights."""
+    d, ff, H, S, T = config.d_model, config.d_ff, config.n_heads, length, length + 1
+    encoder = S * (12 * d + 2 * ff + H * S)
+    decoder = T * (20 * d + 2 * ff + H * (T + S))
+    return 4 * batch_size * (config.n_layers * (encoder + decoder) + 3 * T * config.vocab_size)
