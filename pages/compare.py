@@ -20,6 +20,7 @@ from transformer.experiments import (
 )
 from transformer.figures.attention import attention_heatmaps
 from transformer.figures.compare import alignment_figure, comparison_figure, loss_marker_figure, variant_colour
+from transformer.literal import markdown_literal
 from transformer.tasks import TASKS
 from transformer.training import ServerBusy
 from transformer.url_state import (
@@ -102,7 +103,7 @@ if "compare_state" not in st.session_state:  # a new visit: the settings come fr
     url_state, notices = from_query_params(st.query_params.to_dict())
     show_settings(url_state)
     for notice in notices:
-        st.warning(f"{notice} Check the link you opened.")
+        st.warning(f"{markdown_literal(notice)} Check the link you opened.")
 # Widgets start from the remembered settings (with keys, so tests and callbacks can reach them): a widget hidden
 # by another page or by a ready-made experiment comes back as it was.
 state: CompareState = st.session_state["compare_state"]
@@ -202,7 +203,7 @@ if st.query_params.to_dict() != (params := to_query_params(state)):
 try:
     experiment = experiment_for(state)
 except ValueError as err:
-    st.warning(f"Can't build this experiment: {err}.")
+    st.warning(f"Can't build this experiment: {markdown_literal(err)}.")
     st.stop()
 st.info(f"**What to expect.** {experiment.expectation}")
 st.caption(f"{experiment.summary()} Copy the address bar to share this experiment.")
@@ -395,4 +396,4 @@ st.file_uploader(
     help="A file from the JSON download above: its runs are shown again, no training needed.",
 )
 if (upload_error := st.session_state.get("compare_upload_error")) is not None:
-    st.error(upload_error)
+    st.error(markdown_literal(upload_error))

@@ -9,6 +9,7 @@ import torch
 from pages.common import following_run, require_model
 from transformer.decoding import beam_search, decode_all_steps, sampling_probs, teacher_forced
 from transformer.figures.decoding import beam_tree, probs_bar, step_attention_heatmap, teacher_forcing_table
+from transformer.literal import code_span, markdown_literal
 from transformer.tasks import DataConfig, TaskData, get_task
 
 STRATEGIES = {
@@ -127,7 +128,7 @@ elif strategy == "beam":
 try:
     ids = vocab.encode(text, max_len=limit)
 except ValueError as err:
-    st.error(f"{err}. For example: `{example_text(examples[0], vocab.symbols)}`.")
+    st.error(f"{markdown_literal(err)}. For example: {code_span(example_text(examples[0], vocab.symbols))}.")
     st.stop()
 if not task.min_len <= len(ids) <= task.max_len:
     st.warning(
@@ -173,7 +174,7 @@ elif trace is None or trace["model"] is not model or trace["key"] != key:
             output = [s.token for s in steps]
         forced = teacher_forced(model, src, [bos, *expected])
     except ValueError as err:
-        st.error(f"Could not decode this input: {err}")
+        st.error(f"Could not decode this input: {markdown_literal(err)}")
         st.stop()
     same_input = trace is not None and trace["key"] == key  # only the model changed: a training run moved on
     st.session_state["decode_step"] = min(st.session_state["decode_step"], len(steps) - 1) if same_input else 0
@@ -232,14 +233,14 @@ end_col.button(
     width="stretch",
 )
 
-chips = " ".join(f"`{t}`" for t in vocab.tokens(step.prefix))
+chips = " ".join(map(code_span, vocab.tokens(step.prefix)))
 chance = f"model p = {float(step.probs[step.token]):.2f}"
 if strategy == "sample":
     shown = sampling_probs(step.probs.log(), temperature, top_k)  # what the draw used
     chance += f", sampled with p = {float(shown[step.token]):.2f}"
 st.markdown(
     f"**Step {i + 1} of {len(steps)}** · decoder input so far: {chips} → chooses "
-    f"**`{vocab.tokens([step.token])[0]}`** ({chance})"
+    f"**{code_span(vocab.tokens([step.token])[0])}** ({chance})"
 )
 if strategy == "beam":
     st.caption("Beam search: the prefix, probabilities and attention follow this step's best hypothesis.")
@@ -292,9 +293,9 @@ if i == last:
     output, expected = trace["output"], trace["expected"]
     answer, right_answer = vocab.decode(output), vocab.decode(expected)
     with st.container(key="decode_output"):
-        st.success(f"Output: {answer or '(empty)'}")
+        st.success(f"Output: {code_span(answer) if answer else '(empty)'}")
         verdict = ":green[:material/check_circle: right]" if answer == right_answer else ":red[:material/cancel: wrong]"
-        st.markdown(f"Expected ({task.task}): `{right_answer}` {verdict}")
+        st.markdown(f"Expected ({task.task}): {code_span(right_answer)} {verdict}")
     if strategy == "beam":
         st.caption(
             "Beam search returns the finished hypothesis with the highest summed log-probability (in red "

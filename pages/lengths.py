@@ -5,6 +5,7 @@ import streamlit as st
 from pages.common import decode_on_decoding_page, require_model, shipped_checkpoint, shipped_name
 from transformer.figures.lengths import length_accuracy_figure, output_length_figure
 from transformer.lengths import LengthReport, score_lengths, summary
+from transformer.literal import markdown_literal
 from transformer.tasks import MAX_SEQ_LEN
 
 INPUTS_PER_LENGTH = (25, 50, 100)  # 100 inputs at each of 63 lengths decode in about 3 s
@@ -59,7 +60,7 @@ if result is None or result["model"] is not model or result["key"] != key:
             name = shipped_name(checkpoint)
             report = shipped_report(name, *key) if name else score_lengths(model, vocab, task, range(low, high + 1), n)
     except ValueError as err:
-        st.error(f"Could not test this model: {err}")
+        st.error(f"Could not test this model: {markdown_literal(err)}")
         st.stop()
     result = dict(model=model, key=key, report=report)
     st.session_state["lengths_result"] = result
