@@ -7,6 +7,7 @@ This module imports nothing from the package, so every other module can import i
 from __future__ import annotations
 
 import math
+from collections.abc import Collection, Mapping
 from typing import Protocol
 
 # ---- files
@@ -57,6 +58,15 @@ MAX_FRESH = MAX_VALID  # fresh sequences `evaluate --n` scores, in one forward p
 MAX_BEAM = 32  # beam width
 # Multiply-adds one probing request may cost: about 2 s of one shared core (measured by `python -m transformer.bench`).
 MAX_PROBE_COST = 20_000_000_000
+
+
+def check_limits(values: Mapping, skip: Collection[str] = ()) -> None:
+    """ValueError unless every setting of RUN_LIMITS present in `values` (and not in `skip`) is a number within
+    its bounds."""
+    for name, (low, high) in RUN_LIMITS.items():
+        value = values.get(name)
+        if name in values and name not in skip and not (type(value) in (int, float) and low <= value <= high):
+            raise ValueError(f"{name} must be between {low} and {high}, got {str(value)[:20]}")
 
 
 class _Sizes(Protocol):

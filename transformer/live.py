@@ -11,7 +11,7 @@ import torch
 
 from .checkpoint import Checkpoint, load_checkpoint
 from .decoding import greedy_decode
-from .limits import RUN_LIMITS
+from .limits import check_limits
 from .model import ModelConfig, Transformer
 from .tasks import DataConfig, TaskData
 from .training import METRIC_COLUMNS, MetricRow, TrainConfig
@@ -19,13 +19,6 @@ from .vocab import N_SPECIAL
 
 # Model size (token-steps x weights per layer pair) at which one metric row every 25 steps comes about once a second.
 _REFERENCE_COST = 128 * 10 * (32 * 32 + 32 * 128)
-
-
-def check_limits(values: Mapping) -> None:
-    """ValueError unless every bounded setting present in `values` is a number within RUN_LIMITS."""
-    for name, (low, high) in RUN_LIMITS.items():
-        if name in values and not (isinstance(values[name], (int, float)) and low <= values[name] <= high):
-            raise ValueError(f"{name} must be between {low} and {high}, got {str(values[name])[:20]}")
 
 
 def build_configs(data: Mapping, model: Mapping, train: Mapping) -> tuple[ModelConfig, DataConfig, TrainConfig]:

@@ -11,7 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from ..alignment import head_labels
-from ..limits import MAX_JSON_BYTES, MAX_TOKEN_CHARS
+from ..checkpoint import check_model_size
+from ..limits import MAX_JSON_BYTES, MAX_TOKEN_CHARS, check_limits
 from ..model import ModelConfig
 from ..tasks import DataConfig
 from ..training import METRIC_COLUMNS, TrainConfig
@@ -106,7 +107,7 @@ def _config(cls: type, value: Any, where: str) -> Any:
 def _experiment(value: Any) -> Experiment:
     reader = _Reader("the experiment")
     d = reader.dict(value, {"key", "switch", "values", "model", "data", "train"})
-    if d["key"] not in [*READY, CUSTOM] or d["switch"] not in SWITCHES:
+    if not isinstance(d["switch"], str) or d["key"] not in [*READY, CUSTOM] or d["switch"] not in SWITCHES:
         reader.fail("names an unknown experiment or switch")
     switch = SWITCHES[d["switch"]]
     values = reader.list(d["values"], most=MAX_VARIANTS)
@@ -114,6 +115,11 @@ def _experiment(value: Any) -> Experiment:
         reader.fail(f"needs 2-{MAX_VARIANTS} values among {', '.join(map(switch.token, switch.choices))}")
     model, data = _config(ModelConfig, d["model"], "the model"), _config(DataConfig, d["data"], "the data")
     train = _config(TrainConfig, d["train"], "the training settings")
+    try:  # a rerun trains these settings: the bounds of a run on this server, checked before anything is built
+        check_limits({**d["model"], **d["train"]}, skip={"time_budget_s"})  # Compare's own runs stop by steps
+        check_model_size(model)
+    except ValueError as err:
+        reader.fail(f"asks for more than a run on this server may: {err}")
     if model.vocab_size != data.n_symbols + N_SPECIAL:
         reader.fail("has a model vocabulary that does not fit its task")
     ready = READY.get(d["key"])
