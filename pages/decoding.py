@@ -9,6 +9,7 @@ import torch
 from pages.common import following_run, require_model
 from transformer.decoding import beam_search, decode_all_steps, sampling_probs, teacher_forced
 from transformer.figures.decoding import beam_tree, probs_bar, step_attention_heatmap, teacher_forcing_table
+from transformer.limits import check_probe_cost
 from transformer.literal import code_span, markdown_literal
 from transformer.tasks import DataConfig, TaskData, get_task
 
@@ -166,7 +167,8 @@ elif trace is None or trace["model"] is not model or trace["key"] != key:
     expected = [vocab.symbol_id(s) for s in get_task(task.task).fn(symbols, task.n_symbols)]
     src = torch.tensor([ids], device=next(model.parameters()).device)  # (1, S)
     bos, eos, max_len = vocab.bos_id, vocab.eos_id, len(expected) + 1 + EXTRA_STEPS
-    try:
+    try:  # three passes: the steps, the beam's own search or the greedy output, and the teacher-forced one
+        check_probe_cost(model.config, beam_width if strategy == "beam" else 1, max_len, passes=3)
         steps = decode_all_steps(model, src, bos, eos, max_len, strategy, temperature, top_k, beam_width, seed)
         if strategy == "beam":
             output, _ = beam_search(model, src, bos, eos, max_len, beam_width)

@@ -4,7 +4,7 @@ import streamlit as st
 
 from pages.common import decode_on_decoding_page, require_model, shipped_checkpoint, shipped_name
 from transformer.figures.lengths import length_accuracy_figure, output_length_figure
-from transformer.lengths import LengthReport, score_lengths, summary
+from transformer.lengths import LengthReport, inputs_within_budget, score_lengths, summary
 from transformer.literal import markdown_literal
 from transformer.tasks import MAX_SEQ_LEN
 
@@ -50,6 +50,14 @@ n = n_col.select_slider(
     key="lengths_n",
     help="At most: the held-out set has fewer of the shortest lengths.",
 )
+
+affordable = inputs_within_budget(model.config, range(low, high + 1), n)
+if affordable == 0:
+    st.error("This model is too large to test so many lengths at once on a shared server: choose fewer lengths.")
+    st.stop()
+if affordable < n:
+    st.caption(f"This model is large: {affordable} inputs per length, so that one test stays within a few seconds.")
+    n = affordable
 
 # Scored once per (model, settings): changing page and coming back shows the same test.
 key = (low, high, n)
