@@ -56,8 +56,9 @@ MAX_THREADS = 256
 MAX_PER_LENGTH = 1000  # inputs scored per length by a length test
 MAX_FRESH = MAX_VALID  # fresh sequences `evaluate --n` scores, in one forward pass
 MAX_BEAM = 32  # beam width
-# Multiply-adds one probing request may cost: about 2 s of one shared core (measured by `python -m transformer.bench`).
-MAX_PROBE_COST = 20_000_000_000
+# Multiply-adds one probing request may cost: about 3 s of CPU on one core of a loaded 2-core machine
+# (`python tests/probe_bench.py`, see docs/security.md).
+MAX_PROBE_COST = 10_000_000_000
 
 
 def check_limits(values: Mapping, skip: Collection[str] = ()) -> None:
