@@ -4,6 +4,9 @@ import pytest
 import torch
 from torch.utils.flop_counter import FlopCounterMode
 
+import transformer.limits as limits
+import transformer.tasks as tasks
+import transformer.training as training
 from transformer.lengths import inputs_within_budget
 from transformer.limits import MAX_PROBE_COST, check_probe_cost, forward_cost
 from transformer.model import ModelConfig, Transformer
@@ -35,3 +38,17 @@ def test_a_large_model_tests_fewer_inputs_per_length_and_none_past_the_budget():
     with pytest.raises(ValueError, match="billion multiply-adds"):
         check_probe_cost(large, 1000, 255)
     check_probe_cost(small, 8, 64, passes=3)  # the Decoding page's widest beam on a classroom model
+
+
+@pytest.mark.parametrize(
+    "module, name", [(tasks, "MAX_SEQ_LEN"), (tasks, "MAX_VALID"), (tasks, "MAX_SEED"), (training, "MAX_BATCH")]
+)
+def test_bounds_that_tasks_and_training_define_equal_the_limits_modules(module, name):
+    assert getattr(module, name) == getattr(limits, name)
+
+
+@pytest.mark.parametrize("name", limits.TRAIN_FORM_LIMITS)
+def test_the_train_forms_bounds_lie_within_a_runs(name):
+    low, high = limits.TRAIN_FORM_LIMITS[name]
+    run_low, run_high = limits.RUN_LIMITS.get(name, (low, high))
+    assert run_low <= low <= high <= run_high

@@ -45,6 +45,25 @@ RUN_LIMITS = {
     "steps": (1, 10_000),
     "time_budget_s": (1, 300),
 }
+# The Train page's form: a classroom run, within RUN_LIMITS (its number inputs read their bounds from here).
+TRAIN_FORM_LIMITS = {
+    "min_len": (1, 24),
+    "max_len": (1, 24),
+    "n_symbols": (2, 30),
+    "d_model": (8, 128),
+    "n_heads": (1, 8),
+    "n_layers": (1, 3),
+    "d_ff": (16, 512),
+    "dropout": (0.0, 0.5),
+    "lr": (1e-4, 0.05),
+    "warmup": (0, 1000),
+    "batch_size": (8, 256),
+    "label_smoothing": (0.0, 0.5),
+    "ema_decay": (0.0, 0.999),
+    "steps": (10, 5000),
+    "time_budget_s": (5, 120),
+    "seed": (0, 10_000),
+}
 MAX_VARIANTS = 4  # variants of one Compare experiment
 # The command line, on the user's own machine, may train longer and bigger than a page.
 MAX_STEPS = 1_000_000
