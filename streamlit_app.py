@@ -5,7 +5,7 @@ Run: streamlit run streamlit_app.py
 
 import streamlit as st
 
-from pages.common import setup_torch, shipped_checkpoint_buttons, sidebar
+from pages.common import model_from_link, setup_torch, shipped_checkpoint_buttons, sidebar
 
 st.set_page_config(page_title="Transformer Lab", page_icon="🔬", layout="wide")
 
@@ -94,5 +94,6 @@ pages = [st.Page(home, title="Home", icon=":material/home:", default=True)] + [
     st.Page(path, title=title, icon=icon) for path, title, icon, _ in PAGES
 ]
 page = st.navigation(pages)
+model_from_link()
 sidebar(page.url_path)
 page.run()

@@ -3,7 +3,7 @@ attention block's weights, and the positional encoding (sections 3.1, 3.2.2, 3.4
 
 import streamlit as st
 
-from pages.common import require_model
+from pages.common import require_model, share_link
 from transformer.figures.attention import (
     architecture_diagram,
     embedding_heatmap,
@@ -33,6 +33,7 @@ st.markdown(
     "bottom and the generator on top. Shapes below come from a real forward pass of one example."
 )
 checkpoint = require_model()
+share_link()
 model, vocab, config = checkpoint.model, checkpoint.vocab, checkpoint.config
 
 _, diagram, _ = st.columns([1, 3, 1])  # the figure is two narrow stacks: centred, not stretched

@@ -3,7 +3,14 @@
 import pandas as pd
 import streamlit as st
 
-from pages.common import CHECKPOINT_DIR, MAX_TRAINED, put_in_hand, shipped_checkpoint, shipped_checkpoints
+from pages.common import (
+    CHECKPOINT_DIR,
+    MAX_TRAINED,
+    put_in_hand,
+    share_link,
+    shipped_checkpoint,
+    shipped_checkpoints,
+)
 from transformer.checkpoint import MAX_CHECKPOINT_BYTES, Checkpoint, CheckpointError, load_checkpoint
 from transformer.literal import code_span, markdown_literal
 from transformer.live import checkpoint_summary, read_upload
@@ -14,6 +21,7 @@ st.markdown(
     "hyperparameters of the paper's Table 3), its vocabulary, the task it learned and its training curves. "
     "**Load** one to make it the model in hand on every page, download it, or upload one a classmate trained."
 )
+share_link()
 
 
 def load_entry(name: str, source: str, ckpt, data: bytes) -> None:

@@ -5,7 +5,15 @@ from dataclasses import replace
 
 import streamlit as st
 
-from pages.common import BUSY_MESSAGE, JOB_IDLE_TIMEOUT_S, remember_run, session_run_elsewhere, training_slots
+from pages.common import (
+    BUSY_MESSAGE,
+    JOB_IDLE_TIMEOUT_S,
+    remember_run,
+    session_run_elsewhere,
+    share_link,
+    show_link_notices,
+    training_slots,
+)
 from transformer.experiments import (
     CUSTOM,
     READY,
@@ -102,8 +110,7 @@ st.markdown(
 if "compare_state" not in st.session_state:  # a new visit: the settings come from the link
     url_state, notices = from_query_params(st.query_params.to_dict())
     show_settings(url_state)
-    for notice in notices:
-        st.warning(f"{markdown_literal(notice)} Check the link you opened.")
+    show_link_notices(notices)
 # Widgets start from the remembered settings (with keys, so tests and callbacks can reach them): a widget hidden
 # by another page or by a ready-made experiment comes back as it was.
 state: CompareState = st.session_state["compare_state"]
@@ -197,8 +204,7 @@ if choice == CUSTOM:
 else:
     state = replace(state, experiment=choice)
 st.session_state["compare_state"] = state
-if st.query_params.to_dict() != (params := to_query_params(state)):
-    st.query_params.from_dict(params)  # the address bar now opens this experiment
+share_link(to_query_params(state))  # the address bar now opens this experiment
 
 try:
     experiment = experiment_for(state)

@@ -6,12 +6,13 @@ import random
 import streamlit as st
 import torch
 
-from pages.common import following_run, require_model
+from pages.common import following_run, link_values, require_model, share_link
 from transformer.decoding import beam_search, decode_all_steps, sampling_probs, teacher_forced
 from transformer.figures.decoding import beam_tree, probs_bar, step_attention_heatmap, teacher_forcing_table
 from transformer.limits import check_probe_cost
 from transformer.literal import code_span, markdown_literal
 from transformer.tasks import DataConfig, TaskData, get_task
+from transformer.url_state import BEAM_WIDTHS, SEEDS, TEMPERATURES, decoding_parsers, write_params
 
 STRATEGIES = {
     "greedy": ("Greedy", "take the most likely token"),
@@ -21,6 +22,14 @@ STRATEGIES = {
 ATTENTION_KINDS = {"cross": "over the source (cross)", "self": "over its own input (self)"}
 TOP_BARS = 10  # bars in the next-token chart
 EXTRA_STEPS = 4  # decoding may run this many tokens past the expected output, so a missed EOS shows
+LINKED_WIDGETS = {  # link parameter -> widget key
+    "input": "decode_input",
+    "strategy": "decode_strategy",
+    "temperature": "decode_temperature",
+    "top_k": "decode_top_k",
+    "seed": "decode_seed",
+    "beam": "decode_beam_width",
+}
 
 
 @st.cache_resource(show_spinner=False, max_entries=16)
@@ -62,6 +71,10 @@ if st.session_state.get("decode_task") != task or "decode_input" not in st.sessi
     set_input(example_text(examples[0], vocab.symbols))
 
 limit = model.config.longest_sequence
+link = link_values("decode", decoding_parsers(vocab, limit))
+st.session_state.update({LINKED_WIDGETS[name]: value for name, value in link.items() if name in LINKED_WIDGETS})
+if link.keys() & {"input", "step"}:
+    st.session_state["decode_link_step"] = link.get("step")  # None: the last step, the whole output
 text_col, random_col = st.columns([3, 1], vertical_alignment="bottom")
 text = text_col.text_input(
     f"Source sequence ({task.task}: {get_task(task.task).description} {vocab.input_hint(limit).capitalize()})",
@@ -88,8 +101,7 @@ if strategy == "sample":
     t_col, k_col, seed_col = st.columns(3)
     temperature = t_col.slider(
         "Temperature",
-        0.1,
-        3.0,
+        *TEMPERATURES,
         1.0,
         0.1,
         key="decode_temperature",
@@ -108,8 +120,7 @@ if strategy == "sample":
     )
     seed = seed_col.number_input(
         "Seed",
-        0,
-        2**31 - 1,
+        *SEEDS,
         0,
         key="decode_seed",
         help="The same seed draws the same sequence; change it to draw another.",
@@ -117,8 +128,7 @@ if strategy == "sample":
 elif strategy == "beam":
     beam_width = st.slider(
         "Beam width",
-        1,
-        8,
+        *BEAM_WIDTHS,
         3,
         key="decode_beam_width",
         help="Hypotheses kept at each step, ranked by summed log-probability, which favours "
@@ -191,8 +201,17 @@ elif trace is None or trace["model"] is not model or trace["key"] != key:
         model_step=model_step,
     )
     st.session_state["decode_trace"] = trace
+if "decode_link_step" in st.session_state:  # the link's step (1-based), once the steps are known
+    wanted = st.session_state.pop("decode_link_step")
+    go_to(len(trace["steps"]) - 1 if wanted is None else wanted - 1)
 steps, i = trace["steps"], st.session_state["decode_step"]
 step, last = steps[i], len(steps) - 1
+linked = {"input": vocab.decode(ids)}
+if strategy == "sample":
+    linked |= {"strategy": strategy, "temperature": temperature, "top_k": top_k or 0, "seed": seed}
+elif strategy == "beam":
+    linked |= {"strategy": strategy, "beam": beam_width}
+share_link(write_params(linked if i == last else {**linked, "step": i + 1}))
 
 reset_col, back_col, next_col, end_col = st.columns(4)
 reset_col.button(

@@ -2,11 +2,19 @@
 
 import streamlit as st
 
-from pages.common import decode_on_decoding_page, require_model, shipped_checkpoint, shipped_name
+from pages.common import (
+    decode_on_decoding_page,
+    link_values,
+    require_model,
+    share_link,
+    shipped_checkpoint,
+    shipped_name,
+)
 from transformer.figures.lengths import length_accuracy_figure, output_length_figure
 from transformer.lengths import LengthReport, inputs_within_budget, score_lengths, summary
 from transformer.literal import markdown_literal
 from transformer.tasks import MAX_SEQ_LEN
+from transformer.url_state import lengths_parsers, write_params
 
 INPUTS_PER_LENGTH = (25, 50, 100)  # 100 inputs at each of 63 lengths decode in about 3 s
 
@@ -29,6 +37,8 @@ st.markdown(
 checkpoint = require_model()
 model, vocab, task = checkpoint.model, checkpoint.vocab, checkpoint.task
 longest = min(model.config.longest_sequence, MAX_SEQ_LEN)
+if "lengths" in (link := link_values("lengths", lengths_parsers(longest))):
+    st.session_state["lengths_range"] = link["lengths"]
 
 range_col, n_col = st.columns([3, 1])
 if longest > 1:
@@ -58,6 +68,7 @@ if affordable == 0:
 if affordable < n:
     st.caption(f"This model is large: {affordable} inputs per length, so that one test stays within a few seconds.")
     n = affordable
+share_link(write_params({"lengths": (low, high)}))
 
 # Scored once per (model, settings): changing page and coming back shows the same test.
 key = (low, high, n)

@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 import streamlit as st
 
-from pages.common import require_model
+from pages.common import link_values, require_model, share_link
 from transformer.figures.attention import attention_heatmaps, mask_heatmap
 from transformer.inspection import (
     ATTENTION_KINDS,
@@ -19,6 +19,9 @@ from transformer.inspection import (
     random_pair,
 )
 from transformer.literal import markdown_literal
+from transformer.url_state import masking_parsers, write_params
+
+LINKED_WIDGETS = {"source": "mask_src", "target": "mask_tgt", "pad": "mask_pad_to"}  # link parameter -> widget key
 
 st.title("Masking lab")
 st.markdown(
@@ -39,6 +42,8 @@ longest = config.longest_sequence
 if "mask_src" not in st.session_state:
     src_ids, tgt_ids = random_pair(checkpoint.task, vocab, 5, seed=0)
     st.session_state["mask_src"], st.session_state["mask_tgt"] = vocab.decode(src_ids), vocab.decode(tgt_ids)
+link = link_values("mask", masking_parsers(vocab, longest))
+st.session_state.update({LINKED_WIDGETS[name]: value for name, value in link.items()})
 
 
 def draw_random_pair() -> None:
@@ -77,6 +82,7 @@ for name, text in (("Source", src_text), ("Target", tgt_text)):
 src_ids, tgt_ids = parsed.get("Source"), parsed.get("Target")
 if src_ids is None or tgt_ids is None:
     st.stop()
+share_link(write_params({"source": vocab.decode(src_ids), "target": vocab.decode(tgt_ids), "pad": pad_to}))
 width = max(pad_to, len(src_ids), len(tgt_ids))
 if width > pad_to:
     st.warning(f"A sequence is longer than **pad to** ({pad_to}): both are padded to {width} instead.")

@@ -7,7 +7,20 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from transformer.experiments import CUSTOM, READY
-from transformer.url_state import CompareState, custom_experiment, from_query_params, state_for, to_query_params
+from transformer.url_state import (
+    CompareState,
+    custom_experiment,
+    decoding_parsers,
+    from_query_params,
+    lengths_parsers,
+    masking_parsers,
+    model_parsers,
+    read_params,
+    state_for,
+    to_query_params,
+    write_params,
+)
+from transformer.vocab import Vocab
 
 STATES = [
     CompareState(),
@@ -88,3 +101,95 @@ def test_a_loaded_custom_experiment_selects_matching_page_settings():
     experiment = custom_experiment(STATES[2])
     assert state_for(experiment) == STATES[2]
     assert state_for(READY["heads"]) == CompareState(experiment="heads")
+
+
+# --------------------------------------------------------------------------------------- the other pages' links
+
+DIGITS = Vocab.digits(10)
+WORDS = Vocab(["cat", "dog", "emu"])  # symbols of more than one character: spaces are required
+LINK_PARSERS = {
+    "model": model_parsers(["copy", "reverse", "sort"])["model"],
+    **decoding_parsers(DIGITS, 12),
+    **masking_parsers(DIGITS, 12),
+    **lengths_parsers(20),
+}
+HOSTILE = {
+    "model": "../../etc",
+    "input": "<img src=x>",
+    "strategy": "**bold**",
+    "step": "0",
+    "temperature": "nan",
+    "top_k": "-1",
+    "seed": "1e3",
+    "beam": "9",
+    "source": "1 2 3 4 5 6 7 8 9 0 1 2 3",  # one symbol too many
+    "target": "[x](javascript:alert(1))",
+    "pad": "13",
+    "lengths": "12-3",
+}
+
+
+def test_a_pages_settings_survive_the_round_trip_through_the_url():
+    values = {
+        "model": "reverse",
+        "input": "3 1 4",
+        "strategy": "sample",
+        "step": 2,
+        "temperature": 0.30000000000000004,
+        "top_k": 5,
+        "seed": 2**31 - 1,
+        "source": "1 2",
+        "pad": 12,
+        "lengths": (3, 12),
+    }
+    params = write_params(values)
+    assert params["input"] == "3 1 4" and params["lengths"] == "3-12"
+    assert read_params(params, LINK_PARSERS) == (values, [])
+
+
+def test_sequences_are_read_through_the_models_vocabulary():
+    assert read_params({"input": " 314 "}, decoding_parsers(DIGITS, 12)) == ({"input": "3 1 4"}, [])
+    assert read_params({"source": "cat  emu"}, masking_parsers(WORDS, 4)) == ({"source": "cat emu"}, [])
+    values, notices = read_params({"source": "catemu"}, masking_parsers(WORDS, 4))
+    assert values == {} and notices == [
+        "The link's source is not a sequence of at most 4 of this model's symbols, so the page's default is used."
+    ]
+
+
+def test_every_hostile_value_falls_back_with_a_notice_that_does_not_repeat_it():
+    values, notices = read_params(HOSTILE, LINK_PARSERS)
+    assert values == {} and len(notices) == len(HOSTILE)
+    for name, notice in zip(LINK_PARSERS, notices):
+        assert notice.startswith(f"The link's {name} ")
+        assert len(HOSTILE[name]) <= 2 or HOSTILE[name] not in notice  # a short number may be part of the bounds
+    assert not any(c in "".join(notices) for c in "<>*[]()`")  # shown as is: nothing Markdown or HTML would read
+
+
+def test_over_long_values_are_refused_not_cut_and_unknown_or_repeated_ones_handled():
+    long_input = "1 " * 101  # 202 characters, though its first 200 would be a valid sequence
+    values, notices = read_params({"input": long_input, "utm_source": "mail", "step": ["9", "3"]}, LINK_PARSERS)
+    assert values == {"step": 3} and notices == [
+        "The link's input is longer than 200 characters, so the page's default is used."
+    ]
+
+
+@pytest.mark.parametrize("text", ["3-12", " 3 - 12 ", "1-20", "7-7"])
+def test_a_range_reads_as_two_ordered_lengths_in_bounds(text):
+    low, high = (int(n) for n in text.split("-"))
+    assert read_params({"lengths": text}, lengths_parsers(20)) == ({"lengths": (low, high)}, [])
+
+
+@pytest.mark.parametrize("text", ["12-3", "0-5", "3-21", "a-b", "3", "-3", "3--5", "٣-٥x"])
+def test_a_range_out_of_order_or_bounds_falls_back(text):
+    values, notices = read_params({"lengths": text}, lengths_parsers(20))
+    assert values == {} and notices == [
+        "The link's lengths is not a range a-b within 1..20, a at most b, so the page's default is used."
+    ]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.dictionaries(st.sampled_from([*LINK_PARSERS, "junk"]), st.text(max_size=250)))
+def test_any_link_reads_without_raising_and_what_it_gives_round_trips(params):
+    values, notices = read_params(params, LINK_PARSERS)
+    assert set(values) | {n.split()[2] for n in notices} == set(params) - {"junk"}
+    assert read_params(write_params(values), LINK_PARSERS) == (values, [])

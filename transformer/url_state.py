@@ -1,11 +1,17 @@
 """The app's state in the address bar: each page's settings as URL query parameters, and back, every value checked
 against the app's bounds. A bad value falls back to its default with a notice; nothing here ever raises on a link.
+
+`read_params` reads the values a page names with one `Parser` each (`choice`, `whole`, `number`, `sequence`
+through the model's Vocab, `length_range`); `write_params` writes them back. The model in hand, Decoding, Masking
+lab and Length test each have their parsers here; the Compare page's settings are a `CompareState`.
 """
 
-from collections.abc import Mapping
+import math
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, fields, replace
-from typing import Any
+from typing import Any, get_args
 
+from .decoding import Strategy
 from .experiments.definitions import (
     BASE_DATA,
     BASE_MODEL,
@@ -19,6 +25,149 @@ from .experiments.definitions import (
     custom_text,
 )
 from .tasks import TASKS
+from .vocab import Vocab
+
+MAX_PARAM_CHARS = 200  # a longer value in a link is refused, not cut
+
+Parser = Callable[[str], Any]  # a link's text -> the value it stands for; ValueError saying what it must be
+
+
+def _param(params: Mapping[str, Any], name: str) -> str | None:
+    """The text of parameter `name`, or None; a repeated parameter's last value counts, as in st.query_params."""
+    value = params.get(name)
+    if isinstance(value, (list, tuple)):
+        value = value[-1] if value else None
+    return None if value is None else str(value)
+
+
+def read_params(params: Mapping[str, Any], parsers: Mapping[str, Parser]) -> tuple[dict[str, Any], list[str]]:
+    """The values of the parameters `parsers` names that the link holds, each checked by its parser; a bad one is
+    left out with a notice. Never raises: unknown parameters are ignored, and notices never repeat a value."""
+    values, notices = {}, []
+    for name, parse in parsers.items():
+        if (text := _param(params, name)) is None:
+            continue
+        try:
+            if len(text) > MAX_PARAM_CHARS:
+                raise ValueError(f"is longer than {MAX_PARAM_CHARS} characters")
+            values[name] = parse(text)
+        except ValueError as err:
+            notices.append(f"The link's {name} {err}, so the page's default is used.")
+    return values, notices
+
+
+def write_params(values: Mapping[str, Any]) -> dict[str, str]:
+    """Values as URL query parameters, the inverse of `read_params` (a pair of lengths as "low-high")."""
+    return {name: "-".join(map(str, v)) if isinstance(v, tuple) else str(v) for name, v in values.items()}
+
+
+def choice(options: Sequence[str]) -> Parser:
+    """One of `options`, written as is."""
+
+    def parse(text: str) -> str:
+        if text.strip() not in options:
+            raise ValueError(f"is not one of {', '.join(options)}")
+        return text.strip()
+
+    return parse
+
+
+def whole(low: int, high: int) -> Parser:
+    """A whole number in low..high."""
+
+    def parse(text: str) -> int:
+        if not text.strip().isdecimal() or not low <= int(text) <= high:
+            raise ValueError(f"is not a whole number in {low}..{high}")
+        return int(text)
+
+    return parse
+
+
+def number(low: float, high: float) -> Parser:
+    """A number in [low, high]."""
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            value = math.nan
+        if not low <= value <= high:  # NaN and infinities fail too
+            raise ValueError(f"is not a number in {low:g}..{high:g}")
+        return value
+
+    return parse
+
+
+def sequence(vocab: Vocab, max_len: int) -> Parser:
+    """A source or target sequence of `vocab`'s symbols, at most `max_len` of them, written as `vocab` writes it."""
+
+    def parse(text: str) -> str:
+        try:
+            return vocab.decode(vocab.encode(text, max_len=max_len))
+        except ValueError:  # its message quotes the text: not repeated
+            raise ValueError(f"is not a sequence of at most {max_len} of this model's symbols") from None
+
+    return parse
+
+
+def length_range(low: int, high: int) -> Parser:
+    """Two whole numbers "a-b" with low <= a <= b <= high."""
+
+    def parse(text: str) -> tuple[int, int]:
+        a, _, b = text.partition("-")
+        if not (a.strip().isdecimal() and b.strip().isdecimal() and low <= int(a) <= int(b) <= high):
+            raise ValueError(f"is not a range a-b within {low}..{high}, a at most b")
+        return int(a), int(b)
+
+    return parse
+
+
+# ------------------------------------------------------------------------------------------- the model in hand
+
+
+def model_parsers(shipped: Sequence[str]) -> dict[str, Parser]:
+    """`model`: the name of a shipped checkpoint (a trained or uploaded model cannot travel in a link)."""
+    return {"model": choice(shipped)}
+
+
+# ---------------------------------------------------------------------------------------------------- Decoding
+
+STRATEGIES: tuple[str, ...] = get_args(Strategy)
+TEMPERATURES = (0.1, 3.0)
+BEAM_WIDTHS = (1, 8)
+SEEDS = (0, 2**31 - 1)
+MAX_STEPS = 1000  # more than any model here decodes
+
+
+def decoding_parsers(vocab: Vocab, max_len: int) -> dict[str, Parser]:
+    """The Decoding page's input, strategy, step (1-based), and the strategy's settings. A link with an input but
+    no step shows the last step: the whole output."""
+    return {
+        "input": sequence(vocab, max_len),
+        "strategy": choice(STRATEGIES),
+        "step": whole(1, MAX_STEPS),
+        "temperature": number(*TEMPERATURES),
+        "top_k": whole(0, len(vocab)),
+        "seed": whole(*SEEDS),
+        "beam": whole(*BEAM_WIDTHS),
+    }
+
+
+# ------------------------------------------------------------------------------------------------- Masking lab
+
+
+def masking_parsers(vocab: Vocab, max_len: int) -> dict[str, Parser]:
+    """The Masking lab's source, target, and the length both are padded to."""
+    return {"source": sequence(vocab, max_len), "target": sequence(vocab, max_len), "pad": whole(1, max_len)}
+
+
+# ------------------------------------------------------------------------------------------------- Length test
+
+
+def lengths_parsers(longest: int) -> dict[str, Parser]:
+    """The Length test's range of input lengths, "low-high"."""
+    return {"lengths": length_range(1, longest)}
+
 
 # ------------------------------------------------------------------------------------------------ Compare runs
 
@@ -100,10 +249,8 @@ def from_query_params(params: Mapping[str, Any]) -> tuple[CompareState, list[str
     default, notices, state = CompareState(), [], {}
 
     def text(name: str) -> str | None:
-        value = params.get(name)
-        if isinstance(value, (list, tuple)):  # a repeated parameter: the last one counts, as in st.query_params
-            value = value[-1] if value else None
-        return None if value is None else str(value)[:200]
+        value = _param(params, name)
+        return None if value is None else value[:200]
 
     def fall_back(name: str, why: str) -> None:
         notices.append(f"The link's `{name}` {why}, so the default ({getattr(default, name)}) is used.")

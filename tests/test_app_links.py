@@ -1,0 +1,111 @@
+"""Links that carry the model: each page reads its settings and the shipped model in hand from the address bar on a
+fresh session, writes them back as they change, and falls back to its defaults, with a notice, on a bad link."""
+
+import torch
+from streamlit.testing.v1 import AppTest
+
+from transformer import Checkpoint, DataConfig, ModelConfig, Transformer, Vocab
+from transformer.tasks import TaskData
+
+
+def open_link(page: str | None, **query: str) -> AppTest:
+    """A fresh session opening `page` (the home page for None) with these query parameters."""
+    at = AppTest.from_file("../streamlit_app.py", default_timeout=60)
+    for key, value in query.items():
+        at.query_params[key] = value
+    if page is not None:
+        at.switch_page(page)
+    at.run()
+    assert not at.exception
+    return at
+
+
+def link(at: AppTest) -> str:
+    """The link the page offers to copy."""
+    (code,) = at.code
+    return code.value
+
+
+def test_a_decoding_link_shows_the_shipped_models_output_with_no_click():
+    at = open_link("pages/decoding.py", model="reverse", input="3 1 4")
+    assert at.session_state["in_hand_name"] == "shipped: reverse"
+    assert [s.value for s in at.success] == ["Output: 4 1 3"] and not at.warning
+    assert at.query_params["model"] == "reverse" and at.query_params["input"] == "3 1 4"
+    assert link(at) == "?model=reverse&input=3%201%204"  # relative: AppTest has no browser URL
+
+
+def test_a_decoding_link_with_a_step_opens_that_step_and_the_address_bar_follows_the_clicks():
+    at = open_link("pages/decoding.py", model="reverse", input="314", step="2")
+    assert at.session_state["decode_step"] == 1 and not at.success
+    assert at.text_input(key="decode_input").value == "3 1 4"  # written as the vocabulary writes it
+    at.button(key="decode_next").click().run()
+    assert at.query_params["step"] == "3"
+    at.button(key="decode_run_to_end").click().run()
+    assert "step" not in at.query_params and at.success  # no step: the whole output
+
+
+def test_a_sampling_link_restores_the_strategy_and_its_settings():
+    query = {"model": "reverse", "input": "3 1 4", "strategy": "sample", "temperature": "0.5", "top_k": "4"}
+    at = open_link("pages/decoding.py", **query, seed="7")
+    assert at.radio(key="decode_strategy").value == "sample"
+    assert (at.slider(key="decode_temperature").value, at.number_input(key="decode_seed").value) == (0.5, 7)
+    assert dict(at.query_params) == {**query, "seed": "7"}
+
+
+def test_a_hostile_model_shows_a_notice_and_no_model():
+    at = open_link("pages/decoding.py", model="../../etc", input="<img src=x>")
+    assert [w.value for w in at.warning] == [
+        "The link's model is not one of copy, reverse, sort, so the page's default is used. Check the link you opened."
+    ]
+    assert "No model in hand" in at.info[0].value and "model" not in at.query_params
+    at.button(key="require_load_reverse").click().run()  # the page's link is read once a model is in hand
+    assert "The link's input is not a sequence" in at.warning[0].value
+    example = " ".join(map(str, TaskData(DataConfig(task="reverse", max_len=10)).valid_sources[0]))
+    assert at.text_input(key="decode_input").value == example and at.session_state["decode_step"] == 0
+
+
+def test_hostile_page_values_fall_back_to_the_defaults_with_notices():
+    at = open_link("pages/decoding.py", model="reverse", input="1 " * 101, step="x", strategy="[a](b)", beam="99")
+    assert len(at.warning) == 4 and all("<" not in w.value and "[a]" not in w.value for w in at.warning)
+    assert at.radio(key="decode_strategy").value == "greedy" and at.session_state["decode_step"] == 0
+    assert at.query_params["input"] != "1 " * 101 and "strategy" not in at.query_params
+
+
+def test_a_masking_link_restores_source_target_and_padding():
+    at = open_link("pages/masking.py", model="reverse", source="1 2 3", target="3 2 1", pad="6")
+    assert [at.text_input(key=k).value for k in ("mask_src", "mask_tgt")] == ["1 2 3", "3 2 1"]
+    assert at.number_input(key="mask_pad_to").value == 6 and not at.warning
+    at.text_input(key="mask_src").set_value("4 5").run()
+    assert at.query_params["source"] == "4 5" and at.query_params["pad"] == "6"
+
+
+def test_a_length_test_link_restores_its_range():
+    at = open_link("pages/lengths.py", model="reverse", lengths="3-5")
+    assert at.slider(key="lengths_range").value == (3, 5)
+    assert at.query_params["lengths"] == "3-5" and at.query_params["model"] == "reverse"
+    bad = open_link("pages/lengths.py", model="reverse", lengths="5-3")
+    assert "The link's lengths is not a range" in bad.warning[0].value and bad.query_params["lengths"] == "1-20"
+
+
+def test_loading_a_shipped_model_puts_it_in_the_address_bar_and_a_compare_link_keeps_it():
+    at = open_link(None)
+    assert "model" not in at.query_params
+    at.button(key="load_sort").click().run()
+    assert at.query_params["model"] == "sort"
+    at.switch_page("pages/anatomy.py").run()
+    assert link(at) == "?model=sort"
+    compare = open_link("pages/compare.py", model="copy", experiment="heads")
+    assert compare.query_params["model"] == "copy" and compare.query_params["experiment"] == "heads"
+
+
+def test_a_model_trained_here_cannot_travel_in_a_link():
+    at = AppTest.from_file("../streamlit_app.py", default_timeout=60)
+    at.query_params["model"] = "reverse"
+    at.run()
+    config, task = ModelConfig(), DataConfig(task="reverse", max_len=8)
+    torch.manual_seed(0)
+    at.session_state["in_hand"] = Checkpoint(Transformer(config).eval(), Vocab.digits(10), config, task, [], {})
+    at.session_state["in_hand_name"] = "trained: reverse-1"
+    at.switch_page("pages/anatomy.py").run()
+    assert not at.exception and "model" not in at.query_params and link(at) == ""
+    assert any("cannot carry the model in hand" in c.value for c in at.caption)
