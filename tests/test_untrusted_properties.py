@@ -15,6 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import transformer.cli as cli
+import transformer.url_state as url_state
 from transformer.checkpoint import Checkpoint, CheckpointError, checkpoint_bytes, load_checkpoint
 from transformer.experiments import ExperimentRun, experiment_from_json, result_path
 from transformer.model import ModelConfig, Transformer
@@ -212,3 +213,27 @@ def test_command_line_arguments_run_or_give_one_error_line_and_status_2(command,
     err = stderr.getvalue()
     assert status in (1, 2) and err.startswith("error: ") or status == 1, (argv, err)
     assert err.count("\n") == 1 and all(c.isprintable() for c in err.rstrip("\n")), (argv, err)
+
+
+# ---- link values (every page's address bar)
+
+LINK_PARSERS = {
+    "model": url_state.model_parsers(["copy", "reverse", "sort"]),
+    "decoding": url_state.decoding_parsers(Vocab.digits(10), 20),
+    "masking": url_state.masking_parsers(Vocab.digits(10), 20),
+    "lengths": url_state.lengths_parsers(63),
+}
+LINK_TEXT = st.one_of(
+    st.text(max_size=40),
+    st.sampled_from(["1-999", "63-1", "nan", "inf", "-1", "1e309", "3 1 4", "<s>", "![x](http://e.invalid/a.png)"]),
+    st.text(alphabet="0123456789 -.", max_size=300),
+)
+
+
+@given(st.sampled_from(sorted(LINK_PARSERS)), st.data())
+def test_link_values_of_every_page_are_read_within_bounds_or_noticed(page, data):
+    parsers = LINK_PARSERS[page]
+    params = data.draw(st.dictionaries(st.sampled_from(sorted(parsers)) | st.text(max_size=8), LINK_TEXT, max_size=6))
+    values, notices = url_state.read_params(params, parsers)
+    assert all(isinstance(n, str) and len(n) < 300 for n in notices)
+    assert url_state.read_params(url_state.write_params(values), parsers) == (values, [])  # what was kept is valid
