@@ -24,6 +24,7 @@ from transformer.inspection import (
     positions_trained,
     sample_batch,
 )
+from transformer.literal import markdown_literal
 
 st.title("Anatomy")
 st.markdown(
@@ -139,7 +140,7 @@ text = st.text_input(
 try:
     ids = vocab.encode(text, max_len=config.longest_sequence)
 except ValueError as err:
-    st.error(f"{err}.")
+    st.error(f"{markdown_literal(err)}.")
 else:
     embedded, with_position = embed_with_position(model, ids)
     panels = {"token embedding × √d_model": embedded, "+ positional encoding": with_position}

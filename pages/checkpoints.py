@@ -12,6 +12,7 @@ from pages.common import (
     shipped_checkpoints,
 )
 from transformer.checkpoint import MAX_CHECKPOINT_BYTES, Checkpoint, CheckpointError, load_checkpoint
+from transformer.literal import code_span, markdown_literal
 from transformer.live import checkpoint_summary, read_upload
 
 st.title("Checkpoints")
@@ -29,7 +30,10 @@ def load_entry(name: str, source: str, ckpt, data: bytes) -> None:
     Trained ones are loaded afresh from their bytes, so nothing done to the model in hand reaches the list.
     """
     put_in_hand(ckpt if source == "shipped" else load_checkpoint(data), f"{source}: {name}")
-    st.session_state["checkpoints_upload_result"] = ("success", f"**{name}** is now the model in hand.")
+    st.session_state["checkpoints_upload_result"] = (
+        "success",
+        f"**{markdown_literal(name)}** is now the model in hand.",
+    )
 
 
 # name -> (source, checkpoint, file bytes)
@@ -38,12 +42,12 @@ for name in shipped_checkpoints():
     try:
         entries[name] = ("shipped", shipped_checkpoint(name), (CHECKPOINT_DIR / f"{name}.pt").read_bytes())
     except (CheckpointError, OSError) as err:
-        st.warning(f"The shipped checkpoint {name} could not be read: {err}")
+        st.warning(f"The shipped checkpoint {name} could not be read: {markdown_literal(err)}")
 for name, data in st.session_state.get("trained", {}).items():
     try:
         entries[name] = ("trained", load_checkpoint(data), data)
     except CheckpointError as err:
-        st.warning(f"The checkpoint {name} trained in this session could not be read: {err}")
+        st.warning(markdown_literal(f"The checkpoint {name} trained in this session could not be read: {err}"))
 
 st.subheader("Available checkpoints")
 st.caption(f"This session keeps its last {MAX_TRAINED} trained models: download the ones you want to keep for good.")
@@ -80,7 +84,7 @@ else:
     for name, (source, ckpt, data) in entries.items():
         label_col, load_col, download_col = st.columns([3, 1, 1], vertical_alignment="center")
         in_hand = st.session_state.get("in_hand_name") == f"{source}: {name}"
-        label_col.markdown(f"**{name}** ({source}){' · :blue[in hand]' if in_hand else ''}")
+        label_col.markdown(f"**{markdown_literal(name)}** ({source}){' · :blue[in hand]' if in_hand else ''}")
         load_col.button(
             "Load",
             key=f"load_{name}",
@@ -107,10 +111,13 @@ def load_upload() -> None:
     try:
         checkpoint, label = read_upload(upload.name, upload.getvalue())
     except CheckpointError as err:
-        st.session_state["checkpoints_upload_result"] = ("error", f"This file was not loaded: {err}")
+        st.session_state["checkpoints_upload_result"] = ("error", f"This file was not loaded: {markdown_literal(err)}")
     else:
         put_in_hand(checkpoint, label)
-        st.session_state["checkpoints_upload_result"] = ("success", f"Loaded: the model in hand is now `{label}`.")
+        st.session_state["checkpoints_upload_result"] = (
+            "success",
+            f"Loaded: the model in hand is now {code_span(label)}.",
+        )
 
 
 st.subheader("Upload a checkpoint")

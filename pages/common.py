@@ -32,6 +32,7 @@ from transformer import Checkpoint, CheckpointError, TrainingJob, load_checkpoin
 from transformer.checkpoint import checkpoint_bytes
 from transformer.device import device_label
 from transformer.experiments import ExperimentJob
+from transformer.literal import markdown_literal
 from transformer.live import run_name
 from transformer.runs import RunRegistry, usable_cores
 from transformer.tasks import DataConfig
@@ -325,7 +326,7 @@ def _model_in_hand_label() -> None:
         st.markdown("**Model in hand:** none yet")
         return
     c = checkpoint.config
-    st.markdown(f"**Model in hand:** {name}")
+    st.markdown(f"**Model in hand:** {markdown_literal(name)}")
     st.caption(
         f"task {checkpoint.task.task}, lengths {checkpoint.task.min_len}-{checkpoint.task.max_len} · "
         f"d_model {c.d_model}, {c.n_heads} heads, {c.n_layers}+{c.n_layers} layers · "
@@ -345,7 +346,7 @@ def shipped_in_hand() -> str | None:
 def show_link_notices(notices: list[str]) -> None:
     """What the opened link got wrong, and that the page uses its defaults instead."""
     for notice in notices:
-        st.warning(f"{notice} Check the link you opened.", icon=":material/link_off:")
+        st.warning(f"{markdown_literal(notice)} Check the link you opened.", icon=":material/link_off:")
 
 
 def model_from_link() -> None:

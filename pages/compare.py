@@ -27,6 +27,7 @@ from transformer.experiments import (
 )
 from transformer.figures.attention import attention_heatmaps
 from transformer.figures.compare import alignment_figure, comparison_figure, loss_marker_figure, variant_colour
+from transformer.literal import markdown_literal
 from transformer.tasks import TASKS
 from transformer.training import ServerBusy
 from transformer.url_state import (
@@ -207,7 +208,7 @@ share_link(to_query_params(state))  # the address bar now opens this experiment
 try:
     experiment = experiment_for(state)
 except ValueError as err:
-    st.warning(f"Can't build this experiment: {err}.")
+    st.warning(f"Can't build this experiment: {markdown_literal(err)}.")
     st.stop()
 st.info(f"**What to expect.** {experiment.expectation}")
 st.caption(f"{experiment.summary()} Copy the address bar to share this experiment.")
@@ -406,4 +407,4 @@ st.file_uploader(
     help="A file from the JSON download above: its runs are shown again, no training needed.",
 )
 if (upload_error := st.session_state.get("compare_upload_error")) is not None:
-    st.error(upload_error)
+    st.error(markdown_literal(upload_error))

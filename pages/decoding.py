@@ -16,6 +16,8 @@ from transformer.figures.decoding import (
     teacher_forcing_table,
 )
 from transformer.inspection import logit_lens
+from transformer.limits import check_probe_cost
+from transformer.literal import code_span, markdown_literal
 from transformer.tasks import DataConfig, TaskData, get_task
 from transformer.url_state import BEAM_WIDTHS, SEEDS, TEMPERATURES, decoding_parsers, write_params
 
@@ -144,7 +146,7 @@ elif strategy == "beam":
 try:
     ids = vocab.encode(text, max_len=limit)
 except ValueError as err:
-    st.error(f"{err}. For example: `{example_text(examples[0], vocab.symbols)}`.")
+    st.error(f"{markdown_literal(err)}. For example: {code_span(example_text(examples[0], vocab.symbols))}.")
     st.stop()
 if not task.min_len <= len(ids) <= task.max_len:
     st.warning(
@@ -182,7 +184,8 @@ elif trace is None or trace["model"] is not model or trace["key"] != key:
     expected = [vocab.symbol_id(s) for s in get_task(task.task).fn(symbols, task.n_symbols)]
     src = torch.tensor([ids], device=next(model.parameters()).device)  # (1, S)
     bos, eos, max_len = vocab.bos_id, vocab.eos_id, len(expected) + 1 + EXTRA_STEPS
-    try:
+    try:  # three passes: the steps, the beam's own search or the greedy output, and the teacher-forced one
+        check_probe_cost(model.config, beam_width if strategy == "beam" else 1, max_len, passes=3)
         steps = decode_all_steps(model, src, bos, eos, max_len, strategy, temperature, top_k, beam_width, seed)
         if strategy == "beam":
             output, _ = beam_search(model, src, bos, eos, max_len, beam_width)
@@ -190,7 +193,7 @@ elif trace is None or trace["model"] is not model or trace["key"] != key:
             output = [s.token for s in steps]
         forced = teacher_forced(model, src, [bos, *expected])
     except ValueError as err:
-        st.error(f"Could not decode this input: {err}")
+        st.error(f"Could not decode this input: {markdown_literal(err)}")
         st.stop()
     same_input = trace is not None and trace["key"] == key  # only the model changed: a training run moved on
     st.session_state["decode_step"] = min(st.session_state["decode_step"], len(steps) - 1) if same_input else 0
@@ -258,14 +261,14 @@ end_col.button(
     width="stretch",
 )
 
-chips = " ".join(f"`{t}`" for t in vocab.tokens(step.prefix))
+chips = " ".join(map(code_span, vocab.tokens(step.prefix)))
 chance = f"model p = {float(step.probs[step.token]):.2f}"
 if strategy == "sample":
     shown = sampling_probs(step.probs.log(), temperature, top_k)  # what the draw used
     chance += f", sampled with p = {float(shown[step.token]):.2f}"
 st.markdown(
     f"**Step {i + 1} of {len(steps)}** · decoder input so far: {chips} → chooses "
-    f"**`{vocab.tokens([step.token])[0]}`** ({chance})"
+    f"**{code_span(vocab.tokens([step.token])[0])}** ({chance})"
 )
 if strategy == "beam":
     st.caption("Beam search: the prefix, probabilities and attention follow this step's best hypothesis.")
@@ -334,9 +337,9 @@ if i == last:
     output, expected = trace["output"], trace["expected"]
     answer, right_answer = vocab.decode(output), vocab.decode(expected)
     with st.container(key="decode_output"):
-        st.success(f"Output: {answer or '(empty)'}")
+        st.success(f"Output: {code_span(answer) if answer else '(empty)'}")
         verdict = ":green[:material/check_circle: right]" if answer == right_answer else ":red[:material/cancel: wrong]"
-        st.markdown(f"Expected ({task.task}): `{right_answer}` {verdict}")
+        st.markdown(f"Expected ({task.task}): {code_span(right_answer)} {verdict}")
     if strategy == "beam":
         st.caption(
             "Beam search returns the finished hypothesis with the highest summed log-probability (in red "

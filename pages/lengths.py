@@ -11,7 +11,8 @@ from pages.common import (
     shipped_name,
 )
 from transformer.figures.lengths import length_accuracy_figure, output_length_figure
-from transformer.lengths import LengthReport, score_lengths, summary
+from transformer.lengths import LengthReport, inputs_within_budget, score_lengths, summary
+from transformer.literal import markdown_literal
 from transformer.tasks import MAX_SEQ_LEN
 from transformer.url_state import lengths_parsers, write_params
 
@@ -60,6 +61,13 @@ n = n_col.select_slider(
     help="At most: the held-out set has fewer of the shortest lengths.",
 )
 
+affordable = inputs_within_budget(model.config, range(low, high + 1), n)
+if affordable == 0:
+    st.error("This model is too large to test so many lengths at once on a shared server: choose fewer lengths.")
+    st.stop()
+if affordable < n:
+    st.caption(f"This model is large: {affordable} inputs per length, so that one test stays within a few seconds.")
+    n = affordable
 share_link(write_params({"lengths": (low, high)}))
 
 # Scored once per (model, settings): changing page and coming back shows the same test.
@@ -71,7 +79,7 @@ if result is None or result["model"] is not model or result["key"] != key:
             name = shipped_name(checkpoint)
             report = shipped_report(name, *key) if name else score_lengths(model, vocab, task, range(low, high + 1), n)
     except ValueError as err:
-        st.error(f"Could not test this model: {err}")
+        st.error(f"Could not test this model: {markdown_literal(err)}")
         st.stop()
     result = dict(model=model, key=key, report=report)
     st.session_state["lengths_result"] = result

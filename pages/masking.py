@@ -18,6 +18,7 @@ from transformer.inspection import (
     peek_at_future,
     random_pair,
 )
+from transformer.literal import markdown_literal
 from transformer.url_state import masking_parsers, write_params
 
 LINKED_WIDGETS = {"source": "mask_src", "target": "mask_tgt", "pad": "mask_pad_to"}  # link parameter -> widget key
@@ -77,7 +78,7 @@ for name, text in (("Source", src_text), ("Target", tgt_text)):
     try:
         parsed[name] = vocab.encode(text, max_len=longest)
     except ValueError as err:
-        st.error(f"{name}: {err}. Fix it above, or click **Random**.")
+        st.error(f"{name}: {markdown_literal(err)}. Fix it above, or click **Random**.")
 src_ids, tgt_ids = parsed.get("Source"), parsed.get("Target")
 if src_ids is None or tgt_ids is None:
     st.stop()
@@ -165,9 +166,9 @@ def show_experiment(name: str, inputs: tuple, with_title: str, without_title: st
     if owner is not model or ran_on != inputs:
         return
     if isinstance(result, str):
-        st.error(result)
+        st.error(markdown_literal(result))
         return
-    st.markdown(f"Changed: {result.description}. Δ compares {result.measure}s.")
+    st.markdown(f"Changed: {markdown_literal(result.description)}. Δ compares {result.measure}s.")
     for title, table in ((with_title, result.with_mask), (without_title, result.without_mask)):
         st.markdown(
             f"**{title}**: {Experiment.n_changed(table)} of {len(table)} positions changed, "

@@ -18,6 +18,8 @@ from pages.common import (
     watcher_id,
 )
 from transformer.figures.training import accuracy_figure, loss_figure, lr_figure
+from transformer.limits import TRAIN_FORM_LIMITS as LIMITS
+from transformer.literal import markdown_literal
 from transformer.live import build_configs, live_examples, metrics_table, progress, run_summary
 from transformer.model import ModelConfig
 from transformer.tasks import TASKS
@@ -117,9 +119,9 @@ def start_run() -> None:
         configs = build_configs(data, model, {**train, "time_budget_s": float(train["time_budget_s"])})
         job = training_slots().start(watcher_id(), *configs)
     except ServerBusy as err:
-        state["train_message"] = ("warning", f"Your run could not start: {err}.")
+        state["train_message"] = ("warning", f"Your run could not start: {markdown_literal(str(err))}.")
     except ValueError as err:
-        state["train_message"] = ("error", f"These settings don't work: {err}")
+        state["train_message"] = ("error", f"These settings don't work: {markdown_literal(str(err))}")
     else:
         state["job"] = job
         state["follow_job"] = True  # the run is the model in hand while it trains
@@ -289,7 +291,9 @@ if job is not None:
                 "this page was drawn. Adam's steps are this rate times its own per-weight scaling."
             )
     if job.error:
-        st.error(f"Training stopped with an error: {job.error}. Change the settings below and start again.")
+        st.error(
+            f"Training stopped with an error: {markdown_literal(job.error)}. Change the settings below and start again."
+        )
     elif job.done and job.result is not None and job.result.steps == 0:
         st.info("Stopped before the first training step: nothing was trained or saved.")
     elif job.done and job.result is not None:
@@ -307,15 +311,18 @@ if job is not None:
                 f"{REASONS[result.reason]}: {scores}."
             )
         if saved["error"]:
-            st.error(f"The trained model could not be saved as a checkpoint: {saved['error']}")
+            st.error(f"The trained model could not be saved as a checkpoint: {markdown_literal(saved['error'])}")
         elif saved["in_hand"]:
-            st.info(f"The model is now **in hand** as *trained: {saved['name']}*: open it up on the other pages.")
+            st.info(
+                f"The model is now **in hand** as *trained: {markdown_literal(saved['name'])}*: open it up on the "
+                "other pages."
+            )
             for col, (path, label, icon) in zip(st.columns(3), NEXT_PAGES):
                 col.page_link(path, label=label, icon=icon)
         else:
             st.info(
-                f"Saved as *{saved['name']}* on the Checkpoints page. The model in hand is still the one you "
-                "loaded during the run."
+                f"Saved as *{markdown_literal(saved['name'])}* on the Checkpoints page. The model in hand is still the "
+                "one you loaded during the run."
             )
         with st.expander("Metrics of every row, and downloads"):
             table = metrics_table(job.rows())
@@ -351,26 +358,26 @@ if not active:
         )
         min_col.number_input(
             "Shortest input",
-            1,
-            24,
+            *LIMITS["min_len"],
             **kept("train_min_len", 6),
             help="Input lengths are drawn uniformly between the shortest and the longest.",
         )
         max_col.number_input(
-            "Longest input", 1, 24, **kept("train_max_len", 8), help="Longer inputs are harder and slower to learn."
+            "Longest input",
+            *LIMITS["max_len"],
+            **kept("train_max_len", 8),
+            help="Longer inputs are harder and slower to learn.",
         )
         symbols_col.number_input(
             "Symbols",
-            2,
-            30,
+            *LIMITS["n_symbols"],
             **kept("train_symbols", 10),
             help="How many different symbols (0, 1, 2, ...) sequences use. The vocabulary is 3 tokens larger: PAD, "
             "BOS and EOS come on top.",
         )
         seed_col.number_input(
             "Seed",
-            0,
-            10_000,
+            *LIMITS["seed"],
             **kept("train_seed", TRAIN.seed),
             help="Same seed, same settings: same data, same starting weights, same run.",
         )
@@ -408,44 +415,38 @@ if not active:
             model_col, opt_col, run_col = st.columns(3)
             model_col.number_input(
                 "d_model",
-                8,
-                128,
+                *LIMITS["d_model"],
                 **kept("train_d_model", MODEL.d_model),
                 help="Width of every token vector (the paper: 512).",
             )
             model_col.number_input(
                 "Heads",
-                1,
-                8,
+                *LIMITS["n_heads"],
                 **kept("train_heads", MODEL.n_heads),
                 help="Attention heads per layer; d_model must be divisible by it (the paper: 8).",
             )
             model_col.number_input(
                 "Layers per stack",
-                1,
-                3,
+                *LIMITS["n_layers"],
                 **kept("train_layers", MODEL.n_layers),
                 help="Encoder layers, and as many decoder layers (the paper: 6).",
             )
             model_col.number_input(
                 "d_ff",
-                16,
-                512,
+                *LIMITS["d_ff"],
                 **kept("train_d_ff", MODEL.d_ff),
                 help="Hidden width of the position-wise feed-forward network (the paper: 2048).",
             )
             model_col.number_input(
                 "Dropout",
-                0.0,
-                0.5,
+                *LIMITS["dropout"],
                 step=0.05,
                 **kept("train_dropout", MODEL.dropout),
                 help="Fraction of activations zeroed during training (the paper: 0.1).",
             )
             opt_col.number_input(
                 "Peak learning rate",
-                1e-4,
-                0.05,
+                *LIMITS["lr"],
                 step=1e-3,
                 format="%.4f",
                 **kept("train_lr", TRAIN.lr),
@@ -453,8 +454,7 @@ if not active:
             )
             opt_col.number_input(
                 "Warm-up steps",
-                0,
-                1000,
+                *LIMITS["warmup"],
                 **kept("train_warmup", TRAIN.warmup),
                 help="Steps over which the learning rate grows linearly from 0 to its peak (the paper: 4000).",
             )
@@ -466,12 +466,14 @@ if not active:
                 help="What the learning rate does once warm-up is over.",
             )
             opt_col.number_input(
-                "Batch size", 8, 256, **kept("train_batch", TRAIN.batch_size), help="Sequences per training step."
+                "Batch size",
+                *LIMITS["batch_size"],
+                **kept("train_batch", TRAIN.batch_size),
+                help="Sequences per training step.",
             )
             opt_col.number_input(
                 "Label smoothing",
-                0.0,
-                0.5,
+                *LIMITS["label_smoothing"],
                 step=0.05,
                 **kept("train_label_smoothing", TRAIN.label_smoothing),
                 help="The loss's target mixes in this much of a uniform distribution over the vocabulary instead "
@@ -479,8 +481,7 @@ if not active:
             )
             opt_col.number_input(
                 "Weight averaging (EMA decay)",
-                0.0,
-                0.999,
+                *LIMITS["ema_decay"],
                 step=0.01,
                 format="%.3f",
                 **kept("train_ema_decay", TRAIN.ema_decay),
@@ -489,15 +490,13 @@ if not active:
             )
             run_col.number_input(
                 "Steps (at most)",
-                10,
-                5000,
+                *LIMITS["steps"],
                 **kept("train_steps", TRAIN.steps),
                 help="Training ends here, or earlier once every held-out sequence is right.",
             )
             run_col.number_input(
                 "Time budget (s)",
-                5,
-                120,
+                *LIMITS["time_budget_s"],
                 **kept("train_time_budget", 60),
                 help="Training ends after this many seconds of training (pauses not counted) whatever happens.",
             )

@@ -1,7 +1,10 @@
 """Shared test set-up."""
 
+import os
+
 import pytest
 from apptest_frame import in_navigation_mode
+from hypothesis import settings
 from streamlit.runtime.pages_manager import PagesManager
 
 
@@ -9,3 +12,11 @@ from streamlit.runtime.pages_manager import PagesManager
 def navigation_mode(monkeypatch):
     """AppTest runs pages inside the app's frame (see `apptest_frame`)."""
     monkeypatch.setattr(PagesManager, "__init__", in_navigation_mode(PagesManager.__init__))
+
+
+# Hypothesis: a bounded number of examples per property in CI ("ci", the default), more on demand:
+# HYPOTHESIS_PROFILE=long python -m pytest -p no:cacheprovider tests/test_untrusted_properties.py \
+#     tests/test_hostile_input.py tests/test_text_is_text.py
+settings.register_profile("ci", max_examples=60, deadline=3000)
+settings.register_profile("long", max_examples=2000, deadline=3000)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))

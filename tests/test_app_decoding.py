@@ -98,7 +98,7 @@ def test_greedy_step_by_step_to_the_right_answer(solved_reverse):
         click(at, "decode_next")
         assert step_line(at).startswith(f"**Step {k} of {n}**")
     assert at.button(key="decode_next").disabled
-    assert at.success[0].value == f"Output: {reversed_input(at)}"
+    assert at.success[0].value == f"Output: `{reversed_input(at)}`"
     assert "right]" in next(m.value for m in at.markdown if m.value.startswith("Expected (reverse)"))
     table = at.dataframe[0].value
     assert list(table["true target"]) == [*reversed(source), "</s>"]
@@ -177,7 +177,7 @@ def test_beam_search_draws_the_tree_and_finds_the_answer(solved_reverse):
     n_nodes = len(nodes["live"]["x"]) + len(nodes["finished (EOS)"]["x"])
     assert n_nodes == 1 + sum(len(step.beams) for step in steps)
     assert nodes["finished (EOS)"]["x"]  # at least the answer ended with EOS
-    assert at.success[0].value == f"Output: {reversed_input(at)}"
+    assert at.success[0].value == f"Output: `{reversed_input(at)}`"
 
 
 @pytest.mark.parametrize("strategy", ["greedy", "sample", "beam"])

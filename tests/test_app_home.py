@@ -67,4 +67,7 @@ def test_the_first_lesson_names_what_exists():
         assert page in text and page in links
     assert "load_reverse" in {b.key for b in at.button}  # "Load *reverse* above"
     assert "Reverse without positional encoding" in {experiment.title for experiment in READY.values()}
-    assert 'st.button("Peek at the future"' in (APP.parent / "pages" / "masking.py").read_text()
+    at.button(key="load_reverse").click().run()  # step 3 sends the student to the Masking lab's experiment
+    at.switch_page("pages/masking.py").run()
+    assert not at.exception and at.button(key="exp_peek_future").label == "Peek at the future"
+    assert "press *Peek at the future*" in text

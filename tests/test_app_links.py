@@ -29,7 +29,7 @@ def link(at: AppTest) -> str:
 def test_a_decoding_link_shows_the_shipped_models_output_with_no_click():
     at = open_link("pages/decoding.py", model="reverse", input="3 1 4")
     assert at.session_state["in_hand_name"] == "shipped: reverse"
-    assert [s.value for s in at.success] == ["Output: 4 1 3"] and not at.warning
+    assert [s.value for s in at.success] == ["Output: `4 1 3`"] and not at.warning
     assert at.query_params["model"] == "reverse" and at.query_params["input"] == "3 1 4"
     assert link(at) == "?model=reverse&input=3%201%204"  # relative: AppTest has no browser URL
 

@@ -225,6 +225,19 @@ REFUSED = {
     "bad vocab": (lambda: tampered(set_in("vocab", "symbols", ["a", "a"])), "duplicate symbol"),
     "vocab size mismatch": (lambda: tampered(set_in("task", "n_symbols", 12)), "10 symbols but task.n_symbols is 12"),
     "history not numbers": (lambda: tampered(lambda c: c["history"].append({"loss": "low"})), "history rows"),
+    "history row missing a metric": (
+        lambda: tampered(lambda c: c["history"].append({"step": 200, "loss": 0.1})),
+        "history rows must all hold the same metrics",
+    ),
+    "history step not whole": (
+        lambda: tampered(lambda c: [row.update(step=1.5) for row in c["history"]]),
+        "a whole-number step",
+    ),
+    "symbol with a control character": (
+        lambda: tampered(set_in("vocab", "symbols", ["\x1b[2J", *"123456789"])),
+        "control characters",
+    ),
+    "symbol too long": (lambda: tampered(set_in("vocab", "symbols", ["a" * 17, *"123456789"])), "longer than 16"),
     "train_config not a dict": (lambda: tampered(lambda c: c.update(train_config=[1])), "train_config must be a dict"),
     "train_config tensor": (lambda: tampered(set_in("train_config", "w", torch.ones(1))), "holds a Tensor"),
     "non-string key": (lambda: tampered(set_in("meta", "x", {1: 2})), "meta has a dict key that is not a string"),

@@ -8,8 +8,9 @@ from pathlib import Path
 import pytest
 import torch
 
+import transformer.cli as cli_module
 from transformer.checkpoint import load_checkpoint
-from transformer.cli import main
+from transformer.cli import main, printable
 from transformer.decoding import greedy_decode
 from transformer.tasks import TaskData
 from transformer.training import evaluate
@@ -215,9 +216,69 @@ def test_predict_needs_a_sequence_or_an_input_file(trained, capsys, given):
 
 @pytest.mark.parametrize("args, unrecognized", [(["1 2", "3 4"], "3 4"), (["--bogus"], "--bogus")])
 def test_predict_refuses_extra_arguments(trained, capsys, args, unrecognized):
-    with pytest.raises(SystemExit) as exit_:
-        main(["predict", str(trained[2]), *args])
-    assert exit_.value.code == 2 and f"unrecognized arguments: {unrecognized}" in capsys.readouterr().err
+    status, out, err = run(capsys, "predict", str(trained[2]), *args)
+    assert status == 2 and out == "" and err == f"error: unrecognized arguments: {unrecognized}\n"
+
+
+BAD_ARGUMENTS = {
+    "device": (["train", "--device", "tpu"], "unknown device 'tpu'"),
+    "absent GPU": (["train", "--device", "cuda:7" if not torch.cuda.is_available() else "mps:9"], "available"),
+    "infinite time budget": (["train", "--time-budget", "inf"], "--time-budget: must be from 0 to 86,400"),
+    "NaN time budget": (["train", "--time-budget", "nan"], "--time-budget: must be from 0"),
+    "steps past any bound": (["train", "--steps", "1" + "0" * 20], "--steps: must be from 1 to 1,000,000"),
+    "steps not a number": (["train", "--steps", "1.5"], "'1.5' is not a whole number"),
+    "activations too big": (
+        ["train", "--layers", "4", "--d-model", "256", "--d-ff", "1024", "--batch-size", "8192"],
+        "GB of activations",
+    ),
+    "negative seed": (["evaluate", "{ckpt}", "--seed", "-5"], "--seed: must be from 0"),
+    "huge --n": (["evaluate", "{ckpt}", "--n", "100000000"], "--n: must be from 1 to 10,000"),
+    "huge beam": (["predict", "{ckpt}", "1 2", "--beam", "100000"], "--beam: must be from 1 to 32"),
+    "endless input": (["predict", "{ckpt}", "--input", "/dev/zero"], "not an ordinary file"),
+    "folder as input": (["predict", "{ckpt}", "--input", "{tmp}"], "not an ordinary file"),
+    "folder as checkpoint": (["predict", "{tmp}", "1 2"], "not an ordinary file"),
+    "device as checkpoint": (["predict", "/dev/zero", "1 2"], "not an ordinary file"),
+    "unwritable --out": (["train", "--out", "/proc/model.pt"], "--out: cannot write to /proc"),
+}
+
+
+@pytest.mark.parametrize("case", BAD_ARGUMENTS)
+def test_bad_argument_or_file_is_one_line_and_status_2_before_any_work(case, trained, tmp_path, capsys):
+    argv, message = BAD_ARGUMENTS[case]
+    if not (os.path.exists("/dev/zero") and os.path.isdir("/proc")):
+        pytest.skip("needs /dev/zero and an unwritable /proc")
+    status, out, err = run(
+        capsys,
+        *(a.format(ckpt=trained[2], tmp=tmp_path) for a in argv),
+        *["--steps", "2"] * (argv[0] == "train" and "--steps" not in argv),
+    )
+    assert status == 2 and out == "" and "train loss" not in err
+    assert err.startswith("error: ") and err.count("\n") == 1 and message in err
+
+
+def test_too_many_threads_is_one_line(trained, capsys, monkeypatch):
+    monkeypatch.setenv("TRANSFORMER_THREADS", "9" * 20)
+    status, out, err = run(capsys, "predict", str(trained[2]), "1 2")
+    assert status == 2 and err.count("\n") == 1 and "from 1 to 256" in err
+
+
+def test_an_input_file_over_the_line_limit_is_refused(trained, tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(cli_module, "MAX_INPUT_LINES", 3)
+    (tmp_path / "in.txt").write_text("1 2\n" * 4)
+    status, out, err = run(capsys, "predict", str(trained[2]), "--input", str(tmp_path / "in.txt"))
+    assert status == 2 and out == "" and "more than 3 lines" in err
+
+
+@pytest.mark.parametrize("text", ["\x1b[2J\x1b[31mred", "a\rb\nc", "\u202eevil", "bell\x07"])
+def test_printable_leaves_no_control_or_format_character(text):
+    shown = printable(text)
+    assert len(shown) == len(text) and all(c.isprintable() for c in shown)
+    assert [c for c in shown if c != " "] == [c for c in text if c.isprintable()]
+
+
+def test_errors_reach_the_terminal_without_control_characters(trained, capsys):
+    status, out, err = run(capsys, "train", "--steps", "2", "--out", "/proc/\x1b[2J\x1b]0;x\x07/m.pt")
+    assert status == 2 and "\x1b" not in err and "\x07" not in err and err.count("\n") == 1
 
 
 @pytest.mark.skipif(os.name != "posix", reason="sends SIGINT")

@@ -14,7 +14,7 @@ from transformer.live import build_configs
 from transformer.url_state import CompareState, from_query_params, to_query_params
 from transformer.vocab import Vocab
 
-FAST = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+FAST = settings(suppress_health_check=[HealthCheck.too_slow])  # examples and deadline: the profile (conftest.py)
 VOCAB = Vocab.digits(10)
 hostile_text = st.one_of(
     st.text(max_size=200),

@@ -225,6 +225,28 @@ def test_decoding_with_a_cache_matches_the_full_forward():
     torch.testing.assert_close(torch.cat(steps, 1), full, **TOL)
 
 
+@pytest.mark.parametrize("split", [0, 2])
+def test_a_cache_given_several_target_tokens_at_once_still_hides_the_future(split):
+    model = Transformer(ModelConfig(n_layers=2)).eval()
+    src, tgt = ids([[4, 5, 6], [7, 8]]), torch.tensor([[1, 6, 5, 4, 9], [1, 8, 7, 2, 3]])
+    full = model(src, tgt)
+    src_mask = model.src_mask(src)
+    memory, _ = model.encode(src, src_mask)
+    cache = model.new_cache()
+    first = model.decode(tgt[:, :split], memory, src_mask, cache)[0] if split else full[:, :0]
+    rest = model.decode(tgt[:, split:], memory, src_mask, cache, start=split)[0]
+    torch.testing.assert_close(torch.cat([first, rest], 1), full, **TOL)
+
+
+@pytest.mark.parametrize("src", [ids([[0, 0, 0], [4, 5, 6]]), torch.zeros(2, 0, dtype=torch.long)])
+def test_a_source_of_only_padding_is_refused_rather_than_read_as_nan(src):
+    model = Transformer(ModelConfig()).eval()
+    with pytest.raises(ValueError, match="at least one token"):
+        model(src, ids([[1, 4], [1, 5]]))
+    with torch.no_grad():  # the padding mask is what refuses it: unmasked, the row is finite (and meaningless)
+        assert src.numel() == 0 or torch.isfinite(model(src, ids([[1, 4], [1, 5]]), mask_padding=False)).all()
+
+
 def test_switches_change_the_model():
     base = ModelConfig()
     assert Transformer(dataclasses.replace(base, positional="none")).positional.table() is None

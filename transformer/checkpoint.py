@@ -10,6 +10,7 @@ from __future__ import annotations
 import io
 import os
 import pickle
+import stat
 import tempfile
 import zipfile
 from collections.abc import Iterable, Mapping
@@ -20,19 +21,21 @@ from typing import BinaryIO
 
 import torch
 
+from .limits import (
+    MAX_CHECKPOINT_BYTES,
+    MAX_HISTORY_ROWS,
+    MAX_LAYERS,
+    MAX_PLAIN_DEPTH,
+    MAX_PLAIN_ITEMS,
+    MAX_POSITIONS,
+    MAX_WEIGHTS,
+)
 from .model import ModelConfig, Transformer
 from .tasks import DataConfig
 from .vocab import Vocab
 
 FORMAT = "transformer-lab"
 FORMAT_VERSION = 1
-MAX_CHECKPOINT_BYTES = 8 * 1024 * 1024  # refuse bigger files before reading them
-MAX_WEIGHTS = 20_000_000  # parameters + positional table of a loadable model: at most 80 MB to allocate
-MAX_LAYERS = 64
-MAX_POSITIONS = 256  # max_len: tasks go up to 64 symbols; pages draw (max_len x max_len) masks
-MAX_HISTORY_ROWS = 100_000
-MAX_PLAIN_ITEMS = 1_000_000  # values in one plain (non-tensor) part of a checkpoint
-MAX_PLAIN_DEPTH = 20  # nesting of dicts and lists in one plain part
 
 _PLAIN_PARTS = ("model_config", "vocab", "task", "history", "train_config", "meta")
 _PARTS = (*_PLAIN_PARTS, "state_dict")
@@ -153,6 +156,8 @@ def _read(source: Source) -> bytes:
         _check_length(memoryview(source).nbytes)
         return bytes(source)
     if isinstance(source, (str, os.PathLike)):
+        if not stat.S_ISREG(os.stat(source).st_mode):  # a folder, a device or a pipe that could block or never end
+            raise CheckpointError(f"{os.fspath(source)!r:.80} is not an ordinary file; {_CHOOSE}")
         with open(source, "rb") as f:
             _check_length(os.fstat(f.fileno()).st_size)
             return _read_limited(f)
@@ -236,6 +241,8 @@ def _check_plain_parts(payload: dict) -> None:
     for row in history:
         if type(row) is not dict or not all(type(v) in (int, float) for v in row.values()):
             raise ValueError("history rows must be dicts of metric name -> number")
+        if row.keys() != history[0].keys() or type(row.get("step")) is not int:
+            raise ValueError("history rows must all hold the same metrics, a whole-number step among them")
 
 
 def _check_plain(value: object, what: str) -> None:

@@ -7,11 +7,15 @@ Exit status: 0 done, 1 some lines of a `predict --input` file failed, 2 bad sett
 
 import argparse
 import json
+import math
 import os
 import re
 import signal
+import stat
 import sys
+import tempfile
 import threading
+import unicodedata
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, fields
@@ -22,12 +26,26 @@ import torch
 from torch.nn.utils.rnn import pad_sequence
 
 from . import bench, knockout
-from .checkpoint import Checkpoint, check_checkpoint_size, load_checkpoint, save_checkpoint
+from .checkpoint import Checkpoint, check_checkpoint_size, check_model_size, load_checkpoint, save_checkpoint
 from .decoding import beam_search, greedy_decode
-from .lengths import MAX_PER_LENGTH, score_lengths
+from .device import pick_device
+from .lengths import score_lengths
+from .limits import (
+    MAX_BEAM,
+    MAX_FRESH,
+    MAX_INPUT_BYTES,
+    MAX_INPUT_LINES,
+    MAX_PER_LENGTH,
+    MAX_SEED,
+    MAX_STEPS,
+    MAX_THREADS,
+    MAX_TIME_BUDGET_S,
+    MAX_TRAIN_BYTES,
+    train_activation_bytes,
+)
 from .model import ModelConfig
 from .tasks import TASKS, DataConfig, TaskData
-from .training import MetricRow, TrainConfig, Trainer, TrainingDiverged, evaluate
+from .training import MetricRow, TrainConfig, Trainer, evaluate
 from .vocab import Vocab
 
 THREADS_ENV = "TRANSFORMER_THREADS"
@@ -35,9 +53,38 @@ DEFAULT_THREADS = 2
 DECODE_CHUNK = 256  # sequences greedy-decoded at once by `predict --input`
 
 
+class _Parser(argparse.ArgumentParser):
+    """An argument parser whose errors are one line, `error: ...`, and exit status 2."""
+
+    def error(self, message: str):
+        print(f"error: {printable(message)}", file=sys.stderr)
+        raise SystemExit(2)
+
+
+def printable(text: object) -> str:
+    """`text` with control and format characters (escapes, bidi overrides, newlines) replaced by spaces, so that
+    what a file holds cannot move the cursor, clear or recolour the terminal, or fake another line."""
+    return "".join(" " if unicodedata.category(c) in ("Cc", "Cf") else c for c in str(text))
+
+
+def _bounded(kind: type, low: float, high: float) -> Callable[[str], int | float]:
+    """An argparse type: a finite `kind` (int or float) from `low` to `high`."""
+
+    def parse(text: str) -> int | float:
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text[:20]!r} is not a {'whole ' * (kind is int)}number") from None
+        if not (math.isfinite(value) and low <= value <= high):
+            raise argparse.ArgumentTypeError(f"must be from {low:,} to {high:,}, got {text[:20]}")
+        return value
+
+    return parse
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of every subcommand."""
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="python -m transformer",
         description="Train, run and benchmark the classroom Transformer on toy sequence tasks.",
         epilog=__doc__.split("\n", 2)[2],
@@ -67,7 +114,7 @@ def _add_train(p: argparse.ArgumentParser) -> None:
     add("--max-len", type=int, default=data.max_len, help="longest source sequence")
     add("--n-symbols", type=int, default=data.n_symbols, help="symbols 0..N-1")
     add("--n-valid", type=int, default=data.n_valid, help="held-out set size")
-    add("--seed", type=int, default=data.seed, help="seeds the data and the initial weights")
+    add("--seed", type=_bounded(int, 0, MAX_SEED), default=data.seed, help="seeds the data and the initial weights")
     group = p.add_argument_group("model")
     add = group.add_argument
     add("--d-model", type=int, default=model.d_model, help="width of every layer")
@@ -95,8 +142,9 @@ def _add_train(p: argparse.ArgumentParser) -> None:
     add("--scale-scores", action=switch, default=model.scale_scores, help="scores / sqrt(d_k)")
     add("--tie-weights", action=switch, default=model.tie_weights, help="generator = embedding")
     add = p.add_argument_group("training").add_argument
-    add("--steps", type=int, default=train.steps, help="step budget")
-    add("--time-budget", dest="time_budget_s", type=float, default=train.time_budget_s, help="seconds")
+    add("--steps", type=_bounded(int, 1, MAX_STEPS), default=train.steps, help="step budget")
+    time_budget = _bounded(float, 0, MAX_TIME_BUDGET_S)
+    add("--time-budget", dest="time_budget_s", type=time_budget, default=train.time_budget_s, help="seconds")
     add("--batch-size", type=int, default=train.batch_size, help="sequences per step")
     add("--lr", type=float, default=train.lr, help="peak learning rate")
     add("--warmup", type=int, default=train.warmup, help="warm-up steps")
@@ -119,14 +167,16 @@ def _add_predict(p: argparse.ArgumentParser) -> None:
         help='space-separated symbols, e.g. "3 1 4" ("314" too, when every symbol is one character)',
     )
     p.add_argument("--input", metavar="FILE", help="one sequence per line; prints one output line per input line")
-    p.add_argument("--beam", type=int, metavar="N", help="beam search of width N instead of greedy decoding")
+    p.add_argument(
+        "--beam", type=_bounded(int, 1, MAX_BEAM), metavar="N", help="beam search of width N instead of greedy decoding"
+    )
     p.set_defaults(run=predict_command)
 
 
 def _add_evaluate(p: argparse.ArgumentParser) -> None:
     p.add_argument("checkpoint", help="a checkpoint file saved by `train`")
-    p.add_argument("--n", type=int, default=1000, help="fresh sequences to score")
-    p.add_argument("--seed", type=int, default=123, help="seed of the fresh sequences")
+    p.add_argument("--n", type=_bounded(int, 1, MAX_FRESH), default=1000, help="fresh sequences to score")
+    p.add_argument("--seed", type=_bounded(int, 0, MAX_SEED), default=123, help="seed of the fresh sequences")
     p.add_argument(
         "--lengths",
         metavar="LOW-HIGH",
@@ -158,27 +208,36 @@ def _add_ablate(p: argparse.ArgumentParser) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     """Run the command line; returns the exit status."""
-    parser = build_parser()
-    args, extras = parser.parse_known_args(argv)
-    if args.command == "predict" and args.sequence is None and len(extras) == 1 and not extras[0].startswith("-"):
-        args.sequence, extras = extras[0], []  # argparse leaves a sequence that follows an option, e.g. --beam 3
-    if extras:
-        parser.error(f"unrecognized arguments: {' '.join(extras)}")
+    try:
+        args = _parse(argv)
+    except SystemExit as done:  # --help (0) or a bad argument (2, reported)
+        return done.code or 0
     try:
         _set_threads()
         return args.run(args) or 0
-    except (ValueError, TrainingDiverged, OSError) as err:  # CheckpointError is a ValueError
-        print(f"error: {err}", file=sys.stderr)
+    except (ValueError, RuntimeError, OSError, MemoryError) as err:  # CheckpointError is a ValueError
+        message = str(err).strip().splitlines() or [type(err).__name__]
+        print(f"error: {printable(message[0])}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
 
 
+def _parse(argv: list[str] | None) -> argparse.Namespace:
+    parser = build_parser()
+    args, extras = parser.parse_known_args(argv)
+    if args.command == "predict" and args.sequence is None and len(extras) == 1 and not extras[0].startswith("-"):
+        args.sequence, extras = extras[0], []  # argparse leaves a sequence that follows an option, e.g. --beam 3
+    if extras:
+        parser.error(f"unrecognized arguments: {' '.join(extras)}")
+    return args
+
+
 def _set_threads() -> None:
     value = os.environ.get(THREADS_ENV, str(DEFAULT_THREADS))
-    if not value.isdigit() or int(value) < 1:
-        raise ValueError(f"{THREADS_ENV} must be a positive whole number, got {value!r:.20}")
+    if not value.isdigit() or not 1 <= int(value) <= MAX_THREADS:
+        raise ValueError(f"{THREADS_ENV} must be a whole number from 1 to {MAX_THREADS}, got {value!r:.20}")
     torch.set_num_threads(int(value))
 
 
@@ -192,6 +251,13 @@ def train_command(args: argparse.Namespace) -> None:
     max_len = max(ModelConfig.max_len, data_config.max_len + 1)  # the target is one longer: BOS or EOS
     model_config = _from_args(ModelConfig, args, vocab_size=vocab_size, max_len=max_len)
     train_config = _from_args(TrainConfig, args)
+    pick_device(train_config.device)
+    check_model_size(model_config)
+    if (size := train_activation_bytes(model_config, train_config.batch_size, data_config.max_len)) > MAX_TRAIN_BYTES:
+        raise ValueError(
+            f"one training step would keep about {size / 2**30:.1f} GB of activations, over the "
+            f"{MAX_TRAIN_BYTES / 2**30:.0f} GB this lab allows: lower --batch-size, --layers, --d-model or --d-ff"
+        )
     if args.out:
         _check_out(args.out, model_config)
     trainer = Trainer(model_config, data_config, train_config)
@@ -219,8 +285,14 @@ def _check_out(path: str, config: ModelConfig) -> None:
     folder = out.parent
     while not folder.exists():  # saving creates the missing folders in the nearest one that exists
         folder = folder.parent
-    if not folder.is_dir() or not os.access(folder, os.W_OK):
-        raise ValueError(f"--out: cannot write to {out.parent}")
+    try:
+        if not folder.is_dir():
+            raise NotADirectoryError(folder)
+        fd, probe = tempfile.mkstemp(dir=folder, prefix=f".{out.name}.", suffix=".tmp")  # as saving will
+        os.close(fd)
+        os.unlink(probe)
+    except OSError:
+        raise ValueError(f"--out: cannot write to {out.parent}") from None
 
 
 def _from_args(cls: type, args: argparse.Namespace, **overrides):
@@ -271,15 +343,24 @@ def predict_command(args: argparse.Namespace) -> int:
     _note_untrained_lengths(checkpoint.task, sources)
     outputs = iter(_decode(checkpoint, sources, args.beam))
     for ids in lines:
-        print(checkpoint.vocab.decode(next(outputs)) if ids else "")
+        print(printable(checkpoint.vocab.decode(next(outputs))) if ids else "")
     return 1 if any(ids is None for ids in lines) else 0
 
 
 def _read_sources(path: str, encode: Callable[[str], list[int]]) -> list[list[int] | None]:
-    """Token ids of each line of a file: [] for a blank line, None for a bad one (reported on stderr)."""
+    """Token ids of each line of a file: [] for a blank line, None for a bad one (reported on stderr).
+
+    ValueError, before anything is read, unless `path` is an ordinary file within the size and line limits.
+    """
     lines = []
+    if not stat.S_ISREG(os.stat(path).st_mode):  # a folder, or a device or pipe that may block or never end
+        raise ValueError(f"--input {path} is not an ordinary file")
     with open(path, "rb") as f:
+        if os.fstat(f.fileno()).st_size > MAX_INPUT_BYTES:
+            raise ValueError(f"--input {path} is larger than {MAX_INPUT_BYTES // 2**20} MB")
         for n, raw in enumerate(f, 1):
+            if n > MAX_INPUT_LINES:
+                raise ValueError(f"--input {path} has more than {MAX_INPUT_LINES:,} lines")
             try:
                 line = raw.decode("utf-8")
                 lines.append(encode(line) if line.strip() else [])
@@ -287,7 +368,7 @@ def _read_sources(path: str, encode: Callable[[str], list[int]]) -> list[list[in
                 print(f"line {n}: not UTF-8 text", file=sys.stderr)
                 lines.append(None)
             except ValueError as err:
-                print(f"line {n}: {err}", file=sys.stderr)
+                print(f"line {n}: {printable(err)}", file=sys.stderr)
                 lines.append(None)
     return lines
 
@@ -319,8 +400,6 @@ def _decode(checkpoint: Checkpoint, sources: list[list[int]], beam: int | None) 
 def evaluate_command(args: argparse.Namespace) -> None:
     """Print, as JSON, the model's loss, token accuracy and greedy exact-match on its run's held-out set, which
     training never drew, and on fresh random sequences of its task, which short ones may share with training."""
-    if args.n < 1:
-        raise ValueError(f"--n must be at least 1, got {args.n}")
     checkpoint = load_checkpoint(args.checkpoint)
     model, vocab = checkpoint.model, checkpoint.vocab
     data = TaskData(checkpoint.task, vocab)

@@ -13,11 +13,11 @@ import torch
 import torch.nn.functional as F
 
 from .decoding import greedy_decode
-from .model import Transformer
+from .limits import MAX_PER_LENGTH, MAX_PROBE_COST, forward_cost
+from .model import ModelConfig, Transformer
 from .tasks import MAX_SEQ_LEN, DataConfig, TaskData
 from .vocab import N_SPECIAL, Vocab
 
-MAX_PER_LENGTH = 1000  # inputs scored per length, at most
 EXTRA_TOKENS = 4  # decoding may run this far past the expected output, so an output too long shows
 SCORE_COLUMNS = ("length", "trained", "n", "exact_match", "symbols_right", "output_len", "target_len")
 
@@ -38,6 +38,13 @@ def unseen_sources(data: TaskData, length: int, n: int, seed: int) -> list[list[
         return [s for s in data.valid_sources if len(s) == length][:n]
     generator = torch.Generator().manual_seed(seed * (MAX_SEQ_LEN + 1) + length)
     return torch.randint(c.n_symbols, (n, length), generator=generator).tolist()
+
+
+def inputs_within_budget(config: ModelConfig, lengths: Sequence[int], n: int) -> int:
+    """The most of `n` inputs per length that a length test of a model of `config` decodes within MAX_PROBE_COST
+    multiply-adds (0 when not even one input per length fits: test fewer lengths)."""
+    per_input = sum(forward_cost(config, 1, length + EXTRA_TOKENS) for length in lengths)
+    return min(n, MAX_PROBE_COST // max(per_input, 1))
 
 
 def score_lengths(

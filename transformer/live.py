@@ -11,6 +11,7 @@ import torch
 
 from .checkpoint import Checkpoint, load_checkpoint
 from .decoding import greedy_decode
+from .limits import check_limits
 from .model import ModelConfig, Transformer
 from .tasks import DataConfig, TaskData
 from .training import METRIC_COLUMNS, MetricRow, TrainConfig
@@ -18,25 +19,6 @@ from .vocab import N_SPECIAL
 
 # Model size (token-steps x weights per layer pair) at which one metric row every 25 steps comes about once a second.
 _REFERENCE_COST = 128 * 10 * (32 * 32 + 32 * 128)
-
-
-# What one run on a shared classroom server may ask for, whatever the form, the URL or session state say.
-LIMITS = {
-    "d_model": (8, 256),
-    "n_heads": (1, 16),
-    "n_layers": (1, 4),
-    "d_ff": (8, 1024),
-    "batch_size": (1, 512),
-    "steps": (1, 10_000),
-    "time_budget_s": (1, 300),
-}
-
-
-def check_limits(values: Mapping) -> None:
-    """ValueError unless every bounded setting present in `values` is a number within LIMITS."""
-    for name, (low, high) in LIMITS.items():
-        if name in values and not (isinstance(values[name], (int, float)) and low <= values[name] <= high):
-            raise ValueError(f"{name} must be between {low} and {high}, got {str(values[name])[:20]}")
 
 
 def build_configs(data: Mapping, model: Mapping, train: Mapping) -> tuple[ModelConfig, DataConfig, TrainConfig]:

@@ -15,9 +15,10 @@ def padding_mask(ids: torch.Tensor, pad_id: int) -> torch.Tensor:
     return (ids != pad_id)[:, None, None, :]
 
 
-def causal_mask(size: int, device: torch.device | str | None = None) -> torch.Tensor:
-    """(T, T) look-ahead mask: position i may attend to positions 0..i, never to the future."""
-    return torch.ones(size, size, dtype=torch.bool, device=device).tril()
+def causal_mask(size: int, device: torch.device | str | None = None, past: int = 0) -> torch.Tensor:
+    """(T, past + T) look-ahead mask: the i-th of T new positions may attend to the `past` earlier ones and to new
+    positions 0..i, never to the future."""
+    return torch.ones(size, past + size, dtype=torch.bool, device=device).tril(past)
 
 
 def decoder_mask(tgt: torch.Tensor, pad_id: int, causal: bool = True) -> torch.Tensor:

@@ -439,9 +439,19 @@ class Transformer(nn.Module):
                 nn.init.xavier_uniform_(p, generator=rng)
 
     def src_mask(self, src: torch.Tensor, mask_padding: bool = True) -> torch.Tensor | None:
-        """(B, 1, 1, S) padding mask, or None when nothing is padded (the fast kernels then need no mask)."""
+        """(B, 1, 1, S) padding mask, or None when nothing is padded (the fast kernels then need no mask).
+
+        ValueError for a source made only of padding: its queries would have no key to attend to.
+        """
         pad = self.config.pad_id
-        return padding_mask(src, pad) if mask_padding and bool((src == pad).any()) else None
+        if src.size(1) == 0:
+            raise ValueError("the source sequences are empty: give every source at least one token")
+        if not mask_padding or not bool((src == pad).any()):
+            return None
+        mask = padding_mask(src, pad)  # (B, 1, 1, S)
+        if not bool(mask.any(dim=-1).all()):
+            raise ValueError("a source sequence is only padding: give every source at least one token")
+        return mask
 
     def encode(self, src: torch.Tensor, src_mask: torch.Tensor | None, need_weights: bool = False):
         """src (B, S) -> memory (B, S, d_model) and the encoder self-attention maps."""
@@ -470,6 +480,8 @@ class Transformer(nn.Module):
                 tgt_mask = decoder_mask(tgt, pad, causal)  # (B, 1, T, T)
             elif causal:
                 tgt_is_causal = True
+        elif causal and tgt.size(1) > 1:  # several new tokens: each sees the cached past and the new ones before it
+            tgt_mask = causal_mask(tgt.size(1), tgt.device, past=start)  # (T, start + T)
         x = self.positional(self.embed(tgt), start)
         x, self_maps, cross_maps = self.decoder(x, memory, src_mask, tgt_mask, tgt_is_causal, cache, need_weights)
         return self.generator(x), self_maps, cross_maps

@@ -19,11 +19,8 @@ from itertools import accumulate, chain
 
 import torch
 
+from .limits import MAX_SEED, MAX_SEQ_LEN, MAX_VALID
 from .vocab import MAX_SYMBOLS, N_SPECIAL, Vocab
-
-MAX_SEQ_LEN = 64  # longest source sequence a DataConfig allows
-MAX_VALID = 10_000  # largest held-out set: it is scored in one forward pass
-MAX_SEED = 2**32 - 1
 
 TaskFn = Callable[[list[int], int], list[int]]  # (source symbol indices, n_symbols) -> target
 

@@ -15,11 +15,11 @@ import torch.nn.functional as F
 from .checkpoint import check_model_size
 from .decoding import greedy_decode
 from .device import pick_device
+from .limits import MAX_BATCH
 from .model import ModelConfig, Transformer, dropout_rng
 from .tasks import MAX_SEED, Batch, DataConfig, TaskData
 
 MetricRow = dict[str, float]
-MAX_BATCH = 8192  # sequences in one training batch or held-out probe
 METRIC_COLUMNS = ("step", "train_loss", "val_loss", "token_acc", "exact_match", "lr", "tokens_per_s", "elapsed_s")
 
 

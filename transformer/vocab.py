@@ -5,8 +5,9 @@ from __future__ import annotations
 import operator
 from collections.abc import Iterable, Sequence
 
+from .limits import MAX_SYMBOL_CHARS, MAX_SYMBOLS
+
 N_SPECIAL = 3  # PAD, BOS, EOS take ids 0..2, so symbol index i has token id i + N_SPECIAL
-MAX_SYMBOLS = 100  # most symbols Vocab.digits (and a DataConfig) allows
 
 
 def _preview(text: str, limit: int = 20) -> str:
@@ -30,14 +31,17 @@ class Vocab:
 
     def __init__(self, symbols: Sequence[str]):
         symbols = tuple(symbols)
-        if not symbols:
-            raise ValueError("a vocabulary needs at least one symbol")
+        if not 1 <= len(symbols) <= MAX_SYMBOLS:
+            raise ValueError(f"a vocabulary needs 1 to {MAX_SYMBOLS} symbols, got {len(symbols)}")
         seen = set()
         for s in symbols:
             if not isinstance(s, str):
                 raise ValueError(f"symbols must be strings, got {type(s).__name__}")
-            if s.split() != [s]:
-                raise ValueError(f"symbol {_preview(s)} is empty or contains whitespace")
+            if s.split() != [s] or not s.isprintable() or len(s) > MAX_SYMBOL_CHARS:
+                raise ValueError(
+                    f"symbol {_preview(s)} is empty, longer than {MAX_SYMBOL_CHARS} characters, or holds spaces or "
+                    "control characters"
+                )
             if s in (self.PAD, self.BOS, self.EOS):
                 raise ValueError(f"symbol {s!r} is reserved for a special token")
             if s in seen:

@@ -6,11 +6,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from ..limits import MAX_VARIANTS as MAX_VARIANTS  # re-exported for url_state and the package
 from ..model import ModelConfig
 from ..tasks import DataConfig
 from ..training import TrainConfig
 
-MAX_VARIANTS = 4
 SwitchValue = str | bool | int | float
 
 # ------------------------------------------------------------------------------------------------- switches

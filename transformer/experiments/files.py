@@ -11,6 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from ..alignment import head_labels
+from ..checkpoint import check_model_size
+from ..limits import MAX_JSON_BYTES, MAX_TOKEN_CHARS, check_limits
 from ..model import ModelConfig
 from ..tasks import DataConfig
 from ..training import METRIC_COLUMNS, TrainConfig
@@ -20,7 +22,6 @@ from .runs import ExperimentRun, VariantRun
 
 RESULTS_DIR = Path(__file__).resolve().parent.parent.parent / "checkpoints" / "experiments"
 FORMAT, FORMAT_VERSION = "transformer-lab-experiment", 1
-MAX_JSON_BYTES = 5 * 2**20  # the upload limit of the app
 
 
 def _number(x: Any, digits: int) -> float | None:
@@ -106,7 +107,7 @@ def _config(cls: type, value: Any, where: str) -> Any:
 def _experiment(value: Any) -> Experiment:
     reader = _Reader("the experiment")
     d = reader.dict(value, {"key", "switch", "values", "model", "data", "train"})
-    if d["key"] not in [*READY, CUSTOM] or d["switch"] not in SWITCHES:
+    if not isinstance(d["switch"], str) or d["key"] not in [*READY, CUSTOM] or d["switch"] not in SWITCHES:
         reader.fail("names an unknown experiment or switch")
     switch = SWITCHES[d["switch"]]
     values = reader.list(d["values"], most=MAX_VARIANTS)
@@ -114,6 +115,11 @@ def _experiment(value: Any) -> Experiment:
         reader.fail(f"needs 2-{MAX_VARIANTS} values among {', '.join(map(switch.token, switch.choices))}")
     model, data = _config(ModelConfig, d["model"], "the model"), _config(DataConfig, d["data"], "the data")
     train = _config(TrainConfig, d["train"], "the training settings")
+    try:  # a rerun trains these settings: the bounds of a run on this server, checked before anything is built
+        check_limits({**d["model"], **d["train"]}, skip={"time_budget_s"})  # Compare's own runs stop by steps
+        check_model_size(model)
+    except ValueError as err:
+        reader.fail(f"asks for more than a run on this server may: {err}")
     if model.vocab_size != data.n_symbols + N_SPECIAL:
         reader.fail("has a model vocabulary that does not fit its task")
     ready = READY.get(d["key"])
@@ -178,7 +184,7 @@ def experiment_from_json(text: str | bytes) -> ExperimentRun:
     experiment = _experiment(d["experiment"])
     probe = _Reader("the probe").dict(d["probe"], {"src", "tgt"})
     src, tgt = (reader.list(probe[k], most=experiment.data.max_len + 1) for k in ("src", "tgt"))
-    if not src or not tgt or not all(isinstance(t, str) and len(t) <= 10 for t in src + tgt):
+    if not src or not tgt or not all(isinstance(t, str) and len(t) <= MAX_TOKEN_CHARS for t in src + tgt):
         reader.fail("has a probe that is not a short list of tokens")
     variants = reader.list(d["variants"], most=len(experiment.values))
     if not variants:

@@ -1,0 +1,102 @@
+"""Worst server cost of one probing click on the largest model the limits allow: CPU seconds and peak memory.
+
+    python tests/probe_bench.py
+
+Each click runs in a forked child on one torch thread, as the app computes (`LAB_TORCH_THREADS` = 1), and does what
+its page does: a request past `MAX_PROBE_COST` is refused before it runs. Its CPU time is the child's; its peak
+memory the child's peak resident set (Linux's VmHWM, reset when the click starts) above its resident set then.
+"""
+
+import os
+import time
+from collections.abc import Callable
+
+import torch
+
+from transformer.checkpoint import check_model_size
+from transformer.decoding import beam_search, decode_all_steps, teacher_forced
+from transformer.inspection import attention_before_after, module_table
+from transformer.lengths import inputs_within_budget, score_lengths
+from transformer.limits import MAX_PROBE_COST, check_probe_cost
+from transformer.model import ModelConfig, Transformer
+from transformer.tasks import DataConfig
+from transformer.vocab import Vocab
+
+# The most layers MAX_WEIGHTS allows a model of the widest run settings (RUN_LIMITS): 10 pairs of d_model 256.
+CONFIG = ModelConfig(d_model=256, n_heads=8, d_ff=1024, n_layers=10, max_len=256)
+TASK = DataConfig(task="reverse", min_len=1, max_len=10)
+LONGEST = 64  # the longest source a task allows
+
+
+def clicks(model: Transformer, vocab: Vocab) -> dict[str, Callable[[], object]]:
+    src = torch.randint(3, CONFIG.vocab_size, (1, LONGEST))
+    tgt = torch.randint(3, CONFIG.vocab_size, (1, LONGEST + 1))
+    lengths = range(1, 2 * TASK.max_len + 1)  # the Length test page's default range
+    n = inputs_within_budget(CONFIG, lengths, 100)
+    beams = [w for w in range(8, 0, -1) if _fits(w)]  # the widest beam the Decoding page runs on this model
+    return {
+        f"Length test, lengths 1-{lengths[-1]}, {n} inputs each (budgeted from 100)": lambda: score_lengths(
+            model, vocab, TASK, lengths, n
+        ),
+        f"Decoding, greedy trace of a {LONGEST}-token source": lambda: (
+            decode_all_steps(model, src, 1, 2, LONGEST + 5, "greedy", 1.0, None, 1, 0),
+            teacher_forced(model, src, tgt[0]),
+        ),
+        f"Decoding, beam {beams[0]} (the widest the budget allows) trace of a {LONGEST}-token source": lambda: (
+            decode_all_steps(model, src, 1, 2, LONGEST + 5, "beam", 1.0, None, beams[0], 0),
+            beam_search(model, src, 1, 2, LONGEST + 5, beams[0]),
+            teacher_forced(model, src, tgt[0]),
+        ),
+        "Masking lab, attention before and after": lambda: attention_before_after(model, src, tgt),
+        "Anatomy, module table": lambda: module_table(model, src, tgt),
+    }
+
+
+def _fits(beam: int) -> bool:
+    try:
+        check_probe_cost(CONFIG, beam, LONGEST + 5, passes=3)  # as the Decoding page checks
+    except ValueError:
+        return False
+    return True
+
+
+def _status_mb(field: str) -> float:
+    with open("/proc/self/status") as f:
+        return next(int(line.split()[1]) for line in f if line.startswith(field)) / 1024
+
+
+def measure(click: Callable[[], object]) -> tuple[float, float, float]:
+    """CPU seconds, wall seconds and peak MB above the parent's resident set, of `click` run in a forked child."""
+    read, write = os.pipe()
+    if (pid := os.fork()) == 0:
+        torch.set_num_threads(1)
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")  # resets the peak resident set to the current one
+        base_mb = _status_mb("VmRSS:")
+        cpu, wall = time.process_time(), time.perf_counter()
+        click()
+        cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
+        peak = _status_mb("VmHWM:") - base_mb
+        os.write(write, f"{cpu} {wall} {peak}".encode())
+        os._exit(0)
+    os.close(write)
+    os.waitpid(pid, 0)
+    return tuple(map(float, os.read(read, 200).split()))
+
+
+def main() -> None:
+    check_model_size(CONFIG)
+    torch.manual_seed(0)
+    model, vocab = Transformer(CONFIG).eval(), Vocab.digits(10)
+    print(f"model: {model.num_parameters():,} parameters ({CONFIG}); MAX_PROBE_COST {MAX_PROBE_COST:,}")
+    worst_cpu = worst_mb = 0.0
+    with torch.no_grad():
+        for name, click in clicks(model, vocab).items():
+            cpu, wall, mb = measure(click)
+            worst_cpu, worst_mb = max(worst_cpu, cpu), max(worst_mb, mb)
+            print(f"{name}: {cpu:.2f} s CPU, {wall:.2f} s wall, peak +{mb:.0f} MB")
+    print(f"worst click: {worst_cpu:.2f} s CPU, peak +{worst_mb:.0f} MB")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,114 @@
+"""Symbols, tokens and names from files reach the page literally: never as Markdown (an image, a link) or HTML."""
+
+import io
+import json
+import re
+from pathlib import Path
+
+import pytest
+import torch
+from hypothesis import given
+from hypothesis import strategies as st
+from streamlit.testing.v1 import AppTest
+
+from transformer import Checkpoint, DataConfig, ModelConfig, Transformer, Vocab
+from transformer.checkpoint import checkpoint_bytes
+from transformer.literal import code_span, markdown_literal
+
+APP = Path(__file__).resolve().parent.parent / "streamlit_app.py"
+IMAGE, LINK, HTML = "![](//e.io/a)", "[l](//e.io)", "<img/src=x>"  # no spaces: each is one symbol
+HOSTILE = (IMAGE, LINK, HTML, "**b**", "`", "$x$", "a\\", "<s>x")
+BRIEF_IMAGE = "![x](http://example.invalid/a.png)"  # too long for a symbol; in a message
+ACTIVE = re.compile(r"!\[|\]\(|<img|<s>")  # what would load an image, make a link or become HTML
+
+
+def hostile_checkpoint() -> Checkpoint:
+    vocab = Vocab(HOSTILE)
+    config = ModelConfig(vocab_size=len(vocab))
+    torch.manual_seed(0)
+    model = Transformer(config).eval()
+    task = DataConfig(task="reverse", min_len=3, max_len=4, n_symbols=len(HOSTILE), n_valid=20)
+    return Checkpoint(model, vocab, config, task, [{"step": 0, "exact_match": 0.0}], {})
+
+
+def outside_code_and_escapes(markdown: str) -> str:
+    """The Markdown that is rendered as Markdown, read left to right as CommonMark does: backslash-escaped
+    punctuation and code spans taken out."""
+    kept, i = [], 0
+    while i < len(markdown):
+        if markdown[i] == "\\" and re.match(r"[!-/:-@\[-`{-~]", markdown[i + 1 : i + 2]):
+            i += 2
+            continue
+        if fence := re.match(r"`+", markdown[i:]):
+            run = fence[0]
+            close = re.compile(rf"(?<!`){run}(?!`)").search(markdown, i + len(run))
+            if close:
+                i = close.end()
+                continue
+            i += len(run)  # an unmatched run of backticks is literal text
+            continue
+        kept.append(markdown[i])
+        i += 1
+    return "".join(kept)
+
+
+def rendered_markdown(at: AppTest) -> list[str]:
+    kinds = ("markdown", "caption", "success", "error", "warning", "info")
+    return [element.value for kind in kinds for element in getattr(at, kind)]
+
+
+def test_hostile_symbols_reach_the_decoding_page_only_as_text():
+    at = AppTest.from_file(str(APP), default_timeout=60)
+    at.session_state["in_hand"] = hostile_checkpoint()
+    at.session_state["in_hand_name"] = "hostile"
+    at.run()
+    at.switch_page("pages/decoding.py").run()
+    at.text_input(key="decode_input").set_value(f"{IMAGE} {HTML} {LINK}").run()
+    at.button(key="decode_run_to_end").click().run()
+    assert not at.exception
+    texts = rendered_markdown(at)
+    assert any(IMAGE in t for t in texts)  # the symbols are on the page ...
+    for text in texts:
+        assert not ACTIVE.search(outside_code_and_escapes(text)), text  # ... never as Markdown or HTML
+    specs = json.dumps([json.loads(chart.proto.spec) for chart in at.get("plotly_chart")])
+    assert "&lt;img/src=x&gt;" in specs and "<img" not in specs  # Plotly reads HTML: its labels are escaped
+    at.text_input(key="decode_input").set_value(f"{IMAGE} {BRIEF_IMAGE}").run()
+    assert at.error and not ACTIVE.search(outside_code_and_escapes(at.error[0].value))
+
+
+def test_a_refused_upload_names_its_hostile_key_as_text():
+    payload = torch.load(io.BytesIO(checkpoint_bytes_of(hostile_checkpoint())), weights_only=True)
+    payload["model_config"][BRIEF_IMAGE] = 1
+    buffer = io.BytesIO()
+    torch.save(payload, buffer)
+    at = AppTest.from_file(str(APP), default_timeout=60).run()
+    at.switch_page("pages/checkpoints.py").run()
+    at.file_uploader(key="upload_checkpoint").set_value((f"{LINK}.pt", buffer.getvalue(), "application/octet-stream"))
+    at.run()
+    assert not at.exception and "unexpected" in at.error[0].value
+    message = at.error[0].value
+    assert markdown_literal(BRIEF_IMAGE) in message and not ACTIVE.search(outside_code_and_escapes(message))
+
+
+def checkpoint_bytes_of(c: Checkpoint) -> bytes:
+    return checkpoint_bytes(c.model, c.vocab, c.task, c.history, c.train_config)
+
+
+@given(st.text(max_size=80))
+def test_markdown_literal_escapes_every_punctuation_character_and_keeps_the_text(text):
+    escaped = markdown_literal(text)
+    assert outside_code_and_escapes(escaped) == re.sub(r"[!-/:-@\[-`{-~]", "", " ".join(text.splitlines()))
+    assert re.sub(r"\\(.)", r"\1", escaped) == " ".join(text.splitlines())
+
+
+@given(st.text(max_size=80))
+def test_code_span_is_one_span_holding_the_text(text):
+    span = code_span(text)
+    match = re.fullmatch(r"(`+)( ?)(.*)\2\1", span, re.S)
+    assert match and match[3] == " ".join(text.splitlines()) and "`" * len(match[1]) not in match[3]
+
+
+@pytest.mark.parametrize("symbol", ["a b", "\x1b[2J", "\u202eevil", "x" * 17, ""])
+def test_symbols_that_could_not_be_shown_as_one_plain_token_are_refused(symbol):
+    with pytest.raises(ValueError, match="symbol"):
+        Vocab(["0", symbol])

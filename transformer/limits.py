@@ -1,0 +1,135 @@
+"""Every bound the lab puts on untrusted input (files, links, typed text, command-line values) and on the work one
+request may do. The validators of each format check numbers against these before anything is allocated or run.
+
+This module imports nothing from the package, so every other module can import it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Collection, Mapping
+from typing import Protocol
+
+# ---- files
+UPLOAD_BYTES = 5 * 2**20  # the app's uploader (`.streamlit/config.toml`: maxUploadSize = 5)
+MAX_CHECKPOINT_BYTES = 8 * 2**20  # refuse bigger checkpoint files before reading them
+MAX_JSON_BYTES = UPLOAD_BYTES  # experiment files
+MAX_HISTORY_ROWS = 100_000
+MAX_PLAIN_ITEMS = 1_000_000  # values in one plain (non-tensor) part of a checkpoint
+MAX_PLAIN_DEPTH = 20  # nesting of dicts and lists in one plain part
+MAX_INPUT_LINES = 100_000  # lines of a `predict --input` file
+MAX_INPUT_BYTES = 16 * 2**20  # bytes of a `predict --input` file
+
+# ---- models
+MAX_WEIGHTS = 20_000_000  # parameters + positional table of a loadable model: at most 80 MB to allocate
+MAX_LAYERS = 64
+MAX_POSITIONS = 256  # max_len: tasks go up to 64 symbols; pages draw (max_len x max_len) masks
+
+# ---- vocabularies and sequences
+MAX_SYMBOLS = 100  # symbols of a vocabulary
+MAX_SYMBOL_CHARS = 16  # characters of one symbol
+MAX_SEQ_LEN = 64  # longest source sequence of a task
+MAX_TOKEN_CHARS = 10  # characters of one token in an experiment file's probe
+
+# ---- data and training
+MAX_VALID = 10_000  # largest held-out set: it is scored in one forward pass
+MAX_SEED = 2**32 - 1
+MAX_BATCH = 8192  # sequences in one training batch or held-out probe
+# What one run on a shared classroom server may ask for, whatever the form, the URL or session state say.
+RUN_LIMITS = {
+    "d_model": (8, 256),
+    "n_heads": (1, 16),
+    "n_layers": (1, 4),
+    "d_ff": (8, 1024),
+    "batch_size": (1, 512),
+    "steps": (1, 10_000),
+    "time_budget_s": (1, 300),
+}
+# The Train page's form: a classroom run, within RUN_LIMITS (its number inputs read their bounds from here).
+TRAIN_FORM_LIMITS = {
+    "min_len": (1, 24),
+    "max_len": (1, 24),
+    "n_symbols": (2, 30),
+    "d_model": (8, 128),
+    "n_heads": (1, 8),
+    "n_layers": (1, 3),
+    "d_ff": (16, 512),
+    "dropout": (0.0, 0.5),
+    "lr": (1e-4, 0.05),
+    "warmup": (0, 1000),
+    "batch_size": (8, 256),
+    "label_smoothing": (0.0, 0.5),
+    "ema_decay": (0.0, 0.999),
+    "steps": (10, 5000),
+    "time_budget_s": (5, 120),
+    "seed": (0, 10_000),
+}
+MAX_VARIANTS = 4  # variants of one Compare experiment
+# The command line, on the user's own machine, may train longer and bigger than a page.
+MAX_STEPS = 1_000_000
+MAX_TIME_BUDGET_S = 24 * 3600
+MAX_TRAIN_BYTES = 4 * 2**30  # activations one training step keeps for the backward pass
+MAX_THREADS = 256
+
+# ---- probing
+MAX_PER_LENGTH = 1000  # inputs scored per length by a length test
+MAX_FRESH = MAX_VALID  # fresh sequences `evaluate --n` scores, in one forward pass
+MAX_BEAM = 32  # beam width
+# Multiply-adds one probing request may cost: about 3 s of CPU on one core of a loaded 2-core machine
+# (`python tests/probe_bench.py`, see docs/security.md).
+MAX_PROBE_COST = 10_000_000_000
+
+
+def check_limits(values: Mapping, skip: Collection[str] = ()) -> None:
+    """ValueError unless every setting of RUN_LIMITS present in `values` (and not in `skip`) is a number within
+    its bounds."""
+    for name, (low, high) in RUN_LIMITS.items():
+        value = values.get(name)
+        if name in values and name not in skip and not (type(value) in (int, float) and low <= value <= high):
+            raise ValueError(f"{name} must be between {low} and {high}, got {str(value)[:20]}")
+
+
+class _Sizes(Protocol):
+    d_model: int
+    d_ff: int
+    n_heads: int
+    n_layers: int
+    vocab_size: int
+
+
+def forward_cost(config: _Sizes, n_sequences: int, length: int) -> int:
+    """Multiply-adds of one teacher-forced pass over `n_sequences` sources of `length` tokens and targets one
+    longer; greedy decoding with the key/value cache costs about the same."""
+    d, S, T = config.d_model, length, length + 1
+    feed_forward = 2 * d * config.d_ff
+    encoder = S * (4 * d * d + feed_forward + 2 * S * d)  # projections, FFN, scores and weighted sums
+    decoder = T * (8 * d * d + feed_forward + 2 * T * d + 2 * S * d)
+    generator = T * d * config.vocab_size
+    return n_sequences * (config.n_layers * (encoder + decoder) + generator)
+
+
+def affordable(config: _Sizes, length: int, wanted: int, passes: int = 1) -> int:
+    """How many of `wanted` sequences of `length` fit MAX_PROBE_COST when each takes `passes` forward passes
+    (0 if not even one does)."""
+    one = forward_cost(config, 1, length) * passes
+    return min(wanted, MAX_PROBE_COST // max(one, 1))
+
+
+def check_probe_cost(config: _Sizes, n_sequences: int, length: int, passes: int = 1) -> None:
+    """ValueError if the request costs more than MAX_PROBE_COST, saying how much smaller it must be."""
+    cost = forward_cost(config, n_sequences, length) * passes
+    if cost > MAX_PROBE_COST:
+        factor = math.ceil(cost / MAX_PROBE_COST)
+        raise ValueError(
+            f"this request would cost about {cost / 1e9:,.0f} billion multiply-adds, {factor}x the "
+            f"{MAX_PROBE_COST / 1e9:,.0f} billion one request may do on this shared server: ask for less"
+        )
+
+
+def train_activation_bytes(config: _Sizes, batch_size: int, length: int) -> int:
+    """About how many bytes of float32 activations one training step on sources of `length` tokens keeps for the
+    backward pass: per token and layer the projections, the FFN's inner layer and the attention weights."""
+    d, ff, H, S, T = config.d_model, config.d_ff, config.n_heads, length, length + 1
+    encoder = S * (12 * d + 2 * ff + H * S)
+    decoder = T * (20 * d + 2 * ff + H * (T + S))
+    return 4 * batch_size * (config.n_layers * (encoder + decoder) + 3 * T * config.vocab_size)

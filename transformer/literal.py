@@ -1,0 +1,23 @@
+"""Text from files, links and students shown as what it is, never as Markdown, HTML or a link.
+
+Streamlit renders Markdown in `st.markdown`, `st.caption`, `st.error` and the other messages; these helpers make
+untrusted text inside them read character for character.
+"""
+
+import re
+
+_PUNCTUATION = re.compile(r"([!-/:-@\[-`{-~])")  # every ASCII punctuation character
+
+
+def markdown_literal(text: object) -> str:
+    """`text` with every ASCII punctuation character backslash-escaped and line breaks as spaces: no emphasis,
+    heading, list, image, link, HTML, LaTeX or code span can start in it (CommonMark escapes, section 2.4)."""
+    return _PUNCTUATION.sub(r"\\\1", " ".join(str(text).splitlines()))
+
+
+def code_span(text: object) -> str:
+    """`text` as one inline code span, shown literally whatever backticks it holds (CommonMark section 6.1)."""
+    text = " ".join(str(text).splitlines())
+    fence = "`" * (max(map(len, re.findall("`+", text)), default=0) + 1)
+    pad = " " if text[:1] == "`" or text[-1:] == "`" else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
