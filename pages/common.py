@@ -344,9 +344,10 @@ def shipped_in_hand() -> str | None:
 
 
 def show_link_notices(notices: list[str]) -> None:
-    """What the opened link got wrong, and that the page uses its defaults instead."""
+    """What the opened link got wrong, and that the page uses its defaults instead. A notice names the parameter,
+    never the value the link held, so nothing from the link reaches the page."""
     for notice in notices:
-        st.warning(f"{markdown_literal(notice)} Check the link you opened.", icon=":material/link_off:")
+        st.warning(f"{notice} Check the link you opened.", icon=":material/link_off:")
 
 
 def model_from_link() -> None:

@@ -66,6 +66,7 @@ class Session:
     served: bool = False
     training: str | None = None  # completed, refused, failed or None (not a trainer)
     trained_steps: int | None = None  # of a completed run
+    trained_s: float | None = None  # its training time, as the page reports it
     start_to_finished_s: float | None = None  # of a completed run, from the click on Start
     saw_queue_place: bool = False
     saw_shared_line: bool = False
@@ -197,8 +198,8 @@ async def train(page, session: Session) -> None:
             if DONE_TEXT in text:
                 session.training = "completed"
                 session.start_to_finished_s = time.perf_counter() - clicked
-                if steps := re.search(r"Finished after (\d+) steps", text):
-                    session.trained_steps = int(steps.group(1))
+                if found := re.search(r"Finished after (\d+) steps in ([\d.]+) s", text):
+                    session.trained_steps, session.trained_s = int(found.group(1)), float(found.group(2))
                 break
             if BUSY_TEXT in text:
                 session.training = "refused"
@@ -292,6 +293,7 @@ def run(
             "refused": trainings.count("refused"),
             "failed": trainings.count("failed"),
             "steps_of_completed_runs": [s.trained_steps for s in sessions if s.training == "completed"],
+            "training_s_of_completed_runs": [s.trained_s for s in sessions if s.training == "completed"],
             "saw_queue_place": sum(s.saw_queue_place for s in sessions),
             "saw_shared_line": sum(s.saw_shared_line for s in sessions),
             "start_to_finished_s": {

@@ -1,4 +1,5 @@
 import json
+import re
 import threading
 import time
 
@@ -309,8 +310,13 @@ def test_a_failed_run_shows_its_error_and_what_to_do(monkeypatch):
     assert "trained" not in at.session_state and not at.button(key="start_training").disabled
 
 
+def shown(markdown: str) -> str:
+    """Markdown as it reads on the page: names from runs and files are backslash-escaped to read literally."""
+    return re.sub(r"\\(.)", r"\1", markdown)
+
+
 def sidebar_model(at: AppTest) -> str:
-    return next(m.value for m in at.sidebar.markdown if m.value.startswith("**Model in hand:**"))
+    return shown(next(m.value for m in at.sidebar.markdown if m.value.startswith("**Model in hand:**")))
 
 
 def wait_for_a_new_row(job: TrainingJob) -> None:
@@ -341,7 +347,7 @@ def test_a_model_loaded_during_a_run_stays_in_hand_and_the_run_is_still_saved(st
     at.run()
     assert not at.exception and sidebar_model(at) == "**Model in hand:** shipped: copy"
     (name,) = at.session_state["trained"]
-    assert name.startswith("sort-") and any(f"Saved as *{name}*" in i.value for i in at.info)
+    assert name.startswith("sort-") and any(f"Saved as *{name}*" in shown(i.value) for i in at.info)
     assert not at.get("page_link")  # the model in hand is another: no "test it" links for this run
 
 

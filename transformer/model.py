@@ -429,9 +429,10 @@ class Transformer(nn.Module):
     @torch.no_grad()
     def init_weights(self, rng: torch.Generator | None = None) -> None:
         """Xavier-uniform for every matrix (as the Annotated Transformer), PyTorch's default U(-1/sqrt(fan_in),
-        1/sqrt(fan_in)) for linear biases, LayerNorm at 1 and 0; drawn from `rng` (a run's own) when given."""
+        1/sqrt(fan_in)) for linear biases, LayerNorm at 1 and 0. With `rng` (a run's own generator) every draw comes
+        from it, the biases drawn again; without, from PyTorch's process-wide generator."""
         for module in self.modules():
-            if isinstance(module, nn.Linear) and module.bias is not None:
+            if rng is not None and isinstance(module, nn.Linear) and module.bias is not None:
                 bound = 1 / math.sqrt(module.in_features)
                 nn.init.uniform_(module.bias, -bound, bound, generator=rng)
         for p in self.parameters():

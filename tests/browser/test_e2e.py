@@ -24,7 +24,17 @@ from playwright.sync_api import expect
 pytestmark = [pytest.mark.browser, requires_chromium]
 
 SOURCE, REVERSED = "2 7 1 8", "8 1 7 2"
-NAV_TITLES = ["Home", "Train", "Anatomy", "Masking lab", "Decoding", "Length test", "Compare runs", "Checkpoints"]
+NAV_TITLES = [
+    "Home",
+    "Train",
+    "Anatomy",
+    "Masking lab",
+    "Decoding",
+    "Length test",
+    "Knockout",
+    "Compare runs",
+    "Checkpoints",
+]
 
 
 def main(page):
