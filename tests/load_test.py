@@ -259,7 +259,7 @@ def percentile(values: list[float], q: float) -> float | None:
 
 
 def run(
-    n_sessions: int = 30, n_trainers: int = 30, warm_up: bool = True, scenario: str = "defaults", browser_nice: int = 10
+    n_sessions: int = 30, n_trainers: int = 30, warm_up: bool = True, scenario: str = "defaults", browser_nice: int = 19
 ) -> dict:
     """Run the load test against a fresh server and return the summary."""
     if not CHROMIUM.exists():
@@ -357,7 +357,7 @@ def main(argv: list[str] | None = None) -> int:
         help="skip the one session that loads the app before the others (a cold server)",
     )
     parser.add_argument(
-        "--browser-nice", type=int, default=10, help="CPU priority (nice) of the browsers; 0: the server's own"
+        "--browser-nice", type=int, default=19, help="CPU priority (nice) of the browsers; 0: the server's own"
     )
     parser.add_argument("--json", type=Path, default=ARTIFACTS / "load_test.json", help="where to write the summary")
     args = parser.parse_args(argv)
