@@ -49,7 +49,7 @@ from conftest import (
 PAGE_SIZE = os.sysconf("SC_PAGE_SIZE")
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 LOAD_TIMEOUT_S = 180.0  # one session's first page load
-TRAIN_TIMEOUT_S = 600.0  # one training run, Start to finished, queue included
+TRAIN_TIMEOUT_S = 1200.0  # one training run, Start to finished, queue included (30 distinct runs, 2 at a time)
 SCENARIOS = ("defaults", "seeds")
 BUSY_TEXT = "could not start"
 DONE_TEXT = "Finished after"
@@ -175,8 +175,8 @@ async def go_to_train(page, session: Session, scenario: str) -> bool:
         await page.wait_for_selector(f"{IDLE} .st-key-start_training", timeout=LOAD_TIMEOUT_S * 1000)
         if scenario == "seeds":
             field_ = page.locator(".st-key-train_seed input")
-            await field_.fill(str(100 + session.index))
-            await field_.press("Tab")  # not Enter: that would submit the form
+            await field_.fill(str(100 + session.index), timeout=LOAD_TIMEOUT_S * 1000)
+            await field_.press("Tab", timeout=LOAD_TIMEOUT_S * 1000)  # not Enter: that would submit the form
             await page.wait_for_selector(IDLE, timeout=LOAD_TIMEOUT_S * 1000)
         return True
     except PlaywrightError as err:
@@ -189,10 +189,10 @@ async def train(page, session: Session) -> None:
     saw a queue place or the shared-run line on the way."""
     try:
         clicked = time.perf_counter()
-        await page.locator(".st-key-start_training button").filter(visible=True).click()
+        await page.locator(".st-key-start_training button").filter(visible=True).click(timeout=LOAD_TIMEOUT_S * 1000)
         main = page.locator("[data-testid='stMain']")
         while time.perf_counter() - clicked < TRAIN_TIMEOUT_S:
-            text = await main.inner_text()
+            text = await main.inner_text(timeout=LOAD_TIMEOUT_S * 1000)
             session.saw_queue_place |= QUEUE_TEXT in text
             session.saw_shared_line |= SHARED_TEXT in text
             if DONE_TEXT in text:
