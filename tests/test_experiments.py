@@ -212,6 +212,28 @@ def test_every_ready_made_experiment_ships_a_small_result_set(key):
     assert all(v.result["steps"] == READY[key].train.steps for v in run.variants)
 
 
+REPRODUCED_STEPS = 50  # two metric rows of every variant, retrained here: about a second each
+
+
+@pytest.mark.parametrize("key", list(READY))
+def test_shipped_results_are_what_the_code_makes(key):
+    """Each shipped variant's first rows are what `python -m transformer.experiments` trains today: same seed,
+    same run. Up to rounding, which differs a little between processors' kernels."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # as the shipped results were made
+    try:
+        for experiment_value, shipped in zip(READY[key].values, load_shipped(key).variants):
+            model, data, train = READY[key].configs(experiment_value)
+            trainer = Trainer(model, data, replace(train, steps=REPRODUCED_STEPS, time_budget_s=3600.0))
+            trainer.run()
+            columns = ("step", "train_loss", "val_loss", "token_acc")
+            made = [row[c] for row in trainer.history for c in columns]
+            kept = [row[c] for row in shipped.history[: len(trainer.history)] for c in columns]
+            assert len(made) == 2 * len(columns) and made == pytest.approx(kept, abs=1e-3), (key, experiment_value)
+    finally:
+        torch.set_num_threads(threads)
+
+
 def _final(key: str) -> dict:
     return {v.value: {**v.history[-1], **v.result} for v in load_shipped(key).variants}
 
@@ -222,8 +244,11 @@ def test_shipped_results_match_what_the_expectations_say():
     causal = _final("no-causal-mask")
     assert causal[False]["train_loss"] < 0.05 and causal[False]["token_acc"] > 0.99
     assert causal[False]["exact_match"] < 0.7 < causal[True]["exact_match"]
+    scaled, unscaled = load_shipped("score-scaling-large-dk").variants
+    early = [(a["val_loss"], b["val_loss"]) for a, b in zip(scaled.history, unscaled.history) if a["step"] <= 100]
+    assert len(early) == 4 and all(s < u for s, u in early)  # unscaled: slower at first
+    assert scaled.alignment["L0 H0"][-1] < unscaled.alignment["L0 H0"][-1]  # unscaled: the sharper head
     solved = {key: summary_table(load_shipped(key))["solved at step"].tolist() for key in READY}
-    assert solved["score-scaling-large-dk"][0] < solved["score-scaling-large-dk"][1]  # unscaled: later
     assert solved["layers"][0] < solved["layers"][1]  # two layers: later
     smoothing = _final("label-smoothing")
     assert smoothing[0.1]["train_loss"] > 0.3 > 0.01 > smoothing[0.0]["train_loss"]
