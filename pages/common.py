@@ -270,7 +270,7 @@ def _job_heartbeat(page: str) -> None:
         done, total = comparison.progress()
         if page != "compare":
             st.progress(min(done / total, 1.0), text=f"Comparing: step {done} of {total}")
-    _model_in_hand_label()
+    _model_in_hand_label(page)
 
 
 def save_finished_job() -> None:
@@ -317,10 +317,13 @@ def sidebar(page: str) -> None:
         if _running("compare_job") is not None or (_running("job") is not None and page != "train"):
             _job_heartbeat(page)  # redraws the model in hand too: a run in hand moves on while the page stays
         else:
-            _model_in_hand_label()
+            _model_in_hand_label(page)
 
 
-def _model_in_hand_label() -> None:
+def _model_in_hand_label(page: str) -> None:
+    if page == "train" and following_run():  # drawn once while the run moves on: no step that would go stale
+        st.markdown("**Model in hand:** the run on this page, at its latest step")
+        return
     checkpoint, name = model_in_hand()
     if checkpoint is None:
         st.markdown("**Model in hand:** none yet")

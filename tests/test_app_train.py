@@ -333,10 +333,11 @@ def test_a_model_loaded_during_a_run_stays_in_hand_and_the_run_is_still_saved(st
     start(at, task="sort", steps=5000)
     wait_for_a_new_row(at.session_state["job"])
     at.run()
-    assert sidebar_model(at).startswith("**Model in hand:** training sort")  # the run is in hand while it trains
+    assert sidebar_model(at) == "**Model in hand:** the run on this page, at its latest step"  # from the start
     assert len(at.get("progress")) == 1 and not at.sidebar.get("progress")  # one progress bar: the page's own
     at.switch_page("pages/checkpoints.py")
     at.run()
+    assert sidebar_model(at).startswith("**Model in hand:** training sort (step ")  # elsewhere: its latest step
     assert len(at.sidebar.get("progress")) == 1
     at.button(key="load_copy").click()
     at.run()
