@@ -5,6 +5,7 @@ import time
 
 import pytest
 import torch
+from polling import wait_until
 from streamlit.testing.v1 import AppTest
 
 import pages.common
@@ -196,7 +197,9 @@ def test_pause_holds_the_run_step_trains_one_row_and_resume_finishes_it(stop_job
     wait_for_a_new_row(job)
     at.button(key="pause_training").click()
     at.run()
-    assert job.status == "paused" and at.button(key="step_training").disabled is False
+    wait_until(lambda: job.status == "paused")  # held once the step in flight ends
+    at.run()
+    assert at.button(key="step_training").disabled is False
     held = job.step
     time.sleep(0.5)
     at.run()
@@ -204,10 +207,7 @@ def test_pause_holds_the_run_step_trains_one_row_and_resume_finishes_it(stop_job
     at.button(key="step_training").click()
     at.run()
     every = job.train_config.eval_every
-    deadline = time.monotonic() + 30
-    while not (job.status == "paused" and job.step > held):
-        assert time.monotonic() < deadline
-        time.sleep(0.05)
+    wait_until(lambda: job.status == "paused" and job.step > held, timeout=30)
     assert job.step == (held // every + 1) * every  # one metric row's worth, then paused again
     at.run()
     at.button(key="resume_training").click()

@@ -5,6 +5,7 @@ import time
 
 import pytest
 import torch
+from polling import wait_until
 
 from transformer import runs
 from transformer.model import ModelConfig
@@ -13,13 +14,6 @@ from transformer.tasks import DataConfig
 from transformer.training import TrainConfig, Trainer
 
 ENDLESS = dict(steps=10**6, early_stop=False)
-
-
-def wait_until(condition, timeout: float = 20.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.02)
 
 
 def settings(seed: int = 0, **train) -> tuple[ModelConfig, DataConfig, TrainConfig]:

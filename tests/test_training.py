@@ -7,6 +7,7 @@ import time
 import pytest
 import torch
 import torch.nn.functional as F
+from polling import wait_until
 
 from transformer import training
 from transformer.model import ModelConfig, Transformer
@@ -204,13 +205,6 @@ def test_model_and_data_must_fit_together():
         Trainer(ModelConfig(max_len=4), COPY, TrainConfig())
 
 
-def wait_until(condition, timeout: float = 20.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.02)
-
-
 def test_job_trains_in_the_background_and_gives_snapshot_copies():
     job = TrainingJob(ModelConfig(), COPY, TrainConfig(steps=600, eval_every=10, record_attention=True)).start()
     wait_until(lambda: job.done)
@@ -310,6 +304,35 @@ def test_a_thread_that_cannot_start_gives_its_slot_back(monkeypatch):
     monkeypatch.undo()
     assert slots.acquire(blocking=False)  # the slot came back
     assert job.status == "queued" and not job.done
+
+
+def test_a_run_reads_paused_only_once_it_holds_between_two_steps():
+    job = TrainingJob(ModelConfig(), COPY, TrainConfig(steps=10**6, early_stop=False)).start()
+    wait_until(lambda: job.status == "training")
+    in_step, go_on = threading.Event(), threading.Event()
+    draw = job.trainer.data.train_batch
+
+    def held_draw(n: int) -> Batch:  # the step in flight waits here until the test lets it go on
+        in_step.set()
+        go_on.wait(10)
+        return draw(n)
+
+    job.trainer.data.train_batch = held_draw
+    try:
+        assert in_step.wait(10)
+        job.pause()
+        assert job.status == "training"  # the step in flight may still solve the task: not paused yet
+        go_on.set()
+        wait_until(lambda: job.status == "paused")
+        held = job.step
+        time.sleep(0.3)
+        assert job.step == held and job.status == "paused"
+        job.resume()
+        assert job.status == "training"  # at once, not when the thread next wakes
+    finally:
+        go_on.set()
+        job.stop(wait_s=10)
+    assert job.done
 
 
 def test_a_paused_and_stepped_run_ends_with_the_weights_of_an_unpaused_one():

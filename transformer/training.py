@@ -398,7 +398,8 @@ class TrainingJob:
         self._rows: list[MetricRow] = []
         self._snapshot: Transformer | None = None
         self._stop = threading.Event()
-        self._paused, self._pause_at = False, None
+        self._paused, self._pause_at = False, None  # asked to hold; the step to hold at
+        self._holding = False  # the thread is held between two steps
         self._thread = threading.Thread(target=self._run, name="training-job", daemon=True)
         self.error: str | None = None
         self.result: TrainResult | None = None
@@ -438,12 +439,13 @@ class TrainingJob:
             if self._pause_at is not None and self.trainer is not None and self.trainer.step >= self._pause_at:
                 self._paused, self._pause_at = True, None
             if self._paused:
-                began = time.perf_counter()
+                began, self._holding = time.perf_counter(), True
                 while self._paused and not self._stop.is_set() and not self.idle:
                     if time.perf_counter() - began > MAX_PAUSE_S:
                         self._stop.set()
                         break
                     self._wake.wait(0.25)
+                self._holding = False
                 self.trainer.paused_s += time.perf_counter() - began
         return self._stop.is_set() or self.idle
 
@@ -478,7 +480,7 @@ class TrainingJob:
     def resume(self) -> None:
         """Go on from where the run was paused."""
         with self._lock:
-            self._paused, self._pause_at = False, None
+            self._paused, self._pause_at, self._holding = False, None, False
             self._wake.notify_all()
 
     def step_row(self) -> None:
@@ -486,7 +488,7 @@ class TrainingJob:
         with self._lock:
             every = self.train_config.eval_every
             self._pause_at = (self.step // every + 1) * every
-            self._paused = False
+            self._paused = self._holding = False
             self._wake.notify_all()
 
     @property
@@ -497,7 +499,7 @@ class TrainingJob:
             return "done"
         if self.trainer is None:
             return "preparing"
-        return "paused" if self._paused else "training"
+        return "paused" if self._holding else "training"  # a pause asked for mid-step holds after that step
 
     @property
     def done(self) -> bool:

@@ -40,16 +40,18 @@ def open_train(context, server: LabServer):
     return tab
 
 
-def set_seed(page, seed: int) -> None:
-    field = page.locator(".st-key-train_seed input")
-    field.fill(str(seed))
+def set_number(page, key: str, value: int) -> None:
+    """Type `value` into the settings form's number field `key`."""
+    field = page.locator(f".st-key-{key} input")
+    field.fill(str(value))
     field.press("Tab")
 
 
 def test_the_curve_moves_at_once_in_view_and_the_run_pauses_steps_and_resumes(browser, lab_server):
     context = browser.new_context(viewport=LAPTOP)
     page = open_train(context, lab_server)
-    set_seed(page, 11)  # a run of its own: no other test's run to join
+    set_number(page, "train_seed", 11)  # a run of its own: no other test's run to join
+    set_number(page, "train_max_len", 12)  # about 1,000 steps: the run cannot solve the task before Pause lands
     wait_idle(page)
     page.evaluate(
         """() => { window.firstPoint = null; const t0 = performance.now();
@@ -115,7 +117,7 @@ def test_same_settings_share_one_run_and_another_seed_waits_for_the_slot(browser
         page_steps = [progress_step(tab) for tab in (first, second)]
         assert abs(page_steps[0] - page_steps[1]) <= 200  # one run, two views of it
 
-        set_seed(third, 5)
+        set_number(third, "train_seed", 5)
         wait_idle(third)
         button(third, "start_training").click()
         expect(main(third).get_by_text("your run is number 1 in the queue")).to_be_visible(timeout=20_000)
