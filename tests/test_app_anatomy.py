@@ -1,9 +1,8 @@
-import base64
 import json
 
-import numpy as np
 import pytest
 import torch
+from plotly_json import array
 from streamlit.testing.v1 import AppTest
 
 from transformer.checkpoint import Checkpoint
@@ -42,11 +41,7 @@ def chart(at: AppTest, key: str) -> dict:
 
 def z_values(trace: dict) -> torch.Tensor:
     """A heatmap's z from its JSON spec (Plotly sends arrays base64-encoded)."""
-    z = trace["z"]
-    if isinstance(z, dict):
-        shape = [int(n) for n in z["shape"].split(",")]
-        z = np.frombuffer(base64.b64decode(z["bdata"]), dtype=z["dtype"]).reshape(shape)
-    return torch.tensor(np.asarray(z, dtype=float))
+    return torch.tensor(array(trace["z"]).astype(float))
 
 
 def test_without_a_model_says_where_to_get_one():

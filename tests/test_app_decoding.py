@@ -1,6 +1,5 @@
 """The Decoding page, driven through AppTest with a small model that has solved reverse on length-4 inputs."""
 
-import base64
 import json
 import time
 from pathlib import Path
@@ -8,6 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from plotly_json import array
 from streamlit.testing.v1 import AppTest
 
 from transformer import Checkpoint, DataConfig, ModelConfig, TrainConfig, Trainer, Transformer, Vocab
@@ -56,14 +56,6 @@ def charts(at: AppTest) -> dict[str, dict]:
     """Plotly figures on the page by their title."""
     specs = [json.loads(chart.proto.spec) for chart in at.get("plotly_chart")]
     return {spec["layout"]["title"]["text"]: spec for spec in specs}
-
-
-def array(value) -> np.ndarray:
-    """A figure's data array, decoded from Plotly's typed-array JSON ({"bdata", "dtype", "shape"}) when encoded."""
-    if isinstance(value, dict):
-        flat = np.frombuffer(base64.b64decode(value["bdata"]), dtype=value["dtype"])
-        return flat.reshape([int(n) for n in value["shape"].split(",")]) if "shape" in value else flat
-    return np.asarray(value)
 
 
 def reversed_input(at: AppTest) -> str:

@@ -1,10 +1,10 @@
-import base64
 import html
 import json
 
 import numpy as np
 import pytest
 import torch
+from plotly_json import array
 from streamlit.testing.v1 import AppTest
 
 from transformer.checkpoint import Checkpoint
@@ -36,9 +36,7 @@ def charts(at: AppTest) -> dict[str, dict]:
 
 def grid(spec: dict) -> np.ndarray:
     """A mask heatmap's values, decoded from Plotly's typed-array JSON: 1 = may attend."""
-    z = spec["data"][0]["z"]
-    shape = [int(n) for n in z["shape"].split(",")]
-    return np.frombuffer(base64.b64decode(z["bdata"]), dtype=z["dtype"]).reshape(shape)
+    return array(spec["data"][0]["z"])
 
 
 def axis_labels(spec: dict, axis: str) -> list[str]:

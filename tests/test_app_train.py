@@ -5,6 +5,7 @@ import time
 
 import pytest
 import torch
+from plotly_json import array
 from polling import wait_until
 from streamlit.testing.v1 import AppTest
 
@@ -98,20 +99,20 @@ def test_training_streams_curves_and_puts_the_model_in_hand(stop_jobs):
 
     assert job.result is not None and job.result.steps <= 60
     loss = json.loads(at.get("plotly_chart")[0].proto.spec)
-    steps = loss["data"][0]["x"]
+    steps = array(loss["data"][0]["x"])
     assert len(steps) >= 2 and steps[-1] == job.result.steps
     assert [trace["name"] for trace in loss["data"]] == ["held-out loss", "training loss, every step"]
-    assert len(loss["data"][1]["y"]) == job.result.steps  # every step's loss, not one point per metric row
+    assert len(array(loss["data"][1]["y"])) == job.result.steps  # every step's loss, not one point per metric row
     floor = smoothed_loss_floor(0.1, 7)  # 4 symbols + PAD, BOS, EOS
     assert [shape["y0"] for shape in loss["layout"]["shapes"]] == [pytest.approx(floor)]
     assert any(f"training loss is {floor:.2f}" in caption.value for caption in at.caption)
     lr = json.loads(at.expander[0].get("plotly_chart")[0].proto.spec)  # the schedule, where the run ended
-    assert at.expander[0].label == "Learning rate over the run" and lr["data"][0]["x"][-1] <= 60
+    assert at.expander[0].label == "Learning rate over the run" and array(lr["data"][0]["x"])[-1] <= 60
     assert lr["layout"]["shapes"][0]["x0"] == job.result.steps
     examples = at.dataframe[0].value
     assert len(examples) == 5 and set(examples["right"]) <= {"✓", "✗"}
     metrics = at.dataframe[1].value
-    assert metrics["step"].tolist() == steps
+    assert metrics["step"].tolist() == steps.tolist()
     downloads = {button.proto.id.rsplit("-", 1)[-1] for button in at.get("download_button")}
     assert any("download_metrics" in i for i in downloads) and any("download_checkpoint" in i for i in downloads)
 

@@ -1,6 +1,8 @@
 """Training figures: both curves of each chart, against the step, thinned for long runs, with readable axes; the
 learning-rate schedule over a run's budget."""
 
+import math
+
 import plotly.graph_objects as go
 import pytest
 
@@ -33,9 +35,11 @@ def test_loss_figure_has_train_and_held_out_curves_on_a_log_axis():
 
 
 def test_loss_figure_draws_the_label_smoothing_floor_only_when_there_is_one():
-    assert loss_figure(rows(4)).layout.shapes == ()
-    (line,) = loss_figure(rows(4), train_floor=0.54).layout.shapes
-    assert (line.y0, line.y1) == (0.54, 0.54)
+    assert loss_figure(rows(4)).layout.shapes == () and loss_figure(rows(4)).layout.annotations == ()
+    fig = loss_figure(rows(4), train_floor=0.54)
+    (line,), (label,) = fig.layout.shapes, fig.layout.annotations
+    assert (line.y0, line.y1) == (0.54, 0.54)  # a shape on a log axis takes the value itself...
+    assert label.text == "training loss floor" and label.y == pytest.approx(math.log10(0.54))  # ...a label its log
 
 
 def test_loss_ticks_are_powers_of_ten_only_across_more_than_one():

@@ -4,8 +4,10 @@ Rows are dicts as `transformer.training` writes them ("step", "train_loss", "val
 "exact_match", ...). Long runs are thinned to `max_points` rows so a live chart stays cheap to send.
 """
 
+import math
 from collections.abc import Sequence
 
+import numpy as np
 import plotly.graph_objects as go
 
 from ..live import downsample
@@ -30,46 +32,82 @@ def loss_figure(
     training objective allows (label smoothing), drawn as a dotted line.
     """
     if step_losses is None:
-        fig = _curves(rows, max_points, [("train_loss", "training loss", TRAIN), ("val_loss", "held-out loss", VALID)])
+        traces = _curves(
+            rows, max_points, [("train_loss", "training loss", TRAIN), ("val_loss", "held-out loss", VALID)]
+        )
         spread = [row[c] for row in rows for c in ("train_loss", "val_loss")]
     else:
-        fig = _curves(rows, max_points, [("val_loss", "held-out loss", VALID)])
+        traces = _curves(rows, max_points, [("val_loss", "held-out loss", VALID)])
         steps, means, per = step_means(step_losses, max_points)
         name = "training loss, every step" if per == 1 else f"training loss, mean of every {per} steps"
-        fig.add_trace(
-            go.Scatter(
-                x=steps, y=means, name=name, mode="lines", line=dict(color=TRAIN, width=2), hovertemplate="%{y:.4g}"
-            )
-        )
+        traces.append(_line(steps, means, name, TRAIN, width=2, markers=False))
         spread = [*means, *(row["val_loss"] for row in rows)]
-    fig.update_yaxes(title="loss (log scale)", type="log", **loss_ticks(spread))
+    layout = dict(yaxis=dict(title="loss (log scale)", type="log", **loss_ticks(spread)))
     if train_floor:
-        fig.add_hline(
-            y=train_floor,
-            line=dict(color=TRAIN, dash="dot", width=2),
-            annotation_text="training loss floor",
-            annotation_position="bottom left",
+        layout |= dict(
+            shapes=[
+                dict(
+                    type="line",
+                    xref="x domain",
+                    x0=0,
+                    x1=1,
+                    yref="y",
+                    y0=train_floor,
+                    y1=train_floor,
+                    line=dict(color=TRAIN, dash="dot", width=2),
+                )
+            ],
+            # on a log axis an annotation's y is the log10 of its value (a shape's is the value itself)
+            annotations=[
+                dict(
+                    text="training loss floor",
+                    xref="x domain",
+                    x=0,
+                    xanchor="left",
+                    yref="y",
+                    y=math.log10(train_floor),
+                    yanchor="top",
+                    showarrow=False,
+                )
+            ],
         )
-    return line_chart_layout(fig, "Loss", height)
+    return _line_chart(traces, "Loss", height, **layout)
 
 
 def lr_figure(config: TrainConfig, step: int, max_points: int = 400) -> go.Figure:
     """The learning rate `config` gives every step of its budget, with a dashed line at `step` (where a run is)."""
     steps = list(range(1, config.steps + 1, max(1, config.steps // max_points)))
-    fig = go.Figure(
-        go.Scatter(
-            x=steps,
-            y=[config.lr_at(s) for s in steps],
-            mode="lines",
-            showlegend=False,
-            line=dict(color=TRAIN, width=3),
-            hovertemplate="step %{x}: %{y:.2e}<extra></extra>",
-        )
+    curve = _line(steps, [config.lr_at(s) for s in steps], "learning rate", TRAIN, markers=False)
+    curve |= dict(showlegend=False, hovertemplate="step %{x}: %{y:.2e}<extra></extra>")
+    return _line_chart(
+        [curve],
+        "Learning rate",
+        yaxis=dict(title="learning rate", rangemode="tozero", exponentformat="e"),
+        shapes=[
+            dict(
+                type="line",
+                xref="x",
+                x0=step,
+                x1=step,
+                yref="y domain",
+                y0=0,
+                y1=1,
+                line=dict(color=MARKER, dash="dash", width=2),
+            )
+        ],
+        annotations=[
+            dict(
+                text=f"step {step}",
+                xref="x",
+                x=step,
+                xanchor="left",
+                yref="y domain",
+                y=1,
+                yanchor="top",
+                showarrow=False,
+            )
+        ],
     )
-    fig.add_vline(x=step, line=dict(color=MARKER, dash="dash", width=2), annotation_text=f"step {step}")
-    fig.update_xaxes(title="training step", rangemode="tozero")
-    fig.update_yaxes(title="learning rate", rangemode="tozero", exponentformat="e")
-    return line_chart_layout(fig, "Learning rate")
 
 
 def step_means(losses: Sequence[float], max_points: int) -> tuple[list[float], list[float], int]:
@@ -98,47 +136,58 @@ def loss_ticks(losses: Sequence[float]) -> dict:
 
 def accuracy_figure(rows: Sequence[MetricRow], max_points: int = 500, height: int = 420) -> go.Figure:
     """Held-out token accuracy (teacher forced) and exact-match (greedy decoding, whole sequence right), in %."""
-    fig = _curves(
+    traces = _curves(
         rows,
         max_points,
         [("token_acc", "token accuracy", TRAIN), ("exact_match", "exact match (whole sequence)", VALID)],
         scale=100,
     )
-    fig.update_yaxes(title="held-out accuracy (%)", range=[0, 101], ticksuffix="%")
-    return line_chart_layout(fig, "Accuracy", height)
+    return _line_chart(
+        traces, "Accuracy", height, yaxis=dict(title="held-out accuracy (%)", range=[0, 101], ticksuffix="%")
+    )
 
 
 def _curves(
     rows: Sequence[MetricRow], max_points: int, series: list[tuple[str, str, str]], scale: float = 1
-) -> go.Figure:
+) -> list[dict]:
     """One line per (column, legend name, colour), against "step"."""
     rows = downsample(rows, max_points)
     steps = [row["step"] for row in rows]
-    fig = go.Figure()
-    for column, name, color in series:
-        fig.add_trace(
-            go.Scatter(
-                x=steps,
-                y=[row[column] * scale for row in rows],
-                name=name,
-                mode="lines+markers" if len(rows) < 40 else "lines",
-                line=dict(color=color, width=3),
-                hovertemplate="%{y:.4g}",
-            )
-        )
-    fig.update_xaxes(title="training step", rangemode="tozero")
-    return fig
+    return [
+        _line(steps, [row[column] * scale for row in rows], name, color, markers=len(rows) < 40)
+        for column, name, color in series
+    ]
+
+
+def _line(x: Sequence[float], y: Sequence[float], name: str, color: str, width: int = 3, markers: bool = True) -> dict:
+    """A line trace; numpy arrays, which Plotly checks and sends at once rather than value by value."""
+    return dict(
+        type="scatter",
+        x=np.asarray(x),
+        y=np.asarray(y, dtype=float),
+        name=name,
+        mode="lines+markers" if markers else "lines",
+        line=dict(color=color, width=width),
+        hovertemplate="%{y:.4g}",
+    )
+
+
+LINE_CHART = dict(
+    font=FONT,
+    margin=dict(l=70, r=20, t=60, b=110),
+    hovermode="x unified",
+    # under the axis: in the page's two narrow columns a legend beside the title ran into it
+    legend=dict(orientation="h", yanchor="top", y=-0.3, xanchor="left", x=0),
+)  # the layout every line chart of a run shares
 
 
 def line_chart_layout(fig: go.Figure, title: str, height: int = 420) -> go.Figure:
-    """Title, projector-sized font, and the legend under the axis."""
-    fig.update_layout(
-        title=title,
-        font=FONT,
-        height=height,
-        margin=dict(l=70, r=20, t=60, b=110),
-        hovermode="x unified",
-        # under the axis: in the page's two narrow columns a legend beside the title ran into it
-        legend=dict(orientation="h", yanchor="top", y=-0.3, xanchor="left", x=0),
-    )
-    return fig
+    """`fig` with a title and LINE_CHART's projector-sized font and legend under the axis."""
+    return fig.update_layout(title=title, height=height, **LINE_CHART)
+
+
+def _line_chart(traces: list[dict], title: str, height: int = 420, **layout) -> go.Figure:
+    """Traces against the training step, laid out as `line_chart_layout` does, built in one go: each `update_*`
+    call on a Figure checks its arguments anew, at many times the cost of this."""
+    xaxis = dict(title="training step", rangemode="tozero")
+    return go.Figure(dict(data=traces, layout=dict(title=title, height=height, xaxis=xaxis, **LINE_CHART, **layout)))
