@@ -128,6 +128,7 @@ def start_run() -> None:
         state["train_kept"] = {key: state[key] for key in (*DATA_FIELDS, *MODEL_FIELDS, *TRAIN_FIELDS)}
         # the run is in hand, and the Train form shows its settings, after a reload too
         remember_run("job", job, {"follow_job": True, "train_kept": state["train_kept"]})
+        job.wait_until_moving(FIRST_STEP_WAIT_S)  # the curve then starts in this redraw, not at the next poll
 
 
 def leave_run() -> None:
@@ -144,6 +145,7 @@ def leave_run() -> None:
         current.stop(wait_s=5.0)
 
 
+FIRST_STEP_WAIT_S = 0.5  # how long Start waits for a new run's first step (set-up takes about 0.1 s)
 STEPS_PER_FRAME = 10  # the live loss curve moves in whole frames of this many steps, drawn once for all watchers
 
 
@@ -258,7 +260,8 @@ def live_view(job: TrainingJob, polling: bool) -> None:
     loss_col, acc_col = st.columns(2)
     smoothing, vocab_size = job.train_config.label_smoothing, len(job.trainer.vocab)
     floor = smoothed_loss_floor(smoothing, vocab_size)
-    steps = len(losses) if job.done else len(losses) - len(losses) % STEPS_PER_FRAME  # all of them at the end
+    # whole frames while it trains; the first steps at once (the curve starts moving) and every step at the end
+    steps = len(losses) if job.done or len(losses) < STEPS_PER_FRAME else len(losses) - len(losses) % STEPS_PER_FRAME
     loss_chart, accuracy_chart = shared_charts(run_id(job), len(rows), steps, job)
     loss_col.plotly_chart(loss_chart, key="train_loss_chart")
     acc_col.plotly_chart(accuracy_chart, key="train_accuracy_chart")

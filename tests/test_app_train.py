@@ -170,6 +170,16 @@ def test_every_form_setting_reaches_the_run(stop_jobs):
     assert (train.label_smoothing, train.ema_decay) == (0.2, 0.5)
 
 
+def test_start_draws_the_first_steps_in_its_own_redraw(stop_jobs):
+    at = open_train()
+    stop_jobs.append(at)
+    start(at, task="copy", min_len=3, max_len=3, symbols=4, steps=5000)  # set-up takes a few ms
+    job = at.session_state["job"]
+    assert job.step_losses()  # Start waited for the first step...
+    loss = json.loads(at.get("plotly_chart")[0].proto.spec)
+    assert len(array(loss["data"][1]["y"])) >= 1  # ...so the curve starts without waiting for the next poll
+
+
 def test_the_form_makes_way_for_the_run_while_it_trains_and_stop_ends_it(stop_jobs):
     at = open_train()
     stop_jobs.append(at)

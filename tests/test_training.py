@@ -306,6 +306,21 @@ def test_a_thread_that_cannot_start_gives_its_slot_back(monkeypatch):
     assert job.status == "queued" and not job.done
 
 
+def test_waiting_until_a_run_moves_ends_at_its_first_step_or_its_end():
+    queued = TrainingJob(ModelConfig(), COPY, TrainConfig(steps=10))
+    assert queued.wait_until_moving(0.1) is False  # not started: nothing to wait for
+    job = TrainingJob(ModelConfig(), COPY, TrainConfig(steps=10**6, early_stop=False)).start()
+    try:
+        assert job.wait_until_moving(20) and job.step_losses()
+    finally:
+        job.stop(wait_s=10)
+    failing = TrainingJob(ModelConfig(vocab_size=20), COPY, TrainConfig(steps=10)).start()  # fails in set-up
+    began = time.monotonic()
+    assert failing.wait_until_moving(20) and time.monotonic() - began < 10  # ended with the run, not at the timeout
+    wait_until(lambda: failing.done)
+    assert "vocab_size" in failing.error and not failing.step_losses()
+
+
 def test_a_run_reads_paused_only_once_it_holds_between_two_steps():
     job = TrainingJob(ModelConfig(), COPY, TrainConfig(steps=10**6, early_stop=False)).start()
     wait_until(lambda: job.status == "training")

@@ -400,6 +400,7 @@ class TrainingJob:
         self._stop = threading.Event()
         self._paused, self._pause_at = False, None  # asked to hold; the step to hold at
         self._holding = False  # the thread is held between two steps
+        self._moving = threading.Event()  # set once the first step is trained, or the run has ended
         self._thread = threading.Thread(target=self._run, name="training-job", daemon=True)
         self.error: str | None = None
         self.result: TrainResult | None = None
@@ -435,6 +436,8 @@ class TrainingJob:
 
     def _should_stop(self) -> bool:
         """Called by the trainer before each step: holds the thread while the run is paused."""
+        if self.trainer is not None and self.trainer.step > 0:
+            self._moving.set()
         with self._lock:
             if self._pause_at is not None and self.trainer is not None and self.trainer.step >= self._pause_at:
                 self._paused, self._pause_at = True, None
@@ -491,6 +494,11 @@ class TrainingJob:
             self._paused = self._holding = False
             self._wake.notify_all()
 
+    def wait_until_moving(self, timeout_s: float) -> bool:
+        """Wait at most `timeout_s` for the first training step (or the run's end); returns whether it came. A
+        page that waits this long after Start draws the curve's first point in the same redraw."""
+        return self.started_at is not None and self._moving.wait(timeout_s)
+
     @property
     def status(self) -> JobStatus:
         if self.started_at is None:
@@ -546,6 +554,7 @@ class TrainingJob:
         except Exception as err:  # surfaced to the page as a message, never a traceback
             self.error = str(err) if isinstance(err, (TrainingDiverged, ValueError)) else f"training failed: {err!r}"
         finally:
+            self._moving.set()
             if self._slots is not None:
                 self._slots.release()
             if self._on_end is not None:
