@@ -4,10 +4,10 @@ Starts `streamlit run` (the browser tests' server fixture), opens N Playwright b
 that all load the home page at once, then sends T of them to the Train page, where they press Start within one
 second: in the `defaults` scenario all with the Train page's defaults (one run, joined by everyone), in the
 `seeds` scenario each with a seed of its own (T distinct runs, most of them queued). Reports sessions served
-without error; training runs finished, refused or failed; Start-to-finished p50 / p95 / max; how many students
-saw their queue place or the shared-run line; peak server RSS (the process and its children, sampled every
-0.2 s); server CPU; and p50/p95 time to first paint (navigation start to the app's title shown with its script
-run finished).
+without error; training runs finished, refused or failed; from Start to the run seen training and to finished,
+p50 / p95 / max; how many students saw their queue place or the shared-run line; peak server RSS (the process and
+its children, sampled every 0.2 s); server CPU; and p50/p95 time to first paint (navigation start to the app's title
+shown with its script run finished).
 
     python tests/load_test.py [--sessions 30] [--trainers 30] [--scenario defaults|seeds] [--json FILE]
 
@@ -55,6 +55,7 @@ BUSY_TEXT = "could not start"
 DONE_TEXT = "Finished after"
 QUEUE_TEXT = "in the queue"
 SHARED_TEXT = "Same settings as"
+MOVING_TEXT = "Training: step"
 ERROR_ALERT = "[data-testid='stAlertContentError']"  # e.g. "Training stopped with an error"
 READY_JS = f"""() => document.querySelector("{IDLE} h1") ? performance.now() : false"""
 
@@ -67,6 +68,7 @@ class Session:
     training: str | None = None  # completed, refused, failed or None (not a trainer)
     trained_steps: int | None = None  # of a completed run
     trained_s: float | None = None  # its training time, as the page reports it
+    start_to_moving_s: float | None = None  # from the click on Start to the first view of the run training
     start_to_finished_s: float | None = None  # of a completed run, from the click on Start
     saw_queue_place: bool = False
     saw_shared_line: bool = False
@@ -195,6 +197,8 @@ async def train(page, session: Session) -> None:
             text = await main.inner_text(timeout=LOAD_TIMEOUT_S * 1000)
             session.saw_queue_place |= QUEUE_TEXT in text
             session.saw_shared_line |= SHARED_TEXT in text
+            if session.start_to_moving_s is None and MOVING_TEXT in text:
+                session.start_to_moving_s = time.perf_counter() - clicked
             if DONE_TEXT in text:
                 session.training = "completed"
                 session.start_to_finished_s = time.perf_counter() - clicked
@@ -280,6 +284,7 @@ def run(
     trainings = [s.training for s in sessions if s.training is not None]
     errored = [s for s in sessions if s.errors]
     finished = sorted(s.start_to_finished_s for s in sessions if s.start_to_finished_s is not None)
+    moving = sorted(s.start_to_moving_s for s in sessions if s.start_to_moving_s is not None)
     return {
         "scenario": scenario,
         "browser_nice": browser_nice,
@@ -296,6 +301,11 @@ def run(
             "training_s_of_completed_runs": [s.trained_s for s in sessions if s.training == "completed"],
             "saw_queue_place": sum(s.saw_queue_place for s in sessions),
             "saw_shared_line": sum(s.saw_shared_line for s in sessions),
+            "start_to_moving_s": {
+                "p50": _round(percentile(moving, 50)),
+                "p95": _round(percentile(moving, 95)),
+                "max": _round(moving[-1] if moving else None),
+            },
             "start_to_finished_s": {
                 "p50": _round(percentile(finished, 50)),
                 "p95": _round(percentile(finished, 95)),
@@ -326,15 +336,21 @@ def _round(x: float | None) -> float | None:
     return None if x is None else round(x, 2)
 
 
+def _span(values: list[float]) -> str:
+    return f"{min(values):g}-{max(values):g} s" if values else "none"
+
+
 def table(summary: dict) -> str:
     t, p, h = summary["training"], summary["first_paint_s"], summary["health_answer_s"]
-    f = t["start_to_finished_s"]
+    f, m = t["start_to_finished_s"], t["start_to_moving_s"]
     rows = [
         ("scenario", f"{summary['scenario']} (browsers at nice {summary['browser_nice']})"),
         ("sessions served without error", f"{summary['served']} / {summary['sessions']}"),
         ("sessions with errors", str(summary["errors"])),
         ("training runs finished / refused / failed", f"{t['completed']} / {t['refused']} / {t['failed']}"),
+        ("Start to the run seen training p50 / p95 / max", f"{m['p50']} s / {m['p95']} s / {m['max']} s"),
         ("Start to finished p50 / p95 / max", f"{f['p50']} s / {f['p95']} s / {f['max']} s"),
+        ("training time of the finished runs", _span(t["training_s_of_completed_runs"])),
         ("saw their queue place / the shared-run line", f"{t['saw_queue_place']} / {t['saw_shared_line']}"),
         ("peak server RSS", f"{summary['peak_rss_mb']:.0f} MB (idle {summary['idle_rss_mb']:.0f} MB)"),
         ("time to first paint p50 / p95", f"{p['p50']} s / {p['p95']} s (max {p['max']} s)"),
