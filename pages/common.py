@@ -38,6 +38,7 @@ from transformer.runs import RunRegistry, usable_cores
 from transformer.tasks import DataConfig
 from transformer.training import ServerBusy, warm_up
 from transformer.url_state import Parser, model_parsers, read_params
+from transformer.workers import WorkerPool
 
 # Streamlit treats a folder named pages/ as legacy auto-discovered pages until some run calls st.navigation, so the
 # first request after a (re)start that opens a page's own URL (a shared link to /compare) would run that page
@@ -56,6 +57,7 @@ MAX_TRAINED = 10  # checkpoints of finished runs a session keeps (about 140 KB e
 JOB_IDLE_TIMEOUT_S = 30.0  # a job whose page has stopped polling (tab closed) stops after this long
 LIVE_POLL_S = 0.5  # the Train page's live view redraws twice a second while a run trains...
 LIVE_REDRAWS_PER_S = 8.0  # ...unless the whole server's live views would redraw more often than this together
+TORCH_THREADS = int(os.environ.get("LAB_TORCH_THREADS", "1"))  # per computation: see setup_torch
 # How long a thread may hold the GIL while another waits for it (Python's default: 5 ms). A training step releases
 # and takes back the GIL at every small torch op, so behind a page drawing its charts it would wait up to that long
 # each time; 0.5 ms lets training go on while pages are drawn.
@@ -70,9 +72,10 @@ def setup_torch() -> str:
     server two jobs each spinning two OpenMP threads on two cores slow each other down many times over. The
     one-off costs of a first training step are paid here, on a thread of their own, not by the first student.
     """
-    torch.set_num_threads(int(os.environ.get("LAB_TORCH_THREADS", "1")))
+    torch.set_num_threads(TORCH_THREADS)
     sys.setswitchinterval(SWITCH_INTERVAL_S)
     warm_up()
+    training_slots()  # starts the training worker processes now, not at the first Start
     return device_label(pick_device())
 
 
@@ -80,7 +83,11 @@ def setup_torch() -> str:
 def training_slots() -> RunRegistry:
     """Every training run on this server, shared by every session: joins identical runs, queues distinct ones,
     and holds the server-wide cap on concurrent training (Compare takes its slots from it too)."""
-    return RunRegistry(MAX_TRAINING_JOBS, MAX_QUEUE, JOB_IDLE_TIMEOUT_S)
+    # Train's runs train in worker processes, one per slot, so that drawing many students' pages never holds the
+    # GIL the training loop needs (docs/classroom.md); LAB_TRAINING_PROCESSES=0 trains them on server threads.
+    in_processes = os.environ.get("LAB_TRAINING_PROCESSES", "1") != "0"
+    workers = WorkerPool(MAX_TRAINING_JOBS, TORCH_THREADS) if in_processes else None
+    return RunRegistry(MAX_TRAINING_JOBS, MAX_QUEUE, JOB_IDLE_TIMEOUT_S, workers=workers)
 
 
 @st.cache_resource

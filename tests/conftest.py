@@ -10,8 +10,10 @@ from streamlit.runtime.pages_manager import PagesManager
 
 @pytest.fixture(autouse=True)
 def navigation_mode(monkeypatch):
-    """AppTest runs pages inside the app's frame (see `apptest_frame`)."""
+    """AppTest runs pages inside the app's frame (see `apptest_frame`), and trains on threads of the test process
+    (tests/test_workers.py and the browser tests cover worker processes)."""
     monkeypatch.setattr(PagesManager, "__init__", in_navigation_mode(PagesManager.__init__))
+    monkeypatch.setenv("LAB_TRAINING_PROCESSES", "0")
 
 
 # Hypothesis: a bounded number of examples per property in CI ("ci", the default), more on demand:

@@ -20,6 +20,7 @@ from .device import pick_device
 from .model import ModelConfig
 from .tasks import DataConfig
 from .training import ServerBusy, TrainConfig, TrainingJob
+from .workers import WorkerPool, WorkerTrainingJob
 
 DEFAULT_RUN_S = 10.0  # the guess for a run's length before any has finished on this server
 MAX_FINISHED_WEIGHTS = 10_000_000  # weights (and copies of them) that finished runs kept for joining may hold
@@ -78,14 +79,22 @@ class RunRegistry:
     and start on their own when a slot frees. A queued run whose watchers have all gone (none polled for
     `idle_timeout_s`, or all left) leaves the queue; a training one stops. The last `keep_finished` runs that ended
     on their own terms stay joinable. Jobs that are not the registry's own (the Compare page's) take slots through
-    `acquire`/`release`, after the queue.
+    `acquire`/`release`, after the queue. With `workers`, the registry's runs train in those worker processes
+    (`WorkerTrainingJob`), else on threads of this process.
     """
 
-    def __init__(self, slots: int, max_queue: int, idle_timeout_s: float, keep_finished: int = 16):
+    def __init__(
+        self,
+        slots: int,
+        max_queue: int,
+        idle_timeout_s: float,
+        keep_finished: int = 16,
+        workers: WorkerPool | None = None,
+    ):
         if slots < 1 or max_queue < 0 or keep_finished < 0:
             raise ValueError("slots must be at least 1, max_queue and keep_finished at least 0")
         self.slots, self.max_queue, self.keep_finished = slots, max_queue, keep_finished
-        self.idle_timeout_s = idle_timeout_s
+        self.idle_timeout_s, self.workers = idle_timeout_s, workers
         self._lock = threading.RLock()
         self._runs: dict[str, TrainingJob] = {}  # joinable runs: queued, training, or finished on their own terms
         self._queue: deque[TrainingJob] = deque()
@@ -127,14 +136,12 @@ class RunRegistry:
                 raise QueueFull(
                     f"{len(self._queue)} runs are already waiting for a training slot, the most this server queues"
                 )
-            job = TrainingJob(
-                model_config,
-                data_config,
-                train_config,
-                slots=self,
-                idle_timeout_s=self.idle_timeout_s,
-                on_end=self._ended,
-            )
+            configs = (model_config, data_config, train_config)
+            ending = {"slots": self, "idle_timeout_s": self.idle_timeout_s, "on_end": self._ended}
+            if self.workers is None:
+                job = TrainingJob(*configs, **ending)
+            else:
+                job = WorkerTrainingJob(*configs, self.workers, **ending)
             job.touch(watcher)
             self._runs[key] = job
             self._queue.append(job)

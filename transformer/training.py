@@ -23,7 +23,11 @@ MetricRow = dict[str, float]
 METRIC_COLUMNS = ("step", "train_loss", "val_loss", "token_acc", "exact_match", "lr", "tokens_per_s", "elapsed_s")
 
 
-class TrainingDiverged(RuntimeError):
+class RunFailed(RuntimeError):
+    """A run ended early, for a reason its message tells the student."""
+
+
+class TrainingDiverged(RunFailed):
     """The loss stopped being a finite number."""
 
 
@@ -539,20 +543,24 @@ class TrainingJob:
         with self._lock:
             return [] if self.trainer is None else list(self.trainer.attention_snapshots)
 
+    def _train(self) -> None:
+        """Set up and train on this job's thread, publishing each metric row and a copy of the model."""
+        trainer = Trainer(self.model_config, self.data_config, self.train_config)
+        with self._lock:
+            self.trainer = trainer
+        for row in trainer.rows(self._should_stop):
+            snapshot = copy.deepcopy(trainer.model).eval()
+            with self._lock:
+                self._rows.append(row)
+                self._snapshot = snapshot
+        self.result = trainer.result
+        trainer.optimizer = None  # its state (twice the weights) is not needed once training ends
+
     def _run(self) -> None:
         try:
-            trainer = Trainer(self.model_config, self.data_config, self.train_config)
-            with self._lock:
-                self.trainer = trainer
-            for row in trainer.rows(self._should_stop):
-                snapshot = copy.deepcopy(trainer.model).eval()
-                with self._lock:
-                    self._rows.append(row)
-                    self._snapshot = snapshot
-            self.result = trainer.result
-            trainer.optimizer = None  # its state (twice the weights) is not needed once training ends
+            self._train()
         except Exception as err:  # surfaced to the page as a message, never a traceback
-            self.error = str(err) if isinstance(err, (TrainingDiverged, ValueError)) else f"training failed: {err!r}"
+            self.error = str(err) if isinstance(err, (RunFailed, ValueError)) else f"training failed: {err!r}"
         finally:
             self._moving.set()
             if self._slots is not None:

@@ -57,9 +57,14 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+# The served app as deployed: runs train in worker processes (the in-process tests train on threads).
+SERVER_ENV = {"PYTHONUNBUFFERED": "1", "LAB_TRAINING_PROCESSES": "1"}
+
+
 class LabServer:
     """`streamlit run streamlit_app.py` on 127.0.0.1 in a child process, its output in a log file. It inherits
-    the environment (e.g. LAB_MAX_TRAINING_JOBS); error details are shown in full so a failing test says why."""
+    the environment (e.g. LAB_MAX_TRAINING_JOBS) but for SERVER_ENV; error details are shown in full so a failing
+    test says why."""
 
     def __init__(self, log_path: Path, start_timeout_s: float = 90.0):
         self.port = free_port()
@@ -99,7 +104,7 @@ class LabServer:
         ]
         with open(self.log_path, "wb") as log:
             self.process = subprocess.Popen(
-                command, cwd=ROOT, env={**os.environ, "PYTHONUNBUFFERED": "1"}, stdout=log, stderr=subprocess.STDOUT
+                command, cwd=ROOT, env={**os.environ, **SERVER_ENV}, stdout=log, stderr=subprocess.STDOUT
             )
         deadline = time.monotonic() + self.start_timeout_s
         while time.monotonic() < deadline:
