@@ -5,8 +5,9 @@ Every training run uses the app's thread setting (LAB_TORCH_THREADS, default 1).
 speed, each against the same run outside the app:
 - AppTest: a TrainingJob polled by reruns of the whole Train page every LIVE_POLL_S. A served page's poll reruns
   only its live view, so this costs the run more than a student's page does: a bound from below.
-- Served (when Debian's Chromium is installed): `streamlit run` in a child process and the Train page in Chromium
-  at 1280x800, at CPU priority nice 19 (it stands in for the student's laptop), started with the page's defaults
+- Served (when Debian's Chromium is installed): `streamlit run` in a child process (its runs train in a worker
+  process) and the Train page in Chromium at 1280x800, held at CPU priority nice 19 (it stands in for the
+  student's laptop; see `load_test.Renicer`), started with the page's defaults
   (seed 11, inputs up to 12 long: a run of about 1,000 steps). The page's "Finished after N steps in S s" against
   the same settings trained outside the app; both train the same steps, so their seconds compare.
 """
@@ -93,6 +94,7 @@ def served() -> dict | None:
     Chromium: steps and training seconds of each. None without Chromium."""
     sys.path.insert(0, str(ROOT / "tests" / "browser"))
     from conftest import ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, LabServer, wait_idle
+    from load_test import Renicer
     from playwright.sync_api import expect, sync_playwright
     from test_classroom import LAPTOP, open_train, set_number
     from test_e2e import button, main
@@ -106,8 +108,11 @@ def served() -> dict | None:
     alone = Trainer(
         *build_configs({**PAGE_DATA, "seed": seed, "max_len": max_len}, PAGE_MODEL, {**PAGE_TRAIN, "seed": seed})
     ).run()
-    with LabServer(ARTIFACTS / "server-app-bench.log") as server, sync_playwright() as playwright:
-        os.nice(19)  # this process and the browser it starts from here on; the server runs at its own priority
+    with (
+        LabServer(ARTIFACTS / "server-app-bench.log") as server,
+        Renicer(server.pid, 19),  # the browser at the lowest priority; the server at its own
+        sync_playwright() as playwright,
+    ):
         browser = playwright.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS)
         page = open_train(browser.new_context(viewport=LAPTOP), server)
         set_number(page, "train_seed", seed)
