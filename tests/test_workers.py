@@ -1,6 +1,7 @@
 """Runs that train in worker processes: the same run as on a thread, controlled the same way, and nothing left
 behind when a worker dies or the pool closes."""
 
+import signal
 import time
 from dataclasses import replace
 
@@ -106,6 +107,16 @@ def test_a_worker_that_dies_mid_run_ends_the_run_with_a_message_and_frees_its_sl
     after = registry.start("b", *settings(seed=1, steps=30, early_stop=False))  # a fresh worker takes its place
     wait_until(lambda: after.done, timeout=60.0)
     assert after.error is None and after.result.steps == 30
+
+
+def test_a_worker_that_stops_answering_is_closed_and_its_run_ends_with_a_message(pool, monkeypatch):
+    monkeypatch.setattr(WorkerTrainingJob, "silence_limit_s", 1.0)
+    job = WorkerTrainingJob(*settings(steps=10**6, early_stop=False), pool).start()
+    assert job.wait_until_moving(30.0)
+    job.worker.process.send_signal(signal.SIGSTOP)  # hung: alive, but silent
+    wait_until(lambda: job.done, timeout=30.0)
+    assert job.error == "the training process stopped answering"
+    wait_until(lambda: not job.worker.alive, timeout=10.0)  # closed, not handed to the next run
 
 
 def test_closing_the_pool_leaves_no_worker_process():

@@ -174,7 +174,11 @@ class WorkerPool:
 
 
 class WorkerTrainingJob(TrainingJob):
-    """A `TrainingJob` whose steps run in a process from `workers`; this job's thread mirrors the run."""
+    """A `TrainingJob` whose steps run in a process from `workers`; this job's thread mirrors the run. A worker that
+    sends nothing for `silence_limit_s` (it reports every REPORT_EVERY_S, paused or not) is closed and the run
+    ends with a message, so a hung worker never holds a slot."""
+
+    silence_limit_s = 30.0
 
     def __init__(
         self,
@@ -232,13 +236,16 @@ class WorkerTrainingJob(TrainingJob):
             trainer.optimizer = None
             with self._lock:
                 self.trainer = trainer
+            heard = time.monotonic()
             while True:
                 if self.idle:
                     self._control("stop")
                 try:
                     if not worker.conn.poll(0.5):
+                        if time.monotonic() - heard > self.silence_limit_s:
+                            raise WorkerLost("the training process stopped answering")
                         continue
-                    update = _receive(worker.conn)
+                    update, heard = _receive(worker.conn), time.monotonic()
                 except (EOFError, OSError):
                     raise WorkerLost("the training process ended unexpectedly") from None
                 self._apply(trainer, update)
