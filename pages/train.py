@@ -297,6 +297,8 @@ if job is not None:
         st.error(
             f"Training stopped with an error: {markdown_literal(job.error)}. Change the settings below and start again."
         )
+    elif job.withdrawn:
+        st.warning(f"Your run left the queue without starting: {job.withdrawn}. Press Start to queue again.")
     elif job.done and job.result is not None and job.result.steps == 0:
         st.info("Stopped before the first training step: nothing was trained or saved.")
     elif job.done and job.result is not None:

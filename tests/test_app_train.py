@@ -281,6 +281,27 @@ def test_a_full_server_queues_the_run_and_starts_it_when_a_slot_frees(stop_jobs)
         registry.release()
 
 
+def test_a_queued_run_whose_page_went_quiet_ends_with_a_message(monkeypatch):
+    at = open_train()
+    registry = pages.common.training_slots()
+    taken = 0
+    while registry.acquire():
+        taken += 1
+    start(at, steps=10)
+    job = at.session_state["job"]
+    assert job.status == "queued"
+    monkeypatch.setattr(registry, "idle_timeout_s", 0.1)
+    monkeypatch.setattr(job, "idle_timeout_s", 0.1)
+    time.sleep(0.2)  # the page polls no more (a sleeping laptop) ...
+    assert not registry.acquire()  # ... and the next student's request drops it from the queue
+    at.run()
+    assert job.done and not job.running and registry.counts()["queued"] == 0
+    assert "left the queue without starting: no page checked on it" in at.warning[0].value
+    assert not at.button(key="start_training").disabled and not at.exception
+    for _ in range(taken):
+        registry.release()
+
+
 def test_a_full_queue_says_so():
     at = open_train()
     registry = pages.common.training_slots()

@@ -106,7 +106,10 @@ def test_leaving_the_queue_and_going_idle_both_free_the_place(registry, monkeypa
     registry.idle_timeout_s = gone.idle_timeout_s = 0.2  # nobody polls "c" any more
     time.sleep(0.3)
     assert registry.place(gone) is None and registry.counts()["queued"] == 0
-    assert gone.status == "queued" and not gone.running  # never started: no thread
+    for job in (left, gone):  # ended without a thread, never started, and each says why
+        assert job.status == "done" and job.done and not job.running and job.started_at is None
+    assert left.withdrawn == "everyone watching it left the queue"
+    assert gone.withdrawn.startswith("no page checked on it for 0 s")
 
 
 def test_no_thread_is_left_behind_when_every_watcher_has_gone():
@@ -117,7 +120,7 @@ def test_no_thread_is_left_behind_when_every_watcher_has_gone():
     wait_until(lambda: all(not job.running for job in jobs), timeout=15)  # nobody touches them: idle
     assert threading.active_count() == before
     assert registry.counts() == {"training": 0, "queued": 0, "finished": 0}
-    assert jobs[2].status == jobs[3].status == "queued"  # left the queue without ever starting
+    assert all(job.withdrawn and job.started_at is None for job in jobs[2:])  # left the queue, never started
 
 
 def test_outside_jobs_take_slots_only_after_the_queue(registry):

@@ -152,8 +152,7 @@ class RunRegistry:
         """`watcher` stops watching `job`: the run stops (or leaves the queue) once nobody watches it."""
         with self._lock:
             if job.leave(watcher) and job in self._queue:
-                self._queue.remove(job)
-                self._forget(job)
+                self._withdraw(job, "everyone watching it left the queue")
 
     def place(self, job: TrainingJob) -> Place | None:
         """A queued job's place in the queue, or None when it is not queued."""
@@ -199,8 +198,13 @@ class RunRegistry:
     def _drop_gone(self) -> None:
         """Queued runs nobody polls any more leave the queue."""
         for job in [job for job in self._queue if not job.watchers()]:
-            self._queue.remove(job)
-            self._forget(job)
+            idle = f"no page checked on it for {self.idle_timeout_s:.0f} s"
+            self._withdraw(job, f"{idle}, as when a laptop sleeps or a browser pauses a tab")
+
+    def _withdraw(self, job: TrainingJob, reason: str) -> None:
+        self._queue.remove(job)
+        self._forget(job)
+        job.withdraw(reason)
 
     def _ended(self, job: TrainingJob) -> None:
         """Called on the job's thread once it has ended (its slot already released)."""

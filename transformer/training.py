@@ -409,6 +409,7 @@ class TrainingJob:
         self.error: str | None = None
         self.result: TrainResult | None = None
         self.started_at: float | None = None
+        self.withdrawn: str | None = None  # why a queued job left the queue without starting
         self.idle_timeout_s = idle_timeout_s
         self._watchers: dict[str, float] = {}  # watcher id -> time of its last touch
         self._last_touch = time.monotonic()
@@ -503,8 +504,17 @@ class TrainingJob:
         page that waits this long after Start draws the curve's first point in the same redraw."""
         return self.started_at is not None and self._moving.wait(timeout_s)
 
+    def withdraw(self, reason: str) -> None:
+        """End a job that has not started (it leaves the queue): it is done, never trained, `withdrawn` says why."""
+        with self._lock:
+            if self.started_at is None:
+                self.withdrawn = reason
+                self._moving.set()
+
     @property
     def status(self) -> JobStatus:
+        if self.withdrawn is not None:
+            return "done"
         if self.started_at is None:
             return "queued"
         if not self._thread.is_alive():
@@ -515,7 +525,7 @@ class TrainingJob:
 
     @property
     def done(self) -> bool:
-        return self.started_at is not None and not self._thread.is_alive()
+        return self.status == "done"
 
     @property
     def running(self) -> bool:
