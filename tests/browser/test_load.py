@@ -1,5 +1,10 @@
 """The 30-student load tests (tests/load_test.py, both scenarios) with their goals as assertions. Slow: run with
-`pytest -m slow`."""
+`pytest -m slow`.
+
+The browsers share the server's 2 cores, and 30 Chromium pages want about as much CPU as the server's training:
+whichever has priority leaves the other short. A timing goal is about the server, so (a) runs with the browsers at
+the lowest priority; seeing one's queue place is about the pages, so (b) runs with the browsers at the server's
+own priority (docs/classroom.md has both scenarios at both priorities)."""
 
 import json
 import subprocess
@@ -14,8 +19,8 @@ MAX_RSS_MB = 2 * 1024  # the goal; Community Cloud allows 2.7 GB
 MAX_SLOTS = 2  # training slots on a 2-core server: the runs that start without queueing
 
 
-@pytest.mark.parametrize("scenario", ["defaults", "seeds"])
-def test_thirty_students_press_start_together(scenario):
+@pytest.mark.parametrize("scenario, browser_nice", [("defaults", 19), ("seeds", 0)])
+def test_thirty_students_press_start_together(scenario, browser_nice):
     out = ARTIFACTS / f"load_test-{scenario}.json"
     out.unlink(missing_ok=True)
     done = subprocess.run(
@@ -28,6 +33,8 @@ def test_thirty_students_press_start_together(scenario):
             "30",
             "--scenario",
             scenario,
+            "--browser-nice",
+            str(browser_nice),
             "--json",
             str(out),
         ],
@@ -42,10 +49,12 @@ def test_thirty_students_press_start_together(scenario):
     training = summary["training"]
     assert summary["served"] == 30, summary["failures"]
     assert summary["errors"] == 0, summary["failures"]
-    assert (training["started"], training["completed"], training["refused"], training["failed"]) == (30, 30, 0, 0)
+    outcomes = [training[outcome] for outcome in ("started", "completed", "refused", "lapsed", "failed")]
+    assert outcomes == [30, 30, 0, 0, 0], training
     if scenario == "defaults":  # one run, joined by everyone
         assert training["start_to_finished_s"]["p95"] <= 20, training
-    else:  # distinct runs: whoever waited saw their place
+    else:  # distinct runs: whoever waited was sent their place and saw it
+        assert training["sent_queue_place"] >= 30 - MAX_SLOTS, training
         assert training["saw_queue_place"] >= 30 - MAX_SLOTS, training
     assert summary["peak_rss_mb"] < MAX_RSS_MB, summary["peak_rss_mb"]
     assert done.returncode == 0, done.stdout[-3000:]
