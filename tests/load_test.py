@@ -11,12 +11,12 @@ its run) or failed; from Start to the run training and to finished, p50 / p95 / 
 text, every 0.5 s); how many students were sent and saw their queue place, and saw the shared-run line; peak
 server RSS (the process and its children, its training workers among them, sampled every 0.2 s); server and
 browser CPU; and p50/p95 time to first paint (navigation start to the app's title shown with its script run
-finished). The browsers run on the server's cores at `--browser-nice` (`Renicer`), standing in for the students'
-laptops: 19, the default, gives the server the cores it asks for and the browsers what is left; 0 shares the cores
-equally.
+finished). The browsers stand in for the students' laptops. They run on the server's cores at `--browser-nice`
+(`Renicer`): 19, the default, gives the server the cores it asks for and the browsers what is left; 0 shares the
+cores equally. With `--server-cpus N` the server runs on N CPUs and the browsers on the others.
 
     python tests/load_test.py [--sessions 30] [--trainers 30] [--scenario defaults|seeds] [--browser-nice 19]
-                              [--json FILE]
+                              [--server-cpus N] [--json FILE]
 
 Prints one line of progress every 10 s on stderr, then a JSON summary and a short table; exits 1 if any session
 errored, or a training run lapsed or failed. Only 127.0.0.1 is contacted; every wait has a timeout.
@@ -413,21 +413,34 @@ def percentile(values: list[float], q: float) -> float | None:
 
 
 def run(
-    n_sessions: int = 30, n_trainers: int = 30, warm_up: bool = True, scenario: str = "defaults", browser_nice: int = 19
+    n_sessions: int = 30,
+    n_trainers: int = 30,
+    warm_up: bool = True,
+    scenario: str = "defaults",
+    browser_nice: int = 19,
+    server_cpus: int = 0,
 ) -> dict:
-    """Run the load test against a fresh server and return the summary."""
+    """Run the load test against a fresh server and return the summary. With `server_cpus`, the server (and so its
+    training workers) runs on that many of this process's CPUs and the browsers on the others; else all share them."""
     if not CHROMIUM.exists():
         raise SystemExit(NO_CHROMIUM)
     if scenario not in SCENARIOS:
         raise ValueError(f"scenario must be one of {', '.join(SCENARIOS)}")
+    cpus = sorted(os.sched_getaffinity(0))
+    if server_cpus and not 1 <= server_cpus < len(cpus):
+        raise ValueError(f"server_cpus must leave the browsers at least one of the {len(cpus)} CPUs")
     started = time.perf_counter()
+    if server_cpus:
+        os.sched_setaffinity(0, cpus[:server_cpus])  # inherited by the server, started next
     with (
         LabServer(ARTIFACTS / "server-load-test.log") as server,
         ServerSampler(server.pid, server.url) as sampler,
-        # The browsers stand in for students' laptops: on this machine they share the server's cores, at a lower
-        # priority (the server keeps its own).
+        # The browsers stand in for students' laptops: at a lower priority than the server where they share its
+        # cores (the server keeps its own).
         Renicer(server.pid, browser_nice) as renicer,
     ):
+        if server_cpus:
+            os.sched_setaffinity(0, cpus[server_cpus:])  # inherited by the browsers, started next
         drive_all = drive(server.url, n_sessions, n_trainers, warm_up, scenario)
         sessions, timings = asyncio.run(asyncio.wait_for(drive_all, TRAIN_TIMEOUT_S + 2 * LOAD_TIMEOUT_S))
         server.check_alive()
@@ -439,6 +452,8 @@ def run(
     return {
         "scenario": scenario,
         "browser_nice": browser_nice,
+        "server_cpus": server_cpus or len(cpus),
+        "browser_cpus": len(cpus) - server_cpus if server_cpus else len(cpus),
         "sessions": n_sessions,
         "served": sum(s.served for s in sessions),
         "errors": len(errored) + (1 if server_log_tracebacks else 0),
@@ -503,7 +518,11 @@ def _triple(spread: dict[str, float | None], none: str = "none") -> str:
 def table(summary: dict) -> str:
     t, p, h = summary["training"], summary["first_paint_s"], summary["health_answer_s"]
     rows = [
-        ("scenario", f"{summary['scenario']} (browsers at nice {summary['browser_nice']})"),
+        (
+            "scenario",
+            f"{summary['scenario']} (server on {summary['server_cpus']} CPUs, browsers on {summary['browser_cpus']} "
+            f"at nice {summary['browser_nice']})",
+        ),
         ("sessions served without error", f"{summary['served']} / {summary['sessions']}"),
         ("sessions with errors", str(summary["errors"])),
         (
@@ -541,11 +560,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--browser-nice", type=int, default=19, help="CPU priority (nice) of the browsers; 0: the server's own"
     )
+    parser.add_argument(
+        "--server-cpus",
+        type=int,
+        default=0,
+        help="run the server on this many CPUs and the browsers on the others (0: all share every CPU)",
+    )
     parser.add_argument("--json", type=Path, default=ARTIFACTS / "load_test.json", help="where to write the summary")
     args = parser.parse_args(argv)
     if not 1 <= args.trainers <= args.sessions:
         parser.error("--trainers must be between 1 and --sessions")
-    summary = run(args.sessions, args.trainers, args.warm_up, args.scenario, args.browser_nice)
+    if args.server_cpus and not 1 <= args.server_cpus < len(os.sched_getaffinity(0)):
+        parser.error(f"--server-cpus must leave the browsers at least one of the {len(os.sched_getaffinity(0))} CPUs")
+    summary = run(args.sessions, args.trainers, args.warm_up, args.scenario, args.browser_nice, args.server_cpus)
     args.json.parent.mkdir(parents=True, exist_ok=True)
     args.json.write_text(json.dumps(summary, indent=2))
     print(json.dumps(summary, indent=2))
