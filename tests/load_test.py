@@ -8,7 +8,8 @@ joined by everyone), in the `seeds` scenario each with a seed of its own (T dist
 Reports sessions served without error; training runs finished, refused, lapsed (the page polled too seldom to keep
 its run) or failed; from Start to the run training and to finished, p50 / p95 / max, both as the server sent it
 (the first websocket message after Start that carries it, as it reaches the browser) and as read on the page (its
-text, every 0.5 s); how many students were sent and saw their queue place, and saw the shared-run line; peak
+text, every 0.5 s); how many students were sent and saw their queue place, and saw the shared-run line; the
+longest a page sent the server nothing between Start and its outcome (a page polls every few seconds); peak
 server RSS (the process and its children, its training workers among them, sampled every 0.2 s); server and
 browser CPU; and p50/p95 time to first paint (navigation start to the app's title shown with its script run
 finished). The browsers stand in for the students' laptops. They run on the server's cores at `--browser-nice`
@@ -99,6 +100,8 @@ class Session:
     saw_shared_line: bool = False
     clicked_at: float | None = None  # perf_counter time of the click on Start
     sent_at: dict[str, float] = field(default_factory=dict)  # first frame from the server after it with each marker
+    asked_at: list[float] = field(default_factory=list)  # frames the page sent the server after it (its reruns)
+    ended_at: float | None = None  # when the run's outcome was read
     stage: str = "loading"  # where the session is now: loading, home, train page, started, queued, training, done
     errors: list[str] = field(default_factory=list)
 
@@ -268,7 +271,16 @@ def watch_frames(page, session: Session) -> None:
             if name not in session.sent_at and marker in data:
                 session.sent_at[name] = now
 
-    page.on("websocket", lambda socket: socket.on("framereceived", on_frame))
+    def on_sent(_payload: str | bytes) -> None:
+        now = time.perf_counter()
+        if session.clicked_at is not None and now >= session.clicked_at and session.ended_at is None:
+            session.asked_at.append(now)
+
+    def on_socket(socket) -> None:
+        socket.on("framereceived", on_frame)
+        socket.on("framesent", on_sent)
+
+    page.on("websocket", on_socket)
 
 
 async def open_home(browser, url: str, session: Session):
@@ -352,7 +364,7 @@ async def train(page, session: Session, at: float) -> None:
             session.errors.append(f"no outcome {TRAIN_TIMEOUT_S:.0f} s after Start; the page read: {live!r}")
             SCREENSHOTS.mkdir(parents=True, exist_ok=True)
             await page.screenshot(path=SCREENSHOTS / f"load-test-stuck-{session.index}.png")
-        session.stage = "done"
+        session.stage, session.ended_at = "done", time.perf_counter()
         session.errors += await page_errors(page)
     except PlaywrightError as err:
         session.training = "failed"
@@ -452,8 +464,8 @@ def run(
     return {
         "scenario": scenario,
         "browser_nice": browser_nice,
-        "server_cpus": server_cpus or len(cpus),
-        "browser_cpus": len(cpus) - server_cpus if server_cpus else len(cpus),
+        "cpus": len(cpus),
+        "server_cpus": server_cpus,  # 0: the server and the browsers share every CPU
         "sessions": n_sessions,
         "served": sum(s.served for s in sessions),
         "errors": len(errored) + (1 if server_log_tracebacks else 0),
@@ -474,6 +486,9 @@ def run(
             "sent_queue_place": sum("queue place" in s.sent_at for s in sessions),
             "start_to_training_sent_s": _spread(_sent_after_start(s, "training") for s in sessions),
             "start_to_finished_sent_s": _spread(_sent_after_start(s, "finished") for s in sessions),
+            # the longest a page sent the server nothing between Start and its outcome (it polls every few seconds)
+            "longest_quiet_s": _spread(_longest_quiet(s) for s in sessions),
+            "longest_quiet_s_of_lapsed": sorted(_round(_longest_quiet(s)) for s in sessions if s.training == "lapsed"),
         },
         "peak_rss_mb": round(sampler.peak_bytes / 2**20, 1),
         "idle_rss_mb": round(sampler.first_bytes / 2**20, 1),
@@ -502,6 +517,13 @@ def _spread(values: Iterable[float | None]) -> dict[str, float | None]:
     }
 
 
+def _longest_quiet(session: Session) -> float | None:
+    if session.clicked_at is None or session.ended_at is None:
+        return None
+    times = [session.clicked_at, *session.asked_at, session.ended_at]
+    return max(b - a for a, b in zip(times, times[1:]))
+
+
 def _sent_after_start(session: Session, marker: str) -> float | None:
     sent = session.sent_at.get(marker)
     return None if sent is None or session.clicked_at is None else sent - session.clicked_at
@@ -520,8 +542,12 @@ def table(summary: dict) -> str:
     rows = [
         (
             "scenario",
-            f"{summary['scenario']} (server on {summary['server_cpus']} CPUs, browsers on {summary['browser_cpus']} "
-            f"at nice {summary['browser_nice']})",
+            f"{summary['scenario']} (browsers at nice {summary['browser_nice']}, "
+            + (
+                f"the server on {summary['server_cpus']} of {summary['cpus']} CPUs and the browsers on the others)"
+                if summary["server_cpus"]
+                else f"on the server's {summary['cpus']} CPUs)"
+            ),
         ),
         ("sessions served without error", f"{summary['served']} / {summary['sessions']}"),
         ("sessions with errors", str(summary["errors"])),
@@ -536,6 +562,8 @@ def table(summary: dict) -> str:
         ("training time of the finished runs", _span(t["training_s_of_completed_runs"])),
         ("sent / saw their queue place", f"{t['sent_queue_place']} / {t['saw_queue_place']}"),
         ("saw the shared-run line", str(t["saw_shared_line"])),
+        ("longest a page asked nothing p50 / p95 / max", _triple(t["longest_quiet_s"])),
+        ("... of the lapsed runs' pages", ", ".join(f"{q} s" for q in t["longest_quiet_s_of_lapsed"]) or "none"),
         ("peak server RSS", f"{summary['peak_rss_mb']:.0f} MB (idle {summary['idle_rss_mb']:.0f} MB)"),
         ("time to first paint p50 / p95", f"{p['p50']} s / {p['p95']} s (max {p['max']} s)"),
         ("server health answer p50 / p95", f"{h['p50']} s / {h['p95']} s (max {h['max']} s)"),
