@@ -83,7 +83,7 @@ ARM_START_JS = """(at) => {
     if (start) setTimeout(() => start.click(), Math.max(0, at - Date.now()));
     return Boolean(start);
 }"""
-START_DELAY_S = 2.0  # from arming the last page's Start to the clicks
+START_DELAY_S = 2.0  # from arming the first page's Start to the clicks: time enough to arm all the pages
 
 
 @dataclass
