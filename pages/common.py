@@ -18,7 +18,7 @@ import hashlib
 import os
 import sys
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -26,7 +26,9 @@ from urllib.parse import quote, urlencode
 
 import streamlit as st
 import torch
+from streamlit.runtime import Runtime
 from streamlit.runtime.pages_manager import PagesManager
+from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from transformer import Checkpoint, CheckpointError, TrainingJob, load_checkpoint, pick_device
 from transformer.checkpoint import checkpoint_bytes
@@ -121,6 +123,16 @@ def watcher_id() -> str:
     """Who watches a run: the browser (all its tabs count as one student), or this session when the browser has
     no id."""
     return _this_browser() or st.session_state.setdefault("watcher", uuid.uuid4().hex)
+
+
+def page_connected() -> Callable[[], bool] | None:
+    """Whether this session's page is still connected to the server, as a check any thread may call; None outside
+    a script run. Only a real True counts (AppTest's runtime is a mock)."""
+    ctx = get_script_run_ctx()
+    if ctx is None or not Runtime.exists():
+        return None
+    runtime, session = Runtime.instance(), ctx.session_id
+    return lambda: runtime.is_active_session(session) is True
 
 
 def remember_run(key: str, job: TrainingJob | ExperimentJob, restore: dict) -> None:
@@ -256,20 +268,22 @@ def _running(key: str) -> TrainingJob | ExperimentJob | None:
 @st.fragment(run_every=2.0)
 def _job_heartbeat(page: str) -> None:
     """While this session trains (a Train run or a Compare rerun), keep it going and show its progress and the
-    model in hand on every page: a job that no page polls (the tab was closed) stops after JOB_IDLE_TIMEOUT_S.
+    model in hand on every page: a job that no page polls (the tab was closed) stops after JOB_IDLE_TIMEOUT_S
+    (CONNECTED_GRACE times that while this page stays connected).
     The Train and Compare pages draw their own run's progress, so the sidebar leaves it out there."""
     job, comparison = _running("job"), _running("compare_job")
     if job is None and comparison is None:
         st.rerun()  # the run ended: redraw the page without this poll
     if job is not None:
-        job.touch(watcher_id())
+        job.touch(watcher_id(), page_connected())
         if page != "train":
             steps = job.train_config.steps
             text = "Queued for training" if job.status == "queued" else f"Training: step {job.step} of {steps}"
             st.progress(min(job.step / steps, 1.0), text=text)
     if comparison is not None:
         try:
-            comparison.poll()  # also starts the next variant, so a comparison goes on while the student looks elsewhere
+            # also starts the next variant, so a comparison goes on while the student looks elsewhere
+            comparison.poll(page_connected())
         except ServerBusy:
             st.caption("Comparison: waiting for a free training slot...")
         except ValueError:

@@ -6,6 +6,7 @@ from dataclasses import replace
 import streamlit as st
 
 from pages.common import (
+    page_connected,
     remember_run,
     session_run_elsewhere,
     share_link,
@@ -226,7 +227,7 @@ if buttons.button(
 ):
     try:
         new_job = ExperimentJob(experiment, runs=training_slots(), watcher=watcher_id())
-        new_job.poll()
+        new_job.poll(page_connected())
     except ServerBusy as err:
         st.warning(f"Your rerun could not start: {err}. The shipped results below need no training.")
     except ValueError as err:
@@ -342,7 +343,7 @@ def results(polling: bool) -> None:
     job = st.session_state.get("compare_job")
     if job is not None and job.running:
         try:
-            job.poll()
+            job.poll(page_connected())
         except ServerBusy:
             st.info("Waiting for a free training slot for the next variant...")
         except ValueError as err:

@@ -10,6 +10,7 @@ from pages.common import (
     JOB_IDLE_TIMEOUT_S,
     forget_run,
     live_poll_s,
+    page_connected,
     remember_run,
     save_finished_job,
     session_run_elsewhere,
@@ -23,7 +24,7 @@ from transformer.literal import markdown_literal
 from transformer.live import build_configs, live_examples, metrics_table, progress, run_summary
 from transformer.model import ModelConfig
 from transformer.tasks import TASKS
-from transformer.training import ServerBusy, TrainConfig, TrainingJob, smoothed_loss_floor
+from transformer.training import CONNECTED_GRACE, ServerBusy, TrainConfig, TrainingJob, smoothed_loss_floor
 
 MODEL, TRAIN = ModelConfig(), TrainConfig()  # the defaults: the fast classroom model
 DEVICES, SCHEDULES = ["auto", "cpu", "cuda", "mps"], ["noam", "constant"]
@@ -226,7 +227,7 @@ def live_view(job: TrainingJob, polling: bool) -> None:
         st.rerun()  # the student left the run, or it ended: redraw the whole page
     if polling and not 0.5 < live_poll_s() / poll_s < 2:
         st.rerun()  # many more (or fewer) pages watch runs now: poll at the rate that fits
-    job.touch(watcher_id())
+    job.touch(watcher_id(), page_connected())
     st.caption(run_summary(job.model_config, job.data_config, job.train_config))
     classmates = len(job.watchers()) - 1
     if classmates > 0:
@@ -308,7 +309,8 @@ if job is not None:
         if result.reason == "stopped":
             st.info(
                 f"Stopped at step {result.steps} after {result.seconds:.1f} s (by you, because a pause lasted too "
-                f"long, or because no page watched the run for {JOB_IDLE_TIMEOUT_S:.0f} s): {scores}."
+                f"long, or because no page checked on it for {JOB_IDLE_TIMEOUT_S:.0f} s after its connection dropped, "
+                f"or for {CONNECTED_GRACE * JOB_IDLE_TIMEOUT_S:.0f} s in all): {scores}."
             )
         else:
             st.success(

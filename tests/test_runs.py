@@ -112,6 +112,20 @@ def test_leaving_the_queue_and_going_idle_both_free_the_place(registry, monkeypa
     assert gone.withdrawn.startswith("no page checked on it for 0 s")
 
 
+def test_a_queued_run_keeps_its_place_while_its_page_is_connected(registry):
+    registry.start("a", *settings(seed=0, **ENDLESS))
+    slow, closed = registry.start("slow", *settings(seed=1)), registry.start("closed", *settings(seed=2))
+    connected = {"slow": True, "closed": False}
+    for job, who in ((slow, "slow"), (closed, "closed")):
+        job.touch(who, lambda who=who: connected[who])  # as the Train page polls
+    registry.idle_timeout_s = slow.idle_timeout_s = closed.idle_timeout_s = 0.3
+    time.sleep(0.5)  # neither page polled for longer than the idle timeout
+    assert registry.place(slow).position == 1 and registry.place(closed) is None
+    assert closed.withdrawn.startswith("no page checked on it for 0 s after its connection dropped")
+    connected["slow"] = False
+    assert registry.place(slow) is None and registry.counts()["queued"] == 0
+
+
 def test_no_thread_is_left_behind_when_every_watcher_has_gone():
     registry = RunRegistry(slots=2, max_queue=4, idle_timeout_s=0.5)
     before = threading.active_count()

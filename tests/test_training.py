@@ -13,6 +13,7 @@ from transformer import training
 from transformer.model import ModelConfig, Transformer
 from transformer.tasks import Batch, DataConfig, TaskData
 from transformer.training import (
+    CONNECTED_GRACE,
     METRIC_COLUMNS,
     ServerBusy,
     TrainConfig,
@@ -229,6 +230,30 @@ def test_an_unwatched_job_stops_by_itself():
     job = TrainingJob(ModelConfig(), COPY, TrainConfig(steps=10**6, early_stop=False), idle_timeout_s=0.3).start()
     wait_until(lambda: job.done, timeout=10)
     assert job.result.reason == "stopped"
+
+
+def test_a_watcher_still_connected_keeps_a_job_going_for_a_while_unpolled():
+    """A browser short of CPU polls late: while its page is connected, the job waits CONNECTED_GRACE idle
+    timeouts for it; once the page disconnects, the plain idle timeout applies."""
+    job = TrainingJob(ModelConfig(), COPY, TrainConfig(steps=10**6, early_stop=False), idle_timeout_s=0.4)
+    connected = threading.Event()
+    connected.set()
+    job.touch("slow", connected.is_set)
+    job.start()
+    time.sleep(0.8)  # two idle timeouts without a poll
+    assert job.running and not job.idle and job.watchers() == ["slow"]
+    connected.clear()  # the tab closed
+    wait_until(lambda: job.done, timeout=10)
+    assert job.result.reason == "stopped" and job.watchers() == []
+
+
+def test_a_connected_watcher_that_never_polls_again_still_goes():
+    job = TrainingJob(ModelConfig(), COPY, TrainConfig(steps=10**6, early_stop=False), idle_timeout_s=0.2)
+    job.touch("hung", lambda: True)
+    began = time.monotonic()
+    job.start()
+    wait_until(lambda: job.done, timeout=10)
+    assert time.monotonic() - began >= CONNECTED_GRACE * 0.2 and job.result.reason == "stopped"
 
 
 def test_job_reports_divergence_as_a_message(monkeypatch):

@@ -19,7 +19,7 @@ from pathlib import Path
 from .device import pick_device
 from .model import ModelConfig
 from .tasks import DataConfig
-from .training import ServerBusy, TrainConfig, TrainingJob
+from .training import CONNECTED_GRACE, ServerBusy, TrainConfig, TrainingJob
 from .workers import WorkerPool, WorkerTrainingJob
 
 DEFAULT_RUN_S = 10.0  # the guess for a run's length before any has finished on this server
@@ -76,8 +76,9 @@ class RunRegistry:
     """Every run on one server, by `run_key`.
 
     `slots` runs train at once; more distinct runs wait in a first-come, first-served queue of at most `max_queue`
-    and start on their own when a slot frees. A queued run whose watchers have all gone (none polled for
-    `idle_timeout_s`, or all left) leaves the queue; a training one stops. The last `keep_finished` runs that ended
+    and start on their own when a slot frees. A queued run whose watchers have all gone (see
+    `TrainingJob.watchers`: none polled it for `idle_timeout_s`, or longer from a page still connected; or all
+    left) leaves the queue; a training one stops. The last `keep_finished` runs that ended
     on their own terms stay joinable. Jobs that are not the registry's own (the Compare page's) take slots through
     `acquire`/`release`, after the queue. With `workers`, the registry's runs train in those worker processes
     (`WorkerTrainingJob`), else on threads of this process.
@@ -198,8 +199,9 @@ class RunRegistry:
     def _drop_gone(self) -> None:
         """Queued runs nobody polls any more leave the queue."""
         for job in [job for job in self._queue if not job.watchers()]:
-            idle = f"no page checked on it for {self.idle_timeout_s:.0f} s"
-            self._withdraw(job, f"{idle}, as when a laptop sleeps or a browser pauses a tab")
+            quiet, grace = self.idle_timeout_s, CONNECTED_GRACE * self.idle_timeout_s
+            why = f"no page checked on it for {quiet:.0f} s after its connection dropped, or for {grace:.0f} s in all"
+            self._withdraw(job, f"{why}, as when a tab closes or a laptop sleeps")
 
     def _withdraw(self, job: TrainingJob, reason: str) -> None:
         self._queue.remove(job)

@@ -366,6 +366,7 @@ class Slots(Protocol):
 
 JobStatus = Literal["queued", "preparing", "training", "paused", "done"]
 MAX_PAUSE_S = 120.0  # a pause longer than this ends the run (its model is kept): a paused run holds a slot
+CONNECTED_GRACE = 4  # a watcher whose page is still connected keeps watching for this many idle timeouts unpolled
 
 
 class TrainingJob:
@@ -377,7 +378,8 @@ class TrainingJob:
 
     Other pages probe the half-trained model through `model_snapshot()`, a copy taken at the latest metric row,
     so no reader ever sees weights the training thread is changing. A job no watcher has polled (`touch()`) for
-    `idle_timeout_s` stops by itself, so a closed tab never leaves a thread burning CPU.
+    `idle_timeout_s` stops by itself, so a closed tab never leaves a thread burning CPU; a watcher whose page is
+    still connected (a browser short of CPU polls late) keeps it for CONNECTED_GRACE times as long.
 
     `pause()` holds the run between two steps (it keeps its slot, and the pause does not spend its time budget),
     `resume()` continues it exactly where it was, and `step_row()` trains up to the next metric row and pauses
@@ -397,7 +399,7 @@ class TrainingJob:
         self.model_config, self.data_config, self.train_config = model_config, data_config, train_config
         self.trainer: Trainer | None = None
         self._slots, self._on_end = slots, on_end
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()
         self._wake = threading.Condition(self._lock)  # notified on pause, resume, step and stop
         self._rows: list[MetricRow] = []
         self._snapshot: Transformer | None = None
@@ -411,20 +413,30 @@ class TrainingJob:
         self.started_at: float | None = None
         self.withdrawn: str | None = None  # why a queued job left the queue without starting
         self.idle_timeout_s = idle_timeout_s
-        self._watchers: dict[str, float] = {}  # watcher id -> time of its last touch
+        # watcher id -> time of its last touch, and whether its page is still connected (None: unknown)
+        self._watchers: dict[str, tuple[float, Callable[[], bool] | None]] = {}
         self._last_touch = time.monotonic()
 
-    def touch(self, watcher: str = "") -> None:
-        """Note that `watcher` is still watching this job."""
+    def touch(self, watcher: str = "", connected: Callable[[], bool] | None = None) -> None:
+        """Note that `watcher` is still watching this job. `connected`, when given, tells whether the watcher's page
+        is still connected to the server; the training thread may call it."""
         with self._lock:
-            self._last_touch = self._watchers[watcher] = time.monotonic()
+            self._last_touch = time.monotonic()
+            self._watchers[watcher] = self._last_touch, connected
 
     def watchers(self) -> list[str]:
-        """The watchers that touched this job within its idle timeout."""
-        limit = self.idle_timeout_s if self.idle_timeout_s is not None else math.inf
-        now = time.monotonic()
+        """The watchers that touched this job within its idle timeout, or within CONNECTED_GRACE idle timeouts
+        from a page that is still connected."""
         with self._lock:
-            return [w for w, t in self._watchers.items() if now - t <= limit]
+            return [w for w, (touched, connected) in self._watchers.items() if self._watching(touched, connected)]
+
+    def _watching(self, touched: float, connected: Callable[[], bool] | None) -> bool:
+        if self.idle_timeout_s is None:
+            return True
+        quiet = time.monotonic() - touched
+        if quiet <= self.idle_timeout_s:
+            return True
+        return connected is not None and quiet <= CONNECTED_GRACE * self.idle_timeout_s and connected()
 
     def leave(self, watcher: str) -> bool:
         """`watcher` stops watching; the run stops once nobody watches it. Returns whether it was stopped."""
@@ -437,7 +449,11 @@ class TrainingJob:
 
     @property
     def idle(self) -> bool:
-        return self.idle_timeout_s is not None and time.monotonic() - self._last_touch > self.idle_timeout_s
+        """Nobody watches: no touch within the idle timeout, and no watcher left (see `watchers`)."""
+        if self.idle_timeout_s is None:
+            return False
+        with self._lock:
+            return time.monotonic() - self._last_touch > self.idle_timeout_s and not self.watchers()
 
     def _should_stop(self) -> bool:
         """Called by the trainer before each step: holds the thread while the run is paused."""

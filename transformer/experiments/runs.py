@@ -103,14 +103,15 @@ class ExperimentJob:
         self._runs, self._watcher = runs, watcher
         self._stopped, self._config_error = False, None
 
-    def poll(self) -> None:
-        """Note that the page still watches; start the next variant when the current one has ended.
+    def poll(self, connected: Callable[[], bool] | None = None) -> None:
+        """Note that the page still watches (`connected`: see `TrainingJob.touch`); start the next variant when the
+        current one has ended.
 
         Raises ServerBusy when no training slot is free (call again later) and ValueError for bad configs, which
         also end the experiment with that error.
         """
         if self.jobs:
-            self.jobs[-1].touch(self._watcher)
+            self.jobs[-1].touch(self._watcher, connected)
         if self.done or (self.jobs and not self.jobs[-1].done):
             return
         try:
