@@ -56,7 +56,8 @@ SHIPPED_PREFIX = "shipped: "  # the sidebar's label of a shipped checkpoint in h
 MAX_TRAINING_JOBS = int(os.environ.get("LAB_MAX_TRAINING_JOBS", "0")) or usable_cores()
 MAX_QUEUE = int(os.environ.get("LAB_MAX_QUEUE", "60"))  # distinct runs waiting for a slot: two classes' worth
 MAX_TRAINED = 10  # checkpoints of finished runs a session keeps (about 140 KB each at the default size)
-JOB_IDLE_TIMEOUT_S = 30.0  # a job whose page has stopped polling (tab closed) stops after this long
+# A job whose page has stopped polling (tab closed) stops after this long (see TrainingJob for a page still open)
+JOB_IDLE_TIMEOUT_S = float(os.environ.get("LAB_JOB_IDLE_TIMEOUT_S", "30"))
 LIVE_POLL_S = 0.5  # the Train page's live view redraws twice a second while a run trains...
 LIVE_REDRAWS_PER_S = 8.0  # ...unless the whole server's live views would redraw more often than this together
 TORCH_THREADS = int(os.environ.get("LAB_TORCH_THREADS", "1"))  # per computation: see setup_torch

@@ -13,6 +13,7 @@ pytestmark = [pytest.mark.browser, requires_chromium]
 
 LAPTOP = {"width": 1280, "height": 800}
 FIRST_POINT_BOUND_S = 5.0  # asserted; a quiet machine measures about 1 s (printed, and in docs/benchmarks.md)
+IDLE_TIMEOUT_S = 4  # the server's idle timeout in the test of a page that stops polling
 
 
 def steps_drawn(page) -> int:
@@ -132,6 +133,49 @@ def test_same_settings_share_one_run_and_another_seed_waits_for_the_slot(browser
             assert not page_errors(tab), page_errors(tab)
         button(third, "stop_training").click()
         for context in contexts:
+            context.close()
+        server.check_alive()
+        assert "Traceback" not in server.log_text()
+
+
+def test_a_page_that_stops_polling_keeps_its_queue_place_while_connected_and_a_closed_one_gives_it_up(
+    browser, monkeypatch
+):
+    """A page starved of CPU (its timers frozen) polls nothing for longer than the idle timeout but stays
+    connected: its run keeps its place. Once its tab closes, the place goes to the next student."""
+    monkeypatch.setenv("LAB_MAX_TRAINING_JOBS", "1")
+    monkeypatch.setenv("LAB_JOB_IDLE_TIMEOUT_S", str(IDLE_TIMEOUT_S))
+    with LabServer(ARTIFACTS / "server-connected-test.log") as server:
+        contexts = [browser.new_context(viewport=LAPTOP) for _ in range(3)]
+        contexts[1].clock.install()  # the slow student's page: its timers run until paused
+        training, slow, next_in_line = (open_train(c, server) for c in contexts)
+        training.locator(".st-key-train_positional").get_by_text("none", exact=True).click()  # a long run
+        wait_idle(training)
+        button(training, "start_training").click()
+        expect(main(training).get_by_text("Training: step")).to_be_visible(timeout=30_000)
+        for seed, tab in ((5, slow), (6, next_in_line)):
+            set_number(tab, "train_seed", seed)
+            wait_idle(tab)
+            button(tab, "start_training").click()
+            expect(main(tab).get_by_text("in the queue")).to_be_visible(timeout=20_000)
+        expect(main(next_in_line).get_by_text("your run is number 2 in the queue")).to_be_visible()
+
+        slow.clock.pause_at(time.time() + 1)  # no timer fires: the page polls nothing, its connection stays open
+        quiet_until = time.monotonic() + 2.5 * IDLE_TIMEOUT_S
+        while time.monotonic() < quiet_until:
+            assert "number 2 in the queue" in main(next_in_line).inner_text(), "the slow page's run lost its place"
+            next_in_line.wait_for_timeout(500)
+        slow.clock.resume()
+        expect(main(slow).get_by_text("your run is number 1 in the queue")).to_be_visible(timeout=10_000)
+
+        contexts[1].close()  # the tab closes: its place goes once the idle timeout has passed
+        expect(main(next_in_line).get_by_text("your run is number 1 in the queue")).to_be_visible(
+            timeout=(IDLE_TIMEOUT_S + 10) * 1000
+        )
+        for tab in (training, next_in_line):
+            assert not page_errors(tab), page_errors(tab)
+            button(tab, "stop_training").click()
+        for context in (contexts[0], contexts[2]):
             context.close()
         server.check_alive()
         assert "Traceback" not in server.log_text()
