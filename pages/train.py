@@ -24,7 +24,7 @@ from transformer.literal import markdown_literal
 from transformer.live import build_configs, live_examples, metrics_table, progress, run_summary
 from transformer.model import ModelConfig
 from transformer.tasks import TASKS
-from transformer.training import CONNECTED_GRACE, ServerBusy, TrainConfig, TrainingJob, smoothed_loss_floor
+from transformer.training import ServerBusy, TrainConfig, TrainingJob, smoothed_loss_floor, unwatched
 
 MODEL, TRAIN = ModelConfig(), TrainConfig()  # the defaults: the fast classroom model
 DEVICES, SCHEDULES = ["auto", "cpu", "cuda", "mps"], ["noam", "constant"]
@@ -309,8 +309,7 @@ if job is not None:
         if result.reason == "stopped":
             st.info(
                 f"Stopped at step {result.steps} after {result.seconds:.1f} s (by you, because a pause lasted too "
-                f"long, or because no page checked on it for {JOB_IDLE_TIMEOUT_S:.0f} s after its connection dropped, "
-                f"or for {CONNECTED_GRACE * JOB_IDLE_TIMEOUT_S:.0f} s in all): {scores}."
+                f"long, or because {unwatched(JOB_IDLE_TIMEOUT_S)}): {scores}."
             )
         else:
             st.success(

@@ -19,7 +19,7 @@ from pathlib import Path
 from .device import pick_device
 from .model import ModelConfig
 from .tasks import DataConfig
-from .training import CONNECTED_GRACE, ServerBusy, TrainConfig, TrainingJob
+from .training import ServerBusy, TrainConfig, TrainingJob, unwatched
 from .workers import WorkerPool, WorkerTrainingJob
 
 DEFAULT_RUN_S = 10.0  # the guess for a run's length before any has finished on this server
@@ -199,9 +199,7 @@ class RunRegistry:
     def _drop_gone(self) -> None:
         """Queued runs nobody polls any more leave the queue."""
         for job in [job for job in self._queue if not job.watchers()]:
-            quiet, grace = self.idle_timeout_s, CONNECTED_GRACE * self.idle_timeout_s
-            why = f"no page checked on it for {quiet:.0f} s after its connection dropped, or for {grace:.0f} s in all"
-            self._withdraw(job, f"{why}, as when a tab closes or a laptop sleeps")
+            self._withdraw(job, f"{unwatched(self.idle_timeout_s)}, as when a tab closes or a laptop sleeps")
 
     def _withdraw(self, job: TrainingJob, reason: str) -> None:
         self._queue.remove(job)

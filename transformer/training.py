@@ -369,6 +369,12 @@ MAX_PAUSE_S = 120.0  # a pause longer than this ends the run (its model is kept)
 CONNECTED_GRACE = 4  # a watcher whose page is still connected keeps watching for this many idle timeouts unpolled
 
 
+def unwatched(idle_timeout_s: float) -> str:
+    """When a job counts as unwatched, in words for students."""
+    grace = CONNECTED_GRACE * idle_timeout_s
+    return f"no page checked on it for {idle_timeout_s:.0f} s after its connection dropped, or for {grace:.0f} s in all"
+
+
 class TrainingJob:
     """A training run on a background thread that one or more watchers (students' browsers) poll.
 
