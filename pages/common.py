@@ -3,7 +3,7 @@
 Session state keys:
 - "in_hand": the `Checkpoint` every probing page uses (shipped, trained here, or uploaded), or absent;
 - "in_hand_name": its label in the sidebar;
-- "job": the session's `TrainingJob` (its own run, or one it joined: identical runs are one run), or absent;
+- "job": the session's Train `Run` (its own, or one it joined: identical runs are one run), or absent;
 - "watcher": this session's id as a watcher of runs when the browser has no id (see `watcher_id`);
 - "follow_job": True from Start until the run is put in hand; a model loaded meanwhile sets it False, and stays;
 - "trained": {name: checkpoint bytes} of the last MAX_TRAINED runs finished in this session;
@@ -15,7 +15,6 @@ Pages keep their own widget state under keys prefixed with the page's name.
 """
 
 import hashlib
-import os
 import sys
 import uuid
 from collections.abc import Callable, Mapping
@@ -30,17 +29,17 @@ from streamlit.runtime import Runtime
 from streamlit.runtime.pages_manager import PagesManager
 from streamlit.runtime.scriptrunner import get_script_run_ctx
 
-from transformer import Checkpoint, CheckpointError, TrainingJob, load_checkpoint, pick_device
+from transformer import Checkpoint, CheckpointError, load_checkpoint, pick_device
 from transformer.checkpoint import checkpoint_bytes
 from transformer.device import device_label
-from transformer.experiments import ExperimentJob
+from transformer.experiments import LiveExperiment
 from transformer.literal import markdown_literal
 from transformer.live import run_name
-from transformer.runs import RunRegistry, usable_cores
+from transformer.serving import Run, RunRegistry, ServerSettings
+from transformer.serving.worker import READY_TIMEOUT_S
 from transformer.tasks import DataConfig
-from transformer.training import ServerBusy, warm_up
+from transformer.training import warm_up
 from transformer.url_state import Parser, model_parsers, read_params
-from transformer.workers import WorkerPool
 
 # Streamlit treats a folder named pages/ as legacy auto-discovered pages until some run calls st.navigation, so the
 # first request after a (re)start that opens a page's own URL (a shared link to /compare) would run that page
@@ -51,20 +50,9 @@ if PagesManager.uses_pages_directory:
 
 CHECKPOINT_DIR = Path(__file__).resolve().parent.parent / "checkpoints"
 SHIPPED_PREFIX = "shipped: "  # the sidebar's label of a shipped checkpoint in hand, before its name
-# Concurrent training runs per server: one per core the server may use (threads share the GIL; see
-# docs/classroom.md for the measurement), unless LAB_MAX_TRAINING_JOBS says otherwise.
-MAX_TRAINING_JOBS = int(os.environ.get("LAB_MAX_TRAINING_JOBS", "0")) or usable_cores()
-MAX_QUEUE = int(os.environ.get("LAB_MAX_QUEUE", "60"))  # distinct runs waiting for a slot: two classes' worth
 MAX_TRAINED = 10  # checkpoints of finished runs a session keeps (about 140 KB each at the default size)
-# A job whose page has stopped polling (tab closed) stops after this long (see TrainingJob for a page still open)
-JOB_IDLE_TIMEOUT_S = float(os.environ.get("LAB_JOB_IDLE_TIMEOUT_S", "30"))
 LIVE_POLL_S = 0.5  # the Train page's live view redraws twice a second while a run trains...
 LIVE_REDRAWS_PER_S = 8.0  # ...unless the whole server's live views would redraw more often than this together
-TORCH_THREADS = int(os.environ.get("LAB_TORCH_THREADS", "1"))  # per computation: see setup_torch
-# How long a thread may hold the GIL while another waits for it (Python's default: 5 ms). A training step releases
-# and takes back the GIL at every small torch op, so behind a page drawing its charts it would wait up to that long
-# each time; 0.5 ms lets training go on while pages are drawn.
-SWITCH_INTERVAL_S = float(os.environ.get("LAB_SWITCH_INTERVAL_S", "0.0005"))
 
 
 @st.cache_resource
@@ -75,26 +63,27 @@ def setup_torch() -> str:
     server two jobs each spinning two OpenMP threads on two cores slow each other down many times over. The
     one-off costs of a first training step are paid here, on a thread of their own, not by the first student.
     """
-    torch.set_num_threads(TORCH_THREADS)
-    sys.setswitchinterval(SWITCH_INTERVAL_S)
+    settings = run_registry().settings  # also starts the training workers now, not at the first Start
+    torch.set_num_threads(settings.torch_threads)
+    # How long a thread may hold the GIL while another waits for it (Python's default: 5 ms): a step on a server
+    # thread gives up the GIL at every small torch op, and would wait that long behind a page drawing its charts.
+    sys.setswitchinterval(settings.switch_interval_s)
     warm_up()
-    training_slots()  # starts the training worker processes now, not at the first Start
     return device_label(pick_device())
 
 
-@st.cache_resource
-def training_slots() -> RunRegistry:
-    """Every training run on this server, shared by every session: joins identical runs, queues distinct ones,
-    and holds the server-wide cap on concurrent training (Compare takes its slots from it too)."""
-    # Train's runs train in worker processes, one per slot, so that drawing many students' pages never holds the
-    # GIL the training loop needs (docs/classroom.md); LAB_TRAINING_PROCESSES=0 trains them on server threads.
-    in_processes = os.environ.get("LAB_TRAINING_PROCESSES", "1") != "0"
-    workers = WorkerPool(MAX_TRAINING_JOBS, TORCH_THREADS) if in_processes else None
-    return RunRegistry(MAX_TRAINING_JOBS, MAX_QUEUE, JOB_IDLE_TIMEOUT_S, workers=workers)
+@st.cache_resource(on_release=RunRegistry.close)
+def run_registry() -> RunRegistry:
+    """Every training run on this server, shared by every session (Train's runs and Compare's variants): joins
+    identical runs, queues distinct ones, and trains them in its worker processes (docs/design.md). Its settings
+    come from the `LAB_*` environment variables (docs/classroom.md)."""
+    registry = RunRegistry(ServerSettings.from_env())
+    registry.wait_ready(READY_TIMEOUT_S)  # the first page waits a few seconds; every Start after it, none
+    return registry
 
 
 @st.cache_resource
-def _runs_by_browser() -> dict[tuple[str, str], tuple[TrainingJob | ExperimentJob, dict]]:
+def _runs_by_browser() -> dict[tuple[str, str], tuple[Run | LiveExperiment, dict]]:
     """The run each browser started last on a page, by (`browser_id`, its session-state key: "job" for Train,
     "compare_job" for Compare), with the session state to restore alongside it; shared by every session."""
     return {}
@@ -136,7 +125,7 @@ def page_connected() -> Callable[[], bool] | None:
     return lambda: runtime.is_active_session(session) is True
 
 
-def remember_run(key: str, job: TrainingJob | ExperimentJob, restore: dict) -> None:
+def remember_run(key: str, job: Run | LiveExperiment, restore: dict) -> None:
     """Note `job`, kept in session state under `key`, as this browser's run, so that a reload can pick it back up
     along with the session-state entries `restore`."""
     if (browser := _this_browser()) is not None:
@@ -153,7 +142,7 @@ def reattach_runs() -> None:
     """After a reload (a new session, so no run of its own), take back this browser's runs that still train."""
     runs = _runs_by_browser()
     for other, (job, _) in list(runs.items()):  # an ended run is not taken back: let it go
-        if _ended(job):
+        if job.done:
             runs.pop(other, None)
     if (browser := _this_browser()) is None:
         return
@@ -227,14 +216,13 @@ def following_run() -> bool:
 def model_in_hand() -> tuple[Checkpoint | None, str]:
     """The checkpoint probing pages use, and its label. While a run trains, its latest snapshot is in hand, unless
     the student has put another model in hand since it started."""
-    job: TrainingJob | None = st.session_state.get("job")
+    run: Run | None = st.session_state.get("job")
     if following_run():
-        model = job.model_snapshot()
+        model = run.model()
         if model is not None:
-            trainer = job.trainer
-            rows = job.rows()
-            label = f"training {trainer.data.config.task} (step {rows[-1]['step'] if rows else 0})"
-            return Checkpoint(model, trainer.vocab, model.config, trainer.data.config, rows, {}), label
+            rows = run.rows[:]
+            label = f"training {run.data_config.task} (step {rows[-1]['step'] if rows else 0})"
+            return Checkpoint(model, run.data().vocab, model.config, run.data_config, rows, {}), label
     return st.session_state.get("in_hand"), st.session_state.get("in_hand_name", "")
 
 
@@ -256,21 +244,17 @@ def decode_on_decoding_page(text: str, task: DataConfig) -> None:
     st.switch_page("pages/decoding.py")
 
 
-def _ended(job: TrainingJob | ExperimentJob) -> bool:
-    return job.done if isinstance(job, TrainingJob) else not job.running
-
-
-def _running(key: str) -> TrainingJob | ExperimentJob | None:
+def _running(key: str) -> Run | LiveExperiment | None:
     """The session's run under `key` while it has not ended: queued, preparing, training or paused."""
     job = st.session_state.get(key)
-    return job if job is not None and not _ended(job) else None
+    return job if job is not None and not job.done else None
 
 
 @st.fragment(run_every=2.0)
 def _job_heartbeat(page: str) -> None:
     """While this session trains (a Train run or a Compare rerun), keep it going and show its progress and the
-    model in hand on every page: a job that no page polls (the tab was closed) stops after JOB_IDLE_TIMEOUT_S
-    (CONNECTED_GRACE times that while this page stays connected).
+    model in hand on every page: a run that no page polls (the tab was closed) stops after the idle timeout
+    (see `Run`).
     The Train and Compare pages draw their own run's progress, so the sidebar leaves it out there."""
     job, comparison = _running("job"), _running("compare_job")
     if job is None and comparison is None:
@@ -282,13 +266,7 @@ def _job_heartbeat(page: str) -> None:
             text = "Queued for training" if job.status == "queued" else f"Training: step {job.step} of {steps}"
             st.progress(min(job.step / steps, 1.0), text=text)
     if comparison is not None:
-        try:
-            # also starts the next variant, so a comparison goes on while the student looks elsewhere
-            comparison.poll(page_connected())
-        except ServerBusy:
-            st.caption("Comparison: waiting for a free training slot...")
-        except ValueError:
-            pass  # its settings fail, which ends it: the Compare page shows why
+        comparison.chain.touch(page_connected())
         done, total = comparison.progress()
         if page != "compare":
             st.progress(min(done / total, 1.0), text=f"Comparing: step {done} of {total}")
@@ -301,18 +279,17 @@ def save_finished_job() -> None:
 
     Runs on every page, so a run that ends while the student is elsewhere still becomes the model in hand.
     """
-    job: TrainingJob | None = st.session_state.get("job")
-    if job is None or not job.done or job.result is None or job.result.steps == 0:  # stopped before its first step
+    run: Run | None = st.session_state.get("job")
+    if run is None or not run.done or run.result is None or run.result.steps == 0:  # stopped before its first step
         return
-    if st.session_state.get("train_saved", {}).get("job") is job:
+    if st.session_state.get("train_saved", {}).get("job") is run:
         return
-    trainer = job.trainer
     trained = st.session_state.setdefault("trained", {})
-    name = run_name(trainer.model.config, trainer.data.config, {*trained, *shipped_checkpoints()})
-    saved = {"job": job, "name": name, "data": None, "error": None, "in_hand": st.session_state.get("follow_job")}
+    name = run_name(run.model_config, run.data_config, {*trained, *shipped_checkpoints()})
+    saved = {"job": run, "name": name, "data": None, "error": None, "in_hand": st.session_state.get("follow_job")}
     try:
         saved["data"] = checkpoint_bytes(
-            trainer.model, trainer.vocab, trainer.data.config, job.rows(), asdict(job.train_config), meta={"name": name}
+            run.model(), run.data().vocab, run.data_config, run.rows[:], asdict(run.train_config), meta={"name": name}
         )
         if saved["in_hand"]:
             put_in_hand(load_checkpoint(saved["data"]), f"trained: {name}")
@@ -327,7 +304,7 @@ def save_finished_job() -> None:
 def live_poll_s() -> float:
     """Seconds between redraws of a live view: LIVE_POLL_S, or longer when so many pages watch runs that the
     server would spend its cores drawing charts instead of training (a class of 30 watching one run)."""
-    return max(LIVE_POLL_S, training_slots().watching() / LIVE_REDRAWS_PER_S)
+    return max(LIVE_POLL_S, run_registry().watching() / LIVE_REDRAWS_PER_S)
 
 
 def sidebar(page: str) -> None:

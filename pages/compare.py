@@ -8,18 +8,18 @@ import streamlit as st
 from pages.common import (
     page_connected,
     remember_run,
+    run_registry,
     session_run_elsewhere,
     share_link,
     show_link_notices,
-    training_slots,
     watcher_id,
 )
 from transformer.experiments import (
     CUSTOM,
     READY,
     SWITCHES,
-    ExperimentJob,
     ExperimentRun,
+    LiveExperiment,
     experiment_from_json,
     experiment_to_json,
     load_shipped,
@@ -29,8 +29,8 @@ from transformer.experiments import (
 from transformer.figures.attention import attention_heatmaps
 from transformer.figures.compare import alignment_figure, comparison_figure, loss_marker_figure, variant_colour
 from transformer.literal import markdown_literal
+from transformer.serving import ServerBusy
 from transformer.tasks import TASKS
-from transformer.training import ServerBusy
 from transformer.url_state import (
     INT_RANGES,
     SIZE_CHOICES,
@@ -214,8 +214,8 @@ except ValueError as err:
 st.info(f"**What to expect.** {experiment.expectation}")
 st.caption(f"{experiment.summary()} Copy the address bar to share this experiment.")
 
-job: ExperimentJob | None = st.session_state.get("compare_job")
-running = job is not None and job.running
+job: LiveExperiment | None = st.session_state.get("compare_job")
+running = job is not None and not job.done
 elsewhere = session_run_elsewhere("compare")
 buttons = st.container(horizontal=True)
 if buttons.button(
@@ -226,8 +226,7 @@ if buttons.button(
     help=elsewhere or "Trains every variant here, one after the other, while the curves stream in.",
 ):
     try:
-        new_job = ExperimentJob(experiment, runs=training_slots(), watcher=watcher_id())
-        new_job.poll(page_connected())
+        new_job = LiveExperiment.start(experiment, run_registry(), watcher_id(), page_connected())
     except ServerBusy as err:
         st.warning(f"Your rerun could not start: {err}. The shipped results below need no training.")
     except ValueError as err:
@@ -243,14 +242,14 @@ if buttons.button(
     disabled=not running,
     help="Stops the variant that is training; the runs so far stay on screen.",
 ):
-    job.stop()
+    run_registry().stop_chain(job.chain)
     st.rerun()
 
 
 def current_run() -> tuple[ExperimentRun | None, str]:
     """The run to show for the chosen experiment, and where it comes from."""
     job = st.session_state.get("compare_job")
-    if job is not None and job.experiment == experiment and (live := job.run()) is not None:
+    if job is not None and job.experiment == experiment and (live := job.so_far()) is not None:
         return live, LIVE_SOURCE
     if (loaded := st.session_state.get("compare_loaded")) and loaded[2] == experiment:
         run, name, _ = loaded
@@ -341,21 +340,16 @@ def show_timeline(run: ExperimentRun, live: bool) -> None:
 def results(polling: bool) -> None:
     """Curves, table, timeline and exports of the run shown; while a live run trains, it polls it."""
     job = st.session_state.get("compare_job")
-    if job is not None and job.running:
-        try:
-            job.poll(page_connected())
-        except ServerBusy:
-            st.info("Waiting for a free training slot for the next variant...")
-        except ValueError as err:
-            st.error(f"These settings don't work: {err}")
+    if job is not None and not job.done:
+        job.chain.touch(page_connected())
     if polling and (job is None or job.done):
         st.rerun()  # redraw the page without polling
     run, source = current_run()
     if run is None:
         st.info("No results for these settings yet: press **Rerun live** to train them.")
         return
-    live = job is not None and job.running and job.experiment == experiment
-    if live and (place := training_slots().place(job.jobs[-1])) is not None:
+    live = job is not None and not job.done and job.experiment == experiment
+    if live and (place := run_registry().place(job.chain.current)) is not None:
         st.info(
             f"Every training slot is in use: the next variant is number {place.position} in the queue, and should "
             f"start in about {place.wait_s:.0f} s. It starts on its own; keep this page open.",
@@ -365,7 +359,7 @@ def results(polling: bool) -> None:
         done, total = job.progress()
         st.progress(
             min(done / total, 1.0),
-            text=f"Training variant {len(job.jobs)} of {len(job.experiment.values)}: {done} of {total} steps",
+            text=f"Training variant {len(job.chain.runs)} of {len(job.experiment.values)}: {done} of {total} steps",
         )
     elif job is not None and job.error and job.experiment == experiment:
         st.error(f"Training stopped with an error: {job.error}")

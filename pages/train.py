@@ -7,15 +7,14 @@ projector; the settings form comes back under the results once it has ended.
 import streamlit as st
 
 from pages.common import (
-    JOB_IDLE_TIMEOUT_S,
     forget_run,
     live_poll_s,
     page_connected,
     remember_run,
+    run_registry,
     save_finished_job,
     session_run_elsewhere,
     share_link,
-    training_slots,
     watcher_id,
 )
 from transformer.figures.training import accuracy_figure, loss_figure, lr_figure
@@ -23,8 +22,9 @@ from transformer.limits import TRAIN_FORM_LIMITS as LIMITS
 from transformer.literal import markdown_literal
 from transformer.live import build_configs, live_examples, metrics_table, progress, run_summary
 from transformer.model import ModelConfig
+from transformer.serving import Run, ServerBusy, unwatched
 from transformer.tasks import TASKS
-from transformer.training import ServerBusy, TrainConfig, TrainingJob, smoothed_loss_floor, unwatched
+from transformer.training import TrainConfig, smoothed_loss_floor
 
 MODEL, TRAIN = ModelConfig(), TrainConfig()  # the defaults: the fast classroom model
 DEVICES, SCHEDULES = ["auto", "cpu", "cuda", "mps"], ["noam", "constant"]
@@ -58,7 +58,7 @@ st.caption(
 )
 
 share_link()
-job: TrainingJob | None = st.session_state.get("job")
+job: Run | None = st.session_state.get("job")
 active = job is not None and not job.done  # queued, preparing, training or paused
 elsewhere = session_run_elsewhere("train")
 form_keys: list[str] = []
@@ -109,7 +109,7 @@ def start_run() -> None:
     """Start button: start the run the form describes, or join the identical one. A callback runs before the
     page is drawn, so the same run draws the live view on top."""
     state = st.session_state
-    current: TrainingJob | None = state.get("job")
+    current: Run | None = state.get("job")
     if (elsewhere := session_run_elsewhere("train")) or (current is not None and not current.done):
         state["train_message"] = ("info", elsewhere or "A run is already training: stop it first, or wait for it.")
         return
@@ -118,7 +118,7 @@ def start_run() -> None:
     )
     try:
         configs = build_configs(data, model, {**train, "time_budget_s": float(train["time_budget_s"])})
-        job = training_slots().start(watcher_id(), *configs)
+        job = run_registry().submit(watcher_id(), *configs, page_connected())
     except ServerBusy as err:
         state["train_message"] = ("warning", f"Your run could not start: {markdown_literal(str(err))}.")
     except ValueError as err:
@@ -134,44 +134,44 @@ def start_run() -> None:
 
 def leave_run() -> None:
     """Stop button: leave the run; it stops once nobody watches it (a run of one's own stops at once)."""
-    current: TrainingJob | None = st.session_state.get("job")
+    current: Run | None = st.session_state.get("job")
     if current is None:
         return
-    training_slots().leave(watcher_id(), current)
+    run_registry().leave(watcher_id(), current)
     if current.status == "queued" or current.watchers():  # out of the queue, or others still watch the run
         st.session_state.pop("job")
         forget_run("job")
         st.session_state["train_left"] = len(current.watchers())
     else:
-        current.stop(wait_s=5.0)
+        current.wait_until_done(5.0)  # stopped, as it was the student's own: drawn as stopped
 
 
 FIRST_STEP_WAIT_S = 0.5  # how long Start waits for a new run's first step (set-up takes about 0.1 s)
 STEPS_PER_FRAME = 10  # the live loss curve moves in whole frames of this many steps, drawn once for all watchers
 
 
-def run_id(job: TrainingJob) -> tuple[int, float]:
+def run_id(job: Run) -> tuple[int, float]:
     """A key for a started job's shared drawings: its identity and start time (an id alone may be reused)."""
     return id(job), job.started_at
 
 
 @st.cache_resource(max_entries=64, show_spinner=False)
-def shared_examples(job_id: tuple, step: int, _job: TrainingJob):
-    """Five held-out inputs decoded by the run's snapshot at `step`, decoded once for every watcher of the run."""
-    return live_examples(_job.model_snapshot(), _job.trainer.data)
+def shared_examples(job_id: tuple, step: int, _job: Run):
+    """Five held-out inputs decoded by the run's model at `step`, decoded once for every watcher of the run."""
+    return live_examples(_job.model(), _job.data())
 
 
 @st.cache_resource(max_entries=64, show_spinner=False)
-def shared_charts(job_id: tuple, n_rows: int, n_steps: int, _job: TrainingJob):
+def shared_charts(job_id: tuple, n_rows: int, n_steps: int, _job: Run):
     """The loss and accuracy figures of a run's first `n_rows` metric rows and `n_steps` steps, built once for every
     watcher of the run (a class watching one run polls it many times a second). Read-only."""
-    rows, losses = _job.rows()[:n_rows], _job.step_losses()[:n_steps]
-    floor = smoothed_loss_floor(_job.train_config.label_smoothing, len(_job.trainer.vocab))
+    rows, losses = _job.rows[:n_rows], _job.losses[:n_steps]
+    floor = smoothed_loss_floor(_job.train_config.label_smoothing, _job.model_config.vocab_size)
     loss = loss_figure(rows, train_floor=floor, step_losses=losses, height=CHART_HEIGHT)
     return loss, accuracy_figure(rows, height=CHART_HEIGHT)
 
 
-def run_controls(job: TrainingJob, shared: bool) -> None:
+def run_controls(job: Run, shared: bool) -> None:
     """Pause or Resume, Step, and Stop: big buttons, no keyboard."""
     paused = job.status == "paused"
     pause_col, step_col, stop_col, _ = st.columns([1, 1, 1, 3])
@@ -220,7 +220,7 @@ poll_s = live_poll_s()
 
 
 @st.fragment(run_every=poll_s if active else None)
-def live_view(job: TrainingJob, polling: bool) -> None:
+def live_view(job: Run, polling: bool) -> None:
     """Status, controls, curves and a few decoded examples; reruns the whole page once the run ends, or when the
     server's load asks for another redraw rate."""
     if st.session_state.get("job") is not job or (polling and job.done):
@@ -237,9 +237,9 @@ def live_view(job: TrainingJob, polling: bool) -> None:
         )
     if job.status != "done":
         run_controls(job, shared=classmates > 0)
-    rows, losses = job.rows(), job.step_losses()
+    rows, losses = job.rows[:], job.losses[:]
     if job.status == "queued":
-        place = training_slots().place(job)
+        place = run_registry().place(job)
         if place is not None:
             st.info(
                 f"Every training slot is in use: your run is number {place.position} in the queue, and should "
@@ -256,10 +256,10 @@ def live_view(job: TrainingJob, polling: bool) -> None:
         st.progress(
             min(job.step / job.train_config.steps, 1.0), text=f"{what} step {job.step} of {job.train_config.steps}{eta}"
         )
-    if job.trainer is None:
+    if not losses:  # preparing, or ended before its first step
         return
     loss_col, acc_col = st.columns(2)
-    smoothing, vocab_size = job.train_config.label_smoothing, len(job.trainer.vocab)
+    smoothing, vocab_size = job.train_config.label_smoothing, job.model_config.vocab_size
     floor = smoothed_loss_floor(smoothing, vocab_size)
     # whole frames while it trains; the first steps at once (the curve starts moving) and every step at the end
     steps = len(losses) if job.done or len(losses) < STEPS_PER_FRAME else len(losses) - len(losses) % STEPS_PER_FRAME
@@ -287,7 +287,7 @@ if (left := st.session_state.pop("train_left", None)) is not None:
 
 if job is not None:
     live_view(job, polling=active)
-    if job.trainer is not None:  # drawn with the page, not at every poll: the schedule itself never changes
+    if job.losses:  # drawn with the page, not at every poll: the schedule itself never changes
         with st.expander("Learning rate over the run"):
             st.plotly_chart(lr_figure(job.train_config, job.step), key="train_lr_chart")
             st.caption(
@@ -309,7 +309,7 @@ if job is not None:
         if result.reason == "stopped":
             st.info(
                 f"Stopped at step {result.steps} after {result.seconds:.1f} s (by you, because a pause lasted too "
-                f"long, or because {unwatched(JOB_IDLE_TIMEOUT_S)}): {scores}."
+                f"long, or because {unwatched(run_registry().settings.idle_timeout_s)}): {scores}."
             )
         else:
             st.success(
@@ -331,7 +331,7 @@ if job is not None:
                 "one you loaded during the run."
             )
         with st.expander("Metrics of every row, and downloads"):
-            table = metrics_table(job.rows())
+            table = metrics_table(job.rows[:])
             st.dataframe(table, hide_index=True, column_config=METRIC_FORMATS)
             csv_col, ckpt_col = st.columns(2)
             csv_col.download_button(

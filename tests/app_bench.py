@@ -3,8 +3,8 @@ switch and of a decoding step with a trained model in hand. Run: python tests/ap
 
 Every training run uses the app's thread setting (LAB_TORCH_THREADS, default 1). Two measurements of the in-app
 speed, each against the same run outside the app:
-- AppTest: a TrainingJob polled by reruns of the whole Train page every LIVE_POLL_S. A served page's poll reruns
-  only its live view, so this costs the run more than a student's page does: a bound from below.
+- AppTest: a run of the app's registry polled by reruns of the whole Train page every LIVE_POLL_S. A served page's
+  poll reruns only its live view, so this costs the run more than a student's page does: a bound from below.
 - Served (when Debian's Chromium is installed): `streamlit run` in a child process (its runs train in a worker
   process) and the Train page in Chromium at 1280x800, held at CPU priority nice 19 (it stands in for the
   student's laptop; see `load_test.Renicer`), started with the page's defaults
@@ -71,19 +71,18 @@ def outside_app() -> float:
 
 
 def inside_app() -> float:
-    """Steps per second of the same run as a TrainingJob polled by Train page reruns."""
+    """Steps per second of the same run, trained by the app's registry, polled by Train page reruns."""
     at = AppTest.from_file(str(ROOT / "streamlit_app.py"), default_timeout=60)
     at.run()
     at.switch_page("pages/train.py").run()
     while any(thread.name == "warm-up" for thread in threading.enumerate()):  # the server's start-up, not the run
         time.sleep(0.1)
-    from pages.common import JOB_IDLE_TIMEOUT_S, LIVE_POLL_S
-    from transformer.training import TrainingJob
+    from pages.common import LIVE_POLL_S, run_registry
 
-    job = TrainingJob(*build_configs(DATA, MODEL, TRAIN), idle_timeout_s=JOB_IDLE_TIMEOUT_S).start()
+    job = run_registry().submit("bench", *build_configs(DATA, MODEL, TRAIN))
     at.session_state["job"] = job
     start = time.perf_counter()
-    while job.running:
+    while not job.done:
         at.run()  # what the page's live view does, twice a second
         time.sleep(LIVE_POLL_S)
     return job.result.steps / (time.perf_counter() - start)

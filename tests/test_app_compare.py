@@ -8,6 +8,7 @@ from dataclasses import replace
 import pytest
 from streamlit.testing.v1 import AppTest
 
+import pages.common
 from transformer.experiments import READY, result_path
 from transformer.literal import markdown_literal
 
@@ -110,11 +111,11 @@ def test_a_tiny_live_rerun_completes_after_polling(monkeypatch):
     at.button(key="compare_run").click().run()
     assert not at.exception and at.button(key="compare_stop").disabled is False
     deadline = time.monotonic() + 60
-    while at.session_state["compare_job"].running and time.monotonic() < deadline:
+    while not at.session_state["compare_job"].done and time.monotonic() < deadline:
         time.sleep(0.2)
         at.run()  # run_every never fires in AppTest: each run is one poll
     at.run()
-    assert not at.exception and not at.session_state["compare_job"].running
+    assert not at.exception and at.session_state["compare_job"].done
     assert any("your live run" in c.value for c in at.caption)
     table = at.dataframe[0].value
     assert table["variant"].tolist() == ["1 head", "4 heads"] and table["steps"].tolist() == [10, 10]
@@ -135,16 +136,21 @@ def test_uploads_load_back_and_bad_files_are_refused(at):
     assert any(c.value == "Showing: loaded from mine.json." for c in at.caption)  # ... which still shows
 
 
+def stop_live(live) -> None:
+    """Stop a live experiment and wait for its current variant to end."""
+    pages.common.run_registry().stop_chain(live.chain)
+    live.chain.current.stop(wait_s=30)
+
+
 def test_stop_ends_a_live_rerun_and_keeps_what_it_trained(monkeypatch):
     monkeypatch.setitem(READY, "heads", replace(TINY, train=replace(TINY.train, steps=100_000)))
     at = open_compare(experiment="heads")
     at.button(key="compare_run").click().run()
     job = at.session_state["compare_job"]
-    assert job.running
+    assert not job.done
     at.button(key="compare_stop").click().run()
-    assert not at.exception and job.done and len(job.jobs) == 1
-    job.jobs[0].stop(wait_s=10)
-    assert not job.jobs[0].running and at.button(key="compare_run").disabled is False
+    assert not at.exception and job.done and len(job.chain.runs) == 1
+    assert job.chain.runs[0].wait_until_done(10) and at.button(key="compare_run").disabled is False
     assert any("your live run" in c.value for c in at.caption)
 
 
@@ -177,9 +183,7 @@ def test_the_timeline_follows_a_live_run_until_following_is_turned_off(monkeypat
         at.toggle(key="compare_follow").set_value(True).run()
         assert at.select_slider[0].disabled and at.select_slider[0].value == int(at.select_slider[0].options[-1]) > 0
     finally:
-        job.stop()
-        for variant in job.jobs:
-            variant.stop(wait_s=30)
+        stop_live(job)
 
 
 def test_following_moves_to_the_next_variant_when_it_starts(monkeypatch):
@@ -189,17 +193,15 @@ def test_following_moves_to_the_next_variant_when_it_starts(monkeypatch):
     job = at.session_state["compare_job"]
     try:
         deadline = time.monotonic() + 60
-        while len(job.jobs) < 2 and time.monotonic() < deadline:
+        while len(job.chain.runs) < 2 and time.monotonic() < deadline:
             time.sleep(0.1)
             at.run()
         at.run()
-        assert not at.exception and job.running, "the second variant finished before the page saw it train"
+        assert not at.exception and not job.done, "the second variant finished before the page saw it train"
         radio = at.radio(key="compare_timeline_variant")
         assert radio.options == ["1 head", "4 heads"] and radio.value == "4 heads" and radio.disabled
     finally:
-        job.stop()
-        for variant in job.jobs:
-            variant.stop(wait_s=30)
+        stop_live(job)
 
 
 def test_custom_settings_survive_a_visit_to_another_page():
@@ -216,7 +218,7 @@ def test_a_custom_run_shows_only_under_the_settings_it_was_trained_with():
     at = open_compare(experiment="custom", length="3", steps="50", d_model="16")
     at.button(key="compare_run").click().run()
     deadline = time.monotonic() + 120
-    while at.session_state["compare_job"].running and time.monotonic() < deadline:
+    while not at.session_state["compare_job"].done and time.monotonic() < deadline:
         time.sleep(0.2)
         at.run()
     at.run()
@@ -235,11 +237,14 @@ def test_a_live_rerun_goes_on_while_the_student_looks_at_another_page(monkeypatc
     job = at.session_state["compare_job"]
     at.switch_page("pages/anatomy.py").run()
     deadline = time.monotonic() + 60
-    while job.running and time.monotonic() < deadline:  # each run is one poll of the sidebar's heartbeat
+    while not job.done and time.monotonic() < deadline:  # each run is one poll of the sidebar's heartbeat
         time.sleep(0.2)
         at.run()
-    assert not at.exception and not job.running
-    assert [j.result.reason for j in job.jobs] == ["step budget", "step budget"]  # both variants, none cut short
+    assert not at.exception and job.done
+    assert [run.result.reason for run in job.chain.runs] == [
+        "step budget",
+        "step budget",
+    ]  # both variants, none cut short
 
 
 def test_one_run_per_student_at_a_time(monkeypatch):
@@ -251,5 +256,4 @@ def test_one_run_per_student_at_a_time(monkeypatch):
         start = at.button(key="start_training")
         assert start.disabled and "Compare page is still training" in start.proto.help
     finally:
-        for variant in at.session_state["compare_job"].jobs:
-            variant.stop(wait_s=30)
+        stop_live(at.session_state["compare_job"])

@@ -1,7 +1,7 @@
 import json
 import re
-import threading
 import time
+from dataclasses import replace
 
 import pytest
 import torch
@@ -12,8 +12,9 @@ from streamlit.testing.v1 import AppTest
 import pages.common
 from transformer.checkpoint import load_checkpoint
 from transformer.model import ModelConfig
+from transformer.serving import Run
 from transformer.tasks import DataConfig
-from transformer.training import TrainConfig, Trainer, TrainingDiverged, TrainingJob, smoothed_loss_floor
+from transformer.training import TrainConfig, Trainer, TrainingDiverged, smoothed_loss_floor
 
 
 @pytest.fixture(autouse=True)
@@ -26,9 +27,12 @@ def restore_threads():
 @pytest.fixture(autouse=True)
 def fresh_registry():
     """Each test on a server of its own: no run of an earlier test to join."""
-    pages.common.training_slots.clear()
+    pages.common.run_registry.clear()
     yield
-    pages.common.training_slots.clear()
+    pages.common.run_registry.clear()  # closes it: nothing trains on behind the test
+
+
+ENDLESS = dict(steps=10**6, early_stop=False)
 
 
 def open_train() -> AppTest:
@@ -60,6 +64,17 @@ def poll_until_done(at: AppTest, timeout_s: float = 90.0) -> None:
         assert not at.exception
     at.run()
     assert not at.exception
+
+
+def fill_every_slot(registry) -> list[tuple[str, Run]]:
+    """Every training slot taken by an endless run of another student, whose page stays connected; returns
+    (watcher, run) pairs."""
+    others = []
+    for i in range(registry.settings.slots):
+        configs = DataConfig(task="copy", min_len=3, max_len=3, seed=100 + i), TrainConfig(seed=100 + i, **ENDLESS)
+        others.append((f"other-{i}", registry.submit(f"other-{i}", ModelConfig(), *configs, connected=lambda: True)))
+    wait_until(lambda: all(run.status != "queued" for _, run in others))
+    return others
 
 
 @pytest.fixture
@@ -175,7 +190,7 @@ def test_start_draws_the_first_steps_in_its_own_redraw(stop_jobs):
     stop_jobs.append(at)
     start(at, task="copy", min_len=3, max_len=3, symbols=4, steps=5000)  # set-up takes a few ms
     job = at.session_state["job"]
-    assert job.step_losses()  # Start waited for the first step...
+    assert job.losses  # Start waited for the first step...
     loss = json.loads(at.get("plotly_chart")[0].proto.spec)
     assert len(array(loss["data"][1]["y"])) >= 1  # ...so the curve starts without waiting for the next poll
 
@@ -192,9 +207,9 @@ def test_the_form_makes_way_for_the_run_while_it_trains_and_stop_ends_it(stop_jo
     at.button(key="stop_training").click()
     at.run()
     deadline = time.monotonic() + 30
-    while job.running and time.monotonic() < deadline:
+    while not job.done and time.monotonic() < deadline:
         time.sleep(0.2)
-    assert not job.running and job.result.reason == "stopped"
+    assert job.done and job.result.reason == "stopped"
     at.run()
     assert not at.exception and not at.success and at.info[0].value.startswith(f"Stopped at step {job.result.steps} ")
     assert not at.button(key="start_training").disabled  # the form is back, under the results
@@ -243,7 +258,7 @@ def test_identical_runs_are_one_run_and_leaving_it_leaves_it_to_the_others(stop_
     second.run()
     assert "job" not in second.session_state and "goes on for the 1 other student" in second.info[0].value
     time.sleep(0.5)
-    assert job.running  # the other student still watches it
+    assert not job.done  # the other student still watches it
     first.button(key="stop_training").click()
     first.run()
     assert job.done and job.result.reason == "stopped"
@@ -259,55 +274,45 @@ def test_a_click_that_races_a_starting_job_starts_no_second_one(stop_jobs):
     second.session_state["job"] = job
     second.run()
     assert not second.exception and second.session_state["job"] is job
-    assert sum(t.name == "training-job" and t.is_alive() for t in threading.enumerate()) == 1
+    assert [run for run in pages.common.run_registry()._slots if run is not None] == [job]
 
 
 def test_a_full_server_queues_the_run_and_starts_it_when_a_slot_frees(stop_jobs):
     at = open_train()
     stop_jobs.append(at)
-    registry = pages.common.training_slots()
-    taken = 0
-    while registry.acquire():  # every slot held by runs of other students
-        taken += 1
-    assert taken == pages.common.MAX_TRAINING_JOBS
+    registry = pages.common.run_registry()
+    others = fill_every_slot(registry)  # every slot held by runs of other students
     start(at, task="copy", min_len=3, max_len=3, steps=20)
     job = at.session_state["job"]
     assert job.status == "queued" and "your run is number 1 in the queue" in at.info[0].value
     assert at.button(key="stop_training").label == "Leave queue"
-    registry.release()  # a slot frees: the queued run starts on its own
+    registry.leave(*others[0])  # a slot frees: the queued run starts on its own
     poll_until_done(at)
     assert job.result.steps == 20 and not at.exception
-    for _ in range(taken - 1):
-        registry.release()
 
 
 def test_a_queued_run_whose_page_went_quiet_ends_with_a_message(monkeypatch):
     at = open_train()
-    registry = pages.common.training_slots()
-    taken = 0
-    while registry.acquire():
-        taken += 1
+    registry = pages.common.run_registry()
+    fill_every_slot(registry)
     start(at, steps=10)
     job = at.session_state["job"]
     assert job.status == "queued"
-    monkeypatch.setattr(registry, "idle_timeout_s", 0.1)
+    monkeypatch.setattr(registry, "settings", replace(registry.settings, idle_timeout_s=0.1))
     monkeypatch.setattr(job, "idle_timeout_s", 0.1)
     time.sleep(0.2)  # the page polls no more (a sleeping laptop) ...
-    assert not registry.acquire()  # ... and the next student's request drops it from the queue
+    assert registry.place(job) is None  # ... and the next look at the queue drops it
     at.run()
-    assert job.done and not job.running and registry.counts()["queued"] == 0
+    assert job.done and job.started_at is None
     assert "left the queue without starting: no page checked on it" in at.warning[0].value
     assert not at.button(key="start_training").disabled and not at.exception
-    for _ in range(taken):
-        registry.release()
 
 
 def test_a_full_queue_says_so():
     at = open_train()
-    registry = pages.common.training_slots()
-    registry.max_queue = 0
-    while registry.acquire():
-        pass
+    registry = pages.common.run_registry()
+    registry.settings = replace(registry.settings, max_queue=0)
+    fill_every_slot(registry)
     start(at, steps=10)
     assert "could not start" in at.warning[0].value and "waiting for a training slot" in at.warning[0].value
     assert "job" not in at.session_state
@@ -328,13 +333,13 @@ def test_invalid_settings_show_an_error(values, message):
 
 
 def test_a_failed_run_shows_its_error_and_what_to_do(monkeypatch):
-    def diverge(trainer, stop):
+    def diverge(trainer, control):
         raise TrainingDiverged("the loss became nan at step 3: lower the learning rate")
         yield
 
-    monkeypatch.setattr(Trainer, "rows", diverge)
-    job = TrainingJob(ModelConfig(), DataConfig(max_len=4), TrainConfig(steps=10)).start()
-    job.stop(wait_s=10)
+    monkeypatch.setattr(Trainer, "train", diverge)
+    job = pages.common.run_registry().submit("other", ModelConfig(), DataConfig(max_len=4), TrainConfig(steps=10))
+    assert job.wait_until_done(10)
     at = open_train()
     at.session_state["job"] = job
     at.run()
@@ -351,11 +356,11 @@ def sidebar_model(at: AppTest) -> str:
     return shown(next(m.value for m in at.sidebar.markdown if m.value.startswith("**Model in hand:**")))
 
 
-def wait_for_a_new_row(job: TrainingJob) -> None:
-    """Until the job reports its next metric row, which comes with a new snapshot of its model."""
-    rows, deadline = len(job.rows()), time.monotonic() + 30
-    while len(job.rows()) == rows:
-        assert time.monotonic() < deadline and job.running
+def wait_for_a_new_row(job: Run) -> None:
+    """Until the run reports its next metric row, which comes with new weights of its model."""
+    rows, deadline = len(job.rows), time.monotonic() + 30
+    while len(job.rows) == rows:
+        assert time.monotonic() < deadline and not job.done
         time.sleep(0.1)
 
 
@@ -435,14 +440,12 @@ def test_a_session_keeps_only_its_last_trained_models(stop_jobs):
 
 
 def test_a_run_stopped_before_its_first_step_saves_nothing():
-    job = TrainingJob(ModelConfig(), DataConfig(task="copy", min_len=3, max_len=3), TrainConfig(steps=100))
-    job.stop()  # set before the thread starts: it ends before its first step
-    job.start()
-    deadline = time.monotonic() + 30
-    while job.running:
-        assert time.monotonic() < deadline
-        time.sleep(0.05)
-    assert job.result.steps == 0
+    registry = pages.common.run_registry()
+    others = fill_every_slot(registry)
+    job = registry.submit("other", ModelConfig(), DataConfig(task="copy", min_len=3, max_len=3), TrainConfig(steps=100))
+    job.stop()  # asked while queued: the worker stops it before its first step
+    registry.leave(*others[0])
+    assert job.wait_until_done(30) and job.result.steps == 0
     at = open_train()
     at.session_state["job"] = job
     at.run()

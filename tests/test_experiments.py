@@ -6,13 +6,14 @@ from dataclasses import replace
 
 import pytest
 import torch
+from polling import wait_until
 
 from transformer.experiments import (
     CUSTOM,
     MAX_JSON_BYTES,
     READY,
     Experiment,
-    ExperimentJob,
+    LiveExperiment,
     experiment_from_json,
     experiment_to_json,
     load_shipped,
@@ -22,6 +23,7 @@ from transformer.experiments import (
     summary_table,
 )
 from transformer.model import ModelConfig
+from transformer.serving import RunRegistry, ServerSettings
 from transformer.tasks import DataConfig
 from transformer.training import Trainer
 
@@ -69,61 +71,50 @@ def test_summary_and_csv_name_each_variant(tiny_run):
     assert frame.columns[0] == "variant" and len(frame) == 4
 
 
-def test_a_background_job_trains_the_variants_in_turn():
-    job = ExperimentJob(TINY)
-    assert job.run() is None
-    deadline = time.monotonic() + 60
-    while job.running and time.monotonic() < deadline:
-        job.poll()
-        time.sleep(0.05)
-    run = job.run()
-    assert job.done and not job.error and len(job.jobs) == 2
-    assert [v.result["steps"] for v in run.variants] == [10, 10] and job.progress() == (20, 20)
+@pytest.fixture
+def registry():
+    registry = RunRegistry(ServerSettings(training_slots=1, max_queue=4, worker_processes=False))
+    yield registry
+    registry.close()
 
 
-def test_identical_reruns_share_their_variants_and_distinct_ones_queue_for_the_slot():
-    from transformer.runs import RunRegistry
+def test_a_live_experiment_trains_the_variants_in_turn_with_no_page_polling(registry):
+    live = LiveExperiment.start(TINY, registry, "a")
+    wait_until(lambda: live.done, timeout=60)  # the registry moved the chain on by itself
+    run = live.so_far()
+    assert not live.error and len(live.chain.runs) == 2
+    assert [v.result["steps"] for v in run.variants] == [10, 10] and live.progress() == (20, 20)
+    assert run.probe_tgt == ["<s>", *run.probe_src[::-1]]
 
-    registry = RunRegistry(slots=1, max_queue=4, idle_timeout_s=30.0)
+
+def test_identical_reruns_share_their_variants_and_distinct_ones_queue_for_the_slot(registry):
     long = replace(TINY, train=replace(TINY.train, steps=100_000))
-    mine, yours = ExperimentJob(long, runs=registry, watcher="a"), ExperimentJob(long, runs=registry, watcher="b")
-    other = ExperimentJob(replace(long, train=replace(long.train, seed=7)), runs=registry, watcher="c")
-    for job in (mine, yours, other):
-        job.poll()
-    assert mine.jobs[0] is yours.jobs[0] and sorted(mine.jobs[0].watchers()) == ["a", "b"]
-    assert other.jobs[0].status == "queued" and registry.place(other.jobs[0]).position == 1
-    mine.stop()  # one student stops: the shared variant goes on for the other
+    mine, yours = LiveExperiment.start(long, registry, "a"), LiveExperiment.start(long, registry, "b")
+    other = LiveExperiment.start(replace(long, train=replace(long.train, seed=7)), registry, "c")
+    shared = mine.chain.current
+    assert yours.chain.current is shared and sorted(shared.watchers()) == ["a", "b"]
+    assert other.chain.current.status == "queued" and registry.place(other.chain.current).position == 1
+    registry.stop_chain(mine.chain)  # one student stops: the shared variant goes on for the other
     time.sleep(0.3)
-    assert yours.jobs[0].running and not yours.done
-    yours.stop()  # the last one: it stops, and the queued variant takes the slot
-    deadline = time.monotonic() + 30
-    while other.jobs[0].status == "queued":
-        assert time.monotonic() < deadline
-        time.sleep(0.05)
-    other.stop()
-    other.jobs[0].stop(wait_s=10)
-    assert yours.jobs[0].done and not other.jobs[0].running
+    assert not shared.done and not yours.done
+    registry.stop_chain(yours.chain)  # the last one: it stops, and the queued variant takes the slot
+    wait_until(lambda: other.chain.current.status != "queued", timeout=30)
+    registry.stop_chain(other.chain)
+    assert shared.wait_until_done(10) and other.chain.current.wait_until_done(10) and other.done
 
 
-def test_a_stopped_job_starts_no_further_variant():
-    job = ExperimentJob(replace(TINY, train=replace(TINY.train, steps=100_000)))
-    job.poll()
-    job.stop()
-    job.jobs[0].stop(wait_s=10)
-    job.poll()
-    assert job.done and len(job.jobs) == 1
+def test_a_stopped_live_experiment_starts_no_further_variant(registry):
+    live = LiveExperiment.start(replace(TINY, train=replace(TINY.train, steps=100_000)), registry, "a")
+    registry.stop_chain(live.chain)
+    assert live.chain.current.wait_until_done(10)
+    time.sleep(0.3)
+    assert live.done and len(live.chain.runs) == 1
 
 
-def test_a_variant_whose_settings_fail_ends_the_job_with_that_error():
-    job = ExperimentJob(replace(TINY, values=(1, 3)))  # 3 heads do not divide d_model 16
-    deadline = time.monotonic() + 60
+def test_a_variant_whose_settings_fail_is_refused_before_any_trains(registry):
     with pytest.raises(ValueError, match="divisible"):
-        while time.monotonic() < deadline:
-            job.poll()
-            time.sleep(0.05)
-    assert job.done and not job.running and "divisible" in job.error and len(job.jobs) == 1
-    job.poll()  # a finished job starts nothing more
-    assert len(job.jobs) == 1
+        LiveExperiment.start(replace(TINY, values=(1, 3)), registry, "a")  # 3 heads do not divide d_model 16
+    assert registry.watching() == 0  # nothing was queued
 
 
 # ------------------------------------------------------------------------------------------------------ JSON
@@ -213,26 +204,39 @@ def test_every_ready_made_experiment_ships_a_small_result_set(key):
 
 
 REPRODUCED_STEPS = 50  # two metric rows of every variant, retrained here: about a second each
+NUDGE = 1e-5  # relative: about 100 float32 roundings of every starting weight, more than kernels differ by in a step
+COLUMNS = ("train_loss", "val_loss", "token_acc")
+
+
+def retrained_rows(configs: tuple, nudge: float = 0.0) -> list[list[float]]:
+    """The first metric rows of a variant trained here, its starting weights scaled by 1 + `nudge`."""
+    model, data, train = configs
+    trainer = Trainer(model, data, replace(train, steps=REPRODUCED_STEPS, time_budget_s=3600.0))
+    with torch.no_grad():
+        for module in {trainer.network, trainer.model}:  # the average starts as a copy of the network
+            for weight in module.parameters():
+                weight.mul_(1 + nudge)
+    trainer.run()
+    return [[row["step"]] + [row[c] for c in COLUMNS] for row in trainer.history]
 
 
 @pytest.mark.parametrize("key", list(READY))
 def test_shipped_results_are_what_the_code_makes(key):
     """Each shipped variant's first rows are what `python -m transformer.experiments` trains today: same seed,
-    same run. Up to rounding, which differs a little between processors' kernels and grows with every step: the
-    first row to 1e-3, the second to 10%."""
+    same run, up to rounding. Rounding differs between processors' kernels, and a run amplifies it by how chaotic
+    its training is (unscaled scores at a large d_k saturate softmax), so the tolerance is measured on the run
+    itself: retrained with its starting weights nudged by NUDGE, ten times that gap (and at least 1e-3)."""
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # as the shipped results were made
     try:
         for experiment_value, shipped in zip(READY[key].values, load_shipped(key).variants):
-            model, data, train = READY[key].configs(experiment_value)
-            trainer = Trainer(model, data, replace(train, steps=REPRODUCED_STEPS, time_budget_s=3600.0))
-            trainer.run()
-            columns = ("step", "train_loss", "val_loss", "token_acc")
-            made = [[row[c] for c in columns] for row in trainer.history]
-            kept = [[row[c] for c in columns] for row in shipped.history[: len(trainer.history)]]
-            assert len(made) == 2, (key, experiment_value)
-            assert made[0] == pytest.approx(kept[0], abs=1e-3), (key, experiment_value)
-            assert made[1] == pytest.approx(kept[1], rel=0.1), (key, experiment_value)
+            configs = READY[key].configs(experiment_value)
+            made, nudged = retrained_rows(configs), retrained_rows(configs, NUDGE)
+            kept = [[row["step"]] + [row[c] for c in COLUMNS] for row in shipped.history[: len(made)]]
+            assert len(made) == 2 and [r[0] for r in made] == [r[0] for r in kept], (key, experiment_value)
+            for got, want, other in zip(made, kept, nudged):
+                for a, b, c in zip(got[1:], want[1:], other[1:]):
+                    assert abs(a - b) <= max(1e-3, 10 * abs(a - c)), (key, experiment_value, got[0], a, b, c)
     finally:
         torch.set_num_threads(threads)
 

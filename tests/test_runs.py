@@ -1,16 +1,19 @@
-"""The server's run registry: identical runs are one run, distinct runs queue for the slots, watchers come and go."""
+"""The serving layer on threads: a run as pages read it, its controls, its watchers, and the registry that joins
+identical runs, queues distinct ones and moves chains on (tests/test_workers.py runs the same in processes)."""
 
 import threading
 import time
+from dataclasses import replace
 
 import pytest
 import torch
 from polling import wait_until
 
-from transformer import runs
-from transformer.model import ModelConfig
-from transformer.runs import AlreadyTraining, QueueFull, RunRegistry, run_key
-from transformer.tasks import DataConfig
+from transformer.model import ModelConfig, Transformer
+from transformer.serving import CONNECTED_GRACE, AlreadyTraining, QueueFull, RunRegistry, ServerSettings, run_key
+from transformer.serving import registry as registry_module
+from transformer.serving import worker as worker_module
+from transformer.tasks import DataConfig, TaskData
 from transformer.training import TrainConfig, Trainer
 
 ENDLESS = dict(steps=10**6, early_stop=False)
@@ -20,32 +23,211 @@ def settings(seed: int = 0, **train) -> tuple[ModelConfig, DataConfig, TrainConf
     return ModelConfig(), DataConfig(task="copy", min_len=4, max_len=4, seed=seed), TrainConfig(seed=seed, **train)
 
 
+def make_registry(slots: int = 1, max_queue: int = 2, idle_timeout_s: float = 30.0, **kwargs) -> RunRegistry:
+    server = ServerSettings(slots, max_queue, idle_timeout_s, worker_processes=False)
+    return RunRegistry(server, **kwargs)
+
+
 @pytest.fixture
 def registry():
-    registry = RunRegistry(slots=1, max_queue=2, idle_timeout_s=30.0)
+    registry = make_registry()
     yield registry
-    for job in list(registry._runs.values()):  # leave nothing training behind a failed test
-        job.stop(wait_s=5)
+    registry.close()  # leaves nothing training behind a failed test
 
 
-def test_the_same_settings_are_one_run_and_a_joined_run_ends_as_one_trained_alone(registry):
-    # a distinct run trains beside it in the same process the whole time
-    other = RunRegistry(slots=1, max_queue=0, idle_timeout_s=30.0).start("c", *settings(seed=9, **ENDLESS))
+def same_weights(a: torch.nn.Module, b: torch.nn.Module) -> bool:
+    expected = b.state_dict()
+    return all(torch.equal(tensor, expected[k]) for k, tensor in a.state_dict().items())
+
+
+def alone(*configs) -> Trainer:
+    trainer = Trainer(*configs)
+    trainer.run()
+    return trainer
+
+
+# ------------------------------------------------------------------------------------------------- one run
+
+
+def test_a_run_trains_in_the_background_and_pages_read_a_model_of_their_own(registry):
+    run = registry.submit("a", *settings(steps=600, eval_every=10, record_attention=True))
+    assert run.wait_until_done(60)
+    assert run.error is None and run.result.reason == "solved" and run.status == "done"
+    model = run.model()
+    assert isinstance(model, Transformer) and not model.training
+    assert not any(p.requires_grad for p in model.parameters())  # read-only: no page can train it
+    assert len(run.rows) >= 1 and len(run.losses) == run.result.steps
+    assert run.attention[0]["step"] == 0 and run.attention[-1]["maps"]["cross"][0].shape[0] == ModelConfig().n_heads
+    assert run.data().valid.src.shape[0] > 0  # the held-out set the rows score, built where a page asks
+
+
+def test_a_stopped_run_keeps_its_model_and_frees_its_slot():
+    registry = make_registry(max_queue=0)
     try:
-        first = registry.start("a", *settings(steps=60, early_stop=False))
-        second = registry.start("b", *settings(steps=60, early_stop=False))
-        assert second is first and sorted(first.watchers()) == ["a", "b"]
-        wait_until(lambda: first.done)
+        run = registry.submit("a", *settings(**ENDLESS))
+        with pytest.raises(QueueFull):  # the one slot is taken and nothing may wait: refused at once
+            registry.submit("b", *settings(seed=1))
+        assert run.wait_until_moving(20)
+        registry.leave("a", run)
+        assert run.wait_until_done(20) and run.result.reason == "stopped" and run.model() is not None
+        after = registry.submit("b", *settings(seed=1, steps=5, early_stop=False))  # the slot came back
+        assert after.wait_until_done(20) and after.result.steps == 5
     finally:
-        other.stop(wait_s=5)
-    alone = Trainer(*settings(steps=60, early_stop=False))
-    alone.run()
-    joined, expected = first.trainer.network.state_dict(), alone.network.state_dict()
-    assert all(torch.equal(joined[k], expected[k]) for k in expected)
-    assert registry.start("late", *settings(steps=60, early_stop=False)) is first  # finished on its own terms: joinable
+        registry.close()
 
 
-def test_runs_that_differ_in_any_setting_are_never_joined(registry):
+def test_an_unwatched_run_stops_by_itself():
+    registry = make_registry(idle_timeout_s=0.3)
+    try:
+        run = registry.submit("a", *settings(**ENDLESS))
+        assert run.wait_until_done(10) and run.result.reason == "stopped"
+    finally:
+        registry.close()
+
+
+def test_a_watcher_still_connected_keeps_a_run_going_for_a_while_unpolled():
+    """A browser short of CPU polls late: while its page is connected, the run waits CONNECTED_GRACE idle
+    timeouts for it; once the page disconnects, the plain idle timeout applies."""
+    registry = make_registry(idle_timeout_s=0.4)
+    connected = threading.Event()
+    connected.set()
+    try:
+        run = registry.submit("slow", *settings(**ENDLESS), connected=connected.is_set)
+        time.sleep(0.8)  # two idle timeouts without a poll
+        assert not run.done and run.watchers() == ["slow"]
+        connected.clear()  # the tab closed
+        assert run.wait_until_done(10) and run.result.reason == "stopped" and run.watchers() == []
+    finally:
+        registry.close()
+
+
+def test_a_connected_watcher_that_never_polls_again_still_goes():
+    registry = make_registry(idle_timeout_s=0.2)
+    try:
+        began = time.monotonic()
+        run = registry.submit("hung", *settings(**ENDLESS), connected=lambda: True)
+        assert run.wait_until_done(10)
+        assert time.monotonic() - began >= CONNECTED_GRACE * 0.2 and run.result.reason == "stopped"
+    finally:
+        registry.close()
+
+
+def test_a_diverging_run_ends_with_a_message(registry, monkeypatch):
+    init_weights = Transformer.init_weights
+
+    def poisoned(model, rng=None):
+        init_weights(model, rng)
+        with torch.no_grad():
+            model.generator.proj.bias.fill_(float("inf"))
+
+    monkeypatch.setattr(Transformer, "init_weights", poisoned)
+    run = registry.submit("a", *settings(steps=50))
+    assert run.wait_until_done(20)
+    assert "loss became" in run.error and run.result is None
+
+
+def test_a_run_whose_worker_cannot_start_ends_with_a_message(monkeypatch):
+    monkeypatch.setattr(worker_module.Worker, "wait_ready", lambda self, timeout_s=0: False)
+    registry = make_registry()
+    try:
+        run = registry.submit("a", *settings(steps=5))
+        assert run.wait_until_done(20) and run.error == "the training process could not start"
+        later = registry.submit("b", *settings(seed=1, steps=5))  # the slot is not stuck: the next run is told too
+        assert later.wait_until_done(20) and later.error == "the training process could not start"
+    finally:
+        registry.close()
+
+
+def test_waiting_until_a_run_moves_ends_at_its_first_step_or_its_end(registry):
+    queued = make_registry(max_queue=1)
+    try:
+        queued.submit("x", *settings(**ENDLESS))
+        waiting = queued.submit("y", *settings(seed=1))
+        assert waiting.status == "queued" and waiting.wait_until_moving(0.1) is False  # not started: no wait
+    finally:
+        queued.close()
+    run = registry.submit("a", *settings(**ENDLESS))
+    assert run.wait_until_moving(20) and run.losses
+    registry.leave("a", run)
+    assert run.wait_until_done(20)
+    failing = registry.submit("b", ModelConfig(vocab_size=20), *settings()[1:])  # fails in set-up
+    began = time.monotonic()
+    assert failing.wait_until_moving(20) and time.monotonic() - began < 10  # ended with the run, not the timeout
+    assert failing.wait_until_done(10) and "vocab_size" in failing.error and not failing.losses
+
+
+def test_a_run_reads_paused_only_once_it_holds_between_two_steps(registry, monkeypatch):
+    in_step, go_on = threading.Event(), threading.Event()
+    draw = TaskData.train_batch
+    run = registry.submit("a", *settings(**ENDLESS))
+    wait_until(lambda: run.status == "training")
+
+    def held_draw(data, n):  # the step in flight waits here until the test lets it go on
+        in_step.set()
+        go_on.wait(10)
+        return draw(data, n)
+
+    monkeypatch.setattr(TaskData, "train_batch", held_draw)
+    try:
+        assert in_step.wait(10)
+        run.pause()
+        time.sleep(0.2)
+        assert run.status == "training"  # the step in flight may still solve the task: not paused yet
+        go_on.set()
+        wait_until(lambda: run.status == "paused")
+        held = run.step
+        time.sleep(0.3)
+        assert run.step == held and run.status == "paused"
+        run.resume()
+        assert run.status == "training"  # at once, not when the worker next reports
+    finally:
+        go_on.set()
+        registry.leave("a", run)
+    assert run.wait_until_done(20)
+
+
+def test_a_paused_and_stepped_run_ends_with_the_weights_of_an_unpaused_one(registry):
+    configs = (ModelConfig(dropout=0.1), settings()[1], TrainConfig(steps=60, early_stop=False, eval_every=20, seed=4))
+    run = registry.submit("a", *configs)
+    run.pause()  # before its first step: sent to the worker as it takes the run
+    wait_until(lambda: run.status == "paused")
+    time.sleep(0.3)
+    assert run.step == 0
+    run.step_row()
+    wait_until(lambda: run.status == "paused" and run.step == 20)
+    time.sleep(0.3)
+    assert run.step == 20 and len(run.rows) == 1  # one metric row's worth, then held again
+    run.resume()
+    assert run.wait_until_done(20)
+    assert run.result.steps == 60 and run.result.seconds < 5  # the pauses spent no training time
+    assert same_weights(run.model(), alone(*configs).model) and len(run.losses) == 60
+
+
+def test_a_pause_past_its_limit_ends_the_run(registry, monkeypatch):
+    monkeypatch.setattr(worker_module, "MAX_PAUSE_S", 0.2)
+    run = registry.submit("a", *settings(**ENDLESS))
+    run.pause()
+    assert run.wait_until_done(10) and run.result.reason == "stopped" and run.result.steps == 0
+
+
+# ------------------------------------------------------------------------------------------------ registry
+
+
+def test_the_same_settings_are_one_run_and_a_joined_run_ends_as_one_trained_alone():
+    registry = make_registry(slots=2)
+    try:
+        other = registry.submit("c", *settings(seed=9, **ENDLESS))  # a distinct run trains beside it all along
+        first = registry.submit("a", *settings(steps=60, early_stop=False))
+        second = registry.submit("b", *settings(steps=60, early_stop=False))
+        assert second is first and sorted(first.watchers()) == ["a", "b"]
+        assert first.wait_until_done(60) and not other.done
+        assert same_weights(first.model(), alone(*settings(steps=60, early_stop=False)).model)
+        assert registry.submit("late", *settings(steps=60, early_stop=False)) is first  # ended on its own terms
+    finally:
+        registry.close()
+
+
+def test_runs_that_differ_in_any_setting_are_never_joined():
     model, data, train = settings(**ENDLESS)
     keys = {
         run_key(model, data, train),
@@ -61,103 +243,130 @@ def test_runs_that_differ_in_any_setting_are_never_joined(registry):
 
 
 def test_distinct_runs_queue_first_come_first_served_and_start_on_their_own(registry):
-    first = registry.start("a", *settings(seed=0, steps=30, early_stop=False))
-    second = registry.start("b", *settings(seed=1, steps=30, early_stop=False))
-    third = registry.start("c", *settings(seed=2, steps=30, early_stop=False))
+    first = registry.submit("a", *settings(seed=0, steps=30, early_stop=False))
+    second = registry.submit("b", *settings(seed=1, steps=30, early_stop=False))
+    third = registry.submit("c", *settings(seed=2, steps=30, early_stop=False))
     assert first.status != "queued" and second.status == third.status == "queued"
     assert registry.place(second).position == 1 and registry.place(third).position == 2
     assert registry.place(third).wait_s >= registry.place(second).wait_s > 0
     assert registry.place(first) is None
     with pytest.raises(QueueFull):
-        registry.start("d", *settings(seed=3))
-    wait_until(lambda: third.done)  # each started when the one before it ended
+        registry.submit("d", *settings(seed=3))
+    assert third.wait_until_done(60)  # each started when the one before it ended
     assert first.result.steps == second.result.steps == third.result.steps == 30
     assert first.started_at < second.started_at < third.started_at
-    assert registry.counts() == {"training": 0, "queued": 0, "finished": 3}
 
 
 def test_one_watcher_has_one_run_at_a_time(registry):
-    registry.start("a", *settings(seed=0, **ENDLESS))
+    registry.submit("a", *settings(seed=0, **ENDLESS))
     with pytest.raises(AlreadyTraining):
-        registry.start("a", *settings(seed=1))
-    assert registry.start("a", *settings(seed=0, **ENDLESS)).watchers() == ["a"]  # the same run again: joined
+        registry.submit("a", *settings(seed=1))
+    assert registry.submit("a", *settings(seed=0, **ENDLESS)).watchers() == ["a"]  # the same run again: joined
 
 
 def test_leaving_a_shared_run_leaves_it_training_until_the_last_watcher_leaves(registry):
-    job = registry.start("a", *settings(**ENDLESS))
-    registry.start("b", *settings(**ENDLESS))
-    registry.leave("a", job)
+    run = registry.submit("a", *settings(**ENDLESS))
+    registry.submit("b", *settings(**ENDLESS))
+    registry.leave("a", run)
     time.sleep(0.3)
-    assert job.running and job.watchers() == ["b"]
-    registry.leave("b", job)
-    wait_until(lambda: job.done)
-    assert job.result.reason == "stopped" and not job._thread.is_alive()
-    assert registry.counts()["training"] == 0  # its slot came back
-    fresh = registry.start("c", *settings(**ENDLESS))  # a stopped run is not joined: it ended on someone's say
-    assert fresh is not job
+    assert not run.done and run.watchers() == ["b"]
+    registry.leave("b", run)
+    assert run.wait_until_done(20) and run.result.reason == "stopped"
+    fresh = registry.submit("c", *settings(**ENDLESS))  # a stopped run is not joined: it ended on someone's say
+    assert fresh is not run
+    wait_until(lambda: fresh.status != "queued")  # its slot came back
+    assert fresh.wait_until_moving(20)
 
 
-def test_leaving_the_queue_and_going_idle_both_free_the_place(registry, monkeypatch):
-    registry.start("a", *settings(seed=0, **ENDLESS))
-    left = registry.start("b", *settings(seed=1))
-    gone = registry.start("c", *settings(seed=2))
+def test_leaving_the_queue_and_going_idle_both_free_the_place(registry):
+    registry.submit("a", *settings(seed=0, **ENDLESS))
+    left = registry.submit("b", *settings(seed=1))
+    gone = registry.submit("c", *settings(seed=2))
     registry.leave("b", left)
     assert registry.place(left) is None and registry.place(gone).position == 1
-    registry.idle_timeout_s = gone.idle_timeout_s = 0.2  # nobody polls "c" any more
+    registry.settings = replace(registry.settings, idle_timeout_s=0.2)
+    gone.idle_timeout_s = 0.2  # nobody polls "c" any more
     time.sleep(0.3)
-    assert registry.place(gone) is None and registry.counts()["queued"] == 0
-    for job in (left, gone):  # ended without a thread, never started, and each says why
-        assert job.status == "done" and job.done and not job.running and job.started_at is None
+    assert registry.place(gone) is None
+    for run in (left, gone):  # ended without training, never started, and each says why
+        assert run.status == "done" and run.done and run.started_at is None
     assert left.withdrawn == "everyone watching it left the queue"
     assert gone.withdrawn.startswith("no page checked on it for 0 s")
 
 
+def test_a_queued_run_nobody_watches_is_withdrawn_not_trained_when_a_slot_frees():
+    registry = make_registry(idle_timeout_s=0.2, max_queue=1)
+    try:
+        registry.submit("a", *settings(seed=0, **ENDLESS), connected=lambda: True)
+        queued = registry.submit("b", *settings(seed=1))
+        assert queued.wait_until_done(5) and queued.withdrawn and queued.started_at is None
+    finally:
+        registry.close()
+
+
 def test_a_queued_run_keeps_its_place_while_its_page_is_connected(registry):
-    registry.start("a", *settings(seed=0, **ENDLESS))
-    slow, closed = registry.start("slow", *settings(seed=1)), registry.start("closed", *settings(seed=2))
+    registry.submit("a", *settings(seed=0, **ENDLESS))
     connected = {"slow": True, "closed": False}
-    for job, who in ((slow, "slow"), (closed, "closed")):
-        job.touch(who, lambda who=who: connected[who])  # as the Train page polls
-    registry.idle_timeout_s = slow.idle_timeout_s = closed.idle_timeout_s = 0.3
+    slow = registry.submit("slow", *settings(seed=1), connected=lambda: connected["slow"])
+    closed = registry.submit("closed", *settings(seed=2), connected=lambda: connected["closed"])
+    registry.settings = replace(registry.settings, idle_timeout_s=0.3)
+    slow.idle_timeout_s = closed.idle_timeout_s = 0.3
     time.sleep(0.5)  # neither page polled for longer than the idle timeout
     assert registry.place(slow).position == 1 and registry.place(closed) is None
     assert closed.withdrawn.startswith("no page checked on it for 0 s after its connection dropped")
     connected["slow"] = False
-    assert registry.place(slow) is None and registry.counts()["queued"] == 0
+    assert registry.place(slow) is None
 
 
-def test_no_thread_is_left_behind_when_every_watcher_has_gone():
-    registry = RunRegistry(slots=2, max_queue=4, idle_timeout_s=0.5)
-    before = threading.active_count()
-    jobs = [registry.start(str(seed), *settings(seed=seed, **ENDLESS)) for seed in range(4)]
-    wait_until(lambda: all(job.status == "training" for job in jobs[:2]))
-    wait_until(lambda: all(not job.running for job in jobs), timeout=15)  # nobody touches them: idle
-    assert threading.active_count() == before
-    assert registry.counts() == {"training": 0, "queued": 0, "finished": 0}
-    assert all(job.withdrawn and job.started_at is None for job in jobs[2:])  # left the queue, never started
-
-
-def test_outside_jobs_take_slots_only_after_the_queue(registry):
-    assert registry.acquire() and not registry.acquire()  # the one slot: taken by an outside job
-    queued = registry.start("a", *settings(steps=20, early_stop=False))
-    assert queued.status == "queued"
-    registry.release()  # the outside job ends: the queued run takes the slot, not the next outside job
-    assert not registry.acquire()
-    wait_until(lambda: queued.done)
-    assert registry.acquire()
-    registry.release()
+def test_no_run_is_left_training_when_every_watcher_has_gone():
+    registry = make_registry(slots=2, max_queue=4, idle_timeout_s=0.5)
+    try:
+        runs = [registry.submit(str(seed), *settings(seed=seed, **ENDLESS)) for seed in range(4)]
+        wait_until(lambda: all(run.status == "training" for run in runs[:2]))
+        wait_until(lambda: all(run.done for run in runs), timeout=15)  # nobody touches them: idle
+        assert all(run.result.reason == "stopped" for run in runs[:2])
+        assert all(run.withdrawn and run.started_at is None for run in runs[2:])  # left the queue, never started
+        assert registry.watching() == 0
+    finally:
+        registry.close()
 
 
 def test_finished_runs_kept_for_joining_are_bounded(monkeypatch):
-    monkeypatch.setattr(runs, "MAX_FINISHED_WEIGHTS", 10**9)
-    registry = RunRegistry(slots=1, max_queue=8, idle_timeout_s=30.0, keep_finished=2)
-    jobs = [registry.start("a", *settings(seed=seed, steps=5, early_stop=False)) for seed in range(1)]
-    for seed in range(1, 4):
-        wait_until(lambda: jobs[-1].done)
-        jobs.append(registry.start("a", *settings(seed=seed, steps=5, early_stop=False)))
-    wait_until(lambda: jobs[-1].done)
-    assert registry.counts()["finished"] == 2
-    assert registry.start("b", *settings(seed=3, steps=5, early_stop=False)) is jobs[3]
-    again = registry.start("b", *settings(seed=0, steps=5, early_stop=False))
-    assert again is not jobs[0]  # forgotten: trained anew
-    wait_until(lambda: again.done)
+    monkeypatch.setattr(registry_module, "MAX_FINISHED_WEIGHTS", 10**9)
+    registry = make_registry(max_queue=8, keep_finished=2)
+    try:
+        runs = []
+        for seed in range(4):
+            runs.append(registry.submit("a", *settings(seed=seed, steps=5, early_stop=False)))
+            assert runs[-1].wait_until_done(20)
+        assert registry.submit("b", *settings(seed=3, steps=5, early_stop=False)) is runs[3]
+        again = registry.submit("b", *settings(seed=0, steps=5, early_stop=False))
+        assert again is not runs[0]  # forgotten: trained anew
+        assert again.wait_until_done(20)
+    finally:
+        registry.close()
+
+
+def test_a_chain_moves_on_by_itself_and_a_stopped_chain_starts_nothing_more(registry):
+    short = [settings(seed=seed, steps=5, early_stop=False) for seed in (0, 1)]
+    chain = registry.submit_chain("a", short)
+    wait_until(lambda: chain.done, timeout=30)  # no page polled it: the registry started the second run
+    assert [run.result.steps for run in chain.runs] == [5, 5] and chain.error is None
+    endless = registry.submit_chain("b", [settings(seed=2, **ENDLESS), settings(seed=3)])
+    assert endless.current.wait_until_moving(20)
+    registry.stop_chain(endless)
+    assert endless.current.wait_until_done(20) and endless.done and len(endless.runs) == 1
+
+
+def test_identical_chains_share_their_runs_and_one_student_leaving_leaves_it_to_the_other(registry):
+    configs = [settings(**ENDLESS), settings(seed=1)]
+    mine, yours = registry.submit_chain("a", configs), registry.submit_chain("b", configs)
+    other = registry.submit_chain("c", [settings(seed=7, **ENDLESS)])
+    assert mine.current is yours.current and sorted(mine.current.watchers()) == ["a", "b"]
+    assert other.current.status == "queued" and registry.place(other.current).position == 1
+    registry.stop_chain(mine)
+    time.sleep(0.3)
+    assert not yours.current.done and not yours.done
+    registry.stop_chain(yours)  # the last one: it stops, and the queued run takes the slot
+    wait_until(lambda: other.current.status != "queued")
+    assert other.current.wait_until_moving(20) and yours.current.done

@@ -2,24 +2,19 @@
 
 import copy
 import threading
-import time
 
 import pytest
 import torch
 import torch.nn.functional as F
-from polling import wait_until
 
 from transformer import training
 from transformer.model import ModelConfig, Transformer
 from transformer.tasks import Batch, DataConfig, TaskData
 from transformer.training import (
-    CONNECTED_GRACE,
     METRIC_COLUMNS,
-    ServerBusy,
     TrainConfig,
     Trainer,
     TrainingDiverged,
-    TrainingJob,
     evaluate,
     exact_match,
 )
@@ -206,70 +201,6 @@ def test_model_and_data_must_fit_together():
         Trainer(ModelConfig(max_len=4), COPY, TrainConfig())
 
 
-def test_job_trains_in_the_background_and_gives_snapshot_copies():
-    job = TrainingJob(ModelConfig(), COPY, TrainConfig(steps=600, eval_every=10, record_attention=True)).start()
-    wait_until(lambda: job.done)
-    assert job.error is None and job.result.reason == "solved"
-    snapshot = job.model_snapshot()
-    assert snapshot is not job.trainer.model and not snapshot.training
-    assert len(job.rows()) >= 1 and job.attention_snapshots[0]["step"] == 0
-    assert job.attention_snapshots[-1]["maps"]["cross"][0].shape[0] == ModelConfig().n_heads
-
-
-def test_job_stops_on_request_and_frees_its_slot():
-    slots = threading.BoundedSemaphore(1)
-    job = TrainingJob(ModelConfig(), COPY, TrainConfig(steps=10**6, early_stop=False), slots=slots).start()
-    with pytest.raises(ServerBusy):  # the cap is reached: refused at once, never queued
-        TrainingJob(ModelConfig(), COPY, TrainConfig(), slots=slots).start()
-    job.stop(wait_s=10)
-    assert job.done and job.result.reason == "stopped"
-    assert slots.acquire(blocking=False)  # the slot came back
-
-
-def test_an_unwatched_job_stops_by_itself():
-    job = TrainingJob(ModelConfig(), COPY, TrainConfig(steps=10**6, early_stop=False), idle_timeout_s=0.3).start()
-    wait_until(lambda: job.done, timeout=10)
-    assert job.result.reason == "stopped"
-
-
-def test_a_watcher_still_connected_keeps_a_job_going_for_a_while_unpolled():
-    """A browser short of CPU polls late: while its page is connected, the job waits CONNECTED_GRACE idle
-    timeouts for it; once the page disconnects, the plain idle timeout applies."""
-    job = TrainingJob(ModelConfig(), COPY, TrainConfig(steps=10**6, early_stop=False), idle_timeout_s=0.4)
-    connected = threading.Event()
-    connected.set()
-    job.touch("slow", connected.is_set)
-    job.start()
-    time.sleep(0.8)  # two idle timeouts without a poll
-    assert job.running and not job.idle and job.watchers() == ["slow"]
-    connected.clear()  # the tab closed
-    wait_until(lambda: job.done, timeout=10)
-    assert job.result.reason == "stopped" and job.watchers() == []
-
-
-def test_a_connected_watcher_that_never_polls_again_still_goes():
-    job = TrainingJob(ModelConfig(), COPY, TrainConfig(steps=10**6, early_stop=False), idle_timeout_s=0.2)
-    job.touch("hung", lambda: True)
-    began = time.monotonic()
-    job.start()
-    wait_until(lambda: job.done, timeout=10)
-    assert time.monotonic() - began >= CONNECTED_GRACE * 0.2 and job.result.reason == "stopped"
-
-
-def test_job_reports_divergence_as_a_message(monkeypatch):
-    init_weights = Transformer.init_weights
-
-    def poisoned(model, rng=None):
-        init_weights(model, rng)
-        with torch.no_grad():
-            model.generator.proj.bias.fill_(float("inf"))
-
-    monkeypatch.setattr(Transformer, "init_weights", poisoned)
-    job = TrainingJob(ModelConfig(), COPY, TrainConfig(steps=50)).start()
-    wait_until(lambda: job.done)
-    assert "loss became" in job.error and job.result is None
-
-
 def final_weights(trainer: Trainer) -> dict[str, torch.Tensor]:
     trainer.run()
     return trainer.network.state_dict()
@@ -314,92 +245,3 @@ def test_dropout_masks_come_from_the_run_generator():
     assert torch.equal(first, again)
     assert first.unique().tolist() == pytest.approx([0.0, 1 / 0.75])  # kept ones are scaled by 1 / (1 - p)
     assert 0.2 < (first == 0).float().mean() < 0.3
-
-
-def test_a_thread_that_cannot_start_gives_its_slot_back(monkeypatch):
-    slots = threading.BoundedSemaphore(1)
-    job = TrainingJob(ModelConfig(), COPY, TrainConfig(steps=5), slots=slots)
-
-    def refuse(self):
-        raise RuntimeError("can't start new thread")
-
-    monkeypatch.setattr(threading.Thread, "start", refuse)
-    with pytest.raises(RuntimeError):
-        job.start()
-    monkeypatch.undo()
-    assert slots.acquire(blocking=False)  # the slot came back
-    assert job.status == "queued" and not job.done
-
-
-def test_waiting_until_a_run_moves_ends_at_its_first_step_or_its_end():
-    queued = TrainingJob(ModelConfig(), COPY, TrainConfig(steps=10))
-    assert queued.wait_until_moving(0.1) is False  # not started: nothing to wait for
-    job = TrainingJob(ModelConfig(), COPY, TrainConfig(steps=10**6, early_stop=False)).start()
-    try:
-        assert job.wait_until_moving(20) and job.step_losses()
-    finally:
-        job.stop(wait_s=10)
-    failing = TrainingJob(ModelConfig(vocab_size=20), COPY, TrainConfig(steps=10)).start()  # fails in set-up
-    began = time.monotonic()
-    assert failing.wait_until_moving(20) and time.monotonic() - began < 10  # ended with the run, not at the timeout
-    wait_until(lambda: failing.done)
-    assert "vocab_size" in failing.error and not failing.step_losses()
-
-
-def test_a_run_reads_paused_only_once_it_holds_between_two_steps():
-    job = TrainingJob(ModelConfig(), COPY, TrainConfig(steps=10**6, early_stop=False)).start()
-    wait_until(lambda: job.status == "training")
-    in_step, go_on = threading.Event(), threading.Event()
-    draw = job.trainer.data.train_batch
-
-    def held_draw(n: int) -> Batch:  # the step in flight waits here until the test lets it go on
-        in_step.set()
-        go_on.wait(10)
-        return draw(n)
-
-    job.trainer.data.train_batch = held_draw
-    try:
-        assert in_step.wait(10)
-        job.pause()
-        assert job.status == "training"  # the step in flight may still solve the task: not paused yet
-        go_on.set()
-        wait_until(lambda: job.status == "paused")
-        held = job.step
-        time.sleep(0.3)
-        assert job.step == held and job.status == "paused"
-        job.resume()
-        assert job.status == "training"  # at once, not when the thread next wakes
-    finally:
-        go_on.set()
-        job.stop(wait_s=10)
-    assert job.done
-
-
-def test_a_paused_and_stepped_run_ends_with_the_weights_of_an_unpaused_one():
-    config = TrainConfig(steps=60, early_stop=False, eval_every=20, seed=4)
-    alone = final_weights(Trainer(ModelConfig(dropout=0.1), COPY, config))
-    job = TrainingJob(ModelConfig(dropout=0.1), COPY, config)
-    job.pause()  # before the first step
-    job.start()
-    wait_until(lambda: job.status == "paused" and job.trainer is not None)
-    time.sleep(0.3)
-    assert job.step == 0  # held
-    job.step_row()
-    wait_until(lambda: job.status == "paused" and job.step == 20)
-    time.sleep(0.3)
-    assert job.step == 20 and len(job.rows()) == 1  # one metric row's worth, then held again
-    job.resume()
-    wait_until(lambda: job.done)
-    assert job.result.steps == 60 and job.result.seconds < 5  # the pauses spent no training time
-    weights = job.trainer.network.state_dict()
-    assert all(torch.equal(weights[k], alone[k]) for k in alone)
-    assert len(job.step_losses()) == 60
-
-
-def test_a_pause_past_its_limit_ends_the_run(monkeypatch):
-    monkeypatch.setattr(training, "MAX_PAUSE_S", 0.2)
-    job = TrainingJob(ModelConfig(), COPY, TrainConfig(steps=10**6, early_stop=False))
-    job.pause()
-    job.start()
-    wait_until(lambda: job.done, timeout=10)
-    assert job.result.reason == "stopped" and job.result.steps == 0

@@ -1,5 +1,5 @@
 """Runs that train in worker processes: the same run as on a thread, controlled the same way, and nothing left
-behind when a worker dies or the pool closes."""
+behind when a worker dies, falls silent, or the registry closes."""
 
 import signal
 import time
@@ -10,10 +10,12 @@ import torch
 from polling import wait_until
 
 from transformer.model import ModelConfig
-from transformer.runs import RunRegistry
+from transformer.serving import RunRegistry, ServerSettings
+from transformer.serving import worker as worker_module
 from transformer.tasks import DataConfig
 from transformer.training import TrainConfig, Trainer
-from transformer.workers import WorkerPool, WorkerTrainingJob
+
+ENDLESS = dict(steps=10**6, early_stop=False)
 
 
 def settings(seed: int = 0, **train) -> tuple[ModelConfig, DataConfig, TrainConfig]:
@@ -21,10 +23,11 @@ def settings(seed: int = 0, **train) -> tuple[ModelConfig, DataConfig, TrainConf
 
 
 @pytest.fixture(scope="module")
-def pool():
-    pool = WorkerPool(2)
-    yield pool
-    pool.close()
+def registry():
+    registry = RunRegistry(ServerSettings(training_slots=2, max_queue=4, worker_processes=True))
+    wait_until(lambda: all(worker is not None for worker in registry.workers), timeout=60.0)
+    yield registry
+    registry.close()
 
 
 def alone(*configs) -> tuple[Trainer, list[dict]]:
@@ -44,85 +47,90 @@ def same_weights(a: torch.nn.Module, b: torch.nn.Module) -> bool:
     return all(torch.equal(tensor, expected[k]) for k, tensor in a.state_dict().items())
 
 
-def test_a_run_in_a_worker_is_the_run_its_settings_make_alone_with_another_run_beside_it(pool):
-    registry = RunRegistry(slots=2, max_queue=0, idle_timeout_s=30.0, workers=pool)
-    other = registry.start("b", *settings(seed=9, steps=10**6, early_stop=False))
+def worker_of(registry: RunRegistry, run) -> worker_module.Worker:
+    slot = registry._slots.index(run)
+    return registry.workers[slot]
+
+
+def test_a_run_in_a_worker_is_the_run_its_settings_make_alone_with_another_run_beside_it(registry):
+    other = registry.submit("b", *settings(seed=9, **ENDLESS))
     try:
-        job = registry.start("a", *settings(steps=60, early_stop=False, record_attention=True))
-        assert isinstance(job, WorkerTrainingJob)
-        assert job.wait_until_moving(30.0)
-        wait_until(lambda: job.done, timeout=60.0)
+        run = registry.submit("a", *settings(steps=60, early_stop=False, record_attention=True))
+        assert run.wait_until_moving(30.0) and worker_of(registry, run).process is not None  # a process
+        assert run.wait_until_done(60.0)
     finally:
-        other.stop(wait_s=10)
+        registry.leave("b", other)
     reference, rows = alone(*settings(steps=60, early_stop=False, record_attention=True))
-    assert job.error is None and replace(job.result, seconds=0) == replace(reference.result, seconds=0)
-    assert same_weights(job.trainer.network, reference.network) and same_weights(job.trainer.model, reference.model)
-    assert job.step_losses() == reference.step_losses
-    assert [{k: v for k, v in row.items() if k not in ("tokens_per_s", "elapsed_s")} for row in job.rows()] == [
+    assert run.error is None and replace(run.result, seconds=0) == replace(reference.result, seconds=0)
+    assert same_weights(run.model(), reference.model)
+    assert run.losses == reference.step_losses
+    assert [{k: v for k, v in row.items() if k not in ("tokens_per_s", "elapsed_s")} for row in run.rows] == [
         {k: v for k, v in row.items() if k not in ("tokens_per_s", "elapsed_s")} for row in rows
     ]
-    assert [s["step"] for s in job.attention_snapshots] == [s["step"] for s in reference.attention_snapshots]
-    assert same_weights(job.model_snapshot(), reference.model)
-    assert registry.counts()["training"] == 0
+    assert [s["step"] for s in run.attention] == [s["step"] for s in reference.attention_snapshots]
+    assert other.wait_until_done(30.0)
 
 
-def test_pause_step_and_resume_in_a_worker_end_with_the_weights_of_an_unpaused_run(pool):
-    configs = settings(steps=150, early_stop=False)
-    job = WorkerTrainingJob(*configs, pool).start()
-    job.pause()
-    wait_until(lambda: job.status == "paused", timeout=30.0)
-    held = job.step
+def test_pause_step_and_resume_in_a_worker_end_with_the_weights_of_an_unpaused_run(registry):
+    configs = settings(seed=1, steps=150, early_stop=False)
+    run = registry.submit("a", *configs)
+    run.pause()
+    wait_until(lambda: run.status == "paused", timeout=30.0)
+    held = run.step
     time.sleep(1.0)  # held for a second: no step
-    assert job.step == held and job.status == "paused"
-    job.step_row()
+    assert run.step == held and run.status == "paused"
+    run.step_row()
     every = configs[2].eval_every
-    wait_until(lambda: job.status == "paused" and job.step == (held // every + 1) * every, timeout=30.0)
-    job.resume()
-    wait_until(lambda: job.done, timeout=60.0)
-    assert job.error is None and job.result.steps == 150
-    assert same_weights(job.trainer.network, alone(*configs)[0].network)
+    wait_until(lambda: run.status == "paused" and run.step == (held // every + 1) * every, timeout=30.0)
+    run.resume()
+    assert run.wait_until_done(60.0)
+    assert run.error is None and run.result.steps == 150
+    assert same_weights(run.model(), alone(*configs)[0].model)
 
 
-def test_stop_reaches_a_worker_asked_before_it_started_or_while_it_trains(pool):
-    early = WorkerTrainingJob(*settings(steps=10**6, early_stop=False), pool)
-    early.stop()
-    early.start()
-    wait_until(lambda: early.done, timeout=30.0)
-    assert early.error is None and early.result.reason == "stopped"
-    running = WorkerTrainingJob(*settings(steps=10**6, early_stop=False), pool).start()
+def test_stop_reaches_a_worker_asked_before_it_started_or_while_it_trains(registry):
+    blockers = [registry.submit(f"x{seed}", *settings(seed=seed, **ENDLESS)) for seed in (20, 21)]
+    early = registry.submit("a", *settings(seed=2, **ENDLESS))
+    assert early.status == "queued"
+    early.stop()  # asked while queued: sent as a worker takes it
+    for i, blocker in enumerate(blockers):
+        registry.leave(f"x{20 + i}", blocker)
+    assert early.wait_until_done(30.0) and early.error is None and early.result.reason == "stopped"
+    running = registry.submit("b", *settings(seed=3, **ENDLESS))
+    wait_until(lambda: running.status != "queued")
     assert running.wait_until_moving(30.0)
-    running.stop(wait_s=10)
-    assert running.done and running.result.reason == "stopped" and running.result.steps > 0
-    assert running.worker.alive  # a clean end: the worker waits for the next run
+    worker = worker_of(registry, running)
+    registry.leave("b", running)
+    assert running.wait_until_done(10.0) and running.result.reason == "stopped" and running.result.steps > 0
+    assert worker.alive  # a clean end: the worker waits for the next run
 
 
-def test_a_worker_that_dies_mid_run_ends_the_run_with_a_message_and_frees_its_slot(pool):
-    registry = RunRegistry(slots=1, max_queue=0, idle_timeout_s=30.0, workers=pool)
-    job = registry.start("a", *settings(steps=10**6, early_stop=False))
-    assert job.wait_until_moving(30.0)
-    job.worker.process.kill()
-    wait_until(lambda: job.done, timeout=30.0)
-    assert job.error == "the training process ended unexpectedly"
-    assert registry.counts()["training"] == 0
-    after = registry.start("b", *settings(seed=1, steps=30, early_stop=False))  # a fresh worker takes its place
-    wait_until(lambda: after.done, timeout=60.0)
-    assert after.error is None and after.result.steps == 30
+def test_a_worker_that_dies_mid_run_ends_the_run_with_a_message_and_is_replaced(registry):
+    run = registry.submit("a", *settings(seed=4, **ENDLESS))
+    wait_until(lambda: run.status != "queued")
+    assert run.wait_until_moving(30.0)
+    worker_of(registry, run).process.kill()
+    assert run.wait_until_done(30.0) and run.error == "the training process ended unexpectedly"
+    after = registry.submit("b", *settings(seed=5, steps=30, early_stop=False))  # a fresh worker takes its place
+    assert after.wait_until_done(60.0) and after.error is None and after.result.steps == 30
 
 
-def test_a_worker_that_stops_answering_is_closed_and_its_run_ends_with_a_message(pool, monkeypatch):
-    monkeypatch.setattr(WorkerTrainingJob, "silence_limit_s", 1.0)
-    job = WorkerTrainingJob(*settings(steps=10**6, early_stop=False), pool).start()
-    assert job.wait_until_moving(30.0)
-    job.worker.process.send_signal(signal.SIGSTOP)  # hung: alive, but silent
-    wait_until(lambda: job.done, timeout=30.0)
-    assert job.error == "the training process stopped answering"
-    wait_until(lambda: not job.worker.alive, timeout=10.0)  # closed, not handed to the next run
+def test_a_worker_that_stops_answering_is_closed_and_its_run_ends_with_a_message(registry, monkeypatch):
+    monkeypatch.setattr(worker_module, "SILENCE_LIMIT_S", 1.0)
+    run = registry.submit("a", *settings(seed=6, **ENDLESS))
+    wait_until(lambda: run.status != "queued")
+    assert run.wait_until_moving(30.0)
+    worker = worker_of(registry, run)
+    worker.process.send_signal(signal.SIGSTOP)  # hung: alive, but silent
+    assert run.wait_until_done(30.0) and run.error == "the training process stopped answering"
+    wait_until(lambda: not worker.alive, timeout=10.0)  # closed, not handed the next run
 
 
-def test_closing_the_pool_leaves_no_worker_process():
-    pool = WorkerPool(2)
-    workers = list(pool._ready)
-    job = WorkerTrainingJob(*settings(steps=20, early_stop=False), pool).start()
-    wait_until(lambda: job.done, timeout=60.0)
-    pool.close()
+def test_closing_the_registry_leaves_no_worker_process():
+    registry = RunRegistry(ServerSettings(training_slots=2, worker_processes=True))
+    wait_until(lambda: all(worker is not None for worker in registry.workers), timeout=60.0)
+    workers = list(registry.workers)
+    run = registry.submit("a", *settings(steps=20, early_stop=False))
+    assert run.wait_until_done(60.0)
+    registry.close()
     assert all(not worker.alive for worker in workers)

@@ -6,7 +6,7 @@ from .device import pick_device
 from .masks import causal_mask, decoder_mask, padding_mask
 from .model import ModelConfig, Transformer
 from .tasks import TASKS, DataConfig, TaskData, register_task
-from .training import TrainConfig, Trainer, TrainingDiverged, TrainingJob
+from .training import TrainConfig, Trainer, TrainingDiverged
 from .vocab import Vocab
 
 __all__ = [
@@ -19,7 +19,6 @@ __all__ = [
     "TrainConfig",
     "Trainer",
     "TrainingDiverged",
-    "TrainingJob",
     "Transformer",
     "Vocab",
     "causal_mask",

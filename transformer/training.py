@@ -1,5 +1,4 @@
-"""Training: a step loop that streams metric rows, stops early once the held-out set is solved, and a background
-`TrainingJob` a UI can poll while the student looks elsewhere."""
+"""Training: a step loop that streams metric rows and stops early once the held-out set is solved."""
 
 import copy
 import math
@@ -7,7 +6,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Literal, Protocol
+from typing import Literal
 
 import torch
 import torch.nn.functional as F
@@ -202,12 +201,13 @@ class Trainer:
         self.step_losses: list[float] = []  # the training loss of every step
         self.attention_snapshots: list[dict] = []  # {"step": int, "maps": AttentionMaps} when record_attention
         self.step = 0
-        self.paused_s = 0.0  # wall-clock time spent in `stop()` holding the run (a pause): not training time
+        self.paused_s = 0.0  # wall-clock time spent in `control()` (reporting, or holding a pause): not training
 
-    def rows(self, stop: Callable[[], bool] | None = None) -> Iterator[MetricRow]:
-        """Train, yielding metric rows, until a budget is spent, the task is solved, or `stop()` returns True.
+    def train(self, control: Callable[[], bool] | None = None) -> Iterator[MetricRow]:
+        """Train, yielding metric rows, until a budget is spent, the task is solved, or `control()` returns True.
 
-        The last row comes when training ends, scored on the whole held-out set. Sets `self.result`.
+        `control` is called before each step; the time it takes (a pause it holds) is not training time. The last
+        row comes when training ends, scored on the whole held-out set. Sets `self.result`.
         """
         cfg, network, vocab = self.train_config, self.network, self.vocab
         network.train()
@@ -217,7 +217,7 @@ class Trainer:
         last_check = -10
         self._snapshot_attention()
         while self.step < cfg.steps:
-            if stop is not None and stop():
+            if control is not None and self._held(control):
                 reason = "stopped"
                 break
             if self._training_time(start) > cfg.time_budget_s:
@@ -278,6 +278,14 @@ class Trainer:
             yield {**row, **final}
             self._snapshot_attention()
 
+    def _held(self, control: Callable[[], bool]) -> bool:
+        """Call `control`, leaving the time it takes out of the training time; returns whether to stop."""
+        began = time.perf_counter()
+        try:
+            return control()
+        finally:
+            self.paused_s += time.perf_counter() - began
+
     def _training_time(self, start: float) -> float:
         """Seconds since `start` spent training: pauses are left out, so they never spend the time budget."""
         return time.perf_counter() - start - self.paused_s
@@ -285,8 +293,8 @@ class Trainer:
     def run(
         self, on_row: Callable[[MetricRow], None] | None = None, stop: Callable[[], bool] | None = None
     ) -> TrainResult:
-        """Train to the end, passing each metric row to `on_row`."""
-        for row in self.rows(stop):
+        """Train to the end (or until `stop()`), passing each metric row to `on_row`."""
+        for row in self.train(stop):
             if on_row is not None:
                 on_row(row)
         return self.result
@@ -350,252 +358,3 @@ def warm_up() -> threading.Thread:
     thread = threading.Thread(target=first_step, name="warm-up", daemon=True)
     thread.start()
     return thread
-
-
-class ServerBusy(RuntimeError):
-    """Every training slot is taken."""
-
-
-class Slots(Protocol):
-    """A server's training slots: `threading.BoundedSemaphore` or a `RunRegistry`."""
-
-    def acquire(self, blocking: bool = ...) -> bool: ...
-
-    def release(self) -> None: ...
-
-
-JobStatus = Literal["queued", "preparing", "training", "paused", "done"]
-MAX_PAUSE_S = 120.0  # a pause longer than this ends the run (its model is kept): a paused run holds a slot
-CONNECTED_GRACE = 4  # a watcher whose page is still connected keeps watching for this many idle timeouts unpolled
-
-
-def unwatched(idle_timeout_s: float) -> str:
-    """When a job counts as unwatched, in words for students."""
-    grace = CONNECTED_GRACE * idle_timeout_s
-    return f"no page checked on it for {idle_timeout_s:.0f} s after its connection dropped, or for {grace:.0f} s in all"
-
-
-class TrainingJob:
-    """A training run on a background thread that one or more watchers (students' browsers) poll.
-
-    The thread never touches UI state: it writes rows into this object, and pages poll `rows()`, `step_losses()`,
-    `status`, `error` and `result`. Set-up (the model, the held-out set) happens on the thread too, so `start()`
-    returns at once; `trainer` is None until it is done ("preparing").
-
-    Other pages probe the half-trained model through `model_snapshot()`, a copy taken at the latest metric row,
-    so no reader ever sees weights the training thread is changing. A job no watcher has polled (`touch()`) for
-    `idle_timeout_s` stops by itself, so a closed tab never leaves a thread burning CPU; a watcher whose page is
-    still connected (a browser short of CPU polls late) keeps it for CONNECTED_GRACE times as long.
-
-    `pause()` holds the run between two steps (it keeps its slot, and the pause does not spend its time budget),
-    `resume()` continues it exactly where it was, and `step_row()` trains up to the next metric row and pauses
-    again. A pause longer than MAX_PAUSE_S ends the run as stopped.
-    """
-
-    def __init__(
-        self,
-        model_config: ModelConfig,
-        data_config: DataConfig,
-        train_config: TrainConfig,
-        slots: Slots | None = None,
-        idle_timeout_s: float | None = None,
-        on_end: Callable[["TrainingJob"], None] | None = None,
-    ):
-        check_model_size(model_config)
-        self.model_config, self.data_config, self.train_config = model_config, data_config, train_config
-        self.trainer: Trainer | None = None
-        self._slots, self._on_end = slots, on_end
-        self._lock = threading.RLock()
-        self._wake = threading.Condition(self._lock)  # notified on pause, resume, step and stop
-        self._rows: list[MetricRow] = []
-        self._snapshot: Transformer | None = None
-        self._stop = threading.Event()
-        self._paused, self._pause_at = False, None  # asked to hold; the step to hold at
-        self._holding = False  # the thread is held between two steps
-        self._moving = threading.Event()  # set once the first step is trained, or the run has ended
-        self._thread = threading.Thread(target=self._run, name="training-job", daemon=True)
-        self.error: str | None = None
-        self.result: TrainResult | None = None
-        self.started_at: float | None = None
-        self.withdrawn: str | None = None  # why a queued job left the queue without starting
-        self.idle_timeout_s = idle_timeout_s
-        # watcher id -> time of its last touch, and whether its page is still connected (None: unknown)
-        self._watchers: dict[str, tuple[float, Callable[[], bool] | None]] = {}
-        self._last_touch = time.monotonic()
-
-    def touch(self, watcher: str = "", connected: Callable[[], bool] | None = None) -> None:
-        """Note that `watcher` is still watching this job. `connected`, when given, tells whether the watcher's page
-        is still connected to the server; the training thread may call it."""
-        with self._lock:
-            self._last_touch = time.monotonic()
-            self._watchers[watcher] = self._last_touch, connected
-
-    def watchers(self) -> list[str]:
-        """The watchers that touched this job within its idle timeout, or within CONNECTED_GRACE idle timeouts
-        from a page that is still connected."""
-        with self._lock:
-            return [w for w, (touched, connected) in self._watchers.items() if self._watching(touched, connected)]
-
-    def _watching(self, touched: float, connected: Callable[[], bool] | None) -> bool:
-        if self.idle_timeout_s is None:
-            return True
-        quiet = time.monotonic() - touched
-        if quiet <= self.idle_timeout_s:
-            return True
-        return connected is not None and quiet <= CONNECTED_GRACE * self.idle_timeout_s and connected()
-
-    def leave(self, watcher: str) -> bool:
-        """`watcher` stops watching; the run stops once nobody watches it. Returns whether it was stopped."""
-        with self._lock:
-            self._watchers.pop(watcher, None)
-        if self.watchers():
-            return False
-        self.stop()
-        return True
-
-    @property
-    def idle(self) -> bool:
-        """Nobody watches: no touch within the idle timeout, and no watcher left (see `watchers`)."""
-        if self.idle_timeout_s is None:
-            return False
-        with self._lock:
-            return time.monotonic() - self._last_touch > self.idle_timeout_s and not self.watchers()
-
-    def _should_stop(self) -> bool:
-        """Called by the trainer before each step: holds the thread while the run is paused."""
-        if self.trainer is not None and self.trainer.step > 0:
-            self._moving.set()
-        with self._lock:
-            if self._pause_at is not None and self.trainer is not None and self.trainer.step >= self._pause_at:
-                self._paused, self._pause_at = True, None
-            if self._paused:
-                began, self._holding = time.perf_counter(), True
-                while self._paused and not self._stop.is_set() and not self.idle:
-                    if time.perf_counter() - began > MAX_PAUSE_S:
-                        self._stop.set()
-                        break
-                    self._wake.wait(0.25)
-                self._holding = False
-                self.trainer.paused_s += time.perf_counter() - began
-        return self._stop.is_set() or self.idle
-
-    def start(self, holding_slot: bool = False) -> "TrainingJob":
-        """Start training; raises ServerBusy at once (never waits) when `slots` has no free slot. With
-        `holding_slot`, the caller already took this job's slot from `slots`."""
-        if self._slots is not None and not holding_slot and not self._slots.acquire(blocking=False):
-            raise ServerBusy("every training slot on this server is in use")
-        self.started_at = time.perf_counter()
-        try:
-            self._thread.start()
-        except BaseException:  # no thread to release the slot: release it here
-            self.started_at = None
-            if self._slots is not None:
-                self._slots.release()
-            raise
-        return self
-
-    def stop(self, wait_s: float = 0.0) -> None:
-        """Ask the thread to stop after its current step; optionally wait for it."""
-        with self._lock:
-            self._stop.set()
-            self._wake.notify_all()
-        if wait_s and self._thread.is_alive():
-            self._thread.join(wait_s)
-
-    def pause(self) -> None:
-        """Hold the run before its next step."""
-        with self._lock:
-            self._paused, self._pause_at = True, None
-
-    def resume(self) -> None:
-        """Go on from where the run was paused."""
-        with self._lock:
-            self._paused, self._pause_at, self._holding = False, None, False
-            self._wake.notify_all()
-
-    def step_row(self) -> None:
-        """Train up to the next metric row, then pause."""
-        with self._lock:
-            every = self.train_config.eval_every
-            self._pause_at = (self.step // every + 1) * every
-            self._paused = self._holding = False
-            self._wake.notify_all()
-
-    def wait_until_moving(self, timeout_s: float) -> bool:
-        """Wait at most `timeout_s` for the first training step (or the run's end); returns whether it came. A
-        page that waits this long after Start draws the curve's first point in the same redraw."""
-        return self.started_at is not None and self._moving.wait(timeout_s)
-
-    def withdraw(self, reason: str) -> None:
-        """End a job that has not started (it leaves the queue): it is done, never trained, `withdrawn` says why."""
-        with self._lock:
-            if self.started_at is None:
-                self.withdrawn = reason
-                self._moving.set()
-
-    @property
-    def status(self) -> JobStatus:
-        if self.withdrawn is not None:
-            return "done"
-        if self.started_at is None:
-            return "queued"
-        if not self._thread.is_alive():
-            return "done"
-        if self.trainer is None:
-            return "preparing"
-        return "paused" if self._holding else "training"  # a pause asked for mid-step holds after that step
-
-    @property
-    def done(self) -> bool:
-        return self.status == "done"
-
-    @property
-    def running(self) -> bool:
-        return self._thread.is_alive()
-
-    @property
-    def step(self) -> int:
-        return 0 if self.trainer is None else self.trainer.step
-
-    def rows(self) -> list[MetricRow]:
-        with self._lock:
-            return list(self._rows)
-
-    def step_losses(self) -> list[float]:
-        """The training loss of every step so far."""
-        return [] if self.trainer is None else self.trainer.step_losses[:]
-
-    def model_snapshot(self) -> Transformer | None:
-        """A copy of the model as of the latest metric row (the final model once done), in eval mode."""
-        with self._lock:
-            return self._snapshot
-
-    @property
-    def attention_snapshots(self) -> list[dict]:
-        with self._lock:
-            return [] if self.trainer is None else list(self.trainer.attention_snapshots)
-
-    def _train(self) -> None:
-        """Set up and train on this job's thread, publishing each metric row and a copy of the model."""
-        trainer = Trainer(self.model_config, self.data_config, self.train_config)
-        with self._lock:
-            self.trainer = trainer
-        for row in trainer.rows(self._should_stop):
-            snapshot = copy.deepcopy(trainer.model).eval()
-            with self._lock:
-                self._rows.append(row)
-                self._snapshot = snapshot
-        self.result = trainer.result
-        trainer.optimizer = None  # its state (twice the weights) is not needed once training ends
-
-    def _run(self) -> None:
-        try:
-            self._train()
-        except Exception as err:  # surfaced to the page as a message, never a traceback
-            self.error = str(err) if isinstance(err, (RunFailed, ValueError)) else f"training failed: {err!r}"
-        finally:
-            self._moving.set()
-            if self._slots is not None:
-                self._slots.release()
-            if self._on_end is not None:
-                self._on_end(self)

@@ -1,7 +1,7 @@
 """Experiments: runs that differ in one switch, from the same seed and data, and how their attention forms.
 
 - `definitions`: an `Experiment` (a base configuration, one switch and the values to try) and the ready-made ones.
-- `runs`: training the variants, here and now or as a background `ExperimentJob`, and the tables of a run.
+- `runs`: training the variants, here and now or on a server as a `LiveExperiment`, and the tables of a run.
 - `files`: a whole run as one JSON file, and the result sets the Compare page ships with.
 
 `python -m transformer.experiments [key ...]` reruns the ready-made experiments and writes those result sets.
@@ -9,7 +9,7 @@
 
 from .definitions import CUSTOM, MAX_VARIANTS, READY, SWITCHES, Experiment, Switch, SwitchValue
 from .files import MAX_JSON_BYTES, experiment_from_json, experiment_to_json, load_shipped, result_path, write_shipped
-from .runs import ExperimentJob, ExperimentRun, VariantRun, run_experiment, runs_frame, solved_at, summary_table
+from .runs import ExperimentRun, LiveExperiment, VariantRun, run_experiment, runs_frame, solved_at, summary_table
 
 __all__ = [
     "CUSTOM",
@@ -18,8 +18,8 @@ __all__ = [
     "READY",
     "SWITCHES",
     "Experiment",
-    "ExperimentJob",
     "ExperimentRun",
+    "LiveExperiment",
     "Switch",
     "SwitchValue",
     "VariantRun",

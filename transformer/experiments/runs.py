@@ -1,6 +1,7 @@
-"""Runs of an experiment: `run_experiment` trains the variants one after the other, `ExperimentJob` does the same
-in the background for a page to poll. Both record, on a fixed probe input (the first held-out example), the
-cross-attention of every head over training and its alignment score. Also the tables a run is read as.
+"""Runs of an experiment: `run_experiment` trains the variants one after the other here and now; `LiveExperiment`
+has a server's registry train them in the background for a page to poll. Both record, on a fixed probe input (the
+first held-out example), the cross-attention of every head over training and its alignment score. Also the tables
+a run is read as.
 """
 
 from collections.abc import Callable, Sequence
@@ -10,8 +11,9 @@ from typing import Any
 import pandas as pd
 
 from ..alignment import alignment_series
-from ..runs import RunRegistry
-from ..training import METRIC_COLUMNS, MetricRow, Trainer, TrainingJob
+from ..serving import Chain, RunRegistry
+from ..tasks import TaskData
+from ..training import METRIC_COLUMNS, MetricRow, Trainer
 from .definitions import SWITCHES, Experiment, SwitchValue
 
 
@@ -38,24 +40,24 @@ class ExperimentRun:
     variants: list[VariantRun]
 
 
-def _probe(trainer: Trainer) -> tuple[list[str], list[str], int, int]:
+def _probe(data: TaskData) -> tuple[list[str], list[str], int, int]:
     """Source and decoder-input tokens of the probe (held-out row 0), without padding, and their lengths."""
-    pad = trainer.vocab.pad_id
-    src, tgt = trainer.valid.src[0], trainer.valid.tgt_in[0]
+    pad = data.vocab.pad_id
+    src, tgt = data.valid.src[0], data.valid.tgt_in[0]
     src_ids, tgt_ids = src[src != pad].tolist(), tgt[tgt != pad].tolist()
-    return trainer.vocab.tokens(src_ids), trainer.vocab.tokens(tgt_ids), len(src_ids), len(tgt_ids)
+    return data.vocab.tokens(src_ids), data.vocab.tokens(tgt_ids), len(src_ids), len(tgt_ids)
 
 
 def _variant_run(
     experiment: Experiment,
     value: SwitchValue,
-    trainer: Trainer,
+    data: TaskData,
     history: list[MetricRow],
     snapshots: list[dict],
     result: Any,
 ) -> VariantRun:
-    """A VariantRun from a trainer's rows, attention snapshots and result (cross-attention trimmed to the probe)."""
-    _, _, src_len, tgt_len = _probe(trainer)
+    """A VariantRun from a run's rows, attention snapshots and result (cross-attention trimmed to the probe)."""
+    _, _, src_len, tgt_len = _probe(data)
     cross = [[layer[:, :tgt_len, :src_len].tolist() for layer in s["maps"]["cross"]] for s in snapshots]
     return VariantRun(
         SWITCHES[experiment.switch].label(value),
@@ -74,98 +76,56 @@ def run_experiment(experiment: Experiment, on_variant: Callable[[VariantRun], No
     for value in experiment.values:
         trainer = Trainer(*experiment.configs(value))
         result = trainer.run()
-        variants.append(_variant_run(experiment, value, trainer, trainer.history, trainer.attention_snapshots, result))
+        variants.append(
+            _variant_run(experiment, value, trainer.data, trainer.history, trainer.attention_snapshots, result)
+        )
         if on_variant is not None:
             on_variant(variants[-1])
-    src, tgt, _, _ = _probe(trainer)
+    src, tgt, _, _ = _probe(trainer.data)
     return ExperimentRun(experiment, src, tgt, variants)
 
 
-class ExperimentJob:
-    """Trains an experiment's variants one after the other in the background, each a `TrainingJob` that holds
-    one training slot while it runs. Driven by the page: `poll()` starts the next variant once the last ended.
+@dataclass
+class LiveExperiment:
+    """An experiment whose variants a server's `RunRegistry` trains one after the other, as a `Chain`: a variant
+    another student trains or has trained with the same settings is joined, a distinct one waits in the queue."""
 
-    With a server's `runs` (a RunRegistry), each variant is asked of it for `watcher`: a variant another student
-    is training or has trained with the same settings is joined, and a distinct one waits in the queue.
-    """
+    experiment: Experiment
+    chain: Chain
 
-    def __init__(
-        self,
-        experiment: Experiment,
-        slots: Any = None,
-        idle_timeout_s: float | None = None,
-        runs: RunRegistry | None = None,
-        watcher: str = "",
-    ):
-        self.experiment = experiment
-        self.jobs: list[TrainingJob] = []
-        self._slots, self._idle_timeout_s = slots, idle_timeout_s
-        self._runs, self._watcher = runs, watcher
-        self._stopped, self._config_error = False, None
-
-    def poll(self, connected: Callable[[], bool] | None = None) -> None:
-        """Note that the page still watches (`connected`: see `TrainingJob.touch`); start the next variant when the
-        current one has ended.
-
-        Raises ServerBusy when no training slot is free (call again later) and ValueError for bad configs, which
-        also end the experiment with that error.
-        """
-        if self.jobs:
-            self.jobs[-1].touch(self._watcher, connected)
-        if self.done or (self.jobs and not self.jobs[-1].done):
-            return
-        try:
-            configs = self.experiment.configs(self.experiment.values[len(self.jobs)])
-            if self._runs is not None:
-                self.jobs.append(self._runs.start(self._watcher, *configs))
-                return
-            job = TrainingJob(*configs, slots=self._slots, idle_timeout_s=self._idle_timeout_s)
-        except ValueError as err:
-            self._config_error = str(err)
-            raise
-        self.jobs.append(job.start())
-
-    def stop(self) -> None:
-        """Stop the running variant and start no other."""
-        self._stopped = True
-        for job in self.jobs:
-            if self._runs is not None:
-                self._runs.leave(self._watcher, job)  # a variant other students watch goes on for them
-            else:
-                job.stop()
-
-    @property
-    def error(self) -> str | None:
-        return self._config_error or next((job.error for job in self.jobs if job.error), None)
+    @classmethod
+    def start(
+        cls, experiment: Experiment, registry: RunRegistry, watcher: str, connected: Callable[[], bool] | None = None
+    ) -> "LiveExperiment":
+        """Submit the variants for `watcher`. ValueError, before any trains, when a variant's settings fail;
+        ServerBusy when the first variant cannot be queued."""
+        configs = [experiment.configs(value) for value in experiment.values]
+        return cls(experiment, registry.submit_chain(watcher, configs, connected))
 
     @property
     def done(self) -> bool:
         """Stopped, failed, or every variant trained."""
-        if self._stopped or self.error:
-            return True
-        if any(job.result is not None and job.result.reason == "stopped" for job in self.jobs):
-            return True  # a variant stopped for lack of a watcher: the comparison is incomplete
-        return len(self.jobs) == len(self.experiment.values) and self.jobs[-1].done
+        return self.chain.done
 
     @property
-    def running(self) -> bool:
-        return not self.done
+    def error(self) -> str | None:
+        return self.chain.error or next((run.error for run in self.chain.runs if run.error), None)
 
     def progress(self) -> tuple[int, int]:
         """(steps done, steps planned) over all variants."""
-        done = sum(int(rows[-1]["step"]) if (rows := job.rows()) else 0 for job in self.jobs)
+        done = sum(run.step for run in self.chain.runs)
         return done, self.experiment.train.steps * len(self.experiment.values)
 
-    def run(self) -> ExperimentRun | None:
-        """The variants so far as an ExperimentRun; None before the first one has its model and data."""
-        if not self.jobs or self.jobs[0].trainer is None:
-            return None
+    def so_far(self) -> ExperimentRun | None:
+        """The variants trained so far as an ExperimentRun; None before the first one has trained a step."""
         variants = [
-            _variant_run(self.experiment, value, job.trainer, job.rows(), job.attention_snapshots, job.result)
-            for value, job in zip(self.experiment.values, self.jobs)
-            if job.trainer is not None  # a variant still preparing has nothing to show yet
+            _variant_run(self.experiment, value, run.data(), run.rows[:], run.attention[:], run.result)
+            for value, run in zip(self.experiment.values, self.chain.runs)
+            if run.status in ("training", "paused") or run.result is not None
         ]
-        src, tgt, _, _ = _probe(self.jobs[0].trainer)
+        if not variants:
+            return None
+        src, tgt, _, _ = _probe(self.chain.runs[0].data())
         return ExperimentRun(self.experiment, src, tgt, variants)
 
 

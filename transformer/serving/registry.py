@@ -1,0 +1,310 @@
+"""Every run on one server: identical runs are one run, distinct runs wait in a first-come, first-served queue for
+the server's training slots, and a chain of runs (Compare's variants) moves on by itself.
+
+A run is fully determined by its settings and seed: the data, the starting weights and the dropout masks come from
+the run's own generators (see `Trainer`). So a student who asks for the same settings as a run that is training,
+or that recently finished on its own terms (solved, or its step budget spent), joins it: one run, many watchers.
+
+Each training slot is a thread of the server with a worker of its own: the thread takes the next queued run,
+has its worker train it (`Worker.train` writes the reports into the run), and takes the next.
+"""
+
+import json
+import math
+import statistics
+import threading
+from collections import deque
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+
+from ..device import pick_device
+from ..model import ModelConfig
+from ..tasks import DataConfig
+from ..training import TrainConfig
+from .run import Run, unwatched
+from .settings import ServerSettings
+from .worker import Worker, WorkerLost
+
+DEFAULT_RUN_S = 10.0  # the guess for a run's length before any has finished on this server
+MAX_FINISHED_WEIGHTS = 10_000_000  # numbers that finished runs kept for joining may hold
+Configs = tuple[ModelConfig, DataConfig, TrainConfig]
+
+
+class ServerBusy(RuntimeError):
+    """The server cannot take this run now."""
+
+
+class QueueFull(ServerBusy):
+    """The queue of runs waiting for a slot is full."""
+
+
+class AlreadyTraining(ServerBusy):
+    """This watcher (one browser) already has another run training or queued."""
+
+
+def run_key(model_config: ModelConfig, data_config: DataConfig, train_config: TrainConfig) -> str:
+    """What makes a run: every setting, with the device resolved ("auto" on a GPU server is "cuda")."""
+    train = {**asdict(train_config), "device": str(pick_device(train_config.device))}
+    return json.dumps([asdict(model_config), asdict(data_config), train], sort_keys=True)
+
+
+@dataclass
+class Place:
+    """Where a queued run stands: 1-based `position` in the queue and the estimated wait in seconds."""
+
+    position: int
+    wait_s: float
+
+
+class Chain:
+    """Runs one watcher asked for one after another (a Compare experiment's variants). The registry submits the
+    next when the one before ends on its own terms; a run that is stopped or fails ends the chain."""
+
+    def __init__(self, watcher: str, configs: Sequence[Configs]):
+        self.watcher, self.configs = watcher, list(configs)
+        self.runs: list[Run] = []
+        self.error: str | None = None
+        self.stopped = False
+
+    @property
+    def done(self) -> bool:
+        """Stopped, failed, a run that did not end on its own terms, or every run trained."""
+        if self.stopped or self.error or any(run.done and not run.ended_on_its_own_terms() for run in self.runs):
+            return True
+        return len(self.runs) == len(self.configs) and self.runs[-1].done
+
+    @property
+    def current(self) -> Run | None:
+        return self.runs[-1] if self.runs else None
+
+    def touch(self, connected: Callable[[], bool] | None = None) -> None:
+        """The watcher's page still watches the chain's current run."""
+        if self.current is not None:
+            self.current.touch(self.watcher, connected)
+
+
+class RunRegistry:
+    """Every run on one server, by `run_key` (see the module docstring).
+
+    `settings.slots` runs train at once, each in a worker of its own (a process, or a server thread when
+    `settings.worker_processes` is off); more distinct runs wait in a queue of at most `settings.max_queue`. A
+    queued run nobody watches any more leaves the queue, and a training one is stopped (see `Run`). The last
+    `keep_finished` runs that ended on their own terms stay joinable.
+    """
+
+    def __init__(self, settings: ServerSettings, keep_finished: int = 16):
+        self.settings, self.keep_finished = settings, keep_finished
+        self._lock = threading.RLock()
+        self._changed = threading.Condition(self._lock)  # a run was queued, a slot freed, or the registry closed
+        self._runs: dict[str, Run] = {}  # joinable runs: queued, training, or finished on their own terms
+        self._queue: deque[Run] = deque()
+        self._slots: list[Run | None] = [None] * settings.slots  # the run each slot trains
+        self.workers: list[Worker | None] = [None] * settings.slots  # each slot's worker, once it is ready
+        self._chains: list[Chain] = []
+        self._durations: deque[float] = deque(maxlen=20)  # seconds of recently finished runs, for wait estimates
+        self._closed = False
+        self._starting = settings.slots  # slots whose first worker is still starting
+        self._threads = [
+            threading.Thread(target=self._serve_slot, args=(i,), name=f"training-slot-{i}", daemon=True)
+            for i in range(settings.slots)
+        ]
+        for thread in self._threads:
+            thread.start()
+
+    def submit(
+        self,
+        watcher: str,
+        model_config: ModelConfig,
+        data_config: DataConfig,
+        train_config: TrainConfig,
+        connected: Callable[[], bool] | None = None,
+    ) -> Run:
+        """The run these settings make, for `watcher`: joined when one is queued, training or recently finished,
+        else a new one, which a free slot takes at once or which waits in the queue. Raises AlreadyTraining when
+        the watcher has another run training or queued, QueueFull when the queue is full."""
+        with self._lock:
+            self._drop_unwatched()
+            key = run_key(model_config, data_config, train_config)
+            run = self._runs.get(key)
+            if run is not None and self._joinable(run):
+                run.touch(watcher, connected)
+                return run
+            if any(watcher in other.watchers() for other in self._active()):
+                raise AlreadyTraining("your run in another tab is still training or queued: stop it there first")
+            if len(self._queue) >= self.settings.max_queue + self._slots.count(None):
+                raise QueueFull(
+                    f"{len(self._queue)} runs are already waiting for a training slot, the most this server queues"
+                )
+            run = Run(model_config, data_config, train_config, self.settings.idle_timeout_s)
+            return self._queue_run(key, run, watcher, connected)
+
+    def submit_chain(
+        self, watcher: str, configs: Sequence[Configs], connected: Callable[[], bool] | None = None
+    ) -> Chain:
+        """Runs of `configs` one after another for `watcher`; the first is submitted now (see `submit`)."""
+        chain = Chain(watcher, configs)
+        chain.runs.append(self.submit(watcher, *chain.configs[0], connected))
+        with self._lock:
+            self._chains.append(chain)
+            self._advance_chains()
+        return chain
+
+    def leave(self, watcher: str, run: Run) -> None:
+        """`watcher` stops watching `run`: it stops (or leaves the queue) once nobody watches it."""
+        with self._lock:
+            run.forget(watcher)
+            if run.watchers():
+                return
+            if run in self._queue:
+                self._withdraw(run, "everyone watching it left the queue")
+            elif not run.done:
+                run.stop()
+
+    def stop_chain(self, chain: Chain) -> None:
+        """The chain's watcher stops it: its current run is left (it goes on for others), and no other starts."""
+        chain.stopped = True
+        if chain.current is not None:
+            self.leave(chain.watcher, chain.current)
+
+    def place(self, run: Run) -> Place | None:
+        """A queued run's place in the queue, or None when it is not queued."""
+        with self._lock:
+            self._drop_unwatched()
+            if run not in self._queue:
+                return None
+            position = self._queue.index(run) + 1
+            typical = statistics.median(self._durations) if self._durations else DEFAULT_RUN_S
+            return Place(position, math.ceil(position / len(self._slots)) * typical)
+
+    def watching(self) -> int:
+        """Watchers of runs that have not ended, over the whole server: how many pages are polling a run."""
+        with self._lock:
+            return sum(len(run.watchers()) for run in self._active())
+
+    def wait_ready(self, timeout_s: float) -> bool:
+        """Wait at most `timeout_s` for every slot's first worker to be ready (or to have failed to start)."""
+        with self._lock:
+            return self._changed.wait_for(lambda: self._starting == 0, timeout_s)
+
+    def close(self) -> None:
+        """Stop every run and every worker (a server shutting down, or a test ending)."""
+        with self._lock:
+            self._closed = True
+            for run in [*self._queue]:
+                self._withdraw(run, "the server is shutting down")
+            for run in self._slots:
+                if run is not None:
+                    run.stop()
+            self._changed.notify_all()
+        for thread in self._threads:
+            thread.join(10)
+
+    # ---- the slots
+    def _serve_slot(self, slot: int) -> None:
+        """A training slot: keep a worker, and have it train the runs given to this slot until the registry
+        closes. The worker starts at once, so the first Start finds it ready; a worker that is lost is replaced."""
+        worker = self.workers[slot] = self._new_worker()
+        with self._lock:
+            self._starting -= 1
+            self._changed.notify_all()
+        while True:
+            with self._lock:
+                while self._slots[slot] is None and not self._closed:
+                    self._changed.wait(0.5)
+                    self._drop_unwatched()  # also while every page is quiet
+                run = self._slots[slot]
+            if run is None:  # closed
+                break
+            if worker is None:
+                worker = self.workers[slot] = self._new_worker()
+            if worker is None:
+                run.end(None, "the training process could not start")
+            else:
+                try:
+                    worker.train(run)
+                except WorkerLost:
+                    worker.close()
+                    worker = self.workers[slot] = None
+            self._ended(slot, run)
+        if worker is not None:
+            worker.close()
+
+    def _new_worker(self) -> Worker | None:
+        worker = Worker(self.settings.torch_threads, in_server=not self.settings.worker_processes)
+        if worker.wait_ready():
+            return worker
+        worker.close()
+        return None
+
+    def _ended(self, slot: int, run: Run) -> None:
+        with self._lock:
+            self._slots[slot] = None
+            if run.result is not None:
+                self._durations.append(run.result.seconds)
+            if not run.ended_on_its_own_terms():
+                self._forget(run)
+            self._bound_finished()
+            self._advance_chains()
+            self._assign()
+
+    # ---- the queue (every method below runs under the lock)
+    def _queue_run(self, key: str, run: Run, watcher: str, connected: Callable[[], bool] | None) -> Run:
+        run.touch(watcher, connected)
+        self._runs[key] = run
+        self._queue.append(run)
+        self._assign()
+        return run
+
+    def _assign(self) -> None:
+        """Give queued runs that someone still watches to free slots, first come, first served."""
+        self._drop_unwatched()
+        while self._queue and None in self._slots and not self._closed:
+            run = self._queue.popleft()
+            self._slots[self._slots.index(None)] = run
+            run.take()
+        self._changed.notify_all()
+
+    def _advance_chains(self) -> None:
+        """Submit the next run of every chain whose current run ended on its own terms."""
+        for chain in list(self._chains):
+            while not chain.done and chain.current.done and len(chain.runs) < len(chain.configs):
+                configs = chain.configs[len(chain.runs)]
+                key = run_key(*configs)
+                run = self._runs.get(key)
+                if run is None or not self._joinable(run):  # a chain's next run skips the queue's bound
+                    run = self._queue_run(key, Run(*configs, self.settings.idle_timeout_s), chain.watcher, None)
+                run.touch(chain.watcher)
+                chain.runs.append(run)
+            if chain.done:
+                self._chains.remove(chain)
+
+    def _joinable(self, run: Run) -> bool:
+        if run.done:
+            return run.ended_on_its_own_terms()
+        return run.status != "paused" and bool(run.watchers())  # a paused run is its one watcher's to step through
+
+    def _active(self) -> list[Run]:
+        return [run for run in self._runs.values() if not run.done]
+
+    def _drop_unwatched(self) -> None:
+        """Queued runs nobody watches any more leave the queue."""
+        for run in [run for run in self._queue if not run.watchers()]:
+            self._withdraw(run, f"{unwatched(self.settings.idle_timeout_s)}, as when a tab closes or a laptop sleeps")
+
+    def _withdraw(self, run: Run, reason: str) -> None:
+        self._queue.remove(run)
+        self._forget(run)
+        run.withdraw(reason)
+
+    def _bound_finished(self) -> None:
+        """Forget the oldest finished runs past `keep_finished`, or past MAX_FINISHED_WEIGHTS between them."""
+        finished = [key for key, run in self._runs.items() if run.done]  # oldest first
+        held = sum(self._runs[key].weights_held() for key in finished)
+        while finished and (len(finished) > self.keep_finished or held > MAX_FINISHED_WEIGHTS):
+            held -= self._runs[finished[0]].weights_held()
+            del self._runs[finished.pop(0)]
+
+    def _forget(self, run: Run) -> None:
+        for key, other in list(self._runs.items()):
+            if other is run:
+                del self._runs[key]

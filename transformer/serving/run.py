@@ -1,0 +1,219 @@
+"""A training run as pages read it: its settings, status, every step's loss, metric rows, attention snapshots, the
+latest weights, the result, and who watches it.
+
+A run holds no trainer. Its worker (`worker.py`) trains it and reports; the server's reader of that worker writes
+the reports in here (`add_losses`, `add_row`, `set_holding`, `end`). Pages read the plain fields, and build the
+model and the data only when they need them (`model()`, `data()`).
+"""
+
+import threading
+import time
+from collections.abc import Callable
+from functools import cached_property
+from typing import Literal
+
+import torch
+
+from ..model import ModelConfig, Transformer
+from ..tasks import DataConfig, TaskData
+from ..training import MetricRow, TrainConfig, TrainResult
+
+RunStatus = Literal["queued", "preparing", "training", "paused", "done"]
+CONNECTED_GRACE = 4  # a watcher whose page is still connected keeps watching for this many idle timeouts unpolled
+Weights = dict[str, torch.Tensor]
+
+
+def unwatched(idle_timeout_s: float) -> str:
+    """When a run counts as unwatched, in words for students."""
+    grace = CONNECTED_GRACE * idle_timeout_s
+    return f"no page checked on it for {idle_timeout_s:.0f} s after its connection dropped, or for {grace:.0f} s in all"
+
+
+class Run:
+    """One run, fully determined by its three configs: queued, then trained by a worker, then done.
+
+    Watchers (students' browsers) `touch` it as their pages poll. A watcher counts for `idle_timeout_s` after its
+    last touch, or CONNECTED_GRACE times as long while its page is still connected (a browser short of CPU polls
+    late); a run nobody watches is stopped by its worker's reader, or leaves the queue.
+
+    `pause`, `resume`, `step_row` and `stop` are sent to the worker through `send`, which the reader sets while a
+    worker trains the run; what is asked before then is sent when it starts.
+    """
+
+    def __init__(
+        self, model_config: ModelConfig, data_config: DataConfig, train_config: TrainConfig, idle_timeout_s: float
+    ):
+        self.model_config, self.data_config, self.train_config = model_config, data_config, train_config
+        self.idle_timeout_s = idle_timeout_s
+        self.step = 0
+        self.losses: list[float] = []  # the training loss of every step
+        self.rows: list[MetricRow] = []  # a metric row every eval_every steps, and one at the end
+        self.attention: list[dict] = []  # {"step": int, "maps": AttentionMaps} per row, when record_attention
+        self.result: TrainResult | None = None
+        self.error: str | None = None
+        self.withdrawn: str | None = None  # why it left the queue without starting
+        self.started_at: float | None = None  # perf_counter time a worker took it
+        self._weights: tuple[int, Weights] | None = None  # (rows so far, the kept model's weights)
+        self._model: tuple[int, Transformer] | None = None  # built from _weights, for every page that asks
+        self._lock = threading.Lock()
+        self._watchers: dict[str, tuple[float, Callable[[], bool] | None]] = {}  # id -> last touch, connected check
+        self._asked: list[str] = []  # controls asked before a worker took the run
+        self._send: Callable[[str], None] | None = None
+        self._trained = self._holding = False
+        self._moving = threading.Event()  # set at the first step, or at the end
+        self._ended = threading.Event()
+
+    # ---- status
+    @property
+    def status(self) -> RunStatus:
+        if self._ended.is_set():
+            return "done"
+        if self.started_at is None:
+            return "queued"
+        if not self._trained:
+            return "preparing"
+        return "paused" if self._holding else "training"
+
+    @property
+    def done(self) -> bool:
+        return self._ended.is_set()
+
+    def ended_on_its_own_terms(self) -> bool:
+        """Solved, or its step budget spent: what its settings alone make (not stopped, failed or timed out)."""
+        return self.error is None and self.result is not None and self.result.reason in ("solved", "step budget")
+
+    def wait_until_moving(self, timeout_s: float) -> bool:
+        """Wait at most `timeout_s` for the first training step (or the run's end); returns whether it came. A
+        page that waits this long after Start draws the curve's first point in the same redraw."""
+        return self.started_at is not None and self._moving.wait(timeout_s)
+
+    def wait_until_done(self, timeout_s: float) -> bool:
+        return self._ended.wait(timeout_s)
+
+    # ---- watchers
+    def touch(self, watcher: str, connected: Callable[[], bool] | None = None) -> None:
+        """Note that `watcher` still watches. `connected`, when given, tells whether its page is still connected;
+        the reader's thread may call it."""
+        with self._lock:
+            self._watchers[watcher] = time.monotonic(), connected
+
+    def forget(self, watcher: str) -> None:
+        with self._lock:
+            self._watchers.pop(watcher, None)
+
+    def watchers(self) -> list[str]:
+        """The watchers still watching (see the class docstring)."""
+        with self._lock:
+            return [w for w, (touched, connected) in self._watchers.items() if self._watching(touched, connected)]
+
+    def watcher_entry(self, watcher: str) -> tuple[float, Callable[[], bool] | None] | None:
+        with self._lock:
+            return self._watchers.get(watcher)
+
+    def _watching(self, touched: float, connected: Callable[[], bool] | None) -> bool:
+        quiet = time.monotonic() - touched
+        if quiet <= self.idle_timeout_s:
+            return True
+        return connected is not None and quiet <= CONNECTED_GRACE * self.idle_timeout_s and connected()
+
+    # ---- controls, sent to the worker
+    def pause(self) -> None:
+        """Hold the run before its next step (it reads paused once the worker holds)."""
+        self._control("pause")
+
+    def resume(self) -> None:
+        """Go on from where the run was paused."""
+        self._holding = False
+        self._control("resume")
+
+    def step_row(self) -> None:
+        """Train up to the next metric row, then pause."""
+        self._holding = False
+        self._control("step_row")
+
+    def stop(self, wait_s: float = 0.0) -> None:
+        """Stop after the current step (the model trained so far is kept); wait at most `wait_s` for the end."""
+        self._control("stop")
+        if wait_s:
+            self._ended.wait(wait_s)
+
+    def _control(self, name: str) -> None:
+        with self._lock:
+            send = self._send
+            if send is None:
+                self._asked.append(name)
+        if send is not None:
+            send(name)
+
+    # ---- written by the registry and the worker's reader
+    def take(self) -> None:
+        """A training slot takes the run: it is no longer queued."""
+        self.started_at = time.perf_counter()
+
+    def attach(self, send: Callable[[str], None]) -> list[str]:
+        """A worker trains the run: controls go to `send` from now on. Returns those asked before."""
+        with self._lock:
+            self._send, asked, self._asked = send, self._asked, []
+        return asked
+
+    def detach(self) -> None:
+        with self._lock:
+            self._send = None
+
+    def add_progress(self, step: int, losses: list[float], attention: list[dict]) -> None:
+        self.losses.extend(losses)
+        self.attention.extend(attention)
+        self.step, self._trained, self._holding = step, True, False
+        if step > 0:
+            self._moving.set()
+
+    def set_holding(self, holding: bool) -> None:
+        self._trained, self._holding = True, holding
+
+    def add_row(self, row: MetricRow, weights: Weights) -> None:
+        with self._lock:
+            self._weights = len(self.rows) + 1, weights
+        self.rows.append(row)
+
+    def end(self, result: TrainResult | None, error: str | None, weights: Weights | None = None) -> None:
+        """The run has ended: with a result, or an error a student can read."""
+        with self._lock:
+            if weights is not None:
+                self._weights = len(self.rows) + 1, weights
+        self.result, self.error, self._holding = result, error, False
+        self._moving.set()
+        self._ended.set()
+
+    def withdraw(self, reason: str) -> None:
+        """End a run that never started: it leaves the queue, and `withdrawn` says why."""
+        self.withdrawn = reason
+        self.end(None, None)
+
+    # ---- what pages build from it
+    def model(self) -> Transformer | None:
+        """The kept model as of the latest metric row (the final model once done), in eval mode; None before the
+        first row. Built once per row for every page that asks; read-only."""
+        with self._lock:
+            if self._weights is None:
+                return None
+            version, weights = self._weights
+            if self._model is None or self._model[0] != version:
+                model = Transformer(self.model_config)
+                model.load_state_dict(weights)
+                self._model = version, model.eval().requires_grad_(False)
+            return self._model[1]
+
+    def data(self) -> TaskData:
+        """The run's task data (its held-out set is what its rows score), built on first use."""
+        return self._task_data
+
+    @cached_property
+    def _task_data(self) -> TaskData:
+        return TaskData(self.data_config)
+
+    def weights_held(self) -> int:
+        """Numbers this run keeps in memory: its weights and the model built from them."""
+        return 0 if self._weights is None else 2 * sum(t.numel() for t in self._weights[1].values())
+
+    def __repr__(self) -> str:
+        return f"Run({self.data_config.task}, seed {self.train_config.seed}, {self.status}, step {self.step})"

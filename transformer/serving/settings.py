@@ -1,0 +1,85 @@
+"""The server's settings: one dataclass, read once from `LAB_*` environment variables (docs/classroom.md lists them)."""
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, fields
+from pathlib import Path
+
+
+def cgroup_cpu_quota(root: Path = Path("/sys/fs/cgroup")) -> float | None:
+    """The CPU quota of this process's container in cores (cgroup v2 `cpu.max`, or v1 `cpu.cfs_quota_us` over
+    `cpu.cfs_period_us`), or None when there is none or it cannot be read."""
+    try:
+        if (root / "cpu.max").exists():
+            quota, period = (root / "cpu.max").read_text().split()[:2]
+        else:
+            quota = (root / "cpu" / "cpu.cfs_quota_us").read_text().strip()
+            period = (root / "cpu" / "cpu.cfs_period_us").read_text().strip()
+        if quota in ("max", "-1"):
+            return None
+        return int(quota) / int(period)
+    except (OSError, ValueError, ZeroDivisionError):
+        return None
+
+
+def usable_cores(root: Path = Path("/sys/fs/cgroup")) -> int:
+    """CPU cores this process may use: the ones it may run on, capped by its container's CPU quota (a hosted
+    container often reports the host's cores to `os.cpu_count()`)."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    quota = cgroup_cpu_quota(root)
+    return max(1, min(cores, int(quota))) if quota is not None else max(1, cores)
+
+
+@dataclass(frozen=True)
+class ServerSettings:
+    """How one server trains its students' runs. Each field is read from the environment variable `ENV_NAMES`
+    gives it, and checked against its bounds before anything is started."""
+
+    training_slots: int = 0  # LAB_MAX_TRAINING_JOBS: runs training at once; 0: one per usable core
+    max_queue: int = 60  # LAB_MAX_QUEUE: distinct runs waiting for a slot (two classes' worth)
+    idle_timeout_s: float = 30.0  # LAB_JOB_IDLE_TIMEOUT_S: a run nobody polls stops (see run.CONNECTED_GRACE)
+    torch_threads: int = 1  # LAB_TORCH_THREADS: intra-op threads per computation
+    switch_interval_s: float = 0.0005  # LAB_SWITCH_INTERVAL_S: longest a thread holds the GIL while another waits
+    worker_processes: bool = True  # LAB_TRAINING_PROCESSES: 1 trains in worker processes, 0 on server threads
+
+    def __post_init__(self) -> None:
+        checks = [
+            (0 <= self.training_slots <= 64, "LAB_MAX_TRAINING_JOBS must be in 0..64"),
+            (0 <= self.max_queue <= 1000, "LAB_MAX_QUEUE must be in 0..1000"),
+            (0.1 <= self.idle_timeout_s <= 3600, "LAB_JOB_IDLE_TIMEOUT_S must be in 0.1..3600"),
+            (1 <= self.torch_threads <= 64, "LAB_TORCH_THREADS must be in 1..64"),
+            (1e-5 <= self.switch_interval_s <= 0.1, "LAB_SWITCH_INTERVAL_S must be in 0.00001..0.1"),
+        ]
+        for ok, message in checks:
+            if not ok:
+                raise ValueError(message)
+
+    @property
+    def slots(self) -> int:
+        """Runs training at once: the setting, or one per usable core (threads share the GIL; docs/classroom.md)."""
+        return self.training_slots or usable_cores()
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] = os.environ) -> "ServerSettings":
+        """The settings `env` gives, defaults for the variables it lacks; ValueError naming a bad variable."""
+        values = {}
+        for field in fields(cls):
+            name = ENV_NAMES[field.name]
+            if name not in env:
+                continue
+            text = env[name].strip()
+            try:
+                values[field.name] = text not in ("0", "") if field.type is bool else field.type(text)
+            except ValueError:
+                raise ValueError(f"{name} must be a number, not {text[:20]!r}") from None
+        return cls(**values)
+
+
+ENV_NAMES = {  # field -> environment variable
+    "training_slots": "LAB_MAX_TRAINING_JOBS",
+    "max_queue": "LAB_MAX_QUEUE",
+    "idle_timeout_s": "LAB_JOB_IDLE_TIMEOUT_S",
+    "torch_threads": "LAB_TORCH_THREADS",
+    "switch_interval_s": "LAB_SWITCH_INTERVAL_S",
+    "worker_processes": "LAB_TRAINING_PROCESSES",
+}
