@@ -16,10 +16,10 @@ from transformer.figures.decoding import (
     teacher_forcing_table,
 )
 from transformer.inspection import logit_lens
-from transformer.limits import check_probe_cost
+from transformer.limits import DECODING_BEAM_WIDTHS, DECODING_SEEDS, DECODING_TEMPERATURES, check_probe_cost
 from transformer.literal import code_span, markdown_literal
 from transformer.tasks import DataConfig, TaskData, get_task
-from transformer.url_state import BEAM_WIDTHS, SEEDS, TEMPERATURES, decoding_parsers, write_params
+from transformer.url_state import decoding_parsers, write_params
 
 STRATEGIES = {
     "greedy": ("Greedy", "take the most likely token"),
@@ -108,7 +108,7 @@ if strategy == "sample":
     t_col, k_col, seed_col = st.columns(3)
     temperature = t_col.slider(
         "Temperature",
-        *TEMPERATURES,
+        *DECODING_TEMPERATURES,
         1.0,
         0.1,
         key="decode_temperature",
@@ -127,7 +127,7 @@ if strategy == "sample":
     )
     seed = seed_col.number_input(
         "Seed",
-        *SEEDS,
+        *DECODING_SEEDS,
         0,
         key="decode_seed",
         help="The same seed draws the same sequence; change it to draw another.",
@@ -135,7 +135,7 @@ if strategy == "sample":
 elif strategy == "beam":
     beam_width = st.slider(
         "Beam width",
-        *BEAM_WIDTHS,
+        *DECODING_BEAM_WIDTHS,
         3,
         key="decode_beam_width",
         help="Hypotheses kept at each step, ranked by summed log-probability, which favours "

@@ -17,17 +17,24 @@ from .experiments.definitions import (
     BASE_MODEL,
     BASE_TRAIN,
     CUSTOM,
-    MAX_VARIANTS,
     READY,
     SWITCHES,
     Experiment,
     SwitchValue,
     custom_text,
 )
+from .limits import (
+    COMPARE_FORM_LIMITS,
+    COMPARE_SIZE_CHOICES,
+    DECODING_BEAM_WIDTHS,
+    DECODING_SEEDS,
+    DECODING_TEMPERATURES,
+    MAX_DECODE_STEPS,
+    MAX_PARAM_CHARS,
+    MAX_VARIANTS,
+)
 from .tasks import TASKS
 from .vocab import Vocab
-
-MAX_PARAM_CHARS = 200  # a longer value in a link is refused, not cut
 
 Parser = Callable[[str], Any]  # a link's text -> the value it stands for; ValueError saying what it must be
 
@@ -133,10 +140,6 @@ def model_parsers(shipped: Sequence[str]) -> dict[str, Parser]:
 # ---------------------------------------------------------------------------------------------------- Decoding
 
 STRATEGIES: tuple[str, ...] = get_args(Strategy)
-TEMPERATURES = (0.1, 3.0)
-BEAM_WIDTHS = (1, 8)
-SEEDS = (0, 2**31 - 1)
-MAX_STEPS = 1000  # more than any model here decodes
 
 
 def decoding_parsers(vocab: Vocab, max_len: int) -> dict[str, Parser]:
@@ -145,11 +148,11 @@ def decoding_parsers(vocab: Vocab, max_len: int) -> dict[str, Parser]:
     return {
         "input": sequence(vocab, max_len),
         "strategy": choice(STRATEGIES),
-        "step": whole(1, MAX_STEPS),
-        "temperature": number(*TEMPERATURES),
+        "step": whole(1, MAX_DECODE_STEPS),
+        "temperature": number(*DECODING_TEMPERATURES),
         "top_k": whole(0, len(vocab)),
-        "seed": whole(*SEEDS),
-        "beam": whole(*BEAM_WIDTHS),
+        "seed": whole(*DECODING_SEEDS),
+        "beam": whole(*DECODING_BEAM_WIDTHS),
     }
 
 
@@ -186,10 +189,6 @@ class CompareState:
     seed: int = 0
     switch: str = "positional"
     values: tuple[SwitchValue, ...] = ("sinusoidal", "none")
-
-
-INT_RANGES = {"length": (2, 16), "n_layers": (1, 3), "steps": (50, 2000), "seed": (0, 9999)}
-SIZE_CHOICES = {"d_model": (16, 32, 64, 128), "n_heads": (1, 2, 4, 8)}
 
 
 def custom_experiment(state: CompareState) -> Experiment:
@@ -261,7 +260,7 @@ def from_query_params(params: Mapping[str, Any]) -> tuple[CompareState, list[str
                 state[name] = value.strip()
             else:
                 fall_back(name, f"is not one of {', '.join(allowed)}")
-    for name, (low, high) in INT_RANGES.items():
+    for name, (low, high) in COMPARE_FORM_LIMITS.items():
         if (value := text(name)) is not None:
             try:
                 number = int(value.strip()) if len(value) < 12 else None
@@ -274,7 +273,7 @@ def from_query_params(params: Mapping[str, Any]) -> tuple[CompareState, list[str
                 notices.append(f"The link's `{name}` is outside {low}..{high}, so {state[name]} is used.")
             else:
                 state[name] = number
-    for name, allowed in SIZE_CHOICES.items():
+    for name, allowed in COMPARE_SIZE_CHOICES.items():
         if (value := text(name)) is not None:
             if value.strip() in map(str, allowed):
                 state[name] = int(value)
