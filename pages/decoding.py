@@ -26,7 +26,7 @@ STRATEGIES = {
     "sample": ("Sampling", "draw the token at random from the distribution"),
     "beam": ("Beam search", "keep the k best partial outputs"),
 }
-ATTENTION_KINDS = {"cross": "over the source (cross)", "self": "over its own input (self)"}
+ATTENTION_LABELS = {"cross": "over the source (cross)", "self": "over its own input (self)"}
 TOP_BARS = 10  # bars in the next-token chart
 EXTRA_STEPS = 4  # decoding may run this many tokens past the expected output, so a missed EOS shows
 LINKED_WIDGETS = {  # link parameter -> widget key
@@ -284,7 +284,7 @@ with probs_col:
     st.plotly_chart(probs_bar(shown, vocab.itos, step.token, TOP_BARS, title), key="decode_probs")
 with attention_col:
     kind_col, layer_col = st.columns([3, 2])
-    kind = kind_col.radio("Attention", ["cross", "self"], format_func=ATTENTION_KINDS.get, key="decode_attention")
+    kind = kind_col.radio("Attention", ["cross", "self"], format_func=ATTENTION_LABELS.get, key="decode_attention")
     layer = layer_col.selectbox("Decoder layer", range(len(step.cross_attention)), key="decode_layer")
     if kind == "cross":
         st.plotly_chart(
