@@ -35,9 +35,9 @@ from transformer.training import ServerBusy
 from transformer.url_state import (
     CompareState,
     experiment_for,
-    from_query_params,
+    read_compare,
     state_for,
-    to_query_params,
+    write_compare,
 )
 
 LIVE_SOURCE = "your live run"  # what `current_run` calls a run still in this session's hands
@@ -107,7 +107,7 @@ st.markdown(
 )
 
 if "compare_state" not in st.session_state:  # a new visit: the settings come from the link
-    url_state, notices = from_query_params(st.query_params.to_dict())
+    url_state, notices = read_compare(st.query_params.to_dict())
     show_settings(url_state)
     show_link_notices(notices)
 # Widgets start from the remembered settings (with keys, so tests and callbacks can reach them): a widget hidden
@@ -206,7 +206,7 @@ if choice == CUSTOM:
 else:
     state = replace(state, experiment=choice)
 st.session_state["compare_state"] = state
-share_link(to_query_params(state))  # the address bar now opens this experiment
+share_link(write_compare(state))  # the address bar now opens this experiment
 
 try:
     experiment = experiment_for(state)
