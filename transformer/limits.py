@@ -123,13 +123,6 @@ def forward_cost(config: _Sizes, n_sequences: int, length: int) -> int:
     return n_sequences * (config.n_layers * (encoder + decoder) + generator)
 
 
-def affordable(config: _Sizes, length: int, wanted: int, passes: int = 1) -> int:
-    """How many of `wanted` sequences of `length` fit MAX_PROBE_COST when each takes `passes` forward passes
-    (0 if not even one does)."""
-    one = forward_cost(config, 1, length) * passes
-    return min(wanted, MAX_PROBE_COST // max(one, 1))
-
-
 def check_probe_cost(config: _Sizes, n_sequences: int, length: int, passes: int = 1) -> None:
     """ValueError if the request costs more than MAX_PROBE_COST, saying how much smaller it must be."""
     cost = forward_cost(config, n_sequences, length) * passes
