@@ -28,17 +28,16 @@ from transformer.experiments import (
 )
 from transformer.figures.attention import attention_heatmaps
 from transformer.figures.compare import alignment_figure, comparison_figure, loss_marker_figure, variant_colour
+from transformer.limits import COMPARE_FORM_LIMITS, COMPARE_SIZE_CHOICES, MAX_VARIANTS
 from transformer.literal import markdown_literal
 from transformer.serving import ServerBusy
 from transformer.tasks import TASKS
 from transformer.url_state import (
-    INT_RANGES,
-    SIZE_CHOICES,
     CompareState,
     experiment_for,
-    from_query_params,
+    read_compare,
     state_for,
-    to_query_params,
+    write_compare,
 )
 
 LIVE_SOURCE = "your live run"  # what `current_run` calls a run still in this session's hands
@@ -108,7 +107,7 @@ st.markdown(
 )
 
 if "compare_state" not in st.session_state:  # a new visit: the settings come from the link
-    url_state, notices = from_query_params(st.query_params.to_dict())
+    url_state, notices = read_compare(st.query_params.to_dict())
     show_settings(url_state)
     show_link_notices(notices)
 # Widgets start from the remembered settings (with keys, so tests and callbacks can reach them): a widget hidden
@@ -142,7 +141,7 @@ if choice == CUSTOM:
             list(state.values),
             key="compare_values",
             format_func=switch.label,
-            max_selections=4,
+            max_selections=MAX_VARIANTS,
             help="Each value is one variant; they train one after the other.",
         )
         tasks = list(TASKS)
@@ -157,14 +156,14 @@ if choice == CUSTOM:
             ),
             length=task_col.number_input(
                 "Input length",
-                *INT_RANGES["length"],
+                *COMPARE_FORM_LIMITS["length"],
                 state.length,
                 key="compare_length",
                 help="Every input has this many symbols.",
             ),
             steps=task_col.number_input(
                 "Steps per variant",
-                *INT_RANGES["steps"],
+                *COMPARE_FORM_LIMITS["steps"],
                 state.steps,
                 step=50,
                 key="compare_steps",
@@ -172,7 +171,7 @@ if choice == CUSTOM:
             ),
             seed=task_col.number_input(
                 "Seed",
-                *INT_RANGES["seed"],
+                *COMPARE_FORM_LIMITS["seed"],
                 state.seed,
                 key="compare_seed",
                 help="Same seed: same data for every variant, and the same starting weights unless the "
@@ -180,19 +179,22 @@ if choice == CUSTOM:
                 "table).",
             ),
             d_model=size_col.selectbox(
-                "d_model", SIZE_CHOICES["d_model"], SIZE_CHOICES["d_model"].index(state.d_model), key="compare_d_model"
+                "d_model",
+                COMPARE_SIZE_CHOICES["d_model"],
+                COMPARE_SIZE_CHOICES["d_model"].index(state.d_model),
+                key="compare_d_model",
             ),
             n_heads=size_col.selectbox(
                 "Heads",
-                SIZE_CHOICES["n_heads"],
-                SIZE_CHOICES["n_heads"].index(state.n_heads),
+                COMPARE_SIZE_CHOICES["n_heads"],
+                COMPARE_SIZE_CHOICES["n_heads"].index(state.n_heads),
                 key="compare_n_heads",
                 disabled=switch.field == "n_heads",
                 help="Set per variant when it is the switch.",
             ),
             n_layers=size_col.number_input(
                 "Layers per stack",
-                *INT_RANGES["n_layers"],
+                *COMPARE_FORM_LIMITS["n_layers"],
                 state.n_layers,
                 key="compare_n_layers",
                 disabled=switch.field == "n_layers",
@@ -204,7 +206,7 @@ if choice == CUSTOM:
 else:
     state = replace(state, experiment=choice)
 st.session_state["compare_state"] = state
-share_link(to_query_params(state))  # the address bar now opens this experiment
+share_link(write_compare(state))  # the address bar now opens this experiment
 
 try:
     experiment = experiment_for(state)

@@ -16,17 +16,17 @@ from transformer.figures.decoding import (
     teacher_forcing_table,
 )
 from transformer.inspection import logit_lens
-from transformer.limits import check_probe_cost
+from transformer.limits import DECODING_BEAM_WIDTHS, DECODING_SEEDS, DECODING_TEMPERATURES, check_probe_cost
 from transformer.literal import code_span, markdown_literal
 from transformer.tasks import DataConfig, TaskData, get_task
-from transformer.url_state import BEAM_WIDTHS, SEEDS, TEMPERATURES, decoding_parsers, write_params
+from transformer.url_state import decoding_parsers, write_params
 
 STRATEGIES = {
     "greedy": ("Greedy", "take the most likely token"),
     "sample": ("Sampling", "draw the token at random from the distribution"),
     "beam": ("Beam search", "keep the k best partial outputs"),
 }
-ATTENTION_KINDS = {"cross": "over the source (cross)", "self": "over its own input (self)"}
+ATTENTION_LABELS = {"cross": "over the source (cross)", "self": "over its own input (self)"}
 TOP_BARS = 10  # bars in the next-token chart
 EXTRA_STEPS = 4  # decoding may run this many tokens past the expected output, so a missed EOS shows
 LINKED_WIDGETS = {  # link parameter -> widget key
@@ -108,7 +108,7 @@ if strategy == "sample":
     t_col, k_col, seed_col = st.columns(3)
     temperature = t_col.slider(
         "Temperature",
-        *TEMPERATURES,
+        *DECODING_TEMPERATURES,
         1.0,
         0.1,
         key="decode_temperature",
@@ -127,7 +127,7 @@ if strategy == "sample":
     )
     seed = seed_col.number_input(
         "Seed",
-        *SEEDS,
+        *DECODING_SEEDS,
         0,
         key="decode_seed",
         help="The same seed draws the same sequence; change it to draw another.",
@@ -135,7 +135,7 @@ if strategy == "sample":
 elif strategy == "beam":
     beam_width = st.slider(
         "Beam width",
-        *BEAM_WIDTHS,
+        *DECODING_BEAM_WIDTHS,
         3,
         key="decode_beam_width",
         help="Hypotheses kept at each step, ranked by summed log-probability, which favours "
@@ -284,7 +284,7 @@ with probs_col:
     st.plotly_chart(probs_bar(shown, vocab.itos, step.token, TOP_BARS, title), key="decode_probs")
 with attention_col:
     kind_col, layer_col = st.columns([3, 2])
-    kind = kind_col.radio("Attention", ["cross", "self"], format_func=ATTENTION_KINDS.get, key="decode_attention")
+    kind = kind_col.radio("Attention", ["cross", "self"], format_func=ATTENTION_LABELS.get, key="decode_attention")
     layer = layer_col.selectbox("Decoder layer", range(len(step.cross_attention)), key="decode_layer")
     if kind == "cross":
         st.plotly_chart(

@@ -12,11 +12,9 @@ from pages.common import (
 )
 from transformer.figures.lengths import length_accuracy_figure, output_length_figure
 from transformer.lengths import LengthReport, inputs_within_budget, score_lengths, summary
+from transformer.limits import INPUTS_PER_LENGTH, MAX_SEQ_LEN
 from transformer.literal import markdown_literal
-from transformer.tasks import MAX_SEQ_LEN
 from transformer.url_state import lengths_parsers, write_params
-
-INPUTS_PER_LENGTH = (25, 50, 100)  # 100 inputs at each of 63 lengths decode in about 3 s
 
 
 @st.cache_resource(show_spinner=False, max_entries=64)

@@ -10,7 +10,7 @@ from pages.common import link_values, require_model, share_link
 from transformer.figures.attention import attention_heatmaps, mask_heatmap
 from transformer.inspection import (
     ATTENTION_KINDS,
-    Experiment,
+    MaskingResult,
     attention_before_after,
     mask_grids,
     pad_more,
@@ -150,7 +150,7 @@ for stage, maps in (("before", weights.unmasked), ("after", weights.masked)):
     )
 
 
-def run_experiment(name: str, inputs: tuple, run: Callable[[], Experiment]) -> None:
+def run_masking_test(name: str, inputs: tuple, run: Callable[[], MaskingResult]) -> None:
     """Run one experiment and keep its outcome (result or error) with the model and inputs it ran on."""
     try:
         outcome = run()
@@ -159,7 +159,7 @@ def run_experiment(name: str, inputs: tuple, run: Callable[[], Experiment]) -> N
     st.session_state.setdefault("mask_experiments", {})[name] = (model, inputs, outcome)
 
 
-def show_experiment(name: str, inputs: tuple, with_title: str, without_title: str, lesson: str) -> None:
+def show_masking_result(name: str, inputs: tuple, with_title: str, without_title: str, lesson: str) -> None:
     """The experiment's last outcome, while the model and inputs are those it ran on: its two diff tables, one
     above the other, and a verdict (or why it could not run)."""
     owner, ran_on, result = st.session_state.get("mask_experiments", {}).get(name, (None, None, None))
@@ -171,8 +171,8 @@ def show_experiment(name: str, inputs: tuple, with_title: str, without_title: st
     st.markdown(f"Changed: {markdown_literal(result.description)}. Δ compares {result.measure}s.")
     for title, table in ((with_title, result.with_mask), (without_title, result.without_mask)):
         st.markdown(
-            f"**{title}**: {Experiment.n_changed(table)} of {len(table)} positions changed, "
-            f"max |Δ {result.measure}| = {Experiment.max_diff(table):.3g}"
+            f"**{title}**: {MaskingResult.n_changed(table)} of {len(table)} positions changed, "
+            f"max |Δ {result.measure}| = {MaskingResult.max_diff(table):.3g}"
         )
         # the verdict first, beside the position: the outputs and probabilities behind it follow
         order = [
@@ -195,7 +195,7 @@ def show_experiment(name: str, inputs: tuple, with_title: str, without_title: st
                 "max |Δ|": st.column_config.NumberColumn(format="%.2e"),
             },
         )
-    if Experiment.n_changed(result.with_mask) == 0 and Experiment.n_changed(result.without_mask) > 0:
+    if MaskingResult.n_changed(result.with_mask) == 0 and MaskingResult.n_changed(result.without_mask) > 0:
         st.success(lesson)
     else:
         st.info("Not the textbook outcome on this input: the differences above are what this model really does.")
@@ -225,10 +225,10 @@ with pad_col:
 
 peek_inputs, pad_inputs = (src_ids, tgt_ids, change_at), (src_ids, tgt_ids, extra)
 if peek_clicked:
-    run_experiment("peek", peek_inputs, lambda: peek_at_future(model, vocab, src_ids, tgt_ids, change_at))
+    run_masking_test("peek", peek_inputs, lambda: peek_at_future(model, vocab, src_ids, tgt_ids, change_at))
 if pad_clicked:
-    run_experiment("pad", pad_inputs, lambda: pad_more(model, vocab, src_ids, tgt_ids, extra))
-show_experiment(
+    run_masking_test("pad", pad_inputs, lambda: pad_more(model, vocab, src_ids, tgt_ids, extra))
+show_masking_result(
     "peek",
     peek_inputs,
     "With the causal mask",
@@ -236,7 +236,7 @@ show_experiment(
     "The causal mask works: no earlier output can see a later token. Without it, earlier positions read "
     "the future, which at generation time does not exist yet.",
 )
-show_experiment(
+show_masking_result(
     "pad",
     pad_inputs,
     "With the padding masks",

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from transformer.checkpoint import CheckpointError, load_checkpoint
 from transformer.experiments import experiment_from_json
 from transformer.live import build_configs
-from transformer.url_state import CompareState, from_query_params, to_query_params
+from transformer.url_state import CompareState, read_compare, write_compare
 from transformer.vocab import Vocab
 
 FAST = settings(suppress_health_check=[HealthCheck.too_slow])  # examples and deadline: the profile (conftest.py)
@@ -45,9 +45,9 @@ def test_typed_sequences_parse_or_give_a_short_clear_error(text):
     )
 )
 def test_url_parameters_fall_back_to_defaults_with_a_notice(params):
-    state, notices = from_query_params(params)
+    state, notices = read_compare(params)
     assert isinstance(state, CompareState) and all(isinstance(n, str) and len(n) < 300 for n in notices)
-    assert from_query_params(to_query_params(state)) == (state, [])  # whatever came in, what goes out round-trips
+    assert read_compare(write_compare(state)) == (state, [])  # whatever came in, what goes out round-trips
 
 
 @FAST

@@ -17,7 +17,7 @@ from transformer.figures.attention import (
 )
 from transformer.inspection import (
     CHANGED_TOLERANCE,
-    Experiment,
+    MaskingResult,
     attention_before_after,
     attention_projections,
     config_table,
@@ -116,10 +116,10 @@ def test_peek_at_future_changes_earlier_outputs_only_without_causal_mask(model):
     assert result.description == f"decoder input position {len(tgt_ids)}: {old} → {new}"
     assert len(result.with_mask) == len(tgt_ids)  # BOS and every target position before the changed one
     assert result.with_mask["input token"].iloc[0] == "<s>"
-    assert Experiment.n_changed(result.with_mask) == 0
-    assert Experiment.max_diff(result.with_mask) < CHANGED_TOLERANCE
-    assert Experiment.n_changed(result.without_mask) > 0
-    assert Experiment.max_diff(result.without_mask) > 1e-3
+    assert MaskingResult.n_changed(result.with_mask) == 0
+    assert MaskingResult.max_diff(result.with_mask) < CHANGED_TOLERANCE
+    assert MaskingResult.n_changed(result.without_mask) > 0
+    assert MaskingResult.max_diff(result.without_mask) > 1e-3
     for bad in (0, len(tgt_ids) + 1):
         with pytest.raises(ValueError, match="change position"):
             peek_at_future(model, VOCAB, src_ids, tgt_ids, bad)
@@ -129,8 +129,8 @@ def test_pad_more_is_invisible_only_with_padding_masks(model):
     src_ids, tgt_ids = random_pair(TASK, VOCAB, 6, seed=4)
     result = pad_more(model, VOCAB, src_ids, tgt_ids, extra=4)
     assert result.measure == "logit" and len(result.with_mask) == len(tgt_ids) + 1
-    assert Experiment.max_diff(result.with_mask) < 1e-5
-    assert Experiment.max_diff(result.without_mask) > 1e-4
+    assert MaskingResult.max_diff(result.with_mask) < 1e-5
+    assert MaskingResult.max_diff(result.without_mask) > 1e-4
     assert result.with_mask["output before"].tolist() == result.with_mask["output after"].tolist()
     with pytest.raises(ValueError, match="max_len"):
         pad_more(model, VOCAB, src_ids, tgt_ids, extra=model.config.max_len)
@@ -143,9 +143,9 @@ def test_pad_more_on_a_confident_model_counts_float_rounding_as_no_change():
     vocab = checkpoint.vocab
     ids = vocab.encode("6 0 4 8")
     result = pad_more(checkpoint.model, vocab, ids, ids, 3)
-    assert Experiment.max_diff(result.with_mask) < 1e-3  # float32 rounding of logits around 20 ...
-    assert Experiment.n_changed(result.with_mask) == 0  # ... is not a change
-    assert Experiment.n_changed(result.without_mask) > 0
+    assert MaskingResult.max_diff(result.with_mask) < 1e-3  # float32 rounding of logits around 20 ...
+    assert MaskingResult.n_changed(result.with_mask) == 0  # ... is not a change
+    assert MaskingResult.n_changed(result.without_mask) > 0
 
 
 def test_masks_and_attention_before_after(model):

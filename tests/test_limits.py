@@ -52,3 +52,10 @@ def test_the_train_forms_bounds_lie_within_a_runs(name):
     low, high = limits.TRAIN_FORM_LIMITS[name]
     run_low, run_high = limits.RUN_LIMITS.get(name, (low, high))
     assert run_low <= low <= high <= run_high
+
+
+@pytest.mark.parametrize("name", [*limits.COMPARE_FORM_LIMITS, *limits.COMPARE_SIZE_CHOICES])
+def test_the_compare_pages_bounds_lie_within_a_runs(name):
+    bounds = limits.COMPARE_FORM_LIMITS.get(name) or limits.COMPARE_SIZE_CHOICES[name]
+    run_low, run_high = limits.RUN_LIMITS.get(name, (min(bounds), max(bounds)))
+    assert run_low <= min(bounds) <= max(bounds) <= run_high

@@ -6,6 +6,7 @@ import copy
 import io
 import json
 import time
+from dataclasses import replace
 from functools import cache
 from unittest import mock
 
@@ -17,7 +18,7 @@ from hypothesis import strategies as st
 import transformer.cli as cli
 import transformer.url_state as url_state
 from transformer.checkpoint import Checkpoint, CheckpointError, checkpoint_bytes, load_checkpoint
-from transformer.experiments import ExperimentRun, experiment_from_json, result_path
+from transformer.experiments import CUSTOM, SWITCHES, ExperimentRun, experiment_from_json, result_path
 from transformer.model import ModelConfig, Transformer
 from transformer.tasks import DataConfig
 from transformer.vocab import Vocab
@@ -237,3 +238,13 @@ def test_link_values_of_every_page_are_read_within_bounds_or_noticed(page, data)
     values, notices = url_state.read_params(params, parsers)
     assert all(isinstance(n, str) and len(n) < 300 for n in notices)
     assert url_state.read_params(url_state.write_params(values), parsers) == (values, [])  # what was kept is valid
+
+
+@given(st.sampled_from([*SWITCHES, "dropout"]), st.data())
+def test_compare_link_values_are_read_within_bounds_or_noticed(switch, data):
+    names = sorted(url_state.compare_parsers(url_state.CompareState.switch))
+    params = data.draw(st.dictionaries(st.sampled_from(names) | st.text(max_size=8), LINK_TEXT, max_size=6))
+    state, notices = url_state.read_compare({**params, "switch": switch})
+    assert all(n.startswith("The link's ") and len(n) < 300 for n in notices)
+    url_state.experiment_for(replace(state, experiment=CUSTOM))  # the page can build what was kept
+    assert url_state.read_compare(url_state.write_compare(state)) == (state, [])  # what was kept is valid

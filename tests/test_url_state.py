@@ -11,13 +11,13 @@ from transformer.url_state import (
     CompareState,
     custom_experiment,
     decoding_parsers,
-    from_query_params,
     lengths_parsers,
     masking_parsers,
     model_parsers,
+    read_compare,
     read_params,
     state_for,
-    to_query_params,
+    write_compare,
     write_params,
 )
 from transformer.vocab import Vocab
@@ -44,14 +44,14 @@ STATES = [
 
 @pytest.mark.parametrize("state", STATES)
 def test_settings_survive_the_round_trip_through_the_url(state):
-    params = to_query_params(state)
+    params = write_compare(state)
     assert all(isinstance(k, str) and isinstance(v, str) for k, v in params.items())
-    assert from_query_params(params) == (state, [])
+    assert read_compare(params) == (state, [])
 
 
 def test_links_hold_only_what_differs_from_the_defaults():
-    assert to_query_params(CompareState()) == {"experiment": CompareState().experiment}
-    assert to_query_params(CompareState(experiment=CUSTOM, seed=3)) == {"experiment": CUSTOM, "seed": "3"}
+    assert write_compare(CompareState()) == {"experiment": CompareState().experiment}
+    assert write_compare(CompareState(experiment=CUSTOM, seed=3)) == {"experiment": CUSTOM, "seed": "3"}
 
 
 @pytest.mark.parametrize(
@@ -72,27 +72,41 @@ def test_links_hold_only_what_differs_from_the_defaults():
     ],
 )
 def test_bad_values_fall_back_to_defaults_with_a_notice(params, field, notice):
-    state, notices = from_query_params(params)
+    state, notices = read_compare(params)
     assert getattr(state, field) == getattr(CompareState(), field)
-    assert len(notices) == 1 and f"`{notice}`" in notices[0]
+    assert len(notices) == 1 and notices[0].startswith(f"The link's {notice} ")
+    assert notices[0].endswith(", so the page's default is used.")
     assert not any(text in notices[0] for text in ("passwd", "<script", "🙂", "9999999", "http"))  # never echoed
+    assert not any(c in notices[0] for c in "<>*[]()`")  # shown as is: nothing Markdown or HTML would read
 
 
-def test_numbers_out_of_range_are_clamped_with_a_notice():
-    state, notices = from_query_params({"steps": "5", "seed": "123456", "length": " 3 "})
-    assert (state.steps, state.seed, state.length) == (50, 9999, 3)
-    assert len(notices) == 2
+def test_numbers_out_of_range_are_refused_not_clamped():
+    state, notices = read_compare({"steps": "5", "seed": "123456", "length": " 3 "})
+    assert (state.steps, state.seed, state.length) == (CompareState().steps, CompareState().seed, 3)
+    assert notices == [
+        "The link's steps is not a whole number in 50..2000, so the page's default is used.",
+        "The link's seed is not a whole number in 0..9999, so the page's default is used.",
+    ]
+
+
+def test_over_long_compare_values_are_refused_not_cut():
+    state, notices = read_compare({"experiment": "heads" + " " * 300, "values": "on,off"})
+    assert state == CompareState() and notices == [
+        "The link's experiment is longer than 200 characters, so the page's default is used.",
+        "The link's values is not 2-4 different settings of positional encoding among sinusoidal, learned, none, so "
+        "the page's default is used.",
+    ]
 
 
 def test_a_new_switch_without_values_compares_its_first_two_and_unknown_keys_are_ignored():
-    state, notices = from_query_params({"switch": "causal_mask", "utm_source": "mail", "experiment": ["x", CUSTOM]})
+    state, notices = read_compare({"switch": "causal_mask", "utm_source": "mail", "experiment": ["x", CUSTOM]})
     assert (state.experiment, state.values, notices) == (CUSTOM, (True, False), [])
 
 
 @settings(max_examples=200, deadline=None)
 @given(st.dictionaries(st.sampled_from([*CompareState.__dataclass_fields__, "junk"]), st.text(max_size=300)))
 def test_any_query_gives_a_state_the_page_can_build(params):
-    state, notices = from_query_params(params)
+    state, notices = read_compare(params)
     experiment = custom_experiment(replace(state, experiment=CUSTOM))  # raises if any field were invalid
     assert 2 <= len(experiment.values) and all(isinstance(n, str) for n in notices)
 

@@ -32,12 +32,12 @@ from .device import pick_device
 from .lengths import score_lengths
 from .limits import (
     MAX_BEAM,
+    MAX_CLI_STEPS,
     MAX_FRESH,
     MAX_INPUT_BYTES,
     MAX_INPUT_LINES,
     MAX_PER_LENGTH,
     MAX_SEED,
-    MAX_STEPS,
     MAX_THREADS,
     MAX_TIME_BUDGET_S,
     MAX_TRAIN_BYTES,
@@ -142,7 +142,7 @@ def _add_train(p: argparse.ArgumentParser) -> None:
     add("--scale-scores", action=switch, default=model.scale_scores, help="scores / sqrt(d_k)")
     add("--tie-weights", action=switch, default=model.tie_weights, help="generator = embedding")
     add = p.add_argument_group("training").add_argument
-    add("--steps", type=_bounded(int, 1, MAX_STEPS), default=train.steps, help="step budget")
+    add("--steps", type=_bounded(int, 1, MAX_CLI_STEPS), default=train.steps, help="step budget")
     time_budget = _bounded(float, 0, MAX_TIME_BUDGET_S)
     add("--time-budget", dest="time_budget_s", type=time_budget, default=train.time_budget_s, help="seconds")
     add("--batch-size", type=int, default=train.batch_size, help="sequences per step")

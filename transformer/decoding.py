@@ -1,6 +1,6 @@
 """Decoding: turning the model's next-token distributions into output sequences.
 
-Batched `greedy_decode` and `sample_decode`; `beam_search` for one source; `decode_steps` / `decode_all_steps`,
+Batched `greedy_decode`; `beam_search` for one source; `decode_steps` / `decode_all_steps`,
 one `DecodeStep` record per generated token for the dashboard; and `teacher_forced` predictions.
 
 Every function encodes the source once and runs the decoder one token per step on a key/value cache. Decoding
@@ -56,25 +56,13 @@ def greedy_decode(model: Transformer, src: torch.Tensor, bos_id: int, eos_id: in
 
     Stops when every sequence has produced EOS, or after `max_len` tokens.
     """
-    return _decode_batch(model, src, bos_id, eos_id, max_len, _argmax)
-
-
-def sample_decode(
-    model: Transformer,
-    src: torch.Tensor,
-    bos_id: int,
-    eos_id: int,
-    max_len: int,
-    temperature: float = 1.0,
-    top_k: int | None = None,
-    generator: torch.Generator | None = None,
-) -> torch.Tensor:
-    """Batched sampling from `sampling_probs`: like `greedy_decode`, but each token is drawn at random.
-
-    Pass a seeded `generator` (on src's device) for reproducible samples; None uses the global RNG.
-    """
-    _check_sampling(temperature, top_k)
-    return _decode_batch(model, src, bos_id, eos_id, max_len, _sampler(temperature, top_k, generator))
+    max_len = _check_args(model, src, bos_id, eos_id, max_len)
+    with _inference(model):
+        tokens = [token for _, token, _, _ in _generate(model, src, bos_id, eos_id, max_len, _argmax, False)]
+    out = torch.stack(tokens, dim=1)  # (B, T)
+    is_eos = (out == eos_id).long()
+    after_eos = is_eos.cumsum(dim=1) - is_eos > 0  # (B, T) an EOS came earlier in the row
+    return out.masked_fill(after_eos, model.config.pad_id)
 
 
 def sampling_probs(logits: torch.Tensor, temperature: float = 1.0, top_k: int | None = None) -> torch.Tensor:
@@ -182,17 +170,6 @@ def teacher_forced(model: Transformer, src: torch.Tensor, tgt_ids: Sequence[int]
 # ------------------------------------------------------------------------------------------- decoding loops
 
 
-def _decode_batch(model: Transformer, src: torch.Tensor, bos_id, eos_id, max_len: int, pick: Pick) -> torch.Tensor:
-    """(B, S) -> (B, <= max_len) ids chosen by `pick`, BOS dropped, PAD after each row's first EOS."""
-    max_len = _check_args(model, src, bos_id, eos_id, max_len)
-    with _inference(model):
-        tokens = [token for _, token, _, _ in _generate(model, src, bos_id, eos_id, max_len, pick, False)]
-    out = torch.stack(tokens, dim=1)  # (B, T)
-    is_eos = (out == eos_id).long()
-    after_eos = is_eos.cumsum(dim=1) - is_eos > 0  # (B, T) an EOS came earlier in the row
-    return out.masked_fill(after_eos, model.config.pad_id)
-
-
 def _generate(model, src, bos_id, eos_id, max_len, pick: Pick, need_weights: bool):
     """Yield (logits (B, V), tokens (B,), self maps, cross maps) per step until every row has emitted EOS."""
     memory, src_mask = _encode(model, src)
@@ -293,7 +270,7 @@ def _argmax(logits: torch.Tensor) -> torch.Tensor:
     return logits.argmax(dim=-1)  # (B,)
 
 
-def _sampler(temperature: float, top_k: int | None, generator: torch.Generator | None) -> Pick:
+def _sampler(temperature: float, top_k: int | None, generator: torch.Generator) -> Pick:
     """A `Pick` that draws each row's token from `sampling_probs`."""
     return lambda logits: torch.multinomial(sampling_probs(logits, temperature, top_k), 1, generator=generator)[:, 0]
 

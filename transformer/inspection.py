@@ -298,11 +298,11 @@ def _unmasked_weights(block: MultiHeadAttention, x: torch.Tensor, memory: torch.
     return ((q @ k.transpose(-2, -1)) * block.scale).softmax(dim=-1)
 
 
-# ------------------------------------------------------------------------------------------- experiments
+# ----------------------------------------------------------------------------------- masking experiments
 
 
 @dataclass
-class Experiment:
+class MaskingResult:
     """Outputs before and after a change to the input, once with the mask in question and once without it.
 
     Each table has one row per compared position: position, input token, output before / after (argmax token
@@ -364,7 +364,7 @@ def _check_pair(model: Transformer, src_ids: list[int], tgt_ids: list[int], extr
 
 def peek_at_future(
     model: Transformer, vocab: Vocab, src_ids: list[int], tgt_ids: list[int], change_at: int
-) -> Experiment:
+) -> MaskingResult:
     """Change the decoder input at position `change_at` (1 = the first target token; 0 is BOS) to the next
     symbol, and compare the output distributions at every earlier position: with the causal mask on, then off (twins of
     the model with its weights). Differences are in probability."""
@@ -381,10 +381,10 @@ def peek_at_future(
         before, after = _logits(m, src_ids, tgt_in), _logits(m, src_ids, changed)
         tables.append(_diff_table(vocab, tgt_in[:change_at], before[:change_at], after[:change_at], logits=False))
     old_token, new_token = vocab.tokens([old, changed[change_at]])
-    return Experiment(f"decoder input position {change_at}: {old_token} → {new_token}", "probability", *tables)
+    return MaskingResult(f"decoder input position {change_at}: {old_token} → {new_token}", "probability", *tables)
 
 
-def pad_more(model: Transformer, vocab: Vocab, src_ids: list[int], tgt_ids: list[int], extra: int) -> Experiment:
+def pad_more(model: Transformer, vocab: Vocab, src_ids: list[int], tgt_ids: list[int], extra: int) -> MaskingResult:
     """Append `extra` PAD tokens to the source and to the decoder input, and compare the logits at the real
     positions: with the padding masks (the model's normal forward), then with `mask_padding=False`."""
     if extra < 1:
@@ -398,7 +398,7 @@ def pad_more(model: Transformer, vocab: Vocab, src_ids: list[int], tgt_ids: list
         _diff_table(vocab, tgt_in, before, _logits(model, src_ids + pads, tgt_in + pads, mask)[:T], logits=True)
         for mask in (True, False)
     ]
-    return Experiment(f"{extra} PAD appended to the source and to the decoder input", "logit", *tables)
+    return MaskingResult(f"{extra} PAD appended to the source and to the decoder input", "logit", *tables)
 
 
 # -------------------------------------------------------------------------------------------- logit lens

@@ -19,6 +19,9 @@ MAX_PLAIN_ITEMS = 1_000_000  # values in one plain (non-tensor) part of a checkp
 MAX_PLAIN_DEPTH = 20  # nesting of dicts and lists in one plain part
 MAX_INPUT_LINES = 100_000  # lines of a `predict --input` file
 MAX_INPUT_BYTES = 16 * 2**20  # bytes of a `predict --input` file
+MAX_EXPERIMENT_ROWS = 10_000  # entries of one list in an experiment file (metric rows, snapshot steps)
+MAX_EXPERIMENT_SNAPSHOTS = 1000  # attention snapshots of one variant in an experiment file
+MAX_EXPERIMENT_STEP = 10**7  # a step number in an experiment file
 
 # ---- models
 MAX_WEIGHTS = 20_000_000  # parameters + positional table of a loadable model: at most 80 MB to allocate
@@ -65,19 +68,31 @@ TRAIN_FORM_LIMITS = {
     "seed": (0, 10_000),
 }
 MAX_VARIANTS = 4  # variants of one Compare experiment
+# The Compare page's custom experiment, within RUN_LIMITS (its widgets and its link read their bounds from here).
+COMPARE_FORM_LIMITS = {"length": (2, 16), "n_layers": (1, 3), "steps": (50, 2000), "seed": (0, 9999)}
+COMPARE_SIZE_CHOICES = {"d_model": (16, 32, 64, 128), "n_heads": (1, 2, 4, 8)}
 # The command line, on the user's own machine, may train longer and bigger than a page.
-MAX_STEPS = 1_000_000
+MAX_CLI_STEPS = 1_000_000
 MAX_TIME_BUDGET_S = 24 * 3600
 MAX_TRAIN_BYTES = 4 * 2**30  # activations one training step keeps for the backward pass
 MAX_THREADS = 256
 
 # ---- probing
 MAX_PER_LENGTH = 1000  # inputs scored per length by a length test
+INPUTS_PER_LENGTH = (25, 50, 100)  # the Length test page's choices: 100 at each of 63 lengths decode in about 3 s
 MAX_FRESH = MAX_VALID  # fresh sequences `evaluate --n` scores, in one forward pass
 MAX_BEAM = 32  # beam width
+# The Decoding page's settings (its widgets and its link read their bounds from here).
+DECODING_TEMPERATURES = (0.1, 3.0)
+DECODING_BEAM_WIDTHS = (1, 8)  # within MAX_BEAM
+DECODING_SEEDS = (0, 2**31 - 1)
+MAX_DECODE_STEPS = 1000  # the step a Decoding link opens: more than any model here decodes
 # Multiply-adds one probing request may cost: about 3 s of CPU on one core of a loaded 2-core machine
 # (`python tests/probe_bench.py`, see docs/security.md).
 MAX_PROBE_COST = 10_000_000_000
+
+# ---- links
+MAX_PARAM_CHARS = 200  # a longer value in a link is refused, not cut
 
 
 def check_limits(values: Mapping, skip: Collection[str] = ()) -> None:
@@ -106,13 +121,6 @@ def forward_cost(config: _Sizes, n_sequences: int, length: int) -> int:
     decoder = T * (8 * d * d + feed_forward + 2 * T * d + 2 * S * d)
     generator = T * d * config.vocab_size
     return n_sequences * (config.n_layers * (encoder + decoder) + generator)
-
-
-def affordable(config: _Sizes, length: int, wanted: int, passes: int = 1) -> int:
-    """How many of `wanted` sequences of `length` fit MAX_PROBE_COST when each takes `passes` forward passes
-    (0 if not even one does)."""
-    one = forward_cost(config, 1, length) * passes
-    return min(wanted, MAX_PROBE_COST // max(one, 1))
 
 
 def check_probe_cost(config: _Sizes, n_sequences: int, length: int, passes: int = 1) -> None:

@@ -2,8 +2,9 @@
 against the app's bounds. A bad value falls back to its default with a notice; nothing here ever raises on a link.
 
 `read_params` reads the values a page names with one `Parser` each (`choice`, `whole`, `number`, `sequence`
-through the model's Vocab, `length_range`); `write_params` writes them back. The model in hand, Decoding, Masking
-lab and Length test each have their parsers here; the Compare page's settings are a `CompareState`.
+through the model's Vocab, `length_range`, `switch_values`); `write_params` writes them back. The model in hand,
+Decoding, Masking lab, Length test and Compare each have their parsers here; the Compare page's settings are a
+`CompareState`, which `read_compare` reads through `read_params` and `write_compare` writes.
 """
 
 import math
@@ -17,17 +18,25 @@ from .experiments.definitions import (
     BASE_MODEL,
     BASE_TRAIN,
     CUSTOM,
-    MAX_VARIANTS,
     READY,
     SWITCHES,
     Experiment,
+    Switch,
     SwitchValue,
     custom_text,
 )
+from .limits import (
+    COMPARE_FORM_LIMITS,
+    COMPARE_SIZE_CHOICES,
+    DECODING_BEAM_WIDTHS,
+    DECODING_SEEDS,
+    DECODING_TEMPERATURES,
+    MAX_DECODE_STEPS,
+    MAX_PARAM_CHARS,
+    MAX_VARIANTS,
+)
 from .tasks import TASKS
 from .vocab import Vocab
-
-MAX_PARAM_CHARS = 200  # a longer value in a link is refused, not cut
 
 Parser = Callable[[str], Any]  # a link's text -> the value it stands for; ValueError saying what it must be
 
@@ -61,13 +70,14 @@ def write_params(values: Mapping[str, Any]) -> dict[str, str]:
     return {name: "-".join(map(str, v)) if isinstance(v, tuple) else str(v) for name, v in values.items()}
 
 
-def choice(options: Sequence[str]) -> Parser:
-    """One of `options`, written as is."""
+def choice(options: Sequence[str | int]) -> Parser:
+    """One of `options`, written as `str` writes it."""
 
-    def parse(text: str) -> str:
-        if text.strip() not in options:
-            raise ValueError(f"is not one of {', '.join(options)}")
-        return text.strip()
+    def parse(text: str) -> str | int:
+        for option in options:
+            if str(option) == text.strip():
+                return option
+        raise ValueError(f"is not one of {', '.join(map(str, options))}")
 
     return parse
 
@@ -122,6 +132,23 @@ def length_range(low: int, high: int) -> Parser:
     return parse
 
 
+def switch_values(switch: Switch) -> Parser:
+    """2 to MAX_VARIANTS different choices of `switch`, separated by commas, as `Switch.token` writes them (a choice
+    named twice counts once)."""
+
+    def parse(text: str) -> tuple[SwitchValue, ...]:
+        try:
+            values = tuple(dict.fromkeys(switch.parse(v) for v in text.split(",")))
+        except ValueError:  # its message is the choices, said below
+            values = ()
+        if not 2 <= len(values) <= MAX_VARIANTS:
+            tokens = ", ".join(map(switch.token, switch.choices))
+            raise ValueError(f"is not 2-{MAX_VARIANTS} different settings of {switch.title} among {tokens}")
+        return values
+
+    return parse
+
+
 # ------------------------------------------------------------------------------------------- the model in hand
 
 
@@ -133,10 +160,6 @@ def model_parsers(shipped: Sequence[str]) -> dict[str, Parser]:
 # ---------------------------------------------------------------------------------------------------- Decoding
 
 STRATEGIES: tuple[str, ...] = get_args(Strategy)
-TEMPERATURES = (0.1, 3.0)
-BEAM_WIDTHS = (1, 8)
-SEEDS = (0, 2**31 - 1)
-MAX_STEPS = 1000  # more than any model here decodes
 
 
 def decoding_parsers(vocab: Vocab, max_len: int) -> dict[str, Parser]:
@@ -145,11 +168,11 @@ def decoding_parsers(vocab: Vocab, max_len: int) -> dict[str, Parser]:
     return {
         "input": sequence(vocab, max_len),
         "strategy": choice(STRATEGIES),
-        "step": whole(1, MAX_STEPS),
-        "temperature": number(*TEMPERATURES),
+        "step": whole(1, MAX_DECODE_STEPS),
+        "temperature": number(*DECODING_TEMPERATURES),
         "top_k": whole(0, len(vocab)),
-        "seed": whole(*SEEDS),
-        "beam": whole(*BEAM_WIDTHS),
+        "seed": whole(*DECODING_SEEDS),
+        "beam": whole(*DECODING_BEAM_WIDTHS),
     }
 
 
@@ -188,10 +211,6 @@ class CompareState:
     values: tuple[SwitchValue, ...] = ("sinusoidal", "none")
 
 
-INT_RANGES = {"length": (2, 16), "n_layers": (1, 3), "steps": (50, 2000), "seed": (0, 9999)}
-SIZE_CHOICES = {"d_model": (16, 32, 64, 128), "n_heads": (1, 2, 4, 8)}
-
-
 def custom_experiment(state: CompareState) -> Experiment:
     """The experiment the custom settings of `state` describe (d_ff = 4 d_model, the paper's ratio)."""
     if len(state.values) < 2:
@@ -228,10 +247,33 @@ def state_for(experiment: Experiment) -> CompareState:
         "switch": switch.field,
         "values": ",".join(map(switch.token, experiment.values)),
     }
-    return from_query_params(params)[0]
+    return read_compare(params)[0]
 
 
-def to_query_params(state: CompareState) -> dict[str, str]:
+def compare_parsers(switch: str) -> dict[str, Parser]:
+    """The Compare page's settings, within the bounds of its widgets; `values` are choices of `switch`."""
+    return {
+        "experiment": choice([*READY, CUSTOM]),
+        "task": choice(list(TASKS)),
+        **{name: whole(*bounds) for name, bounds in COMPARE_FORM_LIMITS.items()},
+        **{name: choice(options) for name, options in COMPARE_SIZE_CHOICES.items()},
+        "switch": choice(list(SWITCHES)),
+        "values": switch_values(SWITCHES[switch]),
+    }
+
+
+def read_compare(params: Mapping[str, Any]) -> tuple[CompareState, list[str]]:
+    """The Compare page's settings from a link, read by `read_params` as every page's are: a bad value is left out
+    with a notice and its default stands. The values are read as choices of the link's switch (the default switch
+    when the link names none, or a bad one); without them, the default values of the default switch, or the first
+    two choices of another."""
+    switch = read_params(params, {"switch": choice(list(SWITCHES))})[0].get("switch", CompareState.switch)
+    values, notices = read_params(params, compare_parsers(switch))
+    values.setdefault("values", CompareState.values if switch == CompareState.switch else SWITCHES[switch].choices[:2])
+    return CompareState(**values), notices
+
+
+def write_compare(state: CompareState) -> dict[str, str]:
     """The settings that differ from the defaults, as URL query parameters (the experiment always)."""
     default, params = CompareState(), {"experiment": state.experiment}
     for f in fields(CompareState):
@@ -239,61 +281,3 @@ def to_query_params(state: CompareState) -> dict[str, str]:
         if f.name != "experiment" and value != getattr(default, f.name):
             params[f.name] = ",".join(map(SWITCHES[state.switch].token, value)) if f.name == "values" else str(value)
     return params
-
-
-def from_query_params(params: Mapping[str, Any]) -> tuple[CompareState, list[str]]:
-    """Settings from URL query parameters, each checked; a bad value falls back to its default, with a notice.
-
-    Never raises: unknown parameters are ignored, and notices never repeat the (possibly hostile) value.
-    """
-    default, notices, state = CompareState(), [], {}
-
-    def text(name: str) -> str | None:
-        value = _param(params, name)
-        return None if value is None else value[:200]
-
-    def fall_back(name: str, why: str) -> None:
-        notices.append(f"The link's `{name}` {why}, so the default ({getattr(default, name)}) is used.")
-
-    for name, allowed in [("experiment", [*READY, CUSTOM]), ("task", list(TASKS)), ("switch", list(SWITCHES))]:
-        if (value := text(name)) is not None:
-            if value.strip() in allowed:
-                state[name] = value.strip()
-            else:
-                fall_back(name, f"is not one of {', '.join(allowed)}")
-    for name, (low, high) in INT_RANGES.items():
-        if (value := text(name)) is not None:
-            try:
-                number = int(value.strip()) if len(value) < 12 else None
-            except ValueError:
-                number = None
-            if number is None:
-                fall_back(name, "is not a whole number")
-            elif not low <= number <= high:
-                state[name] = min(max(number, low), high)
-                notices.append(f"The link's `{name}` is outside {low}..{high}, so {state[name]} is used.")
-            else:
-                state[name] = number
-    for name, allowed in SIZE_CHOICES.items():
-        if (value := text(name)) is not None:
-            if value.strip() in map(str, allowed):
-                state[name] = int(value)
-            else:
-                fall_back(name, f"is not one of {', '.join(map(str, allowed))}")
-    switch = SWITCHES[state.get("switch", default.switch)]
-    fallback = default.values if switch.field == default.switch else switch.choices[:2]
-    if (value := text("values")) is not None:
-        try:
-            values = tuple(dict.fromkeys(switch.parse(v) for v in value.split(",")))
-        except ValueError:
-            values = ()
-        if 2 <= len(values) <= MAX_VARIANTS:
-            state["values"] = values
-        else:
-            notices.append(
-                f"The link's `values` are not 2-{MAX_VARIANTS} different choices of {switch.title} "
-                f"({', '.join(map(switch.token, switch.choices))}), so "
-                f"{' vs '.join(map(switch.label, fallback))} is used."
-            )
-    state.setdefault("values", fallback)
-    return CompareState(**state), notices

@@ -6,7 +6,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from ..limits import MAX_VARIANTS as MAX_VARIANTS  # re-exported for url_state and the package
+from ..limits import MAX_VARIANTS as MAX_VARIANTS  # re-exported for the package
 from ..model import ModelConfig
 from ..tasks import DataConfig
 from ..training import TrainConfig

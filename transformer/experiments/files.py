@@ -12,12 +12,20 @@ from typing import Any
 
 from ..alignment import head_labels
 from ..checkpoint import check_model_size
-from ..limits import MAX_JSON_BYTES, MAX_TOKEN_CHARS, check_limits
+from ..limits import (
+    MAX_EXPERIMENT_ROWS,
+    MAX_EXPERIMENT_SNAPSHOTS,
+    MAX_EXPERIMENT_STEP,
+    MAX_JSON_BYTES,
+    MAX_TOKEN_CHARS,
+    MAX_VARIANTS,
+    check_limits,
+)
 from ..model import ModelConfig
 from ..tasks import DataConfig
 from ..training import METRIC_COLUMNS, TrainConfig
 from ..vocab import N_SPECIAL
-from .definitions import CUSTOM, MAX_VARIANTS, READY, SWITCHES, Experiment, SwitchValue, custom_text
+from .definitions import CUSTOM, READY, SWITCHES, Experiment, SwitchValue, custom_text
 from .runs import ExperimentRun, VariantRun
 
 RESULTS_DIR = Path(__file__).resolve().parent.parent.parent / "checkpoints" / "experiments"
@@ -76,7 +84,7 @@ class _Reader:
             self.fail(f"must have exactly the keys {', '.join(sorted(keys))}")
         return value
 
-    def list(self, value: Any, length: int | None = None, most: int = 10_000) -> list:
+    def list(self, value: Any, length: int | None = None, most: int = MAX_EXPERIMENT_ROWS) -> list:
         if not isinstance(value, list) or (length is not None and len(value) != length) or len(value) > most:
             self.fail("has the wrong length" if isinstance(value, list) else "must be a list")
         return value
@@ -137,7 +145,7 @@ def _variant(value: Any, experiment: Experiment, switch_value: SwitchValue, src_
         reader.dict(row, set(METRIC_COLUMNS))
         history.append(
             {
-                k: reader.number(row[k], 0, 10**7 if k == "step" else math.inf, optional=k != "step")
+                k: reader.number(row[k], 0, MAX_EXPERIMENT_STEP if k == "step" else math.inf, optional=k != "step")
                 for k in METRIC_COLUMNS
             }
         )
@@ -147,9 +155,9 @@ def _variant(value: Any, experiment: Experiment, switch_value: SwitchValue, src_
         if result["reason"] not in ("solved", "step budget", "time budget", "stopped"):
             reader.fail("has an unknown end reason")
         result = {k: result[k] if k == "reason" else reader.number(result[k], 0) for k in result}
-    steps = [int(reader.number(s, 0, 10**7)) for s in reader.list(d["steps"])]
+    steps = [int(reader.number(s, 0, MAX_EXPERIMENT_STEP)) for s in reader.list(d["steps"])]
     model, _, _ = experiment.configs(switch_value)
-    cross = reader.list(d["cross"], length=len(steps), most=1000)
+    cross = reader.list(d["cross"], length=len(steps), most=MAX_EXPERIMENT_SNAPSHOTS)
     for snap in cross:
         for layer in reader.list(snap, length=model.n_layers):
             for head in reader.list(layer, length=model.n_heads):
