@@ -119,7 +119,8 @@ QUESTIONS: dict[str, Question] = {
 
 
 def right_choices(key: str, snapshot: Snapshot) -> dict[int, str | None]:
-    """The choice the measurements make right, per student id (None while a side has no measured outcome)."""
+    """The choice the measurements make right, per student id: None until the student's own run and a run on each
+    side have measured outcomes."""
     question, assignment = QUESTIONS[key], snapshot.info.assignment
     if assignment is None or question.unfit(assignment):
         return {student.id: None for student in snapshot.students}
@@ -129,6 +130,6 @@ def right_choices(key: str, snapshot: Snapshot) -> dict[int, str | None]:
     arm = [o for sid, o in outcomes.items() if o and in_arm[sid]]
     rest = [o for sid, o in outcomes.items() if o and not in_arm[sid]]
     return {
-        sid: (question.grade([own], rest) if own else None) if in_arm[sid] else question.grade(arm, rest)
+        sid: None if own is None else question.grade([own], rest) if in_arm[sid] else question.grade(arm, rest)
         for sid, own in outcomes.items()
     }
