@@ -377,3 +377,12 @@ def test_the_database_url_comes_from_the_environment_the_secrets_or_the_data_fol
     assert database_url({}, {"connections": {"classes": {"url": pg}}}) == pg
     assert database_url({"LAB_DATA_DIR": "/srv/lab"}) == "sqlite:////srv/lab/classes.sqlite3"
     assert database_url({}) == "sqlite:///data/classes.sqlite3"
+
+
+def test_students_see_the_class_without_names_and_the_teacher_with_them(store):
+    code, key = store.create_class("A")
+    ann = store.join(code, "b1", "Ann")
+    store.record_run(ann, RunState("training", step=50))
+    seen = store.snapshot(code)
+    assert [s.name for s in seen.students] == [""] and seen.runs[ann.id].step == 50
+    assert [s.name for s in store.open_board(code, key).students] == ["Ann"]
