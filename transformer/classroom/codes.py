@@ -2,9 +2,9 @@
 
 A class code reads like `amber-otter-7351`: one of 100 adjectives, one of 100 animals and four digits, so there are
 100 x 100 x 10,000 = 100,000,000 codes. A server holds at most `MAX_CLASSES` (200) classes, so one guessed code
-finds a class with probability 200 / 10^8 = 1 in 500,000: about 500,000 page loads per class found, some days of a
-server's full capacity at the few page loads a second a classroom server answers. A code only lets its holder join
-as a student; the class's board and settings also need the teacher key.
+finds a class with probability 200 / 10^8 = 1 in 500,000: about 500,000 page loads per class found, more than a
+day of a server's full capacity at the few page loads a second a classroom server answers. A code only lets its
+holder join as a student; the class's board and settings also need the teacher key.
 
 A teacher key is `secrets.token_urlsafe(16)`: 128 random bits, shown once, never stored. The store keeps
 scrypt(key, a per-class 16-byte salt) and compares in constant time.
