@@ -5,6 +5,7 @@ schema's versions. On SQLite in a temporary folder, and on PostgreSQL too when L
 import math
 import os
 import re
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -386,3 +387,19 @@ def test_students_see_the_class_without_names_and_the_teacher_with_them(store):
     seen = store.snapshot(code)
     assert [s.name for s in seen.students] == [""] and seen.runs[ann.id].step == 50
     assert [s.name for s in store.open_board(code, key).students] == ["Ann"]
+
+
+def test_students_joining_at_once_get_distinct_places_and_the_bound_holds(store, monkeypatch):
+    monkeypatch.setattr(store_module, "MAX_STUDENTS", 6)
+    code, _ = store.create_class("A")
+
+    def join(i: int) -> str:
+        try:
+            return str(store.join(code, f"b{i}", f"S{i}").position)
+        except ClassroomError as err:
+            return str(err)
+
+    with ThreadPoolExecutor(8) as pool:
+        answers = list(pool.map(join, range(12)))
+    assert sorted(a for a in answers if a.isdigit()) == [str(p) for p in range(6)]
+    assert sum("this class is full" in a for a in answers) == 6
