@@ -65,6 +65,8 @@ def test_settings_that_do_not_fit_together_are_refused(preset, message):
         ("positional", (Group("a", "none"), Group("b", "sideways")), "positional must be one of"),
         ("positional", (Group("", "none"), Group("b", "learned")), "label"),
         ("positional", (Group("x" * 31, "none"), Group("b", "learned")), "label"),
+        ("positional", (Group("a" + " " * 10**6, "none"), Group("b", "learned")), "label"),
+        ("positional", (Group("a\nb", "none"), Group("b", "learned")), "label"),
         ("seed", (Group("a", 1), Group("b", 2)), "other than the seed"),
         ("colour", (Group("a", 1), Group("b", 2)), "one setting"),
         ("n_heads", (Group("a", 1), Group("b", 3)), "divisible"),  # d_model 32 does not split into 3 heads

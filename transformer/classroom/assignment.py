@@ -98,8 +98,14 @@ class Assignment:
         if not 2 <= len(self.groups) <= MAX_GROUPS:
             raise ValueError(f"an assignment has no groups or 2 to {MAX_GROUPS} of them")
         for group in self.groups:
-            if not isinstance(group.label, str) or not 1 <= len(group.label.strip()) <= MAX_LABEL_CHARS:
-                raise ValueError(f"a group's label must be 1 to {MAX_LABEL_CHARS} characters")
+            label = group.label
+            if (
+                not isinstance(label, str)
+                or not label.strip()
+                or len(label) > MAX_LABEL_CHARS
+                or not label.isprintable()
+            ):
+                raise ValueError(f"a group's label must be 1 to {MAX_LABEL_CHARS} characters of text on one line")
             check_value(self.setting, group.value)
         if len({g.label.strip() for g in self.groups}) < len(self.groups) or len(
             {(type(g.value), g.value) for g in self.groups}
