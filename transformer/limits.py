@@ -141,3 +141,20 @@ def train_activation_bytes(config: _Sizes, batch_size: int, length: int) -> int:
     encoder = S * (12 * d + 2 * ff + H * S)
     decoder = T * (20 * d + 2 * ff + H * (T + S))
     return 4 * batch_size * (config.n_layers * (encoder + decoder) + 3 * T * config.vocab_size)
+
+
+# ---- classes
+# What one teacher's class may hold on a shared server: every write to the class database is checked against these.
+MAX_CLASSES = 200  # classes one server holds at once
+MAX_STUDENTS = 60  # students in one class
+MAX_NAME_CHARS = 40  # a student's display name
+MAX_TITLE_CHARS = 80  # a class's title
+MAX_BROWSER_CHARS = 64  # the opaque browser id a page passes
+MAX_GROUPS = 4  # groups of one assignment
+MAX_LABEL_CHARS = 30  # a group's label
+MAX_RUN_ROWS = 400  # metric rows kept per run: a longer run is thinned to this many
+MAX_ERROR_CHARS = 300  # a failed run's message, cut to this
+RETENTION_DAYS = (1, 90)  # how long a class is kept; 14 days unless the teacher says
+DEFAULT_RETENTION_DAYS = 14
+MAX_KEY_FAILURES = 5  # wrong teacher keys one class accepts within KEY_FAILURE_WINDOW_S; more are refused unchecked
+KEY_FAILURE_WINDOW_S = 300

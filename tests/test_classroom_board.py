@@ -1,0 +1,196 @@
+"""The board's data and the questions' grading, from hand-made class snapshots: no database needed."""
+
+import io
+import math
+from datetime import datetime
+
+import pandas as pd
+import pytest
+
+from transformer.classroom import Assignment, ClassInfo, Group, Prediction, RunState, Snapshot, Student
+from transformer.classroom.board import (
+    PREDICTION_COLUMNS,
+    RESULT_COLUMNS,
+    STALL_ROWS,
+    difference_sentence,
+    flags,
+    group_curves,
+    metrics_frame,
+    outcome_table,
+    prediction_tally,
+    predictions_frame,
+    result_text,
+    results_frame,
+    state_text,
+    student_rows,
+)
+from transformer.classroom.outcomes import Outcome, measured
+from transformer.classroom.questions import QUESTIONS, compared, right_choices, solved_sooner
+from transformer.training import METRIC_COLUMNS
+
+PE = Assignment({"task": "reverse"}, frozenset(), "positional", (Group("PE", "sinusoidal"), Group("no PE", "none")))
+WHEN = datetime(2026, 11, 25, 9)
+
+
+def finished(steps: int, solved: bool, exact_match: float = 1.0, losses: tuple[float, ...] = (2.0, 1.0)) -> RunState:
+    """A run that ended on its own after `steps` steps, with metric rows at even steps up to its end."""
+    reason = "solved" if solved else "step budget"
+    rows = tuple({"step": steps * (i + 1) // len(losses), "train_loss": loss} for i, loss in enumerate(losses))
+    result = {"steps": steps, "seconds": 5.0, "exact_match": exact_match, "token_acc": 0.9, "reason": reason}
+    return RunState("finished", steps, None, rows, result)
+
+
+def class_of(runs: list[RunState | None], assignment: Assignment | None = PE, question: str | None = None, **kw):
+    """A snapshot of students S0, S1, ... (groups alternate) with these runs (None: not started)."""
+    assignment_ = assignment or Assignment()
+    students = tuple(
+        Student(i + 1, f"S{i}", i, (g.label if (g := assignment_.group(i)) else None), i) for i in range(len(runs))
+    )
+    info = ClassInfo("amber-otter-7351", "Period 3", WHEN, WHEN, assignment, question)
+    states = {s.id: run for s, run in zip(students, runs) if run is not None}
+    return Snapshot(info, students, states, kw.get("predictions", {}))
+
+
+def test_states_and_results_read_as_words():
+    assert state_text(None) == "not started"
+    assert state_text(RunState("queued", queue_place=3)) == "queued, place 3"
+    assert state_text(RunState("training", step=420)) == "training at step 420"
+    assert [state_text(RunState(s)) for s in ("finished", "failed", "stopped")] == ["finished", "failed", "stopped"]
+    assert result_text(finished(450, True)) == "solved in 450 steps"
+    assert result_text(finished(600, False, 0.62)) == "not solved: exact match 62% after 600 steps (step budget)"
+    assert result_text(RunState("stopped", step=120)) == "stopped at step 120"
+    assert result_text(RunState("failed", error="The loss became NaN")) == "The loss became NaN"
+
+
+def test_a_run_stopped_by_its_student_or_failed_has_no_measured_outcome():
+    assert measured(finished(450, True)) == Outcome(True, 450, 1.0, 1.0)
+    stopped = RunState("stopped", 40, None, ({"step": 40, "train_loss": 1.0},), {"steps": 40, "reason": "stopped"})
+    assert measured(stopped) is None
+    assert measured(RunState("failed", error="x")) is None
+    assert measured(RunState("training", step=50)) is None
+
+
+def test_student_rows_hold_name_group_state_curve_and_result():
+    rows = student_rows(class_of([finished(300, True, losses=(3.0, 2.0, 1.0)), None]))
+    assert list(rows.columns) == ["name", "group", "state", "curve", "result"]
+    assert rows.iloc[0].tolist() == ["S0", "PE", "finished", [3.0, 2.0, 1.0], "solved in 300 steps"]
+    assert rows.iloc[1].tolist() == ["S1", "no PE", "not started", [], ""]
+
+
+def test_a_groups_median_curve_holds_finished_runs_and_drops_runs_still_training_past_their_last_row():
+    training = RunState("training", 50, None, ({"step": 25, "train_loss": 4.0}, {"step": 50, "train_loss": 2.0}))
+    done = RunState("finished", 50, None, ({"step": 25, "train_loss": 2.0}, {"step": 50, "train_loss": 0.5}))
+    longer = finished(75, False, losses=(3.0, 2.0, 1.0))
+    curves = group_curves(class_of([longer, None, training, None, done], assignment=PE))
+    pe = curves["PE"]
+    assert list(pe.index) == [25, 50, 75] and list(pe.columns) == ["S0", "S2", "S4", "median"]
+    assert pe["median"].tolist() == [3.0, 2.0, 0.75]  # at 75: S0 1.0, S4 held at 0.5; S2 not there yet
+    assert math.isnan(pe.loc[75, "S2"])
+    assert curves["no PE"].empty
+
+
+def test_the_difference_sentence_gives_counts_and_the_spread_of_steps_to_solve():
+    runs = []
+    for i in range(29):  # PE students solve in 300..700 steps; no-PE students never solve
+        runs.append(finished(300 + 400 * (i // 2) // 14, True) if i % 2 == 0 else finished(600, False, 0.1))
+    snapshot = class_of(runs)
+    assert difference_sentence(snapshot) == (
+        "solved: 15 of 15 (PE) against 0 of 14 (no PE). Steps to solve: PE median 500 (range 300-700); "
+        "no PE none solved."
+    )
+    table = outcome_table(snapshot)
+    assert table.groupby("group")["solved"].sum().to_dict() == {"PE": 15, "no PE": 0}
+    assert difference_sentence(class_of([None, RunState("training", step=5)])) == "No run has finished yet."
+    alone = class_of([finished(200, True), finished(400, True), finished(600, False)], assignment=None)
+    assert difference_sentence(alone) == "solved: 2 of 3. Steps to solve: median 300 (range 200-400)."
+
+
+def test_flags_name_stalled_runs_and_students_who_have_not_started():
+    stuck = tuple({"step": 25 * i, "train_loss": 1.0 if i < 3 else 1.2} for i in range(STALL_ROWS + 3))
+    falling = tuple({"step": 25 * i, "train_loss": 5.0 - 0.1 * i} for i in range(STALL_ROWS + 3))
+    snapshot = class_of([RunState("training", 300, None, stuck), RunState("training", 300, None, falling), None])
+    assert flags(snapshot).values.tolist() == [
+        ["S0", f"loss has not fallen for {STALL_ROWS} metric rows"],
+        ["S2", "has not started"],
+    ]
+
+
+@pytest.mark.parametrize(
+    "arm, rest, choice",
+    [
+        ([200, 300], [400, 500], "sooner"),
+        ([600], [400, 500], "later"),
+        ([500], [500], "later"),  # not strictly fewer steps
+        ([600], [None, None], "sooner"),  # the others never solved
+        ([None, None, 100], [400], "not within the step budget"),
+        ([None], [None], "not within the step budget"),
+        ([], [400], None),
+    ],
+)
+def test_solved_sooner_compares_steps_to_solve_with_the_other_groups_median(arm, rest, choice):
+    def outcomes(steps):
+        return [Outcome(s is not None, s or 5000, 1.0 if s else 0.2, 0.1) for s in steps]
+
+    assert solved_sooner(outcomes(arm), outcomes(rest)) == choice
+
+
+def test_compared_says_about_the_same_within_its_tolerance():
+    grade = compared("train_loss", 0.05)
+    ours, theirs = [Outcome(True, 1, 1.0, 0.54)], [Outcome(True, 1, 1.0, 0.5), Outcome(True, 1, 1.0, 0.52)]
+    assert grade(ours, theirs) == "about the same"
+    assert grade([Outcome(True, 1, 1.0, 0.9)], theirs) == "higher"
+    assert grade([Outcome(True, 1, 1.0, 0.1)], theirs) == "lower"
+
+
+@pytest.mark.parametrize("key", list(QUESTIONS))
+def test_every_question_fits_an_assignment_with_its_group(key):
+    question = QUESTIONS[key]
+    other = next(v for v in PE_VALUES[question.setting] if v != question.value)
+    fitting = Assignment({}, frozenset(), question.setting, (Group("a", other), Group("b", question.value)))
+    assert question.unfit(fitting) is None
+    assert question.unfit(Assignment()) is not None
+    assert len(set(question.choices)) == len(question.choices) >= 2 and question.caption
+
+
+PE_VALUES = {
+    "positional": ("sinusoidal", "none"),
+    "causal_mask": (True, False),
+    "scale_scores": (True, False),
+    "norm_first": (False, True),
+    "label_smoothing": (0.0, 0.1),
+}
+
+
+def test_predictions_are_graded_on_measured_outcomes_and_tallied():
+    # S0, S2 with PE solve in 300 and 400 steps; S1 without PE fails, S3 without PE solves in 900
+    runs = [finished(300, True), finished(600, False, 0.3), finished(400, True), finished(900, True), None]
+    said = {1: "sooner", 2: "not within the step budget", 3: "later", 4: "later", 5: "sooner"}
+    predictions = {sid: Prediction("positional-none", choice) for sid, choice in said.items()}
+    snapshot = class_of(runs, question="positional-none", predictions=predictions)
+    right = right_choices("positional-none", snapshot)
+    # no-PE students on their own run: S1 never solved; S3 solved later than PE's median (350)
+    assert right[2] == "not within the step budget" and right[4] == "later"
+    # PE students on the no-PE group: 1 of 2 solved, at 900 steps: later
+    assert right[1] == right[3] == "later"
+    assert right[5] is None  # not started
+    tally = prediction_tally(snapshot).set_index("choice")
+    assert tally.loc["sooner"].tolist() == [2, 1, 0]  # predicted, graded, right
+    assert tally.loc["later"].tolist() == [2, 2, 2]
+    assert tally.loc["not within the step budget"].tolist() == [1, 1, 1]
+
+
+def test_the_csv_frames_have_their_columns_and_are_safe_in_a_spreadsheet():
+    predictions = {1: Prediction("positional-none", "sooner")}
+    snapshot = class_of([finished(300, True), None], question="positional-none", predictions=predictions)
+    snapshot = Snapshot(
+        snapshot.info, (Student(1, "=HYPERLINK(1)", 0, "PE", 0), snapshot.students[1]), snapshot.runs, predictions
+    )
+    results = results_frame(snapshot)
+    assert list(results.columns) == RESULT_COLUMNS
+    assert results["name"].tolist() == ["'=HYPERLINK(1)", "S1"]
+    assert results.iloc[0][["state", "steps", "reason"]].tolist() == ["finished", 300, "solved"]
+    assert list(predictions_frame(snapshot).columns) == PREDICTION_COLUMNS
+    assert list(metrics_frame(snapshot).columns) == ["name", "group", *METRIC_COLUMNS]
+    assert len(metrics_frame(snapshot)) == 2
+    back = pd.read_csv(io.StringIO(results.to_csv(index=False)))
+    assert back["name"].tolist() == ["'=HYPERLINK(1)", "S1"]

@@ -1,0 +1,405 @@
+"""The class database: joining, bounds, teacher keys, assignments, predictions, runs, restarts, retention and the
+schema's versions. On SQLite in a temporary folder, and on PostgreSQL too when LAB_TEST_DATABASE_URL names one
+(docs/teacher.md says how to run one locally)."""
+
+import math
+import os
+import re
+from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+from sqlalchemy import Column, DateTime, Index, MetaData, Table, create_engine, func, inspect, select
+from sqlalchemy.engine import make_url
+
+import transformer.classroom.schema as schema
+import transformer.classroom.store as store_module
+from transformer.classroom import Assignment, ClassroomError, ClassStore, Group, RunState, TooManyAttempts, WrongKey
+from transformer.classroom.codes import ADJECTIVES, ANIMALS, CODE_COUNT, key_hash
+from transformer.classroom.store import UnknownClass, database_url
+from transformer.limits import KEY_FAILURE_WINDOW_S, MAX_KEY_FAILURES, MAX_NAME_CHARS, MAX_RUN_ROWS
+
+PE_GROUPS = Assignment(
+    {"task": "reverse", "steps": 600},
+    frozenset({"lr"}),
+    "positional",
+    (Group("PE", "sinusoidal"), Group("no PE", "none")),
+)
+SOLVED = {"steps": 300, "seconds": 3.0, "exact_match": 1.0, "token_acc": 1.0, "reason": "solved"}
+
+
+class Clock:
+    """A clock the test moves by hand."""
+
+    def __init__(self):
+        self.now = datetime(2026, 11, 25, 9, 0, tzinfo=UTC)
+
+    def __call__(self) -> datetime:
+        return self.now
+
+    def advance(self, **delta) -> None:
+        self.now += timedelta(**delta)
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def url(request, tmp_path):
+    """An empty database: a new SQLite file (in a folder that does not exist yet), or the PostgreSQL database of
+    LAB_TEST_DATABASE_URL with every table dropped."""
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'data' / 'classes.sqlite3'}"
+    pg_url = os.environ.get("LAB_TEST_DATABASE_URL")
+    if not pg_url:
+        pytest.skip("PostgreSQL: set LAB_TEST_DATABASE_URL=postgresql+psycopg://... to run these tests on it")
+    engine = create_engine(pg_url)
+    schema.metadata.drop_all(engine)
+    engine.dispose()
+    return pg_url
+
+
+@pytest.fixture
+def clock():
+    return Clock()
+
+
+@pytest.fixture
+def store(url, clock):
+    opened = ClassStore(url, clock)
+    yield opened
+    opened.close()
+
+
+def row_counts(store: ClassStore) -> dict[str, int]:
+    """Rows of every table but schema_version."""
+    with store.engine.connect() as conn:
+        return {
+            t.name: conn.scalar(select(func.count()).select_from(t))
+            for t in schema.metadata.sorted_tables
+            if t is not schema.schema_version
+        }
+
+
+# ---- joining
+
+
+def test_students_join_by_name_and_a_reload_keeps_them_in(store):
+    code, _ = store.create_class("Period 3")
+    ann = store.join(code, "browser-a", "Ann")
+    assert (ann.name, ann.position) == ("Ann", 0)
+    assert store.join(code, "browser-a", "Ann") == ann  # a reload
+    assert store.join(code, "browser-a", "Someone else") == ann  # a second tab, whatever it types
+    assert store.student(code, "browser-a") == ann
+    assert store.student(code, "browser-b") is None
+    bob = store.join(code, "browser-b", "Bob")
+    assert bob.id != ann.id and bob.position == 1
+
+
+def test_names_are_unique_in_a_class_whatever_their_case_and_not_across_classes(store):
+    code, _ = store.create_class("A")
+    other, _ = store.create_class("B")
+    store.join(code, "b1", "Ann")
+    with pytest.raises(ClassroomError, match="already has this name"):
+        store.join(code, "b2", " ANN ")
+    assert store.join(other, "b2", "Ann").name == "Ann"
+
+
+@pytest.mark.parametrize("name", ["", "   ", "x" * (MAX_NAME_CHARS + 1), "two\nlines", "tab\there", "nul\x00", 42])
+def test_names_out_of_bounds_are_refused(store, name):
+    code, _ = store.create_class("A")
+    with pytest.raises(ClassroomError, match="A name"):
+        store.join(code, "b1", name)
+    assert row_counts(store)["students"] == 0
+
+
+def test_names_are_kept_as_literal_text(store):
+    code, _ = store.create_class("A")
+    name = "<b>**Zoë**</b> [x](y)"[:MAX_NAME_CHARS]
+    store.join(code, "b1", name)
+    assert store.join(code, "b1", "ignored").name == name
+    assert store.student(code, "b1").name == name
+
+
+def test_a_full_class_refuses_the_next_student_clearly(store, monkeypatch):
+    monkeypatch.setattr(store_module, "MAX_STUDENTS", 3)
+    code, _ = store.create_class("A")
+    for i in range(3):
+        store.join(code, f"b{i}", f"S{i}")
+    with pytest.raises(ClassroomError, match="this class is full: it holds 3 students"):
+        store.join(code, "b3", "S3")
+    assert store.join(code, "b0", "S0").position == 0  # those in it still get back in
+
+
+def test_the_server_holds_a_bounded_number_of_classes(store, monkeypatch):
+    monkeypatch.setattr(store_module, "MAX_CLASSES", 2)
+    first, key = store.create_class("A")
+    store.create_class("B")
+    with pytest.raises(ClassroomError, match="holds 2 classes"):
+        store.create_class("C")
+    store.delete_class(first, key)
+    store.create_class("C")
+    assert row_counts(store)["classes"] == 2
+
+
+def test_unknown_and_malformed_codes_are_refused(store):
+    for code in ["amber-otter-0000", "x" * 1000, None]:
+        with pytest.raises(UnknownClass):
+            store.class_info(code)
+        with pytest.raises(UnknownClass):
+            store.join(code, "b1", "Ann")
+
+
+# ---- the teacher key
+
+
+def test_codes_and_keys_are_drawn_from_large_spaces():
+    assert len(set(ADJECTIVES)) == len(ADJECTIVES) == 100 and len(set(ANIMALS)) == len(ANIMALS) == 100
+    assert CODE_COUNT == 10**8
+
+
+def test_the_key_is_stored_only_as_its_salted_hash(store):
+    code, key = store.create_class("A")
+    assert re.fullmatch(r"[a-z]+-[a-z]+-\d{4}", code) and key not in code
+    with store.engine.connect() as conn:
+        row = conn.execute(select(schema.classes)).one()
+    stored = [str(v) for v in row] + [bytes(v).decode("latin-1") for v in row if isinstance(v, bytes)]
+    assert not any(key in value for value in stored)
+    assert bytes(row.key_hash) == key_hash(key, bytes(row.key_salt))
+    other_code, other_key = store.create_class("B")
+    with store.engine.connect() as conn:
+        salts = set(conn.scalars(select(schema.classes.c.key_salt)))
+    assert len(salts) == 2 and other_key != key
+
+
+def test_a_wrong_key_is_refused_and_repeated_wrong_keys_are_rate_limited(store, clock, url):
+    code, key = store.create_class("A")
+    assert store.open_board(code, key).info.title == "A"
+    for _ in range(MAX_KEY_FAILURES):
+        with pytest.raises(WrongKey):
+            store.open_board(code, "guess")
+    with pytest.raises(TooManyAttempts):
+        store.open_board(code, key)  # even the right key waits
+    replica = ClassStore(url, clock)  # another server process on the same database
+    with pytest.raises(TooManyAttempts):
+        replica.set_question(code, key, None)
+    other, other_key = store.create_class("B")  # the limit is per class
+    assert store.open_board(other, other_key).info.title == "B"
+    clock.advance(seconds=KEY_FAILURE_WINDOW_S + 1)
+    assert replica.open_board(code, key).info.title == "A"
+    with pytest.raises(WrongKey):
+        store.open_board(code, "guess")
+    assert row_counts(store)["key_failures"] == 1  # old failures are dropped as new ones come
+    replica.close()
+
+
+def test_teacher_actions_need_the_key(store):
+    code, key = store.create_class("A")
+    for action in [
+        lambda k: store.set_assignment(code, k, PE_GROUPS),
+        lambda k: store.set_question(code, k, None),
+        lambda k: store.delete_class(code, k),
+    ]:
+        with pytest.raises(WrongKey):
+            action("wrong")
+    assert store.class_info(code).assignment is None
+
+
+# ---- assignments and groups
+
+
+def test_an_out_of_range_assignment_is_refused_before_anything_is_stored(store):
+    code, key = store.create_class("A")
+    store.set_assignment(code, key, PE_GROUPS)
+    with pytest.raises(ValueError, match="steps must be a whole number in 10..5000"):
+        store.set_assignment(code, key, Assignment({"steps": 10**6}))
+    assert store.class_info(code).assignment == PE_GROUPS
+
+
+def test_groups_alternate_by_join_order_and_seeds_are_distinct(store):
+    code, key = store.create_class("A")
+    store.set_assignment(code, key, PE_GROUPS)
+    roster = [store.join(code, f"b{i}", f"S{i}") for i in range(15)]
+    groups = [s.group for s in roster]
+    assert groups.count("PE") == 8 and groups.count("no PE") == 7
+    assert groups[:4] == ["PE", "no PE", "PE", "no PE"]
+    assert len({s.seed for s in roster}) == 15
+    three = Assignment({}, frozenset(), "n_heads", (Group("1", 1), Group("2", 2), Group("4", 4)))
+    store.set_assignment(code, key, three)  # a later assignment deals the groups again
+    assert [s.group for s in store.open_board(code, key).students][:4] == ["1", "2", "4", "1"]
+
+
+# ---- questions and predictions
+
+
+def test_a_question_must_fit_the_assignment(store):
+    code, key = store.create_class("A")
+    with pytest.raises(ClassroomError, match="needs groups that differ in positional"):
+        store.set_question(code, key, "positional-none")
+    with pytest.raises(ClassroomError, match="not a built-in question"):
+        store.set_question(code, key, "what do you think?")
+    store.set_assignment(code, key, PE_GROUPS)
+    store.set_question(code, key, "positional-none")
+    with pytest.raises(ClassroomError, match="no longer fits"):
+        store.set_assignment(code, key, Assignment())
+    assert store.class_info(code).question == "positional-none"
+
+
+def test_predictions_are_made_before_the_run_starts(store):
+    code, key = store.create_class("A")
+    ann = store.join(code, "b1", "Ann")
+    with pytest.raises(ClassroomError, match="no question"):
+        store.answer(ann, "sooner")
+    store.set_assignment(code, key, PE_GROUPS)
+    store.set_question(code, key, "positional-none")
+    with pytest.raises(ClassroomError, match="not one of"):
+        store.answer(ann, "x" * 10_000)
+    store.answer(ann, "sooner")
+    store.answer(ann, "later")  # a change of mind, still before Start
+    store.record_run(ann, RunState("training", step=25))
+    with pytest.raises(ClassroomError, match="before the run starts"):
+        store.answer(ann, "sooner")
+    assert store.open_board(code, key).predictions[ann.id].choice == "later"
+    assert row_counts(store)["predictions"] == 1
+
+
+# ---- runs
+
+
+def test_record_run_replaces_the_last_state_and_keeps_its_size_bounded(store):
+    code, key = store.create_class("A")
+    ann = store.join(code, "b1", "Ann")
+    store.record_run(ann, RunState("queued", queue_place=3))
+    rows = tuple({"step": 25 * (i + 1), "train_loss": 1 / (i + 1), "junk": "x" * 100} for i in range(3 * MAX_RUN_ROWS))
+    rows = ({"step": 0, "train_loss": math.nan},) + rows
+    store.record_run(ann, RunState("finished", 7500, None, rows, {**SOLVED, "extra": 1}, "e" * 10_000))
+    run = store.open_board(code, key).runs[ann.id]
+    assert row_counts(store)["runs"] == 1
+    assert len(run.rows) == MAX_RUN_ROWS
+    assert run.rows[0]["train_loss"] is None and run.rows[-1]["step"] == 25 * 3 * MAX_RUN_ROWS
+    assert "junk" not in run.rows[1] and "extra" not in run.result
+    assert len(run.error) <= 300
+    for bad in [RunState("exploded"), RunState("training", step=-1), RunState("queued", queue_place=10**9)]:
+        with pytest.raises(ValueError):
+            store.record_run(ann, bad)
+
+
+def test_a_class_survives_a_restart(url, clock):
+    first = ClassStore(url, clock)
+    code, key = first.create_class("Period 3")
+    first.set_assignment(code, key, PE_GROUPS)
+    first.set_question(code, key, "positional-none")
+    ann = first.join(code, "b1", "Ann")
+    first.answer(ann, "later")
+    first.record_run(ann, RunState("finished", 300, None, ({"step": 300, "train_loss": 0.01},), SOLVED))
+    before = first.open_board(code, key)
+    first.close()
+    second = ClassStore(url, clock)
+    assert second.open_board(code, key) == before
+    assert second.join(code, "b1", "Ann") == ann
+    second.close()
+
+
+# ---- retention
+
+
+def test_a_class_is_purged_with_all_its_data_after_its_retention(store, clock):
+    code, key = store.create_class("A", retention_days=3)
+    kept, _ = store.create_class("B")
+    store.set_assignment(code, key, PE_GROUPS)
+    store.set_question(code, key, "positional-none")
+    ann = store.join(code, "b1", "Ann")
+    store.answer(ann, "sooner")
+    store.record_run(ann, RunState("training", step=50))
+    with pytest.raises(WrongKey):
+        store.open_board(code, "wrong")
+    clock.advance(days=2)
+    assert store.purge_expired() == 0
+    clock.advance(days=1)
+    with pytest.raises(UnknownClass):  # gone for its students at once, before the purge runs
+        store.class_info(code)
+    assert store.purge_expired() == 1
+    assert row_counts(store) == {"classes": 1, "students": 0, "runs": 0, "predictions": 0, "key_failures": 0}
+    assert store.class_info(kept).title == "B"
+
+
+def test_a_teacher_deletes_a_class_at_once(store):
+    code, key = store.create_class("A")
+    ann = store.join(code, "b1", "Ann")
+    store.record_run(ann, RunState("training", step=50))
+    store.delete_class(code, key)
+    assert set(row_counts(store).values()) == {0}
+    with pytest.raises(UnknownClass):
+        store.open_board(code, key)
+
+
+@pytest.mark.parametrize("days", [0, 91, 14.5, "14"])
+def test_retention_is_bounded(store, days):
+    with pytest.raises(ClassroomError, match="1 to 90 days"):
+        store.create_class("A", retention_days=days)
+
+
+# ---- the database and its schema
+
+
+def test_the_sqlite_folder_is_created_and_the_schema_version_recorded(url, clock):
+    opened = ClassStore(url, clock)
+    assert opened.version == len(schema.MIGRATIONS)
+    if url.startswith("sqlite"):
+        assert Path(make_url(url).database).is_file()
+    with opened.engine.connect() as conn:
+        versions = list(conn.scalars(select(schema.schema_version.c.version)))
+        assert versions == list(range(1, len(schema.MIGRATIONS) + 1))
+        assert set(inspect(conn).get_table_names()) == {t.name for t in schema.metadata.sorted_tables}
+    opened.close()
+
+
+def test_a_new_migration_is_applied_once_to_an_older_database(url, clock, monkeypatch):
+    ClassStore(url, clock).close()  # a database at the current version
+    applied = []
+
+    def add_index(conn):
+        applied.append(1)
+        detached = Table("students", MetaData(), Column("joined_at", DateTime))  # leaves schema.metadata as it is
+        Index("students_joined_at", detached.c.joined_at).create(conn)
+
+    monkeypatch.setattr(schema, "MIGRATIONS", [*schema.MIGRATIONS, add_index])
+    for _ in range(2):
+        reopened = ClassStore(url, clock)
+        assert reopened.version == len(schema.MIGRATIONS)
+        reopened.close()
+    assert applied == [1]
+    with reopened.engine.connect() as conn:
+        assert "students_joined_at" in {i["name"] for i in inspect(conn).get_indexes("students")}
+        assert conn.scalar(select(func.max(schema.schema_version.c.version))) == len(schema.MIGRATIONS)
+
+
+def test_the_database_url_comes_from_the_environment_the_secrets_or_the_data_folder():
+    pg = "postgresql+psycopg://lab:lab@db/lab"
+    assert database_url({"LAB_DATABASE_URL": pg}, {"connections": {"classes": {"url": "other"}}}) == pg
+    assert database_url({}, {"connections": {"classes": {"url": pg}}}) == pg
+    assert database_url({"LAB_DATA_DIR": "/srv/lab"}) == "sqlite:////srv/lab/classes.sqlite3"
+    assert database_url({}) == "sqlite:///data/classes.sqlite3"
+
+
+def test_students_see_the_class_without_names_and_the_teacher_with_them(store):
+    code, key = store.create_class("A")
+    ann = store.join(code, "b1", "Ann")
+    store.record_run(ann, RunState("training", step=50))
+    seen = store.snapshot(code)
+    assert [s.name for s in seen.students] == [""] and seen.runs[ann.id].step == 50
+    assert [s.name for s in store.open_board(code, key).students] == ["Ann"]
+
+
+def test_students_joining_at_once_get_distinct_places_and_the_bound_holds(store, monkeypatch):
+    monkeypatch.setattr(store_module, "MAX_STUDENTS", 6)
+    code, _ = store.create_class("A")
+
+    def join(i: int) -> str:
+        try:
+            return str(store.join(code, f"b{i}", f"S{i}").position)
+        except ClassroomError as err:
+            return str(err)
+
+    with ThreadPoolExecutor(8) as pool:
+        answers = list(pool.map(join, range(12)))
+    assert sorted(a for a in answers if a.isdigit()) == [str(p) for p in range(6)]
+    assert sum("this class is full" in a for a in answers) == 6

@@ -1,0 +1,25 @@
+"""A teacher's class: codes and keys, assignments and groups, built-in questions, the database that keeps it all,
+and the board's data. UI-free: pages call these and draw the results."""
+
+from .assignment import Assignment, Group
+from .questions import QUESTIONS, Question
+from .records import ClassInfo, Prediction, RunState, Snapshot, Student
+from .store import ClassroomError, ClassStore, TooManyAttempts, UnknownClass, WrongKey, database_url
+
+__all__ = [
+    "QUESTIONS",
+    "Assignment",
+    "ClassInfo",
+    "ClassStore",
+    "ClassroomError",
+    "Group",
+    "Prediction",
+    "Question",
+    "RunState",
+    "Snapshot",
+    "Student",
+    "TooManyAttempts",
+    "UnknownClass",
+    "WrongKey",
+    "database_url",
+]

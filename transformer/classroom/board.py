@@ -1,0 +1,226 @@
+"""The teacher's board as data: a row per student, each group's curves with their median, the outcomes and a
+sentence on the difference between groups, the flags that call for the teacher, the tally of predictions, and the
+frames exported as CSV. Pure functions of a `Snapshot`; names and labels are the class's literal text, so a page
+shows them with `transformer.literal`.
+"""
+
+import numpy as np
+import pandas as pd
+
+from ..training import METRIC_COLUMNS
+from .outcomes import Outcome, measured, spread, steps_to_solve
+from .questions import QUESTIONS, right_choices
+from .records import RunState, Snapshot, Student, thin
+
+STALL_ROWS = 8  # a training run whose loss has not fallen below its best for this many metric rows is flagged
+CURVE_POINTS = 60  # points of a student's small curve
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r")  # a spreadsheet reads a cell starting so as a formula
+RESULT_COLUMNS = ["name", "group", "seed", "state", "steps", "seconds", "exact_match", "token_acc", "reason", "error"]
+PREDICTION_COLUMNS = ["name", "group", "question", "choice", "measured", "right"]
+
+
+def state_text(run: RunState | None) -> str:
+    """'not started', 'queued, place 3', 'training at step 420', 'finished', 'failed' or 'stopped'."""
+    if run is None or run.status == "not started":
+        return "not started"
+    if run.status == "queued":
+        return "queued" if run.queue_place is None else f"queued, place {run.queue_place}"
+    if run.status == "training":
+        return f"training at step {run.step}"
+    return run.status
+
+
+def result_text(run: RunState | None) -> str:
+    """A run's result in words: 'solved in 450 steps', 'not solved: exact match 62% after 600 steps (step
+    budget)', 'stopped at step 120', a failed run's message, or '' while it has none."""
+    if run is None:
+        return ""
+    if run.status == "failed":
+        return run.error or "failed"
+    if run.status == "stopped":
+        return f"stopped at step {run.step}"
+    if (outcome := measured(run)) is None:
+        return ""
+    if outcome.solved:
+        return f"solved in {outcome.steps} steps"
+    return f"not solved: exact match {outcome.exact_match:.0%} after {outcome.steps} steps ({run.result['reason']})"
+
+
+def _loss(run: RunState | None) -> list[float]:
+    """The training losses of a run's metric rows."""
+    return [] if run is None else [r["train_loss"] for r in run.rows if r.get("train_loss") is not None]
+
+
+def student_rows(snapshot: Snapshot) -> pd.DataFrame:
+    """One row per student in join order: name, group, state, a small loss curve (a list), result."""
+    rows = [
+        {
+            "name": s.name,
+            "group": s.group,
+            "state": state_text(snapshot.runs.get(s.id)),
+            "curve": thin(_loss(snapshot.runs.get(s.id)), CURVE_POINTS),
+            "result": result_text(snapshot.runs.get(s.id)),
+        }
+        for s in snapshot.students
+    ]
+    return pd.DataFrame(rows, columns=["name", "group", "state", "curve", "result"])
+
+
+def _groups(snapshot: Snapshot) -> dict[str | None, list[Student]]:
+    """The students of each group, groups in the assignment's order (one group None without groups)."""
+    assignment = snapshot.info.assignment
+    labels = [g.label for g in assignment.groups] if assignment and assignment.groups else [None]
+    return {label: [s for s in snapshot.students if s.group == label] for label in labels}
+
+
+def group_curves(snapshot: Snapshot, metric: str = "train_loss") -> dict[str | None, pd.DataFrame]:
+    """Per group, `metric` over steps: one column per member with rows (by name, else 'student N') and 'median'.
+
+    Each run is interpolated onto the union of its group's steps; a run that finished holds its last value after
+    its end (it stopped because it had solved the task, or ran out of budget), one still training counts only up
+    to its last row. The median is over the runs that count at each step."""
+    frames = {}
+    for label, members in _groups(snapshot).items():
+        series = {
+            s.name or f"student {s.position + 1}": (run, [r for r in run.rows if r.get(metric) is not None])
+            for s in members
+            if (run := snapshot.runs.get(s.id)) is not None
+        }
+        series = {name: (run, rows) for name, (run, rows) in series.items() if rows}
+        steps = sorted({r["step"] for _, rows in series.values() for r in rows})
+        frame = pd.DataFrame(index=pd.Index(steps, name="step"))
+        for name, (run, rows) in series.items():
+            x, y = [r["step"] for r in rows], [r[metric] for r in rows]
+            values = np.interp(steps, x, y, left=np.nan, right=y[-1] if run.status == "finished" else np.nan)
+            frame[name] = values
+        frame["median"] = frame.median(axis=1, skipna=True) if len(frame.columns) else []
+        frames[label] = frame
+    return frames
+
+
+def outcome_table(snapshot: Snapshot) -> pd.DataFrame:
+    """One row per finished run: group, solved, steps, exact match at the end."""
+    rows = [
+        {"group": s.group, "solved": o.solved, "steps": o.steps, "exact_match": o.exact_match}
+        for s in snapshot.students
+        if (o := measured(snapshot.runs.get(s.id))) is not None
+    ]
+    return pd.DataFrame(rows, columns=["group", "solved", "steps", "exact_match"])
+
+
+def difference_sentence(snapshot: Snapshot) -> str:
+    """The groups' outcomes in plain words: 'solved: 15 of 15 (with PE) against 0 of 14 (no PE). Steps to solve:
+    with PE median 450 (range 300-700); no PE none solved.' Counts are of finished runs."""
+    outcomes: dict[str | None, list[Outcome]] = {
+        label: [o for s in members if (o := measured(snapshot.runs.get(s.id))) is not None]
+        for label, members in _groups(snapshot).items()
+    }
+    if not any(outcomes.values()):
+        return "No run has finished yet."
+    named = len(outcomes) > 1
+    counts = [
+        f"{len(steps_to_solve(found))} of {len(found)}" + (f" ({label})" if named else "")
+        for label, found in outcomes.items()
+    ]
+    spreads = [
+        (f"{label} " if named else "") + (spread(steps_to_solve(found)) or "none solved")
+        for label, found in outcomes.items()
+    ]
+    return f"solved: {' against '.join(counts)}. Steps to solve: {'; '.join(spreads)}."
+
+
+def stalled(run: RunState | None, rows: int = STALL_ROWS) -> bool:
+    """Whether a training run's loss has not fallen below its earlier best for its last `rows` metric rows."""
+    losses = _loss(run)
+    if run is None or run.status != "training" or len(losses) <= rows:
+        return False
+    return min(losses[-rows:]) >= min(losses[:-rows])
+
+
+def flags(snapshot: Snapshot) -> pd.DataFrame:
+    """The students who call for the teacher: a run whose loss has stalled, or a student who has not started."""
+    rows = []
+    for s in snapshot.students:
+        run = snapshot.runs.get(s.id)
+        if stalled(run):
+            rows.append({"name": s.name, "flag": f"loss has not fallen for {STALL_ROWS} metric rows"})
+        elif state_text(run) == "not started":
+            rows.append({"name": s.name, "flag": "has not started"})
+    return pd.DataFrame(rows, columns=["name", "flag"])
+
+
+def prediction_tally(snapshot: Snapshot) -> pd.DataFrame:
+    """Per choice of the class's question: how many predicted it, how many of those are graded yet (their
+    outcome is measured), and how many were right."""
+    key = snapshot.info.question
+    if key is None:
+        return pd.DataFrame(columns=["choice", "predicted", "graded", "right"])
+    right = right_choices(key, snapshot)
+    answers = {sid: p.choice for sid, p in snapshot.predictions.items() if p.question == key}
+    rows = [
+        {
+            "choice": choice,
+            "predicted": sum(a == choice for a in answers.values()),
+            "graded": sum(a == choice and right.get(sid) is not None for sid, a in answers.items()),
+            "right": sum(a == choice and right.get(sid) == choice for sid, a in answers.items()),
+        }
+        for choice in QUESTIONS[key].choices
+    ]
+    return pd.DataFrame(rows, columns=["choice", "predicted", "graded", "right"])
+
+
+# ---- CSV
+
+
+def spreadsheet_safe(text: str | None) -> str | None:
+    """`text` with a leading quote if a spreadsheet would read it as a formula (CSV injection)."""
+    return f"'{text}" if isinstance(text, str) and text.startswith(FORMULA_START) else text
+
+
+def results_frame(snapshot: Snapshot) -> pd.DataFrame:
+    """One row per student: name, group, seed, state, and the result's numbers and reason."""
+    rows = []
+    for s in snapshot.students:
+        run = snapshot.runs.get(s.id)
+        result = (run.result if run else None) or {}
+        rows.append(
+            {
+                "name": spreadsheet_safe(s.name),
+                "group": spreadsheet_safe(s.group),
+                "seed": s.seed,
+                "state": state_text(run),
+                **{k: result.get(k) for k in ("steps", "seconds", "exact_match", "token_acc", "reason")},
+                "error": spreadsheet_safe(run.error if run else None),
+            }
+        )
+    return pd.DataFrame(rows, columns=RESULT_COLUMNS)
+
+
+def metrics_frame(snapshot: Snapshot) -> pd.DataFrame:
+    """Every student's metric rows, one per row: name, group and the metric columns."""
+    rows = [
+        {"name": spreadsheet_safe(s.name), "group": spreadsheet_safe(s.group), **row}
+        for s in snapshot.students
+        for row in (snapshot.runs[s.id].rows if s.id in snapshot.runs else ())
+    ]
+    return pd.DataFrame(rows, columns=["name", "group", *METRIC_COLUMNS])
+
+
+def predictions_frame(snapshot: Snapshot) -> pd.DataFrame:
+    """One row per prediction: name, group, question, choice, the right choice as measured (blank until it is)
+    and whether the prediction was right."""
+    key = snapshot.info.question
+    right = right_choices(key, snapshot) if key else {}
+    rows = [
+        {
+            "name": spreadsheet_safe(s.name),
+            "group": spreadsheet_safe(s.group),
+            "question": p.question,
+            "choice": p.choice,
+            "measured": right.get(s.id) if p.question == key else None,
+            "right": right.get(s.id) == p.choice if p.question == key and right.get(s.id) else None,
+        }
+        for s in snapshot.students
+        if (p := snapshot.predictions.get(s.id)) is not None
+    ]
+    return pd.DataFrame(rows, columns=PREDICTION_COLUMNS)

@@ -1,0 +1,69 @@
+"""Class codes and teacher keys: drawing them, and checking a key against its stored hash.
+
+A class code reads like `amber-otter-7351`: one of 100 adjectives, one of 100 animals and four digits, so there are
+100 x 100 x 10,000 = 100,000,000 codes. A server holds at most `MAX_CLASSES` (200) classes, so one guessed code
+finds a class with probability 200 / 10^8 = 1 in 500,000: about 500,000 page loads per class found, more than a
+day of a server's full capacity at the few page loads a second a classroom server answers. A code only lets its
+holder join as a student; the class's board and settings also need the teacher key.
+
+A teacher key is `secrets.token_urlsafe(16)`: 128 random bits, shown once, never stored. The store keeps
+scrypt(key, a per-class 16-byte salt) and compares in constant time.
+"""
+
+import hashlib
+import hmac
+import secrets
+
+ADJECTIVES = (
+    "amber", "azure", "bold", "brave", "breezy", "bright", "brisk", "calm", "candid", "cheery",
+    "civic", "clever", "cobalt", "cosmic", "crisp", "curly", "dapper", "daring", "dusky", "eager",
+    "early", "earnest", "fancy", "fast", "fern", "fierce", "fluffy", "frosty", "gentle", "giddy",
+    "glad", "golden", "grand", "happy", "hazel", "hearty", "honest", "humble", "icy", "indigo",
+    "ivory", "jade", "jolly", "keen", "kind", "lavish", "lemon", "lively", "lucky", "lunar",
+    "magic", "mellow", "merry", "misty", "modest", "mossy", "noble", "nimble", "oaken", "olive",
+    "opal", "peach", "perky", "plucky", "polar", "proud", "quick", "quiet", "rapid", "rosy",
+    "ruby", "rustic", "sandy", "scarlet", "silent", "silver", "sleek", "snowy", "solar", "sunny",
+    "swift", "tawny", "teal", "tidy", "tiny", "topaz", "trusty", "upbeat", "velvet", "vivid",
+    "warm", "wavy", "wild", "windy", "wise", "witty", "woolly", "young", "zesty", "zippy",
+)  # fmt: skip
+ANIMALS = (
+    "alpaca", "badger", "bat", "bear", "beaver", "bison", "bobcat", "camel", "caribou", "cat",
+    "cheetah", "crab", "crane", "cricket", "crow", "deer", "dingo", "dolphin", "dove", "duck",
+    "eagle", "eel", "egret", "elk", "emu", "falcon", "ferret", "finch", "fox", "frog",
+    "gecko", "gibbon", "goat", "goose", "gopher", "heron", "hippo", "horse", "ibex", "ibis",
+    "iguana", "jackal", "jaguar", "kiwi", "koala", "lemur", "leopard", "lion", "llama", "lynx",
+    "magpie", "marmot", "mink", "mole", "moose", "newt", "ocelot", "okapi", "orca", "osprey",
+    "otter", "owl", "panda", "parrot", "pelican", "penguin", "pika", "puffin", "puma", "quail",
+    "rabbit", "raven", "robin", "salmon", "seal", "shark", "sloth", "snail", "sparrow", "squid",
+    "stork", "swan", "tapir", "tiger", "toad", "toucan", "trout", "turtle", "vole", "walrus",
+    "weasel", "whale", "wolf", "wombat", "wren", "yak", "zebra", "marten", "hare", "lark",
+)  # fmt: skip
+CODE_COUNT = len(ADJECTIVES) * len(ANIMALS) * 10_000
+MAX_CODE_CHARS = 32  # longer than any code drawn here
+
+_SCRYPT = {"n": 2**14, "r": 8, "p": 1, "maxmem": 64 * 2**20, "dklen": 32}  # about 16 MiB and 50 ms per check
+
+
+def new_class_code() -> str:
+    """A random class code such as `amber-otter-7351`."""
+    return f"{secrets.choice(ADJECTIVES)}-{secrets.choice(ANIMALS)}-{secrets.randbelow(10_000):04d}"
+
+
+def new_teacher_key() -> str:
+    """A random teacher key of 128 bits, URL-safe text."""
+    return secrets.token_urlsafe(16)
+
+
+def new_salt() -> bytes:
+    """A fresh per-class salt for the key's hash."""
+    return secrets.token_bytes(16)
+
+
+def key_hash(key: str, salt: bytes) -> bytes:
+    """scrypt of `key` with `salt`: what the store keeps instead of the key."""
+    return hashlib.scrypt(key.encode(), salt=salt, **_SCRYPT)
+
+
+def key_matches(key: str, salt: bytes, stored: bytes) -> bool:
+    """Whether `key` hashes to `stored`, compared in constant time."""
+    return hmac.compare_digest(key_hash(key, salt), stored)

@@ -1,0 +1,135 @@
+"""The built-in questions a class may predict before training. Each is about one group of an assignment whose
+groups differ in the question's setting, and its right choice follows from measured outcomes only: the runs of
+that group against the runs of the other groups.
+
+A student in the question's group is graded on their own run against the other groups; a student of another group
+on the question's group against the rest of the class.
+"""
+
+import statistics
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from .assignment import Assignment, Value
+from .outcomes import Outcome, measured, steps_to_solve
+from .records import Snapshot
+
+Grade = Callable[[Sequence[Outcome], Sequence[Outcome]], str | None]  # (the group's, the others') -> right choice
+SOLVE_CHOICES = ("sooner", "later", "not within the step budget")
+SOLVE_CAPTION = (
+    "Measured, not decoded: 'not within the step budget' when fewer than half of these runs solved the task; "
+    "otherwise 'sooner' when their median steps to solve is below the median of the other groups' solved runs (or "
+    "none of those solved), else 'later'."
+)
+COMPARE_CHOICES = ("higher", "about the same", "lower")
+
+
+def solved_sooner(arm: Sequence[Outcome], rest: Sequence[Outcome]) -> str | None:
+    """A SOLVE_CHOICES choice for `arm` against `rest` (see SOLVE_CAPTION); None until both have outcomes."""
+    if not arm or not rest:
+        return None
+    solved, others = steps_to_solve(arm), steps_to_solve(rest)
+    if 2 * len(solved) < len(arm):
+        return SOLVE_CHOICES[2]
+    return SOLVE_CHOICES[0] if not others or statistics.median(solved) < statistics.median(others) else SOLVE_CHOICES[1]
+
+
+def compared(metric: str, tolerance: float) -> Grade:
+    """A COMPARE_CHOICES grade: the median of `metric` over `arm` against the median over `rest`, 'about the same'
+    within `tolerance`."""
+
+    def grade(arm: Sequence[Outcome], rest: Sequence[Outcome]) -> str | None:
+        ours = [v for o in arm if (v := getattr(o, metric)) is not None]
+        theirs = [v for o in rest if (v := getattr(o, metric)) is not None]
+        if not ours or not theirs:
+            return None
+        difference = statistics.median(ours) - statistics.median(theirs)
+        return COMPARE_CHOICES[1] if abs(difference) <= tolerance else COMPARE_CHOICES[0 if difference > 0 else 2]
+
+    return grade
+
+
+@dataclass(frozen=True)
+class Question:
+    """A multiple-choice prediction about the group whose `setting` is `value`."""
+
+    text: str
+    caption: str
+    setting: str
+    value: Value
+    choices: tuple[str, ...]
+    grade: Grade
+    task: str | None = None  # the task the question names, if any
+
+    def unfit(self, assignment: Assignment | None) -> str | None:
+        """Why this question does not fit `assignment`, or None when it does."""
+        values = [(type(g.value), g.value) for g in assignment.groups] if assignment else []
+        if assignment is None or assignment.setting != self.setting or (type(self.value), self.value) not in values:
+            return f"it needs groups that differ in {self.setting}, one of them with {self.setting} = {self.value}"
+        if self.task is not None and assignment.settings(None)["task"] != self.task:
+            return f"it is about the task {self.task}"
+        return None
+
+
+QUESTIONS: dict[str, Question] = {
+    "positional-none": Question(
+        "Without positional encoding, reverse will be solved:",
+        SOLVE_CAPTION,
+        "positional",
+        "none",
+        SOLVE_CHOICES,
+        solved_sooner,
+        task="reverse",
+    ),
+    "causal-mask-off": Question(
+        "Without the causal mask, the held-out exact match at the end will be:",
+        "Measured: the median exact match on the whole held-out set when the runs without the mask ended, against "
+        "the other groups' median; 'about the same' within 5 percentage points.",
+        "causal_mask",
+        False,
+        COMPARE_CHOICES,
+        compared("exact_match", 0.05),
+    ),
+    "unscaled-scores": Question(
+        "Without scaling the attention scores by 1/√d_k, the task will be solved:",
+        SOLVE_CAPTION,
+        "scale_scores",
+        False,
+        SOLVE_CHOICES,
+        solved_sooner,
+    ),
+    "pre-norm": Question(
+        "With pre-norm instead of post-norm, the task will be solved:",
+        SOLVE_CAPTION,
+        "norm_first",
+        True,
+        SOLVE_CHOICES,
+        solved_sooner,
+    ),
+    "label-smoothing": Question(
+        "With label smoothing 0.1, the training loss at the end will be:",
+        "Measured: the median training loss of the last metric row of runs with smoothing 0.1 against the other "
+        "groups' median; 'about the same' within 0.05.",
+        "label_smoothing",
+        0.1,
+        COMPARE_CHOICES,
+        compared("train_loss", 0.05),
+    ),
+}
+
+
+def right_choices(key: str, snapshot: Snapshot) -> dict[int, str | None]:
+    """The choice the measurements make right, per student id: None until the student's own run and a run on each
+    side have measured outcomes."""
+    question, assignment = QUESTIONS[key], snapshot.info.assignment
+    if assignment is None or question.unfit(assignment):
+        return {student.id: None for student in snapshot.students}
+    labels = {g.label for g in assignment.groups if (type(g.value), g.value) == (type(question.value), question.value)}
+    outcomes = {student.id: measured(snapshot.runs.get(student.id)) for student in snapshot.students}
+    in_arm = {student.id: student.group in labels for student in snapshot.students}
+    arm = [o for sid, o in outcomes.items() if o and in_arm[sid]]
+    rest = [o for sid, o in outcomes.items() if o and not in_arm[sid]]
+    return {
+        sid: None if own is None else question.grade([own], rest) if in_arm[sid] else question.grade(arm, rest)
+        for sid, own in outcomes.items()
+    }
