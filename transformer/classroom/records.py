@@ -7,7 +7,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any, Literal
 
-from ..limits import MAX_ERROR_CHARS, MAX_RUN_ROWS, MAX_STEPS, MAX_STUDENTS
+from ..limits import MAX_ERROR_CHARS, MAX_RUN_ROWS, MAX_STUDENTS, RUN_LIMITS
 from ..training import METRIC_COLUMNS
 from .assignment import Assignment
 
@@ -92,8 +92,8 @@ def bounded(state: RunState) -> RunState:
     queue place."""
     if state.status not in STATUSES:
         raise ValueError(f"a run's status is one of {', '.join(STATUSES)}")
-    if type(state.step) is not int or not 0 <= state.step <= MAX_STEPS:
-        raise ValueError(f"a run's step is a whole number in 0..{MAX_STEPS}")
+    if type(state.step) is not int or not 0 <= state.step <= RUN_LIMITS["steps"][1]:
+        raise ValueError(f"a run's step is a whole number in 0..{RUN_LIMITS['steps'][1]}")
     if state.queue_place is not None and (
         type(state.queue_place) is not int or not 0 <= state.queue_place <= MAX_QUEUE_PLACE
     ):
