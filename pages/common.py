@@ -14,10 +14,9 @@ train.
 Pages keep their own widget state under keys prefixed with the page's name.
 """
 
-import hashlib
 import sys
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -25,10 +24,8 @@ from urllib.parse import quote, urlencode
 
 import streamlit as st
 import torch
-from streamlit.runtime import Runtime
-from streamlit.runtime.pages_manager import PagesManager
-from streamlit.runtime.scriptrunner import get_script_run_ctx
 
+from pages.streamlit_internals import leave_legacy_pages_mode, page_connected, this_browser
 from transformer import Checkpoint, CheckpointError, load_checkpoint, pick_device
 from transformer.checkpoint import checkpoint_bytes
 from transformer.device import device_label
@@ -44,8 +41,7 @@ from transformer.url_state import Parser, model_parsers, read_params
 # Streamlit treats a folder named pages/ as legacy auto-discovered pages until some run calls st.navigation, so the
 # first request after a (re)start that opens a page's own URL (a shared link to /compare) would run that page
 # without the frame. The first run on a server switches to st.navigation and starts over.
-if PagesManager.uses_pages_directory:
-    PagesManager.uses_pages_directory = False
+if leave_legacy_pages_mode():
     st.rerun()
 
 CHECKPOINT_DIR = Path(__file__).resolve().parent.parent / "checkpoints"
@@ -89,52 +85,22 @@ def _runs_by_browser() -> dict[tuple[str, str], tuple[Run | LiveExperiment, dict
     return {}
 
 
-def browser_id(xsrf_cookie: object) -> str | None:
-    """A private, stable id of the browser that sent Streamlit's XSRF cookie ("2|mask|masked secret|time"): a hash
-    of the secret, which stays the same across reloads while its mask changes. None for any other value."""
-    if not isinstance(xsrf_cookie, str):  # no cookie: XSRF protection is off, or a test harness
-        return None
-    parts = xsrf_cookie.split("|")
-    try:
-        mask, masked = bytes.fromhex(parts[1]), bytes.fromhex(parts[2])
-    except (IndexError, ValueError):
-        return None
-    if parts[0] != "2" or len(mask) != 4 or not masked:
-        return None
-    secret = bytes(b ^ mask[i % 4] for i, b in enumerate(masked))
-    return hashlib.sha256(secret).hexdigest()
-
-
-def _this_browser() -> str | None:
-    return browser_id(st.context.cookies.get("_streamlit_xsrf"))
-
-
 def watcher_id() -> str:
     """Who watches a run: the browser (all its tabs count as one student), or this session when the browser has
     no id."""
-    return _this_browser() or st.session_state.setdefault("watcher", uuid.uuid4().hex)
-
-
-def page_connected() -> Callable[[], bool] | None:
-    """Whether this session's page is still connected to the server, as a check any thread may call; None outside
-    a script run. Only a real True counts (AppTest's runtime is a mock)."""
-    ctx = get_script_run_ctx()
-    if ctx is None or not Runtime.exists():
-        return None
-    runtime, session = Runtime.instance(), ctx.session_id
-    return lambda: runtime.is_active_session(session) is True
+    return this_browser() or st.session_state.setdefault("watcher", uuid.uuid4().hex)
 
 
 def remember_run(key: str, job: Run | LiveExperiment, restore: dict) -> None:
     """Note `job`, kept in session state under `key`, as this browser's run, so that a reload can pick it back up
     along with the session-state entries `restore`."""
-    if (browser := _this_browser()) is not None:
+    if (browser := this_browser()) is not None:
         _runs_by_browser()[browser, key] = job, {key: job, **restore}
 
 
 def forget_run(key: str) -> None:
     """This browser left its run under `key`: a reload must not hand it back."""
-    if (browser := _this_browser()) is not None:
+    if (browser := this_browser()) is not None:
         _runs_by_browser().pop((browser, key), None)
 
 
@@ -144,7 +110,7 @@ def reattach_runs() -> None:
     for other, (job, _) in list(runs.items()):  # an ended run is not taken back: let it go
         if job.done:
             runs.pop(other, None)
-    if (browser := _this_browser()) is None:
+    if (browser := this_browser()) is None:
         return
     for key in ("job", "compare_job"):
         if key not in st.session_state and (browser, key) in runs:

@@ -27,14 +27,13 @@ from streamlit.testing.v1 import AppTest
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from apptest_frame import in_navigation_mode  # noqa: E402
-from streamlit.runtime.pages_manager import PagesManager  # noqa: E402
 
+from pages.streamlit_internals import navigation_mode_patch  # noqa: E402
 from transformer import load_checkpoint  # noqa: E402
 from transformer.live import build_configs  # noqa: E402
 from transformer.training import Trainer  # noqa: E402
 
-PagesManager.__init__ = in_navigation_mode(PagesManager.__init__)  # pages run in the app's frame, as when served
+setattr(*navigation_mode_patch())  # pages run in the app's frame, as when served
 THREADS = int(os.environ.get("LAB_TORCH_THREADS", "1"))
 DATA = dict(task="reverse", min_len=10, max_len=10, n_symbols=10, seed=0)
 MODEL = dict(

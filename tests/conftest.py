@@ -3,16 +3,16 @@
 import os
 
 import pytest
-from apptest_frame import in_navigation_mode
 from hypothesis import settings
-from streamlit.runtime.pages_manager import PagesManager
+
+from pages.streamlit_internals import navigation_mode_patch
 
 
 @pytest.fixture(autouse=True)
 def navigation_mode(monkeypatch):
-    """AppTest runs pages inside the app's frame (see `apptest_frame`), and trains on threads of the test process
-    (tests/test_workers.py and the browser tests cover worker processes)."""
-    monkeypatch.setattr(PagesManager, "__init__", in_navigation_mode(PagesManager.__init__))
+    """AppTest runs pages inside the app's frame (see `navigation_mode_patch`), and trains on threads of the test
+    process (tests/test_workers.py and the browser tests cover worker processes)."""
+    monkeypatch.setattr(*navigation_mode_patch())
     monkeypatch.setenv("LAB_TRAINING_PROCESSES", "0")
 
 

@@ -1,0 +1,73 @@
+"""Every part of Streamlit the app uses that is not its public API, each behind one small function.
+
+A Streamlit upgrade may move or change any of these: tests/test_streamlit_internals.py fails when one does, and
+this module is the one place to mend. Nothing else in the app or its tests imports `streamlit.runtime`.
+"""
+
+import functools
+import hashlib
+from collections.abc import Callable
+
+import streamlit as st
+from streamlit.runtime import Runtime
+from streamlit.runtime.pages_manager import PagesManager
+from streamlit.runtime.scriptrunner import get_script_run_ctx
+
+XSRF_COOKIE = "_streamlit_xsrf"  # the cookie Streamlit's server sets on every page load while XSRF protection is on
+
+
+def leave_legacy_pages_mode() -> bool:
+    """Switch Streamlit out of its legacy mode, which runs the files of a folder named pages/ as pages of their own,
+    into the `st.navigation` mode the app's frame uses. True when it was in the legacy mode (the first run after the
+    server started): the caller then starts the run over."""
+    if not PagesManager.uses_pages_directory:
+        return False
+    PagesManager.uses_pages_directory = False
+    return True
+
+
+def navigation_mode_patch() -> tuple[type, str, Callable]:
+    """(object, attribute, value) for `setattr` or a test's `monkeypatch.setattr`: a `PagesManager.__init__` that
+    leaves the legacy pages/ mode off, so that AppTest runs every page inside streamlit_app.py's frame, as a
+    served app does once `st.navigation` has run. (AppTest forgets the navigation mode before each run, so a run
+    after `switch_page` would otherwise execute the page's file alone, without the sidebar and the saving of a
+    finished run that every page has in the browser.)"""
+    init = PagesManager.__init__
+
+    @functools.wraps(init)
+    def init_in_navigation_mode(self, *args, **kwargs) -> None:
+        init(self, *args, **kwargs)
+        PagesManager.uses_pages_directory = False
+
+    return PagesManager, "__init__", init_in_navigation_mode
+
+
+def page_connected() -> Callable[[], bool] | None:
+    """Whether this session's page is still connected to the server, as a check any thread may call; None outside
+    a script run. Only a real True counts (AppTest's runtime is a mock)."""
+    ctx = get_script_run_ctx()
+    if ctx is None or not Runtime.exists():
+        return None
+    runtime, session = Runtime.instance(), ctx.session_id
+    return lambda: runtime.is_active_session(session) is True
+
+
+def browser_id(xsrf_cookie: object) -> str | None:
+    """A private, stable id of the browser that sent Streamlit's XSRF cookie ("2|mask|masked secret|time"): a hash
+    of the secret, which stays the same across reloads while its mask changes. None for any other value."""
+    if not isinstance(xsrf_cookie, str):  # no cookie: XSRF protection is off, or a test harness
+        return None
+    parts = xsrf_cookie.split("|")
+    try:
+        mask, masked = bytes.fromhex(parts[1]), bytes.fromhex(parts[2])
+    except (IndexError, ValueError):
+        return None
+    if parts[0] != "2" or len(mask) != 4 or not masked:
+        return None
+    secret = bytes(b ^ mask[i % 4] for i, b in enumerate(masked))
+    return hashlib.sha256(secret).hexdigest()
+
+
+def this_browser() -> str | None:
+    """The `browser_id` of the browser this script run serves, or None."""
+    return browser_id(st.context.cookies.get(XSRF_COOKIE))

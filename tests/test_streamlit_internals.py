@@ -1,0 +1,95 @@
+"""The Streamlit internals the app relies on (pages/streamlit_internals.py) are still there and still behave as it
+expects: each test fails when a Streamlit upgrade moves or changes one, pointing at the function to mend.
+
+Also: a reload gives the browser its training run back, since the browser is known by the secret in Streamlit's
+XSRF cookie, which stays the same while its mask changes on every page load."""
+
+import dataclasses
+import inspect
+
+import pytest
+from streamlit.runtime import Runtime
+from streamlit.runtime.pages_manager import PagesManager
+from streamlit.runtime.scriptrunner import ScriptRunContext, get_script_run_ctx
+from streamlit.testing.v1 import AppTest
+from streamlit.web.server.starlette.starlette_app_utils import decode_xsrf_token_string, generate_xsrf_token_string
+from streamlit.web.server.starlette.starlette_server_config import XSRF_COOKIE_NAME
+
+from pages import streamlit_internals
+from pages.streamlit_internals import XSRF_COOKIE, browser_id, leave_legacy_pages_mode, navigation_mode_patch
+
+# Two page loads of one browser (captured from a served app): same secret, different masks.
+LOAD_1 = "2|09b631db|e304a33f415643afd20950daf738d9b0|1795452523"
+LOAD_2 = "2|c65b1213|2ce980f78ebb60671de4731238d5fa78|1795452523"
+OTHER_BROWSER = "2|c65b1213|2ce980f78ebb60671de4731238d5fa79|1795452523"
+
+
+def test_one_browser_one_id_across_reloads():
+    assert browser_id(LOAD_1) == browser_id(LOAD_2) is not None
+    assert browser_id(OTHER_BROWSER) != browser_id(LOAD_1)
+    assert "e304a33f" not in browser_id(LOAD_1) and len(browser_id(LOAD_1)) == 64  # a hash, not the secret
+
+
+@pytest.mark.parametrize(
+    "cookie",
+    ["", "garbage", "2|zz|e304|1", "3|09b631db|e304a33f|1", "2|09b631db|e304a33f|1"[:9], "2|09b631db||1", None],
+)
+def test_anything_else_is_no_id(cookie):
+    assert browser_id(cookie) is None
+
+
+def test_the_xsrf_cookie_streamlit_sets_decodes_to_one_id_per_browser():
+    """Streamlit's own server code makes the cookie: on every page load it re-masks the same secret."""
+    assert XSRF_COOKIE == XSRF_COOKIE_NAME
+    secret, other = bytes(range(16)), bytes(range(1, 17))
+    loads = [generate_xsrf_token_string(secret, 1795452523) for _ in range(5)]
+    assert len(set(loads)) > 1  # each load masks the secret anew
+    assert {decode_xsrf_token_string(load)[0] for load in loads} == {secret}  # Streamlit reads them as one
+    assert len({browser_id(load) for load in loads}) == 1 and browser_id(loads[0]) is not None
+    assert browser_id(generate_xsrf_token_string(other, 1795452523)) != browser_id(loads[0])
+    assert browser_id(generate_xsrf_token_string()) is not None  # a fresh secret and the current time
+
+
+def test_the_legacy_pages_switch_is_a_class_attribute_set_by_pages_manager(tmp_path, monkeypatch):
+    """`leave_legacy_pages_mode`: PagesManager decides the legacy mode in its __init__, from a pages/ folder beside
+    the main script, into a class attribute that `st.navigation` sets False."""
+    monkeypatch.setattr(PagesManager, "__init__", inspect.unwrap(PagesManager.__init__))  # as served: no test patch
+    monkeypatch.setattr(PagesManager, "uses_pages_directory", None)
+    (tmp_path / "pages").mkdir()
+    PagesManager(str(tmp_path / "app.py"))
+    assert PagesManager.uses_pages_directory is True
+    assert leave_legacy_pages_mode() is True and PagesManager.uses_pages_directory is False
+    assert leave_legacy_pages_mode() is False
+
+
+def test_the_navigation_mode_patch_wraps_pages_manager_init(tmp_path, monkeypatch):
+    assert "main_script_path" in inspect.signature(PagesManager.__init__).parameters
+    monkeypatch.setattr(PagesManager, "uses_pages_directory", None)
+    monkeypatch.setattr(*navigation_mode_patch())
+    (tmp_path / "pages").mkdir()
+    PagesManager(str(tmp_path / "app.py"))
+    assert PagesManager.uses_pages_directory is False
+
+
+def test_page_connected_reads_the_runtime_and_the_script_run_context():
+    """`page_connected`: `get_script_run_ctx()` is None outside a script run, else a context with the session's id;
+    `Runtime.exists()`, `Runtime.instance()` and `Runtime.is_active_session(session_id)` answer whether the
+    session's browser is still connected."""
+    assert "session_id" in {field.name for field in dataclasses.fields(ScriptRunContext)}
+    assert inspect.signature(Runtime.exists).parameters == {}
+    assert inspect.signature(Runtime.instance).parameters == {}
+    assert list(inspect.signature(Runtime.is_active_session).parameters) == ["self", "session_id"]
+    assert get_script_run_ctx(suppress_warning=True) is None and streamlit_internals.page_connected() is None
+    at = AppTest.from_function(_script_reading_the_connection).run()
+    assert not at.exception
+    assert [m.value for m in at.markdown] == ["check: True", "connected: False"]  # AppTest's runtime is a mock
+
+
+def _script_reading_the_connection() -> None:
+    import streamlit as st
+
+    from pages.streamlit_internals import page_connected
+
+    check = page_connected()
+    st.markdown(f"check: {callable(check)}")
+    st.markdown(f"connected: {check() if check else None}")
