@@ -5,7 +5,10 @@ Run: streamlit run streamlit_app.py
 
 import streamlit as st
 
-from pages.common import model_from_link, setup_torch, shipped_checkpoint_buttons, sidebar
+from pages.common import setup_torch
+from pages.links import model_from_link
+from pages.sidebar import sidebar
+from pages.state import shipped_checkpoint_buttons
 
 st.set_page_config(page_title="Transformer Lab", page_icon="🔬", layout="wide")
 

@@ -3,7 +3,8 @@ attention block's weights, and the positional encoding (sections 3.1, 3.2.2, 3.4
 
 import streamlit as st
 
-from pages.common import require_model, share_link
+from pages.links import share_link
+from pages.state import require_model
 from transformer.figures.attention import (
     architecture_diagram,
     embedding_heatmap,

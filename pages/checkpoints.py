@@ -3,14 +3,9 @@
 import pandas as pd
 import streamlit as st
 
-from pages.common import (
-    CHECKPOINT_DIR,
-    MAX_TRAINED,
-    put_in_hand,
-    share_link,
-    shipped_checkpoint,
-    shipped_checkpoints,
-)
+from pages.common import CHECKPOINT_DIR, shipped_checkpoint, shipped_checkpoints
+from pages.links import share_link
+from pages.state import IN_HAND_NAME, MAX_TRAINED, TRAINED, drop_flash, flash, put_in_hand, show_flashes
 from transformer.checkpoint import MAX_CHECKPOINT_BYTES, Checkpoint, CheckpointError, load_checkpoint
 from transformer.literal import code_span, markdown_literal
 from transformer.live import checkpoint_summary, read_upload
@@ -30,10 +25,7 @@ def load_entry(name: str, source: str, ckpt, data: bytes) -> None:
     Trained ones are loaded afresh from their bytes, so nothing done to the model in hand reaches the list.
     """
     put_in_hand(ckpt if source == "shipped" else load_checkpoint(data), f"{source}: {name}")
-    st.session_state["checkpoints_upload_result"] = (
-        "success",
-        f"**{markdown_literal(name)}** is now the model in hand.",
-    )
+    flash("checkpoints_upload", "success", f"**{markdown_literal(name)}** is now the model in hand.")
 
 
 # name -> (source, checkpoint, file bytes)
@@ -43,7 +35,7 @@ for name in shipped_checkpoints():
         entries[name] = ("shipped", shipped_checkpoint(name), (CHECKPOINT_DIR / f"{name}.pt").read_bytes())
     except (CheckpointError, OSError) as err:
         st.warning(f"The shipped checkpoint {name} could not be read: {markdown_literal(err)}")
-for name, data in st.session_state.get("trained", {}).items():
+for name, data in st.session_state.get(TRAINED, {}).items():
     try:
         entries[name] = ("trained", load_checkpoint(data), data)
     except CheckpointError as err:
@@ -83,7 +75,7 @@ else:
     )
     for name, (source, ckpt, data) in entries.items():
         label_col, load_col, download_col = st.columns([3, 1, 1], vertical_alignment="center")
-        in_hand = st.session_state.get("in_hand_name") == f"{source}: {name}"
+        in_hand = st.session_state.get(IN_HAND_NAME) == f"{source}: {name}"
         label_col.markdown(f"**{markdown_literal(name)}** ({source}){' · :blue[in hand]' if in_hand else ''}")
         load_col.button(
             "Load",
@@ -106,18 +98,15 @@ def load_upload() -> None:
     """Put the uploaded checkpoint in hand, or keep the reason it was refused."""
     upload = st.session_state.get("upload_checkpoint")
     if upload is None:
-        st.session_state.pop("checkpoints_upload_result", None)
+        drop_flash("checkpoints_upload")
         return
     try:
         checkpoint, label = read_upload(upload.name, upload.getvalue())
     except CheckpointError as err:
-        st.session_state["checkpoints_upload_result"] = ("error", f"This file was not loaded: {markdown_literal(err)}")
+        flash("checkpoints_upload", "error", f"This file was not loaded: {markdown_literal(err)}")
     else:
         put_in_hand(checkpoint, label)
-        st.session_state["checkpoints_upload_result"] = (
-            "success",
-            f"Loaded: the model in hand is now {code_span(label)}.",
-        )
+        flash("checkpoints_upload", "success", f"Loaded: the model in hand is now {code_span(label)}.")
 
 
 st.subheader("Upload a checkpoint")
@@ -131,9 +120,4 @@ st.file_uploader(
     help="Only plain data and tensors are read from the file (torch.load with weights_only=True); "
     "nothing in it can run.",
 )
-if result := st.session_state.pop("checkpoints_upload_result", None):
-    kind, message = result
-    if kind == "success":
-        st.success(message)
-    else:
-        st.error(message)
+show_flashes("checkpoints_upload")

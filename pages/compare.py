@@ -5,15 +5,10 @@ from dataclasses import replace
 
 import streamlit as st
 
-from pages.common import (
-    page_connected,
-    remember_run,
-    run_registry,
-    session_run_elsewhere,
-    share_link,
-    show_link_notices,
-    watcher_id,
-)
+from pages.common import remember_run, run_registry
+from pages.links import share_link, show_link_notices
+from pages.state import COMPARE_JOB, drop_flash, flash, session_run_elsewhere, show_flashes, watcher_id
+from pages.streamlit_internals import page_connected
 from transformer.experiments import (
     CUSTOM,
     READY,
@@ -71,16 +66,16 @@ def show_settings(state: CompareState) -> None:
 def load_upload() -> None:
     """Read an uploaded experiment file; on success show it, with the settings that select it."""
     upload = st.session_state.get("compare_upload")
-    st.session_state.pop("compare_upload_error", None)
+    drop_flash("compare_upload")
     if upload is None:
         return
     name = re.sub(r"[^\w.\- ]", "_", upload.name)[:80]  # shown as markdown: no links or markup from a file name
     try:
         run = experiment_from_json(upload.getvalue())
     except ValueError as err:
-        st.session_state["compare_upload_error"] = f"Could not load {name}: {err}"
+        flash("compare_upload", "error", markdown_literal(f"Could not load {name}: {err}"))
         return
-    if (job := st.session_state.pop("compare_job", None)) is not None:
+    if (job := st.session_state.pop(COMPARE_JOB, None)) is not None:
         job.stop()
     settings = state_for(run.experiment)
     try:  # the file is shown as long as the page's settings make this experiment
@@ -216,7 +211,7 @@ except ValueError as err:
 st.info(f"**What to expect.** {experiment.expectation}")
 st.caption(f"{experiment.summary()} Copy the address bar to share this experiment.")
 
-job: LiveExperiment | None = st.session_state.get("compare_job")
+job: LiveExperiment | None = st.session_state.get(COMPARE_JOB)
 running = job is not None and not job.done
 elsewhere = session_run_elsewhere("compare")
 buttons = st.container(horizontal=True)
@@ -234,9 +229,9 @@ if buttons.button(
     except ValueError as err:
         st.error(f"These settings don't work: {err}")
     else:
-        st.session_state["compare_job"] = new_job
+        st.session_state[COMPARE_JOB] = new_job
         st.session_state.pop("compare_loaded", None)
-        remember_run("compare_job", new_job, {"compare_state": state})  # a reload shows this experiment again
+        remember_run(COMPARE_JOB, new_job, {"compare_state": state})  # a reload shows this experiment again
         st.rerun()
 if buttons.button(
     "Stop",
@@ -250,7 +245,7 @@ if buttons.button(
 
 def current_run() -> tuple[ExperimentRun | None, str]:
     """The run to show for the chosen experiment, and where it comes from."""
-    job = st.session_state.get("compare_job")
+    job = st.session_state.get(COMPARE_JOB)
     if job is not None and job.experiment == experiment and (live := job.so_far()) is not None:
         return live, LIVE_SOURCE
     if (loaded := st.session_state.get("compare_loaded")) and loaded[2] == experiment:
@@ -341,7 +336,7 @@ def show_timeline(run: ExperimentRun, live: bool) -> None:
 @st.fragment(run_every=1.0 if running else None)
 def results(polling: bool) -> None:
     """Curves, table, timeline and exports of the run shown; while a live run trains, it polls it."""
-    job = st.session_state.get("compare_job")
+    job = st.session_state.get(COMPARE_JOB)
     if job is not None and not job.done:
         job.chain.touch(page_connected())
     if polling and (job is None or job.done):
@@ -403,5 +398,4 @@ st.file_uploader(
     on_change=load_upload,
     help="A file from the JSON download above: its runs are shown again, no training needed.",
 )
-if (upload_error := st.session_state.get("compare_upload_error")) is not None:
-    st.error(markdown_literal(upload_error))
+show_flashes("compare_upload")

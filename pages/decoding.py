@@ -6,7 +6,8 @@ import random
 import streamlit as st
 import torch
 
-from pages.common import following_run, link_values, require_model, share_link
+from pages.links import link_values, share_link
+from pages.state import following_run, keep_result, kept_result, require_model
 from transformer.decoding import beam_search, decode_all_steps, sampling_probs, teacher_forced
 from transformer.figures.decoding import (
     beam_tree,
@@ -56,7 +57,7 @@ def set_input(text: str) -> None:
 
 def go_to(step: int) -> None:
     """Show decoding step `step`, kept within the computed steps."""
-    last = len(st.session_state["decode_trace"]["steps"]) - 1
+    last = len(kept_result("decoding").value["steps"]) - 1
     st.session_state["decode_step"] = max(0, min(step, last))
 
 
@@ -156,12 +157,13 @@ if not task.min_len <= len(ids) <= task.max_len:
 
 # All steps are computed once per (model, input, strategy, settings); Next and Back only move through them.
 key = (tuple(ids), strategy, temperature, top_k, seed, beam_width)
-trace = st.session_state.get("decode_trace")
+kept = kept_result("decoding")  # (model, key, trace) of the steps last computed
+trace = None if kept is None else kept.value
 live, model_step = following_run(), checkpoint.history[-1]["step"] if checkpoint.history else 0
 if (
-    trace is not None
-    and trace["key"] == key
-    and trace["model"] is not model
+    kept is not None
+    and kept.key == key
+    and kept.model is not model
     and live
     and trace["live"]
     and not st.session_state.pop("decode_refresh", False)
@@ -179,7 +181,7 @@ if (
         on_click=lambda: st.session_state.update(decode_refresh=True),
         help="Recompute every step with the run's newest model, staying at this step.",
     )
-elif trace is None or trace["model"] is not model or trace["key"] != key:
+elif kept is None or kept.model is not model or kept.key != key:
     symbols = [vocab.symbol_index(i) for i in ids]
     expected = [vocab.symbol_id(s) for s in get_task(task.task).fn(symbols, task.n_symbols)]
     src = torch.tensor([ids], device=next(model.parameters()).device)  # (1, S)
@@ -195,19 +197,10 @@ elif trace is None or trace["model"] is not model or trace["key"] != key:
     except ValueError as err:
         st.error(f"Could not decode this input: {markdown_literal(err)}")
         st.stop()
-    same_input = trace is not None and trace["key"] == key  # only the model changed: a training run moved on
+    same_input = kept is not None and kept.key == key  # only the model changed: a training run moved on
     st.session_state["decode_step"] = min(st.session_state["decode_step"], len(steps) - 1) if same_input else 0
-    trace = dict(
-        key=key,
-        model=model,
-        steps=steps,
-        output=output,
-        expected=expected,
-        forced=forced,
-        live=live,
-        model_step=model_step,
-    )
-    st.session_state["decode_trace"] = trace
+    trace = dict(steps=steps, output=output, expected=expected, forced=forced, live=live, model_step=model_step)
+    kept = keep_result("decoding", model, key, trace)
 if "decode_link_step" in st.session_state:  # the link's step (1-based), once the steps are known
     wanted = st.session_state.pop("decode_link_step")
     go_to(len(trace["steps"]) - 1 if wanted is None else wanted - 1)
@@ -317,7 +310,7 @@ with attention_col:
 with st.expander("Logit lens: at which layer does the answer appear?"):
     lens = trace.setdefault("lens", {})
     if i not in lens:
-        lens[i] = logit_lens(trace["model"], torch.tensor([ids]), step.prefix)
+        lens[i] = logit_lens(kept.model, torch.tensor([ids]), step.prefix)
     st.plotly_chart(
         logit_lens_heatmap(lens[i], vocab.itos, title=f"Each decoder layer's next-token guess, step {i + 1}"),
         key="decode_logit_lens",

@@ -3,7 +3,8 @@ exact match; any set of heads removed together shows its score and some decoded 
 
 import streamlit as st
 
-from pages.common import require_model, shipped_checkpoint, shipped_name
+from pages.common import shipped_checkpoint
+from pages.state import per_model, require_model, shipped_name
 from transformer.figures.knockout import METRICS, knockout_heatmaps
 from transformer.inspection import ATTENTION_KINDS
 from transformer.knockout import (
@@ -62,15 +63,14 @@ ablation = st.radio(
     key="knockout_ablation",
 )
 
-# Scored once per (model, removal): changing page and coming back shows the same grid.
-result = st.session_state.get("knockout_result")
-if result is None or result["model"] is not model or result["ablation"] != ablation:
+
+def score_each_head() -> KnockoutGrid:
     name = shipped_name(checkpoint)
     with st.spinner(f"Scoring the model with each of its {len(heads)} heads removed..."):
-        grid = shipped_grid(name, ablation) if name else knockout_grid(model, vocab, task, ablation)
-    result = dict(model=model, ablation=ablation, grid=grid)
-    st.session_state["knockout_result"] = result
-grid: KnockoutGrid = result["grid"]
+        return shipped_grid(name, ablation) if name else knockout_grid(model, vocab, task, ablation)
+
+
+grid: KnockoutGrid = per_model("knockout_grid", model, ablation, score_each_head)  # once per (model, removal)
 
 sample = f"all {grid.n:,}" if grid.n == grid.n_held_out else f"{grid.n:,} of the {grid.n_held_out:,}"
 exact_col, token_col = st.columns(2)
@@ -111,14 +111,16 @@ if not chosen:
     st.stop()
 
 removed = [by_label[label] for label in chosen]
-key = (ablation, tuple(chosen))
-combined = st.session_state.get("knockout_set")
-if combined is None or combined["model"] is not model or combined["key"] != key:
+
+
+def score_without_chosen() -> dict:
     with st.spinner(f"Scoring the model without {len(removed)} head{'s' * (len(removed) > 1)}..."):
         scores = score(model, grid.batch, vocab, removed, grid.means)
         outputs = compare_outputs(model, grid.batch, vocab, removed, grid.means)
-    combined = dict(model=model, key=key, scores=scores, outputs=outputs)
-    st.session_state["knockout_set"] = combined
+    return dict(scores=scores, outputs=outputs)
+
+
+combined = per_model("knockout_set", model, (ablation, tuple(chosen)), score_without_chosen)
 
 exact_col, token_col = st.columns(2)
 for col, name in ((exact_col, "exact_match"), (token_col, "token_acc")):

@@ -2,14 +2,9 @@
 
 import streamlit as st
 
-from pages.common import (
-    decode_on_decoding_page,
-    link_values,
-    require_model,
-    share_link,
-    shipped_checkpoint,
-    shipped_name,
-)
+from pages.common import shipped_checkpoint
+from pages.links import link_values, share_link
+from pages.state import decode_on_decoding_page, per_model, require_model, shipped_name
 from transformer.figures.lengths import length_accuracy_figure, output_length_figure
 from transformer.lengths import LengthReport, inputs_within_budget, score_lengths, summary
 from transformer.limits import INPUTS_PER_LENGTH, MAX_SEQ_LEN
@@ -68,20 +63,23 @@ if affordable < n:
     n = affordable
 share_link(write_params({"lengths": (low, high)}))
 
-# Scored once per (model, settings): changing page and coming back shows the same test.
-key = (low, high, n)
-result = st.session_state.get("lengths_result")
-if result is None or result["model"] is not model or result["key"] != key:
+
+def score_every_length() -> LengthReport:
     try:
         with st.spinner(f"Decoding up to {n * (high - low + 1):,} inputs..."):
             name = shipped_name(checkpoint)
-            report = shipped_report(name, *key) if name else score_lengths(model, vocab, task, range(low, high + 1), n)
+            return (
+                shipped_report(name, low, high, n)
+                if name
+                else score_lengths(model, vocab, task, range(low, high + 1), n)
+            )
     except ValueError as err:
         st.error(f"Could not test this model: {markdown_literal(err)}")
         st.stop()
-    result = dict(model=model, key=key, report=report)
-    st.session_state["lengths_result"] = result
-scores, mistakes = result["report"].scores, result["report"].mistakes
+
+
+report: LengthReport = per_model("lengths", model, (low, high, n), score_every_length)  # once per (model, settings)
+scores, mistakes = report.scores, report.mistakes
 
 st.markdown("\n".join(f"- {line}" for line in summary(scores, task)))
 accuracy_col, length_col = st.columns(2)

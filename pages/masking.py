@@ -6,7 +6,8 @@ from collections.abc import Callable
 
 import streamlit as st
 
-from pages.common import link_values, require_model, share_link
+from pages.links import link_values, share_link
+from pages.state import keep_result, require_model, result_for
 from transformer.figures.attention import attention_heatmaps, mask_heatmap
 from transformer.inspection import (
     ATTENTION_KINDS,
@@ -156,14 +157,14 @@ def run_masking_test(name: str, inputs: tuple, run: Callable[[], MaskingResult])
         outcome = run()
     except ValueError as err:
         outcome = f"{err}."
-    st.session_state.setdefault("mask_experiments", {})[name] = (model, inputs, outcome)
+    keep_result(f"masking_{name}", model, inputs, outcome)
 
 
 def show_masking_result(name: str, inputs: tuple, with_title: str, without_title: str, lesson: str) -> None:
     """The experiment's last outcome, while the model and inputs are those it ran on: its two diff tables, one
     above the other, and a verdict (or why it could not run)."""
-    owner, ran_on, result = st.session_state.get("mask_experiments", {}).get(name, (None, None, None))
-    if owner is not model or ran_on != inputs:
+    result = result_for(f"masking_{name}", model, inputs)
+    if result is None:
         return
     if isinstance(result, str):
         st.error(markdown_literal(result))

@@ -6,17 +6,19 @@ projector; the settings form comes back under the results once it has ended.
 
 import streamlit as st
 
-from pages.common import (
-    forget_run,
-    live_poll_s,
-    page_connected,
-    remember_run,
-    run_registry,
+from pages.common import forget_run, live_poll_s, remember_run, run_registry
+from pages.links import share_link
+from pages.state import (
+    FOLLOW_JOB,
+    JOB,
+    TRAIN_SAVED,
+    flash,
     save_finished_job,
     session_run_elsewhere,
-    share_link,
+    show_flashes,
     watcher_id,
 )
+from pages.streamlit_internals import page_connected
 from transformer.figures.training import accuracy_figure, loss_figure, lr_figure
 from transformer.limits import TRAIN_FORM_LIMITS as LIMITS
 from transformer.literal import markdown_literal
@@ -58,7 +60,7 @@ st.caption(
 )
 
 share_link()
-job: Run | None = st.session_state.get("job")
+job: Run | None = st.session_state.get(JOB)
 active = job is not None and not job.done  # queued, preparing, training or paused
 elsewhere = session_run_elsewhere("train")
 form_keys: list[str] = []
@@ -109,9 +111,9 @@ def start_run() -> None:
     """Start button: start the run the form describes, or join the identical one. A callback runs before the
     page is drawn, so the same run draws the live view on top."""
     state = st.session_state
-    current: Run | None = state.get("job")
+    current: Run | None = state.get(JOB)
     if (elsewhere := session_run_elsewhere("train")) or (current is not None and not current.done):
-        state["train_message"] = ("info", elsewhere or "A run is already training: stop it first, or wait for it.")
+        flash("train_form", "info", elsewhere or "A run is already training: stop it first, or wait for it.")
         return
     data, model, train = (
         {field: state[key] for key, field in f.items()} for f in (DATA_FIELDS, MODEL_FIELDS, TRAIN_FIELDS)
@@ -120,28 +122,35 @@ def start_run() -> None:
         configs = build_configs(data, model, {**train, "time_budget_s": float(train["time_budget_s"])})
         job = run_registry().submit(watcher_id(), *configs, page_connected())
     except ServerBusy as err:
-        state["train_message"] = ("warning", f"Your run could not start: {markdown_literal(str(err))}.")
+        flash("train_form", "warning", f"Your run could not start: {markdown_literal(str(err))}.")
     except ValueError as err:
-        state["train_message"] = ("error", f"These settings don't work: {markdown_literal(str(err))}")
+        flash("train_form", "error", f"These settings don't work: {markdown_literal(str(err))}")
     else:
-        state["job"] = job
-        state["follow_job"] = True  # the run is the model in hand while it trains
+        state[JOB] = job
+        state[FOLLOW_JOB] = True  # the run is the model in hand while it trains
         state["train_kept"] = {key: state[key] for key in (*DATA_FIELDS, *MODEL_FIELDS, *TRAIN_FIELDS)}
         # the run is in hand, and the Train form shows its settings, after a reload too
-        remember_run("job", job, {"follow_job": True, "train_kept": state["train_kept"]})
+        remember_run(JOB, job, {FOLLOW_JOB: True, "train_kept": state["train_kept"]})
         job.wait_until_moving(FIRST_STEP_WAIT_S)  # the curve then starts in this redraw, not at the next poll
 
 
 def leave_run() -> None:
     """Stop button: leave the run; it stops once nobody watches it (a run of one's own stops at once)."""
-    current: Run | None = st.session_state.get("job")
+    current: Run | None = st.session_state.get(JOB)
     if current is None:
         return
     run_registry().leave(watcher_id(), current)
     if current.status == "queued" or current.watchers():  # out of the queue, or others still watch the run
-        st.session_state.pop("job")
-        forget_run("job")
-        st.session_state["train_left"] = len(current.watchers())
+        st.session_state.pop(JOB)
+        forget_run(JOB)
+        left = len(current.watchers())
+        flash(
+            "train_left",
+            "info",
+            f"You left the run; it goes on for the {left} other student{'s' * (left != 1)} watching it."
+            if left
+            else "You left the queue: your run will not start.",
+        )
     else:
         current.wait_until_done(5.0)  # stopped, as it was the student's own: drawn as stopped
 
@@ -223,7 +232,7 @@ poll_s = live_poll_s()
 def live_view(job: Run, polling: bool) -> None:
     """Status, controls, curves and a few decoded examples; reruns the whole page once the run ends, or when the
     server's load asks for another redraw rate."""
-    if st.session_state.get("job") is not job or (polling and job.done):
+    if st.session_state.get(JOB) is not job or (polling and job.done):
         st.rerun()  # the student left the run, or it ended: redraw the whole page
     if polling and not 0.5 < live_poll_s() / poll_s < 2:
         st.rerun()  # many more (or fewer) pages watch runs now: poll at the rate that fits
@@ -278,12 +287,7 @@ def live_view(job: Run, polling: bool) -> None:
         st.dataframe(shared_examples(run_id(job), step, job), hide_index=True)
 
 
-if (left := st.session_state.pop("train_left", None)) is not None:
-    st.info(
-        f"You left the run; it goes on for the {left} other student{'s' * (left != 1)} watching it."
-        if left
-        else "You left the queue: your run will not start."
-    )
+show_flashes("train_left")
 
 if job is not None:
     live_view(job, polling=active)
@@ -304,7 +308,7 @@ if job is not None:
         st.info("Stopped before the first training step: nothing was trained or saved.")
     elif job.done and job.result is not None:
         save_finished_job()  # usually done already by the sidebar, unless the run ended during this rerun
-        saved, result = st.session_state["train_saved"], job.result
+        saved, result = st.session_state[TRAIN_SAVED], job.result
         scores = f"exact match {result.exact_match:.1%} and token accuracy {result.token_acc:.1%} on the held-out set"
         if result.reason == "stopped":
             st.info(
@@ -522,9 +526,7 @@ if not active:
             on_click=start_run,
         )
     st.session_state["train_kept"] = {key: st.session_state[key] for key in form_keys}
-    if message := st.session_state.pop("train_message", None):
-        kind, text = message
-        getattr(st, kind)(text)
+    show_flashes("train_form")
 
 if job is None:  # the empty axes the curves will fill: drawn now, the charts are ready the moment Start is pressed
     loss_col, acc_col = st.columns(2)

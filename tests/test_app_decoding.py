@@ -7,6 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from app_state import flash_waiting, kept
 from plotly_json import array
 from streamlit.testing.v1 import AppTest
 
@@ -45,7 +46,7 @@ def click(at: AppTest, key: str) -> AppTest:
 
 
 def n_steps(at: AppTest) -> int:
-    return len(at.session_state["decode_trace"]["steps"])
+    return len(kept(at, "decoding").value["steps"])
 
 
 def step_line(at: AppTest) -> str:
@@ -69,7 +70,7 @@ def test_no_model_in_hand_shows_the_hint_and_a_shipped_model_loads_in_place():
     click(at, "require_load_reverse")
     assert at.session_state["in_hand_name"] == "shipped: reverse"
     assert not at.info and at.get("plotly_chart")  # the page itself now shows the model
-    assert "load_result" not in at.session_state  # no stale "Loaded" message waits for the Home page
+    assert not flash_waiting(at, "load")  # no stale "Loaded" message waits for the Home page
 
 
 def test_greedy_step_by_step_to_the_right_answer(solved_reverse):
@@ -112,7 +113,7 @@ def test_self_attention_covers_exactly_the_decoder_input_so_far(solved_reverse):
 
 def test_back_run_to_end_and_reset_move_without_recomputing(solved_reverse):
     at = open_page(solved_reverse)
-    trace = at.session_state["decode_trace"]
+    trace = kept(at, "decoding")
     click(at, "decode_run_to_end")
     assert at.session_state["decode_step"] == n_steps(at) - 1 and at.success
     click(at, "decode_back")
@@ -120,7 +121,7 @@ def test_back_run_to_end_and_reset_move_without_recomputing(solved_reverse):
     click(at, "decode_reset")
     assert at.session_state["decode_step"] == 0
     assert step_line(at).startswith("**Step 1 of")
-    assert at.session_state["decode_trace"] is trace
+    assert kept(at, "decoding") is trace
 
 
 def test_new_input_recomputes_and_restarts(solved_reverse):
@@ -137,7 +138,7 @@ def test_digits_typed_without_spaces_read_as_one_symbol_each(solved_reverse):
     assert "spaces optional" in at.text_input(key="decode_input").label
     at.text_input(key="decode_input").set_value("1234").run()
     assert not at.exception and not at.error
-    assert at.session_state["decode_trace"]["expected"] == [7, 6, 5, 4]  # 4 3 2 1 reversed, as token ids
+    assert kept(at, "decoding").value["expected"] == [7, 6, 5, 4]  # 4 3 2 1 reversed, as token ids
 
 
 def test_input_survives_a_visit_to_another_page(solved_reverse):
@@ -165,7 +166,7 @@ def test_beam_search_draws_the_tree_and_finds_the_answer(solved_reverse):
     click(at, "decode_run_to_end")
     tree = next(spec for title, spec in charts(at).items() if title.startswith("Beam search"))
     nodes = {trace["name"]: trace for trace in tree["data"]}
-    steps = at.session_state["decode_trace"]["steps"]
+    steps = kept(at, "decoding").value["steps"]
     n_nodes = len(nodes["live"]["x"]) + len(nodes["finished (EOS)"]["x"])
     assert n_nodes == 1 + sum(len(step.beams) for step in steps)
     assert nodes["finished (EOS)"]["x"]  # at least the answer ended with EOS

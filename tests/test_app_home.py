@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-import pages.common
+import pages.state
 from transformer import CheckpointError
 from transformer.experiments import READY
 
@@ -33,7 +33,7 @@ def test_a_shipped_model_that_fails_to_load_gives_a_message(monkeypatch: pytest.
         raise CheckpointError(f"{name}.pt is damaged")
 
     at = open_home()
-    monkeypatch.setattr(pages.common, "shipped_checkpoint", broken)
+    monkeypatch.setattr(pages.state, "shipped_checkpoint", broken)
     at.button(key="load_copy").click().run()
     assert not at.exception
     assert "in_hand" not in at.session_state

@@ -4,6 +4,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from app_state import kept
 from streamlit.testing.v1 import AppTest
 from test_app_decoding import array, charts
 
@@ -34,7 +35,7 @@ def metrics(at: AppTest) -> dict[str, str]:
 
 def test_the_page_shows_a_grid_per_attention_kind_beside_the_intact_scores():
     at = open_page()
-    grid = at.session_state["knockout_result"]["grid"]
+    grid = kept(at, "knockout_grid").value
     assert grid.n == 1000 and len(grid.heads) == 12 and grid.ablation == "zero"
     assert metrics(at) == {"Intact exact match": "100.0%", "Intact token accuracy": "100.0%"}
     figure = charts(at)["Held-out exact match with one head removed (intact model: 100.0%)"]
@@ -62,23 +63,21 @@ def test_removing_all_cross_attention_breaks_reverse_and_shows_the_outputs():
 def test_a_chosen_set_scores_as_the_package_does_and_follows_the_removal_kind():
     at = open_page()
     at.multiselect(key="knockout_heads").set_value(["enc:0:1", "self:0:3"]).run()
-    grid = at.session_state["knockout_result"]["grid"]
+    grid = kept(at, "knockout_grid").value
     removed = [h for h in all_heads(grid_model(at)) if h.label in ("enc:0:1", "self:0:3")]
     want = score(grid_model(at), grid.batch, vocab(at), removed)
-    assert at.session_state["knockout_set"]["scores"] == want
+    assert kept(at, "knockout_set").value["scores"] == want
     assert metrics(at)["Exact match without them"] == f"{want['exact_match']:.1%}"
     at.radio(key="knockout_ablation").set_value("mean").run()
     assert not at.exception
-    grid = at.session_state["knockout_result"]["grid"]
+    grid = kept(at, "knockout_grid").value
     assert grid.ablation == "mean" and grid.means is not None
-    assert at.session_state["knockout_set"]["scores"] == score(
-        grid_model(at), grid.batch, vocab(at), removed, grid.means
-    )
+    assert kept(at, "knockout_set").value["scores"] == score(grid_model(at), grid.batch, vocab(at), removed, grid.means)
     assert at.multiselect(key="knockout_heads").value == ["enc:0:1", "self:0:3"]  # the set stays
 
 
 def grid_model(at: AppTest) -> Transformer:
-    return at.session_state["knockout_result"]["model"]
+    return kept(at, "knockout_grid").model
 
 
 def vocab(at: AppTest) -> Vocab:
@@ -90,7 +89,7 @@ def test_a_model_trained_here_is_scored_on_its_own_held_out_set():
     model = Transformer(ModelConfig(n_layers=2, n_heads=2)).eval()
     task = DataConfig(task="copy", min_len=2, max_len=4, n_valid=50)
     at = open_page(checkpoint=Checkpoint(model, Vocab.digits(10), model.config, task, [], {}), shipped=None)
-    grid = at.session_state["knockout_result"]["grid"]
+    grid = kept(at, "knockout_grid").value
     assert grid.n == grid.n_held_out and len(grid.heads) == 12
     assert at.caption[0].value.startswith(f"Scored on all {grid.n} held-out sequences")
     assert len(charts(at)) == 1
@@ -98,15 +97,15 @@ def test_a_model_trained_here_is_scored_on_its_own_held_out_set():
 
 def test_without_a_model_the_page_offers_the_shipped_ones():
     at = open_page(shipped=None)
-    assert "No model in hand yet" in at.info[0].value and "knockout_result" not in at.session_state
+    assert "No model in hand yet" in at.info[0].value and kept(at, "knockout_grid") is None
     at.button(key="require_load_reverse").click().run()
-    assert not at.exception and at.session_state["knockout_result"]["grid"].n == 1000
+    assert not at.exception and kept(at, "knockout_grid").value.n == 1000
 
 
 def test_the_logit_lens_shows_each_decoder_layer_guess_at_the_step_shown():
     at = open_page("pages/decoding.py", shipped="sort")  # 2 decoder layers
     assert "Logit lens: at which layer does the answer appear?" in [e.label for e in at.expander]
-    trace = at.session_state["decode_trace"]
+    trace = kept(at, "decoding").value
     lens = charts(at)["Each decoder layer's next-token guess, step 1"]["data"][0]
     z = array(lens["z"])
     assert z.shape[0] == 2  # a row per decoder layer
@@ -117,4 +116,4 @@ def test_the_logit_lens_shows_each_decoder_layer_guess_at_the_step_shown():
     assert np.isclose(z[-1, 0], float(step.probs[step.token]), atol=1e-4)  # the last row is the model's own
     at.button(key="decode_next").click().run()
     assert not at.exception and "Each decoder layer's next-token guess, step 2" in charts(at)
-    assert set(at.session_state["decode_trace"]["lens"]) == {0, 1}
+    assert set(kept(at, "decoding").value["lens"]) == {0, 1}

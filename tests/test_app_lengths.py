@@ -3,6 +3,7 @@
 import json
 from pathlib import Path
 
+from app_state import kept
 from streamlit.testing.v1 import AppTest
 
 from transformer import Checkpoint, DataConfig, ModelConfig, Transformer, Vocab, load_checkpoint
@@ -30,7 +31,7 @@ def chart_titles(at: AppTest) -> list[str]:
 def test_the_page_scores_every_length_and_says_where_the_model_stops_working():
     at = open_page()
     assert at.slider(key="lengths_range").value == (1, 20)  # up to twice the longest trained length
-    scores = at.session_state["lengths_result"]["report"].scores
+    scores = kept(at, "lengths").value.scores
     assert scores["length"].tolist() == list(range(1, 21))
     lines = at.markdown[1].value
     assert "At lengths it trained on (1-10): exact match 100%." in lines
@@ -42,22 +43,22 @@ def test_the_page_scores_every_length_and_says_where_the_model_stops_working():
 
 def test_new_settings_score_again_and_a_test_with_no_mistakes_says_so():
     at = open_page()
-    first = at.session_state["lengths_result"]
+    first = kept(at, "lengths")
     at.slider(key="lengths_range").set_value((3, 10)).run()
     assert not at.exception
-    result = at.session_state["lengths_result"]
-    assert result is not first and result["report"].scores["length"].tolist() == list(range(3, 11))
+    result = kept(at, "lengths")
+    assert result is not first and result.value.scores["length"].tolist() == list(range(3, 11))
     assert at.success[0].value == "Every output was right."
     at.select_slider(key="lengths_n").set_value(25).run()
-    assert (at.session_state["lengths_result"]["report"].scores["n"] <= 25).all()
+    assert (kept(at, "lengths").value.scores["n"] <= 25).all()
 
 
 def test_without_a_model_the_page_offers_the_shipped_ones():
     at = open_page(None)
     assert "No model in hand yet" in at.info[0].value
-    assert "lengths_result" not in at.session_state
+    assert kept(at, "lengths") is None
     at.button(key="require_load_reverse").click().run()
-    assert not at.exception and at.session_state["lengths_result"]["report"].scores["length"].max() == 20
+    assert not at.exception and kept(at, "lengths").value.scores["length"].max() == 20
 
 
 def test_a_model_that_reads_only_one_symbol_gets_a_test_without_a_slider():
@@ -65,7 +66,7 @@ def test_a_model_that_reads_only_one_symbol_gets_a_test_without_a_slider():
     model = Transformer(config).eval()
     at = open_page(Checkpoint(model, Vocab.digits(), config, DataConfig(min_len=1, max_len=1), [], {}))
     assert not at.slider and "the only one" in at.markdown[1].value
-    assert at.session_state["lengths_result"]["report"].scores["length"].tolist() == [1]
+    assert kept(at, "lengths").value.scores["length"].tolist() == [1]
 
 
 def test_a_wrong_output_opens_on_the_decoding_page():
@@ -79,7 +80,7 @@ def test_a_wrong_output_opens_on_the_decoding_page():
     at.button(key="lengths_decode").click().run()
     assert not at.exception
     assert at.text_input(key="decode_input").value == inputs[1]
-    assert at.session_state["decode_trace"]["key"][0] == tuple(SHIPPED.vocab.encode(inputs[1]))
+    assert kept(at, "decoding").key[0] == tuple(SHIPPED.vocab.encode(inputs[1]))
     assert "trained on lengths 1-10" in at.warning[0].value
 
 
@@ -90,6 +91,6 @@ def test_a_shipped_model_is_tested_once_for_the_whole_class():
         at.button(key="load_reverse").click().run()
         at.switch_page(PAGE).run()
         assert not at.exception and at.session_state["in_hand_name"] == "shipped: reverse"
-        reports.append(at.session_state["lengths_result"]["report"])
+        reports.append(kept(at, "lengths").value)
     assert reports[0] is reports[1]
-    assert open_page().session_state["lengths_result"]["report"] is not reports[0]  # another object: its own test
+    assert kept(open_page(), "lengths").value is not reports[0]  # another object: its own test

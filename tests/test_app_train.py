@@ -5,11 +5,13 @@ from dataclasses import replace
 
 import pytest
 import torch
+from app_state import kept
 from plotly_json import array
 from polling import wait_until
 from streamlit.testing.v1 import AppTest
 
 import pages.common
+import pages.state
 from transformer.checkpoint import load_checkpoint
 from transformer.model import ModelConfig
 from transformer.serving import Run
@@ -397,18 +399,18 @@ def test_decoding_steps_on_while_the_run_in_hand_trains(stop_jobs):
     wait_for_a_new_row(job)
     at.switch_page("pages/decoding.py")
     at.run()
-    first = at.session_state["decode_trace"]["model"]
+    first = kept(at, "decoding").model
     for step in (2, 3):
         wait_for_a_new_row(job)  # the model in hand is a new snapshot at each click
         at.button(key="decode_next").click()
         at.run()
         assert not at.exception
         assert any(m.value.startswith(f"**Step {step} of ") for m in at.markdown)
-        assert at.session_state["decode_trace"]["model"] is first  # the walkthrough keeps the model it began with
+        assert kept(at, "decoding").model is first  # the walkthrough keeps the model it began with
         assert "has trained on to step" in at.info[0].value
     at.button(key="decode_refresh_button").click()
     at.run()
-    assert not at.exception and at.session_state["decode_trace"]["model"] is not first
+    assert not at.exception and kept(at, "decoding").model is not first
     assert any(m.value.startswith("**Step 3 of ") for m in at.markdown)  # same step, newest model
 
 
@@ -430,7 +432,7 @@ def test_the_form_comes_back_as_it_was_left_after_a_visit_to_another_page(stop_j
 def test_a_session_keeps_only_its_last_trained_models(stop_jobs):
     at = open_train()
     stop_jobs.append(at)
-    older = {f"old-{i}": b"checkpoint bytes" for i in range(pages.common.MAX_TRAINED)}
+    older = {f"old-{i}": b"checkpoint bytes" for i in range(pages.state.MAX_TRAINED)}
     at.session_state["trained"] = dict(older)
     start(at, task="copy", min_len=3, max_len=3, symbols=4, steps=30, batch=32)
     poll_until_done(at)

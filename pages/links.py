@@ -1,0 +1,78 @@
+"""Links: a page's settings and the shipped model in hand travel in the address bar, and come back from it.
+
+A link is read once per session and page; what it gets wrong is named in a notice and replaced by the defaults.
+"""
+
+from collections.abc import Mapping
+from typing import Any
+from urllib.parse import quote, urlencode
+
+import streamlit as st
+
+from pages.common import shipped_checkpoint, shipped_checkpoints
+from pages.state import SHIPPED_PREFIX, model_in_hand, put_in_hand, shipped_name
+from transformer import CheckpointError
+from transformer.url_state import Parser, model_parsers, read_params
+
+
+def shipped_in_hand() -> str | None:
+    """The name of the shipped model in hand, the only kind a link can carry (`?model=reverse`); else None."""
+    checkpoint, _ = model_in_hand()
+    return None if checkpoint is None else shipped_name(checkpoint)
+
+
+def show_link_notices(notices: list[str]) -> None:
+    """What the opened link got wrong, and that the page uses its defaults instead. A notice names the parameter,
+    never the value the link held, so nothing from the link reaches the page."""
+    for notice in notices:
+        st.warning(f"{notice} Check the link you opened.", icon=":material/link_off:")
+
+
+def model_from_link() -> None:
+    """The frame's part of a link, on every run: once per session, put in hand the shipped model the opened link
+    names; then keep the address bar's `model` on the shipped model in hand, or drop it for any other model."""
+    if "link_model_read" not in st.session_state:
+        st.session_state["link_model_read"] = True
+        values, notices = read_params(st.query_params.to_dict(), model_parsers(shipped_checkpoints()))
+        show_link_notices(notices)
+        if "model" in values:
+            try:
+                put_in_hand(shipped_checkpoint(values["model"]), SHIPPED_PREFIX + values["model"])
+            except CheckpointError as err:
+                st.error(f"Could not load {values['model']}: {err}")
+    name = shipped_in_hand()
+    if name is not None and st.query_params.get("model") != name:
+        st.query_params["model"] = name
+    elif name is None and "model" in st.query_params:
+        del st.query_params["model"]
+
+
+def link_values(page: str, parsers: Mapping[str, Parser]) -> dict[str, Any]:
+    """What the opened link says for this page, checked by `parsers`, on the page's first run in the session (with
+    a notice per bad value); {} on every later run, when the page's own state counts."""
+    if f"{page}_link_read" in st.session_state:
+        return {}
+    st.session_state[f"{page}_link_read"] = True
+    values, notices = read_params(st.query_params.to_dict(), parsers)
+    show_link_notices(notices)
+    return values
+
+
+def share_link(params: Mapping[str, str] | None = None) -> None:
+    """Put the shipped model in hand and the page's settings `params` in the address bar, and offer the link to
+    copy in the sidebar. A model trained here or uploaded cannot travel in a link: the offer says so."""
+    name = shipped_in_hand()
+    wanted = {**({"model": name} if name else {}), **(params or {})}
+    if st.query_params.to_dict() != wanted:
+        st.query_params.from_dict(wanted)
+    query = urlencode(wanted, quote_via=quote)
+    url = (st.context.url or "") + (f"?{query}" if query else "")  # no URL without a browser: a relative link
+    with st.sidebar.popover("Copy link", icon=":material/link:", width="stretch"):
+        st.caption("A link to this page as you see it: copy it with the button at its right.")
+        st.code(url, language=None, wrap_lines=True)
+        if name is None and model_in_hand()[0] is not None:
+            st.caption(
+                "The link cannot carry the model in hand: only shipped models travel in a link. Download this one "
+                "and share the file; whoever opens the link uploads it on Checkpoints."
+            )
+            st.page_link("pages/checkpoints.py", label="Download it on Checkpoints", icon=":material/download:")

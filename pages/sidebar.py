@@ -1,0 +1,69 @@
+"""The sidebar every page shares: the device, the progress of a run training on another page, the model in hand."""
+
+import streamlit as st
+
+from pages.common import setup_torch
+from pages.state import (
+    COMPARE_JOB,
+    JOB,
+    following_run,
+    model_in_hand,
+    reattach_runs,
+    running,
+    save_finished_job,
+    watcher_id,
+)
+from pages.streamlit_internals import page_connected
+from transformer.literal import markdown_literal
+
+
+def sidebar(page: str) -> None:
+    """The shared sidebar: device, the running job's progress, and the model in hand. `page`: the page's url path."""
+    with st.sidebar:
+        st.caption(f"Device: {setup_torch()}")
+        reattach_runs()
+        save_finished_job()
+        if running(COMPARE_JOB) is not None or (running(JOB) is not None and page != "train"):
+            _job_heartbeat(page)  # redraws the model in hand too: a run in hand moves on while the page stays
+        else:
+            _model_in_hand_label(page)
+
+
+@st.fragment(run_every=2.0)
+def _job_heartbeat(page: str) -> None:
+    """While this session trains (a Train run or a Compare rerun), keep it going and show its progress and the
+    model in hand on every page: a run that no page polls (the tab was closed) stops after the idle timeout
+    (see `Run`).
+    The Train and Compare pages draw their own run's progress, so the sidebar leaves it out there."""
+    job, comparison = running(JOB), running(COMPARE_JOB)
+    if job is None and comparison is None:
+        st.rerun()  # the run ended: redraw the page without this poll
+    if job is not None:
+        job.touch(watcher_id(), page_connected())
+        if page != "train":
+            steps = job.train_config.steps
+            text = "Queued for training" if job.status == "queued" else f"Training: step {job.step} of {steps}"
+            st.progress(min(job.step / steps, 1.0), text=text)
+    if comparison is not None:
+        comparison.chain.touch(page_connected())
+        done, total = comparison.progress()
+        if page != "compare":
+            st.progress(min(done / total, 1.0), text=f"Comparing: step {done} of {total}")
+    _model_in_hand_label(page)
+
+
+def _model_in_hand_label(page: str) -> None:
+    if page == "train" and following_run():  # drawn once while the run moves on: no step that would go stale
+        st.markdown("**Model in hand:** the run on this page, at its latest step")
+        return
+    checkpoint, name = model_in_hand()
+    if checkpoint is None:
+        st.markdown("**Model in hand:** none yet")
+        return
+    c = checkpoint.config
+    st.markdown(f"**Model in hand:** {markdown_literal(name)}")
+    st.caption(
+        f"task {checkpoint.task.task}, lengths {checkpoint.task.min_len}-{checkpoint.task.max_len} · "
+        f"d_model {c.d_model}, {c.n_heads} heads, {c.n_layers}+{c.n_layers} layers · "
+        f"{'pre' if c.norm_first else 'post'}-norm"
+    )

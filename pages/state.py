@@ -1,0 +1,242 @@
+"""A session's state: its keys, the model in hand, its runs, one-off messages and results kept per model.
+
+Session state keys the pages share (each named once, here):
+- IN_HAND, "in_hand": the `Checkpoint` every probing page uses (shipped, trained here, or uploaded), or absent;
+- IN_HAND_NAME, "in_hand_name": its label in the sidebar;
+- JOB, "job": the session's Train `Run` (its own, or one it joined: identical runs are one run), or absent;
+- COMPARE_JOB, "compare_job": the session's Compare rerun, a `LiveExperiment`, or absent;
+- WATCHER, "watcher": this session's id as a watcher of runs when the browser has no id (see `watcher_id`);
+- FOLLOW_JOB, "follow_job": True from Start until the run is put in hand; a model loaded meanwhile sets it False;
+- TRAINED, "trained": {name: checkpoint bytes} of the last MAX_TRAINED runs finished in this session;
+- TRAIN_SAVED, "train_saved": the finished job last saved, its name, checkpoint bytes or error (`save_finished_job`);
+- FLASHES, "flashes": {place: (kind, text)}, the one-off message each place shows at its next draw (`flash`);
+- RESULTS, "results": {name: `ModelResult`}, what a page computed for a model (`per_model`).
+A reload starts a new session: `reattach_runs` hands it the browser's Train run and Compare rerun, if they still
+train. Pages keep their own widget state under keys prefixed with the page's name.
+"""
+
+import uuid
+from collections.abc import Callable, Hashable
+from dataclasses import asdict
+from typing import Any, NamedTuple
+
+import streamlit as st
+
+from pages.common import runs_by_browser, shipped_checkpoint, shipped_checkpoints
+from pages.streamlit_internals import this_browser
+from transformer import Checkpoint, CheckpointError, load_checkpoint
+from transformer.checkpoint import checkpoint_bytes
+from transformer.experiments import LiveExperiment
+from transformer.live import run_name
+from transformer.serving import Run
+from transformer.tasks import DataConfig
+
+IN_HAND, IN_HAND_NAME, JOB, COMPARE_JOB = "in_hand", "in_hand_name", "job", "compare_job"
+WATCHER, FOLLOW_JOB, TRAINED, TRAIN_SAVED = "watcher", "follow_job", "trained", "train_saved"
+FLASHES, RESULTS = "flashes", "results"
+SHIPPED_PREFIX = "shipped: "  # the sidebar's label of a shipped checkpoint in hand, before its name
+MAX_TRAINED = 10  # checkpoints of finished runs a session keeps (about 140 KB each at the default size)
+
+# ------------------------------------------------------------------------------------------- one-off messages
+
+
+def flash(place: str, kind: str, text: str) -> None:
+    """Keep a message for `place` to show once, at its next draw (`show_flashes`); it replaces the one waiting
+    there. `kind`: "success", "info", "warning" or "error". A callback runs before the page is drawn, so a message
+    it keeps shows in the same redraw."""
+    st.session_state.setdefault(FLASHES, {})[place] = (kind, text)
+
+
+def show_flashes(place: str) -> None:
+    """Show the message waiting for `place`, if any, and drop it."""
+    if (message := drop_flash(place)) is not None:
+        kind, text = message
+        getattr(st, kind)(text)
+
+
+def drop_flash(place: str) -> tuple[str, str] | None:
+    """Drop the message waiting for `place` unshown; returns it (kind, text), or None."""
+    return st.session_state.get(FLASHES, {}).pop(place, None)
+
+
+# --------------------------------------------------------------------------------------- results per model
+
+
+class ModelResult(NamedTuple):
+    model: object  # the model it was computed for, compared by identity
+    key: Hashable  # the settings it was computed with
+    value: Any
+
+
+def kept_result(name: str) -> ModelResult | None:
+    """The result last kept under `name`, whatever model it was computed for."""
+    return st.session_state.get(RESULTS, {}).get(name)
+
+
+def keep_result(name: str, model: object, key: Hashable, value: Any) -> ModelResult:
+    """Keep `value`, computed for `model` with settings `key`, under `name`, in place of the one kept before."""
+    kept = ModelResult(model, key, value)
+    st.session_state.setdefault(RESULTS, {})[name] = kept
+    return kept
+
+
+def result_for(name: str, model: object, key: Hashable) -> Any | None:
+    """The value kept under `name` if it was computed for this very `model` with settings `key`, else None."""
+    kept = kept_result(name)
+    return kept.value if _computed_for(kept, model, key) else None
+
+
+def _computed_for(kept: ModelResult | None, model: object, key: Hashable) -> bool:
+    return kept is not None and kept.model is model and kept.key == key
+
+
+def per_model(name: str, model: object, key: Hashable, compute: Callable[[], Any]) -> Any:
+    """`compute()`, run once per model and settings `key`: changing page and coming back shows the same result.
+    One result per `name`; another model in hand (a new object) or other settings compute it again."""
+    kept = kept_result(name)
+    if _computed_for(kept, model, key):
+        return kept.value
+    value = compute()
+    keep_result(name, model, key, value)
+    return value
+
+
+# -------------------------------------------------------------------------------------------- the session's runs
+
+
+def watcher_id() -> str:
+    """Who watches a run: the browser (all its tabs count as one student), or this session when the browser has
+    no id."""
+    return this_browser() or st.session_state.setdefault(WATCHER, uuid.uuid4().hex)
+
+
+def running(key: str) -> Run | LiveExperiment | None:
+    """The session's run under `key` (JOB or COMPARE_JOB) while it has not ended: queued, preparing, training or
+    paused."""
+    job = st.session_state.get(key)
+    return job if job is not None and not job.done else None
+
+
+def session_run_elsewhere(page: str) -> str | None:
+    """Why this session may not start a run on `page` ("train" or "compare"): one run per student at a time, since
+    each holds one of the server's few training slots. None when it may."""
+    if page == "compare" and running(JOB) is not None:
+        return "Your run on the Train page is still training: stop it or let it finish first."
+    if page == "train" and running(COMPARE_JOB) is not None:
+        return "Your comparison on the Compare page is still training: stop it or let it finish first."
+    return None
+
+
+def reattach_runs() -> None:
+    """After a reload (a new session, so no run of its own), take back this browser's runs that still train."""
+    runs = runs_by_browser()
+    for other, (job, _) in list(runs.items()):  # an ended run is not taken back: let it go
+        if job.done:
+            runs.pop(other, None)
+    if (browser := this_browser()) is None:
+        return
+    for key in (JOB, COMPARE_JOB):
+        if key not in st.session_state and (browser, key) in runs:
+            st.session_state.update(runs[browser, key][1])
+            st.toast("Your run kept training through the reload: it is back here.", icon=":material/sync:")
+
+
+def save_finished_job() -> None:
+    """Once per finished job: a checkpoint of its model, listed on the Checkpoints page and put in hand (unless
+    the student put another model in hand during the run).
+
+    Runs on every page, so a run that ends while the student is elsewhere still becomes the model in hand.
+    """
+    run: Run | None = st.session_state.get(JOB)
+    if run is None or not run.done or run.result is None or run.result.steps == 0:  # stopped before its first step
+        return
+    if st.session_state.get(TRAIN_SAVED, {}).get("job") is run:
+        return
+    trained = st.session_state.setdefault(TRAINED, {})
+    name = run_name(run.model_config, run.data_config, {*trained, *shipped_checkpoints()})
+    saved = {"job": run, "name": name, "data": None, "error": None, "in_hand": st.session_state.get(FOLLOW_JOB)}
+    try:
+        saved["data"] = checkpoint_bytes(
+            run.model(), run.data().vocab, run.data_config, run.rows[:], asdict(run.train_config), meta={"name": name}
+        )
+        if saved["in_hand"]:
+            put_in_hand(load_checkpoint(saved["data"]), f"trained: {name}")
+        trained[name] = saved["data"]
+        for oldest in list(trained)[:-MAX_TRAINED]:
+            del trained[oldest]
+    except (ValueError, CheckpointError) as err:
+        saved["error"] = str(err)
+    st.session_state[TRAIN_SAVED] = saved
+
+
+# ------------------------------------------------------------------------------------------ the model in hand
+
+
+def put_in_hand(checkpoint: Checkpoint, name: str) -> None:
+    """Make `checkpoint` the model every page probes; a run still training no longer takes its place."""
+    st.session_state[IN_HAND] = checkpoint
+    st.session_state[IN_HAND_NAME] = name
+    st.session_state[FOLLOW_JOB] = False
+
+
+def following_run() -> bool:
+    """Whether the model in hand is the snapshot of a run that is still training."""
+    return running(JOB) is not None and bool(st.session_state.get(FOLLOW_JOB))
+
+
+def model_in_hand() -> tuple[Checkpoint | None, str]:
+    """The checkpoint probing pages use, and its label. While a run trains, its latest snapshot is in hand, unless
+    the student has put another model in hand since it started."""
+    run: Run | None = st.session_state.get(JOB)
+    if following_run():
+        model = run.model()
+        if model is not None:
+            rows = run.rows[:]
+            label = f"training {run.data_config.task} (step {rows[-1]['step'] if rows else 0})"
+            return Checkpoint(model, run.data().vocab, model.config, run.data_config, rows, {}), label
+    return st.session_state.get(IN_HAND), st.session_state.get(IN_HAND_NAME, "")
+
+
+def shipped_name(checkpoint: Checkpoint) -> str | None:
+    """The name of the shipped checkpoint that `checkpoint` is (the object every session shares), else None."""
+    name = st.session_state.get(IN_HAND_NAME, "").removeprefix(SHIPPED_PREFIX)
+    return name if name in shipped_checkpoints() and shipped_checkpoint(name) is checkpoint else None
+
+
+def load_shipped_checkpoint(name: str) -> None:
+    """Button callback: runs before the page is drawn, so the sidebar already shows the new model."""
+    try:
+        put_in_hand(shipped_checkpoint(name), SHIPPED_PREFIX + name)
+        flash("load", "success", f"Loaded **{name}**. Try the Decoding or Masking pages next.")
+    except CheckpointError as err:
+        flash("load", "error", f"Could not load {name}: {err}")
+
+
+def shipped_checkpoint_buttons(key_prefix: str) -> None:
+    """A "Load <name>" button per shipped checkpoint, side by side, and the outcome of the last click."""
+    names = shipped_checkpoints()
+    if not names:
+        st.warning("No shipped checkpoints found in `checkpoints/`: train one on the Train page.")
+    for col, name in zip(st.columns(max(len(names), 1)), names):
+        col.button(
+            f"Load {name}", key=f"{key_prefix}_{name}", on_click=load_shipped_checkpoint, args=(name,), width="stretch"
+        )
+    show_flashes("load")
+
+
+def require_model() -> Checkpoint:
+    """The model in hand, or a hint and a stop when there is none."""
+    checkpoint, _ = model_in_hand()
+    if checkpoint is None:
+        st.info("No model in hand yet: load a shipped one here, train one, or upload one on Checkpoints.")
+        shipped_checkpoint_buttons("require_load")
+        st.stop()
+    drop_flash("load")  # loaded from this page's buttons: the page itself shows the model
+    return checkpoint
+
+
+def decode_on_decoding_page(text: str, task: DataConfig) -> None:
+    """Go to the Decoding page with `text`, a source sequence of `task`, as its input."""
+    st.session_state["decode_task"] = task  # the Decoding page keeps an input only for the task it was typed for
+    st.session_state["decode_input"] = text
+    st.switch_page("pages/decoding.py")
