@@ -19,18 +19,13 @@ from pages.state import (
     watcher_id,
 )
 from pages.streamlit_internals import page_connected
+from pages.train_form import KEPT, config_values, draw_fields, remember_values
 from transformer.figures.training import accuracy_figure, loss_figure, lr_figure
-from transformer.limits import TRAIN_FORM_LIMITS as LIMITS
 from transformer.literal import markdown_literal
 from transformer.live import build_configs, live_examples, metrics_table, progress, run_summary
-from transformer.model import ModelConfig
 from transformer.serving import Run, ServerBusy, unwatched
-from transformer.tasks import TASKS
-from transformer.training import TrainConfig, smoothed_loss_floor
+from transformer.training import smoothed_loss_floor
 
-MODEL, TRAIN = ModelConfig(), TrainConfig()  # the defaults: the fast classroom model
-DEVICES, SCHEDULES = ["auto", "cpu", "cuda", "mps"], ["noam", "constant"]
-POSITIONALS = ["sinusoidal", "learned", "none"]
 CHART_HEIGHT = 320  # both charts fit beside each other under the controls at 1280x800
 REASONS = {
     "solved": "it got every held-out sequence right",
@@ -63,48 +58,6 @@ share_link()
 job: Run | None = st.session_state.get(JOB)
 active = job is not None and not job.done  # queued, preparing, training or paused
 elsewhere = session_run_elsewhere("train")
-form_keys: list[str] = []
-
-
-def kept(key: str, default: object, options: list | None = None) -> dict:
-    """A form widget's key and starting value (`value`, or `index` into `options`): the value it had when the
-    student last left this page (Streamlit forgets widget values then), else `default`."""
-    form_keys.append(key)
-    value = st.session_state.get("train_kept", {}).get(key, default)
-    return {"key": key, "value": value} if options is None else {"key": key, "index": options.index(value)}
-
-
-# Form widget keys -> the config fields they set (the seed sets both the data's and the training's).
-DATA_FIELDS = {
-    "train_task": "task",
-    "train_min_len": "min_len",
-    "train_max_len": "max_len",
-    "train_symbols": "n_symbols",
-    "train_seed": "seed",
-}
-MODEL_FIELDS = {
-    "train_d_model": "d_model",
-    "train_heads": "n_heads",
-    "train_layers": "n_layers",
-    "train_d_ff": "d_ff",
-    "train_dropout": "dropout",
-    "train_positional": "positional",
-    "train_norm": "norm_first",
-    "train_causal": "causal_mask",
-    "train_scale": "scale_scores",
-}
-TRAIN_FIELDS = {
-    "train_steps": "steps",
-    "train_time_budget": "time_budget_s",
-    "train_batch": "batch_size",
-    "train_lr": "lr",
-    "train_warmup": "warmup",
-    "train_schedule": "schedule",
-    "train_label_smoothing": "label_smoothing",
-    "train_ema_decay": "ema_decay",
-    "train_seed": "seed",
-    "train_device": "device",
-}
 
 
 def start_run() -> None:
@@ -115,11 +68,8 @@ def start_run() -> None:
     if (elsewhere := session_run_elsewhere("train")) or (current is not None and not current.done):
         flash("train_form", "info", elsewhere or "A run is already training: stop it first, or wait for it.")
         return
-    data, model, train = (
-        {field: state[key] for key, field in f.items()} for f in (DATA_FIELDS, MODEL_FIELDS, TRAIN_FIELDS)
-    )
     try:
-        configs = build_configs(data, model, {**train, "time_budget_s": float(train["time_budget_s"])})
+        configs = build_configs(*config_values(state))
         job = run_registry().submit(watcher_id(), *configs, page_connected())
     except ServerBusy as err:
         flash("train_form", "warning", f"Your run could not start: {markdown_literal(str(err))}.")
@@ -128,9 +78,9 @@ def start_run() -> None:
     else:
         state[JOB] = job
         state[FOLLOW_JOB] = True  # the run is the model in hand while it trains
-        state["train_kept"] = {key: state[key] for key in (*DATA_FIELDS, *MODEL_FIELDS, *TRAIN_FIELDS)}
+        remember_values()
         # the run is in hand, and the Train form shows its settings, after a reload too
-        remember_run(JOB, job, {FOLLOW_JOB: True, "train_kept": state["train_kept"]})
+        remember_run(JOB, job, {FOLLOW_JOB: True, KEPT: state[KEPT]})
         job.wait_until_moving(FIRST_STEP_WAIT_S)  # the curve then starts in this redraw, not at the next poll
 
 
@@ -358,164 +308,7 @@ if not active:
     if job is not None:
         st.subheader("Start another run")
     with st.form("train_settings"):
-        task_col, min_col, max_col, symbols_col, seed_col = st.columns(5)
-        task_col.selectbox(
-            "Task",
-            list(TASKS),
-            **kept("train_task", "reverse", list(TASKS)),
-            help="The function from input sequence to output sequence the model must learn:\n\n"
-            + "\n".join(f"- **{name}**: {t.description}" for name, t in TASKS.items()),
-        )
-        min_col.number_input(
-            "Shortest input",
-            *LIMITS["min_len"],
-            **kept("train_min_len", 6),
-            help="Input lengths are drawn uniformly between the shortest and the longest.",
-        )
-        max_col.number_input(
-            "Longest input",
-            *LIMITS["max_len"],
-            **kept("train_max_len", 8),
-            help="Longer inputs are harder and slower to learn.",
-        )
-        symbols_col.number_input(
-            "Symbols",
-            *LIMITS["n_symbols"],
-            **kept("train_symbols", 10),
-            help="How many different symbols (0, 1, 2, ...) sequences use. The vocabulary is 3 tokens larger: PAD, "
-            "BOS and EOS come on top.",
-        )
-        seed_col.number_input(
-            "Seed",
-            *LIMITS["seed"],
-            **kept("train_seed", TRAIN.seed),
-            help="Same seed, same settings: same data, same starting weights, same run.",
-        )
-
-        positional_col, norm_col, mask_col = st.columns([3, 3, 4])  # the parts of the design students switch off
-        positional_col.radio(
-            "Positional encoding",
-            POSITIONALS,
-            horizontal=True,
-            **kept("train_positional", MODEL.positional, POSITIONALS),
-            help="How the model knows token order: the paper's sine waves, a learned table, or nothing (try "
-            "reverse without it).",
-        )
-        norm_col.radio(
-            "LayerNorm",
-            [False, True],
-            horizontal=True,
-            **kept("train_norm", MODEL.norm_first, [False, True]),
-            format_func=lambda pre: "pre-norm" if pre else "post-norm (paper)",
-            help="Post-norm: LayerNorm(x + Sublayer(x)); pre-norm: x + Sublayer(LayerNorm(x)).",
-        )
-        mask_col.toggle(
-            "Causal mask",
-            **kept("train_causal", MODEL.causal_mask),
-            help="The decoder's look-ahead mask. Off lets the decoder peek at the answer during training: watch "
-            "greedy decoding fail.",
-        )
-        mask_col.toggle(
-            "Scale scores by 1/√d_k",
-            **kept("train_scale", MODEL.scale_scores),
-            help="Off drops the scaling of QKᵀ, so softmax saturates as d_k grows.",
-        )
-
-        with st.expander("Model, optimizer, budgets and device"):
-            model_col, opt_col, run_col = st.columns(3)
-            model_col.number_input(
-                "d_model",
-                *LIMITS["d_model"],
-                **kept("train_d_model", MODEL.d_model),
-                help="Width of every token vector (the paper: 512).",
-            )
-            model_col.number_input(
-                "Heads",
-                *LIMITS["n_heads"],
-                **kept("train_heads", MODEL.n_heads),
-                help="Attention heads per layer; d_model must be divisible by it (the paper: 8).",
-            )
-            model_col.number_input(
-                "Layers per stack",
-                *LIMITS["n_layers"],
-                **kept("train_layers", MODEL.n_layers),
-                help="Encoder layers, and as many decoder layers (the paper: 6).",
-            )
-            model_col.number_input(
-                "d_ff",
-                *LIMITS["d_ff"],
-                **kept("train_d_ff", MODEL.d_ff),
-                help="Hidden width of the position-wise feed-forward network (the paper: 2048).",
-            )
-            model_col.number_input(
-                "Dropout",
-                *LIMITS["dropout"],
-                step=0.05,
-                **kept("train_dropout", MODEL.dropout),
-                help="Fraction of activations zeroed during training (the paper: 0.1).",
-            )
-            opt_col.number_input(
-                "Peak learning rate",
-                *LIMITS["lr"],
-                step=1e-3,
-                format="%.4f",
-                **kept("train_lr", TRAIN.lr),
-                help="The learning rate at the end of warm-up.",
-            )
-            opt_col.number_input(
-                "Warm-up steps",
-                *LIMITS["warmup"],
-                **kept("train_warmup", TRAIN.warmup),
-                help="Steps over which the learning rate grows linearly from 0 to its peak (the paper: 4000).",
-            )
-            opt_col.selectbox(
-                "After warm-up",
-                SCHEDULES,
-                **kept("train_schedule", TRAIN.schedule, SCHEDULES),
-                format_func={"noam": "decay as 1/√step (paper)", "constant": "stay at the peak"}.get,
-                help="What the learning rate does once warm-up is over.",
-            )
-            opt_col.number_input(
-                "Batch size",
-                *LIMITS["batch_size"],
-                **kept("train_batch", TRAIN.batch_size),
-                help="Sequences per training step.",
-            )
-            opt_col.number_input(
-                "Label smoothing",
-                *LIMITS["label_smoothing"],
-                step=0.05,
-                **kept("train_label_smoothing", TRAIN.label_smoothing),
-                help="The loss's target mixes in this much of a uniform distribution over the vocabulary instead "
-                "of all on the right token (the paper: 0.1).",
-            )
-            opt_col.number_input(
-                "Weight averaging (EMA decay)",
-                *LIMITS["ema_decay"],
-                step=0.01,
-                format="%.3f",
-                **kept("train_ema_decay", TRAIN.ema_decay),
-                help="The model you get is a running average of the trained weights, which jitter from step to "
-                "step at a high learning rate. 0 keeps the raw weights.",
-            )
-            run_col.number_input(
-                "Steps (at most)",
-                *LIMITS["steps"],
-                **kept("train_steps", TRAIN.steps),
-                help="Training ends here, or earlier once every held-out sequence is right.",
-            )
-            run_col.number_input(
-                "Time budget (s)",
-                *LIMITS["time_budget_s"],
-                **kept("train_time_budget", 60),
-                help="Training ends after this many seconds of training (pauses not counted) whatever happens.",
-            )
-            run_col.selectbox(
-                "Device",
-                DEVICES,
-                **kept("train_device", "auto", DEVICES),
-                help="Where to compute; auto takes a GPU when there is one.",
-            )
+        draw_fields()
         st.form_submit_button(
             "Start training",
             key="start_training",
@@ -525,7 +318,7 @@ if not active:
             help=elsewhere or "Trains with these settings.",
             on_click=start_run,
         )
-    st.session_state["train_kept"] = {key: st.session_state[key] for key in form_keys}
+    remember_values()
     show_flashes("train_form")
 
 if job is None:  # the empty axes the curves will fill: drawn now, the charts are ready the moment Start is pressed
