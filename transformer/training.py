@@ -209,8 +209,8 @@ class Trainer:
         `control` is called before each step; the time it takes (a pause it holds) is not training time. The last
         row comes when training ends, scored on the whole held-out set. Sets `self.result`.
         """
-        cfg, network, vocab = self.train_config, self.network, self.vocab
-        network.train()
+        cfg, vocab = self.train_config, self.vocab
+        self.network.train()
         start = time.perf_counter()
         last_row_time = 0.0  # training time (pauses left out) at the last metric row
         losses, tokens, reason = [], 0, "step budget"
@@ -226,28 +226,7 @@ class Trainer:
             self.step += 1
             batch = self.data.train_batch(cfg.batch_size).to(self.device)
             lr = cfg.lr_at(self.step)
-            for group in self.optimizer.param_groups:
-                group["lr"] = lr
-            with dropout_rng(self.dropout_rng):
-                logits = network(batch.src, batch.tgt_in)
-            loss = F.cross_entropy(
-                logits.flatten(0, 1),
-                batch.tgt_out.flatten(),
-                ignore_index=vocab.pad_id,
-                label_smoothing=cfg.label_smoothing,
-            )
-            if not torch.isfinite(loss):
-                raise TrainingDiverged(
-                    f"the loss became {loss.item()} at step {self.step}: lower the learning rate (now {cfg.lr:g}), "
-                    "use more warm-up, or turn gradient clipping on"
-                )
-            self.optimizer.zero_grad(set_to_none=True)
-            loss.backward()
-            if cfg.clip_grad:
-                torch.nn.utils.clip_grad_norm_(self.parameters, cfg.clip_grad, foreach=True)
-            self.optimizer.step()
-            if self.average is not None:
-                self.average.update(self.step)
+            loss, logits = self._optimizer_step(batch, lr)
             losses.append(loss.detach())
             self.step_losses.append(loss.item())
             tokens += batch.n_tokens
@@ -268,7 +247,7 @@ class Trainer:
                 yield self._row(losses, tokens / max(now - last_row_time, 1e-9), now, lr)
                 self._snapshot_attention()
                 losses, tokens, last_row_time = [], 0, self._training_time(start)
-        network.eval()
+        self.network.eval()
         self.model.eval()
         elapsed = self._training_time(start)
         final = evaluate(self.model, self.valid, vocab.bos_id, vocab.eos_id)
@@ -277,6 +256,34 @@ class Trainer:
             row = self._row(losses, tokens / max(elapsed - last_row_time, 1e-9), elapsed, cfg.lr_at(self.step))
             yield {**row, **final}
             self._snapshot_attention()
+
+    def _optimizer_step(self, batch: Batch, lr: float) -> tuple[torch.Tensor, torch.Tensor]:
+        """One step of Adam on `batch` at learning rate `lr`: returns the batch's loss and the logits it was
+        computed from (those of the weights before the step). TrainingDiverged when the loss is not finite."""
+        cfg = self.train_config
+        for group in self.optimizer.param_groups:
+            group["lr"] = lr
+        with dropout_rng(self.dropout_rng):
+            logits = self.network(batch.src, batch.tgt_in)
+        loss = F.cross_entropy(
+            logits.flatten(0, 1),
+            batch.tgt_out.flatten(),
+            ignore_index=self.vocab.pad_id,
+            label_smoothing=cfg.label_smoothing,
+        )
+        if not torch.isfinite(loss):
+            raise TrainingDiverged(
+                f"the loss became {loss.item()} at step {self.step}: lower the learning rate (now {cfg.lr:g}), "
+                "use more warm-up, or turn gradient clipping on"
+            )
+        self.optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        if cfg.clip_grad:
+            torch.nn.utils.clip_grad_norm_(self.parameters, cfg.clip_grad, foreach=True)
+        self.optimizer.step()
+        if self.average is not None:
+            self.average.update(self.step)
+        return loss, logits
 
     def _held(self, control: Callable[[], bool]) -> bool:
         """Call `control`, leaving the time it takes out of the training time; returns whether to stop."""

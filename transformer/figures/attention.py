@@ -214,6 +214,20 @@ def positional_curves(
     return _figure(traces, layout, title, height=420)
 
 
+def _diverging_heatmap(a: np.ndarray, bound: float, colorbar: str, hovertemplate: str, **more) -> dict:
+    """A heatmap trace of `a` on the diverging scale from -bound to bound, its colour bar titled `colorbar`."""
+    return dict(
+        type="heatmap",
+        z=a,
+        zmin=-bound,
+        zmax=bound,
+        colorscale=DIVERGING_SCALE,
+        colorbar=dict(title=colorbar),
+        hovertemplate=hovertemplate,
+        **more,
+    )
+
+
 def embedding_heatmap(panels: dict[str, object], token_labels: Sequence[str], title: str) -> go.Figure:
     """(T, d_model) token vectors, one subplot per panel (e.g. before / after adding the positional encoding) on
     one diverging scale: a row per token, a column per dimension."""
@@ -223,16 +237,13 @@ def embedding_heatmap(panels: dict[str, object], token_labels: Sequence[str], ti
     traces = []
     for i, ((name, a), ref) in enumerate(zip(arrays.items(), refs)):
         traces.append(
-            dict(
-                type="heatmap",
-                z=a,
-                zmin=-bound,
-                zmax=bound,
-                colorscale=DIVERGING_SCALE,
+            _diverging_heatmap(
+                a,
+                bound,
+                "value",
+                f"{name}<br>token %{{customdata[0]}}, dimension %{{x}}: %{{z:.3f}}<extra></extra>",
                 showscale=i == 0,
-                colorbar=dict(title="value"),
                 customdata=_hover_grid(token_labels, [str(d) for d in range(a.shape[1])]),
-                hovertemplate=f"{name}<br>token %{{customdata[0]}}, dimension %{{x}}: %{{z:.3f}}<extra></extra>",
                 **ref,
             )
         )
@@ -252,16 +263,8 @@ def projection_heatmaps(matrices: dict[str, object], n_heads: int, title: str) -
     traces, shapes = [], []
     for i, ((name, a), ref) in enumerate(zip(arrays.items(), refs)):
         traces.append(
-            dict(
-                type="heatmap",
-                z=a,
-                zmin=-bound,
-                zmax=bound,
-                colorscale=DIVERGING_SCALE,
-                showscale=i == 0,
-                colorbar=dict(title="weight"),
-                hovertemplate=f"{name}[%{{y}}, %{{x}}] = %{{z:.3f}}<extra></extra>",
-                **ref,
+            _diverging_heatmap(
+                a, bound, "weight", f"{name}[%{{y}}, %{{x}}] = %{{z:.3f}}<extra></extra>", showscale=i == 0, **ref
             )
         )
         n = ref["xaxis"][1:]
@@ -312,30 +315,7 @@ def _column(
 ) -> list[float]:
     """Append one stack's boxes (bottom to top, centred at x), arrows and its N× frame; return the boxes' y."""
     ys = [i * (_BOX_H + _GAP) for i in range(len(boxes))]
-    first, last = layer
-    left = x < 0
-    shapes.append(
-        dict(
-            type="rect",
-            x0=x - _BOX_W / 2 - 0.2,
-            x1=x + _BOX_W / 2 + 0.2,
-            y0=ys[first] - _BOX_H / 2 - 0.15,
-            y1=ys[last] + _BOX_H / 2 + 0.15,
-            line=dict(color="#555", width=2),
-            fillcolor="#f5f5f5",
-            layer="below",
-        )
-    )
-    annotations.append(
-        dict(
-            x=x - _BOX_W / 2 - 0.35 if left else x + _BOX_W / 2 + 0.35,
-            y=(ys[first] + ys[last]) / 2,
-            text=f"{n_layers}×",
-            showarrow=False,
-            font=dict(FONT, size=20),
-            xanchor="right" if left else "left",
-        )
-    )
+    _layer_frame(x, ys[layer[0]], ys[layer[1]], n_layers, shapes, annotations)
     for (label, colour), y in zip(boxes, ys):
         shapes.append(
             dict(
@@ -363,6 +343,36 @@ def _column(
         dict(x=x, y=ys[-1] + _BOX_H / 2 + 0.45, text=f"<b>{title}</b>", showarrow=False, font=dict(FONT, size=18))
     )
     return ys
+
+
+def _layer_frame(
+    x: float, bottom: float, top: float, n_layers: int, shapes: list[dict], annotations: list[dict]
+) -> None:
+    """The frame around the boxes of one layer (centres `bottom` to `top`) of the stack at x, and its N× beside it,
+    outside the diagram."""
+    left = x < 0
+    shapes.append(
+        dict(
+            type="rect",
+            x0=x - _BOX_W / 2 - 0.2,
+            x1=x + _BOX_W / 2 + 0.2,
+            y0=bottom - _BOX_H / 2 - 0.15,
+            y1=top + _BOX_H / 2 + 0.15,
+            line=dict(color="#555", width=2),
+            fillcolor="#f5f5f5",
+            layer="below",
+        )
+    )
+    annotations.append(
+        dict(
+            x=x - _BOX_W / 2 - 0.35 if left else x + _BOX_W / 2 + 0.35,
+            y=(bottom + top) / 2,
+            text=f"{n_layers}×",
+            showarrow=False,
+            font=dict(FONT, size=20),
+            xanchor="right" if left else "left",
+        )
+    )
 
 
 def _arrow(x0: float, y0: float, x1: float, y1: float, **style) -> dict:
