@@ -6,13 +6,14 @@ from dataclasses import replace
 import streamlit as st
 
 from pages.common import remember_run, run_registry
+from pages.compare_builder import CUSTOM_WIDGETS, custom_builder
+from pages.compare_timeline import PLOTLY_CONFIG, show_timeline
 from pages.links import share_link, show_link_notices
 from pages.state import COMPARE_JOB, drop_flash, flash, session_run_elsewhere, show_flashes, watcher_id
 from pages.streamlit_internals import page_connected
 from transformer.experiments import (
     CUSTOM,
     READY,
-    SWITCHES,
     ExperimentRun,
     LiveExperiment,
     experiment_from_json,
@@ -21,12 +22,9 @@ from transformer.experiments import (
     runs_frame,
     summary_table,
 )
-from transformer.figures.attention import attention_heatmaps
-from transformer.figures.compare import alignment_figure, comparison_figure, loss_marker_figure, variant_colour
-from transformer.limits import COMPARE_FORM_LIMITS, COMPARE_SIZE_CHOICES, MAX_VARIANTS
+from transformer.figures.compare import comparison_figure
 from transformer.literal import markdown_literal
 from transformer.serving import ServerBusy
-from transformer.tasks import TASKS
 from transformer.url_state import (
     CompareState,
     experiment_for,
@@ -36,18 +34,6 @@ from transformer.url_state import (
 )
 
 LIVE_SOURCE = "your live run"  # what `current_run` calls a run still in this session's hands
-PLOTLY_CONFIG = {"displaylogo": False, "toImageButtonOptions": {"format": "png", "scale": 2}}  # PNG from the toolbar
-CUSTOM_WIDGETS = {  # CompareState field -> widget key of the custom builder
-    "task": "compare_task",
-    "length": "compare_length",
-    "d_model": "compare_d_model",
-    "n_heads": "compare_n_heads",
-    "n_layers": "compare_n_layers",
-    "steps": "compare_steps",
-    "seed": "compare_seed",
-    "switch": "compare_switch",
-    "values": "compare_values",
-}
 
 
 @st.cache_resource(show_spinner=False)
@@ -85,15 +71,6 @@ def load_upload() -> None:
     show_settings(settings)
 
 
-def switch_changed() -> None:
-    """A new switch: compare its first two values."""
-    switch = SWITCHES[st.session_state["compare_switch"]]
-    st.session_state["compare_state"] = replace(
-        st.session_state["compare_state"], switch=switch.field, values=switch.choices[:2]
-    )
-    st.session_state.pop("compare_values", None)  # the multiselect starts again from them
-
-
 st.title("Compare runs")
 st.markdown(
     "Does a part of the Transformer matter? Train two versions that differ in **one switch**, from the same seed on "
@@ -118,86 +95,7 @@ choice = st.selectbox(
     help="Ready-made experiments come with results, so you see the answer at once.",
 )
 if choice == CUSTOM:
-    with st.container(border=True):
-        task_col, size_col, switch_col = st.columns(3)
-        switch = SWITCHES[
-            switch_col.selectbox(
-                "Switch to vary",
-                list(SWITCHES),
-                list(SWITCHES).index(state.switch),
-                key="compare_switch",
-                on_change=switch_changed,
-                format_func=lambda s: SWITCHES[s].title,
-            )
-        ]
-        values = switch_col.multiselect(
-            "Values to compare",
-            switch.choices,
-            list(state.values),
-            key="compare_values",
-            format_func=switch.label,
-            max_selections=MAX_VARIANTS,
-            help="Each value is one variant; they train one after the other.",
-        )
-        tasks = list(TASKS)
-        state = CompareState(
-            experiment=CUSTOM,
-            task=task_col.selectbox(
-                "Task",
-                tasks,
-                tasks.index(state.task),
-                key="compare_task",
-                format_func=lambda t: f"{t}: {TASKS[t].description}",
-            ),
-            length=task_col.number_input(
-                "Input length",
-                *COMPARE_FORM_LIMITS["length"],
-                state.length,
-                key="compare_length",
-                help="Every input has this many symbols.",
-            ),
-            steps=task_col.number_input(
-                "Steps per variant",
-                *COMPARE_FORM_LIMITS["steps"],
-                state.steps,
-                step=50,
-                key="compare_steps",
-                help="Every variant trains exactly this many steps (no early stopping).",
-            ),
-            seed=task_col.number_input(
-                "Seed",
-                *COMPARE_FORM_LIMITS["seed"],
-                state.seed,
-                key="compare_seed",
-                help="Same seed: same data for every variant, and the same starting weights unless the "
-                "switch changes the model's parameters (layers, a learned positional "
-                "table).",
-            ),
-            d_model=size_col.selectbox(
-                "d_model",
-                COMPARE_SIZE_CHOICES["d_model"],
-                COMPARE_SIZE_CHOICES["d_model"].index(state.d_model),
-                key="compare_d_model",
-            ),
-            n_heads=size_col.selectbox(
-                "Heads",
-                COMPARE_SIZE_CHOICES["n_heads"],
-                COMPARE_SIZE_CHOICES["n_heads"].index(state.n_heads),
-                key="compare_n_heads",
-                disabled=switch.field == "n_heads",
-                help="Set per variant when it is the switch.",
-            ),
-            n_layers=size_col.number_input(
-                "Layers per stack",
-                *COMPARE_FORM_LIMITS["n_layers"],
-                state.n_layers,
-                key="compare_n_layers",
-                disabled=switch.field == "n_layers",
-                help="Set per variant when it is the switch.",
-            ),
-            switch=switch.field,
-            values=tuple(values),
-        )
+    state = custom_builder(state)
 else:
     state = replace(state, experiment=choice)
 st.session_state["compare_state"] = state
@@ -257,80 +155,6 @@ def current_run() -> tuple[ExperimentRun | None, str]:
     except (OSError, ValueError) as err:
         st.error(f"The shipped results of this experiment could not be read: {err}")
         return None, ""
-
-
-def show_timeline(run: ExperimentRun, live: bool) -> None:
-    """A slider over training steps: the probe's cross-attention at that step, the loss, the alignment scores.
-
-    `live`: the run shown is still training, so the timeline can follow it.
-    """
-    st.subheader("Attention forming during training")
-    st.markdown(
-        f"The probe is the first held-out input, `{' '.join(run.probe_src)}`. Each heatmap is one cross-attention "
-        "head: a row per decoder position, labelled by the token it reads (row i writes output token i), a column "
-        "per source token, darker = more "
-        "attention. Slide through training to watch the pattern form. Each head's score is the attention it puts, on "
-        "average, on the source token the output comes from (for reverse, output i comes from source token n-1-i):"
-    )
-    st.latex(
-        r"\begin{gathered}\text{alignment} = \frac{1}{n}\sum_{i=0}^{n-1} A_{i,\,\pi(i)} \\ "
-        r"\text{1 = always the right token, } \tfrac{1}{n} = \text{uniform}\end{gathered}"
-    )
-    labels = [v.label for v in run.variants]
-    # While a run trains, the timeline shows its newest variant and snapshot until the student turns following off.
-    # Following widgets are disabled: a press could land on a slider that is being replaced (a browser keeps a
-    # slider's old value when its options grow, so a following slider gets a key for each count of snapshots).
-    following = live and st.toggle(
-        "Follow training",
-        True,
-        key="compare_follow",
-        help="Shows the variant in training and each new snapshot as it arrives. Turn off "
-        "to pick a variant and slide back through the snapshots taken so far.",
-    )
-    if following or st.session_state.get("compare_timeline_variant") not in labels:
-        st.session_state["compare_timeline_variant"] = labels[-1] if following else labels[0]
-    label = st.radio("Variant", labels, key="compare_timeline_variant", horizontal=True, disabled=following)
-    index = labels.index(label)
-    variant = run.variants[index]
-    if not variant.steps:
-        st.caption("No attention snapshot yet.")
-        return
-    key = f"timeline_step_{index}_{len(variant.steps)}" if following else f"timeline_step_{index}"
-    step = st.select_slider(
-        "Training step",
-        variant.steps,
-        variant.steps[-1],
-        key=key,
-        disabled=following,
-        help="Turn off *Follow training* to pick a step." if following else None,
-    )
-    snapshot = variant.cross[variant.steps.index(step)]
-    for layer, maps in enumerate(snapshot):  # full width: a column of the heatmap per source token
-        st.plotly_chart(
-            attention_heatmaps(
-                maps, run.probe_tgt, run.probe_src, f"{label}: cross-attention, layer {layer}, step {step}", per_row=2
-            ),
-            key=f"compare_heads_{layer}",
-            config=PLOTLY_CONFIG,
-        )
-    loss_col, alignment_col = st.columns(2)
-    if variant.history:
-        loss_col.plotly_chart(
-            loss_marker_figure(variant.history, step, label, variant_colour(index)),
-            key="compare_timeline_loss",
-            config=PLOTLY_CONFIG,
-        )
-    if variant.alignment:
-        alignment_col.plotly_chart(
-            alignment_figure(variant.steps, variant.alignment, 1 / len(run.probe_src), step),
-            key="compare_alignment",
-            config=PLOTLY_CONFIG,
-        )
-    else:
-        alignment_col.info(
-            f"{run.experiment.data.task} has no fixed source position for each output token, so "
-            "there is no ideal alignment to score the heads against."
-        )
 
 
 @st.fragment(run_every=1.0 if running else None)

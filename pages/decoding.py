@@ -1,11 +1,10 @@
 """Decoding, step by step: greedy, sampling and beam search on the model in hand, one generated token per click,
 with each step's next-token probabilities and cross-attention, and a comparison with teacher forcing."""
 
-import random
-
 import streamlit as st
 import torch
 
+from pages.decoding_inputs import example_text, set_input, source_input, strategy_settings
 from pages.links import link_values, share_link
 from pages.state import following_run, keep_result, kept_result, require_model
 from transformer.decoding import beam_search, decode_all_steps, sampling_probs, teacher_forced
@@ -17,16 +16,11 @@ from transformer.figures.decoding import (
     teacher_forcing_table,
 )
 from transformer.inspection import logit_lens
-from transformer.limits import DECODING_BEAM_WIDTHS, DECODING_SEEDS, DECODING_TEMPERATURES, check_probe_cost
+from transformer.limits import check_probe_cost
 from transformer.literal import code_span, markdown_literal
 from transformer.tasks import DataConfig, TaskData, get_task
 from transformer.url_state import decoding_parsers, write_params
 
-STRATEGIES = {
-    "greedy": ("Greedy", "take the most likely token"),
-    "sample": ("Sampling", "draw the token at random from the distribution"),
-    "beam": ("Beam search", "keep the k best partial outputs"),
-}
 ATTENTION_LABELS = {"cross": "over the source (cross)", "self": "over its own input (self)"}
 TOP_BARS = 10  # bars in the next-token chart
 EXTRA_STEPS = 4  # decoding may run this many tokens past the expected output, so a missed EOS shows
@@ -44,15 +38,6 @@ LINKED_WIDGETS = {  # link parameter -> widget key
 def held_out_sources(task: DataConfig) -> list[list[int]]:
     """The task's held-out source sequences (symbol indices): inputs the model never trained on."""
     return TaskData(task).valid_sources
-
-
-def example_text(source: list[int], symbols: tuple[str, ...]) -> str:
-    """A source sequence of symbol indices as the text a student would type."""
-    return " ".join(symbols[s] for s in source)
-
-
-def set_input(text: str) -> None:
-    st.session_state["decode_input"] = text
 
 
 def go_to(step: int) -> None:
@@ -83,66 +68,8 @@ link = link_values("decode", decoding_parsers(vocab, limit))
 st.session_state.update({LINKED_WIDGETS[name]: value for name, value in link.items() if name in LINKED_WIDGETS})
 if link.keys() & {"input", "step"}:
     st.session_state["decode_link_step"] = link.get("step")  # None: the last step, the whole output
-text_col, random_col = st.columns([3, 1], vertical_alignment="bottom")
-text = text_col.text_input(
-    f"Source sequence ({task.task}: {get_task(task.task).description} {vocab.input_hint(limit).capitalize()})",
-    key="decode_input",
-)
-random_col.button(
-    "Random",
-    key="decode_random",
-    icon=":material/shuffle:",
-    on_click=lambda: set_input(example_text(random.choice(examples), vocab.symbols)),
-    help="A random held-out sequence of the task: the model never saw it in training.",
-    width="stretch",
-)
-strategy = st.radio(
-    "Strategy",
-    list(STRATEGIES),
-    format_func=lambda s: STRATEGIES[s][0],
-    captions=[c for _, c in STRATEGIES.values()],
-    horizontal=True,
-    key="decode_strategy",
-)
-temperature, top_k, seed, beam_width = 1.0, None, 0, 3
-if strategy == "sample":
-    t_col, k_col, seed_col = st.columns(3)
-    temperature = t_col.slider(
-        "Temperature",
-        *DECODING_TEMPERATURES,
-        1.0,
-        0.1,
-        key="decode_temperature",
-        help="Divides the logits before the softmax: below 1 sharpens, above 1 flattens.",
-    )
-    top_k = (
-        k_col.number_input(
-            "Top-k (0 = all tokens)",
-            0,
-            len(vocab),
-            0,
-            key="decode_top_k",
-            help="Sample only among the k most likely tokens.",
-        )
-        or None
-    )
-    seed = seed_col.number_input(
-        "Seed",
-        *DECODING_SEEDS,
-        0,
-        key="decode_seed",
-        help="The same seed draws the same sequence; change it to draw another.",
-    )
-elif strategy == "beam":
-    beam_width = st.slider(
-        "Beam width",
-        *DECODING_BEAM_WIDTHS,
-        3,
-        key="decode_beam_width",
-        help="Hypotheses kept at each step, ranked by summed log-probability, which favours "
-        "shorter outputs; the paper used width 4 with a length penalty against that. 1 is "
-        "greedy.",
-    )
+text = source_input(task, vocab, limit, examples)
+strategy, temperature, top_k, seed, beam_width = strategy_settings(len(vocab))
 
 try:
     ids = vocab.encode(text, max_len=limit)

@@ -6,24 +6,23 @@ projector; the settings form comes back under the results once it has ended.
 
 import streamlit as st
 
-from pages.common import forget_run, live_poll_s, remember_run, run_registry
+from pages.common import live_poll_s, run_registry
 from pages.links import share_link
 from pages.state import (
-    FOLLOW_JOB,
     JOB,
     TRAIN_SAVED,
-    flash,
     save_finished_job,
     session_run_elsewhere,
     show_flashes,
     watcher_id,
 )
 from pages.streamlit_internals import page_connected
-from pages.train_form import KEPT, config_values, draw_fields, remember_values
+from pages.train_controls import run_controls, start_run
+from pages.train_form import draw_fields, remember_values
 from transformer.figures.training import accuracy_figure, loss_figure, lr_figure
 from transformer.literal import markdown_literal
-from transformer.live import build_configs, live_examples, metrics_table, progress, run_summary
-from transformer.serving import Run, ServerBusy, unwatched
+from transformer.live import live_examples, metrics_table, progress, run_summary
+from transformer.serving import Run, unwatched
 from transformer.training import smoothed_loss_floor
 
 CHART_HEIGHT = 320  # both charts fit beside each other under the controls at 1280x800
@@ -60,52 +59,6 @@ active = job is not None and not job.done  # queued, preparing, training or paus
 elsewhere = session_run_elsewhere("train")
 
 
-def start_run() -> None:
-    """Start button: start the run the form describes, or join the identical one. A callback runs before the
-    page is drawn, so the same run draws the live view on top."""
-    state = st.session_state
-    current: Run | None = state.get(JOB)
-    if (elsewhere := session_run_elsewhere("train")) or (current is not None and not current.done):
-        flash("train_form", "info", elsewhere or "A run is already training: stop it first, or wait for it.")
-        return
-    try:
-        configs = build_configs(*config_values(state))
-        job = run_registry().submit(watcher_id(), *configs, page_connected())
-    except ServerBusy as err:
-        flash("train_form", "warning", f"Your run could not start: {markdown_literal(str(err))}.")
-    except ValueError as err:
-        flash("train_form", "error", f"These settings don't work: {markdown_literal(str(err))}")
-    else:
-        state[JOB] = job
-        state[FOLLOW_JOB] = True  # the run is the model in hand while it trains
-        remember_values()
-        # the run is in hand, and the Train form shows its settings, after a reload too
-        remember_run(JOB, job, {FOLLOW_JOB: True, KEPT: state[KEPT]})
-        job.wait_until_moving(FIRST_STEP_WAIT_S)  # the curve then starts in this redraw, not at the next poll
-
-
-def leave_run() -> None:
-    """Stop button: leave the run; it stops once nobody watches it (a run of one's own stops at once)."""
-    current: Run | None = st.session_state.get(JOB)
-    if current is None:
-        return
-    run_registry().leave(watcher_id(), current)
-    if current.status == "queued" or current.watchers():  # out of the queue, or others still watch the run
-        st.session_state.pop(JOB)
-        forget_run(JOB)
-        left = len(current.watchers())
-        flash(
-            "train_left",
-            "info",
-            f"You left the run; it goes on for the {left} other student{'s' * (left != 1)} watching it."
-            if left
-            else "You left the queue: your run will not start.",
-        )
-    else:
-        current.wait_until_done(5.0)  # stopped, as it was the student's own: drawn as stopped
-
-
-FIRST_STEP_WAIT_S = 0.5  # how long Start waits for a new run's first step (set-up takes about 0.1 s)
 STEPS_PER_FRAME = 10  # the live loss curve moves in whole frames of this many steps, drawn once for all watchers
 
 
@@ -128,51 +81,6 @@ def shared_charts(job_id: tuple, n_rows: int, n_steps: int, _job: Run):
     floor = smoothed_loss_floor(_job.train_config.label_smoothing, _job.model_config.vocab_size)
     loss = loss_figure(rows, train_floor=floor, step_losses=losses, height=CHART_HEIGHT)
     return loss, accuracy_figure(rows, height=CHART_HEIGHT)
-
-
-def run_controls(job: Run, shared: bool) -> None:
-    """Pause or Resume, Step, and Stop: big buttons, no keyboard."""
-    paused = job.status == "paused"
-    pause_col, step_col, stop_col, _ = st.columns([1, 1, 1, 3])
-    why_not = "Several students watch this run: only a run of your own can be paused." if shared else None
-    if paused:
-        pause_col.button(
-            "Resume",
-            key="resume_training",
-            icon=":material/play_arrow:",
-            type="primary",
-            width="stretch",
-            on_click=job.resume,
-            help="Go on training from this step.",
-        )
-    else:
-        pause_col.button(
-            "Pause",
-            key="pause_training",
-            icon=":material/pause:",
-            width="stretch",
-            on_click=job.pause,
-            disabled=shared or job.status == "queued",
-            help=why_not or "Hold the run before its next step; the model in hand is the paused one.",
-        )
-    step_col.button(
-        "Step",
-        key="step_training",
-        icon=":material/skip_next:",
-        width="stretch",
-        on_click=job.step_row,
-        disabled=shared or not paused,
-        help=why_not or "Train one metric row's worth of steps, then pause again.",
-    )
-    stop_col.button(
-        "Leave queue" if job.status == "queued" else "Stop",
-        key="stop_training",
-        icon=":material/stop:",
-        width="stretch",
-        on_click=leave_run,
-        help="Stops training after the current step; the model trained so far is kept. On a run "
-        "several students watch, you leave it and it goes on for them.",
-    )
 
 
 poll_s = live_poll_s()

@@ -1,0 +1,102 @@
+"""The Compare page's attention timeline: a slider over training steps showing the probe's cross-attention, the
+loss and the alignment scores at that step."""
+
+import streamlit as st
+
+from transformer.experiments import ExperimentRun
+from transformer.figures.attention import attention_heatmaps
+from transformer.figures.compare import alignment_figure, loss_marker_figure, variant_colour
+
+PLOTLY_CONFIG = {"displaylogo": False, "toImageButtonOptions": {"format": "png", "scale": 2}}  # PNG from the toolbar
+
+
+def show_timeline(run: ExperimentRun, live: bool) -> None:
+    """A slider over training steps: the probe's cross-attention at that step, the loss, the alignment scores.
+
+    `live`: the run shown is still training, so the timeline can follow it.
+    """
+    _explain(run)
+    picked = _pick_step(run, live)
+    if picked is not None:
+        _show_step(run, *picked)
+
+
+def _explain(run: ExperimentRun) -> None:
+    """What the heatmaps show and how alignment is scored."""
+    st.subheader("Attention forming during training")
+    st.markdown(
+        f"The probe is the first held-out input, `{' '.join(run.probe_src)}`. Each heatmap is one cross-attention "
+        "head: a row per decoder position, labelled by the token it reads (row i writes output token i), a column "
+        "per source token, darker = more "
+        "attention. Slide through training to watch the pattern form. Each head's score is the attention it puts, on "
+        "average, on the source token the output comes from (for reverse, output i comes from source token n-1-i):"
+    )
+    st.latex(
+        r"\begin{gathered}\text{alignment} = \frac{1}{n}\sum_{i=0}^{n-1} A_{i,\,\pi(i)} \\ "
+        r"\text{1 = always the right token, } \tfrac{1}{n} = \text{uniform}\end{gathered}"
+    )
+
+
+def _pick_step(run: ExperimentRun, live: bool) -> tuple[int, int] | None:
+    """The variant (its index) and training step to show, from the widgets; None when it has no snapshot yet."""
+    labels = [v.label for v in run.variants]
+    # While a run trains, the timeline shows its newest variant and snapshot until the student turns following off.
+    # Following widgets are disabled: a press could land on a slider that is being replaced (a browser keeps a
+    # slider's old value when its options grow, so a following slider gets a key for each count of snapshots).
+    following = live and st.toggle(
+        "Follow training",
+        True,
+        key="compare_follow",
+        help="Shows the variant in training and each new snapshot as it arrives. Turn off "
+        "to pick a variant and slide back through the snapshots taken so far.",
+    )
+    if following or st.session_state.get("compare_timeline_variant") not in labels:
+        st.session_state["compare_timeline_variant"] = labels[-1] if following else labels[0]
+    label = st.radio("Variant", labels, key="compare_timeline_variant", horizontal=True, disabled=following)
+    index = labels.index(label)
+    variant = run.variants[index]
+    if not variant.steps:
+        st.caption("No attention snapshot yet.")
+        return None
+    key = f"timeline_step_{index}_{len(variant.steps)}" if following else f"timeline_step_{index}"
+    step = st.select_slider(
+        "Training step",
+        variant.steps,
+        variant.steps[-1],
+        key=key,
+        disabled=following,
+        help="Turn off *Follow training* to pick a step." if following else None,
+    )
+    return index, step
+
+
+def _show_step(run: ExperimentRun, index: int, step: int) -> None:
+    """The cross-attention of variant `index` at `step`, layer by layer, and its loss and alignment curves."""
+    variant, label = run.variants[index], run.variants[index].label
+    snapshot = variant.cross[variant.steps.index(step)]
+    for layer, maps in enumerate(snapshot):  # full width: a column of the heatmap per source token
+        st.plotly_chart(
+            attention_heatmaps(
+                maps, run.probe_tgt, run.probe_src, f"{label}: cross-attention, layer {layer}, step {step}", per_row=2
+            ),
+            key=f"compare_heads_{layer}",
+            config=PLOTLY_CONFIG,
+        )
+    loss_col, alignment_col = st.columns(2)
+    if variant.history:
+        loss_col.plotly_chart(
+            loss_marker_figure(variant.history, step, label, variant_colour(index)),
+            key="compare_timeline_loss",
+            config=PLOTLY_CONFIG,
+        )
+    if variant.alignment:
+        alignment_col.plotly_chart(
+            alignment_figure(variant.steps, variant.alignment, 1 / len(run.probe_src), step),
+            key="compare_alignment",
+            config=PLOTLY_CONFIG,
+        )
+    else:
+        alignment_col.info(
+            f"{run.experiment.data.task} has no fixed source position for each output token, so "
+            "there is no ideal alignment to score the heads against."
+        )

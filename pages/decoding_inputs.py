@@ -1,0 +1,95 @@
+"""The Decoding page's inputs: the source sequence, and the decoding strategy with its settings."""
+
+import random
+
+import streamlit as st
+
+from transformer.limits import DECODING_BEAM_WIDTHS, DECODING_SEEDS, DECODING_TEMPERATURES
+from transformer.tasks import DataConfig, get_task
+from transformer.vocab import Vocab
+
+STRATEGIES = {
+    "greedy": ("Greedy", "take the most likely token"),
+    "sample": ("Sampling", "draw the token at random from the distribution"),
+    "beam": ("Beam search", "keep the k best partial outputs"),
+}
+
+
+def example_text(source: list[int], symbols: tuple[str, ...]) -> str:
+    """A source sequence of symbol indices as the text a student would type."""
+    return " ".join(symbols[s] for s in source)
+
+
+def set_input(text: str) -> None:
+    st.session_state["decode_input"] = text
+
+
+def source_input(task: DataConfig, vocab: Vocab, limit: int, examples: list[list[int]]) -> str:
+    """The source sequence to decode, typed or drawn at random from the task's held-out `examples`."""
+    text_col, random_col = st.columns([3, 1], vertical_alignment="bottom")
+    text = text_col.text_input(
+        f"Source sequence ({task.task}: {get_task(task.task).description} {vocab.input_hint(limit).capitalize()})",
+        key="decode_input",
+    )
+    random_col.button(
+        "Random",
+        key="decode_random",
+        icon=":material/shuffle:",
+        on_click=lambda: set_input(example_text(random.choice(examples), vocab.symbols)),
+        help="A random held-out sequence of the task: the model never saw it in training.",
+        width="stretch",
+    )
+    return text
+
+
+def strategy_settings(vocab_size: int) -> tuple[str, float, int | None, int, int]:
+    """The decoding strategy and its settings: (strategy, temperature, top_k, seed, beam width); the settings a
+    strategy does not use keep their defaults."""
+    strategy = st.radio(
+        "Strategy",
+        list(STRATEGIES),
+        format_func=lambda s: STRATEGIES[s][0],
+        captions=[c for _, c in STRATEGIES.values()],
+        horizontal=True,
+        key="decode_strategy",
+    )
+    temperature, top_k, seed, beam_width = 1.0, None, 0, 3
+    if strategy == "sample":
+        t_col, k_col, seed_col = st.columns(3)
+        temperature = t_col.slider(
+            "Temperature",
+            *DECODING_TEMPERATURES,
+            1.0,
+            0.1,
+            key="decode_temperature",
+            help="Divides the logits before the softmax: below 1 sharpens, above 1 flattens.",
+        )
+        top_k = (
+            k_col.number_input(
+                "Top-k (0 = all tokens)",
+                0,
+                vocab_size,
+                0,
+                key="decode_top_k",
+                help="Sample only among the k most likely tokens.",
+            )
+            or None
+        )
+        seed = seed_col.number_input(
+            "Seed",
+            *DECODING_SEEDS,
+            0,
+            key="decode_seed",
+            help="The same seed draws the same sequence; change it to draw another.",
+        )
+    elif strategy == "beam":
+        beam_width = st.slider(
+            "Beam width",
+            *DECODING_BEAM_WIDTHS,
+            3,
+            key="decode_beam_width",
+            help="Hypotheses kept at each step, ranked by summed log-probability, which favours "
+            "shorter outputs; the paper used width 4 with a length penalty against that. 1 is "
+            "greedy.",
+        )
+    return strategy, temperature, top_k, seed, beam_width
