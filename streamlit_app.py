@@ -5,6 +5,7 @@ Run: streamlit run streamlit_app.py
 
 import streamlit as st
 
+from pages.classes import class_from_link
 from pages.common import model_from_link, setup_torch, shipped_checkpoint_buttons, sidebar
 
 st.set_page_config(page_title="Transformer Lab", page_icon="🔬", layout="wide")
@@ -51,6 +52,12 @@ PAGES = [  # (file, title, icon, what to do there), in teaching order
         "Compare runs",
         ":material/compare_arrows:",
         "Two settings side by side, to see which part of the design matters.",
+    ),
+    (
+        "pages/teacher.py",
+        "Teacher",
+        ":material/school:",
+        "Run the class as one experiment: a class link, groups, a question to predict, and a live board.",
     ),
     (
         "pages/checkpoints.py",
@@ -102,5 +109,6 @@ pages = [st.Page(home, title="Home", icon=":material/home:", default=True)] + [
 ]
 page = st.navigation(pages)
 model_from_link()
+class_from_link()
 sidebar(page.url_path)
 page.run()
