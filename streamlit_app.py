@@ -5,6 +5,7 @@ Run: streamlit run streamlit_app.py
 
 import streamlit as st
 
+from pages.classes import class_from_link
 from pages.common import setup_torch
 from pages.links import model_from_link
 from pages.sidebar import sidebar
@@ -56,6 +57,12 @@ PAGES = [  # (file, title, icon, what to do there), in teaching order
         "Two settings side by side, to see which part of the design matters.",
     ),
     (
+        "pages/teacher.py",
+        "Teacher",
+        ":material/school:",
+        "Run the class as one experiment: a class link, groups, a question to predict, and a live board.",
+    ),
+    (
         "pages/checkpoints.py",
         "Checkpoints",
         ":material/save:",
@@ -105,5 +112,6 @@ pages = [st.Page(home, title="Home", icon=":material/home:", default=True)] + [
 ]
 page = st.navigation(pages)
 model_from_link()
+class_from_link()
 sidebar(page.url_path)
 page.run()

@@ -8,6 +8,7 @@ Decoding, Masking lab, Length test and Compare each have their parsers here; the
 """
 
 import math
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, fields, replace
 from typing import Any, get_args
@@ -39,6 +40,7 @@ from .tasks import TASKS
 from .vocab import Vocab
 
 Parser = Callable[[str], Any]  # a link's text -> the value it stands for; ValueError saying what it must be
+CLASS_CODE = re.compile(r"[a-z]{2,12}-[a-z]{2,12}-[0-9]{4}")
 
 
 def _param(params: Mapping[str, Any], name: str) -> str | None:
@@ -150,6 +152,19 @@ def switch_values(switch: Switch) -> Parser:
 
 
 # ------------------------------------------------------------------------------------------- the model in hand
+
+
+def class_code_parser() -> Parser:
+    """A class's code as `classroom.codes` draws it (`amber-otter-7351`): its shape only; the class database says
+    whether such a class exists."""
+
+    def parse(text: str) -> str:
+        code = text.strip().lower()
+        if not CLASS_CODE.fullmatch(code):
+            raise ValueError("is not a class code like amber-otter-7351")
+        return code
+
+    return parse
 
 
 def model_parsers(shipped: Sequence[str]) -> dict[str, Parser]:

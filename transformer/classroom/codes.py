@@ -14,30 +14,28 @@ import hashlib
 import hmac
 import secrets
 
-ADJECTIVES = (
-    "amber", "azure", "bold", "brave", "breezy", "bright", "brisk", "calm", "candid", "cheery",
-    "civic", "clever", "cobalt", "cosmic", "crisp", "curly", "dapper", "daring", "dusky", "eager",
-    "early", "earnest", "fancy", "fast", "fern", "fierce", "fluffy", "frosty", "gentle", "giddy",
-    "glad", "golden", "grand", "happy", "hazel", "hearty", "honest", "humble", "icy", "indigo",
-    "ivory", "jade", "jolly", "keen", "kind", "lavish", "lemon", "lively", "lucky", "lunar",
-    "magic", "mellow", "merry", "misty", "modest", "mossy", "noble", "nimble", "oaken", "olive",
-    "opal", "peach", "perky", "plucky", "polar", "proud", "quick", "quiet", "rapid", "rosy",
-    "ruby", "rustic", "sandy", "scarlet", "silent", "silver", "sleek", "snowy", "solar", "sunny",
-    "swift", "tawny", "teal", "tidy", "tiny", "topaz", "trusty", "upbeat", "velvet", "vivid",
-    "warm", "wavy", "wild", "windy", "wise", "witty", "woolly", "young", "zesty", "zippy",
-)  # fmt: skip
-ANIMALS = (
-    "alpaca", "badger", "bat", "bear", "beaver", "bison", "bobcat", "camel", "caribou", "cat",
-    "cheetah", "crab", "crane", "cricket", "crow", "deer", "dingo", "dolphin", "dove", "duck",
-    "eagle", "eel", "egret", "elk", "emu", "falcon", "ferret", "finch", "fox", "frog",
-    "gecko", "gibbon", "goat", "goose", "gopher", "heron", "hippo", "horse", "ibex", "ibis",
-    "iguana", "jackal", "jaguar", "kiwi", "koala", "lemur", "leopard", "lion", "llama", "lynx",
-    "magpie", "marmot", "mink", "mole", "moose", "newt", "ocelot", "okapi", "orca", "osprey",
-    "otter", "owl", "panda", "parrot", "pelican", "penguin", "pika", "puffin", "puma", "quail",
-    "rabbit", "raven", "robin", "salmon", "seal", "shark", "sloth", "snail", "sparrow", "squid",
-    "stork", "swan", "tapir", "tiger", "toad", "toucan", "trout", "turtle", "vole", "walrus",
-    "weasel", "whale", "wolf", "wombat", "wren", "yak", "zebra", "marten", "hare", "lark",
-)  # fmt: skip
+ADJECTIVES = tuple(
+    """
+    amber azure bold brave breezy bright brisk calm candid cheery civic clever cobalt cosmic crisp
+    curly dapper daring dusky eager early earnest fancy fast fern fierce fluffy frosty gentle giddy
+    glad golden grand happy hazel hearty honest humble icy indigo ivory jade jolly keen kind lavish
+    lemon lively lucky lunar magic mellow merry misty modest mossy noble nimble oaken olive opal peach
+    perky plucky polar proud quick quiet rapid rosy ruby rustic sandy scarlet silent silver sleek snowy
+    solar sunny swift tawny teal tidy tiny topaz trusty upbeat velvet vivid warm wavy wild windy wise
+    witty woolly young zesty zippy
+    """.split()
+)
+ANIMALS = tuple(
+    """
+    alpaca badger bat bear beaver bison bobcat camel caribou cat cheetah crab crane cricket crow deer
+    dingo dolphin dove duck eagle eel egret elk emu falcon ferret finch fox frog gecko gibbon goat
+    goose gopher heron hippo horse ibex ibis iguana jackal jaguar kiwi koala lemur leopard lion llama
+    lynx magpie marmot mink mole moose newt ocelot okapi orca osprey otter owl panda parrot pelican
+    penguin pika puffin puma quail rabbit raven robin salmon seal shark sloth snail sparrow squid stork
+    swan tapir tiger toad toucan trout turtle vole walrus weasel whale wolf wombat wren yak zebra
+    marten hare lark
+    """.split()
+)
 CODE_COUNT = len(ADJECTIVES) * len(ANIMALS) * 10_000
 MAX_CODE_CHARS = 32  # longer than any code drawn here
 

@@ -177,10 +177,11 @@ class ClassStore:
         with self.engine.begin() as conn:
             return _info(self._class(conn, code))
 
-    def snapshot(self, code: str) -> Snapshot:
-        """The whole class without its students' names: what a student may see of the others."""
+    def snapshot(self, code: str, names: bool = False) -> Snapshot:
+        """The whole class: without its students' names, what a student may see of the others; with them, what a
+        board whose teacher key was checked (`open_board`) shows on each redraw, without checking it again."""
         with self.engine.begin() as conn:
-            return _snapshot(conn, self._class(conn, code), names=False)
+            return _snapshot(conn, self._class(conn, code), names=names)
 
     def student(self, code: str, browser: str) -> Student | None:
         """The student this browser joined the class as, if any."""

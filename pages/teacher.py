@@ -1,0 +1,219 @@
+"""Teacher: run the class as one experiment. Create a class, share its link, set what it trains (groups that differ
+in one setting, a question to predict), and watch every student's run on a live board."""
+
+import streamlit as st
+
+from pages.classes import class_store
+from transformer.classroom import QUESTIONS, Assignment, ClassroomError, Group, Snapshot
+from transformer.classroom.board import (
+    difference_sentence,
+    flags,
+    group_curves,
+    metrics_frame,
+    outcome_table,
+    prediction_tally,
+    predictions_frame,
+    results_frame,
+    student_rows,
+)
+from transformer.figures.board import group_curves_figure, outcomes_figure
+from transformer.limits import DEFAULT_RETENTION_DAYS, MAX_TITLE_CHARS, RETENTION_DAYS, TRAIN_FORM_LIMITS
+from transformer.literal import markdown_literal
+from transformer.tasks import TASKS
+
+BOARD_POLL_S = 2.0  # the board redraws every 2 s: it reads the database, never the runs themselves
+SPLITS = {  # the setting groups may differ in -> its two groups: (label, value), the paper's first
+    "positional": (("with PE", "sinusoidal"), ("no PE", "none")),
+    "causal_mask": (("causal mask", True), ("no causal mask", False)),
+    "scale_scores": (("scaled scores", True), ("unscaled scores", False)),
+    "norm_first": (("post-norm", False), ("pre-norm", True)),
+    "label_smoothing": (("no smoothing", 0.0), ("smoothing 0.1", 0.1)),
+}
+OPEN_CHOICES = ("lr", "warmup", "batch_size", "d_model", "n_heads", "n_layers", "dropout")
+
+st.title("Teacher: the class as one experiment")
+st.caption(
+    "Create a class, share its link, and every student's run joins one experiment: groups that differ in one "
+    "setting, a seed each, and a live board of the whole class."
+)
+
+
+def create_class(title: str, days: int) -> None:
+    try:
+        code, key = class_store().create_class(title, days)
+    except ClassroomError as err:
+        st.error(markdown_literal(str(err)))
+        return
+    st.session_state["teacher_class"] = code, key
+    st.session_state["teacher_new_key"] = key
+    st.rerun()
+
+
+def open_class(code: str, key: str) -> None:
+    try:
+        class_store().open_board(code.strip().lower(), key.strip())
+    except ClassroomError as err:
+        st.error(markdown_literal(str(err)))
+        return
+    st.session_state["teacher_class"] = code.strip().lower(), key.strip()
+    st.rerun()
+
+
+def start_page() -> None:
+    """No class open yet: create one, or open one with its code and teacher key."""
+    create_col, open_col = st.columns(2)
+    with create_col.form("teacher_create"):
+        st.subheader("Create a class")
+        title = st.text_input("Title", max_chars=MAX_TITLE_CHARS, key="teacher_title", placeholder="Period 3")
+        days = st.number_input(
+            "Keep its data for (days)", *RETENTION_DAYS, value=DEFAULT_RETENTION_DAYS, key="teacher_days"
+        )
+        if st.form_submit_button("Create", type="primary", icon=":material/add:", key="teacher_create_button"):
+            create_class(title, int(days))
+    with open_col.form("teacher_open"):
+        st.subheader("Open a class's board")
+        code = st.text_input("Class code", key="teacher_code", placeholder="amber-otter-7351", max_chars=40)
+        key = st.text_input("Teacher key", type="password", key="teacher_key", max_chars=64)
+        if st.form_submit_button("Open", icon=":material/login:", key="teacher_open_button"):
+            open_class(code, key)
+
+
+def class_link(code: str) -> str:
+    """The link students open: the Train page, with the class in the address."""
+    base = (st.context.url or "").rsplit("/", 1)[0]
+    return f"{base}/train?class={code}"
+
+
+def assignment_form(snapshot: Snapshot, code: str, key: str) -> None:
+    """What the class trains: task, lengths and steps, which settings students may change, the groups and the
+    question."""
+    current = snapshot.info.assignment or Assignment()
+    preset = current.preset
+    with st.form("teacher_assignment"):
+        task_col, min_col, max_col, steps_col = st.columns(4)
+        task = task_col.selectbox("Task", list(TASKS), index=list(TASKS).index(preset.get("task", "reverse")))
+        low = min_col.number_input("Shortest input", *TRAIN_FORM_LIMITS["min_len"], value=preset.get("min_len", 6))
+        high = max_col.number_input("Longest input", *TRAIN_FORM_LIMITS["max_len"], value=preset.get("max_len", 8))
+        steps = steps_col.number_input("Steps (at most)", *TRAIN_FORM_LIMITS["steps"], value=preset.get("steps", 2000))
+        split = st.selectbox(
+            "Groups differ in",
+            [None, *SPLITS],
+            index=[None, *SPLITS].index(current.setting if current.setting in SPLITS else None),
+            format_func=lambda s: "no groups: one class" if s is None else " / ".join(g for g, _ in SPLITS[s]),
+            key="teacher_split",
+            help="Students alternate between the groups as they join, so the groups stay the same size.",
+        )
+        opened = st.multiselect("Students may change", OPEN_CHOICES, default=sorted(current.open), key="teacher_open")
+        questions = [None, *QUESTIONS]
+        question = st.selectbox(
+            "Question students answer before Start",
+            questions,
+            index=questions.index(snapshot.info.question),
+            format_func=lambda q: "none" if q is None else QUESTIONS[q].text,
+            key="teacher_question",
+        )
+        if st.form_submit_button("Save the assignment", type="primary", key="teacher_save"):
+            groups = tuple(Group(label, value) for label, value in SPLITS[split]) if split else ()
+            preset = {"task": task, "min_len": int(low), "max_len": int(high), "steps": int(steps)}
+            save_assignment(code, key, preset, frozenset(opened), split, groups, question)
+
+
+def save_assignment(code: str, key: str, preset: dict, opened: frozenset, split, groups: tuple, question) -> None:
+    try:
+        assignment = Assignment(preset, opened, split, groups)
+        if question is not None and (why := QUESTIONS[question].unfit(assignment)):
+            raise ClassroomError(f"that question does not fit these groups: {why}")
+        class_store().set_assignment(code, key, assignment)
+        class_store().set_question(code, key, question)
+    except (ClassroomError, ValueError) as err:
+        st.error(f"Not saved: {markdown_literal(str(err))}")
+    else:
+        st.success("Saved: students see it on Train from their next page load.")
+
+
+@st.fragment(run_every=BOARD_POLL_S)
+def board(code: str) -> None:
+    """Every student's run, the groups side by side, flags and predictions, redrawn every BOARD_POLL_S."""
+    try:
+        snapshot = class_store().snapshot(code, names=True)  # the key was checked when the board was opened
+    except ClassroomError as err:
+        st.error(markdown_literal(str(err)))
+        return
+    rows = student_rows(snapshot)
+    states = rows["state"].str.split(" ").str[0].value_counts() if len(rows) else {}
+    st.markdown(
+        f"**{len(rows)} students** · " + " · ".join(f"{n} {state}" for state, n in dict(states).items())
+        if len(rows)
+        else "**No student has joined yet.** Share the link above."
+    )
+    if not len(rows):
+        return
+    st.dataframe(
+        rows,
+        hide_index=True,
+        column_config={"curve": st.column_config.LineChartColumn("training loss", width="small")},
+        key="teacher_students",
+    )
+    st.text(difference_sentence(snapshot))  # group labels are the teacher's text: shown literally
+    curves_col, outcomes_col = st.columns(2)
+    curves_col.plotly_chart(group_curves_figure(group_curves(snapshot), "Training loss by group"), key="board_curves")
+    outcomes = outcome_table(snapshot)
+    if len(outcomes):
+        outcomes_col.plotly_chart(outcomes_figure(outcomes), key="board_outcomes")
+    if len(flagged := flags(snapshot)):
+        st.warning("Needs a look:", icon=":material/flag:")
+        st.dataframe(flagged, hide_index=True, key="teacher_flags")
+    if snapshot.info.question is not None:
+        st.markdown(f"**Predictions:** {QUESTIONS[snapshot.info.question].text}")
+        st.dataframe(prediction_tally(snapshot), hide_index=True, key="teacher_tally")
+
+
+def exports(code: str, key: str) -> None:
+    """The class's results, metric rows and predictions as CSV, and deleting the class."""
+    snapshot = class_store().snapshot(code, names=True)
+    for col, (label, frame) in zip(
+        st.columns(3),
+        (("results", results_frame), ("metric rows", metrics_frame), ("predictions", predictions_frame)),
+    ):
+        col.download_button(
+            f"Download {label} (CSV)",
+            frame(snapshot).to_csv(index=False),
+            f"{code}-{label.replace(' ', '-')}.csv",
+            "text/csv",
+            key=f"teacher_download_{label}",
+        )
+    sure = st.checkbox("Delete this class and everything it recorded, now", key="teacher_delete_sure")
+    if st.button("Delete the class", disabled=not sure, key="teacher_delete", icon=":material/delete:"):
+        class_store().delete_class(code, key)
+        st.session_state.pop("teacher_class")
+        st.rerun()
+
+
+if "teacher_class" not in st.session_state:
+    start_page()
+    st.stop()
+
+code, key = st.session_state["teacher_class"]  # checked by open_board or made by create_class in this session
+try:
+    info = class_store().class_info(code)
+except ClassroomError as err:
+    st.session_state.pop("teacher_class")
+    st.error(f"This class cannot be opened: {markdown_literal(str(err))}")
+    st.stop()
+st.subheader(markdown_literal(info.title))
+st.markdown("**The class link**, for students (it carries no key):")
+st.code(class_link(code), language=None)
+if new_key := st.session_state.pop("teacher_new_key", None):
+    st.warning("Your teacher key, shown only now: keep it to open this board again. Never share it.")
+    st.code(new_key, language=None)
+st.caption(f"Kept until {info.expires_at:%Y-%m-%d %H:%M} UTC, then deleted with all it recorded.")
+board_tab, assignment_tab, export_tab = st.tabs(["Board", "Assignment", "Export and end"])
+with board_tab:
+    board(code)
+with assignment_tab:
+    assignment_form(class_store().snapshot(code), code, key)
+with export_tab:
+    exports(code, key)
+if st.button("Close the board", key="teacher_close"):
+    st.session_state.pop("teacher_class")
+    st.rerun()

@@ -1,0 +1,78 @@
+"""Keeping a class's runs in its database while they train: one thread per server writes the state of every run a
+class student started, when it has changed, every few seconds and once at its end. Pages never write run states,
+so a closed tab still has its run recorded, and thirty polling pages cost the database nothing."""
+
+import threading
+from collections.abc import Callable
+from dataclasses import asdict
+
+from sqlalchemy.exc import SQLAlchemyError
+
+from ..serving import Place, Run
+from .records import RunState, Student
+from .store import ClassStore
+
+RECORD_EVERY_S = 2.0  # how often a followed run's state is written, when it has changed
+
+
+def run_state(run: Run, place: Place | None) -> RunState:
+    """What a class keeps of a run as it stands: its status for the board, step, queue place, rows and result."""
+    if run.status == "queued":
+        return RunState("queued", 0, None if place is None else place.position)
+    rows = tuple(run.rows[:])
+    if not run.done:
+        return RunState("training", run.step, None, rows)
+    if run.error is not None:
+        return RunState("failed", run.step, None, rows, error=run.error)
+    if run.result is None or run.result.reason == "stopped":  # left the queue, or stopped by a person
+        return RunState("stopped", run.step, None, rows)
+    return RunState("finished", run.step, None, rows, asdict(run.result))
+
+
+class ClassRecorder:
+    """Follows runs of class students and writes their states into `store` (see the module docstring). `place`
+    tells a queued run's place (the registry's `place`)."""
+
+    def __init__(self, store: ClassStore, place: Callable[[Run], Place | None], every_s: float = RECORD_EVERY_S):
+        self.store, self.place, self.every_s = store, place, every_s
+        self._lock = threading.Lock()
+        self._followed: dict[int, tuple[Student, Run, RunState | None]] = {}  # student id -> student, run, last kept
+        self._closed = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="class-recorder", daemon=True)
+        self._thread.start()
+
+    def follow(self, student: Student, run: Run) -> None:
+        """Record `run` as `student`'s run from now on (in place of any run they started before); its state is
+        written at once."""
+        with self._lock:
+            self._followed[student.id] = student, run, None
+        self.record_once()
+
+    def record_once(self) -> None:
+        """Write every followed run whose state changed; stop following the runs that have ended."""
+        with self._lock:
+            followed = list(self._followed.items())
+        for student_id, (student, run, kept) in followed:
+            ended = run.done  # read first: the state read after it is then the final one
+            state = run_state(run, self.place(run) if run.status == "queued" else None)
+            if state != kept:
+                self.store.record_run(student, state)
+            with self._lock:
+                if self._followed.get(student_id, (None, None))[1] is run:
+                    if ended:
+                        del self._followed[student_id]
+                    else:
+                        self._followed[student_id] = student, run, state
+
+    def close(self) -> None:
+        """Write what is new, then stop."""
+        self._closed.set()
+        self._thread.join(10)
+        self.record_once()
+
+    def _loop(self) -> None:
+        while not self._closed.wait(self.every_s):
+            try:
+                self.record_once()
+            except SQLAlchemyError:  # a database that is briefly away: the next round writes the state again
+                continue
