@@ -1,19 +1,29 @@
 """A teacher's class, as the pages share it: the class database and its recorder (one per server), the class a
-link names, and the student this browser joined it as.
+link names, the student this browser joined it as (their `Seat`), and what the Train page shows a class student:
+the join form, their group and locked settings, the question to answer before Start, and their prediction graded
+after the run.
 
 Session state keys:
-- "class_code": the class the opened link (`?class=...`) or the join form named, for this session;
+- "class_code": the class the opened link (`?class=...`) named, for this session;
+- "class_prediction": the choice picked in the question's widget on Train;
 - "teacher_class": (code, teacher key) of the class whose board this session opened;
 - "teacher_new_key": the key of a class just created here, shown once.
 """
 
 import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
 
 import streamlit as st
 
 from pages.common import run_registry
+from pages.links import show_link_notices
 from pages.state import watcher_id
-from transformer.classroom import ClassInfo, ClassroomError, ClassStore, Student, database_url
+from transformer.classroom import QUESTIONS, Assignment, ClassInfo, ClassroomError, ClassStore, Student, database_url
+from transformer.classroom.assignment import SETTINGS, run_configs
+from transformer.classroom.board import prediction_tally
+from transformer.classroom.questions import right_choices
 from transformer.classroom.recorder import ClassRecorder
 from transformer.literal import markdown_literal
 from transformer.url_state import class_code_parser, read_params
@@ -39,8 +49,7 @@ def class_from_link() -> None:
         return
     st.session_state["class_link_read"] = True
     values, notices = read_params(st.query_params.to_dict(), {"class": class_code_parser()})
-    for notice in notices:
-        st.warning(f"{notice} Check the link you opened.", icon=":material/link_off:")
+    show_link_notices(notices)
     if "class" in values:
         st.session_state["class_code"] = values["class"]
 
@@ -76,3 +85,110 @@ def join_form(info: ClassInfo) -> None:
                 st.error(markdown_literal(str(err)))
             else:
                 st.rerun()
+
+
+@dataclass(frozen=True)
+class Seat:
+    """A student in a class: what their runs train with (the assignment, their group and their seed)."""
+
+    info: ClassInfo
+    student: Student
+
+    @property
+    def assignment(self) -> Assignment:
+        return self.info.assignment or Assignment()
+
+    def locked(self) -> dict[str, Any]:
+        """The settings the student may not change, by config field, with the values their runs use."""
+        group = self.assignment.group(self.student.position)
+        values = self.assignment.settings(group, self.student.seed)
+        return {name: values[name] for name in SETTINGS if name not in self.assignment.open}
+
+    def configs(self, data: Mapping, model: Mapping, train: Mapping) -> tuple:
+        """The run's configs: the form's values of the open settings over the assignment's; ValueError on a bad
+        one."""
+        values = {**data, **model, **train}
+        changes = {name: values[name] for name in self.assignment.open if name in values}
+        group = self.assignment.group(self.student.position)
+        return run_configs(self.assignment.settings(group, self.student.seed, changes))
+
+
+def seat_in_class() -> Seat | None:
+    """This browser's seat in the class of this session, if it has joined one; draws nothing."""
+    code = st.session_state.get("class_code")
+    if code is None:
+        return None
+    try:
+        info, student = class_store().class_info(code), class_store().student(code, watcher_id())
+    except ClassroomError:
+        return None
+    return None if student is None else Seat(info, student)
+
+
+def class_seat() -> Seat | None:
+    """The student's seat in the class the opened link names; None outside a class. A student who has not joined
+    yet gets the join form, and the page stops there."""
+    found = current_class()
+    if found is None:
+        return None
+    info, student = found
+    if student is None:
+        join_form(info)
+        st.stop()
+    seat = Seat(info, student)
+    group = f" · group **{markdown_literal(student.group)}**" if student.group else ""
+    st.info(
+        f"Class **{markdown_literal(info.title)}** · you are **{markdown_literal(student.name)}**{group} · seed "
+        f"{student.seed}. Your teacher locked the settings shown greyed out.",
+        icon=":material/school:",
+    )
+    return seat
+
+
+def prediction_input(seat: Seat) -> None:
+    """The class's question, to answer before the student's first run (drawn in the settings form)."""
+    question = seat.info.question
+    snapshot = class_store().snapshot(seat.info.code)
+    if question is None or seat.student.id in snapshot.predictions or seat.student.id in snapshot.runs:
+        return
+    st.radio(
+        f"**Predict first:** {QUESTIONS[question].text}",
+        QUESTIONS[question].choices,
+        index=None,
+        horizontal=True,
+        key="class_prediction",
+        help=QUESTIONS[question].caption,
+    )
+
+
+def answer_prediction(seat: Seat) -> None:
+    """Before a class student's first run: keep the prediction picked on the page; ClassroomError when the class
+    asks one and none is picked."""
+    snapshot = class_store().snapshot(seat.info.code)
+    if seat.info.question is None or seat.student.id in snapshot.predictions or seat.student.id in snapshot.runs:
+        return
+    choice = st.session_state.get("class_prediction")
+    if choice is None:
+        raise ClassroomError("answer the question above the Start button first: it is your prediction")
+    class_store().answer(seat.student, choice)
+
+
+def prediction_result(seat: Seat) -> None:
+    """After the student's run: their prediction, what the runs measured, and the class's predictions so far."""
+    question = seat.info.question
+    if question is None:
+        return
+    class_recorder().record_once()  # the run's end, written before it is read back
+    snapshot = class_store().snapshot(seat.info.code)
+    prediction = snapshot.predictions.get(seat.student.id)
+    if prediction is None:
+        return
+    measured = right_choices(question, snapshot).get(seat.student.id)
+    verdict = (
+        "not measured yet: it needs finished runs in both groups"
+        if measured is None
+        else f"the runs measured **{measured}**: " + ("you were right." if measured == prediction.choice else "not so.")
+    )
+    st.markdown(f"**Your prediction:** {QUESTIONS[question].text} **{prediction.choice}**. So far {verdict}")
+    st.caption(f"{QUESTIONS[question].caption} The whole class's predictions so far:")
+    st.dataframe(prediction_tally(snapshot), hide_index=True, key="class_tally")

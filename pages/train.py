@@ -6,6 +6,7 @@ projector; the settings form comes back under the results once it has ended.
 
 import streamlit as st
 
+from pages.classes import class_seat, prediction_input, prediction_result
 from pages.common import live_poll_s, run_registry
 from pages.links import share_link
 from pages.state import (
@@ -54,6 +55,7 @@ st.caption(
 )
 
 share_link()
+seat = class_seat()  # in a class: the student's group and locked settings (a join form first, if need be)
 job: Run | None = st.session_state.get(JOB)
 active = job is not None and not job.done  # queued, preparing, training or paused
 elsewhere = session_run_elsewhere("train")
@@ -192,6 +194,8 @@ if job is not None:
                 f"Saved as *{markdown_literal(saved['name'])}* on the Checkpoints page. The model in hand is still the "
                 "one you loaded during the run."
             )
+        if seat:
+            prediction_result(seat)
         with st.expander("Metrics of every row, and downloads"):
             table = metrics_table(job.rows[:])
             st.dataframe(table, hide_index=True, column_config=METRIC_FORMATS)
@@ -216,7 +220,9 @@ if not active:
     if job is not None:
         st.subheader("Start another run")
     with st.form("train_settings"):
-        draw_fields()
+        draw_fields(seat.locked() if seat else None)
+        if seat:
+            prediction_input(seat)
         st.form_submit_button(
             "Start training",
             key="start_training",

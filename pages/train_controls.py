@@ -2,10 +2,12 @@
 
 import streamlit as st
 
+from pages.classes import answer_prediction, class_recorder, seat_in_class
 from pages.common import forget_run, remember_run, run_registry
 from pages.state import FOLLOW_JOB, JOB, flash, session_run_elsewhere, watcher_id
 from pages.streamlit_internals import page_connected
 from pages.train_form import KEPT, config_values, remember_values
+from transformer.classroom import ClassroomError
 from transformer.literal import markdown_literal
 from transformer.live import build_configs
 from transformer.serving import Run, ServerBusy
@@ -21,14 +23,21 @@ def start_run() -> None:
     if (elsewhere := session_run_elsewhere("train")) or (current is not None and not current.done):
         flash("train_form", "info", elsewhere or "A run is already training: stop it first, or wait for it.")
         return
+    seat = seat_in_class()  # a class student's run takes the settings their teacher locked
     try:
-        configs = build_configs(*config_values(state))
+        configs = seat.configs(*config_values(state)) if seat else build_configs(*config_values(state))
+        if seat:
+            answer_prediction(seat)
         job = run_registry().submit(watcher_id(), *configs, page_connected())
     except ServerBusy as err:
         flash("train_form", "warning", f"Your run could not start: {markdown_literal(str(err))}.")
+    except ClassroomError as err:
+        flash("train_form", "warning", f"Not yet: {markdown_literal(str(err))}.")
     except ValueError as err:
         flash("train_form", "error", f"These settings don't work: {markdown_literal(str(err))}")
     else:
+        if seat:
+            class_recorder().follow(seat.student, job)  # into the class database, whatever the page does next
         state[JOB] = job
         state[FOLLOW_JOB] = True  # the run is the model in hand while it trains
         remember_values()

@@ -155,10 +155,11 @@ def config_values(values: Mapping[str, Any]) -> tuple[dict, dict, dict]:
     return configs["data"], configs["model"], configs["train"]
 
 
-def draw_fields() -> None:
+def draw_fields(locked: Mapping[str, Any] | None = None) -> None:
     """Every field of the form, in its row and column, each starting from the value it had when the student last
-    left the page (Streamlit forgets widget values then), else its default. Call inside `st.form`."""
-    kept = st.session_state.get(KEPT, {})
+    left the page (Streamlit forgets widget values then), else its default. A field whose config field is in
+    `locked` (a class's settings) shows that value and cannot be changed. Call inside `st.form`."""
+    kept, locked = st.session_state.get(KEPT, {}), locked or {}
     columns = []
     for title, spec in ROWS:
         if title is None:
@@ -168,7 +169,10 @@ def draw_fields() -> None:
                 columns.append(st.columns(spec))
     for f in FIELDS:
         row, column = f.place
-        _draw(columns[row][column], f, kept.get(f.key, f.default))
+        if f.name in locked:
+            _draw_locked(columns[row][column], f, locked[f.name])
+        else:
+            _draw(columns[row][column], f, kept.get(f.key, f.default))
 
 
 def remember_values() -> None:
@@ -176,13 +180,26 @@ def remember_values() -> None:
     st.session_state[KEPT] = {key: st.session_state[key] for key in FORM_KEYS}
 
 
-def _draw(container, f: Field, value: Any) -> None:
-    common = {"key": f.key, "help": f.help, **f.style}
-    if f.widget == "number":
-        container.number_input(f.label, *LIMITS[f.name], value=value, **common)
-    elif f.widget == "select":
-        container.selectbox(f.label, list(f.options), index=f.options.index(value), **common)
-    elif f.widget == "radio":
-        container.radio(f.label, list(f.options), index=f.options.index(value), horizontal=True, **common)
+def _draw_locked(container, f: Field, value: Any) -> None:
+    """A field set by the teacher: its value, greyed out (set through its key, which a disabled widget keeps)."""
+    st.session_state[f.key] = value
+    _draw(container, f, None, disabled=True)
+
+
+def _draw(container, f: Field, value: Any, disabled: bool = False) -> None:
+    """The field's widget, starting at `value` (None: at what its key holds in session state)."""
+    common = {"key": f.key, "help": f.help, "disabled": disabled, **f.style}
+    if value is None:  # the widget reads its value from session state; passing one too would be an error
+        start = {}
+    elif f.widget in ("select", "radio"):
+        start = {"index": f.options.index(value)}
     else:
-        container.toggle(f.label, value=value, **common)
+        start = {"value": value}
+    if f.widget == "number":
+        container.number_input(f.label, *LIMITS[f.name], **start, **common)
+    elif f.widget == "select":
+        container.selectbox(f.label, list(f.options), **start, **common)
+    elif f.widget == "radio":
+        container.radio(f.label, list(f.options), horizontal=True, **start, **common)
+    else:
+        container.toggle(f.label, **start, **common)

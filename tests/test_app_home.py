@@ -42,7 +42,7 @@ def test_a_shipped_model_that_fails_to_load_gives_a_message(monkeypatch: pytest.
 
 def test_home_links_every_page_in_teaching_order():
     links = open_home().get("page_link")
-    pages = ["train", "anatomy", "masking", "decoding", "lengths", "knockout", "compare", "checkpoints"]
+    pages = ["train", "anatomy", "masking", "decoding", "lengths", "knockout", "compare", "teacher", "checkpoints"]
     assert [link.proto.page for link in links] == pages
     assert [link.proto.label.strip("*") for link in links] == [
         "Train",
@@ -52,6 +52,7 @@ def test_home_links_every_page_in_teaching_order():
         "Length test",
         "Knockout",
         "Compare runs",
+        "Teacher",
         "Checkpoints",
     ]
 

@@ -41,6 +41,7 @@ PAGES = {
     "decoding": "decoding",
     "lengths": "lengths",
     "compare": "compare",
+    "teacher": "teacher",
     "checkpoints": "checkpoints",
 }
 IDLE = "[data-testid='stApp'][data-test-script-state='notRunning']"

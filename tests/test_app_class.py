@@ -1,0 +1,112 @@
+"""A student in a class, on the Train page: the link's class asks for a name, then shows the student's group and
+the settings their teacher locked, asks the class's question before Start, trains with the class's settings and the
+student's seed, records the run in the class database, and grades the prediction once runs are measured."""
+
+import re
+import time
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+import pages.classes
+import pages.common
+from transformer.classroom import Assignment, Group
+
+TINY = {"task": "reverse", "min_len": 3, "max_len": 3, "steps": 30}
+GROUPS = Assignment(TINY, frozenset({"lr"}), "positional", (Group("with PE", "sinusoidal"), Group("no PE", "none")))
+
+
+@pytest.fixture(autouse=True)
+def fresh_server(tmp_path, monkeypatch):
+    """A class database and a run registry of the test's own."""
+    monkeypatch.setenv("LAB_DATA_DIR", str(tmp_path))
+    monkeypatch.delenv("LAB_DATABASE_URL", raising=False)
+    for resource in (pages.classes.class_recorder, pages.classes.class_store, pages.common.run_registry):
+        resource.clear()
+    yield
+    for resource in (pages.classes.class_recorder, pages.common.run_registry, pages.classes.class_store):
+        resource.clear()
+
+
+def shown(markdown: str) -> str:
+    return re.sub(r"\\(.)", r"\1", markdown)
+
+
+def a_class(question: str | None = None) -> tuple[str, str]:
+    store = pages.classes.class_store()
+    code, key = store.create_class("Period 3")
+    store.set_assignment(code, key, GROUPS)
+    store.set_question(code, key, question)
+    return code, key
+
+
+def open_link(code: str) -> AppTest:
+    at = AppTest.from_file("../streamlit_app.py", default_timeout=30)
+    at.query_params["class"] = code
+    at.run()
+    at.switch_page("pages/train.py").run()
+    assert not at.exception
+    return at
+
+
+def join(at: AppTest, name: str) -> None:
+    at.text_input(key="class_name").set_value(name)
+    at.button(key="FormSubmitter:class_join-Join").click().run()
+    assert not at.exception
+
+
+def poll_until_done(at: AppTest, timeout_s: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not at.session_state["job"].done:
+        assert time.monotonic() < deadline, "training did not finish in time"
+        time.sleep(0.3)
+        at.run()
+    at.run()
+    assert not at.exception
+
+
+def test_a_student_joins_by_name_and_sees_their_group_and_locked_settings():
+    code, _ = a_class()
+    at = open_link(code)
+    assert "start_training" not in [b.key for b in at.button] and at.text_input(key="class_name")
+    join(at, "")  # no name: refused, still on the form
+    assert at.error and at.text_input(key="class_name")
+    join(at, "Ada *bold*")
+    banner = shown(at.info[0].value)
+    assert "you are **Ada *bold***" in banner and "group **with PE**" in banner
+    seed = pages.classes.class_store().student(code, at.session_state["watcher"]).seed
+    assert at.number_input(key="train_seed").value == seed and at.number_input(key="train_seed").disabled
+    assert at.selectbox(key="train_task").value == "reverse" and at.selectbox(key="train_task").disabled
+    assert at.radio(key="train_positional").value == "sinusoidal" and at.radio(key="train_positional").disabled
+    assert not at.number_input(key="train_lr").disabled  # the teacher left it open
+
+
+def test_the_question_comes_before_start_and_the_run_is_recorded_for_the_board():
+    code, key = a_class("positional-none")
+    at = open_link(code)
+    join(at, "Ada")
+    at.button(key="start_training").click().run()
+    assert "answer the question" in at.warning[0].value and "job" not in at.session_state
+    at.radio(key="class_prediction").set_value("later")
+    at.number_input(key="train_lr").set_value(0.004)  # an open setting: the student's own value counts
+    at.button(key="start_training").click().run()
+    job = at.session_state["job"]
+    assert job.train_config.lr == 0.004 and job.model_config.positional == "sinusoidal"
+    assert (job.data_config.task, job.train_config.steps) == ("reverse", 30)
+    poll_until_done(at)
+    board = pages.classes.class_store().open_board(code, key)
+    (student,) = board.students
+    assert board.predictions[student.id].choice == "later"
+    assert board.runs[student.id].status == "finished" and board.runs[student.id].result["steps"] == 30
+    assert any("Your prediction:" in m.value for m in at.markdown) and at.dataframe  # the class's tally
+
+
+def test_a_reload_keeps_the_student_and_a_class_that_ended_says_so():
+    code, key = a_class()
+    at = open_link(code)
+    join(at, "Ada")
+    at.run()
+    assert "you are **Ada**" in shown(at.info[0].value)  # the same browser (session) is the same student
+    pages.classes.class_store().delete_class(code, key)
+    again = open_link(code)
+    assert "class link does not work" in again.warning[0].value and again.button(key="start_training")
