@@ -78,7 +78,7 @@ def join_form(info: ClassInfo) -> None:
             key="class_name",
             help="Your teacher sees it beside your run; your classmates do not.",
         )
-        if st.form_submit_button("Join", type="primary", icon=":material/group_add:"):
+        if st.form_submit_button("Join", type="primary", icon=":material/group_add:", key="class_join_button"):
             try:
                 class_store().join(info.code, watcher_id(), name)
             except ClassroomError as err:

@@ -4,6 +4,7 @@ in one setting, a question to predict), and watch every student's run on a live 
 import streamlit as st
 
 from pages.classes import class_store
+from pages.state import flash, show_flashes
 from transformer.classroom import QUESTIONS, Assignment, ClassroomError, Group, Snapshot
 from transformer.classroom.board import (
     difference_sentence,
@@ -86,49 +87,58 @@ def class_link(code: str) -> str:
 
 def assignment_form(snapshot: Snapshot, code: str, key: str) -> None:
     """What the class trains: task, lengths and steps, which settings students may change, the groups and the
-    question."""
+    question. Saved by a callback, so its outcome shows above the tabs whichever tab is open."""
     current = snapshot.info.assignment or Assignment()
     preset = current.preset
     with st.form("teacher_assignment"):
         task_col, min_col, max_col, steps_col = st.columns(4)
-        task = task_col.selectbox("Task", list(TASKS), index=list(TASKS).index(preset.get("task", "reverse")))
-        low = min_col.number_input("Shortest input", *TRAIN_FORM_LIMITS["min_len"], value=preset.get("min_len", 6))
-        high = max_col.number_input("Longest input", *TRAIN_FORM_LIMITS["max_len"], value=preset.get("max_len", 8))
-        steps = steps_col.number_input("Steps (at most)", *TRAIN_FORM_LIMITS["steps"], value=preset.get("steps", 2000))
-        split = st.selectbox(
+        tasks = list(TASKS)
+        task_col.selectbox("Task", tasks, index=tasks.index(preset.get("task", "reverse")), key="teacher_task")
+        for col, name, label, default in (
+            (min_col, "min_len", "Shortest input", 6),
+            (max_col, "max_len", "Longest input", 8),
+            (steps_col, "steps", "Steps (at most)", 2000),
+        ):
+            col.number_input(label, *TRAIN_FORM_LIMITS[name], value=preset.get(name, default), key=f"teacher_{name}")
+        splits = [None, *SPLITS]
+        st.selectbox(
             "Groups differ in",
-            [None, *SPLITS],
-            index=[None, *SPLITS].index(current.setting if current.setting in SPLITS else None),
+            splits,
+            index=splits.index(current.setting if current.setting in SPLITS else None),
             format_func=lambda s: "no groups: one class" if s is None else " / ".join(g for g, _ in SPLITS[s]),
             key="teacher_split",
             help="Students alternate between the groups as they join, so the groups stay the same size.",
         )
-        opened = st.multiselect("Students may change", OPEN_CHOICES, default=sorted(current.open), key="teacher_open")
+        st.multiselect("Students may change", OPEN_CHOICES, default=sorted(current.open), key="teacher_open_settings")
         questions = [None, *QUESTIONS]
-        question = st.selectbox(
+        st.selectbox(
             "Question students answer before Start",
             questions,
             index=questions.index(snapshot.info.question),
             format_func=lambda q: "none" if q is None else QUESTIONS[q].text,
             key="teacher_question",
         )
-        if st.form_submit_button("Save the assignment", type="primary", key="teacher_save"):
-            groups = tuple(Group(label, value) for label, value in SPLITS[split]) if split else ()
-            preset = {"task": task, "min_len": int(low), "max_len": int(high), "steps": int(steps)}
-            save_assignment(code, key, preset, frozenset(opened), split, groups, question)
+        st.form_submit_button(
+            "Save the assignment", type="primary", key="teacher_save", on_click=save_assignment, args=(code, key)
+        )
 
 
-def save_assignment(code: str, key: str, preset: dict, opened: frozenset, split, groups: tuple, question) -> None:
+def save_assignment(code: str, key: str) -> None:
+    """The Save button: the form's values as the class's assignment and question, or why they were not saved."""
+    state = st.session_state
+    split, question = state["teacher_split"], state["teacher_question"]
+    preset = {name: state[f"teacher_{name}"] for name in ("task", "min_len", "max_len", "steps")}
+    groups = tuple(Group(label, value) for label, value in SPLITS[split]) if split else ()
     try:
-        assignment = Assignment(preset, opened, split, groups)
+        assignment = Assignment(preset, frozenset(state["teacher_open_settings"]), split, groups)
         if question is not None and (why := QUESTIONS[question].unfit(assignment)):
             raise ClassroomError(f"that question does not fit these groups: {why}")
         class_store().set_assignment(code, key, assignment)
         class_store().set_question(code, key, question)
     except (ClassroomError, ValueError) as err:
-        st.error(f"Not saved: {markdown_literal(str(err))}")
+        flash("teacher", "error", f"Not saved: {markdown_literal(str(err))}")
     else:
-        st.success("Saved: students see it on Train from their next page load.")
+        flash("teacher", "success", "Saved: students see it on Train from their next page load.")
 
 
 @st.fragment(run_every=BOARD_POLL_S)
@@ -162,10 +172,10 @@ def board(code: str) -> None:
         outcomes_col.plotly_chart(outcomes_figure(outcomes), key="board_outcomes")
     if len(flagged := flags(snapshot)):
         st.warning("Needs a look:", icon=":material/flag:")
-        st.dataframe(flagged, hide_index=True, key="teacher_flags")
+        st.dataframe(flagged, hide_index=True, key="teacher_flags")  # names are the students' text: a grid
     if snapshot.info.question is not None:
         st.markdown(f"**Predictions:** {QUESTIONS[snapshot.info.question].text}")
-        st.dataframe(prediction_tally(snapshot), hide_index=True, key="teacher_tally")
+        st.table(prediction_tally(snapshot).set_index("choice"))  # built-in choices only: an HTML table
 
 
 def exports(code: str, key: str) -> None:
@@ -207,6 +217,7 @@ if new_key := st.session_state.pop("teacher_new_key", None):
     st.warning("Your teacher key, shown only now: keep it to open this board again. Never share it.")
     st.code(new_key, language=None)
 st.caption(f"Kept until {info.expires_at:%Y-%m-%d %H:%M} UTC, then deleted with all it recorded.")
+show_flashes("teacher")
 board_tab, assignment_tab, export_tab = st.tabs(["Board", "Assignment", "Export and end"])
 with board_tab:
     board(code)

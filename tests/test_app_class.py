@@ -51,7 +51,7 @@ def open_link(code: str) -> AppTest:
 
 def join(at: AppTest, name: str) -> None:
     at.text_input(key="class_name").set_value(name)
-    at.button(key="FormSubmitter:class_join-Join").click().run()
+    at.button(key="class_join_button").click().run()
     assert not at.exception
 
 

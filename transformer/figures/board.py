@@ -38,14 +38,14 @@ def group_curves_figure(curves: dict[str | None, pd.DataFrame], title: str, heig
         margin=dict(l=10, r=10, t=50, b=10),
         xaxis=dict(title="step"),
         yaxis=dict(title="training loss (log scale)", type="log"),
-        legend=dict(orientation="h", yanchor="bottom", y=1.0, x=0),
+        legend=dict(orientation="h", yanchor="top", y=-0.2, x=0),  # under the axis: the title keeps the top
     )
     return go.Figure(data=traces, layout=layout)
 
 
 def outcomes_figure(outcomes: pd.DataFrame, height: int = 300) -> go.Figure:
-    """Each finished run as a dot: its group against its steps to solve, or against its step budget (hollow) for
-    a run that did not solve the task. `outcomes`: columns group, solved, steps, exact_match."""
+    """Each finished run as a dot: its group against its steps to solve (filled), or against the steps it trained
+    without solving the task (hollow; the legend says which). `outcomes`: columns group, solved, steps, exact_match."""
     figure = go.Figure()
     groups = list(dict.fromkeys(outcomes["group"].tolist()))
     for group, colour in zip(groups, GROUP_COLOURS):
@@ -68,7 +68,7 @@ def outcomes_figure(outcomes: pd.DataFrame, height: int = 300) -> go.Figure:
                 )
             )
     figure.update_layout(
-        title="Every finished run: steps to solve (filled), or steps trained without solving (hollow)",
+        title="Finished runs: steps to solve",
         height=height,
         font=FONT,
         margin=dict(l=10, r=10, t=50, b=10),
