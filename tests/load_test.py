@@ -3,7 +3,10 @@
 Starts `streamlit run` (the browser tests' server fixture), opens N Playwright browser contexts in Debian's Chromium
 that all load the home page at once, then sends T of them to the Train page, where every page clicks Start at the
 same moment (a timer armed in each page): in the `defaults` scenario all with the Train page's defaults (one run,
-joined by everyone), in the `seeds` scenario each with a seed of its own (T distinct runs, most of them queued).
+joined by everyone), in the `seeds` scenario each with a seed of its own (T distinct runs, most of them queued), in
+the `class` scenario as a class: every session opens the class link of a class made before the server starts
+(groups PE / no PE on reverse, a question), joins by name and predicts, while a teacher's board is open and redraws
+every 2 s (`--no-board` leaves it closed, to measure what the board costs the class's training).
 
 Reports sessions served without error; training runs finished, refused, lapsed (the page polled too seldom to keep
 its run) or failed; from Start to the run training and to finished, p50 / p95 / max, both as the server sent it
@@ -16,8 +19,8 @@ finished). The browsers stand in for the students' laptops. They run on the serv
 (`Renicer`): 19, the default, gives the server the cores it asks for and the browsers what is left; 0 shares the
 cores equally. With `--server-cpus N` the server runs on N CPUs and the browsers on the others.
 
-    python tests/load_test.py [--sessions 30] [--trainers 30] [--scenario defaults|seeds] [--browser-nice 19]
-                              [--server-cpus N] [--json FILE]
+    python tests/load_test.py [--sessions 30] [--trainers 30] [--scenario defaults|seeds|class] [--no-board]
+                              [--browser-nice 19] [--server-cpus N] [--json FILE]
 
 Prints one line of progress every 10 s on stderr, then a JSON summary and a short table; exits 1 if any session
 errored, or a training run lapsed or failed. Only 127.0.0.1 is contacted; every wait has a timeout.
@@ -30,6 +33,7 @@ import os
 import re
 import statistics
 import sys
+import tempfile
 import threading
 import time
 import urllib.request
@@ -42,6 +46,7 @@ from typing import Self
 from playwright.async_api import Error as PlaywrightError
 from playwright.async_api import async_playwright
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository: the class scenario makes its class
 sys.path.insert(0, str(Path(__file__).resolve().parent / "browser"))  # the browser tests' fixture code
 from conftest import (
     ARTIFACTS,
@@ -61,7 +66,8 @@ PAGE_SIZE = os.sysconf("SC_PAGE_SIZE")
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 LOAD_TIMEOUT_S = 180.0  # one session's first page load
 TRAIN_TIMEOUT_S = 600.0  # one training run, Start to finished, queue included (30 distinct runs, 2 at a time)
-SCENARIOS = ("defaults", "seeds")
+SCENARIOS = ("defaults", "seeds", "class")
+CLASS_STEPS = 600  # the class's step budget: a run without positional encoding never solves reverse, and runs on
 BUSY_TEXT = "could not start"
 LAPSED_TEXT = "left the queue without starting"
 RUN_SUMMARY_TEXT = " · d_model "  # in the caption that opens a run's live view
@@ -104,6 +110,32 @@ class Session:
     ended_at: float | None = None  # when the run's outcome was read
     stage: str = "loading"  # where the session is now: loading, home, train page, started, queued, training, done
     errors: list[str] = field(default_factory=list)
+
+
+@dataclass
+class ClassLink:
+    """The class the `class` scenario's students join: its code and teacher key, and what its board showed."""
+
+    code: str
+    key: str
+    board_texts: list[str] = field(default_factory=list)  # the board's summary line at each read, changes only
+    board_errors: list[str] = field(default_factory=list)
+
+
+def make_class() -> ClassLink:
+    """A class in the database the server will use (LAB_DATA_DIR): two groups that differ in positional encoding
+    on reverse, and the question about it."""
+    from transformer.classroom import Assignment, ClassStore, Group, database_url
+
+    store = ClassStore(database_url(os.environ))
+    code, key = store.create_class("load test")
+    groups = (Group("with PE", "sinusoidal"), Group("no PE", "none"))
+    store.set_assignment(
+        code, key, Assignment({"task": "reverse", "steps": CLASS_STEPS}, frozenset(), "positional", groups)
+    )
+    store.set_question(code, key, "positional-none")
+    store.close()
+    return ClassLink(code, key)
 
 
 class Every:
@@ -306,17 +338,54 @@ async def go_to_train(page, session: Session, scenario: str) -> bool:
     the error noted) if that fails."""
     try:
         await page.locator(f"[data-testid='stSidebarNav'] a[href$='/{PAGES['train']}']").first.click()
-        await page.wait_for_selector(f"{IDLE} .st-key-start_training", timeout=LOAD_TIMEOUT_S * 1000)
+        ready = ".st-key-class_name" if scenario == "class" else ".st-key-start_training"
+        await page.wait_for_selector(f"{IDLE} {ready}", timeout=LOAD_TIMEOUT_S * 1000)
         if scenario == "seeds":
             field_ = page.locator(".st-key-train_seed input")
             await field_.fill(str(100 + session.index), timeout=LOAD_TIMEOUT_S * 1000)
             await field_.press("Tab", timeout=LOAD_TIMEOUT_S * 1000)  # not Enter: that would submit the form
             await page.wait_for_selector(IDLE, timeout=LOAD_TIMEOUT_S * 1000)
+        if scenario == "class":
+            await join_class(page, session)
         session.stage = "train page"
         return True
     except PlaywrightError as err:
         session.errors.append(f"opening Train: {err!r:.300}")
         return False
+
+
+async def join_class(page, session: Session) -> None:
+    """On Train, a class student gives a name, joins (a seed and a group of their own), and predicts."""
+    timeout = LOAD_TIMEOUT_S * 1000
+    await page.locator(".st-key-class_name input").fill(f"student {session.index}", timeout=timeout)
+    await page.locator(".st-key-class_join_button button").click(timeout=timeout)
+    await page.wait_for_selector(f"{IDLE} .st-key-start_training", timeout=timeout)
+    await page.locator(".st-key-class_prediction label").filter(has_text="later").first.click(timeout=timeout)
+    await page.wait_for_selector(IDLE, timeout=timeout)
+
+
+async def watch_board(browser, url: str, link: ClassLink) -> None:
+    """The teacher's board, open until cancelled: its summary line read every 2 s, each change kept."""
+    context = await browser.new_context(viewport=VIEWPORT)
+    page = await context.new_page()
+    timeout = LOAD_TIMEOUT_S * 1000
+    try:
+        await page.goto(f"{url}/teacher", wait_until="commit", timeout=timeout)
+        await page.locator(".st-key-teacher_code input").fill(link.code, timeout=timeout)
+        await page.locator(".st-key-teacher_key input").fill(link.key, timeout=timeout)
+        await page.locator(".st-key-teacher_open_button button").click(timeout=timeout)
+        while True:
+            summary = page.locator("[data-testid='stMain'] p", has_text=" students")
+            if await summary.count():
+                text = await summary.first.inner_text()
+                if not link.board_texts or link.board_texts[-1] != text:
+                    link.board_texts.append(text)
+            await asyncio.sleep(2.0)
+    except PlaywrightError as err:
+        link.board_errors.append(f"board: {err!r:.300}")
+    finally:
+        link.board_errors += await page_errors(page)
+        await context.close()
 
 
 async def train(page, session: Session, at: float) -> None:
@@ -380,7 +449,9 @@ async def report_progress(sessions: list[Session], every_s: float = 10.0) -> Non
         print(f"{time.perf_counter() - start:5.0f} s: {dict(stages)}", file=sys.stderr, flush=True)
 
 
-async def drive(url: str, n_sessions: int, n_trainers: int, warm_up: bool, scenario: str) -> tuple[list[Session], dict]:
+async def drive(
+    url: str, n_sessions: int, n_trainers: int, warm_up: bool, scenario: str, link: ClassLink | None, board: bool
+) -> tuple[list[Session], dict]:
     timings = {}
     async with async_playwright() as playwright:
         browser = await playwright.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS)
@@ -393,14 +464,20 @@ async def drive(url: str, n_sessions: int, n_trainers: int, warm_up: bool, scena
             sessions = [Session(i) for i in range(n_sessions)]
             progress = asyncio.create_task(report_progress(sessions))
             start = time.perf_counter()
-            opened = await asyncio.gather(*(open_home(browser, url, s) for s in sessions))
+            home = url if link is None else f"{url}/?class={link.code}"  # the class link opens the app
+            opened = await asyncio.gather(*(open_home(browser, home, s) for s in sessions))
             timings["all_loaded_s"] = round(time.perf_counter() - start, 2)
             trainers = [(s, page) for s, (_, page) in zip(sessions, opened) if s.served][:n_trainers]
             ready = await asyncio.gather(*(go_to_train(page, s, scenario) for s, page in trainers))
+            watching = asyncio.create_task(watch_board(browser, url, link)) if link is not None and board else None
             start = time.perf_counter()
             at = time.time() + START_DELAY_S
             await asyncio.gather(*(train(page, s, at) for (s, page), ok in zip(trainers, ready) if ok))
             timings["training_phase_s"] = round(time.perf_counter() - start, 2)
+            if watching is not None:
+                await asyncio.sleep(4.0)  # two more redraws: the last runs' ends reach the board
+                watching.cancel()
+                await asyncio.gather(watching, return_exceptions=True)
             for session, (_, page) in zip(sessions, opened):  # nobody broke while the others trained
                 if session.served:
                     try:
@@ -431,6 +508,7 @@ def run(
     scenario: str = "defaults",
     browser_nice: int = 19,
     server_cpus: int = 0,
+    board: bool = True,
 ) -> dict:
     """Run the load test against a fresh server and return the summary. With `server_cpus`, the server (and so its
     training workers) runs on that many of this process's CPUs and the browsers on the others; else all share them."""
@@ -442,6 +520,11 @@ def run(
     if server_cpus and not 1 <= server_cpus < len(cpus):
         raise ValueError(f"server_cpus must leave the browsers at least one of the {len(cpus)} CPUs")
     started = time.perf_counter()
+    link = None
+    if scenario == "class":  # a class database of this run's own, made before the server that reads it starts
+        os.environ["LAB_DATA_DIR"] = tempfile.mkdtemp(prefix="load-test-classes-")
+        os.environ.pop("LAB_DATABASE_URL", None)
+        link = make_class()
     if server_cpus:
         os.sched_setaffinity(0, cpus[:server_cpus])  # inherited by the server, started next
     with (
@@ -453,7 +536,7 @@ def run(
     ):
         if server_cpus:
             os.sched_setaffinity(0, cpus[server_cpus:])  # inherited by the browsers, started next
-        drive_all = drive(server.url, n_sessions, n_trainers, warm_up, scenario)
+        drive_all = drive(server.url, n_sessions, n_trainers, warm_up, scenario, link, board)
         sessions, timings = asyncio.run(asyncio.wait_for(drive_all, TRAIN_TIMEOUT_S + 2 * LOAD_TIMEOUT_S))
         server.check_alive()
         server_cpu_s = sampler.cpu_s()
@@ -500,6 +583,7 @@ def run(
         "browser_cpu_s": round(browser_cpu_s, 1),
         "machine": {"cpus": os.cpu_count(), "load_avg_1m": round(os.getloadavg()[0], 1)},
         "failures": [asdict(s) for s in errored],
+        "class": None if link is None else {"board_open": board, **asdict(link)},
     }
 
 
@@ -570,6 +654,10 @@ def table(summary: dict) -> str:
         ("server CPU, workers included", f"{summary['server_cpu_s']} s of {summary['timings_s']['total_s']} s"),
         ("browsers' CPU", f"{summary['browser_cpu_s']} s"),
     ]
+    if (klass := summary["class"]) is not None:
+        last = klass["board_texts"][-1] if klass["board_texts"] else "never drawn"
+        board = f"open: last read {last!r}, {len(klass['board_texts'])} changes" if klass["board_open"] else "closed"
+        rows += [("teacher's board", board), ("board errors", str(len(klass["board_errors"])))]
     width = max(len(name) for name, _ in rows)
     return "\n".join(f"{name:<{width}}  {value}" for name, value in rows)
 
@@ -578,7 +666,10 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sessions", type=int, default=30, help="browser sessions loading the app at once")
     parser.add_argument("--trainers", type=int, default=30, help="of them, how many press Start within a second")
-    parser.add_argument("--scenario", choices=SCENARIOS, default="defaults", help="same settings, or a seed each")
+    parser.add_argument(
+        "--scenario", choices=SCENARIOS, default="defaults", help="same settings, a seed each, or a class"
+    )
+    parser.add_argument("--no-board", dest="board", action="store_false", help="class: leave the teacher's board shut")
     parser.add_argument(
         "--no-warm-up",
         dest="warm_up",
@@ -600,13 +691,16 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--trainers must be between 1 and --sessions")
     if args.server_cpus and not 1 <= args.server_cpus < len(os.sched_getaffinity(0)):
         parser.error(f"--server-cpus must leave the browsers at least one of the {len(os.sched_getaffinity(0))} CPUs")
-    summary = run(args.sessions, args.trainers, args.warm_up, args.scenario, args.browser_nice, args.server_cpus)
+    summary = run(
+        args.sessions, args.trainers, args.warm_up, args.scenario, args.browser_nice, args.server_cpus, args.board
+    )
     args.json.parent.mkdir(parents=True, exist_ok=True)
     args.json.write_text(json.dumps(summary, indent=2))
     print(json.dumps(summary, indent=2))
     print(table(summary))
     t = summary["training"]
     ok = summary["errors"] == 0 and summary["served"] == summary["sessions"] and t["failed"] == t["lapsed"] == 0
+    ok = ok and (summary["class"] is None or not summary["class"]["board_errors"])
     return 0 if ok else 1
 
 

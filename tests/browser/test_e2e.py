@@ -33,6 +33,7 @@ NAV_TITLES = [
     "Length test",
     "Knockout",
     "Compare runs",
+    "Teacher",
     "Checkpoints",
 ]
 
