@@ -44,9 +44,10 @@ class ClassRecorder:
     def follow(self, student: Student, run: Run) -> None:
         """Record `run` as `student`'s run from now on (in place of any run they started before); its state is
         written at once."""
+        state = run_state(run, self.place(run) if run.status == "queued" else None)
+        self.store.record_run(student, state)
         with self._lock:
-            self._followed[student.id] = student, run, None
-        self.record_once()
+            self._followed[student.id] = student, run, state
 
     def record_once(self) -> None:
         """Write every followed run whose state changed; stop following the runs that have ended."""
