@@ -3,6 +3,7 @@
 import streamlit as st
 
 from pages.common import shipped_checkpoint
+from pages.downloads import csv_download
 from pages.links import link_values, share_link
 from pages.state import decode_on_decoding_page, model_page, per_model, shipped_name
 from transformer.figures.lengths import length_accuracy_figure, output_length_figure
@@ -123,11 +124,11 @@ else:
         help="Opens it on the Decoding page: watch where its attention goes, one token at a time.",
     ):
         decode_on_decoding_page(shown["input"][row], task)
-st.download_button(
+csv_download(
+    st,
     "Download the scores (CSV)",
-    scores.to_csv(index=False),
+    scores,
     f"length-test-{task.task}.csv",
-    "text/csv",
-    key="lengths_download",
+    "lengths_download",
     icon=":material/download:",
 )
