@@ -4,7 +4,7 @@ attention block's weights, and the positional encoding (sections 3.1, 3.2.2, 3.4
 import streamlit as st
 
 from pages.links import share_link
-from pages.state import require_model
+from pages.state import model_page
 from transformer.figures.attention import (
     architecture_diagram,
     embedding_heatmap,
@@ -27,13 +27,14 @@ from transformer.inspection import (
 )
 from transformer.literal import markdown_literal
 
-st.title("Anatomy")
-st.markdown(
-    "The model in hand, laid out as Figure 1 of the paper (section 3.1): an encoder stack and a decoder stack, "
-    "each sublayer wrapped in a residual connection and LayerNorm, with embeddings and positional encoding at the "
-    "bottom and the generator on top. Shapes below come from a real forward pass of one example."
+checkpoint = model_page(
+    "Anatomy",
+    (
+        "The model in hand, laid out as Figure 1 of the paper (section 3.1): an encoder stack and a decoder stack, "
+        "each sublayer wrapped in a residual connection and LayerNorm, with embeddings and positional encoding at the "
+        "bottom and the generator on top. Shapes below come from a real forward pass of one example."
+    ),
 )
-checkpoint = require_model()
 share_link()
 model, vocab, config = checkpoint.model, checkpoint.vocab, checkpoint.config
 

@@ -8,6 +8,7 @@ import streamlit as st
 from pages.common import remember_run, run_registry
 from pages.compare_builder import CUSTOM_WIDGETS, custom_builder
 from pages.compare_timeline import PLOTLY_CONFIG, show_timeline
+from pages.downloads import csv_download
 from pages.links import share_link, show_link_notices
 from pages.state import COMPARE_JOB, drop_flash, flash, session_run_elsewhere, show_flashes, watcher_id
 from pages.streamlit_internals import page_connected
@@ -197,13 +198,7 @@ def results(polling: bool) -> None:
     st.subheader("Export and share")
     csv_col, json_col = st.columns(2)
     name = run.experiment.key
-    csv_col.download_button(
-        "Download all runs (CSV)",
-        runs_frame(run).to_csv(index=False),
-        f"{name}.csv",
-        "text/csv",
-        key="compare_download_csv",
-    )
+    csv_download(csv_col, "Download all runs (CSV)", runs_frame(run), f"{name}.csv", "compare_download_csv")
     json_col.download_button(
         "Download the experiment (JSON)",
         experiment_to_json(run),

@@ -6,7 +6,7 @@ import torch
 
 from pages.decoding_inputs import example_text, set_input, source_input, strategy_settings
 from pages.links import link_values, share_link
-from pages.state import following_run, keep_result, kept_result, require_model
+from pages.state import following_run, keep_result, kept_result, model_page
 from transformer.decoding import beam_search, decode_all_steps, sampling_probs, teacher_forced
 from transformer.figures.decoding import (
     beam_tree,
@@ -46,14 +46,15 @@ def go_to(step: int) -> None:
     st.session_state["decode_step"] = max(0, min(step, last))
 
 
-st.title("Decoding, step by step")
-st.markdown(
-    "The decoder writes its output one token at a time and feeds each token back in as input for the next: it is "
-    "*auto-regressive* (section 3 of the paper). At step t it turns its last hidden state h_t into a distribution "
-    "over the vocabulary, and a decoding strategy picks the next token from it."
+checkpoint = model_page(
+    "Decoding, step by step",
+    (
+        "The decoder writes its output one token at a time and feeds each token back in as input for the next: it is "
+        "*auto-regressive* (section 3 of the paper). At step t it turns its last hidden state h_t into a distribution "
+        "over the vocabulary, and a decoding strategy picks the next token from it."
+    ),
+    r"p(y_t \mid y_{<t},\, x) = \mathrm{softmax}(W\, h_t + b)",
 )
-st.latex(r"p(y_t \mid y_{<t},\, x) = \mathrm{softmax}(W\, h_t + b)")
-checkpoint = require_model()
 model, vocab, task = checkpoint.model, checkpoint.vocab, checkpoint.task
 examples = held_out_sources(task)
 

@@ -4,7 +4,7 @@ exact match; any set of heads removed together shows its score and some decoded 
 import streamlit as st
 
 from pages.common import shipped_checkpoint
-from pages.state import per_model, require_model, shipped_name
+from pages.state import model_page, per_model, shipped_name
 from transformer.figures.knockout import METRICS, knockout_heatmaps
 from transformer.inspection import ATTENTION_KINDS
 from transformer.knockout import (
@@ -36,14 +36,15 @@ def pick_heads(labels: list[str]) -> None:
     st.session_state["knockout_heads"] = labels
 
 
-st.title("Knockout: which heads does the work?")
-st.markdown(
-    "Attention maps show where a head looks, not whether the model needs what it finds. Here each attention head "
-    "of the model in hand is removed in turn, and the model is scored again on its held-out inputs: greedy "
-    "**exact match** (the whole output right) and teacher-forced **token accuracy**. A head whose removal costs "
-    "nothing is one the model does not rely on; one whose removal breaks the output does the work."
+checkpoint = model_page(
+    "Knockout: which heads does the work?",
+    (
+        "Attention maps show where a head looks, not whether the model needs what it finds. Here each attention head "
+        "of the model in hand is removed in turn, and the model is scored again on its held-out inputs: greedy "
+        "**exact match** (the whole output right) and teacher-forced **token accuracy**. A head whose removal costs "
+        "nothing is one the model does not rely on; one whose removal breaks the output does the work."
+    ),
 )
-checkpoint = require_model()
 model, vocab, task = checkpoint.model, checkpoint.vocab, checkpoint.task
 heads = all_heads(model)
 if not grid_allowed(model):

@@ -3,8 +3,9 @@
 import streamlit as st
 
 from pages.common import shipped_checkpoint
+from pages.downloads import csv_download
 from pages.links import link_values, share_link
-from pages.state import decode_on_decoding_page, per_model, require_model, shipped_name
+from pages.state import decode_on_decoding_page, model_page, per_model, shipped_name
 from transformer.figures.lengths import length_accuracy_figure, output_length_figure
 from transformer.lengths import LengthReport, inputs_within_budget, score_lengths, summary
 from transformer.limits import INPUTS_PER_LENGTH, MAX_SEQ_LEN
@@ -20,14 +21,15 @@ def shipped_report(name: str, low: int, high: int, n: int) -> LengthReport:
     return score_lengths(checkpoint.model, checkpoint.vocab, checkpoint.task, range(low, high + 1), n)
 
 
-st.title("Length test: inputs it never saw")
-st.markdown(
-    "A model that gets every held-out input right has learned its task *for the lengths it trained on*. Here it "
-    "meets unseen inputs of every length, shorter and longer ones included, and decodes them greedily. At the "
-    "trained lengths the inputs come from the run's held-out set; at every other length they are random, since "
-    "training never drew that length at all."
+checkpoint = model_page(
+    "Length test: inputs it never saw",
+    (
+        "A model that gets every held-out input right has learned its task *for the lengths it trained on*. Here it "
+        "meets unseen inputs of every length, shorter and longer ones included, and decodes them greedily. At the "
+        "trained lengths the inputs come from the run's held-out set; at every other length they are random, since "
+        "training never drew that length at all."
+    ),
 )
-checkpoint = require_model()
 model, vocab, task = checkpoint.model, checkpoint.vocab, checkpoint.task
 longest = min(model.config.longest_sequence, MAX_SEQ_LEN)
 if "lengths" in (link := link_values("lengths", lengths_parsers(longest))):
@@ -122,11 +124,11 @@ else:
         help="Opens it on the Decoding page: watch where its attention goes, one token at a time.",
     ):
         decode_on_decoding_page(shown["input"][row], task)
-st.download_button(
+csv_download(
+    st,
     "Download the scores (CSV)",
-    scores.to_csv(index=False),
+    scores,
     f"length-test-{task.task}.csv",
-    "text/csv",
-    key="lengths_download",
+    "lengths_download",
     icon=":material/download:",
 )

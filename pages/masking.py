@@ -7,7 +7,7 @@ from collections.abc import Callable
 import streamlit as st
 
 from pages.links import link_values, share_link
-from pages.state import keep_result, require_model, result_for
+from pages.state import keep_result, model_page, result_for
 from transformer.figures.attention import attention_heatmaps, mask_heatmap
 from transformer.inspection import (
     ATTENTION_KINDS,
@@ -24,19 +24,20 @@ from transformer.url_state import masking_parsers, write_params
 
 LINKED_WIDGETS = {"source": "mask_src", "target": "mask_tgt", "pad": "mask_pad_to"}  # link parameter -> widget key
 
-st.title("Masking lab")
-st.markdown(
-    "Attention looks only where its mask allows. The **padding mask** hides the PAD tokens that fill a batch up to "
-    "one length (an implementation detail the paper leaves out); the decoder's **causal mask** (section 3.2.3) "
-    "hides later target positions, so that training on a whole target at once cannot copy the answer. Blocked "
-    "scores are set to −∞ before the softmax:"
+checkpoint = model_page(
+    "Masking lab",
+    (
+        "Attention looks only where its mask allows. The **padding mask** hides the PAD tokens that fill a batch up to "
+        "one length (an implementation detail the paper leaves out); the decoder's **causal mask** (section 3.2.3) "
+        "hides later target positions, so that training on a whole target at once cannot copy the answer. Blocked "
+        "scores are set to −∞ before the softmax:"
+    ),
+    (
+        r"\begin{gathered}\mathrm{Attention}(Q, K, V) = \mathrm{softmax}\!\left(\frac{QK^\top}{\sqrt{d_k}} + M\right) "
+        r"V \\ M_{ij} = \begin{cases} 0 & \text{query } i \text{ may attend to key } j \\ -\infty & \text{blocked} "
+        r"\end{cases}\end{gathered}"
+    ),
 )
-st.latex(
-    r"\begin{gathered}\mathrm{Attention}(Q, K, V) = \mathrm{softmax}\!\left(\frac{QK^\top}{\sqrt{d_k}} + M\right) V "
-    r"\\ M_{ij} = \begin{cases} 0 & \text{query } i \text{ may attend to key } j \\ -\infty & \text{blocked} "
-    r"\end{cases}\end{gathered}"
-)
-checkpoint = require_model()
 model, vocab, config = checkpoint.model, checkpoint.vocab, checkpoint.config
 longest = config.longest_sequence
 

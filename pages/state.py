@@ -224,6 +224,16 @@ def shipped_checkpoint_buttons(key_prefix: str) -> None:
     show_flashes("load")
 
 
+def model_page(title: str, intro: str, formula: str | None = None) -> Checkpoint:
+    """Open a page about the model in hand: its title, its introduction and a formula (LaTeX) under it, if any;
+    returns the model in hand, or shows a hint and stops when there is none."""
+    st.title(title)
+    st.markdown(intro)
+    if formula is not None:
+        st.latex(formula)
+    return require_model()
+
+
 def require_model() -> Checkpoint:
     """The model in hand, or a hint and a stop when there is none."""
     checkpoint, _ = model_in_hand()

@@ -4,6 +4,7 @@ in one setting, a question to predict), and watch every student's run on a live 
 import streamlit as st
 
 from pages.classes import class_store
+from pages.downloads import csv_download
 from pages.state import flash, show_flashes
 from transformer.classroom import QUESTIONS, Assignment, ClassroomError, Group, Snapshot
 from transformer.classroom.board import (
@@ -185,13 +186,8 @@ def exports(code: str, key: str) -> None:
         st.columns(3),
         (("results", results_frame), ("metric rows", metrics_frame), ("predictions", predictions_frame)),
     ):
-        col.download_button(
-            f"Download {label} (CSV)",
-            frame(snapshot).to_csv(index=False),
-            f"{code}-{label.replace(' ', '-')}.csv",
-            "text/csv",
-            key=f"teacher_download_{label}",
-        )
+        file_name = f"{code}-{label.replace(' ', '-')}.csv"
+        csv_download(col, f"Download {label} (CSV)", frame(snapshot), file_name, f"teacher_download_{label}")
     sure = st.checkbox("Delete this class and everything it recorded, now", key="teacher_delete_sure")
     if st.button("Delete the class", disabled=not sure, key="teacher_delete", icon=":material/delete:"):
         class_store().delete_class(code, key)

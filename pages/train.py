@@ -8,6 +8,7 @@ import streamlit as st
 
 from pages.classes import class_seat, prediction_input, prediction_result
 from pages.common import live_poll_s, run_registry
+from pages.downloads import csv_download
 from pages.links import share_link
 from pages.state import (
     JOB,
@@ -200,13 +201,7 @@ if job is not None:
             table = metrics_table(job.rows[:])
             st.dataframe(table, hide_index=True, column_config=METRIC_FORMATS)
             csv_col, ckpt_col = st.columns(2)
-            csv_col.download_button(
-                "Download metrics (CSV)",
-                table.to_csv(index=False),
-                f"{saved['name']}-metrics.csv",
-                "text/csv",
-                key="download_metrics",
-            )
+            csv_download(csv_col, "Download metrics (CSV)", table, f"{saved['name']}-metrics.csv", "download_metrics")
             if not saved["error"]:
                 ckpt_col.download_button(
                     "Download checkpoint",

@@ -13,6 +13,13 @@ from transformer.live import build_configs
 from transformer.serving import Run, ServerBusy
 
 FIRST_STEP_WAIT_S = 0.5  # how long Start waits for a new run's first step (set-up takes about 0.1 s)
+CONTROL_HELP = {  # what each control does, by widget key
+    "resume_training": "Go on training from this step.",
+    "pause_training": "Hold the run before its next step; the model in hand is the paused one.",
+    "step_training": "Train one metric row's worth of steps, then pause again.",
+    "stop_training": "Stops training after the current step; the model trained so far is kept. On a run several "
+    "students watch, you leave it and it goes on for them.",
+}
 
 
 def start_run() -> None:
@@ -69,44 +76,29 @@ def leave_run() -> None:
 
 def run_controls(job: Run, shared: bool) -> None:
     """Pause or Resume, Step, and Stop: big buttons, no keyboard."""
-    paused = job.status == "paused"
+    paused, queued = job.status == "paused", job.status == "queued"
     pause_col, step_col, stop_col, _ = st.columns([1, 1, 1, 3])
     why_not = "Several students watch this run: only a run of your own can be paused." if shared else None
     if paused:
-        pause_col.button(
-            "Resume",
-            key="resume_training",
-            icon=":material/play_arrow:",
-            type="primary",
-            width="stretch",
-            on_click=job.resume,
-            help="Go on training from this step.",
-        )
+        _big_button(pause_col, "Resume", "resume_training", "play_arrow", job.resume, type="primary")
     else:
-        pause_col.button(
-            "Pause",
-            key="pause_training",
-            icon=":material/pause:",
-            width="stretch",
-            on_click=job.pause,
-            disabled=shared or job.status == "queued",
-            help=why_not or "Hold the run before its next step; the model in hand is the paused one.",
-        )
-    step_col.button(
-        "Step",
-        key="step_training",
-        icon=":material/skip_next:",
+        _big_button(pause_col, "Pause", "pause_training", "pause", job.pause, shared or queued, why_not)
+    _big_button(step_col, "Step", "step_training", "skip_next", job.step_row, shared or not paused, why_not)
+    _big_button(stop_col, "Leave queue" if queued else "Stop", "stop_training", "stop", leave_run)
+
+
+def _big_button(
+    column, label: str, key: str, icon: str, on_click, disabled: bool = False, why_not: str | None = None, **options
+) -> None:
+    """A button as wide as its column, with a Material icon; its help says `why_not` when given, else what it
+    does (CONTROL_HELP)."""
+    column.button(
+        label,
+        key=key,
+        icon=f":material/{icon}:",
         width="stretch",
-        on_click=job.step_row,
-        disabled=shared or not paused,
-        help=why_not or "Train one metric row's worth of steps, then pause again.",
-    )
-    stop_col.button(
-        "Leave queue" if job.status == "queued" else "Stop",
-        key="stop_training",
-        icon=":material/stop:",
-        width="stretch",
-        on_click=leave_run,
-        help="Stops training after the current step; the model trained so far is kept. On a run "
-        "several students watch, you leave it and it goes on for them.",
+        on_click=on_click,
+        disabled=disabled,
+        help=why_not or CONTROL_HELP[key],
+        **options,
     )

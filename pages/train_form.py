@@ -1,5 +1,6 @@
 """The Train page's settings form, drawn from one table: each field once, with its widget key, the config field it
-sets, its label, widget, bounds (`TRAIN_FORM_LIMITS`), help and default.
+sets, its label, widget, default and place; its bounds come from `TRAIN_FORM_LIMITS` and its help text from `HELP`,
+both by name.
 
 The same table turns the submitted widget values into the three configs of a run (`config_values`).
 """
@@ -34,116 +35,92 @@ class Field:
     label: str
     widget: str  # "number", "select", "radio" (horizontal) or "toggle"
     default: Any
-    help: str
     place: tuple[int, int]  # (row of ROWS, column in it)
     options: tuple = ()  # the choices of a select or radio
     style: Mapping[str, Any] = field(default_factory=dict)  # more keyword arguments: step, format, format_func
     cast: Callable[[Any], Any] | None = None  # turns the widget's value into the config's
 
+    @property
+    def help(self) -> str:
+        return HELP[self.key]
+
+
+FIELDS = [  # key, configs, config field, label, widget, default, (row, column), options, style: in drawing order
+    Field("train_task", ("data",), "task", "Task", "select", "reverse", (0, 0), tuple(TASKS)),
+    Field("train_min_len", ("data",), "min_len", "Shortest input", "number", 6, (0, 1)),
+    Field("train_max_len", ("data",), "max_len", "Longest input", "number", 8, (0, 2)),
+    Field("train_symbols", ("data",), "n_symbols", "Symbols", "number", 10, (0, 3)),
+    Field("train_seed", ("data", "train"), "seed", "Seed", "number", TRAIN.seed, (0, 4)),
+    Field("train_positional", ("model",), "positional", "Positional encoding", "radio", MODEL.positional, (1, 0),
+          ("sinusoidal", "learned", "none")),
+    Field("train_norm", ("model",), "norm_first", "LayerNorm", "radio", MODEL.norm_first, (1, 1), (False, True),
+          {"format_func": lambda pre: "pre-norm" if pre else "post-norm (paper)"}),
+    Field("train_causal", ("model",), "causal_mask", "Causal mask", "toggle", MODEL.causal_mask, (1, 2)),
+    Field("train_scale", ("model",), "scale_scores", "Scale scores by 1/√d_k", "toggle", MODEL.scale_scores, (1, 2)),
+    Field("train_d_model", ("model",), "d_model", "d_model", "number", MODEL.d_model, (2, 0)),
+    Field("train_heads", ("model",), "n_heads", "Heads", "number", MODEL.n_heads, (2, 0)),
+    Field("train_layers", ("model",), "n_layers", "Layers per stack", "number", MODEL.n_layers, (2, 0)),
+    Field("train_d_ff", ("model",), "d_ff", "d_ff", "number", MODEL.d_ff, (2, 0)),
+    Field("train_dropout", ("model",), "dropout", "Dropout", "number", MODEL.dropout, (2, 0), style={"step": 0.05}),
+    Field("train_lr", ("train",), "lr", "Peak learning rate", "number", TRAIN.lr, (2, 1),
+          style={"step": 1e-3, "format": "%.4f"}),
+    Field("train_warmup", ("train",), "warmup", "Warm-up steps", "number", TRAIN.warmup, (2, 1)),
+    Field("train_schedule", ("train",), "schedule", "After warm-up", "select", TRAIN.schedule, (2, 1),
+          ("noam", "constant"),
+          {"format_func": {"noam": "decay as 1/√step (paper)", "constant": "stay at the peak"}.get}),
+    Field("train_batch", ("train",), "batch_size", "Batch size", "number", TRAIN.batch_size, (2, 1)),
+    Field("train_label_smoothing", ("train",), "label_smoothing", "Label smoothing", "number", TRAIN.label_smoothing,
+          (2, 1), style={"step": 0.05}),
+    Field("train_ema_decay", ("train",), "ema_decay", "Weight averaging (EMA decay)", "number", TRAIN.ema_decay, (2, 1),
+          style={"step": 0.01, "format": "%.3f"}),
+    Field("train_steps", ("train",), "steps", "Steps (at most)", "number", TRAIN.steps, (2, 2)),
+    Field("train_time_budget", ("train",), "time_budget_s", "Time budget (s)", "number", 60, (2, 2), cast=float),
+    Field("train_device", ("train",), "device", "Device", "select", "auto", (2, 2), ("auto", "cpu", "cuda", "mps")),
+]  # fmt: skip
+FORM_KEYS = [f.key for f in FIELDS]
 
 TASK_HELP = "The function from input sequence to output sequence the model must learn:\n\n" + "\n".join(
     f"- **{name}**: {t.description}" for name, t in TASKS.items()
 )
-FIELDS = [  # in drawing order within each column
-    Field("train_task", ("data",), "task", "Task", "select", "reverse", TASK_HELP, (0, 0), tuple(TASKS)),
-    Field(
-        "train_min_len", ("data",), "min_len", "Shortest input", "number", 6,
-        "Input lengths are drawn uniformly between the shortest and the longest.", (0, 1),
+HELP = {  # each field's help text, by widget key
+    "train_task": TASK_HELP,
+    "train_min_len": "Input lengths are drawn uniformly between the shortest and the longest.",
+    "train_max_len": "Longer inputs are harder and slower to learn.",
+    "train_symbols": (
+        "How many different symbols (0, 1, 2, ...) sequences use. The vocabulary is 3 tokens larger: PAD, "
+        "BOS and EOS come on top."
     ),
-    Field(
-        "train_max_len", ("data",), "max_len", "Longest input", "number", 8,
-        "Longer inputs are harder and slower to learn.", (0, 2),
+    "train_seed": "Same seed, same settings: same data, same starting weights, same run.",
+    "train_positional": (
+        "How the model knows token order: the paper's sine waves, a learned table, or nothing (try reverse without it)."
     ),
-    Field(
-        "train_symbols", ("data",), "n_symbols", "Symbols", "number", 10,
-        "How many different symbols (0, 1, 2, ...) sequences use. The vocabulary is 3 tokens larger: PAD, BOS and "
-        "EOS come on top.", (0, 3),
+    "train_norm": "Post-norm: LayerNorm(x + Sublayer(x)); pre-norm: x + Sublayer(LayerNorm(x)).",
+    "train_causal": (
+        "The decoder's look-ahead mask. Off lets the decoder peek at the answer during training: watch "
+        "greedy decoding fail."
     ),
-    Field(
-        "train_seed", ("data", "train"), "seed", "Seed", "number", TRAIN.seed,
-        "Same seed, same settings: same data, same starting weights, same run.", (0, 4),
+    "train_scale": "Off drops the scaling of QKᵀ, so softmax saturates as d_k grows.",
+    "train_d_model": "Width of every token vector (the paper: 512).",
+    "train_heads": "Attention heads per layer; d_model must be divisible by it (the paper: 8).",
+    "train_layers": "Encoder layers, and as many decoder layers (the paper: 6).",
+    "train_d_ff": "Hidden width of the position-wise feed-forward network (the paper: 2048).",
+    "train_dropout": "Fraction of activations zeroed during training (the paper: 0.1).",
+    "train_lr": "The learning rate at the end of warm-up.",
+    "train_warmup": "Steps over which the learning rate grows linearly from 0 to its peak (the paper: 4000).",
+    "train_schedule": "What the learning rate does once warm-up is over.",
+    "train_batch": "Sequences per training step.",
+    "train_label_smoothing": (
+        "The loss's target mixes in this much of a uniform distribution over the vocabulary "
+        "instead of all on the right token (the paper: 0.1)."
     ),
-    Field(
-        "train_positional", ("model",), "positional", "Positional encoding", "radio", MODEL.positional,
-        "How the model knows token order: the paper's sine waves, a learned table, or nothing (try reverse without "
-        "it).", (1, 0), ("sinusoidal", "learned", "none"),
+    "train_ema_decay": (
+        "The model you get is a running average of the trained weights, which jitter from step to step "
+        "at a high learning rate. 0 keeps the raw weights."
     ),
-    Field(
-        "train_norm", ("model",), "norm_first", "LayerNorm", "radio", MODEL.norm_first,
-        "Post-norm: LayerNorm(x + Sublayer(x)); pre-norm: x + Sublayer(LayerNorm(x)).", (1, 1), (False, True),
-        {"format_func": lambda pre: "pre-norm" if pre else "post-norm (paper)"},
-    ),
-    Field(
-        "train_causal", ("model",), "causal_mask", "Causal mask", "toggle", MODEL.causal_mask,
-        "The decoder's look-ahead mask. Off lets the decoder peek at the answer during training: watch greedy "
-        "decoding fail.", (1, 2),
-    ),
-    Field(
-        "train_scale", ("model",), "scale_scores", "Scale scores by 1/√d_k", "toggle", MODEL.scale_scores,
-        "Off drops the scaling of QKᵀ, so softmax saturates as d_k grows.", (1, 2),
-    ),
-    Field(
-        "train_d_model", ("model",), "d_model", "d_model", "number", MODEL.d_model,
-        "Width of every token vector (the paper: 512).", (2, 0),
-    ),
-    Field(
-        "train_heads", ("model",), "n_heads", "Heads", "number", MODEL.n_heads,
-        "Attention heads per layer; d_model must be divisible by it (the paper: 8).", (2, 0),
-    ),
-    Field(
-        "train_layers", ("model",), "n_layers", "Layers per stack", "number", MODEL.n_layers,
-        "Encoder layers, and as many decoder layers (the paper: 6).", (2, 0),
-    ),
-    Field(
-        "train_d_ff", ("model",), "d_ff", "d_ff", "number", MODEL.d_ff,
-        "Hidden width of the position-wise feed-forward network (the paper: 2048).", (2, 0),
-    ),
-    Field(
-        "train_dropout", ("model",), "dropout", "Dropout", "number", MODEL.dropout,
-        "Fraction of activations zeroed during training (the paper: 0.1).", (2, 0), style={"step": 0.05},
-    ),
-    Field(
-        "train_lr", ("train",), "lr", "Peak learning rate", "number", TRAIN.lr,
-        "The learning rate at the end of warm-up.", (2, 1), style={"step": 1e-3, "format": "%.4f"},
-    ),
-    Field(
-        "train_warmup", ("train",), "warmup", "Warm-up steps", "number", TRAIN.warmup,
-        "Steps over which the learning rate grows linearly from 0 to its peak (the paper: 4000).", (2, 1),
-    ),
-    Field(
-        "train_schedule", ("train",), "schedule", "After warm-up", "select", TRAIN.schedule,
-        "What the learning rate does once warm-up is over.", (2, 1), ("noam", "constant"),
-        {"format_func": {"noam": "decay as 1/√step (paper)", "constant": "stay at the peak"}.get},
-    ),
-    Field(
-        "train_batch", ("train",), "batch_size", "Batch size", "number", TRAIN.batch_size,
-        "Sequences per training step.", (2, 1),
-    ),
-    Field(
-        "train_label_smoothing", ("train",), "label_smoothing", "Label smoothing", "number", TRAIN.label_smoothing,
-        "The loss's target mixes in this much of a uniform distribution over the vocabulary instead of all on the "
-        "right token (the paper: 0.1).", (2, 1), style={"step": 0.05},
-    ),
-    Field(
-        "train_ema_decay", ("train",), "ema_decay", "Weight averaging (EMA decay)", "number", TRAIN.ema_decay,
-        "The model you get is a running average of the trained weights, which jitter from step to step at a high "
-        "learning rate. 0 keeps the raw weights.", (2, 1), style={"step": 0.01, "format": "%.3f"},
-    ),
-    Field(
-        "train_steps", ("train",), "steps", "Steps (at most)", "number", TRAIN.steps,
-        "Training ends here, or earlier once every held-out sequence is right.", (2, 2),
-    ),
-    Field(
-        "train_time_budget", ("train",), "time_budget_s", "Time budget (s)", "number", 60,
-        "Training ends after this many seconds of training (pauses not counted) whatever happens.", (2, 2),
-        cast=float,
-    ),
-    Field(
-        "train_device", ("train",), "device", "Device", "select", "auto",
-        "Where to compute; auto takes a GPU when there is one.", (2, 2), ("auto", "cpu", "cuda", "mps"),
-    ),
-]  # fmt: skip
-FORM_KEYS = [f.key for f in FIELDS]
+    "train_steps": "Training ends here, or earlier once every held-out sequence is right.",
+    "train_time_budget": "Training ends after this many seconds of training (pauses not counted) whatever happens.",
+    "train_device": "Where to compute; auto takes a GPU when there is one.",
+}
 
 
 def config_values(values: Mapping[str, Any]) -> tuple[dict, dict, dict]:

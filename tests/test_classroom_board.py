@@ -7,23 +7,8 @@ from datetime import datetime
 import pandas as pd
 import pytest
 
-from transformer.classroom import Assignment, ClassInfo, Group, Prediction, RunState, Snapshot, Student
-from transformer.classroom.board import (
-    PREDICTION_COLUMNS,
-    RESULT_COLUMNS,
-    STALL_ROWS,
-    difference_sentence,
-    flags,
-    group_curves,
-    metrics_frame,
-    outcome_table,
-    prediction_tally,
-    predictions_frame,
-    result_text,
-    results_frame,
-    state_text,
-    student_rows,
-)
+from transformer.classroom import Assignment, ClassInfo, Group, Prediction, RunState, Snapshot, Student, board
+from transformer.classroom.board import PREDICTION_COLUMNS, RESULT_COLUMNS, STALL_ROWS
 from transformer.classroom.outcomes import Outcome, measured
 from transformer.classroom.questions import QUESTIONS, compared, right_choices, solved_sooner
 from transformer.training import METRIC_COLUMNS
@@ -52,14 +37,15 @@ def class_of(runs: list[RunState | None], assignment: Assignment | None = PE, qu
 
 
 def test_states_and_results_read_as_words():
-    assert state_text(None) == "not started"
-    assert state_text(RunState("queued", queue_place=3)) == "queued, place 3"
-    assert state_text(RunState("training", step=420)) == "training at step 420"
-    assert [state_text(RunState(s)) for s in ("finished", "failed", "stopped")] == ["finished", "failed", "stopped"]
-    assert result_text(finished(450, True)) == "solved in 450 steps"
-    assert result_text(finished(600, False, 0.62)) == "not solved: exact match 62% after 600 steps (step budget)"
-    assert result_text(RunState("stopped", step=120)) == "stopped at step 120"
-    assert result_text(RunState("failed", error="The loss became NaN")) == "The loss became NaN"
+    assert board.state_text(None) == "not started"
+    assert board.state_text(RunState("queued", queue_place=3)) == "queued, place 3"
+    assert board.state_text(RunState("training", step=420)) == "training at step 420"
+    ended = ("finished", "failed", "stopped")
+    assert [board.state_text(RunState(s)) for s in ended] == list(ended)
+    assert board.result_text(finished(450, True)) == "solved in 450 steps"
+    assert board.result_text(finished(600, False, 0.62)) == "not solved: exact match 62% after 600 steps (step budget)"
+    assert board.result_text(RunState("stopped", step=120)) == "stopped at step 120"
+    assert board.result_text(RunState("failed", error="The loss became NaN")) == "The loss became NaN"
 
 
 def test_a_run_stopped_by_its_student_or_failed_has_no_measured_outcome():
@@ -71,7 +57,7 @@ def test_a_run_stopped_by_its_student_or_failed_has_no_measured_outcome():
 
 
 def test_student_rows_hold_name_group_state_curve_and_result():
-    rows = student_rows(class_of([finished(300, True, losses=(3.0, 2.0, 1.0)), None]))
+    rows = board.student_rows(class_of([finished(300, True, losses=(3.0, 2.0, 1.0)), None]))
     assert list(rows.columns) == ["name", "group", "state", "curve", "result"]
     assert rows.iloc[0].tolist() == ["S0", "PE", "finished", [3.0, 2.0, 1.0], "solved in 300 steps"]
     assert rows.iloc[1].tolist() == ["S1", "no PE", "not started", [], ""]
@@ -81,7 +67,7 @@ def test_a_groups_median_curve_holds_finished_runs_and_drops_runs_still_training
     training = RunState("training", 50, None, ({"step": 25, "train_loss": 4.0}, {"step": 50, "train_loss": 2.0}))
     done = RunState("finished", 50, None, ({"step": 25, "train_loss": 2.0}, {"step": 50, "train_loss": 0.5}))
     longer = finished(75, False, losses=(3.0, 2.0, 1.0))
-    curves = group_curves(class_of([longer, None, training, None, done], assignment=PE))
+    curves = board.group_curves(class_of([longer, None, training, None, done], assignment=PE))
     pe = curves["PE"]
     assert list(pe.index) == [25, 50, 75] and list(pe.columns) == ["S0", "S2", "S4", "median"]
     assert pe["median"].tolist() == [3.0, 2.0, 0.75]  # at 75: S0 1.0, S4 held at 0.5; S2 not there yet
@@ -94,22 +80,22 @@ def test_the_difference_sentence_gives_counts_and_the_spread_of_steps_to_solve()
     for i in range(29):  # PE students solve in 300..700 steps; no-PE students never solve
         runs.append(finished(300 + 400 * (i // 2) // 14, True) if i % 2 == 0 else finished(600, False, 0.1))
     snapshot = class_of(runs)
-    assert difference_sentence(snapshot) == (
+    assert board.difference_sentence(snapshot) == (
         "solved: 15 of 15 (PE) against 0 of 14 (no PE). Steps to solve: PE median 500 (range 300-700); "
         "no PE none solved."
     )
-    table = outcome_table(snapshot)
+    table = board.outcome_table(snapshot)
     assert table.groupby("group")["solved"].sum().to_dict() == {"PE": 15, "no PE": 0}
-    assert difference_sentence(class_of([None, RunState("training", step=5)])) == "No run has finished yet."
+    assert board.difference_sentence(class_of([None, RunState("training", step=5)])) == "No run has finished yet."
     alone = class_of([finished(200, True), finished(400, True), finished(600, False)], assignment=None)
-    assert difference_sentence(alone) == "solved: 2 of 3. Steps to solve: median 300 (range 200-400)."
+    assert board.difference_sentence(alone) == "solved: 2 of 3. Steps to solve: median 300 (range 200-400)."
 
 
 def test_flags_name_stalled_runs_and_students_who_have_not_started():
     stuck = tuple({"step": 25 * i, "train_loss": 1.0 if i < 3 else 1.2} for i in range(STALL_ROWS + 3))
     falling = tuple({"step": 25 * i, "train_loss": 5.0 - 0.1 * i} for i in range(STALL_ROWS + 3))
     snapshot = class_of([RunState("training", 300, None, stuck), RunState("training", 300, None, falling), None])
-    assert flags(snapshot).values.tolist() == [
+    assert board.flags(snapshot).values.tolist() == [
         ["S0", f"loss has not fallen for {STALL_ROWS} metric rows"],
         ["S2", "has not started"],
     ]
@@ -173,7 +159,7 @@ def test_predictions_are_graded_on_measured_outcomes_and_tallied():
     # PE students on the no-PE group: 1 of 2 solved, at 900 steps: later
     assert right[1] == right[3] == "later"
     assert right[5] is None  # not started
-    tally = prediction_tally(snapshot).set_index("choice")
+    tally = board.prediction_tally(snapshot).set_index("choice")
     assert tally.loc["sooner"].tolist() == [2, 1, 0]  # predicted, graded, right
     assert tally.loc["later"].tolist() == [2, 2, 2]
     assert tally.loc["not within the step budget"].tolist() == [1, 1, 1]
@@ -185,12 +171,12 @@ def test_the_csv_frames_have_their_columns_and_are_safe_in_a_spreadsheet():
     snapshot = Snapshot(
         snapshot.info, (Student(1, "=HYPERLINK(1)", 0, "PE", 0), snapshot.students[1]), snapshot.runs, predictions
     )
-    results = results_frame(snapshot)
+    results = board.results_frame(snapshot)
     assert list(results.columns) == RESULT_COLUMNS
     assert results["name"].tolist() == ["'=HYPERLINK(1)", "S1"]
     assert results.iloc[0][["state", "steps", "reason"]].tolist() == ["finished", 300, "solved"]
-    assert list(predictions_frame(snapshot).columns) == PREDICTION_COLUMNS
-    assert list(metrics_frame(snapshot).columns) == ["name", "group", *METRIC_COLUMNS]
-    assert len(metrics_frame(snapshot)) == 2
+    assert list(board.predictions_frame(snapshot).columns) == PREDICTION_COLUMNS
+    assert list(board.metrics_frame(snapshot).columns) == ["name", "group", *METRIC_COLUMNS]
+    assert len(board.metrics_frame(snapshot)) == 2
     back = pd.read_csv(io.StringIO(results.to_csv(index=False)))
     assert back["name"].tolist() == ["'=HYPERLINK(1)", "S1"]

@@ -17,7 +17,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field, fields
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 import torch
 
@@ -64,20 +64,14 @@ class Checkpoint:
     meta: dict = field(default_factory=dict)  # e.g. {"created": iso time, "torch": version, "name": ...}
 
 
-def save_checkpoint(
-    path: str | os.PathLike,
-    model: Transformer,
-    vocab: Vocab,
-    task: DataConfig,
-    history: Iterable[Mapping[str, float]] = (),
-    train_config: dict | None = None,
-    meta: dict | None = None,
-) -> Path:
+def save_checkpoint(path: str | os.PathLike, *parts: Any, **named_parts: Any) -> Path:
     """Write a checkpoint to `path` atomically (parent folders are created); returns the path.
 
-    Either the whole new file replaces `path`, or, on any error, `path` is left as it was.
+    The arguments after `path` are those of `checkpoint_bytes` (model, vocab, task, history=(), train_config=None,
+    meta=None), whose content it writes. Either the whole new file replaces `path`, or, on any error, `path` is left
+    as it was.
     """
-    data = checkpoint_bytes(model, vocab, task, history, train_config, meta)
+    data = checkpoint_bytes(*parts, **named_parts)
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")

@@ -159,51 +159,45 @@ def _add_train(p: argparse.ArgumentParser) -> None:
     p.set_defaults(run=train_command)
 
 
-def _add_predict(p: argparse.ArgumentParser) -> None:
+_SEQUENCE_HELP = 'space-separated symbols, e.g. "3 1 4" ("314" too, when every symbol is one character)'
+_LENGTHS_HELP = (
+    "also score up to --n unseen inputs of each length from LOW to HIGH, including lengths "
+    "the model never trained on (see transformer.lengths)"
+)
+_HEADS_HELP = (
+    "score these heads removed together instead of the grid of one head at a time; KIND is enc (encoder "
+    "self-attention), self (decoder self-attention) or cross; layer and head count from 0, e.g. cross:0:1,self:0:2"
+)
+_ABLATION_HELP = "replace a removed head's output by zeros (default, the paper-style reading) or by its held-out mean"
+
+
+def _checkpoint_command(p: argparse.ArgumentParser, run: Callable[[argparse.Namespace], object]) -> Callable:
+    """Give `p` its `checkpoint` argument and `run`; returns `p.add_argument` for the command's own arguments."""
     p.add_argument("checkpoint", help="a checkpoint file saved by `train`")
-    p.add_argument(
-        "sequence",
-        nargs="?",
-        help='space-separated symbols, e.g. "3 1 4" ("314" too, when every symbol is one character)',
-    )
-    p.add_argument("--input", metavar="FILE", help="one sequence per line; prints one output line per input line")
-    p.add_argument(
-        "--beam", type=_bounded(int, 1, MAX_BEAM), metavar="N", help="beam search of width N instead of greedy decoding"
-    )
-    p.set_defaults(run=predict_command)
+    p.set_defaults(run=run)
+    return p.add_argument
+
+
+def _add_predict(p: argparse.ArgumentParser) -> None:
+    add = _checkpoint_command(p, predict_command)
+    add("sequence", nargs="?", help=_SEQUENCE_HELP)
+    add("--input", metavar="FILE", help="one sequence per line; prints one output line per input line")
+    width = _bounded(int, 1, MAX_BEAM)
+    add("--beam", type=width, metavar="N", help="beam search of width N instead of greedy decoding")
 
 
 def _add_evaluate(p: argparse.ArgumentParser) -> None:
-    p.add_argument("checkpoint", help="a checkpoint file saved by `train`")
-    p.add_argument("--n", type=_bounded(int, 1, MAX_FRESH), default=1000, help="fresh sequences to score")
-    p.add_argument("--seed", type=_bounded(int, 0, MAX_SEED), default=123, help="seed of the fresh sequences")
-    p.add_argument(
-        "--lengths",
-        metavar="LOW-HIGH",
-        help="also score up to --n unseen inputs of each length from LOW to HIGH, including lengths "
-        "the model never trained on (see transformer.lengths)",
-    )
-    p.set_defaults(run=evaluate_command)
+    add = _checkpoint_command(p, evaluate_command)
+    add("--n", type=_bounded(int, 1, MAX_FRESH), default=1000, help="fresh sequences to score")
+    add("--seed", type=_bounded(int, 0, MAX_SEED), default=123, help="seed of the fresh sequences")
+    add("--lengths", metavar="LOW-HIGH", help=_LENGTHS_HELP)
 
 
 def _add_ablate(p: argparse.ArgumentParser) -> None:
-    p.add_argument("checkpoint", help="a checkpoint file saved by `train`")
-    p.add_argument(
-        "--heads",
-        metavar="KIND:LAYER:HEAD,...",
-        help="score these heads removed together instead of the grid of one head at a time; KIND is enc (encoder "
-        "self-attention), self (decoder self-attention) or cross; layer and head count from 0, e.g. cross:0:1,self:0:2",
-    )
-    p.add_argument(
-        "--ablation",
-        choices=knockout.ABLATIONS,
-        default="zero",
-        help="replace a removed head's output by zeros (default, the paper-style reading) or by its held-out mean",
-    )
-    p.add_argument(
-        "--n", type=int, help="held-out sequences to score (default: as many as the grid's time bound allows)"
-    )
-    p.set_defaults(run=ablate_command)
+    add = _checkpoint_command(p, ablate_command)
+    add("--heads", metavar="KIND:LAYER:HEAD,...", help=_HEADS_HELP)
+    add("--ablation", choices=knockout.ABLATIONS, default="zero", help=_ABLATION_HELP)
+    add("--n", type=int, help="held-out sequences to score (default: as many as the grid's time bound allows)")
 
 
 def main(argv: list[str] | None = None) -> int:

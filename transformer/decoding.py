@@ -11,7 +11,7 @@ restored afterwards; the step generators restore it between steps, so the caller
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Literal, TypeVar
+from typing import Any, Literal, TypeVar
 
 import torch
 
@@ -136,20 +136,9 @@ def decode_steps(
     return _run(model, steps)
 
 
-def decode_all_steps(
-    model: Transformer,
-    src: torch.Tensor,
-    bos_id: int,
-    eos_id: int,
-    max_len: int,
-    strategy: Strategy = "greedy",
-    temperature: float = 1.0,
-    top_k: int | None = None,
-    beam_width: int = 3,
-    seed: int = 0,
-) -> list[DecodeStep]:
-    """Every step of `decode_steps` at once."""
-    return list(decode_steps(model, src, bos_id, eos_id, max_len, strategy, temperature, top_k, beam_width, seed))
+def decode_all_steps(*args: Any, **kwargs: Any) -> list[DecodeStep]:
+    """Every step of `decode_steps` at once: the same arguments, a list of `DecodeStep`s."""
+    return list(decode_steps(*args, **kwargs))
 
 
 def teacher_forced(model: Transformer, src: torch.Tensor, tgt_ids: Sequence[int] | torch.Tensor) -> list[int]:

@@ -109,28 +109,21 @@ def _paper_modules(config: ModelConfig) -> list[tuple[str, str, str]]:
         ("embed", "Embedding (× √d_model)", "3.4"),
         ("positional", f"Positional Encoding ({config.positional})", "3.5"),
     ]
-    for i in range(config.n_layers):
-        p = f"encoder.layers.{i}"
-        rows += [
-            (f"{p}.self_attn", "Multi-Head Attention", "3.2.2"),
-            (f"{p}.sublayer.0", add_norm, "3.1"),
-            (f"{p}.feed_forward", "Feed Forward", "3.3"),
-            (f"{p}.sublayer.1", add_norm, "3.1"),
-        ]
-    if config.norm_first:
-        rows.append(("encoder.norm", "Final LayerNorm (pre-norm)", "3.1"))
-    for i in range(config.n_layers):
-        p = f"decoder.layers.{i}"
-        rows += [
-            (f"{p}.self_attn", masked, "3.2.3"),
-            (f"{p}.sublayer.0", add_norm, "3.1"),
-            (f"{p}.cross_attn", "Multi-Head Attention (encoder-decoder)", "3.2.3"),
-            (f"{p}.sublayer.1", add_norm, "3.1"),
-            (f"{p}.feed_forward", "Feed Forward", "3.3"),
-            (f"{p}.sublayer.2", add_norm, "3.1"),
-        ]
-    if config.norm_first:
-        rows.append(("decoder.norm", "Final LayerNorm (pre-norm)", "3.1"))
+    sublayers = {  # each stack's sublayers in a layer, each followed by its Add & Norm (sublayer.0, .1, ...)
+        "encoder": [("self_attn", "Multi-Head Attention", "3.2.2"), ("feed_forward", "Feed Forward", "3.3")],
+        "decoder": [
+            ("self_attn", masked, "3.2.3"),
+            ("cross_attn", "Multi-Head Attention (encoder-decoder)", "3.2.3"),
+            ("feed_forward", "Feed Forward", "3.3"),
+        ],
+    }
+    for stack, parts in sublayers.items():
+        for i in range(config.n_layers):
+            p = f"{stack}.layers.{i}"
+            for j, (name, paper_name, section) in enumerate(parts):
+                rows += [(f"{p}.{name}", paper_name, section), (f"{p}.sublayer.{j}", add_norm, "3.1")]
+        if config.norm_first:
+            rows.append((f"{stack}.norm", "Final LayerNorm (pre-norm)", "3.1"))
     rows.append(("generator", "Linear (softmax comes after)", "3.4"))
     return rows
 

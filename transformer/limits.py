@@ -38,35 +38,29 @@ MAX_TOKEN_CHARS = 10  # characters of one token in an experiment file's probe
 MAX_VALID = 10_000  # largest held-out set: it is scored in one forward pass
 MAX_SEED = 2**32 - 1
 MAX_BATCH = 8192  # sequences in one training batch or held-out probe
-# What one run on a shared classroom server may ask for, whatever the form, the URL or session state say.
-RUN_LIMITS = {
-    "d_model": (8, 256),
-    "n_heads": (1, 16),
-    "n_layers": (1, 4),
-    "d_ff": (8, 1024),
-    "batch_size": (1, 512),
-    "steps": (1, 10_000),
-    "time_budget_s": (1, 300),
+# Two bounds per training setting. The run's (`RUN_LIMITS`, None where a run is not checked on it): what one run on a
+# shared classroom server may ask for, whatever the form, the URL or session state say. The form's
+# (`TRAIN_FORM_LIMITS`): the Train page's form, a classroom run within the run's (its number inputs read them here).
+_TRAINING_BOUNDS = {  # setting: (the run's, the form's)
+    "min_len": (None, (1, 24)),
+    "max_len": (None, (1, 24)),
+    "n_symbols": (None, (2, 30)),
+    "d_model": ((8, 256), (8, 128)),
+    "n_heads": ((1, 16), (1, 8)),
+    "n_layers": ((1, 4), (1, 3)),
+    "d_ff": ((8, 1024), (16, 512)),
+    "dropout": (None, (0.0, 0.5)),
+    "lr": (None, (1e-4, 0.05)),
+    "warmup": (None, (0, 1000)),
+    "batch_size": ((1, 512), (8, 256)),
+    "label_smoothing": (None, (0.0, 0.5)),
+    "ema_decay": (None, (0.0, 0.999)),
+    "steps": ((1, 10_000), (10, 5000)),
+    "time_budget_s": ((1, 300), (5, 120)),
+    "seed": (None, (0, 10_000)),
 }
-# The Train page's form: a classroom run, within RUN_LIMITS (its number inputs read their bounds from here).
-TRAIN_FORM_LIMITS = {
-    "min_len": (1, 24),
-    "max_len": (1, 24),
-    "n_symbols": (2, 30),
-    "d_model": (8, 128),
-    "n_heads": (1, 8),
-    "n_layers": (1, 3),
-    "d_ff": (16, 512),
-    "dropout": (0.0, 0.5),
-    "lr": (1e-4, 0.05),
-    "warmup": (0, 1000),
-    "batch_size": (8, 256),
-    "label_smoothing": (0.0, 0.5),
-    "ema_decay": (0.0, 0.999),
-    "steps": (10, 5000),
-    "time_budget_s": (5, 120),
-    "seed": (0, 10_000),
-}
+RUN_LIMITS = {name: run for name, (run, _) in _TRAINING_BOUNDS.items() if run is not None}
+TRAIN_FORM_LIMITS = {name: form for name, (_, form) in _TRAINING_BOUNDS.items()}
 MAX_VARIANTS = 4  # variants of one Compare experiment
 # The Compare page's custom experiment, within RUN_LIMITS (its widgets and its link read their bounds from here).
 COMPARE_FORM_LIMITS = {"length": (2, 16), "n_layers": (1, 3), "steps": (50, 2000), "seed": (0, 9999)}

@@ -8,7 +8,7 @@ the run's configs before an assignment is accepted.
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
-from typing import Any, get_args
+from typing import Any, NamedTuple, get_args
 
 from ..limits import MAX_GROUPS, MAX_LABEL_CHARS, TRAIN_FORM_LIMITS
 from ..live import build_configs
@@ -60,9 +60,9 @@ def check_value(name: str, value: Any) -> Value:
     return float(value) if name in FLOATS else value
 
 
-@dataclass(frozen=True)
-class Group:
-    """One arm of the class's experiment: a label and its value of the assignment's `setting`."""
+class Group(NamedTuple):
+    """One arm of the class's experiment: a label and its value of the assignment's `setting`, a pair as the
+    assignment's JSON writes it."""
 
     label: str
     value: Value

@@ -45,32 +45,23 @@ class Switch:
         raise ValueError(f"{self.title} takes {', '.join(map(self.token, self.choices))}")
 
 
-SWITCHES: dict[str, Switch] = {
-    s.field: s
-    for s in [
-        Switch(
-            "positional",
-            "model",
-            "positional encoding",
-            {"sinusoidal": "sinusoidal PE", "learned": "learned PE", "none": "no PE"},
-        ),
-        Switch("norm_first", "model", "LayerNorm placement", {False: "post-norm", True: "pre-norm"}),
-        Switch("causal_mask", "model", "causal mask", {True: "causal mask", False: "no causal mask"}),
-        Switch("scale_scores", "model", "score scaling", {True: "scaled by 1/√d_k", False: "unscaled"}),
-        Switch(
-            "label_smoothing",
-            "train",
-            "label smoothing",
-            {0.0: "no smoothing", 0.1: "smoothing 0.1", 0.2: "smoothing 0.2"},
-        ),
-        Switch(
-            "warmup", "train", "warm-up", {0: "no warm-up", 50: "warm-up 50", 100: "warm-up 100", 400: "warm-up 400"}
-        ),
-        Switch("n_heads", "model", "heads", {1: "1 head", 2: "2 heads", 4: "4 heads", 8: "8 heads"}),
-        Switch("n_layers", "model", "layers", {1: "1 layer", 2: "2 layers", 3: "3 layers"}),
-        Switch("ema_decay", "train", "weight averaging", {0.0: "raw weights", 0.99: "averaged weights (EMA 0.99)"}),
-    ]
+# field -> (the config it belongs to, title, each value it may take -> how a variant with it is named)
+_SWITCH_TABLE: dict[str, tuple[str, str, Mapping[SwitchValue, str]]] = {
+    "positional": (
+        "model",
+        "positional encoding",
+        {"sinusoidal": "sinusoidal PE", "learned": "learned PE", "none": "no PE"},
+    ),
+    "norm_first": ("model", "LayerNorm placement", {False: "post-norm", True: "pre-norm"}),
+    "causal_mask": ("model", "causal mask", {True: "causal mask", False: "no causal mask"}),
+    "scale_scores": ("model", "score scaling", {True: "scaled by 1/√d_k", False: "unscaled"}),
+    "label_smoothing": ("train", "label smoothing", {0.0: "no smoothing", 0.1: "smoothing 0.1", 0.2: "smoothing 0.2"}),
+    "warmup": ("train", "warm-up", {0: "no warm-up", 50: "warm-up 50", 100: "warm-up 100", 400: "warm-up 400"}),
+    "n_heads": ("model", "heads", {1: "1 head", 2: "2 heads", 4: "4 heads", 8: "8 heads"}),
+    "n_layers": ("model", "layers", {1: "1 layer", 2: "2 layers", 3: "3 layers"}),
+    "ema_decay": ("train", "weight averaging", {0.0: "raw weights", 0.99: "averaged weights (EMA 0.99)"}),
 }
+SWITCHES: dict[str, Switch] = {field: Switch(field, *row) for field, row in _SWITCH_TABLE.items()}
 
 # ---------------------------------------------------------------------------------------------- experiments
 
