@@ -4,7 +4,6 @@ the join form, their group and locked settings, the question to answer before St
 after the run.
 
 Session state keys:
-- "class_code": the class the opened link (`?class=...`) named, for this session;
 - "class_prediction": the choice picked in the question's widget on Train;
 - "teacher_class": (code, teacher key) of the class whose board this session opened;
 - "teacher_new_key": the key of a class just created here, shown once.
@@ -19,7 +18,7 @@ import streamlit as st
 
 from pages.common import run_registry
 from pages.links import show_link_notices
-from pages.state import watcher_id
+from pages.state import CLASS_CODE, watcher_id
 from transformer.classroom import QUESTIONS, Assignment, ClassInfo, ClassroomError, ClassStore, Student, database_url
 from transformer.classroom.assignment import SETTINGS, run_configs
 from transformer.classroom.board import prediction_tally
@@ -51,19 +50,19 @@ def class_from_link() -> None:
     values, notices = read_params(st.query_params.to_dict(), {"class": class_code_parser()})
     show_link_notices(notices)
     if "class" in values:
-        st.session_state["class_code"] = values["class"]
+        st.session_state[CLASS_CODE] = values["class"]
 
 
 def current_class() -> tuple[ClassInfo, Student | None] | None:
     """The class this session is in (from its link) and the student this browser joined it as (None before they
     join); None outside a class, or when the class has ended (the link is then forgotten, with a message)."""
-    code = st.session_state.get("class_code")
+    code = st.session_state.get(CLASS_CODE)
     if code is None:
         return None
     try:
         return class_store().class_info(code), class_store().student(code, watcher_id())
     except ClassroomError as err:
-        st.session_state.pop("class_code", None)
+        st.session_state.pop(CLASS_CODE, None)
         st.warning(f"The class link does not work: {markdown_literal(str(err))}.")
         return None
 
@@ -115,7 +114,7 @@ class Seat:
 
 def seat_in_class() -> Seat | None:
     """This browser's seat in the class of this session, if it has joined one; draws nothing."""
-    code = st.session_state.get("class_code")
+    code = st.session_state.get(CLASS_CODE)
     if code is None:
         return None
     try:
@@ -148,8 +147,7 @@ def class_seat() -> Seat | None:
 def prediction_input(seat: Seat) -> None:
     """The class's question, to answer before the student's first run (drawn in the settings form)."""
     question = seat.info.question
-    snapshot = class_store().snapshot(seat.info.code)
-    if question is None or seat.student.id in snapshot.predictions or seat.student.id in snapshot.runs:
+    if question is None or class_store().standing(seat.student) != (None, None):  # answered, or has run already
         return
     st.radio(
         f"**Predict first:** {QUESTIONS[question].text}",
@@ -164,8 +162,7 @@ def prediction_input(seat: Seat) -> None:
 def answer_prediction(seat: Seat) -> None:
     """Before a class student's first run: keep the prediction picked on the page; ClassroomError when the class
     asks one and none is picked."""
-    snapshot = class_store().snapshot(seat.info.code)
-    if seat.info.question is None or seat.student.id in snapshot.predictions or seat.student.id in snapshot.runs:
+    if seat.info.question is None or class_store().standing(seat.student) != (None, None):
         return
     choice = st.session_state.get("class_prediction")
     if choice is None:
@@ -178,7 +175,7 @@ def prediction_result(seat: Seat) -> None:
     question = seat.info.question
     if question is None:
         return
-    class_recorder().record_once()  # the run's end, written before it is read back
+    class_recorder().record(seat.student)  # the run's end, written before the class is read back
     snapshot = class_store().snapshot(seat.info.code)
     prediction = snapshot.predictions.get(seat.student.id)
     if prediction is None:

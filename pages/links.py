@@ -10,7 +10,7 @@ from urllib.parse import quote, urlencode
 import streamlit as st
 
 from pages.common import shipped_checkpoint, shipped_checkpoints
-from pages.state import SHIPPED_PREFIX, model_in_hand, put_in_hand, shipped_name
+from pages.state import CLASS_CODE, SHIPPED_PREFIX, model_in_hand, put_in_hand, shipped_name
 from transformer import CheckpointError
 from transformer.url_state import Parser, model_parsers, read_params
 
@@ -61,8 +61,8 @@ def link_values(page: str, parsers: Mapping[str, Parser]) -> dict[str, Any]:
 def share_link(params: Mapping[str, str] | None = None) -> None:
     """Put the shipped model in hand and the page's settings `params` in the address bar, and offer the link to
     copy in the sidebar. A model trained here or uploaded cannot travel in a link: the offer says so."""
-    name = shipped_in_hand()
-    wanted = {**({"model": name} if name else {}), **(params or {})}
+    name, code = shipped_in_hand(), st.session_state.get(CLASS_CODE)
+    wanted = {**({"model": name} if name else {}), **({"class": code} if code else {}), **(params or {})}
     if st.query_params.to_dict() != wanted:
         st.query_params.from_dict(wanted)
     query = urlencode(wanted, quote_via=quote)

@@ -10,7 +10,9 @@ Session state keys the pages share (each named once, here):
 - TRAINED, "trained": {name: checkpoint bytes} of the last MAX_TRAINED runs finished in this session;
 - TRAIN_SAVED, "train_saved": the finished job last saved, its name, checkpoint bytes or error (`save_finished_job`);
 - FLASHES, "flashes": {place: (kind, text)}, the one-off message each place shows at its next draw (`flash`);
-- RESULTS, "results": {name: `ModelResult`}, what a page computed for a model (`per_model`).
+- RESULTS, "results": {name: `ModelResult`}, what a page computed for a model (`per_model`);
+- CLASS_CODE, "class_code": the class the opened link (`?class=...`) named; every page keeps it in the address, so
+  a reload keeps the student in the class (pages/classes.py has the class's own keys).
 A reload starts a new session: `reattach_runs` hands it the browser's Train run and Compare rerun, if they still
 train. Pages keep their own widget state under keys prefixed with the page's name.
 """
@@ -33,7 +35,7 @@ from transformer.tasks import DataConfig
 
 IN_HAND, IN_HAND_NAME, JOB, COMPARE_JOB = "in_hand", "in_hand_name", "job", "compare_job"
 WATCHER, FOLLOW_JOB, TRAINED, TRAIN_SAVED = "watcher", "follow_job", "trained", "train_saved"
-FLASHES, RESULTS = "flashes", "results"
+FLASHES, RESULTS, CLASS_CODE = "flashes", "results", "class_code"
 SHIPPED_PREFIX = "shipped: "  # the sidebar's label of a shipped checkpoint in hand, before its name
 MAX_TRAINED = 10  # checkpoints of finished runs a session keeps (about 140 KB each at the default size)
 

@@ -107,6 +107,7 @@ def test_a_reload_keeps_the_student_and_a_class_that_ended_says_so():
     join(at, "Ada")
     at.run()
     assert "you are **Ada**" in shown(at.info[0].value)  # the same browser (session) is the same student
+    assert at.query_params["class"] == code  # the address keeps the class: a reload opens it again
     pages.classes.class_store().delete_class(code, key)
     again = open_link(code)
     assert "class link does not work" in again.warning[0].value and again.button(key="start_training")

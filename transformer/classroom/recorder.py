@@ -49,6 +49,16 @@ class ClassRecorder:
         with self._lock:
             self._followed[student.id] = student, run, state
 
+    def record(self, student: Student) -> None:
+        """Write the state of `student`'s followed run now, if it has changed (a page about to read it back)."""
+        with self._lock:
+            _, run, kept = self._followed.get(student.id, (None, None, None))
+        if run is not None and (state := run_state(run, None)) != kept:
+            self.store.record_run(student, state)
+            with self._lock:
+                if self._followed.get(student.id, (None, None))[1] is run:
+                    self._followed[student.id] = student, run, state
+
     def record_once(self) -> None:
         """Write every followed run whose state changed; stop following the runs that have ended."""
         with self._lock:

@@ -192,6 +192,13 @@ class ClassStore:
             ).first()
             return None if found is None else _student(found, _assignment(row))
 
+    def standing(self, student: Student) -> tuple[Prediction | None, str | None]:
+        """The student's prediction and the status of their recorded run (None for either they have not got)."""
+        with self.engine.begin() as conn:
+            found = conn.execute(select(predictions).where(predictions.c.student_id == student.id)).first()
+            status = conn.scalar(select(runs.c.status).where(runs.c.student_id == student.id))
+        return (None if found is None else Prediction(found.question, found.choice)), status
+
     def join(self, code: str, browser: str, name: str) -> Student:
         """Join the class as `name` (literal text, unique in the class regardless of case) from `browser`; the same
         browser again gets the student it joined as, under their first name. ClassroomError if the name is taken
