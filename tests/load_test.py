@@ -67,6 +67,7 @@ CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 LOAD_TIMEOUT_S = 180.0  # one session's first page load
 TRAIN_TIMEOUT_S = 600.0  # one training run, Start to finished, queue included (30 distinct runs, 2 at a time)
 SCENARIOS = ("defaults", "seeds", "class")
+BOARD_SUMMARY = re.compile(r"^\d+ students")  # the board's first line: "30 students · 12 training · 18 finished"
 CLASS_STEPS = 600  # the class's step budget: a run without positional encoding never solves reverse, and runs on
 BUSY_TEXT = "could not start"
 LAPSED_TEXT = "left the queue without starting"
@@ -360,8 +361,12 @@ async def join_class(page, session: Session) -> None:
     await page.locator(".st-key-class_name input").fill(f"student {session.index}", timeout=timeout)
     await page.locator(".st-key-class_join_button button").click(timeout=timeout)
     await page.wait_for_selector(f"{IDLE} .st-key-start_training", timeout=timeout)
-    await page.locator(".st-key-class_prediction label").filter(has_text="later").first.click(timeout=timeout)
+    await page.wait_for_timeout(300)  # joining reruns the page twice: the second run redraws the question
     await page.wait_for_selector(IDLE, timeout=timeout)
+    later = page.locator(".st-key-class_prediction label").filter(has_text="later").first
+    while not await later.locator("input").is_checked(timeout=timeout):  # a click during a redraw is lost
+        await later.click(timeout=timeout)
+        await page.wait_for_timeout(200)
 
 
 async def watch_board(browser, url: str, link: ClassLink) -> None:
@@ -375,7 +380,7 @@ async def watch_board(browser, url: str, link: ClassLink) -> None:
         await page.locator(".st-key-teacher_key input").fill(link.key, timeout=timeout)
         await page.locator(".st-key-teacher_open_button button").click(timeout=timeout)
         while True:
-            summary = page.locator("[data-testid='stMain'] p", has_text=" students")
+            summary = page.locator("[data-testid='stMain'] p").filter(has_text=BOARD_SUMMARY)
             if await summary.count():
                 text = await summary.first.inner_text()
                 if not link.board_texts or link.board_texts[-1] != text:
