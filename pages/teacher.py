@@ -151,7 +151,7 @@ def board(code: str) -> None:
         st.error(markdown_literal(str(err)))
         return
     rows = student_rows(snapshot)
-    states = rows["state"].str.split(" ").str[0].value_counts() if len(rows) else {}
+    states = rows["state"].str.extract(r"^(not started|[a-z]+)")[0].value_counts() if len(rows) else {}
     st.markdown(
         f"**{len(rows)} students** · " + " · ".join(f"{n} {state}" for state, n in dict(states).items())
         if len(rows)
