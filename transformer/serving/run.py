@@ -106,10 +106,6 @@ class Run:
         with self._lock:
             return [w for w, (touched, connected) in self._watchers.items() if self._watching(touched, connected)]
 
-    def watcher_entry(self, watcher: str) -> tuple[float, Callable[[], bool] | None] | None:
-        with self._lock:
-            return self._watchers.get(watcher)
-
     def _watching(self, touched: float, connected: Callable[[], bool] | None) -> bool:
         quiet = time.monotonic() - touched
         if quiet <= self.idle_timeout_s:

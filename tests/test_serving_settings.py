@@ -1,0 +1,43 @@
+"""The server's settings: read once from LAB_* variables, each checked against its bounds, and the CPU cores a
+container may use."""
+
+import pytest
+
+from transformer.serving.settings import ServerSettings, cgroup_cpu_quota, usable_cores
+
+
+def test_settings_come_from_the_environment_with_defaults_for_the_rest():
+    env = {"LAB_MAX_TRAINING_JOBS": "3", "LAB_JOB_IDLE_TIMEOUT_S": "4.5", "LAB_TRAINING_PROCESSES": "0"}
+    settings = ServerSettings.from_env(env)
+    assert (settings.training_slots, settings.slots, settings.idle_timeout_s) == (3, 3, 4.5)
+    assert settings.worker_processes is False and settings.max_queue == ServerSettings().max_queue
+    assert ServerSettings.from_env({}).slots == usable_cores() >= 1  # 0: one slot per usable core
+
+
+@pytest.mark.parametrize(
+    "name, value, message",
+    [
+        ("LAB_MAX_TRAINING_JOBS", "many", "LAB_MAX_TRAINING_JOBS must be a number"),
+        ("LAB_MAX_TRAINING_JOBS", "1000", "LAB_MAX_TRAINING_JOBS must be in 0..64"),
+        ("LAB_MAX_QUEUE", "-1", "LAB_MAX_QUEUE must be in 0..1000"),
+        ("LAB_JOB_IDLE_TIMEOUT_S", "nan", "LAB_JOB_IDLE_TIMEOUT_S must be in"),
+        ("LAB_TORCH_THREADS", "0", "LAB_TORCH_THREADS must be in 1..64"),
+        ("LAB_SWITCH_INTERVAL_S", "5", "LAB_SWITCH_INTERVAL_S must be in"),
+    ],
+)
+def test_a_bad_value_is_refused_naming_its_variable(name, value, message):
+    with pytest.raises(ValueError, match=message):
+        ServerSettings.from_env({name: value})
+
+
+def test_a_containers_cpu_quota_caps_the_cores(tmp_path):
+    (tmp_path / "cpu.max").write_text("150000 100000\n")  # cgroup v2: 1.5 cores
+    assert cgroup_cpu_quota(tmp_path) == 1.5 and usable_cores(tmp_path) == 1
+    (tmp_path / "cpu.max").write_text("max 100000\n")  # no quota
+    assert cgroup_cpu_quota(tmp_path) is None
+    v1 = tmp_path / "v1"
+    (v1 / "cpu").mkdir(parents=True)
+    (v1 / "cpu" / "cpu.cfs_quota_us").write_text("200000")
+    (v1 / "cpu" / "cpu.cfs_period_us").write_text("100000")
+    assert cgroup_cpu_quota(v1) == 2.0
+    assert cgroup_cpu_quota(tmp_path / "missing") is None
