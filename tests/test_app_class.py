@@ -3,10 +3,10 @@ the settings their teacher locked, asks the class's question before Start, train
 student's seed, records the run in the class database, and grades the prediction once runs are measured."""
 
 import re
-import time
 
 import pytest
 from streamlit.testing.v1 import AppTest
+from test_app_train import poll_until_done
 
 import pages.classes
 import pages.common
@@ -52,16 +52,6 @@ def open_link(code: str) -> AppTest:
 def join(at: AppTest, name: str) -> None:
     at.text_input(key="class_name").set_value(name)
     at.button(key="class_join_button").click().run()
-    assert not at.exception
-
-
-def poll_until_done(at: AppTest, timeout_s: float = 60.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not at.session_state["job"].done:
-        assert time.monotonic() < deadline, "training did not finish in time"
-        time.sleep(0.3)
-        at.run()
-    at.run()
     assert not at.exception
 
 

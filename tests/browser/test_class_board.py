@@ -7,7 +7,7 @@ import csv
 import re
 
 import pytest
-from conftest import ARTIFACTS, IDLE, LabServer, page_errors, requires_chromium, screenshot, wait_idle
+from conftest import ARTIFACTS, IDLE, LabServer, open_page, page_errors, requires_chromium, screenshot, wait_idle
 from playwright.sync_api import expect
 from test_e2e import button, main
 
@@ -20,9 +20,7 @@ FINISHED = re.compile(r"Finished after (\d+) steps")
 
 def open_teacher(context, server: LabServer):
     page = context.new_page()
-    page.goto(f"{server.url}/teacher", wait_until="domcontentloaded")
-    page.wait_for_selector(f"{IDLE} h1", timeout=90_000)
-    wait_idle(page)
+    open_page(page, server, "teacher")
     return page
 
 
