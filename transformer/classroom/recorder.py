@@ -52,28 +52,29 @@ class ClassRecorder:
     def record(self, student: Student) -> None:
         """Write the state of `student`'s followed run now, if it has changed (a page about to read it back)."""
         with self._lock:
-            _, run, kept = self._followed.get(student.id, (None, None, None))
-        if run is not None and (state := run_state(run, None)) != kept:
-            self.store.record_run(student, state)
-            with self._lock:
-                if self._followed.get(student.id, (None, None))[1] is run:
-                    self._followed[student.id] = student, run, state
+            followed = self._followed.get(student.id)
+        if followed is not None:
+            self._write(*followed)
 
     def record_once(self) -> None:
         """Write every followed run whose state changed; stop following the runs that have ended."""
         with self._lock:
-            followed = list(self._followed.items())
-        for student_id, (student, run, kept) in followed:
-            ended = run.done  # read first: the state read after it is then the final one
-            state = run_state(run, self.place(run) if run.status == "queued" else None)
-            if state != kept:
-                self.store.record_run(student, state)
-            with self._lock:
-                if self._followed.get(student_id, (None, None))[1] is run:
-                    if ended:
-                        del self._followed[student_id]
-                    else:
-                        self._followed[student_id] = student, run, state
+            followed = list(self._followed.values())
+        for student, run, kept in followed:
+            self._write(student, run, kept)
+
+    def _write(self, student: Student, run: Run, kept: RunState | None) -> None:
+        """Write `run`'s state if it is not `kept`, the last one written; forget the run once it has ended."""
+        ended = run.done  # read first: the state read after it is then the final one
+        state = run_state(run, self.place(run) if run.status == "queued" else None)
+        if state != kept:
+            self.store.record_run(student, state)
+        with self._lock:
+            if self._followed.get(student.id, (None, None))[1] is run:
+                if ended:
+                    del self._followed[student.id]
+                else:
+                    self._followed[student.id] = student, run, state
 
     def close(self) -> None:
         """Write what is new, then stop."""
