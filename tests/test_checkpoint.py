@@ -2,6 +2,7 @@ import io
 import os
 import pickle
 import random
+import re
 import zipfile
 from functools import cache
 from pathlib import Path
@@ -17,6 +18,7 @@ from transformer.checkpoint import (
     load_checkpoint,
     save_checkpoint,
 )
+from transformer.cli import main
 from transformer.model import ModelConfig, Transformer
 from transformer.tasks import DataConfig
 from transformer.vocab import Vocab
@@ -180,6 +182,10 @@ def nested(depth: int) -> list:
     return value
 
 
+def renamed(name: str, new_name: str):
+    return lambda content: content["state_dict"].update({new_name: content["state_dict"].pop(name)})
+
+
 def nan_weight(content):
     content["state_dict"]["encoder.layers.0.feed_forward.w_1.weight"][0, 0] = float("nan")
 
@@ -196,16 +202,16 @@ REFUSED = {
     "missing part": (lambda: tampered(lambda c: c.pop("history")), "missing 'history'"),
     "extra part": (lambda: tampered(lambda c: c.update(notes="hi")), "unexpected 'notes'"),
     "wrong shape": (
-        lambda: tampered(set_in("state_dict", "embed.lut.weight", torch.zeros(13, 16))),
-        r"embed.lut.weight is torch.float32 of shape \(13, 16\), expected torch.float32 of shape \(13, 32\)",
+        lambda: tampered(set_in("state_dict", "embed.lut.weight", torch.zeros(13, 64))),
+        r"embed.lut.weight is torch.float32 of shape \(13, 64\), expected torch.float32 of shape \(13, 32\)",
     ),
     "wrong dtype": (
         lambda: tampered(set_in("state_dict", "embed.lut.weight", torch.zeros(13, 32, dtype=torch.int64))),
         "embed.lut.weight is torch.int64",
     ),
     "missing key": (
-        lambda: tampered(lambda c: c["state_dict"].pop("decoder.layers.0.cross_attn.in_proj.bias")),
-        "state_dict has missing 'decoder.layers.0.cross_attn.in_proj.bias'",
+        lambda: tampered(renamed("decoder.layers.0.cross_attn.in_proj.bias", "b")),
+        "state_dict has missing 'decoder.layers.0.cross_attn.in_proj.bias'; unexpected 'b'",
     ),
     "extra key": (
         lambda: tampered(set_in("state_dict", "extra.weight", torch.zeros(2))),
@@ -301,6 +307,8 @@ def test_weight_count_matches_the_model(overrides):
     model = make_model(**overrides)
     allocated = sum(t.numel() for t in [*model.parameters(), *model.buffers()])
     assert ckpt._n_weights(model.config) == allocated
+    stored = {t.data_ptr(): t.numel() for t in model.state_dict().values()}  # a tied weight once
+    assert ckpt._n_stored(model.config) == sum(stored.values())
 
 
 def test_file_over_the_size_limit_refused(tmp_path):
@@ -345,3 +353,94 @@ def test_weights_only_is_what_blocks_the_exploit(tmp_path, monkeypatch):
     with pytest.raises(CheckpointError, match="Python objects other than plain data"):
         load_checkpoint(saved({"format": "transformer-lab", "meta": Exploit(marker)}))
     assert calls == [{"map_location": "cpu", "weights_only": True}] and not marker.exists()
+
+
+# Files that pass every check of the parts one by one, and would still break a page, hold a server's memory, or
+# give NaN: each is refused, with what is wrong.
+
+
+def task_longer_than_the_model(content):
+    content["model_config"]["max_len"] = TASK.max_len  # BOS + 8 target tokens need 9 positions
+
+
+def huge_embeddings(content):
+    content["state_dict"]["embed.lut.weight"] *= 1e30  # finite, but attention scores overflow to NaN
+
+
+BIG = {"d_model": 128, "n_heads": 4, "d_ff": 512, "n_layers": 3}  # about 1.2 million weights
+
+
+def views_of_one_storage() -> bytes:
+    """A checkpoint of a large model whose tensors are all views of one small storage: a tiny file."""
+    content = payload()
+    content["model_config"].update(BIG)
+    with torch.device("meta"):
+        shapes = {name: t.shape for name, t in Transformer(ModelConfig(**content["model_config"])).state_dict().items()}
+    storage = torch.randn(max(s.numel() for s in shapes.values()), generator=torch.Generator().manual_seed(0)) / 50
+    content["state_dict"] = {name: storage[: shape.numel()].view(shape) for name, shape in shapes.items()}
+    return saved(content)
+
+
+def one_tensor_for_every_matrix() -> bytes:
+    """A checkpoint of a large model whose same-shaped weights are all one tensor, stored once."""
+    content = payload()
+    content["model_config"].update(BIG)
+    model = make_model(**BIG)
+    first = {}  # shape -> the first tensor of that shape
+    content["state_dict"] = {n: first.setdefault(t.shape, t) for n, t in ckpt._cpu_weights(model).items()}
+    return saved(content)
+
+
+def transposed(content):
+    name = "encoder.layers.0.self_attn.out_proj.weight"  # square: its transpose has the right shape
+    content["state_dict"][name] = content["state_dict"][name].t()
+
+
+HOSTILE_FILES = {  # name -> (make the file, what the refusal says)
+    "task longer than the model": (
+        lambda: tampered(task_longer_than_the_model),
+        r"task.max_len is 8 but model_config.max_len 8 fits sequences of at most 7 tokens",
+    ),
+    "views of one storage": (views_of_one_storage, "does not own exactly its bytes"),
+    "one tensor for many weights": (
+        one_tensor_for_every_matrix,
+        "hold 199,309 weights but model_config describes 1,391,885",
+    ),
+    "too few weights": (
+        lambda: tampered(set_in("state_dict", "embed.lut.weight", torch.zeros(13, 16))),
+        "some are missing, smaller than the model's, or share one tensor",
+    ),
+    "a transposed view": (lambda: tampered(transposed), "out_proj.weight does not own exactly its bytes"),
+    "finite weights, NaN outputs": (lambda: tampered(huge_embeddings), "outputs are NaN or infinite on a probe batch"),
+}
+
+
+@pytest.mark.parametrize("case", HOSTILE_FILES)
+def test_a_file_that_would_break_a_page_is_refused(case):
+    make, message = HOSTILE_FILES[case]
+    with pytest.raises(CheckpointError, match=message) as error:
+        load_checkpoint(make())
+    assert "saved by this lab" in str(error.value)
+
+
+@pytest.mark.parametrize("make", [views_of_one_storage, one_tensor_for_every_matrix])
+def test_shared_storage_is_refused_before_the_model_is_built(monkeypatch, make):
+    data = make()
+    assert ckpt._n_weights(ModelConfig(vocab_size=13, **BIG)) > 5 * len(data) / 4  # the file could not hold them
+
+    def never(config):
+        raise AssertionError("model built")
+
+    monkeypatch.setattr(ckpt, "Transformer", never)
+    with pytest.raises(CheckpointError, match="own exactly its bytes|share one tensor"):
+        load_checkpoint(data)
+
+
+@pytest.mark.parametrize("case", HOSTILE_FILES)
+def test_the_command_line_refuses_a_hostile_file_with_the_reason(tmp_path, capsys, case):
+    make, message = HOSTILE_FILES[case]
+    path = tmp_path / "hostile.pt"
+    path.write_bytes(make())
+    assert main(["evaluate", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert re.search(message, err) and err.startswith("error: ") and "Traceback" not in err

@@ -32,7 +32,7 @@ from .limits import (
 )
 from .model import ModelConfig, Transformer
 from .tasks import DataConfig
-from .vocab import Vocab
+from .vocab import N_SPECIAL, Vocab
 
 FORMAT = "transformer-lab"
 FORMAT_VERSION = 1
@@ -204,10 +204,12 @@ def _unpack(payload: dict) -> Checkpoint:
     task = _config_from(DataConfig, payload["task"], "task")
     vocab = Vocab.from_dict(payload["vocab"])
     _check_consistent(config, vocab, task)
+    _check_stored(payload["state_dict"], config)
     model = Transformer(config)
     _check_weights(model, payload["state_dict"])
     model.load_state_dict(payload["state_dict"], strict=True)
-    return Checkpoint(model.eval(), vocab, config, task, payload["history"], payload["train_config"], payload["meta"])
+    _check_outputs(model.eval(), task)
+    return Checkpoint(model, vocab, config, task, payload["history"], payload["train_config"], payload["meta"])
 
 
 def _cpu_weights(model: Transformer) -> dict[str, torch.Tensor]:
@@ -299,6 +301,11 @@ def _n_weights(c: ModelConfig) -> int:
     return c.vocab_size * d + positions + layers + final_norms + generator
 
 
+def _n_stored(c: ModelConfig) -> int:
+    """Floats of the model's state dict, a tied weight once: all it allocates but a sinusoidal table."""
+    return _n_weights(c) - (c.max_len * c.d_model if c.positional == "sinusoidal" else 0)
+
+
 def check_model_size(config: ModelConfig) -> None:
     """ValueError if the model would be too big to build safely, before anything is allocated."""
     if config.n_layers > MAX_LAYERS:
@@ -327,20 +334,43 @@ def _check_consistent(config: ModelConfig, vocab: Vocab, task: DataConfig) -> No
         raise ValueError(f"the vocabulary has {vocab.n_symbols} symbols but task.n_symbols is {task.n_symbols}")
     if config.pad_id != vocab.pad_id:
         raise ValueError(f"model_config.pad_id is {config.pad_id} but the vocabulary's PAD is {vocab.pad_id}")
+    if task.max_len > config.longest_sequence:
+        raise ValueError(
+            f"task.max_len is {task.max_len} but model_config.max_len {config.max_len} fits sequences of at most "
+            f"{config.longest_sequence} tokens (the decoder reads BOS + target)"
+        )
 
 
-def _check_weights(model: Transformer, state_dict: object) -> None:
-    """ValueError unless `state_dict` has exactly the model's tensors, each of its shape and dtype, finite,
-    and equal wherever the model ties two of them together."""
+def _check_stored(state_dict: object, config: ModelConfig) -> None:
+    """ValueError unless each tensor of `state_dict` is dense, contiguous and owns exactly its bytes, and the
+    distinct tensors hold every weight the model of `config` keeps in its state dict. Checked before the model is
+    built: the weights it reads from a file are then at most the file's bytes / 4 (a sinusoidal table is made from
+    the config), however the file's tensors overlap."""
     if not isinstance(state_dict, dict) or not all(type(k) is str for k in state_dict):
         raise ValueError("state_dict must be a dict of name -> tensor")
+    stored = {}  # address of each storage -> its bytes
+    for name, t in state_dict.items():
+        if not isinstance(t, torch.Tensor) or t.layout != torch.strided:
+            raise ValueError(f"state_dict[{name!r:.80}] is not a dense tensor")
+        storage = t.untyped_storage()
+        if not t.is_contiguous() or t.storage_offset() or storage.nbytes() != t.numel() * t.element_size():
+            raise ValueError(f"{name:.80} does not own exactly its bytes: it is a view of a larger or shared storage")
+        stored[storage.data_ptr()] = storage.nbytes()
+    if (held := sum(stored.values()) // 4) < (needed := _n_stored(config)):
+        raise ValueError(
+            f"the tensors of state_dict hold {held:,} weights but model_config describes {needed:,}: some are "
+            "missing, smaller than the model's, or share one tensor"
+        )
+
+
+def _check_weights(model: Transformer, state_dict: dict[str, torch.Tensor]) -> None:
+    """ValueError unless `state_dict` has exactly the model's tensors, each of its shape and dtype, finite,
+    and equal wherever the model ties two of them together."""
     expected = model.state_dict(keep_vars=True)
     _check_keys(state_dict, expected, "state_dict")
     first_name = {}  # id of each model tensor -> the first name it appears under
     for name, param in expected.items():
         t = state_dict[name]
-        if not isinstance(t, torch.Tensor) or t.layout != torch.strided:
-            raise ValueError(f"state_dict[{name!r}] is not a dense tensor")
         if t.dtype != param.dtype or t.shape != param.shape:
             got, want = f"{t.dtype} of shape {tuple(t.shape)!s:.80}", f"{param.dtype} of shape {tuple(param.shape)}"
             raise ValueError(f"{name} is {got}, expected {want}")
@@ -349,3 +379,16 @@ def _check_weights(model: Transformer, state_dict: object) -> None:
         tied = first_name.setdefault(id(param), name)
         if not torch.equal(t, state_dict[tied]):
             raise ValueError(f"{name} differs from {tied}, but the model ties the two together")
+
+
+def _check_outputs(model: Transformer, task: DataConfig) -> None:
+    """ValueError unless the model's logits on a probe batch (the task's longest input, every symbol in turn, and
+    its shortest input, padded) are finite: finite weights can still overflow (huge embeddings)."""
+    longest = [N_SPECIAL + i % task.n_symbols for i in range(task.max_len)]
+    shortest = longest[: task.min_len] + [Vocab.pad_id] * (task.max_len - task.min_len)
+    src = torch.tensor([longest, shortest])  # (2, S)
+    tgt = torch.cat([torch.full((2, 1), Vocab.bos_id), src], dim=1)  # (2, S + 1): BOS + target
+    with torch.no_grad():
+        logits = model(src, tgt)  # (2, S + 1, V)
+    if not torch.isfinite(logits).all():
+        raise ValueError("the model's outputs are NaN or infinite on a probe batch, though its weights are finite")
