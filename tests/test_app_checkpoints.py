@@ -1,8 +1,11 @@
 """Checkpoints page: lists shipped and session-trained checkpoints, loads any of them, and loads or refuses uploads."""
 
+import re
+
 import pytest
 import torch
 from streamlit.testing.v1 import AppTest
+from test_checkpoint import HOSTILE_FILES
 
 import pages.common
 from transformer.checkpoint import checkpoint_bytes
@@ -93,4 +96,15 @@ def test_a_bad_upload_is_refused_with_the_reason(shipped_dir):
     )
     at.run()
     assert not at.exception and "not loaded" in at.error[0].value and "checkpoint" in at.error[0].value
+    assert "in_hand" not in at.session_state
+
+
+@pytest.mark.parametrize("case", HOSTILE_FILES)
+def test_a_file_that_would_break_a_page_is_refused_with_the_reason(shipped_dir, case):
+    make, message = HOSTILE_FILES[case]
+    at = open_checkpoints()
+    at.file_uploader(key="upload_checkpoint").set_value(("hostile.pt", make(), "application/octet-stream"))
+    at.run()
+    assert not at.exception and "not loaded" in at.error[0].value
+    assert re.search(message, re.sub(r"\\(.)", r"\1", at.error[0].value))  # the message, its punctuation escaped
     assert "in_hand" not in at.session_state
