@@ -1,6 +1,5 @@
 """Compare runs: train variants that differ in one switch, overlay their curves, and watch attention form."""
 
-import re
 from dataclasses import replace
 
 import streamlit as st
@@ -25,6 +24,7 @@ from transformer.experiments import (
 )
 from transformer.figures.compare import comparison_figure
 from transformer.literal import markdown_literal
+from transformer.live import shown_name
 from transformer.serving import ServerBusy
 from transformer.url_state import (
     CompareState,
@@ -56,7 +56,7 @@ def load_upload() -> None:
     drop_flash("compare_upload")
     if upload is None:
         return
-    name = re.sub(r"[^\w.\- ]", "_", upload.name)[:80]  # shown as markdown: no links or markup from a file name
+    name = shown_name(upload.name)
     try:
         run = experiment_from_json(upload.getvalue())
     except ValueError as err:
@@ -124,9 +124,9 @@ if buttons.button(
     try:
         new_job = LiveExperiment.start(experiment, run_registry(), watcher_id(), page_connected())
     except ServerBusy as err:
-        st.warning(f"Your rerun could not start: {err}. The shipped results below need no training.")
+        st.warning(f"Your rerun could not start: {markdown_literal(err)}. The shipped results below need no training.")
     except ValueError as err:
-        st.error(f"These settings don't work: {err}")
+        st.error(f"These settings don't work: {markdown_literal(err)}")
     else:
         st.session_state[COMPARE_JOB] = new_job
         st.session_state.pop("compare_loaded", None)
@@ -150,11 +150,12 @@ def current_run() -> tuple[ExperimentRun | None, str]:
     if (loaded := st.session_state.get("compare_loaded")) and loaded[2] == experiment:
         run, name, _ = loaded
         rounded = run.experiment.key == CUSTOM and run.experiment != experiment  # the page could not set it exactly
-        return run, f"loaded from {name}" + (f" (its own settings: {run.experiment.summary()})" if rounded else "")
+        own = f" (its own settings: {run.experiment.summary()})" if rounded else ""
+        return run, f"loaded from {markdown_literal(name)}{own}"
     try:
         return (shipped_run(state.experiment), "shipped with the app") if state.experiment in READY else (None, "")
     except (OSError, ValueError) as err:
-        st.error(f"The shipped results of this experiment could not be read: {err}")
+        st.error(f"The shipped results of this experiment could not be read: {markdown_literal(err)}")
         return None, ""
 
 
@@ -184,7 +185,7 @@ def results(polling: bool) -> None:
             text=f"Training variant {len(job.chain.runs)} of {len(job.experiment.values)}: {done} of {total} steps",
         )
     elif job is not None and job.error and job.experiment == experiment:
-        st.error(f"Training stopped with an error: {job.error}")
+        st.error(f"Training stopped with an error: {markdown_literal(job.error)}")
     st.caption(f"Showing: {source}.")
     st.plotly_chart(
         comparison_figure({v.label: v.history for v in run.variants}), key="compare_curves", config=PLOTLY_CONFIG

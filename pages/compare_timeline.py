@@ -6,6 +6,7 @@ import streamlit as st
 from transformer.experiments import ExperimentRun
 from transformer.figures.attention import attention_heatmaps
 from transformer.figures.compare import alignment_figure, loss_marker_figure, variant_colour
+from transformer.literal import code_span
 
 PLOTLY_CONFIG = {"displaylogo": False, "toImageButtonOptions": {"format": "png", "scale": 2}}  # PNG from the toolbar
 
@@ -25,11 +26,11 @@ def _explain(run: ExperimentRun) -> None:
     """What the heatmaps show and how alignment is scored."""
     st.subheader("Attention forming during training")
     st.markdown(
-        f"The probe is the first held-out input, `{' '.join(run.probe_src)}`. Each heatmap is one cross-attention "
-        "head: a row per decoder position, labelled by the token it reads (row i writes output token i), a column "
-        "per source token, darker = more "
-        "attention. Slide through training to watch the pattern form. Each head's score is the attention it puts, on "
-        "average, on the source token the output comes from (for reverse, output i comes from source token n-1-i):"
+        f"The probe is the first held-out input, {code_span(' '.join(run.probe_src))}. Each heatmap is one "
+        "cross-attention head: a row per decoder position, labelled by the token it reads (row i writes output token "
+        "i), a column per source token, darker = more attention. Slide through training to watch the pattern form. "
+        "Each head's score is the attention it puts, on average, on the source token the output comes from (for "
+        "reverse, output i comes from source token n-1-i):"
     )
     st.latex(
         r"\begin{gathered}\text{alignment} = \frac{1}{n}\sum_{i=0}^{n-1} A_{i,\,\pi(i)} \\ "

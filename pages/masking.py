@@ -19,7 +19,7 @@ from transformer.inspection import (
     peek_at_future,
     random_pair,
 )
-from transformer.literal import markdown_literal
+from transformer.literal import code_span, markdown_literal
 from transformer.url_state import masking_parsers, write_params
 
 LINKED_WIDGETS = {"source": "mask_src", "target": "mask_tgt", "pad": "mask_pad_to"}  # link parameter -> widget key
@@ -91,8 +91,8 @@ if width > pad_to:
 src, tgt = padded_pair(src_ids, tgt_ids, vocab, width)
 labels = {"source": vocab.tokens(src[0].tolist()), "target": vocab.tokens(tgt[0].tolist())}
 st.caption(
-    f"Batch as the model sees it: source `{' '.join(labels['source'])}`; decoder input (BOS + target) "
-    f"`{' '.join(labels['target'])}`."
+    f"Batch as the model sees it: source {code_span(' '.join(labels['source']))}; decoder input (BOS + target) "
+    f"{code_span(' '.join(labels['target']))}."
 )
 
 st.subheader("The masks")

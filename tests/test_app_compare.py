@@ -129,11 +129,15 @@ def test_uploads_load_back_and_bad_files_are_refused(at):
     at.file_uploader(key="compare_upload").set_value(("mine.json", good, "application/json")).run()
     assert not at.exception and not at.error
     assert at.selectbox(key="compare_experiment").value == "post-vs-pre-norm"
-    assert any(c.value == "Showing: loaded from mine.json." for c in at.caption)  # its own settings: no note
+    assert any(
+        c.value == f"Showing: loaded from {markdown_literal('mine.json')}." for c in at.caption
+    )  # its own settings: no note
     at.selectbox(key="compare_experiment").set_value("custom").run()
     at.selectbox(key="compare_task").set_value("copy").run()  # the custom builder does not touch the file ...
     at.selectbox(key="compare_experiment").set_value("post-vs-pre-norm").run()
-    assert any(c.value == "Showing: loaded from mine.json." for c in at.caption)  # ... which still shows
+    assert any(
+        c.value == f"Showing: loaded from {markdown_literal('mine.json')}." for c in at.caption
+    )  # ... which still shows
 
 
 def stop_live(live) -> None:

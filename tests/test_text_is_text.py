@@ -1,5 +1,6 @@
 """Symbols, tokens and names from files reach the page literally: never as Markdown (an image, a link) or HTML."""
 
+import ast
 import io
 import json
 import re
@@ -11,8 +12,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 from streamlit.testing.v1 import AppTest
 
+from pages.classes import class_store
 from transformer import Checkpoint, DataConfig, ModelConfig, Transformer, Vocab
 from transformer.checkpoint import checkpoint_bytes
+from transformer.experiments import result_path
 from transformer.literal import code_span, markdown_literal
 
 APP = Path(__file__).resolve().parent.parent / "streamlit_app.py"
@@ -112,3 +115,70 @@ def test_code_span_is_one_span_holding_the_text(text):
 def test_symbols_that_could_not_be_shown_as_one_plain_token_are_refused(symbol):
     with pytest.raises(ValueError, match="symbol"):
         Vocab(["0", symbol])
+
+
+# Every page, walked with a model whose symbols are hostile, in hand under a hostile file name, hostile masking
+# inputs, a class with a hostile title, and an experiment file whose probe tokens and name are hostile.
+FILE_NAME = "__b__ ![x](http://e.io/x.png) <img src=x> :red[x]"
+PROBE_TOKENS = ("`", "![](//e.i)", "<img/s=x>", "**b**", "$x$", ":red[x]", "__b__")  # at most 10 characters each
+MASKING_INPUT = f"` {IMAGE} {HTML} {LINK} **b** $x$ <s>x"  # a backtick first: it would close a code span
+RENDERED = re.compile(r"!\[|\]\(|<img|<s>|\*\*b\*\*|__b__|\$x\$|:red\[")  # hostile text read as Markdown or HTML
+PAGE_FILES = [file for file, *_ in ast.literal_eval(re.search(r"PAGES = (\[.*?\n\])", APP.read_text(), re.S)[1])]
+
+
+def markdown_on(at: AppTest) -> list[str]:
+    """Every text the page renders as Markdown: message, heading and caption bodies, widget labels and tooltips,
+    radio options."""
+    texts, stack = [], [at._tree]
+    while stack:
+        node = stack.pop()
+        stack.extend(getattr(node, "children", {}).values())
+        proto = getattr(node, "proto", None)
+        if proto is None or type(proto).__name__ in ("Text", "Code") or not hasattr(proto, "DESCRIPTOR"):
+            continue  # st.text and st.code show their text as it is
+        texts += [getattr(proto, f) for f in ("body", "label", "help") if f in proto.DESCRIPTOR.fields_by_name]
+        texts += list(proto.options) if node.type == "radio" else []
+    return texts
+
+
+def hostile_experiment() -> bytes:
+    """A shipped experiment file whose probe tokens are hostile."""
+    document = json.loads(result_path("post-vs-pre-norm").read_text())
+    for part in ("src", "tgt"):
+        probe = document["probe"][part]
+        document["probe"][part] = [PROBE_TOKENS[i % len(PROBE_TOKENS)] for i in range(len(probe))]
+    return json.dumps(document).encode()
+
+
+def test_every_page_shows_hostile_symbols_tokens_and_names_only_as_text(tmp_path, monkeypatch):
+    monkeypatch.setenv("LAB_DATA_DIR", str(tmp_path))  # the Teacher page's class store
+    monkeypatch.delenv("LAB_DATABASE_URL", raising=False)
+    class_store.clear()
+    at = AppTest.from_file(str(APP), default_timeout=120)
+    at.session_state["mask_src"] = at.session_state["mask_tgt"] = MASKING_INPUT
+    at.run()
+    at.switch_page("pages/checkpoints.py").run()
+    upload = (f"{FILE_NAME}.pt", checkpoint_bytes_of(hostile_checkpoint()), "application/octet-stream")
+    at.file_uploader(key="upload_checkpoint").set_value(upload).run()
+    at.switch_page("pages/teacher.py").run()
+    at.text_input(key="teacher_title").set_value(FILE_NAME)
+    at.button(key="teacher_create_button").click().run()
+    shown = {}
+    for page in PAGE_FILES:
+        at.switch_page(page).run()
+        assert not at.exception, page
+        shown[page] = markdown_on(at)
+    at.switch_page("pages/compare.py").run()
+    at.file_uploader(key="compare_upload").set_value((f"{FILE_NAME}.json", hostile_experiment(), "application/json"))
+    at.run()
+    assert not at.exception
+    shown["Compare runs, a file loaded"] = markdown_on(at)
+    class_store.clear()
+
+    everything = re.sub(r"\\(.)", r"\1", "\n".join(text for texts in shown.values() for text in texts))
+    for fragment in (IMAGE, HTML, LINK, FILE_NAME[:5], *PROBE_TOKENS):  # the hostile text is on the pages ...
+        assert fragment in everything, fragment
+    rendered = [
+        (page, t) for page, texts in shown.items() for t in texts if RENDERED.search(outside_code_and_escapes(t))
+    ]
+    assert not rendered  # ... never as Markdown
