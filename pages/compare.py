@@ -51,9 +51,10 @@ def show_settings(state: CompareState) -> None:
 
 
 def load_upload() -> None:
-    """Read an uploaded experiment file; on success show it, with the settings that select it."""
+    """Read an uploaded experiment file; show it, or, while a rerun of this session trains, ask first."""
     upload = st.session_state.get("compare_upload")
     drop_flash("compare_upload")
+    st.session_state.pop("compare_pending", None)
     if upload is None:
         return
     name = shown_name(upload.name)
@@ -62,14 +63,50 @@ def load_upload() -> None:
     except ValueError as err:
         flash("compare_upload", "error", markdown_literal(f"Could not load {name}: {err}"))
         return
+    if (job := st.session_state.get(COMPARE_JOB)) is not None and not job.done:
+        st.session_state["compare_pending"] = (run, name)  # `ask_before_replacing` asks
+        return
+    show_loaded(run, name)
+
+
+def show_loaded(run: ExperimentRun, name: str) -> None:
+    """Show an experiment file's runs, with the settings that select it; this session's rerun makes way."""
     if (job := st.session_state.pop(COMPARE_JOB, None)) is not None:
-        job.stop()
+        run_registry().stop_chain(job.chain)
     settings = state_for(run.experiment)
     try:  # the file is shown as long as the page's settings make this experiment
         st.session_state["compare_loaded"] = (run, name, experiment_for(settings))
     except ValueError:
         st.session_state["compare_loaded"] = (run, name, None)
     show_settings(settings)
+
+
+def show_pending() -> None:
+    """Button callback: show the file waiting for an answer, stopping the rerun."""
+    if (pending := st.session_state.pop("compare_pending", None)) is not None:
+        show_loaded(*pending)
+
+
+def keep_rerun() -> None:
+    """Button callback: the rerun goes on; the file waiting for an answer is not shown."""
+    st.session_state.pop("compare_pending", None)
+    flash("compare_upload", "info", "Your rerun goes on. Load the file again once you have what you need from it.")
+
+
+def ask_before_replacing() -> None:
+    """While a file waits for an answer: show it (stopping this session's rerun), or keep the rerun."""
+    if (pending := st.session_state.get("compare_pending")) is None:
+        return
+    job = st.session_state.get(COMPARE_JOB)
+    state = "has finished" if job is None or job.done else "is still training"
+    st.warning(
+        f"Your rerun {state}. Showing {markdown_literal(pending[1])} stops it and takes the place of its results on "
+        "this page: download them above first to keep them.",
+        icon=":material/help:",
+    )
+    show_col, keep_col = st.columns(2)
+    show_col.button("Stop the rerun and show the file", key="compare_pending_show", on_click=show_pending)
+    keep_col.button("Keep my rerun", key="compare_pending_keep", on_click=keep_rerun, type="primary")
 
 
 st.title("Compare runs")
@@ -218,4 +255,5 @@ st.file_uploader(
     on_change=load_upload,
     help="A file from the JSON download above: its runs are shown again, no training needed.",
 )
+ask_before_replacing()
 show_flashes("compare_upload")

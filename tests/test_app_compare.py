@@ -120,6 +120,10 @@ def test_a_tiny_live_rerun_completes_after_polling(monkeypatch):
     table = at.dataframe[0].value
     assert table["variant"].tolist() == ["1 head", "4 heads"] and table["steps"].tolist() == [10, 10]
     assert at.button(key="compare_run").disabled is False
+    good = result_path("post-vs-pre-norm").read_bytes()  # a file after the rerun ended: shown without a question
+    at.file_uploader(key="compare_upload").set_value(("mine.json", good, "application/json")).run()
+    assert not at.exception and not at.warning and "compare_job" not in at.session_state
+    assert any(c.value == f"Showing: loaded from {markdown_literal('mine.json')}." for c in at.caption)
 
 
 def test_uploads_load_back_and_bad_files_are_refused(at):
@@ -261,3 +265,26 @@ def test_one_run_per_student_at_a_time(monkeypatch):
         assert start.disabled and "Compare page is still training" in start.proto.help
     finally:
         stop_live(at.session_state["compare_job"])
+
+
+def test_a_file_loaded_while_a_rerun_trains_asks_first_and_loses_nothing(monkeypatch):
+    monkeypatch.setitem(READY, "heads", replace(TINY, train=replace(TINY.train, steps=100_000)))
+    at = open_compare(experiment="heads")
+    at.button(key="compare_run").click().run()
+    job = at.session_state["compare_job"]
+    good = result_path("post-vs-pre-norm").read_bytes()
+    at.file_uploader(key="compare_upload").set_value(("first.json", good, "application/json")).run()
+    assert not at.exception and not job.done and at.session_state["compare_job"] is job  # nothing stopped ...
+    assert at.selectbox(key="compare_experiment").value == "heads" and "compare_loaded" not in at.session_state
+    assert "still training" in at.warning[0].value and markdown_literal("first.json") in at.warning[0].value
+
+    at.button(key="compare_pending_keep").click().run()  # ... the student keeps the rerun ...
+    assert not at.exception and not job.done and at.session_state["compare_job"] is job
+    assert not at.warning and "Your rerun goes on" in at.info[-1].value
+
+    at.file_uploader(key="compare_upload").set_value(("second.json", good, "application/json")).run()
+    at.button(key="compare_pending_show").click().run()  # ... or, asked again, shows the file
+    assert not at.exception and job.done and "compare_job" not in at.session_state and not at.warning
+    assert at.selectbox(key="compare_experiment").value == "post-vs-pre-norm"
+    assert any(c.value == f"Showing: loaded from {markdown_literal('second.json')}." for c in at.caption)
+    job.chain.current.stop(wait_s=30)
