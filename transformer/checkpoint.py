@@ -2,7 +2,9 @@
 
 A checkpoint is a `torch.save`d dict of plain Python values and tensors only, so it loads with
 `torch.load(weights_only=True)`, which never runs code from the file. Loading checks every part before it
-builds the model and refuses anything else with a CheckpointError whose message says why.
+builds the model (the task fits the model; each tensor owns its bytes, so a file cannot build more weights than
+it holds), then that the model's outputs on a probe batch are finite, and refuses anything else with a
+CheckpointError whose message says why.
 """
 
 from __future__ import annotations
