@@ -34,7 +34,7 @@ for name in shipped_checkpoints():
     try:
         entries[name] = ("shipped", shipped_checkpoint(name), (CHECKPOINT_DIR / f"{name}.pt").read_bytes())
     except (CheckpointError, OSError) as err:
-        st.warning(markdown_literal(f"The shipped checkpoint {name} could not be read: {err}"))
+        st.warning(f"The shipped checkpoint {name} could not be read: {markdown_literal(err)}")
 for name, data in st.session_state.get(TRAINED, {}).items():
     try:
         entries[name] = ("trained", load_checkpoint(data), data)

@@ -12,7 +12,6 @@ import streamlit as st
 from pages.common import shipped_checkpoint, shipped_checkpoints
 from pages.state import CLASS_CODE, SHIPPED_PREFIX, model_in_hand, put_in_hand, shipped_name
 from transformer import CheckpointError
-from transformer.literal import markdown_literal
 from transformer.url_state import Parser, model_parsers, read_params
 
 
@@ -40,7 +39,7 @@ def model_from_link() -> None:
             try:
                 put_in_hand(shipped_checkpoint(values["model"]), SHIPPED_PREFIX + values["model"])
             except CheckpointError as err:
-                st.error(markdown_literal(f"Could not load {values['model']}: {err}"))
+                st.error(f"Could not load {values['model']}: {err}")
     name = shipped_in_hand()
     if name is not None and st.query_params.get("model") != name:
         st.query_params["model"] = name

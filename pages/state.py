@@ -29,7 +29,6 @@ from pages.streamlit_internals import this_browser
 from transformer import Checkpoint, CheckpointError, load_checkpoint
 from transformer.checkpoint import checkpoint_bytes
 from transformer.experiments import LiveExperiment
-from transformer.literal import markdown_literal
 from transformer.live import run_name
 from transformer.serving import Run
 from transformer.tasks import DataConfig
@@ -212,7 +211,7 @@ def load_shipped_checkpoint(name: str) -> None:
         put_in_hand(shipped_checkpoint(name), SHIPPED_PREFIX + name)
         flash("load", "success", f"Loaded **{name}**. Try the Decoding or Masking pages next.")
     except CheckpointError as err:
-        flash("load", "error", markdown_literal(f"Could not load {name}: {err}"))
+        flash("load", "error", f"Could not load {name}: {err}")
 
 
 def shipped_checkpoint_buttons(key_prefix: str) -> None:
