@@ -129,7 +129,7 @@ PAGE_FILES = [file for file, *_ in ast.literal_eval(re.search(r"PAGES = (\[.*?\n
 def markdown_on(at: AppTest) -> list[str]:
     """Every text the page renders as Markdown: message, heading and caption bodies, widget labels and tooltips,
     radio options."""
-    texts, stack = [], [at._tree]
+    texts, stack = [], [at.main, at.sidebar]
     while stack:
         node = stack.pop()
         stack.extend(getattr(node, "children", {}).values())
