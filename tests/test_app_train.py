@@ -189,16 +189,22 @@ def test_the_end_of_a_run_is_drawn_above_its_curves(stop_jobs):
     assert order.index("page_link") < order.index("plotly_chart")  # and where to go next
 
 
-def test_the_progress_line_fills_with_exact_match_and_calls_the_step_budget_a_ceiling(stop_jobs):
-    at = open_train()
-    stop_jobs.append(at)
+def paused_run(at: AppTest) -> Run:
+    """Start a long reverse run, let it report a metric row, pause it and redraw the page once it holds."""
     start(at, task="reverse", steps=5000)
     job = at.session_state["job"]
     wait_for_a_new_row(job)
     at.button(key="pause_training").click()
     at.run()
-    wait_until(lambda: job.status == "paused")  # no new row while the page is read
+    wait_until(lambda: job.status == "paused")  # held once the step in flight ends
     at.run()
+    return job
+
+
+def test_the_progress_line_fills_with_exact_match_and_calls_the_step_budget_a_ceiling(stop_jobs):
+    at = open_train()
+    stop_jobs.append(at)
+    job = paused_run(at)  # no new row while the page is read
     bar = at.get("progress")[0].proto
     assert bar.value == int(100 * job.rows[-1]["exact_match"])  # the measure that ends the run, not the steps
     assert bar.text.startswith(f"Paused at step {job.step} · held-out exact match ")
@@ -281,13 +287,7 @@ def test_the_form_makes_way_for_the_run_while_it_trains_and_stop_ends_it(stop_jo
 def test_pause_holds_the_run_step_trains_one_row_and_resume_finishes_it(stop_jobs):
     at = open_train()
     stop_jobs.append(at)
-    start(at, task="reverse", steps=5000)
-    job = at.session_state["job"]
-    wait_for_a_new_row(job)
-    at.button(key="pause_training").click()
-    at.run()
-    wait_until(lambda: job.status == "paused")  # held once the step in flight ends
-    at.run()
+    job = paused_run(at)
     assert at.button(key="step_training").disabled is False
     held = job.step
     time.sleep(0.5)

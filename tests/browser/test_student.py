@@ -37,9 +37,9 @@ def test_home_opens_on_the_lesson_and_keeps_it_open_after_a_load(page, lab_serve
     expect(first_step).to_be_in_viewport()
 
 
-def time_answer(page) -> None:
-    """From the next click on, note in the page when it first shows both the finished run's result and the line
-    that says Start joined it: `window.answered`, seconds after the click."""
+def seconds_to_answer_start(page, who: str) -> float:
+    """Press Start; seconds from the click until the page shows both the finished run's result and the line that
+    says Start joined it, timed in the page."""
     page.evaluate(
         """(line) => { window.answered = null; let clicked = null;
             document.addEventListener('click', () => { clicked ??= performance.now(); }, true);
@@ -51,41 +51,36 @@ def time_answer(page) -> None:
             }).observe(document.body, {subtree: true, childList: true, characterData: true}); }""",
         SAME_RUN,
     )
-
-
-def answered_s(page) -> float:
-    """Seconds from the click `time_answer` saw to the answer, once the page shows it."""
+    button(page, "start_training").click()
     page.wait_for_function("() => window.answered !== null", timeout=30_000)
-    return page.evaluate("() => window.answered")
+    seconds = page.evaluate("() => window.answered")
+    print(f"{who}: the finished run and the line {seconds:.2f} s after the click")
+    wait_idle(page)
+    return seconds
+
+
+def train_page_with_seed(browser, server, viewport: dict):
+    """The Train page in a browser context of its own at `viewport`, its seed set to SEED."""
+    page = open_train(browser.new_context(viewport=viewport), server)
+    set_number(page, "train_seed", SEED)
+    wait_idle(page)
+    return page
 
 
 def test_the_end_of_a_run_is_in_view_and_start_on_it_again_answers_at_once(browser, lab_server):
-    laptop = open_train(browser.new_context(viewport=LAPTOP), lab_server)
-    set_number(laptop, "train_seed", SEED)
-    wait_idle(laptop)
+    laptop = train_page_with_seed(browser, lab_server, LAPTOP)
     button(laptop, "start_training").click()
     expect(main(laptop).get_by_text("Finished after")).to_be_visible(timeout=RUN_S * 1000)
     wait_idle(laptop)
     outcome_in_view(laptop)
 
     # Another student, the same settings, on a projector: the finished run's result at once, and why.
-    projector = open_train(browser.new_context(viewport=PROJECTOR), lab_server)
-    set_number(projector, "train_seed", SEED)
-    wait_idle(projector)
-    time_answer(projector)
-    button(projector, "start_training").click()
-    seconds = answered_s(projector)
-    print(f"a second student's Start: the finished run and the line {seconds:.2f} s after the click")
-    assert seconds <= JOINED_S
-    wait_idle(projector)
+    projector = train_page_with_seed(browser, lab_server, PROJECTOR)
+    assert seconds_to_answer_start(projector, "a second student's Start") <= JOINED_S
     outcome_in_view(projector)
 
     # The first student presses Start again at the bottom of the page: the line comes where they look.
-    time_answer(laptop)
-    button(laptop, "start_training").click()
-    seconds = answered_s(laptop)
-    print(f"the same student's Start again: the line {seconds:.2f} s after the click")
-    assert seconds <= JOINED_S
+    assert seconds_to_answer_start(laptop, "the same student's Start again") <= JOINED_S
     expect(laptop.get_by_test_id("stToast").filter(has_text="same seed")).to_be_in_viewport()
     for context in (laptop.context, projector.context):
         context.close()
