@@ -1,7 +1,8 @@
 """Train: a fresh Transformer learns a toy task while its loss, accuracy and outputs stream in.
 
 While a run is queued or training, its status, controls and curves sit at the top of the page, in view on a
-projector; the settings form comes back under the results once it has ended.
+projector. Once it has ended, how it ended and where to go next sit above its curves, in view without scrolling,
+and the settings form comes back under them.
 """
 
 import streamlit as st
