@@ -1,9 +1,10 @@
-"""What a student meets first, in Chromium: Home opens on the lesson and keeps it open after a load; a run's end
-and what to do next are in view when it ends, on a laptop and on a projector; and Start on a run that has already
+"""What a student meets first, in Chromium: on a freshly started server Home paints before the server's set-up ends,
+and a Start pressed meanwhile gets a run; Home opens on the lesson and keeps it open after a load; a run's end and
+what to do next are in view when it ends, on a laptop and on a projector; and Start on a run that has already
 finished shows that run's result at once, saying why."""
 
 import pytest
-from conftest import open_page, requires_chromium, wait_idle
+from conftest import ARTIFACTS, LabServer, open_page, page_errors, requires_chromium, wait_idle
 from playwright.sync_api import expect
 from test_classroom import LAPTOP, open_train, set_number
 from test_e2e import button, main
@@ -23,6 +24,25 @@ def outcome_in_view(page) -> None:
     for what in (main(page).get_by_text("Finished after"), main(page).get_by_text("The model is now in hand")):
         expect(what).to_be_in_viewport(ratio=1.0)
     expect(main(page).locator("[data-testid='stPageLink']").filter(has_text="Decode it")).to_be_in_viewport()
+
+
+def test_home_paints_before_a_fresh_server_has_set_up_and_a_start_meanwhile_gets_a_run(browser):
+    with LabServer(ARTIFACTS / "server-cold-start.log") as server:
+        home = browser.new_context(viewport=LAPTOP).new_page()
+        home.goto(server.url, wait_until="commit")
+        expect(main(home).get_by_role("heading", name="Transformer Lab")).to_be_visible(timeout=60_000)
+        # The shipped models' buttons come once torch is imported and the workers have started: seconds later.
+        assert not button(home, "load_reverse").count(), "Home waited for the server's set-up before painting"
+        train = browser.new_context(viewport=LAPTOP).new_page()
+        train.goto(f"{server.url}/train", wait_until="commit")
+        button(train, "start_training").click(timeout=120_000)  # as soon as the page draws it
+        run = main(train).locator("[data-testid='stProgress']").or_(main(train).get_by_text("Finished after"))
+        expect(run.first).to_be_visible(timeout=60_000)
+        expect(button(home, "load_reverse")).to_be_visible(timeout=120_000)
+        assert not page_errors(home) and not page_errors(train)
+        assert "Traceback" not in server.log_text()
+        for page in (home, train):
+            page.context.close()
 
 
 def test_home_opens_on_the_lesson_and_keeps_it_open_after_a_load(page, lab_server):
