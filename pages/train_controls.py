@@ -13,6 +13,11 @@ from transformer.live import build_configs
 from transformer.serving import Run, ServerBusy
 
 FIRST_STEP_WAIT_S = 0.5  # how long Start waits for a new run's first step (set-up takes about 0.1 s)
+SAME_RUN = (
+    "Start joined the run these settings already made, which has finished: its curves and result are here. The "
+    "same settings and the same seed give the same run (the same data, the same starting weights): change the seed "
+    "for a new one."
+)
 CONTROL_HELP = {  # what each control does, by widget key
     "resume_training": "Go on training from this step.",
     "pause_training": "Hold the run before its next step; the model in hand is the paused one.",
@@ -51,6 +56,8 @@ def start_run() -> None:
         # the run is in hand, and the Train form shows its settings, after a reload too
         remember_run(JOB, job, {FOLLOW_JOB: True, KEPT: state[KEPT]})
         job.wait_until_moving(FIRST_STEP_WAIT_S)  # the curve then starts in this redraw, not at the next poll
+        if job.done:  # these settings made a run that has ended: this redraw shows its curves and result
+            flash("train_joined", "info", SAME_RUN)
 
 
 def leave_run() -> None:
