@@ -14,6 +14,7 @@ import torch.nn.functional as F
 from .checkpoint import check_model_size
 from .decoding import greedy_decode
 from .device import pick_device
+from .dynamics import Dynamics
 from .limits import MAX_BATCH
 from .model import ModelConfig, Transformer, dropout_rng
 from .tasks import MAX_SEED, Batch, DataConfig, TaskData
@@ -200,6 +201,7 @@ class Trainer:
         self.history: list[MetricRow] = []
         self.step_losses: list[float] = []  # the training loss of every step
         self.attention_snapshots: list[dict] = []  # {"step": int, "maps": AttentionMaps} when record_attention
+        self.dynamics = Dynamics(self.network, self.model.embed.lut.weight)  # a record per row (see dynamics.py)
         self.step = 0
         self.paused_s = 0.0  # wall-clock time spent in `control()` (reporting, or holding a pause): not training
 
@@ -278,6 +280,8 @@ class Trainer:
             )
         self.optimizer.zero_grad(set_to_none=True)
         loss.backward()
+        if self.step % cfg.eval_every == 0 or self.step == cfg.steps:  # a metric row's step: before clipping
+            self.dynamics.read_gradients(self.step)
         if cfg.clip_grad:
             torch.nn.utils.clip_grad_norm_(self.parameters, cfg.clip_grad, foreach=True)
         self.optimizer.step()
@@ -335,6 +339,7 @@ class Trainer:
             "elapsed_s": elapsed,
         }
         self.history.append(row)
+        self.dynamics.record(self.step)
         return row
 
     @torch.no_grad()

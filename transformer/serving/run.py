@@ -49,6 +49,7 @@ class Run:
         self.losses: list[float] = []  # the training loss of every step
         self.rows: list[MetricRow] = []  # a metric row every eval_every steps, and one at the end
         self.attention: list[dict] = []  # {"step": int, "maps": AttentionMaps} per row, when record_attention
+        self.dynamics: list[dict] = []  # a `transformer.dynamics.Dynamics` record per row
         self.result: TrainResult | None = None
         self.error: str | None = None
         self.withdrawn: str | None = None  # why it left the queue without starting
@@ -166,9 +167,10 @@ class Run:
     def set_holding(self, holding: bool) -> None:
         self._trained, self._holding = True, holding
 
-    def add_row(self, row: MetricRow, weights: Weights) -> None:
+    def add_row(self, row: MetricRow, weights: Weights, dynamics: dict) -> None:
         with self._lock:
             self._weights = len(self.rows) + 1, weights
+        self.dynamics.append(dynamics)
         self.rows.append(row)
 
     def end(self, result: TrainResult | None, error: str | None, weights: Weights | None = None) -> None:

@@ -6,8 +6,8 @@ The protocol, over one duplex `multiprocessing.connection` pipe:
     server -> worker   ("train", model_config, data_config, train_config), then any of the CONTROLS
     worker -> server   ("ready",) once, when torch is imported and a first step's one-off costs are paid;
                        for each run: ("progress", step, new_losses, new_attention) every REPORT_EVERY_S,
-                       ("row", metric_row, weights) at each metric row, ("holding", step) every HEARTBEAT_S while
-                       paused, and last ("end", result, error, weights).
+                       ("row", metric_row, weights, dynamics) at each metric row, ("holding", step) every
+                       HEARTBEAT_S while paused, and last ("end", result, error, weights).
 
 A worker is a fresh Python process (`python -m transformer.serving FD THREADS`), so a server drawing many
 pages never holds the interpreter lock its steps need. Not multiprocessing's spawn: under `streamlit run`,
@@ -85,7 +85,7 @@ def train(conn: Connection, model_config: ModelConfig, data_config: DataConfig, 
         trainer = gate.trainer = Trainer(model_config, data_config, train_config)
         for row in trainer.train(gate):
             gate.report()  # the losses up to the row first
-            send(conn, ("row", row, trainer.model.state_dict()))
+            send(conn, ("row", row, trainer.model.state_dict(), trainer.dynamics.records[-1]))
         result, weights = trainer.result, trainer.model.state_dict()
     except (EOFError, OSError):
         raise  # the server has gone
