@@ -1,8 +1,10 @@
 import copy
+import itertools
 
 import pytest
 import torch
 
+from pages.train_form import FIELDS
 from transformer import decoding
 from transformer.decoding import (
     Beam,
@@ -13,6 +15,7 @@ from transformer.decoding import (
     sampling_probs,
     teacher_forced,
 )
+from transformer.limits import TRAIN_FORM_LIMITS
 from transformer.model import ModelConfig, Transformer
 
 PAD, BOS, EOS = 0, 1, 2
@@ -22,8 +25,8 @@ ONE = torch.tensor([[4, 7, 9, 3, 0, 0]])  # one source with padding
 
 def make_model(norm_first: bool = False, **overrides) -> Transformer:
     torch.manual_seed(0)
-    config = ModelConfig(vocab_size=13, d_model=32, n_heads=4, n_layers=2, d_ff=64, norm_first=norm_first, **overrides)
-    return Transformer(config).eval()
+    sizes = dict(vocab_size=13, d_model=32, n_heads=4, n_layers=2, d_ff=64, norm_first=norm_first)
+    return Transformer(ModelConfig(**sizes | overrides)).eval()
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -64,9 +67,11 @@ def reference_greedy(model: Transformer, src: torch.Tensor, eos_id: int, max_len
 
 
 def log_prob(model: Transformer, src: torch.Tensor, tokens: list[int]) -> float:
-    """Summed log p(tokens[i] | BOS, tokens[:i]) of one output, by the full model."""
-    logits, _, _ = reference(model, src, torch.tensor([[BOS] + tokens[:-1]]))
-    return logits[0].log_softmax(-1).gather(-1, torch.tensor(tokens)[:, None]).sum().item()
+    """Summed log p(tokens[i] | BOS, tokens[:i]) of one output, each from the full model on its own prefix (without
+    the causal mask, one pass over the whole output would let each position see the tokens after it)."""
+    prefix = [BOS] + tokens
+    steps = [reference(model, src, torch.tensor([prefix[: i + 1]]))[0][0, -1] for i in range(len(tokens))]  # (V,) each
+    return sum(step.log_softmax(-1)[token].item() for step, token in zip(steps, tokens))
 
 
 def an_emitted_token(model: Transformer, src: torch.Tensor, step: int) -> int:
@@ -85,6 +90,30 @@ def test_cached_greedy_matches_uncached_reference(norm_first):
         out = greedy_decode(model, SRC, BOS, eos_id, max_len).tolist()
         assert out == reference_greedy(model, SRC, eos_id, max_len)
     assert PAD in out[2], "the early-finishing row is PAD after EOS"
+
+
+def form_models() -> list[dict]:
+    """Every combination of the Train form's model switches (its radios and toggles) and layer counts."""
+    switches = {f.name: f.options or (False, True) for f in FIELDS if f.configs == ("model",) and f.widget != "number"}
+    low, high = TRAIN_FORM_LIMITS["n_layers"]
+    switches["n_layers"] = range(low, high + 1)
+    return [dict(zip(switches, values)) for values in itertools.product(*switches.values())]
+
+
+@pytest.mark.parametrize("switches", form_models(), ids=lambda s: "-".join(f"{k}={v}" for k, v in s.items()))
+def test_cached_decoding_is_recomputing_the_prefix_for_every_model_the_train_form_offers(switches):
+    """Every decoding path (batched greedy, and the steps of greedy, sampling and beam search) gives what the model
+    computes from the whole prefix at each step: tokens, distributions (to float32 rounding) and beam scores."""
+    model = make_model(**switches)
+    assert greedy_decode(model, SRC, BOS, EOS, 10).tolist() == reference_greedy(model, SRC, EOS, 10)
+    for strategy in ("greedy", "sample", "beam"):
+        for s in decode_all_steps(model, ONE, BOS, EOS, 8, strategy=strategy, beam_width=3):
+            logits, self_maps, _ = reference(model, ONE, torch.tensor([s.prefix]))
+            torch.testing.assert_close(s.probs, logits[0, -1].softmax(-1), atol=1e-5, rtol=0)
+            for mine, full in zip(s.self_attention, self_maps, strict=True):
+                torch.testing.assert_close(mine, full[0, :, -1], atol=1e-5, rtol=0)
+            for beam in s.beams:
+                assert beam.score == pytest.approx(log_prob(model, ONE, beam.tokens[1:]), abs=1e-4)
 
 
 def test_greedy_ignores_source_padding(model):

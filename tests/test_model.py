@@ -214,15 +214,21 @@ def test_extra_padding_does_not_change_real_positions(norm_first):
     assert (drifted - base).abs().max() > 1e-3
 
 
-def test_decoding_with_a_cache_matches_the_full_forward():
-    model = Transformer(ModelConfig(n_layers=2)).eval()
-    src, tgt = ids([[4, 5, 6], [7, 8]]), torch.tensor([[1, 6, 5, 4], [1, 8, 7, 2]])
-    full = model(src, tgt)
+@pytest.mark.parametrize("causal", [True, False])
+@pytest.mark.parametrize("n_layers", [1, 2])
+def test_each_step_of_decoding_with_a_cache_is_the_last_row_of_its_whole_prefix(causal, n_layers):
+    model = Transformer(ModelConfig(n_layers=n_layers, causal_mask=causal)).eval()
+    src, tgt = ids([[4, 5, 6], [7, 8]]), torch.tensor([[1, 6, 5, 4, 0], [1, 8, 0, 2, 3]])  # PAD fed back as a token
     src_mask = model.src_mask(src)
     memory, _ = model.encode(src, src_mask)
     cache = model.new_cache()
     steps = [model.decode(tgt[:, t : t + 1], memory, src_mask, cache, start=t)[0] for t in range(tgt.size(1))]
-    torch.testing.assert_close(torch.cat(steps, 1), full, **TOL)
+    prefixes = [model.decode(tgt[:, : t + 1], memory, src_mask, mask_padding=False)[0][:, -1:] for t in range(5)]
+    torch.testing.assert_close(torch.cat(steps, 1), torch.cat(prefixes, 1), **TOL)
+    assert cache.keeps_states == (causal or n_layers == 1)  # without the mask, deeper layers' keys go stale
+    if causal:  # each position sees only what came before it: the steps are one teacher-forced pass
+        whole = model.decode(tgt, memory, src_mask, mask_padding=False)[0]
+        torch.testing.assert_close(torch.cat(steps, 1), whole, **TOL)
 
 
 @pytest.mark.parametrize("split", [0, 2])

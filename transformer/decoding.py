@@ -3,7 +3,8 @@
 Batched `greedy_decode`; `beam_search` for one source; `decode_steps` / `decode_all_steps`,
 one `DecodeStep` record per generated token for the dashboard; and `teacher_forced` predictions.
 
-Every function encodes the source once and runs the decoder one token per step on a key/value cache. Decoding
+Every function encodes the source once and runs the decoder one token per step on the model's `KVCache`, which
+keeps past keys and values where that is exact and otherwise has each step recompute the whole prefix. Decoding
 runs under `torch.no_grad()` with the model switched to eval mode (no dropout), and each module's own mode is
 restored afterwards; the step generators restore it between steps, so the caller never sees the switch.
 """
@@ -15,7 +16,7 @@ from typing import Any, Literal, TypeVar
 
 import torch
 
-from .model import KVCache, Transformer
+from .model import Transformer
 
 Strategy = Literal["greedy", "sample", "beam"]
 Pick = Callable[[torch.Tensor], torch.Tensor]  # next-token logits (B, V) -> chosen ids (B,)
@@ -213,7 +214,7 @@ def _beam_search_steps(model, src, bos_id, eos_id, max_len, beam_width: int, nee
         best_finished = max([best_finished] + [b.score for b in beams if b.finished])
         if not live or (stop_early and best_finished >= live[0].score):
             return
-        _reorder_cache(cache, torch.tensor([b.parent for b in live], device=src.device))
+        cache.reorder(torch.tensor([b.parent for b in live], device=src.device))
 
 
 def _beam_decode_steps(model, src, bos_id, eos_id, max_len, beam_width) -> Iterator[DecodeStep]:
@@ -222,14 +223,6 @@ def _beam_decode_steps(model, src, bos_id, eos_id, max_len, beam_width) -> Itera
     for step, (logits, self_maps, cross_maps, beams) in enumerate(steps):
         best = max(beams, key=lambda b: b.score)
         yield _record(step, best.tokens[:-1], best.tokens[-1], logits, self_maps, cross_maps, best.parent, beams)
-
-
-def _reorder_cache(cache: KVCache, rows: torch.Tensor) -> None:
-    """Make cache row i hold the past of beam `rows[i]`, for the next step's K = len(rows) beams."""
-    for layer in cache:
-        for name in ("k", "v"):
-            layer["self"][name] = layer["self"][name].index_select(0, rows)  # (K, H, t, d_k)
-            layer["cross"][name] = layer["cross"][name][:1].expand(len(rows), -1, -1, -1)  # (K, H, S, d_k) one source
 
 
 def _record(step, prefix, token, logits, self_maps, cross_maps, row: int, beams=()) -> DecodeStep:

@@ -22,8 +22,6 @@ from .masks import causal_mask, decoder_mask, padding_mask
 Positional = Literal["sinusoidal", "learned", "none"]
 # Attention weights by kind ("encoder", "decoder_self", "cross"): one (B, H, T_query, T_key) tensor per layer.
 AttentionMaps = dict[str, list[torch.Tensor]]
-# Per decoder layer, the cached keys/values of past target positions and of the encoder memory.
-KVCache = list[dict[str, torch.Tensor]]
 
 
 @dataclass
@@ -389,7 +387,7 @@ class Decoder(nn.Module):
         self_maps, cross_maps = [], []
         for i, layer in enumerate(self.layers):
             x, w_self, w_cross = layer(
-                x, memory, src_mask, tgt_mask, tgt_is_causal, None if cache is None else cache[i], need_weights
+                x, memory, src_mask, tgt_mask, tgt_is_causal, None if cache is None else cache.layers[i], need_weights
             )
             self_maps.append(w_self)
             cross_maps.append(w_cross)
@@ -405,6 +403,31 @@ class Generator(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.proj(x)  # (B, T, vocab_size)
+
+
+class KVCache:
+    """What step-by-step decoding keeps between steps (from `Transformer.new_cache`).
+
+    Either, per decoder layer, the keys and values of the target positions so far ("self", (B, H, t, d_k)) and of
+    the encoder memory ("cross", (B, H, S, d_k)), or, where those would go stale, the target tokens so far. Past
+    keys and values stay exact only while no position sees a later one: with the causal mask, or with one layer,
+    whose keys and values come from the embeddings alone. Without the mask, from the second layer on every
+    position's keys and values depend on the tokens after it, so each step must recompute the whole prefix.
+    """
+
+    def __init__(self, n_layers: int, keeps_states: bool):
+        self.keeps_states = keeps_states
+        self.layers: list[dict[str, dict[str, torch.Tensor]]] = [{} for _ in range(n_layers)] if keeps_states else []
+        self.tokens: torch.Tensor | None = None  # (B, t) the target tokens so far, when the states are not kept
+
+    def reorder(self, rows: torch.Tensor) -> None:
+        """Make row i hold the past of row `rows[i]` (beam search: a kept hypothesis continues its parent's past)."""
+        for layer in self.layers:
+            for part in layer.values():  # "self" and "cross"
+                for name in ("k", "v"):
+                    part[name] = part[name].index_select(0, rows)  # (K, H, t or S, d_k)
+        if self.tokens is not None:
+            self.tokens = self.tokens.index_select(0, rows)  # (K, t)
 
 
 class Transformer(nn.Module):
@@ -471,9 +494,13 @@ class Transformer(nn.Module):
     ):
         """tgt (B, T) at positions start..start+T-1 -> logits (B, T, V), decoder self- and cross-attention maps.
 
-        With a `cache` (from `new_cache`), pass only the newest token(s); past positions are read from the cache.
+        With a `cache` (from `new_cache`), pass only the newest token(s): past positions are read from the cache, or
+        recomputed where it keeps tokens, and no target token is masked as padding (decoding feeds back whatever it
+        generated).
         """
         self._check_length(tgt, start)
+        if cache is not None and not cache.keeps_states:
+            return self._decode_whole_prefix(tgt, memory, src_mask, cache, start, need_weights)
         pad, causal = self.config.pad_id, self.config.causal_mask
         tgt_mask, tgt_is_causal = None, False
         if cache is None:
@@ -487,9 +514,23 @@ class Transformer(nn.Module):
         x, self_maps, cross_maps = self.decoder(x, memory, src_mask, tgt_mask, tgt_is_causal, cache, need_weights)
         return self.generator(x), self_maps, cross_maps
 
+    def _decode_whole_prefix(self, tgt, memory, src_mask, cache: KVCache, start: int, need_weights: bool):
+        """`decode` on a cache that keeps tokens: the whole prefix again, then the rows of the new positions."""
+        cache.tokens = tgt if cache.tokens is None else torch.cat([cache.tokens, tgt], dim=1)  # (B, start + T)
+        logits, self_maps, cross_maps = self.decode(
+            cache.tokens, memory, src_mask, mask_padding=False, need_weights=need_weights
+        )
+        rows = [m if m is None else m[:, :, start:] for m in self_maps + cross_maps]  # (B, H, T, T_k) or None
+        return logits[:, start:], rows[: len(self_maps)], rows[len(self_maps) :]
+
+    @property
+    def cache_is_exact(self) -> bool:
+        """Whether cached keys and values of past target positions stay what the whole prefix gives (see `KVCache`)."""
+        return self.config.causal_mask or self.config.n_layers == 1
+
     def new_cache(self) -> KVCache:
-        """An empty key/value cache for step-by-step decoding, one entry per decoder layer."""
-        return [{} for _ in self.decoder.layers]
+        """An empty cache for step-by-step decoding: keys and values where that is exact, else the tokens."""
+        return KVCache(len(self.decoder.layers), self.cache_is_exact)
 
     def forward(
         self, src: torch.Tensor, tgt: torch.Tensor, return_attention: bool = False, mask_padding: bool = True
