@@ -103,15 +103,31 @@ def test_decoder_layer_matches_pytorch(norm_first):
     torch.testing.assert_close(got[real], want[real], **TOL)
 
 
-@pytest.mark.parametrize("masked", [None, "causal", "padding"])
+def no_key_for_query_2(batch: int, length: int) -> torch.Tensor:
+    """A causal (batch, 1, length, length) mask, except that query 2 of the second row may attend to no key."""
+    mask = causal_mask(length).repeat(batch, 1, 1, 1)
+    mask[1, 0, 2] = False
+    return mask
+
+
+@pytest.mark.parametrize("masked", [None, "causal", "padding", "no key"])
 def test_fast_and_explicit_attention_agree(masked):
     q, k, v = torch.randn(3, 2, H, 5, 8).unbind(0)
-    mask = {None: None, "causal": causal_mask(5), "padding": padding_mask(ids([[5] * 5, [5] * 2]), 0)}[masked]
+    masks = {
+        "causal": causal_mask(5),
+        "padding": padding_mask(ids([[5] * 5, [5] * 2]), 0),
+        "no key": no_key_for_query_2(2, 5),
+    }
+    mask = masks.get(masked)
     fast, none = scaled_dot_product_attention(q, k, v, mask)
     explicit, weights = scaled_dot_product_attention(q, k, v, mask, need_weights=True)
     assert none is None
     torch.testing.assert_close(fast, explicit, **TOL)
-    torch.testing.assert_close(weights.sum(-1), torch.ones(2, H, 5), **TOL)
+    attends = torch.ones(2, H, 5)
+    if masked == "no key":  # a query with no key to see attends to nothing: weights and output 0, on both paths
+        attends[1, :, 2] = 0
+        assert torch.all(fast[1, :, 2] == 0) and torch.all(weights[1, :, 2] == 0)
+    torch.testing.assert_close(weights.sum(-1), attends, **TOL)
     # is_causal (no mask tensor) is the same as the causal mask tensor, on both paths
     torch.testing.assert_close(
         scaled_dot_product_attention(q, k, v, is_causal=True)[0],
@@ -134,10 +150,11 @@ def test_the_fused_kernel_runs_except_for_big_batches_of_short_sequences_on_a_cp
     assert fused_is_faster(*qk(1000, 33, grad=False, queries=1))  # longer sequences
 
 
-@pytest.mark.parametrize("masked", [None, "causal", "padding"])
+@pytest.mark.parametrize("masked", [None, "causal", "padding", "no key"])
 def test_training_through_the_explicit_path_gives_the_fused_kernels_outputs_and_gradients(masked):
     q, k, v = torch.randn(3, 128, H, 11, 8).unbind(0)
-    mask = {None: None, "causal": causal_mask(11), "padding": padding_mask(ids([[5] * 11, [5] * 4] * 64), 0)}[masked]
+    padding = padding_mask(ids([[5] * 11, [5] * 4] * 64), 0)
+    mask = {"causal": causal_mask(11), "padding": padding, "no key": no_key_for_query_2(128, 11)}.get(masked)
     inputs = [t.clone().requires_grad_() for t in (q, k, v)]
     assert not fused_is_faster(*inputs[:2])
     out, weights = scaled_dot_product_attention(*inputs, mask)  # takes the explicit path

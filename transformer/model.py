@@ -186,7 +186,8 @@ def scaled_dot_product_attention(
     Two paths give the same output: the explicit one computes the formula op by op and can return the
     (B, H, T_q, T_k) weights; the fused `F.scaled_dot_product_attention` kernel never forms them. The explicit
     path runs when `need_weights` is set or when it is the faster one (`fused_is_faster`); the weights come back
-    only with `need_weights`, else None.
+    only with `need_weights`, else None. A query whose every key is masked attends to nothing: its weights and its
+    output are 0 on both paths (the fused kernel's convention; softmax over no key alone would give 0/0 = NaN).
     """
     scale = 1.0 / math.sqrt(q.size(-1)) if scale is None else scale
     own_rng = dropout_p > 0 and getattr(_dropout, "rng", None) is not None  # the fused kernel draws globally
@@ -201,6 +202,8 @@ def scaled_dot_product_attention(
     if mask is not None:
         scores = scores.masked_fill(~mask, float("-inf"))
     weights = scores.softmax(dim=-1)
+    if mask is not None and not is_causal:  # a causal mask leaves every query its own position
+        weights = weights.masked_fill(~mask.any(dim=-1, keepdim=True), 0.0)  # queries with no key: 0, not NaN
     out = dropout(weights, dropout_p, training=True) @ v  # (B, H, T_q, d_k); dropout_p is 0 in eval mode
     return out, weights if need_weights else None
 
