@@ -15,7 +15,7 @@ from transformer.decoding import (
     sampling_probs,
     teacher_forced,
 )
-from transformer.limits import TRAIN_FORM_LIMITS
+from transformer.limits import SAMPLING_TEMPERATURES, TRAIN_FORM_LIMITS
 from transformer.model import ModelConfig, Transformer
 
 PAD, BOS, EOS = 0, 1, 2
@@ -157,6 +157,23 @@ def test_sampling_probs_temperature_and_top_k():
     assert hot.max() < logits.softmax(-1).max() < cold.max()
     assert torch.allclose(sampling_probs(logits, temperature=2.0), (logits / 2).softmax(-1))  # divided once
     assert torch.allclose(sampling_probs(logits, top_k=50), logits.softmax(-1))  # k beyond the vocabulary: all kept
+
+
+def test_top_k_keeps_exactly_k_tokens_when_logits_tie():
+    logits = torch.tensor([[1.0, 3.0, 3.0, 3.0, 0.0], [2.0, 2.0, 2.0, 2.0, 2.0]])  # three and five tied tokens
+    for k in (1, 2, 4):
+        probs = sampling_probs(logits, top_k=k)
+        kept = [set(row.nonzero()[:, 0].tolist()) for row in probs]
+        assert [len(tokens) for tokens in kept] == [k, k]
+        assert kept[0] <= {1, 2, 3} if k < 3 else kept[0] == {0, 1, 2, 3}
+        torch.testing.assert_close(probs[1][probs[1] > 0], torch.full((k,), 1 / k))
+
+
+def test_every_temperature_within_the_bound_gives_a_distribution():
+    logits = torch.randn(4, 13) * 1e3  # far larger than a trained model's
+    for temperature in SAMPLING_TEMPERATURES:
+        probs = sampling_probs(logits, temperature)
+        assert torch.isfinite(probs).all() and torch.allclose(probs.sum(-1), torch.ones(4))
 
 
 # -------------------------------------------------------------------------------------------- beam search
@@ -322,7 +339,9 @@ def test_decoding_runs_in_eval_and_restores_the_callers_mode():
         (lambda m: greedy_decode(m, SRC + 20, BOS, EOS, 5), "src holds token ids from .* this model reads 0 to 12"),
         (lambda m: beam_search(m, -ONE, BOS, EOS, 5), "src holds token ids from -"),
         (lambda m: teacher_forced(m, ONE, [BOS, 99]), "tgt holds token ids"),
-        (lambda m: sampling_probs(torch.zeros(1, 13), temperature=0.0), "temperature must be > 0"),
+        (lambda m: sampling_probs(torch.zeros(1, 13), temperature=0.0), "temperature must be from"),
+        (lambda m: sampling_probs(torch.arange(13.0)[None], temperature=1e-39), "temperature must be from"),
+        (lambda m: sampling_probs(torch.zeros(1, 13), temperature=float("nan")), "temperature must be from"),
         (lambda m: decode_steps(m, ONE, BOS, EOS, 5, strategy="sample", top_k=0), "top_k must be"),
         (lambda m: beam_search(m, SRC, BOS, EOS, 5), "batch size 3"),
         (lambda m: beam_search(m, ONE, BOS, EOS, 5, beam_width=0), "beam_width must be"),

@@ -16,6 +16,7 @@ from typing import Any, Literal, TypeVar
 
 import torch
 
+from .limits import SAMPLING_TEMPERATURES
 from .model import Transformer
 
 Strategy = Literal["greedy", "sample", "beam"]
@@ -67,12 +68,16 @@ def greedy_decode(model: Transformer, src: torch.Tensor, bos_id: int, eos_id: in
 
 
 def sampling_probs(logits: torch.Tensor, temperature: float = 1.0, top_k: int | None = None) -> torch.Tensor:
-    """softmax(logits / temperature) over the `top_k` most likely tokens only (all when None): (..., V) -> (..., V)."""
+    """softmax(logits / temperature) over the `top_k` most likely tokens only (all when None): (..., V) -> (..., V).
+
+    Exactly `top_k` tokens are kept; among tokens tied at the k-th largest logit, those `torch.topk` picks.
+    """
     _check_sampling(temperature, top_k)
     logits = logits / temperature
     if top_k is not None and top_k < logits.size(-1):
-        kth = logits.topk(top_k, dim=-1).values[..., -1:]  # (..., 1) the k-th largest logit
-        logits = logits.masked_fill(logits < kth, float("-inf"))
+        top = logits.topk(top_k, dim=-1).indices  # (..., k)
+        kept = torch.zeros_like(logits, dtype=torch.bool).scatter_(-1, top, True)  # (..., V)
+        logits = logits.masked_fill(~kept, float("-inf"))
     return logits.softmax(dim=-1)
 
 
@@ -315,8 +320,9 @@ def _check_src(model: Transformer, src: torch.Tensor, single: bool = False) -> N
 
 
 def _check_sampling(temperature: float, top_k: int | None) -> None:
-    if not temperature > 0:
-        raise ValueError(f"temperature must be > 0, got {temperature}")
+    low, high = SAMPLING_TEMPERATURES
+    if isinstance(temperature, bool) or not isinstance(temperature, int | float) or not low <= temperature <= high:
+        raise ValueError(f"temperature must be from {low} to {high}, got {str(temperature)[:20]}")
     if top_k is not None and (isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1):
         raise ValueError(f"top_k must be None or an integer >= 1, got {top_k!r}")
 
