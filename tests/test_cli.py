@@ -222,6 +222,8 @@ def test_predict_refuses_extra_arguments(trained, capsys, args, unrecognized):
 
 BAD_ARGUMENTS = {
     "device": (["train", "--device", "tpu"], "unknown device 'tpu'"),
+    "device torch knows, the lab does not": (["train", "--device", "xpu"], "unknown device 'xpu'"),
+    "device torch knows, not built in": (["train", "--device", "hpu:0"], "unknown device 'hpu:0'"),
     "absent GPU": (["train", "--device", "cuda:7" if not torch.cuda.is_available() else "mps:9"], "available"),
     "infinite time budget": (["train", "--time-budget", "inf"], "--time-budget: must be from 0 to 86,400"),
     "NaN time budget": (["train", "--time-budget", "nan"], "--time-budget: must be from 0"),
