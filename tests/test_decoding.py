@@ -16,7 +16,7 @@ from transformer.decoding import (
     teacher_forced,
 )
 from transformer.limits import SAMPLING_TEMPERATURES, TRAIN_FORM_LIMITS
-from transformer.model import ModelConfig, Transformer
+from transformer.model import ModelConfig, NonFiniteOutputError, Transformer
 
 PAD, BOS, EOS = 0, 1, 2
 SRC = torch.tensor([[3, 4, 5, 6, 7, 0, 0], [8, 9, 10, 11, 12, 3, 4], [5, 5, 6, 0, 0, 0, 0]])  # right-padded
@@ -368,3 +368,24 @@ def test_the_length_penalty_divides_by_the_number_of_generated_tokens(model, mon
     # -1.4 / 3 = -0.467 beats -1.0 / 2 = -0.5; counting BOS too (/ 4 and / 3) would pick the shorter one
     assert beam_search(model, ONE, BOS, EOS, 8, beam_width=2, length_penalty=1.0) == ([5, 6, EOS], -1.4)
     assert beam_search(model, ONE, BOS, EOS, 8, beam_width=2, length_penalty=0.0) == ([5, EOS], -1.0)
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda m: greedy_decode(m, SRC, BOS, EOS, 5),
+        lambda m: decode_all_steps(m, ONE, BOS, EOS, 5, strategy="sample"),
+        lambda m: decode_all_steps(m, ONE, BOS, EOS, 5, strategy="beam"),
+        lambda m: beam_search(m, ONE, BOS, EOS, 5),
+        lambda m: teacher_forced(m, ONE, [BOS, 3, 4]),
+        lambda m: sampling_probs(torch.full((1, 13), float("nan"))),
+    ],
+    ids=["greedy", "sample", "beam steps", "beam", "teacher-forced", "sampling_probs"],
+)
+def test_a_model_whose_outputs_are_not_finite_gets_one_named_error(call):
+    model = make_model()
+    with torch.no_grad():
+        model.embed.lut.weight.mul_(1e38)  # every weight finite, every output NaN
+    with pytest.raises(NonFiniteOutputError, match="not finite"):
+        call(model)
+    assert issubclass(NonFiniteOutputError, ValueError)  # what pages and the command line already catch

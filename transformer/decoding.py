@@ -6,7 +6,8 @@ one `DecodeStep` record per generated token for the dashboard; and `teacher_forc
 Every function encodes the source once and runs the decoder one token per step on the model's `KVCache`, which
 keeps past keys and values where that is exact and otherwise has each step recompute the whole prefix. Decoding
 runs under `torch.no_grad()` with the model switched to eval mode (no dropout), and each module's own mode is
-restored afterwards; the step generators restore it between steps, so the caller never sees the switch.
+restored afterwards; the step generators restore it between steps, so the caller never sees the switch. A model
+whose outputs are NaN or infinite raises `NonFiniteOutputError` (a ValueError) rather than decoding garbage.
 """
 
 from collections.abc import Callable, Iterator, Sequence
@@ -17,7 +18,7 @@ from typing import Any, Literal, TypeVar
 import torch
 
 from .limits import SAMPLING_TEMPERATURES
-from .model import Transformer
+from .model import Transformer, check_finite
 
 Strategy = Literal["greedy", "sample", "beam"]
 Pick = Callable[[torch.Tensor], torch.Tensor]  # next-token logits (B, V) -> chosen ids (B,)
@@ -71,6 +72,7 @@ def sampling_probs(logits: torch.Tensor, temperature: float = 1.0, top_k: int | 
     """softmax(logits / temperature) over the `top_k` most likely tokens only (all when None): (..., V) -> (..., V).
 
     Exactly `top_k` tokens are kept; among tokens tied at the k-th largest logit, those `torch.topk` picks.
+    NonFiniteOutputError if the logits are not finite.
     """
     _check_sampling(temperature, top_k)
     logits = logits / temperature
@@ -78,7 +80,7 @@ def sampling_probs(logits: torch.Tensor, temperature: float = 1.0, top_k: int | 
         top = logits.topk(top_k, dim=-1).indices  # (..., k)
         kept = torch.zeros_like(logits, dtype=torch.bool).scatter_(-1, top, True)  # (..., V)
         logits = logits.masked_fill(~kept, float("-inf"))
-    return logits.softmax(dim=-1)
+    return check_finite(logits.softmax(dim=-1))
 
 
 def beam_search(
@@ -158,7 +160,7 @@ def teacher_forced(model: Transformer, src: torch.Tensor, tgt_ids: Sequence[int]
     if tgt.size(1) == 0:
         raise ValueError("tgt_ids is empty: it needs at least BOS")
     with _inference(model):
-        logits = model(src, tgt)  # (1, T, V)
+        logits = check_finite(model(src, tgt))  # (1, T, V)
     return logits[0].argmax(dim=-1).tolist()
 
 
@@ -175,7 +177,7 @@ def _generate(model, src, bos_id, eos_id, max_len, pick: Pick, need_weights: boo
         logits, self_maps, cross_maps = model.decode(
             token[:, None], memory, src_mask, cache, start=step, need_weights=need_weights
         )
-        logits = logits[:, -1]  # (B, V)
+        logits = check_finite(logits[:, -1])  # (B, V)
         token = pick(logits)  # (B,)
         yield logits, token, self_maps, cross_maps
         done |= token == eos_id
@@ -206,7 +208,7 @@ def _beam_search_steps(model, src, bos_id, eos_id, max_len, beam_width: int, nee
         logits, self_maps, cross_maps = model.decode(
             last, memory, src_mask, cache, start=step, need_weights=need_weights
         )
-        logits = logits[:, -1]  # (K, V)
+        logits = check_finite(logits[:, -1])  # (K, V)
         past = torch.tensor([[b.score] for b in live], device=src.device)  # (K, 1)
         scores = (past + logits.log_softmax(dim=-1)).flatten()  # (K * V,) every one-token extension
         top, flat = scores.topk(min(beam_width - n_finished, scores.numel()))  # best first

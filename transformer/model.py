@@ -24,6 +24,21 @@ Positional = Literal["sinusoidal", "learned", "none"]
 AttentionMaps = dict[str, list[torch.Tensor]]
 
 
+class NonFiniteOutputError(ValueError):
+    """The model computed NaN or infinity where a next-token distribution should be: its weights are finite but
+    large enough (or broken enough) that its outputs overflow, so there is nothing to decode or score."""
+
+
+def check_finite(scores: torch.Tensor) -> torch.Tensor:
+    """`scores` (logits or probabilities) unchanged, or NonFiniteOutputError if any is NaN or infinite."""
+    if not bool(torch.isfinite(scores).all()):
+        raise NonFiniteOutputError(
+            "the model's outputs are not finite numbers (NaN or infinity), so they are no next-token distribution: "
+            "its weights are too large for float32"
+        )
+    return scores
+
+
 @dataclass
 class ModelConfig:
     """Every size and switch of the model. Defaults are the fast classroom model that solves reverse in seconds."""
