@@ -188,18 +188,36 @@ def test_beam_width_1_is_greedy(model):
         assert score == pytest.approx(log_prob(model, src, greedy), abs=1e-4)
 
 
-@pytest.mark.parametrize("eos_step", [None, 2, 4])
-def test_wider_beams_score_at_least_greedy(model, eos_step):
-    # Beam search is not guaranteed to beat greedy in general; on these inputs it must, and its score must be
-    # the true summed log-probability of the output it returns.
-    for src in SRC:
-        src = src[None]
-        eos = EOS if eos_step is None else an_emitted_token(model, src, eos_step)
-        greedy = greedy_decode(model, src, BOS, eos, 8)[0].tolist()
-        tokens, score = beam_search(model, src, BOS, eos, 8, beam_width=4)
-        assert score == pytest.approx(log_prob(model, src, tokens), abs=1e-4)
-        assert score >= log_prob(model, src, greedy) - 1e-5
-        assert len(tokens) <= 8 and (eos not in tokens or tokens.index(eos) == len(tokens) - 1)
+def every_output(vocab_size: int, eos_id: int, max_len: int) -> list[list[int]]:
+    """Every output decoding can end with: EOS after fewer than max_len other tokens, or max_len tokens, EOS last or
+    not there."""
+    outputs = []
+    for n in range(1, max_len + 1):
+        for tokens in itertools.product(range(vocab_size), repeat=n):
+            if eos_id not in tokens[:-1] and (tokens[-1] == eos_id or n == max_len):
+                outputs.append(list(tokens))
+    return outputs
+
+
+@pytest.mark.parametrize("causal_mask", [True, False])
+@pytest.mark.parametrize("seed", [0, 1])
+def test_a_beam_wide_enough_to_drop_no_hypothesis_finds_the_most_likely_output(causal_mask, seed):
+    """Beam search never beats greedy decoding in general (a narrow beam can drop the prefix greedy follows). It is
+    exact when it never has to drop a hypothesis: then it returns the most likely of all outputs, found here by
+    brute force, and so scores at least as well as greedy decoding."""
+    V, max_len, src = 5, 3, torch.tensor([[3, 4, 3]])
+    model = make_model(vocab_size=V, n_layers=2, causal_mask=causal_mask)
+    with torch.no_grad():  # another random model per seed
+        for p in model.parameters():
+            p.add_(0.1 * torch.randn(p.shape, generator=torch.Generator().manual_seed(seed)))
+    width = sum(V * (V - 1) ** t for t in range(max_len))  # every hypothesis of every step
+    tokens, score = beam_search(model, src, BOS, EOS, max_len, beam_width=width)
+    scores = {tuple(out): log_prob(model, src, out) for out in every_output(V, EOS, max_len)}
+    assert score == pytest.approx(scores[tuple(tokens)], abs=1e-4)  # the returned score is the output's own
+    assert score == pytest.approx(max(scores.values()), abs=1e-4)
+    greedy = greedy_decode(model, src, BOS, EOS, max_len)[0].tolist()
+    greedy = greedy[: greedy.index(EOS) + 1] if EOS in greedy else greedy
+    assert score >= scores[tuple(greedy)] - 1e-4
 
 
 def test_beam_steps_form_a_consistent_tree(model):
