@@ -426,22 +426,25 @@ class Generator(nn.Module):
 class KVCache:
     """What step-by-step decoding keeps between steps (from `Transformer.new_cache`).
 
-    Either, per decoder layer, the keys and values of the target positions so far ("self", (B, H, t, d_k)) and of
-    the encoder memory ("cross", (B, H, S, d_k)), or, where those would go stale, the target tokens so far. Past
-    keys and values stay exact only while no position sees a later one: with the causal mask, or with one layer,
-    whose keys and values come from the embeddings alone. Without the mask, from the second layer on every
+    Per decoder layer, the keys and values of the encoder memory ("cross", (B, H, S, d_k)) and of the target
+    positions so far ("self", (B, H, t, d_k)), or, where those would go stale, the target tokens so far instead.
+    Past keys and values stay exact only while no position sees a later one: with the causal mask, or with one
+    layer, whose keys and values come from the embeddings alone. Without the mask, from the second layer on every
     position's keys and values depend on the tokens after it, so each step must recompute the whole prefix.
     """
 
     def __init__(self, n_layers: int, keeps_states: bool):
         self.keeps_states = keeps_states
-        self.layers: list[dict[str, dict[str, torch.Tensor]]] = [{} for _ in range(n_layers)] if keeps_states else []
+        # "self": None makes each decoder layer attend over the whole prefix afresh, not through the cache
+        self.layers: list[dict[str, dict[str, torch.Tensor] | None]] = [
+            {} if keeps_states else {"self": None} for _ in range(n_layers)
+        ]
         self.tokens: torch.Tensor | None = None  # (B, t) the target tokens so far, when the states are not kept
 
     def reorder(self, rows: torch.Tensor) -> None:
         """Make row i hold the past of row `rows[i]` (beam search: a kept hypothesis continues its parent's past)."""
         for layer in self.layers:
-            for part in layer.values():  # "self" and "cross"
+            for part in filter(None, layer.values()):  # "cross", and "self" where the states are kept
                 for name in ("k", "v"):
                     part[name] = part[name].index_select(0, rows)  # (K, H, t or S, d_k)
         if self.tokens is not None:
@@ -533,13 +536,13 @@ class Transformer(nn.Module):
         return self.generator(x), self_maps, cross_maps
 
     def _decode_whole_prefix(self, tgt, memory, src_mask, cache: KVCache, start: int, need_weights: bool):
-        """`decode` on a cache that keeps tokens: the whole prefix again, then the rows of the new positions."""
+        """`decode` on a cache that keeps tokens (no causal mask): every decoder layer over the whole prefix again,
+        no position masked (the encoder's keys and values still come from the cache); the new positions' rows."""
         cache.tokens = tgt if cache.tokens is None else torch.cat([cache.tokens, tgt], dim=1)  # (B, start + T)
-        logits, self_maps, cross_maps = self.decode(
-            cache.tokens, memory, src_mask, mask_padding=False, need_weights=need_weights
-        )
+        x = self.positional(self.embed(cache.tokens))
+        x, self_maps, cross_maps = self.decoder(x, memory, src_mask, None, False, cache, need_weights)
         rows = [m if m is None else m[:, :, start:] for m in self_maps + cross_maps]  # (B, H, T, T_k) or None
-        return logits[:, start:], rows[: len(self_maps)], rows[len(self_maps) :]
+        return self.generator(x[:, start:]), rows[: len(self_maps)], rows[len(self_maps) :]
 
     @property
     def cache_is_exact(self) -> bool:
