@@ -43,7 +43,7 @@ from .limits import (
     MAX_TRAIN_BYTES,
     train_activation_bytes,
 )
-from .model import ModelConfig
+from .model import ModelConfig, check_finite
 from .tasks import TASKS, DataConfig, TaskData
 from .training import MetricRow, TrainConfig, Trainer, evaluate
 from .vocab import Vocab
@@ -400,6 +400,7 @@ def evaluate_command(args: argparse.Namespace) -> None:
     lengths = _length_range(args.lengths) if args.lengths else None
     held_out = evaluate(model, data.valid, vocab.bos_id, vocab.eos_id)
     fresh = evaluate(model, data.fresh_examples(args.n, args.seed), vocab.bos_id, vocab.eos_id)
+    check_finite(torch.tensor([*held_out.values(), *fresh.values()]))  # NaN is no JSON: one error line instead
     scores = {
         "task": checkpoint.task.task,
         "held_out": {"n": data.valid.src.size(0), **held_out},
