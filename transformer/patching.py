@@ -151,6 +151,14 @@ class PatchingGrid:
     stream: pd.DataFrame  # STREAM_COLUMNS: encoder layers 0..N by source position, decoder 1..N by target position
 
     @property
+    def p_clean(self) -> float:
+        return math.exp(self.log_p_clean)
+
+    @property
+    def p_corrupted(self) -> float:
+        return math.exp(self.log_p_corrupted)
+
+    @property
     def recoverable(self) -> bool:
         """Whether the corruption moves the answer's probability enough for `recovered` to mean something."""
         return abs(self.log_p_clean - self.log_p_corrupted) >= MIN_GAP
@@ -240,8 +248,8 @@ def grid_dict(grid: PatchingGrid) -> dict:
         "clean": grid.clean,
         "corrupted": grid.corrupted,
         "answer": grid.answer,
-        "p_clean": math.exp(grid.log_p_clean),
-        "p_corrupted": math.exp(grid.log_p_corrupted),
+        "p_clean": grid.p_clean,
+        "p_corrupted": grid.p_corrupted,
         "heads": records(grid.heads),
         "stream": records(grid.stream),
     }
