@@ -16,8 +16,8 @@ import torch
 from transformer.alignment import alignment_series, best_head, found_at
 from transformer.model import ModelConfig
 from transformer.tasks import DataConfig
-from transformer.vocab import N_SPECIAL
 from transformer.training import TrainConfig, Trainer
+from transformer.vocab import N_SPECIAL
 
 THRESHOLDS = (0.5, 0.6, 0.9)
 
