@@ -1,6 +1,8 @@
 """When does a run's best cross-attention head find the task's algorithm? Retrains the shipped reverse model's
 command (docs/cli.md, shipped checkpoints) with attention snapshots, as the Train page records them, and prints
-the step at which the best head's alignment on the probe input first reaches each threshold, as JSON.
+the step at which the best head's alignment on the probe input first reaches each threshold, as JSON; then, for
+the shipped checkpoint itself, each head's attention on the ideal source token and within one position of it,
+averaged over its first 256 held-out inputs.
 
     TRANSFORMER_THREADS=1 python tests/alignment_run.py
 
@@ -10,16 +12,19 @@ a rerun of their command, a model of the same kind, not the shipped one itself.
 
 import json
 import os
+from pathlib import Path
 
 import torch
 
-from transformer.alignment import alignment_series, best_head, found_at
+from transformer.alignment import alignment_series, best_head, found_at, ideal_alignment
+from transformer.checkpoint import load_checkpoint
 from transformer.model import ModelConfig
-from transformer.tasks import DataConfig
+from transformer.tasks import DataConfig, TaskData
 from transformer.training import TrainConfig, Trainer
 from transformer.vocab import N_SPECIAL
 
 THRESHOLDS = (0.5, 0.6, 0.9)
+SHIPPED = Path(__file__).resolve().parent.parent / "checkpoints" / "reverse.pt"
 
 
 def main() -> None:
@@ -42,6 +47,31 @@ def main() -> None:
         "first_row_with_every_probe_sequence_right": solved,
     }
     print(json.dumps(report))
+    print(json.dumps(shipped_heads()))
+
+
+@torch.no_grad()
+def shipped_heads(n: int = 256) -> dict:
+    """Per cross-attention head of the shipped reverse model: the mean weight, over output tokens and inputs, on the
+    ideal source token and on it and its two neighbours."""
+    checkpoint = load_checkpoint(SHIPPED)
+    data = TaskData(checkpoint.task, checkpoint.vocab)
+    on, near = torch.zeros(checkpoint.config.n_heads), torch.zeros(checkpoint.config.n_heads)
+    sources = data.valid_sources[:n]
+    for source in sources:
+        batch = data.make_batch([source])
+        _, maps = checkpoint.model(batch.src, batch.tgt_in, return_attention=True)
+        weights = maps["cross"][0][0, :, : len(source)]  # (H, n, n): the rows that have an ideal source token
+        ideal = ideal_alignment("reverse", source, len(source))  # (n, n)
+        band = torch.zeros_like(ideal)
+        for i, j in enumerate(ideal.argmax(dim=1).tolist()):
+            band[i, max(0, j - 1) : j + 2] = 1.0
+        on += (weights * ideal).sum(-1).mean(-1)
+        near += (weights * band).sum(-1).mean(-1)
+    return {
+        "on_the_ideal_token": [round(x, 3) for x in (on / len(sources)).tolist()],
+        "within_one": [round(x, 3) for x in (near / len(sources)).tolist()],
+    }
 
 
 if __name__ == "__main__":
