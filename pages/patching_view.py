@@ -36,13 +36,21 @@ def patching_section(checkpoint: Checkpoint) -> None:
         st.session_state["patch_task"] = task
         st.session_state["patch_clean"] = " ".join(vocab.symbols[s] for s in source)
         st.session_state["patch_corrupted"] = corrupted_text(source, vocab.symbols)
+        st.session_state.pop("patch_asked", None)
     with st.form("patch_inputs"):
         clean_col, corrupted_col = st.columns(2)
         clean = clean_col.text_input("Clean input", key="patch_clean", max_chars=4 * model.config.max_len)
         corrupted = corrupted_col.text_input(
             "Corrupted input", key="patch_corrupted", max_chars=4 * model.config.max_len
         )
-        st.form_submit_button("Patch", key="patch_run", icon=":material/healing:", type="primary")
+        if st.form_submit_button("Patch", key="patch_run", icon=":material/healing:", type="primary"):
+            st.session_state["patch_asked"] = clean, corrupted
+    if "patch_asked" not in st.session_state:  # one grid per press: a visit to the page costs nothing more
+        st.caption(
+            "Press **Patch** to patch each site of the model in turn, from the clean input into the corrupted one."
+        )
+        return
+    clean, corrupted = st.session_state["patch_asked"]
 
     def compute() -> PatchingGrid | str:
         try:

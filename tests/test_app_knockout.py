@@ -132,8 +132,17 @@ def test_the_logit_lens_shows_each_decoder_layer_guess_at_the_step_shown():
     assert set(kept(at, "decoding").value["lens"]) == {0, 1}
 
 
+def patched(at: AppTest) -> AppTest:
+    """Press Patch."""
+    at.button(key="patch_run").click().run()
+    assert not at.exception
+    return at
+
+
 def test_patching_starts_from_a_held_out_input_with_its_middle_symbol_changed_and_draws_the_head_grid():
     at = open_page()
+    assert kept(at, "patching_grid") is None  # nothing is patched before the button is pressed
+    patched(at)
     grid = kept(at, "patching_grid").value
     checkpoint = load_checkpoint(ROOT / "checkpoints" / "reverse.pt")
     source = TaskData(checkpoint.task, checkpoint.vocab).valid_sources[0]
@@ -152,7 +161,7 @@ def test_patching_starts_from_a_held_out_input_with_its_middle_symbol_changed_an
 
 
 def test_patching_the_residual_stream_draws_the_encoder_and_the_decoder():
-    at = open_page()
+    at = patched(open_page())
     at.radio(key="patch_sites").set_value("stream").run()
     assert not at.exception
     grid = kept(at, "patching_grid").value

@@ -59,6 +59,7 @@ def best_head_figure(
         hovertemplate="step %{x}: %{customdata} %{y:.2f}<extra></extra>",
     )
     level = dict(type="line", xref="x domain", x0=0, x1=1, yref="y")
+    note = dict(xref="x domain", yanchor="bottom", showarrow=False)
     layout = dict(
         title=dict(text="Alignment of the best cross-attention head", font=dict(FONT, size=18)),
         font=FONT,
@@ -72,24 +73,8 @@ def best_head_figure(
             dict(level, y0=chance, y1=chance, line=dict(color=MARKER, dash="dot", width=2)),
         ],
         annotations=[
-            dict(
-                xref="x domain",
-                x=0,
-                y=threshold,
-                yanchor="bottom",
-                xanchor="left",
-                showarrow=False,
-                text=f"found: {threshold:g}",
-            ),
-            dict(
-                xref="x domain",
-                x=1,
-                y=chance,
-                yanchor="bottom",
-                xanchor="right",
-                showarrow=False,
-                text="uniform attention",
-            ),
+            dict(note, x=0, y=threshold, xanchor="left", text=f"found: {threshold:g}"),
+            dict(note, x=1, y=chance, xanchor="right", text="uniform attention"),
         ],
     )
     return go.Figure(data=[trace], layout=layout)

@@ -8,7 +8,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from ..inspection import ATTENTION_KINDS
-from .attention import _figure, _grid, _ticks
+from .attention import _figure, _grid, _ticks, score_heatmap
 
 RECOVERED_SCALE = "Greens"  # white: the patch brings nothing back; dark green: all of it
 
@@ -19,23 +19,8 @@ def _panels(panels: Sequence[tuple[str, np.ndarray, list[str], list[str], str]],
     layout, refs = _grid([p[0] for p in panels], per_row=len(panels), h_gap=0.08)
     traces = []
     for i, ((_, z, rows, cols, x_title), ref) in enumerate(zip(panels, refs)):
-        traces.append(
-            dict(
-                type="heatmap",
-                z=z,
-                zmin=0,
-                zmax=1,
-                colorscale=RECOVERED_SCALE,
-                showscale=i == 0,
-                colorbar=dict(title="recovered", len=0.8, thickness=14, tickformat=".0%"),
-                xgap=2,
-                ygap=2,
-                text=[["" if np.isnan(x) else f"{100 * x:.0f}%" for x in row] for row in z],
-                texttemplate="%{text}" if z.shape[1] <= 12 else None,
-                hovertemplate="%{y}, %{x}: %{z:.1%} recovered<extra></extra>",
-                **ref,
-            )
-        )
+        hover = "%{y}, %{x}: %{z:.1%} recovered<extra></extra>"
+        traces.append(score_heatmap(z, RECOVERED_SCALE, "recovered", hover, z.shape[1] <= 12, showscale=i == 0, **ref))
         n = ref["xaxis"][1:]
         layout[f"xaxis{n}"].update(title=x_title, **_ticks(cols))
         layout[f"yaxis{n}"].update(autorange="reversed", **_ticks(rows))
