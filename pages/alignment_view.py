@@ -111,6 +111,7 @@ def train_alignment(job: Run) -> None:
             probe.queries,
             probe.source,
             f"Cross-attention at step {probe.steps[-1]}, layer {layer}",
+            per_row=2,  # half the page wide
         ),
         key="train_alignment_heads",
     )

@@ -13,11 +13,17 @@ IDEAL = "#d9480f"  # the ideal cells' outline: stands out on the attention blues
 
 
 def ideal_over_learned(
-    weights, ideal, scores: Sequence[float], row_labels: Sequence[str], col_labels: Sequence[str], title: str
+    weights,
+    ideal,
+    scores: Sequence[float],
+    row_labels: Sequence[str],
+    col_labels: Sequence[str],
+    title: str,
+    per_row: int = 4,
 ) -> go.Figure:
-    """Attention weights (H, T_query, T_key), one panel per head titled with its alignment score, with the cells of
-    the ideal (T_query, T_key) alignment outlined."""
-    fig = attention_heatmaps(weights, row_labels, col_labels, title)
+    """Attention weights (H, T_query, T_key), one panel per head (`per_row` to a row) titled with its alignment
+    score, with the cells of the ideal (T_query, T_key) alignment outlined."""
+    fig = attention_heatmaps(weights, row_labels, col_labels, title, per_row)
     rows, cols = np.nonzero(_array(ideal))
     marks = [
         dict(
@@ -25,9 +31,9 @@ def ideal_over_learned(
             x=cols,
             y=rows,
             mode="markers",
-            marker=dict(symbol="square-open", size=16, color=IDEAL, line=dict(width=3)),
+            marker=dict(symbol="square-open", size=12, color=IDEAL, line=dict(width=2)),
             name="ideal",
-            showlegend=h == 0,
+            showlegend=False,  # the caption says what the outlines are: a legend would sit on the head titles
             hoverinfo="skip",
             xaxis=heatmap.xaxis,
             yaxis=heatmap.yaxis,
@@ -39,7 +45,7 @@ def ideal_over_learned(
         dict(a.to_plotly_json(), text=f"head {h}: {s:.2f}")
         for h, (a, s) in enumerate(zip(fig.layout.annotations, scores))
     ]
-    fig.update_layout(annotations=titles, legend=dict(orientation="h", x=1, xanchor="right", y=1.02, yanchor="bottom"))
+    fig.update_layout(annotations=titles)
     return fig
 
 
