@@ -1,12 +1,21 @@
 """The algorithm in the attention, on Train and Decoding: the task's ideal cross-attention outlined over the learned
 one, each head's alignment score, and on Train the best head's score over the run."""
 
-from dataclasses import dataclass
+import threading
+from dataclasses import dataclass, field
 
 import streamlit as st
 import torch
 
-from transformer.alignment import FOUND, alignment_series, best_head, found_at, head_scores, ideal_alignment
+from transformer.alignment import (
+    FOUND,
+    best_head,
+    found_at,
+    head_scores,
+    head_series,
+    ideal_alignment,
+    source_positions,
+)
 from transformer.decoding import DecodeStep
 from transformer.figures.alignment import best_head_figure, ideal_over_learned
 from transformer.serving import Run
@@ -52,24 +61,42 @@ class ProbeAlignment:
     queries: list[str]  # BOS, then the target
 
 
+@dataclass
+class ScoredSnapshots:
+    """Each head's score at a run's snapshots so far, extended as snapshots come: (L, H) per snapshot."""
+
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    scores: list[torch.Tensor] = field(default_factory=list)
+
+
+@st.cache_resource(max_entries=64, show_spinner=False)
+def scored_snapshots(run_key: tuple) -> ScoredSnapshots:
+    """One run's scores, shared by every watcher: each snapshot is scored once, not at every row."""
+    return ScoredSnapshots()
+
+
 @st.cache_resource(max_entries=64, show_spinner=False)
 def probe_alignment(run_key: tuple, n_snapshots: int, _job: Run) -> ProbeAlignment | None:
     """The alignment of a run's first `n_snapshots` snapshots, computed once for every watcher; None when the
     task has no alignment. Read-only."""
     data, task = _job.data(), _job.data_config.task
     source, pad = data.valid_sources[0], data.vocab.pad_id
+    if source_positions(task, source) is None:
+        return None
     src, tgt = data.valid.src[0], data.valid.tgt_in[0]
     S, T = int((src != pad).sum()), int((tgt != pad).sum())
-    cross = [[layer[:, :T, :S] for layer in s["maps"]["cross"]] for s in _job.attention[:n_snapshots]]
-    series = alignment_series(task, source, cross)
-    if not series:
-        return None
-    latest = torch.stack(cross[-1])  # (L, H, T, S)
+    snapshots = _job.attention[:n_snapshots]
+    scored = scored_snapshots(run_key)
+    with scored.lock:
+        for snapshot in snapshots[len(scored.scores) :]:
+            scored.scores.append(head_scores(task, source, [layer[:, :T, :S] for layer in snapshot["maps"]["cross"]]))
+        scores = scored.scores[:n_snapshots]
+    latest = torch.stack([layer[:, :T, :S] for layer in snapshots[-1]["maps"]["cross"]])  # (L, H, T, S)
     return ProbeAlignment(
-        [s["step"] for s in _job.attention[:n_snapshots]],
-        best_head(series),
+        [s["step"] for s in snapshots],
+        best_head(head_series(scores)),
         latest,
-        head_scores(task, source, latest),
+        scores[-1],
         ideal_alignment(task, source, T),
         data.vocab.tokens(src[:S].tolist()),
         data.vocab.tokens(tgt[:T].tolist()),

@@ -87,8 +87,11 @@ def alignment_series(task: str, source: Sequence[int], cross: Sequence[Sequence[
     `cross` holds one snapshot per step of the cross-attention of `source`, each as in `head_scores`.
     """
     scores = [head_scores(task, source, layers) for layers in cross]
-    if not scores or scores[0] is None:
-        return {}
+    return {} if not scores or scores[0] is None else head_series(scores)
+
+
+def head_series(scores: Sequence[torch.Tensor]) -> dict[str, list[float]]:
+    """Per head label, its score at each snapshot, from each snapshot's (n_layers, n_heads) `head_scores`."""
     table = torch.stack([s.flatten() for s in scores]).T.tolist()  # (heads, snapshots)
     return dict(zip(head_labels(*scores[0].shape), table))
 
