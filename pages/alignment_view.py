@@ -112,6 +112,12 @@ def train_alignment(job: Run) -> None:
     if probe is None:
         st.info(no_alignment(job.data_config.task))
         return
+    if len(probe.source) < 2:
+        st.info(
+            "The first held-out input has one symbol: every head puts all its attention on it, so there is no "
+            "alignment to find."
+        )
+        return
     line_col, heads_col = st.columns(2)
     line_col.plotly_chart(
         best_head_figure(probe.steps, probe.best, 1 / len(probe.source), FOUND, CHART_HEIGHT),

@@ -58,3 +58,11 @@ def test_train_draws_the_best_heads_score_at_every_snapshot_and_the_newest_heads
     assert f"step {job.attention[-1]['step']}" in heads["layout"]["title"]["text"]
     caption = f"reached {FOUND:g} yet" if max(s for _, s in best) < FOUND else "found the algorithm at step"
     assert any(caption in c.value for c in at.caption)
+
+
+def test_a_one_symbol_probe_has_no_alignment_to_find():
+    at = open_train()
+    start(at, task="copy", min_len=1, max_len=1, steps=20)
+    poll_until_done(at)
+    assert any("has one symbol" in info.value for info in at.info)
+    assert not [c for c in at.get("plotly_chart") if c.proto.id.endswith("train_alignment_chart")]
