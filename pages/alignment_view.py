@@ -128,7 +128,7 @@ def train_alignment(job: Run) -> None:
     if found is not None:
         line_col.caption(
             f"**Attention found the algorithm at step {found}**: a head put {FOUND:g} of its attention on "
-            f"the ideal source tokens. Now: {label}, {score:.2f}."
+            f"the ideal source tokens. Latest: {label}, {score:.2f}."
         )
     else:
         line_col.caption(
