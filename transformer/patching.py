@@ -17,7 +17,7 @@ gives the clean run exactly. Hooks go on a private twin of the model, never on t
 """
 
 import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Literal
@@ -49,13 +49,14 @@ class StreamSite:
 Site = Head | StreamSite
 Point = tuple  # where a hook goes: ("stream", stack, layer) or ("head", kind, layer)
 Activations = dict[Point, torch.Tensor]  # (1, T, d_model) at each hook point
+Edit = Callable[[torch.Tensor], torch.Tensor]  # what a hook does to the activation it sees
 
 
 def _point(site: Site) -> Point:
     return ("stream", site.stack, site.layer) if isinstance(site, StreamSite) else ("head", site.kind, site.layer)
 
 
-def _hook(model: Transformer, point: Point, edit) -> torch.utils.hooks.RemovableHandle:
+def _hook(model: Transformer, point: Point, edit: Edit) -> torch.utils.hooks.RemovableHandle:
     """Hook `edit(x) -> x` on the (1, T, d_model) activation at `point`."""
     if point[0] == "head":  # the concatenated heads, the input of W_O
         block = attention_module(model, point[1], point[2]).out_proj
@@ -67,7 +68,7 @@ def _hook(model: Transformer, point: Point, edit) -> torch.utils.hooks.Removable
 
 
 @contextmanager
-def _hooks(model: Transformer, edits: dict[Point, object]) -> Iterator[None]:
+def _hooks(model: Transformer, edits: dict[Point, Edit]) -> Iterator[None]:
     handles = [_hook(model, point, edit) for point, edit in edits.items()]
     try:
         yield
@@ -80,7 +81,7 @@ def _record(model: Transformer, src: torch.Tensor, tgt_in: torch.Tensor, points:
     """The logits (1, T, V) of one run, and its activations at `points`."""
     seen: Activations = {}
 
-    def keep(point: Point):
+    def keep(point: Point) -> Edit:
         def edit(x: torch.Tensor) -> torch.Tensor:
             seen[point] = x.clone()
             return x
@@ -91,7 +92,7 @@ def _record(model: Transformer, src: torch.Tensor, tgt_in: torch.Tensor, points:
         return model(src, tgt_in), seen
 
 
-def _patch(site: Site, clean: torch.Tensor, d_k: int):
+def _patch(site: Site, clean: torch.Tensor, d_k: int) -> tuple[tuple, torch.Tensor]:
     """The edit that copies `site`'s part of the clean activation (1, T, d_model) into a run."""
     if isinstance(site, StreamSite):
         part = (slice(None), site.position)  # (1, d_model) at one position
@@ -117,7 +118,7 @@ def _run_patched(
     for site in sites:
         parts.setdefault(_point(site), []).append(_patch(site, clean[_point(site)], probe.config.d_k))
 
-    def edit(patches: list):
+    def edit(patches: list) -> Edit:
         def replace(x: torch.Tensor) -> torch.Tensor:
             x = x.clone()
             for part, value in patches:

@@ -8,19 +8,23 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from ..inspection import ATTENTION_KINDS
-from .attention import _figure, _grid, _ticks, score_heatmap
+from .attention import _figure, _grid, _hover_grid, _ticks, score_heatmap
 
 RECOVERED_SCALE = "Greens"  # white: the patch brings nothing back; dark green: all of it
 
 
-def _panels(panels: Sequence[tuple[str, np.ndarray, list[str], list[str], str]], title: str, height: int) -> go.Figure:
+def _panels(
+    panels: Sequence[tuple[str, np.ndarray, list[str], list[str], str]], site: str, title: str, height: int
+) -> go.Figure:
     """One heatmap of recovered fractions per (panel title, z (rows x columns), row labels, column labels, x title),
-    side by side on one 0..1 scale, each cell labelled in percent."""
+    side by side on one 0..1 scale, each cell labelled in percent. `site` names a cell in the hover, from its row
+    and column labels (customdata[0] and [1])."""
     layout, refs = _grid([p[0] for p in panels], per_row=len(panels), h_gap=0.08)
     traces = []
     for i, ((_, z, rows, cols, x_title), ref) in enumerate(zip(panels, refs)):
-        hover = "%{y}, %{x}: %{z:.1%} recovered<extra></extra>"
-        traces.append(score_heatmap(z, RECOVERED_SCALE, "recovered", hover, z.shape[1] <= 12, showscale=i == 0, **ref))
+        hover = f"{site}: %{{z:.1%}} recovered<extra></extra>"
+        more = dict(showscale=i == 0, customdata=_hover_grid(rows, cols), **ref)
+        traces.append(score_heatmap(z, RECOVERED_SCALE, "recovered", hover, z.shape[1] <= 12, **more))
         n = ref["xaxis"][1:]
         layout[f"xaxis{n}"].update(title=x_title, **_ticks(cols))
         layout[f"yaxis{n}"].update(autorange="reversed", **_ticks(rows))
@@ -39,7 +43,8 @@ def head_patching_figure(heads: pd.DataFrame) -> go.Figure:
         panels.append(
             (name, z, [f"layer {layer}" for layer in range(n_layers)], [str(h) for h in range(n_heads)], "head")
         )
-    return _panels(panels, "Patching one head's output from the clean run", height=220 + 50 * n_layers)
+    site = "%{customdata[0]}, head %{customdata[1]}"
+    return _panels(panels, site, "Patching one head's output from the clean run", height=220 + 50 * n_layers)
 
 
 def stream_patching_figure(stream: pd.DataFrame, source: Sequence[str], answer: Sequence[str]) -> go.Figure:
@@ -55,4 +60,6 @@ def stream_patching_figure(stream: pd.DataFrame, source: Sequence[str], answer: 
         names = ["embeddings" if layer == 0 else f"after layer {layer}" for layer in layers]
         panels.append((f"{stack} residual stream", z, names, list(labels), x_title))
     n_rows = max(len(p[2]) for p in panels)
-    return _panels(panels, "Patching the residual stream at one layer and position", height=220 + 50 * n_rows)
+    site = "%{customdata[0]}, position %{x} (%{customdata[1]})"
+    title = "Patching the residual stream at one layer and position"
+    return _panels(panels, site, title, height=220 + 50 * n_rows)
