@@ -7,6 +7,7 @@ and the settings form comes back under them.
 
 import streamlit as st
 
+from pages.alignment_view import train_alignment
 from pages.classes import class_seat, prediction_input, prediction_result
 from pages.common import live_poll_s, run_registry
 from pages.downloads import csv_download
@@ -155,6 +156,7 @@ def live_view(job: Run, polling: bool) -> None:
             f"token, so even a perfect model's training loss is {floor:.2f} (dotted line). The held-out "
             "loss is plain cross-entropy and can go to 0."
         )
+    train_alignment(job)
     if rows:
         step = int(rows[-1]["step"])
         st.markdown(f"**Five held-out inputs**, decoded greedily by the model as of step {step}:")

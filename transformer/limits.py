@@ -88,6 +88,9 @@ MAX_DECODE_STEPS = 1000  # the step a Decoding link opens: more than any model h
 # Multiply-adds one probing request may cost: about 3 s of CPU on one core of a loaded 2-core machine
 # (`python tests/probe_bench.py`, see docs/security.md).
 MAX_PROBE_COST = 10_000_000_000
+# Forward passes one activation-patching grid may run (one per patch site, and the clean and corrupted runs): each
+# pass costs a few milliseconds of hooks and Python whatever the model's size, which MAX_PROBE_COST does not count.
+MAX_PATCH_RUNS = 1000
 
 # ---- links
 MAX_PARAM_CHARS = 200  # a longer value in a link is refused, not cut

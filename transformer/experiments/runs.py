@@ -66,7 +66,7 @@ def _variant_run(
         None if result is None else asdict(result),
         [s["step"] for s in snapshots],
         cross,
-        alignment_series(experiment.data.task, cross),
+        alignment_series(experiment.data.task, data.valid_sources[0], cross),
     )
 
 
