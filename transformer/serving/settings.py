@@ -46,7 +46,7 @@ class ServerSettings:
     max_run_s: float = 600.0  # LAB_MAX_RUN_S: wall-clock seconds a run may hold its slot, pauses included
     max_paused_s: float = 240.0  # LAB_MAX_PAUSED_S: seconds a run may be paused in all, over every pause
     worker_max_mb: float = 600.0  # LAB_WORKER_MAX_MB: a worker holding more memory than this after a run restarts
-    runs_per_address: int = 32  # LAB_MAX_RUNS_PER_ADDRESS: runs queued or training from one network address
+    runs_per_address: int = 40  # LAB_MAX_RUNS_PER_ADDRESS: runs queued or training from one network address
 
     def __post_init__(self) -> None:
         checks = [
