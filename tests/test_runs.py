@@ -229,42 +229,36 @@ def test_a_pause_past_its_limit_ends_the_run(registry, monkeypatch):
     assert run.notice == "a pause lasted over 0.2 s, the longest one pause may last"
 
 
-def pause_and_step_until_done(run, pause_s: float, timeout_s: float) -> int:
-    """Pause `run` for `pause_s`, then Step, over and over, as a student holding a slot would; returns the pauses
-    it took for the run to end. Fails when it has not ended after `timeout_s`."""
+def pause_and_step_until_done(run, pause_s: float, timeout_s: float) -> None:
+    """Pause `run` for `pause_s`, then Step, over and over, as a student holding a slot would, until it ends.
+    Fails when it has not ended after `timeout_s`."""
     began, pauses = time.monotonic(), 0
     while not run.done:
         assert time.monotonic() - began < timeout_s, f"still {run.status} after {pauses} pauses"
         run.pause()
         wait_until(lambda: run.status == "paused" or run.done)
         time.sleep(pause_s)
-        step = run.step
+        held_at = run.step
         run.step_row()  # it trains to its next metric row, and pauses there again
         pauses += 1
-        wait_until(lambda: run.step > step or run.done, timeout=60)
-    return pauses
+        wait_until(lambda held_at=held_at: run.step > held_at or run.done, timeout=60)
 
 
-def test_pauses_and_steps_end_the_run_once_its_paused_time_in_all_passes_the_cap():
-    registry = make_registry(idle_timeout_s=3600, max_paused_s=2.0)  # nobody polls the run
+@pytest.mark.parametrize(
+    "cap, notice",
+    [
+        ({"max_paused_s": 2.0}, "it was paused for over 2 s in all, the most one run may be paused"),
+        ({"max_run_s": 3.0}, "it held a training slot for over 3 s, the most one run may"),
+    ],
+)
+def test_pause_and_step_over_and_over_end_the_run_at_a_cap_with_its_model_kept(cap, notice):
+    registry = make_registry(idle_timeout_s=3600, **cap)  # nobody polls the run: only a cap can end it
     try:
-        run = registry.submit("a", *quick(**ENDLESS, eval_every=5))
+        run = registry.submit("a", *quick(**ENDLESS, eval_every=5))  # its time budget is 300 s of training
         assert run.wait_until_moving(20)
-        assert pause_and_step_until_done(run, pause_s=0.2, timeout_s=120) >= 5  # no one pause came near the cap
-        assert run.error is None and run.result.reason == "stopped" and run.model() is not None  # the model kept
-        assert run.notice == "it was paused for over 2 s in all, the most one run may be paused"
-    finally:
-        registry.close()
-
-
-def test_a_run_that_keeps_training_a_little_between_pauses_ends_at_its_wall_time_cap():
-    registry = make_registry(idle_timeout_s=3600, max_run_s=3.0)
-    try:
-        run = registry.submit("a", *quick(**ENDLESS, eval_every=5))
-        assert run.wait_until_moving(20)
-        pause_and_step_until_done(run, pause_s=0.2, timeout_s=120)  # its time budget is 300 s of training
+        pause_and_step_until_done(run, pause_s=0.2, timeout_s=120)  # no one pause comes near either cap
         assert run.error is None and run.result.reason == "stopped" and run.model() is not None
-        assert run.notice == "it held a training slot for over 3 s, the most one run may"
+        assert run.notice == notice
     finally:
         registry.close()
 

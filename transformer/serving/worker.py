@@ -115,7 +115,7 @@ def train(
 
 def release_memory() -> None:
     """Give the memory of a run that has ended back to the system: glibc's allocator keeps freed memory for the
-    process otherwise (a run of the Train form's largest model leaves about 500 MB behind)."""
+    process otherwise: after a run of the Train form's largest model, hundreds of MB more than before it."""
     gc.collect()
     try:
         ctypes.CDLL("libc.so.6").malloc_trim(0)
