@@ -154,7 +154,7 @@ def test_a_worker_under_the_memory_threshold_after_a_run_trains_the_next_one(reg
 
 def test_a_worker_that_stops_answering_is_closed_and_its_run_ends_with_a_message(registry, monkeypatch):
     monkeypatch.setattr(worker_module, "SILENCE_LIMIT_S", 1.0)
-    run = registry.submit("a", *settings(seed=6, **ENDLESS))
+    run = registry.submit("a", *settings(seed=6, **ENDLESS, eval_every=10**6))  # no snapshot to keep
     wait_until(lambda: run.status != "queued")
     assert run.wait_until_moving(30.0)
     worker = worker_of(registry, run)
