@@ -181,10 +181,9 @@ def outcome(job: Run) -> None:
         saved, result = st.session_state[TRAIN_SAVED], job.result
         scores = f"exact match {result.exact_match:.1%} and token accuracy {result.token_acc:.1%} on the held-out set"
         if result.reason == "stopped":
-            st.info(
-                f"Stopped at step {result.steps} after {result.seconds:.1f} s (by you, because a pause lasted too "
-                f"long, or because {unwatched(run_registry().settings.idle_timeout_s)}): {scores}."
-            )
+            idle = unwatched(run_registry().settings.idle_timeout_s)
+            why = f"because {markdown_literal(job.notice)}" if job.notice else f"by you, or because {idle}"
+            st.info(f"Stopped at step {result.steps} after {result.seconds:.1f} s ({why}): {scores}.")
         else:
             st.success(
                 f"Finished after {result.steps} steps in {result.seconds:.1f} s, because "
