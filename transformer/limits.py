@@ -84,6 +84,18 @@ MAX_DECODE_STEPS = 1000  # the step a Decoding link opens: more than any model h
 # Multiply-adds one probing request may cost: about 3 s of CPU on one core of a loaded 2-core machine
 # (`python tests/probe_bench.py`, see docs/security.md).
 MAX_PROBE_COST = 10_000_000_000
+# What scoring held-out sequences costs beyond its multiply-adds (`evaluation_cost`), in multiply-add equivalents,
+# fitted to one-thread CPU times of 150 models and samples (d_model 8-256, 1-16 heads, 1-4 layers, lengths 4-48,
+# 2-1000 sequences) on the lab's 2-core machine, 2026-11-25: the estimate is within 0.45x-2.5x of the time.
+STEP_COST = 12_000_000  # each decoder layer at each decoding step: the fixed cost of a dozen small tensor ops
+STEP_WEIGHT_COST = 400  # and per d_model^2 of the weights that step reads, whatever the batch
+HEAD_COST = 50_000  # each (token, layer, head): the attention weights' softmax, masking and reshapes
+DECODE_ROWS = 250  # sequences one greedy decoding takes at once (`training.exact_match` scores in such chunks)
+# One Knockout grid (every head removed in turn): about 1.5 s of one quiet core, 3 s of a loaded one
+# (`python tests/probe_bench.py`). Past it a grid scores fewer held-out sequences; below MIN_GRID_SAMPLE of them
+# it is refused.
+MAX_GRID_COST = 60_000_000_000
+MIN_GRID_SAMPLE = 10
 
 # ---- links
 MAX_PARAM_CHARS = 200  # a longer value in a link is refused, not cut
@@ -115,6 +127,19 @@ def forward_cost(config: _Sizes, n_sequences: int, length: int) -> int:
     decoder = T * (8 * d * d + feed_forward + 2 * T * d + 2 * S * d)
     generator = T * d * config.vocab_size
     return n_sequences * (config.n_layers * (encoder + decoder) + generator)
+
+
+def evaluation_cost(config: _Sizes, n_sequences: int, length: int, recompute: bool = False) -> int:
+    """Multiply-add equivalents of scoring `n_sequences` sources of `length` tokens as `training.evaluate` does: one
+    teacher-forced pass, then greedy decoding of length + 1 steps, DECODE_ROWS sequences at a time. `recompute`:
+    decoding runs the decoder over the whole prefix at each step instead of reading a key/value cache."""
+    T = length + 1
+    decoded = T * (T + 1) // 2 if recompute else T  # decoder positions computed per sequence while decoding
+    arithmetic = forward_cost(config, n_sequences, length) * (T + decoded) / T
+    steps = math.ceil(n_sequences / DECODE_ROWS) * T * config.n_layers
+    fixed = steps * (STEP_COST + STEP_WEIGHT_COST * config.d_model**2)
+    heads = HEAD_COST * n_sequences * (T + decoded) * config.n_layers * config.n_heads
+    return int(arithmetic + fixed + heads)
 
 
 def check_probe_cost(config: _Sizes, n_sequences: int, length: int, passes: int = 1) -> None:
