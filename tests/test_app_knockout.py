@@ -99,7 +99,7 @@ def test_without_a_model_the_page_offers_the_shipped_ones():
     at = open_page(shipped=None)
     assert "No model in hand yet" in at.info[0].value and kept(at, "knockout_grid") is None
     at.button(key="require_load_reverse").click().run()
-    assert not at.exception and kept(at, "knockout_grid").value.n == 1000
+    assert not at.exception and kept(at, "knockout_grid").value.n_held_out == 1000
 
 
 def test_the_logit_lens_shows_each_decoder_layer_guess_at_the_step_shown():
