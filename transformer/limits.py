@@ -69,6 +69,9 @@ COMPARE_SIZE_CHOICES = {"d_model": (16, 32, 64, 128), "n_heads": (1, 2, 4, 8)}
 MAX_CLI_STEPS = 1_000_000
 MAX_TIME_BUDGET_S = 24 * 3600
 MAX_TRAIN_BYTES = 4 * 2**30  # activations one training step keeps for the backward pass
+# The same for a run on the shared server (the Train form, a class's settings, Compare's links): two training slots
+# of the largest such run, and the server, stay under 2 GB (`python tests/probe_bench.py`, docs/benchmarks.md).
+MAX_RUN_TRAIN_BYTES = 64 * 2**20
 MAX_THREADS = 256
 
 # ---- probing
@@ -160,6 +163,20 @@ def train_activation_bytes(config: _Sizes, batch_size: int, length: int) -> int:
     encoder = S * (12 * d + 2 * ff + H * S)
     decoder = T * (20 * d + 2 * ff + H * (T + S))
     return 4 * batch_size * (config.n_layers * (encoder + decoder) + 3 * T * config.vocab_size)
+
+
+def check_train_memory(config: _Sizes, batch_size: int, length: int, lower: str | None = None) -> None:
+    """ValueError if one training step would keep more than MAX_RUN_TRAIN_BYTES of activations
+    (`train_activation_bytes`), saying to lower the settings `lower` names (None: the Train form's)."""
+    size = train_activation_bytes(config, batch_size, length)
+    if size > MAX_RUN_TRAIN_BYTES:
+        fits = MAX_RUN_TRAIN_BYTES // train_activation_bytes(config, 1, length)
+        batch = f"the batch size (to {fits} at most with these settings)" if fits else "the batch size"
+        raise ValueError(
+            f"one training step would keep about {size / 2**20:,.0f} MB of activations, over the "
+            f"{MAX_RUN_TRAIN_BYTES / 2**20:,.0f} MB a run may use on this shared server: lower "
+            + (lower or f"{batch}, the longest input, d_model, d_ff, heads or layers")
+        )
 
 
 # ---- classes
