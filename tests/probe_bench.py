@@ -1,13 +1,20 @@
-"""Worst server cost of one probing click on the largest model the limits allow: CPU seconds and peak memory.
+"""Worst server cost of one probing click on the largest model the limits allow: CPU seconds and peak memory; and
+the peak memory of a training worker on the largest run a page allows.
 
     python tests/probe_bench.py
 
 Each click runs in a forked child on one torch thread, as the app computes (`LAB_TORCH_THREADS` = 1), and does what
 its page does: a request past `MAX_PROBE_COST` is refused before it runs. Its CPU time is the child's; its peak
 memory the child's peak resident set (Linux's VmHWM, reset when the click starts) above its resident set then.
+Knockout runs on the models whose grid costs most (a narrow one with many heads on the Train form's longest inputs,
+the Train form's largest on its default inputs), each made never to end its output, so decoding runs every step.
+A worker's peak is a fresh process's, training the largest run MAX_RUN_TRAIN_BYTES allows for a few steps.
 """
 
+import json
 import os
+import subprocess
+import sys
 import time
 from collections.abc import Callable
 
@@ -16,10 +23,12 @@ import torch
 from transformer.checkpoint import check_model_size
 from transformer.decoding import beam_search, decode_all_steps, teacher_forced
 from transformer.inspection import attention_before_after, module_table
+from transformer.knockout import all_heads, compare_outputs, grid_allowed, knockout_grid, score
 from transformer.lengths import inputs_within_budget, score_lengths
 from transformer.limits import MAX_PROBE_COST, check_probe_cost
 from transformer.model import ModelConfig, Transformer
 from transformer.tasks import DataConfig
+from transformer.training import Trainer, warm_up
 from transformer.vocab import Vocab
 
 # The most layers MAX_WEIGHTS allows a model of the widest run settings (RUN_LIMITS): 10 pairs of d_model 256.
@@ -50,6 +59,66 @@ def clicks(model: Transformer, vocab: Vocab) -> dict[str, Callable[[], object]]:
         "Masking lab, attention before and after": lambda: attention_before_after(model, src, tgt),
         "Anatomy, module table": lambda: module_table(model, src, tgt),
     }
+
+
+KNOCKOUT_MODELS = {  # name: (model, held-out task)
+    "narrow model, 8 heads x 3 layers, inputs up to 24": (
+        ModelConfig(vocab_size=13, d_model=8, n_heads=8, n_layers=3, d_ff=16),
+        DataConfig(task="reverse", min_len=1, max_len=24),
+    ),
+    "the Train form's largest model, inputs up to 8": (
+        ModelConfig(vocab_size=13, d_model=128, n_heads=8, n_layers=3, d_ff=512),
+        DataConfig(task="reverse", min_len=6, max_len=8),
+    ),
+}
+# The largest run MAX_RUN_TRAIN_BYTES lets the Train form start: its largest model on its longest inputs.
+LARGEST_RUN = (
+    {"task": "reverse", "min_len": 1, "max_len": 24, "n_symbols": 30, "seed": 0},
+    {"d_model": 128, "n_heads": 8, "n_layers": 3, "d_ff": 512, "dropout": 0.1},
+    {"batch_size": 33, "steps": 5000, "time_budget_s": 120.0, "ema_decay": 0.99, "device": "cpu"},
+)
+
+
+def knockout_clicks(vocab: Vocab) -> dict[str, Callable[[], object]]:
+    """The Knockout page's two clicks (the grid; every cross-attention head removed together) on each model."""
+    found = {}
+    for name, (config, task) in KNOCKOUT_MODELS.items():
+        torch.manual_seed(0)
+        model = Transformer(config).eval()
+        with torch.no_grad():
+            model.generator.proj.bias[vocab.eos_id] = -1e4  # never ends its output
+        assert grid_allowed(model, task), name
+        grid = knockout_grid(model, vocab, task)
+        cross = [h for h in all_heads(model) if h.kind == "cross"]
+        found[f"Knockout grid, {name} ({grid.n} held-out sequences)"] = lambda m=model, t=task: knockout_grid(
+            m, vocab, t
+        )
+        found[f"Knockout, cross-attention removed, {name}"] = lambda m=model, g=grid, c=cross: (
+            score(m, g.batch, vocab, c),
+            compare_outputs(m, g.batch, vocab, c),
+        )
+    return found
+
+
+def worker_peak_mb(steps: int = 10) -> float:
+    """Peak resident MB of a fresh process that trains LARGEST_RUN for `steps` steps, as a worker does."""
+    code = f"import probe_bench; probe_bench.train_and_report({steps})"
+    here = os.path.dirname(os.path.abspath(__file__))
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([os.path.dirname(here), here])}
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
+    return json.loads(done.stdout.strip().splitlines()[-1])["peak_mb"]
+
+
+def train_and_report(steps: int) -> None:
+    """A worker's work on one thread: warm up, train LARGEST_RUN for `steps` steps, print the peak resident MB."""
+    torch.set_num_threads(1)
+    warm_up().join()
+    from transformer.live import build_configs
+
+    trainer = Trainer(*build_configs(*LARGEST_RUN))
+    for _ in trainer.train(lambda: trainer.step >= steps):
+        pass
+    print(json.dumps({"peak_mb": _status_mb("VmHWM:")}))
 
 
 def _fits(beam: int) -> bool:
@@ -91,11 +160,13 @@ def main() -> None:
     print(f"model: {model.num_parameters():,} parameters ({CONFIG}); MAX_PROBE_COST {MAX_PROBE_COST:,}")
     worst_cpu = worst_mb = 0.0
     with torch.no_grad():
-        for name, click in clicks(model, vocab).items():
+        for name, click in {**clicks(model, vocab), **knockout_clicks(vocab)}.items():
             cpu, wall, mb = measure(click)
             worst_cpu, worst_mb = max(worst_cpu, cpu), max(worst_mb, mb)
             print(f"{name}: {cpu:.2f} s CPU, {wall:.2f} s wall, peak +{mb:.0f} MB")
     print(f"worst click: {worst_cpu:.2f} s CPU, peak +{worst_mb:.0f} MB")
+    peak = worker_peak_mb()
+    print(f"training worker, largest allowed run ({LARGEST_RUN}): peak {peak:.0f} MB; two slots {2 * peak:.0f} MB")
 
 
 if __name__ == "__main__":
