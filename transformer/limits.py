@@ -93,7 +93,7 @@ MAX_PROBE_COST = 10_000_000_000
 STEP_COST = 12_000_000  # each decoder layer at each decoding step: the fixed cost of a dozen small tensor ops
 STEP_WEIGHT_COST = 400  # and per d_model^2 of the weights that step reads, whatever the batch
 HEAD_COST = 50_000  # each (token, layer, head): the attention weights' softmax, masking and reshapes
-DECODE_ROWS = 250  # sequences one greedy decoding takes at once (`training.exact_match` scores in such chunks)
+DECODE_ROWS = 250  # sequences one pass of `training.evaluate` (teacher-forced, then greedy) takes at once
 # One Knockout grid (every head removed in turn): about 1.5 s of one quiet core, 3 s of a loaded one
 # (`python tests/probe_bench.py`). Past it a grid scores fewer held-out sequences; below MIN_GRID_SAMPLE of them
 # it is refused.
