@@ -11,8 +11,8 @@ the Train form's largest on its default inputs), each made never to end its outp
 A worker's peak is a fresh process's, training the largest run MAX_RUN_TRAIN_BYTES allows for a few steps.
 """
 
-import json
 import os
+import pickle
 import subprocess
 import sys
 import time
@@ -26,9 +26,9 @@ from transformer.inspection import attention_before_after, module_table
 from transformer.knockout import all_heads, compare_outputs, grid_allowed, knockout_grid, score
 from transformer.lengths import inputs_within_budget, score_lengths
 from transformer.limits import MAX_PROBE_COST, check_probe_cost
+from transformer.live import build_configs
 from transformer.model import ModelConfig, Transformer
 from transformer.tasks import DataConfig
-from transformer.training import Trainer, warm_up
 from transformer.vocab import Vocab
 
 # The most layers MAX_WEIGHTS allows a model of the widest run settings (RUN_LIMITS): 10 pairs of d_model 256.
@@ -100,25 +100,27 @@ def knockout_clicks(vocab: Vocab) -> dict[str, Callable[[], object]]:
     return found
 
 
+WORKER = """
+import pickle, sys, torch
+from transformer.training import Trainer, warm_up
+torch.set_num_threads(1)
+warm_up().join()
+configs, steps = pickle.load(sys.stdin.buffer)
+trainer = Trainer(*configs)
+for _ in trainer.train(lambda: trainer.step >= steps):
+    pass
+print(next(int(line.split()[1]) for line in open("/proc/self/status") if line.startswith("VmHWM:")) / 1024)
+"""
+
+
 def worker_peak_mb(steps: int = 10) -> float:
-    """Peak resident MB of a fresh process that trains LARGEST_RUN for `steps` steps, as a worker does."""
-    code = f"import probe_bench; probe_bench.train_and_report({steps})"
-    here = os.path.dirname(os.path.abspath(__file__))
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([os.path.dirname(here), here])}
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
-    return json.loads(done.stdout.strip().splitlines()[-1])["peak_mb"]
-
-
-def train_and_report(steps: int) -> None:
-    """A worker's work on one thread: warm up, train LARGEST_RUN for `steps` steps, print the peak resident MB."""
-    torch.set_num_threads(1)
-    warm_up().join()
-    from transformer.live import build_configs
-
-    trainer = Trainer(*build_configs(*LARGEST_RUN))
-    for _ in trainer.train(lambda: trainer.step >= steps):
-        pass
-    print(json.dumps({"peak_mb": _status_mb("VmHWM:")}))
+    """Peak resident MB of a fresh process that imports what a worker imports, warms up as one does, and trains
+    LARGEST_RUN for `steps` steps, then scores its held-out set."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    work = pickle.dumps((build_configs(*LARGEST_RUN), steps))
+    env = {**os.environ, "PYTHONPATH": root}
+    done = subprocess.run([sys.executable, "-c", WORKER], input=work, capture_output=True, env=env, check=True)
+    return float(done.stdout)
 
 
 def _fits(beam: int) -> bool:
