@@ -95,6 +95,14 @@ def test_a_model_trained_here_is_scored_on_its_own_held_out_set():
     assert len(charts(at)) == 1
 
 
+def test_a_model_whose_grid_costs_too_much_is_refused_before_any_scoring():
+    model = Transformer(ModelConfig(vocab_size=13, d_model=128, n_heads=8, n_layers=3, d_ff=512)).eval()
+    task = DataConfig(task="reverse", min_len=1, max_len=24)  # the Train form's largest model and longest inputs
+    at = open_page(checkpoint=Checkpoint(model, Vocab.digits(10), model.config, task, [], {}), shipped=None)
+    assert "would cost the shared server more than a few seconds" in at.warning[0].value
+    assert kept(at, "knockout_grid") is None and not charts(at)
+
+
 def test_without_a_model_the_page_offers_the_shipped_ones():
     at = open_page(shipped=None)
     assert "No model in hand yet" in at.info[0].value and kept(at, "knockout_grid") is None
