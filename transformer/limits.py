@@ -88,15 +88,16 @@ MAX_DECODE_STEPS = 1000  # the step a Decoding link opens: more than any model h
 # (`python tests/probe_bench.py`, see docs/security.md).
 MAX_PROBE_COST = 10_000_000_000
 # What scoring held-out sequences costs beyond its multiply-adds (`evaluation_cost`), in multiply-add equivalents,
-# fitted to one-thread CPU times of 150 models and samples (d_model 8-256, 1-16 heads, 1-4 layers, lengths 4-48,
-# 2-1000 sequences) on the lab's 2-core machine, 2026-11-25: the estimate is within 0.45x-2.5x of the time.
+# fitted to one-thread CPU times of 138 models and samples (d_model 8-256, 1-16 heads, 1-4 layers, lengths 4-48,
+# 2-1000 sequences, none ending its output early) on the lab's 2-core machine, 2026-11-25: the estimate is within
+# 0.45x-2.5x of the time.
 STEP_COST = 12_000_000  # each decoder layer at each decoding step: the fixed cost of a dozen small tensor ops
 STEP_WEIGHT_COST = 400  # and per d_model^2 of the weights that step reads, whatever the batch
 HEAD_COST = 50_000  # each (token, layer, head): the attention weights' softmax, masking and reshapes
 DECODE_ROWS = 250  # sequences one pass of `training.evaluate` (teacher-forced, then greedy) takes at once
-# One Knockout grid (every head removed in turn): about 1.5 s of one quiet core, 3 s of a loaded one
-# (`python tests/probe_bench.py`). Past it a grid scores fewer held-out sequences; below MIN_GRID_SAMPLE of them
-# it is refused.
+# One Knockout grid (every head removed in turn): about 1.4 s of one quiet core by that fit; the costliest grids
+# the limits allow took up to 1.8 s of CPU on the loaded lab machine (`python tests/probe_bench.py`). Past it a grid
+# scores fewer held-out sequences; a grid that costs more even on MIN_GRID_SAMPLE of them is refused.
 MAX_GRID_COST = 60_000_000_000
 MIN_GRID_SAMPLE = 10
 
