@@ -7,7 +7,8 @@ Each click runs in a forked child on one torch thread, as the app computes (`LAB
 its page does: a request past `MAX_PROBE_COST` is refused before it runs. Its CPU time is the child's; its peak
 memory the child's peak resident set (Linux's VmHWM, reset when the click starts) above its resident set then.
 Knockout runs on the models whose grid costs most (a narrow one with many heads on the Train form's longest inputs,
-the Train form's largest on its default inputs), each made never to end its output, so decoding runs every step.
+the Train form's largest on its default inputs, uploaded ones on long inputs or wide), each made never to end its
+output, so decoding runs every step.
 A worker's peak is a fresh process's, training the largest run MAX_RUN_TRAIN_BYTES allows for a few steps.
 """
 
@@ -69,6 +70,14 @@ KNOCKOUT_MODELS = {  # name: (model, held-out task)
     "the Train form's largest model, inputs up to 8": (
         ModelConfig(vocab_size=13, d_model=128, n_heads=8, n_layers=3, d_ff=512),
         DataConfig(task="reverse", min_len=6, max_len=8),
+    ),
+    "an uploaded model on a task's longest inputs, 64": (
+        ModelConfig(vocab_size=13, d_model=32, n_heads=4, n_layers=1, d_ff=128, max_len=70),
+        DataConfig(task="reverse", min_len=1, max_len=64),
+    ),
+    "an uploaded wide model, d_model 256, inputs up to 16": (
+        ModelConfig(vocab_size=13, d_model=256, n_heads=4, n_layers=1, d_ff=1024),
+        DataConfig(task="reverse", min_len=1, max_len=16),
     ),
 }
 # The largest run MAX_RUN_TRAIN_BYTES lets the Train form start: its largest model on its longest inputs.
