@@ -92,8 +92,8 @@ print(status() - before)
 @pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads Linux's peak resident set")
 def test_the_held_out_evaluation_takes_no_more_memory_for_more_sequences():
     """A worker scores 1,000 held-out sequences at every run's end: in one pass of the Train form's largest model
-    that held about 280 MB more than 250 sequences do; in passes of DECODE_ROWS it holds what one pass of 250 holds,
-    give or take the allocator (half as much again)."""
+    they take about 280 MB more than 250 sequences do; in passes of DECODE_ROWS they take what one pass of 250
+    takes, give or take the allocator (half as much again)."""
 
     def peak_kb(n: int) -> int:
         done = subprocess.run([sys.executable, "-c", EVAL_PEAK, str(n)], capture_output=True, text=True, check=True)
