@@ -96,7 +96,7 @@ STEP_WEIGHT_COST = 400  # and per d_model^2 of the weights that step reads, what
 HEAD_COST = 50_000  # each (token, layer, head): the attention weights' softmax, masking and reshapes
 DECODE_ROWS = 250  # sequences one pass of `training.evaluate` (teacher-forced, then greedy) takes at once
 # One Knockout grid (every head removed in turn): about 1.4 s of one quiet core by that fit; the costliest grids
-# the limits allow took up to 1.8 s of CPU on the loaded lab machine (`python tests/probe_bench.py`). Past it a grid
+# the limits allow took 1.4-1.8 s of CPU on the loaded lab machine (`python tests/probe_bench.py`). Past it a grid
 # scores fewer held-out sequences; a grid that costs more even on MIN_GRID_SAMPLE of them is refused.
 MAX_GRID_COST = 60_000_000_000
 MIN_GRID_SAMPLE = 10
