@@ -11,7 +11,7 @@ from pages.streamlit_internals import leave_legacy_pages_mode, this_browser
 from transformer import Checkpoint, load_checkpoint, pick_device
 from transformer.device import device_label
 from transformer.experiments import LiveExperiment
-from transformer.serving import Run, RunRegistry, ServerSettings
+from transformer.serving import Run, RunRegistry, ServerSettings, network_address
 from transformer.serving.worker import READY_TIMEOUT_S
 from transformer.training import warm_up
 
@@ -60,6 +60,12 @@ def live_poll_s() -> float:
     """Seconds between redraws of a live view: LIVE_POLL_S, or longer when so many pages watch runs that the
     server would spend its cores drawing charts instead of training (a class of 30 watching one run)."""
     return max(LIVE_POLL_S, run_registry().watching() / LIVE_REDRAWS_PER_S)
+
+
+def client_address() -> str | None:
+    """The network address this page comes from, as far as the server can tell (`network_address`); None when
+    unknown, as behind a proxy that passes no address."""
+    return network_address(st.context.ip_address, st.context.headers.get("X-Forwarded-For"))
 
 
 def shipped_checkpoints() -> list[str]:

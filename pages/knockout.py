@@ -4,6 +4,7 @@ exact match; any set of heads removed together shows its score and some decoded 
 import streamlit as st
 
 from pages.common import shipped_checkpoint
+from pages.patching_view import patching_section
 from pages.state import model_page, per_model, shipped_name
 from transformer.figures.knockout import METRICS, knockout_heatmaps
 from transformer.inspection import ATTENTION_KINDS
@@ -16,6 +17,7 @@ from transformer.knockout import (
     knockout_grid,
     score,
 )
+from transformer.limits import MIN_GRID_SAMPLE
 
 ABLATION_TEXT = {
     "zero": ("Zero it", "its output becomes 0 before W_O (the paper-style reading)"),
@@ -47,10 +49,11 @@ checkpoint = model_page(
 )
 model, vocab, task = checkpoint.model, checkpoint.vocab, checkpoint.task
 heads = all_heads(model)
-if not grid_allowed(model):
+if not grid_allowed(model, task):
     st.warning(
         f"This model has {len(heads)} attention heads in {model.config.n_layers} layers per stack: removing each in "
-        "turn would cost the shared server far more than a few seconds. Score it on your own machine with "
+        f"turn, even on {MIN_GRID_SAMPLE} held-out inputs of up to {task.max_len} symbols, would cost the shared "
+        "server more than a few seconds. Score it on your own machine with "
         "`python -m transformer ablate CHECKPOINT` (download it on the Checkpoints page)."
     )
     st.stop()
@@ -90,6 +93,8 @@ st.caption(
     "without cross-attention and 29% without encoder self-attention. Replacing a head by its mean reads some "
     "heads differently (sort's decoder self-attention layer 0 head 0: 99.2% zeroed, 60.7% replaced)."
 )
+
+patching_section(checkpoint)
 
 st.subheader("Remove heads together")
 labels = [h.label for h in heads]

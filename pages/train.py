@@ -7,6 +7,7 @@ and the settings form comes back under them.
 
 import streamlit as st
 
+from pages.alignment_view import train_alignment
 from pages.classes import class_seat, prediction_input, prediction_result
 from pages.common import live_poll_s, run_registry
 from pages.downloads import csv_download
@@ -156,6 +157,7 @@ def live_view(job: Run, polling: bool) -> None:
             f"token, so even a perfect model's training loss is {floor:.2f} (dotted line). The held-out "
             "loss is plain cross-entropy and can go to 0."
         )
+    train_alignment(job)
     if rows:
         step = int(rows[-1]["step"])
         st.markdown(f"**Five held-out inputs**, decoded greedily by the model as of step {step}:")
@@ -180,10 +182,9 @@ def outcome(job: Run) -> None:
         saved, result = st.session_state[TRAIN_SAVED], job.result
         scores = f"exact match {result.exact_match:.1%} and token accuracy {result.token_acc:.1%} on the held-out set"
         if result.reason == "stopped":
-            st.info(
-                f"Stopped at step {result.steps} after {result.seconds:.1f} s (by you, because a pause lasted too "
-                f"long, or because {unwatched(run_registry().settings.idle_timeout_s)}): {scores}."
-            )
+            idle = unwatched(run_registry().settings.idle_timeout_s)
+            why = f"because {markdown_literal(job.notice)}" if job.notice else f"by you, or because {idle}"
+            st.info(f"Stopped at step {result.steps} after {result.seconds:.1f} s ({why}): {scores}.")
         else:
             st.success(
                 f"Finished after {result.steps} steps in {result.seconds:.1f} s, because "

@@ -3,7 +3,7 @@
 import streamlit as st
 
 from pages.classes import answer_prediction, class_recorder, seat_in_class
-from pages.common import forget_run, remember_run, run_registry
+from pages.common import client_address, forget_run, remember_run, run_registry
 from pages.state import FOLLOW_JOB, JOB, flash, session_run_elsewhere, watcher_id
 from pages.streamlit_internals import page_connected
 from pages.train_form import KEPT, config_values, remember_values
@@ -40,7 +40,7 @@ def start_run() -> None:
         configs = seat.configs(*config_values(state)) if seat else build_configs(*config_values(state))
         if seat:
             answer_prediction(seat)
-        job = run_registry().submit(watcher_id(), *configs, page_connected())
+        job = run_registry().submit(watcher_id(), *configs, page_connected(), client_address())
     except ServerBusy as err:
         flash("train_form", "warning", f"Your run could not start: {markdown_literal(str(err))}.")
     except ClassroomError as err:

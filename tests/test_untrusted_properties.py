@@ -77,14 +77,19 @@ def test_a_mutated_field_of_a_valid_experiment_file_loads_or_is_refused(data, va
 
 @given(st.lists(st.tuples(st.integers(0, 10**6), st.binary(min_size=0, max_size=3)), min_size=1, max_size=5))
 def test_mutated_bytes_of_a_valid_experiment_file_load_or_are_refused(edits):
-    text = bytearray(result_path("heads").read_bytes())
+    original = result_path("heads").read_bytes()
+    text = bytearray(original)
     for at, replacement in edits:
         at %= len(text)
         text[at : at + len(replacement)] = replacement
     try:
-        experiment_from_json(bytes(text))
-    except ValueError:
-        pass
+        run = experiment_from_json(bytes(text))
+    except ValueError as err:
+        assert bytes(text) != original, "the unchanged file was refused"
+        assert str(err).startswith(("not a JSON file: ", "not an experiment file of this lab: ")), str(err)
+        assert len(str(err)) < 600
+    else:
+        assert isinstance(run, ExperimentRun) and isinstance(json.loads(bytes(text)), dict)  # only a document loads
 
 
 @pytest.mark.parametrize("field, value", [("n_layers", 10**8), ("d_model", 2**40), ("d_ff", 10**9), ("max_len", 10**7)])
@@ -246,5 +251,8 @@ def test_compare_link_values_are_read_within_bounds_or_noticed(switch, data):
     params = data.draw(st.dictionaries(st.sampled_from(names) | st.text(max_size=8), LINK_TEXT, max_size=6))
     state, notices = url_state.read_compare({**params, "switch": switch})
     assert all(n.startswith("The link's ") and len(n) < 300 for n in notices)
-    url_state.experiment_for(replace(state, experiment=CUSTOM))  # the page can build what was kept
+    try:
+        url_state.experiment_for(replace(state, experiment=CUSTOM))  # the page can build what was kept
+    except ValueError as err:  # or says which sizes to lower
+        assert "a run may use on this shared server: lower the length, d_model, heads or layers" in str(err)
     assert url_state.read_compare(url_state.write_compare(state)) == (state, [])  # what was kept is valid
