@@ -247,8 +247,20 @@ def require_model() -> Checkpoint:
     return checkpoint
 
 
-def decode_on_decoding_page(text: str, task: DataConfig) -> None:
-    """Go to the Decoding page with `text`, a source sequence of `task`, as its input."""
+def model_change(page: str) -> str | None:
+    """The label of the model in hand when `page` showed another model at its last draw, else None (a first visit,
+    or a run in hand that trained on: still the same run). Remembers the model shown now."""
+    checkpoint, label = model_in_hand()
+    shown = st.session_state.get(JOB) if following_run() else checkpoint  # a run's snapshots are one model
+    before = st.session_state.get(f"{page}_model", shown)
+    st.session_state[f"{page}_model"] = shown
+    return None if before is shown else label
+
+
+def decode_on_decoding_page(text: str, task: DataConfig, origin: str) -> None:
+    """Go to the Decoding page with `text`, a source sequence of `task`, as its input; `origin` says where the
+    input comes from, e.g. "a row of the Length test"."""
     st.session_state["decode_task"] = task  # the Decoding page keeps an input only for the task it was typed for
     st.session_state["decode_input"] = text
+    st.session_state["decode_input_origin"] = (text, origin)
     st.switch_page("pages/decoding.py")
