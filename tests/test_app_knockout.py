@@ -117,3 +117,9 @@ def test_the_logit_lens_shows_each_decoder_layer_guess_at_the_step_shown():
     at.button(key="decode_next").click().run()
     assert not at.exception and "Each decoder layer's next-token guess, step 2" in charts(at)
     assert set(kept(at, "decoding").value["lens"]) == {0, 1}
+
+
+def test_the_page_offers_a_link_to_itself_with_the_shipped_model():
+    at = open_page(shipped="reverse")
+    (link,) = at.code  # the sidebar's Copy link
+    assert link.value == "?model=reverse" and at.query_params["model"] == "reverse"

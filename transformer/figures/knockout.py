@@ -12,6 +12,9 @@ from .attention import _figure, _grid, _ticks
 
 METRICS = {"exact_match": "exact match", "token_acc": "token accuracy"}
 SCORE_SCALE = "RdYlGn"  # red: the model fails without the head; green: it does not need it
+# Three ticks and the title along the bar: a one-layer grid's bar is about 120 px tall, too short for Plotly's six
+# automatic ticks with the title above them.
+COLORBAR = dict(len=1, thickness=14, tickvals=[0, 0.5, 1], ticktext=["0%", "50%", "100%"])
 
 
 def knockout_heatmaps(heads: pd.DataFrame, intact: float, metric: str = "exact_match") -> go.Figure:
@@ -35,7 +38,7 @@ def knockout_heatmaps(heads: pd.DataFrame, intact: float, metric: str = "exact_m
                 zmax=1,
                 colorscale=SCORE_SCALE,
                 showscale=i == 0,
-                colorbar=dict(title=METRICS[metric], len=0.8, thickness=14, tickformat=".0%"),
+                colorbar=COLORBAR | dict(title=dict(text=METRICS[metric], side="right")),
                 xgap=2,
                 ygap=2,
                 text=[[f"{100 * x:.0f}%" for x in row] for row in z],
