@@ -65,9 +65,13 @@ st.dataframe(
     hide_index=True,
     height="content",
     column_order=["paper name", "module", "input shape", "output shape", "parameters", "section"],
-    column_config={
+    column_config={  # narrow number columns: the whole table fits a 1280-px screen beside the sidebar
         "paper name": st.column_config.TextColumn(pinned=True),
         "module": st.column_config.TextColumn("in the code"),
+        "input shape": st.column_config.TextColumn("input", width="small"),
+        "output shape": st.column_config.TextColumn("output", width="small"),
+        "parameters": st.column_config.NumberColumn(width="small"),
+        "section": st.column_config.TextColumn("§", width="small", help="Section of the paper"),
     },
 )
 total, parts = st.columns([1, 3])
