@@ -69,7 +69,7 @@ def test_step_3_without_positional_encoding_reverse_is_never_learned(page, lab_s
         """() => Object.fromEntries(document.querySelector('.st-key-compare_curves .js-plotly-plot')._fullData
                 .filter(t => t.yaxis === 'y3').map(t => [t.name, t.y[t.y.length - 1]]))"""
     )
-    none = [v for name, v in finals.items() if "none" in name]
+    none = [v for name, v in finals.items() if name.startswith("no ")]  # "no PE"
     sinusoidal = [v for name, v in finals.items() if "sinusoidal" in name]
     assert none and sinusoidal and max(none) < 50 < min(sinusoidal), finals
     expect(page.locator(".st-key-compare_run button").first).to_be_visible()  # "Rerun live"
@@ -110,7 +110,7 @@ def test_step_6_exact_match_falls_to_zero_past_the_training_lengths(page, lab_se
     curve = page.evaluate(
         """() => { const t = document.querySelector('.st-key-lengths_accuracy .js-plotly-plot')._fullData
                      .find(t => /exact/i.test(t.name));
-                   return t.x.map((x, i) => [x, t.y[i]]); }"""
+                   return Array.from(t.x, (x, i) => [x, t.y[i]]); }"""
     )
     by_length = dict(curve)
     assert all(by_length[n] == 1 for n in range(1, 11) if n in by_length), by_length
@@ -121,7 +121,7 @@ def test_step_6_exact_match_falls_to_zero_past_the_training_lengths(page, lab_se
 def test_step_7_anatomy_draws_figure_1_with_shapes_and_parameters(page, lab_server):
     load_shipped(page, lab_server, "reverse")
     navigate(page, "anatomy")
-    expect(page.locator(".st-key-anatomy_diagram .js-plotly-plot")).to_be_visible()
+    expect(page.locator(".st-key-anatomy_diagram .js-plotly-plot")).to_be_visible(timeout=30_000)
     expect(main(page).get_by_text("Parameters").first).to_be_visible()
     expect(page.locator("[data-testid='stDataFrame']").first).to_be_visible()
     assert not page_errors(page), page_errors(page)
