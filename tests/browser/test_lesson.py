@@ -49,15 +49,17 @@ def test_step_1_a_trained_model_decodes_and_looks_at_the_mirrored_position(page,
     assert not page_errors(page), page_errors(page)
 
 
-def test_step_2_a_run_from_the_defaults_learns_and_says_same_settings_same_run(page, lab_server):
-    open_page(page, lab_server, "train")
-    expect(main(page).get_by_text("same run", exact=False).first).to_be_visible()
-    button(page, "start_training").click()
-    expect(main(page).get_by_text("Training: step").or_(main(page).get_by_text("Finished"))).to_be_visible(
-        timeout=60_000
-    )
-    wait_for_more_points(page, "train_loss_chart", 1, timeout_s=120)
-    assert not page_errors(page), page_errors(page)
+def test_step_2_two_students_on_the_defaults_watch_one_run_and_the_page_says_so(browser, page, lab_server):
+    classmate = browser.new_context(viewport=page.viewport_size).new_page()
+    try:
+        for student in (page, classmate):
+            open_page(student, lab_server, "train")
+            button(student, "start_training").click()
+        expect(main(classmate).get_by_text("Same settings as 1 classmate")).to_be_visible(timeout=60_000)
+        wait_for_more_points(page, "train_loss_chart", 1, timeout_s=120)
+        assert not page_errors(page) and not page_errors(classmate), page_errors(page) + page_errors(classmate)
+    finally:
+        classmate.context.close()
 
 
 def test_step_3_without_positional_encoding_reverse_is_never_learned(page, lab_server):
