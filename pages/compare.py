@@ -230,7 +230,11 @@ def results(polling: bool) -> None:
     st.dataframe(summary_table(run), hide_index=True)
     st.caption(
         "Solved = the first metric row where every held-out sequence checked was decoded exactly right. Times "
-        "are wall-clock seconds on the machine that trained the run."
+        "are wall-clock seconds on the machine that trained the run. A loss spike after a run has solved its task "
+        "(reverse with sinusoidal positions, near step 450) is a known effect of Adam, not a fault: once the loss "
+        "is near zero Adam divides each step by the gradients' running size, tiny too, so its steps stay about as "
+        "large as the learning rate, and one slightly larger gradient throws the weights off. The run recovers in "
+        "a few rows."
     )
     show_timeline(run, live=live and source == LIVE_SOURCE)
     st.subheader("Export and share")
