@@ -1,0 +1,160 @@
+"""The recurrent baseline: its GRU against torch.nn.GRU on copied weights, its additive attention, and the
+interface it shares with the Transformer (cached decoding, greedy decoding, training, checkpoints)."""
+
+import dataclasses
+
+import pytest
+import torch
+import torch.nn as nn
+from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
+
+from transformer.checkpoint import CheckpointError, checkpoint_bytes, load_checkpoint
+from transformer.decoding import greedy_decode
+from transformer.model import ModelConfig, Transformer
+from transformer.recurrent import AdditiveAttention, GRUCell, RNNEncoderDecoder, build_model, unroll
+from transformer.tasks import DataConfig, TaskData
+from transformer.training import TrainConfig, Trainer
+
+D = 8
+# float64 throughout the comparisons with nn.GRU: the two compute the same sums in a different order, so in float32
+# they would differ by rounding (about 1e-7 per step, growing with the steps); in float64 by about 1e-16.
+EXACT = dict(atol=1e-12, rtol=0)
+ARCHITECTURES = ("gru", "gru-attention")
+
+
+def ids(rows: list[list[int]], pad: int = 0) -> torch.Tensor:
+    """Token rows right-padded to a (B, T) tensor."""
+    width = max(map(len, rows))
+    return torch.tensor([r + [pad] * (width - len(r)) for r in rows])
+
+
+def copy_direction(cell: GRUCell, ref: nn.GRU, suffix: str = "") -> None:
+    """Put `cell`'s weights into one direction of layer 0 of `ref` (suffix "_reverse" for the backward one)."""
+    with torch.no_grad():
+        for name in ("weight_ih", "weight_hh", "bias_ih", "bias_hh"):
+            getattr(ref, f"{name}_l0{suffix}").copy_(getattr(cell, name))
+
+
+@pytest.fixture(autouse=True)
+def seed():
+    torch.manual_seed(0)
+
+
+def random_cell(input_size: int, hidden_size: int) -> GRUCell:
+    cell = GRUCell(input_size, hidden_size).double()
+    for p in cell.parameters():  # biases too: they start at zero, which would hide a bias in the wrong gate
+        nn.init.uniform_(p, -0.5, 0.5)
+    return cell
+
+
+def test_gru_cell_unrolled_equals_nn_gru_step_by_step():
+    cell, ref = random_cell(5, D), nn.GRU(5, D, batch_first=True).double()
+    copy_direction(cell, ref)
+    x = torch.randn(3, 7, 5, dtype=torch.float64)
+    want, _ = ref(x)  # (B, S, n): nn.GRU's state after each step
+    h = torch.zeros(3, D, dtype=torch.float64)
+    for t in range(7):
+        h = cell(x[:, t], h)
+        torch.testing.assert_close(h, want[:, t], **EXACT)
+    torch.testing.assert_close(unroll(cell, x, torch.ones(3, 7, dtype=torch.bool)), want, **EXACT)
+
+
+def test_encoder_equals_bidirectional_nn_gru_on_padded_sources():
+    model = RNNEncoderDecoder(ModelConfig(d_model=D, architecture="gru")).double()
+    ref = nn.GRU(D, D, batch_first=True, bidirectional=True).double()
+    copy_direction(model.encoder.forward_rnn, ref)
+    copy_direction(model.encoder.backward_rnn, ref, "_reverse")
+    src = ids([[5, 6, 7, 8, 9], [4, 5, 6], [3]])
+    lengths = torch.tensor([5, 3, 1])
+    annotations, _ = model.encode(src, model.src_mask(src))  # (B, S, 2n)
+    packed = pack_padded_sequence(model.embed(src), lengths, batch_first=True, enforce_sorted=False)
+    out, h_n = ref(packed)
+    want, _ = pad_packed_sequence(out, batch_first=True)  # (B, S, 2n), zero past each length
+    for row, n in enumerate(lengths.tolist()):
+        torch.testing.assert_close(annotations[row, :n], want[row, :n], **EXACT)
+    # The summary the decoder reads at the ends of the annotations: →h of the last real token, ←h of the first.
+    torch.testing.assert_close(annotations[:, -1, :D], h_n[0], **EXACT)
+    torch.testing.assert_close(annotations[:, 0, D:], h_n[1], **EXACT)
+
+
+def test_additive_attention_weights_sum_to_one_over_real_tokens_and_ignore_padding():
+    attention = AdditiveAttention(D, 2 * D, D)
+    s, annotations = torch.randn(3, D), torch.randn(3, 5, 2 * D)
+    mask = ids([[1] * 5, [1] * 3, [1]]).bool()  # (B, S) True at real tokens
+    context, alpha = attention(s, attention.keys(annotations), annotations, mask)
+    torch.testing.assert_close(alpha.sum(dim=-1), torch.ones(3))  # float32 rounding of 5 terms: the default tol
+    assert bool((alpha[~mask] == 0).all()) and bool((alpha[mask] > 0).all())
+    e = torch.stack([attention.v_a(torch.tanh(attention.W_a(s) + attention.U_a(annotations[:, j]))) for j in range(5)])
+    want = e.squeeze(-1).T.masked_fill(~mask, float("-inf")).softmax(dim=-1)  # e_ij one j at a time, as in the paper
+    torch.testing.assert_close(alpha, want)
+    torch.testing.assert_close(context, (alpha[:, :, None] * annotations).sum(dim=1))
+    changed = annotations.masked_fill(~mask[:, :, None], 100.0)  # anything at padding
+    torch.testing.assert_close(attention(s, attention.keys(changed), changed, mask)[0], context)
+
+
+@pytest.mark.parametrize("architecture", ARCHITECTURES)
+def test_cached_decoding_one_token_at_a_time_equals_the_teacher_forced_pass(architecture):
+    model = RNNEncoderDecoder(ModelConfig(architecture=architecture)).eval()
+    src, tgt = ids([[5, 6, 7, 8], [9, 4]]), ids([[1, 8, 7, 6, 5], [1, 4, 9]])
+    logits, maps = model(src, tgt, return_attention=True)
+    src_mask = model.src_mask(src)
+    memory, _ = model.encode(src, src_mask)
+    cache = model.new_cache()
+    steps = [model.decode(tgt[:, i : i + 1], memory, src_mask, cache, start=i) for i in range(tgt.size(1))]
+    torch.testing.assert_close(torch.cat([step[0] for step in steps], dim=1), logits)
+    if architecture == "gru":
+        assert maps["cross"] == []
+    else:  # one layer of one head, (B, 1, T, S), 0 at padding
+        torch.testing.assert_close(torch.cat([step[2][0] for step in steps], dim=2), maps["cross"][0])
+        assert maps["cross"][0].shape == (2, 1, 5, 4) and bool((maps["cross"][0][1, :, :, 2:] == 0).all())
+
+
+@pytest.mark.parametrize("architecture", ARCHITECTURES)
+def test_padding_after_a_source_changes_nothing(architecture):
+    model = RNNEncoderDecoder(ModelConfig(architecture=architecture)).eval()
+    src, tgt = ids([[5, 6, 7]]), ids([[1, 7, 6, 5]])
+    padded = torch.cat([src, torch.zeros(1, 4, dtype=torch.long)], dim=1)
+    torch.testing.assert_close(model(padded, tgt), model(src, tgt))
+
+
+@pytest.mark.parametrize("architecture", ARCHITECTURES)
+def test_greedy_decoding_reads_back_its_own_teacher_forced_argmax(architecture):
+    model = RNNEncoderDecoder(ModelConfig(architecture=architecture)).eval()
+    src = ids([[5, 6, 7, 8], [9, 4]])
+    out = greedy_decode(model, src, bos_id=1, eos_id=2, max_len=6)  # (B, T) without BOS
+    tgt_in = torch.cat([torch.ones(2, 1, dtype=torch.long), out[:, :-1]], dim=1)
+    done = (out == 2).cumsum(dim=1) - (out == 2).long() > 0  # after EOS: PAD, not predicted
+    predicted = model(src, tgt_in).argmax(-1)
+    assert bool((predicted == out)[~done].all())
+
+
+def test_build_model_picks_the_architecture_and_the_seed_picks_the_weights():
+    config = ModelConfig(architecture="gru-attention")
+    a, b = (build_model(config, torch.Generator().manual_seed(3)) for _ in range(2))
+    assert isinstance(a, RNNEncoderDecoder) and a.decoder.attention is not None
+    assert all(torch.equal(p, q) for p, q in zip(a.parameters(), b.parameters()))
+    assert build_model(dataclasses.replace(config, architecture="gru")).decoder.attention is None
+    assert type(build_model(ModelConfig())) is Transformer
+    with pytest.raises(ValueError, match="architecture"):
+        ModelConfig(architecture="lstm")
+
+
+@pytest.mark.parametrize("architecture", ARCHITECTURES)
+def test_trainer_trains_a_recurrent_model(architecture):
+    trainer = Trainer(
+        ModelConfig(architecture=architecture),
+        DataConfig(task="reverse", min_len=3, max_len=3),
+        TrainConfig(steps=30, eval_every=10, early_stop=False, record_attention=True, device="cpu"),
+    )
+    rows = list(trainer.train())
+    assert rows[-1]["val_loss"] < rows[0]["val_loss"]
+    cross = trainer.attention_snapshots[-1]["maps"]["cross"]
+    assert len(cross) == (architecture == "gru-attention")  # the attention, as one layer of (1, T, S)
+
+
+def test_a_recurrent_checkpoint_is_refused_with_a_message():
+    task = DataConfig(task="reverse", min_len=3, max_len=3)
+    model = RNNEncoderDecoder(ModelConfig(architecture="gru"))
+    data = checkpoint_bytes(model, TaskData(task).vocab, task)
+    with pytest.raises(CheckpointError, match="recurrent model"):
+        load_checkpoint(data)
