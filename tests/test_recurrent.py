@@ -2,6 +2,8 @@
 interface it shares with the Transformer (cached decoding, greedy decoding, training, checkpoints)."""
 
 import dataclasses
+import json
+from dataclasses import replace
 
 import pytest
 import torch
@@ -10,6 +12,15 @@ from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from transformer.checkpoint import CheckpointError, checkpoint_bytes, load_checkpoint
 from transformer.decoding import greedy_decode
+from transformer.experiments import (
+    CUSTOM,
+    READY,
+    Experiment,
+    experiment_from_json,
+    experiment_to_json,
+    run_experiment,
+    summary_table,
+)
 from transformer.model import ModelConfig, Transformer
 from transformer.recurrent import AdditiveAttention, GRUCell, RNNEncoderDecoder, build_model, unroll
 from transformer.tasks import DataConfig, TaskData
@@ -158,3 +169,72 @@ def test_a_recurrent_checkpoint_is_refused_with_a_message():
     data = checkpoint_bytes(model, TaskData(task).vocab, task)
     with pytest.raises(CheckpointError, match="recurrent model"):
         load_checkpoint(data)
+
+
+# ------------------------------------------------------------------------------------------------ on Compare
+
+TINY = Experiment(
+    CUSTOM,
+    "tiny",
+    "tiny",
+    "architecture",
+    ("gru", "gru-attention"),
+    ModelConfig(d_model=16, n_heads=2, d_ff=32),
+    DataConfig(task="reverse", max_len=4, n_valid=40),
+    replace(READY["recurrent-baseline"].train, steps=10, eval_every=5, eval_size=20),
+)
+
+
+@pytest.fixture(scope="module")
+def tiny_run():
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # on a busy 2-core machine, two threads in the main thread crawl
+    try:
+        return run_experiment(TINY)
+    finally:
+        torch.set_num_threads(threads)
+
+
+def test_an_architecture_experiment_records_attention_only_where_there_is_some(tiny_run):
+    plain, attention = tiny_run.variants
+    assert all(snapshot == [] for snapshot in plain.cross) and plain.alignment == {}
+    assert all(len(s) == 1 and len(s[0]) == 1 for s in attention.cross) and set(attention.alignment) == {"L0 H0"}
+    for v in tiny_run.variants:  # lengths 1 to 8, the trained ones (1-4) marked
+        assert [row["length"] for row in v.lengths] == list(range(1, 9))
+        assert [row["trained"] for row in v.lengths] == [True] * 4 + [False] * 4
+    assert summary_table(tiny_run)["steps per second"].gt(0).all()
+
+
+def test_an_architecture_experiment_and_its_length_tests_survive_the_json_round_trip(tiny_run):
+    back = experiment_from_json(experiment_to_json(tiny_run))
+    assert (back.experiment.switch, back.experiment.values, back.experiment.model) == (
+        "architecture",
+        TINY.values,
+        TINY.model,
+    )
+    for got, want in zip(back.variants, tiny_run.variants):
+        assert (got.cross, got.alignment, got.lengths) == (want.cross, want.alignment, want.lengths)
+
+
+@pytest.mark.parametrize(
+    "lengths, why",
+    [
+        ([{"length": 0, "trained": True, "exact_match": 1.0}], "finite number"),
+        ([{"length": 3, "trained": "yes", "exact_match": 1.0}], "true or false"),
+        ([{"length": 3, "trained": True, "exact_match": 1.5}], "finite number"),
+        ([{"length": 3, "trained": True}], "exactly the keys"),
+        ("all of them", "must be a list"),
+    ],
+)
+def test_a_file_with_a_bad_length_test_is_refused(tiny_run, lengths, why):
+    document = json.loads(experiment_to_json(tiny_run))
+    document["variants"][0]["lengths"] = lengths
+    with pytest.raises(ValueError, match=why):
+        experiment_from_json(json.dumps(document))
+
+
+def test_a_file_with_attention_maps_for_the_plain_gru_is_refused(tiny_run):
+    document = json.loads(experiment_to_json(tiny_run))
+    document["variants"][0]["cross"] = document["variants"][1]["cross"]  # one layer where there is none
+    with pytest.raises(ValueError, match="wrong length"):
+        experiment_from_json(json.dumps(document))

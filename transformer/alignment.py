@@ -52,9 +52,10 @@ def head_labels(n_layers: int, n_heads: int) -> list[str]:
 def alignment_series(task: str, cross: Sequence[Sequence[Any]]) -> dict[str, list[float]]:
     """Per head, its alignment score at each snapshot; {} when the task has no ideal alignment.
 
-    `cross` holds one snapshot per step, each a list of per-layer (H, T_query, T_key) cross-attention maps.
+    `cross` holds one snapshot per step, each a list of per-layer (H, T_query, T_key) cross-attention maps (none for
+    a model without attention).
     """
-    if not cross:
+    if not cross or not cross[0]:
         return {}
     first = torch.as_tensor(cross[0][0])
     ideal = ideal_alignment(task, first.shape[2], first.shape[1])

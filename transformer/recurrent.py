@@ -256,3 +256,10 @@ class RNNEncoderDecoder(nn.Module):
 def build_model(config: ModelConfig, rng: torch.Generator | None = None) -> Transformer | RNNEncoderDecoder:
     """The model `config.architecture` names, its starting weights drawn from `rng` when given."""
     return RNNEncoderDecoder(config, rng) if config.architecture in RECURRENT else Transformer(config, rng)
+
+
+def cross_attention_shape(config: ModelConfig) -> tuple[int, int]:
+    """(layers, heads) of the cross-attention maps a model of `config` returns: none without attention."""
+    if config.architecture in RECURRENT:
+        return (1, 1) if config.architecture == "gru-attention" else (0, 1)
+    return config.n_layers, config.n_heads

@@ -60,6 +60,11 @@ _SWITCH_TABLE: dict[str, tuple[str, str, Mapping[SwitchValue, str]]] = {
     "n_heads": ("model", "heads", {1: "1 head", 2: "2 heads", 4: "4 heads", 8: "8 heads"}),
     "n_layers": ("model", "layers", {1: "1 layer", 2: "2 layers", 3: "3 layers"}),
     "ema_decay": ("train", "weight averaging", {0.0: "raw weights", 0.99: "averaged weights (EMA 0.99)"}),
+    "architecture": (
+        "model",
+        "architecture",
+        {"transformer": "Transformer", "gru": "GRU encoder-decoder", "gru-attention": "GRU + additive attention"},
+    ),
 }
 SWITCHES: dict[str, Switch] = {field: Switch(field, *row) for field, row in _SWITCH_TABLE.items()}
 
@@ -89,7 +94,7 @@ class Experiment:
         m, d, t = self.model, self.data, self.train
         lengths = str(d.max_len) if d.min_len == d.max_len else f"{d.min_len}-{d.max_len}"
         stopping = ", stopping early once solved" if t.early_stop else ""
-        heads = "heads set per variant" if self.switch == "n_heads" else f"{m.n_heads} heads"
+        heads = "heads set per variant" if self.switch in ("n_heads", "architecture") else f"{m.n_heads} heads"
         layers = "layers set per variant" if self.switch == "n_layers" else f"{m.n_layers} layer(s) per stack"
         return (
             f"Task {d.task}, inputs of length {lengths} · d_model {m.d_model}, {heads}, {layers} · {t.steps} steps "
@@ -229,6 +234,17 @@ READY: dict[str, Experiment] = {
             lr=0.01,
             n_layers=2,
             n_heads=2,
+        ),
+        _ready(
+            "recurrent-baseline",
+            "The recurrent baseline",
+            "The GRU encoder-decoder of 2014 must squeeze the whole source into one fixed vector: it learns reverse "
+            "far more slowly than the Transformer and fails beyond the lengths it trained on. With additive "
+            "attention (Bahdanau et al.) it reads the source again at every step and learns as fast as the "
+            "Transformer, but its decoder still runs one step after another, where the Transformer's runs at every "
+            "position at once. The length test below puts them side by side.",
+            "architecture",
+            ("transformer", "gru", "gru-attention"),
         ),
     ]
 }
