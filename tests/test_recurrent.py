@@ -2,12 +2,15 @@
 interface it shares with the Transformer (cached decoding, greedy decoding, training, checkpoints)."""
 
 import dataclasses
+import functools
 import json
 from dataclasses import replace
 
 import pytest
 import torch
 import torch.nn as nn
+from streamlit.testing.v1 import AppTest
+from test_app_compare import chart
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from transformer.checkpoint import CheckpointError, checkpoint_bytes, load_checkpoint
@@ -186,13 +189,10 @@ TINY = Experiment(
 
 
 @pytest.fixture(scope="module")
-def tiny_run():
-    threads = torch.get_num_threads()
+def tiny_run(request):
+    request.addfinalizer(functools.partial(torch.set_num_threads, torch.get_num_threads()))
     torch.set_num_threads(1)  # on a busy 2-core machine, two threads in the main thread crawl
-    try:
-        return run_experiment(TINY)
-    finally:
-        torch.set_num_threads(threads)
+    return run_experiment(TINY)
 
 
 def test_an_architecture_experiment_records_attention_only_where_there_is_some(tiny_run):
@@ -238,3 +238,22 @@ def test_a_file_with_attention_maps_for_the_plain_gru_is_refused(tiny_run):
     document["variants"][0]["cross"] = document["variants"][1]["cross"]  # one layer where there is none
     with pytest.raises(ValueError, match="wrong length"):
         experiment_from_json(json.dumps(document))
+
+
+def test_compare_shows_the_recurrent_baseline_beside_the_transformer():
+    at = AppTest.from_file("../streamlit_app.py", default_timeout=60)
+    at.query_params["experiment"] = "recurrent-baseline"
+    at.run()
+    at.switch_page("pages/compare.py").run()
+    assert not at.exception
+    labels = ["Transformer", "GRU encoder-decoder", "GRU + additive attention"]
+    table = at.dataframe[0].value
+    assert table["variant"].tolist() == labels and table["steps per second"].gt(0).all()
+    lengths = chart(at, "compare_lengths")
+    assert [t["name"] for t in lengths["data"]] == labels and lengths["data"][0]["x"][:3] == [1, 2, 3]
+    at.radio(key="compare_timeline_variant").set_value("GRU encoder-decoder").run()
+    assert not at.exception and any("no attention to show" in i.value for i in at.info)
+    at.radio(key="compare_timeline_variant").set_value("GRU + additive attention").run()
+    heads = chart(at, "compare_heads_0")  # the additive attention, drawn as one head
+    assert not at.exception and len(heads["data"]) == 1
+    assert [t["name"] for t in chart(at, "compare_alignment")["data"]] == ["L0 H0"]
