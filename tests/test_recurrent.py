@@ -21,6 +21,7 @@ from transformer.experiments import (
     Experiment,
     experiment_from_json,
     experiment_to_json,
+    load_shipped,
     run_experiment,
     summary_table,
 )
@@ -257,3 +258,15 @@ def test_compare_shows_the_recurrent_baseline_beside_the_transformer():
     heads = chart(at, "compare_heads_0")  # the additive attention, drawn as one head
     assert not at.exception and len(heads["data"]) == 1
     assert [t["name"] for t in chart(at, "compare_alignment")["data"]] == ["L0 H0"]
+
+
+def test_the_shipped_recurrent_baseline_shows_what_its_expectation_says():
+    run = load_shipped("recurrent-baseline")
+    transformer, plain, attention = run.variants
+    solved = summary_table(run)["solved at step"].tolist()
+    assert solved[2] < 400 and not solved[0] <= solved[2]  # attention solves it sooner than the Transformer
+    exact = {v.label: {row["length"]: row["exact_match"] for row in v.lengths} for v in run.variants}
+    assert exact[plain.label][3] == 1.0 and exact[plain.label][10] < 0.5  # one vector: long inputs are lost
+    assert exact[attention.label][11] > 0.9 > 0.1 > exact[transformer.label][11]  # a length past the training
+    rate = summary_table(run).set_index("variant")["steps per second"]
+    assert rate[attention.label] < rate[transformer.label]  # each recurrent step waits for the one before
