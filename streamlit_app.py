@@ -1,15 +1,12 @@
 """Transformer Lab: train a tiny encoder-decoder Transformer live, then open it up.
 
 Run: streamlit run streamlit_app.py
+
+The frame imports only Streamlit at the top: torch, the training workers and the class store take seconds to set up
+on a freshly started server, and Home paints before they load (see `frame`).
 """
 
 import streamlit as st
-
-from pages.classes import class_from_link
-from pages.common import setup_torch
-from pages.links import model_from_link
-from pages.sidebar import sidebar
-from pages.state import shipped_checkpoint_buttons
 
 st.set_page_config(page_title="Transformer Lab", page_icon="🔬", layout="wide")
 
@@ -95,23 +92,43 @@ def home() -> None:
         "Train the encoder-decoder Transformer of *Attention Is All You Need* on toy tasks, live, and watch it learn. "
         "Then open it up: see what the masks hide, what each head attends to, and how it decodes one token at a time."
     )
-    st.caption(f"Computing on: **{setup_torch()}**")
     st.subheader("Try a trained model now")
-    shipped_checkpoint_buttons("load")
+    shipped = st.container()  # filled last: its buttons need torch, which a cold server is still importing
+    st.subheader("A first lesson, about 20 minutes")
+    st.markdown("\n".join(f"{i}. {step}" for i, step in enumerate(LESSON, 1)))
     st.subheader("What to do here")
     for path, title, icon, text in PAGES:
         link_col, text_col = st.columns([1, 3], vertical_alignment="center")
         link_col.page_link(path, label=f"**{title}**", icon=icon)  # a link's label does not wrap: keep it short
         text_col.markdown(text)
-    with st.expander("A first lesson, about 20 minutes"):
-        st.markdown("\n".join(f"{i}. {step}" for i, step in enumerate(LESSON, 1)))
+    from pages.common import setup_torch  # once the page has painted (see the module docstring)
+    from pages.state import shipped_checkpoint_buttons
+
+    with shipped:
+        shipped_checkpoint_buttons("load")
+        st.caption(f"Computing on: **{setup_torch()}**")
+
+
+def frame(page: str) -> None:
+    """Every page's frame: the shipped model and the class an opened link names, and the sidebar. `page`: the
+    page's url path. Imported here, not at the top, so that Home paints before torch loads."""
+    from pages.classes import class_from_link
+    from pages.links import model_from_link
+    from pages.sidebar import sidebar
+
+    model_from_link()
+    class_from_link()
+    sidebar(page)
 
 
 pages = [st.Page(home, title="Home", icon=":material/home:", default=True)] + [
     st.Page(path, title=title, icon=icon) for path, title, icon, _ in PAGES
 ]
 page = st.navigation(pages)
-model_from_link()
-class_from_link()
-sidebar(page.url_path)
-page.run()
+link_notices = st.container()  # what an opened link got wrong, above the page
+if page.url_path == "":  # Home: drawn before the frame's set-up, which the page does not need
+    page.run()
+with link_notices:
+    frame(page.url_path)
+if page.url_path != "":
+    page.run()

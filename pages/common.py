@@ -11,7 +11,7 @@ from pages.streamlit_internals import leave_legacy_pages_mode, this_browser
 from transformer import Checkpoint, load_checkpoint, pick_device
 from transformer.device import device_label
 from transformer.experiments import LiveExperiment
-from transformer.serving import Run, RunRegistry, ServerSettings
+from transformer.serving import Run, RunRegistry, ServerSettings, network_address
 from transformer.serving.worker import READY_TIMEOUT_S
 from transformer.training import warm_up
 
@@ -31,15 +31,18 @@ def setup_torch() -> str:
     """Process-wide torch settings, once; returns the device label.
 
     One intra-op thread per computation: sessions already run on threads of their own, and on a small shared
-    server two jobs each spinning two OpenMP threads on two cores slow each other down many times over. The
-    one-off costs of a first training step are paid here, on a thread of their own, not by the first student.
+    server two jobs each spinning two OpenMP threads on two cores slow each other down many times over. When runs
+    train on server threads, the one-off costs of a first training step are paid here, on a thread of their own,
+    not by the first student; worker processes pay their own before they are ready, and the server's cores are
+    left to the pages.
     """
     settings = run_registry().settings  # also starts the training workers now, not at the first Start
     torch.set_num_threads(settings.torch_threads)
     # How long a thread may hold the GIL while another waits for it (Python's default: 5 ms): a step on a server
     # thread gives up the GIL at every small torch op, and would wait that long behind a page drawing its charts.
     sys.setswitchinterval(settings.switch_interval_s)
-    warm_up()
+    if not settings.worker_processes:
+        warm_up()
     return device_label(pick_device())
 
 
@@ -57,6 +60,12 @@ def live_poll_s() -> float:
     """Seconds between redraws of a live view: LIVE_POLL_S, or longer when so many pages watch runs that the
     server would spend its cores drawing charts instead of training (a class of 30 watching one run)."""
     return max(LIVE_POLL_S, run_registry().watching() / LIVE_REDRAWS_PER_S)
+
+
+def client_address() -> str | None:
+    """The network address this page comes from, as far as the server can tell (`network_address`); None when
+    unknown, as behind a proxy that passes no address."""
+    return network_address(st.context.ip_address, st.context.headers.get("X-Forwarded-For"))
 
 
 def shipped_checkpoints() -> list[str]:

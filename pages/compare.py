@@ -4,7 +4,7 @@ from dataclasses import replace
 
 import streamlit as st
 
-from pages.common import remember_run, run_registry
+from pages.common import client_address, remember_run, run_registry
 from pages.compare_builder import CUSTOM_WIDGETS, custom_builder
 from pages.compare_timeline import PLOTLY_CONFIG, show_timeline
 from pages.downloads import csv_download
@@ -159,7 +159,7 @@ if buttons.button(
     help=elsewhere or "Trains every variant here, one after the other, while the curves stream in.",
 ):
     try:
-        new_job = LiveExperiment.start(experiment, run_registry(), watcher_id(), page_connected())
+        new_job = LiveExperiment.start(experiment, run_registry(), watcher_id(), page_connected(), client_address())
     except ServerBusy as err:
         st.warning(f"Your rerun could not start: {markdown_literal(err)}. The shipped results below need no training.")
     except ValueError as err:

@@ -4,6 +4,7 @@ with each step's next-token probabilities and cross-attention, and a comparison 
 import streamlit as st
 import torch
 
+from pages.alignment_view import decoding_alignment
 from pages.decoding_inputs import example_text, set_input, source_input, strategy_settings
 from pages.links import link_values, share_link
 from pages.state import following_run, keep_result, kept_result, model_page
@@ -234,6 +235,7 @@ with attention_col:
             "written. Later positions do not exist yet while decoding; in training they do, and the causal "
             "mask is what hides them."
         )
+decoding_alignment(steps, ids, task.task, vocab, layer)
 # Logit lens: each decoder layer's guess at this step, computed once per step shown.
 with st.expander("Logit lens: at which layer does the answer appear?"):
     lens = trace.setdefault("lens", {})

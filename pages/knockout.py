@@ -4,6 +4,7 @@ exact match; any set of heads removed together shows its score and some decoded 
 import streamlit as st
 
 from pages.common import shipped_checkpoint
+from pages.patching_view import patching_section
 from pages.state import model_page, per_model, shipped_name
 from transformer.figures.knockout import METRICS, knockout_heatmaps
 from transformer.inspection import ATTENTION_KINDS
@@ -90,6 +91,8 @@ st.caption(
     "without cross-attention and 29% without encoder self-attention. Replacing a head by its mean reads some "
     "heads differently (sort's decoder self-attention layer 0 head 0: 99.2% zeroed, 60.7% replaced)."
 )
+
+patching_section(checkpoint)
 
 st.subheader("Remove heads together")
 labels = [h.label for h in heads]

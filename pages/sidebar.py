@@ -42,7 +42,7 @@ def _job_heartbeat(page: str) -> None:
         job.touch(watcher_id(), page_connected())
         if page != "train":
             steps = job.train_config.steps
-            text = "Queued for training" if job.status == "queued" else f"Training: step {job.step} of {steps}"
+            text = "Queued for training" if job.status == "queued" else f"Training: step {job.step}, at most {steps:,}"
             st.progress(min(job.step / steps, 1.0), text=text)
     if comparison is not None:
         comparison.chain.touch(page_connected())

@@ -1,11 +1,13 @@
 """Train: a fresh Transformer learns a toy task while its loss, accuracy and outputs stream in.
 
 While a run is queued or training, its status, controls and curves sit at the top of the page, in view on a
-projector; the settings form comes back under the results once it has ended.
+projector. Once it has ended, how it ended and where to go next sit above its curves, in view without scrolling,
+and the settings form comes back under them.
 """
 
 import streamlit as st
 
+from pages.alignment_view import train_alignment
 from pages.classes import class_seat, prediction_input, prediction_result
 from pages.common import live_poll_s, run_registry
 from pages.downloads import csv_download
@@ -13,6 +15,7 @@ from pages.links import share_link
 from pages.state import (
     JOB,
     TRAIN_SAVED,
+    drop_flash,
     save_finished_job,
     session_run_elsewhere,
     show_flashes,
@@ -86,6 +89,22 @@ def shared_charts(job_id: tuple, n_rows: int, n_steps: int, _job: Run):
     return loss, accuracy_figure(rows, height=CHART_HEIGHT)
 
 
+def progress_line(job: Run, rows: list) -> tuple[float, str]:
+    """A training run's progress bar and its words. A run that stops once solved fills the bar with its held-out
+    exact match, the measure that ends it; its step budget is a ceiling, not a forecast. Any other run fills it with
+    its step budget, which it trains to the end."""
+    what = "Paused at" if job.status == "paused" else "Training:"
+    config, p = job.train_config, progress(rows, job.train_config)
+    left = "" if p.eta_s is None else f" (at most {p.eta_s:.0f} s more)"
+    if not config.early_stop:
+        return p.fraction, f"{what} step {job.step} of {config.steps:,}{left}"
+    solved = float(rows[-1]["exact_match"]) if rows else 0.0  # a float: st.progress reads an int as percent
+    return solved, (
+        f"{what} step {job.step} · held-out exact match {solved:.0%}: the run stops when it reaches 100%. "
+        f"Its budget of {config.steps:,} steps{left} is a ceiling, not a forecast."
+    )
+
+
 poll_s = live_poll_s()
 
 
@@ -120,12 +139,7 @@ def live_view(job: Run, polling: bool) -> None:
     if job.status == "preparing":
         st.progress(0.0, text="Preparing: building the model and drawing the held-out set...")
     elif job.status in ("training", "paused"):
-        p = progress(rows, job.train_config)
-        eta = "" if p.eta_s is None else f" · {p.steps_per_s:.1f} steps/s · at most {p.eta_s:.0f} s left"
-        what = "Paused at" if job.status == "paused" else "Training:"
-        st.progress(
-            min(job.step / job.train_config.steps, 1.0), text=f"{what} step {job.step} of {job.train_config.steps}{eta}"
-        )
+        st.progress(*progress_line(job, rows))
     if not losses:  # preparing, or ended before its first step
         return
     loss_col, acc_col = st.columns(2)
@@ -142,40 +156,34 @@ def live_view(job: Run, polling: bool) -> None:
             f"token, so even a perfect model's training loss is {floor:.2f} (dotted line). The held-out "
             "loss is plain cross-entropy and can go to 0."
         )
+    train_alignment(job)
     if rows:
         step = int(rows[-1]["step"])
         st.markdown(f"**Five held-out inputs**, decoded greedily by the model as of step {step}:")
         st.dataframe(shared_examples(run_id(job), step, job), hide_index=True)
 
 
-show_flashes("train_left")
-
-if job is not None:
-    live_view(job, polling=active)
-    if job.losses:  # drawn with the page, not at every poll: the schedule itself never changes
-        with st.expander("Learning rate over the run"):
-            st.plotly_chart(lr_figure(job.train_config, job.step), key="train_lr_chart")
-            st.caption(
-                "The schedule, step by step over the whole step budget; the dashed line is where the run was when "
-                "this page was drawn. Adam's steps are this rate times its own per-weight scaling."
-            )
+def outcome(job: Run) -> None:
+    """How the ended run ended and what to do next: above its curves, in view without scrolling when it ends."""
+    if (joined := drop_flash("train_joined")) is not None:  # Start joined a run that had already ended
+        st.info(joined[1], icon=":material/join:")
+        st.toast(joined[1], icon=":material/join:", duration="long")  # seen wherever the page is scrolled to
     if job.error:
         st.error(
             f"Training stopped with an error: {markdown_literal(job.error)}. Change the settings below and start again."
         )
     elif job.withdrawn:
         st.warning(f"Your run left the queue without starting: {job.withdrawn}. Press Start to queue again.")
-    elif job.done and job.result is not None and job.result.steps == 0:
+    elif job.result is not None and job.result.steps == 0:
         st.info("Stopped before the first training step: nothing was trained or saved.")
-    elif job.done and job.result is not None:
+    elif job.result is not None:
         save_finished_job()  # usually done already by the sidebar, unless the run ended during this rerun
         saved, result = st.session_state[TRAIN_SAVED], job.result
         scores = f"exact match {result.exact_match:.1%} and token accuracy {result.token_acc:.1%} on the held-out set"
         if result.reason == "stopped":
-            st.info(
-                f"Stopped at step {result.steps} after {result.seconds:.1f} s (by you, because a pause lasted too "
-                f"long, or because {unwatched(run_registry().settings.idle_timeout_s)}): {scores}."
-            )
+            idle = unwatched(run_registry().settings.idle_timeout_s)
+            why = f"because {markdown_literal(job.notice)}" if job.notice else f"by you, or because {idle}"
+            st.info(f"Stopped at step {result.steps} after {result.seconds:.1f} s ({why}): {scores}.")
         else:
             st.success(
                 f"Finished after {result.steps} steps in {result.seconds:.1f} s, because "
@@ -184,11 +192,12 @@ if job is not None:
         if saved["error"]:
             st.error(f"The trained model could not be saved as a checkpoint: {markdown_literal(saved['error'])}")
         elif saved["in_hand"]:
-            st.info(
+            in_hand_col, *link_cols = st.columns([3, 1, 1, 1], vertical_alignment="center")
+            in_hand_col.info(
                 f"The model is now **in hand** as *trained: {markdown_literal(saved['name'])}*: open it up on the "
                 "other pages."
             )
-            for col, (path, label, icon) in zip(st.columns(3), NEXT_PAGES):
+            for col, (path, label, icon) in zip(link_cols, NEXT_PAGES):
                 col.page_link(path, label=label, icon=icon)
         else:
             st.info(
@@ -197,19 +206,41 @@ if job is not None:
             )
         if seat:
             prediction_result(seat)
-        with st.expander("Metrics of every row, and downloads"):
-            table = metrics_table(job.rows[:])
-            st.dataframe(table, hide_index=True, column_config=METRIC_FORMATS)
-            csv_col, ckpt_col = st.columns(2)
-            csv_download(csv_col, "Download metrics (CSV)", table, f"{saved['name']}-metrics.csv", "download_metrics")
-            if not saved["error"]:
-                ckpt_col.download_button(
-                    "Download checkpoint",
-                    saved["data"],
-                    f"{saved['name']}.pt",
-                    "application/octet-stream",
-                    key="download_checkpoint",
-                )
+
+
+def downloads(job: Run) -> None:
+    """Every metric row of a finished run, and its metrics and checkpoint to download."""
+    saved = st.session_state[TRAIN_SAVED]
+    with st.expander("Metrics of every row, and downloads"):
+        table = metrics_table(job.rows[:])
+        st.dataframe(table, hide_index=True, column_config=METRIC_FORMATS)
+        csv_col, ckpt_col = st.columns(2)
+        csv_download(csv_col, "Download metrics (CSV)", table, f"{saved['name']}-metrics.csv", "download_metrics")
+        if not saved["error"]:
+            ckpt_col.download_button(
+                "Download checkpoint",
+                saved["data"],
+                f"{saved['name']}.pt",
+                "application/octet-stream",
+                key="download_checkpoint",
+            )
+
+
+show_flashes("train_left")
+
+if job is not None:
+    if not active:  # ended as this redraw began: a run that ends during it redraws the page
+        outcome(job)
+    live_view(job, polling=active)
+    if job.losses:  # drawn with the page, not at every poll: the schedule itself never changes
+        with st.expander("Learning rate over the run"):
+            st.plotly_chart(lr_figure(job.train_config, job.step), key="train_lr_chart")
+            st.caption(
+                "The schedule, step by step over the whole step budget; the dashed line is where the run was when "
+                "this page was drawn. Adam's steps are this rate times its own per-weight scaling."
+            )
+    if not active and job.result is not None and job.result.steps > 0 and not job.error:
+        downloads(job)
 
 if not active:
     if job is not None:

@@ -3,7 +3,7 @@
 import streamlit as st
 
 from pages.classes import answer_prediction, class_recorder, seat_in_class
-from pages.common import forget_run, remember_run, run_registry
+from pages.common import client_address, forget_run, remember_run, run_registry
 from pages.state import FOLLOW_JOB, JOB, flash, session_run_elsewhere, watcher_id
 from pages.streamlit_internals import page_connected
 from pages.train_form import KEPT, config_values, remember_values
@@ -13,6 +13,11 @@ from transformer.live import build_configs
 from transformer.serving import Run, ServerBusy
 
 FIRST_STEP_WAIT_S = 0.5  # how long Start waits for a new run's first step (set-up takes about 0.1 s)
+SAME_RUN = (
+    "Start joined the run these settings already made, which has finished: its curves and result are here. The "
+    "same settings and the same seed give the same run (the same data, the same starting weights): change the seed "
+    "for a new one."
+)
 CONTROL_HELP = {  # what each control does, by widget key
     "resume_training": "Go on training from this step.",
     "pause_training": "Hold the run before its next step; the model in hand is the paused one.",
@@ -35,7 +40,7 @@ def start_run() -> None:
         configs = seat.configs(*config_values(state)) if seat else build_configs(*config_values(state))
         if seat:
             answer_prediction(seat)
-        job = run_registry().submit(watcher_id(), *configs, page_connected())
+        job = run_registry().submit(watcher_id(), *configs, page_connected(), client_address())
     except ServerBusy as err:
         flash("train_form", "warning", f"Your run could not start: {markdown_literal(str(err))}.")
     except ClassroomError as err:
@@ -51,6 +56,8 @@ def start_run() -> None:
         # the run is in hand, and the Train form shows its settings, after a reload too
         remember_run(JOB, job, {FOLLOW_JOB: True, KEPT: state[KEPT]})
         job.wait_until_moving(FIRST_STEP_WAIT_S)  # the curve then starts in this redraw, not at the next poll
+        if job.done:  # these settings made a run that has ended: this redraw shows its curves and result
+            flash("train_joined", "info", SAME_RUN)
 
 
 def leave_run() -> None:

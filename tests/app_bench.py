@@ -1,5 +1,6 @@
-"""App benchmark: training speed inside the app against the same run outside it, and the server time of a page
-switch and of a decoding step with a trained model in hand. Run: python tests/app_bench.py
+"""App benchmark: training speed inside the app against the same run outside it, the server time of a page switch
+and of a decoding step with a trained model in hand, and Home's first paint against a bare one-line page's.
+Run: python tests/app_bench.py (everything) or python tests/app_bench.py first-paint (the first paint alone).
 
 Every training run uses the app's thread setting (LAB_TORCH_THREADS, default 1). Two measurements of the in-app
 speed, each against the same run outside the app:
@@ -10,16 +11,25 @@ speed, each against the same run outside the app:
   student's laptop; see `load_test.Renicer`), started with the page's defaults
   (seed 11, inputs up to 12 long: a run of about 1,000 steps). The page's "Finished after N steps in S s" against
   the same settings trained outside the app; both train the same steps, so their seconds compare.
+
+First paint (with Chromium): rounds of two freshly started servers, one serving the app and one a bare page of one
+`st.title`, each opened at once in Chromium (cold: the server's first script run), then again in a new browser
+context once the first has finished (warm). A page's first paint is when its first heading enters the page, timed
+in the page from the start of navigation. The ratios of the medians, Home over the bare page, are what compare: the
+two are timed in the same minutes on the same machine.
 """
 
 import json
 import os
 import re
+import shutil
 import statistics
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
+from unittest import mock
 
 import torch
 from streamlit.testing.v1 import AppTest
@@ -158,7 +168,101 @@ def server_times() -> dict:
     }
 
 
+BARE_PAGE = 'import streamlit as st\n\nst.title("Transformer Lab")\n'
+FIRST_PAINT_ROUNDS = 3
+FIRST_HEADING = """new MutationObserver((_, observer) => {
+    if (document.querySelector("[data-testid='stMain'] h1")) {
+        window.firstPaint = performance.now() / 1000;
+        observer.disconnect();
+    }
+}).observe(document, {subtree: true, childList: true});"""
+
+
+def first_paint_s(browser, url: str) -> float:
+    """Seconds from the start of navigation to `url`, in a new browser context, to its first heading; waits until
+    the page's script run has finished, so that what it set up is there for the next visit."""
+    from conftest import wait_idle
+
+    context = browser.new_context(viewport={"width": 1280, "height": 800})
+    context.add_init_script(FIRST_HEADING)
+    page = context.new_page()
+    page.goto(url, wait_until="commit")
+    page.wait_for_function("() => window.firstPaint !== undefined", timeout=120_000)
+    seconds = page.evaluate("() => window.firstPaint")
+    wait_idle(page, timeout_ms=120_000)
+    context.close()
+    return seconds
+
+
+def cold_and_warm(browser, server_of) -> tuple[float, float]:
+    """First paint on a freshly started server (`server_of()`, a LabServer not yet started), then on the same server
+    once warm."""
+    with server_of() as server:
+        return first_paint_s(browser, server.url), first_paint_s(browser, server.url)
+
+
+def first_paint() -> dict | None:
+    """Median cold and warm first paints of Home and of a bare page, and their ratios; None without Chromium."""
+    sys.path.insert(0, str(ROOT / "tests" / "browser"))
+    import conftest
+    from playwright.sync_api import sync_playwright
+
+    if not conftest.CHROMIUM.exists():
+        return None
+    bare = Path(tempfile.mkdtemp(prefix="bare-page-"))
+    (bare / "streamlit_app.py").write_text(BARE_PAGE)
+    shutil.copytree(ROOT / ".streamlit", bare / ".streamlit")  # the app's theme and settings, for both
+
+    def bare_server() -> conftest.LabServer:  # LabServer serves streamlit_app.py from conftest.ROOT
+        server = conftest.LabServer(conftest.ARTIFACTS / "server-bare-page.log")
+        server.start = mock.patch.object(conftest, "ROOT", bare)(server.start)
+        return server
+
+    def app_server() -> conftest.LabServer:
+        return conftest.LabServer(conftest.ARTIFACTS / "server-first-paint.log")
+
+    times = {"home": ([], []), "bare": ([], [])}
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(
+            executable_path=str(conftest.CHROMIUM), headless=True, args=conftest.CHROMIUM_ARGS
+        )
+        for _ in range(FIRST_PAINT_ROUNDS):  # interleaved: a change in the machine's load touches both alike
+            for name, server_of in (("bare", bare_server), ("home", app_server)):
+                cold, warm = cold_and_warm(browser, server_of)
+                times[name][0].append(cold)
+                times[name][1].append(warm)
+        browser.close()
+    shutil.rmtree(bare)
+    medians = {
+        f"{name}_{kind}_s": statistics.median(times[name][i])
+        for name in times
+        for i, kind in enumerate(["cold", "warm"])
+    }
+    return {
+        **medians,
+        "first_paints_s": times,
+        "cold_ratio": medians["home_cold_s"] / medians["bare_cold_s"],
+        "warm_ratio": medians["home_warm_s"] / medians["bare_warm_s"],
+    }
+
+
+def print_first_paint(figures: dict) -> None:
+    print(
+        f"first paint, median of {FIRST_PAINT_ROUNDS} fresh servers: Home {figures['home_cold_s']:.2f} s cold, "
+        f"{figures['home_warm_s']:.2f} s warm; a bare page {figures['bare_cold_s']:.2f} s cold, "
+        f"{figures['bare_warm_s']:.2f} s warm; Home over the bare page {figures['cold_ratio']:.2f} cold "
+        f"(target <= 1.5) and {figures['warm_ratio']:.2f} warm"
+    )
+
+
 if __name__ == "__main__":
+    if sys.argv[1:] == ["first-paint"]:
+        paints = first_paint()
+        if paints is None:
+            sys.exit(f"first paint needs Chromium at {Path('/usr/bin/chromium')}")
+        print_first_paint(paints)
+        print(json.dumps(paints))
+        sys.exit()
     torch.set_num_threads(THREADS)
     outside = outside_app()
     inside = inside_app()
@@ -169,6 +273,8 @@ if __name__ == "__main__":
         "app_over_cli": inside / outside,
         **server_times(),
     }
+    if paints := first_paint():
+        figures |= paints
     if in_browser := served():  # last: it lowers this process's CPU priority
         figures |= in_browser
     print(
@@ -180,6 +286,8 @@ if __name__ == "__main__":
         f"decoding step: median {figures['decode_step_ms_median']:.0f} ms, max {figures['decode_step_ms_max']:.0f} ms "
         "(AppTest server time; target < 200 ms)"
     )
+    if paints:
+        print_first_paint(paints)
     if in_browser:
         print(
             f"served app, watched by Chromium: {in_browser['served_steps']} steps in {in_browser['served_s']:.1f} s; "

@@ -3,18 +3,27 @@
 import pytest
 import torch
 
-from transformer.alignment import alignment_score, ideal_alignment
+from transformer.alignment import (
+    alignment_score,
+    alignment_series,
+    best_head,
+    found_at,
+    head_scores,
+    ideal_alignment,
+    source_positions,
+)
+from transformer.tasks import TASKS
 
 
 def test_a_perfect_diagonal_scores_one_on_copy():
-    ideal = ideal_alignment("copy", 5, 6)  # 5 source tokens; BOS + 5 target tokens query them
+    ideal = ideal_alignment("copy", [4, 0, 2, 2, 9], 6)  # 5 source tokens; BOS + 5 target tokens query them
     weights = torch.full((6, 5), 1 / 5)  # the EOS row (last) has no ideal key, so what it does is not scored
     weights[:5] = torch.eye(5)
     assert alignment_score(weights, ideal) == pytest.approx(1.0)
 
 
 def test_the_anti_diagonal_is_perfect_for_reverse_and_the_diagonal_is_not():
-    ideal = ideal_alignment("reverse", 4, 5)
+    ideal = ideal_alignment("reverse", [1, 2, 3, 4], 5)
     anti = torch.zeros(5, 4)
     anti[:4] = torch.eye(4).flip(1)
     assert alignment_score(anti, ideal) == pytest.approx(1.0)
@@ -23,18 +32,41 @@ def test_the_anti_diagonal_is_perfect_for_reverse_and_the_diagonal_is_not():
     assert alignment_score(diagonal, ideal) == pytest.approx(0.0)
 
 
-@pytest.mark.parametrize("task", ["copy", "reverse", "swap_pairs"])
-def test_uniform_attention_scores_one_over_the_source_length(task):
-    assert alignment_score(torch.full((9, 8), 1 / 8), ideal_alignment(task, 8, 9)) == pytest.approx(1 / 8)
+@pytest.mark.parametrize("task", ["copy", "reverse", "swap_pairs", "sort", "increment"])
+def test_every_ideal_scores_one_and_uniform_attention_one_over_the_source_length(task):
+    source = [3, 1, 4, 1, 5, 9, 2, 6]
+    ideal = ideal_alignment(task, source, 9)
+    assert alignment_score(ideal, ideal) == pytest.approx(1.0)
+    assert alignment_score(torch.full((9, 8), 1 / 8), ideal) == pytest.approx(1 / 8)
 
 
 def test_ideal_alignments_have_one_key_per_output_token():
-    reverse = ideal_alignment("reverse", 3, 4)
+    reverse = ideal_alignment("reverse", [0, 0, 0], 4)
     assert reverse.shape == (4, 3)
     assert reverse.tolist() == [[0, 0, 1], [0, 1, 0], [1, 0, 0], [0, 0, 0]]
-    swap = ideal_alignment("swap_pairs", 5, 6)
+    swap = ideal_alignment("swap_pairs", [0] * 5, 6)
     assert swap.argmax(dim=1)[:5].tolist() == [1, 0, 3, 2, 4]  # the odd last symbol stays
-    assert ideal_alignment("sort", 5, 6) is None  # where a symbol goes depends on the others
+
+
+def test_sort_aligns_by_rank_and_takes_equal_symbols_in_source_order():
+    source = [3, 1, 3, 0, 1]
+    positions = source_positions("sort", source)
+    assert positions == [3, 1, 4, 0, 2]  # 0, then the first 1, the second 1, the first 3, the second 3
+    assert [source[p] for p in positions] == TASKS["sort"].fn(source, 10)
+
+
+@pytest.mark.parametrize("task", ["copy", "reverse", "swap_pairs", "sort", "increment"])
+def test_each_output_token_comes_from_its_source_position(task):
+    source = [7, 2, 9, 2, 0, 5, 2]
+    target = TASKS[task].fn(list(source), 10)
+    expected = [(s + 1) % 10 for s in source] if task == "increment" else source
+    assert [expected[p] for p in source_positions(task, source)] == target
+
+
+def test_a_task_without_an_alignment_has_no_ideal_and_no_scores():
+    assert source_positions("no such task", [1, 2]) is None
+    assert ideal_alignment("no such task", [1, 2], 3) is None
+    assert alignment_series("no such task", [1, 2], [[torch.full((1, 3, 2), 0.5)]]) == {}
 
 
 def test_alignment_score_refuses_mismatched_or_unscorable_inputs():
@@ -42,3 +74,28 @@ def test_alignment_score_refuses_mismatched_or_unscorable_inputs():
         alignment_score(torch.ones(3, 4), torch.ones(4, 3))
     with pytest.raises(ValueError):
         alignment_score(torch.ones(3, 4), torch.zeros(3, 4))
+
+
+def test_head_scores_leave_out_padded_keys_and_score_each_head():
+    source = [5, 6, 7]
+    head0 = torch.zeros(4, 5)  # 3 real keys and 2 padding keys (weight 0); BOS + 3 targets + the EOS row
+    head0[:3, :3] = torch.eye(3).flip(1)
+    head1 = torch.zeros(4, 5)
+    head1[:, :3] = 1 / 3
+    scores = head_scores("reverse", source, [torch.stack([head0, head1])])
+    assert scores.shape == (1, 2)
+    assert scores[0].tolist() == pytest.approx([1.0, 1 / 3])
+
+
+def test_the_series_follows_each_head_and_the_best_head_passes_the_threshold_at_its_step():
+    source = [1, 2, 3, 4]
+    uniform = torch.full((2, 5, 4), 1 / 4)  # two heads
+    learned = uniform.clone()
+    learned[1, :4] = torch.eye(4).flip(1)  # head 1 finds the anti-diagonal
+    series = alignment_series("reverse", source, [[uniform], [uniform], [learned]])
+    assert list(series) == ["L0 H0", "L0 H1"]
+    assert series["L0 H1"] == pytest.approx([0.25, 0.25, 1.0])
+    best = best_head(series)
+    assert [label for label, _ in best][-1] == "L0 H1"
+    assert found_at([0, 25, 50], [score for _, score in best]) == 50
+    assert found_at([0, 25], [0.25, 0.89]) is None

@@ -1,5 +1,7 @@
 """The Decoding page, driven through AppTest with a small model that has solved reverse on length-4 inputs."""
 
+import copy
+import dataclasses
 import json
 import time
 from pathlib import Path
@@ -193,6 +195,17 @@ def test_an_untrained_model_gets_it_wrong_and_the_table_shows_where(strategy):
     table = at.dataframe[0].value
     assert list(table["true target"][:4]) == ["0", "3", "4", "</s>"]
     assert (table["free-running prediction"] != table["true target"]).any()
+
+
+@pytest.mark.parametrize("strategy", ["greedy", "sample", "beam"])
+def test_a_model_whose_outputs_are_not_finite_gets_a_message_not_an_exception(solved_reverse, strategy):
+    model = copy.deepcopy(solved_reverse.model)
+    with torch.no_grad():
+        model.embed.lut.weight.mul_(1e38)  # every weight finite, every output NaN
+    at = open_page(dataclasses.replace(solved_reverse, model=model))
+    at.radio(key="decode_strategy").set_value(strategy).run()
+    assert not at.exception
+    assert "outputs are not finite" in at.error[0].value and not at.get("plotly_chart")
 
 
 def test_sampling_renders_with_its_settings(solved_reverse):

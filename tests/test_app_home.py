@@ -1,5 +1,6 @@
 """The Home page through AppTest: the shipped models load with one click, a broken one is refused, and the first
-lesson names only pages, buttons and experiments that exist."""
+lesson is open on the page, before anything is clicked and after, and names only pages, buttons and experiments that
+exist."""
 
 from pathlib import Path
 
@@ -57,11 +58,27 @@ def test_home_links_every_page_in_teaching_order():
     ]
 
 
+def lesson_text(at: AppTest) -> str:
+    """The first lesson's text, from the main area's top level (not inside an expander that could fold it)."""
+    headings = [element.value for element in at.main if element.type == "subheader"]
+    assert "A first lesson, about 20 minutes" in headings
+    steps = [element.value for element in at.main if element.type == "markdown" and element.value.startswith("1. ")]
+    assert len(steps) == 1, steps
+    return steps[0]
+
+
+def test_home_opens_on_the_lesson_and_keeps_it_open_after_a_load():
+    at = open_home()
+    assert not at.expander  # nothing to open
+    before = lesson_text(at)
+    at.button(key="load_reverse").click().run()
+    assert not at.exception and "Loaded **reverse**" in at.success[0].value
+    assert lesson_text(at) == before
+
+
 def test_the_first_lesson_names_what_exists():
     at = open_home()
-    lesson = at.expander[0]
-    assert lesson.label == "A first lesson, about 20 minutes"
-    text = lesson.markdown[0].value
+    text = lesson_text(at)
     assert text.startswith("1. **See a trained model work.**") and "7. **Open it up.**" in text
     links = {link.proto.label for link in at.get("page_link")}  # the page list above it: "**Train**", ...
     for page in ("**Decoding**", "**Train**", "**Compare runs**", "**Masking lab**", "**Length test**", "**Anatomy**"):

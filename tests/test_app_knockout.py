@@ -1,15 +1,20 @@
 """The Knockout page and the Decoding page's logit lens through AppTest, on the shipped reverse model."""
 
+import json
 from pathlib import Path
 
 import numpy as np
+import pytest
 import torch
 from app_state import kept
 from streamlit.testing.v1 import AppTest
 from test_app_decoding import array, charts
 
 from transformer import Checkpoint, DataConfig, ModelConfig, Transformer, Vocab
+from transformer.checkpoint import load_checkpoint
 from transformer.knockout import all_heads, score
+from transformer.patching import patching_grid
+from transformer.tasks import TaskData
 
 ROOT = Path(__file__).resolve().parent.parent
 APP, PAGE = str(ROOT / "streamlit_app.py"), "pages/knockout.py"
@@ -27,6 +32,14 @@ def open_page(page: str = PAGE, checkpoint: Checkpoint | None = None, shipped: s
     at.switch_page(page).run()
     assert not at.exception
     return at
+
+
+def chart(at: AppTest, key: str) -> dict:
+    """The plotly spec of the chart with this key."""
+    for element in at.get("plotly_chart"):
+        if element.proto.id.endswith(key):
+            return json.loads(element.proto.spec)
+    raise AssertionError(f"no chart with key {key}")
 
 
 def metrics(at: AppTest) -> dict[str, str]:
@@ -117,3 +130,53 @@ def test_the_logit_lens_shows_each_decoder_layer_guess_at_the_step_shown():
     at.button(key="decode_next").click().run()
     assert not at.exception and "Each decoder layer's next-token guess, step 2" in charts(at)
     assert set(kept(at, "decoding").value["lens"]) == {0, 1}
+
+
+def patched(at: AppTest) -> AppTest:
+    """Press Patch."""
+    at.button(key="patch_run").click().run()
+    assert not at.exception
+    return at
+
+
+def test_patching_starts_from_a_held_out_input_with_its_middle_symbol_changed_and_draws_the_head_grid():
+    at = open_page()
+    assert kept(at, "patching_grid") is None  # nothing is patched before the button is pressed
+    patched(at)
+    grid = kept(at, "patching_grid").value
+    checkpoint = load_checkpoint(ROOT / "checkpoints" / "reverse.pt")
+    source = TaskData(checkpoint.task, checkpoint.vocab).valid_sources[0]
+    clean = " ".join(map(str, source))
+    assert at.text_input(key="patch_clean").value == clean
+    corrupted = at.text_input(key="patch_corrupted").value.split()
+    assert [i for i, (a, b) in enumerate(zip(clean.split(), corrupted)) if a != b] == [len(source) // 2]
+    want = patching_grid(checkpoint.model, checkpoint.vocab, "reverse", clean, " ".join(corrupted))
+    assert grid.heads["recovered"].tolist() == pytest.approx(want.heads["recovered"].tolist(), abs=1e-5)
+    heads = chart(at, "patch_heads_chart")
+    cross = [t for t in heads["data"] if t["xaxis"] == "x3"][0]  # the third panel: cross-attention
+    assert np.allclose(
+        array(cross["z"]), want.heads[want.heads["kind"] == "cross"]["recovered"].to_numpy()[None], atol=1e-5
+    )
+    assert any("Clean answer" in m.value for m in at.markdown)
+
+
+def test_patching_the_residual_stream_draws_the_encoder_and_the_decoder():
+    at = patched(open_page())
+    at.radio(key="patch_sites").set_value("stream").run()
+    assert not at.exception
+    grid = kept(at, "patching_grid").value
+    spec = chart(at, "patch_stream_chart")
+    encoder, decoder = spec["data"]
+    n = len(grid.clean)
+    z = array(encoder["z"]).astype(float)
+    assert z.shape == (2, n)  # the embeddings and the one encoder layer, at each source position
+    assert z[0].tolist() == [1.0 if i == n // 2 else 0.0 for i in range(n)]  # only the changed symbol differs there
+    assert array(decoder["z"]).shape == (1, n + 1)
+
+
+def test_inputs_that_cannot_be_patched_show_an_error_not_a_traceback():
+    at = open_page()
+    at.text_input(key="patch_corrupted").set_value("1 2")
+    at.button(key="patch_run").click().run()
+    assert not at.exception
+    assert "as long as the clean one" in at.error[0].value

@@ -12,6 +12,7 @@ from streamlit.testing.v1 import AppTest
 
 import pages.common
 import pages.state
+from pages.train_controls import SAME_RUN
 from transformer.checkpoint import load_checkpoint
 from transformer.model import ModelConfig
 from transformer.serving import Run
@@ -147,6 +148,72 @@ def test_training_streams_curves_and_puts_the_model_in_hand(stop_jobs):
     assert not at.button(key="start_training").disabled
 
 
+def main_in_order(block) -> list[str]:
+    """The types of the elements under `block`, top to bottom as the page draws them."""
+    types = []
+    for index in sorted(block.children):
+        node = block.children[index]
+        types += main_in_order(node) if node.type == "block" or hasattr(node, "children") else [node.type]
+    return types
+
+
+def test_start_on_a_finished_identical_run_shows_its_result_at_once_and_says_why(stop_jobs):
+    first, second = open_train(), open_train()
+    stop_jobs.extend([first, second])
+    settings = dict(task="copy", min_len=3, max_len=3, symbols=4, steps=60, batch=32)
+    start(first, **settings)
+    poll_until_done(first)
+    job = first.session_state["job"]
+    assert job.ended_on_its_own_terms() and SAME_RUN not in [info.value for info in first.info]
+    finished = f"Finished after {job.result.steps} steps"
+
+    start(second, **settings)  # another student, the same settings: this one redraw shows the run's end
+    assert second.session_state["job"] is job
+    assert second.info[0].value == SAME_RUN and second.toast[0].value == SAME_RUN
+    assert second.success[0].value.startswith(finished) and second.get("plotly_chart")
+
+    start(first)  # the same student again, the form unchanged
+    assert first.session_state["job"] is job and first.info[0].value == SAME_RUN
+    assert first.success[0].value.startswith(finished)
+    first.run()
+    assert SAME_RUN not in [info.value for info in first.info]  # said once, at the Start it answers
+
+
+def test_the_end_of_a_run_is_drawn_above_its_curves(stop_jobs):
+    at = open_train()
+    stop_jobs.append(at)
+    start(at, task="copy", min_len=3, max_len=3, symbols=4, steps=60, batch=32)
+    poll_until_done(at)
+    order = main_in_order(at.main)
+    assert order.index("success") < order.index("plotly_chart")  # the outcome first, in view when the run ends
+    assert order.index("page_link") < order.index("plotly_chart")  # and where to go next
+
+
+def paused_run(at: AppTest) -> Run:
+    """Start a long reverse run, let it report a metric row, pause it and redraw the page once it holds."""
+    start(at, task="reverse", steps=5000)
+    job = at.session_state["job"]
+    wait_for_a_new_row(job)
+    at.button(key="pause_training").click()
+    at.run()
+    wait_until(lambda: job.status == "paused")  # held once the step in flight ends
+    at.run()
+    return job
+
+
+def test_the_progress_line_fills_with_exact_match_and_calls_the_step_budget_a_ceiling(stop_jobs):
+    at = open_train()
+    stop_jobs.append(at)
+    job = paused_run(at)  # no new row while the page is read
+    bar = at.get("progress")[0].proto
+    assert bar.value == int(100 * job.rows[-1]["exact_match"])  # the measure that ends the run, not the steps
+    assert bar.text.startswith(f"Paused at step {job.step} · held-out exact match ")
+    assert "the run stops when it reaches 100%" in bar.text and "5,000 steps" in bar.text
+    assert bar.text.endswith("is a ceiling, not a forecast.")
+    at.button(key="stop_training").click()
+    at.run()
+
+
 def test_every_form_setting_reaches_the_run(stop_jobs):
     at = open_train()
     stop_jobs.append(at)
@@ -220,13 +287,7 @@ def test_the_form_makes_way_for_the_run_while_it_trains_and_stop_ends_it(stop_jo
 def test_pause_holds_the_run_step_trains_one_row_and_resume_finishes_it(stop_jobs):
     at = open_train()
     stop_jobs.append(at)
-    start(at, task="reverse", steps=5000)
-    job = at.session_state["job"]
-    wait_for_a_new_row(job)
-    at.button(key="pause_training").click()
-    at.run()
-    wait_until(lambda: job.status == "paused")  # held once the step in flight ends
-    at.run()
+    job = paused_run(at)
     assert at.button(key="step_training").disabled is False
     held = job.step
     time.sleep(0.5)

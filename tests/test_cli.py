@@ -197,6 +197,23 @@ def test_out_is_checked_without_leaving_folders_behind(tmp_path, capsys):
     assert status == 2 and "MB limit" in err and not (tmp_path / "new").exists()
 
 
+@pytest.mark.parametrize("command", [["evaluate"], ["evaluate", "--lengths", "2-3"], ["predict", "1 2 3"]])
+def test_a_model_whose_outputs_are_not_finite_is_one_clear_line_not_nan(trained, capsys, monkeypatch, command):
+    checkpoint = load_checkpoint(trained[2])
+    with torch.no_grad():
+        checkpoint.model.embed.lut.weight.mul_(1e38)  # every weight finite, every output NaN
+    monkeypatch.setattr(cli_module, "load_checkpoint", lambda path: checkpoint)  # whatever loading checks
+    status, out, err = run(capsys, command[0], str(trained[2]), *command[1:])
+    assert status == 2 and out == "" and err.count("\n") == 1 and "outputs are not finite" in err
+
+
+def test_evaluate_prints_no_nan_when_only_the_teacher_forced_scores_overflow(trained, capsys, monkeypatch):
+    nan_loss = {"val_loss": float("nan"), "token_acc": 1.0, "exact_match": 1.0}  # decoding itself stayed finite
+    monkeypatch.setattr(cli_module, "evaluate", lambda *args: nan_loss)
+    status, out, err = run(capsys, "evaluate", str(trained[2]))
+    assert status == 2 and out == "" and err.count("\n") == 1 and "outputs are not finite" in err
+
+
 def test_evaluate_needs_a_positive_n(trained, capsys):
     status, _, err = run(capsys, "evaluate", str(trained[2]), "--n", "0")
     assert status == 2 and err.startswith("error: ") and "--n" in err
@@ -222,6 +239,8 @@ def test_predict_refuses_extra_arguments(trained, capsys, args, unrecognized):
 
 BAD_ARGUMENTS = {
     "device": (["train", "--device", "tpu"], "unknown device 'tpu'"),
+    "device torch knows, the lab does not": (["train", "--device", "xpu"], "unknown device 'xpu'"),
+    "device torch knows, not built in": (["train", "--device", "hpu:0"], "unknown device 'hpu:0'"),
     "absent GPU": (["train", "--device", "cuda:7" if not torch.cuda.is_available() else "mps:9"], "available"),
     "infinite time budget": (["train", "--time-budget", "inf"], "--time-budget: must be from 0 to 86,400"),
     "NaN time budget": (["train", "--time-budget", "nan"], "--time-budget: must be from 0"),

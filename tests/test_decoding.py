@@ -1,8 +1,10 @@
 import copy
+import itertools
 
 import pytest
 import torch
 
+from pages.train_form import FIELDS
 from transformer import decoding
 from transformer.decoding import (
     Beam,
@@ -13,7 +15,8 @@ from transformer.decoding import (
     sampling_probs,
     teacher_forced,
 )
-from transformer.model import ModelConfig, Transformer
+from transformer.limits import SAMPLING_TEMPERATURES, TRAIN_FORM_LIMITS
+from transformer.model import ModelConfig, NonFiniteOutputError, Transformer
 
 PAD, BOS, EOS = 0, 1, 2
 SRC = torch.tensor([[3, 4, 5, 6, 7, 0, 0], [8, 9, 10, 11, 12, 3, 4], [5, 5, 6, 0, 0, 0, 0]])  # right-padded
@@ -22,8 +25,8 @@ ONE = torch.tensor([[4, 7, 9, 3, 0, 0]])  # one source with padding
 
 def make_model(norm_first: bool = False, **overrides) -> Transformer:
     torch.manual_seed(0)
-    config = ModelConfig(vocab_size=13, d_model=32, n_heads=4, n_layers=2, d_ff=64, norm_first=norm_first, **overrides)
-    return Transformer(config).eval()
+    sizes = dict(vocab_size=13, d_model=32, n_heads=4, n_layers=2, d_ff=64, norm_first=norm_first)
+    return Transformer(ModelConfig(**sizes | overrides)).eval()
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -64,9 +67,11 @@ def reference_greedy(model: Transformer, src: torch.Tensor, eos_id: int, max_len
 
 
 def log_prob(model: Transformer, src: torch.Tensor, tokens: list[int]) -> float:
-    """Summed log p(tokens[i] | BOS, tokens[:i]) of one output, by the full model."""
-    logits, _, _ = reference(model, src, torch.tensor([[BOS] + tokens[:-1]]))
-    return logits[0].log_softmax(-1).gather(-1, torch.tensor(tokens)[:, None]).sum().item()
+    """Summed log p(tokens[i] | BOS, tokens[:i]) of one output, each from the full model on its own prefix (without
+    the causal mask, one pass over the whole output would let each position see the tokens after it)."""
+    prefix = [BOS] + tokens
+    steps = [reference(model, src, torch.tensor([prefix[: i + 1]]))[0][0, -1] for i in range(len(tokens))]  # (V,) each
+    return sum(step.log_softmax(-1)[token].item() for step, token in zip(steps, tokens))
 
 
 def an_emitted_token(model: Transformer, src: torch.Tensor, step: int) -> int:
@@ -85,6 +90,30 @@ def test_cached_greedy_matches_uncached_reference(norm_first):
         out = greedy_decode(model, SRC, BOS, eos_id, max_len).tolist()
         assert out == reference_greedy(model, SRC, eos_id, max_len)
     assert PAD in out[2], "the early-finishing row is PAD after EOS"
+
+
+def form_models() -> list[dict]:
+    """Every combination of the Train form's model switches (its radios and toggles) and layer counts."""
+    switches = {f.name: f.options or (False, True) for f in FIELDS if f.configs == ("model",) and f.widget != "number"}
+    low, high = TRAIN_FORM_LIMITS["n_layers"]
+    switches["n_layers"] = range(low, high + 1)
+    return [dict(zip(switches, values)) for values in itertools.product(*switches.values())]
+
+
+@pytest.mark.parametrize("switches", form_models(), ids=lambda s: "-".join(f"{k}={v}" for k, v in s.items()))
+def test_cached_decoding_is_recomputing_the_prefix_for_every_model_the_train_form_offers(switches):
+    """Every decoding path (batched greedy, and the steps of greedy, sampling and beam search) gives what the model
+    computes from the whole prefix at each step: tokens, distributions (to float32 rounding) and beam scores."""
+    model = make_model(**switches)
+    assert greedy_decode(model, SRC, BOS, EOS, 10).tolist() == reference_greedy(model, SRC, EOS, 10)
+    for strategy in ("greedy", "sample", "beam"):
+        for s in decode_all_steps(model, ONE, BOS, EOS, 8, strategy=strategy, beam_width=3):
+            logits, self_maps, _ = reference(model, ONE, torch.tensor([s.prefix]))
+            torch.testing.assert_close(s.probs, logits[0, -1].softmax(-1), atol=1e-5, rtol=0)
+            for mine, full in zip(s.self_attention, self_maps, strict=True):
+                torch.testing.assert_close(mine, full[0, :, -1], atol=1e-5, rtol=0)
+            for beam in s.beams:
+                assert beam.score == pytest.approx(log_prob(model, ONE, beam.tokens[1:]), abs=1e-4)
 
 
 def test_greedy_ignores_source_padding(model):
@@ -130,6 +159,23 @@ def test_sampling_probs_temperature_and_top_k():
     assert torch.allclose(sampling_probs(logits, top_k=50), logits.softmax(-1))  # k beyond the vocabulary: all kept
 
 
+def test_top_k_keeps_exactly_k_tokens_when_logits_tie():
+    logits = torch.tensor([[1.0, 3.0, 3.0, 3.0, 0.0], [2.0, 2.0, 2.0, 2.0, 2.0]])  # three and five tied tokens
+    for k in (1, 2, 4):
+        probs = sampling_probs(logits, top_k=k)
+        kept = [set(row.nonzero()[:, 0].tolist()) for row in probs]
+        assert [len(tokens) for tokens in kept] == [k, k]
+        assert kept[0] <= {1, 2, 3} if k < 3 else kept[0] == {0, 1, 2, 3}
+        torch.testing.assert_close(probs[1][probs[1] > 0], torch.full((k,), 1 / k))
+
+
+def test_every_temperature_within_the_bound_gives_a_distribution():
+    logits = torch.randn(4, 13) * 1e3  # far larger than a trained model's
+    for temperature in SAMPLING_TEMPERATURES:
+        probs = sampling_probs(logits, temperature)
+        assert torch.isfinite(probs).all() and torch.allclose(probs.sum(-1), torch.ones(4))
+
+
 # -------------------------------------------------------------------------------------------- beam search
 
 
@@ -142,18 +188,36 @@ def test_beam_width_1_is_greedy(model):
         assert score == pytest.approx(log_prob(model, src, greedy), abs=1e-4)
 
 
-@pytest.mark.parametrize("eos_step", [None, 2, 4])
-def test_wider_beams_score_at_least_greedy(model, eos_step):
-    # Beam search is not guaranteed to beat greedy in general; on these inputs it must, and its score must be
-    # the true summed log-probability of the output it returns.
-    for src in SRC:
-        src = src[None]
-        eos = EOS if eos_step is None else an_emitted_token(model, src, eos_step)
-        greedy = greedy_decode(model, src, BOS, eos, 8)[0].tolist()
-        tokens, score = beam_search(model, src, BOS, eos, 8, beam_width=4)
-        assert score == pytest.approx(log_prob(model, src, tokens), abs=1e-4)
-        assert score >= log_prob(model, src, greedy) - 1e-5
-        assert len(tokens) <= 8 and (eos not in tokens or tokens.index(eos) == len(tokens) - 1)
+def every_output(vocab_size: int, eos_id: int, max_len: int) -> list[list[int]]:
+    """Every output decoding can end with: EOS after fewer than max_len other tokens, or max_len tokens, EOS last or
+    not there."""
+    outputs = []
+    for n in range(1, max_len + 1):
+        for tokens in itertools.product(range(vocab_size), repeat=n):
+            if eos_id not in tokens[:-1] and (tokens[-1] == eos_id or n == max_len):
+                outputs.append(list(tokens))
+    return outputs
+
+
+@pytest.mark.parametrize("causal_mask", [True, False])
+@pytest.mark.parametrize("seed", [0, 1])
+def test_a_beam_wide_enough_to_drop_no_hypothesis_finds_the_most_likely_output(causal_mask, seed):
+    """Beam search never beats greedy decoding in general (a narrow beam can drop the prefix greedy follows). It is
+    exact when it never has to drop a hypothesis: then it returns the most likely of all outputs, found here by
+    brute force, and so scores at least as well as greedy decoding."""
+    V, max_len, src = 5, 3, torch.tensor([[3, 4, 3]])
+    model = make_model(vocab_size=V, n_layers=2, causal_mask=causal_mask)
+    with torch.no_grad():  # another random model per seed
+        for p in model.parameters():
+            p.add_(0.1 * torch.randn(p.shape, generator=torch.Generator().manual_seed(seed)))
+    width = sum(V * (V - 1) ** t for t in range(max_len))  # every hypothesis of every step
+    tokens, score = beam_search(model, src, BOS, EOS, max_len, beam_width=width)
+    scores = {tuple(out): log_prob(model, src, out) for out in every_output(V, EOS, max_len)}
+    assert score == pytest.approx(scores[tuple(tokens)], abs=1e-4)  # the returned score is the output's own
+    assert score == pytest.approx(max(scores.values()), abs=1e-4)
+    greedy = greedy_decode(model, src, BOS, EOS, max_len)[0].tolist()
+    greedy = greedy[: greedy.index(EOS) + 1] if EOS in greedy else greedy
+    assert score >= scores[tuple(greedy)] - 1e-4
 
 
 def test_beam_steps_form_a_consistent_tree(model):
@@ -293,7 +357,9 @@ def test_decoding_runs_in_eval_and_restores_the_callers_mode():
         (lambda m: greedy_decode(m, SRC + 20, BOS, EOS, 5), "src holds token ids from .* this model reads 0 to 12"),
         (lambda m: beam_search(m, -ONE, BOS, EOS, 5), "src holds token ids from -"),
         (lambda m: teacher_forced(m, ONE, [BOS, 99]), "tgt holds token ids"),
-        (lambda m: sampling_probs(torch.zeros(1, 13), temperature=0.0), "temperature must be > 0"),
+        (lambda m: sampling_probs(torch.zeros(1, 13), temperature=0.0), "temperature must be from"),
+        (lambda m: sampling_probs(torch.arange(13.0)[None], temperature=1e-39), "temperature must be from"),
+        (lambda m: sampling_probs(torch.zeros(1, 13), temperature=float("nan")), "temperature must be from"),
         (lambda m: decode_steps(m, ONE, BOS, EOS, 5, strategy="sample", top_k=0), "top_k must be"),
         (lambda m: beam_search(m, SRC, BOS, EOS, 5), "batch size 3"),
         (lambda m: beam_search(m, ONE, BOS, EOS, 5, beam_width=0), "beam_width must be"),
@@ -320,3 +386,24 @@ def test_the_length_penalty_divides_by_the_number_of_generated_tokens(model, mon
     # -1.4 / 3 = -0.467 beats -1.0 / 2 = -0.5; counting BOS too (/ 4 and / 3) would pick the shorter one
     assert beam_search(model, ONE, BOS, EOS, 8, beam_width=2, length_penalty=1.0) == ([5, 6, EOS], -1.4)
     assert beam_search(model, ONE, BOS, EOS, 8, beam_width=2, length_penalty=0.0) == ([5, EOS], -1.0)
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda m: greedy_decode(m, SRC, BOS, EOS, 5),
+        lambda m: decode_all_steps(m, ONE, BOS, EOS, 5, strategy="sample"),
+        lambda m: decode_all_steps(m, ONE, BOS, EOS, 5, strategy="beam"),
+        lambda m: beam_search(m, ONE, BOS, EOS, 5),
+        lambda m: teacher_forced(m, ONE, [BOS, 3, 4]),
+        lambda m: sampling_probs(torch.full((1, 13), float("nan"))),
+    ],
+    ids=["greedy", "sample", "beam steps", "beam", "teacher-forced", "sampling_probs"],
+)
+def test_a_model_whose_outputs_are_not_finite_gets_one_named_error(call):
+    model = make_model()
+    with torch.no_grad():
+        model.embed.lut.weight.mul_(1e38)  # every weight finite, every output NaN
+    with pytest.raises(NonFiniteOutputError, match="not finite"):
+        call(model)
+    assert issubclass(NonFiniteOutputError, ValueError)  # what pages and the command line already catch

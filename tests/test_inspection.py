@@ -264,3 +264,16 @@ def test_logit_lens_reads_each_decoder_layer_as_if_the_stack_ended_there(norm_fi
         with torch.no_grad():
             torch.testing.assert_close(lens[n - 1], short(src, torch.tensor([prefix]))[0, -1].softmax(dim=-1))
     assert not any(m._forward_hooks for m in model.modules())
+
+
+@pytest.mark.parametrize("causal_mask", [True, False])
+def test_logit_lens_last_row_is_the_decoding_steps_distribution_with_a_generated_pad_in_the_prefix(causal_mask):
+    model = random_model(n_layers=2, causal_mask=causal_mask)
+    src, prefix = torch.tensor([[3, 4, 5, 6, 0]]), [1, 7, 0, 8]  # decoding fed back a PAD it generated
+    with torch.no_grad():  # what decoding computes at the step after `prefix`: one token at a time on its cache
+        src_mask = model.src_mask(src)
+        memory, _ = model.encode(src, src_mask)
+        cache = model.new_cache()
+        for t, token in enumerate(prefix):
+            logits = model.decode(torch.tensor([[token]]), memory, src_mask, cache, start=t)[0]
+    torch.testing.assert_close(logit_lens(model, src, prefix)[-1], logits[0, -1].softmax(-1), atol=1e-5, rtol=0)

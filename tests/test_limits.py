@@ -5,11 +5,11 @@ import torch
 from torch.utils.flop_counter import FlopCounterMode
 
 import transformer.limits as limits
-import transformer.tasks as tasks
-import transformer.training as training
 from transformer.lengths import inputs_within_budget
 from transformer.limits import MAX_PROBE_COST, check_probe_cost, forward_cost
 from transformer.model import ModelConfig, Transformer
+from transformer.tasks import DataConfig
+from transformer.training import TrainConfig
 
 
 @pytest.mark.parametrize(
@@ -41,21 +41,38 @@ def test_a_large_model_tests_fewer_inputs_per_length_and_none_past_the_budget():
 
 
 @pytest.mark.parametrize(
-    "module, name", [(tasks, "MAX_SEQ_LEN"), (tasks, "MAX_VALID"), (tasks, "MAX_SEED"), (training, "MAX_BATCH")]
+    "make, field, bound",
+    [
+        (DataConfig, "max_len", limits.MAX_SEQ_LEN),
+        (DataConfig, "n_valid", limits.MAX_VALID),
+        (DataConfig, "seed", limits.MAX_SEED),
+        (TrainConfig, "batch_size", limits.MAX_BATCH),
+        (TrainConfig, "eval_size", limits.MAX_BATCH),
+        (TrainConfig, "seed", limits.MAX_SEED),
+    ],
 )
-def test_bounds_that_tasks_and_training_define_equal_the_limits_modules(module, name):
-    assert getattr(module, name) == getattr(limits, name)
+def test_tasks_and_training_accept_a_limit_and_refuse_one_past_it(make, field, bound):
+    make(**{field: bound})
+    with pytest.raises(ValueError, match=field):
+        make(**{field: bound + 1})
 
 
-@pytest.mark.parametrize("name", limits.TRAIN_FORM_LIMITS)
+@pytest.mark.parametrize("name", limits.RUN_LIMITS)
 def test_the_train_forms_bounds_lie_within_a_runs(name):
     low, high = limits.TRAIN_FORM_LIMITS[name]
-    run_low, run_high = limits.RUN_LIMITS.get(name, (low, high))
+    run_low, run_high = limits.RUN_LIMITS[name]
     assert run_low <= low <= high <= run_high
 
 
-@pytest.mark.parametrize("name", [*limits.COMPARE_FORM_LIMITS, *limits.COMPARE_SIZE_CHOICES])
+@pytest.mark.parametrize(
+    "name", [n for n in [*limits.COMPARE_FORM_LIMITS, *limits.COMPARE_SIZE_CHOICES] if n in limits.RUN_LIMITS]
+)
 def test_the_compare_pages_bounds_lie_within_a_runs(name):
     bounds = limits.COMPARE_FORM_LIMITS.get(name) or limits.COMPARE_SIZE_CHOICES[name]
-    run_low, run_high = limits.RUN_LIMITS.get(name, (min(bounds), max(bounds)))
+    run_low, run_high = limits.RUN_LIMITS[name]
     assert run_low <= min(bounds) <= max(bounds) <= run_high
+
+
+def test_the_decoding_pages_temperatures_lie_within_what_sampling_accepts():
+    low, high = limits.SAMPLING_TEMPERATURES
+    assert low <= limits.DECODING_TEMPERATURES[0] <= limits.DECODING_TEMPERATURES[1] <= high

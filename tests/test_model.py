@@ -103,15 +103,31 @@ def test_decoder_layer_matches_pytorch(norm_first):
     torch.testing.assert_close(got[real], want[real], **TOL)
 
 
-@pytest.mark.parametrize("masked", [None, "causal", "padding"])
+def no_key_for_query_2(batch: int, length: int) -> torch.Tensor:
+    """A causal (batch, 1, length, length) mask, except that query 2 of the second row may attend to no key."""
+    mask = causal_mask(length).repeat(batch, 1, 1, 1)
+    mask[1, 0, 2] = False
+    return mask
+
+
+@pytest.mark.parametrize("masked", [None, "causal", "padding", "no key"])
 def test_fast_and_explicit_attention_agree(masked):
     q, k, v = torch.randn(3, 2, H, 5, 8).unbind(0)
-    mask = {None: None, "causal": causal_mask(5), "padding": padding_mask(ids([[5] * 5, [5] * 2]), 0)}[masked]
+    masks = {
+        "causal": causal_mask(5),
+        "padding": padding_mask(ids([[5] * 5, [5] * 2]), 0),
+        "no key": no_key_for_query_2(2, 5),
+    }
+    mask = masks.get(masked)
     fast, none = scaled_dot_product_attention(q, k, v, mask)
     explicit, weights = scaled_dot_product_attention(q, k, v, mask, need_weights=True)
     assert none is None
     torch.testing.assert_close(fast, explicit, **TOL)
-    torch.testing.assert_close(weights.sum(-1), torch.ones(2, H, 5), **TOL)
+    attends = torch.ones(2, H, 5)
+    if masked == "no key":  # a query with no key to see attends to nothing: weights and output 0, on both paths
+        attends[1, :, 2] = 0
+        assert torch.all(fast[1, :, 2] == 0) and torch.all(weights[1, :, 2] == 0)
+    torch.testing.assert_close(weights.sum(-1), attends, **TOL)
     # is_causal (no mask tensor) is the same as the causal mask tensor, on both paths
     torch.testing.assert_close(
         scaled_dot_product_attention(q, k, v, is_causal=True)[0],
@@ -134,10 +150,11 @@ def test_the_fused_kernel_runs_except_for_big_batches_of_short_sequences_on_a_cp
     assert fused_is_faster(*qk(1000, 33, grad=False, queries=1))  # longer sequences
 
 
-@pytest.mark.parametrize("masked", [None, "causal", "padding"])
+@pytest.mark.parametrize("masked", [None, "causal", "padding", "no key"])
 def test_training_through_the_explicit_path_gives_the_fused_kernels_outputs_and_gradients(masked):
     q, k, v = torch.randn(3, 128, H, 11, 8).unbind(0)
-    mask = {None: None, "causal": causal_mask(11), "padding": padding_mask(ids([[5] * 11, [5] * 4] * 64), 0)}[masked]
+    padding = padding_mask(ids([[5] * 11, [5] * 4] * 64), 0)
+    mask = {"causal": causal_mask(11), "padding": padding, "no key": no_key_for_query_2(128, 11)}.get(masked)
     inputs = [t.clone().requires_grad_() for t in (q, k, v)]
     assert not fused_is_faster(*inputs[:2])
     out, weights = scaled_dot_product_attention(*inputs, mask)  # takes the explicit path
@@ -214,15 +231,21 @@ def test_extra_padding_does_not_change_real_positions(norm_first):
     assert (drifted - base).abs().max() > 1e-3
 
 
-def test_decoding_with_a_cache_matches_the_full_forward():
-    model = Transformer(ModelConfig(n_layers=2)).eval()
-    src, tgt = ids([[4, 5, 6], [7, 8]]), torch.tensor([[1, 6, 5, 4], [1, 8, 7, 2]])
-    full = model(src, tgt)
+@pytest.mark.parametrize("causal", [True, False])
+@pytest.mark.parametrize("n_layers", [1, 2])
+def test_each_step_of_decoding_with_a_cache_is_the_last_row_of_its_whole_prefix(causal, n_layers):
+    model = Transformer(ModelConfig(n_layers=n_layers, causal_mask=causal)).eval()
+    src, tgt = ids([[4, 5, 6], [7, 8]]), torch.tensor([[1, 6, 5, 4, 0], [1, 8, 0, 2, 3]])  # PAD fed back as a token
     src_mask = model.src_mask(src)
     memory, _ = model.encode(src, src_mask)
     cache = model.new_cache()
     steps = [model.decode(tgt[:, t : t + 1], memory, src_mask, cache, start=t)[0] for t in range(tgt.size(1))]
-    torch.testing.assert_close(torch.cat(steps, 1), full, **TOL)
+    prefixes = [model.decode(tgt[:, : t + 1], memory, src_mask, mask_padding=False)[0][:, -1:] for t in range(5)]
+    torch.testing.assert_close(torch.cat(steps, 1), torch.cat(prefixes, 1), **TOL)
+    assert cache.keeps_states == (causal or n_layers == 1)  # without the mask, deeper layers' keys go stale
+    if causal:  # each position sees only what came before it: the steps are one teacher-forced pass
+        whole = model.decode(tgt, memory, src_mask, mask_padding=False)[0]
+        torch.testing.assert_close(torch.cat(steps, 1), whole, **TOL)
 
 
 @pytest.mark.parametrize("split", [0, 2])

@@ -26,7 +26,14 @@ def test_auto_picks_cuda_then_mps_then_cpu(monkeypatch, cuda, mps, expected):
 
 
 @pytest.mark.parametrize(
-    "name, message", [("banana", "unknown device 'banana'"), ("cuda", "no CUDA GPU"), ("mps", "MPS was asked for")]
+    "name, message",
+    [
+        ("banana", "unknown device 'banana'"),
+        ("xpu", "unknown device 'xpu'"),  # devices PyTorch names but the lab never computes on
+        ("hpu:0", "unknown device 'hpu:0'"),
+        ("cuda", "no CUDA GPU"),
+        ("mps", "MPS was asked for"),
+    ],
 )
 def test_an_unknown_or_missing_device_is_a_clear_error(monkeypatch, name, message):
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)

@@ -10,7 +10,16 @@ import torch
 from polling import wait_until
 
 from transformer.model import ModelConfig, Transformer
-from transformer.serving import CONNECTED_GRACE, AlreadyTraining, QueueFull, RunRegistry, ServerSettings, run_key
+from transformer.serving import (
+    CONNECTED_GRACE,
+    AddressBusy,
+    AlreadyTraining,
+    QueueFull,
+    RunRegistry,
+    ServerSettings,
+    network_address,
+    run_key,
+)
 from transformer.serving import registry as registry_module
 from transformer.serving import worker as worker_module
 from transformer.tasks import DataConfig, TaskData
@@ -23,9 +32,18 @@ def settings(seed: int = 0, **train) -> tuple[ModelConfig, DataConfig, TrainConf
     return ModelConfig(), DataConfig(task="copy", min_len=4, max_len=4, seed=seed), TrainConfig(seed=seed, **train)
 
 
-def make_registry(slots: int = 1, max_queue: int = 2, idle_timeout_s: float = 30.0, **kwargs) -> RunRegistry:
-    server = ServerSettings(slots, max_queue, idle_timeout_s, worker_processes=False)
-    return RunRegistry(server, **kwargs)
+def quick(seed: int = 0, **train) -> tuple[ModelConfig, DataConfig, TrainConfig]:
+    """`settings` with a held-out set of 50: a run's last evaluation is quick, also on a busy machine."""
+    model, data, train_config = settings(seed, **train)
+    return model, replace(data, n_valid=50), train_config
+
+
+def make_registry(
+    slots: int = 1, max_queue: int = 2, idle_timeout_s: float = 30.0, keep_finished: int = 16, **server
+) -> RunRegistry:
+    """A registry training on server threads; `server` sets other ServerSettings fields."""
+    server_settings = ServerSettings(slots, max_queue, idle_timeout_s, worker_processes=False, **server)
+    return RunRegistry(server_settings, keep_finished)
 
 
 @pytest.fixture
@@ -208,6 +226,53 @@ def test_a_pause_past_its_limit_ends_the_run(registry, monkeypatch):
     run = registry.submit("a", *settings(**ENDLESS))
     run.pause()
     assert run.wait_until_done(10) and run.result.reason == "stopped" and run.result.steps == 0
+    assert run.notice == "a pause lasted over 0.2 s, the longest one pause may last"
+
+
+def pause_and_step_until_done(run, pause_s: float, timeout_s: float) -> None:
+    """Pause `run` for `pause_s`, then Step, over and over, as a student holding a slot would, until it ends.
+    Fails when it has not ended after `timeout_s`."""
+    began, pauses = time.monotonic(), 0
+    while not run.done:
+        assert time.monotonic() - began < timeout_s, f"still {run.status} after {pauses} pauses"
+        run.pause()
+        wait_until(lambda: run.status == "paused" or run.done)
+        time.sleep(pause_s)
+        held_at = run.step
+        run.step_row()  # it trains to its next metric row, and pauses there again
+        pauses += 1
+        wait_until(lambda held_at=held_at: run.step > held_at or run.done, timeout=60)
+
+
+@pytest.mark.parametrize(
+    "cap, notice",
+    [
+        ({"max_paused_s": 2.0}, "it was paused for over 2 s in all, the most one run may be paused"),
+        ({"max_run_s": 3.0}, "it held a training slot for over 3 s, the most one run may"),
+    ],
+)
+def test_pause_and_step_over_and_over_end_the_run_at_a_cap_with_its_model_kept(cap, notice):
+    registry = make_registry(idle_timeout_s=3600, **cap)  # nobody polls the run: only a cap can end it
+    try:
+        run = registry.submit("a", *quick(**ENDLESS, eval_every=5))  # its time budget is 300 s of training
+        assert run.wait_until_moving(20)
+        pause_and_step_until_done(run, pause_s=0.2, timeout_s=120)  # no one pause comes near either cap
+        assert run.error is None and run.result.reason == "stopped" and run.model() is not None
+        assert run.notice == notice
+    finally:
+        registry.close()
+
+
+def test_a_run_that_trains_unpaused_ends_at_its_wall_time_cap_too():
+    registry = make_registry(idle_timeout_s=3600, max_run_s=1.0)
+    try:
+        run = registry.submit("a", *quick(**ENDLESS))
+        assert run.wait_until_done(20) and run.result.reason == "stopped"  # its time budget is 300 s of training
+        assert run.notice == "it held a training slot for over 1 s, the most one run may"
+        after = registry.submit("b", *quick(seed=1, steps=5, early_stop=False))
+        wait_until(lambda: after.status != "queued")  # its slot is free again
+    finally:
+        registry.close()
 
 
 # ------------------------------------------------------------------------------------------------ registry
@@ -370,3 +435,56 @@ def test_identical_chains_share_their_runs_and_one_student_leaving_leaves_it_to_
     registry.stop_chain(yours)  # the last one: it stops, and the queued run takes the slot
     wait_until(lambda: other.current.status != "queued")
     assert other.current.wait_until_moving(20) and yours.current.done
+
+
+# ------------------------------------------------------------------------------------- one network address
+
+
+def test_one_address_may_have_so_many_runs_training_or_queued_and_joining_is_free():
+    registry = make_registry(max_queue=5, idle_timeout_s=3600, runs_per_address=2)
+    try:
+        mine = [registry.submit(f"window{i}", *quick(seed=i, **ENDLESS), address="203.0.113.7") for i in range(2)]
+        with pytest.raises(AddressBusy, match="2 runs from your network address are already training or queued"):
+            registry.submit("window2", *quick(seed=2, **ENDLESS), address="203.0.113.7")
+        assert registry.submit("window3", *quick(seed=1, **ENDLESS), address="203.0.113.7") is mine[1]  # joined
+        other = registry.submit("b", *quick(seed=3, **ENDLESS), address="198.51.100.1")  # another address
+        unknown = registry.submit("c", *quick(seed=4, **ENDLESS))  # no address known: not bounded by one
+        assert other.status == unknown.status == "queued"
+        registry.leave("window1", mine[1])
+        registry.leave("window3", mine[1])  # one of the address's runs left the queue: its place is free again
+        assert registry.submit("window2", *quick(seed=2, **ENDLESS), address="203.0.113.7").status == "queued"
+    finally:
+        registry.close()
+
+
+def test_a_free_slot_takes_a_run_from_an_address_with_none_training_before_more_of_one_address():
+    registry = make_registry(slots=2, max_queue=4, idle_timeout_s=3600)  # nobody polls these runs
+    try:
+        windows = [registry.submit(f"w{i}", *quick(seed=i, **ENDLESS), address="203.0.113.7") for i in range(3)]
+        other = registry.submit("b", *quick(seed=3, **ENDLESS), address="198.51.100.1")
+        assert registry.place(windows[2]).position == 1 and registry.place(other).position == 2  # both slots taken
+        registry.leave("w0", windows[0])
+        wait_until(lambda: other.status != "queued", timeout=60)  # the other address went first
+        assert windows[2].status == "queued"
+        registry.leave("b", other)
+        wait_until(lambda: windows[2].status != "queued", timeout=60)  # then the one address's next run
+    finally:
+        registry.close()
+
+
+@pytest.mark.parametrize(
+    "peer, forwarded_for, address",
+    [
+        ("81.2.69.160", None, "81.2.69.160"),  # straight from the student
+        ("81.2.69.160", "93.184.216.34", "81.2.69.160"),  # a public peer's header is not believed
+        ("10.0.0.5", None, "10.0.0.5"),  # a student on the school's network
+        ("10.0.0.5", "198.51.100.9, 198.51.100.1", "198.51.100.1"),  # a proxy on a private network: what it saw
+        (None, "198.51.100.1", "198.51.100.1"),  # a proxy on this host
+        (None, "2001:db8::1", "2001:db8::1"),
+        (None, None, None),  # this host, no proxy: unknown
+        (None, "not an address", None),
+        ("10.0.0.5", "<img src=x>", "10.0.0.5"),
+    ],
+)
+def test_the_network_address_of_a_page(peer, forwarded_for, address):
+    assert network_address(peer, forwarded_for) == address

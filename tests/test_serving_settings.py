@@ -14,6 +14,22 @@ def test_settings_come_from_the_environment_with_defaults_for_the_rest():
     assert ServerSettings.from_env({}).slots == usable_cores() >= 1  # 0: one slot per usable core
 
 
+def test_the_limits_on_one_run_one_worker_and_one_address_come_from_the_environment():
+    env = {
+        "LAB_MAX_RUN_S": "900",
+        "LAB_MAX_PAUSED_S": "30.5",
+        "LAB_WORKER_MAX_MB": "800",
+        "LAB_MAX_RUNS_PER_ADDRESS": "70",
+    }
+    settings = ServerSettings.from_env(env)
+    assert (settings.max_run_s, settings.max_paused_s, settings.worker_max_mb, settings.runs_per_address) == (
+        900.0,
+        30.5,
+        800.0,
+        70,
+    )
+
+
 @pytest.mark.parametrize(
     "name, value, message",
     [
@@ -23,6 +39,13 @@ def test_settings_come_from_the_environment_with_defaults_for_the_rest():
         ("LAB_JOB_IDLE_TIMEOUT_S", "nan", "LAB_JOB_IDLE_TIMEOUT_S must be in"),
         ("LAB_TORCH_THREADS", "0", "LAB_TORCH_THREADS must be in 1..64"),
         ("LAB_SWITCH_INTERVAL_S", "5", "LAB_SWITCH_INTERVAL_S must be in"),
+        ("LAB_MAX_RUN_S", "0", "LAB_MAX_RUN_S must be in 1..86400"),
+        ("LAB_MAX_RUN_S", "inf", "LAB_MAX_RUN_S must be in 1..86400"),
+        ("LAB_MAX_PAUSED_S", "nan", "LAB_MAX_PAUSED_S must be in 0.1..3600"),
+        ("LAB_MAX_PAUSED_S", "7200", "LAB_MAX_PAUSED_S must be in 0.1..3600"),
+        ("LAB_WORKER_MAX_MB", "50", "LAB_WORKER_MAX_MB must be in 100..100000"),
+        ("LAB_MAX_RUNS_PER_ADDRESS", "0", "LAB_MAX_RUNS_PER_ADDRESS must be in 1..1000"),
+        ("LAB_MAX_RUNS_PER_ADDRESS", "2.5", "LAB_MAX_RUNS_PER_ADDRESS must be a number"),
     ],
 )
 def test_a_bad_value_is_refused_naming_its_variable(name, value, message):

@@ -77,14 +77,19 @@ def test_a_mutated_field_of_a_valid_experiment_file_loads_or_is_refused(data, va
 
 @given(st.lists(st.tuples(st.integers(0, 10**6), st.binary(min_size=0, max_size=3)), min_size=1, max_size=5))
 def test_mutated_bytes_of_a_valid_experiment_file_load_or_are_refused(edits):
-    text = bytearray(result_path("heads").read_bytes())
+    original = result_path("heads").read_bytes()
+    text = bytearray(original)
     for at, replacement in edits:
         at %= len(text)
         text[at : at + len(replacement)] = replacement
     try:
-        experiment_from_json(bytes(text))
-    except ValueError:
-        pass
+        run = experiment_from_json(bytes(text))
+    except ValueError as err:
+        assert bytes(text) != original, "the unchanged file was refused"
+        assert str(err).startswith(("not a JSON file: ", "not an experiment file of this lab: ")), str(err)
+        assert len(str(err)) < 600
+    else:
+        assert isinstance(run, ExperimentRun) and isinstance(json.loads(bytes(text)), dict)  # only a document loads
 
 
 @pytest.mark.parametrize("field, value", [("n_layers", 10**8), ("d_model", 2**40), ("d_ff", 10**9), ("max_len", 10**7)])

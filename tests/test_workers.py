@@ -105,19 +105,56 @@ def test_stop_reaches_a_worker_asked_before_it_started_or_while_it_trains(regist
     assert worker.alive  # a clean end: the worker waits for the next run
 
 
-def test_a_worker_that_dies_mid_run_ends_the_run_with_a_message_and_is_replaced(registry):
-    run = registry.submit("a", *settings(seed=4, **ENDLESS))
-    wait_until(lambda: run.status != "queued")
-    assert run.wait_until_moving(30.0)
+def test_a_worker_that_dies_mid_run_leaves_its_last_snapshot_in_hand_and_is_replaced(registry):
+    run = registry.submit("a", *settings(seed=4, **ENDLESS, eval_every=5))
+    wait_until(lambda: len(run.rows) >= 2, timeout=60.0)
     worker_of(registry, run).process.kill()
-    assert run.wait_until_done(30.0) and run.error == "the training process ended unexpectedly"
+    assert run.wait_until_done(30.0) and run.error is None and run.result.reason == "stopped"
+    kept = int(run.rows[-1]["step"])
+    assert run.result.steps == kept and run.result.exact_match == run.rows[-1]["exact_match"]
+    assert run.notice.startswith("the training process ended unexpectedly at step ")
+    assert run.notice.endswith(f"; the model kept is its snapshot of step {kept}")
+    assert same_weights(run.model(), alone(*settings(seed=4, steps=kept, early_stop=False, eval_every=5))[0].model)
     after = registry.submit("b", *settings(seed=5, steps=30, early_stop=False))  # a fresh worker takes its place
     assert after.wait_until_done(60.0) and after.error is None and after.result.steps == 30
 
 
+def test_a_worker_that_dies_before_a_first_snapshot_ends_its_run_with_a_message(registry):
+    run = registry.submit("a", *settings(seed=8, **ENDLESS, eval_every=10**6))  # no metric row before the end
+    wait_until(lambda: run.status != "queued")
+    assert run.wait_until_moving(30.0)
+    worker_of(registry, run).process.kill()
+    assert run.wait_until_done(30.0) and run.result is None and run.model() is None
+    assert run.error == "the training process ended unexpectedly"
+
+
+def test_a_worker_holding_more_memory_than_allowed_after_a_run_restarts_and_the_queue_goes_on():
+    registry = RunRegistry(ServerSettings(training_slots=1, max_queue=2, worker_processes=True, worker_max_mb=100))
+    try:
+        wait_until(lambda: registry.workers[0] is not None, timeout=60.0)
+        first_worker = registry.workers[0]
+        assert first_worker.resident_mb() > 100  # torch alone takes more
+        first = registry.submit("a", *settings(seed=10, steps=20, early_stop=False))
+        queued = registry.submit("b", *settings(seed=11, steps=20, early_stop=False))
+        assert queued.status == "queued"
+        assert first.wait_until_done(60.0) and queued.wait_until_done(120.0)
+        assert first.error is None and queued.error is None and queued.result.steps == 20
+        assert not first_worker.alive and registry.workers[0] is not first_worker
+    finally:
+        registry.close()
+
+
+def test_a_worker_under_the_memory_threshold_after_a_run_trains_the_next_one(registry):
+    wait_until(lambda: all(worker is not None for worker in registry.workers), timeout=60.0)
+    workers = list(registry.workers)
+    run = registry.submit("a", *settings(seed=12, steps=20, early_stop=False))
+    assert run.wait_until_done(60.0) and run.error is None
+    assert registry.workers == workers and all(worker.alive for worker in workers)  # under LAB_WORKER_MAX_MB
+
+
 def test_a_worker_that_stops_answering_is_closed_and_its_run_ends_with_a_message(registry, monkeypatch):
     monkeypatch.setattr(worker_module, "SILENCE_LIMIT_S", 1.0)
-    run = registry.submit("a", *settings(seed=6, **ENDLESS))
+    run = registry.submit("a", *settings(seed=6, **ENDLESS, eval_every=10**6))  # no snapshot to keep
     wait_until(lambda: run.status != "queued")
     assert run.wait_until_moving(30.0)
     worker = worker_of(registry, run)

@@ -1,5 +1,9 @@
 """Alignment: how much of a cross-attention head's weight lands where the task says it should (the diagonal for
-copy, the anti-diagonal for reverse).
+copy, the anti-diagonal for reverse, the alignment by rank for sort).
+
+A task's alignment is defined for each input: output token i comes from one source position, `source_positions`.
+For sort, equal symbols are taken in their source order (a stable sort): the first 3 of the output comes from the
+first 3 of the input. A head that spreads its weight evenly over equal symbols therefore scores below 1 on them.
 """
 
 from collections.abc import Callable, Sequence
@@ -7,41 +11,56 @@ from typing import Any
 
 import torch
 
-ALIGNMENTS: dict[str, Callable[[int, int], int]] = {  # task -> (output position i, length n) -> source position
-    "copy": lambda i, n: i,
-    "increment": lambda i, n: i,
-    "reverse": lambda i, n: n - 1 - i,
-    "swap_pairs": lambda i, n: i ^ 1 if i < n - n % 2 else i,
+FOUND = 0.9  # an alignment at which a head has found the task's algorithm
+ALIGNMENTS: dict[str, Callable[[Sequence[int]], list[int]]] = {  # task -> source -> source position of each output
+    "copy": lambda s: list(range(len(s))),
+    "increment": lambda s: list(range(len(s))),
+    "reverse": lambda s: list(range(len(s)))[::-1],
+    "swap_pairs": lambda s: [i ^ 1 if i < len(s) - len(s) % 2 else i for i in range(len(s))],
+    "sort": lambda s: sorted(range(len(s)), key=lambda i: s[i]),  # Python's sort is stable
 }
 
 
-def ideal_alignment(task: str, src_len: int, tgt_len: int) -> torch.Tensor | None:
-    """The (tgt_len, src_len) attention a decoder query should pay to the source for `task`, or None when the
-    task has no fixed alignment (sort: where a symbol goes depends on the others).
+def source_positions(task: str, source: Sequence[int]) -> list[int] | None:
+    """For each output token of `task` on `source` (symbols or token ids), the source position it comes from;
+    None when the task has no such alignment."""
+    return ALIGNMENTS[task](list(source)) if task in ALIGNMENTS else None
+
+
+def ideal_alignment(task: str, source: Sequence[int], tgt_len: int) -> torch.Tensor | None:
+    """The (tgt_len, len(source)) attention a decoder query should pay to the source for `task`, or None when the
+    task has no alignment.
 
     Query row i is the decoder input at position i (BOS, then the target), which predicts output token i; it
     should put all its weight on the source token that output comes from. Rows past the source length (the one
     that predicts EOS) have no ideal key and stay zero.
     """
-    if task not in ALIGNMENTS:
+    positions = source_positions(task, source)
+    if positions is None:
         return None
-    ideal = torch.zeros(tgt_len, src_len)
-    for i in range(min(tgt_len, src_len)):
-        ideal[i, ALIGNMENTS[task](i, src_len)] = 1.0
+    ideal = torch.zeros(tgt_len, len(source))
+    rows = min(tgt_len, len(positions))
+    ideal[torch.arange(rows), torch.tensor(positions[:rows], dtype=torch.long)] = 1.0
     return ideal
 
 
-def alignment_score(weights: Any, ideal: Any) -> float:
-    """Mean over query rows of the attention mass on the ideal keys: 1 for a perfect match, about 1/T_key for
-    uniform attention. Rows whose ideal is all zero are skipped. `weights` and `ideal` are (T_query, T_key)."""
-    weights, ideal = torch.as_tensor(weights, dtype=torch.float32), torch.as_tensor(ideal, dtype=torch.float32)
-    if weights.dim() != 2 or weights.shape != ideal.shape:
-        raise ValueError(f"weights {tuple(weights.shape)} and ideal {tuple(ideal.shape)} must be equal 2-D shapes")
-    mass = ideal.sum(dim=1)
+def _scores(weights: torch.Tensor, ideal: torch.Tensor) -> torch.Tensor:
+    """Mean over the scored query rows of the attention mass on the ideal keys: weights (..., T_query, T_key),
+    ideal (T_query, T_key) -> (...)."""
+    mass = ideal.sum(dim=1)  # (T_query,)
     rows = mass > 0
     if not rows.any():
         raise ValueError("the ideal alignment has no row to score")
-    return ((weights * ideal).sum(dim=1)[rows] / mass[rows]).mean().item()
+    return ((weights * ideal).sum(dim=-1)[..., rows] / mass[rows]).mean(dim=-1)
+
+
+def alignment_score(weights: Any, ideal: Any) -> float:
+    """Mean over query rows of the attention mass on the ideal keys: 1 for a perfect match, 1/T_key for uniform
+    attention. Rows whose ideal is all zero are skipped. `weights` and `ideal` are (T_query, T_key)."""
+    weights, ideal = torch.as_tensor(weights, dtype=torch.float32), torch.as_tensor(ideal, dtype=torch.float32)
+    if weights.dim() != 2 or weights.shape != ideal.shape:
+        raise ValueError(f"weights {tuple(weights.shape)} and ideal {tuple(ideal.shape)} must be equal 2-D shapes")
+    return _scores(weights, ideal).item()
 
 
 def head_labels(n_layers: int, n_heads: int) -> list[str]:
@@ -49,22 +68,42 @@ def head_labels(n_layers: int, n_heads: int) -> list[str]:
     return [f"L{layer} H{head}" for layer in range(n_layers) for head in range(n_heads)]
 
 
-def alignment_series(task: str, cross: Sequence[Sequence[Any]]) -> dict[str, list[float]]:
+def head_scores(task: str, source: Sequence[int], cross: Sequence[Any]) -> torch.Tensor | None:
+    """Each head's alignment score on one input, as (n_layers, n_heads); None when the task has no alignment.
+
+    `cross` holds the per-layer (H, T_query, T_key) cross-attention of `source`; keys past its length are padding
+    (weight 0) and are cut off.
+    """
+    maps = torch.stack([torch.as_tensor(layer, dtype=torch.float32) for layer in cross])  # (L, H, T_q, T_key)
+    ideal = ideal_alignment(task, source, maps.size(2))
+    if ideal is None:
+        return None
+    return _scores(maps[..., : len(source)], ideal)
+
+
+def alignment_series(task: str, source: Sequence[int], cross: Sequence[Sequence[Any]]) -> dict[str, list[float]]:
     """Per head, its alignment score at each snapshot; {} when the task has no ideal alignment.
 
-    `cross` holds one snapshot per step, each a list of per-layer (H, T_query, T_key) cross-attention maps (none for
-    a model without attention).
+    `cross` holds one snapshot per step of the cross-attention of `source`, each as in `head_scores` (no layers
+    for a model without attention).
     """
     if not cross or not cross[0]:
         return {}
-    first = torch.as_tensor(cross[0][0])
-    ideal = ideal_alignment(task, first.shape[2], first.shape[1])
-    if ideal is None:
-        return {}
-    labels = head_labels(len(cross[0]), first.shape[0])
-    series: dict[str, list[float]] = {label: [] for label in labels}
-    for layers in cross:
-        heads = [head for layer in layers for head in torch.as_tensor(layer)]
-        for label, head in zip(labels, heads):
-            series[label].append(alignment_score(head, ideal))
-    return series
+    scores = [head_scores(task, source, layers) for layers in cross]
+    return {} if scores[0] is None else head_series(scores)
+
+
+def head_series(scores: Sequence[torch.Tensor]) -> dict[str, list[float]]:
+    """Per head label, its score at each snapshot, from each snapshot's (n_layers, n_heads) `head_scores`."""
+    table = torch.stack([s.flatten() for s in scores]).T.tolist()  # (heads, snapshots)
+    return dict(zip(head_labels(*scores[0].shape), table))
+
+
+def best_head(series: dict[str, list[float]]) -> list[tuple[str, float]]:
+    """At each snapshot, the best-aligned head and its score."""
+    return [max(zip(series, scores), key=lambda pair: pair[1]) for scores in zip(*series.values())]
+
+
+def found_at(steps: Sequence[int], best: Sequence[float], threshold: float = FOUND) -> int | None:
+    """The first step at which the best head's score reaches `threshold`; None if it never does."""
+    return next((step for step, score in zip(steps, best) if score >= threshold), None)

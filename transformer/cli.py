@@ -1,4 +1,4 @@
-"""Command line: `python -m transformer {train,predict,evaluate,ablate,bench} ...` (see `--help` of each).
+"""Command line: `python -m transformer {train,predict,evaluate,ablate,patch,bench} ...` (see `--help` of each).
 
 Torch computes on 2 CPU threads; the environment variable TRANSFORMER_THREADS sets another count.
 Exit status: 0 done, 1 some lines of a `predict --input` file failed, 2 bad settings, sequence or checkpoint
@@ -25,7 +25,7 @@ from pathlib import Path
 import torch
 from torch.nn.utils.rnn import pad_sequence
 
-from . import bench, knockout
+from . import bench, knockout, patching
 from .checkpoint import Checkpoint, check_checkpoint_size, check_model_size, load_checkpoint, save_checkpoint
 from .decoding import beam_search, greedy_decode
 from .device import pick_device
@@ -43,7 +43,7 @@ from .limits import (
     MAX_TRAIN_BYTES,
     train_activation_bytes,
 )
-from .model import ModelConfig
+from .model import ModelConfig, check_finite
 from .tasks import TASKS, DataConfig, TaskData
 from .training import MetricRow, TrainConfig, Trainer, evaluate
 from .vocab import Vocab
@@ -98,6 +98,7 @@ def build_parser() -> argparse.ArgumentParser:
         commands.add_parser("evaluate", help="score a saved model on held-out and fresh data", formatter_class=defaults)
     )
     _add_ablate(commands.add_parser("ablate", help="score a saved model with attention heads knocked out"))
+    _add_patch(commands.add_parser("patch", help="patch a clean input's activations into a corrupted input's run"))
     p = commands.add_parser("bench", help="print the performance benchmarks")
     p.add_argument("--quick", action="store_true", help="a reduced run, as a smoke test")
     p.add_argument("--device", default="cpu", help="where to run every benchmark: cpu, cuda, mps or auto")
@@ -198,6 +199,12 @@ def _add_ablate(p: argparse.ArgumentParser) -> None:
     add("--heads", metavar="KIND:LAYER:HEAD,...", help=_HEADS_HELP)
     add("--ablation", choices=knockout.ABLATIONS, default="zero", help=_ABLATION_HELP)
     add("--n", type=int, help="held-out sequences to score (default: as many as the grid's time bound allows)")
+
+
+def _add_patch(p: argparse.ArgumentParser) -> None:
+    add = _checkpoint_command(p, patch_command)
+    add("--clean", required=True, help=f"the clean input: {_SEQUENCE_HELP}")
+    add("--corrupt", required=True, help="the same input with a symbol changed")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -400,6 +407,7 @@ def evaluate_command(args: argparse.Namespace) -> None:
     lengths = _length_range(args.lengths) if args.lengths else None
     held_out = evaluate(model, data.valid, vocab.bos_id, vocab.eos_id)
     fresh = evaluate(model, data.fresh_examples(args.n, args.seed), vocab.bos_id, vocab.eos_id)
+    check_finite(torch.tensor([*held_out.values(), *fresh.values()]))  # NaN is no JSON: one error line instead
     scores = {
         "task": checkpoint.task.task,
         "held_out": {"n": data.valid.src.size(0), **held_out},
@@ -431,6 +439,14 @@ def ablate_command(args: argparse.Namespace) -> None:
         print(json.dumps(knockout.knockout_set(model, vocab, task, heads, args.ablation, args.n)))
     else:
         print(json.dumps(knockout.grid_dict(knockout.knockout_grid(model, vocab, task, args.ablation, args.n))))
+
+
+def patch_command(args: argparse.Namespace) -> None:
+    """Print, as JSON, how much of the clean answer's log-probability each head's output and the residual stream
+    at each layer and position bring back into the corrupted run (see transformer.patching)."""
+    checkpoint = load_checkpoint(args.checkpoint)
+    grid = patching.patching_grid(checkpoint.model, checkpoint.vocab, checkpoint.task.task, args.clean, args.corrupt)
+    print(json.dumps(patching.grid_dict(grid)))
 
 
 def bench_command(args: argparse.Namespace) -> None:

@@ -3,9 +3,11 @@
 Batched `greedy_decode`; `beam_search` for one source; `decode_steps` / `decode_all_steps`,
 one `DecodeStep` record per generated token for the dashboard; and `teacher_forced` predictions.
 
-Every function encodes the source once and runs the decoder one token per step on a key/value cache. Decoding
+Every function encodes the source once and runs the decoder one token per step on the model's `KVCache`, which
+keeps past keys and values where that is exact and otherwise has each step recompute the whole prefix. Decoding
 runs under `torch.no_grad()` with the model switched to eval mode (no dropout), and each module's own mode is
-restored afterwards; the step generators restore it between steps, so the caller never sees the switch.
+restored afterwards; the step generators restore it between steps, so the caller never sees the switch. A model
+whose outputs are NaN or infinite raises `NonFiniteOutputError` (a ValueError) rather than decoding garbage.
 """
 
 from collections.abc import Callable, Iterator, Sequence
@@ -15,7 +17,8 @@ from typing import Any, Literal, TypeVar
 
 import torch
 
-from .model import KVCache, Transformer
+from .limits import SAMPLING_TEMPERATURES
+from .model import Transformer, check_finite
 
 Strategy = Literal["greedy", "sample", "beam"]
 Pick = Callable[[torch.Tensor], torch.Tensor]  # next-token logits (B, V) -> chosen ids (B,)
@@ -66,13 +69,18 @@ def greedy_decode(model: Transformer, src: torch.Tensor, bos_id: int, eos_id: in
 
 
 def sampling_probs(logits: torch.Tensor, temperature: float = 1.0, top_k: int | None = None) -> torch.Tensor:
-    """softmax(logits / temperature) over the `top_k` most likely tokens only (all when None): (..., V) -> (..., V)."""
+    """softmax(logits / temperature) over the `top_k` most likely tokens only (all when None): (..., V) -> (..., V).
+
+    Exactly `top_k` tokens are kept; among tokens tied at the k-th largest logit, those `torch.topk` picks.
+    NonFiniteOutputError if the logits are not finite.
+    """
     _check_sampling(temperature, top_k)
     logits = logits / temperature
     if top_k is not None and top_k < logits.size(-1):
-        kth = logits.topk(top_k, dim=-1).values[..., -1:]  # (..., 1) the k-th largest logit
-        logits = logits.masked_fill(logits < kth, float("-inf"))
-    return logits.softmax(dim=-1)
+        top = logits.topk(top_k, dim=-1).indices  # (..., k)
+        kept = torch.zeros_like(logits, dtype=torch.bool).scatter_(-1, top, True)  # (..., V)
+        logits = logits.masked_fill(~kept, float("-inf"))
+    return check_finite(logits.softmax(dim=-1))
 
 
 def beam_search(
@@ -152,7 +160,7 @@ def teacher_forced(model: Transformer, src: torch.Tensor, tgt_ids: Sequence[int]
     if tgt.size(1) == 0:
         raise ValueError("tgt_ids is empty: it needs at least BOS")
     with _inference(model):
-        logits = model(src, tgt)  # (1, T, V)
+        logits = check_finite(model(src, tgt))  # (1, T, V)
     return logits[0].argmax(dim=-1).tolist()
 
 
@@ -169,7 +177,7 @@ def _generate(model, src, bos_id, eos_id, max_len, pick: Pick, need_weights: boo
         logits, self_maps, cross_maps = model.decode(
             token[:, None], memory, src_mask, cache, start=step, need_weights=need_weights
         )
-        logits = logits[:, -1]  # (B, V)
+        logits = check_finite(logits[:, -1])  # (B, V)
         token = pick(logits)  # (B,)
         yield logits, token, self_maps, cross_maps
         done |= token == eos_id
@@ -200,7 +208,7 @@ def _beam_search_steps(model, src, bos_id, eos_id, max_len, beam_width: int, nee
         logits, self_maps, cross_maps = model.decode(
             last, memory, src_mask, cache, start=step, need_weights=need_weights
         )
-        logits = logits[:, -1]  # (K, V)
+        logits = check_finite(logits[:, -1])  # (K, V)
         past = torch.tensor([[b.score] for b in live], device=src.device)  # (K, 1)
         scores = (past + logits.log_softmax(dim=-1)).flatten()  # (K * V,) every one-token extension
         top, flat = scores.topk(min(beam_width - n_finished, scores.numel()))  # best first
@@ -213,7 +221,7 @@ def _beam_search_steps(model, src, bos_id, eos_id, max_len, beam_width: int, nee
         best_finished = max([best_finished] + [b.score for b in beams if b.finished])
         if not live or (stop_early and best_finished >= live[0].score):
             return
-        _reorder_cache(cache, torch.tensor([b.parent for b in live], device=src.device))
+        cache.reorder(torch.tensor([b.parent for b in live], device=src.device))
 
 
 def _beam_decode_steps(model, src, bos_id, eos_id, max_len, beam_width) -> Iterator[DecodeStep]:
@@ -222,14 +230,6 @@ def _beam_decode_steps(model, src, bos_id, eos_id, max_len, beam_width) -> Itera
     for step, (logits, self_maps, cross_maps, beams) in enumerate(steps):
         best = max(beams, key=lambda b: b.score)
         yield _record(step, best.tokens[:-1], best.tokens[-1], logits, self_maps, cross_maps, best.parent, beams)
-
-
-def _reorder_cache(cache: KVCache, rows: torch.Tensor) -> None:
-    """Make cache row i hold the past of beam `rows[i]`, for the next step's K = len(rows) beams."""
-    for layer in cache:
-        for name in ("k", "v"):
-            layer["self"][name] = layer["self"][name].index_select(0, rows)  # (K, H, t, d_k)
-            layer["cross"][name] = layer["cross"][name][:1].expand(len(rows), -1, -1, -1)  # (K, H, S, d_k) one source
 
 
 def _record(step, prefix, token, logits, self_maps, cross_maps, row: int, beams=()) -> DecodeStep:
@@ -322,8 +322,9 @@ def _check_src(model: Transformer, src: torch.Tensor, single: bool = False) -> N
 
 
 def _check_sampling(temperature: float, top_k: int | None) -> None:
-    if not temperature > 0:
-        raise ValueError(f"temperature must be > 0, got {temperature}")
+    low, high = SAMPLING_TEMPERATURES
+    if isinstance(temperature, bool) or not isinstance(temperature, int | float) or not low <= temperature <= high:
+        raise ValueError(f"temperature must be from {low} to {high}, got {str(temperature)[:20]}")
     if top_k is not None and (isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1):
         raise ValueError(f"top_k must be None or an integer >= 1, got {top_k!r}")
 

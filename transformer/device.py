@@ -4,17 +4,23 @@ import torch
 
 
 def pick_device(name: str = "auto") -> torch.device:
-    """`"auto"` picks CUDA, then MPS, then CPU; any other name ("cpu", "cuda", "cuda:1", "mps") is checked and used."""
+    """`"auto"` picks CUDA, then MPS, then CPU; any other name ("cpu", "cuda", "cuda:1", "mps") is checked and used.
+
+    ValueError for any other device, including those PyTorch names but this lab never computes on ("xpu", "hpu").
+    """
     if name == "auto":
         if torch.cuda.is_available():
             return torch.device("cuda")
         if torch.backends.mps.is_available():
             return torch.device("mps")
         return torch.device("cpu")
+    unknown = ValueError(f"unknown device {name[:20]!r}: use auto, cpu, cuda or mps")
     try:
         device = torch.device(name)
-    except RuntimeError as err:
-        raise ValueError(f"unknown device {name!r}: use auto, cpu, cuda or mps") from err
+    except RuntimeError:
+        raise unknown from None
+    if device.type not in ("cpu", "cuda", "mps"):
+        raise unknown
     if device.type == "cuda" and not torch.cuda.is_available():
         raise ValueError("CUDA was asked for but no CUDA GPU is available: use auto or cpu")
     if device.type == "mps" and not torch.backends.mps.is_available():

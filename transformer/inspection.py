@@ -401,7 +401,8 @@ def logit_lens(model: Transformer, src: torch.Tensor, prefix: list[int]) -> torc
     """(n_layers, V): the next-token distribution after the decoder input `prefix` (BOS + tokens so far) of the
     source src (1, S) that each decoder layer's output would give if the stack ended there: through the decoder's
     final LayerNorm (pre-norm models have one; post-norm ones end every layer with a LayerNorm already), then the
-    generator. The last row is the model's own distribution."""
+    generator. The last row is the model's own distribution, the one decoding draws from: as there, no token of
+    the prefix is masked as padding, since a PAD in it is one the model generated."""
     probe = twin(model)
     device = _device(probe)
     last_states = []  # per decoder layer, its output at the last position: (1, d_model)
@@ -411,7 +412,10 @@ def logit_lens(model: Transformer, src: torch.Tensor, prefix: list[int]) -> torc
     ]
     try:
         with torch.inference_mode():
-            probe(src.to(device), torch.tensor([prefix], device=device))
+            src = src.to(device)
+            src_mask = probe.src_mask(src)
+            memory, _ = probe.encode(src, src_mask)
+            probe.decode(torch.tensor([prefix], device=device), memory, src_mask, mask_padding=False)
             h = torch.cat(last_states)  # (n_layers, d_model)
             return probe.generator(probe.decoder.norm(h)).softmax(dim=-1).cpu()  # (n_layers, V)
     finally:

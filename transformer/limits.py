@@ -76,14 +76,21 @@ MAX_PER_LENGTH = 1000  # inputs scored per length by a length test
 INPUTS_PER_LENGTH = (25, 50, 100)  # the Length test page's choices: 100 at each of 63 lengths decode in about 3 s
 MAX_FRESH = MAX_VALID  # fresh sequences `evaluate --n` scores, in one forward pass
 MAX_BEAM = 32  # beam width
+# A sampling temperature, wherever it comes from. logits / temperature must stay finite in float32: at 1e-39 every
+# logit of 1 or more is inf and the distribution NaN, at 0.01 only logits past 3e36 overflow. The upper bound keeps
+# it a number (at inf every distribution is uniform).
+SAMPLING_TEMPERATURES = (0.01, 100.0)
 # The Decoding page's settings (its widgets and its link read their bounds from here).
-DECODING_TEMPERATURES = (0.1, 3.0)
+DECODING_TEMPERATURES = (0.1, 3.0)  # within SAMPLING_TEMPERATURES
 DECODING_BEAM_WIDTHS = (1, 8)  # within MAX_BEAM
 DECODING_SEEDS = (0, 2**31 - 1)
 MAX_DECODE_STEPS = 1000  # the step a Decoding link opens: more than any model here decodes
 # Multiply-adds one probing request may cost: about 3 s of CPU on one core of a loaded 2-core machine
 # (`python tests/probe_bench.py`, see docs/security.md).
 MAX_PROBE_COST = 10_000_000_000
+# Forward passes one activation-patching grid may run (one per patch site, and the clean and corrupted runs): each
+# pass costs a few milliseconds of hooks and Python whatever the model's size, which MAX_PROBE_COST does not count.
+MAX_PATCH_RUNS = 1000
 
 # ---- links
 MAX_PARAM_CHARS = 200  # a longer value in a link is refused, not cut

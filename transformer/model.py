@@ -23,8 +23,21 @@ Positional = Literal["sinusoidal", "learned", "none"]
 Architecture = Literal["transformer", "gru", "gru-attention"]  # the recurrent ones live in transformer.recurrent
 # Attention weights by kind ("encoder", "decoder_self", "cross"): one (B, H, T_query, T_key) tensor per layer.
 AttentionMaps = dict[str, list[torch.Tensor]]
-# Per decoder layer, the cached keys/values of past target positions and of the encoder memory.
-KVCache = list[dict[str, torch.Tensor]]
+
+
+class NonFiniteOutputError(ValueError):
+    """The model computed NaN or infinity where a next-token distribution should be: its weights are finite but
+    large enough (or broken enough) that its outputs overflow, so there is nothing to decode or score."""
+
+
+def check_finite(scores: torch.Tensor) -> torch.Tensor:
+    """`scores` (logits or probabilities) unchanged, or NonFiniteOutputError if any is NaN or infinite."""
+    if not bool(torch.isfinite(scores).all()):
+        raise NonFiniteOutputError(
+            "the model's outputs are not finite numbers (NaN or infinity), so they are no next-token distribution: "
+            "its weights are too large for float32"
+        )
+    return scores
 
 
 @dataclass
@@ -194,7 +207,8 @@ def scaled_dot_product_attention(
     Two paths give the same output: the explicit one computes the formula op by op and can return the
     (B, H, T_q, T_k) weights; the fused `F.scaled_dot_product_attention` kernel never forms them. The explicit
     path runs when `need_weights` is set or when it is the faster one (`fused_is_faster`); the weights come back
-    only with `need_weights`, else None.
+    only with `need_weights`, else None. A query whose every key is masked attends to nothing: its weights and its
+    output are 0 on both paths (the fused kernel's convention; softmax over no key alone would give 0/0 = NaN).
     """
     scale = 1.0 / math.sqrt(q.size(-1)) if scale is None else scale
     own_rng = dropout_p > 0 and getattr(_dropout, "rng", None) is not None  # the fused kernel draws globally
@@ -209,6 +223,8 @@ def scaled_dot_product_attention(
     if mask is not None:
         scores = scores.masked_fill(~mask, float("-inf"))
     weights = scores.softmax(dim=-1)
+    if mask is not None and not is_causal:  # a causal mask leaves every query its own position
+        weights = weights.masked_fill(~mask.any(dim=-1, keepdim=True), 0.0)  # queries with no key: 0, not NaN
     out = dropout(weights, dropout_p, training=True) @ v  # (B, H, T_q, d_k); dropout_p is 0 in eval mode
     return out, weights if need_weights else None
 
@@ -395,7 +411,7 @@ class Decoder(nn.Module):
         self_maps, cross_maps = [], []
         for i, layer in enumerate(self.layers):
             x, w_self, w_cross = layer(
-                x, memory, src_mask, tgt_mask, tgt_is_causal, None if cache is None else cache[i], need_weights
+                x, memory, src_mask, tgt_mask, tgt_is_causal, None if cache is None else cache.layers[i], need_weights
             )
             self_maps.append(w_self)
             cross_maps.append(w_cross)
@@ -411,6 +427,34 @@ class Generator(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.proj(x)  # (B, T, vocab_size)
+
+
+class KVCache:
+    """What step-by-step decoding keeps between steps (from `Transformer.new_cache`).
+
+    Per decoder layer, the keys and values of the encoder memory ("cross", (B, H, S, d_k)) and of the target
+    positions so far ("self", (B, H, t, d_k)), or, where those would go stale, the target tokens so far instead.
+    Past keys and values stay exact only while no position sees a later one: with the causal mask, or with one
+    layer, whose keys and values come from the embeddings alone. Without the mask, from the second layer on every
+    position's keys and values depend on the tokens after it, so each step must recompute the whole prefix.
+    """
+
+    def __init__(self, n_layers: int, keeps_states: bool):
+        self.keeps_states = keeps_states
+        # "self": None makes each decoder layer attend over the whole prefix afresh, not through the cache
+        self.layers: list[dict[str, dict[str, torch.Tensor] | None]] = [
+            {} if keeps_states else {"self": None} for _ in range(n_layers)
+        ]
+        self.tokens: torch.Tensor | None = None  # (B, t) the target tokens so far, when the states are not kept
+
+    def reorder(self, rows: torch.Tensor) -> None:
+        """Make row i hold the past of row `rows[i]` (beam search: a kept hypothesis continues its parent's past)."""
+        for layer in self.layers:
+            for part in filter(None, layer.values()):  # "cross", and "self" where the states are kept
+                for name in ("k", "v"):
+                    part[name] = part[name].index_select(0, rows)  # (K, H, t or S, d_k)
+        if self.tokens is not None:
+            self.tokens = self.tokens.index_select(0, rows)  # (K, t)
 
 
 class Transformer(nn.Module):
@@ -477,9 +521,13 @@ class Transformer(nn.Module):
     ):
         """tgt (B, T) at positions start..start+T-1 -> logits (B, T, V), decoder self- and cross-attention maps.
 
-        With a `cache` (from `new_cache`), pass only the newest token(s); past positions are read from the cache.
+        With a `cache` (from `new_cache`), pass only the newest token(s): past positions are read from the cache, or
+        recomputed where it keeps tokens, and no target token is masked as padding (decoding feeds back whatever it
+        generated).
         """
         self._check_length(tgt, start)
+        if cache is not None and not cache.keeps_states:
+            return self._decode_whole_prefix(tgt, memory, src_mask, cache, start, need_weights)
         pad, causal = self.config.pad_id, self.config.causal_mask
         tgt_mask, tgt_is_causal = None, False
         if cache is None:
@@ -493,9 +541,23 @@ class Transformer(nn.Module):
         x, self_maps, cross_maps = self.decoder(x, memory, src_mask, tgt_mask, tgt_is_causal, cache, need_weights)
         return self.generator(x), self_maps, cross_maps
 
+    def _decode_whole_prefix(self, tgt, memory, src_mask, cache: KVCache, start: int, need_weights: bool):
+        """`decode` on a cache that keeps tokens (no causal mask): every decoder layer over the whole prefix again,
+        no position masked (the encoder's keys and values still come from the cache); the new positions' rows."""
+        cache.tokens = tgt if cache.tokens is None else torch.cat([cache.tokens, tgt], dim=1)  # (B, start + T)
+        x = self.positional(self.embed(cache.tokens))
+        x, self_maps, cross_maps = self.decoder(x, memory, src_mask, None, False, cache, need_weights)
+        rows = [m if m is None else m[:, :, start:] for m in self_maps + cross_maps]  # (B, H, T, T_k) or None
+        return self.generator(x[:, start:]), rows[: len(self_maps)], rows[len(self_maps) :]
+
+    @property
+    def cache_is_exact(self) -> bool:
+        """Whether cached keys and values of past target positions stay what the whole prefix gives (see `KVCache`)."""
+        return self.config.causal_mask or self.config.n_layers == 1
+
     def new_cache(self) -> KVCache:
-        """An empty key/value cache for step-by-step decoding, one entry per decoder layer."""
-        return [{} for _ in self.decoder.layers]
+        """An empty cache for step-by-step decoding: keys and values where that is exact, else the tokens."""
+        return KVCache(len(self.decoder.layers), self.cache_is_exact)
 
     def forward(
         self, src: torch.Tensor, tgt: torch.Tensor, return_attention: bool = False, mask_padding: bool = True

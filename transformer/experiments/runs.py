@@ -87,7 +87,7 @@ def _variant_run(
         None if result is None else asdict(result),
         [s["step"] for s in snapshots],
         cross,
-        alignment_series(experiment.data.task, cross),
+        alignment_series(experiment.data.task, data.valid_sources[0], cross),
         lengths,
     )
 
@@ -118,12 +118,17 @@ class LiveExperiment:
 
     @classmethod
     def start(
-        cls, experiment: Experiment, registry: RunRegistry, watcher: str, connected: Callable[[], bool] | None = None
+        cls,
+        experiment: Experiment,
+        registry: RunRegistry,
+        watcher: str,
+        connected: Callable[[], bool] | None = None,
+        address: str | None = None,
     ) -> "LiveExperiment":
-        """Submit the variants for `watcher`. ValueError, before any trains, when a variant's settings fail;
-        ServerBusy when the first variant cannot be queued."""
+        """Submit the variants for `watcher` at network `address`. ValueError, before any trains, when a variant's
+        settings fail; ServerBusy when the first variant cannot be queued."""
         configs = [experiment.configs(value) for value in experiment.values]
-        return cls(experiment, registry.submit_chain(watcher, configs, connected))
+        return cls(experiment, registry.submit_chain(watcher, configs, connected, address))
 
     @property
     def done(self) -> bool:
@@ -132,7 +137,9 @@ class LiveExperiment:
 
     @property
     def error(self) -> str | None:
-        return self.chain.error or next((run.error for run in self.chain.runs if run.error), None)
+        """Why the experiment ended early: a variant's error, or why the server stopped it (`Run.notice`)."""
+        ended_early = (run.error or run.notice for run in self.chain.runs)
+        return self.chain.error or next((why for why in ended_early if why), None)
 
     def _length_test(self, index: int) -> list[dict] | None:
         """Variant `index`'s length test once its run has ended with a model (computed once), else None."""

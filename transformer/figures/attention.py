@@ -88,6 +88,25 @@ def _figure(traces: list[dict], layout: dict, title: str, height: int) -> go.Fig
     return go.Figure(data=traces, layout={**defaults, **layout})
 
 
+def score_heatmap(z: np.ndarray, colorscale: str, value_name: str, hovertemplate: str, numbered: bool, **more) -> dict:
+    """A heatmap trace of scores in 0..1 (rows x columns) in separated cells, its colour bar titled `value_name` in
+    percent; `numbered`: each cell shows its score in percent (blank where there is none)."""
+    return dict(
+        type="heatmap",
+        z=z,
+        zmin=0,
+        zmax=1,
+        colorscale=colorscale,
+        colorbar=dict(title=value_name, len=0.8, thickness=14, tickformat=".0%"),
+        xgap=2,
+        ygap=2,
+        text=[["" if np.isnan(x) else f"{100 * x:.0f}%" for x in row] for row in z],
+        texttemplate="%{text}" if numbered else None,
+        hovertemplate=hovertemplate,
+        **more,
+    )
+
+
 def mask_heatmap(mask, row_labels: Sequence[str], col_labels: Sequence[str], title: str) -> go.Figure:
     """A boolean (queries x keys) mask in two colours: "may attend" (True) and "blocked" (False)."""
     trace = dict(

@@ -8,7 +8,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from ..inspection import ATTENTION_KINDS
-from .attention import _figure, _grid, _ticks
+from .attention import _figure, _grid, _ticks, score_heatmap
 
 METRICS = {"exact_match": "exact match", "token_acc": "token accuracy"}
 SCORE_SCALE = "RdYlGn"  # red: the model fails without the head; green: it does not need it
@@ -27,23 +27,8 @@ def knockout_heatmaps(heads: pd.DataFrame, intact: float, metric: str = "exact_m
         z = np.full((n_layers, n_heads), np.nan)
         rows = heads[heads["kind"] == kind]
         z[rows["layer"], rows["head"]] = rows[metric]
-        traces.append(
-            dict(
-                type="heatmap",
-                z=z,
-                zmin=0,
-                zmax=1,
-                colorscale=SCORE_SCALE,
-                showscale=i == 0,
-                colorbar=dict(title=METRICS[metric], len=0.8, thickness=14, tickformat=".0%"),
-                xgap=2,
-                ygap=2,
-                text=[[f"{100 * x:.0f}%" for x in row] for row in z],
-                texttemplate="%{text}" if n_heads <= 8 else None,
-                hovertemplate=f"layer %{{y}}, head %{{x}} removed: {METRICS[metric]} %{{z:.1%}}<extra></extra>",
-                **ref,
-            )
-        )
+        hover = f"layer %{{y}}, head %{{x}} removed: {METRICS[metric]} %{{z:.1%}}<extra></extra>"
+        traces.append(score_heatmap(z, SCORE_SCALE, METRICS[metric], hover, n_heads <= 8, showscale=i == 0, **ref))
         n = ref["xaxis"][1:]
         layout[f"xaxis{n}"].update(title="head", **_ticks([str(h) for h in range(n_heads)]))
         layout[f"yaxis{n}"].update(

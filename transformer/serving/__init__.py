@@ -8,12 +8,23 @@
   `Chain` of runs (Compare's variants) on by itself.
 """
 
-from .registry import AlreadyTraining, Chain, Place, QueueFull, RunRegistry, ServerBusy, run_key
+from .registry import (
+    AddressBusy,
+    AlreadyTraining,
+    Chain,
+    Place,
+    QueueFull,
+    RunRegistry,
+    ServerBusy,
+    network_address,
+    run_key,
+)
 from .run import CONNECTED_GRACE, Run, RunStatus, unwatched
 from .settings import ServerSettings, usable_cores
 
 __all__ = [
     "CONNECTED_GRACE",
+    "AddressBusy",
     "AlreadyTraining",
     "Chain",
     "Place",
@@ -23,6 +34,7 @@ __all__ = [
     "RunStatus",
     "ServerBusy",
     "ServerSettings",
+    "network_address",
     "run_key",
     "unwatched",
     "usable_cores",

@@ -9,6 +9,7 @@ Each training slot is a thread of the server with a worker of its own: the threa
 has its worker train it (`Worker.train` writes the reports into the run), and takes the next.
 """
 
+import ipaddress
 import json
 import math
 import statistics
@@ -23,7 +24,7 @@ from ..tasks import DataConfig
 from ..training import TrainConfig
 from .run import Run, unwatched
 from .settings import ServerSettings
-from .worker import Worker, WorkerLost
+from .worker import Caps, Worker, WorkerLost
 
 DEFAULT_RUN_S = 10.0  # the guess for a run's length before any has finished on this server
 MAX_FINISHED_WEIGHTS = 10_000_000  # numbers that finished runs kept for joining may hold
@@ -40,6 +41,22 @@ class QueueFull(ServerBusy):
 
 class AlreadyTraining(ServerBusy):
     """This watcher (one browser) already has another run training or queued."""
+
+
+class AddressBusy(ServerBusy):
+    """This network address already has as many runs training or queued as one address may."""
+
+
+def network_address(peer: str | None, forwarded_for: str | None) -> str | None:
+    """The network address a student's page comes from: the connection's `peer` (None: loopback), or, where that
+    is a proxy on a private network or this host, the address that proxy saw, the last in its `X-Forwarded-For`.
+    None when unknown. A client that reaches the server directly from a private network can forge the header."""
+    forwarded = (forwarded_for or "").split(",")[-1].strip()
+    try:
+        through_proxy = peer is None or ipaddress.ip_address(peer).is_private
+        return str(ipaddress.ip_address(forwarded)) if through_proxy and forwarded else peer
+    except ValueError:
+        return peer
 
 
 def run_key(model_config: ModelConfig, data_config: DataConfig, train_config: TrainConfig) -> str:
@@ -60,8 +77,8 @@ class Chain:
     """Runs one watcher asked for one after another (a Compare experiment's variants). The registry submits the
     next when the one before ends on its own terms; a run that is stopped or fails ends the chain."""
 
-    def __init__(self, watcher: str, configs: Sequence[Configs]):
-        self.watcher, self.configs = watcher, list(configs)
+    def __init__(self, watcher: str, configs: Sequence[Configs], address: str | None = None):
+        self.watcher, self.configs, self.address = watcher, list(configs), address
         self.runs: list[Run] = []
         self.error: str | None = None
         self.stopped = False
@@ -87,9 +104,12 @@ class RunRegistry:
     """Every run on one server, by `run_key` (see the module docstring).
 
     `settings.slots` runs train at once, each in a worker of its own (a process, or a server thread when
-    `settings.worker_processes` is off); more distinct runs wait in a queue of at most `settings.max_queue`. A
-    queued run nobody watches any more leaves the queue, and a training one is stopped (see `Run`). The last
-    `keep_finished` runs that ended on their own terms stay joinable.
+    `settings.worker_processes` is off); more distinct runs wait in a queue of at most `settings.max_queue`, at
+    most `settings.runs_per_address` of them queued or training from one network address. A free slot takes the
+    first queued run from an address with no run training, else the first queued run. A queued run nobody watches
+    any more leaves the queue, and a training one is stopped (see `Run`). A worker holding more than
+    `settings.worker_max_mb` after a run is restarted. The last `keep_finished` runs that ended on their own terms
+    stay joinable.
     """
 
     def __init__(self, settings: ServerSettings, keep_finished: int = 16):
@@ -118,10 +138,12 @@ class RunRegistry:
         data_config: DataConfig,
         train_config: TrainConfig,
         connected: Callable[[], bool] | None = None,
+        address: str | None = None,
     ) -> Run:
-        """The run these settings make, for `watcher`: joined when one is queued, training or recently finished,
-        else a new one, which a free slot takes at once or which waits in the queue. Raises AlreadyTraining when
-        the watcher has another run training or queued, QueueFull when the queue is full."""
+        """The run these settings make, for `watcher` at network `address` (None: unknown): joined when one is
+        queued, training or recently finished, else a new one, which a free slot takes at once or which waits in
+        the queue. Raises AlreadyTraining when the watcher has another run training or queued, AddressBusy when
+        its address has as many as it may, QueueFull when the queue is full."""
         with self._lock:
             self._drop_unwatched()
             key = run_key(model_config, data_config, train_config)
@@ -131,19 +153,28 @@ class RunRegistry:
                 return run
             if any(watcher in other.watchers() for other in self._active()):
                 raise AlreadyTraining("your run in another tab is still training or queued: stop it there first")
+            if address is not None and self._from(address) >= self.settings.runs_per_address:
+                raise AddressBusy(
+                    f"{self.settings.runs_per_address} runs from your network address are already training or "
+                    "queued, the most this server takes from one address"
+                )
             if len(self._queue) >= self.settings.max_queue + self._slots.count(None):
                 raise QueueFull(
                     f"{len(self._queue)} runs are already waiting for a training slot, the most this server queues"
                 )
             run = Run(model_config, data_config, train_config, self.settings.idle_timeout_s)
-            return self._queue_run(key, run, watcher, connected)
+            return self._queue_run(key, run, watcher, connected, address)
 
     def submit_chain(
-        self, watcher: str, configs: Sequence[Configs], connected: Callable[[], bool] | None = None
+        self,
+        watcher: str,
+        configs: Sequence[Configs],
+        connected: Callable[[], bool] | None = None,
+        address: str | None = None,
     ) -> Chain:
         """Runs of `configs` one after another for `watcher`; the first is submitted now (see `submit`)."""
-        chain = Chain(watcher, configs)
-        chain.runs.append(self.submit(watcher, *chain.configs[0], connected))
+        chain = Chain(watcher, configs, address)
+        chain.runs.append(self.submit(watcher, *chain.configs[0], connected, address))
         with self._lock:
             self._chains.append(chain)
             self._advance_chains()
@@ -222,15 +253,21 @@ class RunRegistry:
             else:
                 try:
                     worker.train(run)
+                    restart = (worker.resident_mb() or 0.0) > self.settings.worker_max_mb
                 except WorkerLost:
+                    restart = True
+                if restart:  # lost, or holding the memory of a large run: the next run gets a fresh one
                     worker.close()
                     worker = self.workers[slot] = None
             self._ended(slot, run)
+            if worker is None and not self._closed:
+                worker = self.workers[slot] = self._new_worker()
         if worker is not None:
             worker.close()
 
     def _new_worker(self) -> Worker | None:
-        worker = Worker(self.settings.torch_threads, in_server=not self.settings.worker_processes)
+        caps = Caps(self.settings.max_run_s, self.settings.max_paused_s)
+        worker = Worker(self.settings.torch_threads, caps, in_server=not self.settings.worker_processes)
         if worker.wait_ready():
             return worker
         worker.close()
@@ -248,21 +285,35 @@ class RunRegistry:
             self._assign()
 
     # ---- the queue (every method below runs under the lock)
-    def _queue_run(self, key: str, run: Run, watcher: str, connected: Callable[[], bool] | None) -> Run:
+    def _queue_run(
+        self, key: str, run: Run, watcher: str, connected: Callable[[], bool] | None, address: str | None
+    ) -> Run:
         run.touch(watcher, connected)
+        run.address = address
         self._runs[key] = run
         self._queue.append(run)
         self._assign()
         return run
 
     def _assign(self) -> None:
-        """Give queued runs that someone still watches to free slots, first come, first served."""
+        """Give queued runs that someone still watches to free slots (see `_next_queued`)."""
         self._drop_unwatched()
         while self._queue and None in self._slots and not self._closed:
-            run = self._queue.popleft()
+            run = self._next_queued()
+            self._queue.remove(run)
             self._slots[self._slots.index(None)] = run
             run.take()
         self._changed.notify_all()
+
+    def _next_queued(self) -> Run:
+        """The first queued run from an address with no run training, else the first queued run: one address
+        cannot hold every slot while another address waits."""
+        training = {run.address for run in self._slots if run is not None}
+        return next((run for run in self._queue if run.address not in training), self._queue[0])
+
+    def _from(self, address: str) -> int:
+        """Runs from `address` training or queued."""
+        return sum(run.address == address for run in [*self._slots, *self._queue] if run is not None)
 
     def _advance_chains(self) -> None:
         """Submit the next run of every chain whose current run ended on its own terms."""
@@ -272,7 +323,8 @@ class RunRegistry:
                 key = run_key(*configs)
                 run = self._runs.get(key)
                 if run is None or not self._joinable(run):  # a chain's next run skips the queue's bound
-                    run = self._queue_run(key, Run(*configs, self.settings.idle_timeout_s), chain.watcher, None)
+                    run = Run(*configs, self.settings.idle_timeout_s)
+                    run = self._queue_run(key, run, chain.watcher, None, chain.address)
                 run.touch(chain.watcher)
                 chain.runs.append(run)
             if chain.done:

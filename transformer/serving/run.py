@@ -53,6 +53,8 @@ class Run:
         self.result: TrainResult | None = None
         self.error: str | None = None
         self.withdrawn: str | None = None  # why it left the queue without starting
+        self.notice: str | None = None  # why the server ended it early, its model kept (a limit, a lost worker)
+        self.address: str | None = None  # the network address of the student who queued it, when known
         self.started_at: float | None = None  # perf_counter time a worker took it
         self._weights: tuple[int, Weights] | None = None  # (rows so far, the kept model's weights)
         self._model: tuple[int, Transformer] | None = None  # built from _weights, for every page that asks
@@ -172,14 +174,28 @@ class Run:
             self._weights = len(self.rows) + 1, weights
         self.rows.append(row)
 
-    def end(self, result: TrainResult | None, error: str | None, weights: Weights | None = None) -> None:
-        """The run has ended: with a result, or an error a student can read."""
+    def end(
+        self, result: TrainResult | None, error: str | None, weights: Weights | None = None, notice: str | None = None
+    ) -> None:
+        """The run has ended: with a result, or an error a student can read; `notice` says why the server ended it
+        before its settings did."""
         with self._lock:
             if weights is not None:
                 self._weights = len(self.rows) + 1, weights
-        self.result, self.error, self._holding = result, error, False
+        self.result, self.error, self.notice, self._holding = result, error, notice, False
         self._moving.set()
         self._ended.set()
+
+    def lose(self, reason: str) -> None:
+        """Its worker ended or fell silent mid-run: the run ends stopped, its model the snapshot of its last metric
+        row, or with `reason` as its error when it had none yet."""
+        if not self.rows:
+            self.end(None, reason)
+            return
+        row = self.rows[-1]
+        step = int(row["step"])
+        result = TrainResult(step, row["elapsed_s"], row["exact_match"], row["token_acc"], "stopped")
+        self.end(result, None, notice=f"{reason} at step {self.step}; the model kept is its snapshot of step {step}")
 
     def withdraw(self, reason: str) -> None:
         """End a run that never started: it leaves the queue, and `withdrawn` says why."""

@@ -3,11 +3,11 @@ the pipe writes the reports into the `Run` pages read.
 
 The protocol, over one duplex `multiprocessing.connection` pipe:
 
-    server -> worker   ("train", model_config, data_config, train_config), then any of the CONTROLS
+    server -> worker   ("train", model_config, data_config, train_config, caps), then any of the CONTROLS
     worker -> server   ("ready",) once, when torch is imported and a first step's one-off costs are paid;
                        for each run: ("progress", step, new_losses, new_attention) every REPORT_EVERY_S,
                        ("row", metric_row, weights) at each metric row, ("holding", step) every HEARTBEAT_S while
-                       paused, and last ("end", result, error, weights).
+                       paused, and last ("end", result, error, weights, notice).
 
 A worker is a fresh Python process (`python -m transformer.serving FD THREADS`), so a server drawing many
 pages never holds the interpreter lock its steps need. Not multiprocessing's spawn: under `streamlit run`,
@@ -15,6 +15,8 @@ pages never holds the interpreter lock its steps need. Not multiprocessing's spa
 hosts that cannot start processes, the same loop runs on a thread of the server over `multiprocessing.Pipe()`.
 """
 
+import ctypes
+import gc
 import os
 import pickle
 import socket
@@ -22,6 +24,7 @@ import subprocess
 import sys
 import threading
 import time
+from dataclasses import dataclass
 from multiprocessing import Pipe
 from multiprocessing.connection import Connection
 from pathlib import Path
@@ -46,6 +49,15 @@ class WorkerLost(RunFailed):
     """A worker ended, or stopped answering, in the middle of a run."""
 
 
+@dataclass(frozen=True)
+class Caps:
+    """What one run may take of its training slot, whatever its controls do; past either, it ends with its model
+    kept (ServerSettings.max_run_s, max_paused_s)."""
+
+    run_s: float  # wall-clock seconds from its first step's set-up, pauses included
+    paused_s: float  # seconds paused, over all its pauses
+
+
 def send(conn: Connection, message: object) -> None:
     """Send with plain pickle: a tensor goes as its bytes (multiprocessing's pickler would share its memory, which
     only works between processes that multiprocessing itself started)."""
@@ -63,7 +75,8 @@ def serve(conn: Connection, torch_threads: int | None) -> None:
     """A worker's loop: train each run the server sends, one at a time, here. Ends when the pipe closes.
 
     A worker process is given its torch thread count and pays a first step's one-off costs before it says it is
-    ready; a worker on a server thread (`torch_threads` None) leaves both to the server, whose settings they are."""
+    ready, and gives a run's memory back before it reports the run's end; a worker on a server thread
+    (`torch_threads` None) leaves all three to the server, whose settings and memory they are."""
     if torch_threads is not None:
         torch.set_num_threads(torch_threads)
         warm_up().join()
@@ -72,14 +85,19 @@ def serve(conn: Connection, torch_threads: int | None) -> None:
         while True:
             message = receive(conn)
             if message[0] == "train":  # anything else is a control for a run that has ended: dropped
-                train(conn, *message[1:])
+                end = train(conn, *message[1:])
+                if torch_threads is not None:
+                    release_memory()
+                send(conn, end)
     except (EOFError, OSError, KeyboardInterrupt):
         return
 
 
-def train(conn: Connection, model_config: ModelConfig, data_config: DataConfig, train_config: TrainConfig) -> None:
-    """Train one run, reporting as it goes; its end, a result or an error for the student, is always sent."""
-    gate = Gate(conn)
+def train(
+    conn: Connection, model_config: ModelConfig, data_config: DataConfig, train_config: TrainConfig, caps: Caps
+) -> tuple:
+    """Train one run, reporting as it goes; returns its "end" message, a result or an error for the student."""
+    gate = Gate(conn, caps)
     result = error = weights = None
     try:
         trainer = gate.trainer = Trainer(model_config, data_config, train_config)
@@ -92,25 +110,38 @@ def train(conn: Connection, model_config: ModelConfig, data_config: DataConfig, 
     except Exception as err:  # a message for the student, never a traceback
         error = str(err) if isinstance(err, (RunFailed, ValueError)) else f"training failed: {err!r}"
     gate.report()
-    send(conn, ("end", result, error, weights))
+    return "end", result, error, weights, gate.notice
+
+
+def release_memory() -> None:
+    """Give the memory of a run that has ended back to the system: glibc's allocator keeps freed memory for the
+    process otherwise: after a run of the Train form's largest model, hundreds of MB more than before it."""
+    gc.collect()
+    try:
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):  # not glibc: the registry restarts a worker that holds too much
+        pass
 
 
 class Gate:
     """What the trainer calls before each step: sends what is new, obeys the server's controls, and holds while
-    the run is paused. Returns True when the run must stop."""
+    the run is paused, within the run's `caps`. Returns True when the run must stop."""
 
-    def __init__(self, conn: Connection):
-        self.conn = conn
+    def __init__(self, conn: Connection, caps: Caps):
+        self.conn, self.caps = conn, caps
         self.trainer: Trainer | None = None
         self.paused = self.stopped = False
         self.pause_at: int | None = None  # pause again on reaching this step (after Step)
         self.sent_losses = self.sent_attention = 0
         self.reported = 0.0
+        self.began, self.paused_s = time.monotonic(), 0.0  # paused_s: over the pauses that have ended
+        self.notice: str | None = None  # why a limit stopped the run
 
     def __call__(self) -> bool:
         self.read_controls()
         if self.pause_at is not None and self.trainer.step >= self.pause_at:
             self.paused, self.pause_at = True, None
+        self.check_limits()
         if self.paused and not self.stopped:
             self.hold()
         elif time.monotonic() - self.reported >= REPORT_EVERY_S:
@@ -132,15 +163,27 @@ class Gate:
                 self.paused, self.pause_at = False, (self.trainer.step // every + 1) * every
 
     def hold(self) -> None:
-        """Hold between two steps until resumed, stepped or stopped; a pause past MAX_PAUSE_S stops the run."""
+        """Hold between two steps until resumed, stepped or stopped, or a limit stops the run."""
         self.report()
         began = time.monotonic()
         while self.paused and not self.stopped:
-            if time.monotonic() - began > MAX_PAUSE_S:
-                self.stopped = True
-                break
             send(self.conn, ("holding", self.trainer.step))
             self.read_controls(HEARTBEAT_S)
+            self.check_limits(time.monotonic() - began)
+        self.paused_s += time.monotonic() - began
+
+    def check_limits(self, pause_s: float = 0.0) -> None:
+        """Stop the run, saying why in `notice`, once the pause under way has lasted `pause_s` past MAX_PAUSE_S, or
+        the run is past its caps."""
+        if self.stopped:
+            return
+        if pause_s > MAX_PAUSE_S:
+            self.notice = f"a pause lasted over {MAX_PAUSE_S:g} s, the longest one pause may last"
+        elif self.paused_s + pause_s > self.caps.paused_s:
+            self.notice = f"it was paused for over {self.caps.paused_s:g} s in all, the most one run may be paused"
+        elif time.monotonic() - self.began > self.caps.run_s:
+            self.notice = f"it held a training slot for over {self.caps.run_s:g} s, the most one run may"
+        self.stopped = self.notice is not None
 
     def report(self) -> None:
         """Send the step, and the losses and attention snapshots not sent yet."""
@@ -160,7 +203,8 @@ class Gate:
 class Worker:
     """The server's end of one worker: a process, or with `in_server` a thread of this process, and its pipe."""
 
-    def __init__(self, torch_threads: int, in_server: bool = False):
+    def __init__(self, torch_threads: int, caps: Caps, in_server: bool = False):
+        self.caps = caps
         self.process: subprocess.Popen | None = None
         self._send_lock = threading.Lock()  # pages' controls and the reader both send
         if in_server:
@@ -186,6 +230,17 @@ class Worker:
         except (EOFError, OSError):
             return False
 
+    def resident_mb(self) -> float | None:
+        """The memory the worker process holds now (its resident set, MB); None on a thread, or where /proc is not
+        there to tell."""
+        if self.process is None:
+            return None
+        try:
+            pages = int(Path(f"/proc/{self.process.pid}/statm").read_text().split()[1])
+        except (OSError, ValueError, IndexError):
+            return None
+        return pages * os.sysconf("SC_PAGE_SIZE") / 2**20
+
     @property
     def alive(self) -> bool:
         return self._thread.is_alive() if self.process is None else self.process.poll() is None
@@ -202,14 +257,14 @@ class Worker:
 
     def train(self, run: Run) -> None:
         """Have the worker train `run`, writing its reports into it until it ends; a run nobody watches any more is
-        stopped. Raises WorkerLost when the worker ends or falls silent (the run is then ended with the reason)."""
+        stopped. Raises WorkerLost when the worker ends or falls silent (the run then ends, see `Run.lose`)."""
         try:
-            self._send(("train", run.model_config, run.data_config, run.train_config))
+            self._send(("train", run.model_config, run.data_config, run.train_config, self.caps))
             for control in run.attach(self._control):
                 self._send(control)
             self._read(run)
         except WorkerLost as err:
-            run.end(None, str(err))
+            run.lose(str(err))
             raise
         finally:
             run.detach()

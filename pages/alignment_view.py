@@ -1,0 +1,178 @@
+"""The algorithm in the attention, on Train and Decoding: the task's ideal cross-attention outlined over the learned
+one, each head's alignment score, and on Train the best head's score over the run."""
+
+import threading
+from dataclasses import dataclass, field
+
+import streamlit as st
+import torch
+
+from transformer.alignment import (
+    FOUND,
+    best_head,
+    found_at,
+    head_scores,
+    head_series,
+    ideal_alignment,
+    source_positions,
+)
+from transformer.decoding import DecodeStep
+from transformer.figures.alignment import best_head_figure, ideal_over_learned
+from transformer.serving import Run
+from transformer.vocab import Vocab
+
+CHART_HEIGHT = 320  # as the Train page's loss and accuracy charts
+
+
+def no_alignment(task: str) -> str:
+    return (
+        f"*{task}* has no fixed source position for each output token, so there is no ideal cross-attention to draw "
+        "or to score the heads against."
+    )
+
+
+def scoring_rule(task: str) -> str:
+    """How the score is computed, and the rule for sort's equal symbols."""
+    rule = (
+        " For sort, output i comes from the source token of rank i, equal symbols taken in their input order "
+        "(a stable sort); a head that spreads over equal symbols scores less on them."
+        if task == "sort"
+        else ""
+    )
+    return (
+        "Outlined: where each output token comes from in the source. A head's score is the attention it puts on "
+        f"those cells, averaged over the output tokens: 1 when it always looks there, 1/n for uniform attention.{rule}"
+    )
+
+
+# ------------------------------------------------------------------------------------------------------ Train
+
+
+@dataclass
+class ProbeAlignment:
+    """The run's probe input (held-out row 0) and its cross-attention scored at each snapshot."""
+
+    steps: list[int]
+    best: list[tuple[str, float]]  # the best head and its score at each snapshot
+    latest: torch.Tensor  # (L, H, T, S): the newest snapshot's cross-attention, trimmed to the probe
+    scores: torch.Tensor  # (L, H): its heads' scores
+    ideal: torch.Tensor  # (T, S)
+    source: list[str]
+    queries: list[str]  # BOS, then the target
+
+
+@dataclass
+class ScoredSnapshots:
+    """Each head's score at a run's snapshots so far, extended as snapshots come: (L, H) per snapshot."""
+
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    scores: list[torch.Tensor] = field(default_factory=list)
+
+
+@st.cache_resource(max_entries=64, show_spinner=False)
+def scored_snapshots(run_key: tuple) -> ScoredSnapshots:
+    """One run's scores, shared by every watcher: each snapshot is scored once, not at every row."""
+    return ScoredSnapshots()
+
+
+@st.cache_resource(max_entries=64, show_spinner=False)
+def probe_alignment(run_key: tuple, n_snapshots: int, _job: Run) -> ProbeAlignment | None:
+    """The alignment of a run's first `n_snapshots` snapshots, computed once for every watcher; None when the
+    task has no alignment. Read-only."""
+    data, task = _job.data(), _job.data_config.task
+    source, pad = data.valid_sources[0], data.vocab.pad_id
+    if source_positions(task, source) is None:
+        return None
+    src, tgt = data.valid.src[0], data.valid.tgt_in[0]
+    S, T = int((src != pad).sum()), int((tgt != pad).sum())
+    snapshots = _job.attention[:n_snapshots]
+    scored = scored_snapshots(run_key)
+    with scored.lock:
+        for snapshot in snapshots[len(scored.scores) :]:
+            scored.scores.append(head_scores(task, source, [layer[:, :T, :S] for layer in snapshot["maps"]["cross"]]))
+        scores = scored.scores[:n_snapshots]
+    latest = torch.stack([layer[:, :T, :S] for layer in snapshots[-1]["maps"]["cross"]])  # (L, H, T, S)
+    return ProbeAlignment(
+        [s["step"] for s in snapshots],
+        best_head(head_series(scores)),
+        latest,
+        scores[-1],
+        ideal_alignment(task, source, T),
+        data.vocab.tokens(src[:S].tolist()),
+        data.vocab.tokens(tgt[:T].tolist()),
+    )
+
+
+def train_alignment(job: Run) -> None:
+    """The best head's score over the run beside the newest snapshot's heads, the ideal outlined."""
+    n_snapshots = len(job.attention)
+    if not n_snapshots:
+        return
+    probe = probe_alignment((id(job), job.started_at), n_snapshots, job)
+    if probe is None:
+        st.info(no_alignment(job.data_config.task))
+        return
+    if len(probe.source) < 2:
+        st.info(
+            "The first held-out input has one symbol: every head puts all its attention on it, so there is no "
+            "alignment to find."
+        )
+        return
+    line_col, heads_col = st.columns(2)
+    line_col.plotly_chart(
+        best_head_figure(probe.steps, probe.best, 1 / len(probe.source), FOUND, CHART_HEIGHT),
+        key="train_alignment_chart",
+    )
+    found = found_at(probe.steps, [score for _, score in probe.best])
+    label, score = probe.best[-1]
+    if found is not None:
+        line_col.caption(
+            f"**Attention found the algorithm at step {found}**: a head put {FOUND:g} of its attention on "
+            f"the ideal source tokens. Latest: {label}, {score:.2f}."
+        )
+    else:
+        line_col.caption(
+            f"No head has reached {FOUND:g} yet; the best is {label} at {score:.2f}. Heads can share the work, or "
+            "look at the ideal token and its neighbours, and still get every output right."
+        )
+    layer = int(probe.scores.max(dim=1).values.argmax())  # the layer of the best head
+    heads_col.plotly_chart(
+        ideal_over_learned(
+            probe.latest[layer],
+            probe.ideal,
+            probe.scores[layer].tolist(),
+            probe.queries,
+            probe.source,
+            f"Cross-attention at step {probe.steps[-1]}, layer {layer}",
+            per_row=2,  # half the page wide
+        ),
+        key="train_alignment_heads",
+    )
+    heads_col.caption(f"The first held-out input. {scoring_rule(job.data_config.task)}")
+
+
+# --------------------------------------------------------------------------------------------------- Decoding
+
+
+def decoding_alignment(steps: list[DecodeStep], ids: list[int], task: str, vocab: Vocab, layer: int) -> None:
+    """Every decoding step's cross-attention in one `layer`, a row per step, with the task's ideal outlined."""
+    with st.expander("The algorithm in the attention: every step against the task's ideal", expanded=True):
+        source = [vocab.symbol_index(i) for i in ids]
+        weights = torch.stack([step.cross_attention[layer] for step in steps], dim=1)  # (H, steps, S)
+        scores = head_scores(task, source, [weights])
+        if scores is None:
+            st.info(no_alignment(task))
+            return
+        queries = vocab.tokens([step.prefix[-1] for step in steps])
+        st.plotly_chart(
+            ideal_over_learned(
+                weights,
+                ideal_alignment(task, source, len(steps)),
+                scores[0].tolist(),
+                queries,
+                vocab.tokens(ids),
+                f"Cross-attention of every step, layer {layer}",
+            ),
+            key="decode_alignment",
+        )
+        st.caption(f"A row per decoding step, labelled by the token it reads. {scoring_rule(task)}")

@@ -1,0 +1,91 @@
+"""The Knockout page's activation patching: a clean input and a corrupted one, and how much of the clean answer each
+head's output, or the residual stream at each layer and position, brings back when patched into the corrupted run."""
+
+import streamlit as st
+
+from pages.state import per_model
+from transformer.checkpoint import Checkpoint
+from transformer.figures.patching import head_patching_figure, stream_patching_figure
+from transformer.literal import code_span, markdown_literal
+from transformer.patching import PatchingGrid, patching_grid
+from transformer.tasks import TaskData
+
+SITES = {"heads": "one head's output", "stream": "the residual stream"}
+
+
+def corrupted_text(source: list[int], symbols: tuple[str, ...]) -> str:
+    """`source` (symbol indices) as text with its middle symbol changed to the next symbol."""
+    changed = list(source)
+    middle = len(changed) // 2
+    changed[middle] = (changed[middle] + 1) % len(symbols)
+    return " ".join(symbols[s] for s in changed)
+
+
+def patching_section(checkpoint: Checkpoint) -> None:
+    """Two inputs, a Patch button, and the grid of the sites chosen."""
+    model, vocab, task = checkpoint.model, checkpoint.vocab, checkpoint.task
+    st.subheader("Activation patching: where does the input's information flow?")
+    st.markdown(
+        "Knockout shows what the model cannot do without. Patching shows **which activations carry what an input "
+        "tells the model**: run a *clean* input and a *corrupted* one (a symbol changed), then run the corrupted "
+        "one again with one activation copied in from the clean run. If the clean answer comes back, that "
+        "activation carries the changed symbol's information to the output."
+    )
+    if st.session_state.get("patch_task") != task:  # a model for another task: start from one of its inputs
+        source = TaskData(task, vocab).valid_sources[0]
+        st.session_state["patch_task"] = task
+        st.session_state["patch_clean"] = " ".join(vocab.symbols[s] for s in source)
+        st.session_state["patch_corrupted"] = corrupted_text(source, vocab.symbols)
+        st.session_state.pop("patch_asked", None)
+    with st.form("patch_inputs"):
+        clean_col, corrupted_col = st.columns(2)
+        clean = clean_col.text_input("Clean input", key="patch_clean", max_chars=4 * model.config.max_len)
+        corrupted = corrupted_col.text_input(
+            "Corrupted input", key="patch_corrupted", max_chars=4 * model.config.max_len
+        )
+        if st.form_submit_button("Patch", key="patch_run", icon=":material/healing:", type="primary"):
+            st.session_state["patch_asked"] = clean, corrupted
+    if "patch_asked" not in st.session_state:  # one grid per press: a visit to the page costs nothing more
+        st.caption(
+            "Press **Patch** to patch each site of the model in turn, from the clean input into the corrupted one."
+        )
+        return
+    clean, corrupted = st.session_state["patch_asked"]
+
+    def compute() -> PatchingGrid | str:
+        try:
+            with st.spinner("Patching each site in turn..."):
+                return patching_grid(model, vocab, task.task, clean, corrupted)
+        except ValueError as err:
+            return str(err)
+
+    grid = per_model("patching_grid", model, (clean, corrupted), compute)
+    if isinstance(grid, str):
+        st.error(f"Cannot patch these inputs: {markdown_literal(grid)}.")
+        return
+    show_grid(grid)
+
+
+def show_grid(grid: PatchingGrid) -> None:
+    """The answer's probability clean and corrupted, and the grid of the sites the student picks."""
+    answer = " ".join(grid.answer)
+    st.markdown(
+        f"Clean answer {code_span(answer)}: probability **{grid.p_clean:.3g}** after the clean input, "
+        f"**{grid.p_corrupted:.3g}** after the corrupted one."
+    )
+    if not grid.recoverable:
+        st.warning("The changed symbol hardly moves the clean answer's probability: there is nothing to recover.")
+        return
+    sites = st.radio("Patch", list(SITES), format_func=SITES.get, horizontal=True, key="patch_sites")
+    if sites == "heads":
+        st.plotly_chart(head_patching_figure(grid.heads), key="patch_heads_chart")
+    else:
+        st.plotly_chart(stream_patching_figure(grid.stream, grid.clean, grid.answer), key="patch_stream_chart")
+    st.caption(
+        "Each cell: the share of the log-probability of the clean answer that the corruption took away and the patch "
+        "brings back, (log p_patched − log p_corrupted) / (log p_clean − log p_corrupted). A head is patched at "
+        "every position, its slice of the concatenated heads before W_O; the residual stream at one position "
+        "after a layer (*embeddings*: before the first). Only the changed position differs in the embeddings; "
+        "follow it up the encoder, then see which decoder positions, the ones that write the changed part of "
+        "the answer, take it in."
+    )

@@ -1,0 +1,68 @@
+"""The algorithm in the attention on Decoding and Train, through AppTest: the ideal outlined over the learned
+cross-attention, each head's score, and the best head's score over a run."""
+
+import json
+
+import numpy as np
+import pytest
+import torch
+from app_state import kept
+from plotly_json import array
+from streamlit.testing.v1 import AppTest
+from test_app_knockout import open_page
+from test_app_train import fresh_registry, open_train, poll_until_done, restore_threads, start  # noqa: F401
+
+from transformer.alignment import FOUND, alignment_series, best_head, head_scores
+
+
+def chart(at: AppTest, key: str) -> dict:
+    """The plotly spec of the chart with this key."""
+    for element in at.get("plotly_chart"):
+        if element.proto.id.endswith(key):
+            return json.loads(element.proto.spec)
+    raise AssertionError(f"no chart with key {key}")
+
+
+def test_decoding_outlines_the_anti_diagonal_over_every_step_and_scores_each_head():
+    at = open_page("pages/decoding.py")
+    steps = kept(at, "decoding").value["steps"]
+    source = at.text_input(key="decode_input").value.split()
+    n = len(source)
+    spec = chart(at, "decode_alignment")
+    heatmaps = [t for t in spec["data"] if t["type"] == "heatmap"]
+    marks = [t for t in spec["data"] if t["type"] == "scatter"]
+    weights = torch.stack([s.cross_attention[0] for s in steps], dim=1)  # (H, steps, S)
+    assert len(heatmaps) == len(marks) == weights.size(0)
+    for h, trace in enumerate(heatmaps):
+        assert np.allclose(array(trace["z"]).astype(float), weights[h].numpy())
+    assert array(marks[0]["y"]).tolist() == list(range(n))  # the EOS step has no ideal source token
+    assert array(marks[0]["x"]).tolist() == list(range(n))[::-1]
+    scores = head_scores("reverse", [int(s) for s in source], [weights])[0]
+    titles = [a["text"] for a in spec["layout"]["annotations"]]
+    assert titles == [f"head {h}: {s:.2f}" for h, s in enumerate(scores.tolist())]
+
+
+@pytest.mark.timeout(300)
+def test_train_draws_the_best_heads_score_at_every_snapshot_and_the_newest_heads():
+    at = open_train()
+    start(at, task="reverse", min_len=5, max_len=5, steps=100)
+    poll_until_done(at)
+    job = at.session_state["job"]
+    data = job.data()
+    source = data.valid_sources[0]
+    best = best_head(alignment_series("reverse", source, [s["maps"]["cross"] for s in job.attention]))
+    line = chart(at, "train_alignment_chart")["data"][0]
+    assert array(line["x"]).tolist() == [s["step"] for s in job.attention]
+    assert np.allclose(array(line["y"]).astype(float), [score for _, score in best], atol=1e-6)
+    heads = chart(at, "train_alignment_heads")
+    assert f"step {job.attention[-1]['step']}" in heads["layout"]["title"]["text"]
+    caption = f"reached {FOUND:g} yet" if max(s for _, s in best) < FOUND else "found the algorithm at step"
+    assert any(caption in c.value for c in at.caption)
+
+
+def test_a_one_symbol_probe_has_no_alignment_to_find():
+    at = open_train()
+    start(at, task="copy", min_len=1, max_len=1, steps=20)
+    poll_until_done(at)
+    assert any("has one symbol" in info.value for info in at.info)
+    assert not [c for c in at.get("plotly_chart") if c.proto.id.endswith("train_alignment_chart")]

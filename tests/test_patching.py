@@ -1,0 +1,143 @@
+"""Activation patching: the clean run's activations copied into the corrupted run, one site at a time."""
+
+import json
+import math
+
+import pytest
+import torch
+
+from transformer.inspection import attention_module
+from transformer.knockout import Head, all_heads
+from transformer.limits import MAX_PATCH_RUNS
+from transformer.model import ModelConfig, Transformer
+from transformer.patching import (
+    StreamSite,
+    check_patching_cost,
+    grid_dict,
+    pair_ids,
+    patched_logits,
+    patching_grid,
+    stream_sites,
+)
+from transformer.vocab import Vocab
+
+VOCAB = Vocab.digits(10)
+
+
+@pytest.fixture(scope="module", params=[False, True], ids=["post-norm", "pre-norm"])
+def model() -> Transformer:
+    config = ModelConfig(vocab_size=len(VOCAB), d_model=16, n_heads=2, n_layers=2, d_ff=32)
+    return Transformer(config, rng=torch.Generator().manual_seed(0)).eval()
+
+
+def pair() -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    clean = torch.tensor([[VOCAB.symbol_id(s) for s in (3, 1, 4, 1, 5)]])  # (1, S)
+    corrupted = clean.clone()
+    corrupted[0, 2] = VOCAB.symbol_id(9)  # one source token changed
+    tgt_in = torch.tensor([[VOCAB.bos_id, *(VOCAB.symbol_id(s) for s in (5, 1, 4, 1, 3))]])  # (1, T)
+    return clean, corrupted, tgt_in
+
+
+def test_patching_nothing_gives_the_corrupted_run_exactly(model):
+    clean, corrupted, tgt_in = pair()
+    with torch.inference_mode():
+        want = model(corrupted, tgt_in)
+    assert torch.equal(patched_logits(model, clean, corrupted, tgt_in, []), want)
+
+
+@pytest.mark.parametrize("layer", [0, 1, 2])
+def test_patching_every_encoder_position_gives_the_clean_run_exactly(model, layer):
+    clean, corrupted, tgt_in = pair()
+    with torch.inference_mode():
+        want, other = model(clean, tgt_in), model(corrupted, tgt_in)
+    sites = [StreamSite("encoder", layer, p) for p in range(clean.size(1))]
+    got = patched_logits(model, clean, corrupted, tgt_in, sites)
+    assert torch.equal(got, want) and not torch.equal(got, other)
+
+
+def test_patching_every_position_of_the_last_decoder_layer_gives_the_clean_run_exactly(model):
+    clean, corrupted, tgt_in = pair()
+    with torch.inference_mode():
+        want = model(clean, tgt_in)
+    sites = [StreamSite("decoder", 2, t) for t in range(tgt_in.size(1))]
+    assert torch.equal(patched_logits(model, clean, corrupted, tgt_in, sites), want)
+
+
+def test_a_head_patch_replaces_that_heads_slice_and_nothing_else(model):
+    clean, corrupted, tgt_in = pair()
+    seen = []  # the input of W_O, the concatenated heads (1, T, d_model), at each run
+    w_o = attention_module(model, "cross", 1).out_proj
+    handle = w_o.register_forward_hook(lambda module, args, output: seen.append(args[0].clone()))
+    try:
+        with torch.inference_mode():
+            model(clean, tgt_in)
+            model(corrupted, tgt_in)
+        patched_logits(model, clean, corrupted, tgt_in, [Head("cross", 1, 1)])  # its twin is a copy, hook and all
+    finally:
+        handle.remove()
+    clean_heads, corrupted_heads, _, patched = seen  # the twin's runs: clean (recorded), then patched
+    d_k = model.config.d_k
+    assert torch.equal(patched[..., d_k:], clean_heads[..., d_k:])
+    assert torch.equal(patched[..., :d_k], corrupted_heads[..., :d_k])
+    assert not torch.equal(clean_heads[..., d_k:], corrupted_heads[..., d_k:])
+
+
+def test_the_grid_scores_every_site_and_the_changed_embedding_recovers_everything(model):
+    grid = patching_grid(model, VOCAB, "reverse", "3 1 4 1 5", "3 1 9 1 5")
+    assert grid.answer == ["5", "1", "4", "1", "3", "</s>"]
+    assert len(grid.heads) == len(all_heads(model))
+    assert len(grid.stream) == len(stream_sites(model, 5, 6)) == 3 * 5 + 2 * 6
+    assert grid.recoverable
+    inputs = grid.stream[(grid.stream["stack"] == "encoder") & (grid.stream["layer"] == 0)]
+    assert inputs["recovered"].tolist() == [0.0, 0.0, 1.0, 0.0, 0.0]  # only position 2 differs: exact either way
+    assert (grid.stream["p"].between(0, 1)).all()
+
+
+def test_the_grid_is_plain_json(model):
+    data = grid_dict(patching_grid(model, VOCAB, "copy", "1 2", "1 3"))
+    assert json.loads(json.dumps(data, allow_nan=False)) == data
+    assert set(data["heads"][0]) == {"kind", "layer", "head", "p", "recovered"}
+    assert math.isclose(data["stream"][1]["recovered"], 1.0)  # encoder input at the changed position
+
+
+def test_an_unchanged_answer_has_nothing_to_recover(model):
+    model_ignoring_the_input = Transformer(
+        ModelConfig(vocab_size=len(VOCAB), d_model=16, n_heads=2, n_layers=1, d_ff=32), rng=torch.Generator()
+    ).eval()
+    with torch.no_grad():  # cross-attention's values and output are zero: the decoder never reads the source
+        attention_module(model_ignoring_the_input, "cross", 0).out_proj.weight.zero_()
+    grid = patching_grid(model_ignoring_the_input, VOCAB, "copy", "1 2 3", "1 2 4")
+    assert not grid.recoverable
+    assert grid.heads["recovered"].isna().all()
+    assert all(row["recovered"] is None for row in grid_dict(grid)["stream"])
+
+
+@pytest.mark.parametrize(
+    ("clean", "corrupted", "message"),
+    [("1 2 3", "1 2", "as long as"), ("1 2 3", "1 2 3", "the same"), ("1 2 x", "1 2 3", "unknown symbol")],
+)
+def test_inputs_that_cannot_be_compared_are_refused(clean, corrupted, message):
+    with pytest.raises(ValueError, match=message):
+        pair_ids(VOCAB, clean, corrupted, 63)
+
+
+def test_a_grid_past_the_bound_is_refused_before_it_runs():
+    config = ModelConfig(vocab_size=len(VOCAB), d_model=8, n_heads=1, n_layers=4, d_ff=8, max_len=256)
+    long_model = Transformer(config, rng=torch.Generator().manual_seed(0))
+    length = MAX_PATCH_RUNS // 9 + 1  # 5 encoder and 4 decoder stream rows at each position
+    with pytest.raises(ValueError, match="runs, more than"):
+        check_patching_cost(long_model, length, length + 1)
+    check_patching_cost(long_model, 10, 11)
+
+
+def test_the_command_line_prints_the_grid_as_json(tmp_path, capsys, model):
+    from transformer.checkpoint import save_checkpoint
+    from transformer.cli import main
+    from transformer.tasks import DataConfig
+
+    path = save_checkpoint(tmp_path / "m.pt", model, VOCAB, DataConfig(task="reverse", max_len=8))
+    assert main(["patch", str(path), "--clean", "3 1 4", "--corrupt", "3 1 5"]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    assert printed == grid_dict(patching_grid(model, VOCAB, "reverse", "3 1 4", "3 1 5"))
+    assert main(["patch", str(path), "--clean", "3 1 4", "--corrupt", "3 1"]) == 2
+    assert "as long as the clean one" in capsys.readouterr().err

@@ -1,0 +1,86 @@
+"""Figures of the algorithm in the attention: the task's ideal cross-attention drawn over the learned one, and the
+best head's alignment score over a training run. Scores and ideals come from `transformer.alignment`."""
+
+from collections.abc import Sequence
+
+import numpy as np
+import plotly.graph_objects as go
+
+from .attention import _array, attention_heatmaps
+from .training import FONT, MARKER, TRAIN, VALID
+
+IDEAL = "#d9480f"  # the ideal cells' outline: stands out on the attention blues
+
+
+def ideal_over_learned(
+    weights,
+    ideal,
+    scores: Sequence[float],
+    row_labels: Sequence[str],
+    col_labels: Sequence[str],
+    title: str,
+    per_row: int = 4,
+) -> go.Figure:
+    """Attention weights (H, T_query, T_key), one panel per head (`per_row` to a row) titled with its alignment
+    score, with the cells of the ideal (T_query, T_key) alignment outlined."""
+    fig = attention_heatmaps(weights, row_labels, col_labels, title, per_row)
+    rows, cols = np.nonzero(_array(ideal))
+    marks = [
+        dict(
+            type="scatter",
+            x=cols,
+            y=rows,
+            mode="markers",
+            marker=dict(symbol="square-open", size=12, color=IDEAL, line=dict(width=2)),
+            name="ideal",
+            showlegend=False,  # the caption says what the outlines are: a legend would sit on the head titles
+            hoverinfo="skip",
+            xaxis=heatmap.xaxis,
+            yaxis=heatmap.yaxis,
+        )
+        for h, heatmap in enumerate(fig.data)
+    ]
+    fig.add_traces(marks)
+    titles = [
+        dict(a.to_plotly_json(), text=f"head {h}: {s:.2f}")
+        for h, (a, s) in enumerate(zip(fig.layout.annotations, scores))
+    ]
+    fig.update_layout(annotations=titles)
+    return fig
+
+
+def best_head_figure(
+    steps: Sequence[int], best: Sequence[tuple[str, float]], chance: float, threshold: float, height: int = 320
+) -> go.Figure:
+    """The best-aligned head's score at each step (its name in the hover), with `threshold` dashed and uniform
+    attention's score (`chance`) dotted."""
+    trace = dict(
+        type="scatter",
+        x=np.asarray(steps),
+        y=np.asarray([score for _, score in best], dtype=float),
+        customdata=[label for label, _ in best],
+        mode="lines+markers" if len(steps) < 40 else "lines",
+        line=dict(color=TRAIN, width=3),
+        name="best head",
+        hovertemplate="step %{x}: %{customdata} %{y:.2f}<extra></extra>",
+    )
+    level = dict(type="line", xref="x domain", x0=0, x1=1, yref="y")
+    note = dict(xref="x domain", yanchor="bottom", showarrow=False)
+    layout = dict(
+        title=dict(text="Alignment of the best cross-attention head", font=dict(FONT, size=18)),
+        font=FONT,
+        height=height,
+        margin=dict(l=70, r=20, t=60, b=60),
+        showlegend=False,
+        xaxis=dict(title="training step", rangemode="tozero"),
+        yaxis=dict(title="attention on the ideal token", range=[0, 1.02]),
+        shapes=[
+            dict(level, y0=threshold, y1=threshold, line=dict(color=VALID, dash="dash", width=2)),
+            dict(level, y0=chance, y1=chance, line=dict(color=MARKER, dash="dot", width=2)),
+        ],
+        annotations=[
+            dict(note, x=0, y=threshold, xanchor="left", text=f"found: {threshold:g}"),
+            dict(note, x=1, y=chance, xanchor="right", text="uniform attention"),
+        ],
+    )
+    return go.Figure(data=[trace], layout=layout)
