@@ -9,6 +9,7 @@ from dataclasses import replace
 import pytest
 import torch
 import torch.nn as nn
+from polling import wait_until
 from streamlit.testing.v1 import AppTest
 from test_app_compare import chart
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
@@ -19,6 +20,7 @@ from transformer.experiments import (
     CUSTOM,
     READY,
     Experiment,
+    LiveExperiment,
     experiment_from_json,
     experiment_to_json,
     load_shipped,
@@ -27,6 +29,7 @@ from transformer.experiments import (
 )
 from transformer.model import ModelConfig, Transformer
 from transformer.recurrent import AdditiveAttention, GRUCell, RNNEncoderDecoder, build_model, unroll
+from transformer.serving import RunRegistry, ServerSettings
 from transformer.tasks import DataConfig, TaskData
 from transformer.training import TrainConfig, Trainer
 
@@ -270,3 +273,15 @@ def test_the_shipped_recurrent_baseline_shows_what_its_expectation_says():
     assert exact[attention.label][11] > 0.9 > 0.1 > exact[transformer.label][11]  # a length past the training
     rate = summary_table(run).set_index("variant")["steps per second"]
     assert rate[attention.label] < rate[transformer.label]  # each recurrent step waits for the one before
+
+
+def test_a_live_architecture_experiment_length_tests_each_variant_once_it_ends(tiny_run):
+    registry = RunRegistry(ServerSettings(training_slots=1, max_queue=4, worker_processes=False))
+    try:
+        live = LiveExperiment.start(TINY, registry, "a")
+        wait_until(lambda: live.done, timeout=120)
+        run = live.so_far()
+        assert not live.error and [v.lengths for v in run.variants] == [v.lengths for v in tiny_run.variants]
+        assert live.so_far().variants[0].lengths is run.variants[0].lengths  # tested once, not at every poll
+    finally:
+        registry.close()
