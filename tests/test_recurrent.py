@@ -16,17 +16,9 @@ from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from transformer.checkpoint import CheckpointError, checkpoint_bytes, load_checkpoint
 from transformer.decoding import greedy_decode
-from transformer.experiments import (
-    CUSTOM,
-    READY,
-    Experiment,
-    LiveExperiment,
-    experiment_from_json,
-    experiment_to_json,
-    load_shipped,
-    run_experiment,
-    summary_table,
-)
+from transformer.experiments.definitions import CUSTOM, READY, Experiment
+from transformer.experiments.files import experiment_from_json, experiment_to_json, load_shipped
+from transformer.experiments.runs import LiveExperiment, run_experiment, summary_table
 from transformer.model import ModelConfig, Transformer
 from transformer.recurrent import AdditiveAttention, GRUCell, RNNEncoderDecoder, build_model, unroll
 from transformer.serving import RunRegistry, ServerSettings
