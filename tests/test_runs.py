@@ -204,6 +204,23 @@ def test_a_run_reads_paused_only_once_it_holds_between_two_steps(registry, monke
     assert run.wait_until_done(20)
 
 
+def test_a_step_longer_than_the_silence_limit_is_not_taken_for_a_hung_worker(registry, monkeypatch):
+    monkeypatch.setattr(worker_module, "SILENCE_LIMIT_S", 2.0)
+    monkeypatch.setattr(worker_module, "ALIVE_EVERY_S", 0.1)
+    draw, slowed = TaskData.train_batch, threading.Event()
+
+    def slow_draw(data, n):  # one step, like a long held-out evaluation on a busy server, outlasts the limit
+        if not slowed.is_set():
+            slowed.set()
+            time.sleep(5.0)
+        return draw(data, n)
+
+    monkeypatch.setattr(TaskData, "train_batch", slow_draw)
+    run = registry.submit("a", *quick(steps=5))
+    assert run.wait_until_done(30) and slowed.is_set(), (run.error, run.result)
+    assert run.error is None and run.result is not None
+
+
 def test_a_paused_and_stepped_run_ends_with_the_weights_of_an_unpaused_one(registry):
     configs = (ModelConfig(dropout=0.1), settings()[1], TrainConfig(steps=60, early_stop=False, eval_every=20, seed=4))
     run = registry.submit("a", *configs)

@@ -7,7 +7,8 @@ The protocol, over one duplex `multiprocessing.connection` pipe:
     worker -> server   ("ready",) once, when torch is imported and a first step's one-off costs are paid;
                        for each run: ("progress", step, new_losses, new_attention) every REPORT_EVERY_S,
                        ("row", metric_row, weights) at each metric row, ("holding", step) every HEARTBEAT_S while
-                       paused, and last ("end", result, error, weights, notice).
+                       paused, ("alive",) every ALIVE_EVERY_S while it trains (a held-out evaluation may outlast
+                       SILENCE_LIMIT_S on a busy server), and last ("end", result, error, weights, notice).
 
 A worker is a fresh Python process (`python -m transformer.serving FD THREADS`), so a server drawing many
 pages never holds the interpreter lock its steps need. Not multiprocessing's spawn: under `streamlit run`,
@@ -43,6 +44,7 @@ HEARTBEAT_S = 0.5  # how often a paused worker says it is still there
 MAX_PAUSE_S = 120.0  # a pause longer than this ends the run (its model is kept): a paused run holds a slot
 READY_TIMEOUT_S = 60.0  # how long a new worker may take to import torch and pay its first step's costs
 SILENCE_LIMIT_S = 30.0  # a worker that sends nothing for this long is closed and its run ends
+ALIVE_EVERY_S = 5.0  # how often a training worker says it is there, whatever its training thread is doing
 
 
 class WorkerLost(RunFailed):
@@ -99,18 +101,34 @@ def train(
     """Train one run, reporting as it goes; returns its "end" message, a result or an error for the student."""
     gate = Gate(conn, caps)
     result = error = weights = None
+    alive = threading.Event()
+    beat = threading.Thread(target=say_alive, args=(gate, alive), name="alive", daemon=True)
+    beat.start()
     try:
         trainer = gate.trainer = Trainer(model_config, data_config, train_config)
         for row in trainer.train(gate):
             gate.report()  # the losses up to the row first
-            send(conn, ("row", row, trainer.model.state_dict()))
+            gate.send(("row", row, trainer.model.state_dict()))
         result, weights = trainer.result, trainer.model.state_dict()
     except (EOFError, OSError):
         raise  # the server has gone
     except Exception as err:  # a message for the student, never a traceback
         error = str(err) if isinstance(err, (RunFailed, ValueError)) else f"training failed: {err!r}"
+    finally:
+        alive.set()
+        beat.join()  # no "alive" after the "end"
     gate.report()
     return "end", result, error, weights, gate.notice
+
+
+def say_alive(gate: "Gate", done: threading.Event) -> None:
+    """Send ("alive",) every ALIVE_EVERY_S until `done`: the server's end tells a long evaluation from a hung
+    worker by this, and bounds both by the run's wall-time cap."""
+    while not done.wait(ALIVE_EVERY_S):
+        try:
+            gate.send(("alive",))
+        except OSError:  # the server has gone: the training thread finds out at its next send
+            return
 
 
 def release_memory() -> None:
@@ -129,6 +147,7 @@ class Gate:
 
     def __init__(self, conn: Connection, caps: Caps):
         self.conn, self.caps = conn, caps
+        self.lock = threading.Lock()  # the training thread and say_alive both send
         self.trainer: Trainer | None = None
         self.paused = self.stopped = False
         self.pause_at: int | None = None  # pause again on reaching this step (after Step)
@@ -167,7 +186,7 @@ class Gate:
         self.report()
         began = time.monotonic()
         while self.paused and not self.stopped:
-            send(self.conn, ("holding", self.trainer.step))
+            self.send(("holding", self.trainer.step))
             self.read_controls(HEARTBEAT_S)
             self.check_limits(time.monotonic() - began)
         self.paused_s += time.monotonic() - began
@@ -193,8 +212,12 @@ class Gate:
         losses, attention = trainer.step_losses[self.sent_losses :], trainer.attention_snapshots[self.sent_attention :]
         self.sent_losses += len(losses)
         self.sent_attention += len(attention)
-        send(self.conn, ("progress", trainer.step, losses, attention))
+        self.send(("progress", trainer.step, losses, attention))
         self.reported = time.monotonic()
+
+    def send(self, message: object) -> None:
+        with self.lock:
+            send(self.conn, message)
 
 
 # ------------------------------------------------------------------------------------------ the server's end
@@ -270,11 +293,14 @@ class Worker:
             run.detach()
 
     def _read(self, run: Run) -> None:
-        heard, stop_sent = time.monotonic(), False
+        began = heard = time.monotonic()
+        stop_sent = False
         while True:
             if not stop_sent and not run.watchers():
                 self._control("stop")
                 stop_sent = True
+            if time.monotonic() - began > self.caps.run_s + SILENCE_LIMIT_S:  # the worker's own cap did not end it
+                raise WorkerLost(f"the training process ran past the {self.caps.run_s:g} s one run may take")
             try:
                 if not self.conn.poll(0.5):
                     if time.monotonic() - heard > SILENCE_LIMIT_S:
