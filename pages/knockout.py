@@ -17,6 +17,7 @@ from transformer.knockout import (
     knockout_grid,
     score,
 )
+from transformer.limits import MIN_GRID_SAMPLE
 
 ABLATION_TEXT = {
     "zero": ("Zero it", "its output becomes 0 before W_O (the paper-style reading)"),
@@ -48,10 +49,11 @@ checkpoint = model_page(
 )
 model, vocab, task = checkpoint.model, checkpoint.vocab, checkpoint.task
 heads = all_heads(model)
-if not grid_allowed(model):
+if not grid_allowed(model, task):
     st.warning(
         f"This model has {len(heads)} attention heads in {model.config.n_layers} layers per stack: removing each in "
-        "turn would cost the shared server far more than a few seconds. Score it on your own machine with "
+        f"turn, even on {MIN_GRID_SAMPLE} held-out inputs of up to {task.max_len} symbols, would cost the shared "
+        "server more than a few seconds. Score it on your own machine with "
         "`python -m transformer ablate CHECKPOINT` (download it on the Checkpoints page)."
     )
     st.stop()

@@ -1,13 +1,21 @@
-"""Worst server cost of one probing click on the largest model the limits allow: CPU seconds and peak memory.
+"""Worst server cost of one probing click on the largest model the limits allow: CPU seconds and peak memory; and
+the peak memory of a training worker on the largest run a page allows.
 
     python tests/probe_bench.py
 
 Each click runs in a forked child on one torch thread, as the app computes (`LAB_TORCH_THREADS` = 1), and does what
 its page does: a request past `MAX_PROBE_COST` is refused before it runs. Its CPU time is the child's; its peak
 memory the child's peak resident set (Linux's VmHWM, reset when the click starts) above its resident set then.
+Knockout runs on the models whose grid costs most (a narrow one with many heads on the Train form's longest inputs,
+the Train form's largest on its default inputs, uploaded ones on long inputs or wide), each made never to end its
+output, so decoding runs every step.
+A worker's peak is a fresh process's, training the largest run MAX_RUN_TRAIN_BYTES allows for a few steps.
 """
 
 import os
+import pickle
+import subprocess
+import sys
 import time
 from collections.abc import Callable
 
@@ -16,8 +24,10 @@ import torch
 from transformer.checkpoint import check_model_size
 from transformer.decoding import beam_search, decode_all_steps, teacher_forced
 from transformer.inspection import attention_before_after, module_table
+from transformer.knockout import all_heads, compare_outputs, grid_allowed, knockout_grid, score
 from transformer.lengths import inputs_within_budget, score_lengths
 from transformer.limits import MAX_PROBE_COST, check_probe_cost
+from transformer.live import build_configs
 from transformer.model import ModelConfig, Transformer
 from transformer.tasks import DataConfig
 from transformer.vocab import Vocab
@@ -50,6 +60,76 @@ def clicks(model: Transformer, vocab: Vocab) -> dict[str, Callable[[], object]]:
         "Masking lab, attention before and after": lambda: attention_before_after(model, src, tgt),
         "Anatomy, module table": lambda: module_table(model, src, tgt),
     }
+
+
+KNOCKOUT_MODELS = {  # name: (model, held-out task)
+    "narrow model, 8 heads x 3 layers, inputs up to 24": (
+        ModelConfig(vocab_size=13, d_model=8, n_heads=8, n_layers=3, d_ff=16),
+        DataConfig(task="reverse", min_len=1, max_len=24),
+    ),
+    "the Train form's largest model, inputs up to 8": (
+        ModelConfig(vocab_size=13, d_model=128, n_heads=8, n_layers=3, d_ff=512),
+        DataConfig(task="reverse", min_len=6, max_len=8),
+    ),
+    "an uploaded model on a task's longest inputs, 64": (
+        ModelConfig(vocab_size=13, d_model=32, n_heads=4, n_layers=1, d_ff=128, max_len=70),
+        DataConfig(task="reverse", min_len=1, max_len=64),
+    ),
+    "an uploaded wide model, d_model 256, inputs up to 16": (
+        ModelConfig(vocab_size=13, d_model=256, n_heads=4, n_layers=1, d_ff=1024),
+        DataConfig(task="reverse", min_len=1, max_len=16),
+    ),
+}
+# The largest run MAX_RUN_TRAIN_BYTES lets the Train form start: its largest model on its longest inputs.
+LARGEST_RUN = (
+    {"task": "reverse", "min_len": 1, "max_len": 24, "n_symbols": 30, "seed": 0},
+    {"d_model": 128, "n_heads": 8, "n_layers": 3, "d_ff": 512, "dropout": 0.1},
+    {"batch_size": 33, "steps": 5000, "time_budget_s": 120.0, "ema_decay": 0.99, "device": "cpu"},
+)
+
+
+def knockout_clicks(vocab: Vocab) -> dict[str, Callable[[], object]]:
+    """The Knockout page's two clicks (the grid; every cross-attention head removed together) on each model."""
+    found = {}
+    for name, (config, task) in KNOCKOUT_MODELS.items():
+        torch.manual_seed(0)
+        model = Transformer(config).eval()
+        with torch.no_grad():
+            model.generator.proj.bias[vocab.eos_id] = -1e4  # never ends its output
+        assert grid_allowed(model, task), name
+        grid = knockout_grid(model, vocab, task)
+        cross = [h for h in all_heads(model) if h.kind == "cross"]
+        found[f"Knockout grid, {name} ({grid.n} held-out sequences)"] = lambda m=model, t=task: knockout_grid(
+            m, vocab, t
+        )
+        found[f"Knockout, cross-attention removed, {name}"] = lambda m=model, g=grid, c=cross: (
+            score(m, g.batch, vocab, c),
+            compare_outputs(m, g.batch, vocab, c),
+        )
+    return found
+
+
+WORKER = """
+import pickle, sys, torch
+from transformer.training import Trainer, warm_up
+torch.set_num_threads(1)
+warm_up().join()
+configs, steps = pickle.load(sys.stdin.buffer)
+trainer = Trainer(*configs)
+for _ in trainer.train(lambda: trainer.step >= steps):
+    pass
+print(next(int(line.split()[1]) for line in open("/proc/self/status") if line.startswith("VmHWM:")) / 1024)
+"""
+
+
+def worker_peak_mb(steps: int = 10) -> float:
+    """Peak resident MB of a fresh process that imports what a worker imports, warms up as one does, and trains
+    LARGEST_RUN for `steps` steps, then scores its held-out set."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    work = pickle.dumps((build_configs(*LARGEST_RUN), steps))
+    env = {**os.environ, "PYTHONPATH": root}
+    done = subprocess.run([sys.executable, "-c", WORKER], input=work, capture_output=True, env=env, check=True)
+    return float(done.stdout)
 
 
 def _fits(beam: int) -> bool:
@@ -91,11 +171,13 @@ def main() -> None:
     print(f"model: {model.num_parameters():,} parameters ({CONFIG}); MAX_PROBE_COST {MAX_PROBE_COST:,}")
     worst_cpu = worst_mb = 0.0
     with torch.no_grad():
-        for name, click in clicks(model, vocab).items():
+        for name, click in {**clicks(model, vocab), **knockout_clicks(vocab)}.items():
             cpu, wall, mb = measure(click)
             worst_cpu, worst_mb = max(worst_cpu, cpu), max(worst_mb, mb)
             print(f"{name}: {cpu:.2f} s CPU, {wall:.2f} s wall, peak +{mb:.0f} MB")
     print(f"worst click: {worst_cpu:.2f} s CPU, peak +{worst_mb:.0f} MB")
+    peak = worker_peak_mb()
+    print(f"training worker, largest allowed run ({LARGEST_RUN}): peak {peak:.0f} MB; two slots {2 * peak:.0f} MB")
 
 
 if __name__ == "__main__":

@@ -49,14 +49,14 @@ def metrics(at: AppTest) -> dict[str, str]:
 def test_the_page_shows_a_grid_per_attention_kind_beside_the_intact_scores():
     at = open_page()
     grid = kept(at, "knockout_grid").value
-    assert grid.n == 1000 and len(grid.heads) == 12 and grid.ablation == "zero"
+    assert 10 < grid.n < grid.n_held_out == 1000 and len(grid.heads) == 12 and grid.ablation == "zero"
     assert metrics(at) == {"Intact exact match": "100.0%", "Intact token accuracy": "100.0%"}
     figure = charts(at)["Held-out exact match with one head removed (intact model: 100.0%)"]
     assert [array(trace["z"]).tolist() for trace in figure["data"]] == [
         [grid.heads[grid.heads["kind"] == kind]["exact_match"].tolist()]
         for kind in ("encoder", "decoder_self", "cross")
     ]
-    assert at.caption[0].value.startswith("Scored on all 1,000 held-out sequences")
+    assert at.caption[0].value.startswith(f"Scored on {grid.n:,} of the 1,000 held-out sequences")
     assert "Pick heads above" in at.info[0].value
     at.radio(key="knockout_metric").set_value("token_acc").run()
     assert "Held-out token accuracy with one head removed (intact model: 100.0%)" in charts(at)
@@ -108,11 +108,19 @@ def test_a_model_trained_here_is_scored_on_its_own_held_out_set():
     assert len(charts(at)) == 1
 
 
+def test_a_model_whose_grid_costs_too_much_is_refused_before_any_scoring():
+    model = Transformer(ModelConfig(vocab_size=13, d_model=128, n_heads=8, n_layers=3, d_ff=512)).eval()
+    task = DataConfig(task="reverse", min_len=1, max_len=24)  # the Train form's largest model and longest inputs
+    at = open_page(checkpoint=Checkpoint(model, Vocab.digits(10), model.config, task, [], {}), shipped=None)
+    assert "would cost the shared server more than a few seconds" in at.warning[0].value
+    assert kept(at, "knockout_grid") is None and not charts(at)
+
+
 def test_without_a_model_the_page_offers_the_shipped_ones():
     at = open_page(shipped=None)
     assert "No model in hand yet" in at.info[0].value and kept(at, "knockout_grid") is None
     at.button(key="require_load_reverse").click().run()
-    assert not at.exception and kept(at, "knockout_grid").value.n == 1000
+    assert not at.exception and kept(at, "knockout_grid").value.n_held_out == 1000
 
 
 def test_the_logit_lens_shows_each_decoder_layer_guess_at_the_step_shown():

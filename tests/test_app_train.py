@@ -387,6 +387,7 @@ def test_a_full_queue_says_so():
         (dict(d_model=30, heads=4), "divisible"),
         (dict(min_len=9, max_len=3), "shortest input"),
         (dict(device="mps"), "MPS was asked for"),  # never available on Linux
+        (dict(d_model=128, heads=8, layers=3, d_ff=512, max_len=24, batch=256), "MB a run may use on this shared"),
     ],
 )
 def test_invalid_settings_show_an_error(values, message):

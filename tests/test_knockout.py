@@ -14,13 +14,13 @@ from transformer.cli import main
 from transformer.figures.knockout import knockout_heatmaps
 from transformer.inspection import ATTENTION_KINDS, attention_module
 from transformer.knockout import (
-    GRID_BUDGET,
     GRID_COLUMNS,
-    MIN_SAMPLE,
     Head,
     all_heads,
     attention_blocks,
     compare_outputs,
+    grid_allowed,
+    grid_cost,
     head_means,
     knocked_out,
     knockout_grid,
@@ -29,6 +29,13 @@ from transformer.knockout import (
     sample_size,
     score,
     spread_sample,
+)
+from transformer.limits import (
+    MAX_GRID_COST,
+    MIN_GRID_SAMPLE,
+    STEP_COST,
+    STEP_WEIGHT_COST,
+    evaluation_cost,
 )
 from transformer.model import ModelConfig, Transformer
 from transformer.tasks import Batch, DataConfig, TaskData
@@ -216,8 +223,10 @@ def test_the_grid_scores_each_head_removed_alone_beside_the_intact_model():
     assert list(grid.heads.columns) == list(GRID_COLUMNS)
     assert [Head(*row[:3]) for row in grid.heads.itertuples(index=False)] == all_heads(model)
     assert grid.intact == score(model, grid.batch, vocab)
-    row = grid.heads.iloc[9]
-    assert dict(row[["exact_match", "token_acc"]]) == score(model, grid.batch, vocab, [Head(*row[:3])])
+    for row in grid.heads.itertuples(index=False):  # scored 12 sets at once, as each alone scores
+        assert {"exact_match": row.exact_match, "token_acc": row.token_acc} == score(
+            model, grid.batch, vocab, [Head(*row[:3])]
+        )
     assert (grid.heads["exact_match"] < grid.intact["exact_match"]).any()
 
 
@@ -245,20 +254,43 @@ def test_shipped_reverse_fails_without_its_cross_attention():
     assert (outputs["intact"] == outputs["expected"]).all() and (outputs["knocked out"] != outputs["expected"]).all()
 
 
-def test_the_sample_fits_the_budget_and_spreads_over_the_lengths():
+def test_the_sample_is_the_most_the_grid_cost_allows_and_spreads_over_the_lengths():
     data = TaskData(SHIPPED.task, SHIPPED.vocab)
-    evaluations = len(all_heads(SHIPPED.model)) + 1
-    assert sample_size(SHIPPED.model, data.valid, evaluations) == 1000  # reverse.pt: 8e9 parameter-tokens
+    n = sample_size(SHIPPED.model, data.valid)
+    assert MIN_GRID_SAMPLE < n < 1000
+    assert grid_cost(SHIPPED.model, n, 10) <= MAX_GRID_COST < grid_cost(SHIPPED.model, n + 1, 10)
     largest = Transformer(ModelConfig(d_model=256, n_heads=16, n_layers=4, d_ff=1024))  # the app's largest
-    assert sample_size(largest, data.valid, len(all_heads(largest)) + 1) == MIN_SAMPLE
-    mid = Transformer(ModelConfig(d_model=64, n_layers=2))
-    n = sample_size(mid, data.valid, 25)
-    tokens = ((data.valid.src != 0).sum() + (data.valid.tgt_out != 0).sum()) / 1000
-    assert MIN_SAMPLE < n < 1000 and n * 25 * mid.num_parameters() * tokens <= GRID_BUDGET
+    assert sample_size(largest, data.valid) == MIN_GRID_SAMPLE
     lengths = (spread_sample(data, 20).src != 0).sum(dim=1)
     assert (lengths.min(), lengths.max()) == (1, 10)  # the first rows alone would all be short
     with pytest.raises(ValueError, match="at least 1 sequence"):
         spread_sample(data, 0)
+
+
+NARROW = ModelConfig(vocab_size=13, d_model=8, n_heads=8, n_layers=3, d_ff=16)  # the Train form's, many heads
+
+
+def test_the_cost_of_scoring_counts_each_decoding_step_layer_and_head():
+    one_head, one_layer = ModelConfig(**{**vars(NARROW), "n_heads": 1}), ModelConfig(**{**vars(NARROW), "n_layers": 1})
+    cost = evaluation_cost(NARROW, 10, 24)
+    assert cost > evaluation_cost(one_head, 10, 24) and cost > evaluation_cost(one_layer, 10, 24)
+    assert evaluation_cost(NARROW, 1, 24) > 24 * 3 * 10**7  # each of 25 steps x 3 layers: a fixed cost
+    assert evaluation_cost(NARROW, 251, 24) > evaluation_cost(NARROW, 250, 24) + 25 * 3 * 10**7  # a second chunk
+    recomputed = evaluation_cost(ModelConfig(**{**vars(NARROW), "causal_mask": False}), 10, 24, recompute=True)
+    fixed = 25 * 3 * (STEP_COST + STEP_WEIGHT_COST * 8**2)  # the same 25 steps through 3 layers
+    # The whole prefix at each step: 25 + 325 decoder positions per sequence instead of 25 + 25, 7x the work.
+    assert recomputed - fixed == pytest.approx(7 * (cost - fixed), rel=1e-9)
+
+
+def test_a_narrow_model_with_many_heads_scores_fewer_sequences_and_a_heavy_one_is_refused():
+    task = DataConfig(task="reverse", min_len=1, max_len=24)  # the Train form's longest inputs
+    narrow, data = Transformer(NARROW), TaskData(task)
+    n = sample_size(narrow, data.valid)
+    assert MIN_GRID_SAMPLE <= n < 100 and grid_cost(narrow, n, 24) <= MAX_GRID_COST
+    widest = ModelConfig(vocab_size=13, d_model=128, n_heads=8, n_layers=3, d_ff=512)  # the Train form's largest
+    assert not grid_allowed(Transformer(widest), task)
+    assert grid_allowed(Transformer(widest), DataConfig(task="reverse", min_len=6, max_len=8))  # the form's default
+    assert not grid_allowed(Transformer(ModelConfig(d_model=256, n_heads=16, n_layers=4, d_ff=1024)), task)
 
 
 def test_the_grid_figure_draws_each_kind_layer_by_head():
@@ -326,12 +358,3 @@ def test_ablate_bad_ablation_is_a_usage_error(capsys):
     assert main(["ablate", str(REVERSE), "--ablation", "half"]) == 2
     err = capsys.readouterr().err
     assert "invalid choice: 'half'" in err and len(err.strip().splitlines()) == 1
-
-
-def test_a_grid_past_the_server_bound_is_refused_before_any_scoring():
-    from transformer.knockout import MAX_GRID_LAYER_EVALS, grid_allowed
-
-    train_page_largest = Transformer(ModelConfig(d_model=128, n_heads=8, n_layers=3, d_ff=512))
-    app_largest = Transformer(ModelConfig(d_model=256, n_heads=16, n_layers=4, d_ff=1024))
-    assert grid_allowed(train_page_largest) and not grid_allowed(app_largest)
-    assert (3 * 3 * 8 + 1) * 3 <= MAX_GRID_LAYER_EVALS < (3 * 4 * 16 + 1) * 4

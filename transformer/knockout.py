@@ -9,6 +9,7 @@ which may be shared read-only by every user of the app.
 """
 
 import re
+from bisect import bisect_right
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -16,29 +17,19 @@ from typing import Literal
 
 import pandas as pd
 import torch
+import torch.nn.functional as F
 
 from .decoding import greedy_decode
 from .inspection import ATTENTION_KINDS, attention_module, twin
 from .lengths import output_text
+from .limits import DECODE_ROWS, MAX_GRID_COST, MIN_GRID_SAMPLE, evaluation_cost
 from .model import Transformer
 from .tasks import Batch, DataConfig, TaskData
-from .training import evaluate
 from .vocab import Vocab
 
 Ablation = Literal["zero", "mean"]
 ABLATIONS = ("zero", "mean")
 SHORT_KINDS = {"enc": "encoder", "self": "decoder_self", "cross": "cross"}  # the CLI's names of ATTENTION_KINDS
-# One grid may cost this many parameter-tokens (parameters x (source + target tokens) x sequences x evaluations):
-# 2-4 s of one core for the shipped models (2026-11-25, shared 2-core lab machine, one torch thread: reverse.pt and
-# copy.pt score all 1,000 held-out sequences, sort.pt 305). Past it a grid scores fewer held-out sequences, but
-# MIN_SAMPLE at least: the app's largest model (d_model 256, 4 + 4 layers of 16 heads, 193 evaluations) then takes
-# about 40 s (measured the same way on an untrained one), since even a few sequences cost that many decodings.
-GRID_BUDGET = 1.5e10
-MIN_SAMPLE = 10
-# Past this many (evaluations x layers per stack) a grid is refused outright: each evaluation decodes through every
-# layer whatever the sample, so the app's largest model (193 evaluations x 4 layers) costs about 40 s even at
-# MIN_SAMPLE. The Train page's largest model (73 x 3) stays within it.
-MAX_GRID_LAYER_EVALS = 250
 GRID_COLUMNS = ("kind", "layer", "head", "exact_match", "token_acc")
 # Per attention block (kind, layer): each head's mean output over the scored sequences, as a (d_model,) vector
 # laid out like the concatenated heads.
@@ -122,31 +113,32 @@ def knocked_out(model: Transformer, heads: Iterable[Head], means: HeadMeans | No
     """A twin of `model` with `heads` removed inside the block: zeroed, or replaced by `means` (from `head_means`)
     when given. The model passed in is never changed."""
     probe = twin(model)
-    with _removed(probe, heads, means):
+    with _removed(probe, [heads], means):
         yield probe
 
 
 @contextmanager
-def _removed(model: Transformer, heads: Iterable[Head], means: HeadMeans | None) -> Iterator[None]:
-    """Hook `model` itself so that `heads` are removed inside the block; the hooks go when it ends."""
-    d_k, blocks = model.config.d_k, {}
-    for head in heads:
-        if not 0 <= head.head < model.config.n_heads:
-            raise ValueError(f"head must be in 0..{model.config.n_heads - 1}, got {head.head}")
-        blocks.setdefault((head.kind, head.layer), []).append(head.head)
+def _removed(model: Transformer, removals: Sequence[Iterable[Head]], means: HeadMeans | None) -> Iterator[None]:
+    """Hook `model` itself so that, inside the block, a batch of len(removals) equal blocks of rows has the heads
+    of removals[i] removed in its i-th block (one set: in every row of any batch); the hooks go when it ends."""
+    c, keeps = model.config, {}
+    weight = model.generator.proj.weight
+    for i, heads in enumerate(removals):
+        for head in heads:
+            if not 0 <= head.head < c.n_heads:
+                raise ValueError(f"head must be in 0..{c.n_heads - 1}, got {head.head}")
+            keep = keeps.setdefault((head.kind, head.layer), weight.new_ones(len(removals), c.d_model))  # (E, d_model)
+            keep[i, head.head * c.d_k : (head.head + 1) * c.d_k] = 0
     handles = []
     try:
-        for (kind, layer), removed in blocks.items():
+        for (kind, layer), keep in keeps.items():
+            fill = torch.zeros_like(keep) if means is None else (1 - keep) * means[kind, layer].to(keep)  # (E, d_model)
+
+            def replace(module, args, keep=keep[:, None, None], fill=fill[:, None, None]) -> tuple[torch.Tensor]:
+                blocks = args[0].unflatten(0, (keep.size(0), -1))  # (E, B / E, T, d_model)
+                return ((blocks * keep + fill).flatten(0, 1),)  # (B, T, d_model): the removed heads' slices replaced
+
             block = attention_module(model, kind, layer)
-            weight = block.out_proj.weight
-            keep = torch.ones(weight.size(1), dtype=weight.dtype, device=weight.device)  # (d_model,)
-            for h in removed:
-                keep[h * d_k : (h + 1) * d_k] = 0
-            fill = torch.zeros_like(keep) if means is None else (1 - keep) * means[kind, layer].to(keep)  # (d_model,)
-
-            def replace(module, args, keep=keep, fill=fill) -> tuple[torch.Tensor]:
-                return (args[0] * keep + fill,)  # (B, T, d_model): the removed heads' slices replaced
-
             handles.append(block.out_proj.register_forward_pre_hook(replace))
         yield
     finally:
@@ -173,18 +165,29 @@ class KnockoutGrid:
         return self.batch.src.size(0)
 
 
-def grid_allowed(model: Transformer) -> bool:
-    """Whether a grid of every head of `model` stays within a shared server's bound (MAX_GRID_LAYER_EVALS)."""
-    return (len(all_heads(model)) + 1) * model.config.n_layers <= MAX_GRID_LAYER_EVALS
+def grid_cost(model: Transformer, n: int, length: int) -> int:
+    """Multiply-add equivalents (`limits.evaluation_cost`) of a grid of `model` on `n` held-out sequences of up to
+    `length` tokens, scored as `knockout_grid` scores them: as many evaluations stacked in one pass as DECODE_ROWS
+    sequences allow."""
+    evaluations, per_pass = len(all_heads(model)) + 1, max(1, DECODE_ROWS // n)
+    full, rest = divmod(evaluations, per_pass)
+    recompute = not model.config.causal_mask  # decoding without the causal mask reruns the prefix at each step
+    cost = full * evaluation_cost(model.config, per_pass * n, length, recompute)
+    return cost + (evaluation_cost(model.config, rest * n, length, recompute) if rest else 0)
 
 
-def sample_size(model: Transformer, held_out: Batch, evaluations: int) -> int:
-    """How many held-out sequences `evaluations` scorings of `model` may use within GRID_BUDGET (at least
-    MIN_SAMPLE, at most all of them)."""
-    pad, n = model.config.pad_id, held_out.src.size(0)
-    tokens = int((held_out.src != pad).sum() + (held_out.tgt_out != pad).sum()) / n  # per sequence
-    affordable = int(GRID_BUDGET / (evaluations * model.num_parameters() * tokens))
-    return min(n, max(MIN_SAMPLE, affordable))
+def grid_allowed(model: Transformer, task: DataConfig) -> bool:
+    """Whether a grid of every head of `model` on `task`'s held-out sequences stays within a shared server's bound
+    (MAX_GRID_COST) with MIN_GRID_SAMPLE of them."""
+    return grid_cost(model, min(MIN_GRID_SAMPLE, task.n_valid), task.max_len) <= MAX_GRID_COST
+
+
+def sample_size(model: Transformer, held_out: Batch) -> int:
+    """How many of the `held_out` sequences one grid of `model` may score within MAX_GRID_COST: all of them at most,
+    MIN_GRID_SAMPLE at least (`grid_allowed` says whether that many fit)."""
+    total, length = held_out.src.shape  # (N, S)
+    affordable = bisect_right(range(1, total + 1), MAX_GRID_COST, key=lambda n: grid_cost(model, n, length))
+    return min(total, max(MIN_GRID_SAMPLE, affordable))
 
 
 def spread_sample(data: TaskData, n: int) -> Batch:
@@ -200,30 +203,48 @@ def score(
     model: Transformer, batch: Batch, vocab: Vocab, heads: Iterable[Head] = (), means: HeadMeans | None = None
 ) -> dict[str, float]:
     """Greedy exact match and teacher-forced token accuracy on `batch` with `heads` removed (see `knocked_out`)."""
-    with knocked_out(model, heads, means) as probe:
-        return _score(probe, batch, vocab)
+    return _scores(twin(model), batch, vocab, [heads], means)[0]
 
 
-def _score(model: Transformer, batch: Batch, vocab: Vocab) -> dict[str, float]:
+def _scores(
+    model: Transformer, batch: Batch, vocab: Vocab, removals: Sequence[Iterable[Head]], means: HeadMeans | None
+) -> list[dict[str, float]]:
+    """`score` of `batch` with each set of `removals` removed from `model` (hooked in place): len(removals) copies
+    of the batch in one pass, or one set DECODE_ROWS sequences at a time."""
+    sets, n, device = len(removals), batch.src.size(0), next(model.parameters()).device
+    size, counts = n if sets > 1 else DECODE_ROWS, 0
+    with _removed(model, removals, means):
+        for i in range(0, n, size):
+            rows = [t[i : i + size].repeat(sets, 1).to(device) for t in (batch.src, batch.tgt_in, batch.tgt_out)]
+            counts = counts + _counts(model, vocab, *rows).unflatten(0, (sets, -1)).sum(dim=1)  # (sets, 3)
+    return [{"exact_match": int(right) / n, "token_acc": (tokens / real).item()} for right, tokens, real in counts]
+
+
+def _counts(model: Transformer, vocab: Vocab, src, tgt_in, tgt_out) -> torch.Tensor:
+    """(B, 3) for each sequence: whether greedy decoding gets it exactly right (output and EOS), the target tokens
+    the teacher-forced pass gets right, and the target's real tokens."""
+    pad, width = model.config.pad_id, tgt_out.size(1)
     with torch.inference_mode():
-        scores = evaluate(model, batch.to(next(model.parameters()).device), vocab.bos_id, vocab.eos_id)
-    return {"exact_match": scores["exact_match"], "token_acc": scores["token_acc"]}
+        real = tgt_out != pad  # (B, T)
+        right = (model(src, tgt_in).argmax(dim=-1) == tgt_out) & real  # (B, T)
+        got = greedy_decode(model, src, vocab.bos_id, vocab.eos_id, width)  # (B, <= T)
+        got = F.pad(got, (0, width - got.size(1)), value=pad)  # (B, T)
+    return torch.stack([(got == tgt_out).all(dim=1).long(), right.sum(dim=1), real.sum(dim=1)], dim=1)
 
 
 def knockout_grid(
     model: Transformer, vocab: Vocab, task: DataConfig, ablation: Ablation = "zero", n: int | None = None
 ) -> KnockoutGrid:
     """Held-out scores with each head removed alone, next to the intact model's. `n`: held-out sequences to score;
-    None chooses as many as GRID_BUDGET allows (`sample_size`)."""
+    None chooses as many as MAX_GRID_COST allows (`sample_size`)."""
     heads = all_heads(model)
-    batch, means, total = _sample(model, vocab, task, ablation, n, len(heads) + 1)
-    probe = twin(model)
-    intact, rows = _score(probe, batch, vocab), []
-    for head in heads:
-        with _removed(probe, [head], means):
-            rows.append({"kind": head.kind, "layer": head.layer, "head": head.head, **_score(probe, batch, vocab)})
-    grid = pd.DataFrame(rows, columns=list(GRID_COLUMNS))
-    return KnockoutGrid(intact, grid, ablation, batch, means, total)
+    batch, means, total = _sample(model, vocab, task, ablation, n)
+    removals = [[]] + [[head] for head in heads]  # intact first
+    per_pass, probe, scores = max(1, DECODE_ROWS // batch.src.size(0)), twin(model), []
+    for i in range(0, len(removals), per_pass):
+        scores += _scores(probe, batch, vocab, removals[i : i + per_pass], means)
+    rows = [{"kind": h.kind, "layer": h.layer, "head": h.head, **s} for h, s in zip(heads, scores[1:])]
+    return KnockoutGrid(scores[0], pd.DataFrame(rows, columns=list(GRID_COLUMNS)), ablation, batch, means, total)
 
 
 def knockout_set(
@@ -236,7 +257,7 @@ def knockout_set(
 ) -> dict:
     """Held-out scores with `heads` removed together, next to the intact model's, as plain data (the CLI's JSON).
     `n` as in `knockout_grid`, whose sample this is for the same model and n."""
-    batch, means, total = _sample(model, vocab, task, ablation, n, len(all_heads(model)) + 1)
+    batch, means, total = _sample(model, vocab, task, ablation, n)
     return {
         "ablation": ablation,
         "n": batch.src.size(0),
@@ -247,13 +268,13 @@ def knockout_set(
     }
 
 
-def _sample(model, vocab, task, ablation: Ablation, n: int | None, evaluations: int):
-    """The held-out sample to score (n sequences, or as many as `evaluations` scorings may use), the means that
-    "mean" removal puts in place of a head (None for "zero"), and the held-out set's size."""
+def _sample(model, vocab, task, ablation: Ablation, n: int | None):
+    """The held-out sample to score (n sequences, or as many as a grid may use), the means that "mean" removal puts
+    in place of a head (None for "zero"), and the held-out set's size."""
     if ablation not in ABLATIONS:
         raise ValueError(f"ablation must be zero or mean, got {ablation!r:.20}")
     data = TaskData(task, vocab)
-    batch = spread_sample(data, sample_size(model, data.valid, evaluations) if n is None else n)
+    batch = spread_sample(data, sample_size(model, data.valid) if n is None else n)
     return batch, head_means(model, batch) if ablation == "mean" else None, len(data.valid_sources)
 
 

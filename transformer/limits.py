@@ -69,6 +69,9 @@ COMPARE_SIZE_CHOICES = {"d_model": (16, 32, 64, 128), "n_heads": (1, 2, 4, 8)}
 MAX_CLI_STEPS = 1_000_000
 MAX_TIME_BUDGET_S = 24 * 3600
 MAX_TRAIN_BYTES = 4 * 2**30  # activations one training step keeps for the backward pass
+# The same for a run on the shared server (the Train form, a class's settings, Compare's links): two training slots
+# of the largest such run, and the server, stay under 2 GB (`python tests/probe_bench.py`, docs/benchmarks.md).
+MAX_RUN_TRAIN_BYTES = 64 * 2**20
 MAX_THREADS = 256
 
 # ---- probing
@@ -91,6 +94,19 @@ MAX_PROBE_COST = 10_000_000_000
 # Forward passes one activation-patching grid may run (one per patch site, and the clean and corrupted runs): each
 # pass costs a few milliseconds of hooks and Python whatever the model's size, which MAX_PROBE_COST does not count.
 MAX_PATCH_RUNS = 1000
+# What scoring held-out sequences costs beyond its multiply-adds (`evaluation_cost`), in multiply-add equivalents,
+# fitted to one-thread CPU times of 138 models and samples (d_model 8-256, 1-16 heads, 1-4 layers, lengths 4-48,
+# 2-1000 sequences, none ending its output early) on the lab's 2-core machine, 2026-11-25: the estimate is within
+# 0.45x-2.5x of the time.
+STEP_COST = 12_000_000  # each decoder layer at each decoding step: the fixed cost of a dozen small tensor ops
+STEP_WEIGHT_COST = 400  # and per d_model^2 of the weights that step reads, whatever the batch
+HEAD_COST = 50_000  # each (token, layer, head): the attention weights' softmax, masking and reshapes
+DECODE_ROWS = 250  # sequences one pass of `training.evaluate` (teacher-forced, then greedy) takes at once
+# One Knockout grid (every head removed in turn): about 1.4 s of one quiet core by that fit; the costliest grids
+# the limits allow took 1.4-1.8 s of CPU on the loaded lab machine (`python tests/probe_bench.py`). Past it a grid
+# scores fewer held-out sequences; a grid that costs more even on MIN_GRID_SAMPLE of them is refused.
+MAX_GRID_COST = 60_000_000_000
+MIN_GRID_SAMPLE = 10
 
 # ---- links
 MAX_PARAM_CHARS = 200  # a longer value in a link is refused, not cut
@@ -124,6 +140,19 @@ def forward_cost(config: _Sizes, n_sequences: int, length: int) -> int:
     return n_sequences * (config.n_layers * (encoder + decoder) + generator)
 
 
+def evaluation_cost(config: _Sizes, n_sequences: int, length: int, recompute: bool = False) -> int:
+    """Multiply-add equivalents of scoring `n_sequences` sources of `length` tokens as `training.evaluate` does: one
+    teacher-forced pass, then greedy decoding of length + 1 steps, DECODE_ROWS sequences at a time. `recompute`:
+    decoding runs the decoder over the whole prefix at each step instead of reading a key/value cache."""
+    T = length + 1
+    decoded = T * (T + 1) // 2 if recompute else T  # decoder positions computed per sequence while decoding
+    arithmetic = forward_cost(config, n_sequences, length) * (T + decoded) / T
+    steps = math.ceil(n_sequences / DECODE_ROWS) * T * config.n_layers
+    fixed = steps * (STEP_COST + STEP_WEIGHT_COST * config.d_model**2)
+    heads = HEAD_COST * n_sequences * (T + decoded) * config.n_layers * config.n_heads
+    return int(arithmetic + fixed + heads)
+
+
 def check_probe_cost(config: _Sizes, n_sequences: int, length: int, passes: int = 1) -> None:
     """ValueError if the request costs more than MAX_PROBE_COST, saying how much smaller it must be."""
     cost = forward_cost(config, n_sequences, length) * passes
@@ -142,6 +171,20 @@ def train_activation_bytes(config: _Sizes, batch_size: int, length: int) -> int:
     encoder = S * (12 * d + 2 * ff + H * S)
     decoder = T * (20 * d + 2 * ff + H * (T + S))
     return 4 * batch_size * (config.n_layers * (encoder + decoder) + 3 * T * config.vocab_size)
+
+
+def check_train_memory(config: _Sizes, batch_size: int, length: int, lower: str | None = None) -> None:
+    """ValueError if one training step would keep more than MAX_RUN_TRAIN_BYTES of activations
+    (`train_activation_bytes`), saying to lower the settings `lower` names (None: the Train form's)."""
+    size = train_activation_bytes(config, batch_size, length)
+    if size > MAX_RUN_TRAIN_BYTES:
+        fits = MAX_RUN_TRAIN_BYTES // train_activation_bytes(config, 1, length)
+        batch = f"the batch size (to {fits} at most with these settings)" if fits else "the batch size"
+        raise ValueError(
+            f"one training step would keep about {size / 2**20:,.0f} MB of activations, over the "
+            f"{MAX_RUN_TRAIN_BYTES / 2**20:,.0f} MB a run may use on this shared server: lower "
+            + (lower or f"{batch}, the longest input, d_model, d_ff, heads or layers")
+        )
 
 
 # ---- classes

@@ -11,7 +11,7 @@ import torch
 
 from .checkpoint import Checkpoint, load_checkpoint
 from .decoding import greedy_decode
-from .limits import check_limits
+from .limits import check_limits, check_train_memory
 from .model import ModelConfig, Transformer
 from .tasks import DataConfig, TaskData
 from .training import METRIC_COLUMNS, MetricRow, TrainConfig
@@ -42,6 +42,7 @@ def build_configs(data: Mapping, model: Mapping, train: Mapping) -> tuple[ModelC
     model_config = ModelConfig(vocab_size=data_config.n_symbols + N_SPECIAL, **model)
     if model_config.max_len < data_config.max_len + 2:  # greedy decoding needs BOS + the symbols + EOS
         raise ValueError(f"sequences of length {data_config.max_len} are too long for this model")
+    check_train_memory(model_config, train["batch_size"], data_config.max_len)
     eval_every = eval_every_for(model_config, data_config, train["batch_size"])
     train_config = TrainConfig(**train, eval_every=eval_every, record_attention=True)
     return model_config, data_config, train_config

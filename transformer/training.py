@@ -14,7 +14,7 @@ import torch.nn.functional as F
 from .checkpoint import check_model_size
 from .decoding import greedy_decode
 from .device import pick_device
-from .limits import MAX_BATCH
+from .limits import DECODE_ROWS, MAX_BATCH
 from .model import ModelConfig, Transformer, dropout_rng
 from .recurrent import build_model
 from .tasks import MAX_SEED, Batch, DataConfig, TaskData
@@ -106,28 +106,34 @@ def evaluate(model: Transformer, batch: Batch, bos_id: int, eos_id: int, decode:
     """Teacher-forced loss and token accuracy, and greedy exact-match, of `model` on `batch`.
 
     With `decode=False`, exact-match comes from the teacher-forced pass instead of decoding (see
-    `teacher_forced_exact`) when the model has its causal mask.
+    `teacher_forced_exact`) when the model has its causal mask. Scored DECODE_ROWS sequences at a time, so the
+    memory it takes does not grow with the batch.
     """
     was_training = model.training
     model.eval()
-    logits = model(batch.src, batch.tgt_in)
-    loss = F.cross_entropy(logits.flatten(0, 1), batch.tgt_out.flatten(), ignore_index=model.config.pad_id)
-    real = batch.tgt_out != model.config.pad_id
-    token_acc = ((logits.argmax(-1) == batch.tgt_out) & real).sum() / real.sum()
+    pad, n = model.config.pad_id, batch.src.size(0)
+    loss, right, tf_exact = 0.0, 0, 0
+    for i in range(0, n, DECODE_ROWS):
+        chunk = _slice(batch, i, i + DECODE_ROWS)
+        logits = model(chunk.src, chunk.tgt_in)  # (b, T, V)
+        loss += F.cross_entropy(logits.flatten(0, 1), chunk.tgt_out.flatten(), ignore_index=pad, reduction="sum")
+        right += ((logits.argmax(-1) == chunk.tgt_out) & (chunk.tgt_out != pad)).sum()
+        tf_exact += int(teacher_forced_exact(logits, chunk, pad).sum())
+    real = (batch.tgt_out != pad).sum()
     if decode or not model.config.causal_mask:
         exact = exact_match(model, batch, bos_id, eos_id)
     else:
-        exact = int(teacher_forced_exact(logits, batch, model.config.pad_id).sum()) / batch.src.size(0)
+        exact = tf_exact / n
     model.train(was_training)
-    return {"val_loss": loss.item(), "token_acc": token_acc.item(), "exact_match": exact}
+    return {"val_loss": (loss / real).item(), "token_acc": (right / real).item(), "exact_match": exact}
 
 
 @torch.no_grad()
 def exact_match(model: Transformer, batch: Batch, bos_id: int, eos_id: int, stop_at_first_miss: bool = False) -> float:
-    """Fraction of sequences greedy decoding gets exactly right (output and EOS), scored in chunks of 250."""
+    """Fraction of sequences greedy decoding gets exactly right (output and EOS), scored DECODE_ROWS at a time."""
     right = 0
-    for i in range(0, batch.src.size(0), 250):
-        src, want = batch.src[i : i + 250], batch.tgt_out[i : i + 250]
+    for i in range(0, batch.src.size(0), DECODE_ROWS):
+        src, want = batch.src[i : i + DECODE_ROWS], batch.tgt_out[i : i + DECODE_ROWS]
         got = greedy_decode(model, src, bos_id, eos_id, want.size(1))
         got = F.pad(got, (0, want.size(1) - got.size(1)), value=model.config.pad_id)
         chunk_right = int((got == want).all(dim=1).sum())

@@ -35,6 +35,7 @@ from .limits import (
     MAX_DECODE_STEPS,
     MAX_PARAM_CHARS,
     MAX_VARIANTS,
+    check_train_memory,
 )
 from .tasks import TASKS
 from .vocab import Vocab
@@ -237,7 +238,11 @@ def custom_experiment(state: CompareState) -> Experiment:
     data = replace(BASE_DATA, task=state.task, min_len=state.length, max_len=state.length, seed=state.seed)
     train = replace(BASE_TRAIN, steps=state.steps, seed=state.seed)
     title, expectation = custom_text(switch, state.values, state.task)
-    return Experiment(CUSTOM, title, expectation, state.switch, tuple(state.values), model, data, train)
+    experiment = Experiment(CUSTOM, title, expectation, state.switch, tuple(state.values), model, data, train)
+    for value in experiment.values:
+        model, data, train = experiment.configs(value)
+        check_train_memory(model, train.batch_size, data.max_len, "the length, d_model, heads or layers")
+    return experiment
 
 
 def experiment_for(state: CompareState) -> Experiment:
