@@ -78,10 +78,12 @@ LESSON = [  # a first walk through the app for a class; tests/test_app_home.py c
     "the attention timeline follows the heads as they form.",
     "**See why the decoder is masked.** In the **Masking lab**, press *Peek at the future*: with the causal mask, no "
     "earlier output changes; without it, earlier outputs read the future.",
-    "**Decode another way.** Back on **Decoding**, try beam search and sampling on the same input.",
-    "**Go past the training lengths.** On **Length test**, see exact match fall to 0 a symbol or two past the "
-    "longest input the model trained on, and its outputs stop near that length. A model from **Train** (lengths "
-    "6-8) fails on shorter inputs too: its outputs stay about 6 symbols long.",
+    "**Decode another way.** Load *reverse-early* above, a reverse model only 300 steps into training, and run "
+    "its first input to the end on **Decoding** with each strategy: greedy slips, beam search gets it right, "
+    "sampling wanders. A solved model is too sure of itself for the strategies to differ.",
+    "**Go past the training lengths.** Load *reverse* again, and on **Length test** see exact match fall to 0 a "
+    "symbol or two past the longest input the model trained on, and its outputs stop near that length. A model "
+    "from **Train** (lengths 6-8) fails on shorter inputs too: its outputs stay about 6 symbols long.",
     "**Open it up.** **Anatomy** lays the model out as the paper's Figure 1, with every shape and parameter count.",
 ]
 

@@ -47,7 +47,9 @@ st.subheader("Configuration")
 st.caption(
     f"Trained on **{checkpoint.task.task}**, source lengths {checkpoint.task.min_len}-{checkpoint.task.max_len}."
 )
-st.table(config_table(config).set_index("setting"))  # full width, and cells wrap: every meaning reads whole
+settings = config_table(config).replace({"value": {"True": "yes", "False": "no"}})
+# words first, the code's name last: full width, and cells wrap, so every meaning reads whole
+st.table(settings.rename(columns={"setting": "in the code"}).set_index("meaning")[["value", "in the code"]])
 
 st.subheader("Every module, on one example")
 src, tgt = sample_batch(checkpoint.task, vocab, config.max_len)
@@ -57,13 +59,20 @@ st.markdown(
     "run twice (source ; target). Parameters shared with an earlier row are counted there only."
 )
 table = module_table(model, src, tgt)
-# shapes and parameters next to the module, which stays pinned: a 1024-px screen scrolls the rest into view
+# the paper's name first and pinned, the code's name beside it: a narrow screen scrolls the rest into view
 st.dataframe(
     table,
     hide_index=True,
     height="content",
-    column_order=["module", "input shape", "output shape", "parameters", "paper name", "section"],
-    column_config={"module": st.column_config.TextColumn(pinned=True)},
+    column_order=["paper name", "module", "input shape", "output shape", "parameters", "section"],
+    column_config={  # narrow number columns: the whole table fits a 1280-px screen beside the sidebar
+        "paper name": st.column_config.TextColumn(pinned=True),
+        "module": st.column_config.TextColumn("in the code"),
+        "input shape": st.column_config.TextColumn("input", width="small"),
+        "output shape": st.column_config.TextColumn("output", width="small"),
+        "parameters": st.column_config.NumberColumn(width="small"),
+        "section": st.column_config.TextColumn("§", width="small", help="Section of the paper"),
+    },
 )
 total, parts = st.columns([1, 3])
 total.metric("Parameters", f"{model.num_parameters():,}")

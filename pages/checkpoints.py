@@ -5,7 +5,17 @@ import streamlit as st
 
 from pages.common import CHECKPOINT_DIR, shipped_checkpoint, shipped_checkpoints
 from pages.links import share_link
-from pages.state import IN_HAND_NAME, MAX_TRAINED, TRAINED, drop_flash, flash, put_in_hand, show_flashes
+from pages.state import (
+    IN_HAND_NAME,
+    MAX_TRAINED,
+    TRAINED,
+    UPLOADED,
+    drop_flash,
+    flash,
+    keep_upload,
+    put_in_hand,
+    show_flashes,
+)
 from transformer.checkpoint import MAX_CHECKPOINT_BYTES, Checkpoint, CheckpointError, load_checkpoint
 from transformer.literal import code_span, markdown_literal
 from transformer.live import checkpoint_summary, read_upload
@@ -28,6 +38,35 @@ def load_entry(name: str, source: str, ckpt, data: bytes) -> None:
     flash("checkpoints_upload", "success", f"**{markdown_literal(name)}** is now the model in hand.")
 
 
+LISTING_COLUMNS = {
+    "name": st.column_config.TextColumn(pinned=True),
+    "exact match": st.column_config.NumberColumn(format="percent", help="Held-out exact match at the end of training"),
+    "weights": st.column_config.NumberColumn(format="localized", help="Parameters of the model"),
+}
+
+
+def listing(entries: dict[str, tuple[str, Checkpoint, bytes]]) -> pd.DataFrame:
+    """One row per checkpoint, what it learned and how well first, its size in words and few columns: the whole
+    table fits the page at 1280 px beside the sidebar."""
+    rows = []
+    for name, (source, ckpt, _) in entries.items():
+        summary = checkpoint_summary(name, source, ckpt)
+        layers = f"{summary['layers']} layer{'s' if summary['layers'] > 1 else ''}"
+        rows.append(
+            {
+                "name": name,
+                "seed": ckpt.task.seed,
+                "task": f"{summary['task']}, lengths {summary['lengths']}",
+                "exact match": summary["exact_match"],
+                "model": f"width {summary['d_model']}, {summary['heads']} heads, {layers}",
+                "switches": summary["switches"],
+                "weights": summary["parameters"],
+                "source": source,
+            }
+        )
+    return pd.DataFrame(rows)
+
+
 # name -> (source, checkpoint, file bytes)
 entries: dict[str, tuple[str, Checkpoint, bytes]] = {}
 for name in shipped_checkpoints():
@@ -35,48 +74,24 @@ for name in shipped_checkpoints():
         entries[name] = ("shipped", shipped_checkpoint(name), (CHECKPOINT_DIR / f"{name}.pt").read_bytes())
     except (CheckpointError, OSError) as err:
         st.warning(f"The shipped checkpoint {name} could not be read: {markdown_literal(err)}")
-for name, data in st.session_state.get(TRAINED, {}).items():
-    try:
-        entries[name] = ("trained", load_checkpoint(data), data)
-    except CheckpointError as err:
-        st.warning(markdown_literal(f"The checkpoint {name} trained in this session could not be read: {err}"))
+for source, kept in (("trained", TRAINED), ("uploaded", UPLOADED)):
+    for name, data in st.session_state.get(kept, {}).items():
+        try:
+            entries[name] = (source, load_checkpoint(data), data)
+        except CheckpointError as err:
+            st.warning(markdown_literal(f"The {source} checkpoint {name} could not be read: {err}"))
 
 st.subheader("Available checkpoints")
 st.caption(f"This session keeps its last {MAX_TRAINED} trained models: download the ones you want to keep for good.")
 if not entries:
     st.info("No checkpoints yet: train a model on the Train page, or upload a checkpoint file below.")
 else:
-    table = pd.DataFrame([checkpoint_summary(name, source, ckpt) for name, (source, ckpt, _) in entries.items()])
-    # what a model learned and how well first; a narrow screen scrolls its sizes into view
-    order = [
-        "name",
-        "task",
-        "lengths",
-        "exact_match",
-        "switches",
-        "d_model",
-        "heads",
-        "layers",
-        "symbols",
-        "parameters",
-        "source",
-    ]
-    st.dataframe(
-        table,
-        hide_index=True,
-        column_order=order,
-        column_config={
-            "name": st.column_config.TextColumn(pinned=True),
-            "exact_match": st.column_config.NumberColumn(
-                "exact match", format="percent", help="Held-out exact-match at the end of training"
-            ),
-            "parameters": st.column_config.NumberColumn(format="localized"),
-        },
-    )
+    st.dataframe(listing(entries), hide_index=True, column_config=LISTING_COLUMNS)
     for name, (source, ckpt, data) in entries.items():
         label_col, load_col, download_col = st.columns([3, 1, 1], vertical_alignment="center")
         in_hand = st.session_state.get(IN_HAND_NAME) == f"{source}: {name}"
-        label_col.markdown(f"**{markdown_literal(name)}** ({source}){' · :blue[in hand]' if in_hand else ''}")
+        seed = f", seed {ckpt.task.seed}" if source == "trained" else ""  # runs differing only in seed
+        label_col.markdown(f"**{markdown_literal(name)}** ({source}{seed}){' · :blue[in hand]' if in_hand else ''}")
         load_col.button(
             "Load",
             key=f"load_{name}",
@@ -106,6 +121,7 @@ def load_upload() -> None:
         flash("checkpoints_upload", "error", f"This file was not loaded: {markdown_literal(err)}")
     else:
         put_in_hand(checkpoint, label)
+        keep_upload(label.removeprefix("uploaded: "), upload.getvalue())
         flash("checkpoints_upload", "success", f"Loaded: the model in hand is now {code_span(label)}.")
 
 

@@ -4,7 +4,9 @@ import random
 
 import streamlit as st
 
+from transformer import Checkpoint
 from transformer.limits import DECODING_BEAM_WIDTHS, DECODING_SEEDS, DECODING_TEMPERATURES
+from transformer.literal import markdown_literal
 from transformer.tasks import DataConfig, get_task
 from transformer.vocab import Vocab
 
@@ -20,8 +22,23 @@ def example_text(source: list[int], symbols: tuple[str, ...]) -> str:
     return " ".join(symbols[s] for s in source)
 
 
-def set_input(text: str) -> None:
+def set_input(text: str, origin: str) -> None:
+    """Put `text` in the input box; `origin` says where it comes from, e.g. "a random held-out example"."""
     st.session_state["decode_input"] = text
+    st.session_state["decode_input_origin"] = (text, origin)
+
+
+def show_what_is_shown(checkpoint: Checkpoint, label: str, changed: bool) -> None:
+    """One line naming the model in hand and where the input comes from; a notice first when the model in hand
+    changed since the page last showed one."""
+    task, history = checkpoint.task, checkpoint.history
+    steps = f" for {history[-1]['step']} steps" if history else ""
+    model = f"**{markdown_literal(label)}** ({task.task}, trained on lengths {task.min_len}-{task.max_len}{steps})"
+    if changed:
+        st.info(f"The model in hand changed since this page last showed one: it is now {model}.")
+    text, origin = st.session_state.get("decode_input_origin", (None, ""))
+    where = origin if text == st.session_state.get("decode_input") else "typed by you"
+    st.markdown(f"Decoding with {model} · input: {markdown_literal(where)}.")
 
 
 def source_input(task: DataConfig, vocab: Vocab, limit: int, examples: list[list[int]]) -> str:
@@ -35,7 +52,7 @@ def source_input(task: DataConfig, vocab: Vocab, limit: int, examples: list[list
         "Random",
         key="decode_random",
         icon=":material/shuffle:",
-        on_click=lambda: set_input(example_text(random.choice(examples), vocab.symbols)),
+        on_click=lambda: set_input(example_text(random.choice(examples), vocab.symbols), "a random held-out example"),
         help="A random held-out sequence of the task: the model never saw it in training.",
         width="stretch",
     )

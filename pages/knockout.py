@@ -4,6 +4,7 @@ exact match; any set of heads removed together shows its score and some decoded 
 import streamlit as st
 
 from pages.common import shipped_checkpoint
+from pages.links import share_link
 from pages.patching_view import patching_section
 from pages.state import model_page, per_model, shipped_name
 from transformer.figures.knockout import METRICS, knockout_heatmaps
@@ -47,6 +48,7 @@ checkpoint = model_page(
         "nothing is one the model does not rely on; one whose removal breaks the output does the work."
     ),
 )
+share_link()
 model, vocab, task = checkpoint.model, checkpoint.vocab, checkpoint.task
 heads = all_heads(model)
 if not grid_allowed(model, task):

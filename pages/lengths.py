@@ -123,7 +123,7 @@ else:
         width="stretch",
         help="Opens it on the Decoding page: watch where its attention goes, one token at a time.",
     ):
-        decode_on_decoding_page(shown["input"][row], task)
+        decode_on_decoding_page(shown["input"][row], task, f"a wrong output of the Length test, length {pick}")
 csv_download(
     st,
     "Download the scores (CSV)",

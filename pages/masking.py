@@ -170,11 +170,11 @@ def show_masking_result(name: str, inputs: tuple, with_title: str, without_title
     if isinstance(result, str):
         st.error(markdown_literal(result))
         return
-    st.markdown(f"Changed: {markdown_literal(result.description)}. Δ compares {result.measure}s.")
+    st.markdown(f"Changed: {markdown_literal(result.description)}. Δ: each position's change in {result.measure}.")
     for title, table in ((with_title, result.with_mask), (without_title, result.without_mask)):
         st.markdown(
             f"**{title}**: {MaskingResult.n_changed(table)} of {len(table)} positions changed, "
-            f"max |Δ {result.measure}| = {MaskingResult.max_diff(table):.3g}"
+            f"largest |Δ| = {MaskingResult.max_diff(table):.4f}"
         )
         # the verdict first, beside the position: the outputs and probabilities behind it follow
         order = [
@@ -194,7 +194,7 @@ def show_masking_result(name: str, inputs: tuple, with_title: str, without_title
             column_config={
                 "p before": st.column_config.NumberColumn(format="%.3f"),
                 "p after": st.column_config.NumberColumn(format="%.3f"),
-                "max |Δ|": st.column_config.NumberColumn(format="%.2e"),
+                "max |Δ|": st.column_config.NumberColumn(format="%.4f"),
             },
         )
     if MaskingResult.n_changed(result.with_mask) == 0 and MaskingResult.n_changed(result.without_mask) > 0:
@@ -218,7 +218,7 @@ with peek_col:
 with pad_col:
     st.markdown(
         "**Pad more.** Append PAD tokens to the source and the decoder input and compare the outputs at "
-        "the real positions, with the padding masks and with `mask_padding=False`."
+        "the real positions, with the padding masks and without them (`mask_padding=False`)."
     )
     extra = st.number_input(
         "Extra PAD tokens", min_value=1, max_value=config.max_len, value=min(3, config.max_len), key="exp_extra"
@@ -242,7 +242,7 @@ show_masking_result(
     "pad",
     pad_inputs,
     "With the padding masks",
-    "With mask_padding=False",
+    "Without the padding masks (mask_padding=False)",
     "The padding mask works: extra PAD changes nothing beyond float rounding. Without it, the outputs "
     "drift, so the same sentence would be translated differently in a different batch.",
 )

@@ -8,6 +8,7 @@ Session state keys the pages share (each named once, here):
 - WATCHER, "watcher": this session's id as a watcher of runs when the browser has no id (see `watcher_id`);
 - FOLLOW_JOB, "follow_job": True from Start until the run is put in hand; a model loaded meanwhile sets it False;
 - TRAINED, "trained": {name: checkpoint bytes} of the last MAX_TRAINED runs finished in this session;
+- UPLOADED, "uploaded": {file name: checkpoint bytes} of the last MAX_UPLOADED checkpoints uploaded in this session;
 - TRAIN_SAVED, "train_saved": the finished job last saved, its name, checkpoint bytes or error (`save_finished_job`);
 - FLASHES, "flashes": {place: (kind, text)}, the one-off message each place shows at its next draw (`flash`);
 - RESULTS, "results": {name: `ModelResult`}, what a page computed for a model (`per_model`);
@@ -35,9 +36,10 @@ from transformer.tasks import DataConfig
 
 IN_HAND, IN_HAND_NAME, JOB, COMPARE_JOB = "in_hand", "in_hand_name", "job", "compare_job"
 WATCHER, FOLLOW_JOB, TRAINED, TRAIN_SAVED = "watcher", "follow_job", "trained", "train_saved"
-FLASHES, RESULTS, CLASS_CODE = "flashes", "results", "class_code"
+FLASHES, RESULTS, CLASS_CODE, UPLOADED = "flashes", "results", "class_code", "uploaded"
 SHIPPED_PREFIX = "shipped: "  # the sidebar's label of a shipped checkpoint in hand, before its name
 MAX_TRAINED = 10  # checkpoints of finished runs a session keeps (about 140 KB each at the default size)
+MAX_UPLOADED = 3  # uploaded checkpoints a session keeps listed (each at most the upload limit)
 
 # ------------------------------------------------------------------------------------------- one-off messages
 
@@ -171,6 +173,15 @@ def save_finished_job() -> None:
     st.session_state[TRAIN_SAVED] = saved
 
 
+def keep_upload(name: str, data: bytes) -> None:
+    """List an uploaded checkpoint on the Checkpoints page, in place of the oldest of MAX_UPLOADED."""
+    uploaded = st.session_state.setdefault(UPLOADED, {})
+    uploaded.pop(name, None)  # the same name again: the newest file, listed last
+    uploaded[name] = data
+    for oldest in list(uploaded)[:-MAX_UPLOADED]:
+        del uploaded[oldest]
+
+
 # ------------------------------------------------------------------------------------------ the model in hand
 
 
@@ -247,8 +258,20 @@ def require_model() -> Checkpoint:
     return checkpoint
 
 
-def decode_on_decoding_page(text: str, task: DataConfig) -> None:
-    """Go to the Decoding page with `text`, a source sequence of `task`, as its input."""
+def model_change(page: str) -> str | None:
+    """The label of the model in hand when `page` showed another model at its last draw, else None (a first visit,
+    or a run in hand that trained on: still the same run). Remembers the model shown now."""
+    checkpoint, label = model_in_hand()
+    shown = st.session_state.get(JOB) if following_run() else checkpoint  # a run's snapshots are one model
+    before = st.session_state.get(f"{page}_model", shown)
+    st.session_state[f"{page}_model"] = shown
+    return None if before is shown else label
+
+
+def decode_on_decoding_page(text: str, task: DataConfig, origin: str) -> None:
+    """Go to the Decoding page with `text`, a source sequence of `task`, as its input; `origin` says where the
+    input comes from, e.g. "a row of the Length test"."""
     st.session_state["decode_task"] = task  # the Decoding page keeps an input only for the task it was typed for
     st.session_state["decode_input"] = text
+    st.session_state["decode_input_origin"] = (text, origin)
     st.switch_page("pages/decoding.py")

@@ -20,7 +20,7 @@ def random_checkpoint(**changes) -> Checkpoint:
 
 
 def open_anatomy(checkpoint: Checkpoint | None) -> AppTest:
-    at = AppTest.from_file("../streamlit_app.py", default_timeout=30)
+    at = AppTest.from_file("../streamlit_app.py", default_timeout=90)
     at.run()
     if checkpoint is not None:
         at.session_state["in_hand"] = checkpoint
@@ -60,9 +60,11 @@ def test_module_table_and_config(at):
     assert modules["parameters"].sum() == at.session_state["in_hand"].model.num_parameters()
     assert "decoder.layers.1.cross_attn" in modules["module"].tolist()
     assert modules.set_index("module").loc["generator", "output shape"] == "1×9×13"  # BOS + 8 target tokens
-    settings = at.table[0].value
-    assert settings.loc["norm placement", "value"].startswith("pre-norm") and settings.loc["layers", "value"] == "2"
-    assert settings.loc["causal_mask", "meaning"] == "decoder may not look at later target positions"
+    settings = at.table[0].value  # words first, the code's names last
+    assert settings.columns.tolist() == ["value", "in the code"]
+    mask = settings.loc["decoder may not look at later target positions"]
+    assert mask["in the code"] == "causal_mask" and mask["value"] == "yes"
+    assert settings.set_index("in the code").loc["norm placement", "value"].startswith("pre-norm")
     assert at.dataframe[1].value.iloc[-1]["part"] == "total"
     diagram = chart(at, "anatomy_diagram")
     assert "Norm … Add (pre-norm)" not in json.dumps(diagram) and "LayerNorm" in json.dumps(diagram)

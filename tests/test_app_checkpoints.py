@@ -28,7 +28,7 @@ def shipped_dir(tmp_path, monkeypatch):
 
 
 def open_checkpoints(trained: dict[str, bytes] | None = None) -> AppTest:
-    at = AppTest.from_file("../streamlit_app.py", default_timeout=30)
+    at = AppTest.from_file("../streamlit_app.py", default_timeout=90)
     at.run()
     if trained is not None:
         at.session_state["trained"] = trained
@@ -52,16 +52,16 @@ def test_lists_shipped_and_trained_and_loads_each(shipped_dir):
     at = open_checkpoints({"mine": small_checkpoint_bytes("copy", ({"step": 25, "exact_match": 0.5},))})
 
     table = at.dataframe[0].value.set_index("name")
-    assert table.loc[shipped, "source"] == "shipped" and table.loc[shipped, "task"] == "reverse"
-    assert table.loc["mine", "source"] == "trained" and table.loc["mine", "exact_match"] == 0.5
-    assert table.loc["mine", "lengths"] == "2-5" and table.loc["mine", "d_model"] == 16
+    assert table.loc[shipped, "source"] == "shipped" and table.loc[shipped, "task"] == "reverse, lengths 2-5"
+    assert table.loc["mine", "source"] == "trained" and table.loc["mine", "exact match"] == 0.5
+    assert table.loc["mine", "model"] == "width 16, 2 heads, 1 layer" and table.loc["mine", "seed"] == 0
     assert len(at.get("download_button")) == 2
 
     at.button(key="load_mine").click()
     at.run()
     assert not at.exception and at.session_state["in_hand_name"] == "trained: mine"
     assert at.session_state["in_hand"].task.task == "copy"
-    assert [m.value for m in at.markdown if "in hand]" in m.value] == ["**mine** (trained) · :blue[in hand]"]
+    assert [m.value for m in at.markdown if "in hand]" in m.value] == ["**mine** (trained, seed 0) · :blue[in hand]"]
     at.button(key=f"load_{shipped}").click()
     at.run()
     assert not at.exception and at.session_state["in_hand_name"] == f"shipped: {shipped}"
@@ -87,6 +87,9 @@ def test_upload_puts_the_model_in_hand(shipped_dir):
     at.switch_page("pages/checkpoints.py")
     at.run()
     assert not at.exception and not at.success  # ... so the message is shown once, not on every later visit
+    table = at.dataframe[0].value.set_index("name")
+    assert table.loc["my model.pt", "source"] == "uploaded"  # listed, to load again after another model
+    assert [m.value for m in at.markdown if "in hand]" in m.value] == ["**my model\\.pt** (uploaded) · :blue[in hand]"]
 
 
 def test_a_bad_upload_is_refused_with_the_reason(shipped_dir):

@@ -241,3 +241,47 @@ def test_next_click_is_fast(solved_reverse):
     next_click = time.perf_counter() - start
     print(f"plain rerun {rerun * 1000:.0f} ms, Next click {next_click * 1000:.0f} ms")
     assert next_click < max(1.0, 3 * rerun)  # no recomputation: about the cost of a plain rerun
+
+
+def shown_line(at: AppTest) -> str:
+    """The page's line naming the model and the input's origin, as the student reads it (Markdown escapes gone)."""
+    return next(m.value for m in at.markdown if m.value.startswith("Decoding with")).replace("\\", "")
+
+
+def output_with(at: AppTest, strategy: str) -> str:
+    """The whole output of `strategy` on the page's input, with its other settings at their defaults."""
+    at.radio(key="decode_strategy").set_value(strategy).run()
+    assert not at.exception
+    return at.session_state["in_hand"].vocab.decode(kept(at, "decoding").value["output"])
+
+
+def test_the_early_reverse_snapshot_decodes_its_first_example_three_ways():
+    """The lesson's step 5: on the partly trained shipped snapshot, greedy, beam search and sampling write three
+    different outputs for the page's first input, and only beam search gets it right."""
+    at = open_page(None)
+    click(at, "require_load_reverse-early")
+    assert (Path(APP).parent / "checkpoints" / "reverse-early.pt").stat().st_size < 200 * 1024
+    shown = shown_line(at)
+    assert "shipped: reverse-early" in shown and "input: the first held-out example" in shown
+    outputs = {strategy: output_with(at, strategy) for strategy in ("greedy", "beam", "sample")}
+    assert len(set(outputs.values())) == 3, outputs
+    right = " ".join(reversed(at.text_input(key="decode_input").value.split()))
+    assert outputs["beam"] == right != outputs["greedy"], outputs
+
+
+def test_another_model_in_hand_is_announced_and_named(solved_reverse):
+    at = open_page(solved_reverse)
+    assert not at.info  # a first visit: nothing changed
+    click(at, "decode_random")
+    assert "input: a random held-out example" in shown_line(at)
+    at.text_input(key="decode_input").set_value("1 2 3 4").run()
+    assert "input: typed by you" in shown_line(at)
+    at.session_state["in_hand"] = Checkpoint(
+        Transformer(solved_reverse.config), solved_reverse.vocab, solved_reverse.config, solved_reverse.task, [], {}
+    )
+    at.session_state["in_hand_name"] = "another reverse"
+    at.run()
+    assert [i.value for i in at.info if "The model in hand changed" in i.value], [i.value for i in at.info]
+    assert "another reverse" in at.info[0].value
+    at.run()
+    assert not at.info  # said once

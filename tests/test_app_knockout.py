@@ -188,3 +188,9 @@ def test_inputs_that_cannot_be_patched_show_an_error_not_a_traceback():
     at.button(key="patch_run").click().run()
     assert not at.exception
     assert "as long as the clean one" in at.error[0].value
+
+
+def test_the_page_offers_a_link_to_itself_with_the_shipped_model():
+    at = open_page(shipped="reverse")
+    (link,) = at.code  # the sidebar's Copy link
+    assert link.value == "?model=reverse" and at.query_params["model"] == "reverse"

@@ -55,7 +55,8 @@ def test_a_sampling_link_restores_the_strategy_and_its_settings():
 def test_a_hostile_model_shows_a_notice_and_no_model():
     at = open_link("pages/decoding.py", model="../../etc", input="<img src=x>")
     assert [w.value for w in at.warning] == [
-        "The link's model is not one of copy, reverse, sort, so the page's default is used. Check the link you opened."
+        "The link's model is not one of copy, reverse, reverse-early, sort, so the page's default is used. "
+        "Check the link you opened."
     ]
     assert "No model in hand" in at.info[0].value and "model" not in at.query_params
     at.button(key="require_load_reverse").click().run()  # the page's link is read once a model is in hand

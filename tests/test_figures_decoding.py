@@ -98,3 +98,8 @@ def test_teacher_forcing_table_highlights_mismatches_and_pads():
     marked = {pos for pos, props in styles.items() if props}
     assert marked == {(1, 2), (1, 3), (2, 3), (3, 3)}
     assert styles[(1, 2)] == [tuple(MISMATCH.split(": "))]
+
+
+def test_beam_tree_prints_a_score_that_rounds_to_zero_as_0_0_never_minus_0_0():
+    fig = beam_tree([_step(0, [Beam([1, 3], -0.001, 0, False), Beam([1, 4], -0.04, 0, False)])], TOKENS)
+    assert [t for *_, t in _points(fig, "live")][1:] == ["a<br>0.0", "b<br>0.0"]

@@ -17,6 +17,7 @@ from .device import pick_device
 from .dynamics import Dynamics
 from .limits import DECODE_ROWS, MAX_BATCH
 from .model import ModelConfig, Transformer, dropout_rng
+from .recurrent import build_model
 from .tasks import MAX_SEED, Batch, DataConfig, TaskData
 
 MetricRow = dict[str, float]
@@ -196,7 +197,7 @@ class Trainer:
             )
         # The run's own random generators (starting weights, dropout masks; the data has its own in TaskData), so
         # that runs training side by side in one process are each what their seed makes them alone.
-        self.network = Transformer(model_config, rng=torch.Generator().manual_seed(train_config.seed)).to(self.device)
+        self.network = build_model(model_config, rng=torch.Generator().manual_seed(train_config.seed)).to(self.device)
         self.dropout_rng = torch.Generator(device=self.device).manual_seed(train_config.seed)
         self.average = WeightAverage(self.network, train_config.ema_decay) if train_config.ema_decay else None
         self.model = self.network if self.average is None else self.average.model

@@ -34,7 +34,7 @@ def test_a_decoding_link_shows_the_shipped_models_output_with_no_click(page, lab
 def test_a_hostile_link_shows_a_notice_and_the_defaults(page, lab_server):
     open_link(page, lab_server, "decoding?model=../../etc&input=<img src=x>")
     main = page.locator("[data-testid='stMain']")
-    expect(main).to_contain_text("The link's model is not one of copy, reverse, sort")
+    expect(main).to_contain_text("The link's model is not one of copy, reverse, reverse-early, sort")
     expect(main).to_contain_text("No model in hand yet")  # the default: no model, and the buttons to load one
     assert "model=" not in page.url and main.locator("img[src='x']").count() == 0
     main.locator(".st-key-require_load_reverse button").click()  # now the page reads its own part of the link

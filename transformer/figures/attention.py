@@ -88,6 +88,9 @@ def _figure(traces: list[dict], layout: dict, title: str, height: int) -> go.Fig
     return go.Figure(data=traces, layout={**defaults, **layout})
 
 
+TICKS = ["0%", "50%", "100%"]  # three labels on a score's colour bar: more overlap on a short chart
+
+
 def score_heatmap(z: np.ndarray, colorscale: str, value_name: str, hovertemplate: str, numbered: bool, **more) -> dict:
     """A heatmap trace of scores in 0..1 (rows x columns) in separated cells, its colour bar titled `value_name` in
     percent; `numbered`: each cell shows its score in percent (blank where there is none)."""
@@ -97,7 +100,9 @@ def score_heatmap(z: np.ndarray, colorscale: str, value_name: str, hovertemplate
         zmin=0,
         zmax=1,
         colorscale=colorscale,
-        colorbar=dict(title=value_name, len=0.8, thickness=14, tickformat=".0%"),
+        colorbar=dict(
+            title=dict(text=value_name, side="right"), len=1, thickness=14, tickvals=[0, 0.5, 1], ticktext=TICKS
+        ),
         xgap=2,
         ygap=2,
         text=[["" if np.isnan(x) else f"{100 * x:.0f}%" for x in row] for row in z],

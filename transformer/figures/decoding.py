@@ -105,7 +105,8 @@ def beam_tree(steps: Sequence[DecodeStep], vocab_tokens: Sequence[str], best: Se
             edges.append((previous[beam.parent], len(xs)))
             xs.append(step.step + 1)
             ys.append(rank)
-            texts.append(f"{labels[beam.tokens[-1]]}<br>{beam.score:.1f}")  # one decimal: neighbours stay apart
+            # one decimal, so neighbours stay apart; + 0.0 turns a score that rounds to -0.0 into 0.0
+            texts.append(f"{labels[beam.tokens[-1]]}<br>{round(beam.score, 1) + 0.0:.1f}")
             finished.append(beam.finished)
             on_best.append(best is not None and list(best[: len(beam.tokens)]) == beam.tokens)
         previous = nodes

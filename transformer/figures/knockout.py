@@ -14,6 +14,8 @@ METRICS = {"exact_match": "exact match", "token_acc": "token accuracy"}
 SCORE_SCALE = "RdYlGn"  # red: the model fails without the head; green: it does not need it
 
 
+# Three ticks and the title along the bar: a one-layer grid's bar is about 120 px tall, too short for Plotly's six
+# automatic ticks with the title above them.
 def knockout_heatmaps(heads: pd.DataFrame, intact: float, metric: str = "exact_match") -> go.Figure:
     """One panel per attention kind, layer by head, of the held-out `metric` with that head removed alone, on a
     0..1 scale; `intact` (the model's own score) is in the title."""

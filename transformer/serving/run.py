@@ -15,6 +15,7 @@ from typing import Literal
 import torch
 
 from ..model import ModelConfig, Transformer
+from ..recurrent import build_model
 from ..tasks import DataConfig, TaskData
 from ..training import MetricRow, TrainConfig, TrainResult
 
@@ -212,7 +213,7 @@ class Run:
                 return None
             version, weights = self._weights
             if self._model is None or self._model[0] != version:
-                model = Transformer(self.model_config)
+                model = build_model(self.model_config)
                 model.load_state_dict(weights)
                 self._model = version, model.eval().requires_grad_(False)
             return self._model[1]
