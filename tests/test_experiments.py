@@ -300,3 +300,12 @@ def test_every_ready_made_experiment_retrained_here_has_the_shipped_outcome():
                 solved = got["solved at step"] if pd.notna(got["solved at step"]) else READY[key].train.steps + 1
                 assert abs(solved - want["solved at step"]) <= band, (key, got)
     check_expectations(made)
+
+
+def test_a_file_whose_variants_would_crowd_the_server_memory_is_refused_before_a_rerun():
+    document = json.loads(result_path("layers").read_text())
+    document["experiment"]["model"].update(d_model=128, d_ff=512, n_heads=8)  # each within the form's bounds
+    document["experiment"]["train"]["batch_size"] = 256
+    document["experiment"]["data"]["max_len"] = 24
+    with pytest.raises(ValueError, match="MB of activations"):
+        experiment_from_json(json.dumps(document))

@@ -21,6 +21,7 @@ from ..limits import (
     MAX_TOKEN_CHARS,
     MAX_VARIANTS,
     check_limits,
+    check_train_memory,
 )
 from ..model import ModelConfig
 from ..recurrent import cross_attention_shape
@@ -135,7 +136,14 @@ def _experiment(value: Any) -> Experiment:
         reader.fail("has a model vocabulary that does not fit its task")
     ready = READY.get(d["key"])
     title, expectation = (ready.title, ready.expectation) if ready else custom_text(switch, values, data.task)
-    return Experiment(d["key"], title, expectation, d["switch"], tuple(values), model, data, train)
+    experiment = Experiment(d["key"], title, expectation, d["switch"], tuple(values), model, data, train)
+    for value in experiment.values:  # the switch may add heads or layers: every variant's step must fit
+        variant_model, variant_data, variant_train = experiment.configs(value)
+        try:
+            check_train_memory(variant_model, variant_train.batch_size, variant_data.max_len, "its settings")
+        except ValueError as err:
+            reader.fail(f"asks for more than a run on this server may: {err}")
+    return experiment
 
 
 def _variant(value: Any, experiment: Experiment, switch_value: SwitchValue, src_len: int, tgt_len: int) -> VariantRun:
