@@ -1,9 +1,11 @@
 """Probes in a real browser: activation patching on Knockout, typed inputs to the grid of one head at a time and
-of the residual stream."""
+of the residual stream; and, after a run on Train, its best head's alignment and how training reshaped the model."""
 
 import pytest
 from conftest import IDLE, page_errors, requires_chromium, wait_idle
 from playwright.sync_api import expect
+from test_classroom import LAPTOP, open_train, set_number
+from test_e2e import button
 
 pytestmark = [pytest.mark.browser, requires_chromium]
 
@@ -33,3 +35,22 @@ def test_patching_a_changed_symbol_shows_where_the_clean_answer_comes_back(page,
     wait_idle(page)
     expect(main).to_contain_text("as long as the clean one")
     assert page_errors(page) == []
+
+
+def test_a_finished_run_shows_its_alignment_embeddings_and_gradient_norms(browser, lab_server):
+    page = open_train(browser.new_context(viewport=LAPTOP), lab_server)
+    set_number(page, "train_seed", 31)  # a run of this test's own
+    wait_idle(page)
+    button(page, "start_training").click()
+    main = page.locator("[data-testid='stMain']")
+    expect(main.get_by_text("Finished after")).to_be_visible(timeout=180_000)
+    wait_idle(page)
+    expect(main.locator(".st-key-train_alignment_chart .js-plotly-plot")).to_be_visible()
+    main.get_by_text("How training reshapes the model").click()
+    for key, text in (("dynamics_embeddings", "Symbol embeddings"), ("dynamics_gradients", "Gradient norm")):
+        chart = main.locator(f".st-key-{key} .js-plotly-plot")
+        expect(chart).to_be_visible()
+        expect(chart).to_contain_text(text)
+    expect(main.get_by_text("Metric row at step")).to_be_visible()
+    assert page_errors(page) == []
+    page.context.close()
