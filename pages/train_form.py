@@ -107,7 +107,9 @@ HELP = {  # each field's help text, by widget key
     "train_layers": "Encoder layers, and as many decoder layers (the paper: 6).",
     "train_d_ff": "Hidden width of the position-wise feed-forward network (the paper: 2048).",
     "train_dropout": "Fraction of activations zeroed during training (the paper: 0.1).",
-    "train_lr": "The learning rate at the end of warm-up.",
+    "train_lr": (
+        "The learning rate at the end of warm-up. Bigger models need a lower one: at d_model 128 with 3 layers, 0.005."
+    ),
     "train_warmup": "Steps over which the learning rate grows linearly from 0 to its peak (the paper: 4000).",
     "train_schedule": "What the learning rate does once warm-up is over.",
     "train_batch": "Sequences per training step.",
