@@ -12,6 +12,7 @@ from typing import Any
 import streamlit as st
 
 from transformer.limits import TRAIN_FORM_LIMITS as LIMITS
+from transformer.live import DEFAULT_DATA, DEFAULT_TIME_BUDGET_S
 from transformer.model import ModelConfig
 from transformer.tasks import TASKS
 from transformer.training import TrainConfig
@@ -46,10 +47,10 @@ class Field:
 
 
 FIELDS = [  # key, configs, config field, label, widget, default, (row, column), options, style: in drawing order
-    Field("train_task", ("data",), "task", "Task", "select", "reverse", (0, 0), tuple(TASKS)),
-    Field("train_min_len", ("data",), "min_len", "Shortest input", "number", 6, (0, 1)),
-    Field("train_max_len", ("data",), "max_len", "Longest input", "number", 8, (0, 2)),
-    Field("train_symbols", ("data",), "n_symbols", "Symbols", "number", 10, (0, 3)),
+    Field("train_task", ("data",), "task", "Task", "select", DEFAULT_DATA.task, (0, 0), tuple(TASKS)),
+    Field("train_min_len", ("data",), "min_len", "Shortest input", "number", DEFAULT_DATA.min_len, (0, 1)),
+    Field("train_max_len", ("data",), "max_len", "Longest input", "number", DEFAULT_DATA.max_len, (0, 2)),
+    Field("train_symbols", ("data",), "n_symbols", "Symbols", "number", DEFAULT_DATA.n_symbols, (0, 3)),
     Field("train_seed", ("data", "train"), "seed", "Seed", "number", TRAIN.seed, (0, 4)),
     Field("train_positional", ("model",), "positional", "Positional encoding", "radio", MODEL.positional, (1, 0),
           ("sinusoidal", "learned", "none")),
@@ -74,7 +75,8 @@ FIELDS = [  # key, configs, config field, label, widget, default, (row, column),
     Field("train_ema_decay", ("train",), "ema_decay", "Weight averaging (EMA decay)", "number", TRAIN.ema_decay, (2, 1),
           style={"step": 0.01, "format": "%.3f"}),
     Field("train_steps", ("train",), "steps", "Steps (at most)", "number", TRAIN.steps, (2, 2)),
-    Field("train_time_budget", ("train",), "time_budget_s", "Time budget (s)", "number", 60, (2, 2), cast=float),
+    Field("train_time_budget", ("train",), "time_budget_s", "Time budget (s)", "number", DEFAULT_TIME_BUDGET_S, (2, 2),
+          cast=float),
     Field("train_device", ("train",), "device", "Device", "select", "auto", (2, 2), ("auto", "cpu", "cuda", "mps")),
 ]  # fmt: skip
 FORM_KEYS = [f.key for f in FIELDS]
@@ -105,7 +107,9 @@ HELP = {  # each field's help text, by widget key
     "train_layers": "Encoder layers, and as many decoder layers (the paper: 6).",
     "train_d_ff": "Hidden width of the position-wise feed-forward network (the paper: 2048).",
     "train_dropout": "Fraction of activations zeroed during training (the paper: 0.1).",
-    "train_lr": "The learning rate at the end of warm-up.",
+    "train_lr": (
+        "The learning rate at the end of warm-up. Bigger models need a lower one: at d_model 128 with 3 layers, 0.005."
+    ),
     "train_warmup": "Steps over which the learning rate grows linearly from 0 to its peak (the paper: 4000).",
     "train_schedule": "What the learning rate does once warm-up is over.",
     "train_batch": "Sequences per training step.",

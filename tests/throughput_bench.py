@@ -18,28 +18,19 @@ import sys
 import threading
 import time
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import asdict
 from pathlib import Path
 
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from transformer.live import build_configs  # noqa: E402 (the repository root goes on the path first)
-from transformer.model import ModelConfig  # noqa: E402
-from transformer.training import TrainConfig, Trainer  # noqa: E402
-
-# The Train page's defaults: the package's default model and training settings, reverse at lengths 6-8.
-DATA = dict(task="reverse", min_len=6, max_len=8, n_symbols=10)
-MODEL = {name: value for name, value in asdict(ModelConfig()).items() if name != "vocab_size"}
-CHOSEN_BY_THE_PAGE = ("eval_every", "record_attention")  # build_configs sets these
-TRAIN = {k: v for k, v in asdict(TrainConfig(time_budget_s=60.0, device="cpu")).items() if k not in CHOSEN_BY_THE_PAGE}
+from transformer.live import default_configs  # noqa: E402 (the repository root goes on the path first)
+from transformer.training import Trainer  # noqa: E402
 
 
 def train_one(seed: int) -> int:
-    """One Train-page run with this seed; returns its steps."""
+    """One Train-page run with this seed and the page's other defaults; returns its steps."""
     torch.set_num_threads(1)
-    configs = build_configs({**DATA, "seed": seed}, MODEL, {**TRAIN, "seed": seed})
-    return Trainer(*configs).run().steps
+    return Trainer(*default_configs(seed, device="cpu")).run().steps
 
 
 def with_threads(seeds: list[int], k: int) -> tuple[float, int]:

@@ -4,7 +4,7 @@ and one-line summaries of checkpoints."""
 
 import re
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, replace
 
 import pandas as pd
 import torch
@@ -19,6 +19,22 @@ from .vocab import N_SPECIAL
 
 # Model size (token-steps x weights per layer pair) at which one metric row every 25 steps comes about once a second.
 _REFERENCE_COST = 128 * 10 * (32 * 32 + 32 * 128)
+# The Train page's default data and time budget; its model and training defaults are ModelConfig's and TrainConfig's.
+DEFAULT_DATA = DataConfig(task="reverse", min_len=6, max_len=8, n_symbols=10)
+DEFAULT_TIME_BUDGET_S = 60  # whole seconds, as the page's number field steps them
+CHOSEN_FOR_THE_PAGE = ("eval_every", "record_attention")  # TrainConfig fields build_configs sets
+
+
+def default_configs(seed: int, device: str = "auto", **changes: object) -> tuple[ModelConfig, DataConfig, TrainConfig]:
+    """The configs of the Train page's run with every setting at its default but the seed and `changes` (fields of
+    ModelConfig or TrainConfig), as the page builds them."""
+    data = asdict(replace(DEFAULT_DATA, seed=seed))
+    model = {k: v for k, v in asdict(ModelConfig()).items() if k != "vocab_size"}
+    train = TrainConfig(time_budget_s=float(DEFAULT_TIME_BUDGET_S), seed=seed, device=device)
+    train = {k: v for k, v in asdict(train).items() if k not in CHOSEN_FOR_THE_PAGE}
+    for name, value in changes.items():
+        (model if name in model else train)[name] = value
+    return build_configs(data, model, train)
 
 
 def build_configs(data: Mapping, model: Mapping, train: Mapping) -> tuple[ModelConfig, DataConfig, TrainConfig]:

@@ -34,13 +34,14 @@ class TrainingDiverged(RunFailed):
 
 @dataclass
 class TrainConfig:
-    """Optimizer, schedule and budgets. Defaults solve reverse (length 10) in a few seconds on a laptop CPU."""
+    """Optimizer, schedule and budgets. The batch and schedule are those that solve the Train page's default run
+    (reverse, lengths 6-8, the default model) soonest, picked by `tests/schedule_sweep.py` (docs/benchmarks.md)."""
 
     steps: int = 2000  # step budget
     time_budget_s: float = 300.0  # wall-clock budget
-    batch_size: int = 128
-    lr: float = 5e-3  # peak learning rate, reached at the end of warm-up
-    warmup: int = 100  # steps of linear warm-up
+    batch_size: int = 64
+    lr: float = 0.03  # peak learning rate, reached at the end of warm-up
+    warmup: int = 60  # steps of linear warm-up
     schedule: Literal["noam", "constant"] = "noam"  # after warm-up: the paper's 1/sqrt(step) decay, or flat
     label_smoothing: float = 0.0
     clip_grad: float = 1.0  # max gradient norm; 0 turns clipping off
@@ -75,8 +76,8 @@ class TrainConfig:
         """Learning rate at 1-based `step`: linear warm-up to `lr`, then `lr * sqrt(warmup / step)` for noam.
 
         This is the paper's schedule, d_model^-0.5 * min(step^-0.5, step * warmup^-1.5), with its peak set directly
-        to `lr` instead of by d_model^-0.5 * warmup^-0.5, which ties the peak to the warm-up length (0.018 at
-        d_model 32 with 100 warm-up steps instead of the paper's 4000). With no warm-up the rate is `lr` throughout.
+        to `lr` instead of by d_model^-0.5 * warmup^-0.5, which ties the peak to the warm-up length (0.023 at
+        d_model 32 with 60 warm-up steps instead of the paper's 4000). With no warm-up the rate is `lr` throughout.
         """
         if step <= self.warmup:
             return self.lr * step / self.warmup
@@ -236,8 +237,8 @@ class Trainer:
             batch = self.data.train_batch(cfg.batch_size).to(self.device)
             lr = cfg.lr_at(self.step)
             loss, logits = self._optimizer_step(batch, lr)
-            losses.append(loss.detach())
-            self.step_losses.append(loss.item())
+            losses.append(loss)
+            self.step_losses.append(loss)
             tokens += batch.n_tokens
             # When the model gets every sequence of this batch right under teacher forcing, the full held-out set is
             # worth a check. The training pass scored the batch before the update on it, so for raw weights it is
@@ -266,9 +267,11 @@ class Trainer:
             yield {**row, **final}
             self._snapshot_attention()
 
-    def _optimizer_step(self, batch: Batch, lr: float) -> tuple[torch.Tensor, torch.Tensor]:
+    def _optimizer_step(self, batch: Batch, lr: float) -> tuple[float, torch.Tensor]:
         """One step of Adam on `batch` at learning rate `lr`: returns the batch's loss and the logits it was
-        computed from (those of the weights before the step). TrainingDiverged when the loss is not finite."""
+        computed from (those of the weights before the step). TrainingDiverged when the loss is not finite.
+
+        The loss is read back once (`.item()`), the step's only wait for the device."""
         cfg = self.train_config
         for group in self.optimizer.param_groups:
             group["lr"] = lr
@@ -280,9 +283,10 @@ class Trainer:
             ignore_index=self.vocab.pad_id,
             label_smoothing=cfg.label_smoothing,
         )
-        if not torch.isfinite(loss):
+        value = loss.item()
+        if not math.isfinite(value):
             raise TrainingDiverged(
-                f"the loss became {loss.item()} at step {self.step}: lower the learning rate (now {cfg.lr:g}), "
+                f"the loss became {value} at step {self.step}: lower the learning rate (now {cfg.lr:g}), "
                 "use more warm-up, or turn gradient clipping on"
             )
         self.optimizer.zero_grad(set_to_none=True)
@@ -294,7 +298,7 @@ class Trainer:
         self.optimizer.step()
         if self.average is not None:
             self.average.update(self.step)
-        return loss, logits
+        return value, logits
 
     def _held(self, control: Callable[[], bool]) -> bool:
         """Call `control`, leaving the time it takes out of the training time; returns whether to stop."""
@@ -335,11 +339,11 @@ class Trainer:
             return all(teacher_forced_exact(self._eval_logits(c), c, vocab.pad_id).all() for c in chunks)
         return exact_match(self.model, self.valid, vocab.bos_id, vocab.eos_id, stop_at_first_miss=True) == 1.0
 
-    def _row(self, losses: list[torch.Tensor], tokens_per_s: float, elapsed: float, lr: float) -> MetricRow:
+    def _row(self, losses: list[float], tokens_per_s: float, elapsed: float, lr: float) -> MetricRow:
         scores = evaluate(self.model, self.probe, self.vocab.bos_id, self.vocab.eos_id, decode=False)
         row = {
             "step": self.step,
-            "train_loss": torch.stack(losses).mean().item(),
+            "train_loss": sum(losses) / len(losses),
             **scores,
             "lr": lr,
             "tokens_per_s": tokens_per_s,

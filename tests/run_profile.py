@@ -1,0 +1,60 @@
+"""Where the Train page's default run spends its time: cProfile of a few seeds in one process, one torch thread,
+after a warm-up run, as each part's share of the run (cProfile slows Python calls, so shares, not times).
+
+    python tests/run_profile.py --seeds 0 1 2
+"""
+
+import argparse
+import cProfile
+import pstats
+import sys
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from transformer.live import default_configs  # noqa: E402 (the repository root goes on the path first)
+from transformer.training import Trainer  # noqa: E402
+
+# Part of the run -> (file, function) whose cumulative time it is, less those of the second list.
+PARTS = {
+    "optimiser step (forward, loss, backward, clipping, Adam, average)": ([("training.py", "_optimizer_step")], []),
+    "  backward": ([("graph.py", "_engine_run_backward")], []),
+    "  Adam step": ([("optimizer.py", "wrapper")], []),
+    "  gradient clipping": ([("clip_grad.py", "clip_grad_norm_")], []),
+    "  weight average": ([("training.py", "update")], []),
+    "training batch": ([("tasks.py", "train_batch")], []),
+    "early-stop check, the average on the batch": ([("training.py", "_eval_logits")], [("training.py", "_solved")]),
+    "early-stop check, the whole held-out set": ([("training.py", "_solved")], []),
+    "metric rows": ([("training.py", "_row")], []),
+    "attention snapshots": ([("training.py", "_snapshot_attention")], []),
+}
+
+
+def cumulative(stats: dict, functions: list[tuple[str, str]]) -> float:
+    """Seconds spent in the named functions (file name ending, function name), callees included."""
+    return sum(
+        v[3] for (file, _, name), v in stats.items() if any(file.endswith(f) and name == n for f, n in functions)
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    args = parser.parse_args(argv)
+    torch.set_num_threads(1)
+    Trainer(*default_configs(99, device="cpu")).run()  # this process's one-off costs, outside the profile
+    profiler, steps = cProfile.Profile(), 0
+    for seed in args.seeds:
+        steps += profiler.runcall(Trainer(*default_configs(seed, device="cpu")).run).steps
+    stats = pstats.Stats(profiler).stats
+    whole = cumulative(stats, [("training.py", "run")])
+    print(f"seeds {args.seeds}: {steps} steps, {whole:.2f} s profiled")
+    for part, (plus, minus) in PARTS.items():
+        share = (cumulative(stats, plus) - cumulative(stats, minus)) / whole
+        print(f"{part:68s} {100 * share:5.1f}%")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
