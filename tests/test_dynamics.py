@@ -176,3 +176,12 @@ def test_the_gradient_figure_leaves_out_rows_without_norms_on_a_log_scale():
     heatmap = figure["data"][0]
     assert heatmap["x"] == ["10", "20"] and heatmap["y"] == ["embeddings", "generator"]
     assert [array(row).tolist() for row in heatmap["z"]] == [[-1, 0], pytest.approx([-0.30103] * 2, abs=1e-5)]
+
+
+def test_a_recurrent_run_records_its_embeddings_and_the_gradient_norms_of_its_encoder_and_decoder():
+    model = ModelConfig(architecture="gru-attention", d_model=16, d_ff=32)
+    trainer = Trainer(model, DataConfig(task="reverse", max_len=4, n_valid=20), TrainConfig(steps=4, eval_every=2))
+    trainer.run()
+    (first, second) = trainer.dynamics.records
+    assert first["layers"] == ["embeddings", "encoder", "decoder"] and len(second["embeddings"]) == 10
+    assert all(norm > 0 for norm in second["grad_norms"])

@@ -20,9 +20,11 @@ def layer_of(parameter_name: str) -> str:
     """The layer a parameter belongs to, as the charts name it: "embeddings", "encoder 1", ..., "decoder 1", ...,
     "encoder final norm", "decoder final norm" (pre-norm), or "generator"."""
     parts = parameter_name.split(".")
-    if parts[0] in ("encoder", "decoder"):
-        return f"{parts[0]} {int(parts[2]) + 1}" if parts[1] == "layers" else f"{parts[0]} final norm"
-    return "embeddings" if parts[0] in ("embed", "positional") else parts[0]
+    if parts[0] in ("encoder", "decoder") and parts[1] == "layers":
+        return f"{parts[0]} {int(parts[2]) + 1}"
+    if parts[0] in ("encoder", "decoder") and parts[1] == "norm":
+        return f"{parts[0]} final norm"
+    return "embeddings" if parts[0] in ("embed", "positional") else parts[0]  # a recurrent model: encoder, decoder
 
 
 class LayerGradients:

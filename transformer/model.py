@@ -555,6 +555,11 @@ class Transformer(nn.Module):
         """Whether cached keys and values of past target positions stay what the whole prefix gives (see `KVCache`)."""
         return self.config.causal_mask or self.config.n_layers == 1
 
+    @property
+    def token_embeddings(self) -> torch.Tensor:
+        """The embedding table, one row per token of the vocabulary: (vocab_size, d_model)."""
+        return self.embed.lut.weight
+
     def new_cache(self) -> KVCache:
         """An empty cache for step-by-step decoding: keys and values where that is exact, else the tokens."""
         return KVCache(len(self.decoder.layers), self.cache_is_exact)

@@ -228,6 +228,11 @@ class RNNEncoderDecoder(nn.Module):
         logits, alpha = self.decoder(self.embed(tgt), memory, src_mask[:, 0, 0], cache)
         return logits, [], [] if alpha is None else [alpha[:, None]]
 
+    @property
+    def token_embeddings(self) -> torch.Tensor:
+        """The embedding table E, one row per token of the vocabulary: (vocab_size, d_model)."""
+        return self.embed.weight
+
     def new_cache(self) -> dict:
         """An empty decoder state, filled by the first `decode` call."""
         return {}

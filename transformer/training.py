@@ -209,7 +209,7 @@ class Trainer:
         self.history: list[MetricRow] = []
         self.step_losses: list[float] = []  # the training loss of every step
         self.attention_snapshots: list[dict] = []  # {"step": int, "maps": AttentionMaps} when record_attention
-        self.dynamics = Dynamics(self.network, self.model.embed.lut.weight)  # a record per row (see dynamics.py)
+        self.dynamics = Dynamics(self.network, self.model.token_embeddings)  # a record per row (see dynamics.py)
         self.step = 0
         self.paused_s = 0.0  # wall-clock time spent in `control()` (reporting, or holding a pause): not training
 
