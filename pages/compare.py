@@ -22,7 +22,7 @@ from transformer.experiments import (
     runs_frame,
     summary_table,
 )
-from transformer.figures.compare import comparison_figure
+from transformer.figures.compare import comparison_figure, length_comparison_figure
 from transformer.literal import markdown_literal
 from transformer.live import shown_name
 from transformer.serving import ServerBusy
@@ -196,6 +196,17 @@ def current_run() -> tuple[ExperimentRun | None, str]:
         return None, ""
 
 
+def show_length_tests(run: ExperimentRun) -> None:
+    """The length test of each variant that has finished, side by side."""
+    tested = {v.label: v.lengths for v in run.variants if v.lengths}
+    if tested:
+        st.plotly_chart(length_comparison_figure(tested), key="compare_lengths", config=PLOTLY_CONFIG)
+        st.caption(
+            "Each finished variant's final model, greedy-decoded on unseen inputs of every length up to twice the "
+            "longest it trained on: the share it gets exactly right."
+        )
+
+
 @st.fragment(run_every=1.0 if running else None)
 def results(polling: bool) -> None:
     """Curves, table, timeline and exports of the run shown; while a live run trains, it polls it."""
@@ -230,13 +241,13 @@ def results(polling: bool) -> None:
     st.dataframe(summary_table(run), hide_index=True)
     st.caption(
         "Solved = the first metric row where every held-out sequence checked was decoded exactly right. Exact "
-        "match and token accuracy are on the held-out set where the run ended. Times "
-        "are wall-clock seconds on the machine that trained the run. A loss spike after a run has solved its task "
-        "(reverse with sinusoidal positions, near step 450) is a known effect of Adam, not a fault: once the loss "
-        "is near zero Adam divides each step by the gradients' running size, tiny too, so its steps stay about as "
-        "large as the learning rate, and one slightly larger gradient throws the weights off. The run recovers in "
-        "a few rows."
+        "match and token accuracy are on the held-out set where the run ended. Times and steps per second (steps/s) "
+        "are wall-clock, on the machine that trained the run. A loss spike after a run has solved its task (reverse "
+        "with sinusoidal positions, near step 450) is a known effect of Adam, not a fault: once the loss is near zero "
+        "Adam divides each step by the gradients' running size, tiny too, so its steps stay about as large as the "
+        "learning rate, and one slightly larger gradient throws the weights off. The run recovers in a few rows."
     )
+    show_length_tests(run)
     show_timeline(run, live=live and source == LIVE_SOURCE)
     st.subheader("Export and share")
     csv_col, json_col = st.columns(2)

@@ -75,6 +75,8 @@ def _show_step(run: ExperimentRun, index: int, step: int) -> None:
     """The cross-attention of variant `index` at `step`, layer by layer, and its loss and alignment curves."""
     variant, label = run.variants[index], run.variants[index].label
     snapshot = variant.cross[variant.steps.index(step)]
+    if not snapshot:
+        st.info(f"{label} has no attention to show: its decoder reads one fixed summary of the whole source.")
     for layer, maps in enumerate(snapshot):  # full width: a column of the heatmap per source token
         st.plotly_chart(
             attention_heatmaps(
@@ -96,7 +98,7 @@ def _show_step(run: ExperimentRun, index: int, step: int) -> None:
             key="compare_alignment",
             config=PLOTLY_CONFIG,
         )
-    else:
+    elif snapshot:
         alignment_col.info(
             f"{run.experiment.data.task} has no fixed source position for each output token, so "
             "there is no ideal alignment to score the heads against."

@@ -11,6 +11,7 @@ from pages.alignment_view import train_alignment
 from pages.classes import class_seat, prediction_input, prediction_result
 from pages.common import live_poll_s, run_registry
 from pages.downloads import csv_download
+from pages.dynamics_view import dynamics_view
 from pages.links import share_link
 from pages.state import (
     JOB,
@@ -239,6 +240,7 @@ if job is not None:
                 "The schedule, step by step over the whole step budget; the dashed line is where the run was when "
                 "this page was drawn. Adam's steps are this rate times its own per-weight scaling."
             )
+    dynamics_view(job)
     if not active and job.result is not None and job.result.steps > 0 and not job.error:
         downloads(job)
 

@@ -515,3 +515,34 @@ def test_a_run_stopped_before_its_first_step_saves_nothing():
     at.run()
     assert not at.exception and "nothing was trained or saved" in at.info[0].value
     assert "trained" not in at.session_state and "in_hand" not in at.session_state
+
+
+def dynamics_expander(at: AppTest):
+    return next(e for e in at.expander if e.label == "How training reshapes the model")
+
+
+def test_the_embeddings_and_gradient_norms_of_every_row_are_shown_and_a_slider_picks_the_row(stop_jobs):
+    at = open_train()
+    stop_jobs.append(at)
+    start(at, task="copy", min_len=3, max_len=3, symbols=4, steps=60, batch=32)
+    poll_until_done(at)
+    job = at.session_state["job"]
+    steps = [record["step"] for record in job.dynamics]
+    assert steps == [int(row["step"]) for row in job.rows] and len(steps) >= 2
+    view = dynamics_expander(at)
+    slider = view.select_slider[0]
+    assert slider.value == steps[-1] and not slider.disabled
+    embeddings, gradients = (json.loads(chart.proto.spec) for chart in view.get("plotly_chart"))
+    assert embeddings["data"][1]["text"] == ["0", "1", "2", "3"]  # the run's 4 symbols
+    assert f"step {steps[-1]}" in embeddings["layout"]["title"]["text"]
+    heatmap = gradients["data"][0]
+    assert heatmap["y"] == ["embeddings", "encoder 1", "decoder 1", "generator"]
+    read = [str(record["step"]) for record in job.dynamics if record["grad_norms"] is not None]
+    assert heatmap["x"] == read and len(read) >= len(steps) - 1  # only the last row may end between two reads
+
+    slider.set_value(steps[0]).run()
+    assert not at.exception
+    embeddings = json.loads(dynamics_expander(at).get("plotly_chart")[0].proto.spec)
+    assert f"step {steps[0]}" in embeddings["layout"]["title"]["text"]
+    first = job.dynamics[0]["embeddings"]
+    assert array(embeddings["data"][1]["x"]).tolist() == pytest.approx([x for x, _ in first])

@@ -84,10 +84,13 @@ def head_scores(task: str, source: Sequence[int], cross: Sequence[Any]) -> torch
 def alignment_series(task: str, source: Sequence[int], cross: Sequence[Sequence[Any]]) -> dict[str, list[float]]:
     """Per head, its alignment score at each snapshot; {} when the task has no ideal alignment.
 
-    `cross` holds one snapshot per step of the cross-attention of `source`, each as in `head_scores`.
+    `cross` holds one snapshot per step of the cross-attention of `source`, each as in `head_scores` (no layers
+    for a model without attention).
     """
+    if not cross or not cross[0]:
+        return {}
     scores = [head_scores(task, source, layers) for layers in cross]
-    return {} if not scores or scores[0] is None else head_series(scores)
+    return {} if scores[0] is None else head_series(scores)
 
 
 def head_series(scores: Sequence[torch.Tensor]) -> dict[str, list[float]]:

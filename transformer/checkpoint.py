@@ -201,7 +201,11 @@ def _unpack(payload: dict) -> Checkpoint:
     """The checkpoint in a loaded payload, each part checked before the model is built (ValueError if not valid)."""
     _check_keys(payload.keys() - {"format", "version"}, _PARTS, "checkpoint")
     _check_plain_parts(payload)
-    config = _config_from(ModelConfig, payload["model_config"], "model_config")
+    config = _config_from(ModelConfig, {"architecture": "transformer", **payload["model_config"]}, "model_config")
+    if config.architecture != "transformer":
+        raise ValueError(
+            f"it holds a recurrent model ({config.architecture}), and the lab's pages read Transformers only"
+        )
     check_model_size(config)
     task = _config_from(DataConfig, payload["task"], "task")
     vocab = Vocab.from_dict(payload["vocab"])

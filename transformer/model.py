@@ -20,6 +20,7 @@ import torch.nn.functional as F
 from .masks import causal_mask, decoder_mask, padding_mask
 
 Positional = Literal["sinusoidal", "learned", "none"]
+Architecture = Literal["transformer", "gru", "gru-attention"]  # the recurrent ones live in transformer.recurrent
 # Attention weights by kind ("encoder", "decoder_self", "cross"): one (B, H, T_query, T_key) tensor per layer.
 AttentionMaps = dict[str, list[torch.Tensor]]
 
@@ -57,6 +58,7 @@ class ModelConfig:
     causal_mask: bool = True  # False lets the decoder see the future during training
     scale_scores: bool = True  # False drops the 1/sqrt(d_k) in attention
     tie_weights: bool = False  # generator shares the embedding matrix (the paper does)
+    architecture: Architecture = "transformer"  # or the recurrent baseline, "gru" / "gru-attention"
 
     def __post_init__(self) -> None:
         checks = [
@@ -71,6 +73,10 @@ class ModelConfig:
             (self.max_len >= 2, "max_len must be at least 2"),
             (0 <= self.pad_id < self.vocab_size, "pad_id must be a valid token id"),
             (self.positional in ("sinusoidal", "learned", "none"), "positional must be sinusoidal, learned or none"),
+            (
+                self.architecture in ("transformer", "gru", "gru-attention"),
+                "architecture must be transformer, gru or gru-attention",
+            ),
         ]
         for ok, message in checks:
             if not ok:

@@ -14,8 +14,10 @@ import torch.nn.functional as F
 from .checkpoint import check_model_size
 from .decoding import greedy_decode
 from .device import pick_device
+from .dynamics import Dynamics
 from .limits import DECODE_ROWS, MAX_BATCH
 from .model import ModelConfig, Transformer, dropout_rng
+from .recurrent import build_model
 from .tasks import MAX_SEED, Batch, DataConfig, TaskData
 
 MetricRow = dict[str, float]
@@ -195,7 +197,7 @@ class Trainer:
             )
         # The run's own random generators (starting weights, dropout masks; the data has its own in TaskData), so
         # that runs training side by side in one process are each what their seed makes them alone.
-        self.network = Transformer(model_config, rng=torch.Generator().manual_seed(train_config.seed)).to(self.device)
+        self.network = build_model(model_config, rng=torch.Generator().manual_seed(train_config.seed)).to(self.device)
         self.dropout_rng = torch.Generator(device=self.device).manual_seed(train_config.seed)
         self.average = WeightAverage(self.network, train_config.ema_decay) if train_config.ema_decay else None
         self.model = self.network if self.average is None else self.average.model
@@ -206,6 +208,7 @@ class Trainer:
         self.history: list[MetricRow] = []
         self.step_losses: list[float] = []  # the training loss of every step
         self.attention_snapshots: list[dict] = []  # {"step": int, "maps": AttentionMaps} when record_attention
+        self.dynamics = Dynamics(self.network, self.model.embed.lut.weight)  # a record per row (see dynamics.py)
         self.step = 0
         self.paused_s = 0.0  # wall-clock time spent in `control()` (reporting, or holding a pause): not training
 
@@ -284,6 +287,8 @@ class Trainer:
             )
         self.optimizer.zero_grad(set_to_none=True)
         loss.backward()
+        if self.step % cfg.eval_every == 0 or self.step == cfg.steps:  # a metric row's step: before clipping
+            self.dynamics.read_gradients(self.step)
         if cfg.clip_grad:
             torch.nn.utils.clip_grad_norm_(self.parameters, cfg.clip_grad, foreach=True)
         self.optimizer.step()
@@ -341,6 +346,7 @@ class Trainer:
             "elapsed_s": elapsed,
         }
         self.history.append(row)
+        self.dynamics.record(self.step)
         return row
 
     @torch.no_grad()

@@ -17,11 +17,14 @@ from ..limits import (
     MAX_EXPERIMENT_SNAPSHOTS,
     MAX_EXPERIMENT_STEP,
     MAX_JSON_BYTES,
+    MAX_SEQ_LEN,
     MAX_TOKEN_CHARS,
     MAX_VARIANTS,
     check_limits,
+    check_train_memory,
 )
 from ..model import ModelConfig
+from ..recurrent import cross_attention_shape
 from ..tasks import DataConfig
 from ..training import METRIC_COLUMNS, TrainConfig
 from ..vocab import N_SPECIAL
@@ -63,6 +66,7 @@ def experiment_to_json(run: ExperimentRun) -> str:
                     for snap in v.cross
                 ],
                 "alignment": {label: [_number(s, 4) for s in series] for label, series in v.alignment.items()},
+                "lengths": v.lengths,
             }
             for v in run.variants
         ],
@@ -132,12 +136,20 @@ def _experiment(value: Any) -> Experiment:
         reader.fail("has a model vocabulary that does not fit its task")
     ready = READY.get(d["key"])
     title, expectation = (ready.title, ready.expectation) if ready else custom_text(switch, values, data.task)
-    return Experiment(d["key"], title, expectation, d["switch"], tuple(values), model, data, train)
+    experiment = Experiment(d["key"], title, expectation, d["switch"], tuple(values), model, data, train)
+    for value in experiment.values:  # the switch may add heads or layers: every variant's step must fit
+        variant_model, variant_data, variant_train = experiment.configs(value)
+        try:
+            check_train_memory(variant_model, variant_train.batch_size, variant_data.max_len, "its settings")
+        except ValueError as err:
+            reader.fail(f"asks for more than a run on this server may: {err}")
+    return experiment
 
 
 def _variant(value: Any, experiment: Experiment, switch_value: SwitchValue, src_len: int, tgt_len: int) -> VariantRun:
     reader = _Reader(f"variant {SWITCHES[experiment.switch].label(switch_value)!r}")
-    d = reader.dict(value, {"value", "history", "result", "steps", "cross", "alignment"})
+    parts = {"value", "history", "result", "steps", "cross", "alignment"}
+    d = reader.dict(value, parts | ({"lengths"} if isinstance(value, dict) and "lengths" in value else set()))
     if d["value"] != switch_value or type(d["value"]) is not type(switch_value):
         reader.fail("does not match the experiment's values")
     history = []
@@ -157,24 +169,38 @@ def _variant(value: Any, experiment: Experiment, switch_value: SwitchValue, src_
         result = {k: result[k] if k == "reason" else reader.number(result[k], 0) for k in result}
     steps = [int(reader.number(s, 0, MAX_EXPERIMENT_STEP)) for s in reader.list(d["steps"])]
     model, _, _ = experiment.configs(switch_value)
+    n_layers, n_heads = cross_attention_shape(model)
     cross = reader.list(d["cross"], length=len(steps), most=MAX_EXPERIMENT_SNAPSHOTS)
     for snap in cross:
-        for layer in reader.list(snap, length=model.n_layers):
-            for head in reader.list(layer, length=model.n_heads):
+        for layer in reader.list(snap, length=n_layers):
+            for head in reader.list(layer, length=n_heads):
                 for query in reader.list(head, length=tgt_len):
                     for w in reader.list(query, length=src_len):
                         reader.number(w, 0.0, 1.0)
     alignment = d["alignment"]
-    if not isinstance(alignment, dict) or (
-        alignment and set(alignment) != set(head_labels(model.n_layers, model.n_heads))
-    ):
+    if not isinstance(alignment, dict) or (alignment and set(alignment) != set(head_labels(n_layers, n_heads))):
         reader.fail("has alignment scores for other heads than its model's")
     alignment = {
         k: [reader.number(s, 0.0, 1.0) for s in reader.list(v, length=len(steps))] for k, v in alignment.items()
     }
-    return VariantRun(
-        SWITCHES[experiment.switch].label(switch_value), switch_value, history, result, steps, cross, alignment
-    )
+    label = SWITCHES[experiment.switch].label(switch_value)
+    return VariantRun(label, switch_value, history, result, steps, cross, alignment, _lengths(d.get("lengths"), reader))
+
+
+def _lengths(value: Any, reader: _Reader) -> list[dict] | None:
+    """A variant's length test as `runs.length_test` writes it, or None when the file has none."""
+    if value is None:
+        return None
+    rows = []
+    for row in reader.list(value, most=MAX_SEQ_LEN):
+        reader.dict(row, {"length", "trained", "exact_match"})
+        if not isinstance(row["trained"], bool):
+            reader.fail("has a length test whose 'trained' is not true or false")
+        length = int(reader.number(row["length"], 1, MAX_SEQ_LEN))
+        rows.append(
+            {"length": length, "trained": row["trained"], "exact_match": reader.number(row["exact_match"], 0, 1)}
+        )
+    return rows
 
 
 def experiment_from_json(text: str | bytes) -> ExperimentRun:

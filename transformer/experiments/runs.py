@@ -5,12 +5,15 @@ a run is read as.
 """
 
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import pandas as pd
+import torch.nn as nn
 
 from ..alignment import alignment_series
+from ..lengths import inputs_within_budget, score_lengths
+from ..limits import MAX_SEQ_LEN
 from ..serving import Chain, RunRegistry
 from ..tasks import TaskData
 from ..training import METRIC_COLUMNS, MetricRow, Trainer
@@ -28,6 +31,7 @@ class VariantRun:
     steps: list[int]  # the step of each attention snapshot
     cross: list[list[list]]  # per snapshot, per layer: the (H, T_query, T_key) cross-attention as nested lists
     alignment: dict[str, list[float]]  # head label -> score per snapshot; {} when the task has no ideal
+    lengths: list[dict] | None = None  # the final model's length test (`length_test`); None while it trains
 
 
 @dataclass
@@ -48,6 +52,22 @@ def _probe(data: TaskData) -> tuple[list[str], list[str], int, int]:
     return data.vocab.tokens(src_ids), data.vocab.tokens(tgt_ids), len(src_ids), len(tgt_ids)
 
 
+LENGTH_TEST_INPUTS = 50  # unseen inputs per length in a variant's length test
+
+
+def length_test(experiment: Experiment, model: nn.Module, data: TaskData) -> list[dict]:
+    """Greedy exact match of a variant's final model at each input length from 1 to twice the longest it trained
+    on: {"length", "trained", "exact_match"} per length (`transformer.lengths.score_lengths`)."""
+    task = experiment.data
+    lengths = list(range(1, min(2 * task.max_len, model.config.longest_sequence, MAX_SEQ_LEN) + 1))
+    n = max(1, inputs_within_budget(model.config, lengths, LENGTH_TEST_INPUTS))
+    scores = score_lengths(model, data.vocab, task, lengths, n, seed=experiment.train.seed).scores
+    return [
+        {"length": int(row.length), "trained": bool(row.trained), "exact_match": float(row.exact_match)}
+        for row in scores.itertuples()
+    ]
+
+
 def _variant_run(
     experiment: Experiment,
     value: SwitchValue,
@@ -55,6 +75,7 @@ def _variant_run(
     history: list[MetricRow],
     snapshots: list[dict],
     result: Any,
+    lengths: list[dict] | None = None,
 ) -> VariantRun:
     """A VariantRun from a run's rows, attention snapshots and result (cross-attention trimmed to the probe)."""
     _, _, src_len, tgt_len = _probe(data)
@@ -67,6 +88,7 @@ def _variant_run(
         [s["step"] for s in snapshots],
         cross,
         alignment_series(experiment.data.task, data.valid_sources[0], cross),
+        lengths,
     )
 
 
@@ -76,9 +98,9 @@ def run_experiment(experiment: Experiment, on_variant: Callable[[VariantRun], No
     for value in experiment.values:
         trainer = Trainer(*experiment.configs(value))
         result = trainer.run()
-        variants.append(
-            _variant_run(experiment, value, trainer.data, trainer.history, trainer.attention_snapshots, result)
-        )
+        lengths = length_test(experiment, trainer.model, trainer.data)
+        snapshots = trainer.attention_snapshots
+        variants.append(_variant_run(experiment, value, trainer.data, trainer.history, snapshots, result, lengths))
         if on_variant is not None:
             on_variant(variants[-1])
     src, tgt, _, _ = _probe(trainer.data)
@@ -92,6 +114,7 @@ class LiveExperiment:
 
     experiment: Experiment
     chain: Chain
+    _lengths: dict[int, list[dict]] = field(default_factory=dict)  # variant index -> its length test, once trained
 
     @classmethod
     def start(
@@ -118,6 +141,13 @@ class LiveExperiment:
         ended_early = (run.error or run.notice for run in self.chain.runs)
         return self.chain.error or next((why for why in ended_early if why), None)
 
+    def _length_test(self, index: int) -> list[dict] | None:
+        """Variant `index`'s length test once its run has ended with a model (computed once), else None."""
+        run = self.chain.runs[index]
+        if index not in self._lengths and run.result is not None and (model := run.model()) is not None:
+            self._lengths[index] = length_test(self.experiment, model, run.data())
+        return self._lengths.get(index)
+
     def progress(self) -> tuple[int, int]:
         """(steps done, steps planned) over all variants."""
         done = sum(run.step for run in self.chain.runs)
@@ -125,11 +155,13 @@ class LiveExperiment:
 
     def so_far(self) -> ExperimentRun | None:
         """The variants trained so far as an ExperimentRun; None before the first one has trained a step."""
-        variants = [
-            _variant_run(self.experiment, value, run.data(), run.rows[:], run.attention[:], run.result)
-            for value, run in zip(self.experiment.values, self.chain.runs)
-            if run.status in ("training", "paused") or run.result is not None
-        ]
+        variants = []
+        for i, (value, run) in enumerate(zip(self.experiment.values, self.chain.runs)):
+            if run.status in ("training", "paused") or run.result is not None:
+                lengths = self._length_test(i)
+                variants.append(
+                    _variant_run(self.experiment, value, run.data(), run.rows[:], run.attention[:], run.result, lengths)
+                )
         if not variants:
             return None
         src, tgt, _, _ = _probe(self.chain.runs[0].data())
@@ -145,8 +177,8 @@ def solved_at(history: Sequence[MetricRow]) -> MetricRow | None:
 
 
 def summary_table(run: ExperimentRun) -> pd.DataFrame:
-    """Per variant: when it first solved the held-out set (step and seconds), and where it ended (held-out scores,
-    training loss, steps, seconds)."""
+    """Per variant: when it first solved the held-out set (step and seconds), and where it ended (speed, held-out
+    scores, training loss, steps, seconds)."""
     records = []
     for v in run.variants:
         last = v.history[-1] if v.history else {}
@@ -157,6 +189,7 @@ def summary_table(run: ExperimentRun) -> pd.DataFrame:
                 "variant": v.label,
                 "solved at step": None if solved is None else int(solved["step"]),
                 "solved at (s)": None if solved is None else round(solved["elapsed_s"], 1),
+                "steps/s": None if not last or not last["elapsed_s"] else round(last["step"] / last["elapsed_s"], 1),
                 "exact match (%)": None if not final else round(100 * final["exact_match"], 1),
                 "token accuracy (%)": None if not final else round(100 * final["token_acc"], 1),
                 "training loss": last.get("train_loss"),

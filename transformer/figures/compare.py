@@ -1,5 +1,6 @@
-"""Figures of an experiment: its variants' curves overlaid, one variant's loss with a step marker, and each
-head's alignment score over training. Metric rows are dicts as `transformer.training` writes them."""
+"""Figures of an experiment: its variants' curves overlaid, one variant's loss with a step marker, each
+head's alignment score over training, and the variants' length tests side by side. Metric rows are dicts as
+`transformer.training` writes them."""
 
 from collections.abc import Mapping, Sequence
 
@@ -9,7 +10,8 @@ from plotly.subplots import make_subplots
 from ..live import downsample
 from ..training import MetricRow
 from .attention import wrap_title
-from .training import FONT, MARKER, log_ticks
+from .lengths import shade_trained
+from .training import FONT, MARKER, line_chart_layout, log_ticks
 
 VARIANT_COLOURS = ("#1f5fbf", "#d9480f", "#2b8a3e", "#862e9c")  # one per variant, in the experiment's order
 PANELS = (  # column, panel title, scale to display
@@ -127,3 +129,24 @@ def alignment_figure(
         legend=dict(orientation="h", yanchor="top", y=-0.28, xanchor="left", x=0),
     )
     return fig
+
+
+def length_comparison_figure(lengths: Mapping[str, Sequence[Mapping]]) -> go.Figure:
+    """Variant label -> its length test rows ({"length", "trained", "exact_match"}): greedy exact match against the
+    input length, one colour per variant, the lengths the variants trained on shaded."""
+    fig = go.Figure()
+    for i, (label, rows) in enumerate(lengths.items()):
+        fig.add_trace(
+            go.Scatter(
+                x=[row["length"] for row in rows],
+                y=[100 * row["exact_match"] for row in rows],
+                name=label,
+                mode="lines+markers",
+                line=dict(color=variant_colour(i), width=3),
+                hovertemplate=f"{label}: %{{y:.0f}}%<extra></extra>",
+            )
+        )
+    shade_trained(fig, [row["length"] for rows in lengths.values() for row in rows if row["trained"]])
+    fig.update_xaxes(title="input length", dtick=1)
+    fig.update_yaxes(title="exact match on unseen inputs", range=[0, 108], ticksuffix="%")
+    return line_chart_layout(fig, "Length test of each variant's final model")

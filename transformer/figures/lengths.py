@@ -1,6 +1,8 @@
 """Figures of a length test (`transformer.lengths`): accuracy and output length against the input length, with the
 lengths the model trained on shaded."""
 
+from collections.abc import Sequence
+
 import pandas as pd
 import plotly.graph_objects as go
 
@@ -69,16 +71,20 @@ def output_length_figure(scores: pd.DataFrame) -> go.Figure:
 
 def _length_axis(fig: go.Figure, scores: pd.DataFrame, title: str) -> go.Figure:
     """Shade the trained lengths and label the length axis."""
-    trained = scores.loc[scores["trained"], "length"]
+    shade_trained(fig, scores.loc[scores["trained"], "length"].tolist())
+    fig.update_xaxes(title="input length", dtick=1 if len(scores) <= 24 else None)
+    return line_chart_layout(fig, title)
+
+
+def shade_trained(fig: go.Figure, trained: Sequence[int]) -> None:
+    """Shade the span of the lengths a model trained on (nothing when there are none)."""
     if len(trained):
         fig.add_vrect(
-            x0=trained.min() - 0.5,
-            x1=trained.max() + 0.5,
+            x0=min(trained) - 0.5,
+            x1=max(trained) + 0.5,
             fillcolor=TRAINED_SHADE,
             line_width=0,
             layer="below",
             annotation_text="trained lengths",
             annotation_position="top left",
         )
-    fig.update_xaxes(title="input length", dtick=1 if len(scores) <= 24 else None)
-    return line_chart_layout(fig, title)

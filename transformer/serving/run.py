@@ -15,6 +15,7 @@ from typing import Literal
 import torch
 
 from ..model import ModelConfig, Transformer
+from ..recurrent import build_model
 from ..tasks import DataConfig, TaskData
 from ..training import MetricRow, TrainConfig, TrainResult
 
@@ -49,6 +50,7 @@ class Run:
         self.losses: list[float] = []  # the training loss of every step
         self.rows: list[MetricRow] = []  # a metric row every eval_every steps, and one at the end
         self.attention: list[dict] = []  # {"step": int, "maps": AttentionMaps} per row, when record_attention
+        self.dynamics: list[dict] = []  # a `transformer.dynamics.Dynamics` record per row
         self.result: TrainResult | None = None
         self.error: str | None = None
         self.withdrawn: str | None = None  # why it left the queue without starting
@@ -168,9 +170,10 @@ class Run:
     def set_holding(self, holding: bool) -> None:
         self._trained, self._holding = True, holding
 
-    def add_row(self, row: MetricRow, weights: Weights) -> None:
+    def add_row(self, row: MetricRow, weights: Weights, dynamics: dict) -> None:
         with self._lock:
             self._weights = len(self.rows) + 1, weights
+        self.dynamics.append(dynamics)
         self.rows.append(row)
 
     def end(
@@ -210,7 +213,7 @@ class Run:
                 return None
             version, weights = self._weights
             if self._model is None or self._model[0] != version:
-                model = Transformer(self.model_config)
+                model = build_model(self.model_config)
                 model.load_state_dict(weights)
                 self._model = version, model.eval().requires_grad_(False)
             return self._model[1]

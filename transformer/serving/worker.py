@@ -6,9 +6,10 @@ The protocol, over one duplex `multiprocessing.connection` pipe:
     server -> worker   ("train", model_config, data_config, train_config, caps), then any of the CONTROLS
     worker -> server   ("ready",) once, when torch is imported and a first step's one-off costs are paid;
                        for each run: ("progress", step, new_losses, new_attention) every REPORT_EVERY_S,
-                       ("row", metric_row, weights) at each metric row, ("holding", step) every HEARTBEAT_S while
-                       paused, ("alive",) every ALIVE_EVERY_S while it trains (a held-out evaluation may outlast
-                       SILENCE_LIMIT_S on a busy server), and last ("end", result, error, weights, notice).
+                       ("row", metric_row, weights, dynamics) at each metric row, ("holding", step) every
+                       HEARTBEAT_S while paused, ("alive",) every ALIVE_EVERY_S while it trains (a held-out
+                       evaluation may outlast SILENCE_LIMIT_S on a busy server), and last ("end", result, error,
+                       weights, notice).
 
 A worker is a fresh Python process (`python -m transformer.serving FD THREADS`), so a server drawing many
 pages never holds the interpreter lock its steps need. Not multiprocessing's spawn: under `streamlit run`,
@@ -108,7 +109,7 @@ def train(
         trainer = gate.trainer = Trainer(model_config, data_config, train_config)
         for row in trainer.train(gate):
             gate.report()  # the losses up to the row first
-            gate.send(("row", row, trainer.model.state_dict()))
+            gate.send(("row", row, trainer.model.state_dict(), trainer.dynamics.records[-1]))
         result, weights = trainer.result, trainer.model.state_dict()
     except (EOFError, OSError):
         raise  # the server has gone

@@ -1,0 +1,178 @@
+import json
+
+import pytest
+import torch
+import torch.nn.functional as F
+from plotly_json import array
+
+from transformer.dynamics import EmbeddingAxes, LayerGradients, layer_of
+from transformer.figures.dynamics import embedding_figure, gradient_figure
+from transformer.model import ModelConfig, Transformer
+from transformer.tasks import DataConfig, TaskData
+from transformer.training import TrainConfig, Trainer
+from transformer.vocab import N_SPECIAL
+
+# A sum of squares in float32 is off by at most about n * 2^-24 relative (n terms, here a few thousand per layer),
+# and a square root halves that: 1e-4 leaves room for the order of the sums to differ.
+RELATIVE = 1e-4
+DATA = DataConfig(max_len=6, n_valid=64)  # a small held-out set: every run ends by decoding all of it
+
+
+@pytest.fixture(autouse=True)
+def one_thread():
+    """Tiny models train fastest on one thread, and much slower on two when the cores are busy."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+def small_run(**train) -> Trainer:
+    config = TrainConfig(batch_size=32, eval_size=32, early_stop=False, device="cpu", **train)
+    return Trainer(ModelConfig(), DATA, config)
+
+
+def small_model(**overrides) -> Transformer:
+    return Transformer(ModelConfig(**overrides), rng=torch.Generator().manual_seed(0))
+
+
+def loss_of(model: Transformer, data: TaskData) -> torch.Tensor:
+    batch = data.train_batch(16)
+    logits = model(batch.src, batch.tgt_in)
+    return F.cross_entropy(logits.flatten(0, 1), batch.tgt_out.flatten(), ignore_index=model.config.pad_id)
+
+
+def autograd_layer_norms(model: Transformer, loss: torch.Tensor) -> dict[str, float]:
+    """Each layer's gradient norm from torch.autograd.grad, concatenating the layer's gradients into one vector."""
+    named = list(model.named_parameters())
+    grads = torch.autograd.grad(loss, [p for _, p in named])
+    layers: dict[str, list[torch.Tensor]] = {}
+    for (name, _), grad in zip(named, grads):
+        layers.setdefault(layer_of(name), []).append(grad.flatten())
+    return {layer: torch.cat(parts).double().norm().item() for layer, parts in layers.items()}
+
+
+def test_parameters_fall_into_the_layers_named_on_the_chart():
+    names = dict(small_model(n_layers=2, norm_first=True, positional="learned").named_parameters())
+    layers = list(dict.fromkeys(layer_of(n) for n in names))
+    assert layers == [
+        "embeddings",
+        "encoder 1",
+        "encoder 2",
+        "encoder final norm",
+        "decoder 1",
+        "decoder 2",
+        "decoder final norm",
+        "generator",
+    ]
+    assert layer_of("positional.pe.weight") == "embeddings" and layer_of("decoder.layers.1.cross_attn.in_proj.bias")
+
+
+@pytest.mark.parametrize("overrides", [{}, {"n_layers": 2, "norm_first": True, "tie_weights": True}])
+def test_layer_gradient_norms_equal_autograds(overrides):
+    model, data = small_model(**overrides), TaskData(DataConfig(max_len=6))
+    reference = autograd_layer_norms(model, loss_of(model, TaskData(DataConfig(max_len=6))))
+    loss_of(model, data).backward()
+    gradients = LayerGradients(model)
+    norms = dict(zip(gradients.layers, gradients()))
+    assert norms.keys() == reference.keys()
+    for layer, norm in norms.items():
+        assert norm > 0 and norm == pytest.approx(reference[layer], rel=RELATIVE), layer
+
+
+def test_a_parameter_without_a_gradient_counts_as_zero():
+    model = small_model()
+    gradients = LayerGradients(model)
+    assert gradients() == [0.0] * len(gradients.layers)
+    model.generator.proj.bias.grad = torch.full_like(model.generator.proj.bias, 2.0)  # 13 weights of 2: norm 2√13
+    assert gradients()[gradients.layers.index("generator")] == pytest.approx(2 * 13**0.5)
+
+
+def test_the_trainer_reads_a_rows_gradients_before_clipping():
+    """Step 1's gradients, computed again from the same weights and batch, against the record of its row: with
+    clipping at 1e-3, gradients read after clipping would have norms of at most 1e-3."""
+    trainer = small_run(steps=1, eval_every=1, clip_grad=1e-3)
+    fresh = Transformer(ModelConfig(), rng=torch.Generator().manual_seed(trainer.train_config.seed))
+    batch = TaskData(DATA).train_batch(trainer.train_config.batch_size)
+    logits = fresh(batch.src, batch.tgt_in)
+    loss = F.cross_entropy(logits.flatten(0, 1), batch.tgt_out.flatten(), ignore_index=fresh.config.pad_id)
+    reference = autograd_layer_norms(fresh, loss)
+    trainer.run()
+    record = trainer.dynamics.records[-1]
+    assert record["step"] == 1 and record["layers"] == list(reference)
+    assert record["grad_norms"] == pytest.approx(list(reference.values()), rel=RELATIVE)
+    assert max(record["grad_norms"]) > 1e-2
+
+
+def test_a_row_at_no_step_of_a_read_has_no_gradient_norms():
+    trainer = small_run(steps=10, eval_every=4)
+    trainer.run()
+    assert [r["step"] for r in trainer.dynamics.records] == [4, 8, 10]  # the last row: the step budget's end
+    assert all(r["grad_norms"] is not None for r in trainer.dynamics.records)
+    stopped = small_run(steps=10, eval_every=4)
+    stopped.run(stop=lambda: stopped.step == 6)
+    assert [(r["step"], r["grad_norms"] is None) for r in stopped.dynamics.records] == [(4, False), (6, True)]
+
+
+def test_embedding_axes_are_the_top_principal_components():
+    generator = torch.Generator().manual_seed(0)
+    plane = torch.randn(2, 16, generator=generator, dtype=torch.double)  # points spread over a 2-D plane in 16-D
+    points = torch.randn(10, 2, generator=generator, dtype=torch.double) * torch.tensor([3.0, 1.0]) @ plane + 5
+    axes = EmbeddingAxes(points)
+    assert axes.components @ axes.components.T == pytest.approx(torch.eye(2), abs=1e-12)  # orthonormal
+    projected = axes.project(points)
+    assert torch.cdist(projected, projected) == pytest.approx(torch.cdist(points, points), abs=1e-9)  # nothing lost
+    assert projected.mean(0) == pytest.approx(torch.zeros(2), abs=1e-12)
+    assert projected[:, 0].var() >= projected[:, 1].var()
+    assert (axes.components.gather(1, axes.components.abs().argmax(1, keepdim=True)) > 0).all()  # sign rule
+
+
+def test_one_symbol_projects_to_the_origin():
+    assert EmbeddingAxes(torch.ones(1, 8)).project(torch.ones(1, 8)).tolist() == [[0.0, 0.0]]
+
+
+def test_the_embedding_axes_stay_those_of_the_first_row():
+    """Each row's points are that row's embeddings on the axes fit to the first row's, and never change."""
+    trainer = small_run(steps=60, eval_every=10)
+    embeddings, shown = [], []
+    for _ in trainer.train():
+        embeddings.append(trainer.model.embed.lut.weight.detach()[N_SPECIAL:].clone())
+        shown.append([list(p) for p in trainer.dynamics.records[0]["embeddings"]])  # the first row, as rows arrive
+    assert len(embeddings) == 6 and not torch.equal(embeddings[0], embeddings[-1])  # the embeddings moved
+    first_axes = EmbeddingAxes(embeddings[0])
+    for record, table in zip(trainer.dynamics.records, embeddings):
+        assert record["embeddings"] == [tuple(point) for point in first_axes.project(table).tolist()]
+    assert all(points == shown[0] for points in shown)
+    last_axes = EmbeddingAxes(embeddings[-1])
+    assert not torch.allclose(last_axes.components.abs(), first_axes.components.abs(), atol=1e-3)  # refitting moves
+
+
+def fake_records(steps: list[int], n_symbols: int = 3) -> list[dict]:
+    return [
+        {
+            "step": step,
+            "embeddings": [(float(step + s), float(-s)) for s in range(n_symbols)],
+            "layers": ["embeddings", "generator"],
+            "grad_norms": None if step == 25 else [10.0 ** (i - 1), 0.5],
+        }
+        for i, step in enumerate(steps)
+    ]
+
+
+def test_the_embedding_figure_keeps_its_axes_from_row_to_row_and_shows_symbols_as_text():
+    rows = fake_records([10, 20, 25])
+    figures = [json.loads(embedding_figure(rows, i, ["<b>", "1", "2"]).to_json()) for i in range(3)]
+    ranges = {(tuple(f["layout"]["xaxis"]["range"]), tuple(f["layout"]["yaxis"]["range"])) for f in figures}
+    assert len(ranges) == 1
+    (x_range, y_range) = ranges.pop()
+    assert x_range[0] < 10 and x_range[1] > 27 and y_range[0] < -2 and y_range[1] > 0
+    trail, now = figures[1]["data"]
+    assert now["text"][0] == "&lt;b&gt;" and array(now["x"]).tolist() == [20, 21, 22]
+    assert trail["x"] == [10, 20, None, 11, 21, None, 12, 22, None]
+
+
+def test_the_gradient_figure_leaves_out_rows_without_norms_on_a_log_scale():
+    figure = json.loads(gradient_figure(fake_records([10, 20, 25])).to_json())
+    heatmap = figure["data"][0]
+    assert heatmap["x"] == ["10", "20"] and heatmap["y"] == ["embeddings", "generator"]
+    assert [array(row).tolist() for row in heatmap["z"]] == [[-1, 0], pytest.approx([-0.30103] * 2, abs=1e-5)]

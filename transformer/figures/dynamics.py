@@ -1,0 +1,92 @@
+"""Figures of how training reshapes a model, from its `transformer.dynamics` records: the symbols' embeddings on
+the run's fixed 2-D axes at one row, and each layer's gradient norm at every row."""
+
+import math
+from collections.abc import Sequence
+
+import plotly.graph_objects as go
+
+from .attention import _escape
+from .training import FONT
+
+TRAIL = "#bbbbbb"  # where the symbols were at earlier rows
+POINT = "#1f5fbf"
+
+
+def embedding_figure(records: Sequence[dict], index: int, symbols: Sequence[str], height: int = 420) -> go.Figure:
+    """The symbols' embeddings at row `index`, with the path each took from the first row to there.
+
+    The axes' ranges cover every row, so moving from row to row moves the points, never the axes.
+    """
+    points = [record["embeddings"] for record in records]  # (rows, symbols, 2)
+    labels = _escape(symbols)
+    paths = [[row[s] for row in points[: index + 1]] + [(None, None)] for s in range(len(labels))]  # None: a break
+    trails = go.Scatter(
+        x=[x for path in paths for x, _ in path],
+        y=[y for path in paths for _, y in path],
+        mode="lines",
+        line=dict(color=TRAIL, width=1),
+        hoverinfo="skip",
+        name="path so far",
+    )
+    now = go.Scatter(
+        x=[x for x, _ in points[index]],
+        y=[y for _, y in points[index]],
+        mode="markers+text",
+        text=labels,
+        textposition="top center",
+        marker=dict(color=POINT, size=10),
+        hovertemplate="%{text}: (%{x:.2f}, %{y:.2f})<extra></extra>",
+        name=f"step {records[index]['step']}",
+    )
+    x_range, y_range = _span([point for row in points for point in row])
+    fig = go.Figure([trails, now])
+    fig.update_layout(
+        height=height,
+        font=FONT,
+        margin=dict(l=10, r=10, t=40, b=10),
+        title=f"Symbol embeddings at step {records[index]['step']}",
+        xaxis=dict(title="first principal axis", range=x_range, zeroline=False),
+        yaxis=dict(title="second principal axis", range=y_range, zeroline=False),
+        showlegend=False,
+    )
+    return fig
+
+
+def _span(points: Sequence[Sequence[float]]) -> tuple[list[float], list[float]]:
+    """x and y ranges holding every point, with a margin (and a width of at least 1 where all coincide)."""
+    ranges = []
+    for axis in (0, 1):
+        low, high = min(p[axis] for p in points), max(p[axis] for p in points)
+        pad = max(high - low, 1.0) * 0.1
+        ranges.append([low - pad, high + pad])
+    return ranges[0], ranges[1]
+
+
+def gradient_figure(records: Sequence[dict], height: int = 300) -> go.Figure:
+    """Each layer's gradient norm at each row (before clipping), as a heatmap on a log colour scale: rows read at
+    no step of their own (a run that ended between two rows) are left out."""
+    read = [r for r in records if r["grad_norms"] is not None]
+    layers = records[-1]["layers"] if records else []
+    z = [[math.log10(max(r["grad_norms"][i], 1e-12)) for r in read] for i in range(len(layers))]  # (layers, rows)
+    norms = [[r["grad_norms"][i] for r in read] for i in range(len(layers))]
+    fig = go.Figure(
+        go.Heatmap(
+            x=[str(r["step"]) for r in read],
+            y=list(layers),
+            z=z,
+            customdata=norms,
+            colorscale="Viridis",
+            colorbar=dict(title="log₁₀ norm"),
+            hovertemplate="%{y}, step %{x}: %{customdata:.3g}<extra></extra>",
+        )
+    )
+    fig.update_layout(
+        height=height,
+        font=FONT,
+        margin=dict(l=10, r=10, t=40, b=10),
+        title="Gradient norm of each layer",
+        xaxis=dict(title="step", type="category"),
+        yaxis=dict(autorange="reversed"),
+    )
+    return fig
