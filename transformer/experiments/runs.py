@@ -191,8 +191,8 @@ def summary_table(run: ExperimentRun) -> pd.DataFrame:
                 "solved at (s)": None if solved is None else round(solved["elapsed_s"], 1),
                 "steps/s": None if not last or not last["elapsed_s"] else round(last["step"] / last["elapsed_s"], 1),
                 "exact match (%)": None if not final else round(100 * final["exact_match"], 1),
-                "token accuracy (%)": None if not final else round(100 * final["token_acc"], 1),
-                "training loss": last.get("train_loss"),
+                "token acc. (%)": None if not final else round(100 * final["token_acc"], 1),
+                "train loss": last.get("train_loss"),
                 "steps": None if not last else int(last["step"]),
                 "time (s)": None if not last else round(last["elapsed_s"], 1),
             }
