@@ -161,4 +161,4 @@ else:
     if config.positional == "none":
         st.caption("This model adds no positional encoding: both panels are the same, and repeated symbols look alike.")
     else:
-        st.caption("Left: repeated symbols have identical rows. Right: the position makes every row different.")
+        st.caption("Top: repeated symbols have identical rows. Bottom: the position makes every row different.")

@@ -39,7 +39,7 @@ def test_decoding_outlines_the_anti_diagonal_over_every_step_and_scores_each_hea
     assert array(marks[0]["x"]).tolist() == list(range(n))[::-1]
     scores = head_scores("reverse", [int(s) for s in source], [weights])[0]
     titles = [a["text"] for a in spec["layout"]["annotations"]]
-    assert titles == [f"head {h}: {s:.2f}" for h, s in enumerate(scores.tolist())]
+    assert titles == [f"head {h}<br>{s:.2f}" for h, s in enumerate(scores.tolist())]
 
 
 @pytest.mark.timeout(300)

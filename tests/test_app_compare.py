@@ -51,7 +51,7 @@ def test_shipped_results_show_at_once(at):
     assert {t["name"] for t in curves["data"]} == {"sinusoidal PE", "no PE"} and len(curves["data"]) == 6
     table = at.dataframe[0].value
     assert table["variant"].tolist() == ["sinusoidal PE", "no PE"]
-    assert table["final exact match (%)"].iloc[1] < 5 < table["final exact match (%)"].iloc[0]
+    assert table["exact match (%)"].iloc[1] < 5 < table["exact match (%)"].iloc[0]
     assert at.query_params["experiment"] == "no-positional-encoding"
 
 

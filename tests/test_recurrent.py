@@ -198,7 +198,7 @@ def test_an_architecture_experiment_records_attention_only_where_there_is_some(t
     for v in tiny_run.variants:  # lengths 1 to 8, the trained ones (1-4) marked
         assert [row["length"] for row in v.lengths] == list(range(1, 9))
         assert [row["trained"] for row in v.lengths] == [True] * 4 + [False] * 4
-    assert summary_table(tiny_run)["steps per second"].gt(0).all()
+    assert summary_table(tiny_run)["steps/s"].gt(0).all()
 
 
 def test_an_architecture_experiment_and_its_length_tests_survive_the_json_round_trip(tiny_run):
@@ -244,7 +244,7 @@ def test_compare_shows_the_recurrent_baseline_beside_the_transformer():
     assert not at.exception
     labels = ["Transformer", "GRU encoder-decoder", "GRU + additive attention"]
     table = at.dataframe[0].value
-    assert table["variant"].tolist() == labels and table["steps per second"].gt(0).all()
+    assert table["variant"].tolist() == labels and table["steps/s"].gt(0).all()
     lengths = chart(at, "compare_lengths")
     assert [t["name"] for t in lengths["data"]] == labels and lengths["data"][0]["x"][:3] == [1, 2, 3]
     at.radio(key="compare_timeline_variant").set_value("GRU encoder-decoder").run()
@@ -263,7 +263,7 @@ def test_the_shipped_recurrent_baseline_shows_what_its_expectation_says():
     exact = {v.label: {row["length"]: row["exact_match"] for row in v.lengths} for v in run.variants}
     assert exact[plain.label][3] == 1.0 and exact[plain.label][10] < 0.5  # one vector: long inputs are lost
     assert exact[attention.label][11] > 0.9 > 0.1 > exact[transformer.label][11]  # a length past the training
-    rate = summary_table(run).set_index("variant")["steps per second"]
+    rate = summary_table(run).set_index("variant")["steps/s"]
     assert rate[attention.label] < rate[transformer.label]  # each recurrent step waits for the one before
 
 

@@ -177,7 +177,8 @@ def solved_at(history: Sequence[MetricRow]) -> MetricRow | None:
 
 
 def summary_table(run: ExperimentRun) -> pd.DataFrame:
-    """Per variant: when it first solved the held-out set (step and seconds), and where it ended."""
+    """Per variant: when it first solved the held-out set (step and seconds), and where it ended (speed, held-out
+    scores, training loss, steps, seconds)."""
     records = []
     for v in run.variants:
         last = v.history[-1] if v.history else {}
@@ -187,13 +188,11 @@ def summary_table(run: ExperimentRun) -> pd.DataFrame:
             {
                 "variant": v.label,
                 "solved at step": None if solved is None else int(solved["step"]),
-                "solved after (s)": None if solved is None else round(solved["elapsed_s"], 1),
-                "steps per second": None
-                if not last or not last["elapsed_s"]
-                else round(last["step"] / last["elapsed_s"], 1),
-                "final exact match (%)": None if not final else round(100 * final["exact_match"], 1),
-                "final token accuracy (%)": None if not final else round(100 * final["token_acc"], 1),
-                "final training loss": last.get("train_loss"),
+                "solved at (s)": None if solved is None else round(solved["elapsed_s"], 1),
+                "steps/s": None if not last or not last["elapsed_s"] else round(last["step"] / last["elapsed_s"], 1),
+                "exact match (%)": None if not final else round(100 * final["exact_match"], 1),
+                "token acc. (%)": None if not final else round(100 * final["token_acc"], 1),
+                "train loss": last.get("train_loss"),
                 "steps": None if not last else int(last["step"]),
                 "time (s)": None if not last else round(last["elapsed_s"], 1),
             }

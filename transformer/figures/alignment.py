@@ -21,8 +21,8 @@ def ideal_over_learned(
     title: str,
     per_row: int = 4,
 ) -> go.Figure:
-    """Attention weights (H, T_query, T_key), one panel per head (`per_row` to a row) titled with its alignment
-    score, with the cells of the ideal (T_query, T_key) alignment outlined."""
+    """Attention weights (H, T_query, T_key), one panel per head (`per_row` to a row) titled with its name and
+    alignment score, with the cells of the ideal (T_query, T_key) alignment outlined."""
     fig = attention_heatmaps(weights, row_labels, col_labels, title, per_row)
     rows, cols = np.nonzero(_array(ideal))
     marks = [
@@ -41,11 +41,12 @@ def ideal_over_learned(
         for h, heatmap in enumerate(fig.data)
     ]
     fig.add_traces(marks)
+    # the score under the head's name: two short lines stay apart over four panels on a phone
     titles = [
-        dict(a.to_plotly_json(), text=f"head {h}: {s:.2f}")
+        dict(a.to_plotly_json(), text=f"head {h}<br>{s:.2f}")
         for h, (a, s) in enumerate(zip(fig.layout.annotations, scores))
     ]
-    fig.update_layout(annotations=titles)
+    fig.update_layout(annotations=titles, margin_t=fig.layout.margin.t + 25)  # room for the second line
     return fig
 
 

@@ -78,6 +78,17 @@ def _grid(titles: Sequence[str], per_row: int, h_gap: float = 0.06, v_gap: float
     return layout, refs
 
 
+PANEL_GAP_PX = 110  # between stacked panels: the x tick labels and title of one, the title of the next
+
+
+def _stacked(titles: Sequence[str], panel_px: int) -> tuple[dict, list[dict], int]:
+    """`_grid` with one panel per row, each `panel_px` tall, so titles and axis labels have the full width at any
+    screen width: the layout, the trace axis references, and the height of the plot area in pixels."""
+    plot_px = len(titles) * panel_px + (len(titles) - 1) * PANEL_GAP_PX
+    layout, refs = _grid(titles, per_row=1, v_gap=PANEL_GAP_PX / plot_px)
+    return layout, refs, plot_px
+
+
 def _figure(traces: list[dict], layout: dict, title: str, height: int) -> go.Figure:
     for name, axis in layout.items():  # explicit fonts: Streamlit's chart theme shrinks and greys axis text
         if name.startswith(("xaxis", "yaxis")):
@@ -253,11 +264,11 @@ def _diverging_heatmap(a: np.ndarray, bound: float, colorbar: str, hovertemplate
 
 
 def embedding_heatmap(panels: dict[str, object], token_labels: Sequence[str], title: str) -> go.Figure:
-    """(T, d_model) token vectors, one subplot per panel (e.g. before / after adding the positional encoding) on
-    one diverging scale: a row per token, a column per dimension."""
+    """(T, d_model) token vectors, one subplot per panel (e.g. before / after adding the positional encoding), one
+    above the other on one diverging scale: a row per token, a column per dimension."""
     arrays = {name: _array(v) for name, v in panels.items()}
     bound = max(float(np.abs(a).max()) for a in arrays.values()) or 1.0
-    layout, refs = _grid(list(arrays), per_row=len(arrays), h_gap=0.08)
+    layout, refs, plot_px = _stacked(list(arrays), panel_px=30 * len(token_labels))
     traces = []
     for i, ((name, a), ref) in enumerate(zip(arrays.items(), refs)):
         traces.append(
@@ -273,9 +284,8 @@ def embedding_heatmap(panels: dict[str, object], token_labels: Sequence[str], ti
         )
         n = ref["xaxis"][1:]
         layout[f"xaxis{n}"].update(title="dimension")
-        # the same tokens in every panel: named once, beside the first, so no label runs into the panel before
-        layout[f"yaxis{n}"].update(autorange="reversed", showticklabels=i == 0, **_ticks(token_labels))
-    return _figure(traces, layout, title, height=200 + 30 * len(token_labels))
+        layout[f"yaxis{n}"].update(autorange="reversed", **_ticks(token_labels))
+    return _figure(traces, layout, title, height=130 + plot_px)
 
 
 def projection_heatmaps(matrices: dict[str, object], n_heads: int, title: str) -> go.Figure:
@@ -292,7 +302,7 @@ def projection_heatmaps(matrices: dict[str, object], n_heads: int, title: str) -
             )
         )
         n = ref["xaxis"][1:]
-        layout[f"xaxis{n}"].update(title="input feature")
+        layout[f"xaxis{n}"].update(title="input")  # a word that fits under a quarter of a phone's width
         layout[f"yaxis{n}"].update(autorange="reversed", showticklabels=i == 0)  # d_model rows in every panel
         d_k = a.shape[0] // n_heads
         line = dict(type="line", line=dict(color="black", dash="dash", width=1), xref=ref["xaxis"], yref=ref["yaxis"])
@@ -302,7 +312,7 @@ def projection_heatmaps(matrices: dict[str, object], n_heads: int, title: str) -
                 shapes.append(dict(line, x0=edge, x1=edge, y0=-0.5, y1=a.shape[0] - 0.5))
             else:  # each head's rows of W_Q, W_K, W_V
                 shapes.append(dict(line, x0=-0.5, x1=a.shape[1] - 0.5, y0=edge, y1=edge))
-    layout["yaxis"]["title"] = "output feature"
+    layout["yaxis"]["title"] = "output"
     return _figure(traces, dict(layout, shapes=shapes), title, height=440)
 
 

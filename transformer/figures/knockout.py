@@ -8,22 +8,21 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from ..inspection import ATTENTION_KINDS
-from .attention import _figure, _grid, _ticks, score_heatmap
+from .attention import _figure, _stacked, _ticks, score_heatmap
 
 METRICS = {"exact_match": "exact match", "token_acc": "token accuracy"}
 SCORE_SCALE = "RdYlGn"  # red: the model fails without the head; green: it does not need it
 
 
-# Three ticks and the title along the bar: a one-layer grid's bar is about 120 px tall, too short for Plotly's six
-# automatic ticks with the title above them.
+# Three ticks and the title along the bar: Plotly's six automatic ticks with the title above them crowd a short bar.
 def knockout_heatmaps(heads: pd.DataFrame, intact: float, metric: str = "exact_match") -> go.Figure:
-    """One panel per attention kind, layer by head, of the held-out `metric` with that head removed alone, on a
-    0..1 scale; `intact` (the model's own score) is in the title."""
+    """One panel per attention kind, one above the other, layer by head, of the held-out `metric` with that head
+    removed alone, on a 0..1 scale; `intact` (the model's own score) is in the title."""
     if metric not in METRICS:
         raise ValueError(f"metric must be one of {', '.join(METRICS)}, got {metric!r:.20}")
     kinds = list(ATTENTION_KINDS)
-    layout, refs = _grid([ATTENTION_KINDS[kind][0] for kind in kinds], per_row=3, h_gap=0.08)
     n_layers, n_heads = int(heads["layer"].max()) + 1, int(heads["head"].max()) + 1
+    layout, refs, plot_px = _stacked([ATTENTION_KINDS[kind][0] for kind in kinds], panel_px=50 * n_layers)
     traces = []
     for i, (kind, ref) in enumerate(zip(kinds, refs)):
         z = np.full((n_layers, n_heads), np.nan)
@@ -34,7 +33,7 @@ def knockout_heatmaps(heads: pd.DataFrame, intact: float, metric: str = "exact_m
         n = ref["xaxis"][1:]
         layout[f"xaxis{n}"].update(title="head", **_ticks([str(h) for h in range(n_heads)]))
         layout[f"yaxis{n}"].update(
-            title="layer" if i == 0 else None, autorange="reversed", **_ticks([str(layer) for layer in range(n_layers)])
+            title="layer", autorange="reversed", **_ticks([str(layer) for layer in range(n_layers)])
         )
     title = f"Held-out {METRICS[metric]} with one head removed (intact model: {intact:.1%})"
-    return _figure(traces, layout, title, height=200 + 50 * n_layers)
+    return _figure(traces, layout, title, height=130 + plot_px)

@@ -8,18 +8,16 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from ..inspection import ATTENTION_KINDS
-from .attention import _figure, _grid, _hover_grid, _ticks, score_heatmap
+from .attention import _figure, _hover_grid, _stacked, _ticks, score_heatmap
 
 RECOVERED_SCALE = "Greens"  # white: the patch brings nothing back; dark green: all of it
 
 
-def _panels(
-    panels: Sequence[tuple[str, np.ndarray, list[str], list[str], str]], site: str, title: str, height: int
-) -> go.Figure:
+def _panels(panels: Sequence[tuple[str, np.ndarray, list[str], list[str], str]], site: str, title: str) -> go.Figure:
     """One heatmap of recovered fractions per (panel title, z (rows x columns), row labels, column labels, x title),
-    side by side on one 0..1 scale, each cell labelled in percent. `site` names a cell in the hover, from its row
-    and column labels (customdata[0] and [1])."""
-    layout, refs = _grid([p[0] for p in panels], per_row=len(panels), h_gap=0.08)
+    one above the other on one 0..1 scale, each cell labelled in percent. `site` names a cell in the hover, from its
+    row and column labels (customdata[0] and [1])."""
+    layout, refs, plot_px = _stacked([p[0] for p in panels], panel_px=50 * max(len(p[2]) for p in panels))
     traces = []
     for i, ((_, z, rows, cols, x_title), ref) in enumerate(zip(panels, refs)):
         hover = f"{site}: %{{z:.1%}} recovered<extra></extra>"
@@ -28,7 +26,7 @@ def _panels(
         n = ref["xaxis"][1:]
         layout[f"xaxis{n}"].update(title=x_title, **_ticks(cols))
         layout[f"yaxis{n}"].update(autorange="reversed", **_ticks(rows))
-    return _figure(traces, layout, title, height=height)
+    return _figure(traces, layout, title, height=130 + plot_px)
 
 
 def head_patching_figure(heads: pd.DataFrame) -> go.Figure:
@@ -44,11 +42,11 @@ def head_patching_figure(heads: pd.DataFrame) -> go.Figure:
             (name, z, [f"layer {layer}" for layer in range(n_layers)], [str(h) for h in range(n_heads)], "head")
         )
     site = "%{customdata[0]}, head %{customdata[1]}"
-    return _panels(panels, site, "Patching one head's output from the clean run", height=220 + 50 * n_layers)
+    return _panels(panels, site, "Patching one head's output from the clean run")
 
 
 def stream_patching_figure(stream: pd.DataFrame, source: Sequence[str], answer: Sequence[str]) -> go.Figure:
-    """Encoder and decoder side by side, layer by position: the share of the clean answer's log-probability that
+    """Encoder above decoder, layer by position: the share of the clean answer's log-probability that
     patching the residual stream there brings back. Source positions are labelled by their clean token, decoder
     positions by the answer token they predict."""
     panels = []
@@ -59,7 +57,6 @@ def stream_patching_figure(stream: pd.DataFrame, source: Sequence[str], answer: 
         z[rows["layer"] - layers[0], rows["position"]] = rows["recovered"]
         names = ["embeddings" if layer == 0 else f"after layer {layer}" for layer in layers]
         panels.append((f"{stack} residual stream", z, names, list(labels), x_title))
-    n_rows = max(len(p[2]) for p in panels)
     site = "%{customdata[0]}, position %{x} (%{customdata[1]})"
     title = "Patching the residual stream at one layer and position"
-    return _panels(panels, site, title, height=220 + 50 * n_rows)
+    return _panels(panels, site, title)

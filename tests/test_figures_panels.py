@@ -1,0 +1,76 @@
+"""Figures of several panels keep their labels apart on a phone: panels with long titles stand one above the other,
+and labels repeated over panels side by side are short enough for a phone's width.
+
+A phone's plot area: a 390 px screen, less Streamlit's 16 px padding each side, the figures' 60 + 20 px margins and
+about 60 px of colour bar, is about 220 px wide. A character of the 16 px font is taken as 0.55 em wide, the average
+letter and digit of Open Sans, Plotly's default font.
+"""
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+from transformer.figures.alignment import ideal_over_learned
+from transformer.figures.attention import PANEL_GAP_PX, embedding_heatmap, projection_heatmaps
+from transformer.figures.knockout import knockout_heatmaps
+from transformer.figures.patching import head_patching_figure, stream_patching_figure
+from transformer.inspection import ATTENTION_KINDS
+
+PHONE_PLOT_PX = 220
+CHAR_EM = 0.55
+
+
+def text_px(text: str, font_px: float) -> float:
+    """The width of the longest line of a Plotly label, estimated."""
+    return max(len(line) for line in text.split("<br>")) * CHAR_EM * font_px
+
+
+def heads_table(n_layers: int, column: str) -> pd.DataFrame:
+    rows = [(k, layer, h, 0.5) for k in ATTENTION_KINDS for layer in range(n_layers) for h in range(4)]
+    return pd.DataFrame(rows, columns=["kind", "layer", "head", column])
+
+
+def stream_table() -> pd.DataFrame:
+    rows = [(s, layer, p, 0.5) for s in ("encoder", "decoder") for layer in range(3) for p in range(4)]
+    return pd.DataFrame(rows, columns=["stack", "layer", "position", "recovered"])
+
+
+STACKED = {
+    "knockout": lambda: knockout_heatmaps(heads_table(2, "exact_match"), 0.9),
+    "head patching": lambda: head_patching_figure(heads_table(2, "recovered")),
+    "stream patching": lambda: stream_patching_figure(stream_table(), list("abcd"), list("dcba")),
+    "embeddings": lambda: embedding_heatmap(
+        {"token embedding × √d_model": torch.ones(4, 8), "+ positional encoding": torch.zeros(4, 8)}, list("abab"), "e"
+    ),
+}
+
+
+@pytest.mark.parametrize("name", STACKED)
+def test_panels_with_long_titles_stand_one_above_the_other_with_room_between(name):
+    layout = STACKED[name]().layout
+    xs = [layout[a].domain for a in layout if a.startswith("xaxis")]
+    ys = sorted((layout[a].domain for a in layout if a.startswith("yaxis")), reverse=True)
+    assert len(xs) >= 2 and all(tuple(x) == (0, 1) for x in xs)  # each panel the full width: its title has it all
+    plot_px = layout.height - layout.margin.t - layout.margin.b
+    for upper, lower in zip(ys, ys[1:]):  # tick labels, axis title and the next panel's title fit between
+        # domains are rounded to 6 decimals: under 0.01 px on a plot under 10,000 px tall
+        assert (upper[0] - lower[1]) * plot_px == pytest.approx(PANEL_GAP_PX, abs=0.01)
+
+
+def projections_x_titles() -> tuple:
+    figure = projection_heatmaps({name: np.zeros((8, 8)) for name in ("W_Q", "W_K", "W_V", "W_O")}, 2, "W")
+    return figure, [figure.layout[f"xaxis{n}"].title.text for n in ("", "2", "3", "4")]
+
+
+def alignment_titles() -> tuple:
+    labels = list("abc")
+    figure = ideal_over_learned(np.full((4, 3, 3), 1 / 3), np.eye(3), [0.53, 0.51, 0.25, 0.49], labels, labels, "a")
+    return figure, [a.text for a in figure.layout.annotations]
+
+
+@pytest.mark.parametrize("labelled", [projections_x_titles, alignment_titles], ids=["projections", "alignment"])
+def test_labels_repeated_over_four_panels_side_by_side_fit_a_phone(labelled):
+    figure, labels = labelled()
+    between_px = (figure.layout.xaxis2.domain[0] - figure.layout.xaxis.domain[0]) * PHONE_PLOT_PX  # centre to centre
+    assert len(labels) == 4 and all(text_px(label, figure.layout.font.size) <= between_px for label in labels), labels
