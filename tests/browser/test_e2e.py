@@ -210,7 +210,7 @@ def test_the_length_test_finds_where_reverse_stops_working_and_opens_a_miss_on_d
     expect(field).to_have_value(re.compile(r"\d"), timeout=30_000)  # the page may still be drawing its first run
     opened = field.input_value()
     assert len(opened.split()) > trained_max, opened  # the shipped model gets every trained length right
-    expect(main(page).get_by_text(f"trained on lengths 1-{trained_max}")).to_be_visible()
+    expect(main(page).get_by_text(f"The model was trained on lengths 1-{trained_max}")).to_be_visible()
     assert not page_errors(page), page_errors(page)
     screenshot(page, "lengths-to-decoding")
 

@@ -31,6 +31,7 @@ def decoded_output(page) -> str:
 
 def cross_attention_peak(page) -> int:
     """The source position the heads of the shown step's cross-attention weigh most, summed over heads."""
+    page.wait_for_selector(".st-key-decode_cross_attention .js-plotly-plot", timeout=30_000)
     return page.evaluate(
         """() => {
             const z = document.querySelector('.st-key-decode_cross_attention .js-plotly-plot')._fullData[0].z;
@@ -67,6 +68,7 @@ def test_step_3_without_positional_encoding_reverse_is_never_learned(page, lab_s
     page.locator(".st-key-compare_experiment").click()
     page.get_by_role("option", name="Reverse without positional encoding").click()
     wait_idle(page)
+    page.wait_for_selector(".st-key-compare_curves .js-plotly-plot", timeout=30_000)
     finals = page.evaluate(  # each variant's last exact match (%), the third panel
         """() => Object.fromEntries(document.querySelector('.st-key-compare_curves .js-plotly-plot')._fullData
                 .filter(t => t.yaxis === 'y3').map(t => [t.name, t.y[t.y.length - 1]]))"""
