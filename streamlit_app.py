@@ -6,6 +6,9 @@ The frame imports only Streamlit at the top: torch, the training workers and the
 on a freshly started server, and Home paints before they load (see `frame`).
 """
 
+from importlib import import_module
+from pathlib import Path
+
 import streamlit as st
 
 st.set_page_config(page_title="Transformer Lab", page_icon="🔬", layout="wide")
@@ -88,6 +91,17 @@ LESSON = [  # a first walk through the app for a class; tests/test_app_home.py c
 ]
 
 
+@st.cache_resource(show_spinner=False)
+def import_page_modules() -> None:
+    """Import every module the pages share, once, in one order, while any other session that asks waits: sessions
+    importing them side by side, each in its own order, can catch each other's half-imported modules (Python
+    breaks a cross-thread import deadlock that way) and fail with ImportError on a freshly started server."""
+    scripts = {Path(path).stem for path, *_ in PAGES}
+    for path in sorted(Path(__file__).parent.joinpath("pages").glob("*.py")):
+        if path.stem not in scripts:
+            import_module(f"pages.{path.stem}")
+
+
 def home() -> None:
     st.title("Transformer Lab")
     st.markdown(
@@ -103,7 +117,8 @@ def home() -> None:
         link_col, text_col = st.columns([1, 3], vertical_alignment="center")
         link_col.page_link(path, label=f"**{title}**", icon=icon)  # a link's label does not wrap: keep it short
         text_col.markdown(text)
-    from pages.common import setup_torch  # once the page has painted (see the module docstring)
+    import_page_modules()  # once the page has painted (see the module docstring)
+    from pages.common import setup_torch
     from pages.state import shipped_checkpoint_buttons
 
     with shipped:
@@ -114,6 +129,7 @@ def home() -> None:
 def frame(page: str) -> None:
     """Every page's frame: the shipped model and the class an opened link names, and the sidebar. `page`: the
     page's url path. Imported here, not at the top, so that Home paints before torch loads."""
+    import_page_modules()
     from pages.classes import class_from_link
     from pages.links import model_from_link
     from pages.sidebar import sidebar

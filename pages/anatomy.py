@@ -1,6 +1,10 @@
 """Anatomy: the model in hand laid out as the paper draws it, with every module's shapes and parameters, one
 attention block's weights, and the positional encoding (sections 3.1, 3.2.2, 3.4, 3.5)."""
 
+from pages.streamlit_internals import rerun_inside_frame
+
+rerun_inside_frame()  # first of all: see its docstring
+
 import streamlit as st
 
 from pages.links import share_link

@@ -1,5 +1,9 @@
 """Checkpoints: the shipped models, the ones trained this session, and uploads; any of them can be put in hand."""
 
+from pages.streamlit_internals import rerun_inside_frame
+
+rerun_inside_frame()  # first of all: see its docstring
+
 import pandas as pd
 import streamlit as st
 

@@ -7,19 +7,13 @@ from pathlib import Path
 import streamlit as st
 import torch
 
-from pages.streamlit_internals import leave_legacy_pages_mode, this_browser
+from pages.streamlit_internals import this_browser
 from transformer import Checkpoint, load_checkpoint, pick_device
 from transformer.device import device_label
 from transformer.experiments import LiveExperiment
 from transformer.serving import Run, RunRegistry, ServerSettings, network_address
 from transformer.serving.worker import READY_TIMEOUT_S
 from transformer.training import warm_up
-
-# Streamlit treats a folder named pages/ as legacy auto-discovered pages until some run calls st.navigation, so the
-# first request after a (re)start that opens a page's own URL (a shared link to /compare) would run that page
-# without the frame. The first run on a server switches to st.navigation and starts over.
-if leave_legacy_pages_mode():
-    st.rerun()
 
 CHECKPOINT_DIR = Path(__file__).resolve().parent.parent / "checkpoints"
 LIVE_POLL_S = 0.5  # the Train page's live view redraws twice a second while a run trains...

@@ -1,5 +1,9 @@
 """Compare runs: train variants that differ in one switch, overlay their curves, and watch attention form."""
 
+from pages.streamlit_internals import rerun_inside_frame
+
+rerun_inside_frame()  # first of all: see its docstring
+
 from dataclasses import replace
 
 import streamlit as st

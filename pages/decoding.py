@@ -1,6 +1,10 @@
 """Decoding, step by step: greedy, sampling and beam search on the model in hand, one generated token per click,
 with each step's next-token probabilities and cross-attention, and a comparison with teacher forcing."""
 
+from pages.streamlit_internals import rerun_inside_frame
+
+rerun_inside_frame()  # first of all: see its docstring
+
 import streamlit as st
 import torch
 

@@ -1,6 +1,10 @@
 """Knockout: which attention heads the model in hand relies on. Each head removed alone scores a grid of held-out
 exact match; any set of heads removed together shows its score and some decoded outputs."""
 
+from pages.streamlit_internals import rerun_inside_frame
+
+rerun_inside_frame()  # first of all: see its docstring
+
 import streamlit as st
 
 from pages.common import shipped_checkpoint

@@ -1,5 +1,9 @@
 """Length test: the model in hand on unseen inputs of every length, shorter and longer than any it trained on."""
 
+from pages.streamlit_internals import rerun_inside_frame
+
+rerun_inside_frame()  # first of all: see its docstring
+
 import streamlit as st
 
 from pages.common import shipped_checkpoint

@@ -1,6 +1,10 @@
 """Masking lab: the padding and causal masks, attention before and after masking, and two experiments that show
 what breaks without them (section 3.2.3)."""
 
+from pages.streamlit_internals import rerun_inside_frame
+
+rerun_inside_frame()  # first of all: see its docstring
+
 import random
 from collections.abc import Callable
 

@@ -7,6 +7,7 @@ this module is the one place to mend. Nothing else in the app or its tests impor
 import functools
 import hashlib
 from collections.abc import Callable
+from pathlib import Path
 
 import streamlit as st
 from streamlit.runtime import Runtime
@@ -16,14 +17,18 @@ from streamlit.runtime.scriptrunner import get_script_run_ctx
 XSRF_COOKIE = "_streamlit_xsrf"  # the cookie Streamlit's server sets on every page load while XSRF protection is on
 
 
-def leave_legacy_pages_mode() -> bool:
-    """Switch Streamlit out of its legacy mode, which runs the files of a folder named pages/ as pages of their own,
-    into the `st.navigation` mode the app's frame uses. True when it was in the legacy mode (the first run after the
-    server started): the caller then starts the run over."""
-    if not PagesManager.uses_pages_directory:
-        return False
-    PagesManager.uses_pages_directory = False
-    return True
+def rerun_inside_frame() -> None:
+    """Start this run over inside streamlit_app.py's frame when Streamlit ran a page's file on its own.
+
+    Streamlit treats a folder named pages/ as legacy auto-discovered pages until some run calls st.navigation, so
+    requests that reach a freshly started server at once (a class opening its links) may each run a page's file
+    without the frame, several importing the pages' modules side by side. Such a run lists every file of pages/ as a
+    page, this one included; every page file calls this first, before importing anything else."""
+    ctx = get_script_run_ctx()
+    listed = ctx.pages_manager.get_pages().values() if ctx is not None else ()
+    if any(Path(page.get("script_path") or "").name == Path(__file__).name for page in listed):
+        PagesManager.uses_pages_directory = False  # what st.navigation does: later runs use the frame's pages
+        st.rerun()
 
 
 def navigation_mode_patch() -> tuple[type, str, Callable]:

@@ -1,6 +1,10 @@
 """Teacher: run the class as one experiment. Create a class, share its link, set what it trains (groups that differ
 in one setting, a question to predict), and watch every student's run on a live board."""
 
+from pages.streamlit_internals import rerun_inside_frame
+
+rerun_inside_frame()  # first of all: see its docstring
+
 import streamlit as st
 
 from pages.classes import class_store

@@ -5,6 +5,10 @@ projector. Once it has ended, how it ended and where to go next sit above its cu
 and the settings form comes back under them.
 """
 
+from pages.streamlit_internals import rerun_inside_frame
+
+rerun_inside_frame()  # first of all: see its docstring
+
 import streamlit as st
 
 from pages.alignment_view import train_alignment

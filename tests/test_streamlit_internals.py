@@ -4,8 +4,11 @@ expects: each test fails when a Streamlit upgrade moves or changes one, pointing
 Also: a reload gives the browser its training run back, since the browser is known by the secret in Streamlit's
 XSRF cookie, which stays the same while its mask changes on every page load."""
 
+import ast
 import dataclasses
 import inspect
+import re
+from pathlib import Path
 
 import pytest
 from streamlit.runtime import Runtime
@@ -16,12 +19,13 @@ from streamlit.web.server.starlette.starlette_app_utils import decode_xsrf_token
 from streamlit.web.server.starlette.starlette_server_config import XSRF_COOKIE_NAME
 
 from pages import streamlit_internals
-from pages.streamlit_internals import XSRF_COOKIE, browser_id, leave_legacy_pages_mode, navigation_mode_patch
+from pages.streamlit_internals import XSRF_COOKIE, browser_id, navigation_mode_patch
 
 # Two page loads of one browser (captured from a served app): same secret, different masks.
 LOAD_1 = "2|09b631db|e304a33f415643afd20950daf738d9b0|1795452523"
 LOAD_2 = "2|c65b1213|2ce980f78ebb60671de4731238d5fa78|1795452523"
 OTHER_BROWSER = "2|c65b1213|2ce980f78ebb60671de4731238d5fa79|1795452523"
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def test_one_browser_one_id_across_reloads():
@@ -50,16 +54,29 @@ def test_the_xsrf_cookie_streamlit_sets_decodes_to_one_id_per_browser():
     assert browser_id(generate_xsrf_token_string()) is not None  # a fresh secret and the current time
 
 
-def test_the_legacy_pages_switch_is_a_class_attribute_set_by_pages_manager(tmp_path, monkeypatch):
-    """`leave_legacy_pages_mode`: PagesManager decides the legacy mode in its __init__, from a pages/ folder beside
-    the main script, into a class attribute that `st.navigation` sets False."""
+PAGE_FILES = re.findall(r'"(pages/\w+\.py)"', (ROOT / "streamlit_app.py").read_text())  # the frame's list
+
+
+@pytest.mark.parametrize("page", ["pages/anatomy.py", "pages/teacher.py"])
+def test_a_page_file_that_streamlit_runs_alone_starts_over_inside_the_frame(page, monkeypatch):
+    """`rerun_inside_frame`: as served, PagesManager decides the legacy pages/ mode in its __init__ (AppTest builds
+    one before each run), so a page switched to runs alone, as on a freshly started server: the page starts the run
+    over, and the frame draws its sidebar."""
     monkeypatch.setattr(PagesManager, "__init__", inspect.unwrap(PagesManager.__init__))  # as served: no test patch
-    monkeypatch.setattr(PagesManager, "uses_pages_directory", None)
-    (tmp_path / "pages").mkdir()
-    PagesManager(str(tmp_path / "app.py"))
-    assert PagesManager.uses_pages_directory is True
-    assert leave_legacy_pages_mode() is True and PagesManager.uses_pages_directory is False
-    assert leave_legacy_pages_mode() is False
+    at = AppTest.from_file(str(ROOT / "streamlit_app.py"), default_timeout=90)
+    at.run()
+    at.switch_page(page).run()
+    assert not at.exception
+    assert any("Model in hand" in m.value for m in at.sidebar.markdown)  # the frame's sidebar
+    assert PagesManager.uses_pages_directory is False
+
+
+def test_every_page_file_starts_its_run_over_inside_the_frame_before_it_imports_anything():
+    assert len(PAGE_FILES) == 9
+    for page in PAGE_FILES:
+        body = ast.parse((ROOT / page).read_text()).body[1:3]  # after the docstring
+        assert ast.unparse(body[0]) == "from pages.streamlit_internals import rerun_inside_frame", page
+        assert ast.unparse(body[1]) == "rerun_inside_frame()", page
 
 
 def test_the_navigation_mode_patch_wraps_pages_manager_init(tmp_path, monkeypatch):
