@@ -52,8 +52,8 @@ def test_the_curve_moves_at_once_in_view_and_the_run_pauses_steps_and_resumes(br
     context = browser.new_context(viewport=LAPTOP)
     page = open_train(context, lab_server)
     set_number(page, "train_seed", 11)  # a run of its own: no other test's run to join
-    set_number(page, "train_max_len", 12)  # about 1,000 steps: the run cannot solve the task before Pause lands
-    wait_idle(page)
+    page.locator(".st-key-train_positional").get_by_text("none", exact=True).click()  # never solved: runs to its
+    wait_idle(page)  # step budget, so Pause, Step and Resume find it training
     page.evaluate(
         """() => { window.firstPoint = null; const t0 = performance.now();
             new MutationObserver(() => {
@@ -110,6 +110,8 @@ def test_same_settings_share_one_run_and_another_seed_waits_for_the_slot(browser
         first, second, third = (open_train(c, server) for c in contexts)
         for tab in (first, second):  # a long run: reverse cannot be learned without positional encoding
             tab.locator(".st-key-train_positional").get_by_text("none", exact=True).click()
+            tab.get_by_text("Model, optimizer, budgets and device").click()
+            set_number(tab, "train_steps", 5000)  # and it outlasts the students' clicks, however fast steps are
             wait_idle(tab)
             button(tab, "start_training").click()
         expect(main(second).get_by_text("Same settings as 1 classmate")).to_be_visible(timeout=20_000)
