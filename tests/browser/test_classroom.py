@@ -108,11 +108,12 @@ def test_same_settings_share_one_run_and_another_seed_waits_for_the_slot(browser
     with LabServer(ARTIFACTS / "server-classroom-test.log") as server:
         contexts = [browser.new_context(viewport=LAPTOP) for _ in range(3)]
         first, second, third = (open_train(c, server) for c in contexts)
-        for tab in (first, second):  # a long run: reverse cannot be learned without positional encoding
+        for tab in (first, second, third):  # long runs: reverse cannot be learned without positional encoding
             tab.locator(".st-key-train_positional").get_by_text("none", exact=True).click()
             tab.get_by_text("Model, optimizer, budgets and device").click()
-            set_number(tab, "train_steps", 5000)  # and it outlasts the students' clicks, however fast steps are
+            set_number(tab, "train_steps", 5000)  # and they outlast the students' clicks, however fast steps are
             wait_idle(tab)
+        for tab in (first, second):
             button(tab, "start_training").click()
         expect(main(second).get_by_text("Same settings as 1 classmate")).to_be_visible(timeout=20_000)
         expect(main(first).get_by_text("Same settings as 1 classmate")).to_be_visible(timeout=20_000)
@@ -134,6 +135,7 @@ def test_same_settings_share_one_run_and_another_seed_waits_for_the_slot(browser
         for tab in (first, second, third):
             assert not page_errors(tab), page_errors(tab)
         button(third, "stop_training").click()
+        expect(main(third).get_by_text("Stopped at step")).to_be_visible(timeout=20_000)
         for context in contexts:
             context.close()
         server.check_alive()
@@ -151,7 +153,9 @@ def test_a_page_that_stops_polling_keeps_its_queue_place_while_connected_and_a_c
         contexts = [browser.new_context(viewport=LAPTOP) for _ in range(3)]
         contexts[1].clock.install()  # the slow student's page: its timers run until paused
         training, slow, next_in_line = (open_train(c, server) for c in contexts)
-        training.locator(".st-key-train_positional").get_by_text("none", exact=True).click()  # a long run
+        training.locator(".st-key-train_positional").get_by_text("none", exact=True).click()  # a long run, still
+        training.get_by_text("Model, optimizer, budgets and device").click()  # training when both students stop
+        set_number(training, "train_steps", 5000)
         wait_idle(training)
         button(training, "start_training").click()
         expect(main(training).get_by_text("Training: step")).to_be_visible(timeout=30_000)
