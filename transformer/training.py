@@ -21,6 +21,7 @@ from .recurrent import build_model
 from .tasks import MAX_SEED, Batch, DataConfig, TaskData
 
 MetricRow = dict[str, float]
+AVERAGE_CHECK_FROM = 0.8  # the network's share of its batch right from which the average is checked too
 METRIC_COLUMNS = ("step", "train_loss", "val_loss", "token_acc", "exact_match", "lr", "tokens_per_s", "elapsed_s")
 
 
@@ -242,12 +243,15 @@ class Trainer:
             tokens += batch.n_tokens
             # When the model gets every sequence of this batch right under teacher forcing, the full held-out set is
             # worth a check. The training pass scored the batch before the update on it, so for raw weights it is
-            # fresh data and costs nothing; the average is scored by its own forward pass, every 5th step.
+            # fresh data and costs nothing; the average is scored by its own forward pass, at most every 5th step
+            # and only once the network itself gets most of its batch right (AVERAGE_CHECK_FROM): before that the
+            # average, which lags it, is far from solving the task and the pass would be wasted.
             if cfg.early_stop and self.step - last_check >= 5:
-                if self.average is not None:
+                right = teacher_forced_exact(logits, batch, vocab.pad_id)  # (B,) the network's own, free
+                if self.average is not None and right.float().mean() >= AVERAGE_CHECK_FROM:
                     last_check = self.step
-                    logits = self._eval_logits(batch)
-                if teacher_forced_exact(logits, batch, vocab.pad_id).all():
+                    right = teacher_forced_exact(self._eval_logits(batch), batch, vocab.pad_id)
+                if right.all():
                     last_check = self.step
                     if self._solved():
                         reason = "solved"
