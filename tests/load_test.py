@@ -40,6 +40,7 @@ import urllib.request
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Self
 
@@ -476,7 +477,7 @@ async def drive(
             ready = await asyncio.gather(*(go_to_train(page, s, scenario) for s, page in trainers))
             watching = asyncio.create_task(watch_board(browser, url, link)) if link is not None and board else None
             start = time.perf_counter()
-            at = time.time() + START_DELAY_S
+            at = timings["start_at"] = time.time() + START_DELAY_S
             await asyncio.gather(*(train(page, s, at) for (s, page), ok in zip(trainers, ready) if ok))
             timings["training_phase_s"] = round(time.perf_counter() - start, 2)
             if watching is not None:
@@ -495,6 +496,20 @@ async def drive(
         finally:
             await browser.close()
     return sessions, timings
+
+
+RUN_EVENTS = ("queued", "started", "ended")
+RUN_LOG_LINE = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3}) run (queued|started|ended): ([^,\n]+)", re.M)
+
+
+def runs_on_server(log_text: str, since: float) -> list[dict[str, float]]:
+    """Per run the server logged after `since` (a time.time()), seconds from `since` to each of RUN_EVENTS."""
+    runs: dict[str, dict[str, float]] = {}
+    for stamp, event, label in RUN_LOG_LINE.findall(log_text):
+        at = datetime.strptime(stamp, "%Y-%m-%d %H:%M:%S.%f").timestamp()  # the server's local time, as ours
+        if at >= since - 1.0:  # a click lands within a second of `since`, however busy the browsers
+            runs.setdefault(label, {}).setdefault(event, round(at - since, 3))
+    return list(runs.values())
 
 
 def percentile(values: list[float], q: float) -> float | None:
@@ -547,6 +562,7 @@ def run(
         server_cpu_s = sampler.cpu_s()
         browser_cpu_s = renicer.cpu_s()
         server_log_tracebacks = server.log_text().count("Traceback")
+        on_server = runs_on_server(server.log_text(), timings.get("start_at", 0.0))
     trainings = [s.training for s in sessions if s.training is not None]
     errored = [s for s in sessions if s.errors]
     return {
@@ -577,6 +593,11 @@ def run(
             # the longest a page sent the server nothing between Start and its outcome (it polls every few seconds)
             "longest_quiet_s": _spread(_longest_quiet(s) for s in sessions),
             "longest_quiet_s_of_lapsed": sorted(_round(_longest_quiet(s)) for s in sessions if s.training == "lapsed"),
+        },
+        # each run as the server's log has it (queued, started, ended), from the moment every page clicked Start
+        "runs_on_server": {
+            "runs": len(on_server),
+            **{f"start_to_{event}_s": _spread(run.get(event) for run in on_server) for event in RUN_EVENTS},
         },
         "peak_rss_mb": round(sampler.peak_bytes / 2**20, 1),
         "idle_rss_mb": round(sampler.first_bytes / 2**20, 1),
@@ -649,6 +670,13 @@ def table(summary: dict) -> str:
         ("Start to finished, as sent p50 / p95 / max", _triple(t["start_to_finished_sent_s"])),
         ("Start to finished, as read on the page", _triple(t["start_to_finished_s"])),
         ("training time of the finished runs", _span(t["training_s_of_completed_runs"])),
+        *(
+            (
+                f"Start to run {event} on the server p50 / p95 / max",
+                _triple(summary["runs_on_server"][f"start_to_{event}_s"]),
+            )
+            for event in RUN_EVENTS
+        ),
         ("sent / saw their queue place", f"{t['sent_queue_place']} / {t['saw_queue_place']}"),
         ("saw the shared-run line", str(t["saw_shared_line"])),
         ("longest a page asked nothing p50 / p95 / max", _triple(t["longest_quiet_s"])),

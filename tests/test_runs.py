@@ -1,6 +1,7 @@
 """The serving layer on threads: a run as pages read it, its controls, its watchers, and the registry that joins
 identical runs, queues distinct ones and moves chains on (tests/test_workers.py runs the same in processes)."""
 
+import re
 import threading
 import time
 from dataclasses import replace
@@ -21,6 +22,7 @@ from transformer.serving import (
     run_key,
 )
 from transformer.serving import registry as registry_module
+from transformer.serving import run as run_module
 from transformer.serving import worker as worker_module
 from transformer.tasks import DataConfig, TaskData
 from transformer.training import TrainConfig, Trainer
@@ -505,3 +507,32 @@ def test_a_free_slot_takes_a_run_from_an_address_with_none_training_before_more_
 )
 def test_the_network_address_of_a_page(peer, forwarded_for, address):
     assert network_address(peer, forwarded_for) == address
+
+
+def test_the_server_log_has_a_line_when_a_run_is_queued_starts_and_ends(caplog):
+    """What an operator reads, and how the load test times runs on the server: one line per event, the run named by
+    task, lengths and seed, its end with how it ended."""
+    log = run_module.log
+    log.addHandler(caplog.handler)
+    registry = make_registry(max_queue=1)
+    try:
+        first = registry.submit("a", *quick(seed=3, **ENDLESS))
+        second = registry.submit("b", *quick(seed=4, **ENDLESS))  # queued behind the first, then withdrawn
+        assert first.wait_until_moving(20)
+        registry.leave("b", second)
+        assert second.wait_until_done(20)
+        registry.leave("a", first)
+        assert first.wait_until_done(20)
+    finally:
+        registry.close()
+        log.removeHandler(caplog.handler)
+    lines = [record.getMessage() for record in caplog.records]
+    assert lines[0] == "run queued: copy 4-4 seed 3"
+    assert lines[1].startswith("run started: copy 4-4 seed 3, ") and lines[1].endswith(" s after it was queued")
+    ended = next(line for line in lines if line.startswith("run ended: copy 4-4 seed 3"))
+    assert re.fullmatch(
+        r"run ended: copy 4-4 seed 3, [\d.]+ s after it was queued: stopped at step \d+ after [\d.]+ s of training",
+        ended,
+    ), ended
+    withdrawn = next(line for line in lines if line.startswith("run ended: copy 4-4 seed 4"))
+    assert withdrawn.endswith(": left the queue (everyone watching it left the queue)"), withdrawn

@@ -22,7 +22,7 @@ from ..device import pick_device
 from ..model import ModelConfig
 from ..tasks import DataConfig
 from ..training import TrainConfig
-from .run import Run, unwatched
+from .run import Run, log_runs, unwatched
 from .settings import ServerSettings
 from .worker import Caps, Worker, WorkerLost
 
@@ -114,6 +114,7 @@ class RunRegistry:
 
     def __init__(self, settings: ServerSettings, keep_finished: int = 16):
         self.settings, self.keep_finished = settings, keep_finished
+        log_runs()
         self._lock = threading.RLock()
         self._changed = threading.Condition(self._lock)  # a run was queued, a slot freed, or the registry closed
         self._runs: dict[str, Run] = {}  # joinable runs: queued, training, or finished on their own terms

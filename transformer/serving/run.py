@@ -6,6 +6,7 @@ the reports in here (`add_losses`, `add_row`, `set_holding`, `end`). Pages read 
 model and the data only when they need them (`model()`, `data()`).
 """
 
+import logging
 import threading
 import time
 from collections.abc import Callable
@@ -19,9 +20,21 @@ from ..recurrent import build_model
 from ..tasks import DataConfig, TaskData
 from ..training import MetricRow, TrainConfig, TrainResult
 
+log = logging.getLogger("transformer.serving")  # a line per run queued, started and ended (see `log_runs`)
+_STDERR = logging.StreamHandler()
 RunStatus = Literal["queued", "preparing", "training", "paused", "done"]
 CONNECTED_GRACE = 4  # a watcher whose page is still connected keeps watching for this many idle timeouts unpolled
 Weights = dict[str, torch.Tensor]
+
+
+def log_runs() -> None:
+    """Write the serving log to stderr at INFO, in Streamlit's own format (time to the millisecond, message): what
+    a server's operator reads, and how the load test learns when each run ended on the server."""
+    if _STDERR not in log.handlers:
+        _STDERR.setFormatter(logging.Formatter("%(asctime)s.%(msecs)03d %(message)s", "%Y-%m-%d %H:%M:%S"))
+        log.addHandler(_STDERR)
+    log.setLevel(logging.INFO)
+    log.propagate = False
 
 
 def unwatched(idle_timeout_s: float) -> str:
@@ -56,6 +69,7 @@ class Run:
         self.withdrawn: str | None = None  # why it left the queue without starting
         self.notice: str | None = None  # why the server ended it early, its model kept (a limit, a lost worker)
         self.address: str | None = None  # the network address of the student who queued it, when known
+        self.queued_at = time.perf_counter()
         self.started_at: float | None = None  # perf_counter time a worker took it
         self._weights: tuple[int, Weights] | None = None  # (rows so far, the kept model's weights)
         self._model: tuple[int, Transformer] | None = None  # built from _weights, for every page that asks
@@ -66,6 +80,7 @@ class Run:
         self._trained = self._holding = False
         self._moving = threading.Event()  # set at the first step, or at the end
         self._ended = threading.Event()
+        log.info("run queued: %s", self.label)
 
     # ---- status
     @property
@@ -149,6 +164,7 @@ class Run:
     def take(self) -> None:
         """A training slot takes the run: it is no longer queued."""
         self.started_at = time.perf_counter()
+        log.info("run started: %s, %.2f s after it was queued", self.label, self.started_at - self.queued_at)
 
     def attach(self, send: Callable[[str], None]) -> list[str]:
         """A worker trains the run: controls go to `send` from now on. Returns those asked before."""
@@ -185,6 +201,12 @@ class Run:
             if weights is not None:
                 self._weights = len(self.rows) + 1, weights
         self.result, self.error, self.notice, self._holding = result, error, notice, False
+        log.info(
+            "run ended: %s, %.2f s after it was queued: %s",
+            self.label,
+            time.perf_counter() - self.queued_at,
+            self._outcome(),
+        )
         self._moving.set()
         self._ended.set()
 
@@ -198,6 +220,14 @@ class Run:
         step = int(row["step"])
         result = TrainResult(step, row["elapsed_s"], row["exact_match"], row["token_acc"], "stopped")
         self.end(result, None, notice=f"{reason} at step {self.step}; the model kept is its snapshot of step {step}")
+
+    def _outcome(self) -> str:
+        """How the run ended, in a few words, for the log."""
+        if self.withdrawn:
+            return f"left the queue ({self.withdrawn})"
+        if self.result is None:
+            return f"failed ({self.error})"
+        return f"{self.result.reason} at step {self.result.steps} after {self.result.seconds:.2f} s of training"
 
     def withdraw(self, reason: str) -> None:
         """End a run that never started: it leaves the queue, and `withdrawn` says why."""
@@ -229,6 +259,12 @@ class Run:
     def weights_held(self) -> int:
         """Numbers this run keeps in memory: its weights and the model built from them."""
         return 0 if self._weights is None else 2 * sum(t.numel() for t in self._weights[1].values())
+
+    @property
+    def label(self) -> str:
+        """The run in a few words, for the log: task, lengths, seed."""
+        data = self.data_config
+        return f"{data.task} {data.min_len}-{data.max_len} seed {self.train_config.seed}"
 
     def __repr__(self) -> str:
         return f"Run({self.data_config.task}, seed {self.train_config.seed}, {self.status}, step {self.step})"
