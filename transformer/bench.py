@@ -13,6 +13,7 @@ Prints an aligned table, then one line of JSON with every figure.
 """
 
 import cProfile
+import gc
 import io
 import json
 import pstats
@@ -124,12 +125,23 @@ def torch_threads(n: int) -> Iterator[None]:
         torch.set_num_threads(before)
 
 
+@contextmanager
+def frozen_heap() -> Iterator[None]:
+    """Objects frozen inside the block (`gc.freeze`) are unfrozen after it."""
+    try:
+        yield
+    finally:
+        gc.unfreeze()
+
+
 def default_run(plan: Plan, device: torch.device) -> tuple[dict, list[Row]]:
-    """The Train page's default run on one torch thread, as the app trains it: the profile of one run (printed),
-    then the training time of each seed, its median, and that median over one `nn.Transformer` training step at
-    the step benchmark's sizes, timed in between the runs."""
-    with torch_threads(1):
+    """The Train page's default run as the app trains it (one torch thread, the process's objects frozen as in a
+    worker): the profile of one run (printed), then the training time of each seed, its median, and that median
+    over one `nn.Transformer` training step at the step benchmark's sizes, timed in between the runs."""
+    with torch_threads(1), frozen_heap():
         Trainer(*default_configs(99, str(device))).run()  # the process's one-off costs, outside every timing
+        gc.collect()
+        gc.freeze()  # as a worker process does once ready (serving/worker.py)
         print(profile_lines(lambda: Trainer(*default_configs(plan.default_seeds[0], str(device))).run()))
         step = _step_fn(ReferenceTransformer(STEP_TIME_CONFIG).to(device))
         batches = _step_batches(device, padded=False)

@@ -79,10 +79,14 @@ def serve(conn: Connection, torch_threads: int | None) -> None:
 
     A worker process is given its torch thread count and pays a first step's one-off costs before it says it is
     ready, and gives a run's memory back before it reports the run's end; a worker on a server thread
-    (`torch_threads` None) leaves all three to the server, whose settings and memory they are."""
+    (`torch_threads` None) leaves all three to the server, whose settings and memory they are. A worker process
+    freezes the objects it holds once ready (`gc.freeze`), so that the full collection after each run walks only
+    the run's own: 0.14 s a run otherwise, most of it torch's modules."""
     if torch_threads is not None:
         torch.set_num_threads(torch_threads)
         warm_up().join()
+        gc.collect()
+        gc.freeze()  # what importing torch made lives as long as the process: no collection walks it again
     try:
         send(conn, ("ready",))
         while True:
