@@ -63,8 +63,8 @@ FIELDS = [  # key, configs, config field, label, widget, default, (row, column),
     Field("train_layers", ("model",), "n_layers", "Layers per stack", "number", MODEL.n_layers, (2, 0)),
     Field("train_d_ff", ("model",), "d_ff", "d_ff", "number", MODEL.d_ff, (2, 0)),
     Field("train_dropout", ("model",), "dropout", "Dropout", "number", MODEL.dropout, (2, 0), style={"step": 0.05}),
-    Field("train_lr", ("train",), "lr", "Peak learning rate", "number", TRAIN.lr, (2, 1),
-          style={"step": 1e-3, "format": "%.4f"}),
+    Field("train_lr", ("train",), "lr", "Peak learning rate", "number", None, (2, 1),
+          style={"step": 1e-3, "format": "%.4f", "placeholder": "auto: for the model's size"}),
     Field("train_warmup", ("train",), "warmup", "Warm-up steps", "number", TRAIN.warmup, (2, 1)),
     Field("train_schedule", ("train",), "schedule", "After warm-up", "select", TRAIN.schedule, (2, 1),
           ("noam", "constant"),
@@ -108,7 +108,9 @@ HELP = {  # each field's help text, by widget key
     "train_d_ff": "Hidden width of the position-wise feed-forward network (the paper: 2048).",
     "train_dropout": "Fraction of activations zeroed during training (the paper: 0.1).",
     "train_lr": (
-        "The learning rate at the end of warm-up. Bigger models need a lower one: at d_model 128 with 3 layers, 0.005."
+        f"The learning rate at the end of warm-up. Empty: picked for the model's size, {TRAIN.lr:g} for the default "
+        f"model and {TRAIN.lr:g} × 32 / (d_model × layers) for bigger ones (0.0025 at d_model 128 with 3 layers), "
+        "since wide, deep models learn nothing at high rates. The run's summary shows the rate it used."
     ),
     "train_warmup": "Steps over which the learning rate grows linearly from 0 to its peak (the paper: 4000).",
     "train_schedule": "What the learning rate does once warm-up is over.",
@@ -164,13 +166,17 @@ def remember_values() -> None:
 def _draw_locked(container, f: Field, value: Any) -> None:
     """A field set by the teacher: its value, greyed out (set through its key, which a disabled widget keeps)."""
     st.session_state[f.key] = value
-    _draw(container, f, None, disabled=True)
+    _draw(container, f, FROM_STATE, disabled=True)
+
+
+FROM_STATE = object()  # `_draw`'s value for a widget that reads it from session state
 
 
 def _draw(container, f: Field, value: Any, disabled: bool = False) -> None:
-    """The field's widget, starting at `value` (None: at what its key holds in session state)."""
+    """The field's widget, starting at `value` (FROM_STATE: at what its key holds in session state; None, for a
+    number, empty)."""
     common = {"key": f.key, "help": f.help, "disabled": disabled, **f.style}
-    if value is None:  # the widget reads its value from session state; passing one too would be an error
+    if value is FROM_STATE:  # passing a value too would be an error
         start = {}
     elif f.widget in ("select", "radio"):
         start = {"index": f.options.index(value)}

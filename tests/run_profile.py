@@ -20,7 +20,7 @@ from transformer.training import Trainer  # noqa: E402
 PARTS = {
     "optimiser step (forward, loss, backward, clipping, Adam, average)": ([("training.py", "_optimizer_step")], []),
     "  backward": ([("graph.py", "_engine_run_backward")], []),
-    "  Adam step": ([("optimizer.py", "wrapper")], []),
+    "  Adam step": ([("optimizer.py", "step")], []),
     "  gradient clipping": ([("clip_grad.py", "clip_grad_norm_")], []),
     "  weight average": ([("training.py", "update")], []),
     "training batch": ([("tasks.py", "train_batch")], []),

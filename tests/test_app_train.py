@@ -254,6 +254,20 @@ def test_every_form_setting_reaches_the_run(stop_jobs):
     assert (train.label_smoothing, train.ema_decay) == (0.2, 0.5)
 
 
+def test_the_learning_rate_starts_empty_and_a_run_takes_the_peak_for_its_model_size(stop_jobs):
+    at = open_train()
+    stop_jobs.append(at)
+    assert at.get_by_key("train_lr").value is None
+    start(at, d_model=128, layers=3, steps=5)
+    assert at.session_state["job"].train_config.lr == pytest.approx(0.0025)
+    at.button(key="stop_training").click()
+    at.run()
+    at.session_state["job"].wait_until_done(20)
+    at.run()
+    start(at, d_model=32, layers=1, steps=5)  # the default model: the default peak
+    assert at.session_state["job"].train_config.lr == TrainConfig().lr
+
+
 def test_start_draws_the_first_steps_in_its_own_redraw(stop_jobs):
     at = open_train()
     stop_jobs.append(at)

@@ -20,7 +20,7 @@ from transformer.live import (
 )
 from transformer.model import ModelConfig, Transformer
 from transformer.tasks import DataConfig, TaskData
-from transformer.training import METRIC_COLUMNS, TrainConfig
+from transformer.training import METRIC_COLUMNS, TrainConfig, suggested_lr
 from transformer.vocab import Vocab
 
 DATA = dict(task="reverse", min_len=2, max_len=5, n_symbols=6, seed=0)
@@ -55,6 +55,19 @@ def test_build_configs_fits_the_model_to_the_data():
     assert (model.positional, model.norm_first, model.scale_scores) == ("learned", True, False)
     assert train.record_attention and train.steps == 100 and train.schedule == "constant"
     assert 5 <= train.eval_every <= 25
+
+
+def test_an_empty_learning_rate_is_the_peak_for_the_model_size():
+    peak = TrainConfig().lr
+    assert suggested_lr(32, 1) == peak  # the default model: the default peak
+    assert suggested_lr(8, 1) == peak  # never above it
+    assert suggested_lr(64, 2) == pytest.approx(peak / 4)
+    assert suggested_lr(128, 3) == pytest.approx(0.0025)  # the Train form's largest
+    _, _, train = build_configs(DATA, {**MODEL, "d_model": 64, "n_layers": 2}, {**TRAIN, "lr": None})
+    assert train.lr == pytest.approx(peak / 4)
+    assert build_configs(DATA, MODEL, TRAIN)[2].lr == TRAIN["lr"]  # a number given is the number used
+    with pytest.raises(ValueError, match="d_model must be between"):  # checked before it sizes anything
+        build_configs(DATA, {**MODEL, "d_model": 2**40}, {**TRAIN, "lr": None})
 
 
 @pytest.mark.parametrize(

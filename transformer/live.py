@@ -14,7 +14,7 @@ from .decoding import greedy_decode
 from .limits import check_limits, check_train_memory
 from .model import ModelConfig, Transformer
 from .tasks import DataConfig, TaskData
-from .training import METRIC_COLUMNS, MetricRow, TrainConfig
+from .training import METRIC_COLUMNS, MetricRow, TrainConfig, suggested_lr
 from .vocab import N_SPECIAL
 
 # Model size (token-steps x weights per layer pair) at which one metric row every 25 steps comes about once a second.
@@ -42,11 +42,14 @@ def build_configs(data: Mapping, model: Mapping, train: Mapping) -> tuple[ModelC
 
     `data` holds DataConfig fields; `model` ModelConfig fields other than vocab_size (it follows from the data)
     and max_len (its default is long enough); `train` TrainConfig fields other than eval_every and
-    record_attention (chosen here).
+    record_attention (chosen here), its lr None for the peak that suits the model's size (`suggested_lr`).
     """
     if data["min_len"] > data["max_len"]:
         raise ValueError(f"the shortest input ({data['min_len']}) is longer than the longest ({data['max_len']})")
     data_config = DataConfig(**data)
+    if train.get("lr") is None:  # left empty on the form: the peak for the model's size
+        check_limits({name: model[name] for name in ("d_model", "n_layers")})
+        train = {**train, "lr": suggested_lr(model["d_model"], model["n_layers"])}
     check_limits({**model, **train})
     d_model, n_heads = model["d_model"], model["n_heads"]
     if d_model % n_heads:

@@ -17,6 +17,7 @@ from .device import pick_device
 from .dynamics import Dynamics
 from .limits import DECODE_ROWS, MAX_BATCH
 from .model import ModelConfig, Transformer, dropout_rng
+from .optimizer import Adam
 from .recurrent import build_model
 from .tasks import MAX_SEED, Batch, DataConfig, TaskData
 
@@ -83,6 +84,14 @@ class TrainConfig:
         if step <= self.warmup:
             return self.lr * step / self.warmup
         return self.lr * math.sqrt(self.warmup / step) if self.schedule == "noam" and self.warmup else self.lr
+
+
+def suggested_lr(d_model: int, n_layers: int) -> float:
+    """The peak learning rate for a model this wide and deep, which the Train page uses when the student leaves its
+    field empty: TrainConfig's 0.03 up to the default model (d_model 32, one layer per stack), then inversely
+    proportional to d_model x layers, since wider and deeper post-norm stacks stop learning at high peaks (0.0025 at
+    d_model 128 with 3 layers, which learns nothing at 0.01). From `tests/schedule_sweep.py` (docs/benchmarks.md)."""
+    return TrainConfig.lr * min(1.0, 32 / (d_model * n_layers))
 
 
 def smoothed_loss_floor(label_smoothing: float, vocab_size: int) -> float:
@@ -206,7 +215,7 @@ class Trainer:
         self.valid = self.data.valid.to(self.device)
         self.probe = _slice(self.valid, 0, train_config.eval_size)
         self.parameters = list(self.network.parameters())
-        self.optimizer = torch.optim.Adam(self.parameters, lr=train_config.lr, betas=(0.9, 0.98), eps=1e-9, fused=True)
+        self.optimizer = Adam(self.parameters, betas=(0.9, 0.98), eps=1e-9)
         self.history: list[MetricRow] = []
         self.step_losses: list[float] = []  # the training loss of every step
         self.attention_snapshots: list[dict] = []  # {"step": int, "maps": AttentionMaps} when record_attention
@@ -277,8 +286,6 @@ class Trainer:
 
         The loss is read back once (`.item()`), the step's only wait for the device."""
         cfg = self.train_config
-        for group in self.optimizer.param_groups:
-            group["lr"] = lr
         with dropout_rng(self.dropout_rng):
             logits = self.network(batch.src, batch.tgt_in)
         loss = F.cross_entropy(
@@ -293,13 +300,13 @@ class Trainer:
                 f"the loss became {value} at step {self.step}: lower the learning rate (now {cfg.lr:g}), "
                 "use more warm-up, or turn gradient clipping on"
             )
-        self.optimizer.zero_grad(set_to_none=True)
+        self.optimizer.zero_grad()
         loss.backward()
         if self.step % cfg.eval_every == 0 or self.step == cfg.steps:  # a metric row's step: before clipping
             self.dynamics.read_gradients(self.step)
         if cfg.clip_grad:
             torch.nn.utils.clip_grad_norm_(self.parameters, cfg.clip_grad, foreach=True)
-        self.optimizer.step()
+        self.optimizer.step(lr)
         if self.average is not None:
             self.average.update(self.step)
         return value, logits
@@ -376,8 +383,8 @@ def _slice(batch: Batch, start: int, stop: int) -> Batch:
 
 
 def warm_up() -> threading.Thread:
-    """Pay the one-off costs of a process's first training step (over a second, mostly fused Adam's first use) on
-    a thread of its own, so that the first student to press Start does not wait for them."""
+    """Pay the one-off costs of a process's first training step (a tenth of a second: PyTorch's first calls of each
+    kernel) on a thread of its own, so that the first student to press Start does not wait for them."""
 
     def first_step() -> None:
         Trainer(ModelConfig(), DataConfig(max_len=4), TrainConfig(steps=1, early_stop=False, device="cpu")).run()

@@ -16,7 +16,7 @@ from ..model import ModelConfig, Positional
 from ..tasks import TASKS, DataConfig
 from ..training import TrainConfig
 
-Value = int | float | bool | str
+Value = int | float | bool | str | None  # None only for the settings in AUTO
 FLOATS = {"dropout", "lr", "label_smoothing", "ema_decay", "time_budget_s"}
 CHOICES: dict[str, tuple[Value, ...]] = {
     "task": tuple(TASKS),
@@ -35,17 +35,21 @@ PARTS = {
     for config in (ModelConfig, TrainConfig)
 }
 PARTS[DataConfig] = tuple(f.name for f in fields(DataConfig) if f.name in SETTINGS)
+AUTO = {"lr"}  # settings that may be None: the Train page picks the value (the peak for the model's size)
 # The values the Train page's form starts with.
 DEFAULTS: dict[str, Value] = {
     **{name: getattr(config(), name) for config, names in PARTS.items() for name in names},
     "min_len": 6,
     "max_len": 8,
     "time_budget_s": 60.0,
+    "lr": None,
 }
 
 
 def check_value(name: str, value: Any) -> Value:
     """`value` if it is a valid value of setting `name`, else ValueError saying what it must be."""
+    if value is None and name in AUTO:
+        return None
     if name in CHOICES:
         if not any(type(value) is type(option) and value == option for option in CHOICES[name]):
             raise ValueError(f"{name} must be one of {', '.join(map(str, CHOICES[name]))}")

@@ -1,0 +1,52 @@
+"""Adam, the optimizer the paper trains with (section 5.3): beta1 = 0.9, beta2 = 0.98, eps = 1e-9, its learning rate
+set at every step by the schedule (`TrainConfig.lr_at`)."""
+
+import math
+from collections.abc import Iterable
+
+import torch
+
+
+class Adam:
+    """Adam (Kingma and Ba, 2015), one update of every parameter at once (PyTorch's `_foreach` ops):
+
+        m <- beta1 m + (1 - beta1) g            a running mean of the gradient g
+        v <- beta2 v + (1 - beta2) g * g        and of its square
+        theta <- theta - lr * m_hat / (sqrt(v_hat) + eps),  m_hat = m / (1 - beta1^t), v_hat = v / (1 - beta2^t)
+
+    The arithmetic of `torch.optim.Adam` (tests/test_optimizer.py), without its machinery: at these sizes that
+    machinery is most of an update's time, and its first use in a process imports PyTorch's compiler (about 1 s).
+    Parameters without a gradient are left as they are, as `torch.optim.Adam` leaves them; the bias corrections
+    count the updates of the optimizer, not of each parameter (these models give every parameter a gradient at
+    every step, so the two are the same).
+    """
+
+    def __init__(self, parameters: Iterable[torch.Tensor], betas: tuple[float, float] = (0.9, 0.98), eps: float = 1e-9):
+        self.parameters = list(parameters)
+        self.beta1, self.beta2 = betas
+        self.eps = eps
+        self.t = 0  # updates so far
+        self.m = [torch.zeros_like(p) for p in self.parameters]  # first moments
+        self.v = [torch.zeros_like(p) for p in self.parameters]  # second moments
+
+    @torch.no_grad()
+    def step(self, lr: float) -> None:
+        """One update at learning rate `lr` from the gradients the backward pass left in `.grad`."""
+        rows = [i for i, p in enumerate(self.parameters) if p.grad is not None]
+        if not rows:
+            return
+        params = [self.parameters[i] for i in rows]
+        grads, m, v = [p.grad for p in params], [self.m[i] for i in rows], [self.v[i] for i in rows]
+        self.t += 1
+        torch._foreach_lerp_(m, grads, 1 - self.beta1)
+        torch._foreach_mul_(v, self.beta2)
+        torch._foreach_addcmul_(v, grads, grads, 1 - self.beta2)
+        denominator = torch._foreach_sqrt(v)
+        torch._foreach_div_(denominator, math.sqrt(1 - self.beta2**self.t))
+        torch._foreach_add_(denominator, self.eps)
+        torch._foreach_addcdiv_(params, m, denominator, -lr / (1 - self.beta1**self.t))
+
+    def zero_grad(self) -> None:
+        """Drop the gradients, so that the next backward pass writes them afresh."""
+        for p in self.parameters:
+            p.grad = None
