@@ -260,6 +260,7 @@ def test_the_learning_rate_starts_empty_and_a_run_takes_the_peak_for_its_model_s
     assert at.get_by_key("train_lr").value is None
     start(at, d_model=128, layers=3, steps=5)
     assert at.session_state["job"].train_config.lr == pytest.approx(0.0025)
+    assert any("· peak lr 0.0025 ·" in caption.value for caption in at.caption)  # the run says what it used
     at.button(key="stop_training").click()
     at.run()
     at.session_state["job"].wait_until_done(20)

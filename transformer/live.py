@@ -130,7 +130,8 @@ def live_examples(model: Transformer, data: TaskData, n: int = 5) -> pd.DataFram
 
 
 def run_summary(model_config: ModelConfig, data_config: DataConfig, train_config: TrainConfig) -> str:
-    """The settings of a run in one line: task, data, model, the switches set away from the paper, seed."""
+    """The settings of a run in one line: task, data, model, the switches set away from the paper, peak learning
+    rate, seed."""
     c, d = model_config, data_config
     parts = [
         f"{d.task}, lengths {d.min_len}-{d.max_len}, {d.n_symbols} symbols",
@@ -140,6 +141,7 @@ def run_summary(model_config: ModelConfig, data_config: DataConfig, train_config
         *(["no causal mask"] if not c.causal_mask else []),
         *(["unscaled scores"] if not c.scale_scores else []),
         *([f"dropout {c.dropout:g}"] if c.dropout else []),
+        f"peak lr {train_config.lr:g}",
         f"seed {train_config.seed}",
     ]
     return " · ".join(parts)
