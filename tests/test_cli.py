@@ -81,7 +81,15 @@ def test_train_prints_one_json_line_and_saves(trained):
     checkpoint = load_checkpoint(path)
     assert (checkpoint.task.task, checkpoint.task.min_len, checkpoint.task.max_len) == ("copy", 3, 3)
     assert checkpoint.config.max_len >= 4 and checkpoint.train_config["steps"] == 150
+    assert checkpoint.train_config["lr"] == 0.03  # no --lr: the peak for the default model's size
     assert checkpoint.history and checkpoint.history[-1]["step"] == result["steps"]
+
+
+def test_train_without_lr_takes_the_peak_for_the_model_size_and_with_it_the_number_given(capsys, tmp_path):
+    small = ["train", "--task", "copy", "--min-len", "3", "--max-len", "3", "--n-valid", "10", "--steps", "1"]
+    for extra, peak in (([], 0.0075), (["--lr", "0.02"], 0.02)):
+        status, _, _ = run(capsys, *small, "--d-model", "64", "--layers", "2", *extra, "--out", str(tmp_path / "m.pt"))
+        assert status == 0 and load_checkpoint(tmp_path / "m.pt").train_config["lr"] == pytest.approx(peak)
 
 
 def test_predict_prints_the_greedy_output(trained, capsys):

@@ -45,7 +45,7 @@ from .limits import (
 )
 from .model import ModelConfig, check_finite
 from .tasks import TASKS, DataConfig, TaskData
-from .training import MetricRow, TrainConfig, Trainer, evaluate
+from .training import MetricRow, TrainConfig, Trainer, evaluate, suggested_lr
 from .vocab import Vocab
 
 THREADS_ENV = "TRANSFORMER_THREADS"
@@ -147,7 +147,7 @@ def _add_train(p: argparse.ArgumentParser) -> None:
     time_budget = _bounded(float, 0, MAX_TIME_BUDGET_S)
     add("--time-budget", dest="time_budget_s", type=time_budget, default=train.time_budget_s, help="seconds")
     add("--batch-size", type=int, default=train.batch_size, help="sequences per step")
-    add("--lr", type=float, default=train.lr, help="peak learning rate")
+    add("--lr", type=float, default=None, help="peak learning rate (default: for the model's size, see suggested_lr)")
     add("--warmup", type=int, default=train.warmup, help="warm-up steps")
     add("--schedule", default=train.schedule, choices=("noam", "constant"), help="after warm-up")
     add("--label-smoothing", type=float, default=train.label_smoothing, help="0 = off")
@@ -251,7 +251,8 @@ def train_command(args: argparse.Namespace) -> None:
     vocab_size = len(Vocab.digits(data_config.n_symbols))
     max_len = max(ModelConfig.max_len, data_config.max_len + 1)  # the target is one longer: BOS or EOS
     model_config = _from_args(ModelConfig, args, vocab_size=vocab_size, max_len=max_len)
-    train_config = _from_args(TrainConfig, args)
+    peak = suggested_lr(model_config.d_model, model_config.n_layers) if args.lr is None else args.lr
+    train_config = _from_args(TrainConfig, args, lr=peak)
     pick_device(train_config.device)
     check_model_size(model_config)
     if (size := train_activation_bytes(model_config, train_config.batch_size, data_config.max_len)) > MAX_TRAIN_BYTES:
