@@ -11,7 +11,8 @@ every 2 s (`--no-board` leaves it closed, to measure what the board costs the cl
 Reports sessions served without error; training runs finished, refused, lapsed (the page polled too seldom to keep
 its run) or failed; from Start to the run training and to finished, p50 / p95 / max, both as the server sent it
 (the first websocket message after Start that carries it, as it reaches the browser) and as read on the page (its
-text, every 0.5 s); how many students were sent and saw their queue place, and saw the shared-run line; the
+text, every 0.5 s), and from Start to each run's queueing, start and end on the server (its log's lines, which
+no browser delays); how many students were sent and saw their queue place, and saw the shared-run line; the
 longest a page sent the server nothing between Start and its outcome (a page polls every few seconds); peak
 server RSS (the process and its children, its training workers among them, sampled every 0.2 s); server and
 browser CPU; and p50/p95 time to first paint (navigation start to the app's title shown with its script run
