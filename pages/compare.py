@@ -247,7 +247,7 @@ def results(polling: bool) -> None:
         "Solved = the first metric row where every held-out sequence checked was decoded exactly right. Exact "
         "match and token accuracy (acc.) are on the held-out set where the run ended. Times and steps per second "
         "(steps/s) are wall-clock, on the machine that trained the run. "
-        "A loss spike after a run has solved its task (reverse with sinusoidal positions, near step 450) is a known "
+        "A loss spike after a run has solved its task, which a rerun may show, is a known "
         "effect of Adam, not a fault: once the loss is near zero Adam divides each step by the gradients' running "
         "size, tiny too, so its steps stay about as large as the learning rate, and one slightly larger gradient "
         "throws the weights off. The run recovers in a few rows."

@@ -230,7 +230,7 @@ READY: dict[str, Experiment] = {
             "Both variants train the very same weights (their training-loss curves coincide); only what is scored "
             "differs. On reverse at lengths 1-16 and a high learning rate the raw weights jitter from step to step, "
             "so their exact-match stalls around 90% and hovers there, while their running average climbs smoothly "
-            "and holds 100% from about step 450.",
+            "and holds 100% from about step 500.",
             "ema_decay",
             (0.0, 0.99),
             steps=800,
