@@ -125,23 +125,14 @@ def torch_threads(n: int) -> Iterator[None]:
         torch.set_num_threads(before)
 
 
-@contextmanager
-def frozen_heap() -> Iterator[None]:
-    """Objects frozen inside the block (`gc.freeze`) are unfrozen after it."""
-    try:
-        yield
-    finally:
-        gc.unfreeze()
-
-
 def default_run(plan: Plan, device: torch.device) -> tuple[dict, list[Row]]:
     """The Train page's default run as the app trains it (one torch thread, the process's objects frozen as in a
     worker): the profile of one run (printed), then the training time of each seed, its median, and that median
     over one `nn.Transformer` training step at the step benchmark's sizes, timed in between the runs."""
-    with torch_threads(1), frozen_heap():
+    with torch_threads(1):
         Trainer(*default_configs(99, str(device))).run()  # the process's one-off costs, outside every timing
         gc.collect()
-        gc.freeze()  # as a worker process does once ready (serving/worker.py)
+        gc.freeze()  # as a worker process does once ready (serving/worker.py); the later benchmarks too
         print(profile_lines(lambda: Trainer(*default_configs(plan.default_seeds[0], str(device))).run()))
         step = _step_fn(ReferenceTransformer(STEP_TIME_CONFIG).to(device))
         batches = _step_batches(device, padded=False)
