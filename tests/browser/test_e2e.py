@@ -156,7 +156,7 @@ def test_training_streams_points_then_stops(page, lab_server):
     expect(button(page, "stop_training")).to_have_count(0)
     wait_idle(page)
     open_more_settings(page)
-    assert page.locator(".st-key-train_steps input").input_value() == "5000"  # the form kept the run's settings
+    expect(page.locator(".st-key-train_steps input")).to_have_value("5000")  # the form kept the run's settings
     stopped_at = chart_points(page, "train_loss_chart")
     assert stopped_at >= more
     page.wait_for_timeout(2000)

@@ -21,9 +21,10 @@ def load_shipped(page, server, name: str) -> None:
 
 
 def decoded_output(page) -> str:
-    """Run the Decoding page to its end and read the whole output."""
-    if button(page, "decode_run_to_end").is_enabled():
-        button(page, "decode_run_to_end").click()
+    """Run the Decoding page to its end and read the whole output. A new input or strategy starts at step 1, so
+    Run to end is enabled once the page has drawn it, and the output appears only after the click."""
+    expect(button(page, "decode_run_to_end")).to_be_enabled(timeout=30_000)
+    button(page, "decode_run_to_end").click()
     output = page.locator(".st-key-decode_output")
     expect(output).to_contain_text("Output:", timeout=30_000)
     return re.search(r"Output: ([^\n]*)", output.inner_text())[1].strip()
@@ -44,7 +45,9 @@ def cross_attention_peak(page) -> int:
 def test_step_1_a_trained_model_decodes_and_looks_at_the_mirrored_position(page, lab_server):
     load_shipped(page, lab_server, "reverse")
     navigate(page, "decoding")
-    source = page.locator(".st-key-decode_input input").input_value().split()
+    field = page.locator(".st-key-decode_input input")
+    expect(field).to_have_value(re.compile(r"\d"), timeout=30_000)  # the page may still be drawing its first run
+    source = field.input_value().split()
     assert cross_attention_peak(page) in (len(source) - 2, len(source) - 1)  # step 1: at or next to the last one
     assert decoded_output(page) == " ".join(reversed(source))
     assert not page_errors(page), page_errors(page)
@@ -96,7 +99,7 @@ def test_step_5_the_early_model_decodes_its_first_input_three_ways(page, lab_ser
     load_shipped(page, lab_server, "reverse-early")
     navigate(page, "decoding")
     expect(main(page).get_by_text("Decoding with shipped: reverse-early")).to_be_visible()
-    assert page.locator(".st-key-decode_input input").input_value() == EARLY_INPUT
+    expect(page.locator(".st-key-decode_input input")).to_have_value(EARLY_INPUT, timeout=30_000)
     outputs = {}
     for strategy, label in (("greedy", "Greedy"), ("beam", "Beam search"), ("sample", "Sampling")):
         page.locator(".st-key-decode_strategy").get_by_text(label, exact=True).click()
