@@ -108,7 +108,7 @@ def smoothed_loss_floor(label_smoothing: float, vocab_size: int) -> float:
 class TrainResult:
     steps: int
     seconds: float
-    exact_match: float  # greedy exact-match on the whole held-out set at the end
+    exact_match: float  # greedy exact-match on the whole held-out set at the end; if solved, the verdict that ended it
     token_acc: float
     reason: Literal["solved", "step budget", "time budget", "stopped"]
 
@@ -273,7 +273,9 @@ class Trainer:
         self.network.eval()
         self.model.eval()
         elapsed = self._training_time(start)
-        final = evaluate(self.model, self.valid, vocab.bos_id, vocab.eos_id)
+        # A run that stopped solved was scored on the whole held-out set by the check that stopped it (`_solved`):
+        # decoding all of it again would repeat that verdict, a twentieth of a default run's time before it ends.
+        final = evaluate(self.model, self.valid, vocab.bos_id, vocab.eos_id, decode=reason != "solved")
         self.result = TrainResult(self.step, elapsed, final["exact_match"], final["token_acc"], reason)
         if losses:
             row = self._row(losses, tokens / max(elapsed - last_row_time, 1e-9), elapsed, cfg.lr_at(self.step))

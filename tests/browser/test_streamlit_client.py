@@ -1,0 +1,36 @@
+"""The protocol client of the load tests (tests/streamlit_client.py) against the lab's server, no browser: it fails
+when a Streamlit upgrade moves the messages the client reads or sends."""
+
+import asyncio
+import re
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/: the client module
+from streamlit_client import StreamlitSession  # noqa: E402
+
+SEED = 4242  # a run of this test's own: no other test's session joins it
+
+
+async def train_once(url: str) -> tuple[StreamlitSession, float]:
+    async with StreamlitSession(url) as session:
+        await session.open("", timeout_s=90)
+        assert "train" in session.pages, session.pages  # the app's navigation, by url path
+        await session.open("train", timeout_s=90)
+        assert any(text == "Train a Transformer" for text in session.texts.values()), session.texts
+        session.set("train_seed", SEED)
+        clicked = time.perf_counter()
+        await session.click("start_training")
+        await session.wait_for_text("Finished after", timeout_s=120)
+        return session, clicked
+
+
+def test_a_session_without_a_browser_trains_a_run_and_polls_it_to_its_end(lab_server):
+    session, clicked = asyncio.run(train_once(lab_server.url))
+    page = "\n".join(session.texts.values())
+    assert f"seed {SEED}" in page  # the run the click started, with the seed this session set
+    assert re.search(r"Finished after \d+ steps", page)
+    assert sum(t > clicked for t in session.sent_at) >= 2, "the run's live view never polled on its own timer"
+    assert not session.exceptions, session.exceptions
+    assert "Traceback" not in lab_server.log_text()
