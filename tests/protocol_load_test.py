@@ -100,7 +100,9 @@ async def train(session: StreamlitSession, student: Student, at: float) -> None:
     student.errors += session.exceptions
 
 
-async def student_session(url: str, student: Student, scenario: str, ready: asyncio.Barrier, at: list[float]):
+async def student_session(
+    url: str, student: Student, scenario: str, ready: asyncio.Barrier, start_at: asyncio.Future
+) -> None:
     try:
         async with StreamlitSession(url) as session:
             try:
@@ -108,7 +110,7 @@ async def student_session(url: str, student: Student, scenario: str, ready: asyn
             finally:
                 await ready.wait()  # every session on Train (or failed to get there) before anyone clicks
             if student.served:
-                await train(session, student, at[0])
+                await train(session, student, await start_at)
     except (OSError, TimeoutError, KeyError) as err:  # refused, timed out, or a page without its Start
         student.training = student.training or ("failed" if student.served else None)
         student.errors.append(f"{type(err).__name__}: {err}")
@@ -117,11 +119,10 @@ async def student_session(url: str, student: Student, scenario: str, ready: asyn
 async def drive(url: str, n: int, scenario: str) -> tuple[list[Student], float]:
     async with StreamlitSession(url) as teacher:  # the first run imports torch and the package: before class
         await teacher.open("", timeout_s=OPEN_TIMEOUT_S)
-    students, at = [Student(i) for i in range(n)], [0.0]
-    ready = asyncio.Barrier(n + 1)
-    tasks = [asyncio.create_task(student_session(url, s, scenario, ready, at)) for s in students]
+    students, ready, start_at = [Student(i) for i in range(n)], asyncio.Barrier(n + 1), asyncio.Future()
+    tasks = [asyncio.create_task(student_session(url, s, scenario, ready, start_at)) for s in students]
     await ready.wait()
-    at[0] = time.perf_counter() + START_DELAY_S
+    start_at.set_result(time.perf_counter() + START_DELAY_S)  # the same moment on both clocks
     start_wall = time.time() + START_DELAY_S
     await asyncio.gather(*tasks)
     return students, start_wall

@@ -1,5 +1,5 @@
-"""The 30-student load tests (tests/load_test.py, its three scenarios) with their goals as assertions. Slow: run with
-`pytest -m slow`.
+"""The 30-student load tests (tests/load_test.py, its three scenarios in browsers, and tests/protocol_load_test.py,
+two of them with protocol clients) with their goals as assertions. Slow: run with `pytest -m slow`.
 
 The browsers share the server's 2 cores, and 30 Chromium pages want about as much CPU as the server's training:
 whichever has priority leaves the other short. A timing goal is about the server, so (a) runs with the browsers at
@@ -64,5 +64,26 @@ def test_thirty_students_press_start_together(scenario, browser_nice, server_cpu
     else:  # distinct runs: whoever waited was sent their place and saw it
         assert training["sent_queue_place"] >= 30 - MAX_SLOTS, training
         assert training["saw_queue_place"] >= 30 - MAX_SLOTS, training
+    assert summary["peak_rss_mb"] < MAX_RSS_MB, summary["peak_rss_mb"]
+    assert done.returncode == 0, done.stdout[-3000:]
+
+
+@pytest.mark.parametrize("scenario", ["defaults", "seeds"])
+def test_thirty_protocol_clients_press_start_together(scenario):
+    """tests/protocol_load_test.py: 30 sessions without browsers, so the server has its cores to itself."""
+    out = ARTIFACTS / f"protocol_load_test-{scenario}.json"
+    out.unlink(missing_ok=True)
+    command = [sys.executable, "tests/protocol_load_test.py", "--scenario", scenario, "--json", str(out)]
+    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=1200, check=False)
+    assert out.exists(), f"the load test wrote no summary (exit {done.returncode}):\n{done.stderr[-3000:]}"
+    summary = json.loads(out.read_text())
+    training = summary["training"]
+    assert summary["served"] == 30 and summary["errors"] == 0, summary["failures"]
+    outcomes = [training[outcome] for outcome in ("completed", "refused", "lapsed", "failed")]
+    assert outcomes == [30, 0, 0, 0], training
+    if scenario == "defaults":  # one run, joined by everyone: every student but its first is told so
+        assert summary["runs_on_server"]["runs"] == 1 and training["saw_shared_line"] >= 29, summary
+    else:  # distinct runs: every one trained, and whoever waited was sent their place
+        assert summary["runs_on_server"]["runs"] == 30 and training["received_queue_place"] >= 30 - MAX_SLOTS, summary
     assert summary["peak_rss_mb"] < MAX_RSS_MB, summary["peak_rss_mb"]
     assert done.returncode == 0, done.stdout[-3000:]
