@@ -696,6 +696,17 @@ def table(summary: dict) -> str:
     return "\n".join(f"{name:<{width}}  {value}" for name, value in rows)
 
 
+def report(summary: dict, table_text: str, path: Path) -> bool:
+    """Write the summary to `path` as JSON, print it and its table; whether every session was served without
+    error and no run lapsed or failed."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(summary, indent=2))
+    print(json.dumps(summary, indent=2))
+    print(table_text)
+    t = summary["training"]
+    return summary["errors"] == 0 and summary["served"] == summary["sessions"] and t["failed"] == t["lapsed"] == 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sessions", type=int, default=30, help="browser sessions loading the app at once")
@@ -728,12 +739,7 @@ def main(argv: list[str] | None = None) -> int:
     summary = run(
         args.sessions, args.trainers, args.warm_up, args.scenario, args.browser_nice, args.server_cpus, args.board
     )
-    args.json.parent.mkdir(parents=True, exist_ok=True)
-    args.json.write_text(json.dumps(summary, indent=2))
-    print(json.dumps(summary, indent=2))
-    print(table(summary))
-    t = summary["training"]
-    ok = summary["errors"] == 0 and summary["served"] == summary["sessions"] and t["failed"] == t["lapsed"] == 0
+    ok = report(summary, table(summary), args.json)
     ok = ok and (summary["class"] is None or not summary["class"]["board_errors"])
     return 0 if ok else 1
 

@@ -19,7 +19,6 @@ Prints a JSON summary and a short table; exits 1 if any session errored, or a ru
 
 import argparse
 import asyncio
-import json
 import re
 import sys
 import time
@@ -40,6 +39,7 @@ from load_test import (  # noqa: E402
     ServerSampler,
     _spread,
     _triple,
+    report,
     runs_on_server,
 )
 from streamlit_client import StreamlitSession  # noqa: E402
@@ -197,13 +197,7 @@ def main(argv: list[str] | None = None) -> int:
     if not 1 <= args.sessions <= 200:
         parser.error("--sessions must be between 1 and 200")
     summary = run(args.sessions, args.scenario)
-    args.json.parent.mkdir(parents=True, exist_ok=True)
-    args.json.write_text(json.dumps(summary, indent=2))
-    print(json.dumps(summary, indent=2))
-    print(table(summary))
-    t = summary["training"]
-    ok = summary["errors"] == 0 and summary["served"] == summary["sessions"] and t["failed"] == t["lapsed"] == 0
-    return 0 if ok else 1
+    return 0 if report(summary, table(summary), args.json) else 1
 
 
 if __name__ == "__main__":
