@@ -43,6 +43,7 @@ from load_test import (  # noqa: E402
     runs_on_server,
 )
 from streamlit_client import StreamlitSession  # noqa: E402
+from websockets.exceptions import WebSocketException  # noqa: E402
 
 SCENARIOS = ("defaults", "seeds")
 OPEN_TIMEOUT_S = 180.0  # one session's Home and Train, 30 opening at once
@@ -103,17 +104,22 @@ async def train(session: StreamlitSession, student: Student, at: float) -> None:
 async def student_session(
     url: str, student: Student, scenario: str, ready: asyncio.Barrier, start_at: asyncio.Future
 ) -> None:
+    arrived = False  # every session on Train, or failed to get there, before anyone clicks
     try:
         async with StreamlitSession(url) as session:
             try:
                 await open_train(session, student, scenario)
             finally:
-                await ready.wait()  # every session on Train (or failed to get there) before anyone clicks
+                arrived = True
+                await ready.wait()
             if student.served:
                 await train(session, student, await start_at)
-    except (OSError, TimeoutError, KeyError) as err:  # refused, timed out, or a page without its Start
+    except (OSError, TimeoutError, KeyError, WebSocketException) as err:  # refused, dropped, timed out, no Start
         student.training = student.training or ("failed" if student.served else None)
         student.errors.append(f"{type(err).__name__}: {err}")
+    finally:
+        if not arrived:
+            await ready.wait()
 
 
 async def drive(url: str, n: int, scenario: str) -> tuple[list[Student], float]:
