@@ -5,6 +5,7 @@ import asyncio
 import re
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/: the client module
@@ -27,7 +28,8 @@ async def train_once(url: str) -> tuple[StreamlitSession, float]:
 
 
 def test_a_session_without_a_browser_trains_a_run_and_polls_it_to_its_end(lab_server):
-    session, clicked = asyncio.run(train_once(lab_server.url))
+    with ThreadPoolExecutor(1) as thread:  # a loop of its own: Playwright's sync API keeps one running on this thread
+        session, clicked = thread.submit(asyncio.run, train_once(lab_server.url)).result()
     page = "\n".join(session.texts.values())
     assert f"seed {SEED}" in page  # the run the click started, with the seed this session set
     assert re.search(r"Finished after \d+ steps", page)
