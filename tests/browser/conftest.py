@@ -45,6 +45,10 @@ PAGES = {
     "teacher": "teacher",
     "checkpoints": "checkpoints",
 }
+# Playwright's retrying assertions (`expect`) wait this long, not its default 5 s: Streamlit shows a skeleton in
+# place of an element while it mounts the element's component, and on a 2-core machine that also runs the server,
+# a training worker and three browser contexts, that has outlasted 5 s.
+EXPECT_TIMEOUT_MS = 20_000
 IDLE = "[data-testid='stApp'][data-test-script-state='notRunning']"
 EXCEPTION = "[data-testid='stException']"
 ERROR_TEXTS = ("Traceback", "This app has encountered an error")
@@ -80,8 +84,10 @@ class LabServer:
         self.start()
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, exc_type, *exc) -> None:
         self.stop()
+        if exc_type is not None:  # a failing test's report then shows what the server did (runs, their ends)
+            print(f"server log ({self.log_path.name}), last lines:\n{self.log_tail()}")
 
     def start(self) -> None:
         """Start the server and wait until /_stcore/health answers ok; RuntimeError with the log if it doesn't."""
@@ -208,8 +214,9 @@ def lab_server() -> Iterator[LabServer]:
 def browser():
     if not CHROMIUM.exists():  # in CI a skip would pass a run in which no browser test ran
         (pytest.fail if IN_CI else pytest.skip)(NO_CHROMIUM)
-    from playwright.sync_api import sync_playwright
+    from playwright.sync_api import expect, sync_playwright
 
+    expect.set_options(timeout=EXPECT_TIMEOUT_MS)
     with sync_playwright() as playwright:
         chromium = playwright.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS)
         yield chromium
