@@ -3,14 +3,15 @@
 Each session opens Home, then Train, as a student's browser does, and every one presses Start in the same tenth of
 a second: in the `defaults` scenario all with the Train page's defaults (one run, joined by everyone), in the
 `seeds` scenario each with a seed of its own (N distinct runs, most of them queued). A session then polls its run
-on the page's own fragment timers, as the browser does, until the run's outcome. The server's cores are the
-server's alone: the students' laptops draw their pages, not the server, and 30 Chromium pages on the server's
-cores (tests/load_test.py) take them from it. What a client receives is what a browser receives before drawing it.
+on the page's own fragment timers, as the browser does, until the run's outcome. In a class the students' laptops
+draw their pages, not the server: 30 Chromium pages on the server's cores (tests/load_test.py) take most of them,
+where these 30 clients take a second or two of CPU in all (printed: the clients' CPU). What a client receives is what a
+browser receives before drawing it.
 
 Reports sessions served without error; runs finished, refused, lapsed or failed; from Start to each session's
 first message with its queue place, its run training and its run finished, p50 / p95 / max; from Start to each
 run's queueing, start and end in the server's log; the longest a session asked the server nothing; peak server
-RSS (with its training workers) and CPU.
+RSS (with its training workers) and CPU, and the clients' own CPU.
 
     python tests/protocol_load_test.py [--sessions 30] [--scenario defaults|seeds] [--json FILE]
 
@@ -141,7 +142,9 @@ def run(n_sessions: int = 30, scenario: str = "seeds") -> dict:
         LabServer(ARTIFACTS / "server-protocol-load-test.log") as server,
         ServerSampler(server.pid, server.url) as sampler,
     ):
+        clients_began = time.process_time()  # this process runs the clients; the server is a child process
         students, start_wall = asyncio.run(drive(server.url, n_sessions, scenario))
+        clients_cpu_s = time.process_time() - clients_began
         server.check_alive()
         server_cpu_s = sampler.cpu_s()
         tracebacks = server.log_text().count("Traceback")
@@ -167,6 +170,7 @@ def run(n_sessions: int = 30, scenario: str = "seeds") -> dict:
         },
         "peak_rss_mb": round(sampler.peak_bytes / 2**20, 1),
         "server_cpu_s": round(server_cpu_s, 1),
+        "clients_cpu_s": round(clients_cpu_s, 1),
         "total_s": round(time.perf_counter() - started, 1),
         "failures": [asdict(s) for s in students if s.errors],
     }
@@ -189,6 +193,7 @@ def table(summary: dict) -> str:
         ("longest a session asked nothing", _triple(t["longest_quiet_s"])),
         ("peak server RSS, workers included", f"{summary['peak_rss_mb']:.0f} MB"),
         ("server CPU, workers included", f"{summary['server_cpu_s']} s of {summary['total_s']} s"),
+        ("the clients' CPU, on the same cores", f"{summary['clients_cpu_s']} s"),
     ]
     width = max(len(name) for name, _ in rows)
     return "\n".join(f"{name:<{width}}  {value}" for name, value in rows)

@@ -155,7 +155,7 @@ def test_stop_ends_a_live_rerun_and_keeps_what_it_trained(monkeypatch):
     at = open_compare(experiment="heads")
     at.button(key="compare_run").click().run()
     job = at.session_state["compare_job"]
-    assert not job.done
+    assert not job.done and job.chain.runs[0].wait_until_moving(10)  # it has trained a step: something to keep
     at.button(key="compare_stop").click().run()
     assert not at.exception and job.done and len(job.chain.runs) == 1
     assert job.chain.runs[0].wait_until_done(10) and at.button(key="compare_run").disabled is False

@@ -159,7 +159,7 @@ def one_step(**settings) -> tuple[Trainer, Transformer, Batch]:
 @pytest.mark.parametrize("clip", [0.0, 0.01])
 def test_gradients_are_clipped_to_the_max_norm(clip):
     trainer, _, _ = one_step(clip_grad=clip)
-    norm = torch.linalg.vector_norm(torch.stack([p.grad.norm() for p in trainer.parameters]))
+    norm = torch.linalg.vector_norm(torch.stack([p.grad.norm() for p in trainer.network.parameters()]))
     assert norm <= 0.01 * (1 + 1e-4) if clip else norm > 0.1  # the gradient of a fresh model is far above 0.01
 
 

@@ -17,7 +17,7 @@ from .device import pick_device
 from .dynamics import Dynamics
 from .limits import DECODE_ROWS, MAX_BATCH
 from .model import ModelConfig, Transformer, dropout_rng
-from .optimizer import Adam
+from .optimizer import Adam, gradients_into_one_tensor, into_one_tensor
 from .recurrent import build_model
 from .tasks import MAX_SEED, Batch, DataConfig, TaskData
 
@@ -175,16 +175,17 @@ class WeightAverage:
     the steps.
     """
 
-    def __init__(self, network: Transformer, decay: float):
+    def __init__(self, network: Transformer, weights: torch.Tensor, decay: float):
+        """weights: the network's parameters in one tensor (`into_one_tensor`)."""
         self.model = copy.deepcopy(network).eval()  # never trained itself: no dropout, no gradients
         self.model.requires_grad_(False)
         self.decay = decay
-        self._averages, self._weights = list(self.model.parameters()), list(network.parameters())
+        self._average, self._weights = into_one_tensor(list(self.model.parameters())), weights
 
     @torch.no_grad()
     def update(self, step: int) -> None:
         """Fold in the network's weights after optimizer step `step` (1-based)."""
-        torch._foreach_lerp_(self._averages, self._weights, 1 - min(self.decay, (1 + step) / (10 + step)))
+        self._average.lerp_(self._weights, 1 - min(self.decay, (1 + step) / (10 + step)))
 
 
 class Trainer:
@@ -209,13 +210,16 @@ class Trainer:
         # The run's own random generators (starting weights, dropout masks; the data has its own in TaskData), so
         # that runs training side by side in one process are each what their seed makes them alone.
         self.network = build_model(model_config, rng=torch.Generator().manual_seed(train_config.seed)).to(self.device)
+        parameters = list(self.network.parameters())
+        self.weights = into_one_tensor(parameters)  # the network's weights, and their gradients in `weights.grad`
+        gradients_into_one_tensor(parameters, self.weights)
         self.dropout_rng = torch.Generator(device=self.device).manual_seed(train_config.seed)
-        self.average = WeightAverage(self.network, train_config.ema_decay) if train_config.ema_decay else None
+        decay = train_config.ema_decay
+        self.average = WeightAverage(self.network, self.weights, decay) if decay else None
         self.model = self.network if self.average is None else self.average.model
         self.valid = self.data.valid.to(self.device)
         self.probe = _slice(self.valid, 0, train_config.eval_size)
-        self.parameters = list(self.network.parameters())
-        self.optimizer = Adam(self.parameters, betas=(0.9, 0.98), eps=1e-9)
+        self.optimizer = Adam([self.weights], betas=(0.9, 0.98), eps=1e-9)
         self.history: list[MetricRow] = []
         self.step_losses: list[float] = []  # the training loss of every step
         self.attention_snapshots: list[dict] = []  # {"step": int, "maps": AttentionMaps} when record_attention
@@ -302,12 +306,12 @@ class Trainer:
                 f"the loss became {value} at step {self.step}: lower the learning rate (now {cfg.lr:g}), "
                 "use more warm-up, or turn gradient clipping on"
             )
-        self.optimizer.zero_grad()
+        self.weights.grad.zero_()
         loss.backward()
         if self.step % cfg.eval_every == 0 or self.step == cfg.steps:  # a metric row's step: before clipping
             self.dynamics.read_gradients(self.step)
         if cfg.clip_grad:
-            torch.nn.utils.clip_grad_norm_(self.parameters, cfg.clip_grad, foreach=True)
+            torch.nn.utils.clip_grad_norm_([self.weights], cfg.clip_grad)
         self.optimizer.step(lr)
         if self.average is not None:
             self.average.update(self.step)
@@ -333,6 +337,11 @@ class Trainer:
             if on_row is not None:
                 on_row(row)
         return self.result
+
+    def kept_weights(self) -> dict[str, torch.Tensor]:
+        """The kept model's state dict, each tensor a copy that owns its memory (the model's own are views of one
+        tensor, and pickling a view writes its whole storage)."""
+        return {name: t.clone() for name, t in self.model.state_dict().items()}
 
     @torch.no_grad()
     def _eval_logits(self, batch: Batch) -> torch.Tensor:

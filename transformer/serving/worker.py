@@ -113,8 +113,8 @@ def train(
         trainer = gate.trainer = Trainer(model_config, data_config, train_config)
         for row in trainer.train(gate):
             gate.report()  # the losses up to the row first
-            gate.send(("row", row, trainer.model.state_dict(), trainer.dynamics.records[-1]))
-        result, weights = trainer.result, trainer.model.state_dict()
+            gate.send(("row", row, trainer.kept_weights(), trainer.dynamics.records[-1]))
+        result, weights = trainer.result, trainer.kept_weights()
     except (EOFError, OSError):
         raise  # the server has gone
     except Exception as err:  # a message for the student, never a traceback
