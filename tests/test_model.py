@@ -16,6 +16,7 @@ from transformer.model import (
     fused_is_faster,
     scaled_dot_product_attention,
     sinusoidal_table,
+    softmax,
 )
 
 D, H, FF = 32, 4, 64
@@ -142,12 +143,28 @@ def test_the_fused_kernel_runs_except_for_big_batches_of_short_sequences_on_a_cp
         return q, torch.zeros(batch, H, keys, 8)
 
     assert not fused_is_faster(*qk(128, 11, grad=True))  # a training batch of the default task
+    assert not fused_is_faster(*qk(64, 9, grad=True))  # a batch of the Train page's default run: 9 keys, d_k 8
+    assert fused_is_faster(*qk(64, 7, grad=True))  # 7 keys: the kernel is faster again
     assert fused_is_faster(*qk(128, 11, grad=False))  # the same batch at inference
     assert fused_is_faster(*qk(128, 33, grad=True))  # longer sequences
     assert fused_is_faster(*qk(8, 11, grad=True))  # a small batch: 8 * 4 * 11 * 11 scores
     assert not fused_is_faster(*qk(1000, 17, grad=False, queries=1))  # a step of batched greedy decoding
     assert fused_is_faster(*qk(1, 17, grad=False, queries=1))  # a step of decoding one sequence
     assert fused_is_faster(*qk(1000, 33, grad=False, queries=1))  # longer sequences
+
+
+@pytest.mark.parametrize("keys", [3, 9, 15, 16, 40])
+def test_softmax_written_out_or_not_is_torchs_softmax_and_its_gradient(keys):
+    """Below 16 keys it is computed as exp(s - max) / sum, above by PyTorch's kernel: the same values and gradients to
+    float32 rounding, masked (-inf) scores included, and large scores do not overflow."""
+    scores = (torch.randn(64, 4, 9, keys) * 30).masked_fill(torch.rand(64, 1, 9, keys) < 0.3, float("-inf"))
+    scores[..., 0] = 100.0  # every row keeps a key, and exp(100) alone would overflow float32
+    ours, theirs = (scores.clone().requires_grad_() for _ in range(2))
+    torch.testing.assert_close(softmax(ours), theirs.softmax(-1), **TOL)
+    grad = torch.randn(scores.shape)
+    softmax(ours).backward(grad)
+    theirs.softmax(-1).backward(grad)
+    torch.testing.assert_close(ours.grad, theirs.grad, **TOL)
 
 
 @pytest.mark.parametrize("masked", [None, "causal", "padding", "no key"])
