@@ -205,7 +205,9 @@ class ClassStore:
         or the class holds MAX_STUDENTS."""
         name = check_text(name, "A name", MAX_NAME_CHARS)
         browser = check_text(browser, "A browser id", MAX_BROWSER_CHARS)
-        for _ in range(ATTEMPTS):
+        # A collision on the position means another student took it: at most MAX_STUDENTS can before the class is
+        # full, so a class joining at once never sees "busy" (ATTEMPTS more for a name or browser taken meanwhile).
+        for _ in range(MAX_STUDENTS + ATTEMPTS):
             if found := self.student(code, browser):
                 return found
             try:
