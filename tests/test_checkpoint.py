@@ -367,6 +367,18 @@ def huge_embeddings(content):
     content["state_dict"]["embed.lut.weight"] *= 1e30  # finite, but attention scores overflow to NaN
 
 
+RARE = VOCAB.symbol_id(9)  # a symbol the task's longest input, 0 1 ... 7, never reads
+
+
+def huge_rare_symbol(content):
+    content["state_dict"]["embed.lut.weight"][RARE] *= 1e30  # finite, but attention overflows wherever 9 is read
+
+
+def huge_rare_symbol_in_a_narrow_model(content):
+    content["model_config"]["max_len"] = TASK.max_len + 1  # reads 8 symbols at most: the probe takes two rows
+    huge_rare_symbol(content)
+
+
 BIG = {"d_model": 128, "n_heads": 4, "d_ff": 512, "n_layers": 3}  # about 1.2 million weights
 
 
@@ -412,7 +424,30 @@ HOSTILE_FILES = {  # name -> (make the file, what the refusal says)
     ),
     "a transposed view": (lambda: tampered(transposed), "out_proj.weight does not own exactly its bytes"),
     "finite weights, NaN outputs": (lambda: tampered(huge_embeddings), "outputs are NaN or infinite on a probe batch"),
+    "finite weights, NaN outputs on one symbol": (
+        lambda: tampered(huge_rare_symbol),
+        "outputs are NaN or infinite on a probe batch",
+    ),
+    "finite weights, NaN outputs on one symbol, a model shorter than the symbols": (
+        lambda: tampered(huge_rare_symbol_in_a_narrow_model),
+        "outputs are NaN or infinite on a probe batch",
+    ),
 }
+
+
+def test_a_huge_symbol_makes_the_outputs_nan_only_where_it_is_read():
+    content = payload()
+    huge_rare_symbol(content)
+    model = make_model().eval()
+    model.load_state_dict(content["state_dict"])
+    longest = torch.arange(TASK.max_len)[None] + VOCAB.symbol_id(0)  # (1, 8): 0 1 ... 7
+    with_rare = longest.clone()
+    with_rare[0, -1] = RARE
+    bos = torch.full((1, 1), VOCAB.bos_id)
+    with torch.no_grad():
+        assert torch.isfinite(model(longest, torch.cat([bos, longest], dim=1))).all()
+        assert not torch.isfinite(model(with_rare, torch.cat([bos, longest], dim=1))).all()  # as a source token
+        assert not torch.isfinite(model(longest, torch.cat([bos, with_rare], dim=1))).all()  # as a target token
 
 
 @pytest.mark.parametrize("case", HOSTILE_FILES)

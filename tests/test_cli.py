@@ -205,13 +205,33 @@ def test_out_is_checked_without_leaving_folders_behind(tmp_path, capsys):
     assert status == 2 and "MB limit" in err and not (tmp_path / "new").exists()
 
 
-@pytest.mark.parametrize("command", [["evaluate"], ["evaluate", "--lengths", "2-3"], ["predict", "1 2 3"]])
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["evaluate"],
+        ["evaluate", "--lengths", "2-3"],
+        ["predict", "1 2 3"],
+        ["patch", "--clean", "1 2 3", "--corrupt", "1 2 4"],
+    ],
+)
 def test_a_model_whose_outputs_are_not_finite_is_one_clear_line_not_nan(trained, capsys, monkeypatch, command):
     checkpoint = load_checkpoint(trained[2])
     with torch.no_grad():
         checkpoint.model.embed.lut.weight.mul_(1e38)  # every weight finite, every output NaN
     monkeypatch.setattr(cli_module, "load_checkpoint", lambda path: checkpoint)  # whatever loading checks
     status, out, err = run(capsys, command[0], str(trained[2]), *command[1:])
+    assert status == 2 and out == "" and err.count("\n") == 1 and "outputs are not finite" in err
+
+
+def test_patch_prints_no_nan_when_only_the_corrupted_run_overflows(trained, capsys, monkeypatch):
+    checkpoint = load_checkpoint(trained[2])
+    vocab, model = checkpoint.vocab, checkpoint.model
+    clean = torch.tensor([[vocab.symbol_id(s) for s in (1, 2, 3)]])  # (1, 3), and its answer: the same
+    with torch.no_grad():
+        model.embed.lut.weight[vocab.symbol_id(4)].mul_(1e38)  # NaN wherever 4 is read
+        assert torch.isfinite(model(clean, torch.cat([torch.tensor([[vocab.bos_id]]), clean], dim=1))).all()
+    monkeypatch.setattr(cli_module, "load_checkpoint", lambda path: checkpoint)  # the loader's probe reads 4
+    status, out, err = run(capsys, "patch", str(trained[2]), "--clean", "1 2 3", "--corrupt", "1 2 4")
     assert status == 2 and out == "" and err.count("\n") == 1 and "outputs are not finite" in err
 
 

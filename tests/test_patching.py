@@ -2,13 +2,16 @@
 
 import json
 import math
+from pathlib import Path
 
 import pytest
 import torch
 
+import transformer.patching as patching
+from transformer.checkpoint import load_checkpoint
 from transformer.inspection import attention_module
 from transformer.knockout import Head, all_heads
-from transformer.limits import MAX_PATCH_RUNS
+from transformer.limits import MAX_LAYERS, MAX_PATCH_RUNS, TRAIN_FORM_LIMITS, check_probe_cost
 from transformer.model import ModelConfig, Transformer
 from transformer.patching import (
     StreamSite,
@@ -19,8 +22,10 @@ from transformer.patching import (
     patching_grid,
     stream_sites,
 )
+from transformer.tasks import get_task
 from transformer.vocab import Vocab
 
+ROOT = Path(__file__).resolve().parents[1]
 VOCAB = Vocab.digits(10)
 
 
@@ -128,6 +133,35 @@ def test_a_grid_past_the_bound_is_refused_before_it_runs():
     with pytest.raises(ValueError, match="runs, more than"):
         check_patching_cost(long_model, length, length + 1)
     check_patching_cost(long_model, 10, 11)
+
+
+def test_a_deep_models_grid_is_refused_before_it_runs(monkeypatch):
+    config = ModelConfig(vocab_size=len(VOCAB), d_model=8, n_heads=1, n_layers=MAX_LAYERS, d_ff=8)
+    deep_model = Transformer(config, rng=torch.Generator().manual_seed(0))
+    assert 2 + len(all_heads(deep_model)) + len(stream_sites(deep_model, 1, 2)) < MAX_PATCH_RUNS
+    check_probe_cost(config, 1, 1, passes=MAX_PATCH_RUNS)  # few runs of few multiply-adds: only its depth is costly
+
+    def never(model):
+        raise AssertionError("the grid ran")
+
+    monkeypatch.setattr(patching, "twin", never)
+    with pytest.raises(ValueError, match=r"64 encoder and 64 decoder layers, \d+x the work one request may do"):
+        patching_grid(deep_model, VOCAB, "reverse", "1", "2")  # the shortest input there is
+
+
+@pytest.mark.parametrize("path", sorted((ROOT / "checkpoints").glob("*.pt")), ids=lambda path: path.stem)
+def test_the_shipped_models_patch_their_tasks_longest_inputs(path):
+    checkpoint = load_checkpoint(path)
+    task, n = checkpoint.task, checkpoint.vocab.n_symbols
+    answer = get_task(task.task).fn([i % n for i in range(task.max_len)], n)
+    check_patching_cost(checkpoint.model, task.max_len, len(answer) + 1)
+
+
+def test_the_train_forms_largest_model_patches_its_longest_inputs():
+    sizes = {name: TRAIN_FORM_LIMITS[name][1] for name in ("d_model", "n_heads", "n_layers", "d_ff")}
+    model = Transformer(ModelConfig(vocab_size=len(VOCAB), **sizes), rng=torch.Generator().manual_seed(0))
+    longest = TRAIN_FORM_LIMITS["max_len"][1]
+    check_patching_cost(model, longest, longest + 1)
 
 
 def test_the_command_line_prints_the_grid_as_json(tmp_path, capsys, model):

@@ -388,13 +388,16 @@ def _check_weights(model: Transformer, state_dict: dict[str, torch.Tensor]) -> N
 
 
 def _check_outputs(model: Transformer, task: DataConfig) -> None:
-    """ValueError unless the model's logits on a probe batch (the task's longest input, every symbol in turn, and
-    its shortest input, padded) are finite: finite weights can still overflow (huge embeddings)."""
-    longest = [N_SPECIAL + i % task.n_symbols for i in range(task.max_len)]
-    shortest = longest[: task.min_len] + [Vocab.pad_id] * (task.max_len - task.min_len)
-    src = torch.tensor([longest, shortest])  # (2, S)
-    tgt = torch.cat([torch.full((2, 1), Vocab.bos_id), src], dim=1)  # (2, S + 1): BOS + target
+    """ValueError unless the model's logits on a probe batch are finite: finite weights can still overflow (huge
+    embeddings). The batch reads every symbol and every position, as source and as teacher-forced target: rows as
+    long as the model reads running through the symbols in turn (as many as it takes to read each once), then the
+    task's shortest input, padded."""
+    width, n = model.config.longest_sequence, task.n_symbols
+    rows = [[N_SPECIAL + (start + i) % n for i in range(width)] for start in range(0, n, width)]
+    shortest = rows[0][: task.min_len] + [Vocab.pad_id] * (width - task.min_len)
+    src = torch.tensor([*rows, shortest])  # (R, S)
+    tgt = torch.cat([torch.full((len(src), 1), Vocab.bos_id), src], dim=1)  # (R, S + 1): BOS + target
     with torch.no_grad():
-        logits = model(src, tgt)  # (2, S + 1, V)
+        logits = model(src, tgt)  # (R, S + 1, V)
     if not torch.isfinite(logits).all():
         raise ValueError("the model's outputs are NaN or infinite on a probe batch, though its weights are finite")

@@ -447,7 +447,7 @@ def patch_command(args: argparse.Namespace) -> None:
     at each layer and position bring back into the corrupted run (see transformer.patching)."""
     checkpoint = load_checkpoint(args.checkpoint)
     grid = patching.patching_grid(checkpoint.model, checkpoint.vocab, checkpoint.task.task, args.clean, args.corrupt)
-    print(json.dumps(patching.grid_dict(grid)))
+    print(json.dumps(patching.grid_dict(grid), allow_nan=False))  # strict JSON: NaN is refused, not printed
 
 
 def bench_command(args: argparse.Namespace) -> None:

@@ -91,8 +91,7 @@ MAX_DECODE_STEPS = 1000  # the step a Decoding link opens: more than any model h
 # Multiply-adds one probing request may cost: about 3 s of CPU on one core of a loaded 2-core machine
 # (`python tests/probe_bench.py`, see docs/security.md).
 MAX_PROBE_COST = 10_000_000_000
-# Forward passes one activation-patching grid may run (one per patch site, and the clean and corrupted runs): each
-# pass costs a few milliseconds of hooks and Python whatever the model's size, which MAX_PROBE_COST does not count.
+# Forward passes one activation-patching grid may run (one per patch site, and the clean and corrupted runs).
 MAX_PATCH_RUNS = 1000
 # What scoring held-out sequences costs beyond its multiply-adds (`evaluation_cost`), in multiply-add equivalents,
 # fitted to one-thread CPU times of 138 models and samples (d_model 8-256, 1-16 heads, 1-4 layers, lengths 4-48,
@@ -107,6 +106,14 @@ DECODE_ROWS = 250  # sequences one pass of `training.evaluate` (teacher-forced, 
 # scores fewer held-out sequences; a grid that costs more even on MIN_GRID_SAMPLE of them is refused.
 MAX_GRID_COST = 60_000_000_000
 MIN_GRID_SAMPLE = 10
+# What each pass of an activation-patching grid costs beyond its multiply-adds (`patching_cost`), in the multiply-add
+# equivalents of `evaluation_cost` (about 43 billion a second), fitted to one-thread CPU times (`time.process_time`)
+# of 42 grids (d_model 8-256, 1-16 heads, 1-64 layers, inputs of 1-60 symbols, 12-963 passes) on the lab's 2-core
+# machine, 2026-11-27: the estimate is within 0.64x-1.26x of the time. A grid is bounded by MAX_GRID_COST, as a
+# Knockout grid is: the costliest allowed took 1.4-2.1 s of CPU (`python tests/patching_bench.py`).
+PATCH_RUN_COST = 8_000_000  # each pass: its hook, the answer's log-probability, the embeddings and the generator
+PATCH_LAYER_COST = 6_000_000  # each encoder and decoder layer pair it runs through: a few dozen small tensor ops
+PATCH_WEIGHT_COST = 10  # and each weight of that pair: a pass over a few tokens reads weights more than it multiplies
 
 # ---- links
 MAX_PARAM_CHARS = 200  # a longer value in a link is refused, not cut
@@ -162,6 +169,15 @@ def check_probe_cost(config: _Sizes, n_sequences: int, length: int, passes: int 
             f"this request would cost about {cost / 1e9:,.0f} billion multiply-adds, {factor}x the "
             f"{MAX_PROBE_COST / 1e9:,.0f} billion one request may do on this shared server: ask for less"
         )
+
+
+def patching_cost(config: _Sizes, runs: int, length: int) -> int:
+    """Multiply-add equivalents of an activation-patching grid of `runs` teacher-forced passes over one source of
+    `length` tokens: each pass's multiply-adds, its fixed cost, and per layer a fixed cost and its weights'."""
+    d = config.d_model
+    layer_weights = 12 * d * d + 4 * d * config.d_ff  # one encoder and one decoder layer: attention and FFN
+    per_layer = PATCH_LAYER_COST + PATCH_WEIGHT_COST * layer_weights
+    return runs * (forward_cost(config, 1, length) + PATCH_RUN_COST + config.n_layers * per_layer)
 
 
 def train_activation_bytes(config: _Sizes, batch_size: int, length: int) -> int:

@@ -27,8 +27,8 @@ import torch
 
 from .inspection import attention_module, twin
 from .knockout import Head, all_heads
-from .limits import MAX_PATCH_RUNS, check_probe_cost
-from .model import Transformer
+from .limits import MAX_GRID_COST, MAX_PATCH_RUNS, check_probe_cost, patching_cost
+from .model import Transformer, check_finite
 from .tasks import get_task
 from .vocab import Vocab
 
@@ -132,8 +132,9 @@ def _run_patched(
 
 
 def answer_log_probability(logits: torch.Tensor, answer: torch.Tensor) -> float:
-    """The log-probability, teacher-forced, of the whole `answer` (1, T) under `logits` (1, T, V)."""
-    return logits.log_softmax(dim=-1).gather(-1, answer[..., None]).sum().item()
+    """The log-probability, teacher-forced, of the whole `answer` (1, T) under `logits` (1, T, V).
+    NonFiniteOutputError if the logits are not finite."""
+    return check_finite(logits).log_softmax(dim=-1).gather(-1, answer[..., None]).sum().item()
 
 
 # ------------------------------------------------------------------------------------------------ the grid
@@ -187,8 +188,17 @@ def stream_sites(model: Transformer, src_len: int, tgt_len: int) -> list[StreamS
 
 
 def check_patching_cost(model: Transformer, src_len: int, tgt_len: int) -> None:
-    """ValueError when one grid would run more than MAX_PATCH_RUNS passes or cost more than one probe may."""
+    """ValueError when one grid would cost more than a Knockout grid may (MAX_GRID_COST: `patching_cost` counts each
+    pass's layers), run more than MAX_PATCH_RUNS passes, or cost more multiply-adds than one probe may."""
     runs = 2 + len(all_heads(model)) + len(stream_sites(model, src_len, tgt_len))
+    cost = patching_cost(model.config, runs, src_len)
+    if cost > MAX_GRID_COST:
+        n = model.config.n_layers
+        raise ValueError(
+            f"patching every site of this model on {src_len} symbols takes {runs:,} runs through its {n} encoder "
+            f"and {n} decoder layers, {math.ceil(cost / MAX_GRID_COST)}x the work one request may do: use a shorter "
+            "input, or a model with fewer layers"
+        )
     if runs > MAX_PATCH_RUNS:
         raise ValueError(
             f"patching every site of this model on {src_len} symbols takes {runs:,} runs, more than the "
@@ -200,7 +210,8 @@ def check_patching_cost(model: Transformer, src_len: int, tgt_len: int) -> None:
 def patching_grid(model: Transformer, vocab: Vocab, task: str, clean: str, corrupted: str) -> PatchingGrid:
     """Patch each head's output and the residual stream at each layer and position, one site at a time, from the
     `clean` input (space-separated symbols) into the `corrupted` one. ValueError for inputs the model cannot read,
-    of different lengths, equal, or past the work one request may do."""
+    of different lengths, equal, or past the work one request may do; NonFiniteOutputError (a ValueError) if the
+    model's outputs are not finite."""
     clean_ids, corrupted_ids = pair_ids(vocab, clean, corrupted, model.config.longest_sequence)
     symbols = [vocab.symbol_index(i) for i in clean_ids]
     target = [vocab.symbol_id(s) for s in get_task(task).fn(symbols, vocab.n_symbols)]
