@@ -2,13 +2,17 @@
 
 import io
 import math
+import re
+import statistics
 from datetime import datetime
 
 import pandas as pd
 import pytest
+from hypothesis import example, given
+from hypothesis import strategies as st
 
 from transformer.classroom import Assignment, ClassInfo, Group, Prediction, RunState, Snapshot, Student, board
-from transformer.classroom.board import PREDICTION_COLUMNS, RESULT_COLUMNS, STALL_ROWS
+from transformer.classroom.board import FORMULA_START, PREDICTION_COLUMNS, RESULT_COLUMNS, SEPARATORS, STALL_ROWS
 from transformer.classroom.outcomes import Outcome, measured
 from transformer.classroom.questions import QUESTIONS, compared, right_choices, solved_sooner
 from transformer.training import METRIC_COLUMNS
@@ -48,6 +52,25 @@ def test_states_and_results_read_as_words():
     assert board.result_text(RunState("failed", error="The loss became NaN")) == "The loss became NaN"
 
 
+def test_a_lost_run_says_where_it_was_lost_is_flagged_and_counts_for_no_outcome():
+    rows = tuple({"step": 10 * i, "train_loss": 3.0 - 0.01 * i} for i in range(1, 27))
+    lost = RunState("lost", 261, None, rows)  # not through `bounded`: the store may not know "lost" yet
+    assert board.state_text(lost) == "lost at step 261"
+    assert board.result_text(lost) == "lost at step 261: the server restarted or lost it; press Start again"
+    assert measured(lost) is None
+    snapshot = class_of([lost, finished(300, True), None])
+    assert board.flags(snapshot).values.tolist() == [
+        ["S0", "run lost: ask them to press Start again"],
+        ["S2", "has not started"],
+    ]
+    assert board.outcome_table(snapshot)["group"].tolist() == ["no PE"]
+    assert board.difference_sentence(snapshot).startswith("solved: 0 of 0 (PE) against 1 of 1 (no PE)")
+    assert board.student_rows(snapshot)["state"].tolist() == ["lost at step 261", "finished", "not started"]
+    assert board.results_frame(snapshot)["state"].tolist()[0] == "lost at step 261"
+    pe = board.group_curves(snapshot)["PE"]  # its curve ends at its last row, as a run still training would
+    assert pe.members[1].tolist() == [r["train_loss"] for r in rows]
+
+
 def test_a_run_stopped_by_its_student_or_failed_has_no_measured_outcome():
     assert measured(finished(450, True)) == Outcome(True, 450, 1.0, 1.0)
     stopped = RunState("stopped", 40, None, ({"step": 40, "train_loss": 1.0},), {"steps": 40, "reason": "stopped"})
@@ -68,11 +91,26 @@ def test_a_groups_median_curve_holds_finished_runs_and_drops_runs_still_training
     done = RunState("finished", 50, None, ({"step": 25, "train_loss": 2.0}, {"step": 50, "train_loss": 0.5}))
     longer = finished(75, False, losses=(3.0, 2.0, 1.0))
     curves = board.group_curves(class_of([longer, None, training, None, done], assignment=PE))
-    pe = curves["PE"]
-    assert list(pe.index) == [25, 50, 75] and list(pe.columns) == ["S0", "S2", "S4", "median"]
-    assert pe["median"].tolist() == [3.0, 2.0, 0.75]  # at 75: S0 1.0, S4 held at 0.5; S2 not there yet
-    assert math.isnan(pe.loc[75, "S2"])
-    assert curves["no PE"].empty
+    pe = curves["PE"]  # students S0, S2, S4 have ids 1, 3, 5
+    assert list(pe.members.index) == list(pe.median.index) == [25, 50, 75] and list(pe.members.columns) == [1, 3, 5]
+    assert pe.median.tolist() == [3.0, 2.0, 0.75]  # at 75: S0 1.0, S4 held at 0.5; S2 not there yet
+    assert math.isnan(pe.members.loc[75, 3])
+    assert curves["no PE"].members.empty and curves["no PE"].median.empty
+
+
+def test_every_members_curve_stays_its_own_whatever_the_names():
+    # "" is a hidden name (the board once labelled it "student 1"); the others read like labels, or repeat
+    names = ["", "student 1", "median", "Median", "ada", "ada", "no rows", "not started"]
+    losses = [(4.0, 1.0), (5.0, 2.0), (9.0, 9.0), (1.0, 0.5), (2.0, 0.2), (3.0, 0.3)]
+    runs = [finished(100, True, losses=pair) for pair in losses] + [RunState("training", 0), None]
+    info = ClassInfo("amber-otter-7351", "Period 3", WHEN, WHEN, None, None)
+    students = tuple(Student(10 + i, name, i, None, i) for i, name in enumerate(names))
+    snapshot = Snapshot(info, students, {s.id: run for s, run in zip(students, runs) if run is not None})
+    curves = board.group_curves(snapshot)[None]
+    assert list(curves.members.columns) == [10, 11, 12, 13, 14, 15]  # one per student with rows, by id
+    for student_id, pair in zip(curves.members.columns, losses):
+        assert curves.members[student_id].tolist() == list(pair)
+    assert curves.median.tolist() == [statistics.median(pair[i] for pair in losses) for i in (0, 1)]
 
 
 def test_the_difference_sentence_gives_counts_and_the_spread_of_steps_to_solve():
@@ -180,3 +218,43 @@ def test_the_csv_frames_have_their_columns_and_are_safe_in_a_spreadsheet():
     assert len(board.metrics_frame(snapshot)) == 2
     back = pd.read_csv(io.StringIO(results.to_csv(index=False)))
     assert back["name"].tolist() == ["'=HYPERLINK(1)", "S1"]
+
+
+def cells(csv: str) -> list[str]:
+    """Every cell a spreadsheet might see in `csv`, whatever it splits on (each separator and the line breaks),
+    without the spaces and double quotes it might trim."""
+    return [cell.lstrip(' "') for separator in SEPARATORS for cell in re.split(f"[{re.escape(separator)}\r\n]", csv)]
+
+
+HOSTILE = ["x;=1+1", "a,-2", "b\t@c", "c|+d", "=HYPERLINK(1)", 'q, "=cmd', "\t=x", "e\n-1", "f\r+1", "ok"]
+
+
+def test_no_cell_of_any_csv_export_starts_a_formula_however_a_spreadsheet_splits_it():
+    groups = (Group("x;=1+1|PE", "sinusoidal"), Group("@no PE", "none"))
+    assignment = Assignment({"task": "reverse"}, frozenset(), "positional", groups)
+    runs = [finished(300, True), RunState("failed", 40, error="oops;=cmd|+x, -y")] * (len(HOSTILE) // 2)
+    snapshot = class_of(runs, assignment=assignment, question="positional-none")
+    students = tuple(Student(s.id, name, s.position, s.group, s.seed) for s, name in zip(snapshot.students, HOSTILE))
+    predictions = {s.id: Prediction("positional-none" if s.position % 2 else "=q;+1", f"-c,{s.name}") for s in students}
+    snapshot = Snapshot(snapshot.info, students, snapshot.runs, predictions)
+    for frame in (board.results_frame, board.metrics_frame, board.predictions_frame):
+        exported = frame(snapshot)
+        csv = exported.to_csv(index=False)
+        assert not [cell for cell in cells(csv) if cell.startswith(tuple(FORMULA_START))], frame.__name__
+    results = board.results_frame(snapshot)
+    assert results["name"].tolist()[-1] == "ok" and results["name"].tolist()[0] == "x;'=1+1"
+    assert results["group"].tolist()[:2] == ["x;'=1+1|PE", "'@no PE"]
+    assert results["error"].tolist()[1] == "oops;'=cmd|'+x, '-y"
+    assert results["state"].tolist()[:2] == ["finished", "failed"]  # text that needs nothing stays as it is
+
+
+@given(st.text())
+@example("a\t\t=1")
+@example('x, "=1')
+def test_spreadsheet_safe_text_starts_no_formula_after_any_separator_and_changes_only_what_it_must(text):
+    safe = board.spreadsheet_safe(text)
+    assert not [cell for cell in cells(safe) if cell.startswith(tuple(FORMULA_START))]
+    assert safe.replace("'", "") == text.replace("'", "")  # only quotes added
+    assert board.spreadsheet_safe(safe) == safe
+    if not set(FORMULA_START) & set(text):
+        assert safe == text

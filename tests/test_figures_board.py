@@ -1,16 +1,20 @@
 """The board's figures: each group's members as one faint trace with gaps between them, their median on top, and
 every finished run's outcome by group."""
 
+from datetime import datetime
+
 import pandas as pd
 
+from transformer.classroom import ClassInfo, RunState, Snapshot, Student
+from transformer.classroom.board import GroupCurves, group_curves
 from transformer.figures.board import GROUP_COLOURS, group_curves_figure, outcomes_figure
 
 
-def curves() -> dict[str | None, pd.DataFrame]:
+def curves() -> dict[str | None, GroupCurves]:
     steps = pd.Index([5, 10, 15], name="step")
-    pe = pd.DataFrame({"ada": [2.0, 1.0, 0.5], "bob": [2.2, 1.2, 0.6]}, index=steps)
-    no_pe = pd.DataFrame({"cy": [2.1, 2.0, 1.9]}, index=steps)
-    return {"PE": pe.assign(median=pe.median(axis=1)), "no PE": no_pe.assign(median=no_pe.median(axis=1))}
+    pe = pd.DataFrame({1: [2.0, 1.0, 0.5], 3: [2.2, 1.2, 0.6]}, index=steps)
+    no_pe = pd.DataFrame({2: [2.1, 2.0, 1.9]}, index=steps)
+    return {"PE": GroupCurves(pe, pe.median(axis=1)), "no PE": GroupCurves(no_pe, no_pe.median(axis=1))}
 
 
 def test_each_group_is_one_member_trace_and_one_median_in_its_own_colour():
@@ -21,12 +25,30 @@ def test_each_group_is_one_member_trace_and_one_median_in_its_own_colour():
     assert list(members.y) == [2.0, 1.0, 0.5, None, 2.2, 1.2, 0.6, None] and not members.showlegend
     assert list(median.y) == [2.1, 1.1, 0.55] and median.name == "PE: median of 2"
     assert members.line.color == median.line.color == GROUP_COLOURS[0] != figure.data[3].line.color
+    assert members.legendgroup == median.legendgroup != figure.data[3].legendgroup
     assert figure.layout.yaxis.type == "log"
 
 
 def test_an_empty_class_draws_empty_axes():
-    figure = group_curves_figure({None: pd.DataFrame({"median": []})}, "loss")
+    when = datetime(2026, 11, 25, 9)
+    empty = Snapshot(ClassInfo("amber-otter-7351", "Period 3", when, when, None, None), ())
+    figure = group_curves_figure(group_curves(empty), "loss")
     assert [len(trace.x or []) for trace in figure.data] == [0]
+
+
+def test_students_named_like_the_median_or_like_each_other_draw_a_curve_each_and_leave_the_median_alone():
+    names = ["", "student 1", "median", "Median", "ada", "ada"]  # "" a hidden name, once labelled "student 1"
+    when = datetime(2026, 11, 25, 9)
+    students = tuple(Student(i + 1, name, i, None, i) for i, name in enumerate(names))
+    runs = {
+        s.id: RunState("training", 20, None, ({"step": 10, "train_loss": 1.0 + s.id}, {"step": 20, "train_loss": 0.5}))
+        for s in students
+    }
+    snapshot = Snapshot(ClassInfo("amber-otter-7351", "Period 3", when, when, None, None), students, runs)
+    members, median = group_curves_figure(group_curves(snapshot), "loss").data
+    assert list(members.x).count(None) == len(names)  # a curve per student, a gap after each
+    assert list(members.y) == [v for s in students for v in (1.0 + s.id, 0.5, None)]
+    assert list(median.y) == [4.5, 0.5] and median.name == "class: median of 6"
 
 
 def test_outcomes_are_filled_when_solved_and_hollow_when_not():

@@ -1,8 +1,12 @@
 """The teacher's board as data: a row per student, each group's curves with their median, the outcomes and a
 sentence on the difference between groups, the flags that call for the teacher, the tally of predictions, and the
 frames exported as CSV. Pure functions of a `Snapshot`; names and labels are the class's literal text, so a page
-shows them with `transformer.literal`.
+shows them with `transformer.literal`, and nothing here keys data by a name: two students may share one, and a name
+may read like anything ("median", "student 3").
 """
+
+import re
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -14,31 +18,42 @@ from .records import RunState, Snapshot, Student, thin
 
 STALL_ROWS = 8  # a training run whose loss has not fallen below its best for this many metric rows is flagged
 CURVE_POINTS = 60  # points of a student's small curve
-FORMULA_START = ("=", "+", "-", "@", "\t", "\r")  # a spreadsheet reads a cell starting so as a formula
+FORMULA_START = "=+-@\t\r"  # a spreadsheet reads a cell starting with one of these as a formula (OWASP)
+SEPARATORS = ",;\t|\r\n"  # where a spreadsheet may split a CSV's text into cells, whatever its quotes say
+# A place where a cell may start (the text's start or just after a separator), spaces and double quotes after it
+# (a spreadsheet may trim them), then a formula character: `spreadsheet_safe` puts a quote before that character.
+FORMULA_AFTER_SEPARATOR = re.compile(f'(?:^|(?<=[{re.escape(SEPARATORS)}]))([ "]*)(?=[{re.escape(FORMULA_START)}])')
+LOST_ADVICE = "the server restarted or lost it; press Start again"
 RESULT_COLUMNS = ["name", "group", "seed", "state", "steps", "seconds", "exact_match", "token_acc", "reason", "error"]
 PREDICTION_COLUMNS = ["name", "group", "question", "choice", "measured", "right"]
 
 
 def state_text(run: RunState | None) -> str:
-    """'not started', 'queued, place 3', 'training at step 420', 'finished', 'failed' or 'stopped'."""
+    """'not started', 'queued, place 3', 'training at step 420', 'lost at step 420', 'finished', 'failed' or
+    'stopped'."""
     if run is None or run.status == "not started":
         return "not started"
     if run.status == "queued":
         return "queued" if run.queue_place is None else f"queued, place {run.queue_place}"
     if run.status == "training":
         return f"training at step {run.step}"
+    if run.status == "lost":
+        return f"lost at step {run.step}"
     return run.status
 
 
 def result_text(run: RunState | None) -> str:
     """A run's result in words: 'solved in 450 steps', 'not solved: exact match 62% after 600 steps (step
-    budget)', 'stopped at step 120', a failed run's message, or '' while it has none."""
+    budget)', 'stopped at step 120', 'lost at step 120: ...' (no server has heard from it lately), a failed run's
+    message, or '' while it has none."""
     if run is None:
         return ""
     if run.status == "failed":
         return run.error or "failed"
     if run.status == "stopped":
         return f"stopped at step {run.step}"
+    if run.status == "lost":
+        return f"lost at step {run.step}: {LOST_ADVICE}"
     if (outcome := measured(run)) is None:
         return ""
     if outcome.solved:
@@ -73,29 +88,39 @@ def _groups(snapshot: Snapshot) -> dict[str | None, list[Student]]:
     return {label: [s for s in snapshot.students if s.group == label] for label in labels}
 
 
-def group_curves(snapshot: Snapshot, metric: str = "train_loss") -> dict[str | None, pd.DataFrame]:
-    """Per group, `metric` over steps: one column per member with rows (by name, else 'student N') and 'median'.
+@dataclass(frozen=True, eq=False)
+class GroupCurves:
+    """One group's metric over steps (the index of both, named "step"): `members` has a column per member with
+    metric rows, keyed by student id (never by name), and `median` is their median at each step, kept apart so that
+    no member's column can be taken for it."""
+
+    members: pd.DataFrame
+    median: pd.Series
+
+
+def group_curves(snapshot: Snapshot, metric: str = "train_loss") -> dict[str | None, GroupCurves]:
+    """Per group, `metric` over steps: each member's curve (by student id) and their median.
 
     Each run is interpolated onto the union of its group's steps; a run that finished holds its last value after
-    its end (it stopped because it had solved the task, or ran out of budget), one still training counts only up
-    to its last row. The median is over the runs that count at each step."""
-    frames = {}
+    its end (it stopped because it had solved the task, or ran out of budget), any other counts only up to its last
+    row. The median is over the runs that count at each step."""
+    curves = {}
     for label, members in _groups(snapshot).items():
-        series = {
-            s.name or f"student {s.position + 1}": (run, [r for r in run.rows if r.get(metric) is not None])
-            for s in members
-            if (run := snapshot.runs.get(s.id)) is not None
-        }
-        series = {name: (run, rows) for name, (run, rows) in series.items() if rows}
+        series = {}
+        for s in members:
+            run = snapshot.runs.get(s.id)
+            if run is not None and (rows := [r for r in run.rows if r.get(metric) is not None]):
+                series[s.id] = (run, rows)
         steps = sorted({r["step"] for _, rows in series.values() for r in rows})
-        frame = pd.DataFrame(index=pd.Index(steps, name="step"))
-        for name, (run, rows) in series.items():
+        columns = {}
+        for student_id, (run, rows) in series.items():
             x, y = [r["step"] for r in rows], [r[metric] for r in rows]
-            values = np.interp(steps, x, y, left=np.nan, right=y[-1] if run.status == "finished" else np.nan)
-            frame[name] = values
-        frame["median"] = frame.median(axis=1, skipna=True) if len(frame.columns) else []
-        frames[label] = frame
-    return frames
+            columns[student_id] = np.interp(
+                steps, x, y, left=np.nan, right=y[-1] if run.status == "finished" else np.nan
+            )
+        frame = pd.DataFrame(columns, index=pd.Index(steps, name="step"), columns=list(columns), dtype=float)
+        curves[label] = GroupCurves(frame, frame.median(axis=1, skipna=True).rename("median"))
+    return curves
 
 
 def outcome_table(snapshot: Snapshot) -> pd.DataFrame:
@@ -138,12 +163,15 @@ def stalled(run: RunState | None, rows: int = STALL_ROWS) -> bool:
 
 
 def flags(snapshot: Snapshot) -> pd.DataFrame:
-    """The students who call for the teacher: a run whose loss has stalled, or a student who has not started."""
+    """The students who call for the teacher: a run whose loss has stalled, a run lost (no server has heard from it
+    lately), or a student who has not started."""
     rows = []
     for s in snapshot.students:
         run = snapshot.runs.get(s.id)
         if stalled(run):
             rows.append({"name": s.name, "flag": f"loss has not fallen for {STALL_ROWS} metric rows"})
+        elif run is not None and run.status == "lost":
+            rows.append({"name": s.name, "flag": "run lost: ask them to press Start again"})
         elif state_text(run) == "not started":
             rows.append({"name": s.name, "flag": "has not started"})
     return pd.DataFrame(rows, columns=["name", "flag"])
@@ -173,48 +201,57 @@ def prediction_tally(snapshot: Snapshot) -> pd.DataFrame:
 
 
 def spreadsheet_safe(text: str | None) -> str | None:
-    """`text` with a leading quote if a spreadsheet would read it as a formula (CSV injection)."""
-    return f"'{text}" if isinstance(text, str) and text.startswith(FORMULA_START) else text
+    """`text` that no spreadsheet reads as a formula (CSV injection), however it splits the text into cells: a quote
+    before each formula character that starts the text or a part after a separator (after spaces and double quotes,
+    which a spreadsheet may trim), as OWASP advises. 'x;=1+1' becomes "x;'=1+1"; text that needs nothing, or a value
+    that is not text, comes back as it is."""
+    return FORMULA_AFTER_SEPARATOR.sub(r"\1'", text) if isinstance(text, str) else text
+
+
+def spreadsheet_safe_frame(frame: pd.DataFrame) -> pd.DataFrame:
+    """`frame` with every cell of its text columns made `spreadsheet_safe`; numbers stay numbers."""
+    text = [c for c in frame.columns if not pd.api.types.is_numeric_dtype(frame[c])]
+    return frame.assign(**{c: frame[c].map(spreadsheet_safe) for c in text})
 
 
 def results_frame(snapshot: Snapshot) -> pd.DataFrame:
-    """One row per student: name, group, seed, state, and the result's numbers and reason."""
+    """One row per student: name, group, seed, state, and the result's numbers and reason; text spreadsheet-safe."""
     rows = []
     for s in snapshot.students:
         run = snapshot.runs.get(s.id)
         result = (run.result if run else None) or {}
         rows.append(
             {
-                "name": spreadsheet_safe(s.name),
-                "group": spreadsheet_safe(s.group),
+                "name": s.name,
+                "group": s.group,
                 "seed": s.seed,
                 "state": state_text(run),
                 **{k: result.get(k) for k in ("steps", "seconds", "exact_match", "token_acc", "reason")},
-                "error": spreadsheet_safe(run.error if run else None),
+                "error": run.error if run else None,
             }
         )
-    return pd.DataFrame(rows, columns=RESULT_COLUMNS)
+    return spreadsheet_safe_frame(pd.DataFrame(rows, columns=RESULT_COLUMNS))
 
 
 def metrics_frame(snapshot: Snapshot) -> pd.DataFrame:
-    """Every student's metric rows, one per row: name, group and the metric columns."""
+    """Every student's metric rows, one per row: name, group (spreadsheet-safe) and the metric columns."""
     rows = [
-        {"name": spreadsheet_safe(s.name), "group": spreadsheet_safe(s.group), **row}
+        {"name": s.name, "group": s.group, **row}
         for s in snapshot.students
         for row in (snapshot.runs[s.id].rows if s.id in snapshot.runs else ())
     ]
-    return pd.DataFrame(rows, columns=["name", "group", *METRIC_COLUMNS])
+    return spreadsheet_safe_frame(pd.DataFrame(rows, columns=["name", "group", *METRIC_COLUMNS]))
 
 
 def predictions_frame(snapshot: Snapshot) -> pd.DataFrame:
     """One row per prediction: name, group, question, choice, the right choice as measured (blank until it is)
-    and whether the prediction was right."""
+    and whether the prediction was right; text spreadsheet-safe."""
     key = snapshot.info.question
     right = right_choices(key, snapshot) if key else {}
     rows = [
         {
-            "name": spreadsheet_safe(s.name),
-            "group": spreadsheet_safe(s.group),
+            "name": s.name,
+            "group": s.group,
             "question": p.question,
             "choice": p.choice,
             "measured": right.get(s.id) if p.question == key else None,
@@ -223,4 +260,4 @@ def predictions_frame(snapshot: Snapshot) -> pd.DataFrame:
         for s in snapshot.students
         if (p := snapshot.predictions.get(s.id)) is not None
     ]
-    return pd.DataFrame(rows, columns=PREDICTION_COLUMNS)
+    return spreadsheet_safe_frame(pd.DataFrame(rows, columns=PREDICTION_COLUMNS))

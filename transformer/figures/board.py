@@ -1,36 +1,40 @@
 """Figures of a class's board: each group's members' curves overlaid with their median, and the outcome of every
 finished run by group. Inputs are what `transformer.classroom.board` computes from a class's snapshot."""
 
+from collections.abc import Mapping
+
 import pandas as pd
 import plotly.graph_objects as go
 
+from ..classroom.board import GroupCurves
 from .training import FONT
 
 GROUP_COLOURS = ("#1f5fbf", "#d9480f", "#2b8a3e", "#862e9c")  # one per group, in the assignment's order
 MEMBER_OPACITY = 0.25
 
 
-def group_curves_figure(curves: dict[str | None, pd.DataFrame], title: str, height: int = 360) -> go.Figure:
+def group_curves_figure(curves: Mapping[str | None, GroupCurves], title: str, height: int = 360) -> go.Figure:
     """Every group's members' curves (thin, faint) and their median (thick), one colour per group, against the
-    step on a log axis. `curves`: group label -> frame indexed by step, a column per member and "median".
+    step on a log axis. `curves`: group label -> its `GroupCurves` (members by student id, and their median).
 
     A group's members are one trace, their curves separated by gaps, so a class of thirty costs four traces, not
-    thirty-four (each trace costs plotly a validation pass on every redraw)."""
+    thirty-four (each trace costs plotly a validation pass on every redraw). Traces are named by group label and
+    grouped in the legend by the group's place, never by a student's name."""
     traces = []
-    for (label, frame), colour in zip(curves.items(), GROUP_COLOURS):
-        name = label or "class"
-        members = [c for c in frame.columns if c != "median"]
-        steps = frame.index.tolist()
-        x = [step for _ in members for step in [*steps, None]]
-        y = [value for member in members for value in [*frame[member].tolist(), None]]
+    for place, ((label, curve), colour) in enumerate(zip(curves.items(), GROUP_COLOURS)):
+        name, legend_group = "class" if label is None else label, f"group {place}"
+        steps = curve.members.index.tolist()
+        member_values = curve.members.to_numpy().T.tolist()  # a list per member, in the members' order
+        x = [step for _ in member_values for step in [*steps, None]]
+        y = [value for values in member_values for value in [*values, None]]
         line = dict(color=colour, width=1)
         traces.append(dict(type="scatter", x=x, y=y, mode="lines", line=line, opacity=MEMBER_OPACITY, name=name))
-        traces[-1] |= dict(legendgroup=name, showlegend=False, hoverinfo="skip", connectgaps=False)
-        if members and len(frame):
-            median = frame["median"].tolist()
-            label_text = f"{name}: median of {len(members)}"
+        traces[-1] |= dict(legendgroup=legend_group, showlegend=False, hoverinfo="skip", connectgaps=False)
+        if member_values and steps:
+            label_text = f"{name}: median of {len(member_values)}"
+            median = curve.median.tolist()
             traces.append(dict(type="scatter", x=steps, y=median, mode="lines", line=dict(color=colour, width=4)))
-            traces[-1] |= dict(name=label_text, legendgroup=name)
+            traces[-1] |= dict(name=label_text, legendgroup=legend_group)
     layout = dict(
         title=title,
         height=height,
