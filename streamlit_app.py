@@ -131,13 +131,14 @@ def home() -> None:
 
 
 def frame(page: str) -> None:
-    """Every page's frame: the shipped model and the class an opened link names, and the sidebar. `page`: the
-    page's url path. Imported here, not at the top, so that Home paints before torch loads."""
+    """Every page's frame: the server's class recorder, the shipped model and the class an opened link names, and the
+    sidebar. `page`: the page's url path. Imported here, not at the top, so that Home paints before torch loads."""
     import_page_modules()
-    from pages.classes import class_from_link
+    from pages.classes import class_from_link, class_recorder
     from pages.links import model_from_link
     from pages.sidebar import sidebar
 
+    class_recorder()  # once per server: records class runs, marks those a restart lost, purges expired classes
     model_from_link()
     class_from_link()
     sidebar(page)

@@ -6,20 +6,32 @@ after the run.
 Session state keys:
 - "class_prediction": the choice picked in the question's widget on Train;
 - "teacher_class": (code, teacher key) of the class whose board this session opened;
-- "teacher_new_key": the key of a class just created here, shown once.
+- "teacher_new_key": the key of a class just created here, shown alone until the teacher says it is saved.
 """
 
 import os
+import socket
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import streamlit as st
 
-from pages.common import run_registry
+from pages.common import client_address, run_registry
 from pages.links import show_link_notices
 from pages.state import CLASS_CODE, watcher_id
-from transformer.classroom import QUESTIONS, Assignment, ClassInfo, ClassroomError, ClassStore, Student, database_url
+from transformer.classroom import (
+    QUESTIONS,
+    Assignment,
+    Caller,
+    ClassInfo,
+    ClassroomError,
+    ClassStore,
+    Prediction,
+    Snapshot,
+    Student,
+    database_url,
+)
 from transformer.classroom.assignment import SETTINGS, run_configs
 from transformer.classroom.board import prediction_tally
 from transformer.classroom.questions import right_choices
@@ -27,19 +39,28 @@ from transformer.classroom.recorder import ClassRecorder
 from transformer.literal import markdown_literal
 from transformer.url_state import class_code_parser, read_params
 
+PREDICTION_POLL_S = 5.0  # a graded prediction waits for runs of the other groups: its line is read again this often
+
 
 @st.cache_resource(show_spinner=False, on_release=ClassStore.close)
 def class_store() -> ClassStore:
     """The classes of this server, kept where `LAB_DATABASE_URL`, the secrets' `[connections.classes] url`, or
-    else SQLite under `LAB_DATA_DIR` says (docs/teacher.md)."""
+    else SQLite under `LAB_DATA_DIR` says (docs/teacher.md). The server's name (host and port) stays the same
+    across its restarts, so the runs it held before one are known as its own, and marked lost."""
     secrets = st.secrets.to_dict() if st.secrets.load_if_toml_exists() else {}
-    return ClassStore(database_url(os.environ, secrets))
+    server = f"{socket.gethostname()}:{st.get_option('server.port')}"
+    return ClassStore(database_url(os.environ, secrets), server=server)
 
 
 @st.cache_resource(show_spinner=False, on_release=ClassRecorder.close)
 def class_recorder() -> ClassRecorder:
     """Writes the runs of class students into the class database as they train, from one thread."""
     return ClassRecorder(class_store(), run_registry().place)
+
+
+def caller() -> Caller:
+    """Who asks the class database for something from this page: the rate limits count per address and browser."""
+    return Caller(client_address(), watcher_id())
 
 
 def class_from_link() -> None:
@@ -60,7 +81,8 @@ def current_class() -> tuple[ClassInfo, Student | None] | None:
     if code is None:
         return None
     try:
-        return class_store().class_info(code), class_store().student(code, watcher_id())
+        info = class_store().class_info(code, caller())  # a code from a link: a wrong one counts against its sender
+        return info, class_store().student(code, watcher_id())
     except ClassroomError as err:
         st.session_state.pop(CLASS_CODE, None)
         st.warning(f"The class link does not work: {markdown_literal(str(err))}.")
@@ -171,21 +193,39 @@ def answer_prediction(seat: Seat) -> None:
 
 
 def prediction_result(seat: Seat) -> None:
-    """After the student's run: their prediction, what the runs measured, and the class's predictions so far."""
-    question = seat.info.question
-    if question is None:
+    """After the student's run: their prediction, what the runs measured, and the class's predictions so far. Until
+    the runs have measured it (the other groups' runs may still train), it is read again every PREDICTION_POLL_S on
+    its own."""
+    if seat.info.question is None:
         return
     class_recorder().record(seat.student)  # the run's end, written before the class is read back
+    _, prediction, measured = graded(seat)
+    waiting = prediction is not None and measured is None
+    st.fragment(run_every=PREDICTION_POLL_S if waiting else None)(prediction_verdict)(seat, waiting)
+
+
+def graded(seat: Seat) -> tuple[Snapshot, Prediction | None, str | None]:
+    """The class as it stands, the student's prediction, and the choice its runs make right (None until
+    measured)."""
     snapshot = class_store().snapshot(seat.info.code)
-    prediction = snapshot.predictions.get(seat.student.id)
+    measured = right_choices(seat.info.question, snapshot).get(seat.student.id)
+    return snapshot, snapshot.predictions.get(seat.student.id), measured
+
+
+def prediction_verdict(seat: Seat, waiting: bool) -> None:
+    """The student's prediction, graded once measured, and the class's tally. Drawn `waiting` (polling) for a
+    verdict, it redraws the whole page when the verdict comes, which draws it again without polling."""
+    snapshot, prediction, measured = graded(seat)
     if prediction is None:
         return
-    measured = right_choices(question, snapshot).get(seat.student.id)
+    if waiting and measured is not None:
+        st.rerun()
+    question = QUESTIONS[seat.info.question]
     verdict = (
         "not measured yet: it needs finished runs in both groups"
         if measured is None
         else f"the runs measured **{measured}**: " + ("you were right." if measured == prediction.choice else "not so.")
     )
-    st.markdown(f"**Your prediction:** {QUESTIONS[question].text} **{prediction.choice}**. So far {verdict}")
-    st.caption(f"{QUESTIONS[question].caption} The whole class's predictions so far:")
+    st.markdown(f"**Your prediction:** {question.text} **{prediction.choice}**. So far {verdict}")
+    st.caption(f"{question.caption} The whole class's predictions so far:")
     st.dataframe(prediction_tally(snapshot), hide_index=True, key="class_tally")

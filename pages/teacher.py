@@ -1,16 +1,23 @@
-"""Teacher: run the class as one experiment. Create a class, share its link, set what it trains (groups that differ
-in one setting, a question to predict), and watch every student's run on a live board."""
+"""Teacher: run the class as one experiment. Create a class (its teacher key is shown once, alone on the page), show
+its link and QR code on the projector, set what it trains (groups that differ in one setting, a question to
+predict), watch every student's run on a live board, and export what the database holds at the click."""
 
 from pages.streamlit_internals import rerun_inside_frame
 
 rerun_inside_frame()  # first of all: see its docstring
 
+import io
+from collections.abc import Callable
+from functools import partial
+
+import pandas as pd
+import segno
 import streamlit as st
 
-from pages.classes import class_store
+from pages.classes import caller, class_store
 from pages.downloads import csv_download
 from pages.state import flash, show_flashes
-from transformer.classroom import QUESTIONS, Assignment, ClassroomError, Group, Snapshot
+from transformer.classroom import QUESTIONS, Assignment, ClassroomError, ClassStore, Group, Snapshot
 from transformer.classroom.board import (
     difference_sentence,
     flags,
@@ -46,7 +53,7 @@ st.caption(
 
 def create_class(title: str, days: int) -> None:
     try:
-        code, key = class_store().create_class(title, days)
+        code, key = class_store().create_class(title, days, caller())
     except ClassroomError as err:
         st.error(markdown_literal(str(err)))
         return
@@ -57,7 +64,7 @@ def create_class(title: str, days: int) -> None:
 
 def open_class(code: str, key: str) -> None:
     try:
-        class_store().open_board(code.strip().lower(), key.strip())
+        class_store().open_board(code.strip().lower(), key.strip(), caller())
     except ClassroomError as err:
         st.error(markdown_literal(str(err)))
         return
@@ -88,6 +95,46 @@ def class_link(code: str) -> str:
     """The link students open: the Train page, with the class in the address."""
     base = (st.context.url or "").rsplit("/", 1)[0]
     return f"{base}/train?class={code}"
+
+
+def qr_png(link: str) -> bytes:
+    """A QR code of `link` for phones, as PNG bytes (a full QR code: phones do not all read Micro QR)."""
+    buffer = io.BytesIO()
+    segno.make_qr(link).save(buffer, kind="png", scale=8, border=2)
+    return buffer.getvalue()
+
+
+def new_key_panel(title: str, key: str) -> None:
+    """The teacher key of the class just created here, alone on the page: not the link nor the QR code, so it is
+    never projected with them. It stays until the teacher says they have saved it."""
+    st.subheader(markdown_literal(title), anchor=False)
+    st.warning(
+        "**Your teacher key**, shown only now: copy it (the button at its right) and keep it somewhere safe. It opens "
+        "this class's board again, from any browser; without it nobody can. Never share it or project it.",
+        icon=":material/key:",
+    )
+    with st.container(key="teacher_new_key_box", border=True):
+        st.code(key, language=None)
+    st.button("I have saved the key", type="primary", key="teacher_key_saved", on_click=forget_new_key)
+    st.caption("Then the class's link and QR code appear, for the projector.")
+
+
+def forget_new_key() -> None:
+    """The "I have saved the key" button: the key leaves the page for good."""
+    st.session_state.pop("teacher_new_key", None)
+
+
+def projector_view(title: str, code: str) -> None:
+    """What the room sees: the class's title, its link in large type and a QR code of the link. Never the key."""
+    link = class_link(code)
+    with st.container(key="teacher_projector", border=True):
+        link_col, qr_col = st.columns([3, 1], vertical_alignment="center")
+        with link_col:
+            st.subheader(markdown_literal(title), anchor=False)
+            st.markdown("Open this link to join the class, or scan the code with a phone:")
+            with st.container(key="teacher_link"):
+                st.header(markdown_literal(link), anchor=False)
+        qr_col.image(qr_png(link), caption="The class link", output_format="PNG")  # as drawn: JPEG blurs it
 
 
 def assignment_form(snapshot: Snapshot, code: str, key: str) -> None:
@@ -138,8 +185,8 @@ def save_assignment(code: str, key: str) -> None:
         assignment = Assignment(preset, frozenset(state["teacher_open_settings"]), split, groups)
         if question is not None and (why := QUESTIONS[question].unfit(assignment)):
             raise ClassroomError(f"that question does not fit these groups: {why}")
-        class_store().set_assignment(code, key, assignment)
-        class_store().set_question(code, key, question)
+        class_store().set_assignment(code, key, assignment, caller())
+        class_store().set_question(code, key, question, caller())
     except (ClassroomError, ValueError) as err:
         flash("teacher", "error", f"Not saved: {markdown_literal(str(err))}")
     else:
@@ -157,7 +204,8 @@ def board(code: str) -> None:
     rows = student_rows(snapshot)
     states = rows["state"].str.extract(r"^(not started|[a-z]+)")[0].value_counts() if len(rows) else {}
     st.markdown(
-        f"**{len(rows)} students** · " + " · ".join(f"{n} {state}" for state, n in dict(states).items())
+        f"**{len(rows)} student{'s' if len(rows) != 1 else ''}** · "
+        + " · ".join(f"{n} {state}" for state, n in dict(states).items())
         if len(rows)
         else "**No student has joined yet.** Share the link above."
     )
@@ -184,45 +232,60 @@ def board(code: str) -> None:
 
 
 def exports(code: str, key: str) -> None:
-    """The class's results, metric rows and predictions as CSV, and deleting the class."""
-    snapshot = class_store().snapshot(code, names=True)
+    """The class's results, metric rows and predictions as CSV files read at the click, and deleting the class."""
     for col, (label, frame) in zip(
         st.columns(3),
         (("results", results_frame), ("metric rows", metrics_frame), ("predictions", predictions_frame)),
     ):
         file_name = f"{code}-{label.replace(' ', '-')}.csv"
-        csv_download(col, f"Download {label} (CSV)", frame(snapshot), file_name, f"teacher_download_{label}")
+        table = partial(class_table, class_store(), code, frame)  # read when clicked: what the database holds then
+        widget = f"teacher_download_{label.replace(' ', '_')}"
+        # on_click="ignore": the download leaves the page as it is, on this tab
+        csv_download(col, f"Download {label} (CSV)", table, file_name, widget, on_click="ignore")
     sure = st.checkbox("Delete this class and everything it recorded, now", key="teacher_delete_sure")
     if st.button("Delete the class", disabled=not sure, key="teacher_delete", icon=":material/delete:"):
-        class_store().delete_class(code, key)
+        try:
+            class_store().delete_class(code, key, caller())
+        except ClassroomError as err:
+            st.error(f"Not deleted: {markdown_literal(str(err))}")
+            return
         st.session_state.pop("teacher_class")
+        flash("teacher", "success", "Deleted: the class and everything it recorded are gone.")
         st.rerun()
 
 
+def class_table(store: ClassStore, code: str, frame: Callable[[Snapshot], pd.DataFrame]) -> pd.DataFrame:
+    """`frame` of the class as its database holds it now, names included (a download button calls it when
+    clicked, on a thread of the server: the store is handed over, not looked up)."""
+    return frame(store.snapshot(code, names=True))
+
+
 if "teacher_class" not in st.session_state:
+    show_flashes("teacher")
     start_page()
     st.stop()
 
 code, key = st.session_state["teacher_class"]  # checked by open_board or made by create_class in this session
 try:
-    info = class_store().class_info(code)
+    snapshot = class_store().snapshot(code)
 except ClassroomError as err:
     st.session_state.pop("teacher_class")
+    st.session_state.pop("teacher_new_key", None)
     st.error(f"This class cannot be opened: {markdown_literal(str(err))}")
+    start_page()
     st.stop()
-st.subheader(markdown_literal(info.title))
-st.markdown("**The class link**, for students (it carries no key):")
-st.code(class_link(code), language=None)
-if new_key := st.session_state.pop("teacher_new_key", None):
-    st.warning("Your teacher key, shown only now: keep it to open this board again. Never share it.")
-    st.code(new_key, language=None)
+info = snapshot.info
+if "teacher_new_key" in st.session_state:  # a class just created: its key first, alone, until it is saved
+    new_key_panel(info.title, st.session_state["teacher_new_key"])
+    st.stop()
+projector_view(info.title, code)
 st.caption(f"Kept until {info.expires_at:%Y-%m-%d %H:%M} UTC, then deleted with all it recorded.")
 show_flashes("teacher")
 board_tab, assignment_tab, export_tab = st.tabs(["Board", "Assignment", "Export and end"])
 with board_tab:
     board(code)
 with assignment_tab:
-    assignment_form(class_store().snapshot(code), code, key)
+    assignment_form(snapshot, code, key)
 with export_tab:
     exports(code, key)
 if st.button("Close the board", key="teacher_close"):

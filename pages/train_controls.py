@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from pages.classes import answer_prediction, class_recorder, seat_in_class
+from pages.classes import Seat, answer_prediction, class_recorder, seat_in_class
 from pages.common import client_address, forget_run, remember_run, run_registry
 from pages.state import FOLLOW_JOB, JOB, flash, session_run_elsewhere, watcher_id
 from pages.streamlit_internals import page_connected
@@ -17,6 +17,10 @@ SAME_RUN = (
     "Start joined the run these settings already made, which has finished: its curves and result are here. The "
     "same settings and the same seed give the same run (the same data, the same starting weights): change the seed "
     "for a new one."
+)
+CLASS_SAME_RUN = (
+    "Your settings, your seed included, match a run the server already trained, which has finished: its curves "
+    "and result are here. The same settings and the same seed give the same run."
 )
 CONTROL_HELP = {  # what each control does, by widget key
     "resume_training": "Go on training from this step.",
@@ -57,7 +61,14 @@ def start_run() -> None:
         remember_run(JOB, job, {FOLLOW_JOB: True, KEPT: state[KEPT]})
         job.wait_until_moving(FIRST_STEP_WAIT_S)  # the curve then starts in this redraw, not at the next poll
         if job.done:  # these settings made a run that has ended: this redraw shows its curves and result
-            flash("train_joined", "info", SAME_RUN)
+            flash("train_joined", "info", same_run(seat))
+
+
+def same_run(seat: Seat | None) -> str:
+    """What Start says when it joined a finished run: change the seed for a new one, unless a teacher locked it."""
+    if seat is None:
+        return SAME_RUN
+    return CLASS_SAME_RUN + (" Change the seed for a new one." if "seed" not in seat.locked() else "")
 
 
 def leave_run() -> None:

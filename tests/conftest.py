@@ -1,6 +1,8 @@
 """Shared test set-up."""
 
 import os
+import shutil
+import subprocess
 
 import pytest
 from hypothesis import settings
@@ -8,12 +10,20 @@ from hypothesis import settings
 from pages.streamlit_internals import navigation_mode_patch
 
 
+@pytest.fixture(scope="session")
+def class_data_dir(tmp_path_factory):
+    """Where the app's class database goes in tests that name none: never the checkout's ./data."""
+    return tmp_path_factory.mktemp("classes")
+
+
 @pytest.fixture(autouse=True)
-def navigation_mode(monkeypatch):
-    """AppTest runs pages inside the app's frame (see `navigation_mode_patch`), and trains on threads of the test
-    process (tests/test_workers.py and the browser tests cover worker processes)."""
+def navigation_mode(monkeypatch, class_data_dir):
+    """AppTest runs pages inside the app's frame (see `navigation_mode_patch`), trains on threads of the test
+    process (tests/test_workers.py and the browser tests cover worker processes), and keeps classes in a folder of
+    the tests' own."""
     monkeypatch.setattr(*navigation_mode_patch())
     monkeypatch.setenv("LAB_TRAINING_PROCESSES", "0")
+    monkeypatch.setenv("LAB_DATA_DIR", str(class_data_dir))
 
 
 # Hypothesis: a bounded number of examples per property in CI ("ci", the default), more on demand:
@@ -22,3 +32,38 @@ def navigation_mode(monkeypatch):
 settings.register_profile("ci", max_examples=60, deadline=3000)
 settings.register_profile("long", max_examples=2000, deadline=3000)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+
+
+PG_USER_SQL = (
+    "DO $$ BEGIN IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'lab') THEN "
+    "CREATE ROLE lab LOGIN PASSWORD 'lab'; END IF; END $$;"
+)
+
+
+@pytest.fixture(scope="session")
+def postgres_url():
+    """A PostgreSQL database of the tests' own: LAB_TEST_DATABASE_URL, else Debian's cluster started here (README's
+    test command installs the package; `pg_ctlcluster` needs root), stopped again after the tests if they started
+    it. Skipped where neither is at hand, and failed in CI, where a skip would pass a run that never touched it."""
+    if url := os.environ.get("LAB_TEST_DATABASE_URL"):
+        yield url
+        return
+    clusters = shutil.which("pg_lsclusters") and subprocess.run(["pg_lsclusters", "-h"], capture_output=True, text=True)
+    fields = clusters.stdout.split() if clusters else []
+    if len(fields) < 4 or os.geteuid() != 0:
+        in_ci = os.environ.get("CI", "").lower() in ("true", "1")
+        (pytest.fail if in_ci else pytest.skip)("PostgreSQL: apt-get install postgresql, or set LAB_TEST_DATABASE_URL")
+    version, name, port, status = fields[:4]
+    if status != "online":
+        subprocess.run(["pg_ctlcluster", version, name, "start"], check=True)
+
+    def psql(sql: str) -> str:
+        command = ["runuser", "-u", "postgres", "--", "psql", "-p", port, "-v", "ON_ERROR_STOP=1", "-qtAc", sql]
+        return subprocess.run(command, check=True, capture_output=True, text=True, cwd="/").stdout.strip()
+
+    psql(PG_USER_SQL)
+    if psql("SELECT 1 FROM pg_database WHERE datname = 'lab_tests'") != "1":
+        psql("CREATE DATABASE lab_tests OWNER lab")
+    yield f"postgresql+psycopg://lab:lab@127.0.0.1:{port}/lab_tests"
+    if status != "online":
+        subprocess.run(["pg_ctlcluster", version, name, "stop"], check=True)

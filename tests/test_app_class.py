@@ -5,15 +5,18 @@ student's seed, records the run in the class database, and grades the prediction
 import re
 
 import pytest
+import streamlit as st
 from streamlit.testing.v1 import AppTest
 from test_app_train import poll_until_done
 
 import pages.classes
 import pages.common
-from transformer.classroom import Assignment, Group
+from pages.train_controls import CLASS_SAME_RUN, SAME_RUN
+from transformer.classroom import Assignment, Caller, Group, RunState
 
 TINY = {"task": "reverse", "min_len": 3, "max_len": 3, "steps": 30}
 GROUPS = Assignment(TINY, frozenset({"lr"}), "positional", (Group("with PE", "sinusoidal"), Group("no PE", "none")))
+TEACHER = Caller(None, "the-teacher's-browser")
 
 
 @pytest.fixture(autouse=True)
@@ -34,9 +37,9 @@ def shown(markdown: str) -> str:
 
 def a_class(question: str | None = None) -> tuple[str, str]:
     store = pages.classes.class_store()
-    code, key = store.create_class("Period 3")
-    store.set_assignment(code, key, GROUPS)
-    store.set_question(code, key, question)
+    code, key = store.create_class("Period 3", 14, TEACHER)
+    store.set_assignment(code, key, GROUPS, TEACHER)
+    store.set_question(code, key, question, TEACHER)
     return code, key
 
 
@@ -84,7 +87,7 @@ def test_the_question_comes_before_start_and_the_run_is_recorded_for_the_board()
     assert job.train_config.lr == 0.004 and job.model_config.positional == "sinusoidal"
     assert (job.data_config.task, job.train_config.steps) == ("reverse", 30)
     poll_until_done(at)
-    board = pages.classes.class_store().open_board(code, key)
+    board = pages.classes.class_store().open_board(code, key, TEACHER)
     (student,) = board.students
     assert board.predictions[student.id].choice == "later"
     assert board.runs[student.id].status == "finished" and board.runs[student.id].result["steps"] == 30
@@ -98,6 +101,56 @@ def test_a_reload_keeps_the_student_and_a_class_that_ended_says_so():
     at.run()
     assert "you are **Ada**" in shown(at.info[0].value)  # the same browser (session) is the same student
     assert at.query_params["class"] == code  # the address keeps the class: a reload opens it again
-    pages.classes.class_store().delete_class(code, key)
+    pages.classes.class_store().delete_class(code, key, TEACHER)
     again = open_link(code)
     assert "class link does not work" in again.warning[0].value and again.button(key="start_training")
+
+
+@pytest.fixture
+def fragments(monkeypatch) -> dict:
+    """The `run_every` each fragment was last declared with, by its function's name."""
+    declared, fragment = {}, st.fragment
+
+    def declare(func=None, *, run_every=None, **options):
+        if func is None:
+            return lambda func: declare(func, run_every=run_every, **options)
+        declared[func.__name__] = run_every
+        return fragment(func, run_every=run_every, **options)
+
+    monkeypatch.setattr(st, "fragment", declare)
+    return declared
+
+
+def test_a_prediction_not_measured_yet_is_graded_once_the_other_group_has_run(fragments):
+    code, _ = a_class("positional-none")
+    at = open_link(code)
+    join(at, "Ada")  # the first to join: group "with PE"
+    at.radio(key="class_prediction").set_value("later")
+    at.button(key="start_training").click().run()
+    poll_until_done(at)
+    assert "not measured yet" in verdict(at)
+    assert fragments["prediction_verdict"] == pages.classes.PREDICTION_POLL_S  # read again on its own until measured
+    store = pages.classes.class_store()
+    bo = store.join(code, "browser-b", "Bo")  # group "no PE": trains without positional encoding, out of its steps
+    result = {"reason": "step budget", "steps": 30, "exact_match": 0.0}
+    store.record_run(bo, RunState("finished", 30, None, ({"step": 30, "train_loss": 2.0},), result))
+    at.run()  # what the verdict's fragment does on its own every few seconds
+    assert "the runs measured" in verdict(at) and "not measured yet" not in verdict(at)
+    assert fragments["prediction_verdict"] is None  # measured: no more polling
+
+
+def verdict(at: AppTest) -> str:
+    return shown(next(m.value for m in at.markdown if "Your prediction:" in m.value))
+
+
+def test_a_class_student_whose_seed_is_locked_is_not_told_to_change_it():
+    code, _ = a_class()
+    at = open_link(code)
+    join(at, "Ada")
+    at.button(key="start_training").click().run()
+    poll_until_done(at)
+    job = at.session_state["job"]
+    at.button(key="start_training").click().run()  # the same settings again: Start joins the run that finished
+    assert at.session_state["job"] is job
+    said = [info.value for info in at.info]
+    assert CLASS_SAME_RUN in said and SAME_RUN not in said and not any("change the seed" in s for s in said)

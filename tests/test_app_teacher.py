@@ -1,14 +1,28 @@
-"""Teacher page: create a class (its link carries no key, the key is shown once), set the assignment, watch the
-board, open a class again with its key (a wrong one refused, then rate-limited), export, and delete."""
+"""Teacher page: create a class (its key shown once, alone, until the teacher has saved it; then the projector view:
+the link in large type and its QR code, never the key), set the assignment, watch the board, open a class again with
+its key (a wrong one refused, then rate-limited), export what the database holds at the click, and delete; every
+action ends in a message, never an exception."""
 
+import csv
+import io
 import re
 
 import pytest
+import segno
+from streamlit.runtime.media_file_manager import MediaFileManager
 from streamlit.testing.v1 import AppTest
 
 import pages.classes
-from transformer.classroom import RunState
-from transformer.limits import MAX_KEY_FAILURES
+from transformer.classroom import Caller, ClassroomError, ClassStore, RunState, TooManyAttempts
+from transformer.limits import CLASS_CREATIONS, WRONG_KEYS_PER_BROWSER
+
+FINISHED = RunState(
+    "finished",
+    30,
+    None,
+    ({"step": 30, "train_loss": 0.2},),
+    {"reason": "solved", "steps": 30, "seconds": 1.5, "exact_match": 1.0, "token_acc": 1.0},
+)
 
 
 @pytest.fixture(autouse=True)
@@ -21,9 +35,42 @@ def class_database(tmp_path, monkeypatch):
     pages.classes.class_store.clear()
 
 
+@pytest.fixture
+def media(monkeypatch) -> dict:
+    """What the page hands Streamlit's media files: images' bytes by URL, and download buttons' callables by their
+    deferred file id (called when a button is clicked)."""
+    kept = {}
+    add, add_deferred = MediaFileManager.add, MediaFileManager.add_deferred
+
+    def keep_file(self, data, mimetype, *args, **kwargs):
+        url = add(self, data, mimetype, *args, **kwargs)
+        kept[url] = data
+        return url
+
+    def keep_callable(self, data_callable, *args, **kwargs):
+        file_id = add_deferred(self, data_callable, *args, **kwargs)
+        kept[file_id] = data_callable
+        return file_id
+
+    monkeypatch.setattr(MediaFileManager, "add", keep_file)
+    monkeypatch.setattr(MediaFileManager, "add_deferred", keep_callable)
+    return kept
+
+
 def shown(markdown: str) -> str:
     """Markdown as it reads on the page: text from the store is backslash-escaped to read literally."""
     return re.sub(r"\\(.)", r"\1", markdown)
+
+
+def page_text(at: AppTest) -> str:
+    """Everything the page sends the browser, element by element."""
+
+    def walk(node):
+        yield str(getattr(node, "proto", ""))
+        for child in getattr(node, "children", {}).values():
+            yield from walk(child)
+
+    return "".join(walk(at._tree))
 
 
 def open_teacher() -> AppTest:
@@ -34,23 +81,46 @@ def open_teacher() -> AppTest:
     return at
 
 
-def create(at: AppTest, title: str = "Period 3") -> tuple[str, str]:
+def create(at: AppTest, title: str = "Period 3", saved: bool = True) -> tuple[str, str]:
+    """Create a class on the page; returns its code and the key the page showed, then says the key is saved."""
     at.text_input(key="teacher_title").set_value(title)
     at.button(key="teacher_create_button").click().run()
     assert not at.exception
-    link, key = (c.value for c in at.code)
-    return link.rsplit("?class=", 1)[1], key
+    (key,) = (c.value for c in at.code)
+    code = at.session_state["teacher_class"][0]
+    if saved:
+        at.button(key="teacher_key_saved").click().run()
+        assert not at.exception
+    return code, key
 
 
-def test_a_new_class_shows_its_link_without_the_key_and_the_key_only_once():
+def the_link(at: AppTest) -> str:
+    (header,) = [h for h in at.header if "?class=" in shown(h.value)]
+    return shown(header.value)
+
+
+def board_line(at: AppTest) -> str:
+    return next(m.value for m in at.markdown if "student" in m.value)
+
+
+def test_a_new_class_shows_its_key_alone_then_the_projector_view_never_the_key(media):
     at = open_teacher()
-    code, key = create(at)
-    link = at.code[0].value
-    assert link.endswith(f"/train?class={code}") and key not in link
-    assert "shown only now" in at.warning[0].value
+    code, key = create(at, saved=False)
+    assert "shown only now" in at.warning[0].value and "?class=" not in page_text(at)  # no link, no QR code
+    assert not at.get("image") and not at.tabs
     at.run()
-    assert [c.value for c in at.code] == [link]  # the key is gone from the page
-    assert "No student has joined yet" in at.markdown[1].value
+    assert [c.value for c in at.code] == [key]  # still there until the teacher says it is saved
+    at.button(key="teacher_key_saved").click().run()
+    assert not at.exception and key not in page_text(at) and not at.code
+    link = the_link(at)
+    assert link.endswith(f"/train?class={code}") and shown(at.subheader[0].value) == "Period 3"
+    (image,) = at.get("image")
+    png = io.BytesIO()
+    segno.make_qr(link).save(png, kind="png", scale=8, border=2)
+    assert media[image.proto.imgs[0].url] == png.getvalue()  # the QR code of the link, as segno draws it
+    assert "No student has joined yet" in board_line(at)
+    at.run()
+    assert key not in page_text(at)  # and never again
 
 
 def test_the_assignment_is_saved_with_its_groups_and_question():
@@ -81,21 +151,47 @@ def test_the_board_shows_each_student_and_their_run():
     at.run()
     table = at.dataframe[0].value
     assert table["name"].tolist() == ["Ada <b>", "Bob"]  # literal text, in a table
-    assert table["state"].tolist() == ["training at step 120", "not started"]
-    assert at.markdown[1].value.startswith("**2 students**")
+    assert table["state"].tolist()[1] == "not started" and table["state"].tolist()[0].startswith("training")
+    assert board_line(at).startswith("**2 students**")
+
+
+def test_the_exports_hold_what_the_database_holds_when_clicked(media):
+    at = open_teacher()
+    code, _ = create(at)
+    store = pages.classes.class_store()
+    ada = store.join(code, "browser-a", "Ada")
+    at.run()  # the page, its Export tab included, drawn while Ada has not started
+    buttons = {b.proto.label: b.proto for b in at.get("download_button")}
+    results = buttons["Download results (CSV)"]
+    assert results.ignore_rerun and not results.url  # made at the click, and the page stays as it is
+    store.record_run(ada, FINISHED)  # the run ends after the page was drawn
+    rows = list(csv.DictReader(io.StringIO(media[results.deferred_file_id]())))
+    assert [(row["name"], row["state"]) for row in rows] == [("Ada", "finished")]
+    assert int(float(rows[0]["steps"])) == 30
+    metrics = media[buttons["Download metric rows (CSV)"].deferred_file_id]()
+    assert len(list(csv.DictReader(io.StringIO(metrics)))) == 1
 
 
 def test_a_class_opens_again_with_its_key_and_a_wrong_key_is_refused_then_rate_limited():
     code, key = create(open_teacher())
     at = open_teacher()
     at.text_input(key="teacher_code").set_value(code)
-    for _ in range(MAX_KEY_FAILURES):
+    for _ in range(WRONG_KEYS_PER_BROWSER[0]):
         at.text_input(key="teacher_key").set_value("not-the-key")
         at.button(key="teacher_open_button").click().run()
-        assert "not the class's teacher key" in shown(at.error[0].value) and "teacher_class" not in at.session_state
+        assert not at.exception and "teacher_class" not in at.session_state
+        assert "not its teacher key" in shown(at.error[0].value)
     at.text_input(key="teacher_key").set_value(key)  # the right key, too late: refused unchecked for a while
     at.button(key="teacher_open_button").click().run()
     assert "too many wrong teacher keys" in shown(at.error[0].value) and "teacher_class" not in at.session_state
+
+
+def test_an_unknown_code_is_refused_like_a_wrong_key():
+    at = open_teacher()
+    at.text_input(key="teacher_code").set_value("amber-otter-0000")
+    at.text_input(key="teacher_key").set_value("some-key")
+    at.button(key="teacher_open_button").click().run()
+    assert not at.exception and "no class has this code, or this is not its teacher key" in shown(at.error[0].value)
 
 
 def test_the_right_key_opens_the_board_and_delete_removes_the_class():
@@ -105,8 +201,55 @@ def test_the_right_key_opens_the_board_and_delete_removes_the_class():
     at.text_input(key="teacher_key").set_value(key)
     at.button(key="teacher_open_button").click().run()
     assert not at.exception and at.session_state["teacher_class"] == (code, key)
+    assert key not in page_text(at) and the_link(at).endswith(code)  # an opened board shows no key either
     at.checkbox(key="teacher_delete_sure").check().run()
     at.button(key="teacher_delete").click().run()
-    assert not at.exception and "teacher_class" not in at.session_state
-    with pytest.raises(Exception, match="no class"):
+    assert not at.exception and "teacher_class" not in at.session_state and "Deleted" in at.success[0].value
+    with pytest.raises(ClassroomError, match="no class"):
         pages.classes.class_store().class_info(code)
+
+
+def test_too_many_classes_from_one_browser_is_a_message():
+    at = open_teacher()
+    for _ in range(CLASS_CREATIONS["browser"][0]):
+        create(at)
+        at.button(key="teacher_close").click().run()
+    at.text_input(key="teacher_title").set_value("One too many")
+    at.button(key="teacher_create_button").click().run()
+    assert not at.exception and "teacher_class" not in at.session_state
+    assert "classes were created from this browser" in shown(at.error[0].value)
+
+
+def test_a_delete_the_store_refuses_is_a_message(monkeypatch):
+    at = open_teacher()
+    code, _ = create(at)
+
+    def refuse(*args, **kwargs):
+        raise TooManyAttempts("too many wrong teacher keys from this browser: wait a few minutes")
+
+    monkeypatch.setattr(ClassStore, "delete_class", refuse)
+    at.checkbox(key="teacher_delete_sure").check().run()
+    at.button(key="teacher_delete").click().run()
+    assert not at.exception and "Not deleted: too many wrong teacher keys" in shown(at.error[0].value)
+    assert at.session_state["teacher_class"][0] == code
+
+
+def test_a_class_deleted_elsewhere_is_a_message_whatever_the_teacher_clicks():
+    at = open_teacher()
+    code, key = create(at)
+    pages.classes.class_store().delete_class(code, key, Caller(None, "another-browser"))
+    at.checkbox(key="teacher_delete_sure").check().run()
+    assert not at.exception and "This class cannot be opened" in at.error[0].value
+    assert "teacher_class" not in at.session_state and at.button(key="teacher_create_button")
+
+
+def test_a_save_the_store_refuses_is_a_message(monkeypatch):
+    at = open_teacher()
+    create(at)
+
+    def refuse(*args, **kwargs):
+        raise ClassroomError("no class has this code, or this is not its teacher key")
+
+    monkeypatch.setattr(ClassStore, "set_assignment", refuse)
+    at.button(key="teacher_save").click().run()
+    assert not at.exception and "Not saved: no class has this code" in shown(at.error[0].value)

@@ -1,15 +1,47 @@
 """The class recorder: runs of class students are written into the class's database as they queue, train and end,
 with no page involved."""
 
+import os
+import signal
+import subprocess
+import sys
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
 import pytest
 from polling import wait_until
+from sqlalchemy import func, select
+from sqlalchemy.exc import OperationalError
 
+import transformer.classroom.recorder as recorder_module
+from transformer.classroom import ClassStore, RunState, schema
+from transformer.classroom.board import results_frame
+from transformer.classroom.recorder import ClassRecorder
+from transformer.model import ModelConfig
+from transformer.serving import RunRegistry, ServerSettings
+from transformer.tasks import DataConfig
+from transformer.training import TrainConfig
+
+ROOT = Path(__file__).resolve().parent.parent
+ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
+SERVER = """
+import sys, time
 from transformer.classroom import ClassStore
 from transformer.classroom.recorder import ClassRecorder
 from transformer.model import ModelConfig
 from transformer.serving import RunRegistry, ServerSettings
 from transformer.tasks import DataConfig
 from transformer.training import TrainConfig
+
+url, code, browser = sys.argv[1:]
+store = ClassStore(url, server="lab-host:8501")
+registry = RunRegistry(ServerSettings(training_slots=1, worker_processes=False))
+recorder = ClassRecorder(store, registry.place, every_s=0.1)
+data = DataConfig(task="copy", min_len=3, max_len=3, seed=0)
+run = registry.submit(browser, ModelConfig(), data, TrainConfig(seed=0, steps=10**6, early_stop=False))
+recorder.follow(store.student(code, browser), run)
+time.sleep(600)
+"""
 
 
 def configs(seed: int, **train) -> tuple:
@@ -56,3 +88,78 @@ def test_a_failed_run_is_recorded_with_its_message(world):
     recorder.follow(ada, run)
     wait_until(lambda: store.open_board(code, key).runs[ada.id].status == "failed", timeout=30)
     assert "vocab_size" in store.open_board(code, key).runs[ada.id].error
+
+
+def test_deleting_one_class_never_stops_the_recording_of_another(world):
+    store, registry, recorder = world
+    doomed, doomed_key = store.create_class("Deleted")
+    kept, kept_key = store.create_class("Kept")
+    ada = store.join(doomed, "browser-a", "Ada")
+    bob = store.join(kept, "browser-b", "Bob")
+    first = registry.submit("browser-a", *configs(0, steps=10**6, early_stop=False))
+    recorder.follow(ada, first)  # Ada's class is deleted while her run is followed: her writes now fail
+    second = registry.submit("browser-b", *configs(1, steps=30, early_stop=False))
+    recorder.follow(bob, second)
+    store.delete_class(doomed, doomed_key)
+    wait_until(lambda: store.open_board(kept, kept_key).runs[bob.id].status == "queued")
+    registry.leave("browser-a", first)
+    wait_until(lambda: store.open_board(kept, kept_key).runs[bob.id].status == "finished", timeout=30)
+    assert store.open_board(kept, kept_key).runs[bob.id].step == 30
+    wait_until(lambda: not recorder._followed)  # Ada's run is forgotten, not retried every round
+
+
+def test_a_database_error_on_one_student_leaves_the_others_recorded(world, monkeypatch):
+    store, registry, recorder = world
+    code, key = store.create_class("Lab")
+    ada, bob = store.join(code, "browser-a", "Ada"), store.join(code, "browser-b", "Bob")
+    real = store.record_run
+
+    def flaky(student, state):
+        if student.id == ada.id:
+            raise OperationalError("UPDATE runs", {}, Exception("disk I/O error"))
+        real(student, state)
+
+    monkeypatch.setattr(store, "record_run", flaky)
+    for student, seed in ((ada, 0), (bob, 1)):
+        recorder.follow(student, registry.submit(student.name, *configs(seed, steps=20, early_stop=False)))
+    wait_until(lambda: store.open_board(code, key).runs.get(bob.id, RunState()).status == "finished", timeout=30)
+    assert ada.id not in store.open_board(code, key).runs
+    monkeypatch.setattr(store, "record_run", real)  # the database is back: Ada's end is written next round
+    wait_until(lambda: store.open_board(code, key).runs.get(ada.id, RunState()).status == "finished", timeout=30)
+
+
+def test_a_server_killed_mid_run_leaves_a_lost_run_on_the_board_not_a_training_one(tmp_path):
+    url = f"sqlite:///{tmp_path / 'classes.sqlite3'}"
+    store = ClassStore(url)
+    code, key = store.create_class("Lab")
+    ada = store.join(code, "browser-a", "Ada")
+    server = subprocess.Popen([sys.executable, "-c", SERVER, url, code, "browser-a"], cwd=ROOT, env=ENV)
+    try:
+        wait_until(lambda: store.open_board(code, key).runs.get(ada.id, RunState()).step > 0, timeout=60)
+    finally:
+        server.send_signal(signal.SIGKILL)
+        server.wait()
+    assert store.open_board(code, key).runs[ada.id].status == "training"  # what the database says until...
+    restarted = ClassStore(url, server="lab-host:8501")  # ...the server starts again and opens its store
+    lost = store.open_board(code, key).runs[ada.id]
+    assert lost.status == "lost" and lost.step > 0
+    assert results_frame(restarted.open_board(code, key))["state"].tolist() == [f"lost at step {lost.step}"]
+    restarted.close()
+    store.close()
+
+
+def test_the_recorder_purges_expired_classes_on_its_timer(tmp_path, monkeypatch):
+    monkeypatch.setattr(recorder_module, "PURGE_EVERY_S", 0.2)
+    now = [datetime.now(UTC)]
+    store = ClassStore(f"sqlite:///{tmp_path / 'classes.sqlite3'}", clock=lambda: now[0])
+    code, _ = store.create_class("Lab", retention_days=1)
+    store.join(code, "browser-a", "Ada")
+    registry = RunRegistry(ServerSettings(training_slots=1, worker_processes=False))
+    recorder = ClassRecorder(store, registry.place, every_s=0.05)
+    now[0] += timedelta(days=1, seconds=1)  # no one creates a class: the server's own timer purges it
+    with store.engine.connect() as conn:
+        wait_until(lambda: conn.scalar(select(func.count()).select_from(schema.students)) == 0)
+        assert conn.scalar(select(func.count()).select_from(schema.classes)) == 0
+    recorder.close()
+    registry.close()
+    store.close()

@@ -1,10 +1,10 @@
-"""The class database: joining, bounds, teacher keys, assignments, predictions, runs, restarts, retention and the
-schema's versions. On SQLite in a temporary folder, and on PostgreSQL too when LAB_TEST_DATABASE_URL names one
-(docs/teacher.md says how to run one locally)."""
+"""The class database: joining, bounds, teacher keys and rate limits, assignments, predictions, runs, restarts,
+retention and the schema's versions. On SQLite in a temporary folder, and on PostgreSQL (`postgres_url`: the one
+LAB_TEST_DATABASE_URL names, or Debian's cluster started by the tests)."""
 
 import math
-import os
 import re
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -15,10 +15,28 @@ from sqlalchemy.engine import make_url
 
 import transformer.classroom.schema as schema
 import transformer.classroom.store as store_module
-from transformer.classroom import Assignment, ClassroomError, ClassStore, Group, RunState, TooManyAttempts, WrongKey
+from transformer.classroom import (
+    Assignment,
+    Caller,
+    ClassroomError,
+    ClassStore,
+    Group,
+    RunState,
+    TooManyAttempts,
+    WrongKey,
+)
 from transformer.classroom.codes import ADJECTIVES, ANIMALS, CODE_COUNT, key_hash
 from transformer.classroom.store import UnknownClass, database_url
-from transformer.limits import KEY_FAILURE_WINDOW_S, MAX_KEY_FAILURES, MAX_NAME_CHARS, MAX_RUN_ROWS
+from transformer.classroom.throttle import Turns
+from transformer.limits import (
+    CLASS_CREATIONS,
+    FREE_MISSES,
+    LOST_AFTER_S,
+    MAX_NAME_CHARS,
+    MAX_RUN_ROWS,
+    MISS_SPACING_S,
+    WRONG_KEYS_PER_BROWSER,
+)
 
 PE_GROUPS = Assignment(
     {"task": "reverse", "steps": 600},
@@ -44,15 +62,15 @@ class Clock:
 
 @pytest.fixture(params=["sqlite", "postgresql"])
 def url(request, tmp_path):
-    """An empty database: a new SQLite file (in a folder that does not exist yet), or the PostgreSQL database of
-    LAB_TEST_DATABASE_URL with every table dropped."""
+    """An empty database: a new SQLite file (in a folder that does not exist yet), or the tests' PostgreSQL
+    database (`postgres_url`) with every table dropped."""
     if request.param == "sqlite":
         return f"sqlite:///{tmp_path / 'data' / 'classes.sqlite3'}"
-    pg_url = os.environ.get("LAB_TEST_DATABASE_URL")
-    if not pg_url:
-        pytest.skip("PostgreSQL: set LAB_TEST_DATABASE_URL=postgresql+psycopg://... to run these tests on it")
+    pg_url = request.getfixturevalue("postgres_url")
     engine = create_engine(pg_url)
     schema.metadata.drop_all(engine)
+    with engine.begin() as conn:
+        conn.exec_driver_sql("DROP TABLE IF EXISTS key_failures")
     engine.dispose()
     return pg_url
 
@@ -101,6 +119,25 @@ def test_names_are_unique_in_a_class_whatever_their_case_and_not_across_classes(
     with pytest.raises(ClassroomError, match="already has this name"):
         store.join(code, "b2", " ANN ")
     assert store.join(other, "b2", "Ann").name == "Ann"
+
+
+@pytest.mark.parametrize(
+    "first, second",
+    [
+        ("Zo\u00eb", "Zoe\u0308"),  # composed and decomposed
+        ("Alice", "\uff21\uff4c\uff49\uff43\uff45"),  # fullwidth
+        ("Stra\u00dfe", "STRASSE"),  # casefolding
+        ("\u2460", "1"),  # compatibility forms
+    ],
+)
+def test_names_that_read_the_same_are_one_name(store, first, second):
+    code, _ = store.create_class("A")
+    joined = store.join(code, "b1", first)
+    with pytest.raises(ClassroomError, match="already has this name"):
+        store.join(code, "b2", second)
+    assert store.student(code, "b1").name == joined.name
+    decomposed = store.join(code, "b3", "Rene\u0301")
+    assert decomposed.name == "Ren\u00e9"  # kept composed: one spelling on the board and in the exports
 
 
 @pytest.mark.parametrize("name", ["", "   ", "x" * (MAX_NAME_CHARS + 1), "two\nlines", "tab\there", "nul\x00", 42])
@@ -170,25 +207,112 @@ def test_the_key_is_stored_only_as_its_salted_hash(store):
     assert len(salts) == 2 and other_key != key
 
 
-def test_a_wrong_key_is_refused_and_repeated_wrong_keys_are_rate_limited(store, clock, url):
+STUDENT, TEACHER = Caller("10.0.0.7", "student-browser"), Caller("10.0.0.7", "teacher-browser")  # one school's NAT
+
+
+def test_wrong_keys_lock_out_the_browser_that_sent_them_never_the_real_teacher(store, clock, url):
     code, key = store.create_class("A")
-    assert store.open_board(code, key).info.title == "A"
-    for _ in range(MAX_KEY_FAILURES):
+    most, window_s = WRONG_KEYS_PER_BROWSER
+    for _ in range(most):
         with pytest.raises(WrongKey):
-            store.open_board(code, "guess")
-    with pytest.raises(TooManyAttempts):
-        store.open_board(code, key)  # even the right key waits
+            store.open_board(code, "guess", STUDENT)
+    with pytest.raises(TooManyAttempts, match="from this browser"):
+        store.open_board(code, key, STUDENT)  # refused unchecked, right key or not
     replica = ClassStore(url, clock)  # another server process on the same database
     with pytest.raises(TooManyAttempts):
-        replica.set_question(code, key, None)
-    other, other_key = store.create_class("B")  # the limit is per class
-    assert store.open_board(other, other_key).info.title == "B"
-    clock.advance(seconds=KEY_FAILURE_WINDOW_S + 1)
-    assert replica.open_board(code, key).info.title == "A"
-    with pytest.raises(WrongKey):
-        store.open_board(code, "guess")
-    assert row_counts(store)["key_failures"] == 1  # old failures are dropped as new ones come
+        replica.set_question(code, key, None, STUDENT)
+    assert replica.open_board(code, key, TEACHER).info.title == "A"  # same network, another browser
+    store.set_question(code, key, None, TEACHER)
+    clock.advance(seconds=window_s + 1)
+    assert replica.open_board(code, key, STUDENT).info.title == "A"
     replica.close()
+
+
+def test_an_unknown_code_and_a_wrong_key_get_one_message(store):
+    code, _ = store.create_class("A")
+    answers = set()
+    for guess_code, guess_key in [("amber-otter-0000", "guess"), (code, "guess"), ("x" * 1000, None)]:
+        with pytest.raises(WrongKey) as err:
+            store.open_board(guess_code, guess_key, TEACHER)
+        answers.add(str(err.value))
+    assert answers == {"no class has this code, or this is not its teacher key"}
+
+
+def test_a_burst_of_wrong_keys_runs_a_bounded_number_of_key_checks(store, monkeypatch):
+    code, key = store.create_class("A")
+    checks, running, most_at_once = [], [0], [0]
+    real = store_module.key_matches
+
+    def counted(*args):
+        running[0] += 1
+        most_at_once[0] = max(most_at_once[0], running[0])
+        checks.append(1)
+        try:
+            return real(*args)
+        finally:
+            running[0] -= 1
+
+    monkeypatch.setattr(store_module, "key_matches", counted)
+
+    def guess(_: int) -> str:
+        try:
+            store.open_board(code, "guess", STUDENT)
+        except ClassroomError as err:
+            return type(err).__name__
+        return "opened"
+
+    with ThreadPoolExecutor(40) as pool:
+        answers = list(pool.map(guess, range(40)))
+    most, _ = WRONG_KEYS_PER_BROWSER
+    assert len(checks) == most and most_at_once[0] == 1  # 40 at once: 5 scrypt checks, one at a time
+    assert answers.count("WrongKey") == most and answers.count("TooManyAttempts") == 40 - most
+    assert store.open_board(code, key, TEACHER).info.title == "A"
+
+
+def test_past_its_free_misses_an_address_gets_one_answer_per_turn_and_right_codes_never_wait(store):
+    waits = []  # a burst: every request comes at the same moment, and sleeping moves no clock
+    store.turns = Turns(MISS_SPACING_S, clock=lambda: 0.0, sleep=waits.append)
+    code, key = store.create_class("A")
+    free, _ = FREE_MISSES
+    guesser = Caller("203.0.113.9", "guesser")
+    for i in range(free + 3):
+        with pytest.raises(UnknownClass):
+            store.class_info(f"amber-otter-{i:04d}", guesser)  # a class link with a guessed code
+    assert waits == [MISS_SPACING_S, 2 * MISS_SPACING_S]  # past the free ones: one answer per turn
+    assert store.class_info(code, guesser).title == "A"  # a real code answers at once
+    with pytest.raises(WrongKey):
+        store.open_board("amber-otter-9999", "k", Caller("203.0.113.9", "another window"))  # the form counts too
+    assert waits[2:] == [3 * MISS_SPACING_S]
+    assert store.open_board(code, key, Caller("203.0.113.9", "the teacher")).info.title == "A"
+    with pytest.raises(UnknownClass):
+        store.class_info("amber-otter-9999", Caller("198.51.100.1", "a student elsewhere"))
+    assert len(waits) == 3  # other addresses keep their free misses
+    assert len(waits) == 3
+
+
+def test_creating_classes_is_rate_limited_per_browser_address_and_server(store, clock, monkeypatch):
+    monkeypatch.setattr(
+        store_module, "CLASS_CREATIONS", {"browser": (2, 3600), "address": (3, 3600), "server": (5, 3600)}
+    )
+    store.create_class("A", caller=Caller("10.0.0.1", "b1"))
+    store.create_class("B", caller=Caller("10.0.0.1", "b1"))
+    with pytest.raises(TooManyAttempts, match="from this browser"):
+        store.create_class("C", caller=Caller("10.0.0.1", "b1"))
+    store.create_class("C", caller=Caller("10.0.0.1", "b2"))  # another private window, same network
+    with pytest.raises(TooManyAttempts, match="from your network"):
+        store.create_class("D", caller=Caller("10.0.0.1", "b3"))
+    store.create_class("D", caller=Caller("10.0.0.2", "b4"))
+    store.create_class("E", caller=Caller("10.0.0.3", "b5"))
+    with pytest.raises(TooManyAttempts, match="on this server"):
+        store.create_class("F", caller=Caller("10.0.0.4", "b6"))
+    assert row_counts(store)["classes"] == 5
+    clock.advance(seconds=3601)
+    store.create_class("F", caller=Caller("10.0.0.1", "b1"))
+
+
+def test_the_bounds_on_creating_classes_stop_a_flood_well_before_the_server_is_full():
+    assert CLASS_CREATIONS["server"][0] < store_module.MAX_CLASSES // 4
+    assert CLASS_CREATIONS["browser"][0] <= CLASS_CREATIONS["address"][0] <= CLASS_CREATIONS["server"][0]
 
 
 def test_teacher_actions_need_the_key(store):
@@ -317,7 +441,7 @@ def test_a_class_is_purged_with_all_its_data_after_its_retention(store, clock):
     with pytest.raises(UnknownClass):  # gone for its students at once, before the purge runs
         store.class_info(code)
     assert store.purge_expired() == 1
-    assert row_counts(store) == {"classes": 1, "students": 0, "runs": 0, "predictions": 0, "key_failures": 0}
+    assert row_counts(store) == {"classes": 1, "students": 0, "runs": 0, "predictions": 0, "attempts": 0}
     assert store.class_info(kept).title == "B"
 
 
@@ -327,7 +451,7 @@ def test_a_teacher_deletes_a_class_at_once(store):
     store.record_run(ann, RunState("training", step=50))
     store.delete_class(code, key)
     assert set(row_counts(store).values()) == {0}
-    with pytest.raises(UnknownClass):
+    with pytest.raises(WrongKey, match="no class has this code"):
         store.open_board(code, key)
 
 
@@ -403,3 +527,100 @@ def test_students_joining_at_once_get_distinct_places_and_the_bound_holds(store,
         answers = list(pool.map(join, range(12)))
     assert sorted(a for a in answers if a.isdigit()) == [str(p) for p in range(6)]
     assert sum("this class is full" in a for a in answers) == 6
+
+
+# ---- runs the database can vouch for
+
+
+def test_a_run_no_server_reports_on_reads_lost_and_one_that_is_reported_on_does_not(store, clock):
+    code, key = store.create_class("A")
+    ann, bob = store.join(code, "b1", "Ann"), store.join(code, "b2", "Bob")
+    store.record_run(ann, RunState("training", step=261))
+    store.record_run(bob, RunState("training", step=40))
+    clock.advance(seconds=LOST_AFTER_S - 1)
+    store.heard([bob.id])  # the server still holds Bob's run, whose state has not changed
+    clock.advance(seconds=2)
+    board = store.open_board(code, key)
+    assert (board.runs[ann.id].status, board.runs[ann.id].step) == ("lost", 261)
+    assert board.runs[bob.id].status == "training"
+    assert store.snapshot(code).runs[ann.id].status == "lost"  # the students' view and the exports alike
+
+
+def test_a_server_that_starts_marks_the_runs_it_held_as_lost_at_once(url, clock):
+    host, other = ClassStore(url, clock, server="host:8501"), ClassStore(url, clock, server="other:8501")
+    code, key = host.create_class("A")
+    ann, bob, cat, dan = (host.join(code, f"b{i}", name) for i, name in enumerate(["Ann", "Bob", "Cat", "Dan"]))
+    host.record_run(ann, RunState("training", step=261))
+    host.record_run(bob, RunState("queued", queue_place=2))
+    other.record_run(cat, RunState("training", step=9))  # another replica's
+    host.record_run(dan, RunState("finished", 300, None, ({"step": 300, "train_loss": 0.01},), SOLVED))
+    host.close()
+    restarted = ClassStore(url, clock, server="host:8501")
+    runs = restarted.open_board(code, key).runs
+    assert [runs[s.id].status for s in (ann, bob, cat, dan)] == ["lost", "lost", "training", "finished"]
+    assert runs[ann.id].step == 261
+    restarted.close()
+    other.close()
+
+
+def test_recording_a_run_twice_or_at_once_leaves_one_row(store):
+    code, key = store.create_class("A")
+    ann = store.join(code, "b1", "Ann")
+    state = RunState("training", step=50, rows=({"step": 50, "train_loss": 1.0},))
+    with ThreadPoolExecutor(8) as pool:
+        list(pool.map(lambda _: store.record_run(ann, state), range(16)))
+    assert row_counts(store)["runs"] == 1
+    assert store.open_board(code, key).runs[ann.id] == store_module.bounded(state)
+
+
+def test_a_run_of_a_deleted_class_is_refused_cleanly(store):
+    code, key = store.create_class("A")
+    ann = store.join(code, "b1", "Ann")
+    store.delete_class(code, key)
+    with pytest.raises(UnknownClass):
+        store.record_run(ann, RunState("training", step=5))
+    assert set(row_counts(store).values()) == {0}
+
+
+def test_servers_opening_a_new_database_at_once_all_open_it(url):
+    barrier, answers = threading.Barrier(16), []
+
+    def open_store() -> None:  # each its own engine and connections, as a server process has
+        barrier.wait()
+        try:
+            ClassStore(url).close()
+        except Exception as err:  # the test counts every failure, whatever it is
+            answers.append(f"{type(err).__name__}: {err}")
+        else:
+            answers.append("ok")
+
+    servers = [threading.Thread(target=open_store) for _ in range(16)]
+    for server in servers:
+        server.start()
+    for server in servers:
+        server.join()
+    assert answers == ["ok"] * 16
+    with create_engine(url).connect() as conn:
+        assert list(conn.scalars(select(schema.schema_version.c.version))) == [1, 2]
+
+
+def test_a_version_1_database_is_brought_to_version_2_with_its_data(url, clock):
+    opened = ClassStore(url, clock)
+    code, key = opened.create_class("A")
+    ann = opened.join(code, "b1", "\uff21nn")
+    opened.record_run(ann, RunState("finished", 300, None, (), SOLVED))
+    with opened.engine.begin() as conn:  # back to version 1's tables
+        for column in ("heard_at", "server"):
+            conn.exec_driver_sql(f"ALTER TABLE runs DROP COLUMN {column}")
+        conn.exec_driver_sql("DROP TABLE attempts")
+        conn.exec_driver_sql("CREATE TABLE key_failures (id INTEGER PRIMARY KEY, class_id INTEGER, at TIMESTAMP)")
+        conn.exec_driver_sql("UPDATE students SET name_key = 'Ａnn'")
+        conn.execute(schema.schema_version.delete().where(schema.schema_version.c.version == 2))
+    opened.close()
+    reopened = ClassStore(url, clock)
+    assert reopened.version == 2
+    with pytest.raises(ClassroomError, match="already has this name"):
+        reopened.join(code, "b2", "ann")
+    assert reopened.open_board(code, key).runs[ann.id].status == "finished"
+    assert "key_failures" not in inspect(reopened.engine).get_table_names()
+    reopened.close()

@@ -216,5 +216,13 @@ MAX_RUN_ROWS = 400  # metric rows kept per run: a longer run is thinned to this 
 MAX_ERROR_CHARS = 300  # a failed run's message, cut to this
 RETENTION_DAYS = (1, 90)  # how long a class is kept; 14 days unless the teacher says
 DEFAULT_RETENTION_DAYS = 14
-MAX_KEY_FAILURES = 5  # wrong teacher keys one class accepts within KEY_FAILURE_WINDOW_S; more are refused unchecked
-KEY_FAILURE_WINDOW_S = 300
+# What one person may do to the classes (docs/security.md). Attempts are counted in the class database, so a bound
+# holds across the replicas that share it; the waits are each server's own.
+CLASS_CREATIONS = {"browser": (3, 3600), "address": (10, 3600), "server": (30, 3600)}  # (classes, within seconds)
+WRONG_KEYS_PER_BROWSER = (5, 300)  # wrong teacher keys one browser may send; more are refused unchecked
+FREE_MISSES = (30, 600)  # unknown class codes or wrong keys from one network address before its checks wait turns
+MISS_SPACING_S = 1.0  # past FREE_MISSES, an address's checks that can miss take turns this far apart
+KEY_CHECKS_AT_ONCE = 1  # teacher-key checks (scrypt: 16 MiB, about 50 ms) one server runs at once
+LOST_AFTER_S = 60  # a queued or training run that no server has reported on for this long reads "lost"
+HEARD_EVERY_S = 10  # how often a server reports on the runs it holds whose state has not changed
+PURGE_EVERY_S = 600  # how often a server deletes expired classes and attempts past their window

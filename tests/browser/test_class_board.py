@@ -1,7 +1,10 @@
-"""A class experiment in real browsers: a teacher creates a class with two groups and a question, four students
-join through the link, predict and press Start, and the teacher's board shows them finish, the groups' curves and
-the predictions' tally; after a server restart the board, opened again with the key (a wrong one refused), still
-shows them, and its CSV export holds the four runs as the students' pages showed them."""
+"""A class experiment in real browsers: a teacher creates a class (its key shown alone until saved, then the
+projector view: the link and its QR code, never the key) with two groups and a question, four students join
+through the link, predict and press Start, and the teacher's board shows them finish, the groups' curves and the
+predictions' tally; exported at once, without reopening the board, the results hold the four runs and the page
+stays on its tab; after a server restart the board, opened again with the key (a wrong one refused), still shows
+them, and its CSV export holds the four runs as the students' pages showed them. A run training when its server is
+killed reads "lost" after the restart, never "training"."""
 
 import csv
 import re
@@ -10,6 +13,8 @@ import pytest
 from conftest import ARTIFACTS, IDLE, LabServer, open_page, page_errors, requires_chromium, screenshot, wait_idle
 from playwright.sync_api import expect
 from test_e2e import button, main
+
+from transformer.classroom import Assignment, ClassStore
 
 pytestmark = [pytest.mark.browser, requires_chromium]
 
@@ -35,13 +40,22 @@ def create_class(page) -> tuple[str, str]:
     fill(page, "teacher_title", "Period 3")
     button(page, "teacher_create_button").click()
     codes = main(page).locator("[data-testid='stCode']")
-    expect(codes).to_have_count(2, timeout=30_000)  # the link, and the key shown once
-    link, key = (c.strip() for c in codes.all_inner_texts())
+    expect(codes).to_have_count(1, timeout=30_000)  # the key, shown once, alone: no link, no QR code
+    key = codes.inner_text().strip()
+    assert "?class=" not in main(page).inner_text() and not main(page).locator("img").count()
+    button(page, "teacher_key_saved").click()
+    projector = page.locator(".st-key-teacher_projector")
+    expect(projector.locator("img")).to_be_visible(timeout=30_000)  # the link's QR code
+    wait_idle(page)
+    link = page.locator(".st-key-teacher_link").inner_text().strip()
+    assert key not in page.locator("[data-testid='stApp']").inner_text()  # the key is gone for good
     page.get_by_role("tab", name="Assignment").click()
     for widget, value in (("teacher_min_len", "3"), ("teacher_max_len", "3"), ("teacher_steps", "120")):
         fill(page, widget, value)
     for widget, option in (("teacher_split", "with PE / no PE"), ("teacher_question", "Without positional")):
-        page.locator(f".st-key-{widget}").click()
+        select = page.locator(f".st-key-{widget}")
+        select.evaluate("e => e.scrollIntoView({block: 'center'})")  # at the viewport's edge its list would not open
+        select.click()
         page.get_by_role("option", name=option).click()
     button(page, "teacher_save").click()
     wait_idle(page)
@@ -61,6 +75,14 @@ def student_trains(context, link: str, name: str) -> None:
     page.locator(".st-key-class_prediction label").filter(has_text="later").first.click()
     button(page, "start_training").click()
     return page
+
+
+def download(page, key: str) -> list[dict]:
+    """Click the download button with this key; the rows of the CSV file it gives."""
+    with page.expect_download() as download:
+        button(page, key).click()
+    with open(download.value.path(), newline="") as file:
+        return list(csv.DictReader(file))
 
 
 def open_board(page, server: LabServer, code: str, key: str) -> None:
@@ -88,6 +110,14 @@ def test_a_class_experiment_on_the_teachers_board(browser, tmp_path, monkeypatch
             expect(main(page).get_by_text(FINISHED)).to_be_visible(timeout=120_000)
             shown_steps[name] = int(FINISHED.search(main(page).inner_text()).group(1))
             assert not page_errors(page)
+        export_tab = teacher.get_by_role("tab", name="Export and end")
+        export_tab.click()  # at once, the page unchanged since the assignment was saved, before any student joined
+        rows = download(teacher, "teacher_download_results")
+        assert {row["name"]: int(float(row["steps"])) for row in rows} == shown_steps
+        assert {row["state"] for row in rows} == {"finished"}
+        expect(export_tab).to_have_attribute("aria-selected", "true")  # the download left the page where it was
+        assert len(download(teacher, "teacher_download_metric_rows")) >= len(STUDENTS)
+
         teacher.get_by_role("tab", name="Board").click()
         board = main(teacher)
         expect(board.get_by_text("4 students · 4 finished")).to_be_visible(timeout=30_000)
@@ -102,18 +132,50 @@ def test_a_class_experiment_on_the_teachers_board(browser, tmp_path, monkeypatch
         server.stop()  # a restart: the class lives in its database
         server.start()
         open_board(teacher, server, code, "not-the-key")
-        expect(main(teacher).get_by_text("not the class's teacher key")).to_be_visible()
+        expect(main(teacher).get_by_text("not its teacher key")).to_be_visible()
         open_board(teacher, server, code, key)
         expect(main(teacher).get_by_text("4 students · 4 finished")).to_be_visible(timeout=30_000)
         expect(tally).to_contain_text(re.compile(r"later\s+4"), use_inner_text=True)
 
         teacher.get_by_role("tab", name="Export and end").click()
-        with teacher.expect_download() as download:
-            button(teacher, "teacher_download_results").click()
-        with open(download.value.path(), newline="") as file:
-            rows = list(csv.DictReader(file))
+        rows = download(teacher, "teacher_download_results")
         assert sorted(row["name"] for row in rows) == sorted(STUDENTS)
         assert {row["name"]: int(float(row["steps"])) for row in rows} == shown_steps
         assert {row["state"] for row in rows} == {"finished"} and not page_errors(teacher)
+    finally:
+        server.stop()
+
+
+def test_a_run_training_when_its_server_is_killed_reads_lost_on_the_board_and_in_the_export(
+    browser, tmp_path, monkeypatch
+):
+    monkeypatch.setenv("LAB_DATA_DIR", str(tmp_path))  # the class database, kept across the kill
+    store = ClassStore(f"sqlite:///{tmp_path / 'classes.sqlite3'}")
+    code, key = store.create_class("Period 4")
+    never_solves = {"task": "reverse", "positional": "none", "steps": 5000, "time_budget_s": 120}
+    store.set_assignment(code, key, Assignment(never_solves))
+    store.close()
+    server = LabServer(ARTIFACTS / "server-class-lost.log")
+    server.start()
+    try:
+        student = browser.new_context(viewport=PROJECTOR).new_page()
+        student.goto(f"{server.url}/train?class={code}", wait_until="domcontentloaded")
+        student.wait_for_selector(f"{IDLE} h1", timeout=90_000)
+        fill(student, "class_name", "Ada")
+        button(student, "class_join_button").click()
+        wait_idle(student)
+        button(student, "start_training").click()
+        teacher = open_teacher(browser.new_context(viewport=PROJECTOR), server)
+        open_board(teacher, server, code, key)
+        expect(main(teacher).get_by_text("1 student · 1 training")).to_be_visible(timeout=60_000)
+        server.process.kill()  # SIGKILL: nothing of the server's gets to say goodbye
+        server.process.wait()
+        server.start()  # the same address: the same server, restarted
+        open_board(teacher, server, code, key)
+        expect(main(teacher).get_by_text("1 student · 1 lost")).to_be_visible(timeout=30_000)
+        teacher.get_by_role("tab", name="Export and end").click()
+        (row,) = download(teacher, "teacher_download_results")
+        assert re.fullmatch(r"lost at step \d+", row["state"]) and int(row["state"].rsplit(" ", 1)[1]) > 0
+        assert not page_errors(teacher)
     finally:
         server.stop()

@@ -3,12 +3,13 @@ and the board's data. UI-free: pages call these and draw the results."""
 
 from .assignment import Assignment, Group
 from .questions import QUESTIONS, Question
-from .records import ClassInfo, Prediction, RunState, Snapshot, Student
+from .records import Caller, ClassInfo, Prediction, RunState, Snapshot, Student
 from .store import ClassroomError, ClassStore, TooManyAttempts, UnknownClass, WrongKey, database_url
 
 __all__ = [
     "QUESTIONS",
     "Assignment",
+    "Caller",
     "ClassInfo",
     "ClassStore",
     "ClassroomError",

@@ -1,18 +1,28 @@
 """Keeping a class's runs in its database while they train: one thread per server writes the state of every run a
-class student started, when it has changed, every few seconds and once at its end. Pages never write run states,
-so a closed tab still has its run recorded, and thirty polling pages cost the database nothing."""
+class student started, when it has changed, every few seconds and once at its end, and reports every HEARD_EVERY_S
+that it still holds the others. Pages never write run states, so a closed tab still has its run recorded, and thirty
+polling pages cost the database nothing.
 
+Each student's write stands alone: one that fails (a class deleted meanwhile, a database briefly away) never stops
+the others, and is made again next round unless the class has ended. The same thread purges expired classes every
+PURGE_EVERY_S, and once as it starts.
+"""
+
+import logging
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import asdict
 
 from sqlalchemy.exc import SQLAlchemyError
 
+from ..limits import HEARD_EVERY_S, PURGE_EVERY_S
 from ..serving import Place, Run
 from .records import RunState, Student
-from .store import ClassStore
+from .store import ClassStore, UnknownClass
 
 RECORD_EVERY_S = 2.0  # how often a followed run's state is written, when it has changed
+log = logging.getLogger("transformer.classroom")
 
 
 def run_state(run: Run, place: Place | None) -> RunState:
@@ -30,24 +40,25 @@ def run_state(run: Run, place: Place | None) -> RunState:
 
 
 class ClassRecorder:
-    """Follows runs of class students and writes their states into `store` (see the module docstring). `place`
-    tells a queued run's place (the registry's `place`)."""
+    """Follows runs of class students and writes their states into `store` (see the module docstring), as the
+    server `store` names. `place` tells a queued run's place (the registry's `place`)."""
 
     def __init__(self, store: ClassStore, place: Callable[[Run], Place | None], every_s: float = RECORD_EVERY_S):
         self.store, self.place, self.every_s = store, place, every_s
         self._lock = threading.Lock()
         self._followed: dict[int, tuple[Student, Run, RunState | None]] = {}  # student id -> student, run, last kept
+        self._heard = self._purged = time.monotonic()
+        store.purge_expired()
         self._closed = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="class-recorder", daemon=True)
         self._thread.start()
 
     def follow(self, student: Student, run: Run) -> None:
         """Record `run` as `student`'s run from now on (in place of any run they started before); its state is
-        written at once."""
-        state = run_state(run, self.place(run) if run.status == "queued" else None)
-        self.store.record_run(student, state)
+        written at once, or next round if the database is briefly away."""
         with self._lock:
-            self._followed[student.id] = student, run, state
+            self._followed[student.id] = student, run, None
+        self._write(student, run, None)
 
     def record(self, student: Student) -> None:
         """Write the state of `student`'s followed run now, if it has changed (a page about to read it back)."""
@@ -57,18 +68,31 @@ class ClassRecorder:
             self._write(*followed)
 
     def record_once(self) -> None:
-        """Write every followed run whose state changed; stop following the runs that have ended."""
+        """Write every followed run whose state changed; stop following the runs that have ended; report on the
+        others every HEARD_EVERY_S."""
         with self._lock:
             followed = list(self._followed.values())
         for student, run, kept in followed:
             self._write(student, run, kept)
+        if time.monotonic() - self._heard >= HEARD_EVERY_S:
+            with self._lock:
+                held = list(self._followed)
+            self.store.heard(held)
+            self._heard = time.monotonic()
 
     def _write(self, student: Student, run: Run, kept: RunState | None) -> None:
-        """Write `run`'s state if it is not `kept`, the last one written; forget the run once it has ended."""
+        """Write `run`'s state if it is not `kept`, the last one written; forget the run once it has ended and is
+        written, or once its class has ended."""
         ended = run.done  # read first: the state read after it is then the final one
         state = run_state(run, self.place(run) if run.status == "queued" else None)
-        if state != kept:
-            self.store.record_run(student, state)
+        try:
+            if state != kept:
+                self.store.record_run(student, state)
+        except UnknownClass:  # the class was deleted or purged: nothing of it is recorded any more
+            ended = True
+        except (SQLAlchemyError, ValueError) as err:  # the next round writes it again
+            log.warning("class recorder: the run of student %d not written: %s", student.id, err)
+            return
         with self._lock:
             if self._followed.get(student.id, (None, None))[1] is run:
                 if ended:
@@ -86,5 +110,8 @@ class ClassRecorder:
         while not self._closed.wait(self.every_s):
             try:
                 self.record_once()
-            except SQLAlchemyError:  # a database that is briefly away: the next round writes the state again
-                continue
+                if time.monotonic() - self._purged >= PURGE_EVERY_S:
+                    self.store.purge_expired()
+                    self._purged = time.monotonic()
+            except SQLAlchemyError as err:  # a database that is briefly away: the next round tries again
+                log.warning("class recorder: %s", err)

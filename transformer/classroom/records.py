@@ -11,11 +11,21 @@ from ..limits import MAX_ERROR_CHARS, MAX_RUN_ROWS, MAX_STUDENTS, RUN_LIMITS
 from ..training import METRIC_COLUMNS
 from .assignment import Assignment
 
-Status = Literal["not started", "queued", "training", "finished", "failed", "stopped"]
-STATUSES: tuple[Status, ...] = ("not started", "queued", "training", "finished", "failed", "stopped")
+Status = Literal["not started", "queued", "training", "finished", "failed", "stopped", "lost"]
+STATUSES: tuple[Status, ...] = ("not started", "queued", "training", "finished", "failed", "stopped", "lost")
+IN_FLIGHT: tuple[Status, ...] = ("queued", "training")  # a server holds the run: it is lost if none is heard from
 REASONS = ("solved", "step budget", "time budget", "stopped")  # TrainResult.reason
 RESULT_NUMBERS = ("steps", "seconds", "exact_match", "token_acc")  # TrainResult's numbers
 MAX_QUEUE_PLACE = 10 * MAX_STUDENTS
+
+
+@dataclass(frozen=True)
+class Caller:
+    """Who asks the store for something: their network address (None when the server cannot tell) and their
+    browser's id. The rate limits count what each one does."""
+
+    address: str | None
+    browser: str
 
 
 @dataclass(frozen=True)

@@ -3,12 +3,17 @@
 `schema_version` holds one row per migration applied. A new database gets the tables below whole and every version
 recorded; an older one runs, in order and once each, the migrations past its last version. A change to the tables
 below comes with a migration appended to MIGRATIONS that brings an older database to the same tables. Alembic would
-do this too, at the price of a dependency and its script layout for six tables; this is 20 lines.
+do this too, at the price of a dependency and its script layout for six tables; this is a few dozen lines.
+
+Replicas that start together take turns: `migrate` holds a lock for its whole transaction, PostgreSQL's advisory
+lock or SQLite's write lock (`BEGIN IMMEDIATE`), so the second finds the tables the first made.
 
 Times are naive UTC datetimes, the same on SQLite (which has no time zones) and PostgreSQL.
 """
 
-from collections.abc import Callable
+import unicodedata
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import datetime
 
 from sqlalchemy import (
@@ -18,6 +23,7 @@ from sqlalchemy import (
     DateTime,
     Engine,
     ForeignKey,
+    Index,
     Integer,
     LargeBinary,
     MetaData,
@@ -28,12 +34,15 @@ from sqlalchemy import (
     insert,
     inspect,
     select,
+    update,
 )
+from sqlalchemy.schema import CreateColumn
 
 from ..limits import MAX_BROWSER_CHARS, MAX_ERROR_CHARS, MAX_NAME_CHARS, MAX_TITLE_CHARS
 from .codes import MAX_CODE_CHARS
 
 MAX_KEY_CHARS = 40  # a question's key, a choice's text, a status
+MAX_SERVER_CHARS = 100  # a server's name
 
 metadata = MetaData()
 
@@ -66,7 +75,7 @@ students = Table(
     Column("class_id", ForeignKey("classes.id"), nullable=False),
     Column("browser", String(MAX_BROWSER_CHARS), nullable=False),
     Column("name", String(MAX_NAME_CHARS), nullable=False),
-    Column("name_key", String(3 * MAX_NAME_CHARS), nullable=False),  # casefolded: names are unique regardless of case
+    Column("name_key", String(3 * MAX_NAME_CHARS), nullable=False),  # `name_key`: names unique as people read them
     Column("position", Integer, nullable=False),  # join order from 0, below MAX_STUDENTS: gives group and seed
     Column("joined_at", DateTime, nullable=False),
     UniqueConstraint("class_id", "browser"),
@@ -84,7 +93,9 @@ runs = Table(
     Column("rows", JSON, nullable=False),  # metric rows, at most MAX_RUN_ROWS
     Column("result", JSON),
     Column("error", String(MAX_ERROR_CHARS)),
-    Column("updated_at", DateTime, nullable=False),
+    Column("updated_at", DateTime, nullable=False),  # when its state last changed
+    Column("heard_at", DateTime),  # when a server last reported on it: an in-flight run unheard of is lost
+    Column("server", String(MAX_SERVER_CHARS)),  # the server that holds it (`ClassRecorder`'s name)
 )
 
 predictions = Table(
@@ -96,25 +107,56 @@ predictions = Table(
     Column("answered_at", DateTime, nullable=False),
 )
 
-key_failures = Table(  # wrong teacher keys, kept for KEY_FAILURE_WINDOW_S: the rate limit holds across replicas
-    "key_failures",
+attempts = Table(  # what the rate limits count (`throttle`), kept for their window: they hold across replicas
+    "attempts",
     metadata,
     Column("id", Integer, primary_key=True),
-    Column("class_id", ForeignKey("classes.id"), nullable=False, index=True),
+    Column("kind", String(MAX_KEY_CHARS), nullable=False),  # "create", "miss" or "wrong key"
+    Column("subject", String(64), nullable=False),  # who: a hash of an address, a browser, or "server"
     Column("at", DateTime, nullable=False),
+    Index("attempts_by_subject", "kind", "subject", "at"),
 )
 
+
 Migration = Callable[[Connection], None]
-# Version n is MIGRATIONS[n - 1]. Version 1 is the tables above as first released.
-MIGRATIONS: list[Migration] = [lambda conn: metadata.create_all(conn)]
+
+
+def name_key(name: str) -> str:
+    """What two names must not share in one class: the name after NFKC and casefolding (Unicode's NFKC_Casefold, as
+    for identifiers), so "Zoë" composed or decomposed, "Ａｌｉｃｅ" and "ALICE" are all "alice"'s or "zoë"'s."""
+    return unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", name).casefold())
+
+
+def _add_column(conn: Connection, table: Table, name: str) -> None:
+    """ALTER TABLE ... ADD COLUMN for the column `name` as `table` declares it."""
+    column = CreateColumn(table.c[name]).compile(dialect=conn.dialect)
+    conn.exec_driver_sql(f"ALTER TABLE {table.name} ADD COLUMN {column}")
+
+
+def _version_2(conn: Connection) -> None:
+    """Runs carry when and by which server they were last heard of; attempts replace key_failures; names compare
+    after NFKC (a name that would now collide with another keeps its old key)."""
+    _add_column(conn, runs, "heard_at")
+    _add_column(conn, runs, "server")
+    conn.execute(update(runs).values(heard_at=runs.c.updated_at))
+    attempts.create(conn, checkfirst=True)
+    conn.exec_driver_sql("DROP TABLE IF EXISTS key_failures")
+    for student in conn.execute(select(students.c.id, students.c.class_id, students.c.name)).all():
+        taken = select(students.c.id).where(
+            students.c.class_id == student.class_id, students.c.name_key == name_key(student.name)
+        )
+        if conn.scalar(taken) is None:
+            conn.execute(update(students).where(students.c.id == student.id).values(name_key=name_key(student.name)))
+
+
+# Version n is MIGRATIONS[n - 1]. Version 1 is the tables as first released.
+MIGRATIONS: list[Migration] = [lambda conn: metadata.create_all(conn), _version_2]
 _LOCK_ID = 7_351_000  # PostgreSQL advisory lock held while migrating, so replicas starting together take turns
 
 
 def migrate(engine: Engine, now: datetime) -> int:
-    """Bring the database to the latest version, in one transaction; returns that version."""
-    with engine.begin() as conn:
-        if conn.dialect.name == "postgresql":
-            conn.execute(select(func.pg_advisory_xact_lock(_LOCK_ID)))
+    """Bring the database to the latest version, in one transaction under a lock; returns that version."""
+    with _locked(engine) as conn:
         fresh = not inspect(conn).has_table(schema_version.name)
         if fresh:
             metadata.create_all(conn)
@@ -125,3 +167,24 @@ def migrate(engine: Engine, now: datetime) -> int:
                     migration(conn)
                 conn.execute(insert(schema_version).values(version=version, applied_at=now))
     return len(MIGRATIONS)
+
+
+@contextmanager
+def _locked(engine: Engine) -> Iterator[Connection]:
+    """A transaction that holds the database's migration lock until it ends (see the module docstring)."""
+    if engine.dialect.name != "sqlite":
+        with engine.begin() as conn:
+            if conn.dialect.name == "postgresql":
+                conn.execute(select(func.pg_advisory_xact_lock(_LOCK_ID)))
+            yield conn
+        return
+    # pysqlite begins transactions itself, and only before writes: take the write lock by hand from the start
+    with engine.connect() as conn:
+        conn = conn.execution_options(isolation_level="AUTOCOMMIT")
+        conn.exec_driver_sql("BEGIN IMMEDIATE")
+        try:
+            yield conn
+        except BaseException:
+            conn.exec_driver_sql("ROLLBACK")
+            raise
+        conn.exec_driver_sql("COMMIT")

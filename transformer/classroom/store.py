@@ -1,41 +1,52 @@
 """`ClassStore`: a teacher's classes, their students, assignments, predictions and runs, kept in a database that
 outlives the server: SQLite in a file by default, PostgreSQL when the URL names it, the same code on both.
 
-Every method is one short transaction on a pooled engine, so many Streamlit sessions can share one store. Every
-write is checked against the bounds of `transformer.limits` ("classes") before it is made. The teacher key is
-checked against its scrypt hash in constant time, and wrong keys are counted in the database, per class, so the
-rate limit holds across server processes.
+Every method is one short transaction on a pooled engine, so many Streamlit sessions can share one store, and every
+write is idempotent: written twice, it leaves what it leaves written once. Every write is checked against the bounds
+of `transformer.limits` ("classes") before it is made. The teacher key is checked against its scrypt hash in
+constant time, a bounded number of checks at once; what one person may try is bounded by `throttle`.
+
+A run's row says which server holds it and when that server last reported on it: a queued or training run unheard of
+for LOST_AFTER_S reads "lost", and a server that opens its store marks the runs it held before as lost at once.
 """
 
+import threading
 import unicodedata
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 from sqlalchemy import Connection, Row, create_engine, delete, event, func, insert, select, update
+from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import IntegrityError
 
 from ..limits import (
+    CLASS_CREATIONS,
     DEFAULT_RETENTION_DAYS,
-    KEY_FAILURE_WINDOW_S,
+    FREE_MISSES,
+    KEY_CHECKS_AT_ONCE,
+    LOST_AFTER_S,
     MAX_BROWSER_CHARS,
     MAX_CLASSES,
-    MAX_KEY_FAILURES,
     MAX_NAME_CHARS,
     MAX_STUDENTS,
     MAX_TITLE_CHARS,
+    MISS_SPACING_S,
     RETENTION_DAYS,
+    WRONG_KEYS_PER_BROWSER,
 )
+from . import throttle
 from .assignment import Assignment
 from .codes import MAX_CODE_CHARS, key_hash, key_matches, new_class_code, new_salt, new_teacher_key
 from .questions import QUESTIONS
-from .records import ClassInfo, Prediction, RunState, Snapshot, Student, bounded
-from .schema import classes, key_failures, migrate, predictions, runs, students
+from .records import IN_FLIGHT, Caller, ClassInfo, Prediction, RunState, Snapshot, Student, bounded
+from .schema import MAX_SERVER_CHARS, classes, migrate, name_key, predictions, runs, students
 
 Clock = Callable[[], datetime]
 ATTEMPTS = 5  # tries at a write that a concurrent one may collide with (a code, a slot, a join position)
+SQLITE_BUSY_S = 30  # how long an SQLite connection waits for another's write lock (replicas migrating at once)
 
 
 class ClassroomError(ValueError):
@@ -43,15 +54,19 @@ class ClassroomError(ValueError):
 
 
 class UnknownClass(ClassroomError):
-    """No class has this code (or it has expired)."""
+    """No class has this code (or it has expired, or was deleted)."""
 
 
 class WrongKey(ClassroomError):
-    """The teacher key does not match."""
+    """No class has this code, or the teacher key does not match: one error for both, so that the Teacher form does
+    not tell which codes exist."""
 
 
 class TooManyAttempts(ClassroomError):
-    """Too many wrong teacher keys for this class lately."""
+    """Too many attempts of one kind from one person lately (a rate limit of `transformer.limits`)."""
+
+
+WRONG_CODE_OR_KEY = "no class has this code, or this is not its teacher key"
 
 
 def database_url(env: Mapping[str, str], secrets: Mapping[str, Any] | None = None) -> str:
@@ -81,22 +96,40 @@ def check_text(text: Any, what: str, longest: int) -> str:
 
 class ClassStore:
     """Classes kept in the database at `url` (`sqlite:///path`, whose folder is created, or
-    `postgresql+psycopg://...`); `clock` gives the time, so tests can move it."""
+    `postgresql+psycopg://...`); `clock` gives the time, so tests can move it. `server` names the server whose
+    store this is, the same across its restarts (its host and port): the runs it records carry the name, and opening
+    the store marks the queued and training runs it held before as lost (None: a store that records no runs, or a
+    test's).
 
-    def __init__(self, url: str, clock: Clock = utc_now):
+    Methods a person's page calls take their `Caller`, whose attempts the rate limits count; None is the server's
+    own code or a script, counted by none."""
+
+    def __init__(self, url: str, clock: Clock = utc_now, server: str | None = None):
         parsed = make_url(url)
-        if parsed.get_backend_name() == "sqlite" and parsed.database not in (None, "", ":memory:"):
-            Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
-        self.engine = create_engine(parsed, pool_pre_ping=True)
+        options = {}
+        if parsed.get_backend_name() == "sqlite":
+            if parsed.database not in (None, "", ":memory:"):
+                Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
+            options["connect_args"] = {"timeout": SQLITE_BUSY_S}
+        self.engine = create_engine(parsed, pool_pre_ping=True, **options)
         if parsed.get_backend_name() == "sqlite":
             event.listen(self.engine, "connect", _sqlite_settings)
         self.clock = clock
+        self.turns = throttle.Turns(MISS_SPACING_S)  # an address's misses past FREE_MISSES
+        self._key_checks = threading.BoundedSemaphore(KEY_CHECKS_AT_ONCE)
         self.version = migrate(self.engine, self.now())
+        self.server = None if server is None else server[:MAX_SERVER_CHARS]
+        if self.server is not None:
+            self.mark_lost(self.server)
 
     def now(self) -> datetime:
         """The clock's time as the database keeps it: naive UTC."""
         now = self.clock()
         return now.astimezone(UTC).replace(tzinfo=None) if now.tzinfo else now
+
+    def _lost_before(self) -> datetime:
+        """An in-flight run last heard of before this is lost."""
+        return self.now() - timedelta(seconds=LOST_AFTER_S)
 
     def close(self) -> None:
         """Close the pooled connections."""
@@ -104,14 +137,18 @@ class ClassStore:
 
     # ---- the teacher
 
-    def create_class(self, title: str, retention_days: int = DEFAULT_RETENTION_DAYS) -> tuple[str, str]:
+    def create_class(
+        self, title: str, retention_days: int = DEFAULT_RETENTION_DAYS, caller: Caller | None = None
+    ) -> tuple[str, str]:
         """A new class: its code (for the students' link) and its teacher key (shown once, kept only as a hash).
-        ClassroomError when the server already holds MAX_CLASSES classes."""
+        ClassroomError when the server already holds MAX_CLASSES classes; TooManyAttempts past CLASS_CREATIONS
+        from `caller`'s browser, their address, or the whole server."""
         title = check_text(title, "A class's title", MAX_TITLE_CHARS)
         low, high = RETENTION_DAYS
         if type(retention_days) is not int or not low <= retention_days <= high:
             raise ClassroomError(f"a class is kept for {low} to {high} days")
-        self.purge_expired()
+        if caller is not None:
+            self._creations(caller)
         key, salt, now = new_teacher_key(), new_salt(), self.now()
         values = dict(title=title, key_salt=salt, key_hash=key_hash(key, salt), created_at=now)
         values["expires_at"] = now + timedelta(days=retention_days)
@@ -131,24 +168,44 @@ class ClassStore:
                 continue
         raise ClassroomError("the server is busy: try again")
 
-    def open_board(self, code: str, key: str) -> Snapshot:
-        """The whole class, names included, for its teacher."""
-        row = self._teacher(code, key)
+    def _creations(self, caller: Caller) -> None:
+        """Count a class creation by `caller`; TooManyAttempts, uncounted, past any of CLASS_CREATIONS."""
+        who = {
+            "browser": throttle.subject("browser", caller.browser),
+            "address": throttle.subject("address", caller.address),
+            "server": throttle.subject("server", None),
+        }
+        if caller.address is None:  # unknown: every such caller would count as one address
+            del who["address"]
+        whose = {"browser": "from this browser", "address": "from your network", "server": "on this server"}
         with self.engine.begin() as conn:
-            return _snapshot(conn, row, names=True)
+            for kind, subject in who.items():
+                if throttle.over(conn, "create", subject, CLASS_CREATIONS[kind], self.now()):
+                    most, window_s = CLASS_CREATIONS[kind]
+                    raise TooManyAttempts(
+                        f"{most} classes were created {whose[kind]} in the last {window_s // 60} minutes, the most "
+                        "this server takes: try again later"
+                    )
+            throttle.note(conn, "create", who.values(), self.now())
 
-    def set_assignment(self, code: str, key: str, assignment: Assignment | None) -> None:
+    def open_board(self, code: str, key: str, caller: Caller | None = None) -> Snapshot:
+        """The whole class, names included, for its teacher."""
+        row = self._teacher(code, key, caller)
+        with self.engine.begin() as conn:
+            return _snapshot(conn, row, names=True, lost_before=self._lost_before())
+
+    def set_assignment(self, code: str, key: str, assignment: Assignment | None, caller: Caller | None = None) -> None:
         """Set (or clear) the class's assignment; ClassroomError if the class's question no longer fits it."""
-        row = self._teacher(code, key)
+        row = self._teacher(code, key, caller)
         if row.question and (why := QUESTIONS[row.question].unfit(assignment)):
             raise ClassroomError(f"the class's question no longer fits: {why}; change the question first")
         data = None if assignment is None else assignment.to_json()
         with self.engine.begin() as conn:
             conn.execute(update(classes).where(classes.c.id == row.id).values(assignment=data))
 
-    def set_question(self, code: str, key: str, question: str | None) -> None:
+    def set_question(self, code: str, key: str, question: str | None, caller: Caller | None = None) -> None:
         """Set (or clear) the class's question, a key of QUESTIONS that fits its assignment."""
-        row = self._teacher(code, key)
+        row = self._teacher(code, key, caller)
         if question is not None:
             if question not in QUESTIONS:
                 raise ClassroomError("not a built-in question")
@@ -157,31 +214,39 @@ class ClassStore:
         with self.engine.begin() as conn:
             conn.execute(update(classes).where(classes.c.id == row.id).values(question=question))
 
-    def delete_class(self, code: str, key: str) -> None:
+    def delete_class(self, code: str, key: str, caller: Caller | None = None) -> None:
         """Delete the class and everything it recorded, now."""
-        row = self._teacher(code, key)
+        row = self._teacher(code, key, caller)
         with self.engine.begin() as conn:
             _delete_classes(conn, [row.id])
 
     def purge_expired(self) -> int:
-        """Delete every class past its retention, with all it recorded; returns how many."""
+        """Delete every class past its retention, with all it recorded, and the attempts past every rate limit's
+        window; returns how many classes."""
+        longest = max(window for _, window in (*CLASS_CREATIONS.values(), WRONG_KEYS_PER_BROWSER, FREE_MISSES))
         with self.engine.begin() as conn:
             ids = list(conn.scalars(select(classes.c.id).where(classes.c.expires_at <= self.now())))
             _delete_classes(conn, ids)
+            throttle.forget_before(conn, self.now() - timedelta(seconds=longest))
         return len(ids)
 
     # ---- the students
 
-    def class_info(self, code: str) -> ClassInfo:
-        """The class as its students see it; UnknownClass if there is none with this code."""
-        with self.engine.begin() as conn:
-            return _info(self._class(conn, code))
+    def class_info(self, code: str, caller: Caller | None = None) -> ClassInfo:
+        """The class as its students see it; UnknownClass if there is none with this code, a miss of `caller`'s
+        (a class link: see `_miss`)."""
+        try:
+            with self.engine.begin() as conn:
+                return _info(self._class(conn, code))
+        except UnknownClass:
+            self._miss(caller)
+            raise
 
     def snapshot(self, code: str, names: bool = False) -> Snapshot:
         """The whole class: without its students' names, what a student may see of the others; with them, what a
         board whose teacher key was checked (`open_board`) shows on each redraw, without checking it again."""
         with self.engine.begin() as conn:
-            return _snapshot(conn, self._class(conn, code), names=names)
+            return _snapshot(conn, self._class(conn, code), names=names, lost_before=self._lost_before())
 
     def student(self, code: str, browser: str) -> Student | None:
         """The student this browser joined the class as, if any."""
@@ -200,10 +265,10 @@ class ClassStore:
         return (None if found is None else Prediction(found.question, found.choice)), status
 
     def join(self, code: str, browser: str, name: str) -> Student:
-        """Join the class as `name` (literal text, unique in the class regardless of case) from `browser`; the same
-        browser again gets the student it joined as, under their first name. ClassroomError if the name is taken
-        or the class holds MAX_STUDENTS."""
-        name = check_text(name, "A name", MAX_NAME_CHARS)
+        """Join the class as `name` (literal text in Unicode's composed form, unique in the class as `name_key`
+        compares names) from `browser`; the same browser again gets the student it joined as, under their first
+        name. ClassroomError if the name is taken or the class holds MAX_STUDENTS."""
+        name = unicodedata.normalize("NFC", check_text(name, "A name", MAX_NAME_CHARS))
         browser = check_text(browser, "A browser id", MAX_BROWSER_CHARS)
         # A collision on the position means another student took it: at most MAX_STUDENTS can before the class is
         # full, so a class joining at once never sees "busy" (ATTEMPTS more for a name or browser taken meanwhile).
@@ -220,12 +285,12 @@ class ClassStore:
     def _add_student(self, conn: Connection, row: Row, browser: str, name: str) -> Student:
         """Insert a student at the next position of the class in `row`."""
         mine = students.c.class_id == row.id
-        if conn.scalar(select(students.c.id).where(mine, students.c.name_key == name.casefold())) is not None:
+        if conn.scalar(select(students.c.id).where(mine, students.c.name_key == name_key(name))) is not None:
             raise ClassroomError("someone in this class already has this name: pick another")
         position = conn.scalar(select(func.count()).select_from(students).where(mine))
         if position >= MAX_STUDENTS:
             raise ClassroomError(f"this class is full: it holds {MAX_STUDENTS} students")
-        values = dict(class_id=row.id, browser=browser, name=name, name_key=name.casefold(), position=position)
+        values = dict(class_id=row.id, browser=browser, name=name, name_key=name_key(name), position=position)
         new = conn.execute(insert(students).values(**values, joined_at=self.now()).returning(students)).one()
         return _student(new, _assignment(row))
 
@@ -241,22 +306,48 @@ class ClassStore:
             if conn.scalar(select(runs.c.status).where(runs.c.student_id == student.id)) not in (None, "not started"):
                 raise ClassroomError("predictions are made before the run starts")
             values = dict(question=question, choice=choice, answered_at=self.now())
-            _upsert(conn, predictions, student.id, values)
+            _upsert(conn, predictions, dict(student_id=student.id, **values))
 
     def record_run(self, student: Student, state: RunState) -> None:
-        """Keep the state of the student's run, replacing the last one: rows thinned to MAX_RUN_ROWS."""
+        """Keep the state of the student's run, replacing the last one (rows thinned to MAX_RUN_ROWS), as reported
+        now by this server; UnknownClass once the student's class has been deleted or purged."""
         state = bounded(state)
+        now = self.now()
         values = dict(
+            student_id=student.id,
             status=state.status,
             step=state.step,
             queue_place=state.queue_place,
             rows=list(state.rows),
             result=state.result,
             error=state.error,
-            updated_at=self.now(),
+            updated_at=now,
+            heard_at=now,
+            server=self.server,
         )
+        gone = UnknownClass("the student's class has ended")
+        try:
+            with self.engine.begin() as conn:
+                if conn.scalar(select(students.c.id).where(students.c.id == student.id)) is None:
+                    raise gone
+                _upsert(conn, runs, values)
+        except IntegrityError as err:  # the class was deleted between the check and the write
+            raise gone from err
+
+    def heard(self, student_ids: Iterable[int]) -> None:
+        """Note that this server still holds the runs of these students, whose states have not changed."""
+        ids = list(student_ids)
+        if ids:
+            with self.engine.begin() as conn:
+                mine = runs.c.student_id.in_(ids), runs.c.status.in_(IN_FLIGHT)
+                conn.execute(update(runs).where(*mine).values(heard_at=self.now(), server=self.server))
+
+    def mark_lost(self, server: str) -> int:
+        """Mark the queued and training runs `server` held as lost (it has just started, so it holds none of them
+        now); returns how many."""
         with self.engine.begin() as conn:
-            _upsert(conn, runs, student.id, values)
+            mine = runs.c.server == server, runs.c.status.in_(IN_FLIGHT)
+            return conn.execute(update(runs).where(*mine).values(status="lost", updated_at=self.now())).rowcount
 
     # ---- lookups
 
@@ -269,24 +360,39 @@ class ClassStore:
             raise UnknownClass("there is no class with this code: it may have ended")
         return row
 
-    def _teacher(self, code: str, key: str) -> Row:
-        """The class if `key` is its teacher key; WrongKey, counted, if not; TooManyAttempts, unchecked, after
-        MAX_KEY_FAILURES wrong keys within KEY_FAILURE_WINDOW_S."""
-        since = self.now() - timedelta(seconds=KEY_FAILURE_WINDOW_S)
+    def _miss(self, caller: Caller | None) -> None:
+        """Count an unknown code or a wrong key as a miss of `caller`'s address; past FREE_MISSES, return only at
+        the address's next turn, so one address gets one such answer per MISS_SPACING_S (the right code and key
+        never wait)."""
+        if caller is None:
+            return
+        address = throttle.subject("address", caller.address)  # an unknown address is one: misses only slow misses
         with self.engine.begin() as conn:
-            row = self._class(conn, code)
-            mine = key_failures.c.class_id == row.id
-            failures = conn.scalar(
-                select(func.count()).select_from(key_failures).where(mine, key_failures.c.at > since)
-            )
-        if failures >= MAX_KEY_FAILURES:
-            raise TooManyAttempts("too many wrong teacher keys for this class: wait a few minutes")
-        if isinstance(key, str) and len(key) <= 100 and key_matches(key, row.key_salt, row.key_hash):
-            return row
-        with self.engine.begin() as conn:
-            conn.execute(delete(key_failures).where(mine, key_failures.c.at <= since))
-            conn.execute(insert(key_failures).values(class_id=row.id, at=self.now()))
-        raise WrongKey("this is not the class's teacher key")
+            busy = throttle.over(conn, "miss", address, FREE_MISSES, self.now())
+            throttle.note(conn, "miss", [address], self.now())
+        if busy:
+            self.turns.wait(address)
+
+    def _teacher(self, code: str, key: str, caller: Caller | None) -> Row:
+        """The class if `key` is its teacher key, else WrongKey (for an unknown code too), counted as a miss of
+        `caller`'s (`_miss`) and a wrong key of their browser's; TooManyAttempts, unchecked, past
+        WRONG_KEYS_PER_BROWSER. Checks run KEY_CHECKS_AT_ONCE at a time, so a burst costs bounded memory and a
+        browser's burst is counted as it is checked."""
+        browser = None if caller is None else throttle.subject("browser", caller.browser)
+        with self._key_checks, self.engine.begin() as conn:
+            if browser and throttle.over(conn, "wrong key", browser, WRONG_KEYS_PER_BROWSER, self.now()):
+                raise TooManyAttempts("too many wrong teacher keys from this browser: wait a few minutes")
+            try:
+                row = self._class(conn, code)
+            except UnknownClass:
+                row = None
+            if row is not None and isinstance(key, str) and len(key) <= 100:
+                if key_matches(key, row.key_salt, row.key_hash):
+                    return row
+            if browser:
+                throttle.note(conn, "wrong key", [browser], self.now())
+        self._miss(caller)
+        raise WrongKey(WRONG_CODE_OR_KEY)
 
 
 def _sqlite_settings(dbapi_connection: Any, _record: Any) -> None:
@@ -297,10 +403,12 @@ def _sqlite_settings(dbapi_connection: Any, _record: Any) -> None:
     cursor.close()
 
 
-def _upsert(conn: Connection, table: Any, student_id: int, values: Mapping[str, Any]) -> None:
-    """Update the table's row of `student_id`, or insert it."""
-    if not conn.execute(update(table).where(table.c.student_id == student_id).values(**values)).rowcount:
-        conn.execute(insert(table).values(student_id=student_id, **values))
+def _upsert(conn: Connection, table: Any, values: Mapping[str, Any]) -> None:
+    """Insert the table's row of `values["student_id"]`, or replace it by `values`: one statement, so two writers
+    at once leave one row."""
+    dialect = {"sqlite": sqlite, "postgresql": postgresql}[conn.dialect.name]
+    statement = dialect.insert(table).values(**values)
+    conn.execute(statement.on_conflict_do_update(index_elements=[table.c.student_id], set_=dict(values)))
 
 
 def _delete_classes(conn: Connection, ids: list[int]) -> None:
@@ -309,7 +417,6 @@ def _delete_classes(conn: Connection, ids: list[int]) -> None:
     conn.execute(delete(predictions).where(predictions.c.student_id.in_(members)))
     conn.execute(delete(runs).where(runs.c.student_id.in_(members)))
     conn.execute(delete(students).where(students.c.class_id.in_(ids)))
-    conn.execute(delete(key_failures).where(key_failures.c.class_id.in_(ids)))
     conn.execute(delete(classes).where(classes.c.id.in_(ids)))
 
 
@@ -331,15 +438,23 @@ def _student(row: Row, assignment: Assignment, name: str | None = None) -> Stude
     return Student(row.id, row.name if name is None else name, row.position, label, assignment.seed(row.position))
 
 
-def _snapshot(conn: Connection, row: Row, names: bool) -> Snapshot:
-    """The class in `row` with its students (names blank unless `names`), runs and predictions."""
+def _run_state(run: Row, lost_before: datetime) -> RunState:
+    """A run's row as RunState: "lost" if it is queued or training but no server has reported on it since
+    `lost_before`."""
+    lost = run.status in IN_FLIGHT and (run.heard_at or run.updated_at) < lost_before
+    status = "lost" if lost else run.status
+    return RunState(status, run.step, None if lost else run.queue_place, tuple(run.rows), run.result, run.error)
+
+
+def _snapshot(conn: Connection, row: Row, names: bool, lost_before: datetime) -> Snapshot:
+    """The class in `row` with its students (names blank unless `names`), runs and predictions; runs unheard of
+    since `lost_before` are lost."""
     assignment = _assignment(row)
     members = conn.execute(select(students).where(students.c.class_id == row.id).order_by(students.c.position))
     roster = tuple(_student(s, assignment, None if names else "") for s in members)
     ids = [s.id for s in roster]
     states = {
-        r.student_id: RunState(r.status, r.step, r.queue_place, tuple(r.rows), r.result, r.error)
-        for r in conn.execute(select(runs).where(runs.c.student_id.in_(ids)))
+        r.student_id: _run_state(r, lost_before) for r in conn.execute(select(runs).where(runs.c.student_id.in_(ids)))
     }
     answers = {
         p.student_id: Prediction(p.question, p.choice)
