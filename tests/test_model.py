@@ -7,16 +7,15 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from transformer.kernels import fused_is_faster, softmax
 from transformer.masks import causal_mask, decoder_mask, padding_mask
 from transformer.model import (
     ModelConfig,
     MultiHeadAttention,
     PositionwiseFeedForward,
     Transformer,
-    fused_is_faster,
     scaled_dot_product_attention,
     sinusoidal_table,
-    softmax,
 )
 
 D, H, FF = 32, 4, 64

@@ -263,7 +263,7 @@ def test_runs_side_by_side_in_threads_are_each_what_their_seed_makes_them_alone(
 
 
 def test_dropout_masks_come_from_the_run_generator():
-    from transformer.model import dropout, dropout_rng
+    from transformer.dropout import dropout, dropout_rng
 
     x = torch.ones(1000)
     with dropout_rng(torch.Generator().manual_seed(3)):

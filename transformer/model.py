@@ -4,40 +4,30 @@ Read top to bottom in the order of the paper: embeddings and positional encoding
 and multi-head attention (3.2), the position-wise feed-forward network (3.3), the residual + LayerNorm sublayer
 connection (5.4 / 3.1), encoder and decoder stacks (3.1), and the generator (3.4). Batch first everywhere.
 Masks follow `transformer.masks`: boolean, True = may attend.
+
+What the paper does not describe lives beside it, one idea a module: which attention kernel is faster
+(`kernels`), the generator dropout draws from (`dropout`), the keys and values kept while decoding step by step
+(`kv_cache`), and the switch to the recurrent baseline (`architectures`).
 """
 
 import math
-import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import asdict, dataclass
-from typing import Literal
+from typing import Literal, get_args
 
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from .architectures import Architecture
+from .config_checks import require_all
+from .dropout import dropout, dropout_generator
+from .kernels import fused_is_faster, softmax
+from .kv_cache import KVCache, extend
 from .masks import causal_mask, decoder_mask, padding_mask
 
 Positional = Literal["sinusoidal", "learned", "none"]
-Architecture = Literal["transformer", "gru", "gru-attention"]  # the recurrent ones live in transformer.recurrent
 # Attention weights by kind ("encoder", "decoder_self", "cross"): one (B, H, T_query, T_key) tensor per layer.
 AttentionMaps = dict[str, list[torch.Tensor]]
-
-
-class NonFiniteOutputError(ValueError):
-    """The model computed NaN or infinity where a next-token distribution should be: its weights are finite but
-    large enough (or broken enough) that its outputs overflow, so there is nothing to decode or score."""
-
-
-def check_finite(scores: torch.Tensor) -> torch.Tensor:
-    """`scores` (logits or probabilities) unchanged, or NonFiniteOutputError if any is NaN or infinite."""
-    if not bool(torch.isfinite(scores).all()):
-        raise NonFiniteOutputError(
-            "the model's outputs are not finite numbers (NaN or infinity), so they are no next-token distribution: "
-            "its weights are too large for float32"
-        )
-    return scores
 
 
 @dataclass
@@ -61,7 +51,7 @@ class ModelConfig:
     architecture: Architecture = "transformer"  # or the recurrent baseline, "gru" / "gru-attention"
 
     def __post_init__(self) -> None:
-        checks = [
+        require_all(
             (self.vocab_size >= 4, "vocab_size must be at least 4"),
             (self.d_model >= 1 and self.n_heads >= 1, "d_model and n_heads must be positive"),
             (
@@ -72,15 +62,9 @@ class ModelConfig:
             (0.0 <= self.dropout < 1.0, "dropout must be in [0, 1)"),
             (self.max_len >= 2, "max_len must be at least 2"),
             (0 <= self.pad_id < self.vocab_size, "pad_id must be a valid token id"),
-            (self.positional in ("sinusoidal", "learned", "none"), "positional must be sinusoidal, learned or none"),
-            (
-                self.architecture in ("transformer", "gru", "gru-attention"),
-                "architecture must be transformer, gru or gru-attention",
-            ),
-        ]
-        for ok, message in checks:
-            if not ok:
-                raise ValueError(message)
+            (self.positional in get_args(Positional), "positional must be sinusoidal, learned or none"),
+            (self.architecture in get_args(Architecture), "architecture must be transformer, gru or gru-attention"),
+        )
 
     @property
     def d_k(self) -> int:
@@ -93,38 +77,6 @@ class ModelConfig:
 
     def to_dict(self) -> dict:
         return asdict(self)
-
-
-_dropout = threading.local()  # .rng: the dropout generator of the run training on this thread
-
-
-@contextmanager
-def dropout_rng(rng: torch.Generator | None) -> Iterator[None]:
-    """Draw the dropout masks of this thread's forward passes from `rng`, a run's own generator, instead of
-    PyTorch's process-wide one, so that runs training side by side in one process never draw from each other."""
-    outer = getattr(_dropout, "rng", None)
-    _dropout.rng = rng
-    try:
-        yield
-    finally:
-        _dropout.rng = outer
-
-
-def dropout(x: torch.Tensor, p_drop: float, training: bool) -> torch.Tensor:
-    """Dropout (section 5.4): in training, zero each element with probability p_drop and scale the rest
-    by 1 / (1 - p_drop); in eval mode or at rate 0, x itself.
-
-    A function of the module's rate and mode rather than an `nn.Dropout` module, so that where it can change
-    nothing, nothing is called: at these sizes module calls take much of a decoding step's time. Inside
-    `dropout_rng(g)` the mask is drawn from g.
-    """
-    if not training or p_drop == 0:
-        return x
-    rng = getattr(_dropout, "rng", None)
-    if rng is None:
-        return F.dropout(x, p_drop)
-    keep = torch.rand(x.shape, generator=rng, device=x.device) >= p_drop
-    return x * keep / (1 - p_drop)
 
 
 class Embeddings(nn.Module):
@@ -175,36 +127,6 @@ class PositionalEncoding(nn.Module):
         return dropout(x, self.p_drop, self.training)
 
 
-def fused_is_faster(q: torch.Tensor, k: torch.Tensor) -> bool:
-    """Whether PyTorch's fused attention kernel beats the explicit path for q (B, H, T_q, d_k), k (B, H, T_k, d_k).
-
-    Assumed so on a GPU (its fused kernels are built for it). On a CPU, with at most 32 keys (these tasks), the
-    kernel (flash attention) pays a fixed cost per block of queries and per head, and three cases go faster the
-    explicit way (measured on a 2-core AVX-512 machine, docs/benchmarks.md):
-    - training with 8-13 keys, heads of at most 16 dimensions and over 4k scores (most runs here: batches of 64
-      inputs of 7-12 tokens, 2 or more heads at d_model 32): a whole training step 5-34% faster, the default run's
-      10% (the explicit path's softmax written out, see `softmax`);
-    - training, once the scores (B, H, T_q, T_k) outnumber 32k: its backward pass is 1.3-3x slower at batch 128;
-    - a decoding step (one query per row) with 8k scores or more: 1.2-2x slower for 1,000 rows.
-    """
-    if q.device.type != "cpu" or k.size(-2) > 32:
-        return True
-    scores = q.shape[:-1].numel() * k.size(-2)
-    if not q.requires_grad:
-        return q.size(-2) > 1 or scores < 8192
-    return scores <= 4096 or (scores <= 32_768 and not (8 <= k.size(-2) <= 13 and q.size(-1) <= 16))
-
-
-def softmax(scores: torch.Tensor) -> torch.Tensor:
-    """softmax over the last dimension: exp(s - max) / sum(exp(s - max)), the max subtracted so that exp cannot
-    overflow. Written out over fewer than 16 keys on a CPU, where PyTorch's softmax kernel is slower than these
-    four ops (1.5x over 9 keys, forward and backward); PyTorch's over more."""
-    if scores.device.type != "cpu" or scores.size(-1) >= 16:
-        return scores.softmax(dim=-1)
-    e = (scores - scores.detach().amax(dim=-1, keepdim=True)).exp()  # the max only shifts: no gradient through it
-    return e / e.sum(dim=-1, keepdim=True)
-
-
 def scaled_dot_product_attention(
     q: torch.Tensor,
     k: torch.Tensor,
@@ -225,7 +147,7 @@ def scaled_dot_product_attention(
     output are 0 on both paths (the fused kernel's convention; softmax over no key alone would give 0/0 = NaN).
     """
     scale = 1.0 / math.sqrt(q.size(-1)) if scale is None else scale
-    own_rng = dropout_p > 0 and getattr(_dropout, "rng", None) is not None  # the fused kernel draws globally
+    own_rng = dropout_p > 0 and dropout_generator() is not None  # the fused kernel draws globally
     if not need_weights and not own_rng and fused_is_faster(q, k):
         out = F.scaled_dot_product_attention(
             q, k, v, attn_mask=mask, dropout_p=dropout_p, is_causal=is_causal, scale=scale
@@ -298,9 +220,7 @@ class MultiHeadAttention(nn.Module):
         if memory is None:
             q, k, v = self.split_heads(self.in_proj(x)).chunk(3, dim=1)  # one fused projection, (B, H, T, d_k) each
             if cache is not None:
-                if "k" in cache:
-                    k, v = torch.cat([cache["k"], k], dim=2), torch.cat([cache["v"], v], dim=2)
-                cache["k"], cache["v"] = k, v
+                k, v = extend(cache, k, v)  # (B, H, t, d_k): the earlier positions' keys and values, then these
         else:
             w, b = self.in_proj.weight, self.in_proj.bias
             q = self.split_heads(F.linear(x, w[:d_model], b[:d_model]))  # (B, H, T, d_k)
@@ -443,34 +363,6 @@ class Generator(nn.Module):
         return self.proj(x)  # (B, T, vocab_size)
 
 
-class KVCache:
-    """What step-by-step decoding keeps between steps (from `Transformer.new_cache`).
-
-    Per decoder layer, the keys and values of the encoder memory ("cross", (B, H, S, d_k)) and of the target
-    positions so far ("self", (B, H, t, d_k)), or, where those would go stale, the target tokens so far instead.
-    Past keys and values stay exact only while no position sees a later one: with the causal mask, or with one
-    layer, whose keys and values come from the embeddings alone. Without the mask, from the second layer on every
-    position's keys and values depend on the tokens after it, so each step must recompute the whole prefix.
-    """
-
-    def __init__(self, n_layers: int, keeps_states: bool):
-        self.keeps_states = keeps_states
-        # "self": None makes each decoder layer attend over the whole prefix afresh, not through the cache
-        self.layers: list[dict[str, dict[str, torch.Tensor] | None]] = [
-            {} if keeps_states else {"self": None} for _ in range(n_layers)
-        ]
-        self.tokens: torch.Tensor | None = None  # (B, t) the target tokens so far, when the states are not kept
-
-    def reorder(self, rows: torch.Tensor) -> None:
-        """Make row i hold the past of row `rows[i]` (beam search: a kept hypothesis continues its parent's past)."""
-        for layer in self.layers:
-            for part in filter(None, layer.values()):  # "cross", and "self" where the states are kept
-                for name in ("k", "v"):
-                    part[name] = part[name].index_select(0, rows)  # (K, H, t or S, d_k)
-        if self.tokens is not None:
-            self.tokens = self.tokens.index_select(0, rows)  # (K, t)
-
-
 class Transformer(nn.Module):
     """The encoder-decoder: Transformer(config)(src, tgt) -> logits (B, T, vocab_size).
 
@@ -611,3 +503,18 @@ class Transformer(nn.Module):
 
     def num_parameters(self) -> int:
         return sum(p.numel() for p in self.parameters())
+
+
+class NonFiniteOutputError(ValueError):
+    """The model computed NaN or infinity where a next-token distribution should be: its weights are finite but
+    large enough (or broken enough) that its outputs overflow, so there is nothing to decode or score."""
+
+
+def check_finite(scores: torch.Tensor) -> torch.Tensor:
+    """`scores` (logits or probabilities) unchanged, or NonFiniteOutputError if any is NaN or infinite."""
+    if not bool(torch.isfinite(scores).all()):
+        raise NonFiniteOutputError(
+            "the model's outputs are not finite numbers (NaN or infinity), so they are no next-token distribution: "
+            "its weights are too large for float32"
+        )
+    return scores

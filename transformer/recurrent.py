@@ -13,10 +13,9 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from .architectures import RECURRENT
 from .masks import padding_mask
 from .model import AttentionMaps, ModelConfig, Transformer
-
-RECURRENT = ("gru", "gru-attention")
 
 
 class GRUCell(nn.Module):

@@ -12,11 +12,13 @@ import torch
 import torch.nn.functional as F
 
 from .checkpoint import check_model_size
+from .config_checks import require_all
 from .decoding import greedy_decode
 from .device import pick_device
+from .dropout import dropout_rng
 from .dynamics import Dynamics
 from .limits import DECODE_ROWS, MAX_BATCH
-from .model import ModelConfig, Transformer, dropout_rng
+from .model import ModelConfig, Transformer
 from .optimizer import Adam, gradients_into_one_tensor, into_one_tensor
 from .recurrent import build_model
 from .tasks import MAX_SEED, Batch, DataConfig, TaskData
@@ -56,7 +58,7 @@ class TrainConfig:
     device: str = "auto"
 
     def __post_init__(self) -> None:
-        checks = [
+        require_all(
             (self.steps >= 1, "steps must be at least 1"),
             (self.time_budget_s > 0, "time_budget_s must be positive"),
             (1 <= self.batch_size <= MAX_BATCH, f"batch_size must be in 1..{MAX_BATCH}"),
@@ -69,10 +71,7 @@ class TrainConfig:
             (self.eval_every >= 1, "eval_every must be at least 1"),
             (1 <= self.eval_size <= MAX_BATCH, f"eval_size must be in 1..{MAX_BATCH}"),
             (0 <= self.seed <= MAX_SEED, f"seed must be in 0..{MAX_SEED}"),
-        ]
-        for ok, message in checks:
-            if not ok:
-                raise ValueError(message)
+        )
 
     def lr_at(self, step: int) -> float:
         """Learning rate at 1-based `step`: linear warm-up to `lr`, then `lr * sqrt(warmup / step)` for noam.
