@@ -19,7 +19,7 @@ PAGES = [  # (file, title, icon, what to do there), in teaching order
         "pages/train.py",
         "Train",
         ":material/model_training:",
-        "A fresh model on copy, reverse or sort, and watch its loss and accuracy stream in.",
+        "A fresh model on a toy task of your choice, and watch its loss and accuracy stream in.",
     ),
     (
         "pages/anatomy.py",

@@ -6,8 +6,7 @@ import subprocess
 
 import pytest
 from hypothesis import settings
-
-from pages.streamlit_internals import navigation_mode_patch
+from navigation_mode import navigation_mode_patch
 
 
 @pytest.fixture(scope="session")
@@ -18,7 +17,7 @@ def class_data_dir(tmp_path_factory):
 
 @pytest.fixture(autouse=True)
 def navigation_mode(monkeypatch, class_data_dir):
-    """AppTest runs pages inside the app's frame (see `navigation_mode_patch`), trains on threads of the test
+    """AppTest runs pages inside the app's frame (see tests/navigation_mode.py), trains on threads of the test
     process (tests/test_workers.py and the browser tests cover worker processes), and keeps classes in a folder of
     the tests' own."""
     monkeypatch.setattr(*navigation_mode_patch())

@@ -9,7 +9,7 @@ import torch
 
 import transformer.patching as patching
 from transformer.checkpoint import load_checkpoint
-from transformer.inspection import attention_module
+from transformer.inspection import attention_module, twin
 from transformer.knockout import Head, all_heads
 from transformer.limits import MAX_LAYERS, MAX_PATCH_RUNS, TRAIN_FORM_LIMITS, check_probe_cost
 from transformer.model import ModelConfig, Transformer
@@ -18,8 +18,9 @@ from transformer.patching import (
     check_patching_cost,
     grid_dict,
     pair_ids,
-    patched_logits,
+    patched_run,
     patching_grid,
+    record_run,
     stream_sites,
 )
 from transformer.tasks import get_task
@@ -43,11 +44,19 @@ def pair() -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     return clean, corrupted, tgt_in
 
 
+def run_with_patches(model, clean, corrupted, tgt_in, sites) -> torch.Tensor:
+    """What `patching_grid` does for each site: record the clean run on a twin, then run the corrupted source on
+    the twin with the clean activations at `sites` patched in."""
+    probe = twin(model)
+    _, activations = record_run(probe, clean, tgt_in, sites)
+    return patched_run(probe, corrupted, tgt_in, sites, activations)
+
+
 def test_patching_nothing_gives_the_corrupted_run_exactly(model):
     clean, corrupted, tgt_in = pair()
     with torch.inference_mode():
         want = model(corrupted, tgt_in)
-    assert torch.equal(patched_logits(model, clean, corrupted, tgt_in, []), want)
+    assert torch.equal(run_with_patches(model, clean, corrupted, tgt_in, []), want)
 
 
 @pytest.mark.parametrize("layer", [0, 1, 2])
@@ -56,7 +65,7 @@ def test_patching_every_encoder_position_gives_the_clean_run_exactly(model, laye
     with torch.inference_mode():
         want, other = model(clean, tgt_in), model(corrupted, tgt_in)
     sites = [StreamSite("encoder", layer, p) for p in range(clean.size(1))]
-    got = patched_logits(model, clean, corrupted, tgt_in, sites)
+    got = run_with_patches(model, clean, corrupted, tgt_in, sites)
     assert torch.equal(got, want) and not torch.equal(got, other)
 
 
@@ -65,7 +74,7 @@ def test_patching_every_position_of_the_last_decoder_layer_gives_the_clean_run_e
     with torch.inference_mode():
         want = model(clean, tgt_in)
     sites = [StreamSite("decoder", 2, t) for t in range(tgt_in.size(1))]
-    assert torch.equal(patched_logits(model, clean, corrupted, tgt_in, sites), want)
+    assert torch.equal(run_with_patches(model, clean, corrupted, tgt_in, sites), want)
 
 
 def test_a_head_patch_replaces_that_heads_slice_and_nothing_else(model):
@@ -77,7 +86,7 @@ def test_a_head_patch_replaces_that_heads_slice_and_nothing_else(model):
         with torch.inference_mode():
             model(clean, tgt_in)
             model(corrupted, tgt_in)
-        patched_logits(model, clean, corrupted, tgt_in, [Head("cross", 1, 1)])  # its twin is a copy, hook and all
+        run_with_patches(model, clean, corrupted, tgt_in, [Head("cross", 1, 1)])  # its twin is a copy, hook and all
     finally:
         handle.remove()
     clean_heads, corrupted_heads, _, patched = seen  # the twin's runs: clean (recorded), then patched

@@ -54,15 +54,6 @@ def _scores(weights: torch.Tensor, ideal: torch.Tensor) -> torch.Tensor:
     return ((weights * ideal).sum(dim=-1)[..., rows] / mass[rows]).mean(dim=-1)
 
 
-def alignment_score(weights: Any, ideal: Any) -> float:
-    """Mean over query rows of the attention mass on the ideal keys: 1 for a perfect match, 1/T_key for uniform
-    attention. Rows whose ideal is all zero are skipped. `weights` and `ideal` are (T_query, T_key)."""
-    weights, ideal = torch.as_tensor(weights, dtype=torch.float32), torch.as_tensor(ideal, dtype=torch.float32)
-    if weights.dim() != 2 or weights.shape != ideal.shape:
-        raise ValueError(f"weights {tuple(weights.shape)} and ideal {tuple(ideal.shape)} must be equal 2-D shapes")
-    return _scores(weights, ideal).item()
-
-
 def head_labels(n_layers: int, n_heads: int) -> list[str]:
     """'L0 H0', 'L0 H1', ...: one label per cross-attention head, layer by layer (0-based, as the heatmaps)."""
     return [f"L{layer} H{head}" for layer in range(n_layers) for head in range(n_heads)]

@@ -77,8 +77,9 @@ def _hooks(model: Transformer, edits: dict[Point, Edit]) -> Iterator[None]:
             handle.remove()
 
 
-def _record(model: Transformer, src: torch.Tensor, tgt_in: torch.Tensor, points: Sequence[Point]):
-    """The logits (1, T, V) of one run, and its activations at `points`."""
+def record_run(model: Transformer, src: torch.Tensor, tgt_in: torch.Tensor, sites: Sequence[Site]):
+    """The logits (1, T, V) of the source `src` (1, S), teacher-forced on `tgt_in` (1, T), and its activations at each
+    hook point of `sites`: what `patched_run` copies in. Hooks go on `model`: pass a twin."""
     seen: Activations = {}
 
     def keep(point: Point) -> Edit:
@@ -88,6 +89,7 @@ def _record(model: Transformer, src: torch.Tensor, tgt_in: torch.Tensor, points:
 
         return edit
 
+    points = {_point(site) for site in sites}
     with _hooks(model, {point: keep(point) for point in points}), torch.inference_mode():
         return model(src, tgt_in), seen
 
@@ -101,19 +103,11 @@ def _patch(site: Site, clean: torch.Tensor, d_k: int) -> tuple[tuple, torch.Tens
     return part, clean[part]
 
 
-def patched_logits(
-    model: Transformer, clean: torch.Tensor, corrupted: torch.Tensor, tgt_in: torch.Tensor, sites: Sequence[Site]
-) -> torch.Tensor:
-    """Logits (1, T, V) of the `corrupted` source (1, S), teacher-forced on `tgt_in` (1, T), with the clean source's
-    activations at `sites` patched in."""
-    probe = twin(model)
-    _, activations = _record(probe, clean, tgt_in, {_point(site) for site in sites})
-    return _run_patched(probe, corrupted, tgt_in, sites, activations)
-
-
-def _run_patched(
+def patched_run(
     probe: Transformer, corrupted: torch.Tensor, tgt_in: torch.Tensor, sites: Sequence[Site], clean: Activations
 ) -> torch.Tensor:
+    """Logits (1, T, V) of the `corrupted` source (1, S), teacher-forced on `tgt_in` (1, T), with the `clean`
+    activations (from `record_run` on the same model) at `sites` patched in. Hooks go on `probe`: pass a twin."""
     parts: dict[Point, list] = {}
     for site in sites:
         parts.setdefault(_point(site), []).append(_patch(site, clean[_point(site)], probe.config.d_k))
@@ -224,13 +218,13 @@ def patching_grid(model: Transformer, vocab: Vocab, task: str, clean: str, corru
     tgt_in = torch.tensor([[vocab.bos_id, *target]], device=device)  # (1, T)
     answer = torch.tensor([[*target, vocab.eos_id]], device=device)  # (1, T)
     probe = twin(model)
-    logits, activations = _record(probe, src, tgt_in, {_point(site) for site in [*heads, *streams]})
+    logits, activations = record_run(probe, src, tgt_in, [*heads, *streams])
     log_p_clean = answer_log_probability(logits, answer)
-    log_p_corrupted = answer_log_probability(_run_patched(probe, bad, tgt_in, [], activations), answer)
+    log_p_corrupted = answer_log_probability(patched_run(probe, bad, tgt_in, [], activations), answer)
     gap = log_p_clean - log_p_corrupted
 
     def measure(site: Site) -> dict:
-        log_p = answer_log_probability(_run_patched(probe, bad, tgt_in, [site], activations), answer)
+        log_p = answer_log_probability(patched_run(probe, bad, tgt_in, [site], activations), answer)
         recovered = (log_p - log_p_corrupted) / gap if abs(gap) >= MIN_GAP else math.nan
         return {"p": math.exp(log_p), "recovered": recovered}
 
