@@ -22,7 +22,8 @@ from pages.state import (
 )
 from transformer.checkpoint import MAX_CHECKPOINT_BYTES, Checkpoint, CheckpointError, load_checkpoint
 from transformer.literal import code_span, markdown_literal
-from transformer.live import checkpoint_summary, read_upload
+from transformer.naming import checkpoint_summary
+from transformer.uploads import read_upload
 
 st.title("Checkpoints")
 st.markdown(

@@ -32,12 +32,13 @@ from transformer.classroom import (
     Student,
     database_url,
 )
-from transformer.classroom.assignment import SETTINGS, run_configs
+from transformer.classroom.assignment import form_names
 from transformer.classroom.board import prediction_tally
 from transformer.classroom.questions import right_choices
 from transformer.classroom.recorder import ClassRecorder
+from transformer.link_params import class_code_parser, read_params
 from transformer.literal import markdown_literal
-from transformer.url_state import class_code_parser, read_params
+from transformer.run_configs import run_configs
 
 PREDICTION_POLL_S = 5.0  # a graded prediction waits for runs of the other groups: its line is read again this often
 
@@ -123,12 +124,11 @@ class Seat:
         """The settings the student may not change, by config field, with the values their runs use."""
         group = self.assignment.group(self.student.position)
         values = self.assignment.settings(group, self.student.seed)
-        return {name: values[name] for name in SETTINGS if name not in self.assignment.open}
+        return {name: values[name] for name in form_names() if name not in self.assignment.open}
 
-    def configs(self, data: Mapping, model: Mapping, train: Mapping) -> tuple:
-        """The run's configs: the form's values of the open settings over the assignment's; ValueError on a bad
-        one."""
-        values = {**data, **model, **train}
+    def configs(self, values: Mapping[str, Any]) -> tuple:
+        """The run's configs: the form's values (by setting name) of the open settings over the assignment's;
+        ValueError on a bad one."""
         changes = {name: values[name] for name in self.assignment.open if name in values}
         group = self.assignment.group(self.student.position)
         return run_configs(self.assignment.settings(group, self.student.seed, changes))

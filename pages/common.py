@@ -12,7 +12,7 @@ from transformer import Checkpoint, load_checkpoint, pick_device
 from transformer.device import device_label
 from transformer.experiments import LiveExperiment
 from transformer.serving import Run, RunRegistry, ServerSettings, network_address
-from transformer.serving.worker import READY_TIMEOUT_S
+from transformer.serving.worker_link import READY_TIMEOUT_S
 from transformer.training import warm_up
 
 CHECKPOINT_DIR = Path(__file__).resolve().parent.parent / "checkpoints"
@@ -25,7 +25,7 @@ def setup_torch() -> str:
     """Process-wide torch settings, once; returns the device label.
 
     One intra-op thread per computation: sessions already run on threads of their own, and on a small shared
-    server two jobs each spinning two OpenMP threads on two cores slow each other down many times over. When runs
+    server two runs each spinning two OpenMP threads on two cores slow each other down many times over. When runs
     train on server threads, the one-off costs of a first training step are paid here, on a thread of their own,
     not by the first student; worker processes pay their own before they are ready, and the server's cores are
     left to the pages.
@@ -74,16 +74,16 @@ def shipped_checkpoint(name: str) -> Checkpoint:
 
 @st.cache_resource
 def runs_by_browser() -> dict[tuple[str, str], tuple[Run | LiveExperiment, dict]]:
-    """The run each browser started last on a page, by (`browser_id`, its session-state key: "job" for Train,
+    """The run each browser started last on a page, by (`browser_id`, its session-state key: "run" for Train,
     "compare_job" for Compare), with the session state to restore alongside it; shared by every session."""
     return {}
 
 
-def remember_run(key: str, job: Run | LiveExperiment, restore: dict) -> None:
-    """Note `job`, kept in session state under `key`, as this browser's run, so that a reload can pick it back up
+def remember_run(key: str, run: Run | LiveExperiment, restore: dict) -> None:
+    """Note `run`, kept in session state under `key`, as this browser's run, so that a reload can pick it back up
     along with the session-state entries `restore`."""
     if (browser := this_browser()) is not None:
-        runs_by_browser()[browser, key] = job, {key: job, **restore}
+        runs_by_browser()[browser, key] = run, {key: run, **restore}
 
 
 def forget_run(key: str) -> None:

@@ -15,6 +15,13 @@ from pages.downloads import csv_download
 from pages.links import share_link, show_link_notices
 from pages.state import COMPARE_JOB, drop_flash, flash, session_run_elsewhere, show_flashes, watcher_id
 from pages.streamlit_internals import page_connected
+from transformer.compare_state import (
+    CompareState,
+    experiment_for,
+    read_compare,
+    state_for,
+    write_compare,
+)
 from transformer.experiments import (
     CUSTOM,
     READY,
@@ -28,15 +35,8 @@ from transformer.experiments import (
 )
 from transformer.figures.compare import comparison_figure, length_comparison_figure
 from transformer.literal import markdown_literal
-from transformer.live import shown_name
 from transformer.serving import ServerBusy
-from transformer.url_state import (
-    CompareState,
-    experiment_for,
-    read_compare,
-    state_for,
-    write_compare,
-)
+from transformer.uploads import shown_name
 
 LIVE_SOURCE = "your live run"  # what `current_run` calls a run still in this session's hands
 
@@ -121,8 +121,8 @@ st.markdown(
 )
 
 if "compare_state" not in st.session_state:  # a new visit: the settings come from the link
-    url_state, notices = read_compare(st.query_params.to_dict())
-    show_settings(url_state)
+    linked, notices = read_compare(st.query_params.to_dict())
+    show_settings(linked)
     show_link_notices(notices)
 # Widgets start from the remembered settings (with keys, so tests and callbacks can reach them): a widget hidden
 # by another page or by a ready-made experiment comes back as it was.

@@ -22,9 +22,9 @@ from transformer.figures.decoding import (
 )
 from transformer.inspection import logit_lens
 from transformer.limits import check_probe_cost
+from transformer.link_params import decoding_parsers, write_params
 from transformer.literal import code_span, markdown_literal
 from transformer.tasks import DataConfig, TaskData, get_task
-from transformer.url_state import decoding_parsers, write_params
 
 ATTENTION_LABELS = {"cross": "over the source (cross)", "self": "over its own input (self)"}
 TOP_BARS = 10  # bars in the next-token chart

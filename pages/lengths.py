@@ -13,8 +13,8 @@ from pages.state import decode_on_decoding_page, model_page, per_model, shipped_
 from transformer.figures.lengths import length_accuracy_figure, output_length_figure
 from transformer.lengths import LengthReport, inputs_within_budget, score_lengths, summary
 from transformer.limits import INPUTS_PER_LENGTH, MAX_SEQ_LEN
+from transformer.link_params import lengths_parsers, write_params
 from transformer.literal import markdown_literal
-from transformer.url_state import lengths_parsers, write_params
 
 
 @st.cache_resource(show_spinner=False, max_entries=64)

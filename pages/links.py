@@ -12,7 +12,7 @@ import streamlit as st
 from pages.common import shipped_checkpoint, shipped_checkpoints
 from pages.state import CLASS_CODE, SHIPPED_PREFIX, model_in_hand, put_in_hand, shipped_name
 from transformer import CheckpointError
-from transformer.url_state import Parser, model_parsers, read_params
+from transformer.link_params import Parser, model_parsers, read_params
 
 
 def shipped_in_hand() -> str | None:

@@ -23,8 +23,8 @@ from transformer.inspection import (
     peek_at_future,
     random_pair,
 )
+from transformer.link_params import masking_parsers, write_params
 from transformer.literal import code_span, markdown_literal
-from transformer.url_state import masking_parsers, write_params
 
 LINKED_WIDGETS = {"source": "mask_src", "target": "mask_tgt", "pad": "mask_pad_to"}  # link parameter -> widget key
 

@@ -5,12 +5,12 @@ import streamlit as st
 from pages.common import setup_torch
 from pages.state import (
     COMPARE_JOB,
-    JOB,
+    RUN,
     following_run,
     model_in_hand,
     reattach_runs,
     running,
-    save_finished_job,
+    save_finished_run,
     watcher_id,
 )
 from pages.streamlit_internals import page_connected
@@ -18,32 +18,33 @@ from transformer.literal import markdown_literal
 
 
 def sidebar(page: str) -> None:
-    """The shared sidebar: device, the running job's progress, and the model in hand. `page`: the page's url path."""
+    """The shared sidebar: device, the progress of the run in training, and the model in hand. `page`: the page's url
+    path."""
     with st.sidebar:
         st.caption(f"Device: {setup_torch()}")
         reattach_runs()
-        save_finished_job()
-        if running(COMPARE_JOB) is not None or (running(JOB) is not None and page != "train"):
-            _job_heartbeat(page)  # redraws the model in hand too: a run in hand moves on while the page stays
+        save_finished_run()
+        if running(COMPARE_JOB) is not None or (running(RUN) is not None and page != "train"):
+            _run_heartbeat(page)  # redraws the model in hand too: a run in hand moves on while the page stays
         else:
             _model_in_hand_label(page)
 
 
 @st.fragment(run_every=2.0)
-def _job_heartbeat(page: str) -> None:
+def _run_heartbeat(page: str) -> None:
     """While this session trains (a Train run or a Compare rerun), keep it going and show its progress and the
     model in hand on every page: a run that no page polls (the tab was closed) stops after the idle timeout
     (see `Run`).
     The Train and Compare pages draw their own run's progress, so the sidebar leaves it out there."""
-    job, comparison = running(JOB), running(COMPARE_JOB)
-    if job is None and comparison is None:
+    run, comparison = running(RUN), running(COMPARE_JOB)
+    if run is None and comparison is None:
         st.rerun()  # the run ended: redraw the page without this poll
-    if job is not None:
-        job.touch(watcher_id(), page_connected())
+    if run is not None:
+        run.touch(watcher_id(), page_connected())
         if page != "train":
-            steps = job.train_config.steps
-            text = "Queued for training" if job.status == "queued" else f"Training: step {job.step}, at most {steps:,}"
-            st.progress(min(job.step / steps, 1.0), text=text)
+            steps = run.train_config.steps
+            text = "Queued for training" if run.status == "queued" else f"Training: step {run.step}, at most {steps:,}"
+            st.progress(min(run.step / steps, 1.0), text=text)
     if comparison is not None:
         comparison.chain.touch(page_connected())
         done, total = comparison.progress()

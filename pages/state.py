@@ -3,13 +3,13 @@
 Session state keys the pages share (each named once, here):
 - IN_HAND, "in_hand": the `Checkpoint` every probing page uses (shipped, trained here, or uploaded), or absent;
 - IN_HAND_NAME, "in_hand_name": its label in the sidebar;
-- JOB, "job": the session's Train `Run` (its own, or one it joined: identical runs are one run), or absent;
+- RUN, "run": the session's Train `Run` (its own, or one it joined: identical runs are one run), or absent;
 - COMPARE_JOB, "compare_job": the session's Compare rerun, a `LiveExperiment`, or absent;
 - WATCHER, "watcher": this session's id as a watcher of runs when the browser has no id (see `watcher_id`);
-- FOLLOW_JOB, "follow_job": True from Start until the run is put in hand; a model loaded meanwhile sets it False;
+- FOLLOW_RUN, "follow_run": True from Start until the run is put in hand; a model loaded meanwhile sets it False;
 - TRAINED, "trained": {name: checkpoint bytes} of the last MAX_TRAINED runs finished in this session;
 - UPLOADED, "uploaded": {file name: checkpoint bytes} of the last MAX_UPLOADED checkpoints uploaded in this session;
-- TRAIN_SAVED, "train_saved": the finished job last saved, its name, checkpoint bytes or error (`save_finished_job`);
+- TRAIN_SAVED, "train_saved": the finished run last saved, its name, checkpoint bytes or error (`save_finished_run`);
 - FLASHES, "flashes": {place: (kind, text)}, the one-off message each place shows at its next draw (`flash`);
 - RESULTS, "results": {name: `ModelResult`}, what a page computed for a model (`per_model`);
 - CLASS_CODE, "class_code": the class the opened link (`?class=...`) named; every page keeps it in the address, so
@@ -30,12 +30,12 @@ from pages.streamlit_internals import this_browser
 from transformer import Checkpoint, CheckpointError, load_checkpoint
 from transformer.checkpoint import checkpoint_bytes
 from transformer.experiments import LiveExperiment
-from transformer.live import run_name
+from transformer.naming import run_name
 from transformer.serving import Run
 from transformer.tasks import DataConfig
 
-IN_HAND, IN_HAND_NAME, JOB, COMPARE_JOB = "in_hand", "in_hand_name", "job", "compare_job"
-WATCHER, FOLLOW_JOB, TRAINED, TRAIN_SAVED = "watcher", "follow_job", "trained", "train_saved"
+IN_HAND, IN_HAND_NAME, RUN, COMPARE_JOB = "in_hand", "in_hand_name", "run", "compare_job"
+WATCHER, FOLLOW_RUN, TRAINED, TRAIN_SAVED = "watcher", "follow_run", "trained", "train_saved"
 FLASHES, RESULTS, CLASS_CODE, UPLOADED = "flashes", "results", "class_code", "uploaded"
 SHIPPED_PREFIX = "shipped: "  # the sidebar's label of a shipped checkpoint in hand, before its name
 MAX_TRAINED = 10  # checkpoints of finished runs a session keeps (about 140 KB each at the default size)
@@ -115,16 +115,16 @@ def watcher_id() -> str:
 
 
 def running(key: str) -> Run | LiveExperiment | None:
-    """The session's run under `key` (JOB or COMPARE_JOB) while it has not ended: queued, preparing, training or
+    """The session's run under `key` (RUN or COMPARE_JOB) while it has not ended: queued, preparing, training or
     paused."""
-    job = st.session_state.get(key)
-    return job if job is not None and not job.done else None
+    run = st.session_state.get(key)
+    return run if run is not None and not run.done else None
 
 
 def session_run_elsewhere(page: str) -> str | None:
     """Why this session may not start a run on `page` ("train" or "compare"): one run per student at a time, since
     each holds one of the server's few training slots. None when it may."""
-    if page == "compare" and running(JOB) is not None:
+    if page == "compare" and running(RUN) is not None:
         return "Your run on the Train page is still training: stop it or let it finish first."
     if page == "train" and running(COMPARE_JOB) is not None:
         return "Your comparison on the Compare page is still training: stop it or let it finish first."
@@ -134,31 +134,31 @@ def session_run_elsewhere(page: str) -> str | None:
 def reattach_runs() -> None:
     """After a reload (a new session, so no run of its own), take back this browser's runs that still train."""
     runs = runs_by_browser()
-    for other, (job, _) in list(runs.items()):  # an ended run is not taken back: let it go
-        if job.done:
+    for other, (run, _) in list(runs.items()):  # an ended run is not taken back: let it go
+        if run.done:
             runs.pop(other, None)
     if (browser := this_browser()) is None:
         return
-    for key in (JOB, COMPARE_JOB):
+    for key in (RUN, COMPARE_JOB):
         if key not in st.session_state and (browser, key) in runs:
             st.session_state.update(runs[browser, key][1])
             st.toast("Your run kept training through the reload: it is back here.", icon=":material/sync:")
 
 
-def save_finished_job() -> None:
-    """Once per finished job: a checkpoint of its model, listed on the Checkpoints page and put in hand (unless
+def save_finished_run() -> None:
+    """Once per finished run: a checkpoint of its model, listed on the Checkpoints page and put in hand (unless
     the student put another model in hand during the run).
 
     Runs on every page, so a run that ends while the student is elsewhere still becomes the model in hand.
     """
-    run: Run | None = st.session_state.get(JOB)
+    run: Run | None = st.session_state.get(RUN)
     if run is None or not run.done or run.result is None or run.result.steps == 0:  # stopped before its first step
         return
-    if st.session_state.get(TRAIN_SAVED, {}).get("job") is run:
+    if st.session_state.get(TRAIN_SAVED, {}).get("run") is run:
         return
     trained = st.session_state.setdefault(TRAINED, {})
     name = run_name(run.model_config, run.data_config, {*trained, *shipped_checkpoints()})
-    saved = {"job": run, "name": name, "data": None, "error": None, "in_hand": st.session_state.get(FOLLOW_JOB)}
+    saved = {"run": run, "name": name, "data": None, "error": None, "in_hand": st.session_state.get(FOLLOW_RUN)}
     try:
         saved["data"] = checkpoint_bytes(
             run.model(), run.data().vocab, run.data_config, run.rows[:], asdict(run.train_config), meta={"name": name}
@@ -189,18 +189,18 @@ def put_in_hand(checkpoint: Checkpoint, name: str) -> None:
     """Make `checkpoint` the model every page probes; a run still training no longer takes its place."""
     st.session_state[IN_HAND] = checkpoint
     st.session_state[IN_HAND_NAME] = name
-    st.session_state[FOLLOW_JOB] = False
+    st.session_state[FOLLOW_RUN] = False
 
 
 def following_run() -> bool:
     """Whether the model in hand is the snapshot of a run that is still training."""
-    return running(JOB) is not None and bool(st.session_state.get(FOLLOW_JOB))
+    return running(RUN) is not None and bool(st.session_state.get(FOLLOW_RUN))
 
 
 def model_in_hand() -> tuple[Checkpoint | None, str]:
     """The checkpoint probing pages use, and its label. While a run trains, its latest snapshot is in hand, unless
     the student has put another model in hand since it started."""
-    run: Run | None = st.session_state.get(JOB)
+    run: Run | None = st.session_state.get(RUN)
     if following_run():
         model = run.model()
         if model is not None:
@@ -262,7 +262,7 @@ def model_change(page: str) -> str | None:
     """The label of the model in hand when `page` showed another model at its last draw, else None (a first visit,
     or a run in hand that trained on: still the same run). Remembers the model shown now."""
     checkpoint, label = model_in_hand()
-    shown = st.session_state.get(JOB) if following_run() else checkpoint  # a run's snapshots are one model
+    shown = st.session_state.get(RUN) if following_run() else checkpoint  # a run's snapshots are one model
     before = st.session_state.get(f"{page}_model", shown)
     st.session_state[f"{page}_model"] = shown
     return None if before is shown else label

@@ -17,7 +17,9 @@ import streamlit as st
 from pages.classes import caller, class_store
 from pages.downloads import csv_download
 from pages.state import flash, show_flashes
-from transformer.classroom import QUESTIONS, Assignment, ClassroomError, ClassStore, Group, Snapshot
+from transformer import settings as spec
+from transformer.classroom import QUESTIONS, Assignment, ClassroomError, ClassStore, Snapshot
+from transformer.classroom.assignment import split_groups
 from transformer.classroom.board import (
     difference_sentence,
     flags,
@@ -30,19 +32,11 @@ from transformer.classroom.board import (
     student_rows,
 )
 from transformer.figures.board import group_curves_figure, outcomes_figure
-from transformer.limits import DEFAULT_RETENTION_DAYS, MAX_TITLE_CHARS, RETENTION_DAYS, TRAIN_FORM_LIMITS
+from transformer.limits import DEFAULT_RETENTION_DAYS, MAX_TITLE_CHARS, RETENTION_DAYS
 from transformer.literal import markdown_literal
-from transformer.tasks import TASKS
 
 BOARD_POLL_S = 2.0  # the board redraws every 2 s: it reads the database, never the runs themselves
-SPLITS = {  # the setting groups may differ in -> its two groups: (label, value), the paper's first
-    "positional": (("with PE", "sinusoidal"), ("no PE", "none")),
-    "causal_mask": (("causal mask", True), ("no causal mask", False)),
-    "scale_scores": (("scaled scores", True), ("unscaled scores", False)),
-    "norm_first": (("post-norm", False), ("pre-norm", True)),
-    "label_smoothing": (("no smoothing", 0.0), ("smoothing 0.1", 0.1)),
-}
-OPEN_CHOICES = ("lr", "warmup", "batch_size", "d_model", "n_heads", "n_layers", "dropout")
+PRESET = ("task", "min_len", "max_len", "steps")  # the settings the assignment form presets
 
 st.title("Teacher: the class as one experiment")
 st.caption(
@@ -143,25 +137,31 @@ def assignment_form(snapshot: Snapshot, code: str, key: str) -> None:
     current = snapshot.info.assignment or Assignment()
     preset = current.preset
     with st.form("teacher_assignment"):
-        task_col, min_col, max_col, steps_col = st.columns(4)
-        tasks = list(TASKS)
-        task_col.selectbox("Task", tasks, index=tasks.index(preset.get("task", "reverse")), key="teacher_task")
-        for col, name, label, default in (
-            (min_col, "min_len", "Shortest input", 6),
-            (max_col, "max_len", "Longest input", 8),
-            (steps_col, "steps", "Steps (at most)", 2000),
-        ):
-            col.number_input(label, *TRAIN_FORM_LIMITS[name], value=preset.get(name, default), key=f"teacher_{name}")
-        splits = [None, *SPLITS]
+        for col, name in zip(st.columns(len(PRESET)), PRESET):
+            s = spec.setting(name)
+            value, common = preset.get(name, s.default), {"key": f"teacher_{name}", "help": s.help}
+            if s.options:
+                col.selectbox(s.label, s.options, index=s.options.index(value), format_func=s.word, **common)
+            else:
+                col.number_input(s.label, *s.bounds, value=value, **common)
+        splits = [None, *(s.name for s in spec.group_splits())]
         st.selectbox(
             "Groups differ in",
             splits,
-            index=splits.index(current.setting if current.setting in SPLITS else None),
-            format_func=lambda s: "no groups: one class" if s is None else " / ".join(g for g, _ in SPLITS[s]),
+            index=splits.index(current.setting if current.setting in splits else None),
+            format_func=lambda name: (
+                "no groups: one class" if name is None else " / ".join(g.label for g in split_groups(name))
+            ),
             key="teacher_split",
             help="Students alternate between the groups as they join, so the groups stay the same size.",
         )
-        st.multiselect("Students may change", OPEN_CHOICES, default=sorted(current.open), key="teacher_open_settings")
+        st.multiselect(
+            "Students may change",
+            [s.name for s in spec.class_open()],
+            default=sorted(current.open),
+            format_func=lambda name: spec.setting(name).label,
+            key="teacher_open_settings",
+        )
         questions = [None, *QUESTIONS]
         st.selectbox(
             "Question students answer before Start",
@@ -179,8 +179,8 @@ def save_assignment(code: str, key: str) -> None:
     """The Save button: the form's values as the class's assignment and question, or why they were not saved."""
     state = st.session_state
     split, question = state["teacher_split"], state["teacher_question"]
-    preset = {name: state[f"teacher_{name}"] for name in ("task", "min_len", "max_len", "steps")}
-    groups = tuple(Group(label, value) for label, value in SPLITS[split]) if split else ()
+    preset = {name: state[f"teacher_{name}"] for name in PRESET}
+    groups = split_groups(split) if split else ()
     try:
         assignment = Assignment(preset, frozenset(state["teacher_open_settings"]), split, groups)
         if question is not None and (why := QUESTIONS[question].unfit(assignment)):

@@ -18,10 +18,10 @@ from pages.downloads import csv_download
 from pages.dynamics_view import dynamics_view
 from pages.links import share_link
 from pages.state import (
-    JOB,
+    RUN,
     TRAIN_SAVED,
     drop_flash,
-    save_finished_job,
+    save_finished_run,
     session_run_elsewhere,
     show_flashes,
     watcher_id,
@@ -29,9 +29,12 @@ from pages.state import (
 from pages.streamlit_internals import page_connected
 from pages.train_controls import run_controls, start_run
 from pages.train_form import draw_fields, remember_values
+from transformer.curves import metrics_table
 from transformer.figures.training import accuracy_figure, loss_figure, lr_figure
 from transformer.literal import markdown_literal
-from transformer.live import live_examples, metrics_table, progress, run_summary
+from transformer.live_examples import live_examples
+from transformer.naming import run_summary
+from transformer.progress import progress
 from transformer.serving import Run, unwatched
 from transformer.training import smoothed_loss_floor
 
@@ -65,47 +68,47 @@ st.caption(
 
 share_link()
 seat = class_seat()  # in a class: the student's group and locked settings (a join form first, if need be)
-job: Run | None = st.session_state.get(JOB)
-active = job is not None and not job.done  # queued, preparing, training or paused
+run: Run | None = st.session_state.get(RUN)
+active = run is not None and not run.done  # queued, preparing, training or paused
 elsewhere = session_run_elsewhere("train")
 
 
 STEPS_PER_FRAME = 10  # the live loss curve moves in whole frames of this many steps, drawn once for all watchers
 
 
-def run_id(job: Run) -> tuple[int, float]:
-    """A key for a started job's shared drawings: its identity and start time (an id alone may be reused)."""
-    return id(job), job.started_at
+def run_id(run: Run) -> tuple[int, float]:
+    """A key for a started run's shared drawings: its identity and start time (an id alone may be reused)."""
+    return id(run), run.started_at
 
 
 @st.cache_resource(max_entries=64, show_spinner=False)
-def shared_examples(job_id: tuple, step: int, _job: Run):
+def shared_examples(run_ident: tuple, step: int, _run: Run):
     """Five held-out inputs decoded by the run's model at `step`, decoded once for every watcher of the run."""
-    return live_examples(_job.model(), _job.data())
+    return live_examples(_run.model(), _run.data())
 
 
 @st.cache_resource(max_entries=64, show_spinner=False)
-def shared_charts(job_id: tuple, n_rows: int, n_steps: int, _job: Run):
+def shared_charts(run_ident: tuple, n_rows: int, n_steps: int, _run: Run):
     """The loss and accuracy figures of a run's first `n_rows` metric rows and `n_steps` steps, built once for every
     watcher of the run (a class watching one run polls it many times a second). Read-only."""
-    rows, losses = _job.rows[:n_rows], _job.losses[:n_steps]
-    floor = smoothed_loss_floor(_job.train_config.label_smoothing, _job.model_config.vocab_size)
+    rows, losses = _run.rows[:n_rows], _run.losses[:n_steps]
+    floor = smoothed_loss_floor(_run.train_config.label_smoothing, _run.model_config.vocab_size)
     loss = loss_figure(rows, train_floor=floor, step_losses=losses, height=CHART_HEIGHT)
     return loss, accuracy_figure(rows, height=CHART_HEIGHT)
 
 
-def progress_line(job: Run, rows: list) -> tuple[float, str]:
+def progress_line(run: Run, rows: list) -> tuple[float, str]:
     """A training run's progress bar and its words. A run that stops once solved fills the bar with its held-out
     exact match, the measure that ends it; its step budget is a ceiling, not a forecast. Any other run fills it with
     its step budget, which it trains to the end."""
-    what = "Paused at" if job.status == "paused" else "Training:"
-    config, p = job.train_config, progress(rows, job.train_config)
+    what = "Paused at" if run.status == "paused" else "Training:"
+    config, p = run.train_config, progress(rows, run.train_config)
     left = "" if p.eta_s is None else f" (at most {p.eta_s:.0f} s more)"
     if not config.early_stop:
-        return p.fraction, f"{what} step {job.step} of {config.steps:,}{left}"
+        return p.fraction, f"{what} step {run.step} of {config.steps:,}{left}"
     solved = float(rows[-1]["exact_match"]) if rows else 0.0  # a float: st.progress reads an int as percent
     return solved, (
-        f"{what} step {job.step} · held-out exact match {solved:.0%}: the run stops when it reaches 100%. "
+        f"{what} step {run.step} · held-out exact match {solved:.0%}: the run stops when it reaches 100%. "
         f"Its budget of {config.steps:,} steps{left} is a ceiling, not a forecast."
     )
 
@@ -114,26 +117,26 @@ poll_s = live_poll_s()
 
 
 @st.fragment(run_every=poll_s if active else None)
-def live_view(job: Run, polling: bool) -> None:
+def live_view(run: Run, polling: bool) -> None:
     """Status, controls, curves and a few decoded examples; reruns the whole page once the run ends, or when the
     server's load asks for another redraw rate."""
-    if st.session_state.get(JOB) is not job or (polling and job.done):
+    if st.session_state.get(RUN) is not run or (polling and run.done):
         st.rerun()  # the student left the run, or it ended: redraw the whole page
     if polling and not 0.5 < live_poll_s() / poll_s < 2:
         st.rerun()  # many more (or fewer) pages watch runs now: poll at the rate that fits
-    job.touch(watcher_id(), page_connected())
-    st.caption(run_summary(job.model_config, job.data_config, job.train_config))
-    classmates = len(job.watchers()) - 1
+    run.touch(watcher_id(), page_connected())
+    st.caption(run_summary(run.model_config, run.data_config, run.train_config))
+    classmates = len(run.watchers()) - 1
     if classmates > 0:
         st.caption(
             f"Same settings as {classmates} classmate{'s' * (classmates > 1)}: you are all watching one run. "
             "Same seed, same run."
         )
-    if job.status != "done":
-        run_controls(job, shared=classmates > 0)
-    rows, losses = job.rows[:], job.losses[:]
-    if job.status == "queued":
-        place = run_registry().place(job)
+    if run.status != "done":
+        run_controls(run, shared=classmates > 0)
+    rows, losses = run.rows[:], run.losses[:]
+    if run.status == "queued":
+        place = run_registry().place(run)
         if place is not None:
             st.info(
                 f"Every training slot is in use: your run is number {place.position} in the queue, and should "
@@ -141,18 +144,18 @@ def live_view(job: Run, polling: bool) -> None:
                 icon=":material/hourglass_top:",
             )
         return
-    if job.status == "preparing":
+    if run.status == "preparing":
         st.progress(0.0, text="Preparing: building the model and drawing the held-out set...")
-    elif job.status in ("training", "paused"):
-        st.progress(*progress_line(job, rows))
+    elif run.status in ("training", "paused"):
+        st.progress(*progress_line(run, rows))
     if not losses:  # preparing, or ended before its first step
         return
     loss_col, acc_col = st.columns(2)
-    smoothing, vocab_size = job.train_config.label_smoothing, job.model_config.vocab_size
+    smoothing, vocab_size = run.train_config.label_smoothing, run.model_config.vocab_size
     floor = smoothed_loss_floor(smoothing, vocab_size)
     # whole frames while it trains; the first steps at once (the curve starts moving) and every step at the end
-    steps = len(losses) if job.done or len(losses) < STEPS_PER_FRAME else len(losses) - len(losses) % STEPS_PER_FRAME
-    loss_chart, accuracy_chart = shared_charts(run_id(job), len(rows), steps, job)
+    steps = len(losses) if run.done or len(losses) < STEPS_PER_FRAME else len(losses) - len(losses) % STEPS_PER_FRAME
+    loss_chart, accuracy_chart = shared_charts(run_id(run), len(rows), steps, run)
     loss_col.plotly_chart(loss_chart, key="train_loss_chart")
     acc_col.plotly_chart(accuracy_chart, key="train_accuracy_chart")
     if floor:
@@ -161,33 +164,33 @@ def live_view(job: Run, polling: bool) -> None:
             f"token, so even a perfect model's training loss is {floor:.2f} (dotted line). The held-out "
             "loss is plain cross-entropy and can go to 0."
         )
-    train_alignment(job)
+    train_alignment(run)
     if rows:
         step = int(rows[-1]["step"])
         st.markdown(f"**Five held-out inputs**, decoded greedily by the model as of step {step}:")
-        st.dataframe(shared_examples(run_id(job), step, job), hide_index=True)
+        st.dataframe(shared_examples(run_id(run), step, run), hide_index=True)
 
 
-def outcome(job: Run) -> None:
+def outcome(run: Run) -> None:
     """How the ended run ended and what to do next: above its curves, in view without scrolling when it ends."""
     if (joined := drop_flash("train_joined")) is not None:  # Start joined a run that had already ended
         st.info(joined[1], icon=":material/join:")
         st.toast(joined[1], icon=":material/join:", duration="long")  # seen wherever the page is scrolled to
-    if job.error:
+    if run.error:
         st.error(
-            f"Training stopped with an error: {markdown_literal(job.error)}. Change the settings below and start again."
+            f"Training stopped with an error: {markdown_literal(run.error)}. Change the settings below and start again."
         )
-    elif job.withdrawn:
-        st.warning(f"Your run left the queue without starting: {job.withdrawn}. Press Start to queue again.")
-    elif job.result is not None and job.result.steps == 0:
+    elif run.withdrawn:
+        st.warning(f"Your run left the queue without starting: {run.withdrawn}. Press Start to queue again.")
+    elif run.result is not None and run.result.steps == 0:
         st.info("Stopped before the first training step: nothing was trained or saved.")
-    elif job.result is not None:
-        save_finished_job()  # usually done already by the sidebar, unless the run ended during this rerun
-        saved, result = st.session_state[TRAIN_SAVED], job.result
+    elif run.result is not None:
+        save_finished_run()  # usually done already by the sidebar, unless the run ended during this rerun
+        saved, result = st.session_state[TRAIN_SAVED], run.result
         scores = f"exact match {result.exact_match:.1%} and token accuracy {result.token_acc:.1%} on the held-out set"
         if result.reason == "stopped":
             idle = unwatched(run_registry().settings.idle_timeout_s)
-            why = f"because {markdown_literal(job.notice)}" if job.notice else f"by you, or because {idle}"
+            why = f"because {markdown_literal(run.notice)}" if run.notice else f"by you, or because {idle}"
             st.info(f"Stopped at step {result.steps} after {result.seconds:.1f} s ({why}): {scores}.")
         else:
             st.success(
@@ -213,11 +216,11 @@ def outcome(job: Run) -> None:
             prediction_result(seat)
 
 
-def downloads(job: Run) -> None:
+def downloads(run: Run) -> None:
     """Every metric row of a finished run, and its metrics and checkpoint to download."""
     saved = st.session_state[TRAIN_SAVED]
     with st.expander("Metrics of every row, and downloads"):
-        table = metrics_table(job.rows[:])
+        table = metrics_table(run.rows[:])
         st.dataframe(table, hide_index=True, column_config=METRIC_FORMATS)
         csv_col, ckpt_col = st.columns(2)
         csv_download(csv_col, "Download metrics (CSV)", table, f"{saved['name']}-metrics.csv", "download_metrics")
@@ -233,23 +236,23 @@ def downloads(job: Run) -> None:
 
 show_flashes("train_left")
 
-if job is not None:
+if run is not None:
     if not active:  # ended as this redraw began: a run that ends during it redraws the page
-        outcome(job)
-    live_view(job, polling=active)
-    if job.losses:  # drawn with the page, not at every poll: the schedule itself never changes
+        outcome(run)
+    live_view(run, polling=active)
+    if run.losses:  # drawn with the page, not at every poll: the schedule itself never changes
         with st.expander("Learning rate over the run"):
-            st.plotly_chart(lr_figure(job.train_config, job.step), key="train_lr_chart")
+            st.plotly_chart(lr_figure(run.train_config, run.step), key="train_lr_chart")
             st.caption(
                 "The schedule, step by step over the whole step budget; the dashed line is where the run was when "
                 "this page was drawn. Adam's steps are this rate times its own per-weight scaling."
             )
-    dynamics_view(job)
-    if not active and job.result is not None and job.result.steps > 0 and not job.error:
-        downloads(job)
+    dynamics_view(run)
+    if not active and run.result is not None and run.result.steps > 0 and not run.error:
+        downloads(run)
 
 if not active:
-    if job is not None:
+    if run is not None:
         st.subheader("Start another run")
     with st.form("train_settings"):
         draw_fields(seat.locked() if seat else None)
@@ -267,7 +270,7 @@ if not active:
     remember_values()
     show_flashes("train_form")
 
-if job is None:  # the empty axes the curves will fill: drawn now, the charts are ready the moment Start is pressed
+if run is None:  # the empty axes the curves will fill: drawn now, the charts are ready the moment Start is pressed
     loss_col, acc_col = st.columns(2)
     loss_col.plotly_chart(loss_figure([], step_losses=[], height=CHART_HEIGHT), key="empty_loss_chart")
     acc_col.plotly_chart(accuracy_figure([], height=CHART_HEIGHT), key="empty_accuracy_chart")

@@ -4,12 +4,12 @@ import streamlit as st
 
 from pages.classes import Seat, answer_prediction, class_recorder, seat_in_class
 from pages.common import client_address, forget_run, remember_run, run_registry
-from pages.state import FOLLOW_JOB, JOB, flash, session_run_elsewhere, watcher_id
+from pages.state import FOLLOW_RUN, RUN, flash, session_run_elsewhere, watcher_id
 from pages.streamlit_internals import page_connected
-from pages.train_form import KEPT, config_values, remember_values
+from pages.train_form import KEPT, form_settings, remember_values
 from transformer.classroom import ClassroomError
 from transformer.literal import markdown_literal
-from transformer.live import build_configs
+from transformer.run_configs import run_configs
 from transformer.serving import Run, ServerBusy
 
 FIRST_STEP_WAIT_S = 0.5  # how long Start waits for a new run's first step (set-up takes about 0.1 s)
@@ -35,16 +35,16 @@ def start_run() -> None:
     """Start button: start the run the form describes, or join the identical one. A callback runs before the
     page is drawn, so the same run draws the live view on top."""
     state = st.session_state
-    current: Run | None = state.get(JOB)
+    current: Run | None = state.get(RUN)
     if (elsewhere := session_run_elsewhere("train")) or (current is not None and not current.done):
         flash("train_form", "info", elsewhere or "A run is already training: stop it first, or wait for it.")
         return
     seat = seat_in_class()  # a class student's run takes the settings their teacher locked
     try:
-        configs = seat.configs(*config_values(state)) if seat else build_configs(*config_values(state))
+        configs = seat.configs(form_settings(state)) if seat else run_configs(form_settings(state))
         if seat:
             answer_prediction(seat)
-        job = run_registry().submit(watcher_id(), *configs, page_connected(), client_address())
+        run = run_registry().submit(watcher_id(), *configs, page_connected(), client_address())
     except ServerBusy as err:
         flash("train_form", "warning", f"Your run could not start: {markdown_literal(str(err))}.")
     except ClassroomError as err:
@@ -53,14 +53,14 @@ def start_run() -> None:
         flash("train_form", "error", f"These settings don't work: {markdown_literal(str(err))}")
     else:
         if seat:
-            class_recorder().follow(seat.student, job)  # into the class database, whatever the page does next
-        state[JOB] = job
-        state[FOLLOW_JOB] = True  # the run is the model in hand while it trains
+            class_recorder().follow(seat.student, run)  # into the class database, whatever the page does next
+        state[RUN] = run
+        state[FOLLOW_RUN] = True  # the run is the model in hand while it trains
         remember_values()
         # the run is in hand, and the Train form shows its settings, after a reload too
-        remember_run(JOB, job, {FOLLOW_JOB: True, KEPT: state[KEPT]})
-        job.wait_until_moving(FIRST_STEP_WAIT_S)  # the curve then starts in this redraw, not at the next poll
-        if job.done:  # these settings made a run that has ended: this redraw shows its curves and result
+        remember_run(RUN, run, {FOLLOW_RUN: True, KEPT: state[KEPT]})
+        run.wait_until_moving(FIRST_STEP_WAIT_S)  # the curve then starts in this redraw, not at the next poll
+        if run.done:  # these settings made a run that has ended: this redraw shows its curves and result
             flash("train_joined", "info", same_run(seat))
 
 
@@ -73,13 +73,13 @@ def same_run(seat: Seat | None) -> str:
 
 def leave_run() -> None:
     """Stop button: leave the run; it stops once nobody watches it (a run of one's own stops at once)."""
-    current: Run | None = st.session_state.get(JOB)
+    current: Run | None = st.session_state.get(RUN)
     if current is None:
         return
     run_registry().leave(watcher_id(), current)
     if current.status == "queued" or current.watchers():  # out of the queue, or others still watch the run
-        st.session_state.pop(JOB)
-        forget_run(JOB)
+        st.session_state.pop(RUN)
+        forget_run(RUN)
         left = len(current.watchers())
         flash(
             "train_left",
@@ -92,16 +92,16 @@ def leave_run() -> None:
         current.wait_until_done(5.0)  # stopped, as it was the student's own: drawn as stopped
 
 
-def run_controls(job: Run, shared: bool) -> None:
+def run_controls(run: Run, shared: bool) -> None:
     """Pause or Resume, Step, and Stop: big buttons, no keyboard."""
-    paused, queued = job.status == "paused", job.status == "queued"
+    paused, queued = run.status == "paused", run.status == "queued"
     pause_col, step_col, stop_col, _ = st.columns([1, 1, 1, 3])
     why_not = "Several students watch this run: only a run of your own can be paused." if shared else None
     if paused:
-        _big_button(pause_col, "Resume", "resume_training", "play_arrow", job.resume, type="primary")
+        _big_button(pause_col, "Resume", "resume_training", "play_arrow", run.resume, type="primary")
     else:
-        _big_button(pause_col, "Pause", "pause_training", "pause", job.pause, shared or queued, why_not)
-    _big_button(step_col, "Step", "step_training", "skip_next", job.step_row, shared or not paused, why_not)
+        _big_button(pause_col, "Pause", "pause_training", "pause", run.pause, shared or queued, why_not)
+    _big_button(step_col, "Step", "step_training", "skip_next", run.step_row, shared or not paused, why_not)
     _big_button(stop_col, "Leave queue" if queued else "Stop", "stop_training", "stop", leave_run)
 
 

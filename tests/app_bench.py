@@ -38,9 +38,10 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 
-from pages.streamlit_internals import navigation_mode_patch  # noqa: E402
+from navigation_mode import navigation_mode_patch  # noqa: E402
+
 from transformer import load_checkpoint  # noqa: E402
-from transformer.live import build_configs  # noqa: E402
+from transformer.run_configs import run_configs  # noqa: E402
 from transformer.training import Trainer  # noqa: E402
 
 setattr(*navigation_mode_patch())  # pages run in the app's frame, as when served
@@ -73,7 +74,7 @@ TRAIN = dict(
 
 def outside_app() -> float:
     """Steps per second of the run through the package directly."""
-    trainer = Trainer(*build_configs(DATA, MODEL, TRAIN))
+    trainer = Trainer(*run_configs({**DATA, **MODEL, **TRAIN}))
     start = time.perf_counter()
     result = trainer.run()
     return result.steps / (time.perf_counter() - start)
@@ -88,8 +89,8 @@ def inside_app() -> float:
         time.sleep(0.1)
     from pages.common import LIVE_POLL_S, run_registry
 
-    job = run_registry().submit("bench", *build_configs(DATA, MODEL, TRAIN))
-    at.session_state["job"] = job
+    job = run_registry().submit("bench", *run_configs({**DATA, **MODEL, **TRAIN}))
+    at.session_state["run"] = job
     start = time.perf_counter()
     while not job.done:
         at.run()  # what the page's live view does, twice a second
@@ -113,9 +114,7 @@ def served() -> dict | None:
     if not CHROMIUM.exists():
         return None
     seed, max_len = 11, 12
-    alone = Trainer(
-        *build_configs({**PAGE_DATA, "seed": seed, "max_len": max_len}, PAGE_MODEL, {**PAGE_TRAIN, "seed": seed})
-    ).run()
+    alone = Trainer(*run_configs({**PAGE_DATA, **PAGE_MODEL, **PAGE_TRAIN, "seed": seed, "max_len": max_len})).run()
     with (
         LabServer(ARTIFACTS / "server-app-bench.log") as server,
         Renicer(server.pid, 19),  # the browser at the lowest priority; the server at its own

@@ -13,7 +13,6 @@ import json
 import statistics
 import sys
 import time
-from dataclasses import asdict
 from pathlib import Path
 
 import torch
@@ -21,13 +20,10 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import transformer.training  # noqa: E402 (the repository root goes on the path first)
 from transformer.dynamics import Dynamics  # noqa: E402
-from transformer.live import build_configs  # noqa: E402
-from transformer.model import ModelConfig  # noqa: E402
-from transformer.training import TrainConfig, Trainer  # noqa: E402
+from transformer.run_configs import run_configs  # noqa: E402
+from transformer.training import Trainer  # noqa: E402
 
 DATA = dict(task="reverse", min_len=6, max_len=8, n_symbols=10)
-MODEL = {name: value for name, value in asdict(ModelConfig()).items() if name != "vocab_size"}
-CHOSEN_BY_THE_PAGE = ("eval_every", "record_attention")  # build_configs sets these
 
 
 class NoDynamics(Dynamics):
@@ -61,12 +57,14 @@ class TimedDynamics(Dynamics):
 def train_seconds(seed: int, steps: int, recording: bool) -> float:
     """Training seconds (pauses and the final evaluation left out) of one run of `steps` steps; a recording run
     leaves the seconds spent recording in `TimedDynamics.spent`."""
-    train = asdict(TrainConfig(steps=steps, early_stop=False, device="cpu", seed=seed))
-    train = {k: v for k, v in train.items() if k not in CHOSEN_BY_THE_PAGE}
     TimedDynamics.spent = 0.0
     transformer.training.Dynamics = TimedDynamics if recording else NoDynamics
     try:
-        return Trainer(*build_configs({**DATA, "seed": seed}, MODEL, train)).run().seconds
+        return (
+            Trainer(*run_configs({**DATA, "seed": seed, "steps": steps, "early_stop": False, "device": "cpu"}))
+            .run()
+            .seconds
+        )
     finally:
         transformer.training.Dynamics = Dynamics
 

@@ -27,8 +27,8 @@ from transformer.inspection import attention_before_after, module_table
 from transformer.knockout import all_heads, compare_outputs, grid_allowed, knockout_grid, score
 from transformer.lengths import inputs_within_budget, score_lengths
 from transformer.limits import MAX_PROBE_COST, check_probe_cost
-from transformer.live import build_configs
 from transformer.model import ModelConfig, Transformer
+from transformer.run_configs import run_configs
 from transformer.tasks import DataConfig
 from transformer.vocab import Vocab
 
@@ -126,7 +126,7 @@ def worker_peak_mb(steps: int = 10) -> float:
     """Peak resident MB of a fresh process that imports what a worker imports, warms up as one does, and trains
     LARGEST_RUN for `steps` steps, then scores its held-out set."""
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    work = pickle.dumps((build_configs(*LARGEST_RUN), steps))
+    work = pickle.dumps((run_configs({**LARGEST_RUN[0], **LARGEST_RUN[1], **LARGEST_RUN[2]}), steps))
     env = {**os.environ, "PYTHONPATH": root}
     done = subprocess.run([sys.executable, "-c", WORKER], input=work, capture_output=True, env=env, check=True)
     return float(done.stdout)

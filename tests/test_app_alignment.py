@@ -47,7 +47,7 @@ def test_train_draws_the_best_heads_score_at_every_snapshot_and_the_newest_heads
     at = open_train()
     start(at, task="reverse", min_len=5, max_len=5, steps=100)
     poll_until_done(at)
-    job = at.session_state["job"]
+    job = at.session_state["run"]
     data = job.data()
     source = data.valid_sources[0]
     best = best_head(alignment_series("reverse", source, [s["maps"]["cross"] for s in job.attention]))

@@ -79,11 +79,11 @@ def test_the_question_comes_before_start_and_the_run_is_recorded_for_the_board()
     at = open_link(code)
     join(at, "Ada")
     at.button(key="start_training").click().run()
-    assert "answer the question" in at.warning[0].value and "job" not in at.session_state
+    assert "answer the question" in at.warning[0].value and "run" not in at.session_state
     at.radio(key="class_prediction").set_value("later")
     at.number_input(key="train_lr").set_value(0.004)  # an open setting: the student's own value counts
     at.button(key="start_training").click().run()
-    job = at.session_state["job"]
+    job = at.session_state["run"]
     assert job.train_config.lr == 0.004 and job.model_config.positional == "sinusoidal"
     assert (job.data_config.task, job.train_config.steps) == ("reverse", 30)
     poll_until_done(at)
@@ -149,8 +149,8 @@ def test_a_class_student_whose_seed_is_locked_is_not_told_to_change_it():
     join(at, "Ada")
     at.button(key="start_training").click().run()
     poll_until_done(at)
-    job = at.session_state["job"]
+    job = at.session_state["run"]
     at.button(key="start_training").click().run()  # the same settings again: Start joins the run that finished
-    assert at.session_state["job"] is job
+    assert at.session_state["run"] is job
     said = [info.value for info in at.info]
     assert CLASS_SAME_RUN in said and SAME_RUN not in said and not any("change the seed" in s for s in said)

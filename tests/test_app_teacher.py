@@ -131,7 +131,8 @@ def test_the_assignment_is_saved_with_its_groups_and_question():
     at.button(key="teacher_save").click().run()
     assert not at.exception and at.success
     info = pages.classes.class_store().class_info(code)
-    assert [g.label for g in info.assignment.groups] == ["with PE", "no PE"] and info.question == "positional-none"
+    assert [g.label for g in info.assignment.groups] == ["sinusoidal PE", "no PE"]  # the words of the setting's values
+    assert info.question == "positional-none"
 
 
 def test_a_question_that_does_not_fit_the_groups_is_refused():

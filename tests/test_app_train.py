@@ -60,7 +60,7 @@ def start(at: AppTest, **values) -> None:
 def poll_until_done(at: AppTest, timeout_s: float = 90.0) -> None:
     """Rerun the page, as its live fragment would, until the session's job has finished."""
     deadline = time.monotonic() + timeout_s
-    while not at.session_state["job"].done:
+    while not at.session_state["run"].done:
         assert time.monotonic() < deadline, "training did not finish in time"
         time.sleep(0.3)
         at.run()
@@ -86,8 +86,8 @@ def stop_jobs():
     apps: list[AppTest] = []
     yield apps
     for at in apps:
-        if "job" in at.session_state:
-            at.session_state["job"].stop(wait_s=30)
+        if "run" in at.session_state:
+            at.session_state["run"].stop(wait_s=30)
 
 
 def test_page_renders_with_classroom_defaults():
@@ -98,7 +98,7 @@ def test_page_renders_with_classroom_defaults():
     assert not at.button(key="start_training").disabled
     assert "stop_training" not in keys(at.button)  # no run, no run controls
     assert [chart.proto.id for chart in at.get("plotly_chart")]  # the empty axes the curves will fill
-    assert "job" not in at.session_state
+    assert "run" not in at.session_state
 
 
 def keys(widgets) -> set[str]:
@@ -109,7 +109,7 @@ def test_training_streams_curves_and_puts_the_model_in_hand(stop_jobs):
     at = open_train()
     stop_jobs.append(at)
     start(at, task="copy", min_len=3, max_len=3, symbols=4, steps=60, batch=32, label_smoothing=0.1)
-    job = at.session_state["job"]
+    job = at.session_state["run"]
     assert job.train_config.record_attention and job.data_config.task == "copy"
     if not job.done:  # the live view, not the form, while it trains
         assert "start_training" not in keys(at.button) and not at.button(key="stop_training").disabled
@@ -163,17 +163,17 @@ def test_start_on_a_finished_identical_run_shows_its_result_at_once_and_says_why
     settings = dict(task="copy", min_len=3, max_len=3, symbols=4, steps=60, batch=32)
     start(first, **settings)
     poll_until_done(first)
-    job = first.session_state["job"]
+    job = first.session_state["run"]
     assert job.ended_on_its_own_terms() and SAME_RUN not in [info.value for info in first.info]
     finished = f"Finished after {job.result.steps} steps"
 
     start(second, **settings)  # another student, the same settings: this one redraw shows the run's end
-    assert second.session_state["job"] is job
+    assert second.session_state["run"] is job
     assert second.info[0].value == SAME_RUN and second.toast[0].value == SAME_RUN
     assert second.success[0].value.startswith(finished) and second.get("plotly_chart")
 
     start(first)  # the same student again, the form unchanged
-    assert first.session_state["job"] is job and first.info[0].value == SAME_RUN
+    assert first.session_state["run"] is job and first.info[0].value == SAME_RUN
     assert first.success[0].value.startswith(finished)
     first.run()
     assert SAME_RUN not in [info.value for info in first.info]  # said once, at the Start it answers
@@ -192,7 +192,7 @@ def test_the_end_of_a_run_is_drawn_above_its_curves(stop_jobs):
 def paused_run(at: AppTest) -> Run:
     """Start a long reverse run, let it report a metric row, pause it and redraw the page once it holds."""
     start(at, task="reverse", steps=5000)
-    job = at.session_state["job"]
+    job = at.session_state["run"]
     wait_for_a_new_row(job)
     at.button(key="pause_training").click()
     at.run()
@@ -240,7 +240,7 @@ def test_every_form_setting_reaches_the_run(stop_jobs):
         causal=False,
         scale=False,
     )
-    job = at.session_state["job"]
+    job = at.session_state["run"]
     model, data, train = job.model_config, job.data_config, job.train_config
     assert (data.task, data.min_len, data.max_len, data.n_symbols, data.seed) == ("copy", 2, 5, 7, 9)
     assert (model.d_model, model.n_heads, model.n_layers, model.d_ff, model.dropout) == (16, 2, 2, 48, 0.1)
@@ -259,21 +259,21 @@ def test_the_learning_rate_starts_empty_and_a_run_takes_the_peak_for_its_model_s
     stop_jobs.append(at)
     assert at.get_by_key("train_lr").value is None
     start(at, d_model=128, layers=3, steps=5)
-    assert at.session_state["job"].train_config.lr == pytest.approx(0.0025)
+    assert at.session_state["run"].train_config.lr == pytest.approx(0.0025)
     assert any("· peak lr 0.0025 ·" in caption.value for caption in at.caption)  # the run says what it used
     at.button(key="stop_training").click()
     at.run()
-    at.session_state["job"].wait_until_done(20)
+    at.session_state["run"].wait_until_done(20)
     at.run()
     start(at, d_model=32, layers=1, steps=5)  # the default model: the default peak
-    assert at.session_state["job"].train_config.lr == TrainConfig().lr
+    assert at.session_state["run"].train_config.lr == TrainConfig().lr
 
 
 def test_start_draws_the_first_steps_in_its_own_redraw(stop_jobs):
     at = open_train()
     stop_jobs.append(at)
     start(at, task="copy", min_len=3, max_len=3, symbols=4, steps=5000)  # set-up takes a few ms
-    job = at.session_state["job"]
+    job = at.session_state["run"]
     assert job.losses  # Start waited for the first step...
     loss = json.loads(at.get("plotly_chart")[0].proto.spec)
     assert len(array(loss["data"][1]["y"])) >= 1  # ...so the curve starts without waiting for the next poll
@@ -283,7 +283,7 @@ def test_the_form_makes_way_for_the_run_while_it_trains_and_stop_ends_it(stop_jo
     at = open_train()
     stop_jobs.append(at)
     start(at, task="reverse", steps=5000)
-    job = at.session_state["job"]
+    job = at.session_state["run"]
     assert not job.done and "start_training" not in keys(at.button)
     assert at.caption[1].value.startswith("reverse, lengths 6-8, 10 symbols · d_model 32")  # the settings in use
 
@@ -327,14 +327,14 @@ def test_identical_runs_are_one_run_and_leaving_it_leaves_it_to_the_others(stop_
     stop_jobs.extend([first, second])
     start(first, task="reverse", steps=5000)
     start(second, task="reverse", steps=5000)
-    job = first.session_state["job"]
-    assert second.session_state["job"] is job
+    job = first.session_state["run"]
+    assert second.session_state["run"] is job
     first.run()
     assert any("Same settings as 1 classmate: you are all watching one run" in c.value for c in first.caption)
     assert first.button(key="pause_training").disabled  # a shared run cannot be paused by one student
     second.button(key="stop_training").click()
     second.run()
-    assert "job" not in second.session_state and "goes on for the 1 other student" in second.info[0].value
+    assert "run" not in second.session_state and "goes on for the 1 other student" in second.info[0].value
     time.sleep(0.5)
     assert not job.done  # the other student still watches it
     first.button(key="stop_training").click()
@@ -346,12 +346,12 @@ def test_a_click_that_races_a_starting_job_starts_no_second_one(stop_jobs):
     first = open_train()
     stop_jobs.append(first)
     start(first, steps=5000)
-    job = first.session_state["job"]
+    job = first.session_state["run"]
     second = open_train()  # a second click, sent before the page redrew Start as disabled
     second.button(key="start_training").click()
-    second.session_state["job"] = job
+    second.session_state["run"] = job
     second.run()
-    assert not second.exception and second.session_state["job"] is job
+    assert not second.exception and second.session_state["run"] is job
     assert [run for run in pages.common.run_registry()._slots if run is not None] == [job]
 
 
@@ -361,7 +361,7 @@ def test_a_full_server_queues_the_run_and_starts_it_when_a_slot_frees(stop_jobs)
     registry = pages.common.run_registry()
     others = fill_every_slot(registry)  # every slot held by runs of other students
     start(at, task="copy", min_len=3, max_len=3, steps=20)
-    job = at.session_state["job"]
+    job = at.session_state["run"]
     assert job.status == "queued" and "your run is number 1 in the queue" in at.info[0].value
     assert at.button(key="stop_training").label == "Leave queue"
     registry.leave(*others[0])  # a slot frees: the queued run starts on its own
@@ -374,7 +374,7 @@ def test_a_queued_run_whose_page_went_quiet_ends_with_a_message(monkeypatch):
     registry = pages.common.run_registry()
     fill_every_slot(registry)
     start(at, steps=10)
-    job = at.session_state["job"]
+    job = at.session_state["run"]
     assert job.status == "queued"
     monkeypatch.setattr(registry, "settings", replace(registry.settings, idle_timeout_s=0.1))
     monkeypatch.setattr(job, "idle_timeout_s", 0.1)
@@ -393,7 +393,7 @@ def test_a_full_queue_says_so():
     fill_every_slot(registry)
     start(at, steps=10)
     assert "could not start" in at.warning[0].value and "waiting for a training slot" in at.warning[0].value
-    assert "job" not in at.session_state
+    assert "run" not in at.session_state
 
 
 @pytest.mark.parametrize(
@@ -408,7 +408,7 @@ def test_a_full_queue_says_so():
 def test_invalid_settings_show_an_error(values, message):
     at = open_train()
     start(at, **values)
-    assert message in at.error[0].value and "job" not in at.session_state
+    assert message in at.error[0].value and "run" not in at.session_state
 
 
 def test_a_failed_run_shows_its_error_and_what_to_do(monkeypatch):
@@ -420,7 +420,7 @@ def test_a_failed_run_shows_its_error_and_what_to_do(monkeypatch):
     job = pages.common.run_registry().submit("other", ModelConfig(), DataConfig(max_len=4), TrainConfig(steps=10))
     assert job.wait_until_done(10)
     at = open_train()
-    at.session_state["job"] = job
+    at.session_state["run"] = job
     at.run()
     assert not at.exception and "lower the learning rate" in at.error[0].value
     assert "trained" not in at.session_state and not at.button(key="start_training").disabled
@@ -447,7 +447,7 @@ def test_a_model_loaded_during_a_run_stays_in_hand_and_the_run_is_still_saved(st
     at = open_train()
     stop_jobs.append(at)
     start(at, task="sort", steps=5000)
-    wait_for_a_new_row(at.session_state["job"])
+    wait_for_a_new_row(at.session_state["run"])
     at.run()
     assert sidebar_model(at) == "**Model in hand:** the run on this page, at its latest step"  # from the start
     assert len(at.get("progress")) == 1 and not at.sidebar.get("progress")  # one progress bar: the page's own
@@ -459,7 +459,7 @@ def test_a_model_loaded_during_a_run_stays_in_hand_and_the_run_is_still_saved(st
     at.run()
     assert not at.exception and sidebar_model(at) == "**Model in hand:** shipped: copy"
 
-    at.session_state["job"].stop(wait_s=30)
+    at.session_state["run"].stop(wait_s=30)
     at.switch_page("pages/train.py")
     at.run()
     assert not at.exception and sidebar_model(at) == "**Model in hand:** shipped: copy"
@@ -472,7 +472,7 @@ def test_decoding_steps_on_while_the_run_in_hand_trains(stop_jobs):
     at = open_train()
     stop_jobs.append(at)
     start(at, task="reverse", min_len=8, max_len=8, steps=5000)
-    job = at.session_state["job"]
+    job = at.session_state["run"]
     wait_for_a_new_row(job)
     at.switch_page("pages/decoding.py")
     at.run()
@@ -495,7 +495,7 @@ def test_the_form_comes_back_as_it_was_left_after_a_visit_to_another_page(stop_j
     at = open_train()
     stop_jobs.append(at)
     start(at, task="sort", d_model=64, positional="learned", causal=False, steps=5000)
-    at.session_state["job"].stop(wait_s=30)
+    at.session_state["run"].stop(wait_s=30)
     at.switch_page("pages/anatomy.py")
     at.run()
     at.switch_page("pages/train.py")
@@ -526,7 +526,7 @@ def test_a_run_stopped_before_its_first_step_saves_nothing():
     registry.leave(*others[0])
     assert job.wait_until_done(30) and job.result.steps == 0
     at = open_train()
-    at.session_state["job"] = job
+    at.session_state["run"] = job
     at.run()
     assert not at.exception and "nothing was trained or saved" in at.info[0].value
     assert "trained" not in at.session_state and "in_hand" not in at.session_state
@@ -541,7 +541,7 @@ def test_the_embeddings_and_gradient_norms_of_every_row_are_shown_and_a_slider_p
     stop_jobs.append(at)
     start(at, task="copy", min_len=3, max_len=3, symbols=4, steps=60, batch=32)
     poll_until_done(at)
-    job = at.session_state["job"]
+    job = at.session_state["run"]
     steps = [record["step"] for record in job.dynamics]
     assert steps == [int(row["step"]) for row in job.rows] and len(steps) >= 2
     view = dynamics_expander(at)

@@ -5,8 +5,10 @@ import math
 
 import pytest
 
-from transformer.classroom.assignment import DEFAULTS, SETTINGS, Assignment, Group, check_value, run_configs
+from transformer.classroom.assignment import Assignment, Group, check_value, form_names
 from transformer.limits import MAX_GROUPS, TRAIN_FORM_LIMITS
+from transformer.run_configs import run_configs
+from transformer.settings import form_defaults
 
 
 @pytest.mark.parametrize(
@@ -39,11 +41,12 @@ def test_a_value_outside_the_train_forms_bounds_is_refused(name, value):
 
 
 def test_every_setting_of_the_train_form_has_a_valid_default():
-    assert set(SETTINGS) == set(DEFAULTS)
-    for name in SETTINGS:
-        assert check_value(name, DEFAULTS[name]) == DEFAULTS[name]
-    assert set(TRAIN_FORM_LIMITS) <= set(SETTINGS)
-    run_configs(DEFAULTS)
+    defaults = form_defaults()
+    assert set(form_names()) == set(defaults)
+    for name in form_names():
+        assert check_value(name, defaults[name]) == defaults[name]
+    assert set(TRAIN_FORM_LIMITS) <= set(form_names())
+    run_configs(defaults)
 
 
 @pytest.mark.parametrize(

@@ -4,8 +4,8 @@ import itertools
 import pytest
 import torch
 
-from pages.train_form import FIELDS
 from transformer import decoding
+from transformer import settings as spec
 from transformer.decoding import (
     Beam,
     beam_search,
@@ -94,7 +94,7 @@ def test_cached_greedy_matches_uncached_reference(norm_first):
 
 def form_models() -> list[dict]:
     """Every combination of the Train form's model switches (its radios and toggles) and layer counts."""
-    switches = {f.name: f.options or (False, True) for f in FIELDS if f.configs == ("model",) and f.widget != "number"}
+    switches = {s.name: s.options for s in spec.on_form() if s.configs == ("model",) and s.options}
     low, high = TRAIN_FORM_LIMITS["n_layers"]
     switches["n_layers"] = range(low, high + 1)
     return [dict(zip(switches, values)) for values in itertools.product(*switches.values())]

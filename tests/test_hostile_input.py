@@ -9,9 +9,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from transformer.checkpoint import CheckpointError, load_checkpoint
+from transformer.compare_state import CompareState, read_compare, write_compare
 from transformer.experiments import experiment_from_json
-from transformer.live import build_configs
-from transformer.url_state import CompareState, read_compare, write_compare
+from transformer.run_configs import run_configs
 from transformer.vocab import Vocab
 
 FAST = settings(suppress_health_check=[HealthCheck.too_slow])  # examples and deadline: the profile (conftest.py)
@@ -93,7 +93,7 @@ def test_settings_past_their_bounds_are_refused_not_run(model, steps, lr):
     data = {"task": "reverse", "min_len": 4, "max_len": 4, "n_symbols": 10, "seed": 0}
     train = {"steps": steps, "lr": lr, "batch_size": 64}
     try:
-        model_config, _, train_config = build_configs(data, model, train)
+        model_config, _, train_config = run_configs({**data, **model, **train})
     except ValueError:
         return
     assert 8 <= model_config.d_model <= 256 and model_config.d_model % model_config.n_heads == 0

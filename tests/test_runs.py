@@ -24,6 +24,7 @@ from transformer.serving import (
 from transformer.serving import registry as registry_module
 from transformer.serving import run as run_module
 from transformer.serving import worker as worker_module
+from transformer.serving import worker_link as worker_link_module
 from transformer.tasks import DataConfig, TaskData
 from transformer.training import TrainConfig, Trainer
 
@@ -147,7 +148,7 @@ def test_a_diverging_run_ends_with_a_message(registry, monkeypatch):
 
 
 def test_a_run_whose_worker_cannot_start_ends_with_a_message(monkeypatch):
-    monkeypatch.setattr(worker_module.Worker, "wait_ready", lambda self, timeout_s=0: False)
+    monkeypatch.setattr(worker_link_module.WorkerLink, "wait_ready", lambda self, timeout_s=0: False)
     registry = make_registry()
     try:
         run = registry.submit("a", *settings(steps=5))
@@ -207,7 +208,7 @@ def test_a_run_reads_paused_only_once_it_holds_between_two_steps(registry, monke
 
 
 def test_a_step_longer_than_the_silence_limit_is_not_taken_for_a_hung_worker(registry, monkeypatch):
-    monkeypatch.setattr(worker_module, "SILENCE_LIMIT_S", 2.0)
+    monkeypatch.setattr(worker_link_module, "SILENCE_LIMIT_S", 2.0)
     monkeypatch.setattr(worker_module, "ALIVE_EVERY_S", 0.1)
     draw, slowed = TaskData.train_batch, threading.Event()
 
@@ -241,7 +242,7 @@ def test_a_paused_and_stepped_run_ends_with_the_weights_of_an_unpaused_one(regis
 
 
 def test_a_pause_past_its_limit_ends_the_run(registry, monkeypatch):
-    monkeypatch.setattr(worker_module, "MAX_PAUSE_S", 0.2)
+    monkeypatch.setattr(worker_module, "MAX_ONE_PAUSE_S", 0.2)
     run = registry.submit("a", *settings(**ENDLESS))
     run.pause()
     assert run.wait_until_done(10) and run.result.reason == "stopped" and run.result.steps == 0
@@ -266,7 +267,7 @@ def pause_and_step_until_done(run, pause_s: float, timeout_s: float) -> None:
 @pytest.mark.parametrize(
     "cap, notice",
     [
-        ({"max_paused_s": 2.0}, "it was paused for over 2 s in all, the most one run may be paused"),
+        ({"max_total_pause_s": 2.0}, "it was paused for over 2 s in all, the most one run may be paused"),
         ({"max_run_s": 3.0}, "it held a training slot for over 3 s, the most one run may"),
     ],
 )

@@ -7,7 +7,7 @@ from transformer.serving.settings import ServerSettings, cgroup_cpu_quota, usabl
 
 
 def test_settings_come_from_the_environment_with_defaults_for_the_rest():
-    env = {"LAB_MAX_TRAINING_JOBS": "3", "LAB_JOB_IDLE_TIMEOUT_S": "4.5", "LAB_TRAINING_PROCESSES": "0"}
+    env = {"LAB_TRAINING_SLOTS": "3", "LAB_JOB_IDLE_TIMEOUT_S": "4.5", "LAB_TRAINING_PROCESSES": "0"}
     settings = ServerSettings.from_env(env)
     assert (settings.training_slots, settings.slots, settings.idle_timeout_s) == (3, 3, 4.5)
     assert settings.worker_processes is False and settings.max_queue == ServerSettings().max_queue
@@ -22,7 +22,7 @@ def test_the_limits_on_one_run_one_worker_and_one_address_come_from_the_environm
         "LAB_MAX_RUNS_PER_ADDRESS": "70",
     }
     settings = ServerSettings.from_env(env)
-    assert (settings.max_run_s, settings.max_paused_s, settings.worker_max_mb, settings.runs_per_address) == (
+    assert (settings.max_run_s, settings.max_total_pause_s, settings.worker_max_mb, settings.runs_per_address) == (
         900.0,
         30.5,
         800.0,
@@ -33,8 +33,8 @@ def test_the_limits_on_one_run_one_worker_and_one_address_come_from_the_environm
 @pytest.mark.parametrize(
     "name, value, message",
     [
-        ("LAB_MAX_TRAINING_JOBS", "many", "LAB_MAX_TRAINING_JOBS must be a number"),
-        ("LAB_MAX_TRAINING_JOBS", "1000", "LAB_MAX_TRAINING_JOBS must be in 0..64"),
+        ("LAB_TRAINING_SLOTS", "many", "LAB_TRAINING_SLOTS must be a number"),
+        ("LAB_TRAINING_SLOTS", "1000", "LAB_TRAINING_SLOTS must be in 0..64"),
         ("LAB_MAX_QUEUE", "-1", "LAB_MAX_QUEUE must be in 0..1000"),
         ("LAB_JOB_IDLE_TIMEOUT_S", "nan", "LAB_JOB_IDLE_TIMEOUT_S must be in"),
         ("LAB_TORCH_THREADS", "0", "LAB_TORCH_THREADS must be in 1..64"),

@@ -8,8 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from pages.train_form import FIELDS, config_values
-from transformer.classroom.assignment import Assignment, Group, run_configs
+from pages.train_form import form_settings
+from transformer import settings as spec
+from transformer.classroom.assignment import Assignment, Group
+from transformer.compare_state import CompareState, experiment_for
 from transformer.experiments.definitions import READY
 from transformer.limits import (
     COMPARE_FORM_LIMITS,
@@ -19,10 +21,9 @@ from transformer.limits import (
     TRAIN_FORM_LIMITS,
     train_activation_bytes,
 )
-from transformer.live import build_configs
-from transformer.url_state import CompareState, experiment_for
+from transformer.run_configs import run_configs
 
-FORM = {f.key: f.default for f in FIELDS}
+FORM = {s.form.key: s.default for s in spec.on_form()}
 LARGEST = {  # the form's largest model on its longest inputs
     "train_d_model": TRAIN_FORM_LIMITS["d_model"][1],
     "train_heads": TRAIN_FORM_LIMITS["n_heads"][1],
@@ -34,10 +35,10 @@ LARGEST = {  # the form's largest model on its longest inputs
 
 
 def test_the_form_refuses_a_run_past_the_bound_naming_the_settings_to_lower():
-    build_configs(*config_values(FORM))  # the defaults train
+    run_configs(form_settings(FORM))  # the defaults train
     with pytest.raises(ValueError, match=r"lower the batch size \(to 33 at most with these settings\), the longest"):
-        build_configs(*config_values({**FORM, **LARGEST, "train_batch": TRAIN_FORM_LIMITS["batch_size"][1]}))
-    model, data, train = build_configs(*config_values({**FORM, **LARGEST, "train_batch": 33}))
+        run_configs(form_settings({**FORM, **LARGEST, "train_batch": TRAIN_FORM_LIMITS["batch_size"][1]}))
+    model, data, train = run_configs(form_settings({**FORM, **LARGEST, "train_batch": 33}))
     assert train_activation_bytes(model, 33, data.max_len) <= MAX_RUN_TRAIN_BYTES
     assert train_activation_bytes(model, 34, data.max_len) > MAX_RUN_TRAIN_BYTES
 

@@ -8,8 +8,8 @@ import torch
 import torch.nn.functional as F
 
 from transformer import training
-from transformer.live import default_configs
 from transformer.model import ModelConfig, Transformer
+from transformer.run_configs import default_configs
 from transformer.tasks import Batch, DataConfig, TaskData
 from transformer.training import (
     METRIC_COLUMNS,

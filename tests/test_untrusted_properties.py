@@ -16,7 +16,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import transformer.cli as cli
-import transformer.url_state as url_state
+import transformer.compare_state as compare_state
+import transformer.link_params as link_params
 from transformer.checkpoint import Checkpoint, CheckpointError, checkpoint_bytes, load_checkpoint
 from transformer.experiments import CUSTOM, SWITCHES, ExperimentRun, experiment_from_json, result_path
 from transformer.model import ModelConfig, Transformer
@@ -224,10 +225,10 @@ def test_command_line_arguments_run_or_give_one_error_line_and_status_2(command,
 # ---- link values (every page's address bar)
 
 LINK_PARSERS = {
-    "model": url_state.model_parsers(["copy", "reverse", "sort"]),
-    "decoding": url_state.decoding_parsers(Vocab.digits(10), 20),
-    "masking": url_state.masking_parsers(Vocab.digits(10), 20),
-    "lengths": url_state.lengths_parsers(63),
+    "model": link_params.model_parsers(["copy", "reverse", "sort"]),
+    "decoding": link_params.decoding_parsers(Vocab.digits(10), 20),
+    "masking": link_params.masking_parsers(Vocab.digits(10), 20),
+    "lengths": link_params.lengths_parsers(63),
 }
 LINK_TEXT = st.one_of(
     st.text(max_size=40),
@@ -240,19 +241,19 @@ LINK_TEXT = st.one_of(
 def test_link_values_of_every_page_are_read_within_bounds_or_noticed(page, data):
     parsers = LINK_PARSERS[page]
     params = data.draw(st.dictionaries(st.sampled_from(sorted(parsers)) | st.text(max_size=8), LINK_TEXT, max_size=6))
-    values, notices = url_state.read_params(params, parsers)
+    values, notices = link_params.read_params(params, parsers)
     assert all(isinstance(n, str) and len(n) < 300 for n in notices)
-    assert url_state.read_params(url_state.write_params(values), parsers) == (values, [])  # what was kept is valid
+    assert link_params.read_params(link_params.write_params(values), parsers) == (values, [])  # what was kept is valid
 
 
 @given(st.sampled_from([*SWITCHES, "dropout"]), st.data())
 def test_compare_link_values_are_read_within_bounds_or_noticed(switch, data):
-    names = sorted(url_state.compare_parsers(url_state.CompareState.switch))
+    names = sorted(compare_state.compare_parsers(compare_state.CompareState.switch))
     params = data.draw(st.dictionaries(st.sampled_from(names) | st.text(max_size=8), LINK_TEXT, max_size=6))
-    state, notices = url_state.read_compare({**params, "switch": switch})
+    state, notices = compare_state.read_compare({**params, "switch": switch})
     assert all(n.startswith("The link's ") and len(n) < 300 for n in notices)
     try:
-        url_state.experiment_for(replace(state, experiment=CUSTOM))  # the page can build what was kept
+        compare_state.experiment_for(replace(state, experiment=CUSTOM))  # the page can build what was kept
     except ValueError as err:  # or says which sizes to lower
         assert "a run may use on this shared server: lower the length, d_model, heads or layers" in str(err)
-    assert url_state.read_compare(url_state.write_compare(state)) == (state, [])  # what was kept is valid
+    assert compare_state.read_compare(compare_state.write_compare(state)) == (state, [])  # what was kept is valid

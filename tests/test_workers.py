@@ -11,7 +11,7 @@ from polling import wait_until
 
 from transformer.model import ModelConfig
 from transformer.serving import RunRegistry, ServerSettings
-from transformer.serving import worker as worker_module
+from transformer.serving import worker_link as worker_link_module
 from transformer.tasks import DataConfig
 from transformer.training import TrainConfig, Trainer
 
@@ -47,7 +47,7 @@ def same_weights(a: torch.nn.Module, b: torch.nn.Module) -> bool:
     return all(torch.equal(tensor, expected[k]) for k, tensor in a.state_dict().items())
 
 
-def worker_of(registry: RunRegistry, run) -> worker_module.Worker:
+def worker_of(registry: RunRegistry, run) -> worker_link_module.WorkerLink:
     slot = registry._slots.index(run)
     return registry.workers[slot]
 
@@ -102,7 +102,7 @@ def test_stop_reaches_a_worker_asked_before_it_started_or_while_it_trains(regist
     worker = worker_of(registry, running)
     registry.leave("b", running)
     assert running.wait_until_done(10.0) and running.result.reason == "stopped" and running.result.steps > 0
-    assert worker.alive  # a clean end: the worker waits for the next run
+    assert worker.process.poll() is None  # a clean end: the worker waits for the next run
 
 
 def test_a_worker_that_dies_mid_run_leaves_its_last_snapshot_in_hand_and_is_replaced(registry):
@@ -139,7 +139,7 @@ def test_a_worker_holding_more_memory_than_allowed_after_a_run_restarts_and_the_
         assert queued.status == "queued"
         assert first.wait_until_done(60.0) and queued.wait_until_done(120.0)
         assert first.error is None and queued.error is None and queued.result.steps == 20
-        assert not first_worker.alive and registry.workers[0] is not first_worker
+        assert first_worker.process.poll() is not None and registry.workers[0] is not first_worker
     finally:
         registry.close()
 
@@ -149,18 +149,19 @@ def test_a_worker_under_the_memory_threshold_after_a_run_trains_the_next_one(reg
     workers = list(registry.workers)
     run = registry.submit("a", *settings(seed=12, steps=20, early_stop=False))
     assert run.wait_until_done(60.0) and run.error is None
-    assert registry.workers == workers and all(worker.alive for worker in workers)  # under LAB_WORKER_MAX_MB
+    assert registry.workers == workers  # under LAB_WORKER_MAX_MB: kept
+    assert all(worker.process.poll() is None for worker in workers)
 
 
 def test_a_worker_that_stops_answering_is_closed_and_its_run_ends_with_a_message(registry, monkeypatch):
-    monkeypatch.setattr(worker_module, "SILENCE_LIMIT_S", 1.0)
+    monkeypatch.setattr(worker_link_module, "SILENCE_LIMIT_S", 1.0)
     run = registry.submit("a", *settings(seed=6, **ENDLESS, eval_every=10**6))  # no snapshot to keep
     wait_until(lambda: run.status != "queued")
     assert run.wait_until_moving(30.0)
     worker = worker_of(registry, run)
     worker.process.send_signal(signal.SIGSTOP)  # hung: alive, but silent
     assert run.wait_until_done(30.0) and run.error == "the training process stopped answering"
-    wait_until(lambda: not worker.alive, timeout=10.0)  # closed, not handed the next run
+    wait_until(lambda: worker.process.poll() is not None, timeout=10.0)  # closed, not handed the next run
 
 
 def test_closing_the_registry_leaves_no_worker_process():
@@ -170,4 +171,4 @@ def test_closing_the_registry_leaves_no_worker_process():
     run = registry.submit("a", *settings(steps=20, early_stop=False))
     assert run.wait_until_done(60.0)
     registry.close()
-    assert all(not worker.alive for worker in workers)
+    assert all(worker.process.poll() is not None for worker in workers)

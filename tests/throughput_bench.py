@@ -23,7 +23,7 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from transformer.live import default_configs  # noqa: E402 (the repository root goes on the path first)
+from transformer.run_configs import default_configs  # noqa: E402 (the repository root goes on the path first)
 from transformer.training import Trainer  # noqa: E402
 
 

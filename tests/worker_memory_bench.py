@@ -11,10 +11,11 @@ import sys
 import threading
 import time
 
-from transformer.live import build_configs
-from transformer.serving import worker as worker_module
+from transformer.run_configs import run_configs
+from transformer.serving import worker_link as worker_link_module
+from transformer.serving.protocol import Caps
 from transformer.serving.run import Run
-from transformer.serving.worker import Caps, Worker
+from transformer.serving.worker_link import WorkerLink
 
 # The Train form's largest run (TRAIN_FORM_LIMITS): longest inputs, widest model, biggest batch, no causal mask.
 DATA = {"task": "reverse", "min_len": 24, "max_len": 24, "n_symbols": 30, "seed": 0}
@@ -22,7 +23,7 @@ MODEL = {"d_model": 128, "n_heads": 8, "n_layers": 3, "d_ff": 512, "dropout": 0.
 TRAIN = {"early_stop": False, "batch_size": 256, "lr": 0.005, "warmup": 100, "time_budget_s": 120, "seed": 0}
 
 
-def peak_while(run: Run, worker: Worker) -> list[float]:
+def peak_while(run: Run, worker: WorkerLink) -> list[float]:
     """Poll the worker's resident set until `run` ends; the list holds the peak so far."""
     peak = [0.0]
 
@@ -36,16 +37,16 @@ def peak_while(run: Run, worker: Worker) -> list[float]:
 
 
 def main(steps: int) -> None:
-    worker_module.SILENCE_LIMIT_S = 600.0  # the run's last evaluation sends nothing, and is slow on a busy machine
+    worker_link_module.SILENCE_LIMIT_S = 600.0  # the run's last evaluation sends nothing, and is slow on a busy machine
     began = time.perf_counter()
-    worker = Worker(1, Caps(3600.0, 3600.0))
+    worker = WorkerLink(1, Caps(3600.0, 3600.0))
     if not worker.wait_ready():
         sys.exit("the worker did not start")
     print(f"start to ready: {time.perf_counter() - began:.1f} s; resident when ready: {worker.resident_mb():.0f} MB")
-    run = Run(*build_configs(DATA, MODEL, {**TRAIN, "steps": steps}), idle_timeout_s=3600.0)
+    run = Run(*run_configs({**DATA, **MODEL, **TRAIN, "steps": steps}), idle_timeout_s=3600.0)
     run.touch("bench")
     peak = peak_while(run, worker)
-    worker.train(run)
+    worker.relay(run)
     print(f"{run.result.steps} steps ({run.result.reason}): peak {peak[0]:.0f} MB, after {worker.resident_mb():.0f} MB")
     worker.close()
 

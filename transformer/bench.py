@@ -30,8 +30,8 @@ import torch.nn.functional as F
 
 from .decoding import greedy_decode
 from .device import device_label, pick_device
-from .live import default_configs
 from .model import Embeddings, ModelConfig, PositionalEncoding, Transformer
+from .run_configs import default_configs
 from .tasks import Batch, DataConfig, TaskData
 from .training import TrainConfig, Trainer, exact_match
 from .vocab import Vocab

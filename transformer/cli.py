@@ -18,35 +18,31 @@ import threading
 import unicodedata
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import asdict, fields
+from dataclasses import asdict
 from functools import partial
 from pathlib import Path
 
 import torch
 from torch.nn.utils.rnn import pad_sequence
 
-from . import bench, knockout, patching
-from .checkpoint import Checkpoint, check_checkpoint_size, check_model_size, load_checkpoint, save_checkpoint
+from . import bench, knockout, patching, settings
+from .checkpoint import Checkpoint, check_checkpoint_size, load_checkpoint, save_checkpoint
 from .decoding import beam_search, greedy_decode
 from .device import pick_device
 from .lengths import score_lengths
 from .limits import (
     MAX_BEAM,
-    MAX_CLI_STEPS,
     MAX_FRESH,
     MAX_INPUT_BYTES,
     MAX_INPUT_LINES,
     MAX_PER_LENGTH,
     MAX_SEED,
     MAX_THREADS,
-    MAX_TIME_BUDGET_S,
-    MAX_TRAIN_BYTES,
-    train_activation_bytes,
 )
 from .model import ModelConfig, check_finite
-from .tasks import TASKS, DataConfig, TaskData
-from .training import MetricRow, TrainConfig, Trainer, evaluate, suggested_lr
-from .vocab import Vocab
+from .run_configs import run_configs
+from .tasks import DataConfig, TaskData
+from .training import MetricRow, Trainer, evaluate
 
 THREADS_ENV = "TRANSFORMER_THREADS"
 DEFAULT_THREADS = 2
@@ -106,58 +102,37 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+_TRAIN_GROUPS = {"data": "task and data", "model": "model", "train": "training"}  # by a setting's first config
+
+
 def _add_train(p: argparse.ArgumentParser) -> None:
-    data, model, train = DataConfig(), ModelConfig(), TrainConfig()
-    switch = argparse.BooleanOptionalAction
-    add = p.add_argument_group("task and data").add_argument
-    add("--task", default=data.task, choices=sorted(TASKS), help="what to learn")
-    add("--min-len", type=int, default=data.min_len, help="shortest source sequence")
-    add("--max-len", type=int, default=data.max_len, help="longest source sequence")
-    add("--n-symbols", type=int, default=data.n_symbols, help="symbols 0..N-1")
-    add("--n-valid", type=int, default=data.n_valid, help="held-out set size")
-    add("--seed", type=_bounded(int, 0, MAX_SEED), default=data.seed, help="seeds the data and the initial weights")
-    group = p.add_argument_group("model")
-    add = group.add_argument
-    add("--d-model", type=int, default=model.d_model, help="width of every layer")
-    add("--heads", dest="n_heads", type=int, default=model.n_heads, help="attention heads")
-    add("--layers", dest="n_layers", type=int, default=model.n_layers, help="layers per stack")
-    add("--d-ff", type=int, default=model.d_ff, help="feed-forward inner width")
-    add("--dropout", type=float, default=model.dropout, help="dropout rate")
-    add("--positional", default=model.positional, choices=("sinusoidal", "learned", "none"), help="position encoding")
-    norm = group.add_mutually_exclusive_group()  # neither given: ModelConfig's default applies
-    default_norm = "pre-norm" if model.norm_first else "post-norm"
-    norm.add_argument(
-        "--norm-first",
-        action="store_true",
-        default=argparse.SUPPRESS,
-        help=f"pre-norm: x + Sublayer(LayerNorm(x)) (default: {default_norm})",
-    )
-    norm.add_argument(
-        "--post-norm",
-        dest="norm_first",
-        action="store_false",
-        default=argparse.SUPPRESS,
-        help="post-norm, the paper's: LayerNorm(x + Sublayer(x))",
-    )
-    add("--causal-mask", action=switch, default=model.causal_mask, help="hide the future")
-    add("--scale-scores", action=switch, default=model.scale_scores, help="scores / sqrt(d_k)")
-    add("--tie-weights", action=switch, default=model.tie_weights, help="generator = embedding")
-    add = p.add_argument_group("training").add_argument
-    add("--steps", type=_bounded(int, 1, MAX_CLI_STEPS), default=train.steps, help="step budget")
-    time_budget = _bounded(float, 0, MAX_TIME_BUDGET_S)
-    add("--time-budget", dest="time_budget_s", type=time_budget, default=train.time_budget_s, help="seconds")
-    add("--batch-size", type=int, default=train.batch_size, help="sequences per step")
-    add("--lr", type=float, default=None, help="peak learning rate (default: for the model's size, see suggested_lr)")
-    add("--warmup", type=int, default=train.warmup, help="warm-up steps")
-    add("--schedule", default=train.schedule, choices=("noam", "constant"), help="after warm-up")
-    add("--label-smoothing", type=float, default=train.label_smoothing, help="0 = off")
-    add("--clip-grad", type=float, default=train.clip_grad, help="max gradient norm, 0 = off")
-    add("--ema-decay", type=float, default=train.ema_decay, help="keep a running average of the weights, 0 = off")
-    add("--early-stop", action=switch, default=train.early_stop, help="stop once held-out is solved")
-    add("--eval-every", type=int, default=train.eval_every, help="steps per progress line")
-    add("--device", default=train.device, help="auto, cpu, cuda or mps")
+    """Every setting with a flag (`transformer.settings`), in groups by config, each from its config's default."""
+    groups = {config: p.add_argument_group(title) for config, title in _TRAIN_GROUPS.items()}
+    for s in settings.SETTINGS.values():
+        if s.flag is not None:
+            _add_setting(groups[s.configs[0]], s)
     p.add_argument("--out", help="checkpoint file to save, e.g. checkpoints/reverse.pt")
     p.set_defaults(run=train_command)
+
+
+def _add_setting(group: argparse._ArgumentGroup, s: settings.Setting) -> None:
+    """The flag of setting `s`: a bool's pair of flags (on, off), a choice's choices, a number's type and bounds."""
+    default = settings.config_default(s)
+    text = " ".join(s.help.replace("**", "").replace("%", "%%").split())  # plain text, one paragraph
+    if s.kind == "bool":
+        group.set_defaults(**{s.name: default})  # first: the flags' own defaults stay hidden, said once in `on`
+        pair, hidden = group.add_mutually_exclusive_group(), argparse.SUPPRESS
+        on = f"{s.word(True)} (default: {s.word(default)}). {text}"
+        pair.add_argument(s.flag, dest=s.name, action="store_true", default=hidden, help=on)
+        off = s.off_flag or f"--no-{s.flag.removeprefix('--')}"
+        pair.add_argument(off, dest=s.name, action="store_false", default=hidden, help=s.word(False))
+    elif s.kind == "choice":
+        choices = s.options if s.flag_choices else None
+        group.add_argument(s.flag, dest=s.name, default=default, choices=choices, help=text)
+    else:
+        kind = int if s.kind == "int" else float
+        parse = _bounded(kind, *s.flag_bounds) if s.flag_bounds else kind
+        group.add_argument(s.flag, dest=s.name, type=parse, default=default, help=text)
 
 
 _SEQUENCE_HELP = 'space-separated symbols, e.g. "3 1 4" ("314" too, when every symbol is one character)'
@@ -247,19 +222,9 @@ def _set_threads() -> None:
 
 def train_command(args: argparse.Namespace) -> None:
     """Train, showing progress on stderr; print the result as one JSON line and save the checkpoint if asked."""
-    data_config = _from_args(DataConfig, args)
-    vocab_size = len(Vocab.digits(data_config.n_symbols))
-    max_len = max(ModelConfig.max_len, data_config.max_len + 1)  # the target is one longer: BOS or EOS
-    model_config = _from_args(ModelConfig, args, vocab_size=vocab_size, max_len=max_len)
-    peak = suggested_lr(model_config.d_model, model_config.n_layers) if args.lr is None else args.lr
-    train_config = _from_args(TrainConfig, args, lr=peak)
+    chosen = {s.name: getattr(args, s.name) for s in settings.SETTINGS.values() if s.flag is not None}
+    model_config, data_config, train_config = run_configs(chosen, shared=False)
     pick_device(train_config.device)
-    check_model_size(model_config)
-    if (size := train_activation_bytes(model_config, train_config.batch_size, data_config.max_len)) > MAX_TRAIN_BYTES:
-        raise ValueError(
-            f"one training step would keep about {size / 2**30:.1f} GB of activations, over the "
-            f"{MAX_TRAIN_BYTES / 2**30:.0f} GB this lab allows: lower --batch-size, --layers, --d-model or --d-ff"
-        )
     if args.out:
         _check_out(args.out, model_config)
     trainer = Trainer(model_config, data_config, train_config)
@@ -273,8 +238,8 @@ def train_command(args: argparse.Namespace) -> None:
         result = trainer.run(_show_row, stop.is_set)
     out = None
     if args.out:
-        history, settings = trainer.history, asdict(train_config)
-        out = str(save_checkpoint(args.out, trainer.model, trainer.vocab, data_config, history, settings))
+        history, train_settings = trainer.history, asdict(train_config)
+        out = str(save_checkpoint(args.out, trainer.model, trainer.vocab, data_config, history, train_settings))
     print(json.dumps({"task": data_config.task, **asdict(result), "out": out}))
 
 
@@ -295,12 +260,6 @@ def _check_out(path: str, config: ModelConfig) -> None:
         os.unlink(probe)
     except OSError:
         raise ValueError(f"--out: cannot write to {out.parent}") from None
-
-
-def _from_args(cls: type, args: argparse.Namespace, **overrides):
-    """A config dataclass from the parsed options named like its fields (the rest keep their defaults)."""
-    values = {f.name: getattr(args, f.name) for f in fields(cls) if hasattr(args, f.name)}
-    return cls(**{**values, **overrides})
 
 
 def _show_row(row: MetricRow) -> None:

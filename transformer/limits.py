@@ -40,7 +40,8 @@ MAX_SEED = 2**32 - 1
 MAX_BATCH = 8192  # sequences in one training batch or held-out probe
 # Two bounds per training setting. The run's (`RUN_LIMITS`, None where a run is not checked on it): what one run on a
 # shared classroom server may ask for, whatever the form, the URL or session state say. The form's
-# (`TRAIN_FORM_LIMITS`): the Train page's form, a classroom run within the run's (its number inputs read them here).
+# (`TRAIN_FORM_LIMITS`): the Train page's form and a class's settings, within the run's (each setting of
+# `transformer/settings.py` reads its bounds here, by name).
 _TRAINING_BOUNDS = {  # setting: (the run's, the form's)
     "min_len": (None, (1, 24)),
     "max_len": (None, (1, 24)),

@@ -70,7 +70,7 @@ SERVER_ENV = {"PYTHONUNBUFFERED": "1", "LAB_TRAINING_PROCESSES": "1"}
 
 class LabServer:
     """`streamlit run streamlit_app.py` on 127.0.0.1 in a child process, its output in a log file. It inherits
-    the environment (e.g. LAB_MAX_TRAINING_JOBS) but for SERVER_ENV; error details are shown in full so a failing
+    the environment (e.g. LAB_TRAINING_SLOTS) but for SERVER_ENV; error details are shown in full so a failing
     test says why."""
 
     def __init__(self, log_path: Path, start_timeout_s: float = 90.0):

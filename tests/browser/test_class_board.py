@@ -52,7 +52,7 @@ def create_class(page) -> tuple[str, str]:
     page.get_by_role("tab", name="Assignment").click()
     for widget, value in (("teacher_min_len", "3"), ("teacher_max_len", "3"), ("teacher_steps", "120")):
         fill(page, widget, value)
-    for widget, option in (("teacher_split", "with PE / no PE"), ("teacher_question", "Without positional")):
+    for widget, option in (("teacher_split", "sinusoidal PE / no PE"), ("teacher_question", "Without positional")):
         select = page.locator(f".st-key-{widget}")
         select.evaluate("e => e.scrollIntoView({block: 'center'})")  # at the viewport's edge its list would not open
         select.click()
@@ -124,7 +124,7 @@ def test_a_class_experiment_on_the_teachers_board(browser, tmp_path, monkeypatch
         medians = teacher.evaluate(
             "() => [...document.querySelectorAll('.js-plotly-plot')].flatMap(p => p._fullData.map(t => t.name))"
         )
-        assert "with PE: median of 2" in medians and "no PE: median of 2" in medians
+        assert "sinusoidal PE: median of 2" in medians and "no PE: median of 2" in medians
         tally = board.locator("[data-testid='stTable']")
         expect(tally).to_contain_text(re.compile(r"later\s+4"), use_inner_text=True)  # 4 students predicted "later"
         screenshot(teacher, "class-board")

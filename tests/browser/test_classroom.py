@@ -52,7 +52,7 @@ def test_the_curve_moves_at_once_in_view_and_the_run_pauses_steps_and_resumes(br
     context = browser.new_context(viewport=LAPTOP)
     page = open_train(context, lab_server)
     set_number(page, "train_seed", 11)  # a run of its own: no other test's run to join
-    page.locator(".st-key-train_positional").get_by_text("none", exact=True).click()  # never solved: runs to its
+    page.locator(".st-key-train_positional").get_by_text("no PE", exact=True).click()  # never solved: runs to its
     wait_idle(page)  # step budget, so Pause, Step and Resume find it training
     page.evaluate(
         """() => { window.firstPoint = null; const t0 = performance.now();
@@ -104,12 +104,12 @@ def test_the_curve_moves_at_once_in_view_and_the_run_pauses_steps_and_resumes(br
 
 
 def test_same_settings_share_one_run_and_another_seed_waits_for_the_slot(browser, monkeypatch):
-    monkeypatch.setenv("LAB_MAX_TRAINING_JOBS", "1")  # one slot: the third student's run must queue
+    monkeypatch.setenv("LAB_TRAINING_SLOTS", "1")  # one slot: the third student's run must queue
     with LabServer(ARTIFACTS / "server-classroom-test.log") as server:
         contexts = [browser.new_context(viewport=LAPTOP) for _ in range(3)]
         first, second, third = (open_train(c, server) for c in contexts)
         for tab in (first, second, third):  # long runs: reverse cannot be learned without positional encoding
-            tab.locator(".st-key-train_positional").get_by_text("none", exact=True).click()
+            tab.locator(".st-key-train_positional").get_by_text("no PE", exact=True).click()
             tab.get_by_text("Model, optimizer, budgets and device").click()
             set_number(tab, "train_steps", 5000)  # and they outlast the students' clicks, however fast steps are
             wait_idle(tab)
@@ -147,13 +147,13 @@ def test_a_page_that_stops_polling_keeps_its_queue_place_while_connected_and_a_c
 ):
     """A page starved of CPU (its timers frozen) polls nothing for longer than the idle timeout but stays
     connected: its run keeps its place. Once its tab closes, the place goes to the next student."""
-    monkeypatch.setenv("LAB_MAX_TRAINING_JOBS", "1")
+    monkeypatch.setenv("LAB_TRAINING_SLOTS", "1")
     monkeypatch.setenv("LAB_JOB_IDLE_TIMEOUT_S", str(IDLE_TIMEOUT_S))
     with LabServer(ARTIFACTS / "server-connected-test.log") as server:
         contexts = [browser.new_context(viewport=LAPTOP) for _ in range(3)]
         contexts[1].clock.install()  # the slow student's page: its timers run until paused
         training, slow, next_in_line = (open_train(c, server) for c in contexts)
-        training.locator(".st-key-train_positional").get_by_text("none", exact=True).click()  # a long run, still
+        training.locator(".st-key-train_positional").get_by_text("no PE", exact=True).click()  # a long run, still
         training.get_by_text("Model, optimizer, budgets and device").click()  # training when both students stop
         set_number(training, "train_steps", 5000)
         wait_idle(training)

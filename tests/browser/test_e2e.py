@@ -129,7 +129,7 @@ def test_training_streams_points_then_stops(page, lab_server):
     open_page(page, lab_server, "train")
     # small batches step fast, so metric rows come often; without positional encoding reverse cannot be learned,
     # so the run is still going at Stop
-    page.locator(".st-key-train_positional").get_by_text("none", exact=True).click()
+    page.locator(".st-key-train_positional").get_by_text("no PE", exact=True).click()
     open_more_settings(page)
     set_number(page, "train_batch", 16)
     set_number(page, "train_steps", 5000)

@@ -2,12 +2,13 @@
 the values to try, each value one variant; and the ready-made experiments the Compare page offers.
 """
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Any
 
 from ..limits import MAX_VARIANTS as MAX_VARIANTS  # re-exported for the package
 from ..model import ModelConfig
+from ..run_configs import Configs, run_configs
+from ..settings import Setting, compare_switches
 from ..tasks import DataConfig
 from ..training import TrainConfig
 
@@ -18,20 +19,26 @@ SwitchValue = str | bool | int | float
 
 @dataclass(frozen=True)
 class Switch:
-    """One setting an experiment varies: a ModelConfig or TrainConfig field, and the values it may take."""
+    """One setting an experiment varies (a setting Compare may switch, `Setting.compare`): the values its words
+    name, each one variant."""
 
-    field: str
-    part: str  # "model" or "train": which config the field belongs to
-    title: str
-    names: Mapping[SwitchValue, str]  # each value it may take -> how a variant with it is named
+    setting: Setting
+
+    @property
+    def field(self) -> str:
+        return self.setting.name
+
+    @property
+    def title(self) -> str:
+        return self.setting.label
 
     @property
     def choices(self) -> tuple[SwitchValue, ...]:
-        return tuple(self.names)
+        return tuple(self.setting.words)
 
     def label(self, value: SwitchValue) -> str:
         """How a variant with this value is named in legends and tables."""
-        return self.names[value]
+        return self.setting.word(value)
 
     def token(self, value: SwitchValue) -> str:
         """The value as written in a URL: on/off for booleans."""
@@ -45,28 +52,7 @@ class Switch:
         raise ValueError(f"{self.title} takes {', '.join(map(self.token, self.choices))}")
 
 
-# field -> (the config it belongs to, title, each value it may take -> how a variant with it is named)
-_SWITCH_TABLE: dict[str, tuple[str, str, Mapping[SwitchValue, str]]] = {
-    "positional": (
-        "model",
-        "positional encoding",
-        {"sinusoidal": "sinusoidal PE", "learned": "learned PE", "none": "no PE"},
-    ),
-    "norm_first": ("model", "LayerNorm placement", {False: "post-norm", True: "pre-norm"}),
-    "causal_mask": ("model", "causal mask", {True: "causal mask", False: "no causal mask"}),
-    "scale_scores": ("model", "score scaling", {True: "scaled by 1/√d_k", False: "unscaled"}),
-    "label_smoothing": ("train", "label smoothing", {0.0: "no smoothing", 0.1: "smoothing 0.1", 0.2: "smoothing 0.2"}),
-    "warmup": ("train", "warm-up", {0: "no warm-up", 50: "warm-up 50", 100: "warm-up 100", 400: "warm-up 400"}),
-    "n_heads": ("model", "heads", {1: "1 head", 2: "2 heads", 4: "4 heads", 8: "8 heads"}),
-    "n_layers": ("model", "layers", {1: "1 layer", 2: "2 layers", 3: "3 layers"}),
-    "ema_decay": ("train", "weight averaging", {0.0: "raw weights", 0.99: "averaged weights (EMA 0.99)"}),
-    "architecture": (
-        "model",
-        "architecture",
-        {"transformer": "Transformer", "gru": "GRU encoder-decoder", "gru-attention": "GRU + additive attention"},
-    ),
-}
-SWITCHES: dict[str, Switch] = {field: Switch(field, *row) for field, row in _SWITCH_TABLE.items()}
+SWITCHES: dict[str, Switch] = {s.name: Switch(s) for s in compare_switches()}
 
 # ---------------------------------------------------------------------------------------------- experiments
 
@@ -106,45 +92,27 @@ class Experiment:
 
     def configs(self, value: SwitchValue) -> tuple[ModelConfig, DataConfig, TrainConfig]:
         """The configs of the variant with this switch value."""
-        switch = SWITCHES[self.switch]
-        if switch.part == "model":
-            return replace(self.model, **{switch.field: value}), self.data, self.train
-        return self.model, self.data, replace(self.train, **{switch.field: value})
+        if self.switch in ModelConfig.__dataclass_fields__:
+            return replace(self.model, **{self.switch: value}), self.data, self.train
+        return self.model, self.data, replace(self.train, **{self.switch: value})
 
 
 # Reverse of inputs of length 10, the classroom model; fixed steps (no early stopping) so curves compare, and raw
 # weights, since averaging them would smooth away some of what a switch does. The batch and schedule are set here,
 # not taken from TrainConfig's defaults, so that the shipped results stay what these settings make.
-BASE_MODEL = ModelConfig()
-BASE_DATA = DataConfig(task="reverse", min_len=10, max_len=10)
-SCHEDULE = {"batch_size": 128, "lr": 5e-3, "warmup": 100, "schedule": "noam"}
-BASE_TRAIN = TrainConfig(
-    steps=600, time_budget_s=120.0, early_stop=False, record_attention=True, eval_every=25, ema_decay=0.0, **SCHEDULE
-)
+BASE = {"task": "reverse", "min_len": 10, "max_len": 10, "steps": 600, "time_budget_s": 120.0, "early_stop": False}
+BASE |= {"eval_every": 25, "ema_decay": 0.0, "batch_size": 128, "lr": 5e-3, "warmup": 100, "schedule": "noam"}
 CUSTOM = "custom"
 
 
-def _ready(
-    key: str,
-    title: str,
-    expectation: str,
-    switch: str,
-    values: tuple,
-    steps: int = 600,
-    data: DataConfig = BASE_DATA,
-    lr: float = BASE_TRAIN.lr,
-    **model: Any,
-) -> Experiment:
-    return Experiment(
-        key,
-        title,
-        expectation,
-        switch,
-        values,
-        replace(BASE_MODEL, **model),
-        data,
-        replace(BASE_TRAIN, steps=steps, lr=lr),
-    )
+def experiment_configs(lower: str | None = None, **changes: SwitchValue) -> Configs:
+    """The configs of an experiment's base: BASE with `changes` (by setting name), built as every run's are
+    (`lower`: the settings to lower when a step would take too much memory)."""
+    return run_configs({**BASE, **changes}, lower=lower)
+
+
+def _ready(key: str, title: str, expectation: str, switch: str, values: tuple, **changes: SwitchValue) -> Experiment:
+    return Experiment(key, title, expectation, switch, values, *experiment_configs(**changes))
 
 
 READY: dict[str, Experiment] = {
@@ -234,7 +202,8 @@ READY: dict[str, Experiment] = {
             "ema_decay",
             (0.0, 0.99),
             steps=800,
-            data=replace(BASE_DATA, min_len=1, max_len=16),
+            min_len=1,
+            max_len=16,
             lr=0.01,
             n_layers=2,
             n_heads=2,
@@ -251,7 +220,7 @@ READY: dict[str, Experiment] = {
             "architecture",
             ("transformer", "gru", "gru-attention"),
             steps=800,
-            data=replace(BASE_DATA, min_len=1, max_len=10),
+            min_len=1,
         ),
     ]
 }

@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from ..live import downsample
+from ..curves import downsample
 from ..training import MetricRow
 from .attention import wrap_title
 from .lengths import shade_trained

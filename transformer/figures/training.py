@@ -10,7 +10,7 @@ from collections.abc import Sequence
 import numpy as np
 import plotly.graph_objects as go
 
-from ..live import downsample
+from ..curves import downsample
 from ..training import MetricRow, TrainConfig
 
 FONT = dict(size=16)  # readable on a projector

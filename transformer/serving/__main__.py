@@ -1,4 +1,4 @@
-"""A worker process, started by `worker.Worker`: python -m transformer.serving FD TORCH_THREADS."""
+"""A worker process, started by `worker_link.WorkerLink`: python -m transformer.serving FD TORCH_THREADS."""
 
 import sys
 from multiprocessing.connection import Connection

@@ -6,7 +6,7 @@ the run's own generators (see `Trainer`). So a student who asks for the same set
 or that recently finished on its own terms (solved, or its step budget spent), joins it: one run, many watchers.
 
 Each training slot is a thread of the server with a worker of its own: the thread takes the next queued run,
-has its worker train it (`Worker.train` writes the reports into the run), and takes the next.
+has its worker train it (`WorkerLink.relay` writes the reports into the run), and takes the next.
 """
 
 import ipaddress
@@ -22,9 +22,10 @@ from ..device import pick_device
 from ..model import ModelConfig
 from ..tasks import DataConfig
 from ..training import TrainConfig
+from .protocol import Caps
 from .run import Run, log_runs, unwatched
 from .settings import ServerSettings
-from .worker import Caps, Worker, WorkerLost
+from .worker_link import WorkerLink, WorkerLost
 
 DEFAULT_RUN_S = 10.0  # the guess for a run's length before any has finished on this server
 MAX_FINISHED_WEIGHTS = 10_000_000  # numbers that finished runs kept for joining may hold
@@ -110,6 +111,9 @@ class RunRegistry:
     any more leaves the queue, and a training one is stopped (see `Run`). A worker holding more than
     `settings.worker_max_mb` after a run is restarted. The last `keep_finished` runs that ended on their own terms
     stay joinable.
+
+    Its one lock (with the condition `_changed` on it) guards the queue, the slots, the joinable runs, the chains,
+    the recent durations and whether it is closed: pages' threads and the slots' threads all change them.
     """
 
     def __init__(self, settings: ServerSettings, keep_finished: int = 16):
@@ -120,7 +124,7 @@ class RunRegistry:
         self._runs: dict[str, Run] = {}  # joinable runs: queued, training, or finished on their own terms
         self._queue: deque[Run] = deque()
         self._slots: list[Run | None] = [None] * settings.slots  # the run each slot trains
-        self.workers: list[Worker | None] = [None] * settings.slots  # each slot's worker, once it is ready
+        self.workers: list[WorkerLink | None] = [None] * settings.slots  # each slot's worker, once it is ready
         self._chains: list[Chain] = []
         self._durations: deque[float] = deque(maxlen=20)  # seconds of recently finished runs, for wait estimates
         self._closed = False
@@ -253,7 +257,7 @@ class RunRegistry:
                 run.end(None, "the training process could not start")
             else:
                 try:
-                    worker.train(run)
+                    worker.relay(run)
                     restart = (worker.resident_mb() or 0.0) > self.settings.worker_max_mb
                 except WorkerLost:
                     restart = True
@@ -266,9 +270,9 @@ class RunRegistry:
         if worker is not None:
             worker.close()
 
-    def _new_worker(self) -> Worker | None:
-        caps = Caps(self.settings.max_run_s, self.settings.max_paused_s)
-        worker = Worker(self.settings.torch_threads, caps, in_server=not self.settings.worker_processes)
+    def _new_worker(self) -> WorkerLink | None:
+        caps = Caps(self.settings.max_run_s, self.settings.max_total_pause_s)
+        worker = WorkerLink(self.settings.torch_threads, caps, in_server=not self.settings.worker_processes)
         if worker.wait_ready():
             return worker
         worker.close()

@@ -1,9 +1,10 @@
 """A training run as pages read it: its settings, status, every step's loss, metric rows, attention snapshots, the
 latest weights, the result, and who watches it.
 
-A run holds no trainer. Its worker (`worker.py`) trains it and reports; the server's reader of that worker writes
-the reports in here (`add_losses`, `add_row`, `set_holding`, `end`). Pages read the plain fields, and build the
-model and the data only when they need them (`model()`, `data()`).
+A run holds no trainer. Its worker (`worker.py`) trains it and reports; the server's end of that worker
+(`WorkerLink.relay`, on the run's training slot's thread) writes the reports in here (`add_progress`, `add_row`,
+`set_holding`, `end`). Pages read the plain fields, and build the model and the data only when they need them
+(`model()`, `data()`).
 """
 
 import logging
@@ -13,18 +14,16 @@ from collections.abc import Callable
 from functools import cached_property
 from typing import Literal
 
-import torch
-
 from ..model import ModelConfig, Transformer
 from ..recurrent import build_model
 from ..tasks import DataConfig, TaskData
 from ..training import MetricRow, TrainConfig, TrainResult
+from .protocol import ControlName, Weights
 
 log = logging.getLogger("transformer.serving")  # a line per run queued, started and ended (see `log_runs`)
 _STDERR = logging.StreamHandler()
 RunStatus = Literal["queued", "preparing", "training", "paused", "done"]
 CONNECTED_GRACE = 4  # a watcher whose page is still connected keeps watching for this many idle timeouts unpolled
-Weights = dict[str, torch.Tensor]
 
 
 def log_runs() -> None:
@@ -48,10 +47,14 @@ class Run:
 
     Watchers (students' browsers) `touch` it as their pages poll. A watcher counts for `idle_timeout_s` after its
     last touch, or CONNECTED_GRACE times as long while its page is still connected (a browser short of CPU polls
-    late); a run nobody watches is stopped by its worker's reader, or leaves the queue.
+    late); a run nobody watches is stopped by its worker's link, or leaves the queue.
 
-    `pause`, `resume`, `step_row` and `stop` are sent to the worker through `send`, which the reader sets while a
+    `pause`, `resume`, `step_row` and `stop` are sent to the worker through the `send` that `attach` gives while a
     worker trains the run; what is asked before then is sent when it starts.
+
+    Its one lock guards what pages' threads and the slot's thread share beyond plain fields: the watchers, the
+    weights and the model built from them, and the way to the worker (`send`, the controls asked before it, and
+    each send itself, so that controls go down the pipe one at a time).
     """
 
     def __init__(
@@ -75,8 +78,8 @@ class Run:
         self._model: tuple[int, Transformer] | None = None  # built from _weights, for every page that asks
         self._lock = threading.Lock()
         self._watchers: dict[str, tuple[float, Callable[[], bool] | None]] = {}  # id -> last touch, connected check
-        self._asked: list[str] = []  # controls asked before a worker took the run
-        self._send: Callable[[str], None] | None = None
+        self._asked: list[ControlName] = []  # controls asked before a worker took the run
+        self._send: Callable[[ControlName], None] | None = None
         self._trained = self._holding = False
         self._moving = threading.Event()  # set at the first step, or at the end
         self._ended = threading.Event()
@@ -152,25 +155,26 @@ class Run:
         if wait_s:
             self._ended.wait(wait_s)
 
-    def _control(self, name: str) -> None:
+    def _control(self, name: ControlName) -> None:
         with self._lock:
-            send = self._send
-            if send is None:
+            if self._send is None:
                 self._asked.append(name)
-        if send is not None:
-            send(name)
+            else:
+                self._send(name)
 
-    # ---- written by the registry and the worker's reader
+    # ---- written by the registry and the worker's link
     def take(self) -> None:
         """A training slot takes the run: it is no longer queued."""
         self.started_at = time.perf_counter()
         log.info("run started: %s, %.2f s after it was queued", self.label, self.started_at - self.queued_at)
 
-    def attach(self, send: Callable[[str], None]) -> list[str]:
-        """A worker trains the run: controls go to `send` from now on. Returns those asked before."""
+    def attach(self, send: Callable[[ControlName], None]) -> None:
+        """A worker trains the run: the controls asked before go to `send` now, and every control from now on."""
         with self._lock:
-            self._send, asked, self._asked = send, self._asked, []
-        return asked
+            self._send = send
+            for name in self._asked:
+                send(name)
+            self._asked = []
 
     def detach(self) -> None:
         with self._lock:

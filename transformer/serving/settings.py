@@ -5,6 +5,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from pathlib import Path
 
+from ..config_checks import require_all
 from ..limits import MAX_TIME_BUDGET_S
 
 
@@ -37,32 +38,29 @@ class ServerSettings:
     """How one server trains its students' runs. Each field is read from the environment variable `ENV_NAMES`
     gives it, and checked against its bounds before anything is started."""
 
-    training_slots: int = 0  # LAB_MAX_TRAINING_JOBS: runs training at once; 0: one per usable core
+    training_slots: int = 0  # LAB_TRAINING_SLOTS: runs training at once; 0: one per usable core
     max_queue: int = 60  # LAB_MAX_QUEUE: distinct runs waiting for a slot (two classes' worth)
     idle_timeout_s: float = 30.0  # LAB_JOB_IDLE_TIMEOUT_S: a run nobody polls stops (see run.CONNECTED_GRACE)
     torch_threads: int = 1  # LAB_TORCH_THREADS: intra-op threads per computation
     switch_interval_s: float = 0.0005  # LAB_SWITCH_INTERVAL_S: longest a thread holds the GIL while another waits
     worker_processes: bool = True  # LAB_TRAINING_PROCESSES: 1 trains in worker processes, 0 on server threads
     max_run_s: float = 600.0  # LAB_MAX_RUN_S: wall-clock seconds a run may hold its slot, pauses included
-    max_paused_s: float = 240.0  # LAB_MAX_PAUSED_S: seconds a run may be paused in all, over every pause
+    max_total_pause_s: float = 240.0  # LAB_MAX_PAUSED_S: seconds a run may be paused in all, over every pause
     worker_max_mb: float = 600.0  # LAB_WORKER_MAX_MB: a worker holding more memory than this after a run restarts
     runs_per_address: int = 40  # LAB_MAX_RUNS_PER_ADDRESS: runs queued or training from one network address
 
     def __post_init__(self) -> None:
-        checks = [
-            (0 <= self.training_slots <= 64, "LAB_MAX_TRAINING_JOBS must be in 0..64"),
+        require_all(
+            (0 <= self.training_slots <= 64, "LAB_TRAINING_SLOTS must be in 0..64"),
             (0 <= self.max_queue <= 1000, "LAB_MAX_QUEUE must be in 0..1000"),
             (0.1 <= self.idle_timeout_s <= 3600, "LAB_JOB_IDLE_TIMEOUT_S must be in 0.1..3600"),
             (1 <= self.torch_threads <= 64, "LAB_TORCH_THREADS must be in 1..64"),
             (1e-5 <= self.switch_interval_s <= 0.1, "LAB_SWITCH_INTERVAL_S must be in 0.00001..0.1"),
             (1 <= self.max_run_s <= MAX_TIME_BUDGET_S, f"LAB_MAX_RUN_S must be in 1..{MAX_TIME_BUDGET_S}"),
-            (0.1 <= self.max_paused_s <= 3600, "LAB_MAX_PAUSED_S must be in 0.1..3600"),
+            (0.1 <= self.max_total_pause_s <= 3600, "LAB_MAX_PAUSED_S must be in 0.1..3600"),
             (100 <= self.worker_max_mb <= 100_000, "LAB_WORKER_MAX_MB must be in 100..100000"),
             (1 <= self.runs_per_address <= 1000, "LAB_MAX_RUNS_PER_ADDRESS must be in 1..1000"),
-        ]
-        for ok, message in checks:
-            if not ok:
-                raise ValueError(message)
+        )
 
     @property
     def slots(self) -> int:
@@ -86,14 +84,14 @@ class ServerSettings:
 
 
 ENV_NAMES = {  # field -> environment variable
-    "training_slots": "LAB_MAX_TRAINING_JOBS",
+    "training_slots": "LAB_TRAINING_SLOTS",
     "max_queue": "LAB_MAX_QUEUE",
     "idle_timeout_s": "LAB_JOB_IDLE_TIMEOUT_S",
     "torch_threads": "LAB_TORCH_THREADS",
     "switch_interval_s": "LAB_SWITCH_INTERVAL_S",
     "worker_processes": "LAB_TRAINING_PROCESSES",
     "max_run_s": "LAB_MAX_RUN_S",
-    "max_paused_s": "LAB_MAX_PAUSED_S",
+    "max_total_pause_s": "LAB_MAX_PAUSED_S",
     "worker_max_mb": "LAB_WORKER_MAX_MB",
     "runs_per_address": "LAB_MAX_RUNS_PER_ADDRESS",
 }

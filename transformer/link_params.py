@@ -1,43 +1,26 @@
-"""The app's state in the address bar: each page's settings as URL query parameters, and back, every value checked
-against the app's bounds. A bad value falls back to its default with a notice; nothing here ever raises on a link.
+"""Link encoding: a page's settings as URL query parameters, and back, every value checked against the app's
+bounds. A bad value falls back to its default with a notice; nothing here ever raises on a link.
 
 `read_params` reads the values a page names with one `Parser` each (`choice`, `whole`, `number`, `sequence`
 through the model's Vocab, `length_range`, `switch_values`); `write_params` writes them back. The model in hand,
-Decoding, Masking lab, Length test and Compare each have their parsers here; the Compare page's settings are a
-`CompareState`, which `read_compare` reads through `read_params` and `write_compare` writes.
+Decoding, Masking lab and Length test have their parsers here; Compare's settings are `compare_state.CompareState`.
 """
 
 import math
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, fields, replace
 from typing import Any, get_args
 
 from .decoding import Strategy
-from .experiments.definitions import (
-    BASE_DATA,
-    BASE_MODEL,
-    BASE_TRAIN,
-    CUSTOM,
-    READY,
-    SWITCHES,
-    Experiment,
-    Switch,
-    SwitchValue,
-    custom_text,
-)
+from .experiments.definitions import Switch, SwitchValue
 from .limits import (
-    COMPARE_FORM_LIMITS,
-    COMPARE_SIZE_CHOICES,
     DECODING_BEAM_WIDTHS,
     DECODING_SEEDS,
     DECODING_TEMPERATURES,
     MAX_DECODE_STEPS,
     MAX_PARAM_CHARS,
     MAX_VARIANTS,
-    check_train_memory,
 )
-from .tasks import TASKS
 from .vocab import Vocab
 
 Parser = Callable[[str], Any]  # a link's text -> the value it stands for; ValueError saying what it must be
@@ -206,98 +189,3 @@ def masking_parsers(vocab: Vocab, max_len: int) -> dict[str, Parser]:
 def lengths_parsers(longest: int) -> dict[str, Parser]:
     """The Length test's range of input lengths, "low-high"."""
     return {"lengths": length_range(1, longest)}
-
-
-# ------------------------------------------------------------------------------------------------ Compare runs
-
-
-@dataclass(frozen=True)
-class CompareState:
-    """The Compare page's settings: a ready-made experiment, or a custom one built from the other fields."""
-
-    experiment: str = next(iter(READY))
-    task: str = "reverse"
-    length: int = 10  # every input has this many symbols
-    d_model: int = 32
-    n_heads: int = 4
-    n_layers: int = 1
-    steps: int = 600
-    seed: int = 0
-    switch: str = "positional"
-    values: tuple[SwitchValue, ...] = ("sinusoidal", "none")
-
-
-def custom_experiment(state: CompareState) -> Experiment:
-    """The experiment the custom settings of `state` describe (d_ff = 4 d_model, the paper's ratio)."""
-    if len(state.values) < 2:
-        raise ValueError("pick at least two values to compare")
-    switch = SWITCHES[state.switch]
-    model = replace(
-        BASE_MODEL, d_model=state.d_model, n_heads=state.n_heads, n_layers=state.n_layers, d_ff=4 * state.d_model
-    )
-    data = replace(BASE_DATA, task=state.task, min_len=state.length, max_len=state.length, seed=state.seed)
-    train = replace(BASE_TRAIN, steps=state.steps, seed=state.seed)
-    title, expectation = custom_text(switch, state.values, state.task)
-    experiment = Experiment(CUSTOM, title, expectation, state.switch, tuple(state.values), model, data, train)
-    for value in experiment.values:
-        model, data, train = experiment.configs(value)
-        check_train_memory(model, train.batch_size, data.max_len, "the length, d_model, heads or layers")
-    return experiment
-
-
-def experiment_for(state: CompareState) -> Experiment:
-    """The ready-made experiment `state` names, or its custom one."""
-    return READY[state.experiment] if state.experiment in READY else custom_experiment(state)
-
-
-def state_for(experiment: Experiment) -> CompareState:
-    """Page settings that select `experiment`; a custom one's settings as far as the page offers them."""
-    if experiment.key != CUSTOM:
-        return CompareState(experiment=experiment.key)
-    m, d, switch = experiment.model, experiment.data, SWITCHES[experiment.switch]
-    params = {
-        "experiment": CUSTOM,
-        "task": d.task,
-        "length": d.max_len,
-        "d_model": m.d_model,
-        "n_heads": m.n_heads,
-        "n_layers": m.n_layers,
-        "steps": experiment.train.steps,
-        "seed": experiment.train.seed,
-        "switch": switch.field,
-        "values": ",".join(map(switch.token, experiment.values)),
-    }
-    return read_compare(params)[0]
-
-
-def compare_parsers(switch: str) -> dict[str, Parser]:
-    """The Compare page's settings, within the bounds of its widgets; `values` are choices of `switch`."""
-    return {
-        "experiment": choice([*READY, CUSTOM]),
-        "task": choice(list(TASKS)),
-        **{name: whole(*bounds) for name, bounds in COMPARE_FORM_LIMITS.items()},
-        **{name: choice(options) for name, options in COMPARE_SIZE_CHOICES.items()},
-        "switch": choice(list(SWITCHES)),
-        "values": switch_values(SWITCHES[switch]),
-    }
-
-
-def read_compare(params: Mapping[str, Any]) -> tuple[CompareState, list[str]]:
-    """The Compare page's settings from a link, read by `read_params` as every page's are: a bad value is left out
-    with a notice and its default stands. The values are read as choices of the link's switch (the default switch
-    when the link names none, or a bad one); without them, the default values of the default switch, or the first
-    two choices of another."""
-    switch = read_params(params, {"switch": choice(list(SWITCHES))})[0].get("switch", CompareState.switch)
-    values, notices = read_params(params, compare_parsers(switch))
-    values.setdefault("values", CompareState.values if switch == CompareState.switch else SWITCHES[switch].choices[:2])
-    return CompareState(**values), notices
-
-
-def write_compare(state: CompareState) -> dict[str, str]:
-    """The settings that differ from the defaults, as URL query parameters (the experiment always)."""
-    default, params = CompareState(), {"experiment": state.experiment}
-    for f in fields(CompareState):
-        value = getattr(state, f.name)
-        if f.name != "experiment" and value != getattr(default, f.name):
-            params[f.name] = ",".join(map(SWITCHES[state.switch].token, value)) if f.name == "values" else str(value)
-    return params

@@ -1,96 +1,21 @@
-"""Helpers behind the Train and Checkpoints pages: configs from form values, progress, thinning, live examples,
-names and summaries of checkpoints, and reading uploads."""
+"""What the Train and Checkpoints pages show of a run: progress, thinned curves, live examples, names and summaries
+of runs and checkpoints, and reading uploads."""
 
 import pytest
 import torch
 
 from transformer.checkpoint import Checkpoint, CheckpointError, checkpoint_bytes
-from transformer.live import (
-    build_configs,
-    checkpoint_summary,
-    downsample,
-    eval_every_for,
-    live_examples,
-    metrics_table,
-    progress,
-    read_upload,
-    run_name,
-    shown_name,
-    switches,
-)
+from transformer.curves import downsample, metrics_table
+from transformer.live_examples import live_examples
 from transformer.model import ModelConfig, Transformer
+from transformer.naming import checkpoint_summary, run_name, run_summary, switches
+from transformer.progress import progress
 from transformer.tasks import DataConfig, TaskData
-from transformer.training import METRIC_COLUMNS, TrainConfig, suggested_lr
+from transformer.training import METRIC_COLUMNS, TrainConfig
+from transformer.uploads import read_upload, shown_name
 from transformer.vocab import Vocab
 
 DATA = dict(task="reverse", min_len=2, max_len=5, n_symbols=6, seed=0)
-MODEL = dict(
-    d_model=32,
-    n_heads=4,
-    n_layers=1,
-    d_ff=64,
-    dropout=0.0,
-    positional="learned",
-    norm_first=True,
-    causal_mask=True,
-    scale_scores=False,
-)
-TRAIN = dict(
-    steps=100,
-    time_budget_s=30.0,
-    batch_size=64,
-    lr=1e-3,
-    warmup=10,
-    schedule="constant",
-    label_smoothing=0.1,
-    seed=0,
-    device="cpu",
-)
-
-
-def test_build_configs_fits_the_model_to_the_data():
-    model, data, train = build_configs(DATA, MODEL, TRAIN)
-    assert data == DataConfig(**DATA)
-    assert model.vocab_size == 6 + 3 and model.max_len >= 5 + 2
-    assert (model.positional, model.norm_first, model.scale_scores) == ("learned", True, False)
-    assert train.record_attention and train.steps == 100 and train.schedule == "constant"
-    assert 5 <= train.eval_every <= 25
-
-
-def test_an_empty_learning_rate_is_the_peak_for_the_model_size():
-    peak = TrainConfig().lr
-    assert suggested_lr(32, 1) == peak  # the default model: the default peak
-    assert suggested_lr(8, 1) == peak  # never above it
-    assert suggested_lr(64, 2) == pytest.approx(peak / 4)
-    assert suggested_lr(128, 3) == pytest.approx(0.0025)  # the Train form's largest
-    _, _, train = build_configs(DATA, {**MODEL, "d_model": 64, "n_layers": 2}, {**TRAIN, "lr": None})
-    assert train.lr == pytest.approx(peak / 4)
-    assert build_configs(DATA, MODEL, TRAIN)[2].lr == TRAIN["lr"]  # a number given is the number used
-    with pytest.raises(ValueError, match="d_model must be between"):  # checked before it sizes anything
-        build_configs(DATA, {**MODEL, "d_model": 2**40}, {**TRAIN, "lr": None})
-
-
-@pytest.mark.parametrize(
-    "data, model, message",
-    [
-        ({}, dict(d_model=30, n_heads=4), "d_model (30) must be divisible by the number of heads (4)"),
-        ({}, dict(d_model=30, n_heads=4), "use 1, 2, 3, 5, 6 heads"),
-        (dict(min_len=6, max_len=3), {}, "the shortest input (6) is longer than the longest (3)"),
-        (dict(task="nope"), {}, "unknown task"),
-        ({}, dict(dropout=1.5), "dropout"),
-    ],
-)
-def test_build_configs_explains_what_does_not_fit(data, model, message):
-    with pytest.raises(ValueError) as err:
-        build_configs({**DATA, **data}, {**MODEL, **model}, TRAIN)
-    assert message in str(err.value)
-
-
-def test_bigger_runs_report_more_often():
-    small = eval_every_for(ModelConfig(), DataConfig(min_len=10, max_len=10), 128)
-    big = eval_every_for(ModelConfig(d_model=128, d_ff=512, n_layers=3), DataConfig(min_len=24, max_len=24), 256)
-    tiny = eval_every_for(ModelConfig(d_model=8, d_ff=16), DataConfig(min_len=1, max_len=1), 8)
-    assert small == 25 and big == 5 and tiny == 25
 
 
 def test_progress_rate_and_eta_bounded_by_both_budgets():
@@ -133,7 +58,7 @@ def test_live_examples_mark_each_output(data, monkeypatch):
         out[2:, 0] = torch.where(out[2:, 0] == zero, one, zero)
         return out
 
-    monkeypatch.setattr("transformer.live.greedy_decode", decode_two_right)
+    monkeypatch.setattr("transformer.live_examples.greedy_decode", decode_two_right)
     table = live_examples(model, data)
     assert list(table.columns) == ["input", "target", "model output", "right"]
     assert table["right"].tolist() == ["✓", "✓", "✗", "✗", "✗"]
@@ -164,8 +89,8 @@ def test_run_name_is_short_key_safe_and_unique():
         (dict(positional="none"), "noPE"),
         (dict(positional="learned"), "learnedPE"),
         (dict(norm_first=True), "prenorm"),
-        (dict(causal_mask=False), "nocausal"),
-        (dict(scale_scores=False), "noscale"),
+        (dict(causal_mask=False), "nocausalmask"),
+        (dict(scale_scores=False), "unscaledscores"),
         (dict(tie_weights=True), "tied"),
     ],
 )
@@ -173,7 +98,10 @@ def test_run_names_and_summaries_show_the_teaching_switches(switch, tag):
     data = DataConfig(task="reverse", min_len=6, max_len=8)
     assert run_name(ModelConfig(**switch), data) == f"reverse-6to8-d32h4n1-{tag}"
     both = ModelConfig(positional="none", causal_mask=False)
-    assert run_name(both, data) == "reverse-6to8-d32h4n1-noPE-nocausal" and switches(both) == ["noPE", "nocausal"]
+    assert run_name(both, data) == "reverse-6to8-d32h4n1-noPE-nocausalmask"
+    assert switches(both) == ["noPE", "nocausalmask"]
+    summary = run_summary(both, data, TrainConfig())
+    assert "no PE" in summary and "no causal mask" in summary and "post-norm" in summary  # the settings' words
 
 
 def small_checkpoint(history: list[dict]) -> Checkpoint:

@@ -1,4 +1,5 @@
-"""URL state: each page's settings survive the round trip through a link, and bad links fall back."""
+"""Links (`link_params`, and Compare's `compare_state`): each page's settings survive the round trip through a
+link, and bad links fall back."""
 
 from dataclasses import replace
 
@@ -6,18 +7,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from transformer.compare_state import CompareState, custom_experiment, read_compare, state_for, write_compare
 from transformer.experiments import CUSTOM, READY
-from transformer.url_state import (
-    CompareState,
-    custom_experiment,
+from transformer.link_params import (
     decoding_parsers,
     lengths_parsers,
     masking_parsers,
     model_parsers,
-    read_compare,
     read_params,
-    state_for,
-    write_compare,
     write_params,
 )
 from transformer.vocab import Vocab
@@ -93,7 +90,7 @@ def test_over_long_compare_values_are_refused_not_cut():
     state, notices = read_compare({"experiment": "heads" + " " * 300, "values": "on,off"})
     assert state == CompareState() and notices == [
         "The link's experiment is longer than 200 characters, so the page's default is used.",
-        "The link's values is not 2-4 different settings of positional encoding among sinusoidal, learned, none, so "
+        "The link's values is not 2-4 different settings of Positional encoding among sinusoidal, learned, none, so "
         "the page's default is used.",
     ]
 

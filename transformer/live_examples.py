@@ -1,0 +1,28 @@
+"""A few held-out examples decoded by the model as it trains, each marked right or wrong."""
+
+import pandas as pd
+import torch
+
+from .decoding import greedy_decode
+from .model import Transformer
+from .tasks import TaskData
+
+
+@torch.no_grad()
+def live_examples(model: Transformer, data: TaskData, n: int = 5) -> pd.DataFrame:
+    """The first `n` held-out inputs, their targets, and `model`'s greedy outputs, each marked right or wrong."""
+    vocab, rows = data.vocab, min(n, len(data.valid_sources))
+    batch = data.make_batch(data.valid_sources[:rows])
+    device = next(model.parameters()).device
+    got = greedy_decode(model, batch.src.to(device), vocab.bos_id, vocab.eos_id, batch.tgt_out.size(1)).cpu()
+    width = batch.tgt_out.size(1)
+    got = torch.nn.functional.pad(got, (0, width - got.size(1)), value=vocab.pad_id)
+    right = (got == batch.tgt_out).all(dim=1).tolist()
+    return pd.DataFrame(
+        {
+            "input": [vocab.decode(ids) for ids in batch.src.tolist()],
+            "target": [vocab.decode(ids) for ids in batch.tgt_out.tolist()],
+            "model output": [vocab.decode(ids) or "(nothing)" for ids in got.tolist()],
+            "right": ["✓" if ok else "✗" for ok in right],  # plain glyphs: every font has them
+        }
+    )

@@ -1,0 +1,80 @@
+"""Names and one-line descriptions of runs and checkpoints: a run's settings in a line, its teaching switches as
+short tags, a unique name for a trained model, and a table row for a checkpoint. Switch values are said in the
+words of `settings`."""
+
+import re
+from collections.abc import Collection
+
+from . import settings as spec
+from .checkpoint import Checkpoint
+from .model import ModelConfig
+from .tasks import DataConfig
+from .training import TrainConfig
+
+
+def run_summary(model_config: ModelConfig, data_config: DataConfig, train_config: TrainConfig) -> str:
+    """The settings of a run in one line: task, data, model, the switches set away from the paper, peak learning
+    rate, seed."""
+    c, d = model_config, data_config
+    word = {name: spec.setting(name).word(getattr(c, name)) for name in _switch_names()}
+    parts = [
+        f"{d.task}, lengths {d.min_len}-{d.max_len}, {d.n_symbols} symbols",
+        f"d_model {c.d_model}, {c.n_heads} heads, {c.n_layers}+{c.n_layers} layers",
+        word["positional"],
+        word["norm_first"],
+        *([word["causal_mask"]] if not c.causal_mask else []),
+        *([word["scale_scores"]] if not c.scale_scores else []),
+        *([f"dropout {c.dropout:g}"] if c.dropout else []),
+        f"peak lr {train_config.lr:g}",
+        f"seed {train_config.seed}",
+    ]
+    return " · ".join(parts)
+
+
+def _switch_names() -> list[str]:
+    """The model's teaching switches: its settings that are a choice or a bool."""
+    return [s.name for s in spec.SETTINGS.values() if s.configs == ("model",) and s.options]
+
+
+def switches(config: ModelConfig) -> list[str]:
+    """The teaching switches set away from the lab's default model, as short tags: their words without spaces or
+    hyphens, e.g. "noPE", "learnedPE", "prenorm", "tied" (the paper ties the generator, the lab's default does
+    not)."""
+    default = ModelConfig()
+    return [
+        re.sub(r"[^A-Za-z0-9]", "", spec.setting(name).word(getattr(config, name)))
+        for name in _switch_names()
+        if getattr(config, name) != getattr(default, name)
+    ]
+
+
+def run_name(model_config: ModelConfig, data_config: DataConfig, taken: Collection[str] = ()) -> str:
+    """A short name for a trained model, e.g. "reverse-1to10-d32h4n1" or "reverse-1to10-d32h4n1-noPE" when a
+    teaching switch is set, made unique against `taken`."""
+    d, c = data_config, model_config
+    base = "-".join([f"{d.task}-{d.min_len}to{d.max_len}-d{c.d_model}h{c.n_heads}n{c.n_layers}", *switches(c)])
+    base = re.sub(r"[^A-Za-z0-9_-]", "_", base)
+    name, i = base, 1
+    while name in taken:
+        i += 1
+        name = f"{base}-{i}"
+    return name
+
+
+def checkpoint_summary(name: str, source: str, checkpoint: Checkpoint) -> dict:
+    """One row describing a checkpoint: its task, size, and the last exact-match in its history (None if none)."""
+    c, t = checkpoint.config, checkpoint.task
+    scores = [row["exact_match"] for row in checkpoint.history if "exact_match" in row]
+    return {
+        "name": name,
+        "source": source,
+        "task": t.task,
+        "lengths": f"{t.min_len}-{t.max_len}",
+        "symbols": t.n_symbols,
+        "d_model": c.d_model,
+        "heads": c.n_heads,
+        "layers": c.n_layers,
+        "switches": ", ".join(switches(c)) or "-",
+        "parameters": checkpoint.model.num_parameters(),
+        "exact_match": scores[-1] if scores else None,
+    }

@@ -1,0 +1,115 @@
+"""The worker protocol: the messages the server and a training worker send each other over one duplex pipe.
+
+    server -> worker   StartRun, then any number of Control for that run
+    worker -> server   Ready once, when torch is imported and a first step's one-off costs are paid; then for each
+                       run: Progress every REPORT_EVERY_S, NewRow at each metric row, Holding every HEARTBEAT_S while
+                       paused, Alive every ALIVE_EVERY_S while it trains (a held-out evaluation may outlast the
+                       server's SILENCE_LIMIT_S on a busy server), and last RunEnded.
+
+`worker.py` is the worker's end (it trains), `worker_link.py` the server's end (it writes the reports into the
+`Run` pages read). Each message is a frozen dataclass, sent with plain pickle (`send`, `receive`).
+"""
+
+import pickle
+from dataclasses import dataclass
+from multiprocessing.connection import Connection
+from typing import Literal
+
+import torch
+
+from ..model import ModelConfig
+from ..tasks import DataConfig
+from ..training import MetricRow, TrainConfig, TrainResult
+
+Weights = dict[str, torch.Tensor]
+ControlName = Literal["pause", "resume", "step_row", "stop"]
+
+
+@dataclass(frozen=True)
+class Caps:
+    """What one run may take of its training slot, whatever its controls do; past either, it ends with its model
+    kept (ServerSettings.max_run_s, max_total_pause_s)."""
+
+    run_s: float  # wall-clock seconds from its first step's set-up, pauses included
+    total_pause_s: float  # seconds paused, over all its pauses
+
+
+# ---- server -> worker
+
+
+@dataclass(frozen=True)
+class StartRun:
+    """Train this run, within `caps`."""
+
+    model_config: ModelConfig
+    data_config: DataConfig
+    train_config: TrainConfig
+    caps: Caps
+
+
+@dataclass(frozen=True)
+class Control:
+    """A student's control for the run in training; one that comes after the run's end is dropped."""
+
+    name: ControlName
+
+
+# ---- worker -> server
+
+
+@dataclass(frozen=True)
+class Ready:
+    """The worker can take a run."""
+
+
+@dataclass(frozen=True)
+class Progress:
+    """The run is at `step`; the step losses and attention snapshots since the last Progress."""
+
+    step: int
+    losses: list[float]
+    attention: list[dict]
+
+
+@dataclass(frozen=True)
+class NewRow:
+    """A metric row, the kept model's weights at it, and its training-dynamics record."""
+
+    row: MetricRow
+    weights: Weights
+    dynamics: dict
+
+
+@dataclass(frozen=True)
+class Holding:
+    """The run is paused at `step`, and the worker still there."""
+
+    step: int
+
+
+@dataclass(frozen=True)
+class Alive:
+    """The worker is still there, whatever its training thread is doing."""
+
+
+@dataclass(frozen=True)
+class RunEnded:
+    """The run's end: a result or an error a student can read, its final weights, and why a limit ended it."""
+
+    result: TrainResult | None
+    error: str | None
+    weights: Weights | None
+    notice: str | None
+
+
+Message = StartRun | Control | Ready | Progress | NewRow | Holding | Alive | RunEnded
+
+
+def send(conn: Connection, message: Message) -> None:
+    """Send with plain pickle: a tensor goes as its bytes (multiprocessing's pickler would share its memory, which
+    only works between processes that multiprocessing itself started)."""
+    conn.send_bytes(pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL))
+
+
+def receive(conn: Connection) -> Message:
+    return pickle.loads(conn.recv_bytes())  # only ever from the other end of this server's own pipe

@@ -1,0 +1,229 @@
+"""The settings of a training run, each described once: its kind, bounds, choices and default, its label, help and
+the words for its values, the config field it sets, its command-line flag, and where the Train form, a class and
+Compare use it. (The server's own settings are another thing: `serving.settings.ServerSettings`.)
+
+Every page, the classroom, the command line and Compare read a setting from here; `run_configs` turns settings into
+a run's configs. The Train form's bounds live in `limits.TRAIN_FORM_LIMITS`, with every bound on untrusted input:
+a setting reads its `bounds` from there by name.
+
+Readers look settings up through the functions below (`setting`, `on_form`, ...), at call time, so a test may put
+a copy of `SETTINGS` with a setting more in its place.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from .limits import MAX_CLI_STEPS, MAX_LABEL_CHARS, MAX_SEED, MAX_TIME_BUDGET_S, TRAIN_FORM_LIMITS
+from .model import ModelConfig
+from .tasks import TASKS, DataConfig
+from .training import TrainConfig
+
+Value = int | float | bool | str | None  # None only for a setting whose default is None: the run picks it
+Kind = Literal["int", "float", "bool", "choice"]
+CONFIGS = {"data": DataConfig, "model": ModelConfig, "train": TrainConfig}  # what `Setting.configs` names
+
+
+@dataclass(frozen=True)
+class FormPlace:
+    """Where and how the Train form draws a setting."""
+
+    row: int  # of the form's rows (pages/train_form.py), top to bottom
+    column: int
+    key: str  # the widget's key (tests and the browser tests address it: `.st-key-train_seed`)
+    radio: bool = False  # a choice or a bool as horizontal radio buttons (else a select box or a toggle)
+    style: Mapping[str, Any] = field(default_factory=dict)  # a number input's step, format or placeholder
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One setting of a run, described once."""
+
+    name: str  # the config field it sets
+    kind: Kind
+    configs: tuple[str, ...]  # which configs it sets: "data", "model", "train" (the seed sets two)
+    label: str
+    help: str
+    default: Value  # where the Train form, a class and Compare start; None: the run picks it (see run_configs)
+    words: Mapping[Value, str] = field(default_factory=dict)  # a value -> how it is said: one wording, everywhere
+    choices: tuple[Value, ...] = ()  # a choice's values (a bool's: False, True)
+    bounds: tuple[float, float] | None = None  # a number's, on the Train form and in a class (TRAIN_FORM_LIMITS)
+    flag: str | None = None  # on the command line, e.g. "--heads"; None: not there
+    off_flag: str | None = None  # a bool's flag that turns it off (default: --no-<flag>)
+    flag_bounds: tuple[float, float] | None = None  # a number's bounds on the command line (None: the config's)
+    flag_choices: bool = True  # False: the command line takes any text (device: "cuda:1" too)
+    form: FormPlace | None = None  # on the Train form, and so in a class's assignment; None: not there
+    class_open: bool = False  # a teacher may let students change it (every other form setting is locked in a class)
+    groups: tuple[Value, ...] = ()  # the two values a class's groups may differ in, the paper's first
+    compare: bool = False  # Compare may switch it between the values `words` names
+
+    @property
+    def options(self) -> tuple[Value, ...]:
+        """The values a choice or a bool may take."""
+        return self.choices or ((False, True) if self.kind == "bool" else ())
+
+    def word(self, value: Value) -> str:
+        """How `value` is said on every page, in legends, group labels and run summaries."""
+        return self.words.get(value, str(value)) if value is not None else "auto"
+
+    def check(self, value: Any) -> Value:
+        """`value` if it is a valid value of this setting within its bounds, else ValueError saying what it must be
+        (the type counts: True is no number and 1 no bool)."""
+        if value is None and self.default is None:
+            return None
+        if self.options:
+            if not any(type(value) is type(option) and value == option for option in self.options):
+                raise ValueError(f"{self.name} must be one of {', '.join(map(str, self.options))}")
+            return value
+        low, high = self.bounds or (-float("inf"), float("inf"))
+        kinds = (int, float) if self.kind == "float" else (int,)
+        if type(value) not in kinds or not low <= value <= high:  # bool is not int here; NaN fails the bounds
+            kind = "a number" if self.kind == "float" else "a whole number"
+            raise ValueError(f"{self.name} must be {kind} in {low}..{high}")
+        return float(value) if self.kind == "float" else value
+
+
+def setting(name: str) -> Setting:
+    """The setting called `name`; ValueError if there is none."""
+    if not isinstance(name, str) or name not in SETTINGS:
+        raise ValueError(f"{str(name)[:MAX_LABEL_CHARS]!r} is not a setting of a run")
+    return SETTINGS[name]
+
+
+def on_form() -> list[Setting]:
+    """The Train form's settings, in drawing order: those a class's assignment may preset."""
+    return [s for s in SETTINGS.values() if s.form is not None]
+
+
+def form_defaults() -> dict[str, Value]:
+    """Where the Train form (and a class) starts: every form setting's default."""
+    return {s.name: s.default for s in on_form()}
+
+
+def class_open() -> list[Setting]:
+    """The settings a teacher may let students change."""
+    return [s for s in on_form() if s.class_open]
+
+
+def group_splits() -> list[Setting]:
+    """The settings a class's groups may differ in."""
+    return [s for s in on_form() if s.groups]
+
+
+def compare_switches() -> list[Setting]:
+    """The settings Compare may switch."""
+    return [s for s in SETTINGS.values() if s.compare]
+
+
+def config_default(s: Setting) -> Value:
+    """The default of the config field `s` sets (the command line starts there; None where the run picks it)."""
+    return None if s.default is None else getattr(CONFIGS[s.configs[0]](), s.name)
+
+
+def _number(name: str, kind: Kind, configs: str, label: str, help: str, default: Value, **more: Any) -> Setting:
+    """A number setting of the Train form: its bounds come from TRAIN_FORM_LIMITS."""
+    return Setting(name, kind, (configs,), label, help, default, bounds=TRAIN_FORM_LIMITS[name], **more)
+
+
+def _at(row: int, column: int, key: str, radio: bool = False, **style: Any) -> FormPlace:
+    return FormPlace(row, column, key, radio, style)
+
+
+_MODEL, _TRAIN = ModelConfig(), TrainConfig()
+_TASK_HELP = "The function from input sequence to output sequence the model must learn:\n\n" + "\n".join(
+    f"- **{name}**: {t.description}" for name, t in TASKS.items()
+)
+_LR_HELP = (
+    f"The learning rate at the end of warm-up. Empty: picked for the model's size, {_TRAIN.lr:g} for the default "
+    f"model and {_TRAIN.lr:g} × 32 / (d_model × layers) for bigger ones (0.0025 at d_model 128 with 3 layers), "
+    "since wide, deep models learn nothing at high rates. The run's summary shows the rate it used."
+)
+SETTINGS: dict[str, Setting] = {s.name: s for s in [  # in the Train form's drawing order, then the others
+    Setting("task", "choice", ("data",), "Task", _TASK_HELP, "reverse", choices=tuple(TASKS), flag="--task",
+            form=_at(0, 0, "train_task")),
+    _number("min_len", "int", "data", "Shortest input",
+            "Input lengths are drawn uniformly between the shortest and the longest.", 6, flag="--min-len",
+            form=_at(0, 1, "train_min_len")),
+    _number("max_len", "int", "data", "Longest input", "Longer inputs are harder and slower to learn.", 8,
+            flag="--max-len", form=_at(0, 2, "train_max_len")),
+    _number("n_symbols", "int", "data", "Symbols",
+            "How many different symbols (0, 1, 2, ...) sequences use. The vocabulary is 3 tokens larger: PAD, "
+            "BOS and EOS come on top.", 10, flag="--n-symbols", form=_at(0, 3, "train_symbols")),
+    Setting("seed", "int", ("data", "train"), "Seed", "Same seed, same settings: same data, same starting weights, "
+            "same run.", _TRAIN.seed, bounds=TRAIN_FORM_LIMITS["seed"], flag="--seed", flag_bounds=(0, MAX_SEED),
+            form=_at(0, 4, "train_seed")),
+    Setting("positional", "choice", ("model",), "Positional encoding",
+            "How the model knows token order: the paper's sine waves, a learned table, or nothing (try reverse "
+            "without it).", _MODEL.positional, {"sinusoidal": "sinusoidal PE", "learned": "learned PE",
+            "none": "no PE"}, ("sinusoidal", "learned", "none"), flag="--positional",
+            form=_at(1, 0, "train_positional", radio=True), groups=("sinusoidal", "none"), compare=True),
+    Setting("norm_first", "bool", ("model",), "LayerNorm",
+            "Post-norm, the paper's: LayerNorm(x + Sublayer(x)); pre-norm: x + Sublayer(LayerNorm(x)).",
+            _MODEL.norm_first, {False: "post-norm", True: "pre-norm"}, flag="--norm-first", off_flag="--post-norm",
+            form=_at(1, 1, "train_norm", radio=True), groups=(False, True), compare=True),
+    Setting("causal_mask", "bool", ("model",), "Causal mask",
+            "The decoder's look-ahead mask. Off lets the decoder peek at the answer during training: watch "
+            "greedy decoding fail.", _MODEL.causal_mask, {True: "causal mask", False: "no causal mask"},
+            flag="--causal-mask", form=_at(1, 2, "train_causal"), groups=(True, False), compare=True),
+    Setting("scale_scores", "bool", ("model",), "Scale scores by 1/√d_k",
+            "Off drops the scaling of QKᵀ, so softmax saturates as d_k grows.", _MODEL.scale_scores,
+            {True: "scaled scores", False: "unscaled scores"}, flag="--scale-scores", form=_at(1, 2, "train_scale"),
+            groups=(True, False), compare=True),
+    _number("d_model", "int", "model", "d_model", "Width of every token vector (the paper: 512).", _MODEL.d_model,
+            flag="--d-model", form=_at(2, 0, "train_d_model"), class_open=True),
+    _number("n_heads", "int", "model", "Heads", "Attention heads per layer; d_model must be divisible by it (the "
+            "paper: 8).", _MODEL.n_heads, words={h: f"{h} head{'s' * (h > 1)}" for h in (1, 2, 4, 8)},
+            flag="--heads", form=_at(2, 0, "train_heads"), class_open=True, compare=True),
+    _number("n_layers", "int", "model", "Layers per stack", "Encoder layers, and as many decoder layers (the "
+            "paper: 6).", _MODEL.n_layers, words={n: f"{n} layer{'s' * (n > 1)}" for n in (1, 2, 3)},
+            flag="--layers", form=_at(2, 0, "train_layers"), class_open=True, compare=True),
+    _number("d_ff", "int", "model", "d_ff", "Hidden width of the position-wise feed-forward network (the paper: "
+            "2048).", _MODEL.d_ff, flag="--d-ff", form=_at(2, 0, "train_d_ff")),
+    _number("dropout", "float", "model", "Dropout", "Fraction of activations zeroed during training (the paper: "
+            "0.1).", _MODEL.dropout, flag="--dropout", form=_at(2, 0, "train_dropout", step=0.05), class_open=True),
+    _number("lr", "float", "train", "Peak learning rate", _LR_HELP, None, flag="--lr", class_open=True,
+            form=_at(2, 1, "train_lr", step=1e-3, format="%.4f", placeholder="auto: for the model's size")),
+    _number("warmup", "int", "train", "Warm-up steps", "Steps over which the learning rate grows linearly from 0 "
+            "to its peak (the paper: 4000).", _TRAIN.warmup, words={0: "no warm-up", **{n: f"warm-up {n}" for n in
+            (50, 100, 400)}}, flag="--warmup", form=_at(2, 1, "train_warmup"), class_open=True, compare=True),
+    Setting("schedule", "choice", ("train",), "After warm-up", "What the learning rate does once warm-up is over.",
+            _TRAIN.schedule, {"noam": "decay as 1/√step (paper)", "constant": "stay at the peak"},
+            ("noam", "constant"), flag="--schedule", form=_at(2, 1, "train_schedule")),
+    _number("batch_size", "int", "train", "Batch size", "Sequences per training step.", _TRAIN.batch_size,
+            flag="--batch-size", form=_at(2, 1, "train_batch"), class_open=True),
+    _number("label_smoothing", "float", "train", "Label smoothing", "The loss's target mixes in this much of a "
+            "uniform distribution over the vocabulary instead of all on the right token (the paper: 0.1).",
+            _TRAIN.label_smoothing, words={0.0: "no smoothing", 0.1: "smoothing 0.1", 0.2: "smoothing 0.2"},
+            flag="--label-smoothing", form=_at(2, 1, "train_label_smoothing", step=0.05), groups=(0.0, 0.1),
+            compare=True),
+    _number("ema_decay", "float", "train", "Weight averaging (EMA decay)", "The model you get is a running average "
+            "of the trained weights, which jitter from step to step at a high learning rate. 0 keeps the raw "
+            "weights.", _TRAIN.ema_decay, words={0.0: "raw weights", 0.99: "averaged weights (EMA 0.99)"},
+            flag="--ema-decay", form=_at(2, 1, "train_ema_decay", step=0.01, format="%.3f"), compare=True),
+    _number("steps", "int", "train", "Steps (at most)", "Training ends here, or earlier once every held-out "
+            "sequence is right.", _TRAIN.steps, flag="--steps", flag_bounds=(1, MAX_CLI_STEPS),
+            form=_at(2, 2, "train_steps")),
+    _number("time_budget_s", "float", "train", "Time budget (s)", "Training ends after this many seconds of "
+            "training (pauses not counted) whatever happens.", 60.0, flag="--time-budget",
+            flag_bounds=(0, MAX_TIME_BUDGET_S), form=_at(2, 2, "train_time_budget")),
+    Setting("device", "choice", ("train",), "Device", "Where to compute; auto takes a GPU when there is one.",
+            "auto", choices=("auto", "cpu", "cuda", "mps"), flag="--device", flag_choices=False,
+            form=_at(2, 2, "train_device")),
+    # Not on the Train form: the command line's, and Compare's architecture.
+    Setting("n_valid", "int", ("data",), "Held-out sequences", "How many sequences are held out of training.",
+            DataConfig.n_valid, flag="--n-valid"),
+    Setting("tie_weights", "bool", ("model",), "Tied weights", "The generator shares the embedding matrix (the "
+            "paper's).", _MODEL.tie_weights, {False: "untied", True: "tied"}, flag="--tie-weights"),
+    Setting("architecture", "choice", ("model",), "Architecture", "The Transformer, or the recurrent baseline "
+            "without or with attention.", _MODEL.architecture, {"transformer": "Transformer",
+            "gru": "GRU encoder-decoder", "gru-attention": "GRU + additive attention"},
+            ("transformer", "gru", "gru-attention"), compare=True),
+    Setting("clip_grad", "float", ("train",), "Gradient clipping", "The largest gradient norm, 0 = off.",
+            _TRAIN.clip_grad, flag="--clip-grad"),
+    Setting("early_stop", "bool", ("train",), "Early stop", "Stop once every held-out sequence is right.",
+            _TRAIN.early_stop, {True: "stop once solved", False: "train every step"}, flag="--early-stop"),
+    Setting("eval_every", "int", ("train",), "Steps per metric row", "Steps between metric rows (progress "
+            "lines); a run on the server picks them for the model's size.", _TRAIN.eval_every, flag="--eval-every"),
+]}  # fmt: skip
