@@ -71,7 +71,7 @@ MAX_CLI_STEPS = 1_000_000
 MAX_TIME_BUDGET_S = 24 * 3600
 MAX_TRAIN_BYTES = 4 * 2**30  # activations one training step keeps for the backward pass
 # The same for a run on the shared server (the Train form, a class's settings, Compare's links): two training slots
-# of the largest such run, and the server, stay under 2 GB (`python tests/probe_bench.py`, docs/benchmarks.md).
+# of the largest such run, and the server, stay under 2 GB (`python benchmarks/probe_bench.py`, docs/benchmarks.md).
 MAX_RUN_TRAIN_BYTES = 64 * 2**20
 MAX_THREADS = 256
 
@@ -90,7 +90,7 @@ DECODING_BEAM_WIDTHS = (1, 8)  # within MAX_BEAM
 DECODING_SEEDS = (0, 2**31 - 1)
 MAX_DECODE_STEPS = 1000  # the step a Decoding link opens: more than any model here decodes
 # Multiply-adds one probing request may cost: about 3 s of CPU on one core of a loaded 2-core machine
-# (`python tests/probe_bench.py`, see docs/security.md).
+# (`python benchmarks/probe_bench.py`, see docs/security.md).
 MAX_PROBE_COST = 10_000_000_000
 # Forward passes one activation-patching grid may run (one per patch site, and the clean and corrupted runs).
 MAX_PATCH_RUNS = 1000
@@ -103,7 +103,7 @@ STEP_WEIGHT_COST = 400  # and per d_model^2 of the weights that step reads, what
 HEAD_COST = 50_000  # each (token, layer, head): the attention weights' softmax, masking and reshapes
 DECODE_ROWS = 250  # sequences one pass of `training.evaluate` (teacher-forced, then greedy) takes at once
 # One Knockout grid (every head removed in turn): about 1.4 s of one quiet core by that fit; the costliest grids
-# the limits allow took 1.4-1.8 s of CPU on the loaded lab machine (`python tests/probe_bench.py`). Past it a grid
+# the limits allow took 1.4-1.8 s of CPU on the loaded lab machine (`python benchmarks/probe_bench.py`). Past it a grid
 # scores fewer held-out sequences; a grid that costs more even on MIN_GRID_SAMPLE of them is refused.
 MAX_GRID_COST = 60_000_000_000
 MIN_GRID_SAMPLE = 10
@@ -111,7 +111,7 @@ MIN_GRID_SAMPLE = 10
 # equivalents of `evaluation_cost` (about 43 billion a second), fitted to one-thread CPU times (`time.process_time`)
 # of 42 grids (d_model 8-256, 1-16 heads, 1-64 layers, inputs of 1-60 symbols, 12-963 passes) on the lab's 2-core
 # machine, 2026-11-27: the estimate is within 0.64x-1.26x of the time. A grid is bounded by MAX_GRID_COST, as a
-# Knockout grid is: the costliest allowed took 1.4-2.1 s of CPU (`python tests/patching_bench.py`).
+# Knockout grid is: the costliest allowed took 1.4-2.1 s of CPU (`python benchmarks/patching_bench.py`).
 PATCH_RUN_COST = 8_000_000  # each pass: its hook, the answer's log-probability, the embeddings and the generator
 PATCH_LAYER_COST = 6_000_000  # each encoder and decoder layer pair it runs through: a few dozen small tensor ops
 PATCH_WEIGHT_COST = 10  # and each weight of that pair: a pass over a few tokens reads weights more than it multiplies

@@ -39,7 +39,7 @@ class TrainingDiverged(RunFailed):
 @dataclass
 class TrainConfig:
     """Optimizer, schedule and budgets. The batch and schedule are those that solve the Train page's default run
-    (reverse, lengths 6-8, the default model) soonest, picked by `tests/schedule_sweep.py` (docs/benchmarks.md)."""
+    (reverse, lengths 6-8, the default model) soonest, picked by `benchmarks/schedule_sweep.py` (docs/benchmarks.md)."""
 
     steps: int = 2000  # step budget
     time_budget_s: float = 300.0  # wall-clock budget
@@ -89,7 +89,8 @@ def suggested_lr(d_model: int, n_layers: int) -> float:
     """The peak learning rate for a model this wide and deep, which the Train page uses when the student leaves its
     field empty: TrainConfig's 0.03 up to the default model (d_model 32, one layer per stack), then inversely
     proportional to d_model x layers, since wider and deeper post-norm stacks stop learning at high peaks (0.0025 at
-    d_model 128 with 3 layers, which learns nothing at 0.01). From `tests/schedule_sweep.py` (docs/benchmarks.md)."""
+    d_model 128 with 3 layers, which learns nothing at 0.01). From `benchmarks/schedule_sweep.py`
+    (docs/benchmarks.md)."""
     return TrainConfig.lr * min(1.0, 32 / (d_model * n_layers))
 
 

@@ -1,5 +1,5 @@
 """Real-browser fixtures: the app served by `streamlit run` on a free local port, Debian's Chromium driven by
-Playwright, and a reverse checkpoint to load. `tests/load_test.py` imports the server code from here.
+Playwright, and a reverse checkpoint to load. `benchmarks/load_test.py` imports the server code from here.
 
 Never `playwright install`: the browser is /usr/bin/chromium (CI installs it with apt-get).
 """

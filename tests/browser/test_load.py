@@ -1,5 +1,6 @@
-"""The 30-student load tests (tests/load_test.py, its three scenarios in browsers, and tests/protocol_load_test.py,
-two of them with protocol clients) with their goals as assertions. Slow: run with `pytest -m slow`.
+"""The 30-student load tests (benchmarks/load_test.py, its three scenarios in browsers, and
+benchmarks/protocol_load_test.py, two of them with protocol clients) with their goals as assertions.
+Slow: run with `pytest -m slow`.
 
 The browsers share the server's 2 cores, and 30 Chromium pages want about as much CPU as the server's training:
 whichever has priority leaves the other short. A timing goal is about the server, so (a) runs with the browsers at
@@ -29,7 +30,7 @@ def test_thirty_students_press_start_together(scenario, browser_nice, server_cpu
     done = subprocess.run(
         [
             sys.executable,
-            "tests/load_test.py",
+            "benchmarks/load_test.py",
             "--sessions",
             "30",
             "--trainers",
@@ -70,10 +71,10 @@ def test_thirty_students_press_start_together(scenario, browser_nice, server_cpu
 
 @pytest.mark.parametrize("scenario", ["defaults", "seeds"])
 def test_thirty_protocol_clients_press_start_together(scenario):
-    """tests/protocol_load_test.py: 30 sessions without browsers, so the server has its cores to itself."""
+    """benchmarks/protocol_load_test.py: 30 sessions without browsers, so the server has its cores to itself."""
     out = ARTIFACTS / f"protocol_load_test-{scenario}.json"
     out.unlink(missing_ok=True)
-    command = [sys.executable, "tests/protocol_load_test.py", "--scenario", scenario, "--json", str(out)]
+    command = [sys.executable, "benchmarks/protocol_load_test.py", "--scenario", scenario, "--json", str(out)]
     done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=1200, check=False)
     assert out.exists(), f"the load test wrote no summary (exit {done.returncode}):\n{done.stderr[-3000:]}"
     summary = json.loads(out.read_text())

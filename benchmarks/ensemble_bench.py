@@ -1,7 +1,7 @@
 """Whether K training runs that differ only in their seed train faster as one vmapped ensemble than one after another,
 and whether each ensemble member still is the run its seed makes alone.
 
-    python tests/ensemble_bench.py [--members 1 2 4 8] [--steps 50] [--threads 1 2] [--repeats 2]
+    python benchmarks/ensemble_bench.py [--members 1 2 4 8] [--steps 50] [--threads 1 2] [--repeats 2]
 
 Every run has the app's defaults (ModelConfig(), DataConfig(): reverse at lengths 1-16, TrainConfig(): batch 128,
 lr 5e-3, noam warm-up 100, clipping at 1.0, fused Adam, weight average at 0.99, no dropout); seed s sets the data

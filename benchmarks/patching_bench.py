@@ -3,21 +3,25 @@ default model and on the Train page's largest, on the longest input the Train fo
 of a few widths, as deep as MAX_LAYERS: the costliest grid the bound allows each width, of as many layers and
 symbols as fit (a grid of 64 layers of the narrowest is refused before it runs).
 
-    python tests/patching_bench.py
+    python benchmarks/patching_bench.py
 
 Each click runs in a forked child on one torch thread, as `probe_bench.py` measures the other probing clicks.
 """
 
+import sys
 from functools import partial
+from pathlib import Path
 
-import torch
-from probe_bench import measure
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repo root: the package
 
-from transformer.knockout import all_heads
-from transformer.limits import MAX_LAYERS, MAX_SEQ_LEN, TRAIN_FORM_LIMITS, patching_cost
-from transformer.model import ModelConfig, Transformer
-from transformer.patching import check_patching_cost, patching_grid, stream_sites
-from transformer.vocab import N_SPECIAL, Vocab
+import torch  # noqa: E402
+from probe_bench import measure  # noqa: E402
+
+from transformer.knockout import all_heads  # noqa: E402
+from transformer.limits import MAX_LAYERS, MAX_SEQ_LEN, TRAIN_FORM_LIMITS, patching_cost  # noqa: E402
+from transformer.model import ModelConfig, Transformer  # noqa: E402
+from transformer.patching import check_patching_cost, patching_grid, stream_sites  # noqa: E402
+from transformer.vocab import N_SPECIAL, Vocab  # noqa: E402
 
 VOCAB = Vocab.digits(10)
 LONGEST = TRAIN_FORM_LIMITS["max_len"][1]

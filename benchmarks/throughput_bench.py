@@ -6,7 +6,7 @@ app sets) with K runs at a time:
 - in a pool of K worker processes (started and warmed before the clock starts; their start-up is shown apart).
 Prints one line per setting (runs per minute, training steps per second, peak memory) and a JSON summary.
 
-    python tests/throughput_bench.py [--runs 8]
+    python benchmarks/throughput_bench.py [--runs 8]
 """
 
 import argparse

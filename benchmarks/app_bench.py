@@ -1,6 +1,6 @@
 """App benchmark: training speed inside the app against the same run outside it, the server time of a page switch
 and of a decoding step with a trained model in hand, and Home's first paint against a bare one-line page's.
-Run: python tests/app_bench.py (everything) or python tests/app_bench.py first-paint (the first paint alone).
+Run: python benchmarks/app_bench.py (everything) or python benchmarks/app_bench.py first-paint (the first paint alone).
 
 Every training run uses the app's thread setting (LAB_TORCH_THREADS, default 1). Two measurements of the in-app
 speed, each against the same run outside the app:
@@ -36,6 +36,7 @@ from streamlit.testing.v1 import AppTest
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tests"))  # the tests' helpers (navigation_mode)
 
 
 from navigation_mode import navigation_mode_patch  # noqa: E402

@@ -7,7 +7,7 @@ past the free misses, and from it the days one address needs, on average, to fin
 the CODE_COUNT codes. Also times one teacher-key check and a burst of K wrong keys from K windows (the key checks
 run one at a time).
 
-    python tests/guess_bench.py [--classes 20] [--burst 10] [--keys 10]
+    python benchmarks/guess_bench.py [--classes 20] [--burst 10] [--keys 10]
 """
 
 import argparse

@@ -4,7 +4,7 @@ the step at which the best head's alignment on the probe input first reaches eac
 the shipped checkpoint itself, each head's attention on the ideal source token and within one position of it,
 averaged over its first 256 held-out inputs.
 
-    TRANSFORMER_THREADS=1 python tests/alignment_run.py
+    TRANSFORMER_THREADS=1 python benchmarks/alignment_run.py
 
 About 5-10 minutes of one core. The shipped files drew their starting weights another way (docs/cli.md), so this is
 a rerun of their command, a model of the same kind, not the shipped one itself.
@@ -12,16 +12,19 @@ a rerun of their command, a model of the same kind, not the shipped one itself.
 
 import json
 import os
+import sys
 from pathlib import Path
 
-import torch
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repo root: the package
 
-from transformer.alignment import alignment_series, best_head, found_at, ideal_alignment
-from transformer.checkpoint import load_checkpoint
-from transformer.model import ModelConfig
-from transformer.tasks import DataConfig, TaskData
-from transformer.training import TrainConfig, Trainer
-from transformer.vocab import N_SPECIAL
+import torch  # noqa: E402
+
+from transformer.alignment import alignment_series, best_head, found_at, ideal_alignment  # noqa: E402
+from transformer.checkpoint import load_checkpoint  # noqa: E402
+from transformer.model import ModelConfig  # noqa: E402
+from transformer.tasks import DataConfig, TaskData  # noqa: E402
+from transformer.training import TrainConfig, Trainer  # noqa: E402
+from transformer.vocab import N_SPECIAL  # noqa: E402
 
 THRESHOLDS = (0.5, 0.6, 0.9)
 SHIPPED = Path(__file__).resolve().parent.parent / "checkpoints" / "reverse.pt"

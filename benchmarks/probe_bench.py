@@ -1,7 +1,7 @@
 """Worst server cost of one probing click on the largest model the limits allow: CPU seconds and peak memory; and
 the peak memory of a training worker on the largest run a page allows.
 
-    python tests/probe_bench.py
+    python benchmarks/probe_bench.py
 
 Each click runs in a forked child on one torch thread, as the app computes (`LAB_TORCH_THREADS` = 1), and does what
 its page does: a request past `MAX_PROBE_COST` is refused before it runs. Its CPU time is the child's; its peak
@@ -18,19 +18,22 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
+from pathlib import Path
 
-import torch
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repo root: the package
 
-from transformer.checkpoint import check_model_size
-from transformer.decoding import beam_search, decode_all_steps, teacher_forced
-from transformer.inspection import attention_before_after, module_table
-from transformer.knockout import all_heads, compare_outputs, grid_allowed, knockout_grid, score
-from transformer.lengths import inputs_within_budget, score_lengths
-from transformer.limits import MAX_PROBE_COST, check_probe_cost
-from transformer.model import ModelConfig, Transformer
-from transformer.run_configs import run_configs
-from transformer.tasks import DataConfig
-from transformer.vocab import Vocab
+import torch  # noqa: E402
+
+from transformer.checkpoint import check_model_size  # noqa: E402
+from transformer.decoding import beam_search, decode_all_steps, teacher_forced  # noqa: E402
+from transformer.inspection import attention_before_after, module_table  # noqa: E402
+from transformer.knockout import all_heads, compare_outputs, grid_allowed, knockout_grid, score  # noqa: E402
+from transformer.lengths import inputs_within_budget, score_lengths  # noqa: E402
+from transformer.limits import MAX_PROBE_COST, check_probe_cost  # noqa: E402
+from transformer.model import ModelConfig, Transformer  # noqa: E402
+from transformer.run_configs import run_configs  # noqa: E402
+from transformer.tasks import DataConfig  # noqa: E402
+from transformer.vocab import Vocab  # noqa: E402
 
 # The most layers MAX_WEIGHTS allows a model of the widest run settings (RUN_LIMITS): 10 pairs of d_model 256.
 CONFIG = ModelConfig(d_model=256, n_heads=8, d_ff=1024, n_layers=10, max_len=256)
@@ -110,8 +113,8 @@ def knockout_clicks(vocab: Vocab) -> dict[str, Callable[[], object]]:
 
 
 WORKER = """
-import pickle, sys, torch
-from transformer.training import Trainer, warm_up
+import pickle, sys, torch  # noqa: E402
+from transformer.training import Trainer, warm_up  # noqa: E402
 torch.set_num_threads(1)
 warm_up().join()
 configs, steps = pickle.load(sys.stdin.buffer)

@@ -5,7 +5,7 @@ with and without the recording, as pairs of runs with the same seed in alternati
 each pair's training seconds, the median ratio (with / without), and the median share of the recording runs'
 training time spent recording (timed inside them, so it is steadier on a busy machine than the ratio) as JSON.
 
-    python tests/dynamics_bench.py [--seeds 5] [--steps 200]
+    python benchmarks/dynamics_bench.py [--seeds 5] [--steps 200]
 """
 
 import argparse

@@ -5,7 +5,7 @@ the default model, one torch thread, as the app sets) for every seed, and report
 exact match on the 1,000 held-out sequences (greedy decoding, checked at the end), the median training time, and
 how many seeds solved it.
 
-    python tests/schedule_sweep.py --seeds 0 1 2 3 4 --grid lr=0.005,0.01 warmup=30,100 batch_size=64,128
+    python benchmarks/schedule_sweep.py --seeds 0 1 2 3 4 --grid lr=0.005,0.01 warmup=30,100 batch_size=64,128
 """
 
 import argparse

@@ -20,8 +20,8 @@ finished). The browsers stand in for the students' laptops. They run on the serv
 (`Renicer`): 19, the default, gives the server the cores it asks for and the browsers what is left; 0 shares the
 cores equally. With `--server-cpus N` the server runs on N CPUs and the browsers on the others.
 
-    python tests/load_test.py [--sessions 30] [--trainers 30] [--scenario defaults|seeds|class] [--no-board]
-                              [--browser-nice 19] [--server-cpus N] [--json FILE]
+    python benchmarks/load_test.py [--sessions 30] [--trainers 30] [--scenario defaults|seeds|class] [--no-board]
+                                   [--browser-nice 19] [--server-cpus N] [--json FILE]
 
 Prints one line of progress every 10 s on stderr, then a JSON summary and a short table; exits 1 if any session
 errored, or a training run lapsed or failed. Only 127.0.0.1 is contacted; every wait has a timeout.
@@ -49,7 +49,7 @@ from playwright.async_api import Error as PlaywrightError
 from playwright.async_api import async_playwright
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository: the class scenario makes its class
-sys.path.insert(0, str(Path(__file__).resolve().parent / "browser"))  # the browser tests' fixture code
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "browser"))  # the browser tests' fixture code
 from conftest import (
     ARTIFACTS,
     CHROMIUM,

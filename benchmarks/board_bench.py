@@ -6,7 +6,7 @@ build the student table, the group curves and the outcome table, the flags and t
 Also times one recorder round writing every student's run (what the class's training costs the database every
 2 s). Prints the median and max of R redraws, in ms of one core.
 
-    python tests/board_bench.py [--students 30] [--redraws 20]
+    python benchmarks/board_bench.py [--students 30] [--redraws 20]
 """
 
 import argparse

@@ -1,6 +1,6 @@
 """A training worker's memory around the largest run the Train form allows, and what starting a worker costs.
 
-    PYTHONPATH=. python tests/worker_memory_bench.py [STEPS]
+    PYTHONPATH=. python benchmarks/worker_memory_bench.py [STEPS]
 
 Starts a worker process as the server does, trains the run there (STEPS steps, default 10), and prints the time
 from start to ready, the worker's resident set when ready, its peak during the run (polled every 50 ms) and what it
@@ -10,12 +10,15 @@ holds once it has reported the run's end, which is what `LAB_WORKER_MAX_MB` is c
 import sys
 import threading
 import time
+from pathlib import Path
 
-from transformer.run_configs import run_configs
-from transformer.serving import worker_link as worker_link_module
-from transformer.serving.protocol import Caps
-from transformer.serving.run import Run
-from transformer.serving.worker_link import WorkerLink
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repo root: the package
+
+from transformer.run_configs import run_configs  # noqa: E402
+from transformer.serving import worker_link as worker_link_module  # noqa: E402
+from transformer.serving.protocol import Caps  # noqa: E402
+from transformer.serving.run import Run  # noqa: E402
+from transformer.serving.worker_link import WorkerLink  # noqa: E402
 
 # The Train form's largest run (TRAIN_FORM_LIMITS): longest inputs, widest model, biggest batch, no causal mask.
 DATA = {"task": "reverse", "min_len": 24, "max_len": 24, "n_symbols": 30, "seed": 0}

@@ -1,7 +1,7 @@
 """Where the Train page's default run spends its time: cProfile of a few seeds in one process, one torch thread,
 after a warm-up run, as each part's share of the run (cProfile slows Python calls, so shares, not times).
 
-    python tests/run_profile.py --seeds 0 1 2
+    python benchmarks/run_profile.py --seeds 0 1 2
 """
 
 import argparse

@@ -4,7 +4,7 @@ Each session opens Home, then Train, as a student's browser does, and every one 
 a second: in the `defaults` scenario all with the Train page's defaults (one run, joined by everyone), in the
 `seeds` scenario each with a seed of its own (N distinct runs, most of them queued). A session then polls its run
 on the page's own fragment timers, as the browser does, until the run's outcome. In a class the students' laptops
-draw their pages, not the server: 30 Chromium pages on the server's cores (tests/load_test.py) take most of them,
+draw their pages, not the server: 30 Chromium pages on the server's cores (benchmarks/load_test.py) take most of them,
 where these 30 clients take a second or two of CPU in all (printed: the clients' CPU). What a client receives is what a
 browser receives before drawing it.
 
@@ -13,7 +13,7 @@ first message with its queue place, its run training and its run finished, p50 /
 run's queueing, start and end in the server's log; the longest a session asked the server nothing; peak server
 RSS (with its training workers) and CPU, and the clients' own CPU.
 
-    python tests/protocol_load_test.py [--sessions 30] [--scenario defaults|seeds] [--json FILE]
+    python benchmarks/protocol_load_test.py [--sessions 30] [--scenario defaults|seeds] [--json FILE]
 
 Prints a JSON summary and a short table; exits 1 if any session errored, or a run lapsed or failed.
 """
@@ -26,7 +26,8 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent / "browser"))  # the browser tests' server fixture
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # the tests' helpers (streamlit_client)
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "browser"))  # the browser tests' server fixture
 from conftest import ARTIFACTS, LabServer  # noqa: E402
 from load_test import (  # noqa: E402
     BUSY_TEXT,
