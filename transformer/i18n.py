@@ -1,0 +1,106 @@
+"""The interface's languages: gettext catalogues read with Babel, and one translator per language.
+
+Nothing here is process-wide (no `gettext.install`): a page asks `translator(language)` for the session's own.
+The package marks what it says to people and leaves translating to the page that shows it:
+
+    N_("Pick a task")                                   # marks a fixed sentence for the catalogue
+    Message(N_("seed must be in 0..{top}"), top=9999)   # a sentence with parameters, filled in after translation
+
+A catalogue is every `.po` file under `locale/<language>/`, one per area of the app, merged when first read; the
+`.po` files are read directly (no compiled `.mo` in the repository). A sentence missing from a catalogue shows in
+English. Placeholders are `str.format` names: `{top}`, never positional.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+
+from babel.messages.pofile import read_po
+
+LANGUAGES = {"en": "English", "zh-CN": "简体中文"}  # language tag -> its own name, for the picker
+DEFAULT_LANGUAGE = "en"  # the language the code is written in
+LOCALE_DIR = Path(__file__).parent / "locale"
+
+
+def N_(message: str) -> str:
+    """Mark `message` for the catalogue without translating it (it is translated where a page shows it)."""
+    return message
+
+
+@dataclass(frozen=True)
+class Message:
+    """A sentence for a person, kept as its English template and its parameters until a page translates it.
+    `str(message)` is the English sentence."""
+
+    template: str
+    params: Mapping[str, object] = field(default_factory=dict)
+
+    def __init__(self, template: str, **params: object):
+        object.__setattr__(self, "template", template)
+        object.__setattr__(self, "params", params)
+
+    def __str__(self) -> str:
+        return self.template.format(**self.params) if self.params else self.template
+
+
+def language_for(tag: str | None) -> str | None:
+    """The interface language for a language tag from a link or a browser (`zh`, `zh-Hans-CN`, `en-GB`), or None
+    when the lab has no interface in it."""
+    if not isinstance(tag, str):
+        return None
+    primary = tag.strip().replace("_", "-").split("-")[0].lower()
+    return {"en": "en", "zh": "zh-CN"}.get(primary)
+
+
+class Translator:
+    """One language's sentences: `gettext(message, **params)` translates, then fills in the parameters."""
+
+    def __init__(self, language: str, catalogue: Mapping[str | tuple[str, str], str | tuple[str, ...]]):
+        self.language = language
+        self._catalogue = catalogue
+
+    def gettext(self, message: str | Message, **params: object) -> str:
+        """`message` in this language, its `{name}` placeholders filled from `params` (or the Message's own)."""
+        if isinstance(message, Message):
+            message, params = message.template, {**message.params, **params}
+        text = self._catalogue.get(message) or message
+        return text.format(**params) if params else text
+
+    def ngettext(self, singular: str, plural: str, n: int, **params: object) -> str:
+        """The form of `singular`/`plural` for a count of `n` in this language, with `n` and `params` filled in."""
+        forms = self._catalogue.get((singular, plural))
+        if forms:  # Chinese has one form; English-like plural rules would need the catalogue's Plural-Forms
+            text = forms[0] if len(forms) == 1 else forms[0 if n == 1 else 1]
+        else:
+            text = singular if n == 1 else plural
+        return text.format(n=n, **params)
+
+    __call__ = gettext
+
+
+@lru_cache(maxsize=len(LANGUAGES))
+def translator(language: str) -> Translator:
+    """The translator for one of LANGUAGES (read from its catalogues once per process); English for any other."""
+    if language not in LANGUAGES or language == DEFAULT_LANGUAGE:
+        return Translator(DEFAULT_LANGUAGE, {})
+    return Translator(language, read_catalogue(language))
+
+
+def catalogue_files(language: str) -> list[Path]:
+    """The `.po` files that make up one language's catalogue."""
+    return sorted((LOCALE_DIR / language.replace("-", "_")).glob("*.po"))
+
+
+def read_catalogue(language: str) -> dict[str | tuple[str, str], str | tuple[str, ...]]:
+    """Every translated sentence of one language: msgid -> msgstr, and (singular, plural) -> forms."""
+    catalogue: dict = {}
+    for path in catalogue_files(language):
+        with path.open("rb") as file:
+            for entry in read_po(file, locale=language.replace("-", "_")):
+                if entry.id and entry.string and not entry.fuzzy:
+                    key = tuple(entry.id) if isinstance(entry.id, (list, tuple)) else entry.id
+                    catalogue[key] = tuple(entry.string) if isinstance(entry.string, (list, tuple)) else entry.string
+    return catalogue
