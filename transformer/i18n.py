@@ -6,6 +6,13 @@ The package marks what it says to people and leaves translating to the page that
     N_("Pick a task")                                   # marks a fixed sentence for the catalogue
     Message(N_("seed must be in 0..{top}"), top=9999)   # a sentence with parameters, filled in after translation
 
+An exception whose text a page shows is raised with a Message as its one argument, so `str(exc)` stays the English
+sentence (logs, the command line, tests) and a page shows `_(exc)`, translated; any other exception shows as its
+English text. A parameter that is itself a Message or such an exception is translated too:
+
+    raise ValueError(Message(N_("seed must be in 0..{top}"), top=9999))
+    raise ValueError(Message(N_("could not read {name}: {reason}"), name=name, reason=err))   # err translated too
+
 A catalogue is every `.po` file under `locale/<language>/`, one per area of the app, merged when first read; the
 `.po` files are read directly (no compiled `.mo` in the repository). A sentence missing from a catalogue shows in
 English. Placeholders are `str.format` names: `{top}`, never positional.
@@ -46,6 +53,12 @@ class Message:
         return self.template.format(**self.params) if self.params else self.template
 
 
+def message_of(error: BaseException) -> Message | str:
+    """The Message an exception was raised with (its one argument), else its English text."""
+    args = error.args
+    return args[0] if len(args) == 1 and isinstance(args[0], Message) else str(error)
+
+
 def language_for(tag: str | None) -> str | None:
     """The interface language for a language tag from a link or a browser (`zh`, `zh-Hans-CN`, `en-GB`), or None
     when the lab has no interface in it."""
@@ -62,12 +75,19 @@ class Translator:
         self.language = language
         self._catalogue = catalogue
 
-    def gettext(self, message: str | Message, **params: object) -> str:
-        """`message` in this language, its `{name}` placeholders filled from `params` (or the Message's own)."""
+    def gettext(self, message: str | Message | BaseException, **params: object) -> str:
+        """`message` in this language, its `{name}` placeholders filled from `params` (or the Message's own), each
+        parameter that is a Message or an exception translated first. An exception reads as the Message it was
+        raised with, else as its English text."""
+        if isinstance(message, BaseException):
+            message = message_of(message)
         if isinstance(message, Message):
             message, params = message.template, {**message.params, **params}
         text = self._catalogue.get(message) or message
-        return text.format(**params) if params else text
+        if not params:
+            return text
+        shown = {name: self.gettext(v) if isinstance(v, (Message, BaseException)) else v for name, v in params.items()}
+        return text.format(**shown)
 
     def ngettext(self, singular: str, plural: str, n: int, **params: object) -> str:
         """The form of `singular`/`plural` for a count of `n` in this language, with `n` and `params` filled in."""

@@ -1,0 +1,32 @@
+import pickle
+
+from transformer.i18n import Message, Translator, message_of
+
+CATALOGUE = {
+    "seed must be in 0..{top}": "种子必须在 0..{top} 之间",
+    "could not read {name}: {reason}": "无法读取 {name}：{reason}",
+}
+
+
+def test_an_exception_raised_with_a_message_reads_english_and_translates():
+    error = ValueError(Message("seed must be in 0..{top}", top=9))
+    assert str(error) == "seed must be in 0..9"
+    assert Translator("zh-CN", CATALOGUE).gettext(error) == "种子必须在 0..9 之间"
+    assert Translator("en", {}).gettext(error) == "seed must be in 0..9"
+
+
+def test_a_parameter_that_is_a_message_or_an_exception_is_translated_too():
+    inner = ValueError(Message("seed must be in 0..{top}", top=9))
+    outer = Message("could not read {name}: {reason}", name="a.pt", reason=inner)
+    assert str(outer) == "could not read a.pt: seed must be in 0..9"
+    assert Translator("zh-CN", CATALOGUE).gettext(outer) == "无法读取 a.pt：种子必须在 0..9 之间"
+
+
+def test_any_other_exception_shows_its_english_text():
+    assert message_of(RuntimeError("out of memory")) == "out of memory"
+    assert Translator("zh-CN", CATALOGUE).gettext(OSError(2, "No such file")) == "[Errno 2] No such file"
+
+
+def test_an_exception_carrying_a_message_survives_pickling():  # runs cross process boundaries (Ray workers)
+    error = pickle.loads(pickle.dumps(ValueError(Message("seed must be in 0..{top}", top=9))))
+    assert message_of(error) == Message("seed must be in 0..{top}", top=9)
