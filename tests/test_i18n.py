@@ -30,3 +30,11 @@ def test_any_other_exception_shows_its_english_text():
 def test_an_exception_carrying_a_message_survives_pickling():  # runs cross process boundaries (Ray workers)
     error = pickle.loads(pickle.dumps(ValueError(Message("seed must be in 0..{top}", top=9))))
     assert message_of(error) == Message("seed must be in 0..{top}", top=9)
+
+
+def test_a_message_is_its_english_sentence_wherever_text_is_read():
+    message = Message("{n} of {m} solved", n=2, m=3)
+    assert message == "2 of 3 solved" and message.startswith("2 of") and f"[{message}]" == "[2 of 3 solved]"
+    assert Translator("zh-CN", {"{n} of {m} solved": "{m} 个中 {n} 个已解出"}).gettext(message) == "3 个中 2 个已解出"
+    again = pickle.loads(pickle.dumps(message))
+    assert (again, again.template, again.params) == (message, "{n} of {m} solved", {"n": 2, "m": 3})

@@ -21,7 +21,6 @@ English. Placeholders are `str.format` names: `{top}`, never positional.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
@@ -37,20 +36,25 @@ def N_(message: str) -> str:
     return message
 
 
-@dataclass(frozen=True)
-class Message:
-    """A sentence for a person, kept as its English template and its parameters until a page translates it.
-    `str(message)` is the English sentence."""
+class Message(str):
+    """A sentence for a person, kept as its English template and its parameters until a page translates it. It is
+    the English sentence itself (a `str`), so code and tests that read text read it unchanged; a page that shows
+    it translates it with `_(message)`."""
 
     template: str
-    params: Mapping[str, object] = field(default_factory=dict)
+    params: Mapping[str, object]
 
-    def __init__(self, template: str, **params: object):
-        object.__setattr__(self, "template", template)
-        object.__setattr__(self, "params", params)
+    def __new__(cls, template: str, **params: object) -> Message:
+        message = super().__new__(cls, template.format(**params) if params else template)
+        message.template, message.params = template, params
+        return message
 
-    def __str__(self) -> str:
-        return self.template.format(**self.params) if self.params else self.template
+    def __reduce__(self) -> tuple:  # pickled as its template and parameters (a run's notice crosses processes)
+        return _message, (self.template, self.params)
+
+
+def _message(template: str, params: Mapping[str, object]) -> Message:
+    return Message(template, **params)
 
 
 def message_of(error: BaseException) -> Message | str:
