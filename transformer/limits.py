@@ -1,7 +1,7 @@
 """Every bound the lab puts on untrusted input (files, links, typed text, command-line values) and on the work one
 request may do. The validators of each format check numbers against these before anything is allocated or run.
 
-This module imports nothing from the package, so every other module can import it.
+This module imports nothing from the package but `i18n` (which imports none of it), so every module can import it.
 """
 
 from __future__ import annotations
@@ -9,6 +9,8 @@ from __future__ import annotations
 import math
 from collections.abc import Collection, Mapping
 from typing import Protocol
+
+from .i18n import N_, Message
 
 # ---- files
 UPLOAD_BYTES = 5 * 2**20  # the app's uploader (`.streamlit/config.toml`: maxUploadSize = 5)
@@ -126,7 +128,8 @@ def check_limits(values: Mapping, skip: Collection[str] = ()) -> None:
     for name, (low, high) in RUN_LIMITS.items():
         value = values.get(name)
         if name in values and name not in skip and not (type(value) in (int, float) and low <= value <= high):
-            raise ValueError(f"{name} must be between {low} and {high}, got {str(value)[:20]}")
+            template = N_("{name} must be between {low} and {high}, got {got}")
+            raise ValueError(Message(template, name=name, low=low, high=high, got=str(value)[:20]))
 
 
 class _Sizes(Protocol):
@@ -166,10 +169,11 @@ def check_probe_cost(config: _Sizes, n_sequences: int, length: int, passes: int 
     cost = forward_cost(config, n_sequences, length) * passes
     if cost > MAX_PROBE_COST:
         factor = math.ceil(cost / MAX_PROBE_COST)
-        raise ValueError(
-            f"this request would cost about {cost / 1e9:,.0f} billion multiply-adds, {factor}x the "
-            f"{MAX_PROBE_COST / 1e9:,.0f} billion one request may do on this shared server: ask for less"
+        template = N_(
+            "this request would cost about {cost:,.0f} billion multiply-adds, {factor}x the {most:,.0f} billion one "
+            "request may do on this shared server: ask for less"
         )
+        raise ValueError(Message(template, cost=cost / 1e9, factor=factor, most=MAX_PROBE_COST / 1e9))
 
 
 def patching_cost(config: _Sizes, runs: int, length: int) -> int:
@@ -192,16 +196,26 @@ def train_activation_bytes(config: _Sizes, batch_size: int, length: int) -> int:
 
 def check_train_memory(config: _Sizes, batch_size: int, length: int, lower: str | None = None) -> None:
     """ValueError if one training step would keep more than MAX_RUN_TRAIN_BYTES of activations
-    (`train_activation_bytes`), saying to lower the settings `lower` names (None: the Train form's)."""
+    (`train_activation_bytes`), saying to lower the settings `lower` names (a sentence marked with N_; None: the
+    Train form's)."""
     size = train_activation_bytes(config, batch_size, length)
     if size > MAX_RUN_TRAIN_BYTES:
         fits = MAX_RUN_TRAIN_BYTES // train_activation_bytes(config, 1, length)
-        batch = f"the batch size (to {fits} at most with these settings)" if fits else "the batch size"
-        raise ValueError(
-            f"one training step would keep about {size / 2**20:,.0f} MB of activations, over the "
-            f"{MAX_RUN_TRAIN_BYTES / 2**20:,.0f} MB a run may use on this shared server: lower "
-            + (lower or f"{batch}, the longest input, d_model, d_ff, heads or layers")
+        if lower is not None:
+            what = Message(lower)
+        elif fits:
+            batch = N_(
+                "the batch size (to {fits} at most with these settings), the longest input, d_model, d_ff, heads "
+                "or layers"
+            )
+            what = Message(batch, fits=fits)
+        else:
+            what = Message(N_("the batch size, the longest input, d_model, d_ff, heads or layers"))
+        template = N_(
+            "one training step would keep about {size:,.0f} MB of activations, over the {most:,.0f} MB a run may "
+            "use on this shared server: lower {what}"
         )
+        raise ValueError(Message(template, size=size / 2**20, most=MAX_RUN_TRAIN_BYTES / 2**20, what=what))
 
 
 # ---- classes

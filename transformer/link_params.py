@@ -13,6 +13,7 @@ from typing import Any, get_args
 
 from .decoding import Strategy
 from .experiments.definitions import Switch, SwitchValue
+from .i18n import N_, Message, message_of
 from .limits import (
     DECODING_BEAM_WIDTHS,
     DECODING_SEEDS,
@@ -35,7 +36,7 @@ def _param(params: Mapping[str, Any], name: str) -> str | None:
     return None if value is None else str(value)
 
 
-def read_params(params: Mapping[str, Any], parsers: Mapping[str, Parser]) -> tuple[dict[str, Any], list[str]]:
+def read_params(params: Mapping[str, Any], parsers: Mapping[str, Parser]) -> tuple[dict[str, Any], list[Message]]:
     """The values of the parameters `parsers` names that the link holds, each checked by its parser; a bad one is
     left out with a notice. Never raises: unknown parameters are ignored, and notices never repeat a value."""
     values, notices = {}, []
@@ -44,10 +45,11 @@ def read_params(params: Mapping[str, Any], parsers: Mapping[str, Parser]) -> tup
             continue
         try:
             if len(text) > MAX_PARAM_CHARS:
-                raise ValueError(f"is longer than {MAX_PARAM_CHARS} characters")
+                raise ValueError(Message(N_("is longer than {most} characters"), most=MAX_PARAM_CHARS))
             values[name] = parse(text)
         except ValueError as err:
-            notices.append(f"The link's {name} {err}, so the page's default is used.")
+            notice = N_("The link's {name} {problem}, so the page's default is used.")
+            notices.append(Message(notice, name=name, problem=message_of(err)))
     return values, notices
 
 
@@ -63,7 +65,7 @@ def choice(options: Sequence[str | int]) -> Parser:
         for option in options:
             if str(option) == text.strip():
                 return option
-        raise ValueError(f"is not one of {', '.join(map(str, options))}")
+        raise ValueError(Message(N_("is not one of {options}"), options=", ".join(map(str, options))))
 
     return parse
 
@@ -73,7 +75,7 @@ def whole(low: int, high: int) -> Parser:
 
     def parse(text: str) -> int:
         if not text.strip().isdecimal() or not low <= int(text) <= high:
-            raise ValueError(f"is not a whole number in {low}..{high}")
+            raise ValueError(Message(N_("is not a whole number in {low}..{high}"), low=low, high=high))
         return int(text)
 
     return parse
@@ -88,7 +90,7 @@ def number(low: float, high: float) -> Parser:
         except ValueError:
             value = math.nan
         if not low <= value <= high:  # NaN and infinities fail too
-            raise ValueError(f"is not a number in {low:g}..{high:g}")
+            raise ValueError(Message(N_("is not a number in {low:g}..{high:g}"), low=low, high=high))
         return value
 
     return parse
@@ -101,7 +103,8 @@ def sequence(vocab: Vocab, max_len: int) -> Parser:
         try:
             return vocab.decode(vocab.encode(text, max_len=max_len))
         except ValueError:  # its message quotes the text: not repeated
-            raise ValueError(f"is not a sequence of at most {max_len} of this model's symbols") from None
+            problem = N_("is not a sequence of at most {max_len} of this model's symbols")
+            raise ValueError(Message(problem, max_len=max_len)) from None
 
     return parse
 
@@ -112,7 +115,7 @@ def length_range(low: int, high: int) -> Parser:
     def parse(text: str) -> tuple[int, int]:
         a, _, b = text.partition("-")
         if not (a.strip().isdecimal() and b.strip().isdecimal() and low <= int(a) <= int(b) <= high):
-            raise ValueError(f"is not a range a-b within {low}..{high}, a at most b")
+            raise ValueError(Message(N_("is not a range a-b within {low}..{high}, a at most b"), low=low, high=high))
         return int(a), int(b)
 
     return parse
@@ -129,7 +132,8 @@ def switch_values(switch: Switch) -> Parser:
             values = ()
         if not 2 <= len(values) <= MAX_VARIANTS:
             tokens = ", ".join(map(switch.token, switch.choices))
-            raise ValueError(f"is not 2-{MAX_VARIANTS} different settings of {switch.title} among {tokens}")
+            problem = N_("is not 2-{most} different settings of {setting} among {tokens}")
+            raise ValueError(Message(problem, most=MAX_VARIANTS, setting=switch.title, tokens=tokens))
         return values
 
     return parse
@@ -145,7 +149,7 @@ def class_code_parser() -> Parser:
     def parse(text: str) -> str:
         code = text.strip().lower()
         if not CLASS_CODE.fullmatch(code):
-            raise ValueError("is not a class code like amber-otter-7351")
+            raise ValueError(Message(N_("is not a class code like amber-otter-7351")))
         return code
 
     return parse
