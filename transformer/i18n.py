@@ -15,7 +15,9 @@ English text. A parameter that is itself a Message or such an exception is trans
 
 A catalogue is every `.po` file under `locale/<language>/`, one per area of the app, merged when first read; the
 `.po` files are read directly (no compiled `.mo` in the repository). A sentence missing from a catalogue shows in
-English. Placeholders are `str.format` names: `{top}`, never positional.
+English, and so does a translation whose placeholders differ from its sentence's. Placeholders are `str.format`
+names: `{top}`, never positional. Terms that stay in Latin letters in every language (d_model, Softmax, Q/K/V, code
+names) are listed in `locale/allow_list.txt` (`latin_terms`). docs/translation.md says how to add a language.
 """
 
 from __future__ import annotations
@@ -23,12 +25,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from functools import lru_cache
 from pathlib import Path
+from string import Formatter
 
 from babel.messages.pofile import read_po
 
 LANGUAGES = {"en": "English", "zh-CN": "简体中文"}  # language tag -> its own name, for the picker
 DEFAULT_LANGUAGE = "en"  # the language the code is written in
 LOCALE_DIR = Path(__file__).parent / "locale"
+ALLOW_LIST = LOCALE_DIR / "allow_list.txt"  # terms kept in Latin letters in every language, one a line
 
 
 def N_(message: str) -> str:
@@ -87,11 +91,7 @@ class Translator:
             message = message_of(message)
         if isinstance(message, Message):
             message, params = message.template, {**message.params, **params}
-        text = self._catalogue.get(message) or message
-        if not params:
-            return text
-        shown = {name: self.gettext(v) if isinstance(v, (Message, BaseException)) else v for name, v in params.items()}
-        return text.format(**shown)
+        return self._fill(self._catalogue.get(message) or message, params)
 
     def ngettext(self, singular: str, plural: str, n: int, **params: object) -> str:
         """The form of `singular`/`plural` for a count of `n` in this language, with `n` and `params` filled in."""
@@ -100,7 +100,15 @@ class Translator:
             text = forms[0] if len(forms) == 1 else forms[0 if n == 1 else 1]
         else:
             text = singular if n == 1 else plural
-        return text.format(n=n, **params)
+        return self._fill(text, {"n": n, **params})
+
+    def _fill(self, text: str, params: Mapping[str, object]) -> str:
+        """`text` with its placeholders filled from `params`, a parameter that is a Message or an exception
+        translated first."""
+        if not params:
+            return text
+        shown = {name: self.gettext(v) if isinstance(v, (Message, BaseException)) else v for name, v in params.items()}
+        return text.format(**shown)
 
     __call__ = gettext
 
@@ -119,12 +127,38 @@ def catalogue_files(language: str) -> list[Path]:
 
 
 def read_catalogue(language: str) -> dict[str | tuple[str, str], str | tuple[str, ...]]:
-    """Every translated sentence of one language: msgid -> msgstr, and (singular, plural) -> forms."""
+    """Every translated sentence of one language: msgid -> msgstr, and (singular, plural) -> forms. A translation
+    that is fuzzy, empty, or whose placeholders differ from its sentence's is left out: that sentence shows in
+    English, never as an error."""
     catalogue: dict = {}
     for path in catalogue_files(language):
         with path.open("rb") as file:
             for entry in read_po(file, locale=language.replace("-", "_")):
-                if entry.id and entry.string and not entry.fuzzy:
-                    key = tuple(entry.id) if isinstance(entry.id, (list, tuple)) else entry.id
-                    catalogue[key] = tuple(entry.string) if isinstance(entry.string, (list, tuple)) else entry.string
+                key = tuple(entry.id) if isinstance(entry.id, (list, tuple)) else entry.id
+                text = tuple(entry.string) if isinstance(entry.string, (list, tuple)) else entry.string
+                if key and any(text or ()) and not entry.fuzzy and keeps_placeholders(key, text):
+                    catalogue[key] = text
     return catalogue
+
+
+def placeholders(text: str) -> set[str]:
+    """The names of the `str.format` placeholders in `text` (`{top}`, `{lr:g}` -> {"top", "lr"}); ValueError when
+    its braces do not parse."""
+    return {name.split(".")[0].split("[")[0] for _, name, _, _ in Formatter().parse(text) if name is not None}
+
+
+def keeps_placeholders(message: str | tuple[str, ...], translation: str | tuple[str, ...]) -> bool:
+    """Whether every form of `translation` has exactly the placeholders of `message` (both forms of a plural
+    message together, `{n}` included), and parses."""
+    try:
+        wanted = set().union(*map(placeholders, message)) if isinstance(message, tuple) else placeholders(message)
+        forms = translation if isinstance(translation, tuple) else (translation,)
+        return all(placeholders(form) == wanted for form in forms if form)
+    except ValueError:
+        return False
+
+
+def latin_terms() -> list[str]:
+    """The terms every language keeps in Latin letters (ALLOW_LIST: d_model, Softmax, Q/K/V, code names...)."""
+    lines = ALLOW_LIST.read_text(encoding="utf-8").splitlines()
+    return [line.strip() for line in lines if line.strip() and not line.lstrip().startswith("#")]
