@@ -1,6 +1,6 @@
 import pickle
 
-from transformer.i18n import Message, Translator, message_of
+from transformer.i18n import Message, Translator, joined, message_of
 
 CATALOGUE = {
     "seed must be in 0..{top}": "种子必须在 0..{top} 之间",
@@ -38,3 +38,10 @@ def test_a_message_is_its_english_sentence_wherever_text_is_read():
     assert Translator("zh-CN", {"{n} of {m} solved": "{m} 个中 {n} 个已解出"}).gettext(message) == "3 个中 2 个已解出"
     again = pickle.loads(pickle.dumps(message))
     assert (again, again.template, again.params) == (message, "{n} of {m} solved", {"n": 2, "m": 3})
+
+
+def test_joined_parts_read_as_english_and_translate_each():
+    parts = joined(["d_model 32", Message("seed {seed}", seed=3), "no PE"])
+    assert parts == "d_model 32 · seed 3 · no PE"
+    chinese = Translator("zh-CN", {"seed {seed}": "种子 {seed}", "no PE": "无位置编码"})
+    assert chinese(parts) == "d_model 32 · 种子 3 · 无位置编码"

@@ -22,7 +22,7 @@ names) are listed in `locale/allow_list.txt` (`latin_terms`). docs/translation.m
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from functools import lru_cache
 from pathlib import Path
 from string import Formatter
@@ -59,6 +59,12 @@ class Message(str):
 
 def _message(template: str, params: Mapping[str, object]) -> Message:
     return Message(template, **params)
+
+
+def joined(parts: Iterable[str], separator: str = " · ") -> Message:
+    """One Message of `parts` joined by `separator` (a mark, not a word), each part translated where it is shown."""
+    named = {f"part{i}": part if isinstance(part, Message) else Message(part) for i, part in enumerate(parts)}
+    return Message(separator.join(f"{{{name}}}" for name in named), **named)
 
 
 def message_of(error: BaseException) -> Message | str:
