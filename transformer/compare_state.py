@@ -6,6 +6,7 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 from .experiments.definitions import CUSTOM, READY, SWITCHES, Experiment, SwitchValue, custom_text, experiment_configs
+from .i18n import N_
 from .limits import COMPARE_FORM_LIMITS, COMPARE_SIZE_CHOICES, check_train_memory
 from .link_params import Parser, choice, read_params, switch_values, whole
 from .tasks import TASKS
@@ -30,8 +31,8 @@ class CompareState:
 def custom_experiment(state: CompareState) -> Experiment:
     """The experiment the custom settings of `state` describe (d_ff = 4 d_model, the paper's ratio)."""
     if len(state.values) < 2:
-        raise ValueError("pick at least two values to compare")
-    lower = "the length, d_model, heads or layers"
+        raise ValueError(N_("pick at least two values to compare"))
+    lower = N_("the length, d_model, heads or layers")
     sizes = {"d_model": state.d_model, "n_heads": state.n_heads, "n_layers": state.n_layers, "d_ff": 4 * state.d_model}
     lengths = {"min_len": state.length, "max_len": state.length}
     configs = experiment_configs(lower, task=state.task, **lengths, **sizes, steps=state.steps, seed=state.seed)

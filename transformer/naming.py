@@ -7,28 +7,32 @@ from collections.abc import Collection
 
 from . import settings as spec
 from .checkpoint import Checkpoint
+from .i18n import N_, Message, joined
 from .model import ModelConfig
 from .tasks import DataConfig
 from .training import TrainConfig
 
 
-def run_summary(model_config: ModelConfig, data_config: DataConfig, train_config: TrainConfig) -> str:
+def run_summary(model_config: ModelConfig, data_config: DataConfig, train_config: TrainConfig) -> Message:
     """The settings of a run in one line: task, data, model, the switches set away from the paper, peak learning
     rate, seed."""
     c, d = model_config, data_config
     word = {name: spec.setting(name).word(getattr(c, name)) for name in _switch_names()}
-    parts = [
-        f"{d.task}, lengths {d.min_len}-{d.max_len}, {d.n_symbols} symbols",
-        f"d_model {c.d_model}, {c.n_heads} heads, {c.n_layers}+{c.n_layers} layers",
-        word["positional"],
-        word["norm_first"],
-        *([word["causal_mask"]] if not c.causal_mask else []),
-        *([word["scale_scores"]] if not c.scale_scores else []),
-        *([f"dropout {c.dropout:g}"] if c.dropout else []),
-        f"peak lr {train_config.lr:g}",
-        f"seed {train_config.seed}",
-    ]
-    return " · ".join(parts)
+    data = N_("{task}, lengths {low}-{high}, {symbols} symbols")
+    sizes = N_("d_model {d_model}, {heads} heads, {layers}+{layers} layers")
+    return joined(
+        [
+            Message(data, task=d.task, low=d.min_len, high=d.max_len, symbols=d.n_symbols),
+            Message(sizes, d_model=c.d_model, heads=c.n_heads, layers=c.n_layers),
+            word["positional"],
+            word["norm_first"],
+            *([word["causal_mask"]] if not c.causal_mask else []),
+            *([word["scale_scores"]] if not c.scale_scores else []),
+            *([Message(N_("dropout {dropout:g}"), dropout=c.dropout)] if c.dropout else []),
+            Message(N_("peak lr {lr:g}"), lr=train_config.lr),
+            Message(N_("seed {seed}"), seed=train_config.seed),
+        ]
+    )
 
 
 def _switch_names() -> list[str]:
