@@ -13,6 +13,7 @@ import torch
 import torch.nn.functional as F
 
 from .decoding import greedy_decode
+from .i18n import N_, Message
 from .limits import MAX_PER_LENGTH, MAX_PROBE_COST, forward_cost
 from .model import ModelConfig, Transformer
 from .tasks import MAX_SEQ_LEN, DataConfig, TaskData
@@ -117,50 +118,58 @@ def output_text(ids: torch.Tensor, vocab: Vocab) -> str:
 def _check(model: Transformer, lengths: Sequence[int], n: int) -> None:
     longest = min(model.config.longest_sequence, MAX_SEQ_LEN)
     if not lengths:
-        raise ValueError("give at least one length to test")
+        raise ValueError(N_("give at least one length to test"))
     bad = [length for length in lengths if not _whole(length) or not 1 <= length <= longest]
     if bad:
-        raise ValueError(
-            f"lengths must be whole numbers from 1 to {longest} (this model's longest input), got {bad[0]!r}"
-        )
+        problem = N_("lengths must be whole numbers from 1 to {longest} (this model's longest input), got {got}")
+        raise ValueError(Message(problem, longest=longest, got=repr(bad[0])[:20]))
     if not _whole(n) or not 1 <= n <= MAX_PER_LENGTH:
-        raise ValueError(f"n must be a whole number from 1 to {MAX_PER_LENGTH}, got {n!r}")
+        problem = N_("n must be a whole number from 1 to {most}, got {got}")
+        raise ValueError(Message(problem, most=MAX_PER_LENGTH, got=repr(n)[:20]))
 
 
 def _whole(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-def summary(scores: pd.DataFrame, task: DataConfig) -> list[str]:
+def summary(scores: pd.DataFrame, task: DataConfig) -> list[Message]:
     """What a length test of a model trained on `task` shows, a sentence each: the lengths it trained on, the
     shorter ones, the longer ones (those tested)."""
     lines, length = [], scores["length"]
     trained, shorter, longer = scores[scores["trained"]], scores[length < task.min_len], scores[length > task.max_len]
     if len(trained):
-        lines.append(
-            f"At lengths it trained on ({_span(trained['length'], 'd')}): exact match {_span(trained['exact_match'])}."
-        )
+        line = N_("At lengths it trained on ({lengths}): exact match {exact}.")
+        lines.append(Message(line, lengths=_span(trained["length"], "d"), exact=_span(trained["exact_match"])))
     if len(shorter):
-        lines.append(
-            f"Shorter than any it trained on ({_span(shorter['length'], 'd')}): exact match "
-            f"{_span(shorter['exact_match'])}."
-        )
+        line = N_("Shorter than any it trained on ({lengths}): exact match {exact}.")
+        lines.append(Message(line, lengths=_span(shorter["length"], "d"), exact=_span(shorter["exact_match"])))
     if len(longer):
-        first = longer.iloc[0]
-        none_right = longer["exact_match"][::-1].cumsum()[::-1] == 0  # from here on, nothing is right
-        line = "Longer than any it trained on: exact match "
-        if not none_right.iloc[0]:
-            line += f"{first['exact_match']:.0%} at length {first['length']}" + (", " if none_right.any() else "")
-        if none_right.any():
-            line += f"0% from length {longer.loc[none_right, 'length'].min()} on"
-        lines.append(
-            line + f". Its outputs there average {_span(longer['output_len'], '.1f')} symbols, "
-            f"where {_span(longer['target_len'], '.0f')} were expected."
+        line = N_(
+            "Longer than any it trained on: exact match {exact}. Its outputs there average {output} symbols, where "
+            "{target} were expected."
         )
+        output, target = _span(longer["output_len"], ".1f"), _span(longer["target_len"], ".0f")
+        lines.append(Message(line, exact=_longer_exact_match(longer), output=output, target=target))
     return lines
+
+
+def _longer_exact_match(longer: pd.DataFrame) -> Message:
+    """The exact match past the trained lengths: at the first length tested, and from which length on none is
+    right."""
+    first = longer.iloc[0]
+    none_right = longer["exact_match"][::-1].cumsum()[::-1] == 0  # from here on, nothing is right
+    exact, at, none_from = format(first["exact_match"], ".0%"), first["length"], longer.loc[none_right, "length"].min()
+    if none_right.iloc[0]:
+        return Message(N_("0% from length {none_from} on"), none_from=none_from)
+    if none_right.any():
+        both = N_("{exact} at length {length}, 0% from length {none_from} on")
+        return Message(both, exact=exact, length=at, none_from=none_from)
+    return Message(N_("{exact} at length {length}"), exact=exact, length=at)
 
 
 def _span(values: pd.Series, spec: str = ".0%") -> str:
     """'x' when every value reads the same, else 'x to y' ('x-y' for lengths, spec 'd')."""
     low, high = format(values.min(), spec), format(values.max(), spec)
-    return low if low == high else f"{low}{'-' if spec == 'd' else ' to '}{high}"
+    if low == high:
+        return low
+    return f"{low}-{high}" if spec == "d" else Message(N_("{low} to {high}"), low=low, high=high)
