@@ -36,11 +36,8 @@ from streamlit.testing.v1 import AppTest
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "tests"))  # the tests' helpers (navigation_mode)
 
-
-from navigation_mode import navigation_mode_patch  # noqa: E402
-
+from tests.helpers import navigation_mode_patch  # noqa: E402
 from transformer import load_checkpoint  # noqa: E402
 from transformer.run_configs import run_configs  # noqa: E402
 from transformer.training import Trainer  # noqa: E402

@@ -1,4 +1,4 @@
-"""Load test without browsers: N students who speak Streamlit's websocket protocol (tests/streamlit_client.py).
+"""Load test without browsers: N students who speak Streamlit's websocket protocol (tests/browser/streamlit_client.py).
 
 Each session opens Home, then Train, as a student's browser does, and every one presses Start in the same tenth of
 a second: in the `defaults` scenario all with the Train page's defaults (one run, joined by everyone), in the
@@ -26,8 +26,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # the tests' helpers (streamlit_client)
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "browser"))  # the browser tests' server fixture
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "browser"))  # browser fixture, protocol client
 from conftest import ARTIFACTS, LabServer  # noqa: E402
 from load_test import (  # noqa: E402
     BUSY_TEXT,

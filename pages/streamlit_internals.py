@@ -2,7 +2,7 @@
 
 A Streamlit upgrade may move or change any of these: tests/test_streamlit_internals.py fails when one does, and
 this module is the one place to mend. Nothing else in the app imports `streamlit.runtime`. (The tests' own aid that
-reaches one, tests/navigation_mode.py, is checked by the same tests.)
+reaches one, tests/helpers.py, is checked by the same tests.)
 """
 
 import hashlib

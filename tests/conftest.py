@@ -6,7 +6,8 @@ import subprocess
 
 import pytest
 from hypothesis import settings
-from navigation_mode import navigation_mode_patch
+
+from tests.helpers import navigation_mode_patch
 
 
 @pytest.fixture(scope="session")
@@ -17,9 +18,9 @@ def class_data_dir(tmp_path_factory):
 
 @pytest.fixture(autouse=True)
 def navigation_mode(monkeypatch, class_data_dir):
-    """AppTest runs pages inside the app's frame (see tests/navigation_mode.py), trains on threads of the test
-    process (tests/test_workers.py and the browser tests cover worker processes), and keeps classes in a folder of
-    the tests' own."""
+    """AppTest runs pages inside the app's frame (see tests/helpers.py), trains on threads of the test process
+    (tests/serving/test_worker.py and the browser tests cover worker processes), and keeps classes in a folder of the
+    tests' own."""
     monkeypatch.setattr(*navigation_mode_patch())
     monkeypatch.setenv("LAB_TRAINING_PROCESSES", "0")
     monkeypatch.setenv("LAB_DATA_DIR", str(class_data_dir))

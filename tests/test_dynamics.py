@@ -3,8 +3,8 @@ import json
 import pytest
 import torch
 import torch.nn.functional as F
-from plotly_json import array
 
+from tests.helpers import array
 from transformer.dynamics import EmbeddingAxes, LayerGradients, layer_of
 from transformer.figures.dynamics import embedding_figure, gradient_figure
 from transformer.model import ModelConfig, Transformer

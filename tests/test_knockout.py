@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 import torch
-from test_cli import one_thread, run  # noqa: F401 (one_thread: an autouse fixture, one torch thread per command)
 
+from tests.test_cli import one_thread, run  # noqa: F401 (one_thread: an autouse fixture, one torch thread per command)
 from transformer.checkpoint import load_checkpoint
 from transformer.cli import main
 from transformer.figures.knockout import knockout_heatmaps

@@ -9,11 +9,11 @@ from dataclasses import replace
 import pytest
 import torch
 import torch.nn as nn
-from polling import wait_until
 from streamlit.testing.v1 import AppTest
-from test_app_compare import chart
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
+from tests.helpers import wait_until
+from tests.pages.test_compare import chart
 from transformer.checkpoint import CheckpointError, checkpoint_bytes, load_checkpoint
 from transformer.decoding import greedy_decode
 from transformer.experiments.definitions import CUSTOM, READY, Experiment

@@ -1,5 +1,5 @@
 """The Streamlit internals the app relies on (pages/streamlit_internals.py) and the tests' aid relies on
-(tests/navigation_mode.py) are still there and still behave as they expect: each test fails when a Streamlit upgrade
+(tests/helpers.py) are still there and still behave as they expect: each test fails when a Streamlit upgrade
 moves or changes one, pointing at the function to mend.
 
 Also: a reload gives the browser its training run back, since the browser is known by the secret in Streamlit's
@@ -12,7 +12,6 @@ import re
 from pathlib import Path
 
 import pytest
-from navigation_mode import navigation_mode_patch
 from streamlit.runtime import Runtime
 from streamlit.runtime.pages_manager import PagesManager
 from streamlit.runtime.scriptrunner import ScriptRunContext, get_script_run_ctx
@@ -22,6 +21,7 @@ from streamlit.web.server.starlette.starlette_server_config import XSRF_COOKIE_N
 
 from pages import streamlit_internals
 from pages.streamlit_internals import XSRF_COOKIE, browser_id
+from tests.helpers import navigation_mode_patch
 
 # Two page loads of one browser (captured from a served app): same secret, different masks.
 LOAD_1 = "2|09b631db|e304a33f415643afd20950daf738d9b0|1795452523"

@@ -1,15 +1,12 @@
-"""The protocol client of the load tests (tests/streamlit_client.py) against the lab's server, no browser: it fails
-when a Streamlit upgrade moves the messages the client reads or sends."""
+"""The protocol client of the load tests (tests/browser/streamlit_client.py) against the lab's server, no browser: it
+fails when a Streamlit upgrade moves the messages the client reads or sends."""
 
 import asyncio
 import re
-import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/: the client module
-from streamlit_client import StreamlitSession  # noqa: E402
+from streamlit_client import StreamlitSession
 
 SEED = 4242  # a run of this test's own: no other test's session joins it
 

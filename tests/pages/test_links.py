@@ -10,7 +10,7 @@ from transformer.tasks import TaskData
 
 def open_link(page: str | None, **query: str) -> AppTest:
     """A fresh session opening `page` (the home page for None) with these query parameters."""
-    at = AppTest.from_file("../streamlit_app.py", default_timeout=60)
+    at = AppTest.from_file("../../streamlit_app.py", default_timeout=60)
     for key, value in query.items():
         at.query_params[key] = value
     if page is not None:
@@ -100,7 +100,7 @@ def test_loading_a_shipped_model_puts_it_in_the_address_bar_and_a_compare_link_k
 
 
 def test_a_model_trained_here_cannot_travel_in_a_link():
-    at = AppTest.from_file("../streamlit_app.py", default_timeout=60)
+    at = AppTest.from_file("../../streamlit_app.py", default_timeout=60)
     at.query_params["model"] = "reverse"
     at.run()
     config, task = ModelConfig(), DataConfig(task="reverse", max_len=8)

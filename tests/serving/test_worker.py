@@ -7,8 +7,8 @@ from dataclasses import replace
 
 import pytest
 import torch
-from polling import wait_until
 
+from tests.helpers import wait_until
 from transformer.model import ModelConfig
 from transformer.serving import RunRegistry, ServerSettings
 from transformer.serving import worker_link as worker_link_module

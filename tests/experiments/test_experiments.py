@@ -7,8 +7,8 @@ from dataclasses import replace
 import pandas as pd
 import pytest
 import torch
-from polling import wait_until
 
+from tests.helpers import wait_until
 from transformer.experiments import (
     CUSTOM,
     MAX_JSON_BYTES,

@@ -7,11 +7,11 @@ import re
 import pytest
 import streamlit as st
 from streamlit.testing.v1 import AppTest
-from test_app_train import poll_until_done
 
 import pages.classes
 import pages.common
 from pages.train_controls import CLASS_SAME_RUN, SAME_RUN
+from tests.pages.test_train import poll_until_done
 from transformer.classroom import Assignment, Caller, Group, RunState
 
 TINY = {"task": "reverse", "min_len": 3, "max_len": 3, "steps": 30}
@@ -44,7 +44,7 @@ def a_class(question: str | None = None) -> tuple[str, str]:
 
 
 def open_link(code: str) -> AppTest:
-    at = AppTest.from_file("../streamlit_app.py", default_timeout=30)
+    at = AppTest.from_file("../../streamlit_app.py", default_timeout=30)
     at.query_params["class"] = code
     at.run()
     at.switch_page("pages/train.py").run()

@@ -2,9 +2,9 @@ import json
 
 import pytest
 import torch
-from plotly_json import array
 from streamlit.testing.v1 import AppTest
 
+from tests.helpers import array
 from transformer.checkpoint import Checkpoint
 from transformer.model import ModelConfig, Transformer
 from transformer.tasks import DataConfig
@@ -20,7 +20,7 @@ def random_checkpoint(**changes) -> Checkpoint:
 
 
 def open_anatomy(checkpoint: Checkpoint | None) -> AppTest:
-    at = AppTest.from_file("../streamlit_app.py", default_timeout=90)
+    at = AppTest.from_file("../../streamlit_app.py", default_timeout=90)
     at.run()
     if checkpoint is not None:
         at.session_state["in_hand"] = checkpoint

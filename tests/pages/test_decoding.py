@@ -9,13 +9,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from app_state import flash_waiting, kept
-from plotly_json import array
 from streamlit.testing.v1 import AppTest
 
+from tests.helpers import array, flash_waiting, kept
 from transformer import Checkpoint, DataConfig, ModelConfig, TrainConfig, Trainer, Transformer, Vocab
 
-APP = Path(__file__).resolve().parent.parent / "streamlit_app.py"
+APP = Path(__file__).resolve().parents[2] / "streamlit_app.py"
 PAGE = "pages/decoding.py"
 
 

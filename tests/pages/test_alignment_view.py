@@ -6,12 +6,11 @@ import json
 import numpy as np
 import pytest
 import torch
-from app_state import kept
-from plotly_json import array
 from streamlit.testing.v1 import AppTest
-from test_app_knockout import open_page
-from test_app_train import fresh_registry, open_train, poll_until_done, restore_threads, start  # noqa: F401
 
+from tests.helpers import array, kept
+from tests.pages.test_knockout import open_page
+from tests.pages.test_train import fresh_registry, open_train, poll_until_done, restore_threads, start  # noqa: F401
 from transformer.alignment import FOUND, alignment_series, best_head, head_scores
 
 

@@ -20,7 +20,7 @@ TINY = replace(
 
 
 def open_compare(**query: str) -> AppTest:
-    at = AppTest.from_file("../streamlit_app.py", default_timeout=60)
+    at = AppTest.from_file("../../streamlit_app.py", default_timeout=60)
     for key, value in query.items():
         at.query_params[key] = value
     at.run()

@@ -5,9 +5,9 @@ import re
 import pytest
 import torch
 from streamlit.testing.v1 import AppTest
-from test_checkpoint import HOSTILE_FILES
 
 import pages.common
+from tests.test_checkpoint import HOSTILE_FILES
 from transformer.checkpoint import checkpoint_bytes
 from transformer.model import ModelConfig, Transformer
 from transformer.tasks import DataConfig
@@ -28,7 +28,7 @@ def shipped_dir(tmp_path, monkeypatch):
 
 
 def open_checkpoints(trained: dict[str, bytes] | None = None) -> AppTest:
-    at = AppTest.from_file("../streamlit_app.py", default_timeout=90)
+    at = AppTest.from_file("../../streamlit_app.py", default_timeout=90)
     at.run()
     if trained is not None:
         at.session_state["trained"] = trained

@@ -11,7 +11,7 @@ import pages.state
 from transformer import CheckpointError
 from transformer.experiments import READY
 
-APP = Path(__file__).resolve().parent.parent / "streamlit_app.py"
+APP = Path(__file__).resolve().parents[2] / "streamlit_app.py"
 
 
 def open_home() -> AppTest:

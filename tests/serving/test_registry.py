@@ -1,5 +1,5 @@
 """The serving layer on threads: a run as pages read it, its controls, its watchers, and the registry that joins
-identical runs, queues distinct ones and moves chains on (tests/test_workers.py runs the same in processes)."""
+identical runs, queues distinct ones and moves chains on (tests/serving/test_worker.py runs the same in processes)."""
 
 import re
 import threading
@@ -8,8 +8,8 @@ from dataclasses import replace
 
 import pytest
 import torch
-from polling import wait_until
 
+from tests.helpers import wait_until
 from transformer.model import ModelConfig, Transformer
 from transformer.serving import (
     CONNECTED_GRACE,

@@ -6,17 +6,17 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from app_state import kept
 from streamlit.testing.v1 import AppTest
-from test_app_decoding import array, charts
 
+from tests.helpers import kept
+from tests.pages.test_decoding import array, charts
 from transformer import Checkpoint, DataConfig, ModelConfig, Transformer, Vocab
 from transformer.checkpoint import load_checkpoint
 from transformer.knockout import all_heads, score
 from transformer.patching import patching_grid
 from transformer.tasks import TaskData
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 APP, PAGE = str(ROOT / "streamlit_app.py"), "pages/knockout.py"
 
 

@@ -5,14 +5,12 @@ from dataclasses import replace
 
 import pytest
 import torch
-from app_state import kept
-from plotly_json import array
-from polling import wait_until
 from streamlit.testing.v1 import AppTest
 
 import pages.common
 import pages.state
 from pages.train_controls import SAME_RUN
+from tests.helpers import array, kept, wait_until
 from transformer.checkpoint import load_checkpoint
 from transformer.model import ModelConfig
 from transformer.serving import Run
@@ -39,7 +37,7 @@ ENDLESS = dict(steps=10**6, early_stop=False)
 
 
 def open_train() -> AppTest:
-    at = AppTest.from_file("../streamlit_app.py", default_timeout=30)
+    at = AppTest.from_file("../../streamlit_app.py", default_timeout=30)
     at.run()
     torch.set_num_threads(1)  # after the app's own set-up: a busy 2-core machine trains far slower with two
     at.switch_page("pages/train.py")

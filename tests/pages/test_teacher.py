@@ -74,7 +74,7 @@ def page_text(at: AppTest) -> str:
 
 
 def open_teacher() -> AppTest:
-    at = AppTest.from_file("../streamlit_app.py", default_timeout=30)
+    at = AppTest.from_file("../../streamlit_app.py", default_timeout=30)
     at.run()
     at.switch_page("pages/teacher.py").run()
     assert not at.exception

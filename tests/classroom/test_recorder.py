@@ -9,11 +9,11 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
-from polling import wait_until
 from sqlalchemy import func, select
 from sqlalchemy.exc import OperationalError
 
 import transformer.classroom.recorder as recorder_module
+from tests.helpers import wait_until
 from transformer.classroom import ClassStore, RunState, schema
 from transformer.classroom.board import results_frame
 from transformer.classroom.recorder import ClassRecorder
@@ -22,7 +22,7 @@ from transformer.serving import RunRegistry, ServerSettings
 from transformer.tasks import DataConfig
 from transformer.training import TrainConfig
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
 SERVER = """
 import sys, time

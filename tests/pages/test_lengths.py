@@ -3,12 +3,12 @@
 import json
 from pathlib import Path
 
-from app_state import kept
 from streamlit.testing.v1 import AppTest
 
+from tests.helpers import kept
 from transformer import Checkpoint, DataConfig, ModelConfig, Transformer, Vocab, load_checkpoint
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 APP, PAGE = str(ROOT / "streamlit_app.py"), "pages/lengths.py"
 SHIPPED = load_checkpoint(ROOT / "checkpoints" / "reverse.pt")
 

@@ -4,9 +4,9 @@ import json
 import numpy as np
 import pytest
 import torch
-from plotly_json import array
 from streamlit.testing.v1 import AppTest
 
+from tests.helpers import array
 from transformer.checkpoint import Checkpoint
 from transformer.model import ModelConfig, Transformer
 from transformer.tasks import DataConfig
@@ -14,7 +14,7 @@ from transformer.vocab import Vocab
 
 
 def open_masking(with_model: bool) -> AppTest:
-    at = AppTest.from_file("../streamlit_app.py", default_timeout=30)
+    at = AppTest.from_file("../../streamlit_app.py", default_timeout=30)
     at.run()
     if with_model:
         torch.manual_seed(0)
@@ -168,7 +168,7 @@ def test_a_random_pair_moves_the_peek_to_its_own_last_token(at):
 @pytest.mark.parametrize("page", ["pages/masking.py", "pages/anatomy.py", "pages/decoding.py"])
 def test_a_model_with_the_fewest_positions_opens_without_a_crash(page):
     config = ModelConfig(max_len=2)  # an uploaded model may cover BOS and one symbol only
-    at = AppTest.from_file("../streamlit_app.py", default_timeout=30)
+    at = AppTest.from_file("../../streamlit_app.py", default_timeout=30)
     at.session_state["in_hand"] = Checkpoint(
         Transformer(config).eval(), Vocab.digits(10), config, DataConfig(task="copy", min_len=1, max_len=1), [], {}
     )

@@ -1,0 +1,56 @@
+"""Helpers shared by the tests: waiting on threads, reading AppTest session state and Plotly JSON, and running pages
+inside the app's frame under AppTest (which reaches a Streamlit internal, `PagesManager`;
+tests/test_streamlit_internals.py fails when an upgrade moves it)."""
+
+import base64
+import functools
+import time
+from collections.abc import Callable
+
+import numpy as np
+from streamlit.runtime.pages_manager import PagesManager
+from streamlit.testing.v1 import AppTest
+
+from pages.state import FLASHES, RESULTS, ModelResult
+
+
+def wait_until(condition: Callable[[], bool], timeout: float = 20.0) -> None:
+    """Return once `condition()` is true; AssertionError after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.02)
+
+
+def kept(at: AppTest, name: str) -> ModelResult | None:
+    """The result a page keeps under `name` (`per_model`, `keep_result`): (model, key, value), or None."""
+    return at.session_state[RESULTS].get(name) if RESULTS in at.session_state else None
+
+
+def flash_waiting(at: AppTest, place: str) -> bool:
+    """Whether a one-off message waits for `place` to show it."""
+    return FLASHES in at.session_state and place in at.session_state[FLASHES]
+
+
+def array(value) -> np.ndarray:
+    """A figure's data array, decoded from Plotly's typed-array JSON when encoded."""
+    if isinstance(value, dict):
+        flat = np.frombuffer(base64.b64decode(value["bdata"]), dtype=value["dtype"])
+        return flat.reshape([int(n) for n in value["shape"].split(",")]) if "shape" in value else flat
+    return np.asarray(value)
+
+
+def navigation_mode_patch() -> tuple[type, str, Callable]:
+    """(object, attribute, value) for `setattr` or a test's `monkeypatch.setattr`: a `PagesManager.__init__` that
+    leaves the legacy pages/ mode off, so that AppTest runs every page inside streamlit_app.py's frame, as a
+    served app does once `st.navigation` has run. (AppTest forgets the navigation mode before each run, so a run
+    after `switch_page` would otherwise execute the page's file alone, without the sidebar and the saving of a
+    finished run that every page has in the browser.)"""
+    init = PagesManager.__init__
+
+    @functools.wraps(init)
+    def init_in_navigation_mode(self, *args, **kwargs) -> None:
+        init(self, *args, **kwargs)
+        PagesManager.uses_pages_directory = False
+
+    return PagesManager, "__init__", init_in_navigation_mode
