@@ -11,6 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from ..i18n import N_, Message, joined
 from ..training import METRIC_COLUMNS
 from .outcomes import Outcome, measured, spread, steps_to_solve
 from .questions import QUESTIONS, right_choices
@@ -23,23 +24,37 @@ SEPARATORS = ",;\t|\r\n"  # where a spreadsheet may split a CSV's text into cell
 # A place where a cell may start (the text's start or just after a separator), spaces and double quotes after it
 # (a spreadsheet may trim them), then a formula character: `spreadsheet_safe` puts a quote before that character.
 FORMULA_AFTER_SEPARATOR = re.compile(f'(?:^|(?<=[{re.escape(SEPARATORS)}]))([ "]*)(?=[{re.escape(FORMULA_START)}])')
-LOST_ADVICE = "the server restarted or lost it; press Start again"
+LOST_ADVICE = N_("the server restarted or lost it; press Start again")
+WORDS = {  # a run's status and why it ended, as a board says them
+    "finished": N_("finished"),
+    "failed": N_("failed"),
+    "stopped": N_("stopped"),
+    "solved": N_("solved"),
+    "step budget": N_("step budget"),
+    "time budget": N_("time budget"),
+}
 RESULT_COLUMNS = ["name", "group", "seed", "state", "steps", "seconds", "exact_match", "token_acc", "reason", "error"]
 PREDICTION_COLUMNS = ["name", "group", "question", "choice", "measured", "right"]
 
 
-def state_text(run: RunState | None) -> str:
+def _word(text: str) -> Message:
+    """A status or reason in the board's words."""
+    return Message(WORDS.get(text, text))
+
+
+def state_text(run: RunState | None) -> Message:
     """'not started', 'queued, place 3', 'training at step 420', 'lost at step 420', 'finished', 'failed' or
     'stopped'."""
     if run is None or run.status == "not started":
-        return "not started"
+        return Message(N_("not started"))
     if run.status == "queued":
-        return "queued" if run.queue_place is None else f"queued, place {run.queue_place}"
+        queued = N_("queued") if run.queue_place is None else N_("queued, place {place}")
+        return Message(queued, place=run.queue_place)
     if run.status == "training":
-        return f"training at step {run.step}"
+        return Message(N_("training at step {step}"), step=run.step)
     if run.status == "lost":
-        return f"lost at step {run.step}"
-    return run.status
+        return Message(N_("lost at step {step}"), step=run.step)
+    return _word(run.status)
 
 
 def result_text(run: RunState | None) -> str:
@@ -49,16 +64,17 @@ def result_text(run: RunState | None) -> str:
     if run is None:
         return ""
     if run.status == "failed":
-        return run.error or "failed"
+        return run.error or _word("failed")  # a failed run's message is stored as it was said
     if run.status == "stopped":
-        return f"stopped at step {run.step}"
+        return Message(N_("stopped at step {step}"), step=run.step)
     if run.status == "lost":
-        return f"lost at step {run.step}: {LOST_ADVICE}"
+        return Message(N_("lost at step {step}: {advice}"), step=run.step, advice=Message(LOST_ADVICE))
     if (outcome := measured(run)) is None:
         return ""
     if outcome.solved:
-        return f"solved in {outcome.steps} steps"
-    return f"not solved: exact match {outcome.exact_match:.0%} after {outcome.steps} steps ({run.result['reason']})"
+        return Message(N_("solved in {steps} steps"), steps=outcome.steps)
+    not_solved = N_("not solved: exact match {exact:.0%} after {steps} steps ({reason})")
+    return Message(not_solved, exact=outcome.exact_match, steps=outcome.steps, reason=_word(run.result["reason"]))
 
 
 def _loss(run: RunState | None) -> list[float]:
@@ -133,7 +149,7 @@ def outcome_table(snapshot: Snapshot) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["group", "solved", "steps", "exact_match"])
 
 
-def difference_sentence(snapshot: Snapshot) -> str:
+def difference_sentence(snapshot: Snapshot) -> Message:
     """The groups' outcomes in plain words: 'solved: 15 of 15 (with PE) against 0 of 14 (no PE). Steps to solve:
     with PE median 450 (range 300-700); no PE none solved.' Counts are of finished runs."""
     outcomes: dict[str | None, list[Outcome]] = {
@@ -141,17 +157,22 @@ def difference_sentence(snapshot: Snapshot) -> str:
         for label, members in _groups(snapshot).items()
     }
     if not any(outcomes.values()):
-        return "No run has finished yet."
+        return Message(N_("No run has finished yet."))
     named = len(outcomes) > 1
-    counts = [
-        f"{len(steps_to_solve(found))} of {len(found)}" + (f" ({label})" if named else "")
-        for label, found in outcomes.items()
-    ]
-    spreads = [
-        (f"{label} " if named else "") + (spread(steps_to_solve(found)) or "none solved")
-        for label, found in outcomes.items()
-    ]
-    return f"solved: {' against '.join(counts)}. Steps to solve: {'; '.join(spreads)}."
+    counts, spreads = [], []
+    for label, found in outcomes.items():
+        solved, runs, steps = len(steps_to_solve(found)), len(found), spread(steps_to_solve(found))
+        steps = steps or Message(N_("none solved"))
+        if named:
+            counts.append(Message(N_("{solved} of {runs} ({group})"), solved=solved, runs=runs, group=label))
+            spreads.append(Message(N_("{group} {steps}"), group=label, steps=steps))
+        else:
+            counts.append(Message(N_("{solved} of {runs}"), solved=solved, runs=runs))
+            spreads.append(steps)
+    against = counts[0]
+    for count in counts[1:]:
+        against = Message(N_("{first} against {second}"), first=against, second=count)
+    return Message(N_("solved: {counts}. Steps to solve: {spreads}."), counts=against, spreads=joined(spreads, "; "))
 
 
 def stalled(run: RunState | None, rows: int = STALL_ROWS) -> bool:
@@ -169,11 +190,12 @@ def flags(snapshot: Snapshot) -> pd.DataFrame:
     for s in snapshot.students:
         run = snapshot.runs.get(s.id)
         if stalled(run):
-            rows.append({"name": s.name, "flag": f"loss has not fallen for {STALL_ROWS} metric rows"})
+            stall = Message(N_("loss has not fallen for {rows} metric rows"), rows=STALL_ROWS)
+            rows.append({"name": s.name, "flag": stall})
         elif run is not None and run.status == "lost":
-            rows.append({"name": s.name, "flag": "run lost: ask them to press Start again"})
+            rows.append({"name": s.name, "flag": Message(N_("run lost: ask them to press Start again"))})
         elif state_text(run) == "not started":
-            rows.append({"name": s.name, "flag": "has not started"})
+            rows.append({"name": s.name, "flag": Message(N_("has not started"))})
     return pd.DataFrame(rows, columns=["name", "flag"])
 
 

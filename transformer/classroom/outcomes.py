@@ -5,6 +5,7 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from ..i18n import N_, Message
 from .records import RunState
 
 
@@ -41,8 +42,9 @@ def steps_to_solve(outcomes: Sequence[Outcome]) -> list[int]:
     return [o.steps for o in outcomes if o.solved]
 
 
-def spread(values: Sequence[float]) -> str:
+def spread(values: Sequence[float]) -> Message | str:
     """'median 450 (range 300-700)', or '' for no values."""
     if not values:
         return ""
-    return f"median {statistics.median(values):g} (range {min(values):g}-{max(values):g})"
+    median = N_("median {median:g} (range {low:g}-{high:g})")
+    return Message(median, median=statistics.median(values), low=min(values), high=max(values))
