@@ -12,83 +12,101 @@ from pathlib import Path
 
 import streamlit as st
 
+from pages.language import _
+from transformer.i18n import N_
+
 st.set_page_config(page_title="Transformer Lab", page_icon="🔬", layout="wide")
 
 PAGES = [  # (file, title, icon, what to do there), in teaching order
     (
         "pages/train.py",
-        "Train",
+        N_("Train"),
         ":material/model_training:",
-        "A fresh model on a toy task of your choice, and watch its loss and accuracy stream in.",
+        N_("A fresh model on a toy task of your choice, and watch its loss and accuracy stream in."),
     ),
     (
         "pages/anatomy.py",
-        "Anatomy",
+        N_("Anatomy"),
         ":material/schema:",
-        "The model laid out as the paper draws it, with every shape and parameter count.",
+        N_("The model laid out as the paper draws it, with every shape and parameter count."),
     ),
     (
         "pages/masking.py",
-        "Masking lab",
+        N_("Masking lab"),
         ":material/visibility_off:",
-        "Padding and causal masks, and what breaks without them.",
+        N_("Padding and causal masks, and what breaks without them."),
     ),
     (
         "pages/decoding.py",
-        "Decoding",
+        N_("Decoding"),
         ":material/skip_next:",
-        "Step through greedy, sampling and beam search one token per click.",
+        N_("Step through greedy, sampling and beam search one token per click."),
     ),
     (
         "pages/lengths.py",
-        "Length test",
+        N_("Length test"),
         ":material/straighten:",
-        "Unseen inputs of every length, longer ones included: where does the model stop working?",
+        N_("Unseen inputs of every length, longer ones included: where does the model stop working?"),
     ),
     (
         "pages/knockout.py",
-        "Knockout",
+        N_("Knockout"),
         ":material/content_cut:",
-        "Remove attention heads from the model in hand: which ones does it need?",
+        N_("Remove attention heads from the model in hand: which ones does it need?"),
     ),
     (
         "pages/compare.py",
-        "Compare runs",
+        N_("Compare runs"),
         ":material/compare_arrows:",
-        "Two settings side by side, to see which part of the design matters.",
+        N_("Two settings side by side, to see which part of the design matters."),
     ),
     (
         "pages/teacher.py",
-        "Teacher",
+        N_("Teacher"),
         ":material/school:",
-        "Run the class as one experiment: a class link, groups, a question to predict, and a live board.",
+        N_("Run the class as one experiment: a class link, groups, a question to predict, and a live board."),
     ),
     (
         "pages/checkpoints.py",
-        "Checkpoints",
+        N_("Checkpoints"),
         ":material/save:",
-        "Put any trained model in hand, download it, or upload one a classmate trained.",
+        N_("Put any trained model in hand, download it, or upload one a classmate trained."),
     ),
 ]
 
-LESSON = [  # a first walk through the app for a class; tests/test_app_home.py checks what it names exists
-    "**See a trained model work.** Load *reverse* above, then step through an input on **Decoding**: each step's "
-    "cross-attention looks at or next to the mirrored source position.",
-    "**Watch one learn.** Everyone starts a run on **Train** with its defaults, at once: the same settings make "
-    "the same run, so the class watches one run learn. Reverse is solved in seconds, token accuracy climbing before "
-    "whole-sequence exact match does. Pause it, press Step to train one row at a time, then Resume.",
-    "**Take a part away.** On **Compare runs**, open *Reverse without positional encoding*: without positions the "
-    "model cannot tell one order from another, and never learns to reverse. Press *Rerun live* to train both here: "
-    "the attention timeline follows the heads as they form.",
-    "**See why the decoder is masked.** In the **Masking lab**, press *Peek at the future*: with the causal mask, no "
-    "earlier output changes; without it, earlier outputs read the future.",
-    "**Decode another way.** Load *reverse-early* above, a reverse model only 300 steps into training, and run "
-    "its first input to the end on **Decoding** with each strategy: greedy slips, beam search gets it right, "
-    "sampling wanders. A solved model is too sure of itself for the strategies to differ.",
-    "**Go past the training lengths.** Load *reverse* again, and on **Length test** see exact match fall to 0 a "
-    "symbol or two past the longest input the model trained on, and its outputs stop near that length. A model "
-    "from **Train** (lengths 6-8) fails on shorter inputs too: its outputs stay about 6 symbols long.",
-    "**Open it up.** **Anatomy** lays the model out as the paper's Figure 1, with every shape and parameter count.",
+LESSON = [  # a first walk through the app for a class; tests/pages/test_home.py checks what it names exists
+    N_(
+        "**See a trained model work.** Load *reverse* above, then step through an input on **Decoding**: each step's "
+        "cross-attention looks at or next to the mirrored source position."
+    ),
+    N_(
+        "**Watch one learn.** Everyone starts a run on **Train** with its defaults, at once: the same settings make "
+        "the same run, so the class watches one run learn. Reverse is solved in seconds, token accuracy climbing "
+        "before whole-sequence exact match does. A run several students watch cannot be paused, and a default run "
+        "of one's own ends in about a second; so to pause one, each student sets *Task* to sort, *Longest input* to "
+        "12 and a seed of their own, presses Start, then Pause, Step (one metric row at a time) and Resume."
+    ),
+    N_(
+        "**Take a part away.** On **Compare runs**, open *Reverse without positional encoding*: without positions the "
+        "model cannot tell one order from another, and never learns to reverse. Press *Rerun live* to train both here: "
+        "the attention timeline follows the heads as they form."
+    ),
+    N_(
+        "**See why the decoder is masked.** In the **Masking lab**, press *Peek at the future*: with the causal "
+        "mask, no earlier output changes; without it, earlier outputs read the future."
+    ),
+    N_(
+        "**Decode another way.** Load *reverse-early* above, a reverse model only 300 steps into training, and run "
+        "its first input to the end on **Decoding** with each strategy: greedy slips, beam search gets it right, "
+        "sampling wanders. A solved model is too sure of itself for the strategies to differ."
+    ),
+    N_(
+        "**Go past the training lengths.** Load *reverse* again, and on **Length test** see exact match fall to 0 a "
+        "symbol or two past the longest input the model trained on, and its outputs stop near that length. A model "
+        "from **Train** (lengths 6-8) gets almost no shorter input right: at lengths 4 and 5 its outputs run on to "
+        "about 6 symbols, and at 1-3 they are anything from empty to 6 symbols long."
+    ),
+    N_("**Open it up.** **Anatomy** lays the model out as the paper's Figure 1, with every shape and parameter count."),
 ]
 
 
@@ -97,7 +115,7 @@ def import_page_modules() -> None:
     """Import every module the pages share, once, in one order, while any other session that asks waits: sessions
     importing them side by side, each in its own order, can catch each other's half-imported modules (Python
     breaks a cross-thread import deadlock that way) and fail with ImportError on a freshly started server."""
-    scripts = {Path(path).stem for path, *_ in PAGES}
+    scripts = {Path(path).stem for path, *_more in PAGES}
     for path in sorted(Path(__file__).parent.joinpath("pages").glob("*.py")):
         if path.stem not in scripts:
             import_module(f"pages.{path.stem}")
@@ -109,25 +127,28 @@ def import_page_modules() -> None:
 def home() -> None:
     st.title("Transformer Lab")
     st.markdown(
-        "Train the encoder-decoder Transformer of *Attention Is All You Need* on toy tasks, live, and watch it learn. "
-        "Then open it up: see what the masks hide, what each head attends to, and how it decodes one token at a time."
+        _(
+            "Train the encoder-decoder Transformer of *Attention Is All You Need* on toy tasks, live, and watch it "
+            "learn. Then open it up: see what the masks hide, what each head attends to, and how it decodes one "
+            "token at a time."
+        )
     )
-    st.subheader("Try a trained model now")
+    st.subheader(_("Try a trained model now"))
     shipped = st.container()  # filled last: its buttons need torch, which a cold server is still importing
-    st.subheader("A first lesson, about 20 minutes")
-    st.markdown("\n".join(f"{i}. {step}" for i, step in enumerate(LESSON, 1)))
-    st.subheader("What to do here")
+    st.subheader(_("A first lesson, about 20 minutes"))
+    st.markdown("\n".join(f"{i}. {_(step)}" for i, step in enumerate(LESSON, 1)))
+    st.subheader(_("What to do here"))
     for path, title, icon, text in PAGES:
         link_col, text_col = st.columns([1, 3], vertical_alignment="center")
-        link_col.page_link(path, label=f"**{title}**", icon=icon)  # a link's label does not wrap: keep it short
-        text_col.markdown(text)
+        link_col.page_link(path, label=f"**{_(title)}**", icon=icon)  # a link's label does not wrap: keep it short
+        text_col.markdown(_(text))
     import_page_modules()  # once the page has painted (see the module docstring)
     from pages.common import setup_torch
     from pages.state import shipped_checkpoint_buttons
 
     with shipped:
         shipped_checkpoint_buttons("load")
-        st.caption(f"Computing on: **{setup_torch()}**")
+        st.caption(_("Computing on: **{device}**", device=setup_torch()))
 
 
 def frame(page: str) -> None:
@@ -144,8 +165,8 @@ def frame(page: str) -> None:
     sidebar(page)
 
 
-pages = [st.Page(home, title="Home", icon=":material/home:", default=True)] + [
-    st.Page(path, title=title, icon=icon) for path, title, icon, _ in PAGES
+pages = [st.Page(home, title=_("Home"), icon=":material/home:", default=True)] + [
+    st.Page(path, title=_(title), icon=icon) for path, title, icon, _text in PAGES
 ]
 page = st.navigation(pages)
 link_notices = st.container()  # what an opened link got wrong, above the page

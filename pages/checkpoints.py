@@ -8,10 +8,12 @@ import pandas as pd
 import streamlit as st
 
 from pages.common import CHECKPOINT_DIR, shipped_checkpoint, shipped_checkpoints
+from pages.language import _, ngettext
 from pages.links import share_link
 from pages.state import (
     IN_HAND_NAME,
     MAX_TRAINED,
+    SOURCES,
     TRAINED,
     UPLOADED,
     drop_flash,
@@ -21,15 +23,18 @@ from pages.state import (
     show_flashes,
 )
 from transformer.checkpoint import MAX_CHECKPOINT_BYTES, Checkpoint, CheckpointError, load_checkpoint
+from transformer.i18n import N_
 from transformer.literal import code_span, markdown_literal
 from transformer.naming import checkpoint_summary
 from transformer.uploads import read_upload
 
-st.title("Checkpoints")
+st.title(_("Checkpoints"))
 st.markdown(
-    "A checkpoint is one file with everything a trained model needs: its weights, its settings (the "
-    "hyperparameters of the paper's Table 3), its vocabulary, the task it learned and its training curves. "
-    "**Load** one to make it the model in hand on every page, download it, or upload one a classmate trained."
+    _(
+        "A checkpoint is one file with everything a trained model needs: its weights, its settings (the "
+        "hyperparameters of the paper's Table 3), its vocabulary, the task it learned and its training curves. "
+        "**Load** one to make it the model in hand on every page, download it, or upload one a classmate trained."
+    )
 )
 share_link()
 
@@ -40,13 +45,20 @@ def load_entry(name: str, source: str, ckpt, data: bytes) -> None:
     Trained ones are loaded afresh from their bytes, so nothing done to the model in hand reaches the list.
     """
     put_in_hand(ckpt if source == "shipped" else load_checkpoint(data), f"{source}: {name}")
-    flash("checkpoints_upload", "success", f"**{markdown_literal(name)}** is now the model in hand.")
+    flash("checkpoints_upload", "success", _("**{name}** is now the model in hand.", name=markdown_literal(name)))
 
 
-LISTING_COLUMNS = {
-    "name": st.column_config.TextColumn(pinned=True),
-    "exact match": st.column_config.NumberColumn(format="percent", help="Held-out exact match at the end of training"),
-    "weights": st.column_config.NumberColumn(format="localized", help="Parameters of the model"),
+LISTING_COLUMNS = {  # the listing's columns, headed in the session's language
+    "name": st.column_config.TextColumn(_("name"), pinned=True),
+    "seed": st.column_config.NumberColumn(_("seed")),
+    "task": st.column_config.TextColumn(_("task")),
+    "exact match": st.column_config.NumberColumn(
+        _("exact match"), format="percent", help=_("Held-out exact match at the end of training")
+    ),
+    "model": st.column_config.TextColumn(_("model")),
+    "switches": st.column_config.TextColumn(_("switches")),
+    "weights": st.column_config.NumberColumn(_("weights"), format="localized", help=_("Parameters of the model")),
+    "source": st.column_config.TextColumn(_("source")),
 }
 
 
@@ -54,19 +66,22 @@ def listing(entries: dict[str, tuple[str, Checkpoint, bytes]]) -> pd.DataFrame:
     """One row per checkpoint, what it learned and how well first, its size in words and few columns: the whole
     table fits the page at 1280 px beside the sidebar."""
     rows = []
-    for name, (source, ckpt, _) in entries.items():
+    for name, (source, ckpt, _data) in entries.items():
         summary = checkpoint_summary(name, source, ckpt)
-        layers = f"{summary['layers']} layer{'s' if summary['layers'] > 1 else ''}"
+        heads = ngettext("{n} head", "{n} heads", summary["heads"])
+        layers = ngettext("{n} layer", "{n} layers", summary["layers"])
         rows.append(
             {
                 "name": name,
                 "seed": ckpt.task.seed,
-                "task": f"{summary['task']}, lengths {summary['lengths']}",
+                "task": _("{task}, lengths {lengths}", task=summary["task"], lengths=summary["lengths"]),
                 "exact match": summary["exact_match"],
-                "model": f"width {summary['d_model']}, {summary['heads']} heads, {layers}",
+                "model": _(
+                    "width {d_model}, {heads}, {layers}", d_model=summary["d_model"], heads=heads, layers=layers
+                ),
                 "switches": summary["switches"],
                 "weights": summary["parameters"],
-                "source": source,
+                "source": _(SOURCES[source]),
             }
         )
     return pd.DataFrame(rows)
@@ -78,39 +93,49 @@ for name in shipped_checkpoints():
     try:
         entries[name] = ("shipped", shipped_checkpoint(name), (CHECKPOINT_DIR / f"{name}.pt").read_bytes())
     except (CheckpointError, OSError) as err:
-        st.warning(f"The shipped checkpoint {name} could not be read: {markdown_literal(err)}")
+        problem = _("The shipped checkpoint {name} could not be read: {reason}", name=name, reason=err)
+        st.warning(markdown_literal(problem))
 for source, kept in (("trained", TRAINED), ("uploaded", UPLOADED)):
     for name, data in st.session_state.get(kept, {}).items():
         try:
             entries[name] = (source, load_checkpoint(data), data)
         except CheckpointError as err:
-            st.warning(markdown_literal(f"The {source} checkpoint {name} could not be read: {err}"))
+            unread = N_("The {source} checkpoint {name} could not be read: {reason}")
+            st.warning(markdown_literal(_(unread, source=_(SOURCES[source]), name=name, reason=err)))
 
-st.subheader("Available checkpoints")
-st.caption(f"This session keeps its last {MAX_TRAINED} trained models: download the ones you want to keep for good.")
+st.subheader(_("Available checkpoints"))
+st.caption(
+    _(
+        "This session keeps its last {most} trained models: download the ones you want to keep for good.",
+        most=MAX_TRAINED,
+    )
+)
 if not entries:
-    st.info("No checkpoints yet: train a model on the Train page, or upload a checkpoint file below.")
+    st.info(_("No checkpoints yet: train a model on the Train page, or upload a checkpoint file below."))
 else:
     st.dataframe(listing(entries), hide_index=True, column_config=LISTING_COLUMNS)
     for name, (source, ckpt, data) in entries.items():
         label_col, load_col, download_col = st.columns([3, 1, 1], vertical_alignment="center")
         in_hand = st.session_state.get(IN_HAND_NAME) == f"{source}: {name}"
-        seed = f", seed {ckpt.task.seed}" if source == "trained" else ""  # runs differing only in seed
-        label_col.markdown(f"**{markdown_literal(name)}** ({source}{seed}){' · :blue[in hand]' if in_hand else ''}")
+        said = _(SOURCES[source])
+        if source == "trained":  # runs differing only in seed
+            said = _("{source}, seed {seed}", source=said, seed=ckpt.task.seed)
+        in_hand_mark = " · :blue[" + _("in hand") + "]" if in_hand else ""
+        label_col.markdown(f"**{markdown_literal(name)}** ({said}){in_hand_mark}")
         load_col.button(
-            "Load",
+            _("Load"),
             key=f"load_{name}",
-            help="Make this the model in hand on every page.",
+            help=_("Make this the model in hand on every page."),
             on_click=load_entry,
             args=(name, source, ckpt, data),
         )
         download_col.download_button(
-            "Download",
+            _("Download"),
             data,
             f"{name}.pt",
             "application/octet-stream",
             key=f"download_{name}",
-            help="Save this checkpoint as a .pt file.",
+            help=_("Save this checkpoint as a .pt file."),
         )
 
 
@@ -123,22 +148,23 @@ def load_upload() -> None:
     try:
         checkpoint, label = read_upload(upload.name, upload.getvalue())
     except CheckpointError as err:
-        flash("checkpoints_upload", "error", f"This file was not loaded: {markdown_literal(err)}")
+        flash("checkpoints_upload", "error", _("This file was not loaded: {reason}", reason=markdown_literal(_(err))))
     else:
         put_in_hand(checkpoint, label)
         keep_upload(label.removeprefix("uploaded: "), upload.getvalue())
-        flash("checkpoints_upload", "success", f"Loaded: the model in hand is now {code_span(label)}.")
+        flash("checkpoints_upload", "success", _("Loaded: the model in hand is now {label}.", label=code_span(label)))
 
 
-st.subheader("Upload a checkpoint")
+st.subheader(_("Upload a checkpoint"))
 limit_mb = min(st.get_option("server.maxUploadSize"), MAX_CHECKPOINT_BYTES // 2**20)
 st.file_uploader(
-    f"A .pt file saved by this lab ({limit_mb} MB at most)",
+    _("A .pt file saved by this lab ({most} MB at most)", most=limit_mb),
     type="pt",
     key="upload_checkpoint",
     on_change=load_upload,
     max_upload_size=limit_mb,
-    help="Only plain data and tensors are read from the file (torch.load with weights_only=True); "
-    "nothing in it can run.",
+    help=_(
+        "Only plain data and tensors are read from the file (torch.load with weights_only=True); nothing in it can run."
+    ),
 )
 show_flashes("checkpoints_upload")

@@ -18,6 +18,7 @@ from typing import Any
 import streamlit as st
 
 from pages.common import client_address, run_registry
+from pages.language import _, column_labels, table_cells
 from pages.links import show_link_notices
 from pages.state import CLASS_CODE, watcher_id
 from transformer.classroom import (
@@ -36,6 +37,7 @@ from transformer.classroom.assignment import form_names
 from transformer.classroom.board import prediction_tally
 from transformer.classroom.questions import right_choices
 from transformer.classroom.recorder import ClassRecorder
+from transformer.i18n import N_, Message
 from transformer.link_params import class_code_parser, read_params
 from transformer.literal import markdown_literal
 from transformer.run_configs import run_configs
@@ -86,25 +88,25 @@ def current_class() -> tuple[ClassInfo, Student | None] | None:
         return info, class_store().student(code, watcher_id())
     except ClassroomError as err:
         st.session_state.pop(CLASS_CODE, None)
-        st.warning(f"The class link does not work: {markdown_literal(str(err))}.")
+        st.warning(_("The class link does not work: {reason}.", reason=markdown_literal(_(err))))
         return None
 
 
 def join_form(info: ClassInfo) -> None:
     """The student's one question before they join: their display name."""
-    st.subheader(f"Join the class {markdown_literal(info.title)}")
+    st.subheader(_("Join the class {title}", title=markdown_literal(info.title)))
     with st.form("class_join"):
         name = st.text_input(
-            "Your name on the class board",
+            _("Your name on the class board"),
             max_chars=40,
             key="class_name",
-            help="Your teacher sees it beside your run; your classmates do not.",
+            help=_("Your teacher sees it beside your run; your classmates do not."),
         )
-        if st.form_submit_button("Join", type="primary", icon=":material/group_add:", key="class_join_button"):
+        if st.form_submit_button(_("Join"), type="primary", icon=":material/group_add:", key="class_join_button"):
             try:
                 class_store().join(info.code, watcher_id(), name)
             except ClassroomError as err:
-                st.error(markdown_literal(str(err)))
+                st.error(markdown_literal(_(err)))
             else:
                 st.rerun()
 
@@ -157,12 +159,13 @@ def class_seat() -> Seat | None:
         join_form(info)
         st.stop()
     seat = Seat(info, student)
-    group = f" · group **{markdown_literal(student.group)}**" if student.group else ""
-    st.info(
-        f"Class **{markdown_literal(info.title)}** · you are **{markdown_literal(student.name)}**{group} · seed "
-        f"{student.seed}. Your teacher locked the settings shown greyed out.",
-        icon=":material/school:",
-    )
+    parts = [
+        _("Class **{title}**", title=markdown_literal(info.title)),
+        _("you are **{name}**", name=markdown_literal(student.name)),
+        *([_("group **{group}**", group=markdown_literal(student.group))] if student.group else []),
+        _("seed {seed}. Your teacher locked the settings shown greyed out.", seed=student.seed),
+    ]
+    st.info(" · ".join(parts), icon=":material/school:")
     return seat
 
 
@@ -172,12 +175,13 @@ def prediction_input(seat: Seat) -> None:
     if question is None or class_store().standing(seat.student) != (None, None):  # answered, or has run already
         return
     st.radio(
-        f"**Predict first:** {QUESTIONS[question].text}",
-        QUESTIONS[question].choices,
+        _("**Predict first:** {question}", question=_(QUESTIONS[question].text)),
+        QUESTIONS[question].choices,  # kept as the English choice: the class database's
         index=None,
+        format_func=_,
         horizontal=True,
         key="class_prediction",
-        help=QUESTIONS[question].caption,
+        help=_(QUESTIONS[question].caption),
     )
 
 
@@ -188,7 +192,7 @@ def answer_prediction(seat: Seat) -> None:
         return
     choice = st.session_state.get("class_prediction")
     if choice is None:
-        raise ClassroomError("answer the question above the Start button first: it is your prediction")
+        raise ClassroomError(Message(N_("answer the question above the Start button first: it is your prediction")))
     class_store().answer(seat.student, choice)
 
 
@@ -199,7 +203,7 @@ def prediction_result(seat: Seat) -> None:
     if seat.info.question is None:
         return
     class_recorder().record(seat.student)  # the run's end, written before the class is read back
-    _, prediction, measured = graded(seat)
+    prediction, measured = graded(seat)[1:]
     waiting = prediction is not None and measured is None
     st.fragment(run_every=PREDICTION_POLL_S if waiting else None)(prediction_verdict)(seat, waiting)
 
@@ -221,11 +225,20 @@ def prediction_verdict(seat: Seat, waiting: bool) -> None:
     if waiting and measured is not None:
         st.rerun()
     question = QUESTIONS[seat.info.question]
-    verdict = (
-        "not measured yet: it needs finished runs in both groups"
-        if measured is None
-        else f"the runs measured **{measured}**: " + ("you were right." if measured == prediction.choice else "not so.")
+    if measured is None:
+        verdict = _("not measured yet: it needs finished runs in both groups")
+    elif measured == prediction.choice:
+        verdict = _("the runs measured **{measured}**: you were right.", measured=_(measured))
+    else:
+        verdict = _("the runs measured **{measured}**: not so.", measured=_(measured))
+    st.markdown(
+        _(
+            "**Your prediction:** {question} **{choice}**. So far {verdict}",
+            question=_(question.text),
+            choice=_(prediction.choice),
+            verdict=verdict,
+        )
     )
-    st.markdown(f"**Your prediction:** {question.text} **{prediction.choice}**. So far {verdict}")
-    st.caption(f"{question.caption} The whole class's predictions so far:")
-    st.dataframe(prediction_tally(snapshot), hide_index=True, key="class_tally")
+    st.caption(_("{caption} The whole class's predictions so far:", caption=_(question.caption)))
+    tally = prediction_tally(snapshot)
+    st.dataframe(table_cells(tally, "choice"), hide_index=True, column_config=column_labels(tally), key="class_tally")

@@ -7,17 +7,24 @@ visit; and `_`, which shows a sentence in it.
     st.caption(ngettext("{n} student", "{n} students", n))
 """
 
+from typing import TYPE_CHECKING
+
 import streamlit as st
 
 from transformer.i18n import DEFAULT_LANGUAGE, LANGUAGES, Message, Translator, language_for, translator
 
+if TYPE_CHECKING:
+    import pandas as pd
+
 LANGUAGE = "language"  # session_state key: the session's interface language, one of LANGUAGES
+PICKER = "language_picker"  # the sidebar picker's widget key (a widget's own state goes when a page omits it)
+LANG_PARAM = "lang"  # the link parameter: `?lang=zh-CN`
 
 
 def language() -> str:
     """The session's language: set by the picker, else by the link's `?lang=`, else by the browser."""
     if LANGUAGE not in st.session_state:
-        chosen = language_for(st.query_params.get("lang")) or language_for(_browser_locale())
+        chosen = language_for(st.query_params.get(LANG_PARAM)) or language_for(_browser_locale())
         st.session_state[LANGUAGE] = chosen or DEFAULT_LANGUAGE
     return st.session_state[LANGUAGE]
 
@@ -44,16 +51,37 @@ def ngettext(singular: str, plural: str, n: int, **params: object) -> str:
     return session_translator().ngettext(singular, plural, n, **params)
 
 
+def table_cells(frame: "pd.DataFrame", *columns: str) -> "pd.DataFrame":
+    """`frame` as a page shows it: each cell that is a Message, and every cell of `columns` (words the package keeps
+    in English, such as a question's choices), in the session's language. A CSV download keeps the English."""
+    shown = frame.map(lambda value: _(value) if isinstance(value, Message) else value)
+    for column in columns:
+        shown[column] = shown[column].map(_)
+    return shown
+
+
+def column_labels(frame: "pd.DataFrame", **config: object) -> dict[str, object]:
+    """A `column_config` that heads each of `frame`'s columns in the session's language (the package marks its
+    column names with N_); `config`: a column's own config, in place of its plain heading."""
+    return {name: config.get(name, st.column_config.Column(_(name))) for name in frame.columns}
+
+
+def language_param() -> dict[str, str]:
+    """The link parameter that keeps this session's language in every link the app writes: {} for English."""
+    return {} if language() == DEFAULT_LANGUAGE else {LANG_PARAM: language()}
+
+
+def _picked() -> None:
+    st.session_state[LANGUAGE] = st.session_state[PICKER]
+
+
 def language_picker() -> None:
-    """The sidebar's language picker; a change shows in the link, so a copied link opens in the same language."""
-    st.selectbox(
-        "Language / 语言",
-        list(LANGUAGES),
-        index=list(LANGUAGES).index(language()),
-        format_func=LANGUAGES.get,
-        key=LANGUAGE,
-    )
-    if language() == DEFAULT_LANGUAGE:
-        st.query_params.pop("lang", None)
-    else:
-        st.query_params["lang"] = language()
+    """The sidebar's language picker, on every page; a change redraws the page in the new language, changes
+    nothing else, and shows in the address, so a copied or reloaded link opens in the same language."""
+    st.session_state[PICKER] = language()  # before the widget: the page it was last drawn on may have been another
+    st.selectbox("Language / 语言", list(LANGUAGES), format_func=LANGUAGES.get, key=PICKER, on_change=_picked)
+    if st.query_params.get(LANG_PARAM) != language_param().get(LANG_PARAM):
+        if language() == DEFAULT_LANGUAGE:
+            del st.query_params[LANG_PARAM]
+        else:
+            st.query_params[LANG_PARAM] = language()

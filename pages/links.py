@@ -10,36 +10,40 @@ from urllib.parse import quote, urlencode
 import streamlit as st
 
 from pages.common import shipped_checkpoint, shipped_checkpoints
+from pages.language import LANG_PARAM, _, language_param
 from pages.state import CLASS_CODE, SHIPPED_PREFIX, model_in_hand, put_in_hand, shipped_name
 from transformer import CheckpointError
-from transformer.link_params import Parser, model_parsers, read_params
+from transformer.i18n import Message
+from transformer.link_params import Parser, language_parser, model_parsers, read_params
 
 
 def shipped_in_hand() -> str | None:
     """The name of the shipped model in hand, the only kind a link can carry (`?model=reverse`); else None."""
-    checkpoint, _ = model_in_hand()
+    checkpoint = model_in_hand()[0]
     return None if checkpoint is None else shipped_name(checkpoint)
 
 
-def show_link_notices(notices: list[str]) -> None:
+def show_link_notices(notices: list[Message]) -> None:
     """What the opened link got wrong, and that the page uses its defaults instead. A notice names the parameter,
     never the value the link held, so nothing from the link reaches the page."""
     for notice in notices:
-        st.warning(f"{notice} Check the link you opened.", icon=":material/link_off:")
+        st.warning(_("{notice} Check the link you opened.", notice=notice), icon=":material/link_off:")
 
 
 def model_from_link() -> None:
     """The frame's part of a link, on every run: once per session, put in hand the shipped model the opened link
-    names; then keep the address bar's `model` on the shipped model in hand, or drop it for any other model."""
+    names (and say so when its language is none the lab has); then keep the address bar's `model` on the shipped
+    model in hand, or drop it for any other model."""
     if "link_model_read" not in st.session_state:
         st.session_state["link_model_read"] = True
-        values, notices = read_params(st.query_params.to_dict(), model_parsers(shipped_checkpoints()))
+        parsers = {**model_parsers(shipped_checkpoints()), LANG_PARAM: language_parser()}
+        values, notices = read_params(st.query_params.to_dict(), parsers)
         show_link_notices(notices)
         if "model" in values:
             try:
                 put_in_hand(shipped_checkpoint(values["model"]), SHIPPED_PREFIX + values["model"])
             except CheckpointError as err:
-                st.error(f"Could not load {values['model']}: {err}")
+                st.error(_("Could not load {name}: {reason}", name=values["model"], reason=err))
     name = shipped_in_hand()
     if name is not None and st.query_params.get("model") != name:
         st.query_params["model"] = name
@@ -62,17 +66,24 @@ def share_link(params: Mapping[str, str] | None = None) -> None:
     """Put the shipped model in hand and the page's settings `params` in the address bar, and offer the link to
     copy in the sidebar. A model trained here or uploaded cannot travel in a link: the offer says so."""
     name, code = shipped_in_hand(), st.session_state.get(CLASS_CODE)
-    wanted = {**({"model": name} if name else {}), **({"class": code} if code else {}), **(params or {})}
+    wanted = {
+        **({"model": name} if name else {}),
+        **({"class": code} if code else {}),
+        **(params or {}),
+        **language_param(),
+    }
     if st.query_params.to_dict() != wanted:
         st.query_params.from_dict(wanted)
     query = urlencode(wanted, quote_via=quote)
     url = (st.context.url or "") + (f"?{query}" if query else "")  # no URL without a browser: a relative link
-    with st.sidebar.popover("Copy link", icon=":material/link:", width="stretch"):
-        st.caption("A link to this page as you see it: copy it with the button at its right.")
+    with st.sidebar.popover(_("Copy link"), icon=":material/link:", width="stretch"):
+        st.caption(_("A link to this page as you see it, in this language: copy it with the button at its right."))
         st.code(url, language=None, wrap_lines=True)
         if name is None and model_in_hand()[0] is not None:
             st.caption(
-                "The link cannot carry the model in hand: only shipped models travel in a link. Download this one "
-                "and share the file; whoever opens the link uploads it on Checkpoints."
+                _(
+                    "The link cannot carry the model in hand: only shipped models travel in a link. Download this "
+                    "one and share the file; whoever opens the link uploads it on Checkpoints."
+                )
             )
-            st.page_link("pages/checkpoints.py", label="Download it on Checkpoints", icon=":material/download:")
+            st.page_link("pages/checkpoints.py", label=_("Download it on Checkpoints"), icon=":material/download:")

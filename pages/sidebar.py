@@ -1,12 +1,15 @@
-"""The sidebar every page shares: the device, the progress of a run training on another page, the model in hand."""
+"""The sidebar every page shares: the language picker, the device, the progress of a run training on another page,
+the model in hand."""
 
 import streamlit as st
 
 from pages.common import setup_torch
+from pages.language import _, language_picker, ngettext
 from pages.state import (
     COMPARE_JOB,
     RUN,
     following_run,
+    in_hand_label,
     model_in_hand,
     reattach_runs,
     running,
@@ -18,10 +21,11 @@ from transformer.literal import markdown_literal
 
 
 def sidebar(page: str) -> None:
-    """The shared sidebar: device, the progress of the run in training, and the model in hand. `page`: the page's url
-    path."""
+    """The shared sidebar: the language picker, device, the progress of the run in training, and the model in hand.
+    `page`: the page's url path."""
     with st.sidebar:
-        st.caption(f"Device: {setup_torch()}")
+        language_picker()
+        st.caption(_("Device: {device}", device=setup_torch()))
         reattach_runs()
         save_finished_run()
         if running(COMPARE_JOB) is not None or (running(RUN) is not None and page != "train"):
@@ -43,28 +47,37 @@ def _run_heartbeat(page: str) -> None:
         run.touch(watcher_id(), page_connected())
         if page != "train":
             steps = run.train_config.steps
-            text = "Queued for training" if run.status == "queued" else f"Training: step {run.step}, at most {steps:,}"
+            text = (
+                _("Queued for training")
+                if run.status == "queued"
+                else _("Training: step {step}, at most {steps:,}", step=run.step, steps=steps)
+            )
             st.progress(min(run.step / steps, 1.0), text=text)
     if comparison is not None:
         comparison.chain.touch(page_connected())
         done, total = comparison.progress()
         if page != "compare":
-            st.progress(min(done / total, 1.0), text=f"Comparing: step {done} of {total}")
+            st.progress(min(done / total, 1.0), text=_("Comparing: step {done} of {total}", done=done, total=total))
     _model_in_hand_label(page)
 
 
 def _model_in_hand_label(page: str) -> None:
     if page == "train" and following_run():  # drawn once while the run moves on: no step that would go stale
-        st.markdown("**Model in hand:** the run on this page, at its latest step")
+        st.markdown(_("**Model in hand:** the run on this page, at its latest step"))
         return
     checkpoint, name = model_in_hand()
     if checkpoint is None:
-        st.markdown("**Model in hand:** none yet")
+        st.markdown(_("**Model in hand:** none yet"))
         return
     c = checkpoint.config
-    st.markdown(f"**Model in hand:** {markdown_literal(name)}")
+    st.markdown(_("**Model in hand:** {name}", name=markdown_literal(in_hand_label(name))))
+    task, heads = checkpoint.task, ngettext("{n} head", "{n} heads", c.n_heads)
     st.caption(
-        f"task {checkpoint.task.task}, lengths {checkpoint.task.min_len}-{checkpoint.task.max_len} · "
-        f"d_model {c.d_model}, {c.n_heads} heads, {c.n_layers}+{c.n_layers} layers · "
-        f"{'pre' if c.norm_first else 'post'}-norm"
+        " · ".join(
+            (
+                _("task {task}, lengths {low}-{high}", task=task.task, low=task.min_len, high=task.max_len),
+                _("d_model {d_model}, {heads}, {n}+{n} layers", d_model=c.d_model, heads=heads, n=c.n_layers),
+                _("pre-norm") if c.norm_first else _("post-norm"),
+            )
+        )
     )

@@ -26,10 +26,12 @@ from typing import Any, NamedTuple
 import streamlit as st
 
 from pages.common import runs_by_browser, shipped_checkpoint, shipped_checkpoints
+from pages.language import _
 from pages.streamlit_internals import this_browser
 from transformer import Checkpoint, CheckpointError, load_checkpoint
 from transformer.checkpoint import checkpoint_bytes
 from transformer.experiments import LiveExperiment
+from transformer.i18n import N_
 from transformer.naming import run_name
 from transformer.serving import Run
 from transformer.tasks import DataConfig
@@ -38,6 +40,7 @@ IN_HAND, IN_HAND_NAME, RUN, COMPARE_JOB = "in_hand", "in_hand_name", "run", "com
 WATCHER, FOLLOW_RUN, TRAINED, TRAIN_SAVED = "watcher", "follow_run", "trained", "train_saved"
 FLASHES, RESULTS, CLASS_CODE, UPLOADED = "flashes", "results", "class_code", "uploaded"
 SHIPPED_PREFIX = "shipped: "  # the sidebar's label of a shipped checkpoint in hand, before its name
+SOURCES = {"shipped": N_("shipped"), "trained": N_("trained"), "uploaded": N_("uploaded")}  # where a model came from
 MAX_TRAINED = 10  # checkpoints of finished runs a session keeps (about 140 KB each at the default size)
 MAX_UPLOADED = 3  # uploaded checkpoints a session keeps listed (each at most the upload limit)
 
@@ -125,16 +128,16 @@ def session_run_elsewhere(page: str) -> str | None:
     """Why this session may not start a run on `page` ("train" or "compare"): one run per student at a time, since
     each holds one of the server's few training slots. None when it may."""
     if page == "compare" and running(RUN) is not None:
-        return "Your run on the Train page is still training: stop it or let it finish first."
+        return _("Your run on the Train page is still training: stop it or let it finish first.")
     if page == "train" and running(COMPARE_JOB) is not None:
-        return "Your comparison on the Compare page is still training: stop it or let it finish first."
+        return _("Your comparison on the Compare page is still training: stop it or let it finish first.")
     return None
 
 
 def reattach_runs() -> None:
     """After a reload (a new session, so no run of its own), take back this browser's runs that still train."""
     runs = runs_by_browser()
-    for other, (run, _) in list(runs.items()):  # an ended run is not taken back: let it go
+    for other, (run, _restore) in list(runs.items()):  # an ended run is not taken back: let it go
         if run.done:
             runs.pop(other, None)
     if (browser := this_browser()) is None:
@@ -142,7 +145,7 @@ def reattach_runs() -> None:
     for key in (RUN, COMPARE_JOB):
         if key not in st.session_state and (browser, key) in runs:
             st.session_state.update(runs[browser, key][1])
-            st.toast("Your run kept training through the reload: it is back here.", icon=":material/sync:")
+            st.toast(_("Your run kept training through the reload: it is back here."), icon=":material/sync:")
 
 
 def save_finished_run() -> None:
@@ -169,7 +172,7 @@ def save_finished_run() -> None:
         for oldest in list(trained)[:-MAX_TRAINED]:
             del trained[oldest]
     except (ValueError, CheckpointError) as err:
-        saved["error"] = str(err)
+        saved["error"] = _(err)
     st.session_state[TRAIN_SAVED] = saved
 
 
@@ -205,9 +208,15 @@ def model_in_hand() -> tuple[Checkpoint | None, str]:
         model = run.model()
         if model is not None:
             rows = run.rows[:]
-            label = f"training {run.data_config.task} (step {rows[-1]['step'] if rows else 0})"
+            label = _("training {task} (step {step})", task=run.data_config.task, step=rows[-1]["step"] if rows else 0)
             return Checkpoint(model, run.data().vocab, model.config, run.data_config, rows, {}), label
     return st.session_state.get(IN_HAND), st.session_state.get(IN_HAND_NAME, "")
+
+
+def in_hand_label(name: str) -> str:
+    """A model in hand's label (IN_HAND_NAME: "shipped: reverse", "uploaded: mine.pt") in the session's language."""
+    source, colon, rest = name.partition(": ")
+    return _("{source}: {name}", source=_(SOURCES[source]), name=rest) if colon and source in SOURCES else name
 
 
 def shipped_name(checkpoint: Checkpoint) -> str | None:
@@ -220,19 +229,23 @@ def load_shipped_checkpoint(name: str) -> None:
     """Button callback: runs before the page is drawn, so the sidebar already shows the new model."""
     try:
         put_in_hand(shipped_checkpoint(name), SHIPPED_PREFIX + name)
-        flash("load", "success", f"Loaded **{name}**. Try the Decoding or Masking pages next.")
+        flash("load", "success", _("Loaded **{name}**. Try the Decoding or Masking pages next.", name=name))
     except CheckpointError as err:
-        flash("load", "error", f"Could not load {name}: {err}")
+        flash("load", "error", _("Could not load {name}: {reason}", name=name, reason=err))
 
 
 def shipped_checkpoint_buttons(key_prefix: str) -> None:
     """A "Load <name>" button per shipped checkpoint, side by side, and the outcome of the last click."""
     names = shipped_checkpoints()
     if not names:
-        st.warning("No shipped checkpoints found in `checkpoints/`: train one on the Train page.")
+        st.warning(_("No shipped checkpoints found in `checkpoints/`: train one on the Train page."))
     for col, name in zip(st.columns(max(len(names), 1)), names):
         col.button(
-            f"Load {name}", key=f"{key_prefix}_{name}", on_click=load_shipped_checkpoint, args=(name,), width="stretch"
+            _("Load {name}", name=name),
+            key=f"{key_prefix}_{name}",
+            on_click=load_shipped_checkpoint,
+            args=(name,),
+            width="stretch",
         )
     show_flashes("load")
 
@@ -249,9 +262,9 @@ def model_page(title: str, intro: str, formula: str | None = None) -> Checkpoint
 
 def require_model() -> Checkpoint:
     """The model in hand, or a hint and a stop when there is none."""
-    checkpoint, _ = model_in_hand()
+    checkpoint = model_in_hand()[0]
     if checkpoint is None:
-        st.info("No model in hand yet: load a shipped one here, train one, or upload one on Checkpoints.")
+        st.info(_("No model in hand yet: load a shipped one here, train one, or upload one on Checkpoints."))
         shipped_checkpoint_buttons("require_load")
         st.stop()
     drop_flash("load")  # loaded from this page's buttons: the page itself shows the model

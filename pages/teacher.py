@@ -9,6 +9,7 @@ rerun_inside_frame()  # first of all: see its docstring
 import io
 from collections.abc import Callable
 from functools import partial
+from urllib.parse import urlencode
 
 import pandas as pd
 import segno
@@ -16,6 +17,8 @@ import streamlit as st
 
 from pages.classes import caller, class_store
 from pages.downloads import csv_download
+from pages.language import _, column_labels, language_param, ngettext, session_translator, table_cells
+from pages.report_view import class_reports_download
 from pages.state import flash, show_flashes
 from transformer import settings as spec
 from transformer.classroom import QUESTIONS, Assignment, ClassroomError, ClassStore, Snapshot
@@ -32,16 +35,33 @@ from transformer.classroom.board import (
     student_rows,
 )
 from transformer.figures.board import group_curves_figure, outcomes_figure
+from transformer.i18n import N_, Message
 from transformer.limits import DEFAULT_RETENTION_DAYS, MAX_TITLE_CHARS, RETENTION_DAYS
 from transformer.literal import markdown_literal
 
 BOARD_POLL_S = 2.0  # the board redraws every 2 s: it reads the database, never the runs themselves
 PRESET = ("task", "min_len", "max_len", "steps")  # the settings the assignment form presets
+EXPORTS = (  # what the Export tab downloads: (file name, button label, table)
+    ("results", N_("Download results (CSV)"), results_frame),
+    ("metric rows", N_("Download metric rows (CSV)"), metrics_frame),
+    ("predictions", N_("Download predictions (CSV)"), predictions_frame),
+)
+STATES = {  # the first words of a run's state on the board, counted above it
+    "not started": N_("not started"),
+    "queued": N_("queued"),
+    "training": N_("training"),
+    "lost": N_("lost"),
+    "finished": N_("finished"),
+    "failed": N_("failed"),
+    "stopped": N_("stopped"),
+}
 
-st.title("Teacher: the class as one experiment")
+st.title(_("Teacher: the class as one experiment"))
 st.caption(
-    "Create a class, share its link, and every student's run joins one experiment: groups that differ in one "
-    "setting, a seed each, and a live board of the whole class."
+    _(
+        "Create a class, share its link, and every student's run joins one experiment: groups that differ in one "
+        "setting, a seed each, and a live board of the whole class."
+    )
 )
 
 
@@ -49,7 +69,7 @@ def create_class(title: str, days: int) -> None:
     try:
         code, key = class_store().create_class(title, days, caller())
     except ClassroomError as err:
-        st.error(markdown_literal(str(err)))
+        st.error(markdown_literal(_(err)))
         return
     st.session_state["teacher_class"] = code, key
     st.session_state["teacher_new_key"] = key
@@ -60,7 +80,7 @@ def open_class(code: str, key: str) -> None:
     try:
         class_store().open_board(code.strip().lower(), key.strip(), caller())
     except ClassroomError as err:
-        st.error(markdown_literal(str(err)))
+        st.error(markdown_literal(_(err)))
         return
     st.session_state["teacher_class"] = code.strip().lower(), key.strip()
     st.rerun()
@@ -70,25 +90,26 @@ def start_page() -> None:
     """No class open yet: create one, or open one with its code and teacher key."""
     create_col, open_col = st.columns(2)
     with create_col.form("teacher_create"):
-        st.subheader("Create a class")
-        title = st.text_input("Title", max_chars=MAX_TITLE_CHARS, key="teacher_title", placeholder="Period 3")
+        st.subheader(_("Create a class"))
+        title = st.text_input(_("Title"), max_chars=MAX_TITLE_CHARS, key="teacher_title", placeholder=_("Period 3"))
         days = st.number_input(
-            "Keep its data for (days)", *RETENTION_DAYS, value=DEFAULT_RETENTION_DAYS, key="teacher_days"
+            _("Keep its data for (days)"), *RETENTION_DAYS, value=DEFAULT_RETENTION_DAYS, key="teacher_days"
         )
-        if st.form_submit_button("Create", type="primary", icon=":material/add:", key="teacher_create_button"):
+        if st.form_submit_button(_("Create"), type="primary", icon=":material/add:", key="teacher_create_button"):
             create_class(title, int(days))
     with open_col.form("teacher_open"):
-        st.subheader("Open a class's board")
-        code = st.text_input("Class code", key="teacher_code", placeholder="amber-otter-7351", max_chars=40)
-        key = st.text_input("Teacher key", type="password", key="teacher_key", max_chars=64)
-        if st.form_submit_button("Open", icon=":material/login:", key="teacher_open_button"):
+        st.subheader(_("Open a class's board"))
+        code = st.text_input(_("Class code"), key="teacher_code", placeholder="amber-otter-7351", max_chars=40)
+        key = st.text_input(_("Teacher key"), type="password", key="teacher_key", max_chars=64)
+        if st.form_submit_button(_("Open"), icon=":material/login:", key="teacher_open_button"):
             open_class(code, key)
 
 
 def class_link(code: str) -> str:
-    """The link students open: the Train page, with the class in the address."""
+    """The link students open: the Train page, with the class in the address, and the teacher's language unless
+    it is English (a student may still pick another)."""
     base = (st.context.url or "").rsplit("/", 1)[0]
-    return f"{base}/train?class={code}"
+    return f"{base}/train?" + urlencode({"class": code, **language_param()})
 
 
 def qr_png(link: str) -> bytes:
@@ -103,14 +124,16 @@ def new_key_panel(title: str, key: str) -> None:
     never projected with them. It stays until the teacher says they have saved it."""
     st.subheader(markdown_literal(title), anchor=False)
     st.warning(
-        "**Your teacher key**, shown only now: copy it (the button at its right) and keep it somewhere safe. It opens "
-        "this class's board again, from any browser; without it nobody can. Never share it or project it.",
+        _(
+            "**Your teacher key**, shown only now: copy it (the button at its right) and keep it somewhere safe. It "
+            "opens this class's board again, from any browser; without it nobody can. Never share it or project it."
+        ),
         icon=":material/key:",
     )
     with st.container(key="teacher_new_key_box", border=True):
         st.code(key, language=None)
-    st.button("I have saved the key", type="primary", key="teacher_key_saved", on_click=forget_new_key)
-    st.caption("Then the class's link and QR code appear, for the projector.")
+    st.button(_("I have saved the key"), type="primary", key="teacher_key_saved", on_click=forget_new_key)
+    st.caption(_("Then the class's link and QR code appear, for the projector."))
 
 
 def forget_new_key() -> None:
@@ -125,10 +148,10 @@ def projector_view(title: str, code: str) -> None:
         link_col, qr_col = st.columns([3, 1], vertical_alignment="center")
         with link_col:
             st.subheader(markdown_literal(title), anchor=False)
-            st.markdown("Open this link to join the class, or scan the code with a phone:")
+            st.markdown(_("Open this link to join the class, or scan the code with a phone:"))
             with st.container(key="teacher_link"):
                 st.header(markdown_literal(link), anchor=False)
-        qr_col.image(qr_png(link), caption="The class link", output_format="PNG")  # as drawn: JPEG blurs it
+        qr_col.image(qr_png(link), caption=_("The class link"), output_format="PNG")  # as drawn: JPEG blurs it
 
 
 def assignment_form(snapshot: Snapshot, code: str, key: str) -> None:
@@ -139,39 +162,40 @@ def assignment_form(snapshot: Snapshot, code: str, key: str) -> None:
     with st.form("teacher_assignment"):
         for col, name in zip(st.columns(len(PRESET)), PRESET):
             s = spec.setting(name)
-            value, common = preset.get(name, s.default), {"key": f"teacher_{name}", "help": s.help}
+            value, common = preset.get(name, s.default), {"key": f"teacher_{name}", "help": _(s.help)}
             if s.options:
-                col.selectbox(s.label, s.options, index=s.options.index(value), format_func=s.word, **common)
+                words = {"format_func": lambda v, s=s: _(s.word(v))}
+                col.selectbox(_(s.label), s.options, index=s.options.index(value), **words, **common)
             else:
-                col.number_input(s.label, *s.bounds, value=value, **common)
+                col.number_input(_(s.label), *s.bounds, value=value, **common)
         splits = [None, *(s.name for s in spec.group_splits())]
         st.selectbox(
-            "Groups differ in",
+            _("Groups differ in"),
             splits,
             index=splits.index(current.setting if current.setting in splits else None),
             format_func=lambda name: (
-                "no groups: one class" if name is None else " / ".join(g.label for g in split_groups(name))
+                _("no groups: one class") if name is None else " / ".join(_(g.label) for g in split_groups(name))
             ),
             key="teacher_split",
-            help="Students alternate between the groups as they join, so the groups stay the same size.",
+            help=_("Students alternate between the groups as they join, so the groups stay the same size."),
         )
         st.multiselect(
-            "Students may change",
+            _("Students may change"),
             [s.name for s in spec.class_open()],
             default=sorted(current.open),
-            format_func=lambda name: spec.setting(name).label,
+            format_func=lambda name: _(spec.setting(name).label),
             key="teacher_open_settings",
         )
         questions = [None, *QUESTIONS]
         st.selectbox(
-            "Question students answer before Start",
+            _("Question students answer before Start"),
             questions,
             index=questions.index(snapshot.info.question),
-            format_func=lambda q: "none" if q is None else QUESTIONS[q].text,
+            format_func=lambda q: _("none") if q is None else _(QUESTIONS[q].text),
             key="teacher_question",
         )
         st.form_submit_button(
-            "Save the assignment", type="primary", key="teacher_save", on_click=save_assignment, args=(code, key)
+            _("Save the assignment"), type="primary", key="teacher_save", on_click=save_assignment, args=(code, key)
         )
 
 
@@ -184,13 +208,13 @@ def save_assignment(code: str, key: str) -> None:
     try:
         assignment = Assignment(preset, frozenset(state["teacher_open_settings"]), split, groups)
         if question is not None and (why := QUESTIONS[question].unfit(assignment)):
-            raise ClassroomError(f"that question does not fit these groups: {why}")
+            raise ClassroomError(Message(N_("that question does not fit these groups: {why}"), why=why))
         class_store().set_assignment(code, key, assignment, caller())
         class_store().set_question(code, key, question, caller())
     except (ClassroomError, ValueError) as err:
-        flash("teacher", "error", f"Not saved: {markdown_literal(str(err))}")
+        flash("teacher", "error", _("Not saved: {reason}", reason=markdown_literal(_(err))))
     else:
-        flash("teacher", "success", "Saved: students see it on Train from their next page load.")
+        flash("teacher", "success", _("Saved: students see it on Train from their next page load."))
 
 
 @st.fragment(run_every=BOARD_POLL_S)
@@ -199,58 +223,63 @@ def board(code: str) -> None:
     try:
         snapshot = class_store().snapshot(code, names=True)  # the key was checked when the board was opened
     except ClassroomError as err:
-        st.error(markdown_literal(str(err)))
+        st.error(markdown_literal(_(err)))
         return
     rows = student_rows(snapshot)
-    states = rows["state"].str.extract(r"^(not started|[a-z]+)")[0].value_counts() if len(rows) else {}
-    st.markdown(
-        f"**{len(rows)} student{'s' if len(rows) != 1 else ''}** · "
-        + " · ".join(f"{n} {state}" for state, n in dict(states).items())
-        if len(rows)
-        else "**No student has joined yet.** Share the link above."
-    )
     if not len(rows):
+        st.markdown(_("**No student has joined yet.** Share the link above."))
         return
+    st.markdown(" · ".join([f"**{ngettext('{n} student', '{n} students', len(rows))}**", *state_counts(rows)]))
+    curve = st.column_config.LineChartColumn(_("training loss"), width="small")
     st.dataframe(
-        rows,
-        hide_index=True,
-        column_config={"curve": st.column_config.LineChartColumn("training loss", width="small")},
-        key="teacher_students",
+        table_cells(rows), hide_index=True, column_config=column_labels(rows, curve=curve), key="teacher_students"
     )
-    st.text(difference_sentence(snapshot))  # group labels are the teacher's text: shown literally
+    st.text(_(difference_sentence(snapshot)))  # group labels are the teacher's text: shown literally
     curves_col, outcomes_col = st.columns(2)
-    curves_col.plotly_chart(group_curves_figure(group_curves(snapshot), "Training loss by group"), key="board_curves")
+    tr = session_translator()
+    curves = group_curves_figure(group_curves(snapshot), _("Training loss by group"), tr=tr)
+    curves_col.plotly_chart(curves, key="board_curves")
     outcomes = outcome_table(snapshot)
     if len(outcomes):
-        outcomes_col.plotly_chart(outcomes_figure(outcomes), key="board_outcomes")
+        outcomes_col.plotly_chart(outcomes_figure(outcomes, tr=tr), key="board_outcomes")
     if len(flagged := flags(snapshot)):
-        st.warning("Needs a look:", icon=":material/flag:")
-        st.dataframe(flagged, hide_index=True, key="teacher_flags")  # names are the students' text: a grid
+        st.warning(_("Needs a look:"), icon=":material/flag:")
+        st.dataframe(  # names are the students' text: a grid
+            table_cells(flagged), hide_index=True, column_config=column_labels(flagged), key="teacher_flags"
+        )
     if snapshot.info.question is not None:
-        st.markdown(f"**Predictions:** {QUESTIONS[snapshot.info.question].text}")
-        st.table(prediction_tally(snapshot).set_index("choice"))  # built-in choices only: an HTML table
+        st.markdown(_("**Predictions:** {question}", question=_(QUESTIONS[snapshot.info.question].text)))
+        tally = table_cells(prediction_tally(snapshot), "choice")
+        tally.columns = [_(name) for name in tally.columns]
+        st.table(tally.set_index(_("choice")))  # built-in choices only: an HTML table
+
+
+def state_counts(rows: pd.DataFrame) -> list[str]:
+    """How many students' runs are in each state ('3 training', '12 finished'), in the session's language: a
+    state's first words, before its step or place."""
+    counts = rows["state"].str.extract(r"^(not started|[a-z]+)")[0].value_counts()  # a Message reads as English
+    return [_("{n} {state}", n=n, state=_(STATES.get(state, state))) for state, n in counts.items()]
 
 
 def exports(code: str, key: str) -> None:
-    """The class's results, metric rows and predictions as CSV files read at the click, and deleting the class."""
-    for col, (label, frame) in zip(
-        st.columns(3),
-        (("results", results_frame), ("metric rows", metrics_frame), ("predictions", predictions_frame)),
-    ):
-        file_name = f"{code}-{label.replace(' ', '-')}.csv"
+    """The class's results, metric rows and predictions as CSV files and its students' lab reports, read at the
+    click, and deleting the class."""
+    for col, (name, label, frame) in zip(st.columns(3), EXPORTS):
+        file_name = f"{code}-{name.replace(' ', '-')}.csv"  # a file's name and columns stay English: data tools
         table = partial(class_table, class_store(), code, frame)  # read when clicked: what the database holds then
-        widget = f"teacher_download_{label.replace(' ', '_')}"
+        widget = f"teacher_download_{name.replace(' ', '_')}"
         # on_click="ignore": the download leaves the page as it is, on this tab
-        csv_download(col, f"Download {label} (CSV)", table, file_name, widget, on_click="ignore")
-    sure = st.checkbox("Delete this class and everything it recorded, now", key="teacher_delete_sure")
-    if st.button("Delete the class", disabled=not sure, key="teacher_delete", icon=":material/delete:"):
+        csv_download(col, _(label), table, file_name, widget, on_click="ignore")
+    class_reports_download(code)
+    sure = st.checkbox(_("Delete this class and everything it recorded, now"), key="teacher_delete_sure")
+    if st.button(_("Delete the class"), disabled=not sure, key="teacher_delete", icon=":material/delete:"):
         try:
             class_store().delete_class(code, key, caller())
         except ClassroomError as err:
-            st.error(f"Not deleted: {markdown_literal(str(err))}")
+            st.error(_("Not deleted: {reason}", reason=markdown_literal(_(err))))
             return
         st.session_state.pop("teacher_class")
-        flash("teacher", "success", "Deleted: the class and everything it recorded are gone.")
+        flash("teacher", "success", _("Deleted: the class and everything it recorded are gone."))
         st.rerun()
 
 
@@ -271,7 +300,7 @@ try:
 except ClassroomError as err:
     st.session_state.pop("teacher_class")
     st.session_state.pop("teacher_new_key", None)
-    st.error(f"This class cannot be opened: {markdown_literal(str(err))}")
+    st.error(_("This class cannot be opened: {reason}", reason=markdown_literal(_(err))))
     start_page()
     st.stop()
 info = snapshot.info
@@ -279,15 +308,15 @@ if "teacher_new_key" in st.session_state:  # a class just created: its key first
     new_key_panel(info.title, st.session_state["teacher_new_key"])
     st.stop()
 projector_view(info.title, code)
-st.caption(f"Kept until {info.expires_at:%Y-%m-%d %H:%M} UTC, then deleted with all it recorded.")
+st.caption(_("Kept until {until:%Y-%m-%d %H:%M} UTC, then deleted with all it recorded.", until=info.expires_at))
 show_flashes("teacher")
-board_tab, assignment_tab, export_tab = st.tabs(["Board", "Assignment", "Export and end"])
+board_tab, assignment_tab, export_tab = st.tabs([_("Board"), _("Assignment"), _("Export and end")])
 with board_tab:
     board(code)
 with assignment_tab:
     assignment_form(snapshot, code, key)
 with export_tab:
     exports(code, key)
-if st.button("Close the board", key="teacher_close"):
+if st.button(_("Close the board"), key="teacher_close"):
     st.session_state.pop("teacher_class")
     st.rerun()

@@ -13,7 +13,7 @@ from typing import Any, get_args
 
 from .decoding import Strategy
 from .experiments.definitions import Switch, SwitchValue
-from .i18n import N_, Message, message_of
+from .i18n import LANGUAGES, N_, Message, language_for, message_of
 from .limits import (
     DECODING_BEAM_WIDTHS,
     DECODING_SEEDS,
@@ -151,6 +151,17 @@ def class_code_parser() -> Parser:
         if not CLASS_CODE.fullmatch(code):
             raise ValueError(Message(N_("is not a class code like amber-otter-7351")))
         return code
+
+    return parse
+
+
+def language_parser() -> Parser:
+    """`lang`: an interface language, `zh-CN` (a tag naming one, as `zh` or `en-GB`, reads as that language)."""
+
+    def parse(text: str) -> str:
+        if (language := language_for(text)) is None:
+            raise ValueError(Message(N_("is not one of {options}"), options=", ".join(LANGUAGES)))
+        return language
 
     return parse
 

@@ -10,18 +10,21 @@ import statistics
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from ..i18n import N_, Message
 from .assignment import Assignment, Value
 from .outcomes import Outcome, measured, steps_to_solve
 from .records import Snapshot
 
 Grade = Callable[[Sequence[Outcome], Sequence[Outcome]], str | None]  # (the group's, the others') -> right choice
-SOLVE_CHOICES = ("sooner", "later", "not within the step budget")
-SOLVE_CAPTION = (
+# A choice is kept in the class database as these English words (a prediction, a measured answer); pages show it
+# translated.
+SOLVE_CHOICES = (N_("sooner"), N_("later"), N_("not within the step budget"))
+SOLVE_CAPTION = N_(
     "Measured, not decoded: 'not within the step budget' when fewer than half of these runs solved the task; "
     "otherwise 'sooner' when their median steps to solve is below the median of the other groups' solved runs (or "
     "none of those solved), else 'later'."
 )
-COMPARE_CHOICES = ("higher", "about the same", "lower")
+COMPARE_CHOICES = (N_("higher"), N_("about the same"), N_("lower"))
 
 
 def solved_sooner(arm: Sequence[Outcome], rest: Sequence[Outcome]) -> str | None:
@@ -61,19 +64,20 @@ class Question:
     grade: Grade
     task: str | None = None  # the task the question names, if any
 
-    def unfit(self, assignment: Assignment | None) -> str | None:
+    def unfit(self, assignment: Assignment | None) -> Message | None:
         """Why this question does not fit `assignment`, or None when it does."""
         values = [(type(g.value), g.value) for g in assignment.groups] if assignment else []
         if assignment is None or assignment.setting != self.setting or (type(self.value), self.value) not in values:
-            return f"it needs groups that differ in {self.setting}, one of them with {self.setting} = {self.value}"
+            why = N_("it needs groups that differ in {setting}, one of them with {setting} = {value}")
+            return Message(why, setting=self.setting, value=self.value)
         if self.task is not None and assignment.settings(None)["task"] != self.task:
-            return f"it is about the task {self.task}"
+            return Message(N_("it is about the task {task}"), task=self.task)
         return None
 
 
 QUESTIONS: dict[str, Question] = {
     "positional-none": Question(
-        "Without positional encoding, reverse will be solved:",
+        N_("Without positional encoding, reverse will be solved:"),
         SOLVE_CAPTION,
         "positional",
         "none",
@@ -82,16 +86,18 @@ QUESTIONS: dict[str, Question] = {
         task="reverse",
     ),
     "causal-mask-off": Question(
-        "Without the causal mask, the held-out exact match at the end will be:",
-        "Measured: the median exact match on the whole held-out set when the runs without the mask ended, against "
-        "the other groups' median; 'about the same' within 5 percentage points.",
+        N_("Without the causal mask, the held-out exact match at the end will be:"),
+        N_(
+            "Measured: the median exact match on the whole held-out set when the runs without the mask ended, "
+            "against the other groups' median; 'about the same' within 5 percentage points."
+        ),
         "causal_mask",
         False,
         COMPARE_CHOICES,
         compared("exact_match", 0.05),
     ),
     "unscaled-scores": Question(
-        "Without scaling the attention scores by 1/√d_k, the task will be solved:",
+        N_("Without scaling the attention scores by 1/√d_k, the task will be solved:"),
         SOLVE_CAPTION,
         "scale_scores",
         False,
@@ -99,7 +105,7 @@ QUESTIONS: dict[str, Question] = {
         solved_sooner,
     ),
     "pre-norm": Question(
-        "With pre-norm instead of post-norm, the task will be solved:",
+        N_("With pre-norm instead of post-norm, the task will be solved:"),
         SOLVE_CAPTION,
         "norm_first",
         True,
@@ -107,9 +113,11 @@ QUESTIONS: dict[str, Question] = {
         solved_sooner,
     ),
     "label-smoothing": Question(
-        "With label smoothing 0.1, the training loss at the end will be:",
-        "Measured: the median training loss of the last metric row of runs with smoothing 0.1 against the other "
-        "groups' median; 'about the same' within 0.05.",
+        N_("With label smoothing 0.1, the training loss at the end will be:"),
+        N_(
+            "Measured: the median training loss of the last metric row of runs with smoothing 0.1 against the other "
+            "groups' median; 'about the same' within 0.05."
+        ),
         "label_smoothing",
         0.1,
         COMPARE_CHOICES,
