@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from .. import settings as spec
+from ..i18n import N_, Message
 from ..limits import MAX_GROUPS, MAX_LABEL_CHARS
 from ..run_configs import run_configs
 from ..settings import Value
@@ -24,7 +25,8 @@ def form_names() -> list[str]:
 def check_value(name: str, value: Any) -> Value:
     """`value` if it is a valid value of the Train form's setting `name`, else ValueError saying what it must be."""
     if name not in form_names():
-        raise ValueError(f"{str(name)[:MAX_LABEL_CHARS]!r} is not a setting of the Train page")
+        shown = repr(str(name)[:MAX_LABEL_CHARS])
+        raise ValueError(Message(N_("{name} is not a setting of the Train page"), name=shown))
     return spec.setting(name).check(value)
 
 
@@ -50,9 +52,9 @@ class Assignment:
         for name, value in self.preset.items():
             check_value(name, value)
         if unknown := set(self.open) - set(form_names()):
-            raise ValueError(f"unknown settings: {', '.join(sorted(map(str, unknown)))[:100]}")
+            raise ValueError(Message(N_("unknown settings: {names}"), names=", ".join(sorted(map(str, unknown)))[:100]))
         if "seed" in self.open or (self.setting is not None and self.setting in self.open):
-            raise ValueError("the seed and the setting the groups differ in cannot be open to students")
+            raise ValueError(N_("the seed and the setting the groups differ in cannot be open to students"))
         self._check_groups()
         for group in self.groups or (None,):
             run_configs(self.settings(group))
@@ -62,9 +64,9 @@ class Assignment:
         if not self.groups and self.setting is None:
             return
         if self.setting not in form_names() or self.setting == "seed":
-            raise ValueError("groups must differ in one setting of the Train page other than the seed")
+            raise ValueError(N_("groups must differ in one setting of the Train page other than the seed"))
         if not 2 <= len(self.groups) <= MAX_GROUPS:
-            raise ValueError(f"an assignment has no groups or 2 to {MAX_GROUPS} of them")
+            raise ValueError(Message(N_("an assignment has no groups or 2 to {most} of them"), most=MAX_GROUPS))
         for group in self.groups:
             label = group.label
             if (
@@ -73,12 +75,13 @@ class Assignment:
                 or len(label) > MAX_LABEL_CHARS
                 or not label.isprintable()
             ):
-                raise ValueError(f"a group's label must be 1 to {MAX_LABEL_CHARS} characters of text on one line")
+                label_rule = N_("a group's label must be 1 to {most} characters of text on one line")
+                raise ValueError(Message(label_rule, most=MAX_LABEL_CHARS))
             check_value(self.setting, group.value)
         if len({g.label.strip() for g in self.groups}) < len(self.groups) or len(
             {(type(g.value), g.value) for g in self.groups}
         ) < len(self.groups):
-            raise ValueError("groups need distinct labels and distinct values")
+            raise ValueError(N_("groups need distinct labels and distinct values"))
 
     def group(self, position: int) -> Group | None:
         """The group of the student who joined `position`-th (from 0): groups take turns, so they stay balanced."""
@@ -99,7 +102,7 @@ class Assignment:
         settings (ValueError on a locked or bad one), then the group's value and the seed."""
         changes = dict(changes or {})
         if locked := sorted(set(changes) - set(self.open)):
-            raise ValueError(f"locked by the teacher: {', '.join(map(str, locked))[:100]}")
+            raise ValueError(Message(N_("locked by the teacher: {names}"), names=", ".join(map(str, locked))[:100]))
         values = {**spec.form_defaults(), **self.preset, **{name: check_value(name, v) for name, v in changes.items()}}
         if group is not None:
             values[self.setting] = group.value

@@ -22,6 +22,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import IntegrityError
 
+from ..i18n import N_, Message
 from ..limits import (
     CLASS_CREATIONS,
     DEFAULT_RETENTION_DAYS,
@@ -66,7 +67,7 @@ class TooManyAttempts(ClassroomError):
     """Too many attempts of one kind from one person lately (a rate limit of `transformer.limits`)."""
 
 
-WRONG_CODE_OR_KEY = "no class has this code, or this is not its teacher key"
+WRONG_CODE_OR_KEY = N_("no class has this code, or this is not its teacher key")
 
 
 def database_url(env: Mapping[str, str], secrets: Mapping[str, Any] | None = None) -> str:
@@ -88,9 +89,11 @@ def check_text(text: Any, what: str, longest: int) -> str:
     """`text` without surrounding spaces if it is 1..`longest` characters of printable text (no control or format
     characters), else ClassroomError. It stays literal: pages show it character for character."""
     if not isinstance(text, str) or not 1 <= len(text.strip()) <= longest:
-        raise ClassroomError(f"{what} must be 1 to {longest} characters")
+        raise ClassroomError(
+            Message(N_("{what} must be 1 to {longest} characters"), what=Message(what), longest=longest)
+        )
     if any(unicodedata.category(c).startswith("C") for c in text):
-        raise ClassroomError(f"{what} must be plain text on one line")
+        raise ClassroomError(Message(N_("{what} must be plain text on one line"), what=Message(what)))
     return text.strip()
 
 
@@ -143,10 +146,10 @@ class ClassStore:
         """A new class: its code (for the students' link) and its teacher key (shown once, kept only as a hash).
         ClassroomError when the server already holds MAX_CLASSES classes; TooManyAttempts past CLASS_CREATIONS
         from `caller`'s browser, their address, or the whole server."""
-        title = check_text(title, "A class's title", MAX_TITLE_CHARS)
+        title = check_text(title, N_("A class's title"), MAX_TITLE_CHARS)
         low, high = RETENTION_DAYS
         if type(retention_days) is not int or not low <= retention_days <= high:
-            raise ClassroomError(f"a class is kept for {low} to {high} days")
+            raise ClassroomError(Message(N_("a class is kept for {low} to {high} days"), low=low, high=high))
         if caller is not None:
             self._creations(caller)
         key, salt, now = new_teacher_key(), new_salt(), self.now()
@@ -158,15 +161,14 @@ class ClassStore:
                     used = set(conn.scalars(select(classes.c.slot)))
                     slot = next((s for s in range(MAX_CLASSES) if s not in used), None)
                     if slot is None:
-                        raise ClassroomError(
-                            f"this server holds {MAX_CLASSES} classes, its most: delete a finished one first"
-                        )
+                        full = N_("this server holds {most} classes, its most: delete a finished one first")
+                        raise ClassroomError(Message(full, most=MAX_CLASSES))
                     code = new_class_code()
                     conn.execute(insert(classes).values(code=code, slot=slot, **values))
                 return code, key
             except IntegrityError:  # the code, or the slot, was taken meanwhile
                 continue
-        raise ClassroomError("the server is busy: try again")
+        raise ClassroomError(N_("the server is busy: try again"))
 
     def _creations(self, caller: Caller) -> None:
         """Count a class creation by `caller`; TooManyAttempts, uncounted, past any of CLASS_CREATIONS."""
@@ -177,15 +179,25 @@ class ClassStore:
         }
         if caller.address is None:  # unknown: every such caller would count as one address
             del who["address"]
-        whose = {"browser": "from this browser", "address": "from your network", "server": "on this server"}
+        too_many = {
+            "browser": N_(
+                "{most} classes were created from this browser in the last {minutes} minutes, the most this server "
+                "takes: try again later"
+            ),
+            "address": N_(
+                "{most} classes were created from your network in the last {minutes} minutes, the most this server "
+                "takes: try again later"
+            ),
+            "server": N_(
+                "{most} classes were created on this server in the last {minutes} minutes, the most this server "
+                "takes: try again later"
+            ),
+        }
         with self.engine.begin() as conn:
             for kind, subject in who.items():
                 if throttle.over(conn, "create", subject, CLASS_CREATIONS[kind], self.now()):
                     most, window_s = CLASS_CREATIONS[kind]
-                    raise TooManyAttempts(
-                        f"{most} classes were created {whose[kind]} in the last {window_s // 60} minutes, the most "
-                        "this server takes: try again later"
-                    )
+                    raise TooManyAttempts(Message(too_many[kind], most=most, minutes=window_s // 60))
             throttle.note(conn, "create", who.values(), self.now())
 
     def open_board(self, code: str, key: str, caller: Caller | None = None) -> Snapshot:
@@ -198,7 +210,8 @@ class ClassStore:
         """Set (or clear) the class's assignment; ClassroomError if the class's question no longer fits it."""
         row = self._teacher(code, key, caller)
         if row.question and (why := QUESTIONS[row.question].unfit(assignment)):
-            raise ClassroomError(f"the class's question no longer fits: {why}; change the question first")
+            no_longer = N_("the class's question no longer fits: {why}; change the question first")
+            raise ClassroomError(Message(no_longer, why=why))
         data = None if assignment is None else assignment.to_json()
         with self.engine.begin() as conn:
             conn.execute(update(classes).where(classes.c.id == row.id).values(assignment=data))
@@ -208,9 +221,9 @@ class ClassStore:
         row = self._teacher(code, key, caller)
         if question is not None:
             if question not in QUESTIONS:
-                raise ClassroomError("not a built-in question")
+                raise ClassroomError(N_("not a built-in question"))
             if why := QUESTIONS[question].unfit(_assignment(row)):
-                raise ClassroomError(f"this question does not fit the assignment: {why}")
+                raise ClassroomError(Message(N_("this question does not fit the assignment: {why}"), why=why))
         with self.engine.begin() as conn:
             conn.execute(update(classes).where(classes.c.id == row.id).values(question=question))
 
@@ -268,8 +281,8 @@ class ClassStore:
         """Join the class as `name` (literal text in Unicode's composed form, unique in the class as `name_key`
         compares names) from `browser`; the same browser again gets the student it joined as, under their first
         name. ClassroomError if the name is taken or the class holds MAX_STUDENTS."""
-        name = unicodedata.normalize("NFC", check_text(name, "A name", MAX_NAME_CHARS))
-        browser = check_text(browser, "A browser id", MAX_BROWSER_CHARS)
+        name = unicodedata.normalize("NFC", check_text(name, N_("A name"), MAX_NAME_CHARS))
+        browser = check_text(browser, N_("A browser id"), MAX_BROWSER_CHARS)
         # A collision on the position means another student took it: at most MAX_STUDENTS can before the class is
         # full, so a class joining at once never sees "busy" (ATTEMPTS more for a name or browser taken meanwhile).
         for _ in range(MAX_STUDENTS + ATTEMPTS):
@@ -280,16 +293,16 @@ class ClassStore:
                     return self._add_student(conn, self._class(conn, code), browser, name)
             except IntegrityError:  # another join took the position (or this name, or this browser) meanwhile
                 continue
-        raise ClassroomError("the class is busy: try again")
+        raise ClassroomError(N_("the class is busy: try again"))
 
     def _add_student(self, conn: Connection, row: Row, browser: str, name: str) -> Student:
         """Insert a student at the next position of the class in `row`."""
         mine = students.c.class_id == row.id
         if conn.scalar(select(students.c.id).where(mine, students.c.name_key == name_key(name))) is not None:
-            raise ClassroomError("someone in this class already has this name: pick another")
+            raise ClassroomError(N_("someone in this class already has this name: pick another"))
         position = conn.scalar(select(func.count()).select_from(students).where(mine))
         if position >= MAX_STUDENTS:
-            raise ClassroomError(f"this class is full: it holds {MAX_STUDENTS} students")
+            raise ClassroomError(Message(N_("this class is full: it holds {most} students"), most=MAX_STUDENTS))
         values = dict(class_id=row.id, browser=browser, name=name, name_key=name_key(name), position=position)
         new = conn.execute(insert(students).values(**values, joined_at=self.now()).returning(students)).one()
         return _student(new, _assignment(row))
@@ -300,11 +313,11 @@ class ClassStore:
             joined = classes.join(students, students.c.class_id == classes.c.id)
             question = conn.scalar(select(classes.c.question).select_from(joined).where(students.c.id == student.id))
             if question is None:
-                raise ClassroomError("this class has no question to answer")
+                raise ClassroomError(N_("this class has no question to answer"))
             if choice not in QUESTIONS[question].choices:
-                raise ClassroomError("not one of the question's choices")
+                raise ClassroomError(N_("not one of the question's choices"))
             if conn.scalar(select(runs.c.status).where(runs.c.student_id == student.id)) not in (None, "not started"):
-                raise ClassroomError("predictions are made before the run starts")
+                raise ClassroomError(N_("predictions are made before the run starts"))
             values = dict(question=question, choice=choice, answered_at=self.now())
             _upsert(conn, predictions, dict(student_id=student.id, **values))
 
@@ -325,7 +338,7 @@ class ClassStore:
             heard_at=now,
             server=self.server,
         )
-        gone = UnknownClass("the student's class has ended")
+        gone = UnknownClass(N_("the student's class has ended"))
         try:
             with self.engine.begin() as conn:
                 if conn.scalar(select(students.c.id).where(students.c.id == student.id)) is None:
@@ -357,7 +370,7 @@ class ClassStore:
         if isinstance(code, str) and len(code) <= MAX_CODE_CHARS:
             row = conn.execute(select(classes).where(classes.c.code == code)).first()
         if row is None or row.expires_at <= self.now():
-            raise UnknownClass("there is no class with this code: it may have ended")
+            raise UnknownClass(N_("there is no class with this code: it may have ended"))
         return row
 
     def _miss(self, caller: Caller | None) -> None:
@@ -381,7 +394,7 @@ class ClassStore:
         browser = None if caller is None else throttle.subject("browser", caller.browser)
         with self._key_checks, self.engine.begin() as conn:
             if browser and throttle.over(conn, "wrong key", browser, WRONG_KEYS_PER_BROWSER, self.now()):
-                raise TooManyAttempts("too many wrong teacher keys from this browser: wait a few minutes")
+                raise TooManyAttempts(N_("too many wrong teacher keys from this browser: wait a few minutes"))
             try:
                 row = self._class(conn, code)
             except UnknownClass:
