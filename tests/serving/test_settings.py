@@ -30,6 +30,14 @@ def test_the_limits_on_one_run_one_worker_and_one_address_come_from_the_environm
     )
 
 
+def test_a_ray_clusters_address_comes_from_the_environment_and_bounds_the_slots_to_its_cpus():
+    assert ServerSettings.from_env({}).ray_address == ""  # no cluster: this server's workers
+    assert ServerSettings.from_env({"LAB_RAY_ADDRESS": " ray-head:6379 "}).ray_address == "ray-head:6379"
+    assert ServerSettings.from_env({"LAB_RAY_ADDRESS": "auto"}).ray_address == "auto"
+    assert ServerSettings().cluster_slots(200) == 64  # one per CPU, at most LAB_TRAINING_SLOTS' top
+    assert ServerSettings(training_slots=8).cluster_slots(200) == 8 and ServerSettings().cluster_slots(3) == 3
+
+
 @pytest.mark.parametrize(
     "name, value, message",
     [
@@ -46,6 +54,10 @@ def test_the_limits_on_one_run_one_worker_and_one_address_come_from_the_environm
         ("LAB_WORKER_MAX_MB", "50", "LAB_WORKER_MAX_MB must be in 100..100000"),
         ("LAB_MAX_RUNS_PER_ADDRESS", "0", "LAB_MAX_RUNS_PER_ADDRESS must be in 1..1000"),
         ("LAB_MAX_RUNS_PER_ADDRESS", "2.5", "LAB_MAX_RUNS_PER_ADDRESS must be a number"),
+        ("LAB_RAY_ADDRESS", "ray-head", "LAB_RAY_ADDRESS must be host:port"),
+        ("LAB_RAY_ADDRESS", "ray://head:10001", "LAB_RAY_ADDRESS must be host:port"),
+        ("LAB_RAY_ADDRESS", "head:6379 --block", "LAB_RAY_ADDRESS must be host:port"),
+        ("LAB_RAY_ADDRESS", "h" * 300 + ":6379", "LAB_RAY_ADDRESS must be host:port"),
     ],
 )
 def test_a_bad_value_is_refused_naming_its_variable(name, value, message):

@@ -1,4 +1,4 @@
-"""Serving training runs to many students at once, in six modules:
+"""Serving training runs to many students at once:
 
 - `settings`: `ServerSettings`, the server's settings, read once from `LAB_*` environment variables;
 - `run`: `Run`, the state of one run that pages read (status, losses, metric rows, snapshots, result, watchers);
@@ -6,38 +6,42 @@
 - `worker`: the worker's end: the loop that trains a run in a worker process (or thread) and reports;
 - `worker_link`: the server's end, `WorkerLink`, which starts a worker, hands it a run, and writes the worker's
   reports into the `Run`;
+- `ray_worker`: the same worker on a Ray cluster (`LAB_RAY_ADDRESS`): an actor that runs the worker's loop, and the
+  proxy process that relays the protocol between the server and it; `ray_link`: what the server asks the cluster;
 - `registry`: `RunRegistry`, which joins identical runs, queues distinct ones for the training slots, and moves a
   `Chain` of runs (Compare's variants) on by itself.
+
+The public names load on first use (PEP 562), as in `transformer`: a Ray proxy process imports
+`transformer.serving.ray_worker` without torch.
 """
 
-from .registry import (
-    AddressBusy,
-    AlreadyTraining,
-    Chain,
-    Place,
-    QueueFull,
-    RunRegistry,
-    ServerBusy,
-    network_address,
-    run_key,
-)
-from .run import CONNECTED_GRACE, Run, RunStatus, unwatched
-from .settings import ServerSettings, usable_cores
+from importlib import import_module
 
-__all__ = [
-    "CONNECTED_GRACE",
-    "AddressBusy",
-    "AlreadyTraining",
-    "Chain",
-    "Place",
-    "QueueFull",
-    "Run",
-    "RunRegistry",
-    "RunStatus",
-    "ServerBusy",
-    "ServerSettings",
-    "network_address",
-    "run_key",
-    "unwatched",
-    "usable_cores",
-]
+_WHERE = {  # public name -> the module that defines it
+    "AddressBusy": "registry",
+    "AlreadyTraining": "registry",
+    "Chain": "registry",
+    "Place": "registry",
+    "QueueFull": "registry",
+    "RunRegistry": "registry",
+    "ServerBusy": "registry",
+    "network_address": "registry",
+    "run_key": "registry",
+    "CONNECTED_GRACE": "run",
+    "Run": "run",
+    "RunStatus": "run",
+    "unwatched": "run",
+    "ServerSettings": "settings",
+    "usable_cores": "settings",
+}
+__all__ = sorted(_WHERE)
+
+
+def __getattr__(name: str) -> object:
+    if name not in _WHERE:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(import_module(f".{_WHERE[name]}", __name__), name)
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_WHERE})

@@ -7,7 +7,9 @@
                        server's SILENCE_LIMIT_S on a busy server), and last RunEnded.
 
 `worker.py` is the worker's end (it trains), `worker_link.py` the server's end (it writes the reports into the
-`Run` pages read). Each message is a frozen dataclass, sent with plain pickle (`send`, `receive`).
+`Run` pages read). Each message is a frozen dataclass, sent with plain pickle (`send`, `receive`). The pipe goes to a
+worker process on the server, or to a proxy process that relays its bytes to the same loop on a Ray cluster
+(`ray_worker.py`): one protocol, two transports.
 """
 
 import pickle
@@ -94,12 +96,14 @@ class Alive:
 
 @dataclass(frozen=True)
 class RunEnded:
-    """The run's end: a result or an error a student can read, its final weights, and why a limit ended it."""
+    """The run's end: a result or an error a student can read, its final weights, why a limit ended it, and the
+    memory the worker process holds once the run's is given back (MB; None from a worker on a server thread)."""
 
     result: TrainResult | None
     error: str | None
     weights: Weights | None
     notice: str | None
+    resident_mb: float | None = None
 
 
 Message = StartRun | Control | Ready | Progress | NewRow | Holding | Alive | RunEnded

@@ -6,7 +6,8 @@ the run's own generators (see `Trainer`). So a student who asks for the same set
 or that recently finished on its own terms (solved, or its step budget spent), joins it: one run, many watchers.
 
 Each training slot is a thread of the server with a worker of its own: the thread takes the next queued run,
-has its worker train it (`WorkerLink.relay` writes the reports into the run), and takes the next.
+has its worker train it (`WorkerLink.relay` writes the reports into the run), and takes the next. The workers are
+this server's, or with `LAB_RAY_ADDRESS` actors on a Ray cluster, one slot per CPU of the cluster (`training_slots`).
 """
 
 import ipaddress
@@ -23,9 +24,9 @@ from ..model import ModelConfig
 from ..tasks import DataConfig
 from ..training import TrainConfig
 from .protocol import Caps
-from .run import Run, log_runs, unwatched
-from .settings import ServerSettings
-from .worker_link import WorkerLink, WorkerLost
+from .run import Run, log, log_runs, unwatched
+from .settings import ServerSettings, usable_cores
+from .worker_link import WorkerLink, WorkerLost, cluster_cpus
 
 DEFAULT_RUN_S = 10.0  # the guess for a run's length before any has finished on this server
 MAX_FINISHED_WEIGHTS = 10_000_000  # numbers that finished runs kept for joining may hold
@@ -58,6 +59,16 @@ def network_address(peer: str | None, forwarded_for: str | None) -> str | None:
         return str(ipaddress.ip_address(forwarded)) if through_proxy and forwarded else peer
     except ValueError:
         return peer
+
+
+def training_slots(settings: ServerSettings) -> tuple[str | None, int]:
+    """Where runs train and how many at once: on the Ray cluster at `settings.ray_address`, one per CPU it has
+    (bounded by LAB_TRAINING_SLOTS), or, with no cluster or one that cannot be reached, on this server's workers."""
+    if settings.ray_address:
+        if (cpus := cluster_cpus(settings.ray_address)) is not None:
+            return settings.ray_address, settings.cluster_slots(cpus)
+        log.warning("training on this server's own workers, %d at once", settings.slots)
+    return None, settings.slots
 
 
 def run_key(model_config: ModelConfig, data_config: DataConfig, train_config: TrainConfig) -> str:
@@ -104,13 +115,14 @@ class Chain:
 class RunRegistry:
     """Every run on one server, by `run_key` (see the module docstring).
 
-    `settings.slots` runs train at once, each in a worker of its own (a process, or a server thread when
-    `settings.worker_processes` is off); more distinct runs wait in a queue of at most `settings.max_queue`, at
-    most `settings.runs_per_address` of them queued or training from one network address. A free slot takes the
-    first queued run from an address with no run training, else the first queued run. A queued run nobody watches
-    any more leaves the queue, and a training one is stopped (see `Run`). A worker holding more than
-    `settings.worker_max_mb` after a run is restarted. The last `keep_finished` runs that ended on their own terms
-    stay joinable.
+    `settings.slots` runs train at once (on a Ray cluster, see `training_slots`), each in a worker of its own (a
+    process, a server thread when `settings.worker_processes` is off, or a Ray actor); more distinct runs wait in a
+    queue of at most `settings.max_queue`, at most `settings.runs_per_address` of them queued or training from one
+    network address. A free slot takes the first queued run from an address with no run training, else the first
+    queued run. A queued run nobody watches any more leaves the queue, and a training one is stopped (see `Run`). A
+    worker holding more than `settings.worker_max_mb` after a run is restarted. A slot whose Ray actor cannot start
+    takes a worker of this server instead, while this server's usable cores and `settings.slots` allow. The last
+    `keep_finished` runs that ended on their own terms stay joinable.
 
     Its one lock (with the condition `_changed` on it) guards the queue, the slots, the joinable runs, the chains,
     the recent durations and whether it is closed: pages' threads and the slots' threads all change them.
@@ -119,19 +131,21 @@ class RunRegistry:
     def __init__(self, settings: ServerSettings, keep_finished: int = 16):
         self.settings, self.keep_finished = settings, keep_finished
         log_runs()
+        self.ray_address, slots = training_slots(settings)
+        self._local_slots = min(settings.slots, usable_cores())  # slots that may fall back to this server's workers
         self._lock = threading.RLock()
         self._changed = threading.Condition(self._lock)  # a run was queued, a slot freed, or the registry closed
         self._runs: dict[str, Run] = {}  # joinable runs: queued, training, or finished on their own terms
         self._queue: deque[Run] = deque()
-        self._slots: list[Run | None] = [None] * settings.slots  # the run each slot trains
-        self.workers: list[WorkerLink | None] = [None] * settings.slots  # each slot's worker, once it is ready
+        self._slots: list[Run | None] = [None] * slots  # the run each slot trains
+        self.workers: list[WorkerLink | None] = [None] * slots  # each slot's worker, once it is ready
         self._chains: list[Chain] = []
         self._durations: deque[float] = deque(maxlen=20)  # seconds of recently finished runs, for wait estimates
         self._closed = False
-        self._starting = settings.slots  # slots whose first worker is still starting
+        self._starting = slots  # slots whose first worker is still starting
         self._threads = [
             threading.Thread(target=self._serve_slot, args=(i,), name=f"training-slot-{i}", daemon=True)
-            for i in range(settings.slots)
+            for i in range(slots)
         ]
         for thread in self._threads:
             thread.start()
@@ -239,7 +253,7 @@ class RunRegistry:
     def _serve_slot(self, slot: int) -> None:
         """A training slot: keep a worker, and have it train the runs given to this slot until the registry
         closes. The worker starts at once, so the first Start finds it ready; a worker that is lost is replaced."""
-        worker = self.workers[slot] = self._new_worker()
+        worker = self.workers[slot] = self._new_worker(slot)
         with self._lock:
             self._starting -= 1
             self._changed.notify_all()
@@ -252,7 +266,7 @@ class RunRegistry:
             if run is None:  # closed
                 break
             if worker is None:
-                worker = self.workers[slot] = self._new_worker()
+                worker = self.workers[slot] = self._new_worker(slot)
             if worker is None:
                 run.end(None, "the training process could not start")
             else:
@@ -266,12 +280,22 @@ class RunRegistry:
                     worker = self.workers[slot] = None
             self._ended(slot, run)
             if worker is None and not self._closed:
-                worker = self.workers[slot] = self._new_worker()
+                worker = self.workers[slot] = self._new_worker(slot)
         if worker is not None:
             worker.close()
 
-    def _new_worker(self) -> WorkerLink | None:
+    def _new_worker(self, slot: int) -> WorkerLink | None:
+        """A ready worker for `slot`: a Ray actor when the registry trains on a cluster, else (or when the cluster
+        starts none, and the slot is one this server can also hold) one of this server's; None when none starts."""
         caps = Caps(self.settings.max_run_s, self.settings.max_total_pause_s)
+        if self.ray_address is not None:
+            worker = WorkerLink(self.settings.torch_threads, caps, ray_address=self.ray_address)
+            if worker.wait_ready():
+                return worker
+            worker.close()
+            log.warning("training slot %d: the Ray cluster at %s started no worker", slot, self.ray_address)
+            if slot >= self._local_slots:
+                return None
         worker = WorkerLink(self.settings.torch_threads, caps, in_server=not self.settings.worker_processes)
         if worker.wait_ready():
             return worker

@@ -1,12 +1,16 @@
 """The server's settings: one dataclass, read once from `LAB_*` environment variables (docs/classroom.md lists them)."""
 
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from pathlib import Path
 
 from ..config_checks import require_all
 from ..limits import MAX_TIME_BUDGET_S
+
+MAX_TRAINING_SLOTS = 64  # runs one server trains at once, on its own cores or on a Ray cluster's CPUs
+RAY_ADDRESS = re.compile(r"auto|[A-Za-z0-9.-]{1,253}:\d{1,5}")  # the head's host:port (its GCS port), or "auto"
 
 
 def cgroup_cpu_quota(root: Path = Path("/sys/fs/cgroup")) -> float | None:
@@ -48,10 +52,11 @@ class ServerSettings:
     max_total_pause_s: float = 240.0  # LAB_MAX_PAUSED_S: seconds a run may be paused in all, over every pause
     worker_max_mb: float = 600.0  # LAB_WORKER_MAX_MB: a worker holding more memory than this after a run restarts
     runs_per_address: int = 40  # LAB_MAX_RUNS_PER_ADDRESS: runs queued or training from one network address
+    ray_address: str = ""  # LAB_RAY_ADDRESS: train on this Ray cluster (docs/scale.md); empty: on this server
 
     def __post_init__(self) -> None:
         require_all(
-            (0 <= self.training_slots <= 64, "LAB_TRAINING_SLOTS must be in 0..64"),
+            (0 <= self.training_slots <= MAX_TRAINING_SLOTS, f"LAB_TRAINING_SLOTS must be in 0..{MAX_TRAINING_SLOTS}"),
             (0 <= self.max_queue <= 1000, "LAB_MAX_QUEUE must be in 0..1000"),
             (0.1 <= self.idle_timeout_s <= 3600, "LAB_JOB_IDLE_TIMEOUT_S must be in 0.1..3600"),
             (1 <= self.torch_threads <= 64, "LAB_TORCH_THREADS must be in 1..64"),
@@ -60,12 +65,21 @@ class ServerSettings:
             (0.1 <= self.max_total_pause_s <= 3600, "LAB_MAX_PAUSED_S must be in 0.1..3600"),
             (100 <= self.worker_max_mb <= 100_000, "LAB_WORKER_MAX_MB must be in 100..100000"),
             (1 <= self.runs_per_address <= 1000, "LAB_MAX_RUNS_PER_ADDRESS must be in 1..1000"),
+            (
+                self.ray_address == "" or bool(RAY_ADDRESS.fullmatch(self.ray_address)),
+                "LAB_RAY_ADDRESS must be host:port (the Ray head's address) or auto",
+            ),
         )
 
     @property
     def slots(self) -> int:
-        """Runs training at once: the setting, or one per usable core (threads share the GIL; docs/classroom.md)."""
+        """Runs training at once on this server: the setting, or one per usable core (threads share the GIL;
+        docs/classroom.md). On a Ray cluster, `cluster_slots`."""
         return self.training_slots or usable_cores()
+
+    def cluster_slots(self, cluster_cpus: int) -> int:
+        """Runs training at once on a Ray cluster with `cluster_cpus` CPUs: one per CPU, bounded by the setting."""
+        return max(1, min(cluster_cpus, self.training_slots or MAX_TRAINING_SLOTS))
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] = os.environ) -> "ServerSettings":
@@ -94,4 +108,5 @@ ENV_NAMES = {  # field -> environment variable
     "max_total_pause_s": "LAB_MAX_PAUSED_S",
     "worker_max_mb": "LAB_WORKER_MAX_MB",
     "runs_per_address": "LAB_MAX_RUNS_PER_ADDRESS",
+    "ray_address": "LAB_RAY_ADDRESS",
 }

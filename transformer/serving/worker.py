@@ -4,14 +4,18 @@ end of the protocol in `protocol.py`; `worker_link.py` is the server's end).
 A worker is a fresh Python process (`python -m transformer.serving FD THREADS`), so a server drawing many
 pages never holds the interpreter lock its steps need. Not multiprocessing's spawn: under `streamlit run`,
 `__main__` is the app's script, which spawn (and forkserver) would import again in every worker. In tests, and on
-hosts that cannot start processes, the same loop runs on a thread of the server over `multiprocessing.Pipe()`.
+hosts that cannot start processes, the same loop runs on a thread of the server over `multiprocessing.Pipe()`. On
+a Ray cluster it runs on a thread of a Ray actor (`ray_worker.py`), as in a worker process.
 """
 
 import ctypes
 import gc
+import os
 import threading
 import time
+from dataclasses import replace
 from multiprocessing.connection import Connection
+from pathlib import Path
 
 import torch
 
@@ -28,9 +32,9 @@ def serve(conn: Connection, torch_threads: int | None) -> None:
     """A worker's loop: train each run the server sends, one at a time, here. Ends when the pipe closes.
 
     A worker process is given its torch thread count and pays a first step's one-off costs before it says it is
-    ready, and gives a run's memory back before it reports the run's end; a worker on a server thread
-    (`torch_threads` None) leaves all three to the server, whose settings and memory they are. A worker process
-    freezes the objects it holds once ready (`gc.freeze`), so that the full collection after each run walks only
+    ready, and gives a run's memory back before it reports the run's end, with what it still holds; a worker on a
+    server thread (`torch_threads` None) leaves all four to the server, whose settings and memory they are. A worker
+    process freezes the objects it holds once ready (`gc.freeze`), so that the full collection after each run walks only
     the run's own: 0.14 s a run otherwise, most of it torch's modules."""
     if torch_threads is not None:
         torch.set_num_threads(torch_threads)
@@ -45,6 +49,7 @@ def serve(conn: Connection, torch_threads: int | None) -> None:
                 ended = train_and_report(conn, message)
                 if torch_threads is not None:
                     release_memory()
+                    ended = replace(ended, resident_mb=resident_mb())
                 send(conn, ended)
     except (EOFError, OSError, KeyboardInterrupt):
         return
@@ -82,6 +87,16 @@ def say_alive(gate: "Gate", done: threading.Event) -> None:
             gate.send(Alive())
         except OSError:  # the server has gone: the training thread finds out at its next send
             return
+
+
+def resident_mb(pid: int | str = "self") -> float | None:
+    """The memory process `pid` (this one by default) holds now, its resident set in MB; None where /proc is not
+    there to tell."""
+    try:
+        pages = int(Path(f"/proc/{pid}/statm").read_text().split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
+    return pages * os.sysconf("SC_PAGE_SIZE") / 2**20
 
 
 def release_memory() -> None:

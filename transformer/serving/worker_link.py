@@ -1,12 +1,16 @@
 """The server's end of a training worker (the worker's end is `worker.py`, their messages `protocol.py`):
-`WorkerLink` starts a worker, hands it a run, and writes the worker's reports into the `Run` pages read."""
+`WorkerLink` starts a worker, hands it a run, and writes the worker's reports into the `Run` pages read. The worker
+is a process of this server, a thread of it, or a Ray actor behind a proxy process (`ray_worker.py`); `cluster_cpus`
+asks a Ray cluster, from a child process too, how many CPUs it has. The server itself is never a Ray driver."""
 
+import logging
 import os
 import socket
 import subprocess
 import sys
 import threading
 import time
+import uuid
 from multiprocessing import Pipe
 from multiprocessing.connection import Connection
 from pathlib import Path
@@ -27,11 +31,35 @@ from .protocol import (
     send,
 )
 from .run import Run
-from .worker import serve
+from .worker import resident_mb, serve
 
 PACKAGE_ROOT = Path(__file__).resolve().parents[2]  # where `transformer` is imported from
 READY_TIMEOUT_S = 60.0  # how long a new worker may take to import torch and pay its first step's costs
 SILENCE_LIMIT_S = 30.0  # a worker that sends nothing for this long is closed and its run ends (see worker.py)
+CLUSTER_TIMEOUT_S = 30.0  # how long asking a Ray cluster its CPUs may take
+log = logging.getLogger("transformer.serving")
+
+
+def child_env() -> dict[str, str]:
+    """This process's environment, with the package importable from a child process run anywhere."""
+    path = os.pathsep.join(filter(None, [str(PACKAGE_ROOT), os.environ.get("PYTHONPATH")]))
+    return {**os.environ, "PYTHONPATH": path}
+
+
+def cluster_cpus(address: str) -> int | None:
+    """The CPUs of the Ray cluster at `address`, or None when it cannot be reached in CLUSTER_TIMEOUT_S, has none,
+    or ray is not installed (the reason goes to the log)."""
+    command = [sys.executable, "-m", "transformer.serving.ray_worker", "--cpus", address]
+    try:
+        asked = subprocess.run(command, env=child_env(), capture_output=True, text=True, timeout=CLUSTER_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        log.warning("the Ray cluster at %s did not answer in %g s", address, CLUSTER_TIMEOUT_S)
+        return None
+    if asked.returncode != 0 or not asked.stdout.strip().isdigit() or int(asked.stdout) == 0:
+        reason = (asked.stderr.strip().splitlines() or ["it has no CPUs"])[-1]
+        log.warning("the Ray cluster at %s cannot train: %s", address, reason)
+        return None
+    return int(asked.stdout)
 
 
 class WorkerLost(RunFailed):
@@ -39,24 +67,30 @@ class WorkerLost(RunFailed):
 
 
 class WorkerLink:
-    """The server's end of one worker: a process, or with `in_server` a thread of this process, and its pipe.
+    """The server's end of one worker and its pipe: a process; with `in_server` a thread of this process; with
+    `ray_address` a Ray actor on that cluster, behind a proxy process (`ray_worker.py`).
 
     Only one thread sends down the pipe at a time without a lock of its own: the slot's thread sends StartRun
     before the run is attached, and every Control after goes through the run's lock (`Run.attach`)."""
 
-    def __init__(self, torch_threads: int, caps: Caps, in_server: bool = False):
-        self.caps = caps
+    def __init__(self, torch_threads: int, caps: Caps, in_server: bool = False, ray_address: str | None = None):
+        self.caps, self.ray_address = caps, ray_address
         self.process: subprocess.Popen | None = None
+        self.reported_mb: float | None = None  # what the worker said it held at its last run's end
+        self.actor_name = None  # the Ray actor's name, unique in the cluster: which server started it
+        if ray_address:
+            self.actor_name = f"training-{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
         if in_server:
             self.conn, theirs = Pipe()
             threading.Thread(target=serve, args=(theirs, None), name="training-worker", daemon=True).start()
             return
         ours, theirs = socket.socketpair()
-        path = os.pathsep.join(filter(None, [str(PACKAGE_ROOT), os.environ.get("PYTHONPATH")]))
+        ray_worker = ("transformer.serving.ray_worker", [ray_address, self.actor_name])
+        module, more = ray_worker if ray_address else ("transformer.serving", [])
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "transformer.serving", str(theirs.fileno()), str(torch_threads)],
+            [sys.executable, "-m", module, str(theirs.fileno()), str(torch_threads), *more],
             pass_fds=[theirs.fileno()],
-            env={**os.environ, "PYTHONPATH": path},
+            env=child_env(),
             stdin=subprocess.DEVNULL,
         )
         theirs.close()
@@ -70,15 +104,11 @@ class WorkerLink:
             return False
 
     def resident_mb(self) -> float | None:
-        """The memory the worker process holds now (its resident set, MB); None on a thread, or where /proc is not
-        there to tell."""
-        if self.process is None:
-            return None
-        try:
-            pages = int(Path(f"/proc/{self.process.pid}/statm").read_text().split()[1])
-        except (OSError, ValueError, IndexError):
-            return None
-        return pages * os.sysconf("SC_PAGE_SIZE") / 2**20
+        """The memory the worker process holds now (its resident set, MB); for a Ray actor, what it held at its last
+        run's end; None on a thread, or where /proc is not there to tell."""
+        if self.ray_address:
+            return self.reported_mb
+        return None if self.process is None else resident_mb(self.process.pid)
 
     def close(self) -> None:
         self.conn.close()
@@ -135,8 +165,7 @@ class WorkerLink:
             raise WorkerLost("the training process stopped answering")
         return None
 
-    @staticmethod
-    def _write(run: Run, message: Message) -> bool:
+    def _write(self, run: Run, message: Message) -> bool:
         """Write a report into `run`; returns whether it was the run's end."""
         match message:
             case Progress(step, losses, attention):
@@ -145,7 +174,8 @@ class WorkerLink:
                 run.add_row(row, weights, dynamics)
             case Holding():
                 run.set_holding(True)
-            case RunEnded(result, error, weights, notice):
+            case RunEnded(result, error, weights, notice, held_mb):
+                self.reported_mb = held_mb
                 run.end(result, error, weights, notice)
                 return True
         return False  # Alive: only that the worker is there

@@ -1,0 +1,226 @@
+"""Runs on a Ray cluster (LAB_RAY_ADDRESS): a real local cluster of two nodes, one CPU each, started once for the
+session, with two servers' registries on it (one slot each, as two replicas would share it). The registry behaves
+as with its own workers: join, queue, pause/step/resume/stop, caps; an actor killed or a node lost mid-run ends its
+run as a lost worker's, its last snapshot kept; a cluster that cannot be reached, at start or later, leaves the
+server training on its own workers. Two replicas writing one PostgreSQL show one class on one board.
+
+Fails, rather than skips, in CI without ray: README's test command installs requirements-ray.txt."""
+
+import os
+import time
+
+import pytest
+
+from tests.helpers import wait_until
+from tests.serving.test_worker import ENDLESS, alone, same_weights, settings
+from transformer.classroom import ClassStore
+from transformer.classroom.recorder import ClassRecorder
+from transformer.serving import RunRegistry, ServerSettings
+from transformer.serving.protocol import Caps
+from transformer.serving.worker_link import WorkerLink
+
+try:
+    import ray
+    from ray.cluster_utils import Cluster
+
+    from transformer.serving.ray_worker import NAMESPACE
+except ImportError:  # in CI a skip would pass a run that never trained on a cluster (see conftest's postgres_url)
+    if os.environ.get("CI", "").lower() in ("true", "1"):
+        raise
+    pytest.skip("ray: pip install -r requirements-ray.txt", allow_module_level=True)
+
+READY_S = 120.0  # two actors importing torch at once on a busy 2-core machine
+
+
+def start_cluster(nodes: int) -> Cluster:
+    """A local cluster of `nodes` nodes with one CPU each, small object stores, no dashboard."""
+    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "include_dashboard": False}, connect=False)
+    for _ in range(nodes - 1):
+        cluster.add_node(num_cpus=1)
+    cluster.wait_for_nodes()
+    return cluster
+
+
+@pytest.fixture(scope="session")
+def cluster():
+    """The session's two-node cluster; the tests' own process joins it as a driver, to kill actors by name."""
+    cluster = start_cluster(2)
+    ray.init(cluster.address, namespace=NAMESPACE, log_to_driver=False, logging_level="ERROR")
+    yield cluster
+    ray.shutdown()
+    cluster.shutdown()
+
+
+def replica(cluster: Cluster) -> RunRegistry:
+    registry = RunRegistry(ServerSettings(ray_address=cluster.address, training_slots=1, max_queue=4))
+    assert registry.ray_address == cluster.address and len(registry.workers) == 1
+    return registry
+
+
+@pytest.fixture(scope="module")
+def replicas(cluster):
+    """Two servers' registries on the one cluster, a slot (an actor, a CPU) each."""
+    pair = replica(cluster), replica(cluster)
+    assert all(registry.wait_ready(READY_S) for registry in pair)
+    assert all(registry.workers[0].actor_name for registry in pair)  # actors, not this server's workers
+    yield pair
+    for registry in pair:
+        registry.close()
+
+
+def actor_of(registry: RunRegistry) -> WorkerLink:
+    wait_until(lambda: registry.workers[0] is not None, timeout=READY_S)
+    return registry.workers[0]
+
+
+def test_a_run_on_the_cluster_is_the_run_its_settings_make_alone_and_a_second_student_joins_it(replicas):
+    registry = replicas[0]
+    configs = settings(steps=60, early_stop=False, record_attention=True)
+    run = registry.submit("a", *configs)
+    assert registry.submit("b", *configs) is run and sorted(run.watchers()) == ["a", "b"]
+    assert run.wait_until_moving(30.0) and run.wait_until_done(60.0)
+    reference, rows = alone(*configs)
+    assert run.error is None and run.result.steps == reference.result.steps == 60
+    assert run.losses == reference.step_losses and same_weights(run.model(), reference.model)
+    assert [row["exact_match"] for row in run.rows] == [row["exact_match"] for row in rows]
+    assert [s["step"] for s in run.attention] == [s["step"] for s in reference.attention_snapshots]
+    assert actor_of(registry).resident_mb() > 100  # the actor's own report at the run's end: torch alone is more
+
+
+def test_distinct_runs_queue_for_the_clusters_slot_and_stop_reaches_the_actor_before_and_while_it_trains(replicas):
+    registry = replicas[0]
+    first = registry.submit("a", *settings(seed=1, **ENDLESS))
+    queued = registry.submit("b", *settings(seed=2, **ENDLESS))
+    assert queued.status == "queued" and registry.place(queued).position == 1
+    queued.stop()  # asked while queued: sent as the actor takes it
+    assert first.wait_until_moving(30.0)
+    registry.leave("a", first)  # nobody watches it: stopped on the actor
+    assert first.wait_until_done(20.0) and first.result.reason == "stopped" and first.result.steps > 0
+    assert queued.wait_until_done(30.0) and queued.result.reason == "stopped" and queued.error is None
+
+
+def test_pause_step_and_resume_on_the_cluster_end_with_the_weights_of_an_unpaused_run(replicas):
+    registry = replicas[1]
+    configs = settings(seed=3, steps=120, early_stop=False)
+    run = registry.submit("a", *configs)
+    run.pause()
+    wait_until(lambda: run.status == "paused", timeout=30.0)
+    held = run.step
+    time.sleep(1.0)  # held for a second: no step
+    assert run.step == held and run.status == "paused"
+    run.step_row()
+    every = configs[2].eval_every
+    wait_until(lambda: run.status == "paused" and run.step == (held // every + 1) * every, timeout=30.0)
+    run.resume()
+    assert run.wait_until_done(60.0) and run.error is None and run.result.steps == 120
+    assert same_weights(run.model(), alone(*configs)[0].model)
+
+
+@pytest.mark.parametrize(
+    "caps, pause, notice",
+    [
+        (Caps(run_s=1.5, total_pause_s=60.0), False, "it held a training slot for over 1.5 s, the most one run may"),
+        (Caps(run_s=60.0, total_pause_s=0.5), True, "it was paused for over 0.5 s in all, the most one run may be"),
+    ],
+)
+def test_a_runs_caps_reach_the_actor_and_end_the_run_with_its_model_kept(replicas, monkeypatch, caps, pause, notice):
+    registry = replicas[1]
+    monkeypatch.setattr(actor_of(registry), "caps", caps)  # what the slot's StartRun carries to the actor
+    run = registry.submit("a", *settings(seed=4, **ENDLESS, eval_every=5))
+    assert run.wait_until_moving(30.0)
+    if pause:
+        run.pause()
+    assert run.wait_until_done(30.0) and run.error is None and run.result.reason == "stopped"
+    assert run.notice.startswith(notice) and run.model() is not None
+
+
+def test_an_actor_killed_mid_run_leaves_its_last_snapshot_in_hand_and_a_new_actor_takes_the_slot(replicas):
+    registry = replicas[0]
+    run = registry.submit("a", *settings(seed=5, **ENDLESS, eval_every=5))
+    wait_until(lambda: len(run.rows) >= 2, timeout=60.0)
+    killed = actor_of(registry)
+    ray.kill(ray.get_actor(killed.actor_name))
+    assert run.wait_until_done(30.0) and run.error is None and run.result.reason == "stopped"
+    kept = int(run.rows[-1]["step"])
+    assert run.result.steps == kept and run.notice.endswith(f"; the model kept is its snapshot of step {kept}")
+    assert run.notice.startswith("the training process ended unexpectedly at step ")
+    assert same_weights(run.model(), alone(*settings(seed=5, steps=kept, early_stop=False, eval_every=5))[0].model)
+    after = registry.submit("b", *settings(seed=6, steps=30, early_stop=False))
+    assert after.wait_until_done(READY_S) and after.error is None and after.result.steps == 30
+    fresh = actor_of(registry)
+    assert fresh is not killed and fresh.actor_name and fresh.actor_name != killed.actor_name
+
+
+def test_two_replicas_on_one_cluster_and_one_database_show_one_class_on_one_board(replicas, postgres_url):
+    stores = [ClassStore(postgres_url, server=f"replica-{i}") for i in range(2)]
+    recorders = [ClassRecorder(store, registry.place, every_s=0.1) for store, registry in zip(stores, replicas)]
+    try:
+        code, key = stores[0].create_class("Two replicas")
+        runs = []
+        for i in range(4):  # students 0 and 2 reach replica 0, 1 and 3 replica 1 (sticky sessions)
+            store, registry, recorder = stores[i % 2], replicas[i % 2], recorders[i % 2]
+            student = store.join(code, f"browser-{i}", f"Student {i}")
+            runs.append(registry.submit(f"browser-{i}", *settings(seed=10 + i, steps=20, early_stop=False)))
+            recorder.follow(student, runs[-1])
+        assert all(run.wait_until_done(60.0) and run.result.steps == 20 for run in runs)
+        for store in stores:  # either replica's board
+            wait_until(lambda s=store: sum(r.status == "finished" for r in s.open_board(code, key).runs.values()) == 4)
+    finally:
+        for recorder in recorders:
+            recorder.close()
+        for store in stores:
+            store.close()
+
+
+def test_the_same_settings_on_two_replicas_train_twice_to_the_same_model(replicas):
+    configs = settings(seed=20, steps=40, early_stop=False)
+    first, second = (registry.submit("a", *configs) for registry in replicas)
+    assert first is not second  # each replica joins only its own runs (docs/scale.md gives the cost)
+    assert first.wait_until_done(60.0) and second.wait_until_done(60.0)
+    assert first.losses == second.losses and same_weights(first.model(), second.model())
+
+
+def test_a_node_lost_mid_run_ends_its_run_as_a_lost_worker_and_the_other_node_trains_on(cluster, replicas):
+    runs = [replicas[i].submit("a", *settings(seed=30 + i, **ENDLESS, eval_every=5)) for i in range(2)]
+    wait_until(lambda: all(len(run.rows) >= 2 for run in runs), timeout=60.0)
+    worker_node = next(node for node in cluster.list_all_nodes() if node is not cluster.head_node)
+    cluster.remove_node(worker_node, allow_graceful=False)
+    wait_until(lambda: any(run.done for run in runs), timeout=60.0)
+    lost, survivor = sorted(runs, key=lambda run: not run.done)
+    kept = int(lost.rows[-1]["step"])
+    assert lost.result.reason == "stopped" and lost.notice.endswith(f"the model kept is its snapshot of step {kept}")
+    step = survivor.step
+    wait_until(lambda: survivor.step > step, timeout=10.0)  # the other node's actor trains on
+    cluster.add_node(num_cpus=1)  # the lost slot's new actor waits for a CPU, and takes the new node's
+    for i, run in enumerate(runs):
+        replicas[i].leave("a", run)
+    assert survivor.wait_until_done(20.0)
+    after = replicas[runs.index(lost)].submit("b", *settings(seed=40, steps=20, early_stop=False))
+    assert after.wait_until_done(READY_S) and after.error is None and after.result.steps == 20
+
+
+def test_a_cluster_that_cannot_be_reached_at_start_leaves_the_server_training_on_its_own_workers():
+    registry = RunRegistry(ServerSettings(ray_address="127.0.0.1:9", training_slots=1, worker_processes=False))
+    try:
+        assert registry.ray_address is None and registry.wait_ready(30.0)
+        run = registry.submit("a", *settings(steps=10, early_stop=False))
+        assert run.wait_until_done(30.0) and run.error is None and run.result.steps == 10
+    finally:
+        registry.close()
+
+
+def test_a_cluster_lost_later_ends_its_runs_as_lost_workers_and_new_runs_train_on_the_servers_workers(cluster):
+    doomed = start_cluster(1)
+    registry = RunRegistry(ServerSettings(ray_address=doomed.address, training_slots=1, worker_processes=False))
+    try:
+        assert registry.wait_ready(READY_S) and registry.workers[0].actor_name
+        run = registry.submit("a", *settings(seed=50, **ENDLESS, eval_every=5))
+        wait_until(lambda: len(run.rows) >= 2, timeout=60.0)
+        doomed.shutdown()  # the head, its node and the actor on it go
+        assert run.wait_until_done(60.0) and run.result.reason == "stopped" and "snapshot of step" in run.notice
+        after = registry.submit("b", *settings(seed=51, steps=10, early_stop=False))
+        assert after.wait_until_done(60.0) and after.error is None and after.result.steps == 10
+        assert registry.workers[0].actor_name is None  # this server's own worker took the slot
+    finally:
+        registry.close()
+        doomed.shutdown()
