@@ -7,9 +7,12 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
+import pages.common
 import pages.state
+from tests.helpers import wait_until
 from transformer import CheckpointError
 from transformer.experiments import READY
+from transformer.settings import setting
 
 APP = Path(__file__).resolve().parents[2] / "streamlit_app.py"
 
@@ -89,3 +92,33 @@ def test_the_first_lesson_names_what_exists():
     at.switch_page("pages/masking.py").run()
     assert not at.exception and at.button(key="exp_peek_future").label == "Peek at the future"
     assert "press *Peek at the future*" in text
+
+
+def test_the_lessons_run_of_ones_own_can_be_paused_stepped_and_resumed():
+    """Step 2: a shared run cannot be paused and a default run of one's own ends before a Pause lands; the run the
+    step names (sort, inputs up to 12, a seed of one's own) trains long enough to pause, step and resume."""
+    text = lesson_text(open_home())
+    assert f"*{setting('task').label}* to sort, *{setting('max_len').label}* to 12 and a seed of their own" in text
+    pages.common.run_registry.clear()  # a server of its own: no earlier test's run to join
+    at = open_home()
+    at.switch_page("pages/train.py").run()
+    for key, value in (("train_task", "sort"), ("train_max_len", 12), ("train_seed", 7)):
+        at.get_by_key(key).set_value(value)
+    at.button(key="start_training").click().run()
+    run = at.session_state["run"]
+    try:
+        wait_until(lambda: len(run.rows) >= 2, timeout=60)
+        at.run()
+        assert not at.button(key="pause_training").disabled  # a run of one's own, still training
+        at.button(key="pause_training").click().run()
+        wait_until(lambda: run.status == "paused", timeout=30)
+        at.run()
+        held = run.step
+        at.button(key="step_training").click().run()
+        wait_until(lambda: run.status == "paused" and run.step > held, timeout=30)
+        at.run()
+        at.button(key="resume_training").click().run()
+        assert not at.exception and run.status == "training" and not run.done
+    finally:
+        run.stop(wait_s=30)
+        pages.common.run_registry.clear()

@@ -1,0 +1,152 @@
+"""The session's language through AppTest: English with no link and no browser language, Chinese from `?lang=zh-CN`,
+from the browser's language on a first visit or from the sidebar's picker; kept in the address and in every link
+the app writes; one session's choice never reaches another's; and a switch in the middle of a run loses nothing."""
+
+import json
+import time
+
+import numpy as np
+import pytest
+import torch
+from streamlit.testing.v1 import AppTest
+
+import pages.classes
+import pages.common
+import pages.language
+from tests.helpers import array, wait_until
+from transformer.serving import Run
+
+PICKER = "language_picker"
+
+
+def open_page(page: str | None = None, **query: str) -> AppTest:
+    """A fresh session opening `page` (Home for None) with these query parameters."""
+    at = AppTest.from_file("../../streamlit_app.py", default_timeout=60)
+    for key, value in query.items():
+        at.query_params[key] = value
+    if page is not None:
+        at.switch_page(page)
+    at.run()
+    assert not at.exception
+    return at
+
+
+def pick(at: AppTest, language: str) -> None:
+    at.selectbox(key=PICKER).set_value(language).run()
+    assert not at.exception
+
+
+def subheaders(at: AppTest) -> list[str]:
+    return [element.value for element in at.main if element.type == "subheader"]
+
+
+@pytest.fixture(autouse=True)
+def class_database(tmp_path, monkeypatch):
+    """Each test on a class database and a server of its own."""
+    monkeypatch.setenv("LAB_DATA_DIR", str(tmp_path))
+    monkeypatch.delenv("LAB_DATABASE_URL", raising=False)
+    pages.classes.class_store.clear()
+    pages.common.run_registry.clear()
+    yield
+    pages.classes.class_store.clear()
+    pages.common.run_registry.clear()  # closes it: nothing trains on behind the test
+
+
+def test_with_no_link_and_no_browser_language_the_lab_is_english():
+    at = open_page()
+    assert subheaders(at)[:2] == ["Try a trained model now", "A first lesson, about 20 minutes"]
+    assert at.selectbox(key=PICKER).value == "en" and "lang" not in at.query_params
+
+
+def test_a_link_with_lang_opens_the_lab_in_chinese_and_the_address_keeps_it():
+    at = open_page(lang="zh-CN")
+    assert subheaders(at)[:2] == ["先试一个训练好的模型", "第一课，约 20 分钟"]
+    assert [link.proto.label for link in at.get("page_link")][:2] == ["**训练**", "**结构剖析**"]
+    assert at.selectbox(key=PICKER).value == "zh-CN" and at.query_params["lang"] == "zh-CN"
+    at.switch_page("pages/checkpoints.py").run()  # another page: still Chinese, the link too
+    assert not at.exception and at.title[0].value == "检查点"
+    (link,) = at.code
+    assert link.value == "?lang=zh-CN"  # relative: AppTest has no browser URL
+
+
+def test_the_browser_language_counts_on_a_first_visit_and_a_link_counts_over_it(monkeypatch):
+    monkeypatch.setattr(pages.language, "_browser_locale", lambda: "zh-Hans-CN")
+    assert subheaders(open_page())[0] == "先试一个训练好的模型"
+    assert subheaders(open_page(lang="en"))[0] == "Try a trained model now"
+    monkeypatch.setattr(pages.language, "_browser_locale", lambda: "fr-FR")  # no interface in French: English
+    assert subheaders(open_page())[0] == "Try a trained model now"
+
+
+def test_a_language_the_lab_does_not_have_in_a_link_is_named_in_a_notice():
+    at = open_page(lang="tlh")
+    assert [w.value for w in at.warning] == [
+        "The link's lang is not one of en, zh-CN, so the page's default is used. Check the link you opened."
+    ]
+    assert subheaders(at)[0] == "Try a trained model now" and "lang" not in at.query_params
+
+
+def test_the_picker_changes_the_language_and_the_address_and_nothing_else():
+    at = open_page("pages/checkpoints.py")
+    at.button(key="load_reverse").click().run()
+    assert at.session_state["in_hand_name"] == "shipped: reverse"
+    pick(at, "zh-CN")
+    assert at.title[0].value == "检查点" and at.query_params["lang"] == "zh-CN"
+    assert at.session_state["in_hand_name"] == "shipped: reverse"  # the model in hand stays
+    assert "**当前模型：** 内置：reverse" in [m.value for m in at.sidebar.markdown]
+    assert at.query_params["model"] == "reverse"
+    pick(at, "en")
+    assert at.title[0].value == "Checkpoints" and "lang" not in at.query_params
+
+
+def test_two_sessions_never_share_a_language():
+    chinese, english = open_page(lang="zh-CN"), open_page()
+    pick(english, "en")
+    chinese.run()
+    assert subheaders(chinese)[0] == "先试一个训练好的模型" and subheaders(english)[0] == "Try a trained model now"
+    pick(chinese, "en")
+    pick(english, "zh-CN")
+    english.run()
+    assert subheaders(chinese)[0] == "Try a trained model now" and subheaders(english)[0] == "先试一个训练好的模型"
+
+
+def test_the_class_link_carries_the_teachers_language():
+    at = open_page("pages/teacher.py", lang="zh-CN")
+    assert at.title[0].value == "教师：把全班当作一次实验"
+    at.text_input(key="teacher_title").set_value("三班")
+    at.button(key="teacher_create_button").click().run()
+    at.button(key="teacher_key_saved").click().run()
+    assert not at.exception
+    code = at.session_state["teacher_class"][0]
+    links = [h.value.replace("\\", "") for h in at.header]
+    assert links == [f"/train?class={code}&lang=zh-CN"]
+
+
+def loss_curve(at: AppTest) -> np.ndarray:
+    """The steps of the Train page's loss curve (its first chart's first trace)."""
+    return array(json.loads(at.get("plotly_chart")[0].proto.spec)["data"][0]["x"])
+
+
+def test_switching_language_in_the_middle_of_a_run_loses_nothing():
+    at = open_page("pages/train.py")
+    torch.set_num_threads(1)
+    at.get_by_key("train_positional").set_value("none")  # reverse without positions is never solved: it goes on
+    at.get_by_key("train_steps").set_value(5000)
+    at.button(key="start_training").click().run()
+    run: Run = at.session_state["run"]
+    try:
+        wait_until(lambda: len(run.rows) >= 2, timeout=60)
+        at.run()
+        curve_before = loss_curve(at)
+        pick(at, "zh-CN")
+        assert at.session_state["run"] is run and run.status == "training"  # the same run, going on
+        assert at.selectbox(key=PICKER).value == "zh-CN"
+        rows = len(run.rows)
+        wait_until(lambda: len(run.rows) > rows, timeout=60)
+        time.sleep(0.1)
+        at.run()
+        assert not at.exception and at.session_state["run"] is run and not run.done
+        curve_after = loss_curve(at)
+        assert len(curve_after) > len(curve_before)  # the curve kept its points and gained new ones
+        assert (curve_after[: len(curve_before)] == curve_before).all()
+    finally:
+        run.stop(wait_s=30)
