@@ -45,3 +45,9 @@ def test_joined_parts_read_as_english_and_translate_each():
     assert parts == "d_model 32 · seed 3 · no PE"
     chinese = Translator("zh-CN", {"seed {seed}": "种子 {seed}", "no PE": "无位置编码"})
     assert chinese(parts) == "d_model 32 · 种子 3 · 无位置编码"
+
+
+def test_a_message_made_of_a_message_is_that_message():
+    message = Message("seed {seed}", seed=3)
+    assert Message(message) is message
+    assert Translator("zh-CN", {"seed {seed}": "种子 {seed}"})(Message(message)) == "种子 3"

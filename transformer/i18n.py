@@ -49,6 +49,8 @@ class Message(str):
     params: Mapping[str, object]
 
     def __new__(cls, template: str, **params: object) -> Message:
+        if isinstance(template, Message) and not params:  # a sentence that is already a Message stays itself
+            return template
         message = super().__new__(cls, template.format(**params) if params else template)
         message.template, message.params = template, params
         return message
