@@ -5,6 +5,7 @@ the values to try, each value one variant; and the ready-made experiments the Co
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
+from ..i18n import N_, Message
 from ..limits import MAX_VARIANTS as MAX_VARIANTS  # re-exported for the package
 from ..model import ModelConfig
 from ..run_configs import Configs, run_configs
@@ -49,7 +50,8 @@ class Switch:
         for value in self.choices:
             if self.token(value) == text.strip().lower():
                 return value
-        raise ValueError(f"{self.title} takes {', '.join(map(self.token, self.choices))}")
+        tokens = ", ".join(map(self.token, self.choices))
+        raise ValueError(Message(N_("{setting} takes {tokens}"), setting=Message(self.title), tokens=tokens))
 
 
 SWITCHES: dict[str, Switch] = {s.name: Switch(s) for s in compare_switches()}
@@ -75,20 +77,24 @@ class Experiment:
         """Variant label -> value of the switch."""
         return {SWITCHES[self.switch].label(v): v for v in self.values}
 
-    def summary(self) -> str:
+    def summary(self) -> Message:
         """The shared settings in one line."""
         m, d, t = self.model, self.data, self.train
         lengths = str(d.max_len) if d.min_len == d.max_len else f"{d.min_len}-{d.max_len}"
-        stopping = ", stopping early once solved" if t.early_stop else ""
-        heads = "heads set per variant" if self.switch == "n_heads" else f"{m.n_heads} heads"
+        stopping = Message(N_(", stopping early once solved") if t.early_stop else "")
+        heads = N_("heads set per variant") if self.switch == "n_heads" else N_("{n} heads")
+        heads = Message(heads, n=m.n_heads)
         if self.switch == "architecture":
-            heads = f"the Transformer with {heads}, the GRUs with hidden size {m.d_model}"
-        layers = "layers set per variant" if self.switch == "n_layers" else f"{m.n_layers} layer(s) per stack"
-        return (
-            f"Task {d.task}, inputs of length {lengths} · d_model {m.d_model}, {heads}, {layers} · {t.steps} steps "
-            f"per variant{stopping} (a live rerun stops a variant after {t.time_budget_s:.0f} s) · seed {t.seed} "
-            "for every variant."
+            both = N_("the Transformer with {heads}, the GRUs with hidden size {d_model}")
+            heads = Message(both, heads=heads, d_model=m.d_model)
+        layers = N_("layers set per variant") if self.switch == "n_layers" else N_("{n} layer(s) per stack")
+        template = N_(
+            "Task {task}, inputs of length {lengths} · d_model {d_model}, {heads}, {layers} · {steps} steps per "
+            "variant{stopping} (a live rerun stops a variant after {budget:.0f} s) · seed {seed} for every variant."
         )
+        shared = dict(task=d.task, lengths=lengths, d_model=m.d_model, steps=t.steps, budget=t.time_budget_s)
+        layers = Message(layers, n=m.n_layers)
+        return Message(template, **shared, heads=heads, layers=layers, stopping=stopping, seed=t.seed)
 
     def configs(self, value: SwitchValue) -> tuple[ModelConfig, DataConfig, TrainConfig]:
         """The configs of the variant with this switch value."""
@@ -120,35 +126,45 @@ READY: dict[str, Experiment] = {
     for e in [
         _ready(
             "no-positional-encoding",
-            "Reverse without positional encoding",
-            "Without positional encoding the encoder cannot tell source positions apart, so the model never learns to "
-            "reverse: exact-match stays at 0% while the loss stalls above 1.",
+            N_("Reverse without positional encoding"),
+            N_(
+                "Without positional encoding the encoder cannot tell source positions apart, so the model never learns "
+                "to reverse: exact-match stays at 0% while the loss stalls above 1."
+            ),
             "positional",
             ("sinusoidal", "none"),
         ),
         _ready(
             "no-causal-mask",
-            "Train without the causal mask",
-            "Without the causal mask the decoder reads the answer off its own input while training: the loss falls "
-            "to near zero and teacher-forced accuracy to 100%, but greedy decoding, which has no future to peek at, "
-            "gets far fewer sequences right.",
+            N_("Train without the causal mask"),
+            N_(
+                "Without the causal mask the decoder reads the answer off its own input while training: the loss falls "
+                "to near zero and teacher-forced accuracy to 100%, but greedy decoding, which has no future to peek "
+                "at, gets far fewer sequences right."
+            ),
             "causal_mask",
             (True, False),
         ),
         _ready(
             "post-vs-pre-norm",
-            "Post-norm vs pre-norm",
-            "At one layer both placements of LayerNorm learn reverse at about the same pace: the stability that made "
-            "later models switch from the paper's post-norm to pre-norm matters for deep stacks, not for this one.",
+            N_("Post-norm vs pre-norm"),
+            N_(
+                "At one layer both placements of LayerNorm learn reverse at about the same pace: the stability that "
+                "made later models switch from the paper's post-norm to pre-norm matters for deep stacks, not for this "
+                "one."
+            ),
             "norm_first",
             (False, True),
         ),
         _ready(
             "score-scaling-large-dk",
-            "Score scaling at large d_k",
-            "With one head of d_k = 64, unscaled dot products are about 8 times larger and the softmax saturates, so "
-            "its gradients are tiny: the unscaled model starts slower (its held-out loss stays higher for the first "
-            "hundred steps), and its head ends up pointing at a single source token. Both solve reverse in the end.",
+            N_("Score scaling at large d_k"),
+            N_(
+                "With one head of d_k = 64, unscaled dot products are about 8 times larger and the softmax saturates, "
+                "so its gradients are tiny: the unscaled model starts slower (its held-out loss stays higher for the "
+                "first hundred steps), and its head ends up pointing at a single source token. Both solve reverse in "
+                "the end."
+            ),
             "scale_scores",
             (True, False),
             d_model=64,
@@ -157,48 +173,58 @@ READY: dict[str, Experiment] = {
         ),
         _ready(
             "label-smoothing",
-            "Label smoothing",
-            "Label smoothing (the paper uses 0.1) puts a floor under the training loss (about 0.5 here), yet the "
-            "model solves the task just as fast.",
+            N_("Label smoothing"),
+            N_(
+                "Label smoothing (the paper uses 0.1) puts a floor under the training loss (about 0.5 here), yet the "
+                "model solves the task just as fast."
+            ),
             "label_smoothing",
             (0.0, 0.1),
             steps=300,
         ),
         _ready(
             "warm-up",
-            "Warm-up",
-            "Without warm-up the full learning rate hits the random model at step one (and, with nothing to decay "
-            "from, stays there): on this small clipped model it learns faster at first, then hovers just short of "
-            "100% while the warmed-up run settles at 100%.",
+            N_("Warm-up"),
+            N_(
+                "Without warm-up the full learning rate hits the random model at step one (and, with nothing to decay "
+                "from, stays there): on this small clipped model it learns faster at first, then hovers just short of "
+                "100% while the warmed-up run settles at 100%."
+            ),
             "warmup",
             (100, 0),
             steps=300,
         ),
         _ready(
             "heads",
-            "One head or four",
-            "Reverse needs one alignment, which one head learns as fast as four: watch its single head sharpen on "
-            "the anti-diagonal while four heads each hold a blurrier share.",
+            N_("One head or four"),
+            N_(
+                "Reverse needs one alignment, which one head learns as fast as four: watch its single head sharpen on "
+                "the anti-diagonal while four heads each hold a blurrier share."
+            ),
             "n_heads",
             (1, 4),
             steps=300,
         ),
         _ready(
             "layers",
-            "One layer or two",
-            "A second layer per stack doubles the cost of every step and, on a task this small, buys nothing: it "
-            "solves reverse later, in more than twice the time.",
+            N_("One layer or two"),
+            N_(
+                "A second layer per stack doubles the cost of every step and, on a task this small, buys nothing: it "
+                "solves reverse later, in more than twice the time."
+            ),
             "n_layers",
             (1, 2),
             steps=300,
         ),
         _ready(
             "weight-averaging",
-            "Raw or averaged weights",
-            "Both variants train the very same weights (their training-loss curves coincide); only what is scored "
-            "differs. On reverse at lengths 1-16 and a high learning rate the raw weights jitter from step to step, "
-            "so their exact-match stalls around 90% and hovers there, while their running average climbs smoothly "
-            "and holds 100% from about step 500.",
+            N_("Raw or averaged weights"),
+            N_(
+                "Both variants train the very same weights (their training-loss curves coincide); only what is scored "
+                "differs. On reverse at lengths 1-16 and a high learning rate the raw weights jitter from step to "
+                "step, so their exact-match stalls around 90% and hovers there, while their running average climbs "
+                "smoothly and holds 100% from about step 500."
+            ),
             "ema_decay",
             (0.0, 0.99),
             steps=800,
@@ -210,13 +236,15 @@ READY: dict[str, Experiment] = {
         ),
         _ready(
             "recurrent-baseline",
-            "The recurrent baseline",
-            "The GRU encoder-decoder of 2014 squeezes the whole source into one vector: it gets short inputs right "
-            "and loses long ones, even among the lengths it trained on. With additive attention (Bahdanau et al.) "
-            "its decoder reads the source again at every step: on a task this small it solves reverse sooner than "
-            "this one-layer Transformer and holds a length past the longest it trained on. But each of its steps "
-            "waits for the one before, so it trains fewer steps per second: that, on long sequences and parallel "
-            "hardware, is what the Transformer won.",
+            N_("The recurrent baseline"),
+            N_(
+                "The GRU encoder-decoder of 2014 squeezes the whole source into one vector: it gets short inputs right "
+                "and loses long ones, even among the lengths it trained on. With additive attention (Bahdanau et al.) "
+                "its decoder reads the source again at every step: on a task this small it solves reverse sooner than "
+                "this one-layer Transformer and holds a length past the longest it trained on. But each of its steps "
+                "waits for the one before, so it trains fewer steps per second: that, on long sequences and parallel "
+                "hardware, is what the Transformer won."
+            ),
             "architecture",
             ("transformer", "gru", "gru-attention"),
             steps=800,
@@ -228,7 +256,9 @@ READY: dict[str, Experiment] = {
 
 def custom_text(switch: Switch, values: Sequence[SwitchValue], task: str) -> tuple[str, str]:
     """Title and expectation of a custom experiment."""
-    return (
-        f"{switch.title}: {' vs '.join(map(switch.label, values))} on {task}",
-        "Your own experiment: write down what you expect before you run it.",
-    )
+    labels = [Message(switch.label(value)) for value in values]
+    versus = labels[0]
+    for label in labels[1:]:
+        versus = Message(N_("{first} vs {second}"), first=versus, second=label)
+    title = Message(N_("{setting}: {values} on {task}"), setting=Message(switch.title), values=versus, task=task)
+    return title, N_("Your own experiment: write down what you expect before you run it.")

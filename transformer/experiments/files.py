@@ -12,6 +12,7 @@ from typing import Any
 
 from ..alignment import head_labels
 from ..checkpoint import check_model_size
+from ..i18n import N_, Message
 from ..limits import (
     MAX_EXPERIMENT_ROWS,
     MAX_EXPERIMENT_SNAPSHOTS,
@@ -33,6 +34,7 @@ from .runs import ExperimentRun, VariantRun
 
 RESULTS_DIR = Path(__file__).resolve().parent.parent.parent / "checkpoints" / "experiments"
 FORMAT, FORMAT_VERSION = "transformer-lab-experiment", 1
+TOO_MUCH = N_("asks for more than a run on this server may: {problem}")
 
 
 def _number(x: Any, digits: int) -> float | None:
@@ -78,19 +80,21 @@ class _Reader:
     """Checks one part of an experiment document; every failure is a ValueError naming the part."""
 
     def __init__(self, where: str):
-        self.where = where
+        self.where = where  # the part, a Message or a sentence marked with N_
 
     def fail(self, why: str) -> None:
-        raise ValueError(f"not an experiment file of this lab: {self.where} {why}")
+        """ValueError: the part, and `why` (a Message or a sentence marked with N_) it is not what this lab writes."""
+        problem = N_("not an experiment file of this lab: {where} {why}")
+        raise ValueError(Message(problem, where=Message(self.where), why=Message(why)))
 
     def dict(self, value: Any, keys: set[str]) -> dict:
         if not isinstance(value, dict) or set(value) != keys:
-            self.fail(f"must have exactly the keys {', '.join(sorted(keys))}")
+            self.fail(Message(N_("must have exactly the keys {keys}"), keys=", ".join(sorted(keys))))
         return value
 
     def list(self, value: Any, length: int | None = None, most: int = MAX_EXPERIMENT_ROWS) -> list:
         if not isinstance(value, list) or (length is not None and len(value) != length) or len(value) > most:
-            self.fail("has the wrong length" if isinstance(value, list) else "must be a list")
+            self.fail(N_("has the wrong length") if isinstance(value, list) else N_("must be a list"))
         return value
 
     def number(self, value: Any, low: float = -math.inf, high: float = math.inf, optional: bool = False) -> float:
@@ -102,56 +106,59 @@ class _Reader:
         except OverflowError:  # an integer beyond float range
             number = math.nan
         if not (math.isfinite(number) and low <= number <= high):
-            self.fail(f"holds {str(value)[:20]} where a finite number in [{low}, {high}] belongs")
+            belongs = N_("holds {value} where a finite number in [{low}, {high}] belongs")
+            self.fail(Message(belongs, value=str(value)[:20], low=low, high=high))
         return number
 
 
 def _config(cls: type, value: Any, where: str) -> Any:
     reader = _Reader(where)
     if not isinstance(value, dict) or not set(value) <= {f.name for f in fields(cls)}:
-        reader.fail(f"must be a dict of {cls.__name__} fields")
+        reader.fail(Message(N_("must be a dict of {config} fields"), config=cls.__name__))
     try:
         return cls(**value)
     except (TypeError, ValueError) as err:
-        reader.fail(f"is not a valid {cls.__name__}: {str(err)[:200]}")
+        reader.fail(Message(N_("is not a valid {config}: {problem}"), config=cls.__name__, problem=str(err)[:200]))
 
 
 def _experiment(value: Any) -> Experiment:
-    reader = _Reader("the experiment")
+    reader = _Reader(N_("the experiment"))
     d = reader.dict(value, {"key", "switch", "values", "model", "data", "train"})
     if not isinstance(d["switch"], str) or d["key"] not in [*READY, CUSTOM] or d["switch"] not in SWITCHES:
-        reader.fail("names an unknown experiment or switch")
+        reader.fail(N_("names an unknown experiment or switch"))
     switch = SWITCHES[d["switch"]]
     values = reader.list(d["values"], most=MAX_VARIANTS)
     if len(values) < 2 or any(v not in switch.choices or type(v) is not type(switch.choices[0]) for v in values):
-        reader.fail(f"needs 2-{MAX_VARIANTS} values among {', '.join(map(switch.token, switch.choices))}")
-    model, data = _config(ModelConfig, d["model"], "the model"), _config(DataConfig, d["data"], "the data")
-    train = _config(TrainConfig, d["train"], "the training settings")
+        tokens = ", ".join(map(switch.token, switch.choices))
+        reader.fail(Message(N_("needs 2-{most} values among {tokens}"), most=MAX_VARIANTS, tokens=tokens))
+    model, data = _config(ModelConfig, d["model"], N_("the model")), _config(DataConfig, d["data"], N_("the data"))
+    train = _config(TrainConfig, d["train"], N_("the training settings"))
     try:  # a rerun trains these settings: the bounds of a run on this server, checked before anything is built
         check_limits({**d["model"], **d["train"]}, skip={"time_budget_s"})  # Compare's own runs stop by steps
         check_model_size(model)
     except ValueError as err:
-        reader.fail(f"asks for more than a run on this server may: {err}")
+        reader.fail(Message(TOO_MUCH, problem=err))
     if model.vocab_size != data.n_symbols + N_SPECIAL:
-        reader.fail("has a model vocabulary that does not fit its task")
+        reader.fail(N_("has a model vocabulary that does not fit its task"))
     ready = READY.get(d["key"])
     title, expectation = (ready.title, ready.expectation) if ready else custom_text(switch, values, data.task)
     experiment = Experiment(d["key"], title, expectation, d["switch"], tuple(values), model, data, train)
     for value in experiment.values:  # the switch may add heads or layers: every variant's step must fit
         variant_model, variant_data, variant_train = experiment.configs(value)
         try:
-            check_train_memory(variant_model, variant_train.batch_size, variant_data.max_len, "its settings")
+            check_train_memory(variant_model, variant_train.batch_size, variant_data.max_len, N_("its settings"))
         except ValueError as err:
-            reader.fail(f"asks for more than a run on this server may: {err}")
+            reader.fail(Message(TOO_MUCH, problem=err))
     return experiment
 
 
 def _variant(value: Any, experiment: Experiment, switch_value: SwitchValue, src_len: int, tgt_len: int) -> VariantRun:
-    reader = _Reader(f"variant {SWITCHES[experiment.switch].label(switch_value)!r}")
+    label = repr(SWITCHES[experiment.switch].label(switch_value))
+    reader = _Reader(Message(N_("variant {label}"), label=label))
     parts = {"value", "history", "result", "steps", "cross", "alignment"}
     d = reader.dict(value, parts | ({"lengths"} if isinstance(value, dict) and "lengths" in value else set()))
     if d["value"] != switch_value or type(d["value"]) is not type(switch_value):
-        reader.fail("does not match the experiment's values")
+        reader.fail(N_("does not match the experiment's values"))
     history = []
     for row in reader.list(d["history"]):
         reader.dict(row, set(METRIC_COLUMNS))
@@ -165,7 +172,7 @@ def _variant(value: Any, experiment: Experiment, switch_value: SwitchValue, src_
     if result is not None:
         reader.dict(result, {"steps", "seconds", "exact_match", "token_acc", "reason"})
         if result["reason"] not in ("solved", "step budget", "time budget", "stopped"):
-            reader.fail("has an unknown end reason")
+            reader.fail(N_("has an unknown end reason"))
         result = {k: result[k] if k == "reason" else reader.number(result[k], 0) for k in result}
     steps = [int(reader.number(s, 0, MAX_EXPERIMENT_STEP)) for s in reader.list(d["steps"])]
     model, _, _ = experiment.configs(switch_value)
@@ -179,7 +186,7 @@ def _variant(value: Any, experiment: Experiment, switch_value: SwitchValue, src_
                         reader.number(w, 0.0, 1.0)
     alignment = d["alignment"]
     if not isinstance(alignment, dict) or (alignment and set(alignment) != set(head_labels(n_layers, n_heads))):
-        reader.fail("has alignment scores for other heads than its model's")
+        reader.fail(N_("has alignment scores for other heads than its model's"))
     alignment = {
         k: [reader.number(s, 0.0, 1.0) for s in reader.list(v, length=len(steps))] for k, v in alignment.items()
     }
@@ -195,7 +202,7 @@ def _lengths(value: Any, reader: _Reader) -> list[dict] | None:
     for row in reader.list(value, most=MAX_SEQ_LEN):
         reader.dict(row, {"length", "trained", "exact_match"})
         if not isinstance(row["trained"], bool):
-            reader.fail("has a length test whose 'trained' is not true or false")
+            reader.fail(N_("has a length test whose 'trained' is not true or false"))
         length = int(reader.number(row["length"], 1, MAX_SEQ_LEN))
         rows.append(
             {"length": length, "trained": row["trained"], "exact_match": reader.number(row["exact_match"], 0, 1)}
@@ -206,23 +213,23 @@ def _lengths(value: Any, reader: _Reader) -> list[dict] | None:
 def experiment_from_json(text: str | bytes) -> ExperimentRun:
     """An experiment run from `experiment_to_json`'s output; ValueError saying what is wrong for anything else."""
     if len(text) > MAX_JSON_BYTES:
-        raise ValueError(f"the file is larger than {MAX_JSON_BYTES // 2**20} MB")
+        raise ValueError(Message(N_("the file is larger than {most} MB"), most=MAX_JSON_BYTES // 2**20))
     try:
         document = json.loads(text)
     except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as err:
-        raise ValueError(f"not a JSON file: {str(err)[:120]}") from None
-    reader = _Reader("the file")
+        raise ValueError(Message(N_("not a JSON file: {problem}"), problem=str(err)[:120])) from None
+    reader = _Reader(N_("the file"))
     d = reader.dict(document, {"format", "version", "experiment", "probe", "variants"})
     if d["format"] != FORMAT or d["version"] != FORMAT_VERSION:
-        reader.fail(f"is not in format {FORMAT} version {FORMAT_VERSION}")
+        reader.fail(Message(N_("is not in format {format} version {version}"), format=FORMAT, version=FORMAT_VERSION))
     experiment = _experiment(d["experiment"])
-    probe = _Reader("the probe").dict(d["probe"], {"src", "tgt"})
+    probe = _Reader(N_("the probe")).dict(d["probe"], {"src", "tgt"})
     src, tgt = (reader.list(probe[k], most=experiment.data.max_len + 1) for k in ("src", "tgt"))
     if not src or not tgt or not all(isinstance(t, str) and len(t) <= MAX_TOKEN_CHARS for t in src + tgt):
-        reader.fail("has a probe that is not a short list of tokens")
+        reader.fail(N_("has a probe that is not a short list of tokens"))
     variants = reader.list(d["variants"], most=len(experiment.values))
     if not variants:
-        reader.fail("holds no runs")
+        reader.fail(N_("holds no runs"))
     return ExperimentRun(
         experiment,
         src,
