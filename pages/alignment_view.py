@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 import streamlit as st
 import torch
 
+from pages.language import _, session_translator
 from transformer.alignment import (
     FOUND,
     best_head,
@@ -25,23 +26,24 @@ CHART_HEIGHT = 320  # as the Train page's loss and accuracy charts
 
 
 def no_alignment(task: str) -> str:
-    return (
-        f"*{task}* has no fixed source position for each output token, so there is no ideal cross-attention to draw "
-        "or to score the heads against."
+    return _(
+        "*{task}* has no fixed source position for each output token, so there is no ideal cross-attention to draw "
+        "or to score the heads against.",
+        task=task,
     )
 
 
 def scoring_rule(task: str) -> str:
     """How the score is computed, and the rule for sort's equal symbols."""
-    rule = (
+    rule = _(
+        "Outlined: where each output token comes from in the source. A head's score is the attention it puts on "
+        "those cells, averaged over the output tokens: 1 when it always looks there, 1/n for uniform attention."
+    )
+    if task != "sort":
+        return rule
+    return rule + _(
         " For sort, output i comes from the source token of rank i, equal symbols taken in their input order "
         "(a stable sort); a head that spreads over equal symbols scores less on them."
-        if task == "sort"
-        else ""
-    )
-    return (
-        "Outlined: where each output token comes from in the source. A head's score is the attention it puts on "
-        f"those cells, averaged over the output tokens: 1 when it always looks there, 1/n for uniform attention.{rule}"
     )
 
 
@@ -114,27 +116,18 @@ def train_alignment(job: Run) -> None:
         return
     if len(probe.source) < 2:
         st.info(
-            "The first held-out input has one symbol: every head puts all its attention on it, so there is no "
-            "alignment to find."
+            _(
+                "The first held-out input has one symbol: every head puts all its attention on it, so there is no "
+                "alignment to find."
+            )
         )
         return
-    line_col, heads_col = st.columns(2)
+    tr, line_col, heads_col = session_translator(), *st.columns(2)
     line_col.plotly_chart(
-        best_head_figure(probe.steps, probe.best, 1 / len(probe.source), FOUND, CHART_HEIGHT),
+        best_head_figure(probe.steps, probe.best, 1 / len(probe.source), FOUND, CHART_HEIGHT, tr=tr),
         key="train_alignment_chart",
     )
-    found = found_at(probe.steps, [score for _, score in probe.best])
-    label, score = probe.best[-1]
-    if found is not None:
-        line_col.caption(
-            f"**Attention found the algorithm at step {found}**: a head put {FOUND:g} of its attention on "
-            f"the ideal source tokens. Latest: {label}, {score:.2f}."
-        )
-    else:
-        line_col.caption(
-            f"No head has reached {FOUND:g} yet; the best is {label} at {score:.2f}. Heads can share the work, or "
-            "look at the ideal token and its neighbours, and still get every output right."
-        )
+    line_col.caption(search_outcome(probe, ended=job.done))
     layer = int(probe.scores.max(dim=1).values.argmax())  # the layer of the best head
     heads_col.plotly_chart(
         ideal_over_learned(
@@ -143,12 +136,43 @@ def train_alignment(job: Run) -> None:
             probe.scores[layer].tolist(),
             probe.queries,
             probe.source,
-            f"Cross-attention at step {probe.steps[-1]}, layer {layer}",
+            _("Cross-attention at step {step}, layer {layer}", step=probe.steps[-1], layer=layer),
             per_row=2,  # half the page wide
+            tr=tr,
         ),
         key="train_alignment_heads",
     )
-    heads_col.caption(f"The first held-out input. {scoring_rule(job.data_config.task)}")
+    heads_col.caption(_("The first held-out input. {rule}", rule=scoring_rule(job.data_config.task)))
+
+
+def search_outcome(probe: ProbeAlignment, ended: bool) -> str:
+    """Whether a head has found the algorithm, and when; a run that has ended has no "yet"."""
+    found = found_at(probe.steps, [score for label, score in probe.best])
+    label, score = probe.best[-1]
+    if found is not None:
+        return _(
+            "**Attention found the algorithm at step {found}**: a head put {threshold:g} of its attention on the "
+            "ideal source tokens. Latest: {head}, {score:.2f}.",
+            found=found,
+            threshold=FOUND,
+            head=label,
+            score=score,
+        )
+    if ended:
+        return _(
+            "No head reached {threshold:g} in this run; the best at its end was {head} at {score:.2f}. Heads can "
+            "share the work, or look at the ideal token and its neighbours, and still get every output right.",
+            threshold=FOUND,
+            head=label,
+            score=score,
+        )
+    return _(
+        "No head has reached {threshold:g} yet; the best is {head} at {score:.2f}. Heads can share the work, or look "
+        "at the ideal token and its neighbours, and still get every output right.",
+        threshold=FOUND,
+        head=label,
+        score=score,
+    )
 
 
 # --------------------------------------------------------------------------------------------------- Decoding
@@ -156,7 +180,7 @@ def train_alignment(job: Run) -> None:
 
 def decoding_alignment(steps: list[DecodeStep], ids: list[int], task: str, vocab: Vocab, layer: int) -> None:
     """Every decoding step's cross-attention in one `layer`, a row per step, with the task's ideal outlined."""
-    with st.expander("The algorithm in the attention: every step against the task's ideal", expanded=True):
+    with st.expander(_("The algorithm in the attention: every step against the task's ideal"), expanded=True):
         source = [vocab.symbol_index(i) for i in ids]
         weights = torch.stack([step.cross_attention[layer] for step in steps], dim=1)  # (H, steps, S)
         scores = head_scores(task, source, [weights])
@@ -171,8 +195,9 @@ def decoding_alignment(steps: list[DecodeStep], ids: list[int], task: str, vocab
                 scores[0].tolist(),
                 queries,
                 vocab.tokens(ids),
-                f"Cross-attention of every step, layer {layer}",
+                _("Cross-attention of every step, layer {layer}", layer=layer),
+                tr=session_translator(),
             ),
             key="decode_alignment",
         )
-        st.caption(f"A row per decoding step, labelled by the token it reads. {scoring_rule(task)}")
+        st.caption(_("A row per decoding step, labelled by the token it reads. {rule}", rule=scoring_rule(task)))

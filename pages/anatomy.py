@@ -7,6 +7,7 @@ rerun_inside_frame()  # first of all: see its docstring
 
 import streamlit as st
 
+from pages.language import _, session_translator
 from pages.links import share_link
 from pages.state import model_page
 from transformer.figures.attention import (
@@ -32,137 +33,172 @@ from transformer.inspection import (
 from transformer.literal import markdown_literal
 
 checkpoint = model_page(
-    "Anatomy",
-    (
+    _("Anatomy"),
+    _(
         "The model in hand, laid out as Figure 1 of the paper (section 3.1): an encoder stack and a decoder stack, "
-        "each sublayer wrapped in a residual connection and LayerNorm, with embeddings and positional encoding at the "
-        "bottom and the generator on top. Shapes below come from a real forward pass of one example."
+        "each sublayer wrapped in a residual connection and LayerNorm, with embeddings and positional encoding at "
+        "the bottom and the generator on top. Shapes below come from a real forward pass of one example."
     ),
 )
 share_link()
-model, vocab, config = checkpoint.model, checkpoint.vocab, checkpoint.config
+model, vocab, config, tr = checkpoint.model, checkpoint.vocab, checkpoint.config, session_translator()
 
-_, diagram, _ = st.columns([1, 3, 1])  # the figure is two narrow stacks: centred, not stretched
+diagram = st.columns([1, 3, 1])[1]  # the figure is two narrow stacks: centred, not stretched
 diagram.plotly_chart(
-    architecture_diagram(config.n_layers, config.norm_first, config.causal_mask, config.positional, config.tie_weights),
+    architecture_diagram(
+        config.n_layers, config.norm_first, config.causal_mask, config.positional, config.tie_weights, tr=tr
+    ),
     key="anatomy_diagram",
 )
-st.subheader("Configuration")
+st.subheader(_("Configuration"))
 st.caption(
-    f"Trained on **{checkpoint.task.task}**, source lengths {checkpoint.task.min_len}-{checkpoint.task.max_len}."
+    _(
+        "Trained on **{task}**, source lengths {low}-{high}.",
+        task=checkpoint.task.task,
+        low=checkpoint.task.min_len,
+        high=checkpoint.task.max_len,
+    )
 )
-settings = config_table(config).replace({"value": {"True": "yes", "False": "no"}})
+settings = config_table(config).replace({"value": {"True": _("yes"), "False": _("no")}})
+settings["value"], settings["meaning"] = settings["value"].map(_), settings["meaning"].map(_)
 # words first, the code's name last: full width, and cells wrap, so every meaning reads whole
-st.table(settings.rename(columns={"setting": "in the code"}).set_index("meaning")[["value", "in the code"]])
+headers = {"setting": _("in the code"), "value": _("value"), "meaning": _("meaning")}
+st.table(settings.rename(columns=headers).set_index(headers["meaning"])[[headers["value"], headers["setting"]]])
 
-st.subheader("Every module, on one example")
+st.subheader(_("Every module, on one example"))
 src, tgt = sample_batch(checkpoint.task, vocab, config.max_len)
 st.markdown(
-    f"One batch of B = 1: a source of S = {src.size(1)} tokens and the decoder input (BOS + target) of "
-    f"T = {tgt.size(1)} tokens. Shapes read batch × length × features; the embedding and positional encoding "
-    "run twice (source ; target). Parameters shared with an earlier row are counted there only."
+    _(
+        "One batch of B = 1: a source of S = {source} tokens and the decoder input (BOS + target) of T = {target} "
+        "tokens. Shapes read batch × length × features; the embedding and positional encoding run twice (source ; "
+        "target). Parameters shared with an earlier row are counted there only.",
+        source=src.size(1),
+        target=tgt.size(1),
+    )
 )
 table = module_table(model, src, tgt)
-# the paper's name first and pinned, the code's name beside it: a narrow screen scrolls the rest into view
+shown = table.assign(**{"paper name": table["paper name"].map(_)})
+# the paper's name first and pinned, the code's name beside it: a narrow screen scrolls the rest into view; the
+# shapes as wide as they are (two shapes, source ; target, in the first rows)
 st.dataframe(
-    table,
+    shown,
     hide_index=True,
     height="content",
     column_order=["paper name", "module", "input shape", "output shape", "parameters", "section"],
-    column_config={  # narrow number columns: the whole table fits a 1280-px screen beside the sidebar
-        "paper name": st.column_config.TextColumn(pinned=True),
-        "module": st.column_config.TextColumn("in the code"),
-        "input shape": st.column_config.TextColumn("input", width="small"),
-        "output shape": st.column_config.TextColumn("output", width="small"),
-        "parameters": st.column_config.NumberColumn(width="small"),
-        "section": st.column_config.TextColumn("§", width="small", help="Section of the paper"),
+    column_config={  # a narrow number column: the whole table fits a 1280-px screen beside the sidebar
+        "paper name": st.column_config.TextColumn(_("paper name"), pinned=True),
+        "module": st.column_config.TextColumn(_("in the code")),
+        "input shape": st.column_config.TextColumn(_("input")),
+        "output shape": st.column_config.TextColumn(_("output")),
+        "parameters": st.column_config.NumberColumn(_("parameters"), width="small"),
+        "section": st.column_config.TextColumn("§", width="small", help=_("Section of the paper")),
     },
 )
 total, parts = st.columns([1, 3])
-total.metric("Parameters", f"{model.num_parameters():,}")
-parts.dataframe(parameter_summary(table), hide_index=True)
+total.metric(_("Parameters"), f"{model.num_parameters():,}")
+summary = parameter_summary(table)
+summary["part"] = summary["part"].map(_)
+parts.dataframe(summary.rename(columns={"part": _("part"), "parameters": _("parameters")}), hide_index=True)
 
-st.subheader("Inside one attention block (section 3.2.2)")
+st.subheader(_("Inside one attention block (section 3.2.2)"))
 st.latex(
     r"\begin{gathered}\mathrm{head}_i = \mathrm{Attention}(QW^Q_i,\ KW^K_i,\ VW^V_i) \\ "
     r"\mathrm{MultiHead}(Q, K, V) = \mathrm{Concat}(\mathrm{head}_1, \dots, \mathrm{head}_h)\,W^O\end{gathered}"
 )
 st.caption(
-    "In self-attention Q, K and V are all the layer's input; in the decoder's cross-attention Q comes from "
-    "the decoder and K and V from the encoder's output."
+    _(
+        "In self-attention Q, K and V are all the layer's input; in the decoder's cross-attention Q comes from the "
+        "decoder and K and V from the encoder's output."
+    )
 )
 kind_col, layer_col = st.columns(2)
 kind = kind_col.selectbox(
-    "Attention block", list(ATTENTION_KINDS), format_func=lambda k: ATTENTION_KINDS[k][0], key="anatomy_block"
+    _("Attention block"), list(ATTENTION_KINDS), format_func=lambda k: _(ATTENTION_KINDS[k][0]), key="anatomy_block"
 )
-layer = layer_col.selectbox("Layer", range(config.n_layers), key="anatomy_layer")
+layer = layer_col.selectbox(_("Layer"), range(config.n_layers), key="anatomy_layer")
 st.caption(
-    f"Each matrix is d_model × d_model = {config.d_model} × {config.d_model}, stored as output rows × input "
-    f"columns (the layer computes x Wᵀ). Dashed lines cut W_Q, W_K and W_V into the {config.n_heads} heads' "
-    f"d_k = {config.d_k} rows each: head i's band is the transpose of the paper's W^Q_i (d_model × d_k), and "
-    f"d_v = d_k. W_O mixes the concatenated heads, so its columns are cut instead."
+    _(
+        "Each matrix is d_model × d_model = {d_model} × {d_model}, stored as output rows × input columns (the layer "
+        "computes x Wᵀ). Dashed lines cut W_Q, W_K and W_V into the {heads} heads' d_k = {d_k} rows each: head i's "
+        "band is the transpose of the paper's W^Q_i (d_model × d_k), and d_v = d_k. W_O mixes the concatenated "
+        "heads, so its columns are cut instead.",
+        d_model=config.d_model,
+        heads=config.n_heads,
+        d_k=config.d_k,
+    )
 )
+block = _("{block}, layer {layer}", block=_(ATTENTION_KINDS[kind][0]), layer=layer)
 st.plotly_chart(
-    projection_heatmaps(
-        attention_projections(model, kind, layer), config.n_heads, f"{ATTENTION_KINDS[kind][0]}, layer {layer}"
-    ),
+    projection_heatmaps(attention_projections(model, kind, layer), config.n_heads, block, tr=tr),
     key="anatomy_projections",
 )
 
-st.subheader("Positional encoding (section 3.5)")
+st.subheader(_("Positional encoding (section 3.5)"))
 st.latex(
     r"\begin{gathered}PE_{(pos,\,2i)} = \sin\!\left(pos / 10000^{2i/d_{model}}\right) \\ "
     r"PE_{(pos,\,2i+1)} = \cos\!\left(pos / 10000^{2i/d_{model}}\right)\end{gathered}"
 )
 pe, pe_label = positional_table(model)
-st.caption(f"Shown: {pe_label}. Each row is added to the embedding of the token at that position.")
-st.plotly_chart(positional_heatmap(pe, f"Positional encoding: {pe_label}"), key="anatomy_pe_heatmap")
+pe_label = _(pe_label)
+st.caption(_("Shown: {table}. Each row is added to the embedding of the token at that position.", table=pe_label))
+st.plotly_chart(
+    positional_heatmap(pe, _("Positional encoding: {table}", table=pe_label), tr=tr), key="anatomy_pe_heatmap"
+)
 dims = st.multiselect(
-    "Dimensions to plot",
+    _("Dimensions to plot"),
     range(config.d_model),
     default=sorted({d for d in (0, 1, 6, config.d_model // 2) if d < config.d_model}),
     key="anatomy_dims",
 )
 sinusoidal = config.positional != "learned"
-st.plotly_chart(positional_curves(pe, dims, sinusoidal), key="anatomy_pe_curves")
+st.plotly_chart(positional_curves(pe, dims, sinusoidal, tr=tr), key="anatomy_pe_curves")
 if sinusoidal:
-    st.caption("Low dimensions wave fast, high ones slowly: together they give every position its own pattern.")
+    st.caption(_("Low dimensions wave fast, high ones slowly: together they give every position its own pattern."))
 trained = positions_trained(checkpoint.task, vocab)
 st.plotly_chart(
-    position_similarity_heatmap(position_similarity(pe), trained, "How alike two positions' encodings are"),
+    position_similarity_heatmap(position_similarity(pe), trained, _("How alike two positions' encodings are"), tr=tr),
     key="anatomy_pe_similarity",
 )
 if sinusoidal:
     st.caption(
-        f"Along every diagonal the colour holds: the similarity of two positions depends only on how far apart "
-        f"they are, also past the first {trained} positions (dashed) that training reached. The paper chose "
-        "sinusoids hoping the model could then easily attend by relative position: for any offset k, "
-        "PE(pos + k) is a linear function of PE(pos)."
+        _(
+            "Along every diagonal the colour holds: the similarity of two positions depends only on how far apart "
+            "they are, also past the first {trained} positions (dashed) that training reached. The paper chose "
+            "sinusoids hoping the model could then easily attend by relative position: for any offset k, "
+            "PE(pos + k) is a linear function of PE(pos).",
+            trained=trained,
+        )
     )
 else:
     st.caption(
-        f"Inside the dashed square are the {trained} positions training reached, whose vectors it shaped. "
-        "Past it they are still as initialised: random, and nearly unrelated to each other and to the "
-        "trained ones. The Length test page shows what that does to longer inputs."
+        _(
+            "Inside the dashed square are the {trained} positions training reached, whose vectors it shaped. Past it "
+            "they are still as initialised: random, and nearly unrelated to each other and to the trained ones. The "
+            "Length test page shows what that does to longer inputs.",
+            trained=trained,
+        )
     )
 
-st.markdown("**Embeddings of a sequence, before and after adding the positional encoding**")
+st.markdown(_("**Embeddings of a sequence, before and after adding the positional encoding**"))
 text = st.text_input(
-    f"A source sequence ({vocab.input_hint(config.longest_sequence)})",
+    _("A source sequence ({hint})", hint=_(vocab.input_hint(config.longest_sequence))),
     value=" ".join((vocab.symbols[:3] * 2)[: config.longest_sequence]),
     key="anatomy_input",
 )
 try:
     ids = vocab.encode(text, max_len=config.longest_sequence)
 except ValueError as err:
-    st.error(f"{markdown_literal(err)}.")
+    st.error(_("{error}.", error=markdown_literal(_(err))))
 else:
     embedded, with_position = embed_with_position(model, ids)
-    panels = {"token embedding × √d_model": embedded, "+ positional encoding": with_position}
+    panels = {_("token embedding × √d_model"): embedded, _("+ positional encoding"): with_position}
     st.plotly_chart(
-        embedding_heatmap(panels, vocab.tokens(ids), "What the first layer receives"), key="anatomy_embeddings"
+        embedding_heatmap(panels, vocab.tokens(ids), _("What the first layer receives"), tr=tr),
+        key="anatomy_embeddings",
     )
     if config.positional == "none":
-        st.caption("This model adds no positional encoding: both panels are the same, and repeated symbols look alike.")
+        st.caption(
+            _("This model adds no positional encoding: both panels are the same, and repeated symbols look alike.")
+        )
     else:
-        st.caption("Top: repeated symbols have identical rows. Bottom: the position makes every row different.")
+        st.caption(_("Top: repeated symbols have identical rows. Bottom: the position makes every row different."))

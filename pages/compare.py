@@ -12,6 +12,7 @@ from pages.common import client_address, remember_run, run_registry
 from pages.compare_builder import CUSTOM_WIDGETS, custom_builder
 from pages.compare_timeline import PLOTLY_CONFIG, show_timeline
 from pages.downloads import csv_download
+from pages.language import _, session_translator
 from pages.links import share_link, show_link_notices
 from pages.state import COMPARE_JOB, drop_flash, flash, session_run_elsewhere, show_flashes, watcher_id
 from pages.streamlit_internals import page_connected
@@ -34,11 +35,23 @@ from transformer.experiments import (
     summary_table,
 )
 from transformer.figures.compare import comparison_figure, length_comparison_figure
+from transformer.i18n import N_, Message
 from transformer.literal import markdown_literal
 from transformer.serving import ServerBusy
 from transformer.uploads import shown_name
 
-LIVE_SOURCE = "your live run"  # what `current_run` calls a run still in this session's hands
+LIVE_SOURCE = N_("your live run")  # what `current_run` calls a run still in this session's hands
+SUMMARY_HEADERS = {  # the summary table's columns, as shown; the CSV keeps the raw columns
+    "variant": N_("variant"),
+    "solved at step": N_("solved at step"),
+    "solved at (s)": N_("solved at (s)"),
+    "steps/s": N_("steps/s"),
+    "exact match (%)": N_("exact match (%)"),
+    "token acc. (%)": N_("token acc. (%)"),
+    "train loss": N_("train loss"),
+    "steps": N_("steps"),
+    "time (s)": N_("time (s)"),
+}
 
 
 @st.cache_resource(show_spinner=False)
@@ -65,7 +78,7 @@ def load_upload() -> None:
     try:
         run = experiment_from_json(upload.getvalue())
     except ValueError as err:
-        flash("compare_upload", "error", markdown_literal(f"Could not load {name}: {err}"))
+        flash("compare_upload", "error", markdown_literal(_("Could not load {name}: {reason}", name=name, reason=err)))
         return
     if (job := st.session_state.get(COMPARE_JOB)) is not None and not job.done:
         st.session_state["compare_pending"] = (run, name)  # `ask_before_replacing` asks
@@ -94,7 +107,7 @@ def show_pending() -> None:
 def keep_rerun() -> None:
     """Button callback: the rerun goes on; the file waiting for an answer is not shown."""
     st.session_state.pop("compare_pending", None)
-    flash("compare_upload", "info", "Your rerun goes on. Load the file again once you have what you need from it.")
+    flash("compare_upload", "info", _("Your rerun goes on. Load the file again once you have what you need from it."))
 
 
 def ask_before_replacing() -> None:
@@ -102,22 +115,31 @@ def ask_before_replacing() -> None:
     if (pending := st.session_state.get("compare_pending")) is None:
         return
     job = st.session_state.get(COMPARE_JOB)
-    state = "has finished" if job is None or job.done else "is still training"
-    st.warning(
-        f"Your rerun {state}. Showing {markdown_literal(pending[1])} stops it and takes the place of its results on "
-        "this page: download them above first to keep them.",
-        icon=":material/help:",
+    warning = (
+        N_(
+            "Your rerun has finished. Showing {name} stops it and takes the place of its results on this page: "
+            "download them above first to keep them."
+        )
+        if job is None or job.done
+        else N_(
+            "Your rerun is still training. Showing {name} stops it and takes the place of its results on this page: "
+            "download them above first to keep them."
+        )
     )
+    st.warning(_(warning, name=markdown_literal(pending[1])), icon=":material/help:")
     show_col, keep_col = st.columns(2)
-    show_col.button("Stop the rerun and show the file", key="compare_pending_show", on_click=show_pending)
-    keep_col.button("Keep my rerun", key="compare_pending_keep", on_click=keep_rerun, type="primary")
+    show_col.button(_("Stop the rerun and show the file"), key="compare_pending_show", on_click=show_pending)
+    keep_col.button(_("Keep my rerun"), key="compare_pending_keep", on_click=keep_rerun, type="primary")
 
 
-st.title("Compare runs")
+st.title(_("Compare runs"))
 st.markdown(
-    "Does a part of the Transformer matter? Train two versions that differ in **one switch**, from the same seed on "
-    "the same data, and overlay their curves. Then watch **attention form during training**: how the decoder's "
-    "cross-attention (section 3.2.3 of the paper) goes from spread out to pointing at the source token it must copy."
+    _(
+        "Does a part of the Transformer matter? Train two versions that differ in **one switch**, from the same seed "
+        "on the same data, and overlay their curves. Then watch **attention form during training**: how the "
+        "decoder's cross-attention (section 3.2.3 of the paper) goes from spread out to pointing at the source "
+        "token it must copy."
+    )
 )
 
 if "compare_state" not in st.session_state:  # a new visit: the settings come from the link
@@ -129,12 +151,12 @@ if "compare_state" not in st.session_state:  # a new visit: the settings come fr
 state: CompareState = st.session_state["compare_state"]
 options = [*READY, CUSTOM]
 choice = st.selectbox(
-    "Experiment",
+    _("Experiment"),
     options,
     index=options.index(state.experiment),
     key="compare_experiment",
-    format_func=lambda k: READY[k].title if k in READY else "Custom: build your own",
-    help="Ready-made experiments come with results, so you see the answer at once.",
+    format_func=lambda k: _(READY[k].title) if k in READY else _("Custom: build your own"),
+    help=_("Ready-made experiments come with results, so you see the answer at once."),
 )
 if choice == CUSTOM:
     state = custom_builder(state)
@@ -146,38 +168,43 @@ share_link(write_compare(state))  # the address bar now opens this experiment
 try:
     experiment = experiment_for(state)
 except ValueError as err:
-    st.warning(f"Can't build this experiment: {markdown_literal(err)}.")
+    st.warning(_("Can't build this experiment: {reason}.", reason=markdown_literal(_(err))))
     st.stop()
-st.info(f"**What to expect.** {experiment.expectation}")
-st.caption(f"{experiment.summary()} Copy the address bar to share this experiment.")
+st.info(_("**What to expect.** {expectation}", expectation=_(experiment.expectation)))
+st.caption(_("{summary} Copy the address bar to share this experiment.", summary=_(experiment.summary())))
 
 job: LiveExperiment | None = st.session_state.get(COMPARE_JOB)
 running = job is not None and not job.done
 elsewhere = session_run_elsewhere("compare")
 buttons = st.container(horizontal=True)
 if buttons.button(
-    "Rerun live",
+    _("Rerun live"),
     key="compare_run",
     type="primary",
     disabled=running or elsewhere is not None,
-    help=elsewhere or "Trains every variant here, one after the other, while the curves stream in.",
+    help=_(elsewhere or N_("Trains every variant here, one after the other, while the curves stream in.")),
 ):
     try:
         new_job = LiveExperiment.start(experiment, run_registry(), watcher_id(), page_connected(), client_address())
     except ServerBusy as err:
-        st.warning(f"Your rerun could not start: {markdown_literal(err)}. The shipped results below need no training.")
+        st.warning(
+            _(
+                "Your rerun could not start: {reason}. The shipped results below need no training.",
+                reason=markdown_literal(_(err)),
+            )
+        )
     except ValueError as err:
-        st.error(f"These settings don't work: {markdown_literal(err)}")
+        st.error(_("These settings don't work: {reason}", reason=markdown_literal(_(err))))
     else:
         st.session_state[COMPARE_JOB] = new_job
         st.session_state.pop("compare_loaded", None)
         remember_run(COMPARE_JOB, new_job, {"compare_state": state})  # a reload shows this experiment again
         st.rerun()
 if buttons.button(
-    "Stop",
+    _("Stop"),
     key="compare_stop",
     disabled=not running,
-    help="Stops the variant that is training; the runs so far stay on screen.",
+    help=_("Stops the variant that is training; the runs so far stay on screen."),
 ):
     run_registry().stop_chain(job.chain)
     st.rerun()
@@ -189,25 +216,31 @@ def current_run() -> tuple[ExperimentRun | None, str]:
     if job is not None and job.experiment == experiment and (live := job.so_far()) is not None:
         return live, LIVE_SOURCE
     if (loaded := st.session_state.get("compare_loaded")) and loaded[2] == experiment:
-        run, name, _ = loaded
-        rounded = run.experiment.key == CUSTOM and run.experiment != experiment  # the page could not set it exactly
-        own = f" (its own settings: {run.experiment.summary()})" if rounded else ""
-        return run, f"loaded from {markdown_literal(name)}{own}"
+        run, name = loaded[:2]
+        if run.experiment.key == CUSTOM and run.experiment != experiment:  # the page could not set it exactly
+            own = Message(N_("its own settings: {summary}"), summary=run.experiment.summary())
+            return run, Message(N_("loaded from {name} ({own})"), name=markdown_literal(name), own=own)
+        return run, Message(N_("loaded from {name}"), name=markdown_literal(name))
     try:
-        return (shipped_run(state.experiment), "shipped with the app") if state.experiment in READY else (None, "")
+        return (shipped_run(state.experiment), N_("shipped with the app")) if state.experiment in READY else (None, "")
     except (OSError, ValueError) as err:
-        st.error(f"The shipped results of this experiment could not be read: {markdown_literal(err)}")
+        st.error(
+            _("The shipped results of this experiment could not be read: {reason}", reason=markdown_literal(_(err)))
+        )
         return None, ""
 
 
 def show_length_tests(run: ExperimentRun) -> None:
     """The length test of each variant that has finished, side by side."""
-    tested = {v.label: v.lengths for v in run.variants if v.lengths}
+    tested = {_(v.label): v.lengths for v in run.variants if v.lengths}
     if tested:
-        st.plotly_chart(length_comparison_figure(tested), key="compare_lengths", config=PLOTLY_CONFIG)
+        figure = length_comparison_figure(tested, tr=session_translator())
+        st.plotly_chart(figure, key="compare_lengths", config=PLOTLY_CONFIG)
         st.caption(
-            "Each finished variant's final model, greedy-decoded on unseen inputs of every length up to twice the "
-            "longest it trained on: the share it gets exactly right."
+            _(
+                "Each finished variant's final model, greedy-decoded on unseen inputs of every length up to twice "
+                "the longest it trained on: the share it gets exactly right."
+            )
         )
 
 
@@ -221,60 +254,81 @@ def results(polling: bool) -> None:
         st.rerun()  # redraw the page without polling
     run, source = current_run()
     if run is None:
-        st.info("No results for these settings yet: press **Rerun live** to train them.")
+        st.info(_("No results for these settings yet: press **Rerun live** to train them."))
         return
     live = job is not None and not job.done and job.experiment == experiment
     if live and (place := run_registry().place(job.chain.current)) is not None:
         st.info(
-            f"Every training slot is in use: the next variant is number {place.position} in the queue, and should "
-            f"start in about {place.wait_s:.0f} s. It starts on its own; keep this page open.",
+            _(
+                "Every training slot is in use: the next variant is number {position} in the queue, and should start "
+                "in about {wait_s:.0f} s. It starts on its own; keep this page open.",
+                position=place.position,
+                wait_s=place.wait_s,
+            ),
             icon=":material/hourglass_top:",
         )
     if live:
         done, total = job.progress()
         st.progress(
             min(done / total, 1.0),
-            text=f"Training variant {len(job.chain.runs)} of {len(job.experiment.values)}: {done} of {total} steps",
+            text=_(
+                "Training variant {variant} of {variants}: {done} of {total} steps",
+                variant=len(job.chain.runs),
+                variants=len(job.experiment.values),
+                done=done,
+                total=total,
+            ),
         )
     elif job is not None and job.error and job.experiment == experiment:
-        st.error(f"Training stopped with an error: {markdown_literal(job.error)}")
-    st.caption(f"Showing: {source}.")
-    st.plotly_chart(
-        comparison_figure({v.label: v.history for v in run.variants}), key="compare_curves", config=PLOTLY_CONFIG
+        st.error(_("Training stopped with an error: {error}", error=markdown_literal(_(job.error))))
+    st.caption(_("Showing: {source}.", source=_(source)))
+    histories = {_(v.label): v.history for v in run.variants}
+    figure = comparison_figure(histories, tr=session_translator())
+    st.plotly_chart(figure, key="compare_curves", config=PLOTLY_CONFIG)
+    summary = summary_table(run)
+    summary["variant"] = summary["variant"].map(_)
+    # the variant's name whole ("GRU encoder-decoder"), pinned while the numbers scroll
+    variant_column = st.column_config.TextColumn(_("variant"), pinned=True, width="medium")
+    st.dataframe(
+        summary.rename(
+            columns={column: _(header) for column, header in SUMMARY_HEADERS.items() if column != "variant"}
+        ),
+        hide_index=True,
+        column_config={"variant": variant_column},
     )
-    st.dataframe(summary_table(run), hide_index=True)
     st.caption(
-        "Solved = the first metric row where every held-out sequence checked was decoded exactly right. Exact "
-        "match and token accuracy (acc.) are on the held-out set where the run ended. Times and steps per second "
-        "(steps/s) are wall-clock, on the machine that trained the run. "
-        "A loss spike after a run has solved its task, which a rerun may show, is a known "
-        "effect of Adam, not a fault: once the loss is near zero Adam divides each step by the gradients' running "
-        "size, tiny too, so its steps stay about as large as the learning rate, and one slightly larger gradient "
-        "throws the weights off. The run recovers in a few rows."
+        _(
+            "Solved = the first metric row where every held-out sequence checked was decoded exactly right. Exact "
+            "match and token accuracy (acc.) are on the held-out set where the run ended. Times and steps per second "
+            "(steps/s) are wall-clock, on the machine that trained the run. A loss spike after a run has solved its "
+            "task, which a rerun may show, is a known effect of Adam, not a fault: once the loss is near zero Adam "
+            "divides each step by the gradients' running size, tiny too, so its steps stay about as large as the "
+            "learning rate, and one slightly larger gradient throws the weights off. The run recovers in a few rows."
+        )
     )
     show_length_tests(run)
     show_timeline(run, live=live and source == LIVE_SOURCE)
-    st.subheader("Export and share")
+    st.subheader(_("Export and share"))
     csv_col, json_col = st.columns(2)
     name = run.experiment.key
-    csv_download(csv_col, "Download all runs (CSV)", runs_frame(run), f"{name}.csv", "compare_download_csv")
+    csv_download(csv_col, _("Download all runs (CSV)"), runs_frame(run), f"{name}.csv", "compare_download_csv")
     json_col.download_button(
-        "Download the experiment (JSON)",
+        _("Download the experiment (JSON)"),
         experiment_to_json(run),
         f"{name}.json",
         "application/json",
         key="compare_download_json",
-        help="Settings, curves and attention in one file; load it back below.",
+        help=_("Settings, curves and attention in one file; load it back below."),
     )
 
 
 results(polling=running)
 st.file_uploader(
-    "Load an exported experiment (JSON)",
+    _("Load an exported experiment (JSON)"),
     type=["json"],
     key="compare_upload",
     on_change=load_upload,
-    help="A file from the JSON download above: its runs are shown again, no training needed.",
+    help=_("A file from the JSON download above: its runs are shown again, no training needed."),
 )
 ask_before_replacing()
 show_flashes("compare_upload")

@@ -4,6 +4,7 @@ from dataclasses import replace
 
 import streamlit as st
 
+from pages.language import _
 from transformer.compare_state import CompareState
 from transformer.experiments import CUSTOM, SWITCHES
 from transformer.experiments.definitions import Switch
@@ -41,35 +42,36 @@ def custom_builder(state: CompareState) -> CompareState:
         return CompareState(
             experiment=CUSTOM,
             task=task_col.selectbox(
-                "Task",
+                _("Task"),
                 tasks,
                 tasks.index(state.task),
                 key="compare_task",
-                format_func=lambda t: f"{t}: {TASKS[t].description}",
+                format_func=lambda t: f"{t}: {_(TASKS[t].description)}",
             ),
             length=task_col.number_input(
-                "Input length",
+                _("Input length"),
                 *COMPARE_FORM_LIMITS["length"],
                 state.length,
                 key="compare_length",
-                help="Every input has this many symbols.",
+                help=_("Every input has this many symbols."),
             ),
             steps=task_col.number_input(
-                "Steps per variant",
+                _("Steps per variant"),
                 *COMPARE_FORM_LIMITS["steps"],
                 state.steps,
                 step=50,
                 key="compare_steps",
-                help="Every variant trains exactly this many steps (no early stopping).",
+                help=_("Every variant trains exactly this many steps (no early stopping)."),
             ),
             seed=task_col.number_input(
-                "Seed",
+                _("Seed"),
                 *COMPARE_FORM_LIMITS["seed"],
                 state.seed,
                 key="compare_seed",
-                help="Same seed: same data for every variant, and the same starting weights unless the "
-                "switch changes the model's parameters (layers, a learned positional "
-                "table).",
+                help=_(
+                    "Same seed: same data for every variant, and the same starting weights unless the switch changes "
+                    "the model's parameters (layers, a learned positional table)."
+                ),
             ),
             **_sizes(size_col, state, switch),
             switch=switch.field,
@@ -81,22 +83,22 @@ def _switch_and_values(switch_col, state: CompareState) -> tuple[Switch, list]:
     """The switch to vary and the values to compare, in the builder's third column."""
     switch = SWITCHES[
         switch_col.selectbox(
-            "Switch to vary",
+            _("Switch to vary"),
             list(SWITCHES),
             list(SWITCHES).index(state.switch),
             key="compare_switch",
             on_change=switch_changed,
-            format_func=lambda s: SWITCHES[s].title,
+            format_func=lambda s: _(SWITCHES[s].title),
         )
     ]
     values = switch_col.multiselect(
-        "Values to compare",
+        _("Values to compare"),
         switch.choices,
         list(state.values),
         key="compare_values",
-        format_func=switch.label,
+        format_func=lambda value: _(switch.label(value)),
         max_selections=MAX_VARIANTS,
-        help="Each value is one variant; they train one after the other.",
+        help=_("Each value is one variant; they train one after the other."),
     )
     return switch, values
 
@@ -111,19 +113,19 @@ def _sizes(size_col, state: CompareState, switch: Switch) -> dict:
             key="compare_d_model",
         ),
         n_heads=size_col.selectbox(
-            "Heads",
+            _("Heads"),
             COMPARE_SIZE_CHOICES["n_heads"],
             COMPARE_SIZE_CHOICES["n_heads"].index(state.n_heads),
             key="compare_n_heads",
             disabled=switch.field == "n_heads",
-            help="Set per variant when it is the switch.",
+            help=_("Set per variant when it is the switch."),
         ),
         n_layers=size_col.number_input(
-            "Layers per stack",
+            _("Layers per stack"),
             *COMPARE_FORM_LIMITS["n_layers"],
             state.n_layers,
             key="compare_n_layers",
             disabled=switch.field == "n_layers",
-            help="Set per variant when it is the switch.",
+            help=_("Set per variant when it is the switch."),
         ),
     )

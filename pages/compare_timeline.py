@@ -3,6 +3,7 @@ loss and the alignment scores at that step."""
 
 import streamlit as st
 
+from pages.language import _, session_translator
 from transformer.experiments import ExperimentRun
 from transformer.figures.attention import attention_heatmaps
 from transformer.figures.compare import alignment_figure, loss_marker_figure, variant_colour
@@ -24,17 +25,21 @@ def show_timeline(run: ExperimentRun, live: bool) -> None:
 
 def _explain(run: ExperimentRun) -> None:
     """What the heatmaps show and how alignment is scored."""
-    st.subheader("Attention forming during training")
+    st.subheader(_("Attention forming during training"))
     st.markdown(
-        f"The probe is the first held-out input, {code_span(' '.join(run.probe_src))}. Each heatmap is one "
-        "cross-attention head: a row per decoder position, labelled by the token it reads (row i writes output token "
-        "i), a column per source token, darker = more attention. Slide through training to watch the pattern form. "
-        "Each head's score is the attention it puts, on average, on the source token the output comes from (for "
-        "reverse, output i comes from source token n-1-i):"
+        _(
+            "The probe is the first held-out input, {probe}. Each heatmap is one cross-attention head: a row per "
+            "decoder position, labelled by the token it reads (row i writes output token i), a column per source "
+            "token, darker = more attention. Slide through training to watch the pattern form. Each head's score is "
+            "the attention it puts, on average, on the source token the output comes from (for reverse, output i "
+            "comes from source token n-1-i):",
+            probe=code_span(" ".join(run.probe_src)),
+        )
     )
+    alignment, right = _("alignment"), _("1 = always the right token, {uniform} = uniform", uniform=r"$\tfrac{1}{n}$")
     st.latex(
-        r"\begin{gathered}\text{alignment} = \frac{1}{n}\sum_{i=0}^{n-1} A_{i,\,\pi(i)} \\ "
-        r"\text{1 = always the right token, } \tfrac{1}{n} = \text{uniform}\end{gathered}"
+        rf"\begin{{gathered}}\text{{{alignment}}} = \frac{{1}}{{n}}\sum_{{i=0}}^{{n-1}} A_{{i,\,\pi(i)}} \\ "
+        rf"\text{{{right}}}\end{{gathered}}"
     )
 
 
@@ -45,61 +50,72 @@ def _pick_step(run: ExperimentRun, live: bool) -> tuple[int, int] | None:
     # Following widgets are disabled: a press could land on a slider that is being replaced (a browser keeps a
     # slider's old value when its options grow, so a following slider gets a key for each count of snapshots).
     following = live and st.toggle(
-        "Follow training",
+        _("Follow training"),
         True,
         key="compare_follow",
-        help="Shows the variant in training and each new snapshot as it arrives. Turn off "
-        "to pick a variant and slide back through the snapshots taken so far.",
+        help=_(
+            "Shows the variant in training and each new snapshot as it arrives. Turn off to pick a variant and "
+            "slide back through the snapshots taken so far."
+        ),
     )
     if following or st.session_state.get("compare_timeline_variant") not in labels:
         st.session_state["compare_timeline_variant"] = labels[-1] if following else labels[0]
-    label = st.radio("Variant", labels, key="compare_timeline_variant", horizontal=True, disabled=following)
+    label = st.radio(
+        _("Variant"), labels, format_func=_, key="compare_timeline_variant", horizontal=True, disabled=following
+    )
     index = labels.index(label)
     variant = run.variants[index]
     if not variant.steps:
-        st.caption("No attention snapshot yet.")
+        st.caption(_("No attention snapshot yet."))
         return None
     key = f"timeline_step_{index}_{len(variant.steps)}" if following else f"timeline_step_{index}"
     step = st.select_slider(
-        "Training step",
+        _("Training step"),
         variant.steps,
         variant.steps[-1],
         key=key,
         disabled=following,
-        help="Turn off *Follow training* to pick a step." if following else None,
+        help=_("Turn off *Follow training* to pick a step.") if following else None,
     )
     return index, step
 
 
 def _show_step(run: ExperimentRun, index: int, step: int) -> None:
     """The cross-attention of variant `index` at `step`, layer by layer, and its loss and alignment curves."""
-    variant, label = run.variants[index], run.variants[index].label
+    variant, label, tr = run.variants[index], _(run.variants[index].label), session_translator()
     snapshot = variant.cross[variant.steps.index(step)]
     if not snapshot:
-        st.info(f"{label} has no attention to show: its decoder reads one fixed summary of the whole source.")
+        st.info(
+            _(
+                "{variant} has no attention to show: its decoder reads one fixed summary of the whole source.",
+                variant=label,
+            )
+        )
     for layer, maps in enumerate(snapshot):  # full width: a column of the heatmap per source token
+        title = _("{variant}: cross-attention, layer {layer}, step {step}", variant=label, layer=layer, step=step)
         st.plotly_chart(
-            attention_heatmaps(
-                maps, run.probe_tgt, run.probe_src, f"{label}: cross-attention, layer {layer}, step {step}", per_row=2
-            ),
+            attention_heatmaps(maps, run.probe_tgt, run.probe_src, title, per_row=2, tr=tr),
             key=f"compare_heads_{layer}",
             config=PLOTLY_CONFIG,
         )
     loss_col, alignment_col = st.columns(2)
     if variant.history:
         loss_col.plotly_chart(
-            loss_marker_figure(variant.history, step, label, variant_colour(index)),
+            loss_marker_figure(variant.history, step, label, variant_colour(index), tr=tr),
             key="compare_timeline_loss",
             config=PLOTLY_CONFIG,
         )
     if variant.alignment:
         alignment_col.plotly_chart(
-            alignment_figure(variant.steps, variant.alignment, 1 / len(run.probe_src), step),
+            alignment_figure(variant.steps, variant.alignment, 1 / len(run.probe_src), step, tr=tr),
             key="compare_alignment",
             config=PLOTLY_CONFIG,
         )
     elif snapshot:
         alignment_col.info(
-            f"{run.experiment.data.task} has no fixed source position for each output token, so "
-            "there is no ideal alignment to score the heads against."
+            _(
+                "{task} has no fixed source position for each output token, so there is no ideal alignment to score "
+                "the heads against.",
+                task=run.experiment.data.task,
+            )
         )

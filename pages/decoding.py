@@ -10,6 +10,7 @@ import torch
 
 from pages.alignment_view import decoding_alignment
 from pages.decoding_inputs import example_text, set_input, show_what_is_shown, source_input, strategy_settings
+from pages.language import _, session_translator
 from pages.links import link_values, share_link
 from pages.state import following_run, keep_result, kept_result, model_change, model_in_hand, model_page
 from transformer.decoding import beam_search, decode_all_steps, sampling_probs, teacher_forced
@@ -20,13 +21,14 @@ from transformer.figures.decoding import (
     step_attention_heatmap,
     teacher_forcing_table,
 )
+from transformer.i18n import N_
 from transformer.inspection import logit_lens
 from transformer.limits import check_probe_cost
 from transformer.link_params import decoding_parsers, write_params
 from transformer.literal import code_span, markdown_literal
 from transformer.tasks import DataConfig, TaskData, get_task
 
-ATTENTION_LABELS = {"cross": "over the source (cross)", "self": "over its own input (self)"}
+ATTENTION_LABELS = {"cross": N_("over the source (cross)"), "self": N_("over its own input (self)")}
 TOP_BARS = 10  # bars in the next-token chart
 EXTRA_STEPS = 4  # decoding may run this many tokens past the expected output, so a missed EOS shows
 LINKED_WIDGETS = {  # link parameter -> widget key
@@ -52,11 +54,11 @@ def go_to(step: int) -> None:
 
 
 checkpoint = model_page(
-    "Decoding, step by step",
-    (
-        "The decoder writes its output one token at a time and feeds each token back in as input for the next: it is "
-        "*auto-regressive* (section 3 of the paper). At step t it turns its last hidden state h_t into a distribution "
-        "over the vocabulary, and a decoding strategy picks the next token from it."
+    _("Decoding, step by step"),
+    _(
+        "The decoder writes its output one token at a time and feeds each token back in as input for the next: it "
+        "is *auto-regressive* (section 3 of the paper). At step t it turns its last hidden state h_t into a "
+        "distribution over the vocabulary, and a decoding strategy picks the next token from it."
     ),
     r"p(y_t \mid y_{<t},\, x) = \mathrm{softmax}(W\, h_t + b)",
 )
@@ -67,13 +69,13 @@ examples = held_out_sources(task)
 # one of the task's examples.
 if st.session_state.get("decode_task") != task or "decode_input" not in st.session_state:
     st.session_state["decode_task"] = task
-    set_input(example_text(examples[0], vocab.symbols), "the first held-out example of its task")
+    set_input(example_text(examples[0], vocab.symbols), N_("the first held-out example of its task"))
 
 limit = model.config.longest_sequence
 link = link_values("decode", decoding_parsers(vocab, limit))
 st.session_state.update({LINKED_WIDGETS[name]: value for name, value in link.items() if name in LINKED_WIDGETS})
 if "input" in link:
-    st.session_state["decode_input_origin"] = (link["input"], "the opened link")
+    st.session_state["decode_input_origin"] = (link["input"], N_("the opened link"))
 show_what_is_shown(checkpoint, model_in_hand()[1], model_change("decode") is not None)
 if link.keys() & {"input", "step"}:
     st.session_state["decode_link_step"] = link.get("step")  # None: the last step, the whole output
@@ -83,12 +85,18 @@ strategy, temperature, top_k, seed, beam_width = strategy_settings(len(vocab))
 try:
     ids = vocab.encode(text, max_len=limit)
 except ValueError as err:
-    st.error(f"{markdown_literal(err)}. For example: {code_span(example_text(examples[0], vocab.symbols))}.")
+    example = code_span(example_text(examples[0], vocab.symbols))
+    st.error(_("{error}. For example: {example}.", error=markdown_literal(_(err)), example=example))
     st.stop()
 if not task.min_len <= len(ids) <= task.max_len:
     st.warning(
-        f"The model was trained on lengths {task.min_len}-{task.max_len}; an input of {len(ids)} tests "
-        "whether it generalizes beyond them. The Length test page scores every length at once."
+        _(
+            "The model was trained on lengths {low}-{high}; an input of {n} tests whether it generalizes beyond "
+            "them. The Length test page scores every length at once.",
+            low=task.min_len,
+            high=task.max_len,
+            n=len(ids),
+        )
     )
 
 # All steps are computed once per (model, input, strategy, settings); Next and Back only move through them.
@@ -107,15 +115,18 @@ if (
     # The run in hand trained on: keep the walkthrough on the snapshot it started with until the student asks.
     info_col, refresh_col = st.columns([4, 1], vertical_alignment="center")
     info_col.info(
-        f"The run has trained on to step {model_step}; these steps still show the model as of step "
-        f"{trace['model_step']}."
+        _(
+            "The run has trained on to step {step}; these steps still show the model as of step {shown}.",
+            step=model_step,
+            shown=trace["model_step"],
+        )
     )
     refresh_col.button(
-        "Decode again",
+        _("Decode again"),
         key="decode_refresh_button",
         width="stretch",
         on_click=lambda: st.session_state.update(decode_refresh=True),
-        help="Recompute every step with the run's newest model, staying at this step.",
+        help=_("Recompute every step with the run's newest model, staying at this step."),
     )
 elif kept is None or kept.model is not model or kept.key != key:
     symbols = [vocab.symbol_index(i) for i in ids]
@@ -126,12 +137,12 @@ elif kept is None or kept.model is not model or kept.key != key:
         check_probe_cost(model.config, beam_width if strategy == "beam" else 1, max_len, passes=3)
         steps = decode_all_steps(model, src, bos, eos, max_len, strategy, temperature, top_k, beam_width, seed)
         if strategy == "beam":
-            output, _ = beam_search(model, src, bos, eos, max_len, beam_width)
+            output = beam_search(model, src, bos, eos, max_len, beam_width)[0]
         else:
             output = [s.token for s in steps]
         forced = teacher_forced(model, src, [bos, *expected])
     except ValueError as err:
-        st.error(f"Could not decode this input: {markdown_literal(err)}")
+        st.error(_("Could not decode this input: {error}", error=markdown_literal(_(err))))
         st.stop()
     same_input = kept is not None and kept.key == key  # only the model changed: a training run moved on
     st.session_state["decode_step"] = min(st.session_state["decode_step"], len(steps) - 1) if same_input else 0
@@ -151,7 +162,7 @@ share_link(write_params(linked if i == last else {**linked, "step": i + 1}))
 
 reset_col, back_col, next_col, end_col = st.columns(4)
 reset_col.button(
-    "Reset",
+    _("Reset"),
     key="decode_reset",
     icon=":material/first_page:",
     on_click=go_to,
@@ -160,7 +171,7 @@ reset_col.button(
     width="stretch",
 )
 back_col.button(
-    "Back",
+    _("Back"),
     key="decode_back",
     icon=":material/chevron_left:",
     on_click=go_to,
@@ -170,7 +181,7 @@ back_col.button(
     shortcut="Left",
 )
 next_col.button(
-    "Next",
+    _("Next"),
     key="decode_next",
     icon=":material/chevron_right:",
     on_click=go_to,
@@ -181,7 +192,7 @@ next_col.button(
     shortcut="Right",
 )
 end_col.button(
-    "Run to end",
+    _("Run to end"),
     key="decode_run_to_end",
     icon=":material/last_page:",
     on_click=go_to,
@@ -191,100 +202,128 @@ end_col.button(
 )
 
 chips = " ".join(map(code_span, vocab.tokens(step.prefix)))
-chance = f"model p = {float(step.probs[step.token]):.2f}"
+chance = _("model p = {p:.2f}", p=float(step.probs[step.token]))
 if strategy == "sample":
     shown = sampling_probs(step.probs.log(), temperature, top_k)  # what the draw used
-    chance += f", sampled with p = {float(shown[step.token]):.2f}"
+    chance = _("{chance}, sampled with p = {p:.2f}", chance=chance, p=float(shown[step.token]))
 st.markdown(
-    f"**Step {i + 1} of {len(steps)}** · decoder input so far: {chips} → chooses "
-    f"**{code_span(vocab.tokens([step.token])[0])}** ({chance})"
+    _(
+        "**Step {step} of {steps}** · decoder input so far: {chips} → chooses **{token}** ({chance})",
+        step=i + 1,
+        steps=len(steps),
+        chips=chips,
+        token=code_span(vocab.tokens([step.token])[0]),
+        chance=chance,
+    )
 )
 if strategy == "beam":
-    st.caption("Beam search: the prefix, probabilities and attention follow this step's best hypothesis.")
+    st.caption(_("Beam search: the prefix, probabilities and attention follow this step's best hypothesis."))
 
-src_labels = vocab.tokens(ids)
+src_labels, tr = vocab.tokens(ids), session_translator()
 probs_col, attention_col = st.columns([2, 3])  # the heatmap needs the room: a column per source token
 with probs_col:
     if strategy == "sample":
         # no-break spaces keep each setting with its value when the title wraps
-        title = f"Sampling distribution (temperature\u00a0{temperature:g}, top-k\u00a0{top_k or 'all'})"
+        title = _(
+            "Sampling distribution (temperature\u00a0{temperature:g}, top-k\u00a0{top_k})",
+            temperature=temperature,
+            top_k=top_k or _("all"),
+        )
     else:
-        shown, title = step.probs, "Next-token probabilities"
-    st.plotly_chart(probs_bar(shown, vocab.itos, step.token, TOP_BARS, title), key="decode_probs")
+        shown, title = step.probs, _("Next-token probabilities")
+    st.plotly_chart(probs_bar(shown, vocab.itos, step.token, TOP_BARS, title, tr=tr), key="decode_probs")
 with attention_col:
     kind_col, layer_col = st.columns([3, 2])
-    kind = kind_col.radio("Attention", ["cross", "self"], format_func=ATTENTION_LABELS.get, key="decode_attention")
-    layer = layer_col.selectbox("Decoder layer", range(len(step.cross_attention)), key="decode_layer")
+    kind = kind_col.radio(
+        _("Attention"), ["cross", "self"], format_func=lambda k: _(ATTENTION_LABELS[k]), key="decode_attention"
+    )
+    layer = layer_col.selectbox(_("Decoder layer"), range(len(step.cross_attention)), key="decode_layer")
     if kind == "cross":
         st.plotly_chart(
             step_attention_heatmap(
-                step.cross_attention[layer], src_labels, f"Cross-attention of step {i + 1}, layer {layer}"
+                step.cross_attention[layer],
+                src_labels,
+                _("Cross-attention of step {step}, layer {layer}", step=i + 1, layer=layer),
+                tr=tr,
             ),
             key="decode_cross_attention",
         )
         st.caption(
-            "Where this step's query looks in the source, head by head. A model that solved *reverse* looks "
-            "mostly at or next to the mirrored position (step 1 at the last source token, step 2 near the "
-            "one before, and so on); heads can share the work, so a single head need not point exactly."
+            _(
+                "Where this step's query looks in the source, head by head. A model that solved *reverse* looks "
+                "mostly at or next to the mirrored position (step 1 at the last source token, step 2 near the one "
+                "before, and so on); heads can share the work, so a single head need not point exactly."
+            )
         )
     else:
         st.plotly_chart(
             step_attention_heatmap(
                 step.self_attention[layer],
                 vocab.tokens(step.prefix),
-                f"Self-attention of step {i + 1}, layer {layer}",
+                _("Self-attention of step {step}, layer {layer}", step=i + 1, layer=layer),
                 keys="input",
+                tr=tr,
             ),
             key="decode_self_attention",
         )
         st.caption(
-            "Where this step's query looks among the decoder's inputs so far: BOS, then the tokens already "
-            "written. Later positions do not exist yet while decoding; in training they do, and the causal "
-            "mask is what hides them."
+            _(
+                "Where this step's query looks among the decoder's inputs so far: BOS, then the tokens already "
+                "written. Later positions do not exist yet while decoding; in training they do, and the causal mask "
+                "is what hides them."
+            )
         )
 decoding_alignment(steps, ids, task.task, vocab, layer)
 # Logit lens: each decoder layer's guess at this step, computed once per step shown.
-with st.expander("Logit lens: at which layer does the answer appear?"):
+with st.expander(_("Logit lens: at which layer does the answer appear?")):
     lens = trace.setdefault("lens", {})
     if i not in lens:
         lens[i] = logit_lens(kept.model, torch.tensor([ids]), step.prefix)
-    st.plotly_chart(
-        logit_lens_heatmap(lens[i], vocab.itos, title=f"Each decoder layer's next-token guess, step {i + 1}"),
-        key="decode_logit_lens",
-    )
+    guess = _("Each decoder layer's next-token guess, step {step}", step=i + 1)
+    st.plotly_chart(logit_lens_heatmap(lens[i], vocab.itos, title=guess, tr=tr), key="decode_logit_lens")
     st.caption(
-        "Each row sends one decoder layer's output at this step straight to the generator (through the final "
-        "LayerNorm, where a pre-norm model has one), as if the stack ended there; the last row is the model's own "
-        "distribution, before any temperature or top-k. A row that already puts most of its probability on the "
-        "chosen token shows the layer where the answer appears; the layers above only confirm it."
+        _(
+            "Each row sends one decoder layer's output at this step straight to the generator (through the final "
+            "LayerNorm, where a pre-norm model has one), as if the stack ended there; the last row is the model's "
+            "own distribution, before any temperature or top-k. A row that already puts most of its probability on "
+            "the chosen token shows the layer where the answer appears; the layers above only confirm it."
+        )
     )
 
 if strategy == "beam":
     best = [vocab.bos_id, *trace["output"]] if i == last else None
-    st.plotly_chart(beam_tree(steps[: i + 1], vocab.itos, best), key="decode_beam_tree")
+    st.plotly_chart(beam_tree(steps[: i + 1], vocab.itos, best, tr=tr), key="decode_beam_tree")
 
 if i == last:
     output, expected = trace["output"], trace["expected"]
     answer, right_answer = vocab.decode(output), vocab.decode(expected)
     with st.container(key="decode_output"):
-        st.success(f"Output: {code_span(answer) if answer else '(empty)'}")
-        verdict = ":green[:material/check_circle: right]" if answer == right_answer else ":red[:material/cancel: wrong]"
-        st.markdown(f"Expected ({task.task}): {code_span(right_answer)} {verdict}")
+        st.success(_("Output: {output}", output=code_span(answer) if answer else _("(empty)")))
+        verdict = (
+            _(":green[:material/check_circle: right]") if answer == right_answer else _(":red[:material/cancel: wrong]")
+        )
+        st.markdown(
+            _("Expected ({task}): {answer} {verdict}", task=task.task, answer=code_span(right_answer), verdict=verdict)
+        )
     if strategy == "beam":
         st.caption(
-            "Beam search returns the finished hypothesis with the highest summed log-probability (in red "
-            "above), which may have finished before the last step."
+            _(
+                "Beam search returns the finished hypothesis with the highest summed log-probability (in red above), "
+                "which may have finished before the last step."
+            )
         )
 
-    st.subheader("Compare with teacher forcing")
+    st.subheader(_("Compare with teacher forcing"))
     st.markdown(
-        "In training the decoder is fed the **true** previous tokens (teacher forcing); when decoding it is "
-        "fed **its own** previous outputs, so one early mistake can derail every token after it. "
-        "Red cells differ from the target."
+        _(
+            "In training the decoder is fed the **true** previous tokens (teacher forcing); when decoding it is fed "
+            "**its own** previous outputs, so one early mistake can derail every token after it. Red cells differ "
+            "from the target."
+        )
     )
     st.dataframe(
         teacher_forcing_table(
-            vocab.tokens([*expected, vocab.eos_id]), vocab.tokens(trace["forced"]), vocab.tokens(output)
+            vocab.tokens([*expected, vocab.eos_id]), vocab.tokens(trace["forced"]), vocab.tokens(output), tr=tr
         ),
         hide_index=True,
     )

@@ -4,17 +4,20 @@ import random
 
 import streamlit as st
 
+from pages.language import _
 from transformer import Checkpoint
+from transformer.i18n import N_
 from transformer.limits import DECODING_BEAM_WIDTHS, DECODING_SEEDS, DECODING_TEMPERATURES
 from transformer.literal import markdown_literal
 from transformer.tasks import DataConfig, get_task
 from transformer.vocab import Vocab
 
 STRATEGIES = {
-    "greedy": ("Greedy", "take the most likely token"),
-    "sample": ("Sampling", "draw the token at random from the distribution"),
-    "beam": ("Beam search", "keep the k best partial outputs"),
+    "greedy": (N_("Greedy"), N_("take the most likely token")),
+    "sample": (N_("Sampling"), N_("draw the token at random from the distribution")),
+    "beam": (N_("Beam search"), N_("keep the k best partial outputs")),
 }
+RANDOM_EXAMPLE = N_("a random held-out example")  # where an input came from, said when it is shown
 
 
 def example_text(source: list[int], symbols: tuple[str, ...]) -> str:
@@ -23,7 +26,8 @@ def example_text(source: list[int], symbols: tuple[str, ...]) -> str:
 
 
 def set_input(text: str, origin: str) -> None:
-    """Put `text` in the input box; `origin` says where it comes from, e.g. "a random held-out example"."""
+    """Put `text` in the input box; `origin` says where it comes from, e.g. RANDOM_EXAMPLE (translated when
+    shown)."""
     st.session_state["decode_input"] = text
     st.session_state["decode_input_origin"] = (text, origin)
 
@@ -31,29 +35,42 @@ def set_input(text: str, origin: str) -> None:
 def show_what_is_shown(checkpoint: Checkpoint, label: str, changed: bool) -> None:
     """One line naming the model in hand and where the input comes from; a notice first when the model in hand
     changed since the page last showed one."""
-    task, history = checkpoint.task, checkpoint.history
-    steps = f" for {history[-1]['step']} steps" if history else ""
-    model = f"**{markdown_literal(label)}** ({task.task}, trained on lengths {task.min_len}-{task.max_len}{steps})"
+    task, history, name = checkpoint.task, checkpoint.history, markdown_literal(label)
+    lengths = dict(task=task.task, low=task.min_len, high=task.max_len)
+    if history:
+        model = _(
+            "**{name}** ({task}, trained on lengths {low}-{high} for {steps} steps)",
+            name=name,
+            steps=history[-1]["step"],
+            **lengths,
+        )
+    else:
+        model = _("**{name}** ({task}, trained on lengths {low}-{high})", name=name, **lengths)
     if changed:
-        st.info(f"The model in hand changed since this page last showed one: it is now {model}.")
+        st.info(_("The model in hand changed since this page last showed one: it is now {model}.", model=model))
     text, origin = st.session_state.get("decode_input_origin", (None, ""))
-    where = origin if text == st.session_state.get("decode_input") else "typed by you"
-    st.markdown(f"Decoding with {model} · input: {markdown_literal(where)}.")
+    where = origin if text == st.session_state.get("decode_input") else N_("typed by you")
+    st.markdown(_("Decoding with {model} · input: {origin}.", model=model, origin=markdown_literal(_(where))))
 
 
 def source_input(task: DataConfig, vocab: Vocab, limit: int, examples: list[list[int]]) -> str:
     """The source sequence to decode, typed or drawn at random from the task's held-out `examples`."""
     text_col, random_col = st.columns([3, 1], vertical_alignment="bottom")
     text = text_col.text_input(
-        f"Source sequence ({task.task}: {get_task(task.task).description} {vocab.input_hint(limit).capitalize()})",
+        _(
+            "Source sequence ({task}: {description} {hint})",
+            task=task.task,
+            description=_(get_task(task.task).description),
+            hint=_(vocab.input_hint(limit)).capitalize(),
+        ),
         key="decode_input",
     )
     random_col.button(
-        "Random",
+        _("Random"),
         key="decode_random",
         icon=":material/shuffle:",
-        on_click=lambda: set_input(example_text(random.choice(examples), vocab.symbols), "a random held-out example"),
-        help="A random held-out sequence of the task: the model never saw it in training.",
+        on_click=lambda: set_input(example_text(random.choice(examples), vocab.symbols), RANDOM_EXAMPLE),
+        help=_("A random held-out sequence of the task: the model never saw it in training."),
         width="stretch",
     )
     return text
@@ -63,10 +80,10 @@ def strategy_settings(vocab_size: int) -> tuple[str, float, int | None, int, int
     """The decoding strategy and its settings: (strategy, temperature, top_k, seed, beam width); the settings a
     strategy does not use keep their defaults."""
     strategy = st.radio(
-        "Strategy",
+        _("Strategy"),
         list(STRATEGIES),
-        format_func=lambda s: STRATEGIES[s][0],
-        captions=[c for _, c in STRATEGIES.values()],
+        format_func=lambda s: _(STRATEGIES[s][0]),
+        captions=[_(caption) for name, caption in STRATEGIES.values()],
         horizontal=True,
         key="decode_strategy",
     )
@@ -74,39 +91,40 @@ def strategy_settings(vocab_size: int) -> tuple[str, float, int | None, int, int
     if strategy == "sample":
         t_col, k_col, seed_col = st.columns(3)
         temperature = t_col.slider(
-            "Temperature",
+            _("Temperature"),
             *DECODING_TEMPERATURES,
             1.0,
             0.1,
             key="decode_temperature",
-            help="Divides the logits before the softmax: below 1 sharpens, above 1 flattens.",
+            help=_("Divides the logits before the softmax: below 1 sharpens, above 1 flattens."),
         )
         top_k = (
             k_col.number_input(
-                "Top-k (0 = all tokens)",
+                _("Top-k (0 = all tokens)"),
                 0,
                 vocab_size,
                 0,
                 key="decode_top_k",
-                help="Sample only among the k most likely tokens.",
+                help=_("Sample only among the k most likely tokens."),
             )
             or None
         )
         seed = seed_col.number_input(
-            "Seed",
+            _("Seed"),
             *DECODING_SEEDS,
             0,
             key="decode_seed",
-            help="The same seed draws the same sequence; change it to draw another.",
+            help=_("The same seed draws the same sequence; change it to draw another."),
         )
     elif strategy == "beam":
         beam_width = st.slider(
-            "Beam width",
+            _("Beam width"),
             *DECODING_BEAM_WIDTHS,
             3,
             key="decode_beam_width",
-            help="Hypotheses kept at each step, ranked by summed log-probability, which favours "
-            "shorter outputs; the paper used width 4 with a length penalty against that. 1 is "
-            "greedy.",
+            help=_(
+                "Hypotheses kept at each step, ranked by summed log-probability, which favours shorter outputs; the "
+                "paper used width 4 with a length penalty against that. 1 is greedy."
+            ),
         )
     return strategy, temperature, top_k, seed, beam_width

@@ -3,6 +3,7 @@ and each layer's gradient norm at every row."""
 
 import streamlit as st
 
+from pages.language import _, session_translator
 from transformer.figures.dynamics import embedding_figure, gradient_figure
 from transformer.serving import Run
 
@@ -14,7 +15,7 @@ def dynamics_view(job: Run) -> None:
     """An expander with the run's embeddings and gradient norms at its metric rows, following it while it trains."""
     if job.done and not job.dynamics:  # ended before its first row
         return
-    with st.expander("How training reshapes the model"):
+    with st.expander(_("How training reshapes the model")):
         st.fragment(charts, run_every=None if job.done else POLL_S)(job)  # the page redraws when the run ends
 
 
@@ -23,33 +24,38 @@ def charts(job: Run) -> None:
     the slider picks a row (moving it redraws only this part)."""
     records = job.dynamics[:]
     if not records:
-        st.caption(f"The charts start at the first metric row, at step {job.train_config.eval_every}.")
+        st.caption(_("The charts start at the first metric row, at step {step}.", step=job.train_config.eval_every))
         return
     steps = [record["step"] for record in records]
     index = len(records) - 1
     if len(records) > 1:  # a slider per count of rows: it starts at the newest row
         training = job.status == "training"
         step = st.select_slider(
-            "Metric row at step",
+            _("Metric row at step"),
             steps,
             steps[-1],
             key=f"dynamics_step_{len(records)}",
             disabled=training,
-            help="Pause the run, or let it end, to slide back through its rows." if training else None,
+            help=_("Pause the run, or let it end, to slide back through its rows.") if training else None,
         )
         index = steps.index(step)
-    embeddings_col, gradients_col = st.columns(2)
+    tr, embeddings_col, gradients_col = session_translator(), *st.columns(2)
     embeddings_col.plotly_chart(
-        embedding_figure(records, index, job.data().vocab.symbols, height=CHART_HEIGHT), key="dynamics_embeddings"
+        embedding_figure(records, index, job.data().vocab.symbols, height=CHART_HEIGHT, tr=tr),
+        key="dynamics_embeddings",
     )
     embeddings_col.caption(
-        "Each symbol's embedding (the model the run keeps), on two fixed axes: the directions along which the "
-        "symbols' embeddings differed most at the first metric row. The axes never change during the run, so a "
-        "symbol that moves here moved in the model; the grey lines are the paths they took to this row."
+        _(
+            "Each symbol's embedding (the model the run keeps), on two fixed axes: the directions along which the "
+            "symbols' embeddings differed most at the first metric row. The axes never change during the run, so "
+            "a symbol that moves here moved in the model; the grey lines are the paths they took to this row."
+        )
     )
-    gradients_col.plotly_chart(gradient_figure(records, height=CHART_HEIGHT), key="dynamics_gradients")
+    gradients_col.plotly_chart(gradient_figure(records, height=CHART_HEIGHT, tr=tr), key="dynamics_gradients")
     gradients_col.caption(
-        "How large each layer's gradient was at each metric row's step, before clipping: the length of the vector "
-        "of all its weights' gradients. Train once with each *LayerNorm* setting, post-norm and pre-norm, to see "
-        "where each sends the largest updates."
+        _(
+            "How large each layer's gradient was at each metric row's step, before clipping: the length of the "
+            "vector of all its weights' gradients. Train once with each *LayerNorm* setting, post-norm and "
+            "pre-norm, to see where each sends the largest updates."
+        )
     )

@@ -8,9 +8,11 @@ import streamlit as st
 
 from pages.common import shipped_checkpoint
 from pages.downloads import csv_download
+from pages.language import _, session_translator
 from pages.links import link_values, share_link
 from pages.state import decode_on_decoding_page, model_page, per_model, shipped_name
 from transformer.figures.lengths import length_accuracy_figure, output_length_figure
+from transformer.i18n import N_, Message
 from transformer.lengths import LengthReport, inputs_within_budget, score_lengths, summary
 from transformer.limits import INPUTS_PER_LENGTH, MAX_SEQ_LEN
 from transformer.link_params import lengths_parsers, write_params
@@ -26,10 +28,10 @@ def shipped_report(name: str, low: int, high: int, n: int) -> LengthReport:
 
 
 checkpoint = model_page(
-    "Length test: inputs it never saw",
-    (
-        "A model that gets every held-out input right has learned its task *for the lengths it trained on*. Here it "
-        "meets unseen inputs of every length, shorter and longer ones included, and decodes them greedily. At the "
+    _("Length test: inputs it never saw"),
+    _(
+        "A model that gets every held-out input right has learned its task *for the lengths it trained on*. Here "
+        "it meets unseen inputs of every length, shorter and longer ones included, and decodes them greedily. At the "
         "trained lengths the inputs come from the run's held-out set; at every other length they are random, since "
         "training never drew that length at all."
     ),
@@ -42,37 +44,47 @@ if "lengths" in (link := link_values("lengths", lengths_parsers(longest))):
 range_col, n_col = st.columns([3, 1])
 if longest > 1:
     low, high = range_col.slider(
-        "Input lengths",
+        _("Input lengths"),
         1,
         longest,
         (1, min(longest, 2 * task.max_len)),
         key="lengths_range",
-        help=f"The model trained on lengths {task.min_len}-{task.max_len}; its positional encoding reaches {longest}.",
+        help=_(
+            "The model trained on lengths {low}-{high}; its positional encoding reaches {longest}.",
+            low=task.min_len,
+            high=task.max_len,
+            longest=longest,
+        ),
     )
 else:  # a slider needs two values to slide between
     low = high = 1
-    range_col.markdown("Input length: 1, the only one this model's positional encoding covers.")
+    range_col.markdown(_("Input length: 1, the only one this model's positional encoding covers."))
 n = n_col.select_slider(
-    "Inputs per length",
+    _("Inputs per length"),
     INPUTS_PER_LENGTH,
     100,
     key="lengths_n",
-    help="At most: the held-out set has fewer of the shortest lengths.",
+    help=_("At most: the held-out set has fewer of the shortest lengths."),
 )
 
 affordable = inputs_within_budget(model.config, range(low, high + 1), n)
 if affordable == 0:
-    st.error("This model is too large to test so many lengths at once on a shared server: choose fewer lengths.")
+    st.error(_("This model is too large to test so many lengths at once on a shared server: choose fewer lengths."))
     st.stop()
 if affordable < n:
-    st.caption(f"This model is large: {affordable} inputs per length, so that one test stays within a few seconds.")
+    st.caption(
+        _(
+            "This model is large: {n} inputs per length, so that one test stays within a few seconds.",
+            n=affordable,
+        )
+    )
     n = affordable
 share_link(write_params({"lengths": (low, high)}))
 
 
 def score_every_length() -> LengthReport:
     try:
-        with st.spinner(f"Decoding up to {n * (high - low + 1):,} inputs..."):
+        with st.spinner(_("Decoding up to {n:,} inputs...", n=n * (high - low + 1))):
             name = shipped_name(checkpoint)
             return (
                 shipped_report(name, low, high, n)
@@ -80,57 +92,63 @@ def score_every_length() -> LengthReport:
                 else score_lengths(model, vocab, task, range(low, high + 1), n)
             )
     except ValueError as err:
-        st.error(f"Could not test this model: {markdown_literal(err)}")
+        st.error(_("Could not test this model: {error}", error=markdown_literal(_(err))))
         st.stop()
 
 
 report: LengthReport = per_model("lengths", model, (low, high, n), score_every_length)  # once per (model, settings)
 scores, mistakes = report.scores, report.mistakes
 
-st.markdown("\n".join(f"- {line}" for line in summary(scores, task)))
-accuracy_col, length_col = st.columns(2)
-accuracy_col.plotly_chart(length_accuracy_figure(scores), key="lengths_accuracy")
-length_col.plotly_chart(output_length_figure(scores), key="lengths_output")
+st.markdown("\n".join(f"- {_(line)}" for line in summary(scores, task)))
+accuracy_col, length_col, tr = *st.columns(2), session_translator()
+accuracy_col.plotly_chart(length_accuracy_figure(scores, tr=tr), key="lengths_accuracy")
+length_col.plotly_chart(output_length_figure(scores, tr=tr), key="lengths_output")
 st.caption(
-    "Exact match needs the whole output right, EOS included; *symbols in the right place* counts the expected "
-    "symbols the output has at the same position, so it shows how far off a wrong output is. What to look for: "
-    "outside the trained lengths, exact match falls within a symbol or two, and the output length stays near the "
-    "trained ones, as if the decoder had learned when to write EOS from the lengths it saw. Past the longest, the "
-    "positions are new to it too: sinusoidal encodings it never learned to read, or, with a learned encoding, "
-    "vectors never trained at all (see the position similarity on Anatomy)."
+    _(
+        "Exact match needs the whole output right, EOS included; *symbols in the right place* counts the expected "
+        "symbols the output has at the same position, so it shows how far off a wrong output is. What to look for: "
+        "outside the trained lengths, exact match falls within a symbol or two, and the output length stops "
+        "following the expected one. Past the longest trained length the shipped models stop near the longest they "
+        "saw (*reverse*, trained on lengths 1-10, writes 10.4 to 10.8 symbols on average for inputs of 11 to 16); "
+        "below the shortest, the output length can be far off either way. Past the longest, the positions are new "
+        "to the model too: sinusoidal encodings it never learned to read, or, with a learned encoding, vectors "
+        "never trained at all (see the position similarity on Anatomy)."
+    )
 )
 
-st.subheader("Wrong outputs")
+st.subheader(_("Wrong outputs"))
 if mistakes.empty:
-    st.success("Every output was right.")
+    st.success(_("Every output was right."))
 else:
     wrong_at = sorted(mistakes["length"].unique().tolist())
     pick = st.selectbox(
-        "Input length",
+        _("Input length"),
         wrong_at,
         key="lengths_mistakes_at",
-        help="Only lengths with a wrong output are listed; up to 5 of them each.",
+        help=_("Only lengths with a wrong output are listed; up to 5 of them each."),
     )
     shown = mistakes[mistakes["length"] == pick].reset_index(drop=True)
-    st.dataframe(shown.drop(columns="length"), hide_index=True)
+    headers = {"input": _("input"), "expected": _("expected"), "output": _("output")}
+    st.dataframe(shown.drop(columns="length").rename(columns=headers), hide_index=True)
     row_col, button_col = st.columns([3, 1], vertical_alignment="bottom")
     row = row_col.selectbox(
-        "Wrong output to decode",
+        _("Wrong output to decode"),
         shown.index,
         key="lengths_decode_row",
         format_func=lambda i: f"{shown['input'][i]}  →  {shown['output'][i]}",
     )
     if button_col.button(
-        "Decode it step by step",
+        _("Decode it step by step"),
         key="lengths_decode",
         icon=":material/skip_next:",
         width="stretch",
-        help="Opens it on the Decoding page: watch where its attention goes, one token at a time.",
+        help=_("Opens it on the Decoding page: watch where its attention goes, one token at a time."),
     ):
-        decode_on_decoding_page(shown["input"][row], task, f"a wrong output of the Length test, length {pick}")
+        origin = Message(N_("a wrong output of the Length test, length {length}"), length=pick)
+        decode_on_decoding_page(shown["input"][row], task, origin)
 csv_download(
     st,
-    "Download the scores (CSV)",
+    _("Download the scores (CSV)"),
     scores,
     f"length-test-{task.task}.csv",
     "lengths_download",

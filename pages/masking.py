@@ -10,9 +10,11 @@ from collections.abc import Callable
 
 import streamlit as st
 
+from pages.language import _, session_translator
 from pages.links import link_values, share_link
 from pages.state import keep_result, model_page, result_for
 from transformer.figures.attention import attention_heatmaps, mask_heatmap
+from transformer.i18n import N_
 from transformer.inspection import (
     ATTENTION_KINDS,
     MaskingResult,
@@ -27,22 +29,23 @@ from transformer.link_params import masking_parsers, write_params
 from transformer.literal import code_span, markdown_literal
 
 LINKED_WIDGETS = {"source": "mask_src", "target": "mask_tgt", "pad": "mask_pad_to"}  # link parameter -> widget key
+MAY_ATTEND = _("query {i} may attend to key {j}", i="$i$", j="$j$")  # in LaTeX's \text, $...$ is maths
 
 checkpoint = model_page(
-    "Masking lab",
-    (
-        "Attention looks only where its mask allows. The **padding mask** hides the PAD tokens that fill a batch up to "
-        "one length (an implementation detail the paper leaves out); the decoder's **causal mask** (section 3.2.3) "
-        "hides later target positions, so that training on a whole target at once cannot copy the answer. Blocked "
-        "scores are set to −∞ before the softmax:"
+    _("Masking lab"),
+    _(
+        "Attention looks only where its mask allows. The **padding mask** hides the PAD tokens that fill a batch up "
+        "to one length (an implementation detail the paper leaves out); the decoder's **causal mask** (section "
+        "3.2.3) hides later target positions, so that training on a whole target at once cannot copy the answer. "
+        "Blocked scores are set to −∞ before the softmax:"
     ),
     (
         r"\begin{gathered}\mathrm{Attention}(Q, K, V) = \mathrm{softmax}\!\left(\frac{QK^\top}{\sqrt{d_k}} + M\right) "
-        r"V \\ M_{ij} = \begin{cases} 0 & \text{query } i \text{ may attend to key } j \\ -\infty & \text{blocked} "
+        rf"V \\ M_{{ij}} = \begin{{cases}} 0 & \text{{{MAY_ATTEND}}} \\ -\infty & \text{{{_('blocked')}}} "
         r"\end{cases}\end{gathered}"
     ),
 )
-model, vocab, config = checkpoint.model, checkpoint.vocab, checkpoint.config
+model, vocab, config, tr = checkpoint.model, checkpoint.vocab, checkpoint.config, session_translator()
 longest = config.longest_sequence
 
 if "mask_src" not in st.session_state:
@@ -61,96 +64,108 @@ def draw_random_pair() -> None:
 
 
 src_col, tgt_col, pad_col, random_col = st.columns([3, 3, 1.3, 1.7], vertical_alignment="bottom")
-src_text = src_col.text_input("Source (symbols separated by spaces)", key="mask_src")
-tgt_text = tgt_col.text_input("Target (what the decoder should write)", key="mask_tgt")
+src_text = src_col.text_input(_("Source (symbols separated by spaces)"), key="mask_src")
+tgt_text = tgt_col.text_input(_("Target (what the decoder should write)"), key="mask_tgt")
 pad_to = pad_col.number_input(
-    "Pad to",
+    _("Pad to"),
     min_value=1,
     max_value=longest,
     value=min(8, longest),
     key="mask_pad_to",
-    help="The length of the longest sequence in the batch: shorter ones get PAD.",
+    help=_("The length of the longest sequence in the batch: shorter ones get PAD."),
 )
 random_col.button(
-    "Random",
+    _("Random"),
     key="mask_random",
     on_click=draw_random_pair,
     width="stretch",
-    help="A random source shorter than *Pad to*, and the target the task makes of it.",
+    help=_("A random source shorter than *Pad to*, and the target the task makes of it."),
 )
 
 parsed = {}
-for name, text in (("Source", src_text), ("Target", tgt_text)):
+for name, text in (("source", src_text), ("target", tgt_text)):
     try:
         parsed[name] = vocab.encode(text, max_len=longest)
     except ValueError as err:
-        st.error(f"{name}: {markdown_literal(err)}. Fix it above, or click **Random**.")
-src_ids, tgt_ids = parsed.get("Source"), parsed.get("Target")
+        wrong = N_("Source: {error}. Fix it above, or click **Random**.")
+        if name == "target":
+            wrong = N_("Target: {error}. Fix it above, or click **Random**.")
+        st.error(_(wrong, error=markdown_literal(_(err))))
+src_ids, tgt_ids = parsed.get("source"), parsed.get("target")
 if src_ids is None or tgt_ids is None:
     st.stop()
 share_link(write_params({"source": vocab.decode(src_ids), "target": vocab.decode(tgt_ids), "pad": pad_to}))
 width = max(pad_to, len(src_ids), len(tgt_ids))
 if width > pad_to:
-    st.warning(f"A sequence is longer than **pad to** ({pad_to}): both are padded to {width} instead.")
+    st.warning(
+        _(
+            "A sequence is longer than **pad to** ({pad_to}): both are padded to {width} instead.",
+            pad_to=pad_to,
+            width=width,
+        )
+    )
 src, tgt = padded_pair(src_ids, tgt_ids, vocab, width)
 labels = {"source": vocab.tokens(src[0].tolist()), "target": vocab.tokens(tgt[0].tolist())}
 st.caption(
-    f"Batch as the model sees it: source {code_span(' '.join(labels['source']))}; decoder input (BOS + target) "
-    f"{code_span(' '.join(labels['target']))}."
+    _(
+        "Batch as the model sees it: source {source}; decoder input (BOS + target) {target}.",
+        source=code_span(" ".join(labels["source"])),
+        target=code_span(" ".join(labels["target"])),
+    )
 )
 
-st.subheader("The masks")
-st.caption("Rows are queries (the position that looks), columns are keys (the positions it may look at).")
+st.subheader(_("The masks"))
+st.caption(_("Rows are queries (the position that looks), columns are keys (the positions it may look at)."))
 if not config.causal_mask:
-    st.warning("This model was trained with the causal mask **off**: its decoder uses only the padding mask.")
+    st.warning(_("This model was trained with the causal mask **off**: its decoder uses only the padding mask."))
 grids = mask_grids(src, tgt, vocab.pad_id)
-top_left, top_right = st.columns(2)
-top_left.plotly_chart(
-    mask_heatmap(grids["padding"], labels["source"], labels["source"], "Padding mask: encoder self-attention"),
-    key="mask_fig_padding",
+combined = (
+    _("Padding + causal: what the decoder uses")
+    if config.causal_mask
+    else _("Padding + causal (this model's decoder uses padding only)")
 )
-top_right.plotly_chart(
-    mask_heatmap(grids["cross"], labels["target"], labels["source"], "Padding mask: cross-attention"),
-    key="mask_fig_cross",
-)
-bottom_left, bottom_right = st.columns(2)
-bottom_left.plotly_chart(
-    mask_heatmap(grids["causal"], labels["target"], labels["target"], "Causal mask: decoder self-attention"),
-    key="mask_fig_causal",
-)
-bottom_right.plotly_chart(
-    mask_heatmap(
-        grids["combined"],
-        labels["target"],
-        labels["target"],
-        "Padding + causal: what the decoder uses"
-        if config.causal_mask
-        else "Padding + causal (this model's decoder uses padding only)",
-    ),
-    key="mask_fig_combined",
-)
+masks = [  # (grid, queries, keys, title), drawn two to a row
+    ("padding", "source", "source", _("Padding mask: encoder self-attention")),
+    ("cross", "target", "source", _("Padding mask: cross-attention")),
+    ("causal", "target", "target", _("Causal mask: decoder self-attention")),
+    ("combined", "target", "target", combined),
+]
+for column, (grid, queries, keys, title) in zip([*st.columns(2), *st.columns(2)], masks):
+    figure = mask_heatmap(grids[grid], labels[queries], labels[keys], title, tr=tr)
+    column.plotly_chart(figure, key=f"mask_fig_{grid}")
 
-st.subheader("Attention before and after masking")
+st.subheader(_("Attention before and after masking"))
 st.markdown(
-    "**Before**: the softmax of the scaled scores with no mask at all. **After**: the model's real weights. Both "
-    "use the same queries and keys, taken from the real (masked) forward pass and recomputed without the mask, "
-    "so *after* is *before* with the blocked keys removed and each row renormalized."
+    _(
+        "**Before**: the softmax of the scaled scores with no mask at all. **After**: the model's real weights. Both "
+        "use the same queries and keys, taken from the real (masked) forward pass and recomputed without the mask, "
+        "so *after* is *before* with the blocked keys removed and each row renormalized."
+    )
 )
 kind_col, layer_col = st.columns([3, 1])
 kind = kind_col.radio(
-    "Attention", list(ATTENTION_KINDS), format_func=lambda k: ATTENTION_KINDS[k][0], horizontal=True, key="mask_kind"
+    _("Attention"),
+    list(ATTENTION_KINDS),
+    format_func=lambda k: _(ATTENTION_KINDS[k][0]),
+    horizontal=True,
+    key="mask_kind",
 )
-layer = layer_col.selectbox("Layer", range(config.n_layers), key="mask_layer")
+layer = layer_col.selectbox(_("Layer"), range(config.n_layers), key="mask_layer")
 name, queries, keys = ATTENTION_KINDS[kind]
 weights = attention_before_after(model, src, tgt)
-for stage, maps in (("before", weights.unmasked), ("after", weights.masked)):
+stages = (
+    ("before", weights.unmasked, N_("Before masking: {attention}, layer {layer}")),
+    ("after", weights.masked, N_("After masking: {attention}, layer {layer}")),
+)
+for stage, maps, title in stages:
     st.plotly_chart(
         attention_heatmaps(
             maps[kind][layer][0],
             labels[queries],
             labels[keys],
-            f"{stage.capitalize()} masking: {name}, layer {layer}",
+            _(title, attention=_(name), layer=layer),
             per_row=2,
+            tr=tr,
         ),
         key=f"mask_fig_attention_{stage}",
     )
@@ -161,7 +176,7 @@ def run_masking_test(name: str, inputs: tuple, run: Callable[[], MaskingResult])
     try:
         outcome = run()
     except ValueError as err:
-        outcome = f"{err}."
+        outcome = err  # translated when shown: the language may change after it was kept
     keep_result(f"masking_{name}", model, inputs, outcome)
 
 
@@ -171,14 +186,25 @@ def show_masking_result(name: str, inputs: tuple, with_title: str, without_title
     result = result_for(f"masking_{name}", model, inputs)
     if result is None:
         return
-    if isinstance(result, str):
-        st.error(markdown_literal(result))
+    if isinstance(result, ValueError):
+        st.error(_("{error}.", error=markdown_literal(_(result))))
         return
-    st.markdown(f"Changed: {markdown_literal(result.description)}. Δ: each position's change in {result.measure}.")
+    st.markdown(
+        _(
+            "Changed: {what}. Δ: each position's change in {measure}.",
+            what=markdown_literal(_(result.description)),
+            measure=_(result.measure),
+        )
+    )
     for title, table in ((with_title, result.with_mask), (without_title, result.without_mask)):
         st.markdown(
-            f"**{title}**: {MaskingResult.n_changed(table)} of {len(table)} positions changed, "
-            f"largest |Δ| = {MaskingResult.max_diff(table):.4f}"
+            _(
+                "**{title}**: {n} of {total} positions changed, largest |Δ| = {largest:.4f}",
+                title=title,
+                n=MaskingResult.n_changed(table),
+                total=len(table),
+                largest=MaskingResult.max_diff(table),
+            )
         )
         # the verdict first, beside the position: the outputs and probabilities behind it follow
         order = [
@@ -196,38 +222,47 @@ def show_masking_result(name: str, inputs: tuple, with_title: str, without_title
             hide_index=True,
             column_order=order,
             column_config={
-                "p before": st.column_config.NumberColumn(format="%.3f"),
-                "p after": st.column_config.NumberColumn(format="%.3f"),
-                "max |Δ|": st.column_config.NumberColumn(format="%.4f"),
+                "position": st.column_config.NumberColumn(_("position")),
+                "input token": st.column_config.TextColumn(_("input token")),
+                "changed?": st.column_config.CheckboxColumn(_("changed?")),
+                "max |Δ|": st.column_config.NumberColumn("max |Δ|", format="%.4f"),
+                "output before": st.column_config.TextColumn(_("output before")),
+                "p before": st.column_config.NumberColumn(_("p before"), format="%.3f"),
+                "output after": st.column_config.TextColumn(_("output after")),
+                "p after": st.column_config.NumberColumn(_("p after"), format="%.3f"),
             },
         )
     if MaskingResult.n_changed(result.with_mask) == 0 and MaskingResult.n_changed(result.without_mask) > 0:
         st.success(lesson)
     else:
-        st.info("Not the textbook outcome on this input: the differences above are what this model really does.")
+        st.info(_("Not the textbook outcome on this input: the differences above are what this model really does."))
 
 
-st.subheader("Experiments")
+st.subheader(_("Experiments"))
 peek_col, pad_col = st.columns(2)
 with peek_col:
     st.markdown(
-        "**Peek at the future.** Change one later token of the decoder input and compare the outputs at "
-        "all earlier positions, with the causal mask and without it (a copy of the model with the same weights)."
+        _(
+            "**Peek at the future.** Change one later token of the decoder input and compare the outputs at all "
+            "earlier positions, with the causal mask and without it (a copy of the model with the same weights)."
+        )
     )
     st.session_state.setdefault("exp_change_at", len(tgt_ids))
     change_at = st.number_input(
-        "Position to change (1 = first target token)", min_value=1, max_value=longest, key="exp_change_at"
+        _("Position to change (1 = first target token)"), min_value=1, max_value=longest, key="exp_change_at"
     )
-    peek_clicked = st.button("Peek at the future", key="exp_peek_future")
+    peek_clicked = st.button(_("Peek at the future"), key="exp_peek_future")
 with pad_col:
     st.markdown(
-        "**Pad more.** Append PAD tokens to the source and the decoder input and compare the outputs at "
-        "the real positions, with the padding masks and without them (`mask_padding=False`)."
+        _(
+            "**Pad more.** Append PAD tokens to the source and the decoder input and compare the outputs at the real "
+            "positions, with the padding masks and without them (`mask_padding=False`)."
+        )
     )
     extra = st.number_input(
-        "Extra PAD tokens", min_value=1, max_value=config.max_len, value=min(3, config.max_len), key="exp_extra"
+        _("Extra PAD tokens"), min_value=1, max_value=config.max_len, value=min(3, config.max_len), key="exp_extra"
     )
-    pad_clicked = st.button("Pad more", key="exp_pad_more")
+    pad_clicked = st.button(_("Pad more"), key="exp_pad_more")
 
 peek_inputs, pad_inputs = (src_ids, tgt_ids, change_at), (src_ids, tgt_ids, extra)
 if peek_clicked:
@@ -237,16 +272,20 @@ if pad_clicked:
 show_masking_result(
     "peek",
     peek_inputs,
-    "With the causal mask",
-    "Without the causal mask (same weights)",
-    "The causal mask works: no earlier output can see a later token. Without it, earlier positions read "
-    "the future, which at generation time does not exist yet.",
+    _("With the causal mask"),
+    _("Without the causal mask (same weights)"),
+    _(
+        "The causal mask works: no earlier output can see a later token. Without it, earlier positions read the "
+        "future, which at generation time does not exist yet."
+    ),
 )
 show_masking_result(
     "pad",
     pad_inputs,
-    "With the padding masks",
-    "Without the padding masks (mask_padding=False)",
-    "The padding mask works: extra PAD changes nothing beyond float rounding. Without it, the outputs "
-    "drift, so the same sentence would be translated differently in a different batch.",
+    _("With the padding masks"),
+    _("Without the padding masks (mask_padding=False)"),
+    _(
+        "The padding mask works: extra PAD changes nothing beyond float rounding. Without it, the outputs drift, so "
+        "the same sentence would be translated differently in a different batch."
+    ),
 )

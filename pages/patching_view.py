@@ -3,14 +3,16 @@ head's output, or the residual stream at each layer and position, brings back wh
 
 import streamlit as st
 
+from pages.language import _, session_translator
 from pages.state import per_model
 from transformer.checkpoint import Checkpoint
 from transformer.figures.patching import head_patching_figure, stream_patching_figure
+from transformer.i18n import N_
 from transformer.literal import code_span, markdown_literal
 from transformer.patching import PatchingGrid, patching_grid
 from transformer.tasks import TaskData
 
-SITES = {"heads": "one head's output", "stream": "the residual stream"}
+SITES = {"heads": N_("one head's output"), "stream": N_("the residual stream")}
 
 
 def corrupted_text(source: list[int], symbols: tuple[str, ...]) -> str:
@@ -24,12 +26,14 @@ def corrupted_text(source: list[int], symbols: tuple[str, ...]) -> str:
 def patching_section(checkpoint: Checkpoint) -> None:
     """Two inputs, a Patch button, and the grid of the sites chosen."""
     model, vocab, task = checkpoint.model, checkpoint.vocab, checkpoint.task
-    st.subheader("Activation patching: where does the input's information flow?")
+    st.subheader(_("Activation patching: where does the input's information flow?"))
     st.markdown(
-        "Knockout shows what the model cannot do without. Patching shows **which activations carry what an input "
-        "tells the model**: run a *clean* input and a *corrupted* one (a symbol changed), then run the corrupted "
-        "one again with one activation copied in from the clean run. If the clean answer comes back, that "
-        "activation carries the changed symbol's information to the output."
+        _(
+            "Knockout shows what the model cannot do without. Patching shows **which activations carry what an "
+            "input tells the model**: run a *clean* input and a *corrupted* one (a symbol changed), then run the "
+            "corrupted one again with one activation copied in from the clean run. If the clean answer comes back, "
+            "that activation carries the changed symbol's information to the output."
+        )
     )
     if st.session_state.get("patch_task") != task:  # a model for another task: start from one of its inputs
         source = TaskData(task, vocab).valid_sources[0]
@@ -39,29 +43,29 @@ def patching_section(checkpoint: Checkpoint) -> None:
         st.session_state.pop("patch_asked", None)
     with st.form("patch_inputs"):
         clean_col, corrupted_col = st.columns(2)
-        clean = clean_col.text_input("Clean input", key="patch_clean", max_chars=4 * model.config.max_len)
+        clean = clean_col.text_input(_("Clean input"), key="patch_clean", max_chars=4 * model.config.max_len)
         corrupted = corrupted_col.text_input(
-            "Corrupted input", key="patch_corrupted", max_chars=4 * model.config.max_len
+            _("Corrupted input"), key="patch_corrupted", max_chars=4 * model.config.max_len
         )
-        if st.form_submit_button("Patch", key="patch_run", icon=":material/healing:", type="primary"):
+        if st.form_submit_button(_("Patch"), key="patch_run", icon=":material/healing:", type="primary"):
             st.session_state["patch_asked"] = clean, corrupted
     if "patch_asked" not in st.session_state:  # one grid per press: a visit to the page costs nothing more
         st.caption(
-            "Press **Patch** to patch each site of the model in turn, from the clean input into the corrupted one."
+            _("Press **Patch** to patch each site of the model in turn, from the clean input into the corrupted one.")
         )
         return
     clean, corrupted = st.session_state["patch_asked"]
 
     def compute() -> PatchingGrid | str:
         try:
-            with st.spinner("Patching each site in turn..."):
+            with st.spinner(_("Patching each site in turn...")):
                 return patching_grid(model, vocab, task.task, clean, corrupted)
         except ValueError as err:
-            return str(err)
+            return err
 
     grid = per_model("patching_grid", model, (clean, corrupted), compute)
-    if isinstance(grid, str):
-        st.error(f"Cannot patch these inputs: {markdown_literal(grid)}.")
+    if isinstance(grid, ValueError):  # translated when shown: the language may change after it was kept
+        st.error(_("Cannot patch these inputs: {reason}.", reason=markdown_literal(_(grid))))
         return
     show_grid(grid)
 
@@ -70,22 +74,33 @@ def show_grid(grid: PatchingGrid) -> None:
     """The answer's probability clean and corrupted, and the grid of the sites the student picks."""
     answer = " ".join(grid.answer)
     st.markdown(
-        f"Clean answer {code_span(answer)}: probability **{grid.p_clean:.3g}** after the clean input, "
-        f"**{grid.p_corrupted:.3g}** after the corrupted one."
+        _(
+            "Clean answer {answer}: probability **{p_clean:.3g}** after the clean input, **{p_corrupted:.3g}** after "
+            "the corrupted one.",
+            answer=code_span(answer),
+            p_clean=grid.p_clean,
+            p_corrupted=grid.p_corrupted,
+        )
     )
     if not grid.recoverable:
-        st.warning("The changed symbol hardly moves the clean answer's probability: there is nothing to recover.")
+        st.warning(_("The changed symbol hardly moves the clean answer's probability: there is nothing to recover."))
         return
-    sites = st.radio("Patch", list(SITES), format_func=SITES.get, horizontal=True, key="patch_sites")
+    sites = st.radio(
+        _("Patch"), list(SITES), format_func=lambda site: _(SITES[site]), horizontal=True, key="patch_sites"
+    )
+    tr = session_translator()
     if sites == "heads":
-        st.plotly_chart(head_patching_figure(grid.heads), key="patch_heads_chart")
+        st.plotly_chart(head_patching_figure(grid.heads, tr=tr), key="patch_heads_chart")
     else:
-        st.plotly_chart(stream_patching_figure(grid.stream, grid.clean, grid.answer), key="patch_stream_chart")
+        figure = stream_patching_figure(grid.stream, grid.clean, grid.answer, tr=tr)
+        st.plotly_chart(figure, key="patch_stream_chart")
     st.caption(
-        "Each cell: the share of the log-probability of the clean answer that the corruption took away and the patch "
-        "brings back, (log p_patched − log p_corrupted) / (log p_clean − log p_corrupted). A head is patched at "
-        "every position, its slice of the concatenated heads before W_O; the residual stream at one position "
-        "after a layer (*embeddings*: before the first). Only the changed position differs in the embeddings; "
-        "follow it up the encoder, then see which decoder positions, the ones that write the changed part of "
-        "the answer, take it in."
+        _(
+            "Each cell: the share of the log-probability of the clean answer that the corruption took away and the "
+            "patch brings back, (log p_patched − log p_corrupted) / (log p_clean − log p_corrupted). A head is "
+            "patched at every position, its slice of the concatenated heads before W_O; the residual stream at one "
+            "position after a layer (*embeddings*: before the first). Only the changed position differs in the "
+            "embeddings; follow it up the encoder, then see which decoder positions, the ones that write the "
+            "changed part of the answer, take it in."
+        )
     )

@@ -16,6 +16,8 @@ from pages.classes import class_seat, prediction_input, prediction_result
 from pages.common import live_poll_s, run_registry
 from pages.downloads import csv_download
 from pages.dynamics_view import dynamics_view
+from pages.into_view import bring_into_view
+from pages.language import _, language, ngettext, session_translator
 from pages.links import share_link
 from pages.state import (
     RUN,
@@ -27,10 +29,11 @@ from pages.state import (
     watcher_id,
 )
 from pages.streamlit_internals import page_connected
-from pages.train_controls import run_controls, start_run
+from pages.train_controls import STOPPED_BY_YOU, run_controls, start_run
 from pages.train_form import draw_fields, remember_values
 from transformer.curves import metrics_table
 from transformer.figures.training import accuracy_figure, loss_figure, lr_figure
+from transformer.i18n import N_, translator
 from transformer.literal import markdown_literal
 from transformer.live_examples import live_examples
 from transformer.naming import run_summary
@@ -39,31 +42,42 @@ from transformer.serving import Run, unwatched
 from transformer.training import smoothed_loss_floor
 
 CHART_HEIGHT = 320  # both charts fit beside each other under the controls at 1280x800
-REASONS = {
-    "solved": "it got every held-out sequence right",
-    "step budget": "the step budget ran out",
-    "time budget": "the time budget ran out",
+REASONS = {  # how a run that was not stopped ended
+    "solved": N_(
+        "Finished after {steps} steps in {seconds:.1f} s, because it got every held-out sequence right: {scores}."
+    ),
+    "step budget": N_("Finished after {steps} steps in {seconds:.1f} s, because the step budget ran out: {scores}."),
+    "time budget": N_("Finished after {steps} steps in {seconds:.1f} s, because the time budget ran out: {scores}."),
 }
+STOPPED = N_("Stopped at step {steps} after {seconds:.1f} s, because {why}: {scores}.")
 NEXT_PAGES = [  # where a finished run goes next: (page, link label, icon)
-    ("pages/decoding.py", "Decode it", ":material/skip_next:"),  # short: a link's label does not wrap
-    ("pages/lengths.py", "Longer inputs", ":material/straighten:"),
-    ("pages/masking.py", "Its masks", ":material/visibility_off:"),
+    ("pages/decoding.py", N_("Decode it"), ":material/skip_next:"),  # short: a link's label does not wrap
+    ("pages/lengths.py", N_("Longer inputs"), ":material/straighten:"),
+    ("pages/masking.py", N_("Its masks"), ":material/visibility_off:"),
 ]
-METRIC_FORMATS = {  # the table's headers and number formats; the CSV keeps the raw columns
-    "step": st.column_config.NumberColumn("step", pinned=True),  # stays in view when the table scrolls sideways
-    "train_loss": st.column_config.NumberColumn("training loss", format="%.4f"),
-    "val_loss": st.column_config.NumberColumn("held-out loss", format="%.4f"),
-    "token_acc": st.column_config.NumberColumn("token accuracy", format="percent"),
-    "exact_match": st.column_config.NumberColumn("exact match", format="percent"),
-    "lr": st.column_config.NumberColumn("learning rate", format="%.2e"),
-    "tokens_per_s": st.column_config.NumberColumn("tokens/s", format="%d"),
-    "elapsed_s": st.column_config.NumberColumn("elapsed (s)", format="%.1f"),
-}
 
-st.title("Train a Transformer")
+
+def metric_formats() -> dict:
+    """The metrics table's headers and number formats; the CSV keeps the raw columns."""
+    number = st.column_config.NumberColumn
+    return {
+        "step": number(_("step"), pinned=True),  # stays in view when the table scrolls sideways
+        "train_loss": number(_("training loss"), format="%.4f"),
+        "val_loss": number(_("held-out loss"), format="%.4f"),
+        "token_acc": number(_("token accuracy"), format="percent"),
+        "exact_match": number(_("exact match"), format="percent"),
+        "lr": number(_("learning rate"), format="%.2e"),
+        "tokens_per_s": number(_("tokens/s"), format="%d"),
+        "elapsed_s": number(_("elapsed (s)"), format="%.1f"),
+    }
+
+
+st.title(_("Train a Transformer"))
 st.caption(
-    "Pick a toy task, press **Start**, and watch a fresh encoder-decoder Transformer learn it: the loss falls, the "
-    "held-out accuracy climbs, and five held-out inputs show what the model answers right now."
+    _(
+        "Pick a toy task, press **Start**, and watch a fresh encoder-decoder Transformer learn it: the loss falls, "
+        "the held-out accuracy climbs, and five held-out inputs show what the model answers right now."
+    )
 )
 
 share_link()
@@ -88,28 +102,33 @@ def shared_examples(run_ident: tuple, step: int, _run: Run):
 
 
 @st.cache_resource(max_entries=64, show_spinner=False)
-def shared_charts(run_ident: tuple, n_rows: int, n_steps: int, _run: Run):
-    """The loss and accuracy figures of a run's first `n_rows` metric rows and `n_steps` steps, built once for every
-    watcher of the run (a class watching one run polls it many times a second). Read-only."""
-    rows, losses = _run.rows[:n_rows], _run.losses[:n_steps]
+def shared_charts(run_ident: tuple, n_rows: int, n_steps: int, language: str, _run: Run):
+    """The loss and accuracy figures of a run's first `n_rows` metric rows and `n_steps` steps in `language`, built
+    once for every watcher of the run (a class watching one run polls it many times a second). Read-only."""
+    rows, losses, tr = _run.rows[:n_rows], _run.losses[:n_steps], translator(language)
     floor = smoothed_loss_floor(_run.train_config.label_smoothing, _run.model_config.vocab_size)
-    loss = loss_figure(rows, train_floor=floor, step_losses=losses, height=CHART_HEIGHT)
-    return loss, accuracy_figure(rows, height=CHART_HEIGHT)
+    loss = loss_figure(rows, train_floor=floor, step_losses=losses, height=CHART_HEIGHT, tr=tr)
+    return loss, accuracy_figure(rows, height=CHART_HEIGHT, tr=tr)
 
 
 def progress_line(run: Run, rows: list) -> tuple[float, str]:
     """A training run's progress bar and its words. A run that stops once solved fills the bar with its held-out
     exact match, the measure that ends it; its step budget is a ceiling, not a forecast. Any other run fills it with
     its step budget, which it trains to the end."""
-    what = "Paused at" if run.status == "paused" else "Training:"
+    paused = run.status == "paused"
     config, p = run.train_config, progress(rows, run.train_config)
-    left = "" if p.eta_s is None else f" (at most {p.eta_s:.0f} s more)"
+    where = _("Paused at step {step}", step=run.step) if paused else _("Training: step {step}", step=run.step)
+    left = "" if p.eta_s is None else _(" (at most {seconds:.0f} s more)", seconds=p.eta_s)
     if not config.early_stop:
-        return p.fraction, f"{what} step {run.step} of {config.steps:,}{left}"
+        return p.fraction, _("{where} of {steps:,}{left}", where=where, steps=config.steps, left=left)
     solved = float(rows[-1]["exact_match"]) if rows else 0.0  # a float: st.progress reads an int as percent
-    return solved, (
-        f"{what} step {run.step} · held-out exact match {solved:.0%}: the run stops when it reaches 100%. "
-        f"Its budget of {config.steps:,} steps{left} is a ceiling, not a forecast."
+    return solved, _(
+        "{where} · held-out exact match {solved:.0%}: the run stops when it reaches 100%. Its budget of {steps:,} "
+        "steps{left} is a ceiling, not a forecast.",
+        where=where,
+        solved=solved,
+        steps=config.steps,
+        left=left,
     )
 
 
@@ -125,12 +144,15 @@ def live_view(run: Run, polling: bool) -> None:
     if polling and not 0.5 < live_poll_s() / poll_s < 2:
         st.rerun()  # many more (or fewer) pages watch runs now: poll at the rate that fits
     run.touch(watcher_id(), page_connected())
-    st.caption(run_summary(run.model_config, run.data_config, run.train_config))
+    st.caption(_(run_summary(run.model_config, run.data_config, run.train_config)))
     classmates = len(run.watchers()) - 1
     if classmates > 0:
         st.caption(
-            f"Same settings as {classmates} classmate{'s' * (classmates > 1)}: you are all watching one run. "
-            "Same seed, same run."
+            ngettext(
+                "Same settings as {n} classmate: you are all watching one run. Same seed, same run.",
+                "Same settings as {n} classmates: you are all watching one run. Same seed, same run.",
+                classmates,
+            )
         )
     if run.status != "done":
         run_controls(run, shared=classmates > 0)
@@ -139,13 +161,17 @@ def live_view(run: Run, polling: bool) -> None:
         place = run_registry().place(run)
         if place is not None:
             st.info(
-                f"Every training slot is in use: your run is number {place.position} in the queue, and should "
-                f"start in about {place.wait_s:.0f} s. It starts on its own; keep this page open.",
+                _(
+                    "Every training slot is in use: your run is number {position} in the queue, and should start in "
+                    "about {wait_s:.0f} s. It starts on its own; keep this page open.",
+                    position=place.position,
+                    wait_s=place.wait_s,
+                ),
                 icon=":material/hourglass_top:",
             )
         return
     if run.status == "preparing":
-        st.progress(0.0, text="Preparing: building the model and drawing the held-out set...")
+        st.progress(0.0, text=_("Preparing: building the model and drawing the held-out set..."))
     elif run.status in ("training", "paused"):
         st.progress(*progress_line(run, rows))
     if not losses:  # preparing, or ended before its first step
@@ -155,78 +181,110 @@ def live_view(run: Run, polling: bool) -> None:
     floor = smoothed_loss_floor(smoothing, vocab_size)
     # whole frames while it trains; the first steps at once (the curve starts moving) and every step at the end
     steps = len(losses) if run.done or len(losses) < STEPS_PER_FRAME else len(losses) - len(losses) % STEPS_PER_FRAME
-    loss_chart, accuracy_chart = shared_charts(run_id(run), len(rows), steps, run)
+    loss_chart, accuracy_chart = shared_charts(run_id(run), len(rows), steps, language(), run)
     loss_col.plotly_chart(loss_chart, key="train_loss_chart")
     acc_col.plotly_chart(accuracy_chart, key="train_accuracy_chart")
     if floor:
         loss_col.caption(
-            f"With label smoothing {smoothing:g}, training aims at a target that is not all on the right "
-            f"token, so even a perfect model's training loss is {floor:.2f} (dotted line). The held-out "
-            "loss is plain cross-entropy and can go to 0."
+            _(
+                "With label smoothing {smoothing:g}, training aims at a target that is not all on the right token, "
+                "so even a perfect model's training loss is {floor:.2f} (dotted line). The held-out loss is plain "
+                "cross-entropy and can go to 0.",
+                smoothing=smoothing,
+                floor=floor,
+            )
         )
     train_alignment(run)
     if rows:
         step = int(rows[-1]["step"])
-        st.markdown(f"**Five held-out inputs**, decoded greedily by the model as of step {step}:")
-        st.dataframe(shared_examples(run_id(run), step, run), hide_index=True)
+        st.markdown(_("**Five held-out inputs**, decoded greedily by the model as of step {step}:", step=step))
+        examples = shared_examples(run_id(run), step, run)
+        headers = {"input": _("input"), "target": _("target"), "model output": _("model output"), "right": _("right")}
+        st.dataframe(examples.rename(columns=headers), hide_index=True)
 
 
 def outcome(run: Run) -> None:
     """How the ended run ended and what to do next: above its curves, in view without scrolling when it ends."""
+    bring_into_view("train_outcome", run_id(run))  # the student may have scrolled down while it trained
     if (joined := drop_flash("train_joined")) is not None:  # Start joined a run that had already ended
         st.info(joined[1], icon=":material/join:")
-        st.toast(joined[1], icon=":material/join:", duration="long")  # seen wherever the page is scrolled to
     if run.error:
         st.error(
-            f"Training stopped with an error: {markdown_literal(run.error)}. Change the settings below and start again."
+            _(
+                "Training stopped with an error: {error}. Change the settings below and start again.",
+                error=markdown_literal(_(run.error)),
+            )
         )
     elif run.withdrawn:
-        st.warning(f"Your run left the queue without starting: {run.withdrawn}. Press Start to queue again.")
+        st.warning(
+            _("Your run left the queue without starting: {why}. Press Start to queue again.", why=_(run.withdrawn))
+        )
     elif run.result is not None and run.result.steps == 0:
-        st.info("Stopped before the first training step: nothing was trained or saved.")
+        st.info(_("Stopped before the first training step: nothing was trained or saved."))
     elif run.result is not None:
         save_finished_run()  # usually done already by the sidebar, unless the run ended during this rerun
-        saved, result = st.session_state[TRAIN_SAVED], run.result
-        scores = f"exact match {result.exact_match:.1%} and token accuracy {result.token_acc:.1%} on the held-out set"
-        if result.reason == "stopped":
-            idle = unwatched(run_registry().settings.idle_timeout_s)
-            why = f"because {markdown_literal(run.notice)}" if run.notice else f"by you, or because {idle}"
-            st.info(f"Stopped at step {result.steps} after {result.seconds:.1f} s ({why}): {scores}.")
-        else:
-            st.success(
-                f"Finished after {result.steps} steps in {result.seconds:.1f} s, because "
-                f"{REASONS[result.reason]}: {scores}."
+        finished(run)
+
+
+def finished(run: Run) -> None:
+    """A run that trained: how it ended, its scores, and where its model is now."""
+    saved, result = st.session_state[TRAIN_SAVED], run.result
+    scores = _(
+        "exact match {exact_match:.1%} and token accuracy {token_acc:.1%} on the held-out set",
+        exact_match=result.exact_match,
+        token_acc=result.token_acc,
+    )
+    if result.reason == "stopped":
+        st.info(_(STOPPED, steps=result.steps, seconds=result.seconds, why=stopped_because(run), scores=scores))
+    else:
+        st.success(_(REASONS[result.reason], steps=result.steps, seconds=result.seconds, scores=scores))
+    if saved["error"]:
+        st.error(
+            _("The trained model could not be saved as a checkpoint: {error}", error=markdown_literal(saved["error"]))
+        )
+    elif saved["in_hand"]:
+        st.info(
+            _(
+                "The model is now **in hand** as *trained: {name}*: open it up on the other pages.",
+                name=markdown_literal(saved["name"]),
             )
-        if saved["error"]:
-            st.error(f"The trained model could not be saved as a checkpoint: {markdown_literal(saved['error'])}")
-        elif saved["in_hand"]:
-            in_hand_col, *link_cols = st.columns([3, 1, 1, 1], vertical_alignment="center")
-            in_hand_col.info(
-                f"The model is now **in hand** as *trained: {markdown_literal(saved['name'])}*: open it up on the "
-                "other pages."
+        )
+        links = st.container(horizontal=True, key="train_next_pages")  # each link as wide as its words
+        for path, label, icon in NEXT_PAGES:
+            links.page_link(path, label=_(label), icon=icon)
+    else:
+        st.info(
+            _(
+                "Saved as *{name}* on the Checkpoints page. The model in hand is still the one you loaded during the "
+                "run.",
+                name=markdown_literal(saved["name"]),
             )
-            for col, (path, label, icon) in zip(link_cols, NEXT_PAGES):
-                col.page_link(path, label=label, icon=icon)
-        else:
-            st.info(
-                f"Saved as *{markdown_literal(saved['name'])}* on the Checkpoints page. The model in hand is still the "
-                "one you loaded during the run."
-            )
-        if seat:
-            prediction_result(seat)
+        )
+    if seat:
+        prediction_result(seat)
+
+
+def stopped_because(run: Run) -> str:
+    """Why a run stopped before its settings ended it: a limit of the server, the student's Stop, or no page
+    watching it."""
+    if run.notice:
+        return markdown_literal(_(run.notice))
+    if st.session_state.get(STOPPED_BY_YOU) is run:
+        return _("you pressed Stop")
+    return _(unwatched(run_registry().settings.idle_timeout_s))
 
 
 def downloads(run: Run) -> None:
     """Every metric row of a finished run, and its metrics and checkpoint to download."""
     saved = st.session_state[TRAIN_SAVED]
-    with st.expander("Metrics of every row, and downloads"):
+    with st.expander(_("Metrics of every row, and downloads")):
         table = metrics_table(run.rows[:])
-        st.dataframe(table, hide_index=True, column_config=METRIC_FORMATS)
+        st.dataframe(table, hide_index=True, column_config=metric_formats())
         csv_col, ckpt_col = st.columns(2)
-        csv_download(csv_col, "Download metrics (CSV)", table, f"{saved['name']}-metrics.csv", "download_metrics")
+        csv_download(csv_col, _("Download metrics (CSV)"), table, f"{saved['name']}-metrics.csv", "download_metrics")
         if not saved["error"]:
             ckpt_col.download_button(
-                "Download checkpoint",
+                _("Download checkpoint"),
                 saved["data"],
                 f"{saved['name']}.pt",
                 "application/octet-stream",
@@ -239,13 +297,17 @@ show_flashes("train_left")
 if run is not None:
     if not active:  # ended as this redraw began: a run that ends during it redraws the page
         outcome(run)
+    else:  # Start may have been pressed at the bottom of a long page: its progress comes into view
+        bring_into_view("train_live", run_id(run))
     live_view(run, polling=active)
     if run.losses:  # drawn with the page, not at every poll: the schedule itself never changes
-        with st.expander("Learning rate over the run"):
-            st.plotly_chart(lr_figure(run.train_config, run.step), key="train_lr_chart")
+        with st.expander(_("Learning rate over the run")):
+            st.plotly_chart(lr_figure(run.train_config, run.step, tr=session_translator()), key="train_lr_chart")
             st.caption(
-                "The schedule, step by step over the whole step budget; the dashed line is where the run was when "
-                "this page was drawn. Adam's steps are this rate times its own per-weight scaling."
+                _(
+                    "The schedule, step by step over the whole step budget; the dashed line is where the run was "
+                    "when this page was drawn. Adam's steps are this rate times its own per-weight scaling."
+                )
             )
     dynamics_view(run)
     if not active and run.result is not None and run.result.steps > 0 and not run.error:
@@ -253,18 +315,18 @@ if run is not None:
 
 if not active:
     if run is not None:
-        st.subheader("Start another run")
+        st.subheader(_("Start another run"))
     with st.form("train_settings"):
         draw_fields(seat.locked() if seat else None)
         if seat:
             prediction_input(seat)
         st.form_submit_button(
-            "Start training",
+            _("Start training"),
             key="start_training",
             type="primary",
             icon=":material/play_arrow:",
             disabled=elsewhere is not None,
-            help=elsewhere or "Trains with these settings.",
+            help=_(elsewhere or N_("Trains with these settings.")),
             on_click=start_run,
         )
     remember_values()
@@ -272,24 +334,29 @@ if not active:
 
 if run is None:  # the empty axes the curves will fill: drawn now, the charts are ready the moment Start is pressed
     loss_col, acc_col = st.columns(2)
-    loss_col.plotly_chart(loss_figure([], step_losses=[], height=CHART_HEIGHT), key="empty_loss_chart")
-    acc_col.plotly_chart(accuracy_figure([], height=CHART_HEIGHT), key="empty_accuracy_chart")
+    tr = session_translator()
+    loss_col.plotly_chart(loss_figure([], step_losses=[], height=CHART_HEIGHT, tr=tr), key="empty_loss_chart")
+    acc_col.plotly_chart(accuracy_figure([], height=CHART_HEIGHT, tr=tr), key="empty_accuracy_chart")
 
-with st.expander("How training works"):
+with st.expander(_("How training works")):
     st.markdown(
-        "Training follows section 5.3 of the paper: Adam with a learning rate that warms up linearly, then decays "
-        "as 1/√step (we set the peak directly instead of deriving it from d_model and, unlike the paper, clip the "
-        "gradient norm at 1). The held-out curves, the examples and the model you keep are a running average of "
-        "the trained weights, which is steadier than the weights themselves (set *Weight averaging* to 0 to watch "
-        "the raw ones); the training loss is the raw weights' own, at every step."
+        _(
+            "Training follows section 5.3 of the paper: Adam with a learning rate that warms up linearly, then "
+            "decays as 1/√step (we set the peak directly instead of deriving it from d_model and, unlike the paper, "
+            "clip the gradient norm at 1). The held-out curves, the examples and the model you keep are a running "
+            "average of the trained weights, which is steadier than the weights themselves (set *Weight averaging* "
+            "to 0 to watch the raw ones); the training loss is the raw weights' own, at every step."
+        )
     )
+    decay, stay = _("decay as {rate} (paper)", rate=r"$1/\sqrt{s}$"), _("stay at the peak")  # $...$: maths in text
     st.latex(
         r"\mathrm{lr}(s) = \mathrm{peak}\cdot\begin{cases}\min\left(\frac{s}{w},\ \sqrt{\frac{w}{s}}\right) & "
-        r"\text{decay as } 1/\sqrt{s} \text{ (paper)}\\ \min\left(\frac{s}{w},\ 1\right) & \text{stay at the peak}"
-        r"\end{cases}"
+        rf"\text{{{decay}}}\\ \min\left(\frac{{s}}{{w}},\ 1\right) & \text{{{stay}}}\end{{cases}}"
     )
     st.caption(
-        "s is the training step and w the number of warm-up steps; with no warm-up the rate is the peak from step "
-        "1. A paused run keeps its training slot and its time budget: only training time counts, and a pause "
-        "longer than two minutes ends the run (its model is kept)."
+        _(
+            "s is the training step and w the number of warm-up steps; with no warm-up the rate is the peak from "
+            "step 1. A paused run keeps its training slot and its time budget: only training time counts, and a "
+            "pause longer than two minutes ends the run (its model is kept)."
+        )
     )

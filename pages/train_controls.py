@@ -4,30 +4,39 @@ import streamlit as st
 
 from pages.classes import Seat, answer_prediction, class_recorder, seat_in_class
 from pages.common import client_address, forget_run, remember_run, run_registry
+from pages.language import _, ngettext
 from pages.state import FOLLOW_RUN, RUN, flash, session_run_elsewhere, watcher_id
 from pages.streamlit_internals import page_connected
 from pages.train_form import KEPT, form_settings, remember_values
 from transformer.classroom import ClassroomError
+from transformer.i18n import N_
 from transformer.literal import markdown_literal
 from transformer.run_configs import run_configs
 from transformer.serving import Run, ServerBusy
 
 FIRST_STEP_WAIT_S = 0.5  # how long Start waits for a new run's first step (set-up takes about 0.1 s)
-SAME_RUN = (
+STOPPED_BY_YOU = "train_stopped"  # session state: the run this session's Stop ended (its outcome says so)
+SAME_RUN = N_(
     "Start joined the run these settings already made, which has finished: its curves and result are here. The "
     "same settings and the same seed give the same run (the same data, the same starting weights): change the seed "
     "for a new one."
 )
-CLASS_SAME_RUN = (
+CLASS_SAME_RUN = N_(
     "Your settings, your seed included, match a run the server already trained, which has finished: its curves "
     "and result are here. The same settings and the same seed give the same run."
 )
+CLASS_SAME_RUN_OPEN_SEED = N_(
+    "Your settings, your seed included, match a run the server already trained, which has finished: its curves "
+    "and result are here. The same settings and the same seed give the same run. Change the seed for a new one."
+)
 CONTROL_HELP = {  # what each control does, by widget key
-    "resume_training": "Go on training from this step.",
-    "pause_training": "Hold the run before its next step; the model in hand is the paused one.",
-    "step_training": "Train one metric row's worth of steps, then pause again.",
-    "stop_training": "Stops training after the current step; the model trained so far is kept. On a run several "
-    "students watch, you leave it and it goes on for them.",
+    "resume_training": N_("Go on training from this step."),
+    "pause_training": N_("Hold the run before its next step; the model in hand is the paused one."),
+    "step_training": N_("Train one metric row's worth of steps, then pause again."),
+    "stop_training": N_(
+        "Stops training after the current step; the model trained so far is kept. On a run several students "
+        "watch, you leave it and it goes on for them."
+    ),
 }
 
 
@@ -37,7 +46,7 @@ def start_run() -> None:
     state = st.session_state
     current: Run | None = state.get(RUN)
     if (elsewhere := session_run_elsewhere("train")) or (current is not None and not current.done):
-        flash("train_form", "info", elsewhere or "A run is already training: stop it first, or wait for it.")
+        flash("train_form", "info", _(elsewhere or N_("A run is already training: stop it first, or wait for it.")))
         return
     seat = seat_in_class()  # a class student's run takes the settings their teacher locked
     try:
@@ -46,11 +55,11 @@ def start_run() -> None:
             answer_prediction(seat)
         run = run_registry().submit(watcher_id(), *configs, page_connected(), client_address())
     except ServerBusy as err:
-        flash("train_form", "warning", f"Your run could not start: {markdown_literal(str(err))}.")
+        flash("train_form", "warning", _("Your run could not start: {reason}.", reason=markdown_literal(_(err))))
     except ClassroomError as err:
-        flash("train_form", "warning", f"Not yet: {markdown_literal(str(err))}.")
+        flash("train_form", "warning", _("Not yet: {reason}.", reason=markdown_literal(_(err))))
     except ValueError as err:
-        flash("train_form", "error", f"These settings don't work: {markdown_literal(str(err))}")
+        flash("train_form", "error", _("These settings don't work: {reason}", reason=markdown_literal(_(err))))
     else:
         if seat:
             class_recorder().follow(seat.student, run)  # into the class database, whatever the page does next
@@ -61,14 +70,14 @@ def start_run() -> None:
         remember_run(RUN, run, {FOLLOW_RUN: True, KEPT: state[KEPT]})
         run.wait_until_moving(FIRST_STEP_WAIT_S)  # the curve then starts in this redraw, not at the next poll
         if run.done:  # these settings made a run that has ended: this redraw shows its curves and result
-            flash("train_joined", "info", same_run(seat))
+            flash("train_joined", "info", _(same_run(seat)))
 
 
 def same_run(seat: Seat | None) -> str:
     """What Start says when it joined a finished run: change the seed for a new one, unless a teacher locked it."""
     if seat is None:
         return SAME_RUN
-    return CLASS_SAME_RUN + (" Change the seed for a new one." if "seed" not in seat.locked() else "")
+    return CLASS_SAME_RUN if "seed" in seat.locked() else CLASS_SAME_RUN_OPEN_SEED
 
 
 def leave_run() -> None:
@@ -84,25 +93,30 @@ def leave_run() -> None:
         flash(
             "train_left",
             "info",
-            f"You left the run; it goes on for the {left} other student{'s' * (left != 1)} watching it."
+            ngettext(
+                "You left the run; it goes on for the {n} other student watching it.",
+                "You left the run; it goes on for the {n} other students watching it.",
+                left,
+            )
             if left
-            else "You left the queue: your run will not start.",
+            else _("You left the queue: your run will not start."),
         )
     else:
+        st.session_state[STOPPED_BY_YOU] = current  # its outcome says who stopped it
         current.wait_until_done(5.0)  # stopped, as it was the student's own: drawn as stopped
 
 
 def run_controls(run: Run, shared: bool) -> None:
     """Pause or Resume, Step, and Stop: big buttons, no keyboard."""
     paused, queued = run.status == "paused", run.status == "queued"
-    pause_col, step_col, stop_col, _ = st.columns([1, 1, 1, 3])
-    why_not = "Several students watch this run: only a run of your own can be paused." if shared else None
+    pause_col, step_col, stop_col = st.columns([1, 1, 1, 3])[:3]
+    why_not = _("Several students watch this run: only a run of your own can be paused.") if shared else None
     if paused:
-        _big_button(pause_col, "Resume", "resume_training", "play_arrow", run.resume, type="primary")
+        _big_button(pause_col, _("Resume"), "resume_training", "play_arrow", run.resume, type="primary")
     else:
-        _big_button(pause_col, "Pause", "pause_training", "pause", run.pause, shared or queued, why_not)
-    _big_button(step_col, "Step", "step_training", "skip_next", run.step_row, shared or not paused, why_not)
-    _big_button(stop_col, "Leave queue" if queued else "Stop", "stop_training", "stop", leave_run)
+        _big_button(pause_col, _("Pause"), "pause_training", "pause", run.pause, shared or queued, why_not)
+    _big_button(step_col, _("Step"), "step_training", "skip_next", run.step_row, shared or not paused, why_not)
+    _big_button(stop_col, _("Leave queue") if queued else _("Stop"), "stop_training", "stop", leave_run)
 
 
 def _big_button(
@@ -117,6 +131,6 @@ def _big_button(
         width="stretch",
         on_click=on_click,
         disabled=disabled,
-        help=why_not or CONTROL_HELP[key],
+        help=why_not or _(CONTROL_HELP[key]),
         **options,
     )

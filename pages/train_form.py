@@ -9,14 +9,16 @@ from typing import Any
 
 import streamlit as st
 
+from pages.language import _
 from transformer import settings as spec
+from transformer.i18n import N_
 from transformer.settings import Setting, Value
 
 KEPT = "train_kept"  # session state: the form's values when the student last left the page or pressed Start
 ROWS = [  # (expander title or None, column widths): the rows of `FormPlace.row`, top to bottom
     (None, 5),
     (None, [3, 3, 4]),  # the parts of the design students switch off
-    ("Model, optimizer, budgets and device", 3),
+    (N_("Model, optimizer, budgets and device"), 3),
 ]
 
 
@@ -45,7 +47,7 @@ def draw_fields(locked: Mapping[str, Any] | None = None) -> None:
         if title is None:
             columns.append(st.columns(widths))
         else:
-            with st.expander(title):
+            with st.expander(_(title)):
                 columns.append(st.columns(widths))
     for s in spec.on_form():
         place = columns[s.form.row][s.form.column]
@@ -72,7 +74,7 @@ FROM_STATE = object()  # `_draw`'s value for a widget that reads it from session
 def _draw(container, s: Setting, value: Any, disabled: bool = False) -> None:
     """The setting's widget, starting at `value` (FROM_STATE: at what its key holds in session state; None, for a
     number, empty)."""
-    common = {"key": s.form.key, "help": s.help, "disabled": disabled, **s.form.style}
+    common = {"key": s.form.key, "help": _(s.help), "disabled": disabled, **s.form.style}
     if value is FROM_STATE:  # passing a value too would be an error
         start = {}
     elif s.kind in ("int", "float"):  # a whole number when the bounds are: a float setting's whole seconds
@@ -81,11 +83,12 @@ def _draw(container, s: Setting, value: Any, disabled: bool = False) -> None:
         start = {"index": s.options.index(value)}
     else:
         start = {"value": value}
+    label, word = _(s.label), lambda value: _(s.word(value))
     if s.kind in ("int", "float"):
-        container.number_input(s.label, *s.bounds, **start, **common)
+        container.number_input(label, *s.bounds, **start, **common)
     elif s.form.radio:
-        container.radio(s.label, list(s.options), format_func=s.word, horizontal=True, **start, **common)
+        container.radio(label, list(s.options), format_func=word, horizontal=True, **start, **common)
     elif s.kind == "choice":
-        container.selectbox(s.label, list(s.options), format_func=s.word, **start, **common)
+        container.selectbox(label, list(s.options), format_func=word, **start, **common)
     else:
-        container.toggle(s.label, **start, **common)
+        container.toggle(label, **start, **common)

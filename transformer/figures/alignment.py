@@ -6,6 +6,8 @@ from collections.abc import Sequence
 import numpy as np
 import plotly.graph_objects as go
 
+from ..i18n import Translator
+from . import ENGLISH
 from .attention import _array, attention_heatmaps
 from .training import FONT, MARKER, TRAIN, VALID
 
@@ -20,10 +22,11 @@ def ideal_over_learned(
     col_labels: Sequence[str],
     title: str,
     per_row: int = 4,
+    tr: Translator = ENGLISH,
 ) -> go.Figure:
     """Attention weights (H, T_query, T_key), one panel per head (`per_row` to a row) titled with its name and
     alignment score, with the cells of the ideal (T_query, T_key) alignment outlined."""
-    fig = attention_heatmaps(weights, row_labels, col_labels, title, per_row)
+    fig = attention_heatmaps(weights, row_labels, col_labels, title, per_row, tr)
     rows, cols = np.nonzero(_array(ideal))
     marks = [
         dict(
@@ -32,7 +35,7 @@ def ideal_over_learned(
             y=rows,
             mode="markers",
             marker=dict(symbol="square-open", size=12, color=IDEAL, line=dict(width=2)),
-            name="ideal",
+            name=tr.gettext("ideal"),
             showlegend=False,  # the caption says what the outlines are: a legend would sit on the head titles
             hoverinfo="skip",
             xaxis=heatmap.xaxis,
@@ -43,7 +46,7 @@ def ideal_over_learned(
     fig.add_traces(marks)
     # the score under the head's name: two short lines stay apart over four panels on a phone
     titles = [
-        dict(a.to_plotly_json(), text=f"head {h}<br>{s:.2f}")
+        dict(a.to_plotly_json(), text=f"{tr.gettext('head {head}', head=h)}<br>{s:.2f}")
         for h, (a, s) in enumerate(zip(fig.layout.annotations, scores))
     ]
     fig.update_layout(annotations=titles, margin_t=fig.layout.margin.t + 25)  # room for the second line
@@ -51,7 +54,12 @@ def ideal_over_learned(
 
 
 def best_head_figure(
-    steps: Sequence[int], best: Sequence[tuple[str, float]], chance: float, threshold: float, height: int = 320
+    steps: Sequence[int],
+    best: Sequence[tuple[str, float]],
+    chance: float,
+    threshold: float,
+    height: int = 320,
+    tr: Translator = ENGLISH,
 ) -> go.Figure:
     """The best-aligned head's score at each step (its name in the hover), with `threshold` dashed and uniform
     attention's score (`chance`) dotted."""
@@ -62,26 +70,27 @@ def best_head_figure(
         customdata=[label for label, _ in best],
         mode="lines+markers" if len(steps) < 40 else "lines",
         line=dict(color=TRAIN, width=3),
-        name="best head",
-        hovertemplate="step %{x}: %{customdata} %{y:.2f}<extra></extra>",
+        name=tr.gettext("best head"),
+        hovertemplate=tr.gettext("step {step}: {head} {score}", step="%{x}", head="%{customdata}", score="%{y:.2f}")
+        + "<extra></extra>",
     )
     level = dict(type="line", xref="x domain", x0=0, x1=1, yref="y")
     note = dict(xref="x domain", yanchor="bottom", showarrow=False)
     layout = dict(
-        title=dict(text="Alignment of the best cross-attention head", font=dict(FONT, size=18)),
+        title=dict(text=tr.gettext("Alignment of the best cross-attention head"), font=dict(FONT, size=18)),
         font=FONT,
         height=height,
         margin=dict(l=70, r=20, t=60, b=60),
         showlegend=False,
-        xaxis=dict(title="training step", rangemode="tozero"),
-        yaxis=dict(title="attention on the ideal token", range=[0, 1.02]),
+        xaxis=dict(title=tr.gettext("training step"), rangemode="tozero"),
+        yaxis=dict(title=tr.gettext("attention on the ideal token"), range=[0, 1.02]),
         shapes=[
             dict(level, y0=threshold, y1=threshold, line=dict(color=VALID, dash="dash", width=2)),
             dict(level, y0=chance, y1=chance, line=dict(color=MARKER, dash="dot", width=2)),
         ],
         annotations=[
-            dict(note, x=0, y=threshold, xanchor="left", text=f"found: {threshold:g}"),
-            dict(note, x=1, y=chance, xanchor="right", text="uniform attention"),
+            dict(note, x=0, y=threshold, xanchor="left", text=tr.gettext("found: {threshold:g}", threshold=threshold)),
+            dict(note, x=1, y=chance, xanchor="right", text=tr.gettext("uniform attention")),
         ],
     )
     return go.Figure(data=[trace], layout=layout)

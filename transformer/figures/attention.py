@@ -11,10 +11,14 @@ seconds on a busy shared server, a single construction milliseconds.
 
 import html
 import textwrap
+import unicodedata
 from collections.abc import Sequence
 
 import numpy as np
 import plotly.graph_objects as go
+
+from ..i18n import Translator
+from . import ENGLISH
 
 FONT = dict(size=16, color="#111111")  # readable on a projector
 MAY_ATTEND, BLOCKED = "#1f5fbf", "#d9d9d9"
@@ -40,7 +44,15 @@ def _ticks(labels: Sequence[str]) -> dict:
 
 def wrap_title(title: str, width: int) -> str:
     """A figure title broken into lines of at most `width` characters, for figures shown in narrow columns."""
-    return "<br>".join(textwrap.wrap(title, width))
+    return "<br>".join(wrap_lines(title, width))
+
+
+def wrap_lines(text: str, width: int) -> list[str]:
+    """`text` in lines at most `width` Latin characters wide: a Chinese character is as wide as two, and a line of
+    them breaks between any two (they have no spaces to break at)."""
+    if any(unicodedata.east_asian_width(c) in "WF" for c in text):
+        width = max(1, width // 2)
+    return textwrap.wrap(text, width)
 
 
 def _hover_grid(row_labels: Sequence[str], col_labels: Sequence[str]) -> np.ndarray:
@@ -123,7 +135,9 @@ def score_heatmap(z: np.ndarray, colorscale: str, value_name: str, hovertemplate
     )
 
 
-def mask_heatmap(mask, row_labels: Sequence[str], col_labels: Sequence[str], title: str) -> go.Figure:
+def mask_heatmap(
+    mask, row_labels: Sequence[str], col_labels: Sequence[str], title: str, tr: Translator = ENGLISH
+) -> go.Figure:
     """A boolean (queries x keys) mask in two colours: "may attend" (True) and "blocked" (False)."""
     trace = dict(
         type="heatmap",
@@ -136,7 +150,7 @@ def mask_heatmap(mask, row_labels: Sequence[str], col_labels: Sequence[str], tit
         # a key above the grid rather than beside it: the page shows two masks side by side, in narrow columns
         colorbar=dict(
             tickvals=[0.25, 0.75],
-            ticktext=["blocked", "may attend"],
+            ticktext=[tr.gettext("blocked"), tr.gettext("may attend")],
             orientation="h",
             lenmode="pixels",
             len=180,
@@ -149,24 +163,38 @@ def mask_heatmap(mask, row_labels: Sequence[str], col_labels: Sequence[str], tit
             tickfont=FONT,
         ),
         customdata=_hover_grid(row_labels, col_labels),
-        hovertemplate="query %{customdata[0]} → key %{customdata[1]}: %{z}<extra></extra>",
+        hovertemplate=_query_key(tr, "%{z}"),
     )
     layout = dict(
-        xaxis=dict(title="key", **_ticks(col_labels)),
-        yaxis=dict(title="query", autorange="reversed", **_ticks(row_labels)),
+        xaxis=dict(title=tr.gettext("key"), **_ticks(col_labels)),
+        yaxis=dict(title=tr.gettext("query"), autorange="reversed", **_ticks(row_labels)),
     )
     layout["margin"] = dict(l=60, r=20, t=140, b=50)
     # the page shows two masks side by side, in narrow columns
     return _figure([trace], layout, wrap_title(title, 30), height=220 + 32 * len(row_labels))
 
 
+def _query_key(tr: Translator, value: str) -> str:
+    """A hover template naming a cell of a (queries x keys) grid by its labels (customdata), then `value`."""
+    cell = tr.gettext(
+        "query {query} → key {key}: {value}", query="%{customdata[0]}", key="%{customdata[1]}", value=value
+    )
+    return f"{cell}<extra></extra>"
+
+
 def attention_heatmaps(
-    weights, row_labels: Sequence[str], col_labels: Sequence[str], title: str, per_row: int = 4
+    weights,
+    row_labels: Sequence[str],
+    col_labels: Sequence[str],
+    title: str,
+    per_row: int = 4,
+    tr: Translator = ENGLISH,
 ) -> go.Figure:
     """Attention weights (H, T_query, T_key), one subplot per head on a shared 0..1 colour scale."""
     w = _array(weights)
     n_heads, n_cols = w.shape[0], min(w.shape[0], per_row)
-    layout, refs = _grid([f"head {h}" for h in range(n_heads)], per_row)
+    head_names = [tr.gettext("head {head}", head=h) for h in range(n_heads)]
+    layout, refs = _grid(head_names, per_row)
     hover = _hover_grid(row_labels, col_labels)
     traces = []
     for h, ref in enumerate(refs):
@@ -178,12 +206,10 @@ def attention_heatmaps(
                 zmax=1,
                 colorscale=ATTENTION_SCALE,
                 showscale=h == 0,
-                colorbar=dict(title="weight", len=0.8, thickness=14),
+                colorbar=dict(title=tr.gettext("weight"), len=0.8, thickness=14),
                 customdata=hover,
                 **ref,
-                hovertemplate=(
-                    f"head {h}<br>query %{{customdata[0]}} → key %{{customdata[1]}}: %{{z:.3f}}<extra></extra>"
-                ),
+                hovertemplate=f"{head_names[h]}<br>{_query_key(tr, '%{z:.3f}')}",
             )
         )
         n = ref["xaxis"][1:]
@@ -195,21 +221,26 @@ def attention_heatmaps(
     return _figure(traces, layout, title, height=120 + n_rows * (70 + 26 * len(row_labels)))
 
 
-def positional_heatmap(table, title: str = "Positional encoding") -> go.Figure:
+def positional_heatmap(table, title: str | None = None, tr: Translator = ENGLISH) -> go.Figure:
     """A (positions, d_model) positional-encoding table: one row per position, one column per dimension."""
+    hover = tr.gettext(
+        "position {position}, dimension {dimension}: {value}", position="%{y}", dimension="%{x}", value="%{z:.3f}"
+    )
     trace = dict(
         type="heatmap",
         z=_array(table),
         colorscale=DIVERGING_SCALE,
         zmid=0,
-        colorbar=dict(title="value"),
-        hovertemplate="position %{y}, dimension %{x}: %{z:.3f}<extra></extra>",
+        colorbar=dict(title=tr.gettext("value")),
+        hovertemplate=f"{hover}<extra></extra>",
     )
-    layout = dict(xaxis=dict(title="dimension"), yaxis=dict(title="position", autorange="reversed"))
-    return _figure([trace], layout, title, height=480)
+    layout = dict(
+        xaxis=dict(title=tr.gettext("dimension")), yaxis=dict(title=tr.gettext("position"), autorange="reversed")
+    )
+    return _figure([trace], layout, title or tr.gettext("Positional encoding"), height=480)
 
 
-def position_similarity_heatmap(similarity, trained: int | None, title: str) -> go.Figure:
+def position_similarity_heatmap(similarity, trained: int | None, title: str, tr: Translator = ENGLISH) -> go.Figure:
     """A (positions, positions) cosine-similarity matrix; dashed lines close off the first `trained` positions,
     the ones training reached."""
     trace = dict(
@@ -218,12 +249,15 @@ def position_similarity_heatmap(similarity, trained: int | None, title: str) -> 
         zmin=-1,
         zmax=1,
         colorscale=DIVERGING_SCALE,
-        colorbar=dict(title="cosine"),
-        hovertemplate="positions %{y} and %{x}: %{z:.2f}<extra></extra>",
+        colorbar=dict(title=tr.gettext("cosine")),
+        hovertemplate=tr.gettext(
+            "positions {first} and {second}: {value}", first="%{y}", second="%{x}", value="%{z:.2f}"
+        )
+        + "<extra></extra>",
     )
     layout = dict(
-        xaxis=dict(title="position", constrain="domain"),
-        yaxis=dict(title="position", autorange="reversed", scaleanchor="x"),
+        xaxis=dict(title=tr.gettext("position"), constrain="domain"),
+        yaxis=dict(title=tr.gettext("position"), autorange="reversed", scaleanchor="x"),
     )
     if trained is not None:
         edge = trained - 0.5
@@ -235,18 +269,17 @@ def position_similarity_heatmap(similarity, trained: int | None, title: str) -> 
     return _figure([trace], layout, title, height=520)
 
 
-def positional_curves(
-    table, dims: Sequence[int], sinusoidal: bool = True, title: str = "Positional encoding of a few dimensions"
-) -> go.Figure:
+def positional_curves(table, dims: Sequence[int], sinusoidal: bool = True, tr: Translator = ENGLISH) -> go.Figure:
     """One line per chosen dimension of a (positions, d_model) table, against position; with `sinusoidal`,
     even dimensions are named sine and odd ones cosine."""
     t = _array(table)
     traces = []
     for d in dims:
         kind = (" (sin)" if d % 2 == 0 else " (cos)") if sinusoidal else ""
-        traces.append(dict(type="scatter", x=np.arange(len(t)), y=t[:, d], mode="lines+markers", name=f"dim {d}{kind}"))
-    layout = dict(xaxis=dict(title="position"), yaxis=dict(title="value"))
-    return _figure(traces, layout, title, height=420)
+        name = tr.gettext("dim {dimension}", dimension=d) + kind
+        traces.append(dict(type="scatter", x=np.arange(len(t)), y=t[:, d], mode="lines+markers", name=name))
+    layout = dict(xaxis=dict(title=tr.gettext("position")), yaxis=dict(title=tr.gettext("value")))
+    return _figure(traces, layout, tr.gettext("Positional encoding of a few dimensions"), height=420)
 
 
 def _diverging_heatmap(a: np.ndarray, bound: float, colorbar: str, hovertemplate: str, **more) -> dict:
@@ -263,32 +296,37 @@ def _diverging_heatmap(a: np.ndarray, bound: float, colorbar: str, hovertemplate
     )
 
 
-def embedding_heatmap(panels: dict[str, object], token_labels: Sequence[str], title: str) -> go.Figure:
+def embedding_heatmap(
+    panels: dict[str, object], token_labels: Sequence[str], title: str, tr: Translator = ENGLISH
+) -> go.Figure:
     """(T, d_model) token vectors, one subplot per panel (e.g. before / after adding the positional encoding), one
     above the other on one diverging scale: a row per token, a column per dimension."""
     arrays = {name: _array(v) for name, v in panels.items()}
     bound = max(float(np.abs(a).max()) for a in arrays.values()) or 1.0
     layout, refs, plot_px = _stacked(list(arrays), panel_px=30 * len(token_labels))
     traces = []
+    cell = tr.gettext(
+        "token {token}, dimension {dimension}: {value}", token="%{customdata[0]}", dimension="%{x}", value="%{z:.3f}"
+    )
     for i, ((name, a), ref) in enumerate(zip(arrays.items(), refs)):
         traces.append(
             _diverging_heatmap(
                 a,
                 bound,
-                "value",
-                f"{name}<br>token %{{customdata[0]}}, dimension %{{x}}: %{{z:.3f}}<extra></extra>",
+                tr.gettext("value"),
+                f"{name}<br>{cell}<extra></extra>",
                 showscale=i == 0,
                 customdata=_hover_grid(token_labels, [str(d) for d in range(a.shape[1])]),
                 **ref,
             )
         )
         n = ref["xaxis"][1:]
-        layout[f"xaxis{n}"].update(title="dimension")
+        layout[f"xaxis{n}"].update(title=tr.gettext("dimension"))
         layout[f"yaxis{n}"].update(autorange="reversed", **_ticks(token_labels))
     return _figure(traces, layout, title, height=130 + plot_px)
 
 
-def projection_heatmaps(matrices: dict[str, object], n_heads: int, title: str) -> go.Figure:
+def projection_heatmaps(matrices: dict[str, object], n_heads: int, title: str, tr: Translator = ENGLISH) -> go.Figure:
     """The projection matrices of one attention block (name -> (d_out, d_in)), side by side on one diverging
     scale. Dashed lines split the rows of W_Q, W_K, W_V (and the columns of W_O) into the heads' d_k slices."""
     arrays = {name: _array(m) for name, m in matrices.items()}
@@ -298,11 +336,16 @@ def projection_heatmaps(matrices: dict[str, object], n_heads: int, title: str) -
     for i, ((name, a), ref) in enumerate(zip(arrays.items(), refs)):
         traces.append(
             _diverging_heatmap(
-                a, bound, "weight", f"{name}[%{{y}}, %{{x}}] = %{{z:.3f}}<extra></extra>", showscale=i == 0, **ref
+                a,
+                bound,
+                tr.gettext("weight"),
+                f"{name}[%{{y}}, %{{x}}] = %{{z:.3f}}<extra></extra>",
+                showscale=i == 0,
+                **ref,
             )
         )
         n = ref["xaxis"][1:]
-        layout[f"xaxis{n}"].update(title="input")  # a word that fits under a quarter of a phone's width
+        layout[f"xaxis{n}"].update(title=tr.gettext("input"))  # a word that fits under a quarter of a phone's width
         layout[f"yaxis{n}"].update(autorange="reversed", showticklabels=i == 0)  # d_model rows in every panel
         d_k = a.shape[0] // n_heads
         line = dict(type="line", line=dict(color="black", dash="dash", width=1), xref=ref["xaxis"], yref=ref["yaxis"])
@@ -312,7 +355,7 @@ def projection_heatmaps(matrices: dict[str, object], n_heads: int, title: str) -
                 shapes.append(dict(line, x0=edge, x1=edge, y0=-0.5, y1=a.shape[0] - 0.5))
             else:  # each head's rows of W_Q, W_K, W_V
                 shapes.append(dict(line, x0=-0.5, x1=a.shape[1] - 0.5, y0=edge, y1=edge))
-    layout["yaxis"]["title"] = "output"
+    layout["yaxis"]["title"] = tr.gettext("output")
     return _figure(traces, dict(layout, shapes=shapes), title, height=440)
 
 
@@ -323,18 +366,19 @@ _BOX_W, _BOX_H, _GAP = 2.6, 0.8, 0.28  # box width and height, vertical gap betw
 _LABEL_CHARS = 12  # box labels wrap at this width, so they fit the boxes of a 1024-px screen
 
 
-def _layer_boxes(kind: str, norm_first: bool, causal: bool) -> list[tuple[str, str]]:
+def _layer_boxes(kind: str, norm_first: bool, causal: bool, tr: Translator) -> list[tuple[str, str]]:
     """(label, colour key) of one encoder or decoder layer's boxes, bottom to top."""
-    sublayers = [("Multi-Head Attention", "attention"), ("Feed Forward", "ffn")]
+    feed_forward = (tr.gettext("Feed Forward"), "ffn")
+    sublayers = [(tr.gettext("Multi-Head Attention"), "attention"), feed_forward]
     if kind == "decoder":
-        masked = "Masked Multi-Head Attention" if causal else "Multi-Head Attention (unmasked!)"
-        sublayers = [(masked, "attention"), ("Multi-Head Attention (cross)", "attention"), ("Feed Forward", "ffn")]
+        masked = tr.gettext("Masked Multi-Head Attention") if causal else tr.gettext("Multi-Head Attention (unmasked!)")
+        sublayers = [(masked, "attention"), (tr.gettext("Multi-Head Attention (cross)"), "attention"), feed_forward]
     boxes = []
     for sublayer in sublayers:
         if norm_first:
-            boxes += [("LayerNorm", "norm"), sublayer, ("Add (residual)", "norm")]
+            boxes += [(tr.gettext("LayerNorm"), "norm"), sublayer, (tr.gettext("Add (residual)"), "norm")]
         else:
-            boxes += [sublayer, ("Add & Norm", "norm")]
+            boxes += [sublayer, (tr.gettext("Add & Norm"), "norm")]
     return boxes
 
 
@@ -366,7 +410,7 @@ def _column(
             dict(
                 x=x,
                 y=y,
-                text="<br>".join(textwrap.wrap(label, _LABEL_CHARS)),
+                text="<br>".join(wrap_lines(label, _LABEL_CHARS)),
                 showarrow=False,
                 font=dict(FONT, size=13),
             )
@@ -428,30 +472,34 @@ def _arrow(x0: float, y0: float, x1: float, y1: float, **style) -> dict:
 
 
 def architecture_diagram(
-    n_layers: int, norm_first: bool, causal_mask: bool, positional: str, tie_weights: bool
+    n_layers: int, norm_first: bool, causal_mask: bool, positional: str, tie_weights: bool, tr: Translator = ENGLISH
 ) -> go.Figure:
     """The encoder-decoder as Figure 1 of the paper draws it: encoder on the left, decoder on the right, one
     layer of each framed and marked N×, its sublayers bottom to top with the norms where this model puts them."""
-    pe = "Positional Encoding" if positional == "sinusoidal" else f"Positional Encoding ({positional})"
-    bottom = [("Embedding × √d_model", "embed"), (f"+ {pe}", "embed")]
-    final_norm = [("LayerNorm", "norm")] if norm_first else []
-    encoder_layer = _layer_boxes("encoder", norm_first, causal_mask)
-    decoder_layer = _layer_boxes("decoder", norm_first, causal_mask)
-    linear = "Linear" + (" (tied to embedding)" if tie_weights else "")
-    shapes, annotations = [], []
-    enc_y = _column(
-        -1.8, bottom + encoder_layer + final_norm, (2, 1 + len(encoder_layer)), n_layers, "Encoder", shapes, annotations
+    pe = (
+        tr.gettext("Positional Encoding")
+        if positional == "sinusoidal"
+        else tr.gettext("Positional Encoding ({kind})", kind=positional)
     )
+    bottom = [(tr.gettext("Embedding × √d_model"), "embed"), (f"+ {pe}", "embed")]
+    final_norm = [(tr.gettext("LayerNorm"), "norm")] if norm_first else []
+    encoder_layer = _layer_boxes("encoder", norm_first, causal_mask, tr)
+    decoder_layer = _layer_boxes("decoder", norm_first, causal_mask, tr)
+    linear = tr.gettext("Linear (tied to embedding)") if tie_weights else tr.gettext("Linear")
+    shapes, annotations = [], []
+    encoder = bottom + encoder_layer + final_norm
+    enc_y = _column(-1.8, encoder, (2, 1 + len(encoder_layer)), n_layers, tr.gettext("Encoder"), shapes, annotations)
     decoder = bottom + decoder_layer + final_norm + [(linear, "output"), ("Softmax", "output")]
-    dec_y = _column(1.8, decoder, (2, 1 + len(decoder_layer)), n_layers, "Decoder", shapes, annotations)
-    cross = next(i for i, (label, _) in enumerate(decoder) if "cross" in label)
+    dec_y = _column(1.8, decoder, (2, 1 + len(decoder_layer)), n_layers, tr.gettext("Decoder"), shapes, annotations)
+    cross = len(bottom) + [label for label, _ in decoder_layer].index(tr.gettext("Multi-Head Attention (cross)"))
     annotations.append(_arrow(-1.8 + _BOX_W / 2, enc_y[-1], 1.8 - _BOX_W / 2, dec_y[cross], arrowcolor="#c0392b"))
-    annotations.append(dict(x=-1.8, y=-0.85, text="source tokens", showarrow=False, font=dict(FONT, size=14)))
+    source = tr.gettext("source tokens")
+    annotations.append(dict(x=-1.8, y=-0.85, text=source, showarrow=False, font=dict(FONT, size=14)))
     annotations.append(
         dict(
             x=1.8,
             y=-0.85,
-            text="target tokens, shifted<br>right (BOS first)",
+            text=tr.gettext("target tokens, shifted<br>right (BOS first)"),
             showarrow=False,
             font=dict(FONT, size=14),
         )

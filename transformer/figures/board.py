@@ -7,13 +7,17 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from ..classroom.board import GroupCurves
+from ..i18n import Translator
+from . import ENGLISH
 from .training import FONT
 
 GROUP_COLOURS = ("#1f5fbf", "#d9480f", "#2b8a3e", "#862e9c")  # one per group, in the assignment's order
 MEMBER_OPACITY = 0.25
 
 
-def group_curves_figure(curves: Mapping[str | None, GroupCurves], title: str, height: int = 360) -> go.Figure:
+def group_curves_figure(
+    curves: Mapping[str | None, GroupCurves], title: str, height: int = 360, tr: Translator = ENGLISH
+) -> go.Figure:
     """Every group's members' curves (thin, faint) and their median (thick), one colour per group, against the
     step on a log axis. `curves`: group label -> its `GroupCurves` (members by student id, and their median).
 
@@ -22,7 +26,7 @@ def group_curves_figure(curves: Mapping[str | None, GroupCurves], title: str, he
     grouped in the legend by the group's place, never by a student's name."""
     traces = []
     for place, ((label, curve), colour) in enumerate(zip(curves.items(), GROUP_COLOURS)):
-        name, legend_group = "class" if label is None else label, f"group {place}"
+        name, legend_group = tr.gettext("class") if label is None else label, f"group {place}"
         steps = curve.members.index.tolist()
         member_values = curve.members.to_numpy().T.tolist()  # a list per member, in the members' order
         x = [step for _ in member_values for step in [*steps, None]]
@@ -31,7 +35,7 @@ def group_curves_figure(curves: Mapping[str | None, GroupCurves], title: str, he
         traces.append(dict(type="scatter", x=x, y=y, mode="lines", line=line, opacity=MEMBER_OPACITY, name=name))
         traces[-1] |= dict(legendgroup=legend_group, showlegend=False, hoverinfo="skip", connectgaps=False)
         if member_values and steps:
-            label_text = f"{name}: median of {len(member_values)}"
+            label_text = tr.gettext("{group}: median of {n}", group=name, n=len(member_values))
             median = curve.median.tolist()
             traces.append(dict(type="scatter", x=steps, y=median, mode="lines", line=dict(color=colour, width=4)))
             traces[-1] |= dict(name=label_text, legendgroup=legend_group)
@@ -40,18 +44,19 @@ def group_curves_figure(curves: Mapping[str | None, GroupCurves], title: str, he
         height=height,
         font=FONT,
         margin=dict(l=10, r=10, t=50, b=10),
-        xaxis=dict(title="step"),
-        yaxis=dict(title="training loss (log scale)", type="log"),
+        xaxis=dict(title=tr.gettext("step")),
+        yaxis=dict(title=tr.gettext("training loss (log scale)"), type="log"),
         legend=dict(orientation="h", yanchor="top", y=-0.2, x=0),  # under the axis: the title keeps the top
     )
     return go.Figure(data=traces, layout=layout)
 
 
-def outcomes_figure(outcomes: pd.DataFrame, height: int = 300) -> go.Figure:
+def outcomes_figure(outcomes: pd.DataFrame, height: int = 300, tr: Translator = ENGLISH) -> go.Figure:
     """Each finished run as a dot: its group against its steps to solve (filled), or against the steps it trained
     without solving the task (hollow; the legend says which). `outcomes`: columns group, solved, steps, exact_match."""
     figure = go.Figure()
     groups = list(dict.fromkeys(outcomes["group"].tolist()))
+    hover = tr.gettext("{steps} steps, exact match {exact_match}%", steps="%{x}", exact_match="%{customdata}")
     for group, colour in zip(groups, GROUP_COLOURS):
         rows = outcomes[outcomes["group"] == group] if group is not None else outcomes[outcomes["group"].isna()]
         for solved in (True, False):
@@ -61,22 +66,26 @@ def outcomes_figure(outcomes: pd.DataFrame, height: int = 300) -> go.Figure:
             figure.add_trace(
                 go.Scatter(
                     x=part["steps"].tolist(),
-                    y=[group or "class"] * len(part),
+                    y=[group or tr.gettext("class")] * len(part),
                     mode="markers",
                     marker=dict(
                         color=colour, size=14, symbol="circle" if solved else "circle-open", line=dict(width=2)
                     ),
-                    name=f"{group or 'class'}: {'solved' if solved else 'not solved'}",
+                    name=(
+                        tr.gettext("{group}: solved", group=group or tr.gettext("class"))
+                        if solved
+                        else tr.gettext("{group}: not solved", group=group or tr.gettext("class"))
+                    ),
                     customdata=(100 * part["exact_match"]).round(1).tolist(),
-                    hovertemplate="%{x} steps, exact match %{customdata}%<extra></extra>",
+                    hovertemplate=f"{hover}<extra></extra>",
                 )
             )
     figure.update_layout(
-        title="Finished runs: steps to solve",
+        title=tr.gettext("Finished runs: steps to solve"),
         height=height,
         font=FONT,
         margin=dict(l=10, r=10, t=50, b=10),
-        xaxis=dict(title="steps"),
+        xaxis=dict(title=tr.gettext("steps")),
         yaxis=dict(type="category"),
     )
     return figure

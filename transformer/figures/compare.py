@@ -8,16 +8,18 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from ..curves import downsample
+from ..i18n import N_, Translator
 from ..training import MetricRow
+from . import ENGLISH
 from .attention import wrap_title
 from .lengths import shade_trained
 from .training import FONT, MARKER, line_chart_layout, log_ticks
 
 VARIANT_COLOURS = ("#1f5fbf", "#d9480f", "#2b8a3e", "#862e9c")  # one per variant, in the experiment's order
 PANELS = (  # column, panel title, scale to display
-    ("train_loss", "training loss<br>(log scale)", 1),  # two lines: three titles side by side fit a 1024-px screen
-    ("token_acc", "token accuracy<br>(teacher forced)", 100),
-    ("exact_match", "exact match<br>(greedy decoding)", 100),
+    ("train_loss", N_("training loss<br>(log scale)"), 1),  # two lines: three titles side by side fit 1024 px
+    ("token_acc", N_("token accuracy<br>(teacher forced)"), 100),
+    ("exact_match", N_("exact match<br>(greedy decoding)"), 100),
 )
 
 
@@ -29,10 +31,13 @@ def _mode(rows: Sequence[MetricRow]) -> str:
     return "lines+markers" if len(rows) < 40 else "lines"  # a run's first point shows before there is a line
 
 
-def comparison_figure(histories: Mapping[str, Sequence[MetricRow]], max_points: int = 300) -> go.Figure:
+def comparison_figure(
+    histories: Mapping[str, Sequence[MetricRow]], max_points: int = 300, tr: Translator = ENGLISH
+) -> go.Figure:
     """Variant label -> metric rows, overlaid in three panels: training loss, teacher-forced token accuracy and
     greedy exact match on held-out data, against the step; one colour per variant."""
-    fig = make_subplots(1, len(PANELS), subplot_titles=[title for _, title, _ in PANELS], horizontal_spacing=0.07)
+    titles = [tr.gettext(title) for _, title, _ in PANELS]
+    fig = make_subplots(1, len(PANELS), subplot_titles=titles, horizontal_spacing=0.07)
     for i, (label, rows) in enumerate(histories.items()):
         rows = downsample(rows, max_points)
         steps = [row["step"] for row in rows]
@@ -54,7 +59,7 @@ def comparison_figure(histories: Mapping[str, Sequence[MetricRow]], max_points: 
     fig.update_yaxes(type="log", row=1, col=1, **log_ticks([row for rows in histories.values() for row in rows]))
     for col in (2, 3):
         fig.update_yaxes(range=[0, 101], ticksuffix="%", row=1, col=col)
-    fig.update_xaxes(title="training step", rangemode="tozero")
+    fig.update_xaxes(title=tr.gettext("training step"), rangemode="tozero")
     fig.update_layout(
         font=FONT,
         height=420,
@@ -66,7 +71,12 @@ def comparison_figure(histories: Mapping[str, Sequence[MetricRow]], max_points: 
 
 
 def loss_marker_figure(
-    rows: Sequence[MetricRow], step: int, label: str, colour: str = VARIANT_COLOURS[0], max_points: int = 300
+    rows: Sequence[MetricRow],
+    step: int,
+    label: str,
+    colour: str = VARIANT_COLOURS[0],
+    max_points: int = 300,
+    tr: Translator = ENGLISH,
 ) -> go.Figure:
     """One variant's training loss (log scale) with a vertical line at `step`: where the timeline is."""
     rows = downsample(rows, max_points)
@@ -80,11 +90,12 @@ def loss_marker_figure(
             hovertemplate="%{y:.4g}<extra></extra>",
         )
     )
-    fig.add_vline(x=step, line=dict(color=MARKER, dash="dash", width=2), annotation_text=f"step {step}")
-    fig.update_xaxes(title="training step", rangemode="tozero")
-    fig.update_yaxes(title="training loss (log scale)", type="log", **log_ticks(rows))
+    marker = tr.gettext("step {step}", step=step)
+    fig.add_vline(x=step, line=dict(color=MARKER, dash="dash", width=2), annotation_text=marker)
+    fig.update_xaxes(title=tr.gettext("training step"), rangemode="tozero")
+    fig.update_yaxes(title=tr.gettext("training loss (log scale)"), type="log", **log_ticks(rows))
     fig.update_layout(
-        title=wrap_title(f"Loss of {label}", 26),
+        title=wrap_title(tr.gettext("Loss of {variant}", variant=label), 26),
         font=FONT,
         height=380,
         showlegend=False,
@@ -94,7 +105,11 @@ def loss_marker_figure(
 
 
 def alignment_figure(
-    steps: Sequence[int], scores: Mapping[str, Sequence[float]], chance: float, step: int | None = None
+    steps: Sequence[int],
+    scores: Mapping[str, Sequence[float]],
+    chance: float,
+    step: int | None = None,
+    tr: Translator = ENGLISH,
 ) -> go.Figure:
     """Each head's alignment score (head label -> score per step) over training, with the score of uniform
     attention dashed for reference and an optional marker at `step`."""
@@ -112,15 +127,15 @@ def alignment_figure(
     fig.add_hline(
         y=chance,
         line=dict(color=MARKER, dash="dot", width=2),
-        annotation_text="uniform attention",
+        annotation_text=tr.gettext("uniform attention"),
         annotation_position="bottom right",
     )
     if step is not None:
         fig.add_vline(x=step, line=dict(color=MARKER, dash="dash", width=2))
-    fig.update_xaxes(title="training step", rangemode="tozero")
-    fig.update_yaxes(title="attention on the ideal source token", range=[0, 1.02])
+    fig.update_xaxes(title=tr.gettext("training step"), rangemode="tozero")
+    fig.update_yaxes(title=tr.gettext("attention on the ideal source token"), range=[0, 1.02])
     fig.update_layout(
-        title=wrap_title("Alignment score of each cross-attention head", 26),
+        title=wrap_title(tr.gettext("Alignment score of each cross-attention head"), 26),
         font=FONT,
         height=460,
         margin=dict(l=70, r=20, t=80, b=110),
@@ -131,7 +146,7 @@ def alignment_figure(
     return fig
 
 
-def length_comparison_figure(lengths: Mapping[str, Sequence[Mapping]]) -> go.Figure:
+def length_comparison_figure(lengths: Mapping[str, Sequence[Mapping]], tr: Translator = ENGLISH) -> go.Figure:
     """Variant label -> its length test rows ({"length", "trained", "exact_match"}): greedy exact match against the
     input length, one colour per variant, the lengths the variants trained on shaded."""
     fig = go.Figure()
@@ -146,7 +161,7 @@ def length_comparison_figure(lengths: Mapping[str, Sequence[Mapping]]) -> go.Fig
                 hovertemplate=f"{label}: %{{y:.0f}}%<extra></extra>",
             )
         )
-    shade_trained(fig, [row["length"] for rows in lengths.values() for row in rows if row["trained"]])
-    fig.update_xaxes(title="input length", dtick=1)
-    fig.update_yaxes(title="exact match on unseen inputs", range=[0, 108], ticksuffix="%")
-    return line_chart_layout(fig, "Length test of each variant's final model")
+    shade_trained(fig, [row["length"] for rows in lengths.values() for row in rows if row["trained"]], tr)
+    fig.update_xaxes(title=tr.gettext("input length"), dtick=1)
+    fig.update_yaxes(title=tr.gettext("exact match on unseen inputs"), range=[0, 108], ticksuffix="%")
+    return line_chart_layout(fig, tr.gettext("Length test of each variant's final model"))

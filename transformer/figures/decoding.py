@@ -12,6 +12,8 @@ import plotly.graph_objects as go
 from pandas.io.formats.style import Styler
 
 from ..decoding import DecodeStep
+from ..i18n import Translator
+from . import ENGLISH
 from .attention import ATTENTION_SCALE, _array, _escape, _figure, _hover_grid, _ticks, wrap_title
 
 CHOSEN, OTHER = "#d62728", "#9ecae1"  # the chosen token's bar, every other bar
@@ -20,7 +22,12 @@ MISMATCH = "background-color: #f8d0d0"
 
 
 def probs_bar(
-    probs, vocab_tokens: Sequence[str], chosen: int, top_k: int = 10, title: str = "Next-token probabilities"
+    probs,
+    vocab_tokens: Sequence[str],
+    chosen: int,
+    top_k: int = 10,
+    title: str | None = None,
+    tr: Translator = ENGLISH,
 ) -> go.Figure:
     """The `top_k` most likely next tokens of a (V,) distribution, most likely first; the chosen token's bar is
     highlighted (and added at the end when it is not among the top k, e.g. an unlikely sample)."""
@@ -39,21 +46,29 @@ def probs_bar(
         hovertemplate="%{x}: p = %{y:.4f}<extra></extra>",
     )
     layout = dict(
-        xaxis=dict(title="next token", type="category"),
-        yaxis=dict(title="probability", range=[0, 1.12]),
+        xaxis=dict(title=tr.gettext("next token"), type="category"),
+        yaxis=dict(title=tr.gettext("probability"), range=[0, 1.12]),
         uniformtext=dict(minsize=11, mode="hide"),
     )  # no unreadably small labels over narrow bars
+    title = title or tr.gettext("Next-token probabilities")
     return _figure([trace], layout, wrap_title(title, 26), height=400)  # shown in a narrow column
 
 
-def step_attention_heatmap(weights, key_labels: Sequence[str], title: str, keys: str = "source") -> go.Figure:
+def step_attention_heatmap(
+    weights, key_labels: Sequence[str], title: str, keys: str = "source", tr: Translator = ENGLISH
+) -> go.Figure:
     """One decoding step's attention (H, T_k): a row per head, a column per key on a 0..1 scale. `keys` names
     them: "source" tokens (cross-attention) or the decoder's "input" so far (self-attention)."""
     w = _array(weights)
-    head_labels = [f"head {h}" for h in range(w.shape[0])]
-    hover = f"%{{customdata[0]}} → {keys} %{{customdata[1]}}: %{{z:.3f}}<extra></extra>"
+    head_labels = [tr.gettext("head {head}", head=h) for h in range(w.shape[0])]
+    fields = dict(head="%{customdata[0]}", token="%{customdata[1]}", weight="%{z:.3f}")
+    if keys == "source":
+        x_title, cell = tr.gettext("source token"), tr.gettext("{head} → source {token}: {weight}", **fields)
+    else:
+        x_title, cell = tr.gettext("input token"), tr.gettext("{head} → input {token}: {weight}", **fields)
     # Up to 12 keys, each cell is labelled with its weight (short enough for a narrow column).
-    return _percent_heatmap(w, head_labels, key_labels, f"{keys} token", "weight", hover, title, w.shape[1] <= 12)
+    hover, numbered = f"{cell}<extra></extra>", w.shape[1] <= 12
+    return _percent_heatmap(w, head_labels, key_labels, x_title, tr.gettext("weight"), hover, title, numbered)
 
 
 def _percent_heatmap(
@@ -89,7 +104,12 @@ def _percent_heatmap(
     return _figure([trace], layout, title, height=170 + 45 * len(row_labels))
 
 
-def beam_tree(steps: Sequence[DecodeStep], vocab_tokens: Sequence[str], best: Sequence[int] | None = None) -> go.Figure:
+def beam_tree(
+    steps: Sequence[DecodeStep],
+    vocab_tokens: Sequence[str],
+    best: Sequence[int] | None = None,
+    tr: Translator = ENGLISH,
+) -> go.Figure:
     """The beam-search tree so far: the BOS root, then one node per hypothesis kept at each step (labelled with
     its last token and cumulative log-probability), an edge from each to the hypothesis it extends. Finished
     hypotheses (ending with EOS) are green squares. `best` (BOS + tokens) draws that hypothesis's path in red.
@@ -120,10 +140,11 @@ def beam_tree(steps: Sequence[DecodeStep], vocab_tokens: Sequence[str], best: Se
         )
 
     traces = [
-        lines(edges, "extends", "#999999", 1.5),
-        lines([(a, b) for a, b in edges if on_best[b]], "best hypothesis", BEST_PATH, 4),
+        lines(edges, tr.gettext("extends"), "#999999", 1.5),
+        lines([(a, b) for a, b in edges if on_best[b]], tr.gettext("best hypothesis"), BEST_PATH, 4),
     ]
-    for name, done, colour, symbol in (("live", False, LIVE, "circle"), ("finished (EOS)", True, FINISHED, "square")):
+    kinds = ((tr.gettext("live"), False, LIVE, "circle"), (tr.gettext("finished (EOS)"), True, FINISHED, "square"))
+    for name, done, colour, symbol in kinds:
         nodes = [n for n in range(len(xs)) if finished[n] == done]
         traces.append(
             dict(
@@ -140,16 +161,21 @@ def beam_tree(steps: Sequence[DecodeStep], vocab_tokens: Sequence[str], best: Se
         )
     n_steps, width = len(steps), max(len(step.beams) for step in steps)
     layout = dict(
-        xaxis=dict(title="step", range=[-0.4, n_steps + 0.4], **_ticks(["start", *map(str, range(1, n_steps + 1))])),
+        xaxis=dict(
+            title=tr.gettext("step"),
+            range=[-0.4, n_steps + 0.4],
+            **_ticks([tr.gettext("start"), *map(str, range(1, n_steps + 1))]),
+        ),
         yaxis=dict(visible=False, range=[width - 0.5, -0.6]),
         legend=dict(orientation="h", y=-0.25),
     )
-    return _figure(
-        traces, layout, "Beam search: kept hypotheses (token, summed log-probability)", height=240 + 70 * width
-    )
+    title = tr.gettext("Beam search: kept hypotheses (token, summed log-probability)")
+    return _figure(traces, layout, title, height=240 + 70 * width)
 
 
-def teacher_forcing_table(target: Sequence[str], forced: Sequence[str], free: Sequence[str]) -> Styler:
+def teacher_forcing_table(
+    target: Sequence[str], forced: Sequence[str], free: Sequence[str], tr: Translator = ENGLISH
+) -> Styler:
     """Position by position: the true target token, the teacher-forced prediction and the free-running one;
     predictions that differ from the target are highlighted. Missing positions are left blank."""
     n = max(len(target), len(forced), len(free))
@@ -157,27 +183,33 @@ def teacher_forcing_table(target: Sequence[str], forced: Sequence[str], free: Se
     def column(tokens: Sequence[str]) -> list[str]:
         return [*tokens, *[""] * (n - len(tokens))]
 
+    true = tr.gettext("true target")
+    predictions = [tr.gettext("teacher-forced prediction"), tr.gettext("free-running prediction")]
     table = pd.DataFrame(
         {
-            "position": range(1, n + 1),
-            "true target": column(target),
-            "teacher-forced prediction": column(forced),
-            "free-running prediction": column(free),
+            tr.gettext("position"): range(1, n + 1),
+            true: column(target),
+            predictions[0]: column(forced),
+            predictions[1]: column(free),
         }
     )
-    predictions = ["teacher-forced prediction", "free-running prediction"]
     return table.style.apply(
-        lambda col: [MISMATCH if v != t else "" for v, t in zip(col, table["true target"])], subset=predictions
+        lambda col: [MISMATCH if v != t else "" for v, t in zip(col, table[true])], subset=predictions
     )
 
 
-def logit_lens_heatmap(probs, vocab_tokens: Sequence[str], top_k: int = 5, title: str = "Logit lens") -> go.Figure:
+def logit_lens_heatmap(
+    probs, vocab_tokens: Sequence[str], top_k: int = 5, title: str | None = None, tr: Translator = ENGLISH
+) -> go.Figure:
     """Each decoder layer's next-token distribution (n_layers, V), a row per layer (the last one is the model's
     output): a column for each token among some layer's `top_k`, ordered by the output's probability."""
     p = _array(probs)
     shown = {int(i) for row in p for i in np.argsort(-row, kind="stable")[:top_k]}
     columns = sorted(shown, key=lambda i: -p[-1, i])
     tokens = [vocab_tokens[i] for i in columns]
-    layer_labels = [f"layer {i}" for i in range(len(p) - 1)] + [f"layer {len(p) - 1} (output)"]
+    layer_labels = [tr.gettext("layer {layer}", layer=i) for i in range(len(p) - 1)]
+    layer_labels.append(tr.gettext("layer {layer} (output)", layer=len(p) - 1))
     hover = "%{customdata[0]}: p(%{customdata[1]}) = %{z:.3f}<extra></extra>"
-    return _percent_heatmap(p[:, columns], layer_labels, tokens, "next token", "probability", hover, title)
+    x_title, value = tr.gettext("next token"), tr.gettext("probability")
+    title = title or tr.gettext("Logit lens")
+    return _percent_heatmap(p[:, columns], layer_labels, tokens, x_title, value, hover, title)

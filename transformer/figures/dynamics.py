@@ -6,6 +6,8 @@ from collections.abc import Sequence
 
 import plotly.graph_objects as go
 
+from ..i18n import Translator
+from . import ENGLISH
 from .attention import _escape
 from .training import FONT
 
@@ -13,7 +15,9 @@ TRAIL = "#bbbbbb"  # where the symbols were at earlier rows
 POINT = "#1f5fbf"
 
 
-def embedding_figure(records: Sequence[dict], index: int, symbols: Sequence[str], height: int = 420) -> go.Figure:
+def embedding_figure(
+    records: Sequence[dict], index: int, symbols: Sequence[str], height: int = 420, tr: Translator = ENGLISH
+) -> go.Figure:
     """The symbols' embeddings at row `index`, with the path each took from the first row to there.
 
     The axes' ranges cover every row, so moving from row to row moves the points, never the axes.
@@ -27,7 +31,7 @@ def embedding_figure(records: Sequence[dict], index: int, symbols: Sequence[str]
         mode="lines",
         line=dict(color=TRAIL, width=1),
         hoverinfo="skip",
-        name="path so far",
+        name=tr.gettext("path so far"),
     )
     now = go.Scatter(
         x=[x for x, _ in points[index]],
@@ -37,7 +41,7 @@ def embedding_figure(records: Sequence[dict], index: int, symbols: Sequence[str]
         textposition="top center",
         marker=dict(color=POINT, size=10),
         hovertemplate="%{text}: (%{x:.2f}, %{y:.2f})<extra></extra>",
-        name=f"step {records[index]['step']}",
+        name=tr.gettext("step {step}", step=records[index]["step"]),
     )
     x_range, y_range = _span([point for row in points for point in row])
     fig = go.Figure([trails, now])
@@ -45,9 +49,9 @@ def embedding_figure(records: Sequence[dict], index: int, symbols: Sequence[str]
         height=height,
         font=FONT,
         margin=dict(l=10, r=10, t=40, b=10),
-        title=f"Symbol embeddings at step {records[index]['step']}",
-        xaxis=dict(title="first principal axis", range=x_range, zeroline=False),
-        yaxis=dict(title="second principal axis", range=y_range, zeroline=False),
+        title=tr.gettext("Symbol embeddings at step {step}", step=records[index]["step"]),
+        xaxis=dict(title=tr.gettext("first principal axis"), range=x_range, zeroline=False),
+        yaxis=dict(title=tr.gettext("second principal axis"), range=y_range, zeroline=False),
         showlegend=False,
     )
     return fig
@@ -63,7 +67,7 @@ def _span(points: Sequence[Sequence[float]]) -> tuple[list[float], list[float]]:
     return ranges[0], ranges[1]
 
 
-def gradient_figure(records: Sequence[dict], height: int = 300) -> go.Figure:
+def gradient_figure(records: Sequence[dict], height: int = 300, tr: Translator = ENGLISH) -> go.Figure:
     """Each layer's gradient norm at each row (before clipping), as a heatmap on a log colour scale: rows read at
     no step of their own (a run that ended between two rows) are left out."""
     read = [r for r in records if r["grad_norms"] is not None]
@@ -77,16 +81,19 @@ def gradient_figure(records: Sequence[dict], height: int = 300) -> go.Figure:
             z=z,
             customdata=norms,
             colorscale="Viridis",
-            colorbar=dict(title="log₁₀ norm"),
-            hovertemplate="%{y}, step %{x}: %{customdata:.3g}<extra></extra>",
+            colorbar=dict(title=tr.gettext("log₁₀ norm")),
+            hovertemplate=tr.gettext(
+                "{layer}, step {step}: {norm}", layer="%{y}", step="%{x}", norm="%{customdata:.3g}"
+            )
+            + "<extra></extra>",
         )
     )
     fig.update_layout(
         height=height,
         font=FONT,
         margin=dict(l=10, r=10, t=40, b=10),
-        title="Gradient norm of each layer",
-        xaxis=dict(title="step", type="category"),
+        title=tr.gettext("Gradient norm of each layer"),
+        xaxis=dict(title=tr.gettext("step"), type="category"),
         yaxis=dict(autorange="reversed"),
     )
     return fig

@@ -7,33 +7,48 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
+from ..i18n import N_, Translator
 from ..inspection import ATTENTION_KINDS
+from . import ENGLISH
 from .attention import _figure, _stacked, _ticks, score_heatmap
 
-METRICS = {"exact_match": "exact match", "token_acc": "token accuracy"}
+METRICS = {"exact_match": N_("exact match"), "token_acc": N_("token accuracy")}  # translated where shown
 SCORE_SCALE = "RdYlGn"  # red: the model fails without the head; green: it does not need it
 
 
 # Three ticks and the title along the bar: Plotly's six automatic ticks with the title above them crowd a short bar.
-def knockout_heatmaps(heads: pd.DataFrame, intact: float, metric: str = "exact_match") -> go.Figure:
+def knockout_heatmaps(
+    heads: pd.DataFrame, intact: float, metric: str = "exact_match", tr: Translator = ENGLISH
+) -> go.Figure:
     """One panel per attention kind, one above the other, layer by head, of the held-out `metric` with that head
     removed alone, on a 0..1 scale; `intact` (the model's own score) is in the title."""
     if metric not in METRICS:
         raise ValueError(f"metric must be one of {', '.join(METRICS)}, got {metric!r:.20}")
     kinds = list(ATTENTION_KINDS)
     n_layers, n_heads = int(heads["layer"].max()) + 1, int(heads["head"].max()) + 1
-    layout, refs, plot_px = _stacked([ATTENTION_KINDS[kind][0] for kind in kinds], panel_px=50 * n_layers)
+    titles = [tr.gettext(ATTENTION_KINDS[kind][0]) for kind in kinds]
+    layout, refs, plot_px = _stacked(titles, panel_px=50 * n_layers)
+    measure = tr.gettext(METRICS[metric])
+    hover = tr.gettext(
+        "layer {layer}, head {head} removed: {measure} {score}",
+        layer="%{y}",
+        head="%{x}",
+        measure=measure,
+        score="%{z:.1%}",
+    )
     traces = []
     for i, (kind, ref) in enumerate(zip(kinds, refs)):
         z = np.full((n_layers, n_heads), np.nan)
         rows = heads[heads["kind"] == kind]
         z[rows["layer"], rows["head"]] = rows[metric]
-        hover = f"layer %{{y}}, head %{{x}} removed: {METRICS[metric]} %{{z:.1%}}<extra></extra>"
-        traces.append(score_heatmap(z, SCORE_SCALE, METRICS[metric], hover, n_heads <= 8, showscale=i == 0, **ref))
+        cell = f"{hover}<extra></extra>"
+        traces.append(score_heatmap(z, SCORE_SCALE, measure, cell, n_heads <= 8, showscale=i == 0, **ref))
         n = ref["xaxis"][1:]
-        layout[f"xaxis{n}"].update(title="head", **_ticks([str(h) for h in range(n_heads)]))
+        layout[f"xaxis{n}"].update(title=tr.gettext("head"), **_ticks([str(h) for h in range(n_heads)]))
         layout[f"yaxis{n}"].update(
-            title="layer", autorange="reversed", **_ticks([str(layer) for layer in range(n_layers)])
+            title=tr.gettext("layer"), autorange="reversed", **_ticks([str(layer) for layer in range(n_layers)])
         )
-    title = f"Held-out {METRICS[metric]} with one head removed (intact model: {intact:.1%})"
+    title = tr.gettext(
+        "Held-out {measure} with one head removed (intact model: {intact:.1%})", measure=measure, intact=intact
+    )
     return _figure(traces, layout, title, height=130 + plot_px)

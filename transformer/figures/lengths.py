@@ -6,27 +6,30 @@ from collections.abc import Sequence
 import pandas as pd
 import plotly.graph_objects as go
 
+from ..i18n import Translator
+from . import ENGLISH
 from .training import MARKER, TRAIN, VALID, line_chart_layout
 
 TRAINED_SHADE = "rgba(31, 95, 191, 0.10)"
 
 
-def length_accuracy_figure(scores: pd.DataFrame) -> go.Figure:
+def length_accuracy_figure(scores: pd.DataFrame, tr: Translator = ENGLISH) -> go.Figure:
     """Exact match (bars) and symbols in the right place (line), in %, per input length."""
+    of_inputs = tr.gettext("{share}% of {n} inputs", share="%{y:.1f}", n="%{customdata}")
     fig = go.Figure(
         [
             go.Bar(
                 x=scores["length"],
                 y=100 * scores["exact_match"],
-                name="exact match (whole output)",
+                name=tr.gettext("exact match (whole output)"),
                 marker_color=VALID,
                 customdata=scores["n"],
-                hovertemplate="%{y:.1f}% of %{customdata} inputs<extra></extra>",
+                hovertemplate=f"{of_inputs}<extra></extra>",
             ),
             go.Scatter(
                 x=scores["length"],
                 y=100 * scores["symbols_right"],
-                name="symbols in the right place",
+                name=tr.gettext("symbols in the right place"),
                 mode="lines+markers",
                 line=dict(color=TRAIN, width=3),
                 hovertemplate="%{y:.1f}%<extra></extra>",
@@ -35,22 +38,22 @@ def length_accuracy_figure(scores: pd.DataFrame) -> go.Figure:
     )
     # headroom above 100% for the "trained lengths" label
     fig.update_yaxes(
-        title="unseen inputs (%)",
+        title=tr.gettext("unseen inputs (%)"),
         range=[0, 115],
         tickvals=list(range(0, 101, 20)),
         ticktext=[f"{v}%" for v in range(0, 101, 20)],
     )
-    return _length_axis(fig, scores, "Accuracy by input length")
+    return _length_axis(fig, scores, tr.gettext("Accuracy by input length"), tr)
 
 
-def output_length_figure(scores: pd.DataFrame) -> go.Figure:
+def output_length_figure(scores: pd.DataFrame, tr: Translator = ENGLISH) -> go.Figure:
     """Mean output length against the input length, beside the expected (target) length."""
     fig = go.Figure(
         [
             go.Scatter(
                 x=scores["length"],
                 y=scores["target_len"],
-                name="expected",
+                name=tr.gettext("expected"),
                 mode="lines",
                 line=dict(color=MARKER, dash="dash", width=2),
                 hovertemplate="%{y:.1f}<extra></extra>",
@@ -58,25 +61,25 @@ def output_length_figure(scores: pd.DataFrame) -> go.Figure:
             go.Scatter(
                 x=scores["length"],
                 y=scores["output_len"],
-                name="model's output (mean)",
+                name=tr.gettext("model's output (mean)"),
                 mode="lines+markers",
                 line=dict(color=TRAIN, width=3),
-                hovertemplate="%{y:.1f} symbols<extra></extra>",
+                hovertemplate=tr.gettext("{n} symbols", n="%{y:.1f}") + "<extra></extra>",
             ),
         ]
     )
-    fig.update_yaxes(title="symbols before EOS", rangemode="tozero")
-    return _length_axis(fig, scores, "Output length")
+    fig.update_yaxes(title=tr.gettext("symbols before EOS"), rangemode="tozero")
+    return _length_axis(fig, scores, tr.gettext("Output length"), tr)
 
 
-def _length_axis(fig: go.Figure, scores: pd.DataFrame, title: str) -> go.Figure:
+def _length_axis(fig: go.Figure, scores: pd.DataFrame, title: str, tr: Translator) -> go.Figure:
     """Shade the trained lengths and label the length axis."""
-    shade_trained(fig, scores.loc[scores["trained"], "length"].tolist())
-    fig.update_xaxes(title="input length", dtick=1 if len(scores) <= 24 else None)
+    shade_trained(fig, scores.loc[scores["trained"], "length"].tolist(), tr)
+    fig.update_xaxes(title=tr.gettext("input length"), dtick=1 if len(scores) <= 24 else None)
     return line_chart_layout(fig, title)
 
 
-def shade_trained(fig: go.Figure, trained: Sequence[int]) -> None:
+def shade_trained(fig: go.Figure, trained: Sequence[int], tr: Translator = ENGLISH) -> None:
     """Shade the span of the lengths a model trained on (nothing when there are none)."""
     if len(trained):
         fig.add_vrect(
@@ -85,6 +88,6 @@ def shade_trained(fig: go.Figure, trained: Sequence[int]) -> None:
             fillcolor=TRAINED_SHADE,
             line_width=0,
             layer="below",
-            annotation_text="trained lengths",
+            annotation_text=tr.gettext("trained lengths"),
             annotation_position="top left",
         )

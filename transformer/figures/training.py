@@ -11,7 +11,9 @@ import numpy as np
 import plotly.graph_objects as go
 
 from ..curves import downsample
+from ..i18n import Translator
 from ..training import MetricRow, TrainConfig
+from . import ENGLISH
 
 FONT = dict(size=16)  # readable on a projector
 TRAIN, VALID = "#1f5fbf", "#d9480f"
@@ -24,6 +26,7 @@ def loss_figure(
     train_floor: float | None = None,
     step_losses: Sequence[float] | None = None,
     height: int = 420,
+    tr: Translator = ENGLISH,
 ) -> go.Figure:
     """Training and held-out loss against the step, on a log axis (late progress stays visible).
 
@@ -32,17 +35,20 @@ def loss_figure(
     training objective allows (label smoothing), drawn as a dotted line.
     """
     if step_losses is None:
-        traces = _curves(
-            rows, max_points, [("train_loss", "training loss", TRAIN), ("val_loss", "held-out loss", VALID)]
-        )
+        series = [("train_loss", tr.gettext("training loss"), TRAIN), ("val_loss", tr.gettext("held-out loss"), VALID)]
+        traces = _curves(rows, max_points, series)
         spread = [row[c] for row in rows for c in ("train_loss", "val_loss")]
     else:
-        traces = _curves(rows, max_points, [("val_loss", "held-out loss", VALID)])
+        traces = _curves(rows, max_points, [("val_loss", tr.gettext("held-out loss"), VALID)])
         steps, means, per = step_means(step_losses, max_points)
-        name = "training loss, every step" if per == 1 else f"training loss, mean of every {per} steps"
+        name = (
+            tr.gettext("training loss, every step")
+            if per == 1
+            else tr.gettext("training loss, mean of every {per} steps", per=per)
+        )
         traces.append(_line(steps, means, name, TRAIN, width=2, markers=False))
         spread = [*means, *(row["val_loss"] for row in rows)]
-    layout = dict(yaxis=dict(title="loss (log scale)", type="log", **loss_ticks(spread)))
+    layout = dict(yaxis=dict(title=tr.gettext("loss (log scale)"), type="log", **loss_ticks(spread)))
     if train_floor:
         layout |= dict(
             shapes=[
@@ -60,7 +66,7 @@ def loss_figure(
             # on a log axis an annotation's y is the log10 of its value (a shape's is the value itself)
             annotations=[
                 dict(
-                    text="training loss floor",
+                    text=tr.gettext("training loss floor"),
                     xref="x domain",
                     x=0,
                     xanchor="left",
@@ -71,18 +77,20 @@ def loss_figure(
                 )
             ],
         )
-    return _line_chart(traces, "Loss", height, **layout)
+    return _line_chart(traces, tr.gettext("Loss"), tr, height, **layout)
 
 
-def lr_figure(config: TrainConfig, step: int, max_points: int = 400) -> go.Figure:
+def lr_figure(config: TrainConfig, step: int, max_points: int = 400, tr: Translator = ENGLISH) -> go.Figure:
     """The learning rate `config` gives every step of its budget, with a dashed line at `step` (where a run is)."""
     steps = list(range(1, config.steps + 1, max(1, config.steps // max_points)))
-    curve = _line(steps, [config.lr_at(s) for s in steps], "learning rate", TRAIN, markers=False)
-    curve |= dict(showlegend=False, hovertemplate="step %{x}: %{y:.2e}<extra></extra>")
+    curve = _line(steps, [config.lr_at(s) for s in steps], tr.gettext("learning rate"), TRAIN, markers=False)
+    hover = tr.gettext("step {step}: {value}", step="%{x}", value="%{y:.2e}")
+    curve |= dict(showlegend=False, hovertemplate=f"{hover}<extra></extra>")
     return _line_chart(
         [curve],
-        "Learning rate",
-        yaxis=dict(title="learning rate", rangemode="tozero", exponentformat="e"),
+        tr.gettext("Learning rate"),
+        tr,
+        yaxis=dict(title=tr.gettext("learning rate"), rangemode="tozero", exponentformat="e"),
         shapes=[
             dict(
                 type="line",
@@ -97,7 +105,7 @@ def lr_figure(config: TrainConfig, step: int, max_points: int = 400) -> go.Figur
         ],
         annotations=[
             dict(
-                text=f"step {step}",
+                text=tr.gettext("step {step}", step=step),
                 xref="x",
                 x=step,
                 xanchor="left",
@@ -134,17 +142,17 @@ def loss_ticks(losses: Sequence[float]) -> dict:
     return dict(dtick=1) if losses and max(losses) > 10 * min(losses) else {}
 
 
-def accuracy_figure(rows: Sequence[MetricRow], max_points: int = 500, height: int = 420) -> go.Figure:
+def accuracy_figure(
+    rows: Sequence[MetricRow], max_points: int = 500, height: int = 420, tr: Translator = ENGLISH
+) -> go.Figure:
     """Held-out token accuracy (teacher forced) and exact-match (greedy decoding, whole sequence right), in %."""
-    traces = _curves(
-        rows,
-        max_points,
-        [("token_acc", "token accuracy", TRAIN), ("exact_match", "exact match (whole sequence)", VALID)],
-        scale=100,
-    )
-    return _line_chart(
-        traces, "Accuracy", height, yaxis=dict(title="held-out accuracy (%)", range=[0, 101], ticksuffix="%")
-    )
+    series = [
+        ("token_acc", tr.gettext("token accuracy"), TRAIN),
+        ("exact_match", tr.gettext("exact match (whole sequence)"), VALID),
+    ]
+    traces = _curves(rows, max_points, series, scale=100)
+    yaxis = dict(title=tr.gettext("held-out accuracy (%)"), range=[0, 101], ticksuffix="%")
+    return _line_chart(traces, tr.gettext("Accuracy"), tr, height, yaxis=yaxis)
 
 
 def _curves(
@@ -186,8 +194,8 @@ def line_chart_layout(fig: go.Figure, title: str, height: int = 420) -> go.Figur
     return fig.update_layout(title=title, height=height, **LINE_CHART)
 
 
-def _line_chart(traces: list[dict], title: str, height: int = 420, **layout) -> go.Figure:
+def _line_chart(traces: list[dict], title: str, tr: Translator, height: int = 420, **layout) -> go.Figure:
     """Traces against the training step, laid out as `line_chart_layout` does, built in one go: each `update_*`
     call on a Figure checks its arguments anew, at many times the cost of this."""
-    xaxis = dict(title="training step", rangemode="tozero")
+    xaxis = dict(title=tr.gettext("training step"), rangemode="tozero")
     return go.Figure(dict(data=traces, layout=dict(title=title, height=height, xaxis=xaxis, **LINE_CHART, **layout)))
