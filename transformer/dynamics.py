@@ -11,20 +11,29 @@ chart moved in the model, and the positions of earlier rows never change when la
 import torch
 from torch import nn
 
+from .i18n import N_, Message
 from .vocab import N_SPECIAL
 
 EmbeddingPoints = list[tuple[float, float]]  # one (x, y) per symbol
 
 
-def layer_of(parameter_name: str) -> str:
+STACKS = {  # a stack's layers and its final norm (pre-norm), and the parts named by their module
+    "encoder": (N_("encoder {n}"), N_("encoder final norm"), N_("encoder")),
+    "decoder": (N_("decoder {n}"), N_("decoder final norm"), N_("decoder")),
+    "generator": (None, None, N_("generator")),
+}
+
+
+def layer_of(parameter_name: str) -> Message:
     """The layer a parameter belongs to, as the charts name it: "embeddings", "encoder 1", ..., "decoder 1", ...,
     "encoder final norm", "decoder final norm" (pre-norm), or "generator"."""
     parts = parameter_name.split(".")
-    if parts[0] in ("encoder", "decoder") and parts[1] == "layers":
-        return f"{parts[0]} {int(parts[2]) + 1}"
-    if parts[0] in ("encoder", "decoder") and parts[1] == "norm":
-        return f"{parts[0]} final norm"
-    return "embeddings" if parts[0] in ("embed", "positional") else parts[0]  # a recurrent model: encoder, decoder
+    if parts[0] in ("embed", "positional"):
+        return Message(N_("embeddings"))
+    layer, final_norm, whole = STACKS.get(parts[0], (None, None, parts[0]))
+    if layer and parts[1] == "layers":
+        return Message(layer, n=int(parts[2]) + 1)
+    return Message(final_norm if final_norm and parts[1] == "norm" else whole)  # a recurrent model: encoder, decoder
 
 
 class LayerGradients:
