@@ -13,7 +13,7 @@ from pathlib import Path
 import streamlit as st
 
 from pages.language import _
-from transformer.i18n import N_
+from transformer.i18n import N_, Message
 
 st.set_page_config(page_title="Transformer Lab", page_icon="🔬", layout="wide")
 
@@ -86,14 +86,21 @@ LESSON = [  # a first walk through the app for a class; tests/pages/test_home.py
         "of one's own ends in about a second; so to pause one, each student sets *Task* to sort, *Longest input* to "
         "12 and a seed of their own, presses Start, then Pause, Step (one metric row at a time) and Resume."
     ),
-    N_(
-        "**Take a part away.** On **Compare runs**, open *Reverse without positional encoding*: without positions the "
-        "model cannot tell one order from another, and never learns to reverse. Press *Rerun live* to train both here: "
-        "the attention timeline follows the heads as they form."
+    Message(  # an experiment's title and a button's label as the pages say them, in every language
+        N_(
+            "**Take a part away.** On **Compare runs**, open *{experiment}*: without positions the model cannot tell "
+            "one order from another, and never learns to reverse. Press *{rerun}* to train both here: the attention "
+            "timeline follows the heads as they form."
+        ),
+        experiment=Message(N_("Reverse without positional encoding")),
+        rerun=Message(N_("Rerun live")),
     ),
-    N_(
-        "**See why the decoder is masked.** In the **Masking lab**, press *Peek at the future*: with the causal "
-        "mask, no earlier output changes; without it, earlier outputs read the future."
+    Message(
+        N_(
+            "**See why the decoder is masked.** In the **Masking lab**, press *{peek}*: with the causal mask, no "
+            "earlier output changes; without it, earlier outputs read the future."
+        ),
+        peek=Message(N_("Peek at the future")),
     ),
     N_(
         "**Decode another way.** Load *reverse-early* above, a reverse model only 300 steps into training, and run "
