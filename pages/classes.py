@@ -18,7 +18,7 @@ from typing import Any
 import streamlit as st
 
 from pages.common import client_address, run_registry
-from pages.language import _, column_labels, table_cells
+from pages.language import _, column_labels, said, table_cells
 from pages.links import show_link_notices
 from pages.state import CLASS_CODE, watcher_id
 from transformer.classroom import (
@@ -162,7 +162,7 @@ def class_seat() -> Seat | None:
     parts = [
         _("Class **{title}**", title=markdown_literal(info.title)),
         _("you are **{name}**", name=markdown_literal(student.name)),
-        *([_("group **{group}**", group=markdown_literal(student.group))] if student.group else []),
+        *([_("group **{group}**", group=markdown_literal(_(student.group)))] if student.group else []),  # its words
         _("seed {seed}. Your teacher locked the settings shown greyed out.", seed=student.seed),
     ]
     st.info(" · ".join(parts), icon=":material/school:")
@@ -178,7 +178,7 @@ def prediction_input(seat: Seat) -> None:
         _("**Predict first:** {question}", question=_(QUESTIONS[question].text)),
         QUESTIONS[question].choices,  # kept as the English choice: the class database's
         index=None,
-        format_func=_,
+        format_func=said(str),
         horizontal=True,
         key="class_prediction",
         help=_(QUESTIONS[question].caption),

@@ -7,7 +7,8 @@ visit; and `_`, which shows a sentence in it.
     st.caption(ngettext("{n} student", "{n} students", n))
 """
 
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 import streamlit as st
 
@@ -49,6 +50,13 @@ def _(message: str | Message, **params: object) -> str:
 def ngettext(singular: str, plural: str, n: int, **params: object) -> str:
     """The form of `singular`/`plural` for `n` in the session's language, with `n` and `params` filled in."""
     return session_translator().ngettext(singular, plural, n, **params)
+
+
+def said(words: Callable[[Any], str]) -> Callable[[Any], str]:
+    """A widget's `format_func`: `words(value)` in the session's language. It holds the session's translator, so it
+    says the same wherever it is called (AppTest calls a widget's format_func outside the page's run)."""
+    translate = session_translator().gettext
+    return lambda value: translate(words(value))
 
 
 def table_cells(frame: "pd.DataFrame", *columns: str) -> "pd.DataFrame":

@@ -17,7 +17,7 @@ import streamlit as st
 
 from pages.classes import caller, class_store
 from pages.downloads import csv_download
-from pages.language import _, column_labels, language_param, ngettext, session_translator, table_cells
+from pages.language import _, column_labels, language_param, ngettext, said, session_translator, table_cells
 from pages.report_view import class_reports_download
 from pages.state import flash, show_flashes
 from transformer import settings as spec
@@ -35,7 +35,7 @@ from transformer.classroom.board import (
     student_rows,
 )
 from transformer.figures.board import group_curves_figure, outcomes_figure
-from transformer.i18n import N_, Message
+from transformer.i18n import N_, Message, joined
 from transformer.limits import DEFAULT_RETENTION_DAYS, MAX_TITLE_CHARS, RETENTION_DAYS
 from transformer.literal import markdown_literal
 
@@ -156,7 +156,7 @@ def projector_view(title: str, code: str) -> None:
 
 def assignment_form(snapshot: Snapshot, code: str, key: str) -> None:
     """What the class trains: task, lengths and steps, which settings students may change, the groups and the
-    question. Saved by a callback, so its outcome shows above the tabs whichever tab is open."""
+    question. Saved by a callback; its outcome shows under the form, on this tab, never above the board."""
     current = snapshot.info.assignment or Assignment()
     preset = current.preset
     with st.form("teacher_assignment"):
@@ -164,8 +164,8 @@ def assignment_form(snapshot: Snapshot, code: str, key: str) -> None:
             s = spec.setting(name)
             value, common = preset.get(name, s.default), {"key": f"teacher_{name}", "help": _(s.help)}
             if s.options:
-                words = {"format_func": lambda v, s=s: _(s.word(v))}
-                col.selectbox(_(s.label), s.options, index=s.options.index(value), **words, **common)
+                options = {"index": s.options.index(value), "format_func": said(s.word)}
+                col.selectbox(_(s.label), s.options, **options, **common)
             else:
                 col.number_input(_(s.label), *s.bounds, value=value, **common)
         splits = [None, *(s.name for s in spec.group_splits())]
@@ -173,8 +173,10 @@ def assignment_form(snapshot: Snapshot, code: str, key: str) -> None:
             _("Groups differ in"),
             splits,
             index=splits.index(current.setting if current.setting in splits else None),
-            format_func=lambda name: (
-                _("no groups: one class") if name is None else " / ".join(_(g.label) for g in split_groups(name))
+            format_func=said(
+                lambda name: (
+                    N_("no groups: one class") if name is None else joined([g.label for g in split_groups(name)], " / ")
+                )
             ),
             key="teacher_split",
             help=_("Students alternate between the groups as they join, so the groups stay the same size."),
@@ -183,7 +185,7 @@ def assignment_form(snapshot: Snapshot, code: str, key: str) -> None:
             _("Students may change"),
             [s.name for s in spec.class_open()],
             default=sorted(current.open),
-            format_func=lambda name: _(spec.setting(name).label),
+            format_func=said(lambda name: spec.setting(name).label),
             key="teacher_open_settings",
         )
         questions = [None, *QUESTIONS]
@@ -191,12 +193,13 @@ def assignment_form(snapshot: Snapshot, code: str, key: str) -> None:
             _("Question students answer before Start"),
             questions,
             index=questions.index(snapshot.info.question),
-            format_func=lambda q: _("none") if q is None else _(QUESTIONS[q].text),
+            format_func=said(lambda q: N_("none") if q is None else QUESTIONS[q].text),
             key="teacher_question",
         )
         st.form_submit_button(
             _("Save the assignment"), type="primary", key="teacher_save", on_click=save_assignment, args=(code, key)
         )
+    show_flashes("teacher_assignment")
 
 
 def save_assignment(code: str, key: str) -> None:
@@ -212,9 +215,9 @@ def save_assignment(code: str, key: str) -> None:
         class_store().set_assignment(code, key, assignment, caller())
         class_store().set_question(code, key, question, caller())
     except (ClassroomError, ValueError) as err:
-        flash("teacher", "error", _("Not saved: {reason}", reason=markdown_literal(_(err))))
+        flash("teacher_assignment", "error", _("Not saved: {reason}", reason=markdown_literal(_(err))))
     else:
-        flash("teacher", "success", _("Saved: students see it on Train from their next page load."))
+        flash("teacher_assignment", "success", _("Saved: students see it on Train from their next page load."))
 
 
 @st.fragment(run_every=BOARD_POLL_S)
@@ -229,10 +232,14 @@ def board(code: str) -> None:
     if not len(rows):
         st.markdown(_("**No student has joined yet.** Share the link above."))
         return
-    st.markdown(" · ".join([f"**{ngettext('{n} student', '{n} students', len(rows))}**", *state_counts(rows)]))
+    students = ngettext("{n} student", "{n} students", len(rows))
+    st.markdown(" · ".join([f"**{students}**", *state_counts(rows)]))
     curve = st.column_config.LineChartColumn(_("training loss"), width="small")
     st.dataframe(
-        table_cells(rows), hide_index=True, column_config=column_labels(rows, curve=curve), key="teacher_students"
+        table_cells(rows, "group"),
+        hide_index=True,
+        column_config=column_labels(rows, curve=curve),
+        key="teacher_students",
     )
     st.text(_(difference_sentence(snapshot)))  # group labels are the teacher's text: shown literally
     curves_col, outcomes_col = st.columns(2)

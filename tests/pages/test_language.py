@@ -150,3 +150,29 @@ def test_switching_language_in_the_middle_of_a_run_loses_nothing():
         assert (curve_after[: len(curve_before)] == curve_before).all()
     finally:
         run.stop(wait_s=30)
+
+
+def test_the_board_and_a_students_class_line_speak_chinese():
+    teacher = open_page("pages/teacher.py", lang="zh-CN")
+    teacher.text_input(key="teacher_title").set_value("三班")
+    teacher.button(key="teacher_create_button").click().run()
+    teacher.button(key="teacher_key_saved").click().run()
+    teacher.selectbox(key="teacher_split").select_index(1)  # positional encoding: sinusoidal / none
+    teacher.selectbox(key="teacher_question").select_index(1)
+    teacher.button(key="teacher_save").click().run()
+    assert not teacher.exception and teacher.success[0].value.startswith("已保存")
+    student = open_page("pages/train.py", lang="zh-CN", **{"class": teacher.session_state["teacher_class"][0]})
+    student.text_input(key="class_name").set_value("小明")
+    student.button(key="class_join_button").click().run()
+    assert not student.exception
+    assert student.info[0].value.startswith("班级 **三班** · 你是 **小明** · 分组 **正弦位置编码** · 种子 ")
+    question = student.radio(key="class_prediction")
+    assert question.label.startswith("**先预测：** 没有位置编码时") and question.options == [
+        "更快",
+        "更慢",
+        "在步数预算内解不出",
+    ]
+    teacher.run()
+    assert not teacher.exception and "**1 名学生** · 1 未开始" in [m.value for m in teacher.markdown]
+    (students, _flags) = teacher.dataframe
+    assert students.value["state"].tolist() == ["未开始"] and students.value["group"].tolist() == ["正弦位置编码"]

@@ -94,7 +94,8 @@ def student_rows(snapshot: Snapshot) -> pd.DataFrame:
         }
         for s in snapshot.students
     ]
-    return pd.DataFrame(rows, columns=["name", "group", "state", "curve", "result"])
+    # object columns: pandas 3 would store the Messages as plain strings, and a page could no longer translate them
+    return pd.DataFrame(rows, columns=["name", "group", "state", "curve", "result"], dtype=object)
 
 
 def _groups(snapshot: Snapshot) -> dict[str | None, list[Student]]:
@@ -196,7 +197,7 @@ def flags(snapshot: Snapshot) -> pd.DataFrame:
             rows.append({"name": s.name, "flag": Message(N_("run lost: ask them to press Start again"))})
         elif state_text(run) == "not started":
             rows.append({"name": s.name, "flag": Message(N_("has not started"))})
-    return pd.DataFrame(rows, columns=["name", "flag"])
+    return pd.DataFrame(rows, columns=["name", "flag"], dtype=object)  # its Messages kept (see student_rows)
 
 
 def prediction_tally(snapshot: Snapshot) -> pd.DataFrame:
