@@ -135,11 +135,11 @@ async def drive(url: str, n: int, scenario: str) -> tuple[list[Student], float]:
     return students, start_wall
 
 
-def run(n_sessions: int = 30, scenario: str = "seeds") -> dict:
-    """Run the load test against a fresh server and return the summary."""
+def run(n_sessions: int = 30, scenario: str = "seeds", log_name: str = "server-protocol-load-test.log") -> dict:
+    """Run the load test against a fresh server (its log in ARTIFACTS / `log_name`) and return the summary."""
     started = time.perf_counter()
     with (
-        LabServer(ARTIFACTS / "server-protocol-load-test.log") as server,
+        LabServer(ARTIFACTS / log_name) as server,
         ServerSampler(server.pid, server.url) as sampler,
     ):
         clients_began = time.process_time()  # this process runs the clients; the server is a child process
@@ -162,6 +162,9 @@ def run(n_sessions: int = 30, scenario: str = "seeds") -> dict:
             "received_queue_place": sum("queue place" in s.received_s for s in students),
             "saw_shared_line": sum(s.saw_shared_line for s in students),
             **{f"start_to_{m.replace(' ', '_')}_s": _spread(s.received_s.get(m) for s in students) for m in MARKERS},
+            "start_to_first_chart_point_s": min(
+                (s.received_s["training"] for s in students if "training" in s.received_s), default=None
+            ),
             "longest_quiet_s": _spread(s.longest_quiet_s for s in students),
         },
         "runs_on_server": {
@@ -187,6 +190,7 @@ def table(summary: dict) -> str:
         ),
         ("Start to queue place received p50 / p95 / max", _triple(t["start_to_queue_place_s"])),
         ("Start to training received", _triple(t["start_to_training_s"])),
+        ("Start to the first chart point of any session", f"{t['start_to_first_chart_point_s']} s"),
         ("Start to finished received", _triple(t["start_to_finished_s"])),
         *((f"Start to run {event} on the server", _triple(r[f"start_to_{event}_s"])) for event in RUN_EVENTS),
         ("received their queue place; saw the shared-run line", f"{t['received_queue_place']}; {t['saw_shared_line']}"),

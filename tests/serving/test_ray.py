@@ -10,6 +10,8 @@ import os
 import time
 
 import pytest
+from sqlalchemy import create_engine
+from sqlalchemy.engine import make_url
 
 from tests.helpers import wait_until
 from tests.serving.test_worker import ENDLESS, alone, same_weights, settings
@@ -151,8 +153,21 @@ def test_an_actor_killed_mid_run_leaves_its_last_snapshot_in_hand_and_a_new_acto
     assert fresh is not killed and fresh.actor_name and fresh.actor_name != killed.actor_name
 
 
-def test_two_replicas_on_one_cluster_and_one_database_show_one_class_on_one_board(replicas, postgres_url):
-    stores = [ClassStore(postgres_url, server=f"replica-{i}") for i in range(2)]
+@pytest.fixture
+def class_database(postgres_url):
+    """The tests' PostgreSQL database, in a schema of this test's own (the store's tests drop the tables of theirs,
+    perhaps while this one runs)."""
+    engine = create_engine(postgres_url)
+    with engine.begin() as conn:
+        conn.exec_driver_sql("DROP SCHEMA IF EXISTS two_replicas CASCADE")
+        conn.exec_driver_sql("CREATE SCHEMA two_replicas")
+    engine.dispose()
+    url = make_url(postgres_url).update_query_dict({"options": "-csearch_path=two_replicas"})
+    return url.render_as_string(hide_password=False)
+
+
+def test_two_replicas_on_one_cluster_and_one_database_show_one_class_on_one_board(replicas, class_database):
+    stores = [ClassStore(class_database, server=f"replica-{i}") for i in range(2)]
     recorders = [ClassRecorder(store, registry.place, every_s=0.1) for store, registry in zip(stores, replicas)]
     try:
         code, key = stores[0].create_class("Two replicas")

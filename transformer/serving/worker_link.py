@@ -36,6 +36,7 @@ from .worker import resident_mb, serve
 PACKAGE_ROOT = Path(__file__).resolve().parents[2]  # where `transformer` is imported from
 READY_TIMEOUT_S = 60.0  # how long a new worker may take to import torch and pay its first step's costs
 SILENCE_LIMIT_S = 30.0  # a worker that sends nothing for this long is closed and its run ends (see worker.py)
+CLOSE_GRACE_S = 2.0  # how long a worker whose pipe closed may take to end by itself
 CLUSTER_TIMEOUT_S = 30.0  # how long asking a Ray cluster its CPUs may take
 log = logging.getLogger("transformer.serving")
 
@@ -111,10 +112,16 @@ class WorkerLink:
         return None if self.process is None else resident_mb(self.process.pid)
 
     def close(self) -> None:
+        """Close the pipe, which ends the worker (a Ray proxy kills its actor first); a process that has not ended
+        in CLOSE_GRACE_S is terminated, and one that ignores that is killed."""
         self.conn.close()
         if self.process is None:
             return
-        self.process.terminate()
+        try:
+            self.process.wait(CLOSE_GRACE_S)
+            return
+        except subprocess.TimeoutExpired:
+            self.process.terminate()
         try:
             self.process.wait(5)
         except subprocess.TimeoutExpired:
