@@ -1,17 +1,20 @@
-"""Helpers shared by the tests: waiting on threads, reading AppTest session state and Plotly JSON, and running pages
-inside the app's frame under AppTest (which reaches a Streamlit internal, `PagesManager`;
+"""Helpers shared by the tests: waiting on threads, a run trained to its end, reading AppTest session state and Plotly
+JSON, and running pages inside the app's frame under AppTest (which reaches a Streamlit internal, `PagesManager`;
 tests/test_streamlit_internals.py fails when an upgrade moves it)."""
 
 import base64
 import functools
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
 import numpy as np
 from streamlit.runtime.pages_manager import PagesManager
 from streamlit.testing.v1 import AppTest
 
 from pages.state import FLASHES, RESULTS, ModelResult
+from transformer.run_configs import run_configs
+from transformer.serving import Run, RunRegistry, ServerSettings
 
 
 def wait_until(condition: Callable[[], bool], timeout: float = 20.0) -> None:
@@ -20,6 +23,22 @@ def wait_until(condition: Callable[[], bool], timeout: float = 20.0) -> None:
     while not condition():
         assert time.monotonic() < deadline, "timed out"
         time.sleep(0.02)
+
+
+@contextmanager
+def finished_run(**settings) -> Iterator[Run]:
+    """A run of the Train form's `settings` (as a class or the form makes it, recording attention), trained to its
+    end on a registry of its own, in this process; the registry closes after."""
+    registry = RunRegistry(ServerSettings(training_slots=1, worker_processes=False))
+    try:
+        run = registry.submit("tests", *run_configs(settings))
+        deadline = time.monotonic() + 120
+        while not run.wait_until_done(0.5):  # watched all along: the registry stops a run nobody watches
+            assert time.monotonic() < deadline, "the run did not end in time"
+            run.touch("tests")
+        yield run
+    finally:
+        registry.close()
 
 
 def kept(at: AppTest, name: str) -> ModelResult | None:

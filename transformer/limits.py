@@ -229,6 +229,10 @@ MAX_GROUPS = 4  # groups of one assignment
 MAX_LABEL_CHARS = 30  # a group's label
 MAX_RUN_ROWS = 400  # metric rows kept per run: a longer run is thinned to this many
 MAX_ERROR_CHARS = 300  # a failed run's message, cut to this
+# A lab report's data (`transformer.report_data`), as a class keeps one per student: about 8 KB at the Train form's
+# defaults; the attention maps it keeps are cut to MAX_REPORT_WEIGHTS numbers (cross-attention first).
+MAX_REPORT_CHARS = 256 * 2**10
+MAX_REPORT_WEIGHTS = 16_000
 RETENTION_DAYS = (1, 90)  # how long a class is kept; 14 days unless the teacher says
 DEFAULT_RETENTION_DAYS = 14
 # What one person may do to the classes (docs/security.md). Attempts are counted in the class database, so a bound
