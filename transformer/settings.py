@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from .i18n import N_, Message, joined
 from .limits import MAX_CLI_STEPS, MAX_LABEL_CHARS, MAX_SEED, MAX_TIME_BUDGET_S, TRAIN_FORM_LIMITS
 from .model import ModelConfig
 from .tasks import TASKS, DataConfig
@@ -66,7 +67,7 @@ class Setting:
 
     def word(self, value: Value) -> str:
         """How `value` is said on every page, in legends, group labels and run summaries."""
-        return self.words.get(value, str(value)) if value is not None else "auto"
+        return self.words.get(value, str(value)) if value is not None else N_("auto")
 
     def check(self, value: Any) -> Value:
         """`value` if it is a valid value of this setting within its bounds, else ValueError saying what it must be
@@ -132,98 +133,109 @@ def _at(row: int, column: int, key: str, radio: bool = False, **style: Any) -> F
 
 
 _MODEL, _TRAIN = ModelConfig(), TrainConfig()
-_TASK_HELP = "The function from input sequence to output sequence the model must learn:\n\n" + "\n".join(
-    f"- **{name}**: {t.description}" for name, t in TASKS.items()
+_TASK_HELP = Message(
+    N_("The function from input sequence to output sequence the model must learn:\n\n{tasks}"),
+    tasks=joined(
+        (Message("- **{name}**: {what}", name=n, what=Message(t.description)) for n, t in TASKS.items()), "\n"
+    ),
 )
-_LR_HELP = (
-    f"The learning rate at the end of warm-up. Empty: picked for the model's size, {_TRAIN.lr:g} for the default "
-    f"model and {_TRAIN.lr:g} × 32 / (d_model × layers) for bigger ones (0.0025 at d_model 128 with 3 layers), "
-    "since wide, deep models learn nothing at high rates. The run's summary shows the rate it used."
+_LR_HELP = Message(
+    N_(
+        "The learning rate at the end of warm-up. Empty: picked for the model's size, {lr:g} for the default model "
+        "and {lr:g} × 32 / (d_model × layers) for bigger ones (0.0025 at d_model 128 with 3 layers), since wide, "
+        "deep models learn nothing at high rates. The run's summary shows the rate it used."
+    ),
+    lr=_TRAIN.lr,
 )
 SETTINGS: dict[str, Setting] = {s.name: s for s in [  # in the Train form's drawing order, then the others
-    Setting("task", "choice", ("data",), "Task", _TASK_HELP, "reverse", choices=tuple(TASKS), flag="--task",
+    Setting("task", "choice", ("data",), N_("Task"), _TASK_HELP, "reverse", choices=tuple(TASKS), flag="--task",
             form=_at(0, 0, "train_task")),
-    _number("min_len", "int", "data", "Shortest input",
-            "Input lengths are drawn uniformly between the shortest and the longest.", 6, flag="--min-len",
+    _number("min_len", "int", "data", N_("Shortest input"),
+            N_("Input lengths are drawn uniformly between the shortest and the longest."), 6, flag="--min-len",
             form=_at(0, 1, "train_min_len")),
-    _number("max_len", "int", "data", "Longest input", "Longer inputs are harder and slower to learn.", 8,
+    _number("max_len", "int", "data", N_("Longest input"), N_("Longer inputs are harder and slower to learn."), 8,
             flag="--max-len", form=_at(0, 2, "train_max_len")),
-    _number("n_symbols", "int", "data", "Symbols",
-            "How many different symbols (0, 1, 2, ...) sequences use. The vocabulary is 3 tokens larger: PAD, "
-            "BOS and EOS come on top.", 10, flag="--n-symbols", form=_at(0, 3, "train_symbols")),
-    Setting("seed", "int", ("data", "train"), "Seed", "Same seed, same settings: same data, same starting weights, "
-            "same run.", _TRAIN.seed, bounds=TRAIN_FORM_LIMITS["seed"], flag="--seed", flag_bounds=(0, MAX_SEED),
-            form=_at(0, 4, "train_seed")),
-    Setting("positional", "choice", ("model",), "Positional encoding",
-            "How the model knows token order: the paper's sine waves, a learned table, or nothing (try reverse "
-            "without it).", _MODEL.positional, {"sinusoidal": "sinusoidal PE", "learned": "learned PE",
-            "none": "no PE"}, ("sinusoidal", "learned", "none"), flag="--positional",
+    _number("n_symbols", "int", "data", N_("Symbols"),
+            N_("How many different symbols (0, 1, 2, ...) sequences use. The vocabulary is 3 tokens larger: PAD, "
+               "BOS and EOS come on top."), 10, flag="--n-symbols", form=_at(0, 3, "train_symbols")),
+    Setting("seed", "int", ("data", "train"), N_("Seed"), N_("Same seed, same settings: same data, same starting "
+            "weights, same run."), _TRAIN.seed, bounds=TRAIN_FORM_LIMITS["seed"], flag="--seed",
+            flag_bounds=(0, MAX_SEED), form=_at(0, 4, "train_seed")),
+    Setting("positional", "choice", ("model",), N_("Positional encoding"),
+            N_("How the model knows token order: the paper's sine waves, a learned table, or nothing (try reverse "
+               "without it)."), _MODEL.positional, {"sinusoidal": N_("sinusoidal PE"), "learned": N_("learned PE"),
+            "none": N_("no PE")}, ("sinusoidal", "learned", "none"), flag="--positional",
             form=_at(1, 0, "train_positional", radio=True), groups=("sinusoidal", "none"), compare=True),
-    Setting("norm_first", "bool", ("model",), "LayerNorm",
-            "Post-norm, the paper's: LayerNorm(x + Sublayer(x)); pre-norm: x + Sublayer(LayerNorm(x)).",
-            _MODEL.norm_first, {False: "post-norm", True: "pre-norm"}, flag="--norm-first", off_flag="--post-norm",
-            form=_at(1, 1, "train_norm", radio=True), groups=(False, True), compare=True),
-    Setting("causal_mask", "bool", ("model",), "Causal mask",
-            "The decoder's look-ahead mask. Off lets the decoder peek at the answer during training: watch "
-            "greedy decoding fail.", _MODEL.causal_mask, {True: "causal mask", False: "no causal mask"},
+    Setting("norm_first", "bool", ("model",), N_("LayerNorm"),
+            N_("Post-norm, the paper's: LayerNorm(x + Sublayer(x)); pre-norm: x + Sublayer(LayerNorm(x))."),
+            _MODEL.norm_first, {False: N_("post-norm"), True: N_("pre-norm")}, flag="--norm-first",
+            off_flag="--post-norm", form=_at(1, 1, "train_norm", radio=True), groups=(False, True), compare=True),
+    Setting("causal_mask", "bool", ("model",), N_("Causal mask"),
+            N_("The decoder's look-ahead mask. Off lets the decoder peek at the answer during training: watch "
+               "greedy decoding fail."), _MODEL.causal_mask, {True: N_("causal mask"), False: N_("no causal mask")},
             flag="--causal-mask", form=_at(1, 2, "train_causal"), groups=(True, False), compare=True),
-    Setting("scale_scores", "bool", ("model",), "Scale scores by 1/√d_k",
-            "Off drops the scaling of QKᵀ, so softmax saturates as d_k grows.", _MODEL.scale_scores,
-            {True: "scaled scores", False: "unscaled scores"}, flag="--scale-scores", form=_at(1, 2, "train_scale"),
-            groups=(True, False), compare=True),
-    _number("d_model", "int", "model", "d_model", "Width of every token vector (the paper: 512).", _MODEL.d_model,
-            flag="--d-model", form=_at(2, 0, "train_d_model"), class_open=True),
-    _number("n_heads", "int", "model", "Heads", "Attention heads per layer; d_model must be divisible by it (the "
-            "paper: 8).", _MODEL.n_heads, words={h: f"{h} head{'s' * (h > 1)}" for h in (1, 2, 4, 8)},
-            flag="--heads", form=_at(2, 0, "train_heads"), class_open=True, compare=True),
-    _number("n_layers", "int", "model", "Layers per stack", "Encoder layers, and as many decoder layers (the "
-            "paper: 6).", _MODEL.n_layers, words={n: f"{n} layer{'s' * (n > 1)}" for n in (1, 2, 3)},
+    Setting("scale_scores", "bool", ("model",), N_("Scale scores by 1/√d_k"),
+            N_("Off drops the scaling of QKᵀ, so softmax saturates as d_k grows."), _MODEL.scale_scores,
+            {True: N_("scaled scores"), False: N_("unscaled scores")}, flag="--scale-scores",
+            form=_at(1, 2, "train_scale"), groups=(True, False), compare=True),
+    _number("d_model", "int", "model", "d_model", N_("Width of every token vector (the paper: 512)."),
+            _MODEL.d_model, flag="--d-model", form=_at(2, 0, "train_d_model"), class_open=True),
+    _number("n_heads", "int", "model", N_("Heads"), N_("Attention heads per layer; d_model must be divisible by it "
+            "(the paper: 8)."), _MODEL.n_heads, words={1: N_("1 head"), 2: N_("2 heads"), 4: N_("4 heads"),
+            8: N_("8 heads")}, flag="--heads", form=_at(2, 0, "train_heads"), class_open=True, compare=True),
+    _number("n_layers", "int", "model", N_("Layers per stack"), N_("Encoder layers, and as many decoder layers "
+            "(the paper: 6)."), _MODEL.n_layers, words={1: N_("1 layer"), 2: N_("2 layers"), 3: N_("3 layers")},
             flag="--layers", form=_at(2, 0, "train_layers"), class_open=True, compare=True),
-    _number("d_ff", "int", "model", "d_ff", "Hidden width of the position-wise feed-forward network (the paper: "
-            "2048).", _MODEL.d_ff, flag="--d-ff", form=_at(2, 0, "train_d_ff")),
-    _number("dropout", "float", "model", "Dropout", "Fraction of activations zeroed during training (the paper: "
-            "0.1).", _MODEL.dropout, flag="--dropout", form=_at(2, 0, "train_dropout", step=0.05), class_open=True),
-    _number("lr", "float", "train", "Peak learning rate", _LR_HELP, None, flag="--lr", class_open=True,
-            form=_at(2, 1, "train_lr", step=1e-3, format="%.4f", placeholder="auto: for the model's size")),
-    _number("warmup", "int", "train", "Warm-up steps", "Steps over which the learning rate grows linearly from 0 "
-            "to its peak (the paper: 4000).", _TRAIN.warmup, words={0: "no warm-up", **{n: f"warm-up {n}" for n in
-            (50, 100, 400)}}, flag="--warmup", form=_at(2, 1, "train_warmup"), class_open=True, compare=True),
-    Setting("schedule", "choice", ("train",), "After warm-up", "What the learning rate does once warm-up is over.",
-            _TRAIN.schedule, {"noam": "decay as 1/√step (paper)", "constant": "stay at the peak"},
-            ("noam", "constant"), flag="--schedule", form=_at(2, 1, "train_schedule")),
-    _number("batch_size", "int", "train", "Batch size", "Sequences per training step.", _TRAIN.batch_size,
+    _number("d_ff", "int", "model", "d_ff", N_("Hidden width of the position-wise feed-forward network (the "
+            "paper: 2048)."), _MODEL.d_ff, flag="--d-ff", form=_at(2, 0, "train_d_ff")),
+    _number("dropout", "float", "model", N_("Dropout"), N_("Fraction of activations zeroed during training (the "
+            "paper: 0.1)."), _MODEL.dropout, flag="--dropout", form=_at(2, 0, "train_dropout", step=0.05),
+            class_open=True),
+    _number("lr", "float", "train", N_("Peak learning rate"), _LR_HELP, None, flag="--lr", class_open=True,
+            form=_at(2, 1, "train_lr", step=1e-3, format="%.4f", placeholder=N_("auto: for the model's size"))),
+    _number("warmup", "int", "train", N_("Warm-up steps"), N_("Steps over which the learning rate grows linearly "
+            "from 0 to its peak (the paper: 4000)."), _TRAIN.warmup, words={0: N_("no warm-up"),
+            50: N_("warm-up 50"), 100: N_("warm-up 100"), 400: N_("warm-up 400")}, flag="--warmup",
+            form=_at(2, 1, "train_warmup"), class_open=True, compare=True),
+    Setting("schedule", "choice", ("train",), N_("After warm-up"),
+            N_("What the learning rate does once warm-up is over."), _TRAIN.schedule,
+            {"noam": N_("decay as 1/√step (paper)"), "constant": N_("stay at the peak")}, ("noam", "constant"),
+            flag="--schedule", form=_at(2, 1, "train_schedule")),
+    _number("batch_size", "int", "train", N_("Batch size"), N_("Sequences per training step."), _TRAIN.batch_size,
             flag="--batch-size", form=_at(2, 1, "train_batch"), class_open=True),
-    _number("label_smoothing", "float", "train", "Label smoothing", "The loss's target mixes in this much of a "
-            "uniform distribution over the vocabulary instead of all on the right token (the paper: 0.1).",
-            _TRAIN.label_smoothing, words={0.0: "no smoothing", 0.1: "smoothing 0.1", 0.2: "smoothing 0.2"},
-            flag="--label-smoothing", form=_at(2, 1, "train_label_smoothing", step=0.05), groups=(0.0, 0.1),
-            compare=True),
-    _number("ema_decay", "float", "train", "Weight averaging (EMA decay)", "The model you get is a running average "
-            "of the trained weights, which jitter from step to step at a high learning rate. 0 keeps the raw "
-            "weights.", _TRAIN.ema_decay, words={0.0: "raw weights", 0.99: "averaged weights (EMA 0.99)"},
-            flag="--ema-decay", form=_at(2, 1, "train_ema_decay", step=0.01, format="%.3f"), compare=True),
-    _number("steps", "int", "train", "Steps (at most)", "Training ends here, or earlier once every held-out "
-            "sequence is right.", _TRAIN.steps, flag="--steps", flag_bounds=(1, MAX_CLI_STEPS),
+    _number("label_smoothing", "float", "train", N_("Label smoothing"), N_("The loss's target mixes in this much "
+            "of a uniform distribution over the vocabulary instead of all on the right token (the paper: 0.1)."),
+            _TRAIN.label_smoothing, words={0.0: N_("no smoothing"), 0.1: N_("smoothing 0.1"),
+            0.2: N_("smoothing 0.2")}, flag="--label-smoothing", form=_at(2, 1, "train_label_smoothing", step=0.05),
+            groups=(0.0, 0.1), compare=True),
+    _number("ema_decay", "float", "train", N_("Weight averaging (EMA decay)"), N_("The model you get is a running "
+            "average of the trained weights, which jitter from step to step at a high learning rate. 0 keeps the "
+            "raw weights."), _TRAIN.ema_decay, words={0.0: N_("raw weights"),
+            0.99: N_("averaged weights (EMA 0.99)")}, flag="--ema-decay",
+            form=_at(2, 1, "train_ema_decay", step=0.01, format="%.3f"), compare=True),
+    _number("steps", "int", "train", N_("Steps (at most)"), N_("Training ends here, or earlier once every "
+            "held-out sequence is right."), _TRAIN.steps, flag="--steps", flag_bounds=(1, MAX_CLI_STEPS),
             form=_at(2, 2, "train_steps")),
-    _number("time_budget_s", "float", "train", "Time budget (s)", "Training ends after this many seconds of "
-            "training (pauses not counted) whatever happens.", 60.0, flag="--time-budget",
+    _number("time_budget_s", "float", "train", N_("Time budget (s)"), N_("Training ends after this many seconds "
+            "of training (pauses not counted) whatever happens."), 60.0, flag="--time-budget",
             flag_bounds=(0, MAX_TIME_BUDGET_S), form=_at(2, 2, "train_time_budget")),
-    Setting("device", "choice", ("train",), "Device", "Where to compute; auto takes a GPU when there is one.",
-            "auto", choices=("auto", "cpu", "cuda", "mps"), flag="--device", flag_choices=False,
+    Setting("device", "choice", ("train",), N_("Device"), N_("Where to compute; auto takes a GPU when there is "
+            "one."), "auto", choices=("auto", "cpu", "cuda", "mps"), flag="--device", flag_choices=False,
             form=_at(2, 2, "train_device")),
     # Not on the Train form: the command line's, and Compare's architecture.
-    Setting("n_valid", "int", ("data",), "Held-out sequences", "How many sequences are held out of training.",
-            DataConfig.n_valid, flag="--n-valid"),
-    Setting("tie_weights", "bool", ("model",), "Tied weights", "The generator shares the embedding matrix (the "
-            "paper's).", _MODEL.tie_weights, {False: "untied", True: "tied"}, flag="--tie-weights"),
-    Setting("architecture", "choice", ("model",), "Architecture", "The Transformer, or the recurrent baseline "
-            "without or with attention.", _MODEL.architecture, {"transformer": "Transformer",
-            "gru": "GRU encoder-decoder", "gru-attention": "GRU + additive attention"},
+    Setting("n_valid", "int", ("data",), N_("Held-out sequences"), N_("How many sequences are held out of "
+            "training."), DataConfig.n_valid, flag="--n-valid"),
+    Setting("tie_weights", "bool", ("model",), N_("Tied weights"), N_("The generator shares the embedding matrix "
+            "(the paper's)."), _MODEL.tie_weights, {False: N_("untied"), True: N_("tied")}, flag="--tie-weights"),
+    Setting("architecture", "choice", ("model",), N_("Architecture"), N_("The Transformer, or the recurrent "
+            "baseline without or with attention."), _MODEL.architecture, {"transformer": N_("Transformer"),
+            "gru": N_("GRU encoder-decoder"), "gru-attention": N_("GRU + additive attention")},
             ("transformer", "gru", "gru-attention"), compare=True),
-    Setting("clip_grad", "float", ("train",), "Gradient clipping", "The largest gradient norm, 0 = off.",
+    Setting("clip_grad", "float", ("train",), N_("Gradient clipping"), N_("The largest gradient norm, 0 = off."),
             _TRAIN.clip_grad, flag="--clip-grad"),
-    Setting("early_stop", "bool", ("train",), "Early stop", "Stop once every held-out sequence is right.",
-            _TRAIN.early_stop, {True: "stop once solved", False: "train every step"}, flag="--early-stop"),
-    Setting("eval_every", "int", ("train",), "Steps per metric row", "Steps between metric rows (progress "
-            "lines); a run on the server picks them for the model's size.", _TRAIN.eval_every, flag="--eval-every"),
+    Setting("early_stop", "bool", ("train",), N_("Early stop"), N_("Stop once every held-out sequence is right."),
+            _TRAIN.early_stop, {True: N_("stop once solved"), False: N_("train every step")}, flag="--early-stop"),
+    Setting("eval_every", "int", ("train",), N_("Steps per metric row"), N_("Steps between metric rows (progress "
+            "lines); a run on the server picks them for the model's size."), _TRAIN.eval_every,
+            flag="--eval-every"),
 ]}  # fmt: skip
