@@ -10,6 +10,7 @@ from pages.common import shipped_checkpoint
 from pages.downloads import csv_download
 from pages.language import _, session_translator
 from pages.links import link_values, share_link
+from pages.report_view import keep_class_length_test
 from pages.state import decode_on_decoding_page, model_page, per_model, shipped_name
 from transformer.figures.lengths import length_accuracy_figure, output_length_figure
 from transformer.i18n import N_, Message
@@ -97,6 +98,7 @@ def score_every_length() -> LengthReport:
 
 
 report: LengthReport = per_model("lengths", model, (low, high, n), score_every_length)  # once per (model, settings)
+keep_class_length_test(model, report)  # a class student's test of their run's model joins their class report
 scores, mistakes = report.scores, report.mistakes
 
 st.markdown("\n".join(f"- {_(line)}" for line in summary(scores, task)))

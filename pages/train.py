@@ -19,6 +19,7 @@ from pages.dynamics_view import dynamics_view
 from pages.into_view import bring_into_view
 from pages.language import _, language, ngettext, session_translator
 from pages.links import share_link
+from pages.report_view import report_download
 from pages.state import (
     RUN,
     TRAIN_SAVED,
@@ -275,8 +276,9 @@ def stopped_because(run: Run) -> str:
 
 
 def downloads(run: Run) -> None:
-    """Every metric row of a finished run, and its metrics and checkpoint to download."""
+    """A finished run's lab report to download, and every metric row, its metrics and checkpoint."""
     saved = st.session_state[TRAIN_SAVED]
+    report_download(run, seat)
     with st.expander(_("Metrics of every row, and downloads")):
         table = metrics_table(run.rows[:])
         st.dataframe(table, hide_index=True, column_config=metric_formats())

@@ -1,7 +1,7 @@
 """Keeping a class's runs in its database while they train: one thread per server writes the state of every run a
-class student started, when it has changed, every few seconds and once at its end, and reports every HEARD_EVERY_S
-that it still holds the others. Pages never write run states, so a closed tab still has its run recorded, and thirty
-polling pages cost the database nothing.
+class student started, when it has changed, every few seconds and once at its end (with the run's lab report), and
+reports every HEARD_EVERY_S that it still holds the others. Pages never write run states, so a closed tab still has
+its run recorded, and thirty polling pages cost the database nothing.
 
 Each student's write stands alone: one that fails (a class deleted meanwhile, a database briefly away) never stops
 the others, and is made again next round unless the class has ended. The same thread purges expired classes every
@@ -19,6 +19,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from ..limits import HEARD_EVERY_S, PURGE_EVERY_S
 from ..serving import Place, Run
 from .records import RunState, Student
+from .reports import record_run_report
 from .store import ClassStore, UnknownClass
 
 RECORD_EVERY_S = 2.0  # how often a followed run's state is written, when it has changed
@@ -87,6 +88,8 @@ class ClassRecorder:
         state = run_state(run, self.place(run) if run.status == "queued" else None)
         try:
             if state != kept:
+                if ended:  # its report first: a board that shows the run ended finds the report of that run
+                    record_run_report(self.store, student, run)
                 self.store.record_run(student, state)
         except UnknownClass:  # the class was deleted or purged: nothing of it is recorded any more
             ended = True

@@ -29,6 +29,7 @@ from sqlalchemy import (
     MetaData,
     String,
     Table,
+    Text,
     UniqueConstraint,
     func,
     insert,
@@ -107,6 +108,15 @@ predictions = Table(
     Column("answered_at", DateTime, nullable=False),
 )
 
+reports = Table(  # each student's latest lab report (`classroom.reports`), deleted with the student
+    "reports",
+    metadata,
+    Column("student_id", ForeignKey("students.id", ondelete="CASCADE"), primary_key=True),
+    Column("report", Text, nullable=False),  # report_data.to_json of their latest ended run: MAX_REPORT_CHARS at most
+    Column("lengths", Text),  # the length test run on that run's model: JSON score rows, at most MAX_SEQ_LEN
+    Column("updated_at", DateTime, nullable=False),
+)
+
 attempts = Table(  # what the rate limits count (`throttle`), kept for their window: they hold across replicas
     "attempts",
     metadata,
@@ -149,8 +159,13 @@ def _version_2(conn: Connection) -> None:
             conn.execute(update(students).where(students.c.id == student.id).values(name_key=name_key(student.name)))
 
 
+def _reports_table(conn: Connection) -> None:
+    """Students' lab reports are kept."""
+    reports.create(conn, checkfirst=True)
+
+
 # Version n is MIGRATIONS[n - 1]. Version 1 is the tables as first released.
-MIGRATIONS: list[Migration] = [lambda conn: metadata.create_all(conn), _version_2]
+MIGRATIONS: list[Migration] = [lambda conn: metadata.create_all(conn), _version_2, _reports_table]
 _LOCK_ID = 7_351_000  # PostgreSQL advisory lock held while migrating, so replicas starting together take turns
 
 

@@ -1,0 +1,110 @@
+"""The lab report on the pages: its download on Train once a run has finished, every report of a class on Teacher,
+and a class student's length test kept with the report their class keeps of their run.
+
+The files are made when a button is clicked, on a thread of the server: what they need from the session is handed
+to them when the page is drawn (the run, the length test last run, the seat, the translator), never looked up there.
+"""
+
+import logging
+from functools import partial
+
+import pandas as pd
+import streamlit as st
+from sqlalchemy.exc import SQLAlchemyError
+from torch.nn import Module
+
+from pages.classes import Seat, class_recorder, class_store, seat_in_class
+from pages.language import _, session_translator
+from pages.state import CLASS_CODE, RUN, kept_result
+from transformer.classroom import ClassroomError, ClassStore
+from transformer.classroom.reports import class_part, class_reports_html, record_lengths
+from transformer.i18n import N_, Translator
+from transformer.lengths import LengthReport
+from transformer.literal import markdown_literal
+from transformer.naming import run_name
+from transformer.report import notice_html, run_report_html
+from transformer.report_data import gather, length_rows, same_weights
+from transformer.serving import Run
+
+LENGTHS_KEPT = "report_lengths_kept"  # session_state key: the last length test kept with a class report
+log = logging.getLogger("transformer.classroom")
+
+
+def report_download(run: Run, seat: Seat | None) -> None:
+    """A button that downloads the finished `run`'s lab report, made at the click: with the length test last run on
+    its model, and for a class student their place in the class as the class stands then."""
+    tested = kept_result("lengths")
+    tested = None if tested is None else (tested.model, tested.value.scores)
+    made = partial(run_report, run, tested, seat, class_store() if seat else None, session_translator())
+    st.download_button(
+        _("Download the lab report (HTML)"),
+        made,
+        f"{run_name(run.model_config, run.data_config)}-report.html",
+        "text/html",
+        key="download_report",
+        on_click="ignore",  # the page stays as it is
+        icon=":material/description:",
+        help=_(
+            "One file to hand in: the settings, curves, held-out examples, attention maps, alignment and length "
+            "test. It opens offline in any browser."
+        ),
+    )
+
+
+def run_report(
+    run: Run,
+    tested: tuple[Module, pd.DataFrame] | None,
+    seat: Seat | None,
+    store: ClassStore | None,
+    tr: Translator,
+) -> str:
+    """The run's report as an HTML file; a class that has ended meanwhile leaves the class's part out."""
+    part = None
+    if seat is not None and store is not None:
+        try:
+            part = class_part(store.snapshot(seat.info.code), seat.student)
+        except (ClassroomError, SQLAlchemyError) as err:
+            log.warning("lab report: the class's part left out: %s", err)
+    return run_report_html(gather(run, tested), tr, part)
+
+
+def class_reports_download(code: str) -> None:
+    """A button that downloads every student's report in one file, as the class database holds them at the click."""
+    st.download_button(
+        _("Download every student's lab report (HTML)"),
+        partial(class_reports, class_store(), code, session_translator()),
+        f"{code}-reports.html",
+        "text/html",
+        key="teacher_download_reports",
+        on_click="ignore",
+        icon=":material/description:",
+        help=_("One file with a section per student, in join order; it opens offline in any browser."),
+    )
+
+
+def class_reports(store: ClassStore, code: str, tr: Translator) -> str:
+    """The class's reports, or a file that says why there are none."""
+    try:
+        return class_reports_html(store, code, tr)
+    except (ClassroomError, SQLAlchemyError) as err:
+        title = tr.gettext(N_("No lab reports"))
+        return notice_html(tr, title, tr.gettext(N_("The class's reports could not be read: {reason}"), reason=err))
+
+
+def keep_class_length_test(model: Module, report: LengthReport) -> None:
+    """Keep a length test with the class report of the student's finished Train run, if it tested that run's model;
+    once per test."""
+    run: Run | None = st.session_state.get(RUN)
+    if CLASS_CODE not in st.session_state or run is None or not run.done or run.result is None:
+        return
+    if st.session_state.get(LENGTHS_KEPT) is report:
+        return
+    st.session_state[LENGTHS_KEPT] = report
+    if (trained := run.model()) is None or not same_weights(model, trained) or (seat := seat_in_class()) is None:
+        return
+    try:
+        class_recorder().record(seat.student)  # the run's end and its report first, if not written yet
+        record_lengths(class_store(), seat.student, length_rows(report.scores))
+    except (ClassroomError, SQLAlchemyError) as err:
+        reason = markdown_literal(_(err))
+        st.warning(_("Your length test could not be kept with your class report: {reason}", reason=reason))

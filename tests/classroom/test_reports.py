@@ -1,0 +1,147 @@
+"""The lab reports a class keeps: written with a class run's end, read back as they were made, the length test kept
+beside them until the next run's report, shown to the teacher only beside the run the board shows ended, gone with
+the class, and a table an older database gains; a student's place in the class as measured."""
+
+import pytest
+from sqlalchemy import inspect, select
+
+from tests.helpers import wait_until
+from transformer.classroom import Assignment, ClassStore, Group, RunState, schema
+from transformer.classroom.board import difference_sentence
+from transformer.classroom.recorder import ClassRecorder
+from transformer.classroom.reports import (
+    class_part,
+    class_reports_html,
+    kept_reports,
+    record_lengths,
+    record_run_report,
+)
+from transformer.classroom.store import UnknownClass
+from transformer.i18n import translator
+from transformer.lengths import score_lengths
+from transformer.report_data import from_json, gather, length_rows, to_json
+from transformer.run_configs import run_configs
+from transformer.serving import Run, RunRegistry, ServerSettings
+
+ENGLISH = translator("en")
+PE_GROUPS = Assignment(
+    {"task": "reverse", "steps": 600}, frozenset(), "positional", (Group("PE", "sinusoidal"), Group("no PE", "none"))
+)
+
+
+@pytest.fixture
+def world(tmp_path):
+    store = ClassStore(f"sqlite:///{tmp_path / 'classes.sqlite3'}")
+    registry = RunRegistry(ServerSettings(training_slots=1, max_queue=4, worker_processes=False))
+    recorder = ClassRecorder(store, registry.place, every_s=0.1)
+    yield store, registry, recorder
+    recorder.close()
+    registry.close()
+    store.close()
+
+
+def train(registry: RunRegistry, browser: str, seed: int) -> Run:
+    """A small class run, watched until it ends."""
+    run = registry.submit(browser, *run_configs({"task": "copy", "min_len": 3, "max_len": 3, "seed": seed}))
+    wait_until(lambda: run.touch(browser) or run.done, timeout=120)
+    return run
+
+
+def test_a_class_run_s_report_is_kept_as_it_ends_and_read_back_as_it_was_made(world):
+    store, registry, recorder = world
+    code, key = store.create_class("Lab 1")
+    ada = store.join(code, "browser-a", "Ada")
+    run = train(registry, "browser-a", 0)
+    recorder.follow(ada, run)
+    wait_until(lambda: store.open_board(code, key).runs[ada.id].status == "finished")
+    kept = kept_reports(store, [ada.id])
+    assert kept == {ada.id: from_json(to_json(gather(run)))}
+    assert kept[ada.id].step == store.open_board(code, key).runs[ada.id].step
+
+
+def test_a_length_test_joins_the_report_until_the_next_run_s_report_replaces_both(world):
+    store, registry, recorder = world
+    code, _ = store.create_class("Lab 1")
+    ada = store.join(code, "browser-a", "Ada")
+    first = train(registry, "browser-a", 0)
+    record_lengths(store, ada, [])  # no report kept yet: nothing to join
+    record_run_report(store, ada, first)
+    scores = score_lengths(first.model(), first.data().vocab, first.data_config, range(1, 6), 10).scores
+    record_lengths(store, ada, length_rows(scores))
+    kept = kept_reports(store, [ada.id])[ada.id]
+    assert [row["length"] for row in kept.lengths] == [1, 2, 3, 4, 5]
+    assert [row["exact_match"] for row in kept.lengths] == pytest.approx(scores["exact_match"].tolist(), rel=1e-5)
+    second = train(registry, "browser-a", 1)
+    record_run_report(store, ada, second)
+    kept = kept_reports(store, [ada.id])[ada.id]
+    assert kept.lengths is None and kept.settings["seed"] == 1
+
+
+def test_the_teacher_s_file_shows_a_report_only_beside_the_run_the_board_shows_ended(world):
+    store, registry, recorder = world
+    code, key = store.create_class("Lab <1>")
+    ada, bob, cat = (store.join(code, f"browser-{n}", n) for n in ("Ada", "Bob", "Cat <b>"))
+    run = train(registry, "browser-a", 0)
+    for student in (ada, cat):
+        record_run_report(store, student, run)
+    store.record_run(ada, RunState("finished", run.step, None, (), {"reason": "solved", "steps": run.step}))
+    store.record_run(cat, RunState("training", 5))  # Cat started another run: the kept report is of the one before
+    page = class_reports_html(store, code, ENGLISH)
+    assert "Lab reports of the class Lab &lt;1&gt;" in page
+    assert page.count('<section class="report"') == 3 and page.count("<h3>Settings</h3>") == 1
+    assert "No report yet: the run is not started." in page and "No report yet: the run is training at step 5." in page
+    assert "Cat &lt;b&gt;" in page and "Cat <b>" not in page
+    chinese = class_reports_html(store, code, translator("zh-CN"))
+    assert "班级 Lab &lt;1&gt; 的实验报告" in chinese and "<h3>设置</h3>" in chinese
+
+
+def test_reports_go_with_their_class_and_a_deleted_class_takes_none(world):
+    store, registry, recorder = world
+    code, key = store.create_class("Lab 1")
+    ada = store.join(code, "browser-a", "Ada")
+    run = train(registry, "browser-a", 0)
+    record_run_report(store, ada, run)
+    store.delete_class(code, key)
+    with store.engine.begin() as conn:
+        assert conn.execute(select(schema.reports)).all() == []
+    with pytest.raises(UnknownClass):
+        record_run_report(store, ada, run)
+
+
+def test_an_older_database_gains_the_reports_table_with_its_data_kept(tmp_path):
+    url = f"sqlite:///{tmp_path / 'classes.sqlite3'}"
+    opened = ClassStore(url)
+    code, key = opened.create_class("Lab 1")
+    ada = opened.join(code, "browser-a", "Ada")
+    version = schema.MIGRATIONS.index(schema._reports_table) + 1
+    with opened.engine.begin() as conn:  # back to the version before the reports
+        schema.reports.drop(conn)
+        conn.execute(schema.schema_version.delete().where(schema.schema_version.c.version >= version))
+    opened.close()
+    reopened = ClassStore(url)
+    assert "reports" in inspect(reopened.engine).get_table_names()
+    assert reopened.open_board(code, key).students == (ada,) and kept_reports(reopened, [ada.id]) == {}
+    reopened.close()
+
+
+def test_a_student_s_place_in_the_class_is_their_group_prediction_and_what_the_runs_measured(tmp_path):
+    store = ClassStore(f"sqlite:///{tmp_path / 'classes.sqlite3'}")
+    code, key = store.create_class("Lab 1")
+    store.set_assignment(code, key, PE_GROUPS)
+    store.set_question(code, key, "positional-none")
+    ada, bob = store.join(code, "browser-a", "Ada"), store.join(code, "browser-b", "Bob")
+    store.answer(bob, "sooner")
+    snapshot = store.snapshot(code)
+    assert class_part(snapshot, bob).measured is None  # no run has finished yet
+    solved = {"reason": "solved", "steps": 300, "seconds": 3.0, "exact_match": 1.0, "token_acc": 1.0}
+    unsolved = {"reason": "step budget", "steps": 600, "seconds": 6.0, "exact_match": 0.2, "token_acc": 0.7}
+    store.record_run(ada, RunState("finished", 300, None, (), solved))
+    store.record_run(bob, RunState("finished", 600, None, (), unsolved))
+    snapshot = store.snapshot(code)
+    part = class_part(snapshot, bob)
+    assert (part.title, part.student, part.group, part.prediction) == ("Lab 1", "Bob", "no PE", "sooner")
+    assert part.question == "Without positional encoding, reverse will be solved:"
+    assert part.measured == "not within the step budget"  # Bob's run, without PE, did not solve it
+    assert part.outcome == difference_sentence(snapshot) and "1 of 1 (PE) against 0 of 1 (no PE)" in part.outcome
+    assert class_part(snapshot, ada).prediction is None and class_part(snapshot, ada).group == "PE"
+    store.close()

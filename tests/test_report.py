@@ -1,0 +1,146 @@
+"""The lab report as one HTML file: plotly.js in it once however many reports, no reference outside itself, every text
+from students and task files escaped, each part of the report (or why it is missing), in the translator's language,
+every sentence it writes translated into zh-CN with its placeholders."""
+
+import json
+import re
+import string
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from babel.messages.extract import extract_from_file
+from plotly.offline import get_plotlyjs
+
+from tests.helpers import array, finished_run
+from transformer.i18n import read_catalogue, translator
+from transformer.lengths import score_lengths
+from transformer.report import Section, notice_html, report_html, run_report_html
+from transformer.report_data import ClassPart, Example, gather
+
+ROOT = Path(__file__).resolve().parents[1]
+ENGLISH, CHINESE = translator("en"), translator("zh-CN")
+HOSTILE = '</script><script>alert("x")</script>'
+SEAT = ClassPart("Period 3", "Ada", "no PE", "Without positional encoding, reverse will be solved:", "sooner", None, "")
+
+
+@pytest.fixture(scope="module")
+def report():
+    with finished_run(task="reverse", min_len=3, max_len=4, seed=0) as run:
+        scores = score_lengths(run.model(), run.data().vocab, run.data_config, range(1, 7), 10).scores
+        yield gather(run, (run.model(), scores))
+
+
+def figures(page: str) -> list[dict]:
+    """Each figure's JSON, in the order of the page."""
+    return [
+        json.loads(text)
+        for text in re.findall(r'<script type="application/json" id="figure-\d+-json">(.*?)</script>', page)
+    ]
+
+
+def test_a_file_holds_plotly_js_once_and_asks_for_nothing_outside_itself(report):
+    page = report_html([Section(str(i), report) for i in range(3)], ENGLISH, "Reports")
+    assert page.count(get_plotlyjs()) == 1
+    assert "Content-Security-Policy" in page and "default-src 'none'" in page
+    outside = re.findall(r'(?:src|href)\s*=\s*"([^"#][^"]*)"', page.replace(get_plotlyjs(), ""))
+    assert outside == []  # no script, style, font, image or link from elsewhere; links go to its own sections
+    assert re.findall(r'href="(#[^"]*)"', page) == ["#report-0", "#report-1", "#report-2"]
+
+
+def test_every_figure_has_its_data_beside_its_place(report):
+    page = run_report_html(report, ENGLISH)
+    drawn = figures(page)
+    places = re.findall(r'<div class="figure" id="(figure-\d+)"', page)
+    assert places == [f"figure-{i}" for i in range(1, len(drawn) + 1)]
+    layers = len(report.attention.maps["cross"])
+    assert len(drawn) == 2 + 3 * layers + 1 + 1  # curves, three kinds of attention, the alignment, the length test
+    loss = drawn[0]
+    assert array(loss["data"][0]["x"]).tolist() == [row["step"] for row in report.rows]
+    cross = drawn[2]["data"][0]  # head 0 of layer 0
+    assert array(cross["z"]).tolist() == report.attention.maps["cross"][0][0]
+
+
+def test_text_from_students_and_task_files_is_escaped(report):
+    example = Example(HOSTILE, HOSTILE, HOSTILE, False)
+    hostile = replace(report, examples=[example], name=HOSTILE)
+    seat = ClassPart(HOSTILE, HOSTILE, HOSTILE, HOSTILE, HOSTILE, HOSTILE, HOSTILE)
+    page = report_html(
+        [Section(HOSTILE, hostile, seat, HOSTILE), Section(HOSTILE, None, None, HOSTILE)], ENGLISH, HOSTILE
+    )
+    assert HOSTILE not in page and "<script>alert" not in page
+    assert page.count("&lt;/script&gt;&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;") >= 10
+    assert page.count("<script") == page.count("</script>")  # no text closed a script early
+    tokens = replace(report.attention, source=[HOSTILE] * len(report.attention.source))
+    page = run_report_html(replace(report, attention=tokens), ENGLISH)  # figure labels: Plotly's JSON escapes "<"
+    assert HOSTILE not in page and "<script>alert" not in page and page.count("<script") == page.count("</script>")
+
+
+@pytest.mark.parametrize(
+    "language, words",
+    [
+        ("en", ["Settings", "Curves", "Attention maps", "Alignment", "Length test"]),
+        ("zh-CN", ["设置", "曲线", "注意力图", "对齐", "长度测试"]),
+    ],
+)
+def test_the_report_speaks_the_translator_s_language(report, language, words):
+    page = run_report_html(report, translator(language))
+    assert f'<html lang="{language}">' in page
+    assert all(f"<h3>{word}</h3>" in page for word in words)
+    ending = {"en": "it got every held-out sequence right", "zh-CN": "留出集中的每个序列都答对了"}[language]
+    assert ending in page and f"{report.result['steps']}" in page
+
+
+def test_every_sentence_the_report_writes_has_a_zh_cn_translation_with_its_placeholders():
+    catalogue, sentences = read_catalogue("zh-CN"), set()
+    for path in ("transformer/report.py", "transformer/classroom/reports.py", "pages/report_view.py"):
+        sentences |= {m for _, m, _, _ in extract_from_file("python", ROOT / path, keywords={"N_": None, "_": None})}
+    assert len(sentences) > 40
+    fields = lambda text: sorted(name for _, name, _, _ in string.Formatter().parse(text) if name)  # noqa: E731
+    missing = [s for s in sentences if s not in catalogue or fields(catalogue[s]) != fields(s)]
+    assert missing == []
+
+
+def test_a_task_without_an_ideal_alignment_says_so(report):
+    attention = replace(report.attention, ideal=None, scores=None)
+    page = run_report_html(replace(report, alignment=None, attention=attention), ENGLISH)
+    assert "The task reverse has no fixed source position for each output token" in page
+    assert "Outlined:" not in page
+    assert len(figures(page)) == len(figures(run_report_html(report, ENGLISH))) - 1  # the maps, without the line
+    assert "没有固定的来源位置" in run_report_html(replace(report, alignment=None, attention=attention), CHINESE)
+
+
+def test_a_model_without_attention_and_a_run_without_a_length_test_say_so(report):
+    page = run_report_html(replace(report, attention=None, alignment=None, lengths=None), ENGLISH)
+    assert "This model has no attention to draw." in page and "This model has no attention to score." in page
+    assert "No length test was run on this model" in page
+    assert len(figures(page)) == 2  # the curves alone
+
+
+def test_the_length_test_shows_its_lengths_and_what_they_show(report):
+    page = run_report_html(report, ENGLISH)
+    lengths = figures(page)[-1]
+    assert array(lengths["data"][0]["x"]).tolist() == list(range(1, 7))
+    assert "At lengths it trained on (3-4)" in page
+
+
+def test_a_class_student_s_report_holds_their_group_prediction_and_the_class_s_result(report):
+    seat = replace(SEAT, measured="later", outcome="solved: 3 of 4 (with PE) against 0 of 4 (no PE).")
+    page = run_report_html(report, ENGLISH, seat)
+    for row in ["Period 3", "Ada", "no PE", "Without positional encoding", "sooner", "later", "3 of 4 (with PE)"]:
+        assert row in page
+    chinese = run_report_html(report, CHINESE, replace(seat, question=None, group=None, measured=None))
+    assert "不分组" in chinese and "问题" not in chinese and "预测" not in chinese
+
+
+def test_a_section_without_a_report_says_why(report):
+    page = report_html(
+        [Section("Ada", report, SEAT), Section("Bob", None, SEAT, "No report yet: not started.")], ENGLISH, "Lab"
+    )
+    assert page.count("<h2>") == 2 and "No report yet: not started." in page
+    assert page.count('<section class="report"') == 2
+
+
+def test_a_notice_is_a_small_file_that_needs_nothing_else():
+    page = notice_html(CHINESE, "没有实验报告", "<b>gone</b>")
+    assert "&lt;b&gt;gone&lt;/b&gt;" in page and "<script" not in page and len(page) < 2000
