@@ -13,6 +13,7 @@ import pandas as pd
 import torch
 import torch.nn.functional as F
 
+from .i18n import N_, Message
 from .masks import causal_mask, decoder_mask, padding_mask
 from .model import AttentionMaps, ModelConfig, MultiHeadAttention, Transformer, sinusoidal_table
 from .tasks import DataConfig, TaskData, get_task
@@ -20,9 +21,9 @@ from .vocab import Vocab
 
 # Attention kinds as in `Transformer.forward(return_attention=True)`: name, and which sequence gives queries / keys.
 ATTENTION_KINDS = {
-    "encoder": ("encoder self-attention", "source", "source"),
-    "decoder_self": ("decoder self-attention", "target", "target"),
-    "cross": ("cross-attention (decoder → encoder)", "target", "source"),
+    "encoder": (N_("encoder self-attention"), "source", "source"),
+    "decoder_self": (N_("decoder self-attention"), "target", "target"),
+    "cross": (N_("cross-attention (decoder → encoder)"), "target", "source"),
 }
 CHANGED_TOLERANCE = 1e-5  # relative to the values' size: above it a difference is a change, not float32 rounding
 
@@ -64,7 +65,8 @@ def sample_batch(task: DataConfig, vocab: Vocab, model_max_len: int) -> tuple[to
 def padded_pair(src_ids: list[int], tgt_ids: list[int], vocab: Vocab, width: int) -> tuple[torch.Tensor, torch.Tensor]:
     """Source padded to `width` tokens, decoder input BOS + target padded to `width` + 1: (1, W), (1, W + 1)."""
     if width < max(len(src_ids), len(tgt_ids)):
-        raise ValueError(f"cannot pad to {width}: the sequences have {len(src_ids)} and {len(tgt_ids)} tokens")
+        too_short = N_("cannot pad to {width}: the sequences have {source} and {target} tokens")
+        raise ValueError(Message(too_short, width=width, source=len(src_ids), target=len(tgt_ids)))
     src = src_ids + [vocab.pad_id] * (width - len(src_ids))
     tgt = [vocab.bos_id, *tgt_ids] + [vocab.pad_id] * (width - len(tgt_ids))
     return torch.tensor([src]), torch.tensor([tgt])
@@ -76,45 +78,46 @@ def padded_pair(src_ids: list[int], tgt_ids: list[int], vocab: Vocab, width: int
 def config_table(config: ModelConfig) -> pd.DataFrame:
     """The sizes and teaching switches of a model, one row each, with what they mean."""
     if config.norm_first:
-        norm, formula = "pre-norm", "x + Sublayer(LayerNorm(x))"
+        norm, formula = N_("pre-norm"), "x + Sublayer(LayerNorm(x))"
     else:
-        norm, formula = "post-norm (paper)", "LayerNorm(x + Sublayer(x))"
+        norm, formula = N_("post-norm (paper)"), "LayerNorm(x + Sublayer(x))"
     rows = [
-        ("norm placement", norm, f"each sublayer computes {formula}"),
+        ("norm placement", norm, Message(N_("each sublayer computes {formula}"), formula=formula)),
         (
             "positional",
             config.positional,
-            "sinusoidal is the paper's; learned is a trained table; none gives the encoder no order",
+            N_("sinusoidal is the paper's; learned is a trained table; none gives the encoder no order"),
         ),
-        ("causal_mask", config.causal_mask, "decoder may not look at later target positions"),
-        ("scale_scores", config.scale_scores, "scores divided by √d_k before the softmax"),
-        ("tie_weights", config.tie_weights, "generator shares the embedding matrix (the paper does)"),
-        ("d_model", config.d_model, "width of every token vector"),
-        ("heads", config.n_heads, "attention heads per attention block"),
-        ("d_k", config.d_k, "width of one head: d_model / heads"),
-        ("d_ff", config.d_ff, "inner width of the feed-forward network"),
-        ("layers", config.n_layers, "encoder layers, and as many decoder layers"),
-        ("dropout", config.dropout, "dropout rate during training"),
-        ("vocab_size", config.vocab_size, "tokens, PAD, BOS and EOS included"),
-        ("max_len", config.max_len, "longest sequence the positional encoding covers"),
+        ("causal_mask", config.causal_mask, N_("decoder may not look at later target positions")),
+        ("scale_scores", config.scale_scores, N_("scores divided by √d_k before the softmax")),
+        ("tie_weights", config.tie_weights, N_("generator shares the embedding matrix (the paper does)")),
+        ("d_model", config.d_model, N_("width of every token vector")),
+        ("heads", config.n_heads, N_("attention heads per attention block")),
+        ("d_k", config.d_k, N_("width of one head: d_model / heads")),
+        ("d_ff", config.d_ff, N_("inner width of the feed-forward network")),
+        ("layers", config.n_layers, N_("encoder layers, and as many decoder layers")),
+        ("dropout", config.dropout, N_("dropout rate during training")),
+        ("vocab_size", config.vocab_size, N_("tokens, PAD, BOS and EOS included")),
+        ("max_len", config.max_len, N_("longest sequence the positional encoding covers")),
     ]
     return pd.DataFrame([(n, str(v), m) for n, v, m in rows], columns=["setting", "value", "meaning"])
 
 
 def _paper_modules(config: ModelConfig) -> list[tuple[str, str, str]]:
     """(module path, paper name, paper section) of every part of the model, in the order data flows."""
-    add_norm = "Norm … Add (pre-norm)" if config.norm_first else "Add & Norm (post-norm)"
-    masked = "Masked Multi-Head Attention" if config.causal_mask else "Multi-Head Attention (causal mask OFF)"
+    add_norm = N_("Norm … Add (pre-norm)") if config.norm_first else N_("Add & Norm (post-norm)")
+    masked = N_("Masked Multi-Head Attention") if config.causal_mask else N_("Multi-Head Attention (causal mask OFF)")
+    attention, feed_forward = N_("Multi-Head Attention"), N_("Feed Forward")
     rows = [
-        ("embed", "Embedding (× √d_model)", "3.4"),
-        ("positional", f"Positional Encoding ({config.positional})", "3.5"),
+        ("embed", N_("Embedding (× √d_model)"), "3.4"),
+        ("positional", Message(N_("Positional Encoding ({kind})"), kind=config.positional), "3.5"),
     ]
     sublayers = {  # each stack's sublayers in a layer, each followed by its Add & Norm (sublayer.0, .1, ...)
-        "encoder": [("self_attn", "Multi-Head Attention", "3.2.2"), ("feed_forward", "Feed Forward", "3.3")],
+        "encoder": [("self_attn", attention, "3.2.2"), ("feed_forward", feed_forward, "3.3")],
         "decoder": [
             ("self_attn", masked, "3.2.3"),
-            ("cross_attn", "Multi-Head Attention (encoder-decoder)", "3.2.3"),
-            ("feed_forward", "Feed Forward", "3.3"),
+            ("cross_attn", N_("Multi-Head Attention (encoder-decoder)"), "3.2.3"),
+            ("feed_forward", feed_forward, "3.3"),
         ],
     }
     for stack, parts in sublayers.items():
@@ -123,8 +126,8 @@ def _paper_modules(config: ModelConfig) -> list[tuple[str, str, str]]:
             for j, (name, paper_name, section) in enumerate(parts):
                 rows += [(f"{p}.{name}", paper_name, section), (f"{p}.sublayer.{j}", add_norm, "3.1")]
         if config.norm_first:
-            rows.append((f"{stack}.norm", "Final LayerNorm (pre-norm)", "3.1"))
-    rows.append(("generator", "Linear (softmax comes after)", "3.4"))
+            rows.append((f"{stack}.norm", N_("Final LayerNorm (pre-norm)"), "3.1"))
+    rows.append(("generator", N_("Linear (softmax comes after)"), "3.4"))
     return rows
 
 
@@ -172,7 +175,7 @@ def parameter_summary(table: pd.DataFrame) -> pd.DataFrame:
     """Parameters per part of the model (embedding, encoder, decoder, ...) from `module_table`, with a total row."""
     part = table["module"].str.split(".").str[0]
     summary = table.groupby(part, sort=False)["parameters"].sum().rename_axis("part").reset_index()
-    total = pd.DataFrame([("total", int(summary["parameters"].sum()))], columns=["part", "parameters"])
+    total = pd.DataFrame([(N_("total"), int(summary["parameters"].sum()))], columns=["part", "parameters"])
     return pd.concat([summary, total], ignore_index=True)
 
 
@@ -222,7 +225,7 @@ def positions_trained(task: DataConfig, vocab: Vocab) -> int:
 def embed_with_position(model: Transformer, ids: list[int]) -> tuple[torch.Tensor, torch.Tensor]:
     """(T, d_model) token embeddings (× √d_model) of `ids`, before and after adding the positional encoding."""
     if not ids or len(ids) > model.config.max_len:
-        raise ValueError(f"need 1 to {model.config.max_len} tokens, got {len(ids)}")
+        raise ValueError(Message(N_("need 1 to {most} tokens, got {got}"), most=model.config.max_len, got=len(ids)))
     with torch.no_grad():
         embedded = model.embed(torch.tensor([ids], device=_device(model)))[0]  # (T, d_model)
         table = model.positional.table()
@@ -302,8 +305,8 @@ class MaskingResult:
     and its probability), the largest difference of `measure` there, and whether it changed.
     """
 
-    description: str  # what was changed, e.g. "decoder input position 3: 4 → 5"
-    measure: str  # "probability" or "logit": what `max |Δ|` compares
+    description: Message  # what was changed, e.g. "decoder input position 3: 4 → 5"
+    measure: str  # "probability" or "logit" (marked with N_): what `max |Δ|` compares
     with_mask: pd.DataFrame
     without_mask: pd.DataFrame
 
@@ -350,9 +353,10 @@ def _logits(model: Transformer, src: list[int], tgt: list[int], mask_padding: bo
 def _check_pair(model: Transformer, src_ids: list[int], tgt_ids: list[int], extra: int = 0) -> None:
     longest = max(len(src_ids), len(tgt_ids) + 1) + extra  # the decoder input has BOS
     if not src_ids or not tgt_ids:
-        raise ValueError("type a source and a target with at least one symbol each")
+        raise ValueError(N_("type a source and a target with at least one symbol each"))
     if longest > model.config.max_len:
-        raise ValueError(f"{longest} positions do not fit this model's max_len {model.config.max_len}: use fewer")
+        too_long = N_("{longest} positions do not fit this model's max_len {max_len}: use fewer")
+        raise ValueError(Message(too_long, longest=longest, max_len=model.config.max_len))
 
 
 def peek_at_future(
@@ -364,7 +368,8 @@ def peek_at_future(
     _check_pair(model, src_ids, tgt_ids)
     tgt_in = [vocab.bos_id, *tgt_ids]
     if not 1 <= change_at < len(tgt_in):
-        raise ValueError(f"change position must be in 1..{len(tgt_in) - 1}, got {change_at}")
+        problem = N_("change position must be in 1..{top}, got {got}")
+        raise ValueError(Message(problem, top=len(tgt_in) - 1, got=change_at))
     changed = list(tgt_in)
     old = changed[change_at]
     changed[change_at] = vocab.symbol_id((vocab.symbol_index(old) + 1) % vocab.n_symbols)  # the next symbol
@@ -374,14 +379,16 @@ def peek_at_future(
         before, after = _logits(m, src_ids, tgt_in), _logits(m, src_ids, changed)
         tables.append(_diff_table(vocab, tgt_in[:change_at], before[:change_at], after[:change_at], logits=False))
     old_token, new_token = vocab.tokens([old, changed[change_at]])
-    return MaskingResult(f"decoder input position {change_at}: {old_token} → {new_token}", "probability", *tables)
+    changed_at = N_("decoder input position {position}: {old} → {new}")
+    what = Message(changed_at, position=change_at, old=old_token, new=new_token)
+    return MaskingResult(what, N_("probability"), *tables)
 
 
 def pad_more(model: Transformer, vocab: Vocab, src_ids: list[int], tgt_ids: list[int], extra: int) -> MaskingResult:
     """Append `extra` PAD tokens to the source and to the decoder input, and compare the logits at the real
     positions: with the padding masks (the model's normal forward), then with `mask_padding=False`."""
     if extra < 1:
-        raise ValueError(f"add at least one PAD, got {extra}")
+        raise ValueError(Message(N_("add at least one PAD, got {got}"), got=extra))
     _check_pair(model, src_ids, tgt_ids, extra)
     tgt_in = [vocab.bos_id, *tgt_ids]
     pads = [vocab.pad_id] * extra
@@ -391,7 +398,8 @@ def pad_more(model: Transformer, vocab: Vocab, src_ids: list[int], tgt_ids: list
         _diff_table(vocab, tgt_in, before, _logits(model, src_ids + pads, tgt_in + pads, mask)[:T], logits=True)
         for mask in (True, False)
     ]
-    return MaskingResult(f"{extra} PAD appended to the source and to the decoder input", "logit", *tables)
+    what = Message(N_("{extra} PAD appended to the source and to the decoder input"), extra=extra)
+    return MaskingResult(what, N_("logit"), *tables)
 
 
 # -------------------------------------------------------------------------------------------- logit lens

@@ -21,6 +21,7 @@ import torch.nn.functional as F
 from .architectures import Architecture
 from .config_checks import require_all
 from .dropout import dropout, dropout_generator
+from .i18n import N_, Message
 from .kernels import fused_is_faster, softmax
 from .kv_cache import KVCache, extend
 from .masks import causal_mask, decoder_mask, padding_mask
@@ -402,12 +403,12 @@ class Transformer(nn.Module):
         """
         pad = self.config.pad_id
         if src.size(1) == 0:
-            raise ValueError("the source sequences are empty: give every source at least one token")
+            raise ValueError(N_("the source sequences are empty: give every source at least one token"))
         if not mask_padding or not bool((src == pad).any()):
             return None
         mask = padding_mask(src, pad)  # (B, 1, 1, S)
         if not bool(mask.any(dim=-1).all()):
-            raise ValueError("a source sequence is only padding: give every source at least one token")
+            raise ValueError(N_("a source sequence is only padding: give every source at least one token"))
         return mask
 
     def encode(self, src: torch.Tensor, src_mask: torch.Tensor | None, need_weights: bool = False):
@@ -489,9 +490,8 @@ class Transformer(nn.Module):
         if ids.dim() != 2 or ids.dtype != torch.long:
             raise ValueError(f"expected int64 token ids of shape (B, T), got {tuple(ids.shape)} {ids.dtype}")
         if start + ids.size(1) > self.config.max_len:
-            raise ValueError(
-                f"sequence of length {start + ids.size(1)} exceeds the model's max_len {self.config.max_len}"
-            )
+            too_long = N_("sequence of length {length} exceeds the model's max_len {max_len}")
+            raise ValueError(Message(too_long, length=start + ids.size(1), max_len=self.config.max_len))
 
     def check_ids(self, ids: torch.Tensor, name: str = "ids") -> None:
         """ValueError unless `ids` is an int64 (B, T) tensor of token ids that this model can read."""
@@ -499,7 +499,8 @@ class Transformer(nn.Module):
         n = self.config.vocab_size
         if ids.numel() and bool(((ids < 0) | (ids >= n)).any()):
             low, high = int(ids.min()), int(ids.max())
-            raise ValueError(f"{name} holds token ids from {low} to {high}; this model reads 0 to {n - 1}")
+            unknown = N_("{name} holds token ids from {low} to {high}; this model reads 0 to {top}")
+            raise ValueError(Message(unknown, name=name, low=low, high=high, top=n - 1))
 
     def num_parameters(self) -> int:
         return sum(p.numel() for p in self.parameters())
@@ -514,7 +515,9 @@ def check_finite(scores: torch.Tensor) -> torch.Tensor:
     """`scores` (logits or probabilities) unchanged, or NonFiniteOutputError if any is NaN or infinite."""
     if not bool(torch.isfinite(scores).all()):
         raise NonFiniteOutputError(
-            "the model's outputs are not finite numbers (NaN or infinity), so they are no next-token distribution: "
-            "its weights are too large for float32"
+            N_(
+                "the model's outputs are not finite numbers (NaN or infinity), so they are no next-token "
+                "distribution: its weights are too large for float32"
+            )
         )
     return scores

@@ -14,6 +14,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from .architectures import RECURRENT
+from .i18n import N_
 from .masks import padding_mask
 from .model import AttentionMaps, ModelConfig, Transformer
 
@@ -198,7 +199,7 @@ class RNNEncoderDecoder(nn.Module):
         ValueError for a source made only of padding: attention would have no token to weigh."""
         mask = padding_mask(src, self.config.pad_id)  # (B, 1, 1, S)
         if src.size(1) == 0 or not bool(mask.any(dim=-1).all()):
-            raise ValueError("a source sequence is empty or only padding: give every source at least one token")
+            raise ValueError(N_("a source sequence is empty or only padding: give every source at least one token"))
         return mask
 
     def encode(self, src: torch.Tensor, src_mask: torch.Tensor, need_weights: bool = False):

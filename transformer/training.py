@@ -17,6 +17,7 @@ from .decoding import greedy_decode
 from .device import pick_device
 from .dropout import dropout_rng
 from .dynamics import Dynamics
+from .i18n import N_, Message
 from .limits import DECODE_ROWS, MAX_BATCH
 from .model import ModelConfig, Transformer
 from .optimizer import Adam, gradients_into_one_tensor, into_one_tensor
@@ -302,10 +303,11 @@ class Trainer:
         )
         value = loss.item()
         if not math.isfinite(value):
-            raise TrainingDiverged(
-                f"the loss became {value} at step {self.step}: lower the learning rate (now {cfg.lr:g}), "
-                "use more warm-up, or turn gradient clipping on"
+            diverged = N_(
+                "the loss became {value} at step {step}: lower the learning rate (now {lr:g}), use more warm-up, "
+                "or turn gradient clipping on"
             )
+            raise TrainingDiverged(Message(diverged, value=value, step=self.step, lr=cfg.lr))
         self.weights.grad.zero_()
         loss.backward()
         if self.step % cfg.eval_every == 0 or self.step == cfg.steps:  # a metric row's step: before clipping
