@@ -176,3 +176,10 @@ def test_the_board_and_a_students_class_line_speak_chinese():
     assert not teacher.exception and "**1 名学生** · 1 未开始" in [m.value for m in teacher.markdown]
     (students, _flags) = teacher.dataframe
     assert students.value["state"].tolist() == ["未开始"] and students.value["group"].tolist() == ["正弦位置编码"]
+
+
+def test_a_bad_link_is_named_in_the_sessions_language():
+    at = open_page(lang="zh-CN", model="nope")
+    assert [w.value for w in at.warning] == [
+        "链接中的 model 不是 copy, reverse, reverse-early, sort 之一，因此页面使用默认值。请检查你打开的链接。"
+    ]
