@@ -17,6 +17,7 @@ from typing import Any, Literal, TypeVar
 
 import torch
 
+from .i18n import N_, Message
 from .limits import SAMPLING_TEMPERATURES
 from .model import Transformer, check_finite
 
@@ -313,10 +314,11 @@ def _check_src(model: Transformer, src: torch.Tensor, single: bool = False) -> N
     if src.numel() == 0:
         raise ValueError(f"src is empty: shape {tuple(src.shape)}")
     if src.size(1) > model.config.max_len:
-        raise ValueError(f"src length {src.size(1)} exceeds the model's max_len {model.config.max_len}")
+        too_long = N_("src length {length} exceeds the model's max_len {max_len}")
+        raise ValueError(Message(too_long, length=src.size(1), max_len=model.config.max_len))
     model.check_ids(src, "src")
     if not bool((src != model.config.pad_id).any(dim=1).all()):
-        raise ValueError("every src row needs at least one non-PAD token")
+        raise ValueError(N_("every src row needs at least one non-PAD token"))
     if single and src.size(0) != 1:
         raise ValueError(f"this decoder takes one source of shape (1, S), got batch size {src.size(0)}")
 

@@ -25,6 +25,7 @@ from typing import Literal
 import pandas as pd
 import torch
 
+from .i18n import N_, Message
 from .inspection import attention_module, twin
 from .knockout import Head, all_heads
 from .limits import MAX_GRID_COST, MAX_PATCH_RUNS, check_probe_cost, patching_cost
@@ -164,12 +165,13 @@ def pair_ids(vocab: Vocab, clean: str, corrupted: str, longest: int) -> tuple[li
     """Token ids of a clean and a corrupted input; ValueError unless they are as long and differ somewhere."""
     clean_ids, corrupted_ids = vocab.encode(clean, longest), vocab.encode(corrupted, longest)
     if len(clean_ids) != len(corrupted_ids):
-        raise ValueError(
-            f"the corrupted input must be as long as the clean one ({len(clean_ids)} symbols), got "
-            f"{len(corrupted_ids)}: change a symbol, do not add or remove one"
+        as_long = N_(
+            "the corrupted input must be as long as the clean one ({clean} symbols), got {corrupted}: change a "
+            "symbol, do not add or remove one"
         )
+        raise ValueError(Message(as_long, clean=len(clean_ids), corrupted=len(corrupted_ids)))
     if clean_ids == corrupted_ids:
-        raise ValueError("the two inputs are the same: change at least one symbol of the corrupted one")
+        raise ValueError(N_("the two inputs are the same: change at least one symbol of the corrupted one"))
     return clean_ids, corrupted_ids
 
 
@@ -188,16 +190,19 @@ def check_patching_cost(model: Transformer, src_len: int, tgt_len: int) -> None:
     cost = patching_cost(model.config, runs, src_len)
     if cost > MAX_GRID_COST:
         n = model.config.n_layers
-        raise ValueError(
-            f"patching every site of this model on {src_len} symbols takes {runs:,} runs through its {n} encoder "
-            f"and {n} decoder layers, {math.ceil(cost / MAX_GRID_COST)}x the work one request may do: use a shorter "
-            "input, or a model with fewer layers"
+        too_costly = N_(
+            "patching every site of this model on {length} symbols takes {runs:,} runs through its {n} encoder "
+            "and {n} decoder layers, {factor}x the work one request may do: use a shorter input, or a model with "
+            "fewer layers"
         )
+        factor = math.ceil(cost / MAX_GRID_COST)
+        raise ValueError(Message(too_costly, length=src_len, runs=runs, n=n, factor=factor))
     if runs > MAX_PATCH_RUNS:
-        raise ValueError(
-            f"patching every site of this model on {src_len} symbols takes {runs:,} runs, more than the "
-            f"{MAX_PATCH_RUNS:,} one request may do: use a shorter input"
+        too_many = N_(
+            "patching every site of this model on {length} symbols takes {runs:,} runs, more than the {most:,} one "
+            "request may do: use a shorter input"
         )
+        raise ValueError(Message(too_many, length=src_len, runs=runs, most=MAX_PATCH_RUNS))
     check_probe_cost(model.config, 1, src_len, passes=runs)
 
 
@@ -210,7 +215,8 @@ def patching_grid(model: Transformer, vocab: Vocab, task: str, clean: str, corru
     symbols = [vocab.symbol_index(i) for i in clean_ids]
     target = [vocab.symbol_id(s) for s in get_task(task).fn(symbols, vocab.n_symbols)]
     if len(target) + 1 > model.config.max_len:
-        raise ValueError(f"the answer to this input is longer than the model's {model.config.max_len - 1} tokens")
+        too_long = N_("the answer to this input is longer than the model's {most} tokens")
+        raise ValueError(Message(too_long, most=model.config.max_len - 1))
     heads, streams = all_heads(model), stream_sites(model, len(clean_ids), len(target) + 1)
     check_patching_cost(model, len(clean_ids), len(target) + 1)
     device = next(model.parameters()).device
