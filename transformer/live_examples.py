@@ -4,6 +4,7 @@ import pandas as pd
 import torch
 
 from .decoding import greedy_decode
+from .i18n import N_, Message
 from .model import Transformer
 from .tasks import TaskData
 
@@ -22,7 +23,7 @@ def live_examples(model: Transformer, data: TaskData, n: int = 5) -> pd.DataFram
         {
             "input": [vocab.decode(ids) for ids in batch.src.tolist()],
             "target": [vocab.decode(ids) for ids in batch.tgt_out.tolist()],
-            "model output": [vocab.decode(ids) or "(nothing)" for ids in got.tolist()],
+            "model output": [vocab.decode(ids) or Message(N_("(nothing)")) for ids in got.tolist()],
             "right": ["✓" if ok else "✗" for ok in right],  # plain glyphs: every font has them
         }
     )
