@@ -1,0 +1,44 @@
+"""The session's language in Chromium: a browser set to Chinese opens the lab in Chinese on a first visit (Streamlit's
+`st.context.locale`), and the sidebar's picker switches it, the address keeping `?lang=` through a page change and
+dropping it again for English."""
+
+import re
+
+import pytest
+from conftest import VIEWPORT, page_errors, requires_chromium, wait_idle
+from playwright.sync_api import expect
+from test_e2e import main
+
+pytestmark = [pytest.mark.browser, requires_chromium]
+
+
+def test_a_browser_in_chinese_opens_the_lab_in_chinese(browser, lab_server):
+    context = browser.new_context(viewport=VIEWPORT, locale="zh-CN")
+    try:
+        home = context.new_page()
+        home.goto(lab_server.url, wait_until="domcontentloaded")
+        expect(main(home).get_by_role("heading", name="先试一个训练好的模型")).to_be_visible(timeout=90_000)
+        wait_idle(home)
+        expect(home).to_have_url(re.compile(r"\?lang=zh-CN$"))  # kept in the address: a copied link opens in Chinese
+        assert not page_errors(home)
+    finally:
+        context.close()
+
+
+def test_the_picker_switches_the_language_and_the_address_follows(page, lab_server):
+    page.goto(lab_server.url, wait_until="domcontentloaded")
+    expect(main(page).get_by_role("heading", name="Try a trained model now")).to_be_visible(timeout=90_000)
+    wait_idle(page)
+    page.locator(".st-key-language_picker").click()
+    page.get_by_role("option", name="简体中文").click()
+    expect(main(page).get_by_role("heading", name="先试一个训练好的模型")).to_be_visible()
+    expect(page).to_have_url(re.compile(r"\?lang=zh-CN$"))
+    page.locator("[data-testid='stSidebarNav'] a[href$='/checkpoints']").first.click()
+    expect(main(page).get_by_role("heading", name="检查点", exact=True)).to_be_visible()
+    expect(page).to_have_url(re.compile(r"/checkpoints\?lang=zh-CN$"))
+    wait_idle(page)
+    page.locator(".st-key-language_picker").click()
+    page.get_by_role("option", name="English").click()
+    expect(main(page).get_by_role("heading", name="Checkpoints", exact=True)).to_be_visible()
+    expect(page).to_have_url(re.compile(r"/checkpoints$"))
+    assert not page_errors(page)
