@@ -42,7 +42,7 @@ def session_translator() -> Translator:
     return translator(language())
 
 
-def _(message: str | Message, **params: object) -> str:
+def _(message: str | Message | BaseException, **params: object) -> str:
     """`message` in the session's language, with `params` filled in after translation."""
     return session_translator().gettext(message, **params)
 
@@ -61,7 +61,9 @@ def said(words: Callable[[Any], str]) -> Callable[[Any], str]:
 
 def table_cells(frame: "pd.DataFrame", *columns: str) -> "pd.DataFrame":
     """`frame` as a page shows it: each cell that is a Message, and every cell of `columns` (words the package keeps
-    in English, such as a question's choices), in the session's language. A CSV download keeps the English."""
+    in English, such as a question's choices), in the session's language. A CSV download keeps the English. The
+    package builds such a frame with object columns (`dtype=object`): pandas 3 stores a text column as plain
+    strings, and its Messages would be lost."""
     shown = frame.map(lambda value: _(value) if isinstance(value, Message) else value)
     for column in columns:
         shown[column] = shown[column].map(_)
