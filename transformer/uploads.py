@@ -3,12 +3,11 @@
 import re
 
 from .checkpoint import Checkpoint, load_checkpoint
-from .i18n import N_, Message
 
 
 def read_upload(filename: str, data: bytes) -> tuple[Checkpoint, str]:
     """An uploaded checkpoint and its label, "uploaded: <filename>"; CheckpointError if the file is not one."""
-    return load_checkpoint(data), Message(N_("uploaded: {name}"), name=shown_name(filename))
+    return load_checkpoint(data), f"uploaded: {shown_name(filename)}"
 
 
 def shown_name(filename: str, limit: int = 60) -> str:
