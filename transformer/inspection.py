@@ -100,7 +100,8 @@ def config_table(config: ModelConfig) -> pd.DataFrame:
         ("vocab_size", config.vocab_size, N_("tokens, PAD, BOS and EOS included")),
         ("max_len", config.max_len, N_("longest sequence the positional encoding covers")),
     ]
-    return pd.DataFrame([(n, str(v), m) for n, v, m in rows], columns=["setting", "value", "meaning"])
+    # object columns: the meanings keep their Messages (pandas 3 would store plain strings)
+    return pd.DataFrame([(n, str(v), m) for n, v, m in rows], columns=["setting", "value", "meaning"], dtype=object)
 
 
 def _paper_modules(config: ModelConfig) -> list[tuple[str, str, str]]:
@@ -168,7 +169,10 @@ def module_table(model: Transformer, src: torch.Tensor, tgt: torch.Tensor) -> pd
         seen.update(id(p) for p in params)
         ins, outs = zip(*calls.get(path, [("", "")]))
         table.append((path, name, section, " ; ".join(ins), " ; ".join(outs), sum(p.numel() for p in params)))
-    return pd.DataFrame(table, columns=["module", "paper name", "section", "input shape", "output shape", "parameters"])
+    columns = ["module", "paper name", "section", "input shape", "output shape", "parameters"]
+    frame = pd.DataFrame(table, columns=columns)
+    frame["paper name"] = pd.Series([row[1] for row in table], dtype=object)  # its Messages kept (pandas 3)
+    return frame
 
 
 def parameter_summary(table: pd.DataFrame) -> pd.DataFrame:

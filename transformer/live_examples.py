@@ -25,5 +25,6 @@ def live_examples(model: Transformer, data: TaskData, n: int = 5) -> pd.DataFram
             "target": [vocab.decode(ids) for ids in batch.tgt_out.tolist()],
             "model output": [vocab.decode(ids) or Message(N_("(nothing)")) for ids in got.tolist()],
             "right": ["✓" if ok else "✗" for ok in right],  # plain glyphs: every font has them
-        }
+        },
+        dtype=object,  # text columns keep their Messages (pandas 3 would store plain strings)
     )
