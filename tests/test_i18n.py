@@ -1,6 +1,24 @@
+import ast
 import pickle
+from pathlib import Path
 
-from transformer.i18n import Message, Translator, joined, message_of
+import pytest
+from babel.messages.extract import extract
+from babel.messages.pofile import read_po
+
+from transformer import i18n
+from transformer.i18n import (
+    Message,
+    Translator,
+    catalogue_files,
+    joined,
+    keeps_placeholders,
+    language_for,
+    latin_terms,
+    message_of,
+    read_catalogue,
+    translator,
+)
 
 CATALOGUE = {
     "seed must be in 0..{top}": "种子必须在 0..{top} 之间",
@@ -47,7 +65,182 @@ def test_joined_parts_read_as_english_and_translate_each():
     assert chinese(parts) == "d_model 32 · 种子 3 · 无位置编码"
 
 
+# ------------------------------------------------------------------------------------------ the zh-CN catalogue
+
+ROOT = Path(__file__).resolve().parent.parent
+SOURCES = sorted([ROOT / "streamlit_app.py", *(ROOT / "pages").glob("*.py"), *(ROOT / "transformer").rglob("*.py")])
+KEYWORDS = {"_": None, "N_": None, "gettext": None, "ngettext": (1, 2)}  # as docs/translation.md's pybabel extract
+MARKS = {"_", "N_", "gettext", "ngettext"}
+
+
+def marked_messages() -> dict[str | tuple[str, ...], list[str]]:
+    """Every sentence marked in the app's code, extracted with Babel as pybabel does, with where it is marked."""
+    found: dict = {}
+    for path in SOURCES:
+        with path.open("rb") as file:
+            for line, message, _comments, _context in extract("python", file, keywords=KEYWORDS):
+                key = tuple(message) if isinstance(message, (list, tuple)) else message
+                found.setdefault(key, []).append(f"{path.relative_to(ROOT)}:{line}")
+    return found
+
+
+def po_entries(language: str) -> dict[str | tuple[str, ...], list[tuple[str, object]]]:
+    """Every entry of a language's .po files: msgid -> [(file, its translation, or None when fuzzy)]."""
+    entries: dict = {}
+    for path in catalogue_files(language):
+        with path.open("rb") as file:
+            for entry in read_po(file):
+                if entry.id:
+                    key = tuple(entry.id) if isinstance(entry.id, (list, tuple)) else entry.id
+                    text = tuple(entry.string) if isinstance(entry.string, (list, tuple)) else entry.string
+                    entries.setdefault(key, []).append((path.name, None if entry.fuzzy else text))
+    return entries
+
+
+def test_the_extractor_finds_the_marked_sentences():  # the catalogue test below relies on what it finds
+    found = marked_messages()
+    assert "Copy link" in found and "Teacher: the class as one experiment" in found
+    assert ("{n} head", "{n} heads") in found and len(found) > 300
+
+
+def test_a_sentence_in_two_catalogue_files_is_translated_the_same_in_both():
+    differ = {m: e for m, e in po_entries("zh-CN").items() if len({text for _file, text in e}) > 1}
+    assert not differ, "\n".join(f"{m!r}: {e}" for m, e in differ.items())
+
+
+def test_the_placeholder_check_catches_a_lost_added_or_renamed_placeholder():
+    assert keeps_placeholders("Step {step} of {steps:,}", "第 {step} 步，共 {steps:,} 步")
+    assert not keeps_placeholders("Step {step} of {steps}", "第 {step} 步")  # lost
+    assert not keeps_placeholders("Step {step}", "第 {step} 步，共 {steps} 步")  # added
+    assert not keeps_placeholders("Step {step}", "第 {stap} 步")  # renamed
+    assert not keeps_placeholders("Step {step}", "第 {step 步")  # does not parse
+    assert keeps_placeholders(("{n} head", "{n} heads"), ("{n} 个头",))
+
+
+def test_a_translation_that_lost_a_placeholder_is_left_out_and_the_english_shows(tmp_path, monkeypatch):
+    (tmp_path / "zh_CN").mkdir()
+    (tmp_path / "zh_CN" / "a.po").write_text(
+        'msgid "Step {step}"\nmsgstr "步"\n\nmsgid "Load {name}"\nmsgstr "加载 {name}"\n', encoding="utf-8"
+    )
+    monkeypatch.setattr(i18n, "LOCALE_DIR", tmp_path)
+    catalogue = read_catalogue("zh-CN")
+    assert catalogue == {"Load {name}": "加载 {name}"}
+    assert Translator("zh-CN", catalogue).gettext("Step {step}", step=3) == "Step 3"
+
+
+def marks_in(path: Path) -> list[ast.Call]:
+    return [
+        node
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in MARKS and node.args
+    ]
+
+
+def test_no_marked_sentence_is_built_before_translation():
+    """An f-string or a sum of strings in _() or N_() has no fixed sentence for the catalogue: pass parameters."""
+    built = [
+        f"{path.relative_to(ROOT)}:{call.lineno}"
+        for path in SOURCES
+        for call in marks_in(path)
+        if isinstance(call.args[0], (ast.JoinedStr, ast.BinOp))
+        or (call.func.id == "N_" and not isinstance(call.args[0], ast.Constant))
+    ]
+    assert not built, "\n".join(built)
+
+
+def test_a_page_that_translates_never_uses_underscore_as_a_throwaway_name():
+    """`_` is the translation function in pages: `checkpoint, _ = ...` would shadow it for the rest of the scope."""
+    shadowed = []
+    for path in [ROOT / "streamlit_app.py", *(ROOT / "pages").glob("*.py")]:
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        stores = [n for n in ast.walk(tree) if isinstance(n, ast.Name) and n.id == "_" and isinstance(n.ctx, ast.Store)]
+        shadowed += [f"{path.relative_to(ROOT)}:{n.lineno}" for n in stores]
+    assert not shadowed, "\n".join(shadowed)
+
+
+# --------------------------------------------------------------------------------- one translator per language
+
+
+def test_each_language_has_its_own_translator_and_english_needs_no_catalogue():
+    english, chinese = translator("en"), translator("zh-CN")
+    assert (english.language, chinese.language) == ("en", "zh-CN") and english is not chinese
+    assert translator("zh-CN") is chinese  # read once per process, shared by the sessions of that language
+    assert english.gettext("Copy link") == "Copy link" and chinese.gettext("Copy link") == "复制链接"
+    assert translator("fr").language == "en"  # a language the lab has no interface in: English
+    assert chinese.ngettext("{n} head", "{n} heads", 1) == "1 个头"
+    assert (english.ngettext("{n} head", "{n} heads", 1), english.ngettext("{n} head", "{n} heads", 4)) == (
+        "1 head",
+        "4 heads",
+    )
+
+
+@pytest.mark.parametrize(
+    "tag, language",
+    [
+        ("zh-CN", "zh-CN"),
+        ("zh", "zh-CN"),
+        ("zh_Hans_CN", "zh-CN"),
+        ("en-GB", "en"),
+        ("fr", None),
+        ("", None),
+        (None, None),
+    ],
+)
+def test_a_language_tag_from_a_link_or_a_browser_names_an_interface_language(tag, language):
+    assert language_for(tag) == language
+
+
+def installs_a_translation(source: str) -> bool:
+    """Whether `source` puts a translation in builtins for the whole process: `gettext.install`, a translations
+    object's `.install()`, or `_` set on builtins."""
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.ImportFrom) and node.module == "gettext" and "install" in {a.name for a in node.names}:
+            return True
+        if isinstance(node, ast.Attribute) and node.attr == "install":
+            if getattr(node.value, "id", None) == "gettext" or isinstance(node.value, ast.Call):
+                return True
+        if isinstance(node, ast.Attribute) and node.attr == "_" and getattr(node.value, "id", None) == "builtins":
+            return True
+        if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "setattr" and node.args:
+            if getattr(node.args[0], "id", None) == "builtins":
+                return True
+    return False
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "import gettext\ngettext.install('lab')",
+        "from gettext import install\ninstall('lab')",
+        "import gettext\ngettext.translation('lab', 'locale').install()",
+        "from babel.support import Translations\nTranslations.load('locale').install()",
+        "import builtins\nbuiltins._ = str",
+        "import builtins\nsetattr(builtins, '_', str)",
+    ],
+)
+def test_the_check_below_finds_each_way_of_installing_a_translation(source):
+    assert installs_a_translation(source)
+
+
+def test_nothing_installs_a_process_wide_translation():
+    """`gettext.install` puts one `_` in builtins for every session of the server: every student would see the
+    language of whoever set it last. Each session has its own translator instead (pages/language.py)."""
+    files = [*SOURCES, *ROOT.glob("tests/**/*.py"), *ROOT.glob("benchmarks/*.py")]
+    found = [str(p.relative_to(ROOT)) for p in files if installs_a_translation(p.read_text(encoding="utf-8"))]
+    assert not found, found
+
+
+def test_the_latin_terms_are_listed_once_each():
+    terms = latin_terms()
+    assert {"d_model", "Softmax", "Q/K/V", "PAD", "BOS", "EOS"} <= set(terms) and len(terms) == len(set(terms))
+
+
 def test_a_message_made_of_a_message_is_that_message():
     message = Message("seed {seed}", seed=3)
     assert Message(message) is message
     assert Translator("zh-CN", {"seed {seed}": "种子 {seed}"})(Message(message)) == "种子 3"
+
+
+def test_the_glossary_names_every_latin_term():
+    glossary = (ROOT / "docs" / "zh-CN" / "glossary.md").read_text(encoding="utf-8")
+    assert not [term for term in latin_terms() if term not in glossary]
