@@ -19,7 +19,10 @@ def run_summary(model_config: ModelConfig, data_config: DataConfig, train_config
     c, d = model_config, data_config
     word = {name: spec.setting(name).word(getattr(c, name)) for name in _switch_names()}
     data = N_("{task}, lengths {low}-{high}, {symbols} symbols")
-    sizes = N_("d_model {d_model}, {heads} heads, {layers}+{layers} layers")
+    if c.n_heads == 1:
+        sizes = N_("d_model {d_model}, {heads} head, {layers}+{layers} layers")
+    else:
+        sizes = N_("d_model {d_model}, {heads} heads, {layers}+{layers} layers")
     return joined(
         [
             Message(data, task=d.task, low=d.min_len, high=d.max_len, symbols=d.n_symbols),

@@ -82,8 +82,10 @@ class Experiment:
         m, d, t = self.model, self.data, self.train
         lengths = str(d.max_len) if d.min_len == d.max_len else f"{d.min_len}-{d.max_len}"
         stopping = Message(N_(", stopping early once solved") if t.early_stop else "")
-        heads = N_("heads set per variant") if self.switch == "n_heads" else N_("{n} heads")
-        heads = Message(heads, n=m.n_heads)
+        if self.switch == "n_heads":
+            heads = Message(N_("heads set per variant"))
+        else:
+            heads = Message(N_("{n} head") if m.n_heads == 1 else N_("{n} heads"), n=m.n_heads)
         if self.switch == "architecture":
             both = N_("the Transformer with {heads}, the GRUs with hidden size {d_model}")
             heads = Message(both, heads=heads, d_model=m.d_model)
