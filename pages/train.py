@@ -17,7 +17,7 @@ from pages.common import live_poll_s, run_registry
 from pages.downloads import csv_download
 from pages.dynamics_view import dynamics_view
 from pages.into_view import bring_into_view
-from pages.language import _, language, ngettext, session_translator
+from pages.language import _, language, ngettext, session_translator, table_cells
 from pages.links import share_link
 from pages.report_view import report_download
 from pages.state import (
@@ -201,7 +201,7 @@ def live_view(run: Run, polling: bool) -> None:
         st.markdown(_("**Five held-out inputs**, decoded greedily by the model as of step {step}:", step=step))
         examples = shared_examples(run_id(run), step, run)
         headers = {"input": _("input"), "target": _("target"), "model output": _("model output"), "right": _("right")}
-        st.dataframe(examples.rename(columns=headers), hide_index=True)
+        st.dataframe(table_cells(examples).rename(columns=headers), hide_index=True)  # its empty output's words
 
 
 def outcome(run: Run) -> None:
