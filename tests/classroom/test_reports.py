@@ -5,7 +5,7 @@ the class, and a table an older database gains; a student's place in the class a
 import pytest
 from sqlalchemy import inspect, select
 
-from tests.helpers import wait_until
+from tests.helpers import finished_run
 from transformer.classroom import Assignment, ClassStore, Group, RunState, schema
 from transformer.classroom.board import difference_sentence
 from transformer.classroom.recorder import ClassRecorder
@@ -20,50 +20,45 @@ from transformer.classroom.store import UnknownClass
 from transformer.i18n import translator
 from transformer.lengths import score_lengths
 from transformer.report_data import from_json, gather, length_rows, to_json
-from transformer.run_configs import run_configs
-from transformer.serving import Run, RunRegistry, ServerSettings
 
 ENGLISH = translator("en")
+COPY = dict(task="copy", min_len=3, max_len=3)
 PE_GROUPS = Assignment(
     {"task": "reverse", "steps": 600}, frozenset(), "positional", (Group("PE", "sinusoidal"), Group("no PE", "none"))
 )
 
 
+@pytest.fixture(scope="module")
+def runs():
+    """Two small runs a student of a class may have trained, one after the other."""
+    with finished_run(**COPY, seed=0) as first, finished_run(**COPY, seed=1) as second:
+        yield first, second
+
+
 @pytest.fixture
-def world(tmp_path):
-    store = ClassStore(f"sqlite:///{tmp_path / 'classes.sqlite3'}")
-    registry = RunRegistry(ServerSettings(training_slots=1, max_queue=4, worker_processes=False))
-    recorder = ClassRecorder(store, registry.place, every_s=0.1)
-    yield store, registry, recorder
-    recorder.close()
-    registry.close()
-    store.close()
+def store(tmp_path):
+    opened = ClassStore(f"sqlite:///{tmp_path / 'classes.sqlite3'}")
+    yield opened
+    opened.close()
 
 
-def train(registry: RunRegistry, browser: str, seed: int) -> Run:
-    """A small class run, watched until it ends."""
-    run = registry.submit(browser, *run_configs({"task": "copy", "min_len": 3, "max_len": 3, "seed": seed}))
-    wait_until(lambda: run.touch(browser) or run.done, timeout=120)
-    return run
-
-
-def test_a_class_run_s_report_is_kept_as_it_ends_and_read_back_as_it_was_made(world):
-    store, registry, recorder = world
+def test_a_class_run_s_report_is_kept_as_it_ends_and_read_back_as_it_was_made(store, runs):
     code, key = store.create_class("Lab 1")
     ada = store.join(code, "browser-a", "Ada")
-    run = train(registry, "browser-a", 0)
-    recorder.follow(ada, run)
-    wait_until(lambda: store.open_board(code, key).runs[ada.id].status == "finished")
+    run, _ = runs
+    recorder = ClassRecorder(store, lambda run: None, every_s=0.1)
+    recorder.follow(ada, run)  # an ended run: its report and final state are written at once
+    recorder.close()
+    assert store.open_board(code, key).runs[ada.id].status == "finished"
     kept = kept_reports(store, [ada.id])
     assert kept == {ada.id: from_json(to_json(gather(run)))}
     assert kept[ada.id].step == store.open_board(code, key).runs[ada.id].step
 
 
-def test_a_length_test_joins_the_report_until_the_next_run_s_report_replaces_both(world):
-    store, registry, recorder = world
+def test_a_length_test_joins_the_report_until_the_next_run_s_report_replaces_both(store, runs):
     code, _ = store.create_class("Lab 1")
     ada = store.join(code, "browser-a", "Ada")
-    first = train(registry, "browser-a", 0)
+    first, second = runs
     record_lengths(store, ada, [])  # no report kept yet: nothing to join
     record_run_report(store, ada, first)
     scores = score_lengths(first.model(), first.data().vocab, first.data_config, range(1, 6), 10).scores
@@ -71,17 +66,15 @@ def test_a_length_test_joins_the_report_until_the_next_run_s_report_replaces_bot
     kept = kept_reports(store, [ada.id])[ada.id]
     assert [row["length"] for row in kept.lengths] == [1, 2, 3, 4, 5]
     assert [row["exact_match"] for row in kept.lengths] == pytest.approx(scores["exact_match"].tolist(), rel=1e-5)
-    second = train(registry, "browser-a", 1)
     record_run_report(store, ada, second)
     kept = kept_reports(store, [ada.id])[ada.id]
     assert kept.lengths is None and kept.settings["seed"] == 1
 
 
-def test_the_teacher_s_file_shows_a_report_only_beside_the_run_the_board_shows_ended(world):
-    store, registry, recorder = world
+def test_the_teacher_s_file_shows_a_report_only_beside_the_run_the_board_shows_ended(store, runs):
     code, key = store.create_class("Lab <1>")
     ada, bob, cat = (store.join(code, f"browser-{n}", n) for n in ("Ada", "Bob", "Cat <b>"))
-    run = train(registry, "browser-a", 0)
+    run, _ = runs
     for student in (ada, cat):
         record_run_report(store, student, run)
     store.record_run(ada, RunState("finished", run.step, None, (), {"reason": "solved", "steps": run.step}))
@@ -95,11 +88,10 @@ def test_the_teacher_s_file_shows_a_report_only_beside_the_run_the_board_shows_e
     assert "班级 Lab &lt;1&gt; 的实验报告" in chinese and "<h3>设置</h3>" in chinese
 
 
-def test_reports_go_with_their_class_and_a_deleted_class_takes_none(world):
-    store, registry, recorder = world
+def test_reports_go_with_their_class_and_a_deleted_class_takes_none(store, runs):
     code, key = store.create_class("Lab 1")
     ada = store.join(code, "browser-a", "Ada")
-    run = train(registry, "browser-a", 0)
+    run, _ = runs
     record_run_report(store, ada, run)
     store.delete_class(code, key)
     with store.engine.begin() as conn:
@@ -124,8 +116,7 @@ def test_an_older_database_gains_the_reports_table_with_its_data_kept(tmp_path):
     reopened.close()
 
 
-def test_a_student_s_place_in_the_class_is_their_group_prediction_and_what_the_runs_measured(tmp_path):
-    store = ClassStore(f"sqlite:///{tmp_path / 'classes.sqlite3'}")
+def test_a_student_s_place_in_the_class_is_their_group_prediction_and_what_the_runs_measured(store):
     code, key = store.create_class("Lab 1")
     store.set_assignment(code, key, PE_GROUPS)
     store.set_question(code, key, "positional-none")
@@ -144,4 +135,3 @@ def test_a_student_s_place_in_the_class_is_their_group_prediction_and_what_the_r
     assert part.measured == "not within the step budget"  # Bob's run, without PE, did not solve it
     assert part.outcome == difference_sentence(snapshot) and "1 of 1 (PE) against 0 of 1 (no PE)" in part.outcome
     assert class_part(snapshot, ada).prediction is None and class_part(snapshot, ada).group == "PE"
-    store.close()
