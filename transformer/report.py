@@ -81,7 +81,7 @@ class Section:
     missing: str = ""
 
 
-def e(text: object) -> str:
+def escaped(text: object) -> str:
     """Text as HTML that reads character for character."""
     return html.escape(str(text))
 
@@ -94,7 +94,7 @@ class _Page:
 
     def t(self, message: str, **params: object) -> str:
         """`message` in the file's language, escaped."""
-        return e(self.tr.gettext(message, **params))
+        return escaped(self.tr.gettext(message, **params))
 
     def heading(self, message: str) -> str:
         return f"<h3>{self.t(message)}</h3>"
@@ -105,10 +105,10 @@ class _Page:
     def figure(self, fig: go.Figure) -> str:
         """A placeholder sized to `fig`, and `fig`'s JSON (Plotly escapes `<`, so no text can end its script)."""
         self.figures += 1
-        spec_ = fig.to_plotly_json()
-        layout = {k: v for k, v in spec_["layout"].items() if k != "template"}
+        plotted = fig.to_plotly_json()
+        layout = {k: v for k, v in plotted["layout"].items() if k != "template"}  # the file's one template
         name, height = f"figure-{self.figures}", int(layout.get("height") or 450)
-        data = to_json_plotly({"data": spec_["data"], "layout": layout})
+        data = to_json_plotly({"data": plotted["data"], "layout": layout})
         return (
             f'<div class="figure" id="{name}" style="min-height:{height}px"></div>'
             f'<script type="application/json" id="{name}-json">{data}</script>'
@@ -126,7 +126,7 @@ def report_html(sections: Sequence[Section], tr: Translator, title: str) -> str:
     parts = [_section(page, section, i) for i, section in enumerate(sections)]
     contents = ""
     if len(sections) > 1:
-        links = "".join(f'<li><a href="#report-{i}">{e(s.heading)}</a></li>' for i, s in enumerate(sections))
+        links = "".join(f'<li><a href="#report-{i}">{escaped(s.heading)}</a></li>' for i, s in enumerate(sections))
         contents = f"<nav><ol>{links}</ol></nav>"
     template = to_json_plotly(pio.templates[TEMPLATE].to_plotly_json())
     return _document(
@@ -144,7 +144,7 @@ def report_html(sections: Sequence[Section], tr: Translator, title: str) -> str:
 
 def notice_html(tr: Translator, title: str, message: str) -> str:
     """A file that says why it holds no report (a class that ended before its reports were made)."""
-    return _document(tr, title, "", [f"<p>{e(message)}</p>"])
+    return _document(tr, title, "", [f"<p>{escaped(message)}</p>"])
 
 
 def _document(tr: Translator, title: str, head: str, body: Sequence[str]) -> str:
@@ -152,11 +152,11 @@ def _document(tr: Translator, title: str, head: str, body: Sequence[str]) -> str
     return "\n".join(
         [
             "<!DOCTYPE html>",
-            f'<html lang="{e(tr.language)}"><head><meta charset="utf-8">',
+            f'<html lang="{escaped(tr.language)}"><head><meta charset="utf-8">',
             f'<meta http-equiv="Content-Security-Policy" content="{CSP}">',
             '<meta name="viewport" content="width=device-width, initial-scale=1">',
-            f"<title>{e(title)}</title><style>{STYLE}</style>{head}</head><body>",
-            f"<h1>{e(title)}</h1>",
+            f"<title>{escaped(title)}</title><style>{STYLE}</style>{head}</head><body>",
+            f"<h1>{escaped(title)}</h1>",
             *body,
             "</body></html>",
         ]
@@ -167,11 +167,11 @@ def _section(page: _Page, section: Section, index: int) -> str:
     """A section: its heading, the class part, and every part of its report (or why it has none)."""
     parts = [f'<section class="report" id="report-{index}">']
     if section.heading:
-        parts.append(f"<h2>{e(section.heading)}</h2>")
+        parts.append(f"<h2>{escaped(section.heading)}</h2>")
     if section.seat is not None:
         parts.append(_class_part(page, section.seat))
     if section.report is None:
-        parts.append(f'<p class="note">{e(section.missing)}</p>')
+        parts.append(f'<p class="note">{escaped(section.missing)}</p>')
     else:
         parts += [build(page, section.report) for build in PARTS]
     return "\n".join([*parts, "</section>"])
@@ -190,9 +190,9 @@ def _table(rows: Sequence[Sequence[str]], header: Sequence[str] = ()) -> str:
 def _class_part(page: _Page, seat: ClassPart) -> str:
     """The student's place in the class experiment: class, group, prediction, and what the class's runs measured."""
     rows = [
-        (page.t(N_("Class")), e(seat.title)),
-        (page.t(N_("Student")), e(seat.student)),
-        (page.t(N_("Group")), e(seat.group) if seat.group else page.t(N_("no groups"))),
+        (page.t(N_("Class")), escaped(seat.title)),
+        (page.t(N_("Student")), escaped(seat.student)),
+        (page.t(N_("Group")), escaped(seat.group) if seat.group else page.t(N_("no groups"))),
     ]
     if seat.question is not None:
         rows += [
@@ -239,7 +239,7 @@ def _curves(page: _Page, report: ReportData) -> str:
 def _examples(page: _Page, report: ReportData) -> str:
     """Held-out inputs, their targets and the model's greedy answers, each marked right or wrong."""
     header = [page.t(N_("input")), page.t(N_("target")), page.t(N_("model output")), page.t(N_("right"))]
-    rows = [[e(x.source), e(x.target), e(x.output), "✓" if x.right else "✗"] for x in report.examples]
+    rows = [[escaped(x.source), escaped(x.target), escaped(x.output), "✓" if x.right else "✗"] for x in report.examples]
     intro = N_("Held-out inputs, which training never saw, decoded greedily by the final model:")
     return page.heading(N_("Held-out examples")) + page.para(intro) + _table(rows, header)
 
