@@ -101,6 +101,12 @@ def test_every_sentence_the_report_writes_has_a_zh_cn_translation_with_its_place
     assert missing == []
 
 
+def test_an_empty_output_is_said_in_words(report):
+    silent = replace(report, examples=[Example("1 2 3", "3 2 1", "", False)])
+    assert "<td>(nothing)</td>" in run_report_html(silent, ENGLISH)
+    assert "<td>（空）</td>" in run_report_html(silent, CHINESE)
+
+
 def test_a_task_without_an_ideal_alignment_says_so(report):
     attention = replace(report.attention, ideal=None, scores=None)
     page = run_report_html(replace(report, alignment=None, attention=attention), ENGLISH)

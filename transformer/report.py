@@ -239,7 +239,10 @@ def _curves(page: _Page, report: ReportData) -> str:
 def _examples(page: _Page, report: ReportData) -> str:
     """Held-out inputs, their targets and the model's greedy answers, each marked right or wrong."""
     header = [page.t(N_("input")), page.t(N_("target")), page.t(N_("model output")), page.t(N_("right"))]
-    rows = [[escaped(x.source), escaped(x.target), escaped(x.output), "✓" if x.right else "✗"] for x in report.examples]
+    rows = [
+        [escaped(x.source), escaped(x.target), escaped(x.output) or page.t(N_("(nothing)")), "✓" if x.right else "✗"]
+        for x in report.examples
+    ]
     intro = N_("Held-out inputs, which training never saw, decoded greedily by the final model:")
     return page.heading(N_("Held-out examples")) + page.para(intro) + _table(rows, header)
 

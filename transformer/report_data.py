@@ -22,6 +22,7 @@ from torch.nn import Module
 from . import settings as spec
 from .alignment import best_head, head_scores, head_series, ideal_alignment
 from .curves import downsample
+from .i18n import Message
 from .lengths import SCORE_COLUMNS
 from .limits import MAX_LABEL_CHARS, MAX_REPORT_CHARS, MAX_REPORT_WEIGHTS, MAX_RUN_ROWS, MAX_SEQ_LEN, MAX_SYMBOL_CHARS
 from .live_examples import live_examples
@@ -123,13 +124,18 @@ def gather(run: Run, tested: tuple[Module, pd.DataFrame] | None = None) -> Repor
         rows=[_metric_row(row) for row in downsample(run.rows[:], MAX_RUN_ROWS)],
         loss_floor=smoothed_loss_floor(run.train_config.label_smoothing, run.model_config.vocab_size),
         examples=[
-            Example(row["input"], row["target"], row["model output"], row["right"] == "✓")
+            Example(row["input"], row["target"], _text_of(row["model output"]), row["right"] == "✓")
             for row in examples.to_dict("records")
         ],
         attention=probe_attention(run),
         alignment=alignment_line(run),
         lengths=length_rows(tested[1]) if tested is not None and same_weights(tested[0], model) else None,
     )
+
+
+def _text_of(output: str) -> str:
+    """A decoded output as text: "" for an empty one (which a live example says in words, a Message)."""
+    return "" if isinstance(output, Message) else str(output)
 
 
 def same_weights(one: Module, other: Module) -> bool:
