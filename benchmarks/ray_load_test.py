@@ -1,14 +1,16 @@
 """Load test (b) on both transports, in one run on one machine: N protocol clients with a seed each
-(`protocol_load_test.py`'s `seeds` scenario) against a server training on its own worker processes, then against
-a server training on a local Ray cluster of two nodes with one CPU each (LAB_RAY_ADDRESS), so both have two slots.
+(`protocol_load_test.py`'s `seeds` scenario) against a server training on its own worker processes, and against
+a server training on a local Ray cluster of two nodes with one CPU each (LAB_RAY_ADDRESS), so both have two slots;
+the cluster is up for both.
 
 Prints the two side by side: runs finished / refused / lapsed / failed, Start to finished p50 / p95 / max, the first
-chart point of any session after Start, peak memory and CPU of the server (its worker processes, or its Ray proxies)
-and of the cluster (its nodes' processes and the actors on them). Then, on the same cluster, what identical runs
+chart point of any session after Start, the runs' training times, peak memory and CPU of the server (its worker
+processes, or its Ray proxies) and of the cluster (its nodes' processes and the actors on them), and the machine's
+load average (other work on it shows there). Then, on the same cluster, what identical runs
 cost across two replicas: the Train page's default run started on two replicas' registries trains twice, where two
 students on one replica share one run.
 
-    python benchmarks/ray_load_test.py [--sessions 30] [--json FILE]
+    python benchmarks/ray_load_test.py [--sessions 30] [--order local ray] [--json FILE]
 
 Exits 1 if either backend had a session error, a lapsed or a failed run; `pytest -m slow`
 (`tests/serving/test_ray_load.py`) runs it with the issue's goals as assertions.
@@ -17,12 +19,13 @@ Exits 1 if either backend had a session error, a lapsed or a failed run; `pytest
 import argparse
 import json
 import os
+import re
 import sys
 from contextlib import contextmanager
 from pathlib import Path
 
 import protocol_load_test
-from load_test import Every, _cpu_s, _descendants, _rss, _triple
+from load_test import Every, _cpu_s, _descendants, _rss, _spread, _triple
 from protocol_load_test import ARTIFACTS
 from ray.cluster_utils import Cluster
 
@@ -30,18 +33,24 @@ from transformer.run_configs import default_configs
 from transformer.serving import RunRegistry, ServerSettings
 
 BACKENDS = ("local", "ray")
+TRAINED = re.compile(r"run ended: .* after ([\d.]+) s of training$", re.M)  # the serving log's line (run.py)
 READY_S = 120.0  # a registry's actors, importing torch
 
 
 class ClusterSampler(Every):
     """On a thread: the peak resident memory of a local cluster's processes (its nodes' and the workers they
-    started: the training actors), every 0.2 s, and their CPU seconds as last seen."""
+    started: the training actors), every 0.2 s, and the CPU seconds they used while it is open, as last seen."""
 
     def __init__(self, cluster: Cluster, every_s: float = 0.2):
         super().__init__(every_s)
         self.cluster = cluster
         self.peak_bytes = 0
         self._cpu_s: dict[int, float] = {}
+        self._before: dict[int, float] = {}
+
+    def __enter__(self) -> "ClusterSampler":
+        self._before = {pid: _cpu_s(pid) for pid in self.pids()}
+        return super().__enter__()
 
     def pids(self) -> list[int]:
         nodes = [
@@ -59,22 +68,36 @@ class ClusterSampler(Every):
             self._cpu_s[pid] = max(self._cpu_s.get(pid, 0.0), _cpu_s(pid))
 
     def cpu_s(self) -> float:
-        return sum(self._cpu_s.values())
+        return sum(seconds - self._before.get(pid, 0.0) for pid, seconds in self._cpu_s.items())
 
 
 @contextmanager
 def ray_cluster(nodes: int = 2):
-    """A local cluster of `nodes` nodes with one CPU each, and LAB_RAY_ADDRESS pointing the servers at it."""
+    """A local cluster of `nodes` nodes with one CPU each."""
     cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "include_dashboard": False}, connect=False)
     try:
         for _ in range(nodes - 1):
             cluster.add_node(num_cpus=1)
         cluster.wait_for_nodes()
-        os.environ["LAB_RAY_ADDRESS"] = cluster.address
         yield cluster
     finally:
-        os.environ.pop("LAB_RAY_ADDRESS", None)
         cluster.shutdown()
+
+
+def load_test(backend: str, n_sessions: int, cluster: Cluster) -> dict:
+    """The seeds scenario against a server on `backend`; its summary, with the runs' training times from its log
+    and the machine's load average after it (other work on the machine, if any)."""
+    log_name = f"server-ray-load-test-{backend}.log"
+    os.environ.pop("LAB_TRAINING_SLOTS", None)  # two slots on both: the machine's cores, the cluster's CPUs
+    os.environ["LAB_RAY_ADDRESS"] = cluster.address if backend == "ray" else ""
+    try:
+        summary = protocol_load_test.run(n_sessions, "seeds", log_name)
+    finally:
+        os.environ.pop("LAB_RAY_ADDRESS")
+    summary["load_avg_1m_after"] = round(os.getloadavg()[0], 1)
+    trained = TRAINED.findall((ARTIFACTS / log_name).read_text())
+    summary["training_s_of_runs"] = _spread(float(seconds) for seconds in trained)
+    return summary
 
 
 def duplicate_cost(cluster: Cluster, sampler: ClusterSampler, seed: int = 0) -> dict:
@@ -103,19 +126,21 @@ def duplicate_cost(cluster: Cluster, sampler: ClusterSampler, seed: int = 0) -> 
             registry.close()
 
 
-def measure(n_sessions: int = 30) -> dict[str, dict]:
-    """The seeds scenario on each backend, one after the other; the summaries by backend."""
-    os.environ.pop("LAB_RAY_ADDRESS", None)
-    os.environ.pop("LAB_TRAINING_SLOTS", None)  # two slots on both: the machine's cores, the cluster's CPUs
-    summaries = {"local": protocol_load_test.run(n_sessions, "seeds", "server-ray-load-test-local.log")}
-    summaries["local"]["load_avg_1m_after"] = os.getloadavg()[0]  # other work on the machine, if any
-    with ray_cluster() as cluster, ClusterSampler(cluster) as sampler:
-        summaries["ray"] = protocol_load_test.run(n_sessions, "seeds", "server-ray-load-test-ray.log")
-        summaries["ray"]["load_avg_1m_after"] = os.getloadavg()[0]
-        summaries["ray"]["cluster"] = {"peak_rss_mb": round(sampler.peak_bytes / 2**20, 1), "cpu_s": None}
-        sampler.tick()
-        summaries["ray"]["cluster"]["cpu_s"] = round(sampler.cpu_s(), 1)
-        summaries["identical_runs"] = duplicate_cost(cluster, sampler)
+def measure(n_sessions: int = 30, order: tuple[str, ...] = BACKENDS) -> dict[str, dict]:
+    """The seeds scenario on each backend in `order`, the cluster up for both (its idle daemons take their share
+    in both), then the cost of identical runs across replicas; the summaries by backend."""
+    summaries = {}
+    with ray_cluster() as cluster:
+        for backend in order:
+            with ClusterSampler(cluster) as sampler:
+                summaries[backend] = load_test(backend, n_sessions, cluster)
+                sampler.tick()
+            summaries[backend]["cluster"] = {
+                "peak_rss_mb": round(sampler.peak_bytes / 2**20, 1),
+                "cpu_s": round(sampler.cpu_s(), 1),
+            }
+        with ClusterSampler(cluster) as sampler:
+            summaries["identical_runs"] = duplicate_cost(cluster, sampler)
     return summaries
 
 
@@ -124,7 +149,7 @@ def side_by_side(summaries: dict[str, dict]) -> str:
 
     def rows(s: dict) -> list[tuple[str, str]]:
         t, r = s["training"], s["runs_on_server"]
-        cluster = s.get("cluster")
+        cluster = s["cluster"]
         return [
             ("sessions served without error", f"{s['served']} / {s['sessions']}"),
             (
@@ -137,8 +162,9 @@ def side_by_side(summaries: dict[str, dict]) -> str:
             ("Start to run started on the server", _triple(r["start_to_started_s"])),
             ("peak server RSS, workers or proxies", f"{s['peak_rss_mb']:.0f} MB"),
             ("server CPU, workers or proxies", f"{s['server_cpu_s']} s of {s['total_s']} s"),
-            ("peak cluster RSS, actors included", f"{cluster['peak_rss_mb']:.0f} MB" if cluster else "-"),
-            ("cluster CPU, actors included", f"{cluster['cpu_s']} s" if cluster else "-"),
+            ("training time of a run p50 / p95 / max", _triple(s["training_s_of_runs"])),
+            ("peak cluster RSS, actors included", f"{cluster['peak_rss_mb']:.0f} MB"),
+            ("cluster CPU, actors included", f"{cluster['cpu_s']} s"),
             ("the machine's load average after it (1 min)", f"{s['load_avg_1m_after']:.1f}"),
         ]
 
@@ -157,10 +183,13 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sessions", type=int, default=30, help="students pressing Start at once, a seed each")
     parser.add_argument("--json", type=Path, default=ARTIFACTS / "ray_load_test.json", help="the two summaries")
+    parser.add_argument("--order", nargs=2, choices=BACKENDS, default=BACKENDS, help="which backend goes first")
     args = parser.parse_args(argv)
     if not 1 <= args.sessions <= 200:
         parser.error("--sessions must be between 1 and 200")
-    summaries = measure(args.sessions)
+    if len(set(args.order)) != 2:
+        parser.error("--order names both backends, once each")
+    summaries = measure(args.sessions, tuple(args.order))
     args.json.parent.mkdir(parents=True, exist_ok=True)
     args.json.write_text(json.dumps(summaries, indent=2))
     print(json.dumps(summaries, indent=2))

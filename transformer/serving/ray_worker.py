@@ -85,7 +85,9 @@ def relay(conn: Connection, torch_threads: int, name: str) -> None:
     try:
         for ref in actor.reports.options(num_returns="streaming").remote():
             conn.send_bytes(ray.get(ref))
-    except (RayError, OSError):  # the actor or its node died, or the server closed the pipe
+    except RayError as err:  # the actor or its node died: the server's log says why, the server sees the pipe close
+        print(f"training actor {name} ended: {str(err).splitlines()[0]}", file=sys.stderr)
+    except OSError:  # the server closed the pipe
         pass
 
 
