@@ -26,10 +26,11 @@ import torch  # noqa: E402
 
 from transformer.checkpoint import check_model_size  # noqa: E402
 from transformer.decoding import beam_search, decode_all_steps, teacher_forced  # noqa: E402
-from transformer.inspection import attention_before_after, module_table  # noqa: E402
+from transformer.inspection import module_table  # noqa: E402
 from transformer.knockout import all_heads, compare_outputs, grid_allowed, knockout_grid, score  # noqa: E402
 from transformer.lengths import inputs_within_budget, score_lengths  # noqa: E402
 from transformer.limits import MAX_PROBE_COST, check_probe_cost  # noqa: E402
+from transformer.mask_experiments import attention_before_after  # noqa: E402
 from transformer.model import ModelConfig, Transformer  # noqa: E402
 from transformer.run_configs import run_configs  # noqa: E402
 from transformer.tasks import DataConfig  # noqa: E402

@@ -15,18 +15,10 @@ from pages.links import link_values, share_link
 from pages.state import keep_result, model_page, result_for
 from transformer.figures.attention import attention_heatmaps, mask_heatmap
 from transformer.i18n import N_
-from transformer.inspection import (
-    ATTENTION_KINDS,
-    MaskingResult,
-    attention_before_after,
-    mask_grids,
-    pad_more,
-    padded_pair,
-    peek_at_future,
-    random_pair,
-)
+from transformer.inspection import ATTENTION_KINDS, padded_pair, random_pair
 from transformer.link_params import masking_parsers, write_params
 from transformer.literal import code_span, markdown_literal
+from transformer.mask_experiments import MaskingResult, attention_before_after, mask_grids, pad_more, peek_at_future
 
 LINKED_WIDGETS = {"source": "mask_src", "target": "mask_tgt", "pad": "mask_pad_to"}  # link parameter -> widget key
 MAY_ATTEND = _("query {i} may attend to key {j}", i="$i$", j="$j$")  # in LaTeX's \text, $...$ is maths

@@ -9,10 +9,12 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 import numpy as np
+import torch
 from streamlit.runtime.pages_manager import PagesManager
 from streamlit.testing.v1 import AppTest
 
 from pages.state import FLASHES, RESULTS, ModelResult
+from transformer.model import ModelConfig, Transformer
 from transformer.run_configs import run_configs
 from transformer.serving import Run, RunRegistry, ServerSettings
 
@@ -73,3 +75,14 @@ def navigation_mode_patch() -> tuple[type, str, Callable]:
         PagesManager.uses_pages_directory = False
 
     return PagesManager, "__init__", init_in_navigation_mode
+
+
+def random_model(seed: int = 0, **changes) -> Transformer:
+    """An untrained model of ModelConfig's defaults with `changes`, its weights drawn from `seed`, in eval mode."""
+    torch.manual_seed(seed)
+    return Transformer(ModelConfig(**changes)).eval()
+
+
+def hooks_left(model: Transformer) -> int:
+    """How many forward hooks remain on the model's modules (a probe must remove every hook it adds)."""
+    return sum(len(m._forward_hooks) + len(m._forward_pre_hooks) for m in model.modules())
