@@ -45,12 +45,18 @@ def start_cluster(nodes: int) -> Cluster:
 
 @pytest.fixture(scope="session")
 def cluster():
-    """The session's two-node cluster; the tests' own process joins it as a driver, to kill actors by name."""
+    """The session's two-node cluster."""
     cluster = start_cluster(2)
-    ray.init(cluster.address, namespace=NAMESPACE, log_to_driver=False, logging_level="ERROR")
     yield cluster
-    ray.shutdown()
     cluster.shutdown()
+
+
+@pytest.fixture(scope="module")
+def driver(cluster):
+    """This process joined to the cluster as a driver, to kill an actor by its name, until the module ends."""
+    ray.init(cluster.address, namespace=NAMESPACE, log_to_driver=False, logging_level="ERROR")
+    yield
+    ray.shutdown()
 
 
 def replica(cluster: Cluster) -> RunRegistry:
@@ -136,7 +142,7 @@ def test_a_runs_caps_reach_the_actor_and_end_the_run_with_its_model_kept(replica
     assert run.notice.startswith(notice) and run.model() is not None
 
 
-def test_an_actor_killed_mid_run_leaves_its_last_snapshot_in_hand_and_a_new_actor_takes_the_slot(replicas):
+def test_an_actor_killed_mid_run_leaves_its_last_snapshot_in_hand_and_a_new_actor_takes_the_slot(replicas, driver):
     registry = replicas[0]
     run = registry.submit("a", *settings(seed=5, **ENDLESS, eval_every=5))
     wait_until(lambda: len(run.rows) >= 2, timeout=60.0)
