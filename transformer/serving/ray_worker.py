@@ -86,7 +86,7 @@ def relay(conn: Connection, torch_threads: int, name: str) -> None:
         for ref in actor.reports.options(num_returns="streaming").remote():
             conn.send_bytes(ray.get(ref))
     except RayError as err:  # the actor or its node died: the server's log says why, the server sees the pipe close
-        print(f"training actor {name} ended: {str(err).splitlines()[0]}", file=sys.stderr)
+        print(f"training actor {name} ended: {first_line(err)}", file=sys.stderr)
     except OSError:  # the server closed the pipe
         pass
 
@@ -101,22 +101,25 @@ def forward_controls(conn: Connection, actor: "ray.actor.ActorHandle") -> None:
         os._exit(0)  # the main thread may be waiting on the actor's stream: end the driver, and Ray its actor
 
 
+def first_line(err: Exception) -> str:
+    """An error in one line, for the server's log (Ray's own messages run to many)."""
+    return str(err).partition("\n")[0] or repr(err)
+
+
 def main(argv: list[str]) -> int:
-    if argv[0] == "--cpus":
-        try:
-            connect(argv[1])
-        except (ConnectionError, RayError, ValueError) as err:
-            print(f"the Ray cluster cannot be reached: {err}", file=sys.stderr)
-            return 1
-        print(int(ray.cluster_resources().get("CPU", 0)))
-        return 0
-    conn = Connection(int(argv[0]))
+    """Print the cluster's CPUs (`--cpus ADDRESS`), or be a slot's proxy (`FD TORCH_THREADS ADDRESS NAME`); 1, with
+    the reason on stderr, when the cluster cannot be reached (a proxy's server then sees its pipe close)."""
+    asking = argv[0] == "--cpus"
+    conn = None if asking else Connection(int(argv[0]))
     try:
-        connect(argv[2])
+        connect(argv[1] if asking else argv[2])
     except (ConnectionError, RayError, ValueError) as err:
-        print(f"the Ray cluster cannot be reached: {err}", file=sys.stderr)
-        return 1  # the server sees the pipe close before Ready
-    relay(conn, int(argv[1]), argv[3])
+        print(first_line(err), file=sys.stderr)
+        return 1
+    if asking:
+        print(int(ray.cluster_resources().get("CPU", 0)))
+    else:
+        relay(conn, int(argv[1]), argv[3])
     return 0
 
 
