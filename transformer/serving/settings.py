@@ -1,4 +1,5 @@
-"""The server's settings: one dataclass, read once from `LAB_*` environment variables (docs/classroom.md lists them)."""
+"""The server's settings: one dataclass, read once from `LAB_*` environment variables (docs/classroom.md lists them;
+docs/scale.md the Ray cluster's, `LAB_RAY_ADDRESS`)."""
 
 import os
 import re
