@@ -18,8 +18,9 @@ from ..serving import Run
 from .board import difference_sentence, state_text
 from .questions import QUESTIONS, right_choices
 from .records import Snapshot, Student
+from .rows import upsert
 from .schema import reports
-from .store import ClassStore, UnknownClass, _upsert
+from .store import ClassStore, UnknownClass
 
 ENDED = ("finished", "stopped")  # run states a report is kept for
 log = logging.getLogger("transformer.classroom")
@@ -38,7 +39,7 @@ def record_run_report(store: ClassStore, student: Student, run: Run) -> None:
     values = dict(student_id=student.id, report=text, lengths=None, updated_at=store.now())
     try:
         with store.engine.begin() as conn:
-            _upsert(conn, reports, values)
+            upsert(conn, reports, values)
     except IntegrityError as err:  # the student's class was deleted or purged
         raise UnknownClass("the student's class has ended") from err
 

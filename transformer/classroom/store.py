@@ -17,8 +17,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Connection, Row, create_engine, delete, event, func, insert, select, update
-from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy import Connection, Row, create_engine, event, func, insert, select, update
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import IntegrityError
 
@@ -43,6 +42,7 @@ from .assignment import Assignment
 from .codes import MAX_CODE_CHARS, key_hash, key_matches, new_class_code, new_salt, new_teacher_key
 from .questions import QUESTIONS
 from .records import IN_FLIGHT, Caller, ClassInfo, Prediction, RunState, Snapshot, Student, bounded
+from .rows import assignment_of, class_info_of, delete_classes, snapshot_of, student_of, upsert
 from .schema import MAX_SERVER_CHARS, classes, migrate, name_key, predictions, runs, students
 
 Clock = Callable[[], datetime]
@@ -172,39 +172,16 @@ class ClassStore:
 
     def _creations(self, caller: Caller) -> None:
         """Count a class creation by `caller`; TooManyAttempts, uncounted, past any of CLASS_CREATIONS."""
-        who = {
-            "browser": throttle.subject("browser", caller.browser),
-            "address": throttle.subject("address", caller.address),
-            "server": throttle.subject("server", None),
-        }
-        if caller.address is None:  # unknown: every such caller would count as one address
-            del who["address"]
-        too_many = {
-            "browser": N_(
-                "{most} classes were created from this browser in the last {minutes} minutes, the most this server "
-                "takes: try again later"
-            ),
-            "address": N_(
-                "{most} classes were created from your network in the last {minutes} minutes, the most this server "
-                "takes: try again later"
-            ),
-            "server": N_(
-                "{most} classes were created on this server in the last {minutes} minutes, the most this server "
-                "takes: try again later"
-            ),
-        }
         with self.engine.begin() as conn:
-            for kind, subject in who.items():
-                if throttle.over(conn, "create", subject, CLASS_CREATIONS[kind], self.now()):
-                    most, window_s = CLASS_CREATIONS[kind]
-                    raise TooManyAttempts(Message(too_many[kind], most=most, minutes=window_s // 60))
-            throttle.note(conn, "create", who.values(), self.now())
+            refusal = throttle.creation_refused(conn, caller, self.now())
+        if refusal is not None:
+            raise TooManyAttempts(refusal)
 
     def open_board(self, code: str, key: str, caller: Caller | None = None) -> Snapshot:
         """The whole class, names included, for its teacher."""
         row = self._teacher(code, key, caller)
         with self.engine.begin() as conn:
-            return _snapshot(conn, row, names=True, lost_before=self._lost_before())
+            return snapshot_of(conn, row, names=True, lost_before=self._lost_before())
 
     def set_assignment(self, code: str, key: str, assignment: Assignment | None, caller: Caller | None = None) -> None:
         """Set (or clear) the class's assignment; ClassroomError if the class's question no longer fits it."""
@@ -222,7 +199,7 @@ class ClassStore:
         if question is not None:
             if question not in QUESTIONS:
                 raise ClassroomError(N_("not a built-in question"))
-            if why := QUESTIONS[question].unfit(_assignment(row)):
+            if why := QUESTIONS[question].unfit(assignment_of(row)):
                 raise ClassroomError(Message(N_("this question does not fit the assignment: {why}"), why=why))
         with self.engine.begin() as conn:
             conn.execute(update(classes).where(classes.c.id == row.id).values(question=question))
@@ -231,7 +208,7 @@ class ClassStore:
         """Delete the class and everything it recorded, now."""
         row = self._teacher(code, key, caller)
         with self.engine.begin() as conn:
-            _delete_classes(conn, [row.id])
+            delete_classes(conn, [row.id])
 
     def purge_expired(self) -> int:
         """Delete every class past its retention, with all it recorded, and the attempts past every rate limit's
@@ -239,7 +216,7 @@ class ClassStore:
         longest = max(window for _, window in (*CLASS_CREATIONS.values(), WRONG_KEYS_PER_BROWSER, FREE_MISSES))
         with self.engine.begin() as conn:
             ids = list(conn.scalars(select(classes.c.id).where(classes.c.expires_at <= self.now())))
-            _delete_classes(conn, ids)
+            delete_classes(conn, ids)
             throttle.forget_before(conn, self.now() - timedelta(seconds=longest))
         return len(ids)
 
@@ -250,7 +227,7 @@ class ClassStore:
         (a class link: see `_miss`)."""
         try:
             with self.engine.begin() as conn:
-                return _info(self._class(conn, code))
+                return class_info_of(self._class(conn, code))
         except UnknownClass:
             self._miss(caller)
             raise
@@ -259,7 +236,7 @@ class ClassStore:
         """The whole class: without its students' names, what a student may see of the others; with them, what a
         board whose teacher key was checked (`open_board`) shows on each redraw, without checking it again."""
         with self.engine.begin() as conn:
-            return _snapshot(conn, self._class(conn, code), names=names, lost_before=self._lost_before())
+            return snapshot_of(conn, self._class(conn, code), names=names, lost_before=self._lost_before())
 
     def student(self, code: str, browser: str) -> Student | None:
         """The student this browser joined the class as, if any."""
@@ -268,7 +245,7 @@ class ClassStore:
             found = conn.execute(
                 select(students).where(students.c.class_id == row.id, students.c.browser == browser)
             ).first()
-            return None if found is None else _student(found, _assignment(row))
+            return None if found is None else student_of(found, assignment_of(row))
 
     def standing(self, student: Student) -> tuple[Prediction | None, str | None]:
         """The student's prediction and the status of their recorded run (None for either they have not got)."""
@@ -305,7 +282,7 @@ class ClassStore:
             raise ClassroomError(Message(N_("this class is full: it holds {most} students"), most=MAX_STUDENTS))
         values = dict(class_id=row.id, browser=browser, name=name, name_key=name_key(name), position=position)
         new = conn.execute(insert(students).values(**values, joined_at=self.now()).returning(students)).one()
-        return _student(new, _assignment(row))
+        return student_of(new, assignment_of(row))
 
     def answer(self, student: Student, choice: str) -> None:
         """Record the student's prediction for the class's question; only before their run starts."""
@@ -319,7 +296,7 @@ class ClassStore:
             if conn.scalar(select(runs.c.status).where(runs.c.student_id == student.id)) not in (None, "not started"):
                 raise ClassroomError(N_("predictions are made before the run starts"))
             values = dict(question=question, choice=choice, answered_at=self.now())
-            _upsert(conn, predictions, dict(student_id=student.id, **values))
+            upsert(conn, predictions, dict(student_id=student.id, **values))
 
     def record_run(self, student: Student, state: RunState) -> None:
         """Keep the state of the student's run, replacing the last one (rows thinned to MAX_RUN_ROWS), as reported
@@ -343,7 +320,7 @@ class ClassStore:
             with self.engine.begin() as conn:
                 if conn.scalar(select(students.c.id).where(students.c.id == student.id)) is None:
                     raise gone
-                _upsert(conn, runs, values)
+                upsert(conn, runs, values)
         except IntegrityError as err:  # the class was deleted between the check and the write
             raise gone from err
 
@@ -414,63 +391,3 @@ def _sqlite_settings(dbapi_connection: Any, _record: Any) -> None:
     cursor.execute("PRAGMA foreign_keys=ON")
     cursor.execute("PRAGMA journal_mode=WAL")
     cursor.close()
-
-
-def _upsert(conn: Connection, table: Any, values: Mapping[str, Any]) -> None:
-    """Insert the table's row of `values["student_id"]`, or replace it by `values`: one statement, so two writers
-    at once leave one row."""
-    dialect = {"sqlite": sqlite, "postgresql": postgresql}[conn.dialect.name]
-    statement = dialect.insert(table).values(**values)
-    conn.execute(statement.on_conflict_do_update(index_elements=[table.c.student_id], set_=dict(values)))
-
-
-def _delete_classes(conn: Connection, ids: list[int]) -> None:
-    """Delete the classes with these ids and every row that belongs to them."""
-    members = select(students.c.id).where(students.c.class_id.in_(ids))
-    conn.execute(delete(predictions).where(predictions.c.student_id.in_(members)))
-    conn.execute(delete(runs).where(runs.c.student_id.in_(members)))
-    conn.execute(delete(students).where(students.c.class_id.in_(ids)))
-    conn.execute(delete(classes).where(classes.c.id.in_(ids)))
-
-
-def _assignment(row: Row) -> Assignment:
-    """The class's assignment, or the empty one (the Train page's defaults, no groups)."""
-    return Assignment() if row.assignment is None else Assignment.from_json(row.assignment)
-
-
-def _info(row: Row) -> ClassInfo:
-    """A class row as ClassInfo."""
-    assignment = None if row.assignment is None else _assignment(row)
-    return ClassInfo(row.code, row.title, row.created_at, row.expires_at, assignment, row.question)
-
-
-def _student(row: Row, assignment: Assignment, name: str | None = None) -> Student:
-    """A student row as Student, with the group and seed `assignment` gives their position."""
-    group = assignment.group(row.position)
-    label = None if group is None else group.label
-    return Student(row.id, row.name if name is None else name, row.position, label, assignment.seed(row.position))
-
-
-def _run_state(run: Row, lost_before: datetime) -> RunState:
-    """A run's row as RunState: "lost" if it is queued or training but no server has reported on it since
-    `lost_before`."""
-    lost = run.status in IN_FLIGHT and (run.heard_at or run.updated_at) < lost_before
-    status = "lost" if lost else run.status
-    return RunState(status, run.step, None if lost else run.queue_place, tuple(run.rows), run.result, run.error)
-
-
-def _snapshot(conn: Connection, row: Row, names: bool, lost_before: datetime) -> Snapshot:
-    """The class in `row` with its students (names blank unless `names`), runs and predictions; runs unheard of
-    since `lost_before` are lost."""
-    assignment = _assignment(row)
-    members = conn.execute(select(students).where(students.c.class_id == row.id).order_by(students.c.position))
-    roster = tuple(_student(s, assignment, None if names else "") for s in members)
-    ids = [s.id for s in roster]
-    states = {
-        r.student_id: _run_state(r, lost_before) for r in conn.execute(select(runs).where(runs.c.student_id.in_(ids)))
-    }
-    answers = {
-        p.student_id: Prediction(p.question, p.choice)
-        for p in conn.execute(select(predictions).where(predictions.c.student_id.in_(ids)))
-    }
-    return Snapshot(_info(row), roster, states, answers)

@@ -16,6 +16,9 @@ from datetime import datetime, timedelta
 
 from sqlalchemy import Connection, delete, func, insert, select
 
+from ..i18n import N_, Message
+from ..limits import CLASS_CREATIONS
+from .records import Caller
 from .schema import attempts
 
 MAX_TURNS_KEPT = 10_000  # subjects whose next turn one server remembers; older turns are forgotten first
@@ -74,3 +77,33 @@ class Turns:
         if turn > now:
             self.sleep(turn - now)
         return turn - now
+
+
+TOO_MANY_CREATIONS = {  # CLASS_CREATIONS' kind -> the refusal past its bound
+    "browser": N_(
+        "{most} classes were created from this browser in the last {minutes} minutes, the most this server takes: "
+        "try again later"
+    ),
+    "address": N_(
+        "{most} classes were created from your network in the last {minutes} minutes, the most this server takes: "
+        "try again later"
+    ),
+    "server": N_(
+        "{most} classes were created on this server in the last {minutes} minutes, the most this server takes: "
+        "try again later"
+    ),
+}
+
+
+def creation_refused(conn: Connection, caller: Caller, now: datetime) -> Message | None:
+    """Count a class creation by `caller` (their browser, their address when known, and the server); or, uncounted,
+    the refusal of the first of CLASS_CREATIONS it would pass."""
+    who = {kind: subject(kind, getattr(caller, kind, None)) for kind in ("browser", "address", "server")}
+    if caller.address is None:  # unknown: every such caller would count as one address
+        del who["address"]
+    for kind, key in who.items():
+        if over(conn, "create", key, CLASS_CREATIONS[kind], now):
+            most, window_s = CLASS_CREATIONS[kind]
+            return Message(TOO_MANY_CREATIONS[kind], most=most, minutes=window_s // 60)
+    note(conn, "create", who.values(), now)
+    return None

@@ -1,0 +1,73 @@
+"""The class database's rows as the records pages read (`records`), and the writes several of the store's methods
+share. `ClassStore` (store.py) holds the transactions; this module, what one row means."""
+
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Connection, Row, delete, select
+from sqlalchemy.dialects import postgresql, sqlite
+
+from .assignment import Assignment
+from .records import IN_FLIGHT, ClassInfo, Prediction, RunState, Snapshot, Student
+from .schema import classes, predictions, runs, students
+
+
+def upsert(conn: Connection, table: Any, values: Mapping[str, Any]) -> None:
+    """Insert the table's row of `values["student_id"]`, or replace it by `values`: one statement, so two writers
+    at once leave one row."""
+    dialect = {"sqlite": sqlite, "postgresql": postgresql}[conn.dialect.name]
+    statement = dialect.insert(table).values(**values)
+    conn.execute(statement.on_conflict_do_update(index_elements=[table.c.student_id], set_=dict(values)))
+
+
+def delete_classes(conn: Connection, ids: list[int]) -> None:
+    """Delete the classes with these ids and every row that belongs to them."""
+    members = select(students.c.id).where(students.c.class_id.in_(ids))
+    conn.execute(delete(predictions).where(predictions.c.student_id.in_(members)))
+    conn.execute(delete(runs).where(runs.c.student_id.in_(members)))
+    conn.execute(delete(students).where(students.c.class_id.in_(ids)))
+    conn.execute(delete(classes).where(classes.c.id.in_(ids)))
+
+
+def assignment_of(row: Row) -> Assignment:
+    """The class's assignment, or the empty one (the Train page's defaults, no groups)."""
+    return Assignment() if row.assignment is None else Assignment.from_json(row.assignment)
+
+
+def class_info_of(row: Row) -> ClassInfo:
+    """A class row as ClassInfo."""
+    assignment = None if row.assignment is None else assignment_of(row)
+    return ClassInfo(row.code, row.title, row.created_at, row.expires_at, assignment, row.question)
+
+
+def student_of(row: Row, assignment: Assignment, name: str | None = None) -> Student:
+    """A student row as Student, with the group and seed `assignment` gives their position."""
+    group = assignment.group(row.position)
+    label = None if group is None else group.label
+    return Student(row.id, row.name if name is None else name, row.position, label, assignment.seed(row.position))
+
+
+def run_state_of(run: Row, lost_before: datetime) -> RunState:
+    """A run's row as RunState: "lost" if it is queued or training but no server has reported on it since
+    `lost_before`."""
+    lost = run.status in IN_FLIGHT and (run.heard_at or run.updated_at) < lost_before
+    status = "lost" if lost else run.status
+    return RunState(status, run.step, None if lost else run.queue_place, tuple(run.rows), run.result, run.error)
+
+
+def snapshot_of(conn: Connection, row: Row, names: bool, lost_before: datetime) -> Snapshot:
+    """The class in `row` with its students (names blank unless `names`), runs and predictions; runs unheard of
+    since `lost_before` are lost."""
+    assignment = assignment_of(row)
+    members = conn.execute(select(students).where(students.c.class_id == row.id).order_by(students.c.position))
+    roster = tuple(student_of(s, assignment, None if names else "") for s in members)
+    ids = [s.id for s in roster]
+    states = {
+        r.student_id: run_state_of(r, lost_before) for r in conn.execute(select(runs).where(runs.c.student_id.in_(ids)))
+    }
+    answers = {
+        p.student_id: Prediction(p.question, p.choice)
+        for p in conn.execute(select(predictions).where(predictions.c.student_id.in_(ids)))
+    }
+    return Snapshot(class_info_of(row), roster, states, answers)
