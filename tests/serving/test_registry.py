@@ -10,6 +10,7 @@ import pytest
 import torch
 
 from tests.helpers import wait_until
+from transformer.i18n import Message, translator
 from transformer.model import ModelConfig, Transformer
 from transformer.serving import (
     CONNECTED_GRACE,
@@ -29,6 +30,7 @@ from transformer.tasks import DataConfig, TaskData
 from transformer.training import TrainConfig, Trainer
 
 ENDLESS = dict(steps=10**6, early_stop=False)
+ZH = translator("zh-CN")  # what a page in Chinese shows of a run's error, notice or withdrawal
 
 
 def settings(seed: int = 0, **train) -> tuple[ModelConfig, DataConfig, TrainConfig]:
@@ -145,6 +147,17 @@ def test_a_diverging_run_ends_with_a_message(registry, monkeypatch):
     run = registry.submit("a", *settings(steps=50))
     assert run.wait_until_done(20)
     assert "loss became" in run.error and run.result is None
+    assert isinstance(run.error, Message) and "时损失变成了" in ZH(run.error)  # still a Message past the worker's pipe
+
+
+def test_an_unforeseen_error_in_training_ends_the_run_with_what_it_was(registry, monkeypatch):
+    def broken(trainer, control=None):
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(worker_module.Trainer, "train", broken)
+    run = registry.submit("a", *settings(steps=5))
+    assert run.wait_until_done(20) and run.result is None
+    assert run.error == "training failed: RuntimeError('boom')" and ZH(run.error) == "训练失败：RuntimeError('boom')"
 
 
 def test_a_run_whose_worker_cannot_start_ends_with_a_message(monkeypatch):
@@ -153,6 +166,7 @@ def test_a_run_whose_worker_cannot_start_ends_with_a_message(monkeypatch):
     try:
         run = registry.submit("a", *settings(steps=5))
         assert run.wait_until_done(20) and run.error == "the training process could not start"
+        assert ZH(run.error) == "训练进程无法启动"
         later = registry.submit("b", *settings(seed=1, steps=5))  # the slot is not stuck: the next run is told too
         assert later.wait_until_done(20) and later.error == "the training process could not start"
     finally:
@@ -247,6 +261,7 @@ def test_a_pause_past_its_limit_ends_the_run(registry, monkeypatch):
     run.pause()
     assert run.wait_until_done(10) and run.result.reason == "stopped" and run.result.steps == 0
     assert run.notice == "a pause lasted over 0.2 s, the longest one pause may last"
+    assert ZH(run.notice) == "一次暂停超过了 0.2 秒，这是单次暂停的最长时限"
 
 
 def pause_and_step_until_done(run, pause_s: float, timeout_s: float) -> None:
@@ -335,8 +350,9 @@ def test_distinct_runs_queue_first_come_first_served_and_start_on_their_own(regi
     assert registry.place(second).position == 1 and registry.place(third).position == 2
     assert registry.place(third).wait_s >= registry.place(second).wait_s > 0
     assert registry.place(first) is None
-    with pytest.raises(QueueFull):
+    with pytest.raises(QueueFull, match="^2 runs are already waiting for a training slot") as full:
         registry.submit("d", *settings(seed=3))
+    assert ZH(full.value) == "已有 2 次训练在等待训练槽位，这是这台服务器队列的上限"
     assert third.wait_until_done(60)  # each started when the one before it ended
     assert first.result.steps == second.result.steps == third.result.steps == 30
     assert first.started_at < second.started_at < third.started_at
@@ -344,8 +360,9 @@ def test_distinct_runs_queue_first_come_first_served_and_start_on_their_own(regi
 
 def test_one_watcher_has_one_run_at_a_time(registry):
     registry.submit("a", *settings(seed=0, **ENDLESS))
-    with pytest.raises(AlreadyTraining):
+    with pytest.raises(AlreadyTraining, match="your run in another tab is still training or queued") as busy:
         registry.submit("a", *settings(seed=1))
+    assert ZH(busy.value) == "你在另一个标签页中的训练仍在进行或排队：请先在那里停止它"
     assert registry.submit("a", *settings(seed=0, **ENDLESS)).watchers() == ["a"]  # the same run again: joined
 
 
@@ -375,8 +392,10 @@ def test_leaving_the_queue_and_going_idle_both_free_the_place(registry):
     assert registry.place(gone) is None
     for run in (left, gone):  # ended without training, never started, and each says why
         assert run.status == "done" and run.done and run.started_at is None
-    assert left.withdrawn == "everyone watching it left the queue"
+    assert left.withdrawn == "everyone watching it left the queue" and ZH(left.withdrawn) == "关注它的人都已离开"
     assert gone.withdrawn.startswith("no page checked on it for 0 s")
+    unwatched = f"连接断开后 0 秒内没有页面查看它，或者总共 {CONNECTED_GRACE * 0.2:.0f} 秒没有页面查看它"
+    assert ZH(gone.withdrawn) == f"{unwatched}，比如关闭了标签页或笔记本电脑进入了休眠"
 
 
 def test_a_queued_run_nobody_watches_is_withdrawn_not_trained_when_a_slot_frees():
@@ -464,8 +483,11 @@ def test_one_address_may_have_so_many_runs_training_or_queued_and_joining_is_fre
     registry = make_registry(max_queue=5, idle_timeout_s=3600, runs_per_address=2)
     try:
         mine = [registry.submit(f"window{i}", *quick(seed=i, **ENDLESS), address="203.0.113.7") for i in range(2)]
-        with pytest.raises(AddressBusy, match="2 runs from your network address are already training or queued"):
+        with pytest.raises(
+            AddressBusy, match="2 runs from your network address are already training or queued"
+        ) as busy:
             registry.submit("window2", *quick(seed=2, **ENDLESS), address="203.0.113.7")
+        assert ZH(busy.value) == "来自你的网络地址的 2 次训练已在进行或排队，这是这台服务器对一个地址接受的上限"
         assert registry.submit("window3", *quick(seed=1, **ENDLESS), address="203.0.113.7") is mine[1]  # joined
         other = registry.submit("b", *quick(seed=3, **ENDLESS), address="198.51.100.1")  # another address
         unknown = registry.submit("c", *quick(seed=4, **ENDLESS))  # no address known: not bounded by one

@@ -1,21 +1,28 @@
-"""Runs that train in worker processes: the same run as on a thread, controlled the same way, and nothing left
-behind when a worker dies, falls silent, or the registry closes."""
+"""Runs that train in worker processes: the same run as on a thread, controlled the same way, nothing left behind
+when a worker dies, falls silent, or the registry closes, and a run's end crossing the pipe in words a page
+translates."""
 
 import signal
+import threading
 import time
 from dataclasses import replace
+from multiprocessing import Pipe
 
 import pytest
 import torch
 
 from tests.helpers import wait_until
+from transformer.i18n import N_, Message, translator
 from transformer.model import ModelConfig
 from transformer.serving import RunRegistry, ServerSettings
 from transformer.serving import worker_link as worker_link_module
+from transformer.serving.protocol import RunEnded, receive, send
+from transformer.serving.worker import portable
 from transformer.tasks import DataConfig
 from transformer.training import TrainConfig, Trainer
 
 ENDLESS = dict(steps=10**6, early_stop=False)
+ZH = translator("zh-CN")  # what a page in Chinese shows of a run's error or notice
 
 
 def settings(seed: int = 0, **train) -> tuple[ModelConfig, DataConfig, TrainConfig]:
@@ -114,6 +121,7 @@ def test_a_worker_that_dies_mid_run_leaves_its_last_snapshot_in_hand_and_is_repl
     assert run.result.steps == kept and run.result.exact_match == run.rows[-1]["exact_match"]
     assert run.notice.startswith("the training process ended unexpectedly at step ")
     assert run.notice.endswith(f"; the model kept is its snapshot of step {kept}")
+    assert ZH(run.notice).startswith("训练进程意外结束（在第 ") and ZH(run.notice).endswith(f"第 {kept} 步的快照")
     assert same_weights(run.model(), alone(*settings(seed=4, steps=kept, early_stop=False, eval_every=5))[0].model)
     after = registry.submit("b", *settings(seed=5, steps=30, early_stop=False))  # a fresh worker takes its place
     assert after.wait_until_done(60.0) and after.error is None and after.result.steps == 30
@@ -125,7 +133,7 @@ def test_a_worker_that_dies_before_a_first_snapshot_ends_its_run_with_a_message(
     assert run.wait_until_moving(30.0)
     worker_of(registry, run).process.kill()
     assert run.wait_until_done(30.0) and run.result is None and run.model() is None
-    assert run.error == "the training process ended unexpectedly"
+    assert run.error == "the training process ended unexpectedly" and ZH(run.error) == "训练进程意外结束"
 
 
 def test_a_worker_holding_more_memory_than_allowed_after_a_run_restarts_and_the_queue_goes_on():
@@ -161,6 +169,7 @@ def test_a_worker_that_stops_answering_is_closed_and_its_run_ends_with_a_message
     worker = worker_of(registry, run)
     worker.process.send_signal(signal.SIGSTOP)  # hung: alive, but silent
     assert run.wait_until_done(30.0) and run.error == "the training process stopped answering"
+    assert ZH(run.error) == "训练进程不再响应"
     wait_until(lambda: worker.process.poll() is not None, timeout=10.0)  # closed, not handed the next run
 
 
@@ -172,3 +181,25 @@ def test_closing_the_registry_leaves_no_worker_process():
     assert run.wait_until_done(60.0)
     registry.close()
     assert all(worker.process.poll() is not None for worker in workers)
+
+
+def test_a_run_s_error_and_notice_cross_the_pipe_as_messages_a_page_translates():
+    error = Message(N_("training failed: {error}"), error="RuntimeError('boom')")
+    notice = Message(N_("a pause lasted over {limit:g} s, the longest one pause may last"), limit=120.0)
+    ours, theirs = Pipe()
+    send(theirs, RunEnded(None, portable(error), None, notice))
+    ended = receive(ours)
+    assert (ended.error.template, ended.error.params) == (error.template, error.params) and ended.error == error
+    assert ZH(ended.error) == "训练失败：RuntimeError('boom')"
+    assert ZH(ended.notice) == "一次暂停超过了 120 秒，这是单次暂停的最长时限"
+
+
+def test_an_error_whose_parameters_do_not_pickle_crosses_as_its_english_text():
+    lock = threading.Lock()
+    error = Message(N_("training failed: {error}"), error=lock)
+    crossing = portable(error)
+    assert type(crossing) is str and crossing == f"training failed: {lock}"
+    ours, theirs = Pipe()
+    send(theirs, RunEnded(None, crossing, None, None))
+    assert receive(ours).error == crossing
+    assert portable(None) is None and portable("plain English") == "plain English"

@@ -97,7 +97,9 @@ class Alive:
 @dataclass(frozen=True)
 class RunEnded:
     """The run's end: a result or an error a student can read, its final weights, why a limit ended it, and the
-    memory the worker process holds once the run's is given back (MB; None from a worker on a server thread)."""
+    memory the worker process holds once the run's is given back (MB; None from a worker on a server thread). The
+    error and the notice are Messages where they have one (`transformer.i18n`: pickled as template and parameters),
+    so a page shows them in its own language."""
 
     result: TrainResult | None
     error: str | None
@@ -106,14 +108,14 @@ class RunEnded:
     resident_mb: float | None = None
 
 
-Message = StartRun | Control | Ready | Progress | NewRow | Holding | Alive | RunEnded
+PipeMessage = StartRun | Control | Ready | Progress | NewRow | Holding | Alive | RunEnded
 
 
-def send(conn: Connection, message: Message) -> None:
+def send(conn: Connection, message: PipeMessage) -> None:
     """Send with plain pickle: a tensor goes as its bytes (multiprocessing's pickler would share its memory, which
     only works between processes that multiprocessing itself started)."""
     conn.send_bytes(pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL))
 
 
-def receive(conn: Connection) -> Message:
+def receive(conn: Connection) -> PipeMessage:
     return pickle.loads(conn.recv_bytes())  # only ever from the other end of this server's own pipe

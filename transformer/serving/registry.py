@@ -20,6 +20,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 
 from ..device import pick_device
+from ..i18n import N_, Message
 from ..model import ModelConfig
 from ..tasks import DataConfig
 from ..training import TrainConfig
@@ -171,16 +172,18 @@ class RunRegistry:
                 run.touch(watcher, connected)
                 return run
             if any(watcher in other.watchers() for other in self._active()):
-                raise AlreadyTraining("your run in another tab is still training or queued: stop it there first")
+                raise AlreadyTraining(
+                    Message(N_("your run in another tab is still training or queued: stop it there first"))
+                )
             if address is not None and self._from(address) >= self.settings.runs_per_address:
-                raise AddressBusy(
-                    f"{self.settings.runs_per_address} runs from your network address are already training or "
-                    "queued, the most this server takes from one address"
+                busy = N_(
+                    "{runs} runs from your network address are already training or queued, the most this server "
+                    "takes from one address"
                 )
+                raise AddressBusy(Message(busy, runs=self.settings.runs_per_address))
             if len(self._queue) >= self.settings.max_queue + self._slots.count(None):
-                raise QueueFull(
-                    f"{len(self._queue)} runs are already waiting for a training slot, the most this server queues"
-                )
+                full = N_("{runs} runs are already waiting for a training slot, the most this server queues")
+                raise QueueFull(Message(full, runs=len(self._queue)))
             run = Run(model_config, data_config, train_config, self.settings.idle_timeout_s)
             return self._queue_run(key, run, watcher, connected, address)
 
@@ -206,7 +209,7 @@ class RunRegistry:
             if run.watchers():
                 return
             if run in self._queue:
-                self._withdraw(run, "everyone watching it left the queue")
+                self._withdraw(run, N_("everyone watching it left the queue"))
             elif not run.done:
                 run.stop()
 
@@ -241,7 +244,7 @@ class RunRegistry:
         with self._lock:
             self._closed = True
             for run in [*self._queue]:
-                self._withdraw(run, "the server is shutting down")
+                self._withdraw(run, N_("the server is shutting down"))
             for run in self._slots:
                 if run is not None:
                     run.stop()
@@ -268,7 +271,7 @@ class RunRegistry:
             if worker is None:
                 worker = self.workers[slot] = self._new_worker(slot)
             if worker is None:
-                run.end(None, "the training process could not start")
+                run.end(None, N_("the training process could not start"))
             else:
                 try:
                     worker.relay(run)
@@ -369,8 +372,10 @@ class RunRegistry:
 
     def _drop_unwatched(self) -> None:
         """Queued runs nobody watches any more leave the queue."""
+        idle_s = self.settings.idle_timeout_s
         for run in [run for run in self._queue if not run.watchers()]:
-            self._withdraw(run, f"{unwatched(self.settings.idle_timeout_s)}, as when a tab closes or a laptop sleeps")
+            why = Message(N_("{unwatched}, as when a tab closes or a laptop sleeps"), unwatched=unwatched(idle_s))
+            self._withdraw(run, why)
 
     def _withdraw(self, run: Run, reason: str) -> None:
         self._queue.remove(run)

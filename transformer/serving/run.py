@@ -14,6 +14,7 @@ from collections.abc import Callable
 from functools import cached_property
 from typing import Literal
 
+from ..i18n import N_, Message
 from ..model import ModelConfig, Transformer
 from ..recurrent import build_model
 from ..tasks import DataConfig, TaskData
@@ -36,10 +37,10 @@ def log_runs() -> None:
     log.propagate = False
 
 
-def unwatched(idle_timeout_s: float) -> str:
+def unwatched(idle_timeout_s: float) -> Message:
     """When a run counts as unwatched, in words for students."""
-    grace = CONNECTED_GRACE * idle_timeout_s
-    return f"no page checked on it for {idle_timeout_s:.0f} s after its connection dropped, or for {grace:.0f} s in all"
+    words = N_("no page checked on it for {idle_s:.0f} s after its connection dropped, or for {grace_s:.0f} s in all")
+    return Message(words, idle_s=idle_timeout_s, grace_s=CONNECTED_GRACE * idle_timeout_s)
 
 
 class Run:
@@ -48,6 +49,9 @@ class Run:
     Watchers (students' browsers) `touch` it as their pages poll. A watcher counts for `idle_timeout_s` after its
     last touch, or CONNECTED_GRACE times as long while its page is still connected (a browser short of CPU polls
     late); a run nobody watches is stopped by its worker's link, or leaves the queue.
+
+    Its `error`, `withdrawn` and `notice` are sentences for students: English, a Message (`transformer.i18n`) where
+    they have one, translated by the page that shows them.
 
     `pause`, `resume`, `step_row` and `stop` are sent to the worker through the `send` that `attach` gives while a
     worker trains the run; what is asked before then is sent when it starts.
@@ -223,7 +227,8 @@ class Run:
         row = self.rows[-1]
         step = int(row["step"])
         result = TrainResult(step, row["elapsed_s"], row["exact_match"], row["token_acc"], "stopped")
-        self.end(result, None, notice=f"{reason} at step {self.step}; the model kept is its snapshot of step {step}")
+        kept = N_("{reason} at step {step}; the model kept is its snapshot of step {kept_step}")
+        self.end(result, None, notice=Message(kept, reason=reason, step=self.step, kept_step=step))
 
     def _outcome(self) -> str:
         """How the run ended, in a few words, for the log."""

@@ -11,6 +11,7 @@ a Ray cluster it runs on a thread of a Ray actor (`ray_worker.py`), as in a work
 import ctypes
 import gc
 import os
+import pickle
 import threading
 import time
 from dataclasses import replace
@@ -19,8 +20,22 @@ from pathlib import Path
 
 import torch
 
+from ..i18n import N_, Message, message_of
 from ..training import RunFailed, Trainer, warm_up
-from .protocol import Alive, Caps, Control, Holding, Message, NewRow, Progress, Ready, RunEnded, StartRun, receive, send
+from .protocol import (
+    Alive,
+    Caps,
+    Control,
+    Holding,
+    NewRow,
+    PipeMessage,
+    Progress,
+    Ready,
+    RunEnded,
+    StartRun,
+    receive,
+    send,
+)
 
 REPORT_EVERY_S = 0.05  # how often a training worker sends new losses
 HEARTBEAT_S = 0.5  # how often a paused worker says it is still there
@@ -71,12 +86,23 @@ def train_and_report(conn: Connection, start: StartRun) -> RunEnded:
     except (EOFError, OSError):
         raise  # the server has gone
     except Exception as err:  # a message for the student, never a traceback
-        error = str(err) if isinstance(err, (RunFailed, ValueError)) else f"training failed: {err!r}"
+        foreseen = isinstance(err, (RunFailed, ValueError))
+        error = message_of(err) if foreseen else Message(N_("training failed: {error}"), error=repr(err))
     finally:
         done.set()
         beat.join()  # no Alive after the RunEnded
     gate.report()
-    return RunEnded(result, error, weights, gate.notice)
+    return RunEnded(result, portable(error), weights, gate.notice)
+
+
+def portable(error: str | None) -> str | None:
+    """`error` as it can cross the pipe: a Message goes as its template and parameters (translated where a page
+    shows it), or as its English text when a parameter does not make the round trip through pickle."""
+    try:
+        pickle.loads(pickle.dumps(error, protocol=pickle.HIGHEST_PROTOCOL))
+    except Exception:  # pickling an arbitrary object may raise anything: the English text always crosses
+        return str(error)
+    return error
 
 
 def say_alive(gate: "Gate", done: threading.Event) -> None:
@@ -125,7 +151,7 @@ class Gate:
         self.reported = 0.0
         self.began = time.monotonic()
         self.ended_pauses_s = 0.0  # seconds paused, over the pauses that have ended
-        self.notice: str | None = None  # why a limit stopped the run
+        self.notice: Message | None = None  # why a limit stopped the run
 
     def __call__(self) -> bool:
         self.read_controls()
@@ -169,12 +195,14 @@ class Gate:
         if self.stopped:
             return
         if this_pause_s > MAX_ONE_PAUSE_S:
-            self.notice = f"a pause lasted over {MAX_ONE_PAUSE_S:g} s, the longest one pause may last"
+            longest = N_("a pause lasted over {limit:g} s, the longest one pause may last")
+            self.notice = Message(longest, limit=MAX_ONE_PAUSE_S)
         elif self.ended_pauses_s + this_pause_s > self.caps.total_pause_s:
-            total = self.caps.total_pause_s
-            self.notice = f"it was paused for over {total:g} s in all, the most one run may be paused"
+            in_all = N_("it was paused for over {limit:g} s in all, the most one run may be paused")
+            self.notice = Message(in_all, limit=self.caps.total_pause_s)
         elif time.monotonic() - self.began > self.caps.run_s:
-            self.notice = f"it held a training slot for over {self.caps.run_s:g} s, the most one run may"
+            held = N_("it held a training slot for over {limit:g} s, the most one run may")
+            self.notice = Message(held, limit=self.caps.run_s)
         self.stopped = self.notice is not None
 
     def report(self) -> None:
@@ -188,6 +216,6 @@ class Gate:
         self.send(Progress(trainer.step, losses, attention))
         self.reported = time.monotonic()
 
-    def send(self, message: Message) -> None:
+    def send(self, message: PipeMessage) -> None:
         with self.lock:
             send(self.conn, message)

@@ -15,14 +15,15 @@ from multiprocessing import Pipe
 from multiprocessing.connection import Connection
 from pathlib import Path
 
+from ..i18n import N_, Message, message_of
 from ..training import RunFailed
 from .protocol import (
     Caps,
     Control,
     ControlName,
     Holding,
-    Message,
     NewRow,
+    PipeMessage,
     Progress,
     Ready,
     RunEnded,
@@ -37,6 +38,7 @@ PACKAGE_ROOT = Path(__file__).resolve().parents[2]  # where `transformer` is imp
 READY_TIMEOUT_S = 60.0  # how long a new worker may take to import torch and pay its first step's costs
 SILENCE_LIMIT_S = 30.0  # a worker that sends nothing for this long is closed and its run ends (see worker.py)
 CLOSE_GRACE_S = 2.0  # how long a worker whose pipe closed may take to end by itself
+ENDED = N_("the training process ended unexpectedly")  # a lost worker, as a student reads it
 CLUSTER_TIMEOUT_S = 30.0  # how long asking a Ray cluster its CPUs may take
 log = logging.getLogger("transformer.serving")
 
@@ -135,11 +137,11 @@ class WorkerLink:
             try:
                 send(self.conn, StartRun(run.model_config, run.data_config, run.train_config, self.caps))
             except OSError:
-                raise WorkerLost("the training process ended unexpectedly") from None
+                raise WorkerLost(Message(ENDED)) from None
             run.attach(self._send_control)
             self._read_reports(run)
         except WorkerLost as err:
-            run.lose(str(err))
+            run.lose(message_of(err))
             raise
         finally:
             run.detach()
@@ -152,7 +154,8 @@ class WorkerLink:
                 run.stop()
                 stop_sent = True
             if time.monotonic() - began > self.caps.run_s + SILENCE_LIMIT_S:  # the worker's own cap did not end it
-                raise WorkerLost(f"the training process ran past the {self.caps.run_s:g} s one run may take")
+                past = N_("the training process ran past the {limit:g} s one run may take")
+                raise WorkerLost(Message(past, limit=self.caps.run_s))
             message = self._next_message(heard)
             if message is None:
                 continue
@@ -160,19 +163,19 @@ class WorkerLink:
             if self._write(run, message):
                 return
 
-    def _next_message(self, heard: float) -> Message | None:
+    def _next_message(self, heard: float) -> PipeMessage | None:
         """The worker's next message, or None after half a second without one; WorkerLost when the worker has
         ended, or said nothing for SILENCE_LIMIT_S since `heard`."""
         try:
             if self.conn.poll(0.5):
                 return receive(self.conn)
         except (EOFError, OSError):
-            raise WorkerLost("the training process ended unexpectedly") from None
+            raise WorkerLost(Message(ENDED)) from None
         if time.monotonic() - heard > SILENCE_LIMIT_S:
-            raise WorkerLost("the training process stopped answering")
+            raise WorkerLost(Message(N_("the training process stopped answering")))
         return None
 
-    def _write(self, run: Run, message: Message) -> bool:
+    def _write(self, run: Run, message: PipeMessage) -> bool:
         """Write a report into `run`; returns whether it was the run's end."""
         match message:
             case Progress(step, losses, attention):
