@@ -128,6 +128,8 @@ def test_the_length_test_shows_its_lengths_and_what_they_show(report):
     lengths = figures(page)[-1]
     assert array(lengths["data"][0]["x"]).tolist() == list(range(1, 7))
     assert "At lengths it trained on (3-4)" in page
+    chinese = figures(run_report_html(report, CHINESE))[-1]
+    assert chinese["layout"]["title"]["text"] != lengths["layout"]["title"]["text"]  # the figure speaks zh-CN too
 
 
 def test_a_class_student_s_report_holds_their_group_prediction_and_the_class_s_result(report):

@@ -311,7 +311,7 @@ def _lengths(page: _Page, report: ReportData) -> str:
     low, high = report.settings.get("min_len"), report.settings.get("max_len")
     trained = replace(DataConfig(), min_len=low, max_len=high) if type(low) is type(high) is int else None
     lines = "".join(f"<li>{page.t(line)}</li>" for line in (summary(scores, trained) if trained else []))
-    return f"{heading}<ul>{lines}</ul>{page.figure(length_accuracy_figure(scores))}"
+    return f"{heading}<ul>{lines}</ul>{page.figure(length_accuracy_figure(scores, tr=page.tr))}"
 
 
 PARTS: tuple[Callable[[_Page, ReportData], str], ...] = (
