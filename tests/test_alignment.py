@@ -11,7 +11,10 @@ from transformer.alignment import (
     ideal_alignment,
     source_positions,
 )
-from transformer.tasks import TASKS
+from transformer.gallery import SOURCE_WORDS, TARGET_WORDS
+from transformer.tasks import TASKS, DataConfig, TaskData
+
+TRANSLATION = {s: t for kind in SOURCE_WORDS for s, t in zip(SOURCE_WORDS[kind], TARGET_WORDS[kind])}
 
 
 def one_head_score(task: str, source: list[int], weights: torch.Tensor) -> float:
@@ -99,3 +102,31 @@ def test_the_series_follows_each_head_and_the_best_head_passes_the_threshold_at_
     assert [label for label, _ in best][-1] == "L0 H1"
     assert found_at([0, 25, 50], [score for _, score in best]) == 50
     assert found_at([0, 25], [0.25, 0.89]) is None
+
+
+@pytest.mark.parametrize("task", ["translate", "dedup", "caesar", "repeat"])
+def test_each_gallery_output_token_comes_from_its_source_position(task):
+    config = DataConfig(task=task, min_len=3, max_len=7, n_symbols=6)
+    data = TaskData(config)
+    symbols, n = data.vocab.symbols, config.n_symbols
+    same = {"translate": lambda s, t: TRANSLATION[s] == t, "dedup": str.__eq__, "repeat": str.__eq__}
+    for source in data.valid_sources[:100]:
+        target = [symbols[i] for i in data.task.target(source, n)]
+        positions = source_positions(task, source)
+        assert len(positions) == len(target)
+        for position, out in zip(positions, target):
+            if task == "caesar":  # shifted by the key, at 0
+                assert (source[position] + source[0]) % n == symbols.index(out)
+            else:
+                assert same[task](symbols[source[position]], out)
+        ideal = ideal_alignment(task, source, len(target) + 1)
+        assert one_head_score(task, source, ideal) == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize("task", ["add", "count", "brackets", "pairs"])
+def test_tasks_whose_outputs_gather_from_many_places_have_no_alignment(task):
+    assert source_positions(task, [1, 2, 3]) is None and ideal_alignment(task, [1, 2, 3], 4) is None
+
+
+def test_a_source_of_translate_that_is_no_sentence_has_no_alignment():
+    assert source_positions("translate", [0, 0, 0]) is None  # three verbs

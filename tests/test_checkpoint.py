@@ -12,6 +12,7 @@ import torch
 
 import transformer.checkpoint as ckpt
 from transformer.checkpoint import (
+    FORMAT_VERSION,
     MAX_CHECKPOINT_BYTES,
     CheckpointError,
     checkpoint_bytes,
@@ -20,6 +21,7 @@ from transformer.checkpoint import (
 )
 from transformer.cli import main
 from transformer.model import ModelConfig, Transformer
+from transformer.pairs import pairs_from_rows
 from transformer.tasks import DataConfig
 from transformer.vocab import Vocab
 
@@ -197,7 +199,10 @@ REFUSED = {
     "compressed": (lambda: compressed(real_bytes()), "not a checkpoint file of this lab"),
     "plain tensor": (lambda: saved(torch.zeros(3)), "format marker"),
     "format marker": (lambda: tampered(lambda c: c.update(format="other-lab")), "format marker"),
-    "newer version": (lambda: tampered(lambda c: c.update(version=2)), "newer than this lab reads.*upgrade"),
+    "newer version": (
+        lambda: tampered(lambda c: c.update(version=FORMAT_VERSION + 1)),
+        "newer than this lab reads.*upgrade",
+    ),
     "bad version": (lambda: tampered(lambda c: c.update(version="1")), "unknown format version"),
     "missing part": (lambda: tampered(lambda c: c.pop("history")), "missing 'history'"),
     "extra part": (lambda: tampered(lambda c: c.update(notes="hi")), "unexpected 'notes'"),
@@ -229,7 +234,7 @@ REFUSED = {
     "bool for int": (lambda: tampered(set_in("model_config", "n_layers", True)), "n_layers must be int, got bool"),
     "bad task": (lambda: tampered(set_in("task", "task", "fly")), "unknown task 'fly'"),
     "bad vocab": (lambda: tampered(set_in("vocab", "symbols", ["a", "a"])), "duplicate symbol"),
-    "vocab size mismatch": (lambda: tampered(set_in("task", "n_symbols", 12)), "10 symbols but task.n_symbols is 12"),
+    "vocab size mismatch": (lambda: tampered(set_in("task", "n_symbols", 12)), "10 symbols but the task has 12"),
     "history not numbers": (lambda: tampered(lambda c: c["history"].append({"loss": "low"})), "history rows"),
     "history row missing a metric": (
         lambda: tampered(lambda c: c["history"].append({"step": 200, "loss": 0.1})),
@@ -411,7 +416,7 @@ def transposed(content):
 HOSTILE_FILES = {  # name -> (make the file, what the refusal says)
     "task longer than the model": (
         lambda: tampered(task_longer_than_the_model),
-        r"task.max_len is 8 but model_config.max_len 8 fits sequences of at most 7 tokens",
+        r"the task.s sequences have up to 8 symbols but model_config.max_len 8 fits at most 7 tokens",
     ),
     "views of one storage": (views_of_one_storage, "does not own exactly its bytes"),
     "one tensor for many weights": (
@@ -479,3 +484,44 @@ def test_the_command_line_refuses_a_hostile_file_with_the_reason(tmp_path, capsy
     assert main(["evaluate", str(path)]) == 2
     err = capsys.readouterr().err
     assert re.search(message, err) and err.startswith("error: ") and "Traceback" not in err
+
+
+def examples_checkpoint() -> tuple[bytes, DataConfig, Vocab]:
+    rows = [(f"line {i}", f"{a} {b}", f"{b} {a} {a}") for i, (a, b) in enumerate(zip("abcdefg", "gfedcba"), 1)]
+    task = DataConfig.from_pairs(pairs_from_rows(rows, "my pairs.csv"), seed=2)
+    vocab = Vocab(task.pairs.symbols)
+    model = make_model(vocab_size=len(vocab))
+    return checkpoint_bytes(model, vocab, task, HISTORY), task, vocab
+
+
+def test_a_task_from_examples_travels_with_its_pairs_and_the_rest_stay_readable_by_older_labs():
+    data, task, vocab = examples_checkpoint()
+    loaded = load_checkpoint(data)
+    assert loaded.task == task and loaded.task.pairs == task.pairs and loaded.vocab == vocab
+    stored = torch.load(io.BytesIO(data), weights_only=True)
+    assert stored["version"] == FORMAT_VERSION == 2 and stored["task"]["pairs"]["name"] == "my pairs.csv"
+    built_in = torch.load(io.BytesIO(real_bytes()), weights_only=True)
+    assert built_in["version"] == 1 and "pairs" not in built_in["task"]  # as every checkpoint before
+    assert load_checkpoint(real_bytes()).task == TASK
+
+
+def pairs_tampered(change) -> bytes:
+    content = torch.load(io.BytesIO(examples_checkpoint()[0]), weights_only=True)
+    change(content["task"]["pairs"])
+    return saved(content)
+
+
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        (lambda p: p.update(held_out=[["a g", "g a a"]] + p["held_out"]), "given twice"),
+        (lambda p: p.update(train=p["train"] * 2000), "at most 10,000 pairs"),
+        (lambda p: p.update(symbols=[*reversed(p["symbols"])]), "vocabulary has 7 symbols but the task has 7"),
+        (lambda p: p.update(train=[["a g", "g a z"]] + p["train"][1:]), "not 1 to 64 symbols of its vocabulary"),
+        (lambda p: p.update(name=None), "name"),
+        (lambda p: p.pop("held_out"), "exactly"),
+    ],
+)
+def test_pairs_in_a_checkpoint_are_checked_before_anything_is_built(change, message):
+    with pytest.raises(CheckpointError, match=message):
+        load_checkpoint(pairs_tampered(change))

@@ -1,9 +1,21 @@
 from collections import Counter
+from dataclasses import replace
 
 import pytest
 import torch
 
-from transformer.tasks import TASKS, Batch, DataConfig, TaskData, get_task, register_task
+from transformer.pairs import pairs_from_rows
+from transformer.tasks import (
+    TASKS,
+    Batch,
+    DataConfig,
+    TaskData,
+    example_pair,
+    get_task,
+    longest_sequence,
+    register_task,
+    task_names,
+)
 from transformer.vocab import Vocab
 
 
@@ -222,3 +234,74 @@ def test_batch_to_device():
     batch = TaskData(DataConfig()).train_batch(4).to("meta")
     assert {t.device.type for t in (batch.src, batch.tgt_in, batch.tgt_out)} == {"meta"}
     assert batch.n_tokens > 0
+
+
+PAIRS = [("a b", "b a"), ("b", "b"), ("a", "a"), ("b b a", "a b b"), ("a a", "a a"), ("b a", "a b")]
+PAIRS += [("a b a", "a b a"), ("b a b", "b a b"), ("a a a", "a a a"), ("b b b", "b b b"), ("a b b", "b b a")]
+
+
+def examples():
+    return pairs_from_rows([(f"line {i}", s, t) for i, (s, t) in enumerate(PAIRS, 1)], "flip")
+
+
+def test_a_task_from_examples_holds_out_its_held_out_pairs_and_trains_on_the_rest():
+    pairs = examples()
+    config = DataConfig.from_pairs(pairs, seed=4)
+    assert (config.task, config.min_len, config.max_len, config.n_symbols) == ("pairs", 1, 3, 2)
+    data = TaskData(config)
+    vocab = data.vocab
+    assert vocab.symbols == pairs.symbols and data.valid.src.size(0) == config.n_valid == len(pairs.held_out)
+
+    def decoded(batch):
+        return [(vocab.decode(s), vocab.decode(t)) for s, t in zip(batch.src.tolist(), batch.tgt_out.tolist())]
+
+    assert decoded(data.valid) == list(pairs.held_out)
+    trained = set(decoded(data.train_batch(500)))
+    assert trained == set(pairs.train)  # every training pair drawn, no held-out one
+    assert set(decoded(data.fresh_examples(50, seed=1))) <= set(pairs.train)
+    with pytest.raises(ValueError, match="flip has no pair with the source 'a b a b'"):
+        data.make_batch([[0, 1, 0, 1]])
+
+
+@pytest.mark.parametrize(
+    "changes, message",
+    [
+        (dict(task="reverse"), "only it comes with its pairs"),
+        (dict(pairs=None), "only it comes with its pairs"),
+        (dict(max_len=4), "takes its lengths, symbols and held-out set from its pairs"),
+        (dict(n_valid=1), "takes its lengths, symbols and held-out set from its pairs"),
+    ],
+)
+def test_a_task_from_examples_takes_its_data_settings_from_its_pairs(changes, message):
+    with pytest.raises(ValueError, match=message):
+        replace(DataConfig.from_pairs(examples()), **changes)
+
+
+def test_gallery_and_built_in_tasks_are_chosen_by_name():
+    assert task_names()[:5] == list(TASKS) and "add" in task_names() and "translate" in task_names()
+    with pytest.raises(ValueError, match="choose one of: copy, .*, add, translate"):
+        get_task("pairs")  # a task from examples is no name to choose
+
+
+@pytest.mark.parametrize(
+    "config",
+    [DataConfig(task=t, min_len=3, max_len=6, n_symbols=4) for t in task_names()] + [DataConfig.from_pairs(examples())],
+)
+def test_an_example_pair_fits_and_is_right(config):
+    data = TaskData(config)
+    for seed in range(5):
+        for longest in (False, True):
+            source, target = example_pair(config, 6, seed, longest)
+            assert target == data.task.target(source, config.n_symbols)
+            assert max(len(source), len(target)) <= 6 or config.task == "count"  # count's output is the alphabet
+            assert config.min_len <= len(source) <= config.max_len
+    assert example_pair(config, 6, 3) == example_pair(config, 6, 3)
+    fitting = [n for n in range(3, 7) if data.task.longest_target(n, config.n_symbols) <= 6]
+    longest = max(len(s) for s in data.task.targets) if config.pairs else max(fitting)
+    assert len(example_pair(config, 6, 0, longest=True)[0]) == longest
+
+
+def test_the_longest_sequence_counts_targets_too():
+    assert longest_sequence(DataConfig(task="repeat", min_len=1, max_len=5)) == 10
+    assert longest_sequence(DataConfig(task="brackets", min_len=2, max_len=6, n_symbols=2)) == 6
+    assert longest_sequence(DataConfig.from_pairs(examples())) == 3

@@ -16,7 +16,7 @@ import stat
 import tempfile
 import zipfile
 from collections.abc import Iterable, Mapping
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -27,21 +27,20 @@ from .limits import (
     MAX_CHECKPOINT_BYTES,
     MAX_HISTORY_ROWS,
     MAX_LAYERS,
-    MAX_PLAIN_DEPTH,
-    MAX_PLAIN_ITEMS,
     MAX_POSITIONS,
     MAX_WEIGHTS,
 )
 from .model import ModelConfig, Transformer
-from .tasks import DataConfig
+from .pairs import TaskPairs
+from .plain_data import check_keys, check_plain, config_from
+from .tasks import DataConfig, longest_sequence, task_of
 from .vocab import N_SPECIAL, Vocab
 
 FORMAT = "transformer-lab"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 2: a task from examples carries its pairs (`DataConfig.pairs`); other checkpoints are still 1
 
 _PLAIN_PARTS = ("model_config", "vocab", "task", "history", "train_config", "meta")
 _PARTS = (*_PLAIN_PARTS, "state_dict")
-_SCALARS = (str, int, float, bool, type(None))
 _NOT_OURS = "not a checkpoint file of this lab (or it is damaged)"
 _CHOOSE = "choose a checkpoint saved by this lab"
 _LIMIT = f"{MAX_CHECKPOINT_BYTES // 2**20} MB limit for checkpoints"
@@ -105,10 +104,10 @@ def checkpoint_bytes(
     created = datetime.now(UTC).isoformat(timespec="seconds")
     payload = {
         "format": FORMAT,
-        "version": FORMAT_VERSION,
+        "version": 1 if task.pairs is None else FORMAT_VERSION,
         "model_config": model.config.to_dict(),
         "vocab": vocab.to_dict(),
-        "task": asdict(task),
+        "task": _task_dict(task),
         "history": [dict(row) for row in history],
         "train_config": dict(train_config or {}),
         "meta": {"created": created, "torch": str(torch.__version__), **(meta or {})},
@@ -199,15 +198,15 @@ def _check_archive(data: bytes) -> None:
 
 def _unpack(payload: dict) -> Checkpoint:
     """The checkpoint in a loaded payload, each part checked before the model is built (ValueError if not valid)."""
-    _check_keys(payload.keys() - {"format", "version"}, _PARTS, "checkpoint")
+    check_keys(payload.keys() - {"format", "version"}, _PARTS, "checkpoint")
     _check_plain_parts(payload)
-    config = _config_from(ModelConfig, {"architecture": "transformer", **payload["model_config"]}, "model_config")
+    config = config_from(ModelConfig, {"architecture": "transformer", **payload["model_config"]}, "model_config")
     if config.architecture != "transformer":
         raise ValueError(
             f"it holds a recurrent model ({config.architecture}), and the lab's pages read Transformers only"
         )
     check_model_size(config)
-    task = _config_from(DataConfig, payload["task"], "task")
+    task = _task_from(payload["task"])
     vocab = Vocab.from_dict(payload["vocab"])
     _check_consistent(config, vocab, task)
     _check_stored(payload["state_dict"], config)
@@ -216,6 +215,20 @@ def _unpack(payload: dict) -> Checkpoint:
     model.load_state_dict(payload["state_dict"], strict=True)
     _check_outputs(model.eval(), task)
     return Checkpoint(model, vocab, config, task, payload["history"], payload["train_config"], payload["meta"])
+
+
+def _task_dict(task: DataConfig) -> dict:
+    """The task as plain data: a task from examples with its pairs, any other without the key (so that a lab before
+    tasks from examples reads it)."""
+    stored = {name: value for name, value in asdict(task).items() if name != "pairs"}
+    return stored if task.pairs is None else {**stored, "pairs": task.pairs.to_dict()}
+
+
+def _task_from(stored: dict) -> DataConfig:
+    """The DataConfig `_task_dict` wrote, its pairs checked within their bounds before anything is built."""
+    pairs = stored.get("pairs")
+    built = {"pairs": None if pairs is None else TaskPairs.from_dict(pairs)}
+    return config_from(DataConfig, {k: v for k, v in stored.items() if k != "pairs"}, "task", built)
 
 
 def _cpu_weights(model: Transformer) -> dict[str, torch.Tensor]:
@@ -234,7 +247,7 @@ def _cpu_weights(model: Transformer) -> dict[str, torch.Tensor]:
 def _check_plain_parts(payload: dict) -> None:
     """ValueError unless every part besides the weights is plain data of the expected shape."""
     for name in _PLAIN_PARTS:
-        _check_plain(payload[name], name)
+        check_plain(payload[name], name)
         if name != "history" and type(payload[name]) is not dict:
             raise ValueError(f"{name} must be a dict")
     history = payload["history"]
@@ -245,53 +258,6 @@ def _check_plain_parts(payload: dict) -> None:
             raise ValueError("history rows must be dicts of metric name -> number")
         if row.keys() != history[0].keys() or type(row.get("step")) is not int:
             raise ValueError("history rows must all hold the same metrics, a whole-number step among them")
-
-
-def _check_plain(value: object, what: str) -> None:
-    """ValueError unless `value` is built only of str-keyed dicts, lists, tuples, str, int, float, bool and None,
-    within MAX_PLAIN_ITEMS values and MAX_PLAIN_DEPTH levels of nesting."""
-    stack, count = [(value, 0)], 1
-    while stack:
-        item, depth = stack.pop()
-        kind = type(item)
-        if kind in (dict, list, tuple):
-            count += len(item)
-            if count > MAX_PLAIN_ITEMS or depth >= MAX_PLAIN_DEPTH:
-                raise ValueError(f"{what} is too large or too deeply nested")
-            if kind is dict and not all(type(k) is str for k in item):
-                raise ValueError(f"{what} has a dict key that is not a string")
-            stack.extend((child, depth + 1) for child in (item.values() if kind is dict else item))
-        elif kind not in _SCALARS:
-            raise ValueError(f"{what} holds a {kind.__name__:.40}; only dicts, lists, strings and numbers are allowed")
-        elif kind is int and item.bit_length() > 64:
-            raise ValueError(f"{what} holds an integer too large for a setting")
-
-
-def _check_keys(found: Iterable[str], expected: Iterable[str], what: str) -> None:
-    """ValueError naming (a few of) the missing and unexpected keys."""
-    found, expected = set(found), list(expected)
-    missing = [repr(k) for k in expected if k not in found]
-    unexpected = sorted(repr(k)[:60] for k in found - set(expected))
-    problems = []
-    for label, keys in (("missing", missing), ("unexpected", unexpected)):
-        if keys:
-            more = f" and {len(keys) - 5} more" if len(keys) > 5 else ""
-            problems.append(f"{label} {', '.join(keys[:5])}{more}")
-    if problems:
-        raise ValueError(f"{what} has {'; '.join(problems)}")
-
-
-def _config_from(cls: type, d: dict, what: str):
-    """cls(**d) for a dict holding exactly cls's fields, each of the type of its default."""
-    _check_keys(d, [f.name for f in fields(cls)], what)
-    for f in fields(cls):
-        value, kind = d[f.name], type(f.default)
-        if not (type(value) is kind or (kind is float and type(value) is int)):
-            raise ValueError(f"{what}.{f.name} must be {kind.__name__}, got {type(value).__name__}")
-    try:
-        return cls(**d)
-    except (TypeError, ValueError) as e:
-        raise ValueError(f"{what}: {e}") from None
 
 
 def _n_weights(c: ModelConfig) -> int:
@@ -333,16 +299,17 @@ def check_checkpoint_size(config: ModelConfig) -> None:
 
 
 def _check_consistent(config: ModelConfig, vocab: Vocab, task: DataConfig) -> None:
-    """ValueError unless the vocabulary fits both the model and the task."""
+    """ValueError unless the vocabulary fits both the model and the task (a task from examples: is its own)."""
     if len(vocab) != config.vocab_size:
         raise ValueError(f"the vocabulary has {len(vocab)} tokens but model_config.vocab_size is {config.vocab_size}")
-    if vocab.n_symbols != task.n_symbols:
-        raise ValueError(f"the vocabulary has {vocab.n_symbols} symbols but task.n_symbols is {task.n_symbols}")
+    symbols = task_of(task).symbols(task.n_symbols)
+    if vocab.n_symbols != len(symbols) or (task.pairs is not None and vocab.symbols != symbols):
+        raise ValueError(f"the vocabulary has {vocab.n_symbols} symbols but the task has {len(symbols)}")
     if config.pad_id != vocab.pad_id:
         raise ValueError(f"model_config.pad_id is {config.pad_id} but the vocabulary's PAD is {vocab.pad_id}")
-    if task.max_len > config.longest_sequence:
+    if (longest := longest_sequence(task)) > config.longest_sequence:
         raise ValueError(
-            f"task.max_len is {task.max_len} but model_config.max_len {config.max_len} fits sequences of at most "
+            f"the task's sequences have up to {longest} symbols but model_config.max_len {config.max_len} fits at most "
             f"{config.longest_sequence} tokens (the decoder reads BOS + target)"
         )
 
@@ -373,7 +340,7 @@ def _check_weights(model: Transformer, state_dict: dict[str, torch.Tensor]) -> N
     """ValueError unless `state_dict` has exactly the model's tensors, each of its shape and dtype, finite,
     and equal wherever the model ties two of them together."""
     expected = model.state_dict(keep_vars=True)
-    _check_keys(state_dict, expected, "state_dict")
+    check_keys(state_dict, expected, "state_dict")
     first_name = {}  # id of each model tensor -> the first name it appears under
     for name, param in expected.items():
         t = state_dict[name]
@@ -392,7 +359,7 @@ def _check_outputs(model: Transformer, task: DataConfig) -> None:
     embeddings). The batch reads every symbol and every position, as source and as teacher-forced target: rows as
     long as the model reads running through the symbols in turn (as many as it takes to read each once), then the
     task's shortest input, padded."""
-    width, n = model.config.longest_sequence, task.n_symbols
+    width, n = model.config.longest_sequence, model.config.vocab_size - N_SPECIAL
     rows = [[N_SPECIAL + (start + i) % n for i in range(width)] for start in range(0, n, width)]
     shortest = rows[0][: task.min_len] + [Vocab.pad_id] * (width - task.min_len)
     src = torch.tensor([*rows, shortest])  # (R, S)

@@ -36,6 +36,12 @@ MAX_SYMBOL_CHARS = 16  # characters of one symbol
 MAX_SEQ_LEN = 64  # longest source sequence of a task
 MAX_TOKEN_CHARS = 10  # characters of one token in an experiment file's probe
 
+# ---- tasks from examples: a CSV or TSV file of (source, target) pairs, or a table of them typed on the Train page
+MAX_TASK_FILE_BYTES = 2**20  # a task file; its pairs' text, in a checkpoint or a class, stays within it too
+MAX_TASK_PAIRS = 10_000  # rows of a task file or table
+MIN_TASK_PAIRS = 5  # enough to keep one held out and still train on four
+MAX_TASK_LINE_CHARS = 2 * MAX_SEQ_LEN * (MAX_SYMBOL_CHARS + 1) + 8  # a longest source and target, quotes and a comma
+
 # ---- data and training
 MAX_VALID = 10_000  # largest held-out set: it is scored in one forward pass
 MAX_SEED = 2**32 - 1
@@ -103,7 +109,7 @@ MAX_PATCH_RUNS = 1000
 STEP_COST = 12_000_000  # each decoder layer at each decoding step: the fixed cost of a dozen small tensor ops
 STEP_WEIGHT_COST = 400  # and per d_model^2 of the weights that step reads, whatever the batch
 HEAD_COST = 50_000  # each (token, layer, head): the attention weights' softmax, masking and reshapes
-DECODE_ROWS = 250  # sequences one pass of `training.evaluate` (teacher-forced, then greedy) takes at once
+DECODE_ROWS = 250  # sequences one pass of `evaluation.evaluate` (teacher-forced, then greedy) takes at once
 # One Knockout grid (every head removed in turn): about 1.4 s of one quiet core by that fit; the costliest grids
 # the limits allow took 1.4-1.8 s of CPU on the loaded lab machine (`python benchmarks/probe_bench.py`). Past it a grid
 # scores fewer held-out sequences; a grid that costs more even on MIN_GRID_SAMPLE of them is refused.
@@ -152,7 +158,7 @@ def forward_cost(config: _Sizes, n_sequences: int, length: int) -> int:
 
 
 def evaluation_cost(config: _Sizes, n_sequences: int, length: int, recompute: bool = False) -> int:
-    """Multiply-add equivalents of scoring `n_sequences` sources of `length` tokens as `training.evaluate` does: one
+    """Multiply-add equivalents of scoring `n_sequences` sources of `length` tokens as `evaluation.evaluate` does: one
     teacher-forced pass, then greedy decoding of length + 1 steps, DECODE_ROWS sequences at a time. `recompute`:
     decoding runs the decoder over the whole prefix at each step instead of reading a key/value cache."""
     T = length + 1

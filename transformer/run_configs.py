@@ -3,7 +3,8 @@ command line into a ModelConfig, a DataConfig and a TrainConfig, checking that t
 bounds of where the run trains.
 
 The model's max_len follows from the data by one rule (`model_max_len`): the decoder reads BOS + the target, so a
-model fits sequences of up to max_len - 1 symbols (`ModelConfig.longest_sequence`, as checkpoints check).
+model fits sequences of up to max_len - 1 symbols (`ModelConfig.longest_sequence`, as checkpoints check), sources
+and targets alike. Its vocabulary is the task's (`Task.symbols`) and the three special tokens.
 """
 
 from collections.abc import Mapping
@@ -12,7 +13,8 @@ from . import settings as spec
 from .checkpoint import check_model_size
 from .limits import MAX_TRAIN_BYTES, check_limits, check_train_memory, train_activation_bytes
 from .model import ModelConfig
-from .tasks import DataConfig
+from .pairs import TaskPairs
+from .tasks import DataConfig, longest_sequence, task_of
 from .training import TrainConfig, suggested_lr
 from .vocab import N_SPECIAL
 
@@ -22,14 +24,17 @@ _REFERENCE_COST = 128 * 10 * (32 * 32 + 32 * 128)
 
 
 def model_max_len(data: DataConfig) -> int:
-    """The model's max_len for `data`: ModelConfig's default (64 positions), or one more than the longest input
-    when that is longer, so that BOS + the longest target fits."""
-    return max(ModelConfig.max_len, data.max_len + 1)
+    """The model's max_len for `data`: ModelConfig's default (64 positions), or one more than the longest input or
+    target when that is longer, so that the longest source and BOS + the longest target fit."""
+    return max(ModelConfig.max_len, longest_sequence(data) + 1)
 
 
-def run_configs(settings: Mapping[str, spec.Value], shared: bool = True, lower: str | None = None) -> Configs:
+def run_configs(
+    settings: Mapping[str, spec.Value], shared: bool = True, lower: str | None = None, pairs: TaskPairs | None = None
+) -> Configs:
     """The configs of a run with `settings` (by setting name; one left out keeps its config's default); ValueError
-    with what to change when they do not fit.
+    with what to change when they do not fit. With `pairs`, the run learns that task from examples, whose pairs give
+    its lengths, symbols and held-out set: the settings of the task and data but the seed do not apply.
 
     lr None (or left out): the peak for the model's size (`suggested_lr`). `shared`: a run on the shared server (the
     Train form, a class, Compare), held within RUN_LIMITS and MAX_RUN_TRAIN_BYTES (`lower` names the settings to
@@ -45,7 +50,7 @@ def run_configs(settings: Mapping[str, spec.Value], shared: bool = True, lower: 
     if shared:
         check_limits(values)
     parts = {config: _fields(values, config) for config in spec.CONFIGS}
-    data = DataConfig(**parts["data"])
+    data = DataConfig(**parts["data"]) if pairs is None else DataConfig.from_pairs(pairs, values.get("seed", 0))
     model_values = {"d_model": ModelConfig.d_model, "n_heads": ModelConfig.n_heads, **parts["model"]}
     d_model, n_heads = model_values["d_model"], model_values["n_heads"]
     if isinstance(n_heads, int) and n_heads >= 1 and d_model % n_heads:
@@ -54,7 +59,7 @@ def run_configs(settings: Mapping[str, spec.Value], shared: bool = True, lower: 
             f"d_model ({d_model}) must be divisible by the number of heads ({n_heads}): each head works on "
             f"d_model / heads dimensions. With d_model {d_model}, use {', '.join(map(str, fits))} heads."
         )
-    vocab_size = data.n_symbols + N_SPECIAL
+    vocab_size = len(task_of(data).symbols(data.n_symbols)) + N_SPECIAL
     model = ModelConfig(**parts["model"], vocab_size=vocab_size, max_len=model_max_len(data))
     check_model_size(model)
     train = parts["train"]
@@ -65,9 +70,9 @@ def run_configs(settings: Mapping[str, spec.Value], shared: bool = True, lower: 
         train = {"eval_every": eval_every_for(model, data, batch_size), **train, "record_attention": True}
     train_config = TrainConfig(**train)
     if shared:
-        check_train_memory(model, train_config.batch_size, data.max_len, lower)
+        check_train_memory(model, train_config.batch_size, longest_sequence(data), lower)
     else:
-        _check_own_machine_memory(model, train_config.batch_size, data.max_len)
+        _check_own_machine_memory(model, train_config.batch_size, longest_sequence(data))
     return model, data, train_config
 
 

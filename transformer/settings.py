@@ -19,7 +19,7 @@ from typing import Any, Literal
 from .i18n import N_, Message, joined
 from .limits import MAX_CLI_STEPS, MAX_LABEL_CHARS, MAX_SEED, MAX_TIME_BUDGET_S, TRAIN_FORM_LIMITS
 from .model import ModelConfig
-from .tasks import TASKS, DataConfig
+from .tasks import DataConfig, get_task, task_names
 from .training import TrainConfig
 
 Value = int | float | bool | str | None  # None only for a setting whose default is None: the run picks it
@@ -136,7 +136,7 @@ _MODEL, _TRAIN = ModelConfig(), TrainConfig()
 _TASK_HELP = Message(
     N_("The function from input sequence to output sequence the model must learn:\n\n{tasks}"),
     tasks=joined(
-        (Message("- **{name}**: {what}", name=n, what=Message(t.description)) for n, t in TASKS.items()), "\n"
+        (Message("- **{name}**: {what}", name=n, what=Message(get_task(n).description)) for n in task_names()), "\n"
     ),
 )
 _LR_HELP = Message(
@@ -148,7 +148,7 @@ _LR_HELP = Message(
     lr=_TRAIN.lr,
 )
 SETTINGS: dict[str, Setting] = {s.name: s for s in [  # in the Train form's drawing order, then the others
-    Setting("task", "choice", ("data",), N_("Task"), _TASK_HELP, "reverse", choices=tuple(TASKS), flag="--task",
+    Setting("task", "choice", ("data",), N_("Task"), _TASK_HELP, "reverse", choices=tuple(task_names()), flag="--task",
             form=_at(0, 0, "train_task")),
     _number("min_len", "int", "data", N_("Shortest input"),
             N_("Input lengths are drawn uniformly between the shortest and the longest."), 6, flag="--min-len",
@@ -157,7 +157,9 @@ SETTINGS: dict[str, Setting] = {s.name: s for s in [  # in the Train form's draw
             flag="--max-len", form=_at(0, 2, "train_max_len")),
     _number("n_symbols", "int", "data", N_("Symbols"),
             N_("How many different symbols (0, 1, 2, ...) sequences use. The vocabulary is 3 tokens larger: PAD, "
-               "BOS and EOS come on top."), 10, flag="--n-symbols", form=_at(0, 3, "train_symbols")),
+               "BOS and EOS come on top. A gallery task says what it counts: the number base of add, the nouns of "
+               "translate, the letters of count and caesar, the bracket symbols of brackets."), 10,
+            flag="--n-symbols", form=_at(0, 3, "train_symbols")),
     Setting("seed", "int", ("data", "train"), N_("Seed"), N_("Same seed, same settings: same data, same starting "
             "weights, same run."), _TRAIN.seed, bounds=TRAIN_FORM_LIMITS["seed"], flag="--seed",
             flag_bounds=(0, MAX_SEED), form=_at(0, 4, "train_seed")),

@@ -1,17 +1,26 @@
-"""Toy sequence-to-sequence tasks on symbol indices, and their training / held-out data.
+"""Sequence-to-sequence tasks, and their training and held-out data.
 
-A task is one function from a source sequence of symbol indices (0 .. n_symbols-1) to its
-target sequence. To add a task, write the function and decorate it:
+A task owns its vocabulary (the names of its symbols), how it draws sources, and its target function:
 
-    @register_task("reverse", "Output the input backwards.")
+- the five built-in tasks (`TASKS`) are functions on the digits 0 .. n_symbols-1, whose sources are drawn uniformly;
+- the gallery's tasks (`gallery.py`) have vocabularies and sources of their own, and outputs that differ in length
+  or order from their inputs;
+- a task from examples (`pairs.py`) is its (source, target) pairs, some of them held out, and it travels in its
+  DataConfig (`DataConfig.pairs`).
+
+Built-in and gallery tasks are chosen by name (`get_task`). To add a function task, write it and decorate it:
+
+    @register_task("reverse", N_("Output the input backwards."))
     def reverse(seq: list[int], n_symbols: int) -> list[int]:
         return seq[::-1]
 
-Token ids follow `Vocab`: PAD=0, BOS=1, EOS=2, and symbol index i has id i + 3.
+Sources and targets are lists of symbol indices; token ids follow `Vocab`: PAD=0, BOS=1, EOS=2, then symbol index i
+has id i + 3.
 """
 
 from __future__ import annotations
 
+import random
 from array import array
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -19,62 +28,158 @@ from itertools import accumulate, chain
 
 import torch
 
+from .i18n import N_, Message
 from .limits import MAX_SEED, MAX_SEQ_LEN, MAX_VALID
+from .pairs import PAIRS_TASK, TaskPairs
 from .vocab import MAX_SYMBOLS, N_SPECIAL, Vocab
 
 TaskFn = Callable[[list[int], int], list[int]]  # (source symbol indices, n_symbols) -> target
 
 
-@dataclass(frozen=True)
 class Task:
-    """A registered task: `fn(seq, n_symbols)` maps a source sequence to its target."""
+    """A task chosen by name. This base draws sources uniformly from the digits 0 .. n_symbols-1, each length
+    `n_symbols ** length` ways; a gallery task overrides what differs (its symbols, sources and target)."""
+
+    name: str
+    description: str  # one line: what the task teaches
+    lengths: range = range(1, MAX_SEQ_LEN + 1)  # the source lengths it is defined for
+    symbol_counts: range = range(2, MAX_SYMBOLS + 1)  # the values DataConfig.n_symbols may take
+    symbols_mean: str = N_("symbols")  # what n_symbols counts, for messages
+
+    def symbols(self, n_symbols: int) -> tuple[str, ...]:
+        """The vocabulary's symbols, in index order."""
+        return tuple(map(str, range(n_symbols)))
+
+    def target(self, source: Sequence[int], n_symbols: int) -> list[int]:
+        """The target of `source`; ValueError if the task has none for it."""
+        raise NotImplementedError
+
+    def longest_target(self, max_len: int, n_symbols: int) -> int:
+        """The longest target of a source of at most `max_len` symbols."""
+        return max_len
+
+    def n_sources(self, length: int, n_symbols: int) -> int:
+        """How many different sources of `length` symbols the task draws."""
+        return n_symbols**length
+
+    def rows(self, length: int, count: int, n_symbols: int, generator: torch.Generator) -> torch.Tensor:
+        """(count, length) random sources of one length."""
+        return torch.randint(n_symbols, (count, length), generator=generator)
+
+    def draw(self, lengths: list[int], n_symbols: int, generator: torch.Generator) -> list[list[int]]:
+        """Random sources of the given lengths."""
+        symbols = torch.randint(n_symbols, (sum(lengths),), generator=generator).tolist()
+        return [symbols[end - n : end] for end, n in zip(accumulate(lengths), lengths)]
+
+    def check(self, config: DataConfig) -> None:
+        """ValueError unless the task is defined for `config`'s lengths and number of symbols."""
+        low, high = self.lengths[0], self.lengths[-1]
+        if not low <= config.min_len <= config.max_len <= high:
+            template = N_("{task} takes inputs of {low} to {high} symbols: set the shortest and longest input in them")
+            raise ValueError(Message(template, task=self.name, low=low, high=high))
+        if config.n_symbols not in self.symbol_counts:
+            template = N_("{task} takes {counts} {what}: set Symbols to one of them")
+            counts = _spoken(self.symbol_counts)
+            raise ValueError(Message(template, task=self.name, counts=counts, what=Message(self.symbols_mean)))
+
+    def held_out(self, config: DataConfig, generator: torch.Generator) -> list[list[int]]:
+        """Up to config.n_valid distinct sources, spread evenly over the lengths, at most half of each length's, in
+        random order (see TaskData)."""
+        lengths = range(config.min_len, config.max_len + 1)
+        # Share n_valid evenly; capacity grows with length, so what short lengths can't take rolls over.
+        sources, left = [], config.n_valid
+        for i, length in enumerate(lengths):
+            count = min(self.n_sources(length, config.n_symbols) // 2, left // (len(lengths) - i))
+            sources += self._distinct(length, count, config.n_symbols, generator).tolist()
+            left -= count
+        return [sources[i] for i in torch.randperm(len(sources), generator=generator).tolist()]
+
+    def _distinct(self, length: int, count: int, n_symbols: int, generator: torch.Generator) -> torch.Tensor:
+        """`count` distinct random sources of one length; count must be at most half of all of them."""
+        rows = torch.empty(0, length, dtype=torch.int64)
+        while len(rows) < count:
+            rows = torch.unique(torch.cat([rows, self.rows(length, 2 * count, n_symbols, generator)]), dim=0)
+        return rows[torch.randperm(len(rows), generator=generator)[:count]]
+
+    def sample(self, config: DataConfig, n: int, generator: torch.Generator, held_out: set) -> list[list[int]]:
+        """n random sources with uniform lengths, none of them in `held_out`."""
+        lengths = torch.randint(config.min_len, config.max_len + 1, (n,), generator=generator).tolist()
+        sources = self.draw(lengths, config.n_symbols, generator)
+        redo = [i for i, s in enumerate(sources) if tuple(s) in held_out]
+        while redo:  # at most half of any length is held out, so each redraw succeeds w.p. >= 1/2
+            for i, s in zip(redo, self.draw([lengths[i] for i in redo], config.n_symbols, generator)):
+                sources[i] = s
+            redo = [i for i in redo if tuple(sources[i]) in held_out]
+        return sources
+
+
+def _spoken(values: range) -> str:
+    """A range of allowed values in words: "2 to 30", or "2, 4, 6 or 8" when it steps."""
+    if values.step == 1:
+        return Message(N_("{low} to {high}"), low=values[0], high=values[-1])
+    return Message(N_("{some} or {last}"), some=", ".join(map(str, values[:-1])), last=values[-1])
+
+
+@dataclass(frozen=True)
+class FunctionTask(Task):
+    """A built-in task: `fn(seq, n_symbols)` maps a source of digit indices to its target."""
 
     name: str
     description: str
     fn: TaskFn
 
+    def target(self, source: Sequence[int], n_symbols: int) -> list[int]:
+        return self.fn(list(source), n_symbols)  # a copy: a task may edit `seq` in place
 
-TASKS: dict[str, Task] = {}
+
+TASKS: dict[str, FunctionTask] = {}  # the built-in tasks (and any registered): all of one shape, so Compare's too
+GALLERY: dict[str, Task] = {}  # the gallery's tasks (`gallery.py`), each with its own vocabulary and sources
 
 
 def register_task(name: str, description: str) -> Callable[[TaskFn], TaskFn]:
     """Decorator that adds `fn(seq, n_symbols) -> target` to TASKS (re-registering a name replaces it)."""
 
     def decorator(fn: TaskFn) -> TaskFn:
-        TASKS[name] = Task(name, description, fn)
+        TASKS[name] = FunctionTask(name, description, fn)
         return fn
 
     return decorator
 
 
+def task_names() -> list[str]:
+    """Every task chosen by name: the built-in ones, then the gallery's."""
+    return [*TASKS, *GALLERY]
+
+
 def get_task(name: str) -> Task:
-    """The registered task called `name`."""
-    if not isinstance(name, str) or name not in TASKS:
-        raise ValueError(f"unknown task {str(name)[:40]!r}; choose one of: {', '.join(TASKS)}")
-    return TASKS[name]
+    """The built-in or gallery task called `name`."""
+    found = {**TASKS, **GALLERY}
+    if not isinstance(name, str) or name not in found:
+        raise ValueError(f"unknown task {str(name)[:40]!r}; choose one of: {', '.join(found)}")
+    return found[name]
 
 
-@register_task("copy", "Output the input unchanged.")
+@register_task("copy", N_("Output the input unchanged."))
 def copy(seq: list[int], n_symbols: int) -> list[int]:
     return seq
 
 
-@register_task("reverse", "Output the input backwards.")
+@register_task("reverse", N_("Output the input backwards."))
 def reverse(seq: list[int], n_symbols: int) -> list[int]:
     return seq[::-1]
 
 
-@register_task("sort", "Output the input's symbols in ascending order.")
+@register_task("sort", N_("Output the input's symbols in ascending order."))
 def sort(seq: list[int], n_symbols: int) -> list[int]:
     return sorted(seq)
 
 
-@register_task("increment", "Add one to every symbol; the last symbol wraps around to the first.")
+@register_task("increment", N_("Add one to every symbol; the last symbol wraps around to the first."))
 def increment(seq: list[int], n_symbols: int) -> list[int]:
     return [(s + 1) % n_symbols for s in seq]
 
 
-@register_task("swap_pairs", "Swap neighbours: 1 2 3 4 5 -> 2 1 4 3 5.")
+@register_task("swap_pairs", N_("Swap neighbours: 1 2 3 4 5 -> 2 1 4 3 5."))
 def swap_pairs(seq: list[int], n_symbols: int) -> list[int]:
     out = list(seq)
     even = len(seq) - len(seq) % 2  # an odd last symbol stays where it is
@@ -82,19 +187,61 @@ def swap_pairs(seq: list[int], n_symbols: int) -> list[int]:
     return out
 
 
+class PairsTask(Task):
+    """A task from examples (`TaskPairs`): its targets are its pairs'; training draws its training pairs at random,
+    and its held-out set is its held-out pairs."""
+
+    name, description = PAIRS_TASK, N_("A task given by its examples.")
+
+    def __init__(self, pairs: TaskPairs):
+        self.pairs, self.vocab = pairs, Vocab(pairs.symbols)
+        self.lengths = range(pairs.min_len, pairs.max_len + 1)
+        self.train = [self._indices(source) for source, _ in pairs.train]
+        self.targets = {tuple(self._indices(s)): self._indices(t) for s, t in (*pairs.train, *pairs.held_out)}
+
+    def _indices(self, text: str) -> list[int]:
+        return [self.vocab.symbol_index(i) for i in self.vocab.encode(text)]
+
+    def symbols(self, n_symbols: int) -> tuple[str, ...]:
+        return self.pairs.symbols
+
+    def target(self, source: Sequence[int], n_symbols: int) -> list[int]:
+        found = self.targets.get(tuple(source))
+        if found is None:
+            shown = " ".join(self.vocab.symbols[i] for i in source if 0 <= i < len(self.vocab.symbols))
+            raise ValueError(f"{self.pairs.name} has no pair with the source {shown[:60]!r}")
+        return list(found)
+
+    def longest_target(self, max_len: int, n_symbols: int) -> int:
+        return self.pairs.longest_target
+
+    def check(self, config: DataConfig) -> None:
+        p = self.pairs
+        given = (config.min_len, config.max_len, config.n_symbols, config.n_valid)
+        if given != (p.min_len, p.max_len, len(p.symbols), len(p.held_out)):
+            raise ValueError("a task from examples takes its lengths, symbols and held-out set from its pairs")
+
+    def held_out(self, config: DataConfig, generator: torch.Generator) -> list[list[int]]:
+        return [self._indices(source) for source, _ in self.pairs.held_out]
+
+    def sample(self, config: DataConfig, n: int, generator: torch.Generator, held_out: set) -> list[list[int]]:
+        return [self.train[i] for i in torch.randint(len(self.train), (n,), generator=generator).tolist()]
+
+
 @dataclass(frozen=True)
 class DataConfig:
-    """Which task to learn and how its sequences are drawn."""
+    """Which task to learn and how its sequences are drawn. A task from examples carries its `pairs`, and its
+    lengths, symbols and held-out set are theirs (`from_pairs`)."""
 
     task: str = "reverse"
     min_len: int = 1
     max_len: int = 16  # source lengths are uniform in [min_len, max_len]
-    n_symbols: int = 10
+    n_symbols: int = 10  # the size of the task's alphabet (the gallery's tasks say what it counts)
     seed: int = 0
     n_valid: int = 1000  # held-out set size (see TaskData for when it is smaller)
+    pairs: TaskPairs | None = None  # a task from examples: its pairs
 
     def __post_init__(self):
-        get_task(self.task)
         for name in ("min_len", "max_len", "n_symbols", "seed", "n_valid"):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool):
@@ -109,6 +256,47 @@ class DataConfig:
             raise ValueError(f"n_valid must be in 1..{MAX_VALID:,}, got {self.n_valid}")
         if not 0 <= self.seed <= MAX_SEED:
             raise ValueError(f"seed must be in 0..{MAX_SEED}, got {self.seed}")
+        if (self.task == PAIRS_TASK) != isinstance(self.pairs, TaskPairs):
+            raise ValueError(f"the task {PAIRS_TASK!r} and only it comes with its pairs")
+        task_of(self).check(self)
+
+    @classmethod
+    def from_pairs(cls, pairs: TaskPairs, seed: int = 0) -> DataConfig:
+        """The data of a task from examples."""
+        return cls(PAIRS_TASK, pairs.min_len, pairs.max_len, len(pairs.symbols), seed, len(pairs.held_out), pairs)
+
+
+def task_of(config: DataConfig) -> Task:
+    """The task `config` names, or its task from examples."""
+    return PairsTask(config.pairs) if config.pairs is not None else get_task(config.task)
+
+
+def longest_sequence(config: DataConfig) -> int:
+    """The longest source or target of `config`'s data, in symbols: what a model's positions must fit."""
+    return max(config.max_len, task_of(config).longest_target(config.max_len, config.n_symbols))
+
+
+def example_pair(config: DataConfig, max_len: int, seed: int, longest: bool = False) -> tuple[list[int], list[int]]:
+    """A random (source, target) of the task, as symbol indices, from the task's lengths (its longest with
+    `longest`) and with a source and target of at most `max_len` symbols where the task has one that short: a
+    source of a task from examples is one of its pairs'."""
+    task, rng = task_of(config), random.Random(seed)
+    if isinstance(task, PairsTask):
+        fits = sorted((s for s, t in task.targets.items() if max(len(s), len(t)) <= max_len), key=lambda s: -len(s))
+        if not fits:
+            raise ValueError(f"no pair of {task.pairs.name!r} fits in {max_len} symbols")
+        source = list(fits[0] if longest else rng.choice(fits))
+        return source, task.target(source, config.n_symbols)
+    high = max(1, min(config.max_len, max_len))
+    while high > task.lengths[0] and task.longest_target(high, config.n_symbols) > max_len:
+        high -= 1
+    high = max(high, task.lengths[0])
+    length = rng.randint(high if longest else min(config.min_len, high), high)
+    if isinstance(task, FunctionTask):  # the digits drawn one by one, from `rng`
+        source = [rng.randrange(config.n_symbols) for _ in range(length)]
+    else:
+        source = task.rows(length, 1, config.n_symbols, torch.Generator().manual_seed(seed))[0].tolist()
+    return source, task.target(source, config.n_symbols)
 
 
 @dataclass
@@ -159,22 +347,23 @@ def _pad(flat: torch.Tensor, lengths: torch.Tensor, width: int) -> torch.Tensor:
 class TaskData:
     """Deterministic training stream and a fixed held-out set that never overlaps it.
 
-    Training sequences have uniformly random lengths in [min_len, max_len] and uniformly random
-    symbols, redrawn whenever they land in the held-out set.
+    A task chosen by name draws training sources with uniformly random lengths in [min_len, max_len], redrawn
+    whenever they land in the held-out set. Its held-out set has up to `n_valid` distinct sources spread evenly over
+    the lengths, but never more than half of all sources of one length, so training still sees every length. Short
+    lengths therefore get fewer held-out sources, and when the caps add up to less than n_valid, the held-out set is
+    smaller than n_valid. A task from examples holds out its held-out pairs and trains on the others.
 
-    The held-out set has up to `n_valid` distinct sequences spread evenly over the lengths, but
-    never more than half of all possible sequences of one length, so training still sees every
-    length. Short lengths therefore get fewer held-out sequences, and when the caps add up to
-    less than n_valid, the held-out set is smaller than n_valid.
+    `vocab` names the symbols (default: the task's own).
     """
 
     def __init__(self, config: DataConfig, vocab: Vocab | None = None):
         self.config = config
-        self.task = get_task(config.task)
-        self.vocab = Vocab.digits(config.n_symbols) if vocab is None else vocab
-        if self.vocab.n_symbols != config.n_symbols:
-            raise ValueError(f"vocab has {self.vocab.n_symbols} symbols but config.n_symbols is {config.n_symbols}")
-        self.valid_sources: list[list[int]] = self._held_out_sources(_generator(config.seed, _VALID))
+        self.task = task_of(config)
+        symbols = self.task.symbols(config.n_symbols)
+        self.vocab = Vocab(symbols) if vocab is None else vocab
+        if self.vocab.n_symbols != len(symbols):
+            raise ValueError(f"vocab has {self.vocab.n_symbols} symbols but the task has {len(symbols)}")
+        self.valid_sources: list[list[int]] = self.task.held_out(config, _generator(config.seed, _VALID))
         self.valid: Batch = self.make_batch(self.valid_sources)  # row i holds valid_sources[i]
         self._held_out = set(map(tuple, self.valid_sources))
         self._train_generator = _generator(config.seed, _TRAIN)
@@ -184,17 +373,18 @@ class TaskData:
         return self._sample(batch_size, self._train_generator)
 
     def fresh_examples(self, n: int, seed: int) -> Batch:
-        """n new random examples from their own seed stream: never held out, but unlike the
-        held-out set they may coincide with sequences the training stream has drawn."""
+        """n new random examples from their own seed stream: never held out, but unlike the held-out set they may
+        coincide with sequences the training stream has drawn (for a task from examples, they are its training
+        pairs)."""
         return self._sample(n, _generator(seed, _FRESH))
 
     def make_batch(self, sources: Sequence[Sequence[int]]) -> Batch:
         """Batch of the given non-empty sequences of symbol indices, with targets from the task."""
-        n = self.config.n_symbols
+        n = self.vocab.n_symbols
         src_flat, src_lengths = _flatten(sources, n, "sources")
         if len(src_lengths) == 0 or src_lengths.min() == 0:
             raise ValueError("sources must be one or more non-empty sequences")
-        targets = [self.task.fn(list(s), n) for s in sources]  # copies: a task may edit `seq` in place
+        targets = [self.task.target(s, self.config.n_symbols) for s in sources]
         tgt_flat, tgt_lengths = _flatten(targets, n, f"outputs of task {self.task.name!r}")
         target = _pad(tgt_flat, tgt_lengths, int(tgt_lengths.max()) + 1)  # ends in at least one PAD
         tgt_in = target.roll(1, dims=1)  # a PAD comes round to the front ...
@@ -203,41 +393,11 @@ class TaskData:
         src = _pad(src_flat, src_lengths, int(src_lengths.max()))
         return Batch(src, tgt_in, tgt_out, n_tokens=len(tgt_flat) + len(sources))
 
-    def _held_out_sources(self, generator: torch.Generator) -> list[list[int]]:
-        """Distinct random sequences for the held-out set, in random order."""
-        c = self.config
-        lengths = range(c.min_len, c.max_len + 1)
-        # Share n_valid evenly; capacity grows with length, so what short lengths can't take rolls over.
-        sources, left = [], c.n_valid
-        for i, length in enumerate(lengths):
-            count = min(c.n_symbols**length // 2, left // (len(lengths) - i))
-            sources += self._distinct(length, count, generator).tolist()
-            left -= count
-        return [sources[i] for i in torch.randperm(len(sources), generator=generator).tolist()]
-
-    def _distinct(self, length: int, count: int, generator: torch.Generator) -> torch.Tensor:
-        """`count` distinct random sequences of one length; count must be at most half of all of them."""
-        rows = torch.empty(0, length, dtype=torch.int64)
-        while len(rows) < count:
-            more = torch.randint(self.config.n_symbols, (2 * count, length), generator=generator)
-            rows = torch.unique(torch.cat([rows, more]), dim=0)
-        return rows[torch.randperm(len(rows), generator=generator)[:count]]
-
     def _sample(self, n: int, generator: torch.Generator) -> Batch:
-        """n random sequences with uniform lengths, none of them held out."""
+        """n random sequences of the task, none of them held out."""
         if n < 1:
             raise ValueError(f"batch size must be at least 1, got {n}")
-        c = self.config
-        lengths = torch.randint(c.min_len, c.max_len + 1, (n,), generator=generator).tolist()
-        sources = self._draw(lengths, generator)
-        redo = [i for i, s in enumerate(sources) if tuple(s) in self._held_out]
-        while redo:  # at most half of any length is held out, so each redraw succeeds w.p. >= 1/2
-            for i, s in zip(redo, self._draw([lengths[i] for i in redo], generator)):
-                sources[i] = s
-            redo = [i for i in redo if tuple(sources[i]) in self._held_out]
-        return self.make_batch(sources)
+        return self.make_batch(self.task.sample(self.config, n, generator, self._held_out))
 
-    def _draw(self, lengths: list[int], generator: torch.Generator) -> list[list[int]]:
-        """Uniformly random sequences of the given lengths."""
-        symbols = torch.randint(self.config.n_symbols, (sum(lengths),), generator=generator).tolist()
-        return [symbols[end - n : end] for end, n in zip(accumulate(lengths), lengths)]
+
+from . import gallery  # noqa: E402, F401  (last: the gallery's tasks are Tasks, and register themselves in GALLERY)

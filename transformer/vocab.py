@@ -23,6 +23,20 @@ def _describe(symbols: tuple[str, ...]) -> str:
     return text[:60] + " ..." if len(symbols) > 12 or len(text) > 60 else text
 
 
+def check_symbol(s: object) -> None:
+    """ValueError unless `s` can be a symbol: text of 1 to MAX_SYMBOL_CHARS printable characters without spaces, and
+    not the name of a special token."""
+    if not isinstance(s, str):
+        raise ValueError(f"symbols must be strings, got {type(s).__name__}")
+    if s.split() != [s] or not s.isprintable() or len(s) > MAX_SYMBOL_CHARS:
+        raise ValueError(
+            f"symbol {_preview(s)} is empty, longer than {MAX_SYMBOL_CHARS} characters, or holds spaces or "
+            "control characters"
+        )
+    if s in (Vocab.PAD, Vocab.BOS, Vocab.EOS):
+        raise ValueError(f"symbol {s!r} is reserved for a special token")
+
+
 class Vocab:
     """Token <-> id mapping with explicit special tokens: PAD=0, BOS=1, EOS=2, then the task's symbols."""
 
@@ -35,15 +49,7 @@ class Vocab:
             raise ValueError(f"a vocabulary needs 1 to {MAX_SYMBOLS} symbols, got {len(symbols)}")
         seen = set()
         for s in symbols:
-            if not isinstance(s, str):
-                raise ValueError(f"symbols must be strings, got {type(s).__name__}")
-            if s.split() != [s] or not s.isprintable() or len(s) > MAX_SYMBOL_CHARS:
-                raise ValueError(
-                    f"symbol {_preview(s)} is empty, longer than {MAX_SYMBOL_CHARS} characters, or holds spaces or "
-                    "control characters"
-                )
-            if s in (self.PAD, self.BOS, self.EOS):
-                raise ValueError(f"symbol {s!r} is reserved for a special token")
+            check_symbol(s)
             if s in seen:
                 raise ValueError(f"duplicate symbol {_preview(s)}")
             seen.add(s)

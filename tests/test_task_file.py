@@ -1,0 +1,148 @@
+"""Task files and tables of pairs: what loads, and the one-line reason for what does not, hostile files included.
+Every bound holds before what it bounds is read."""
+
+import csv
+import os
+
+import pytest
+
+import transformer.task_file as task_file
+from transformer.limits import MAX_TASK_FILE_BYTES, MAX_TASK_LINE_CHARS, MAX_TASK_PAIRS
+from transformer.task_file import read_task_file, read_task_path, read_task_table
+
+PAIRS = [
+    ("1 2 + 3 4", "4 6"),
+    ("5 + 5", "1 0"),
+    ("9 9 + 1", "1 0 0"),
+    ("2 + 2", "4"),
+    ("7 + 1 1", "1 8"),
+    ("3 + 4", "7"),
+]
+
+
+def csv_bytes(pairs=PAIRS, separator=",", header=True) -> bytes:
+    lines = ([f"source{separator}target"] if header else []) + [f"{s}{separator}{t}" for s, t in pairs]
+    return "\n".join(lines).encode()
+
+
+def every_pair(task) -> list[tuple[str, str]]:
+    return sorted((*task.train, *task.held_out))
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        csv_bytes(),
+        csv_bytes(separator="\t"),
+        csv_bytes(header=False),
+        b"\xef\xbb\xbf" + csv_bytes(),  # a byte-order mark, as spreadsheets write
+        csv_bytes().replace(b"\n", b"\r\n") + b"\r\n\r\n",  # Windows line ends, blank lines at the end
+        b"\n\n" + csv_bytes(header=False),  # blank lines first
+        csv_bytes(separator=",").replace(b"1 2 + 3 4", b'"1 2 + 3 4"'),  # a quoted cell
+        csv_bytes(separator="\t").replace(b"4 6", b"  4   6 "),  # extra spaces
+    ],
+)
+def test_a_task_file_loads_as_csv_or_tsv(data):
+    task = read_task_file(data, "sums.csv")
+    assert task.name == "sums.csv" and every_pair(task) == sorted(PAIRS)
+    assert set(task.symbols) == {"1", "2", "+", "3", "4", "6", "5", "0", "9", "7", "8"}
+
+
+def test_cells_starting_with_an_equals_sign_are_literal_symbols():
+    pairs = [("=1+1", "2"), ("=SUM(A1:A2)", "=cmd|"), ("@x", "-y"), ("+1", "1"), ("a", "b")]
+    task = read_task_file(csv_bytes(pairs), "formulas.csv")
+    assert every_pair(task) == sorted(pairs) and "=SUM(A1:A2)" in task.symbols
+
+
+def test_a_target_symbol_no_source_has_duplicate_pairs_and_commas_in_tsv_load():
+    pairs = [("a b", "x"), ("b a", "y"), ("a", "z"), ("b", "w"), ("a a", "x , y")]
+    task = read_task_file(csv_bytes([*pairs, pairs[0], pairs[1]], separator="\t"), "tsv")
+    assert every_pair(task) == sorted(pairs) and {"x", "y", "z", "w", ","} <= set(task.symbols)
+
+
+@pytest.mark.parametrize(
+    "data, message",
+    [
+        (csv_bytes([*PAIRS, ("2 + 2", "5")]), "line 8: the source 2 \\+ 2 has the target 5 here but 4 at line 5"),
+        (csv_bytes().replace(b"5 + 5,1 0", b"5 + 5\t1 0"), "line 3 holds a tab, but the first line separates with"),
+        (csv_bytes(separator="\t").replace(b"5 + 5\t1 0", b"5 + 5,1 0"), "line 3 has 1 cells; .* separated by a tab"),
+        (csv_bytes(separator=";"), "line 1 has 1 cells; .* separated by a comma"),
+        (csv_bytes() + b"\n1,2,3", "line 8 has 3 cells"),
+        (csv_bytes() + b'\n"1 2,3', "line 8: unexpected end of data"),
+        (csv_bytes() + b"\n1\x002,3", "line 8: symbol .* control characters"),
+        (b"\xff\xfe" + csv_bytes(), "not UTF-8 text \\(byte 1\\)"),
+        (csv_bytes(PAIRS[:3]), "at least 5 different pairs"),
+        (b"", "at least 5 different pairs"),
+        (csv_bytes() + b"\n1 2 ,", "line 8: the target is empty"),
+    ],
+)
+def test_a_bad_file_gets_a_one_line_reason(data, message):
+    with pytest.raises(ValueError, match=message) as error:
+        read_task_file(data, "bad.csv")
+    assert "\n" not in str(error.value)
+
+
+@pytest.fixture
+def spy_reading(monkeypatch):
+    """The lines the csv module was given to read."""
+    given = []
+    real = csv.reader
+
+    def reader(lines, **options):
+        return real((given.append(line) or line for line in lines), **options)
+
+    monkeypatch.setattr(task_file.csv, "reader", reader)
+    return given
+
+
+def test_a_5_mb_file_is_refused_by_its_size_before_it_is_decoded(spy_reading):
+    big = csv_bytes() + b"\n" + b"1 2,3\n" * (5 * 2**20 // 6)
+    assert len(big) > 5 * 2**20
+    with pytest.raises(ValueError, match="larger than 1 MB"):
+        read_task_file(big, "big.csv")
+    assert spy_reading == []
+
+
+def test_a_million_rows_are_refused_by_the_size_and_more_pairs_than_allowed_at_the_first_row_past_them(spy_reading):
+    million = b"1,2\n" * 10**6
+    with pytest.raises(ValueError, match="larger than"):
+        read_task_file(million, "million.csv")
+    assert spy_reading == []
+    rows = b"source,target\n" + b"".join(f"{i % 50} {i // 50 % 50},x\n".encode() for i in range(MAX_TASK_PAIRS + 5))
+    assert len(rows) <= MAX_TASK_FILE_BYTES
+    with pytest.raises(ValueError, match=f"line {MAX_TASK_PAIRS + 2}: more than {MAX_TASK_PAIRS:,} pairs"):
+        read_task_file(rows, "many.csv")
+    assert len(spy_reading) == MAX_TASK_PAIRS + 1  # the line past the bound never reached the csv module
+
+
+def test_a_10000_character_line_is_refused_before_the_csv_module_reads_it(spy_reading):
+    long_line = ("a " * 5000).encode() + b",b"
+    with pytest.raises(ValueError, match=f"line 8 has 10,002 characters; a pair has at most {MAX_TASK_LINE_CHARS:,}"):
+        read_task_file(csv_bytes() + b"\n" + long_line, "long.csv")
+    assert len(spy_reading) == 7 and all(len(line) < 100 for line in spy_reading)
+
+
+def test_a_path_must_be_an_ordinary_file_within_the_size_read_no_further(tmp_path):
+    path = tmp_path / "sums.csv"
+    path.write_bytes(csv_bytes())
+    assert every_pair(read_task_path(path)) == sorted(PAIRS) and read_task_path(path).name == "sums.csv"
+    with pytest.raises(ValueError, match="not an ordinary file"):
+        read_task_path(tmp_path)
+    sparse = tmp_path / "sparse.csv"
+    with open(sparse, "wb") as f:
+        f.truncate(10 * 2**30)  # 10 GB that take no disk: refused by their size, unread
+    with pytest.raises(ValueError, match="larger than 1 MB"):
+        read_task_path(sparse)
+    with pytest.raises(FileNotFoundError):
+        read_task_path(tmp_path / "missing.csv")
+    if hasattr(os, "mkfifo"):
+        os.mkfifo(tmp_path / "pipe.csv")
+        with pytest.raises(ValueError, match="not an ordinary file"):
+            read_task_path(tmp_path / "pipe.csv")
+
+
+def test_a_table_of_pairs_loads_and_names_its_rows_in_reasons():
+    rows = [{"source": s, "target": t} for s, t in PAIRS] + [{"source": None, "target": ""}, {"source": float("nan")}]
+    assert every_pair(read_task_table(rows, "typed")) == sorted(PAIRS)
+    with pytest.raises(ValueError, match="row 7: the target is empty"):
+        read_task_table([*rows[:6], {"source": "1 + 1", "target": None}], "typed")

@@ -1,0 +1,184 @@
+"""A task given by its examples: (source, target) pairs of space-separated symbols, the vocabulary they use, and the
+pairs held out of training. It comes from a task file (`task_file`) or a table typed on the Train page, and travels
+in checkpoints and in a class's database (`to_dict`, `from_dict`).
+
+Wherever it comes from, it is held to the bounds of `limits` (pairs, characters, symbols, lengths) before anything
+is built from it. Each source has one target: a pair given twice counts once, and a source given two targets is
+refused. One distinct pair in HELD_OUT_EVERY (at least one) is held out, chosen by a fixed seed, so the same pairs
+always split the same way; training never draws a held-out pair.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from .i18n import N_, Message
+from .limits import (
+    MAX_SEQ_LEN,
+    MAX_SYMBOLS,
+    MAX_TASK_FILE_BYTES,
+    MAX_TASK_LINE_CHARS,
+    MAX_TASK_PAIRS,
+    MAX_VALID,
+    MIN_TASK_PAIRS,
+)
+from .vocab import Vocab, check_symbol
+
+PAIRS_TASK = "pairs"  # the task name of every task from examples (its own name is `TaskPairs.name`)
+HELD_OUT_EVERY = 5  # one distinct pair in five is held out
+SPLIT_SEED = 0  # the seed that picks the held-out pairs: the same pairs always split the same way
+MAX_TASK_NAME_CHARS = 40
+Pair = tuple[str, str]  # (source, target): symbols joined by single spaces
+
+
+@dataclass(frozen=True)
+class TaskPairs:
+    """The pairs of a task from examples, split into training and held-out pairs, and their vocabulary (each symbol
+    in the order it first appears). Checked when made: ValueError, saying why, for anything past the bounds."""
+
+    name: str  # what its author called it, e.g. the file's name: literal text
+    symbols: tuple[str, ...]
+    train: tuple[Pair, ...]
+    held_out: tuple[Pair, ...]
+
+    def __post_init__(self) -> None:
+        _check_sizes(self.name, self.symbols, self.train, self.held_out)
+        vocab = Vocab(self.symbols)
+        sources = set()
+        for source, target in (*self.train, *self.held_out):
+            for text in (source, target):
+                words = text.split(" ")
+                if not 1 <= len(words) <= MAX_SEQ_LEN or any(w not in vocab.symbols for w in words):
+                    raise ValueError(f"a pair holds {text[:40]!r}, not 1 to {MAX_SEQ_LEN} symbols of its vocabulary")
+            if source in sources:
+                raise ValueError(f"the source {source[:40]!r} is given twice")
+            sources.add(source)
+        used = {w for pair in (*self.train, *self.held_out) for text in pair for w in text.split(" ")}
+        if len(used) < len(self.symbols):
+            raise ValueError("the vocabulary holds symbols no pair uses")
+
+    @property
+    def min_len(self) -> int:
+        """The shortest source, in symbols."""
+        return min(len(source.split(" ")) for source, _ in (*self.train, *self.held_out))
+
+    @property
+    def max_len(self) -> int:
+        """The longest source, in symbols."""
+        return max(len(source.split(" ")) for source, _ in (*self.train, *self.held_out))
+
+    @property
+    def longest_target(self) -> int:
+        """The longest target, in symbols."""
+        return max(len(target.split(" ")) for _, target in (*self.train, *self.held_out))
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON-able form; inverse of `from_dict`."""
+        return {
+            "name": self.name,
+            "symbols": list(self.symbols),
+            "train": [list(p) for p in self.train],
+            "held_out": [list(p) for p in self.held_out],
+        }
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> TaskPairs:
+        """The pairs `to_dict` wrote (lists or tuples), each part's size checked before anything is built from it;
+        ValueError if malformed or past the bounds."""
+        if not isinstance(d, Mapping) or set(d) != {"name", "symbols", "train", "held_out"}:
+            raise ValueError("a task's pairs must be exactly {name, symbols, train, held_out}")
+        parts = [d["symbols"], d["train"], d["held_out"]]
+        if not all(isinstance(p, (list, tuple)) for p in parts) or sum(map(len, parts)) > MAX_TASK_PAIRS + MAX_SYMBOLS:
+            raise ValueError(f"a task holds at most {MAX_TASK_PAIRS:,} pairs and {MAX_SYMBOLS} symbols")
+        pairs = [_pair(p) for p in (*d["train"], *d["held_out"])]
+        n_train = len(d["train"])
+        return cls(d["name"], tuple(d["symbols"]), tuple(pairs[:n_train]), tuple(pairs[n_train:]))
+
+
+def _pair(p: object) -> Pair:
+    """A stored pair as (source, target); ValueError unless it is two strings of at most MAX_TASK_LINE_CHARS."""
+    if not isinstance(p, (list, tuple)) or len(p) != 2:
+        raise ValueError("each pair must be [source, target]")
+    if not all(isinstance(t, str) and len(t) <= MAX_TASK_LINE_CHARS for t in p):
+        raise ValueError(f"a pair's source and target are text of at most {MAX_TASK_LINE_CHARS:,} characters")
+    return p[0], p[1]
+
+
+def _check_sizes(name: object, symbols: tuple, train: tuple, held_out: tuple) -> None:
+    """ValueError unless the parts' counts and characters are within the bounds (checked before their content)."""
+    if not isinstance(name, str) or not 1 <= len(name) <= MAX_TASK_NAME_CHARS or not name.isprintable():
+        raise ValueError(f"a task's name is 1 to {MAX_TASK_NAME_CHARS} characters of text on one line")
+    if not MIN_TASK_PAIRS <= len(train) + len(held_out) <= MAX_TASK_PAIRS or not 1 <= len(held_out) <= MAX_VALID:
+        raise ValueError(f"a task holds {MIN_TASK_PAIRS} to {MAX_TASK_PAIRS:,} pairs, at least one held out")
+    if not 1 <= len(symbols) <= MAX_SYMBOLS:
+        raise ValueError(f"a task's vocabulary holds 1 to {MAX_SYMBOLS} symbols")
+    texts = [t for pair in (*train, *held_out) for t in pair]
+    if not all(type(t) is str for t in texts) or sum(map(len, texts)) > MAX_TASK_FILE_BYTES:
+        raise ValueError(f"a task's pairs are text of at most {MAX_TASK_FILE_BYTES // 2**20} MB")
+
+
+def task_name(text: str) -> str:
+    """A name for a task from `text` (e.g. a file's name): its printable characters, at most MAX_TASK_NAME_CHARS of
+    them; "my task" when none are left."""
+    kept = "".join(c for c in text if c.isprintable()).strip()[:MAX_TASK_NAME_CHARS].strip()
+    return kept or "my task"
+
+
+def pairs_from_rows(rows: Iterable[tuple[str, str, str]], name: str) -> TaskPairs:
+    """The task of `rows`, each (where, source, target): `where` names the row in messages, e.g. "line 4". ValueError
+    with a one-line reason, at the first row past a bound: more than MAX_TASK_PAIRS rows, a sequence that is empty or
+    longer than MAX_SEQ_LEN symbols, a symbol that cannot be one, more than MAX_SYMBOLS symbols, a source given two
+    targets; fewer than MIN_TASK_PAIRS distinct pairs."""
+    targets: dict[str, tuple[str, str]] = {}  # source -> (target, where it was first given)
+    symbols: dict[str, None] = {}  # in order of first appearance
+    for count, (where, source, target) in enumerate(rows, 1):
+        if count > MAX_TASK_PAIRS:
+            raise ValueError(Message(N_("{where}: more than {most} pairs"), where=where, most=f"{MAX_TASK_PAIRS:,}"))
+        source, target = _sequence(where, source, N_("source")), _sequence(where, target, N_("target"))
+        for symbol in (*source.split(" "), *target.split(" ")):
+            if symbol not in symbols:
+                _check_new_symbol(where, symbol, len(symbols))
+                symbols[symbol] = None
+        if source in targets and targets[source][0] != target:
+            first = targets[source][1]
+            template = N_("{where}: the source {source} has the target {target} here but {other} at {first}")
+            raise ValueError(Message(template, where=where, source=source[:40], target=target[:40],
+                                     other=targets[source][0][:40], first=first))  # fmt: skip
+        targets.setdefault(source, (target, where))
+    if len(targets) < MIN_TASK_PAIRS:
+        template = N_("a task needs at least {least} different pairs, to train on some and hold one out; got {got}")
+        raise ValueError(Message(template, least=MIN_TASK_PAIRS, got=len(targets)))
+    return split_pairs(name, tuple(symbols), [(source, target) for source, (target, _) in targets.items()])
+
+
+def _sequence(where: str, text: str, what: str) -> str:
+    """`text`'s symbols joined by single spaces; ValueError if it has none or more than MAX_SEQ_LEN."""
+    words = text.split()
+    if not words:
+        raise ValueError(Message(N_("{where}: the {what} is empty"), where=where, what=Message(what)))
+    if len(words) > MAX_SEQ_LEN:
+        template = N_("{where}: the {what} has {n} symbols; the most is {most}")
+        raise ValueError(Message(template, where=where, what=Message(what), n=len(words), most=MAX_SEQ_LEN))
+    return " ".join(words)
+
+
+def _check_new_symbol(where: str, symbol: str, known: int) -> None:
+    """ValueError unless `symbol` can be a symbol and there is room for one more."""
+    if known == MAX_SYMBOLS:
+        raise ValueError(Message(N_("{where}: more than {most} different symbols"), where=where, most=MAX_SYMBOLS))
+    try:
+        check_symbol(symbol)
+    except ValueError as err:
+        raise ValueError(Message(N_("{where}: {reason}"), where=where, reason=str(err))) from None
+
+
+def split_pairs(name: str, symbols: tuple[str, ...], pairs: list[Pair]) -> TaskPairs:
+    """The task of distinct `pairs` with one in HELD_OUT_EVERY (at least one, at most MAX_VALID) held out, picked by
+    SPLIT_SEED; both parts keep the pairs' order."""
+    count = max(1, min(MAX_VALID, len(pairs) // HELD_OUT_EVERY))
+    held = set(random.Random(SPLIT_SEED).sample(range(len(pairs)), count))
+    train = tuple(p for i, p in enumerate(pairs) if i not in held)
+    return TaskPairs(task_name(name), symbols, train, tuple(p for i, p in enumerate(pairs) if i in held))

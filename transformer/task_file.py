@@ -1,0 +1,101 @@
+"""Reading a task from examples out of what a person gives: a task file (its bytes, or its path on the command line)
+or a table of pairs typed on the Train page.
+
+A task file is CSV or TSV, UTF-8 (a byte-order mark is skipped), one `source,target` pair a line, each sequence's
+symbols separated by spaces:
+
+    source,target
+    1 2 + 3 4,4 6
+    big cat sees dog,miko gra doro selu
+
+The first line says the separator: a tab makes it TSV, else it is CSV (commas, and quotes as the csv module reads
+them). A header line `source,target` is skipped, and so are blank lines. Every bound is checked before what it
+bounds is read: the file's size first, then each line's length and the number of lines as they come, then the pairs
+(`pairs.pairs_from_rows`). Anything else gets a ValueError with a one-line reason naming the line.
+"""
+
+import csv
+import os
+import stat
+from collections.abc import Iterable, Iterator, Mapping
+from pathlib import Path
+
+from .i18n import N_, Message
+from .limits import MAX_TASK_FILE_BYTES, MAX_TASK_LINE_CHARS, MAX_TASK_PAIRS
+from .pairs import TaskPairs, pairs_from_rows
+
+HEADER = ("source", "target")
+_SIZE = f"{MAX_TASK_FILE_BYTES // 2**20} MB"
+
+
+def read_task_path(path: str | os.PathLike) -> TaskPairs:
+    """The task in the file at `path`; ValueError, before anything is read, unless it is an ordinary file of at most
+    MAX_TASK_FILE_BYTES."""
+    if not stat.S_ISREG(os.stat(path).st_mode):  # a folder, a device or a pipe that could block or never end
+        raise ValueError(Message(N_("{path} is not an ordinary file"), path=str(path)[:80]))
+    with open(path, "rb") as f:
+        if os.fstat(f.fileno()).st_size > MAX_TASK_FILE_BYTES:
+            raise ValueError(Message(N_("the task file is larger than {size}"), size=_SIZE))
+        return read_task_file(f.read(MAX_TASK_FILE_BYTES + 1), Path(path).name)
+
+
+def read_task_file(data: bytes, name: str) -> TaskPairs:
+    """The task in a task file's bytes, called `name` (e.g. the file's name)."""
+    if len(data) > MAX_TASK_FILE_BYTES:
+        raise ValueError(Message(N_("the task file is larger than {size}"), size=_SIZE))
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as err:
+        raise ValueError(Message(N_("the task file is not UTF-8 text (byte {at})"), at=err.start + 1)) from None
+    lines = text.splitlines(keepends=True)
+    first = next((line for line in lines if line.strip()), "")
+    tsv = "\t" in first
+    reader = csv.reader(_bounded(lines, tsv), delimiter="\t" if tsv else ",", strict=True)
+    return pairs_from_rows(_pairs(reader, tsv), name)
+
+
+def _bounded(lines: list[str], tsv: bool) -> Iterator[str]:
+    """`lines` one by one, each checked before the csv module reads it: its length, the count so far, and in a CSV
+    file no tab (tabs and commas mixed)."""
+    for number, line in enumerate(lines, 1):
+        where = Message(N_("line {n}"), n=number)
+        if number > MAX_TASK_PAIRS + 1:  # the pairs and a header
+            raise ValueError(Message(N_("{where}: more than {most} pairs"), where=where, most=f"{MAX_TASK_PAIRS:,}"))
+        if len(line) > MAX_TASK_LINE_CHARS:
+            template = N_("{where} has {n} characters; a pair has at most {most}")
+            raise ValueError(Message(template, where=where, n=f"{len(line):,}", most=f"{MAX_TASK_LINE_CHARS:,}"))
+        if not tsv and "\t" in line:
+            template = N_("{where} holds a tab, but the first line separates with a comma: use one separator")
+            raise ValueError(Message(template, where=where))
+        yield line
+
+
+def _pairs(reader: Iterable[list[str]], tsv: bool) -> Iterator[tuple[str, str, str]]:
+    """(where, source, target) of each pair the csv `reader` reads; blank lines and a header are skipped."""
+    separator = N_("a tab") if tsv else N_("a comma")
+    try:
+        for cells in reader:
+            where = Message(N_("line {n}"), n=reader.line_num)
+            if not cells or (len(cells) == 1 and not cells[0].strip()):
+                continue
+            if len(cells) != 2:
+                template = N_("{where} has {n} cells; write the source and the target separated by {separator}")
+                raise ValueError(Message(template, where=where, n=len(cells), separator=Message(separator)))
+            if reader.line_num == 1 and tuple(c.strip().lower() for c in cells) == HEADER:
+                continue
+            yield where, cells[0], cells[1]
+    except csv.Error as err:
+        raise ValueError(Message(N_("line {n}: {reason}"), n=reader.line_num, reason=str(err))) from None
+
+
+def read_task_table(rows: Iterable[Mapping[str, object]], name: str) -> TaskPairs:
+    """The task in a table's rows, each {"source": ..., "target": ...}; a cell that holds no text counts as empty,
+    and rows with both cells empty are skipped."""
+
+    def pairs() -> Iterator[tuple[str, str, str]]:
+        for number, row in enumerate(rows, 1):
+            source, target = (row.get(key) if isinstance(row.get(key), str) else "" for key in HEADER)
+            if source.strip() or target.strip():
+                yield Message(N_("row {n}"), n=number), source, target
+
+    return pairs_from_rows(pairs(), name)
