@@ -14,9 +14,10 @@ from sqlalchemy import create_engine
 from sqlalchemy.engine import make_url
 
 from tests.helpers import wait_until
-from tests.serving.test_worker import ENDLESS, alone, same_weights, settings
+from tests.serving.test_worker import ENDLESS, ZH, alone, same_weights, settings
 from transformer.classroom import ClassStore
 from transformer.classroom.recorder import ClassRecorder
+from transformer.i18n import Message
 from transformer.serving import RunRegistry, ServerSettings
 from transformer.serving.protocol import Caps
 from transformer.serving.worker_link import WorkerLink
@@ -125,13 +126,25 @@ def test_pause_step_and_resume_on_the_cluster_end_with_the_weights_of_an_unpause
 
 
 @pytest.mark.parametrize(
-    "caps, pause, notice",
+    "caps, pause, notice, in_chinese",
     [
-        (Caps(run_s=1.5, total_pause_s=60.0), False, "it held a training slot for over 1.5 s, the most one run may"),
-        (Caps(run_s=60.0, total_pause_s=0.5), True, "it was paused for over 0.5 s in all, the most one run may be"),
+        (
+            Caps(run_s=1.5, total_pause_s=60.0),
+            False,
+            "it held a training slot for over 1.5 s, the most one run may",
+            "它占用训练槽位超过了 1.5 秒，这是一次训练最多可以占用的时长",
+        ),
+        (
+            Caps(run_s=60.0, total_pause_s=0.5),
+            True,
+            "it was paused for over 0.5 s in all, the most one run may be",
+            "它累计暂停超过了 0.5 秒，这是一次训练最多可以暂停的时长",
+        ),
     ],
 )
-def test_a_runs_caps_reach_the_actor_and_end_the_run_with_its_model_kept(replicas, monkeypatch, caps, pause, notice):
+def test_a_runs_caps_reach_the_actor_and_end_the_run_with_its_model_kept(
+    replicas, monkeypatch, caps, pause, notice, in_chinese
+):
     registry = replicas[1]
     monkeypatch.setattr(actor_of(registry), "caps", caps)  # what the slot's StartRun carries to the actor
     run = registry.submit("a", *settings(seed=4, **ENDLESS, eval_every=5))
@@ -140,6 +153,7 @@ def test_a_runs_caps_reach_the_actor_and_end_the_run_with_its_model_kept(replica
         run.pause()
     assert run.wait_until_done(30.0) and run.error is None and run.result.reason == "stopped"
     assert run.notice.startswith(notice) and run.model() is not None
+    assert isinstance(run.notice, Message) and ZH(run.notice) == in_chinese  # the actor's words, in a page's language
 
 
 def test_an_actor_killed_mid_run_leaves_its_last_snapshot_in_hand_and_a_new_actor_takes_the_slot(replicas, driver):
