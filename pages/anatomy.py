@@ -77,22 +77,13 @@ st.markdown(
     )
 )
 table = module_table(model, src, tgt)
-shown = table.assign(**{"paper name": table["paper name"].map(_)})
-# the paper's name first and pinned, the code's name beside it: a narrow screen scrolls the rest into view; the
-# shapes as wide as they are (two shapes, source ; target, in the first rows)
-st.dataframe(
-    shown,
-    hide_index=True,
-    height="content",
-    column_order=["paper name", "module", "input shape", "output shape", "parameters", "section"],
-    column_config={  # a narrow number column: the whole table fits a 1280-px screen beside the sidebar
-        "paper name": st.column_config.TextColumn(_("paper name"), pinned=True),
-        "module": st.column_config.TextColumn(_("in the code")),
-        "input shape": st.column_config.TextColumn(_("input")),
-        "output shape": st.column_config.TextColumn(_("output")),
-        "parameters": st.column_config.NumberColumn(_("parameters"), width="small"),
-        "section": st.column_config.TextColumn("§", width="small", help=_("Section of the paper")),
-    },
+# the paper's name first, the code's name beside it; a table whose cells wrap, so that every shape reads whole
+# (two of them, source ; target, in the first rows) and the table fits the page at any width
+columns = {"module": _("in the code"), "input shape": _("input"), "output shape": _("output")}
+shown = table.assign(parameters=table["parameters"].map("{:,}".format)).rename(columns=columns)
+shown = shown.set_index(table["paper name"].map(_).rename(_("paper name")))
+st.table(
+    shown[[*columns.values(), "parameters", "section"]].rename(columns={"parameters": _("parameters"), "section": "§"})
 )
 total, parts = st.columns([1, 3])
 total.metric(_("Parameters"), f"{model.num_parameters():,}")

@@ -6,6 +6,7 @@ rerun_inside_frame()  # first of all: see its docstring
 
 from dataclasses import replace
 
+import pandas as pd
 import streamlit as st
 
 from pages.common import client_address, remember_run, run_registry
@@ -285,17 +286,10 @@ def results(polling: bool) -> None:
     histories = {_(v.label): v.history for v in run.variants}
     figure = comparison_figure(histories, tr=session_translator())
     st.plotly_chart(figure, key="compare_curves", config=PLOTLY_CONFIG)
-    summary = summary_table(run)
-    summary["variant"] = summary["variant"].map(_)
-    # the variant's name whole ("GRU encoder-decoder"), pinned while the numbers scroll
-    variant_column = st.column_config.TextColumn(_("variant"), pinned=True, width="medium")
-    st.dataframe(
-        summary.rename(
-            columns={column: _(header) for column, header in SUMMARY_HEADERS.items() if column != "variant"}
-        ),
-        hide_index=True,
-        column_config={"variant": variant_column},
-    )
+    # a table whose cells wrap: every variant's name reads whole ("GRU encoder-decoder") at any width
+    summary = summary_table(run).set_index("variant").map(lambda v: "–" if pd.isna(v) else f"{v:,.4g}")
+    summary.index = summary.index.map(_).rename(_(SUMMARY_HEADERS["variant"]))
+    st.table(summary.rename(columns={column: _(header) for column, header in SUMMARY_HEADERS.items()}))
     st.caption(
         _(
             "Solved = the first metric row where every held-out sequence checked was decoded exactly right. Exact "

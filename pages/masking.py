@@ -22,6 +22,7 @@ from transformer.mask_experiments import MaskingResult, attention_before_after, 
 
 LINKED_WIDGETS = {"source": "mask_src", "target": "mask_tgt", "pad": "mask_pad_to"}  # link parameter -> widget key
 MAY_ATTEND = _("query {i} may attend to key {j}", i="$i$", j="$j$")  # in LaTeX's \text, $...$ is maths
+BLOCKED = _("blocked")
 
 checkpoint = model_page(
     _("Masking lab"),
@@ -33,7 +34,7 @@ checkpoint = model_page(
     ),
     (
         r"\begin{gathered}\mathrm{Attention}(Q, K, V) = \mathrm{softmax}\!\left(\frac{QK^\top}{\sqrt{d_k}} + M\right) "
-        rf"V \\ M_{{ij}} = \begin{{cases}} 0 & \text{{{MAY_ATTEND}}} \\ -\infty & \text{{{_('blocked')}}} "
+        rf"V \\ M_{{ij}} = \begin{{cases}} 0 & \text{{{MAY_ATTEND}}} \\ -\infty & \text{{{BLOCKED}}} "
         r"\end{cases}\end{gathered}"
     ),
 )

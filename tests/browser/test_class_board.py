@@ -121,6 +121,7 @@ def test_a_class_experiment_on_the_teachers_board(browser, tmp_path, monkeypatch
         teacher.get_by_role("tab", name="Board").click()
         board = main(teacher)
         expect(board.get_by_text("4 students · 4 finished")).to_be_visible(timeout=30_000)
+        expect(board.get_by_text("Saved:")).to_be_hidden()  # said under the assignment's form, not above the board
         medians = teacher.evaluate(
             "() => [...document.querySelectorAll('.js-plotly-plot')].flatMap(p => p._fullData.map(t => t.name))"
         )

@@ -56,16 +56,18 @@ def at() -> AppTest:
 
 
 def test_module_table_and_config(at):
-    modules = at.dataframe[0].value
-    assert modules["parameters"].sum() == at.session_state["in_hand"].model.num_parameters()
-    assert "decoder.layers.1.cross_attn" in modules["module"].tolist()
-    assert modules.set_index("module").loc["generator", "output shape"] == "1×9×13"  # BOS + 8 target tokens
+    modules = at.table[1].value  # cells that wrap: every shape whole, at any width
+    parameters = modules["parameters"].str.replace(",", "").astype(int)
+    assert parameters.sum() == at.session_state["in_hand"].model.num_parameters()
+    assert "decoder.layers.1.cross_attn" in modules["in the code"].tolist()
+    assert modules.set_index("in the code").loc["generator", "output"] == "1×9×13"  # BOS + 8 target tokens
+    assert modules.set_index("in the code").loc["embed", "input"] == "1×8 ; 1×9"  # source ; target
     settings = at.table[0].value  # words first, the code's names last
     assert settings.columns.tolist() == ["value", "in the code"]
     mask = settings.loc["decoder may not look at later target positions"]
     assert mask["in the code"] == "causal_mask" and mask["value"] == "yes"
     assert settings.set_index("in the code").loc["norm placement", "value"].startswith("pre-norm")
-    assert at.dataframe[1].value.iloc[-1]["part"] == "total"
+    assert at.dataframe[0].value.iloc[-1]["part"] == "total"
     diagram = chart(at, "anatomy_diagram")
     assert "Norm … Add (pre-norm)" not in json.dumps(diagram) and "LayerNorm" in json.dumps(diagram)
 

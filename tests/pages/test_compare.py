@@ -49,9 +49,9 @@ def test_shipped_results_show_at_once(at):
     assert any("shipped with the app" in c.value for c in at.caption)
     curves = chart(at, "compare_curves")
     assert {t["name"] for t in curves["data"]} == {"sinusoidal PE", "no PE"} and len(curves["data"]) == 6
-    table = at.dataframe[0].value
-    assert table["variant"].tolist() == ["sinusoidal PE", "no PE"]
-    assert table["exact match (%)"].iloc[1] < 5 < table["exact match (%)"].iloc[0]
+    table = at.table[0].value  # cells that wrap: a variant's name reads whole at any width
+    assert table.index.tolist() == ["sinusoidal PE", "no PE"]
+    assert float(table["exact match (%)"].iloc[1]) < 5 < float(table["exact match (%)"].iloc[0])
     assert at.query_params["experiment"] == "no-positional-encoding"
 
 
@@ -73,7 +73,7 @@ def test_exports_and_a_link_to_another_experiment(at):
     assert {b.key for b in at.get("download_button")} >= {"compare_download_csv", "compare_download_json"}
     at.selectbox(key="compare_experiment").set_value("no-causal-mask").run()
     assert not at.exception and at.query_params["experiment"] == "no-causal-mask"
-    assert at.dataframe[0].value["variant"].tolist() == ["causal mask", "no causal mask"]
+    assert at.table[0].value.index.tolist() == ["causal mask", "no causal mask"]
 
 
 def test_hostile_query_values_give_warnings_not_exceptions():
@@ -117,8 +117,8 @@ def test_a_tiny_live_rerun_completes_after_polling(monkeypatch):
     at.run()
     assert not at.exception and at.session_state["compare_job"].done
     assert any("your live run" in c.value for c in at.caption)
-    table = at.dataframe[0].value
-    assert table["variant"].tolist() == ["1 head", "4 heads"] and table["steps"].tolist() == [10, 10]
+    table = at.table[0].value
+    assert table.index.tolist() == ["1 head", "4 heads"] and table["steps"].tolist() == ["10", "10"]
     assert at.button(key="compare_run").disabled is False
     good = result_path("post-vs-pre-norm").read_bytes()  # a file after the rerun ended: shown without a question
     at.file_uploader(key="compare_upload").set_value(("mine.json", good, "application/json")).run()
@@ -232,7 +232,7 @@ def test_a_custom_run_shows_only_under_the_settings_it_was_trained_with():
     at.run()
     assert not at.exception and any("your live run" in c.value for c in at.caption)
     at.selectbox(key="compare_task").set_value("copy").run()  # other settings: that run does not answer them
-    assert not at.exception and not any("your live run" in c.value for c in at.caption) and not at.dataframe
+    assert not at.exception and not any("your live run" in c.value for c in at.caption) and not at.table
     assert "No results for these settings yet" in at.info[-1].value
     at.selectbox(key="compare_task").set_value("reverse").run()  # back to the run's own settings
     assert any("your live run" in c.value for c in at.caption)

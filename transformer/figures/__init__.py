@@ -8,3 +8,20 @@ are translated whole, with Plotly's own `%{...}` fields passed in as parameters.
 from ..i18n import DEFAULT_LANGUAGE, translator
 
 ENGLISH = translator(DEFAULT_LANGUAGE)  # every figure's default translator
+
+TOOLBAR_PX = 38  # Plotly's toolbar (27 px tall) shows along a chart's top edge on hover, or a tap on a phone
+TITLE_LINE_PX = 26  # a line of a title in the projector-sized font
+RAISED_PX = 14  # how far Plotly raises a title of several lines above where its top is set
+
+
+def title_layout(text: str, font: dict | None = None) -> dict:
+    """A figure's title, set under the toolbar: on a narrow chart a title reaches the right edge, where the toolbar
+    shows."""
+    pad = TOOLBAR_PX + (RAISED_PX if "<br>" in text else 0)
+    return dict(text=text, y=1, yref="container", yanchor="top", pad=dict(t=pad), **({"font": font} if font else {}))
+
+
+def top_margin(title: str, least: int = 0) -> int:
+    """The top margin that holds the toolbar and every line of `title` above the plot, at least `least` px."""
+    lines = title.count("<br>") + 1
+    return max(least, TOOLBAR_PX + (RAISED_PX if lines > 1 else 0) + TITLE_LINE_PX * lines + 12)

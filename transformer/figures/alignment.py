@@ -7,7 +7,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from ..i18n import Translator
-from . import ENGLISH
+from . import ENGLISH, title_layout, top_margin
 from .attention import _array, attention_heatmaps
 from .training import FONT, MARKER, TRAIN, VALID
 
@@ -76,11 +76,12 @@ def best_head_figure(
     )
     level = dict(type="line", xref="x domain", x0=0, x1=1, yref="y")
     note = dict(xref="x domain", yanchor="bottom", showarrow=False)
+    title = tr.gettext("Alignment of the best cross-attention head")
     layout = dict(
-        title=dict(text=tr.gettext("Alignment of the best cross-attention head"), font=dict(FONT, size=18)),
+        title=title_layout(title, dict(FONT, size=18)),
         font=FONT,
         height=height,
-        margin=dict(l=70, r=20, t=60, b=60),
+        margin=dict(l=70, r=20, t=top_margin(title), b=60),
         showlegend=False,
         xaxis=dict(title=tr.gettext("training step"), rangemode="tozero"),
         yaxis=dict(title=tr.gettext("attention on the ideal token"), range=[0, 1.02]),

@@ -18,7 +18,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from ..i18n import Translator
-from . import ENGLISH
+from . import ENGLISH, title_layout, top_margin
 
 FONT = dict(size=16, color="#111111")  # readable on a projector
 MAY_ATTEND, BLOCKED = "#1f5fbf", "#d9d9d9"
@@ -105,10 +105,13 @@ def _figure(traces: list[dict], layout: dict, title: str, height: int) -> go.Fig
     for name, axis in layout.items():  # explicit fonts: Streamlit's chart theme shrinks and greys axis text
         if name.startswith(("xaxis", "yaxis")):
             axis.update(tickfont=FONT, title_font=FONT)
-    defaults = dict(
-        title=dict(text=title, font=dict(FONT, size=18)), font=FONT, height=height, margin=dict(l=60, r=20, t=80, b=50)
+    margin = {**dict(l=60, r=20, t=80, b=50), **layout.pop("margin", {})}
+    grown = top_margin(title, margin["t"]) - margin["t"]  # a title of several lines: the plot keeps its height
+    margin["t"] += grown
+    title = title_layout(title, dict(FONT, size=18))
+    return go.Figure(
+        data=traces, layout={**layout, "title": title, "font": FONT, "height": height + grown, "margin": margin}
     )
-    return go.Figure(data=traces, layout={**defaults, **layout})
 
 
 TICKS = ["0%", "50%", "100%"]  # three labels on a score's colour bar: more overlap on a short chart
@@ -147,7 +150,8 @@ def mask_heatmap(
         xgap=2,
         ygap=2,
         colorscale=[[0, BLOCKED], [0.5, BLOCKED], [0.5, MAY_ATTEND], [1, MAY_ATTEND]],
-        # a key above the grid rather than beside it: the page shows two masks side by side, in narrow columns
+        # a key under the grid rather than beside it (the page shows two masks side by side, in narrow columns),
+        # at the figure's foot: above the grid it would push the title up into the chart's toolbar
         colorbar=dict(
             tickvals=[0.25, 0.75],
             ticktext=[tr.gettext("blocked"), tr.gettext("may attend")],
@@ -156,8 +160,10 @@ def mask_heatmap(
             len=180,
             thickness=14,
             x=0.5,
-            y=1.02,
+            y=0,
+            yref="container",
             yanchor="bottom",
+            ypad=8,
             ticks="",
             tickangle=0,
             tickfont=FONT,
@@ -169,9 +175,9 @@ def mask_heatmap(
         xaxis=dict(title=tr.gettext("key"), **_ticks(col_labels)),
         yaxis=dict(title=tr.gettext("query"), autorange="reversed", **_ticks(row_labels)),
     )
-    layout["margin"] = dict(l=60, r=20, t=140, b=50)
-    # the page shows two masks side by side, in narrow columns
-    return _figure([trace], layout, wrap_title(title, 30), height=220 + 32 * len(row_labels))
+    title = wrap_title(title, 30)  # the page shows two masks side by side, in narrow columns
+    layout["margin"] = dict(l=60, r=20, t=top_margin(title), b=110)  # the key under the key axis's title
+    return _figure([trace], layout, title, height=220 + 32 * len(row_labels))
 
 
 def _query_key(tr: Translator, value: str) -> str:

@@ -8,7 +8,7 @@ import plotly.graph_objects as go
 
 from ..classroom.board import GroupCurves
 from ..i18n import Translator
-from . import ENGLISH
+from . import ENGLISH, title_layout, top_margin
 from .training import FONT
 
 GROUP_COLOURS = ("#1f5fbf", "#d9480f", "#2b8a3e", "#862e9c")  # one per group, in the assignment's order
@@ -40,10 +40,10 @@ def group_curves_figure(
             traces.append(dict(type="scatter", x=steps, y=median, mode="lines", line=dict(color=colour, width=4)))
             traces[-1] |= dict(name=label_text, legendgroup=legend_group)
     layout = dict(
-        title=title,
+        title=title_layout(title),
         height=height,
         font=FONT,
-        margin=dict(l=10, r=10, t=50, b=10),
+        margin=dict(l=10, r=10, t=top_margin(title), b=10),
         xaxis=dict(title=tr.gettext("step")),
         yaxis=dict(title=tr.gettext("training loss (log scale)"), type="log"),
         legend=dict(orientation="h", yanchor="top", y=-0.2, x=0),  # under the axis: the title keeps the top
@@ -80,11 +80,12 @@ def outcomes_figure(outcomes: pd.DataFrame, height: int = 300, tr: Translator = 
                     hovertemplate=f"{hover}<extra></extra>",
                 )
             )
+    title = tr.gettext("Finished runs: steps to solve")
     figure.update_layout(
-        title=tr.gettext("Finished runs: steps to solve"),
+        title=title_layout(title),
         height=height,
         font=FONT,
-        margin=dict(l=10, r=10, t=50, b=10),
+        margin=dict(l=10, r=10, t=top_margin(title), b=10),
         xaxis=dict(title=tr.gettext("steps")),
         yaxis=dict(type="category"),
     )

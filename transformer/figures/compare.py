@@ -10,7 +10,7 @@ from plotly.subplots import make_subplots
 from ..curves import downsample
 from ..i18n import N_, Translator
 from ..training import MetricRow
-from . import ENGLISH
+from . import ENGLISH, title_layout, top_margin
 from .attention import wrap_title
 from .lengths import shade_trained
 from .training import FONT, MARKER, line_chart_layout, log_ticks
@@ -94,12 +94,13 @@ def loss_marker_figure(
     fig.add_vline(x=step, line=dict(color=MARKER, dash="dash", width=2), annotation_text=marker)
     fig.update_xaxes(title=tr.gettext("training step"), rangemode="tozero")
     fig.update_yaxes(title=tr.gettext("training loss (log scale)"), type="log", **log_ticks(rows))
+    title = wrap_title(tr.gettext("Loss of {variant}", variant=label), 26)
     fig.update_layout(
-        title=wrap_title(tr.gettext("Loss of {variant}", variant=label), 26),
+        title=title_layout(title),
         font=FONT,
         height=380,
         showlegend=False,
-        margin=dict(l=70, r=20, t=80, b=60),
+        margin=dict(l=70, r=20, t=top_margin(title), b=60),
     )
     return fig
 
@@ -134,11 +135,12 @@ def alignment_figure(
         fig.add_vline(x=step, line=dict(color=MARKER, dash="dash", width=2))
     fig.update_xaxes(title=tr.gettext("training step"), rangemode="tozero")
     fig.update_yaxes(title=tr.gettext("attention on the ideal source token"), range=[0, 1.02])
+    title = wrap_title(tr.gettext("Alignment score of each cross-attention head"), 26)
     fig.update_layout(
-        title=wrap_title(tr.gettext("Alignment score of each cross-attention head"), 26),
+        title=title_layout(title),
         font=FONT,
         height=460,
-        margin=dict(l=70, r=20, t=80, b=110),
+        margin=dict(l=70, r=20, t=top_margin(title), b=110),
         hovermode="x unified",
         # under the axis: the page shows this figure in a narrow column, too narrow for title and legend
         legend=dict(orientation="h", yanchor="top", y=-0.28, xanchor="left", x=0),

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 import plotly.graph_objects as go
 
 from ..i18n import Translator
-from . import ENGLISH
+from . import ENGLISH, title_layout, top_margin
 from .attention import _escape
 from .training import FONT
 
@@ -44,12 +44,13 @@ def embedding_figure(
         name=tr.gettext("step {step}", step=records[index]["step"]),
     )
     x_range, y_range = _span([point for row in points for point in row])
+    title = tr.gettext("Symbol embeddings at step {step}", step=records[index]["step"])
     fig = go.Figure([trails, now])
     fig.update_layout(
         height=height,
         font=FONT,
-        margin=dict(l=10, r=10, t=40, b=10),
-        title=tr.gettext("Symbol embeddings at step {step}", step=records[index]["step"]),
+        margin=dict(l=10, r=10, t=top_margin(title), b=10),
+        title=title_layout(title),
         xaxis=dict(title=tr.gettext("first principal axis"), range=x_range, zeroline=False),
         yaxis=dict(title=tr.gettext("second principal axis"), range=y_range, zeroline=False),
         showlegend=False,
@@ -77,7 +78,7 @@ def gradient_figure(records: Sequence[dict], height: int = 300, tr: Translator =
     fig = go.Figure(
         go.Heatmap(
             x=[str(r["step"]) for r in read],
-            y=list(layers),
+            y=[tr.gettext(layer) for layer in layers],
             z=z,
             customdata=norms,
             colorscale="Viridis",
@@ -88,11 +89,12 @@ def gradient_figure(records: Sequence[dict], height: int = 300, tr: Translator =
             + "<extra></extra>",
         )
     )
+    title = tr.gettext("Gradient norm of each layer")
     fig.update_layout(
         height=height,
         font=FONT,
-        margin=dict(l=10, r=10, t=40, b=10),
-        title=tr.gettext("Gradient norm of each layer"),
+        margin=dict(l=10, r=10, t=top_margin(title), b=10),
+        title=title_layout(title),
         xaxis=dict(title=tr.gettext("step"), type="category"),
         yaxis=dict(autorange="reversed"),
     )

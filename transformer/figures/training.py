@@ -13,7 +13,7 @@ import plotly.graph_objects as go
 from ..curves import downsample
 from ..i18n import Translator
 from ..training import MetricRow, TrainConfig
-from . import ENGLISH
+from . import ENGLISH, title_layout, top_margin
 
 FONT = dict(size=16)  # readable on a projector
 TRAIN, VALID = "#1f5fbf", "#d9480f"
@@ -191,11 +191,19 @@ LINE_CHART = dict(
 
 def line_chart_layout(fig: go.Figure, title: str, height: int = 420) -> go.Figure:
     """`fig` with a title and LINE_CHART's projector-sized font and legend under the axis."""
-    return fig.update_layout(title=title, height=height, **LINE_CHART)
+    return fig.update_layout(title=title_layout(title), height=height, **_line_chart_frame(title))
+
+
+def _line_chart_frame(title: str) -> dict:
+    """LINE_CHART with a top margin that holds the toolbar and `title`."""
+    return {**LINE_CHART, "margin": {**LINE_CHART["margin"], "t": top_margin(title, LINE_CHART["margin"]["t"])}}
 
 
 def _line_chart(traces: list[dict], title: str, tr: Translator, height: int = 420, **layout) -> go.Figure:
     """Traces against the training step, laid out as `line_chart_layout` does, built in one go: each `update_*`
     call on a Figure checks its arguments anew, at many times the cost of this."""
     xaxis = dict(title=tr.gettext("training step"), rangemode="tozero")
-    return go.Figure(dict(data=traces, layout=dict(title=title, height=height, xaxis=xaxis, **LINE_CHART, **layout)))
+    frame = _line_chart_frame(title)
+    return go.Figure(
+        dict(data=traces, layout=dict(title=title_layout(title), height=height, xaxis=xaxis, **frame, **layout))
+    )
