@@ -12,8 +12,8 @@ import transformer.cli as cli_module
 from transformer.checkpoint import load_checkpoint
 from transformer.cli import main, printable
 from transformer.decoding import greedy_decode
+from transformer.evaluation import evaluate
 from transformer.tasks import TaskData
-from transformer.training import evaluate
 
 ROOT = Path(__file__).resolve().parents[1]
 TIMEOUT_S = 300  # seconds; only a safety net, each command takes a few

@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 
 from transformer import TaskData, load_checkpoint
-from transformer.training import exact_match
+from transformer.evaluation import exact_match
 
 CHECKPOINTS = Path(__file__).resolve().parent.parent / "checkpoints"
 

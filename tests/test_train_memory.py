@@ -78,7 +78,7 @@ EVAL_PEAK = """
 import sys, torch
 from transformer.model import ModelConfig, Transformer
 from transformer.tasks import DataConfig, TaskData, Batch
-from transformer.training import evaluate
+from transformer.evaluation import evaluate
 data = TaskData(DataConfig(task="reverse", min_len=1, max_len=24, n_symbols=30))
 model = Transformer(ModelConfig(vocab_size=33, d_model=128, n_heads=8, n_layers=3, d_ff=512)).eval()
 n = int(sys.argv[1])

@@ -30,10 +30,11 @@ import torch.nn.functional as F
 
 from .decoding import greedy_decode
 from .device import device_label, pick_device
+from .evaluation import exact_match
 from .model import Embeddings, ModelConfig, PositionalEncoding, Transformer
 from .run_configs import default_configs
 from .tasks import Batch, DataConfig, TaskData
-from .training import TrainConfig, Trainer, exact_match
+from .training import TrainConfig, Trainer
 from .vocab import Vocab
 
 Row = tuple[str, str, str, bool | None, str]  # benchmark, result, target, target met (None: no target), notes

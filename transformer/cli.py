@@ -29,6 +29,7 @@ from . import bench, knockout, patching, settings
 from .checkpoint import Checkpoint, check_checkpoint_size, load_checkpoint, save_checkpoint
 from .decoding import beam_search, greedy_decode
 from .device import pick_device
+from .evaluation import evaluate
 from .lengths import score_lengths
 from .limits import (
     MAX_BEAM,
@@ -42,7 +43,7 @@ from .limits import (
 from .model import ModelConfig, check_finite
 from .run_configs import run_configs
 from .tasks import DataConfig, TaskData
-from .training import MetricRow, Trainer, evaluate
+from .training import MetricRow, Trainer
 
 THREADS_ENV = "TRANSFORMER_THREADS"
 DEFAULT_THREADS = 2

@@ -13,12 +13,12 @@ import torch.nn.functional as F
 
 from .checkpoint import check_model_size
 from .config_checks import require_all
-from .decoding import greedy_decode
 from .device import pick_device
 from .dropout import dropout_rng
 from .dynamics import Dynamics
+from .evaluation import evaluate, exact_match, rows_of, teacher_forced_exact
 from .i18n import N_, Message
-from .limits import DECODE_ROWS, MAX_BATCH
+from .limits import MAX_BATCH
 from .model import ModelConfig, Transformer
 from .optimizer import Adam, gradients_into_one_tensor, into_one_tensor
 from .recurrent import build_model
@@ -114,58 +114,6 @@ class TrainResult:
     reason: Literal["solved", "step budget", "time budget", "stopped"]
 
 
-@torch.no_grad()
-def evaluate(model: Transformer, batch: Batch, bos_id: int, eos_id: int, decode: bool = True) -> dict:
-    """Teacher-forced loss and token accuracy, and greedy exact-match, of `model` on `batch`.
-
-    With `decode=False`, exact-match comes from the teacher-forced pass instead of decoding (see
-    `teacher_forced_exact`) when the model has its causal mask. Scored DECODE_ROWS sequences at a time, so the
-    memory it takes does not grow with the batch.
-    """
-    was_training = model.training
-    model.eval()
-    pad, n = model.config.pad_id, batch.src.size(0)
-    loss, right, tf_exact = 0.0, 0, 0
-    for i in range(0, n, DECODE_ROWS):
-        chunk = _slice(batch, i, i + DECODE_ROWS)
-        logits = model(chunk.src, chunk.tgt_in)  # (b, T, V)
-        loss += F.cross_entropy(logits.flatten(0, 1), chunk.tgt_out.flatten(), ignore_index=pad, reduction="sum")
-        right += ((logits.argmax(-1) == chunk.tgt_out) & (chunk.tgt_out != pad)).sum()
-        tf_exact += int(teacher_forced_exact(logits, chunk, pad).sum())
-    real = (batch.tgt_out != pad).sum()
-    if decode or not model.config.causal_mask:
-        exact = exact_match(model, batch, bos_id, eos_id)
-    else:
-        exact = tf_exact / n
-    model.train(was_training)
-    return {"val_loss": (loss / real).item(), "token_acc": (right / real).item(), "exact_match": exact}
-
-
-@torch.no_grad()
-def exact_match(model: Transformer, batch: Batch, bos_id: int, eos_id: int, stop_at_first_miss: bool = False) -> float:
-    """Fraction of sequences greedy decoding gets exactly right (output and EOS), scored DECODE_ROWS at a time."""
-    right = 0
-    for i in range(0, batch.src.size(0), DECODE_ROWS):
-        src, want = batch.src[i : i + DECODE_ROWS], batch.tgt_out[i : i + DECODE_ROWS]
-        got = greedy_decode(model, src, bos_id, eos_id, want.size(1))
-        got = F.pad(got, (0, want.size(1) - got.size(1)), value=model.config.pad_id)
-        chunk_right = int((got == want).all(dim=1).sum())
-        right += chunk_right
-        if stop_at_first_miss and chunk_right < src.size(0):
-            break
-    return right / batch.src.size(0)
-
-
-def teacher_forced_exact(logits: torch.Tensor, batch: Batch, pad_id: int) -> torch.Tensor:
-    """(B,) whether the teacher-forced argmax (logits (B, T, V)) is right at every real position of each row.
-
-    For a model with the causal mask this is greedy exact-match without decoding: greedy decoding reproduces a
-    target exactly when, and only when, the argmax after each true prefix is the next true token (by induction
-    over the prefix), up to float rounding between the cached and the full forward pass on near-ties.
-    """
-    return ((logits.argmax(-1) == batch.tgt_out) | (batch.tgt_out == pad_id)).all(dim=1)
-
-
 class WeightAverage:
     """An exponential moving average of a network's weights, the model a run evaluates and keeps.
 
@@ -219,7 +167,7 @@ class Trainer:
         self.average = WeightAverage(self.network, self.weights, decay) if decay else None
         self.model = self.network if self.average is None else self.average.model
         self.valid = self.data.valid.to(self.device)
-        self.probe = _slice(self.valid, 0, train_config.eval_size)
+        self.probe = rows_of(self.valid, 0, train_config.eval_size)
         self.optimizer = Adam([self.weights], betas=(0.9, 0.98), eps=1e-9)
         self.history: list[MetricRow] = []
         self.step_losses: list[float] = []  # the training loss of every step
@@ -359,7 +307,7 @@ class Trainer:
         first miss: teacher-forced for a causal model (see `teacher_forced_exact`), decoded otherwise."""
         vocab = self.vocab
         if self.model.config.causal_mask:
-            chunks = (_slice(self.valid, i, i + 250) for i in range(0, self.valid.src.size(0), 250))
+            chunks = (rows_of(self.valid, i, i + 250) for i in range(0, self.valid.src.size(0), 250))
             return all(teacher_forced_exact(self._eval_logits(c), c, vocab.pad_id).all() for c in chunks)
         return exact_match(self.model, self.valid, vocab.bos_id, vocab.eos_id, stop_at_first_miss=True) == 1.0
 
@@ -381,18 +329,13 @@ class Trainer:
     def _snapshot_attention(self) -> None:
         if not self.train_config.record_attention:
             return
-        probe = _slice(self.valid, 0, 1)
+        probe = rows_of(self.valid, 0, 1)
         was_training = self.model.training
         _, maps = self.model.eval()(probe.src, probe.tgt_in, return_attention=True)
         self.model.train(was_training)
         self.attention_snapshots.append(
             {"step": self.step, "maps": {k: [m[0].cpu() for m in v] for k, v in maps.items()}}
         )
-
-
-def _slice(batch: Batch, start: int, stop: int) -> Batch:
-    """Rows start..stop of a batch."""
-    return Batch(batch.src[start:stop], batch.tgt_in[start:stop], batch.tgt_out[start:stop], 0)
 
 
 def warm_up() -> threading.Thread:
