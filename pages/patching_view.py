@@ -59,7 +59,7 @@ def patching_section(checkpoint: Checkpoint) -> None:
     def compute() -> PatchingGrid | str:
         try:
             with st.spinner(_("Patching each site in turn...")):
-                return patching_grid(model, vocab, task.task, clean, corrupted)
+                return patching_grid(model, vocab, task, clean, corrupted)
         except ValueError as err:
             return err
 

@@ -38,6 +38,7 @@ from transformer.limits import (
     evaluation_cost,
 )
 from transformer.model import ModelConfig, Transformer
+from transformer.pairs import pairs_from_rows
 from transformer.tasks import Batch, DataConfig, TaskData
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -228,6 +229,21 @@ def test_the_grid_scores_each_head_removed_alone_beside_the_intact_model():
             model, grid.batch, vocab, [Head(*row[:3])]
         )
     assert (grid.heads["exact_match"] < grid.intact["exact_match"]).any()
+
+
+@pytest.mark.parametrize("task", ["repeat", "pairs"])
+def test_the_grid_runs_on_a_gallery_task_and_a_task_from_examples(task):
+    rows = [(f"row {i}", f"{a} {b}", f"{b} {b}") for i, (a, b) in enumerate(zip("abcdefg", "gfedcba"), 1)]
+    config = (
+        DataConfig.from_pairs(pairs_from_rows(rows, "mine"))
+        if task == "pairs"
+        else DataConfig(task, 2, 4, 5, n_valid=40)
+    )
+    data = TaskData(config)
+    model = Transformer(ModelConfig(vocab_size=len(data.vocab), d_model=16, n_heads=2, d_ff=32)).eval()
+    grid = knockout_grid(model, data.vocab, config)
+    assert grid.n_held_out == len(data.valid_sources) and grid.n == min(grid.n_held_out, grid.batch.src.size(0))
+    assert len(grid.heads) == len(all_heads(model))
 
 
 def test_mean_removal_grid_carries_its_means():

@@ -10,6 +10,7 @@ import transformer.lengths as lengths
 from transformer import DataConfig, ModelConfig, TaskData, Transformer, Vocab, load_checkpoint
 from transformer.figures.lengths import length_accuracy_figure, output_length_figure
 from transformer.lengths import score_lengths, summary, unseen_sources
+from transformer.pairs import pairs_from_rows
 
 SHIPPED = Path(__file__).resolve().parent.parent / "checkpoints"
 TASK = DataConfig("reverse", min_len=3, max_len=5, n_valid=60)
@@ -24,6 +25,25 @@ def test_unseen_sources_are_held_out_inside_the_trained_lengths_and_random_outsi
     assert len(outside) == 30 and all(len(s) == 7 and all(0 <= x < 10 for x in s) for s in outside)
     assert outside == unseen_sources(data, 7, 30, seed=0) != unseen_sources(data, 7, 30, seed=1)
     assert len(unseen_sources(data, 4, 5, seed=0)) == 5
+
+
+def test_a_gallery_task_is_tested_on_its_own_sources_and_a_task_from_examples_on_its_pairs_only():
+    data = TaskData(DataConfig("add", min_len=3, max_len=5, n_valid=60))
+    longer = unseen_sources(data, 9, 20, seed=0)
+    assert len(longer) == 20 and all(data.task.target(s, 10) for s in longer)  # each an addition
+    assert unseen_sources(TaskData(DataConfig("count", 1, 5, 3)), 12, 20, seed=0) == []  # counts stay one digit
+    rows = [(f"row {i}", f"{a} {b}", b) for i, (a, b) in enumerate(zip("abcdef", "fedcba"), 1)]
+    pairs = TaskData(DataConfig.from_pairs(pairs_from_rows(rows, "mine")))
+    assert unseen_sources(pairs, 2, 10, seed=0) == pairs.valid_sources
+    assert unseen_sources(pairs, 1, 10, seed=0) == unseen_sources(pairs, 3, 10, seed=0) == []
+
+
+def test_lengths_whose_outputs_the_model_cannot_hold_are_left_out():
+    task = DataConfig("repeat", min_len=1, max_len=3, n_symbols=4, n_valid=20)
+    vocab = Vocab(TaskData(task).task.symbols(4))
+    model = Transformer(ModelConfig(vocab_size=len(vocab), d_model=8, n_heads=1, d_ff=8, max_len=9)).eval()
+    report = score_lengths(model, vocab, task, range(1, 9), n=3)
+    assert report.scores["length"].tolist() == [1, 2, 3, 4]  # 2 x 4 output symbols fit 8 positions, 2 x 5 do not
 
 
 def fake_decoder(outputs_for: dict[int, list[list[int]]]):

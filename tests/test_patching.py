@@ -13,6 +13,7 @@ from transformer.inspection import attention_module, twin
 from transformer.knockout import Head, all_heads
 from transformer.limits import MAX_LAYERS, MAX_PATCH_RUNS, TRAIN_FORM_LIMITS, check_probe_cost
 from transformer.model import ModelConfig, Transformer
+from transformer.pairs import pairs_from_rows
 from transformer.patching import (
     StreamSite,
     check_patching_cost,
@@ -23,7 +24,7 @@ from transformer.patching import (
     record_run,
     stream_sites,
 )
-from transformer.tasks import get_task
+from transformer.tasks import DataConfig, get_task
 from transformer.vocab import Vocab
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -97,7 +98,7 @@ def test_a_head_patch_replaces_that_heads_slice_and_nothing_else(model):
 
 
 def test_the_grid_scores_every_site_and_the_changed_embedding_recovers_everything(model):
-    grid = patching_grid(model, VOCAB, "reverse", "3 1 4 1 5", "3 1 9 1 5")
+    grid = patching_grid(model, VOCAB, DataConfig("reverse"), "3 1 4 1 5", "3 1 9 1 5")
     assert grid.answer == ["5", "1", "4", "1", "3", "</s>"]
     assert len(grid.heads) == len(all_heads(model))
     assert len(grid.stream) == len(stream_sites(model, 5, 6)) == 3 * 5 + 2 * 6
@@ -107,8 +108,22 @@ def test_the_grid_scores_every_site_and_the_changed_embedding_recovers_everythin
     assert (grid.stream["p"].between(0, 1)).all()
 
 
+def test_the_answer_is_the_task_s_a_gallery_task_s_or_a_pair_s():
+    add = DataConfig("add", 3, 5, 10)
+    vocab = Vocab(get_task("add").symbols(10))
+    model = Transformer(ModelConfig(vocab_size=len(vocab), d_model=16, n_heads=2, d_ff=32), rng=torch.Generator())
+    assert patching_grid(model.eval(), vocab, add, "1 9 + 5", "1 8 + 5").answer == ["2", "4", "</s>"]
+    rows = [(f"row {i}", f"{a} {b}", b) for i, (a, b) in enumerate(zip("abcde", "edcba"), 1)]
+    pairs = DataConfig.from_pairs(pairs_from_rows(rows, "mine"))
+    vocab = Vocab(pairs.pairs.symbols)
+    model = Transformer(ModelConfig(vocab_size=len(vocab), d_model=16, n_heads=2, d_ff=32), rng=torch.Generator())
+    assert patching_grid(model.eval(), vocab, pairs, "a e", "a d").answer == ["e", "</s>"]
+    with pytest.raises(ValueError, match="mine has no pair with the source 'a a'"):
+        patching_grid(model, vocab, pairs, "a a", "a b")
+
+
 def test_the_grid_is_plain_json(model):
-    data = grid_dict(patching_grid(model, VOCAB, "copy", "1 2", "1 3"))
+    data = grid_dict(patching_grid(model, VOCAB, DataConfig("copy"), "1 2", "1 3"))
     assert json.loads(json.dumps(data, allow_nan=False)) == data
     assert set(data["heads"][0]) == {"kind", "layer", "head", "p", "recovered"}
     assert math.isclose(data["stream"][1]["recovered"], 1.0)  # encoder input at the changed position
@@ -120,7 +135,7 @@ def test_an_unchanged_answer_has_nothing_to_recover(model):
     ).eval()
     with torch.no_grad():  # cross-attention's values and output are zero: the decoder never reads the source
         attention_module(model_ignoring_the_input, "cross", 0).out_proj.weight.zero_()
-    grid = patching_grid(model_ignoring_the_input, VOCAB, "copy", "1 2 3", "1 2 4")
+    grid = patching_grid(model_ignoring_the_input, VOCAB, DataConfig("copy"), "1 2 3", "1 2 4")
     assert not grid.recoverable
     assert grid.heads["recovered"].isna().all()
     assert all(row["recovered"] is None for row in grid_dict(grid)["stream"])
@@ -155,14 +170,14 @@ def test_a_deep_models_grid_is_refused_before_it_runs(monkeypatch):
 
     monkeypatch.setattr(patching, "twin", never)
     with pytest.raises(ValueError, match=r"64 encoder and 64 decoder layers, \d+x the work one request may do"):
-        patching_grid(deep_model, VOCAB, "reverse", "1", "2")  # the shortest input there is
+        patching_grid(deep_model, VOCAB, DataConfig("reverse"), "1", "2")  # the shortest input there is
 
 
 @pytest.mark.parametrize("path", sorted((ROOT / "checkpoints").glob("*.pt")), ids=lambda path: path.stem)
 def test_the_shipped_models_patch_their_tasks_longest_inputs(path):
     checkpoint = load_checkpoint(path)
     task, n = checkpoint.task, checkpoint.vocab.n_symbols
-    answer = get_task(task.task).fn([i % n for i in range(task.max_len)], n)
+    answer = get_task(task.task).target([i % n for i in range(task.max_len)], n)
     check_patching_cost(checkpoint.model, task.max_len, len(answer) + 1)
 
 
@@ -176,11 +191,10 @@ def test_the_train_forms_largest_model_patches_its_longest_inputs():
 def test_the_command_line_prints_the_grid_as_json(tmp_path, capsys, model):
     from transformer.checkpoint import save_checkpoint
     from transformer.cli import main
-    from transformer.tasks import DataConfig
 
     path = save_checkpoint(tmp_path / "m.pt", model, VOCAB, DataConfig(task="reverse", max_len=8))
     assert main(["patch", str(path), "--clean", "3 1 4", "--corrupt", "3 1 5"]) == 0
     printed = json.loads(capsys.readouterr().out)
-    assert printed == grid_dict(patching_grid(model, VOCAB, "reverse", "3 1 4", "3 1 5"))
+    assert printed == grid_dict(patching_grid(model, VOCAB, DataConfig("reverse"), "3 1 4", "3 1 5"))
     assert main(["patch", str(path), "--clean", "3 1 4", "--corrupt", "3 1"]) == 2
     assert "as long as the clean one" in capsys.readouterr().err

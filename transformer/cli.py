@@ -406,7 +406,7 @@ def patch_command(args: argparse.Namespace) -> None:
     """Print, as JSON, how much of the clean answer's log-probability each head's output and the residual stream
     at each layer and position bring back into the corrupted run (see transformer.patching)."""
     checkpoint = load_checkpoint(args.checkpoint)
-    grid = patching.patching_grid(checkpoint.model, checkpoint.vocab, checkpoint.task.task, args.clean, args.corrupt)
+    grid = patching.patching_grid(checkpoint.model, checkpoint.vocab, checkpoint.task, args.clean, args.corrupt)
     print(json.dumps(patching.grid_dict(grid), allow_nan=False))  # strict JSON: NaN is refused, not printed
 
 

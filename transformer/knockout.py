@@ -24,7 +24,7 @@ from .inspection import ATTENTION_KINDS, attention_module, twin
 from .lengths import output_text
 from .limits import DECODE_ROWS, MAX_GRID_COST, MIN_GRID_SAMPLE, evaluation_cost
 from .model import Transformer
-from .tasks import Batch, DataConfig, TaskData
+from .tasks import Batch, DataConfig, TaskData, longest_sequence
 from .vocab import Vocab
 
 Ablation = Literal["zero", "mean"]
@@ -179,13 +179,13 @@ def grid_cost(model: Transformer, n: int, length: int) -> int:
 def grid_allowed(model: Transformer, task: DataConfig) -> bool:
     """Whether a grid of every head of `model` on `task`'s held-out sequences stays within a shared server's bound
     (MAX_GRID_COST) with MIN_GRID_SAMPLE of them."""
-    return grid_cost(model, min(MIN_GRID_SAMPLE, task.n_valid), task.max_len) <= MAX_GRID_COST
+    return grid_cost(model, min(MIN_GRID_SAMPLE, task.n_valid), longest_sequence(task)) <= MAX_GRID_COST
 
 
 def sample_size(model: Transformer, held_out: Batch) -> int:
     """How many of the `held_out` sequences one grid of `model` may score within MAX_GRID_COST: all of them at most,
     MIN_GRID_SAMPLE at least (`grid_allowed` says whether that many fit)."""
-    total, length = held_out.src.shape  # (N, S)
+    total, length = held_out.src.size(0), max(held_out.src.size(1), held_out.tgt_out.size(1) - 1)  # sources, targets
     affordable = bisect_right(range(1, total + 1), MAX_GRID_COST, key=lambda n: grid_cost(model, n, length))
     return min(total, max(MIN_GRID_SAMPLE, affordable))
 

@@ -33,12 +33,15 @@ class LengthReport:
 
 def unseen_sources(data: TaskData, length: int, n: int, seed: int) -> list[list[int]]:
     """Up to n source sequences of `length` (symbol indices) that training never drew: held-out ones inside the
-    trained lengths (fewer than n where the held-out set has fewer), random ones outside them."""
+    trained lengths (fewer than n where the held-out set has fewer), random ones of the task outside them, none
+    where the task has no sources of that length (a task from examples has only its pairs')."""
     c = data.config
     if c.min_len <= length <= c.max_len:
         return [s for s in data.valid_sources if len(s) == length][:n]
+    if length not in data.task.lengths:
+        return []
     generator = torch.Generator().manual_seed(seed * (MAX_SEQ_LEN + 1) + length)
-    return torch.randint(c.n_symbols, (n, length), generator=generator).tolist()
+    return data.task.rows(length, n, c.n_symbols, generator).tolist()
 
 
 def inputs_within_budget(config: ModelConfig, lengths: Sequence[int], n: int) -> int:
@@ -68,8 +71,8 @@ def score_lengths(
     scores, mistakes = [], []
     for length in lengths:
         sources = unseen_sources(data, length, n, seed)
-        if not sources:  # a trained length the held-out set left out (its sequences are too few to share)
-            continue
+        if not sources or data.task.longest_target(length, task.n_symbols) > model.config.longest_sequence:
+            continue  # a length the held-out set or the task leaves out, or whose outputs the model cannot hold
         batch = data.make_batch(sources)
         want = batch.tgt_out  # (B, W): target symbols, EOS, PAD
         got = greedy_decode(model, batch.src.to(device), vocab.bos_id, vocab.eos_id, want.size(1) + EXTRA_TOKENS)

@@ -30,7 +30,7 @@ from .inspection import attention_module, twin
 from .knockout import Head, all_heads
 from .limits import MAX_GRID_COST, MAX_PATCH_RUNS, check_probe_cost, patching_cost
 from .model import Transformer, check_finite
-from .tasks import get_task
+from .tasks import DataConfig, task_of
 from .vocab import Vocab
 
 MIN_GAP = 1e-3  # below this difference between log p_clean and log p_corrupted there is nothing to recover
@@ -206,14 +206,15 @@ def check_patching_cost(model: Transformer, src_len: int, tgt_len: int) -> None:
     check_probe_cost(model.config, 1, src_len, passes=runs)
 
 
-def patching_grid(model: Transformer, vocab: Vocab, task: str, clean: str, corrupted: str) -> PatchingGrid:
+def patching_grid(model: Transformer, vocab: Vocab, task: DataConfig, clean: str, corrupted: str) -> PatchingGrid:
     """Patch each head's output and the residual stream at each layer and position, one site at a time, from the
-    `clean` input (space-separated symbols) into the `corrupted` one. ValueError for inputs the model cannot read,
-    of different lengths, equal, or past the work one request may do; NonFiniteOutputError (a ValueError) if the
-    model's outputs are not finite."""
+    `clean` input (space-separated symbols) into the `corrupted` one; the answer is `task`'s target of the clean
+    input. ValueError for inputs the model cannot read, of different lengths, equal, without a target (a source
+    that no pair of a task from examples has), or past the work one request may do; NonFiniteOutputError (a
+    ValueError) if the model's outputs are not finite."""
     clean_ids, corrupted_ids = pair_ids(vocab, clean, corrupted, model.config.longest_sequence)
     symbols = [vocab.symbol_index(i) for i in clean_ids]
-    target = [vocab.symbol_id(s) for s in get_task(task).fn(symbols, vocab.n_symbols)]
+    target = [vocab.symbol_id(s) for s in task_of(task).target(symbols, task.n_symbols)]
     if len(target) + 1 > model.config.max_len:
         too_long = N_("the answer to this input is longer than the model's {most} tokens")
         raise ValueError(Message(too_long, most=model.config.max_len - 1))

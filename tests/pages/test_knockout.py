@@ -158,7 +158,7 @@ def test_patching_starts_from_a_held_out_input_with_its_middle_symbol_changed_an
     assert at.text_input(key="patch_clean").value == clean
     corrupted = at.text_input(key="patch_corrupted").value.split()
     assert [i for i, (a, b) in enumerate(zip(clean.split(), corrupted)) if a != b] == [len(source) // 2]
-    want = patching_grid(checkpoint.model, checkpoint.vocab, "reverse", clean, " ".join(corrupted))
+    want = patching_grid(checkpoint.model, checkpoint.vocab, checkpoint.task, clean, " ".join(corrupted))
     assert grid.heads["recovered"].tolist() == pytest.approx(want.heads["recovered"].tolist(), abs=1e-5)
     heads = chart(at, "patch_heads_chart")
     cross = [t for t in heads["data"] if t["xaxis"] == "x3"][0]  # the third panel: cross-attention
