@@ -8,11 +8,13 @@ from pathlib import Path
 import pytest
 import torch
 
-import transformer.cli as cli_module
+import transformer.cli_model as cli_model
 from transformer.checkpoint import load_checkpoint
-from transformer.cli import main, printable
+from transformer.cli import main
 from transformer.decoding import greedy_decode
 from transformer.evaluation import evaluate
+from transformer.literal import printable
+from transformer.task_file import read_task_path
 from transformer.tasks import TaskData
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -218,7 +220,7 @@ def test_a_model_whose_outputs_are_not_finite_is_one_clear_line_not_nan(trained,
     checkpoint = load_checkpoint(trained[2])
     with torch.no_grad():
         checkpoint.model.embed.lut.weight.mul_(1e38)  # every weight finite, every output NaN
-    monkeypatch.setattr(cli_module, "load_checkpoint", lambda path: checkpoint)  # whatever loading checks
+    monkeypatch.setattr(cli_model, "load_checkpoint", lambda path: checkpoint)  # whatever loading checks
     status, out, err = run(capsys, command[0], str(trained[2]), *command[1:])
     assert status == 2 and out == "" and err.count("\n") == 1 and "outputs are not finite" in err
 
@@ -230,14 +232,14 @@ def test_patch_prints_no_nan_when_only_the_corrupted_run_overflows(trained, caps
     with torch.no_grad():
         model.embed.lut.weight[vocab.symbol_id(4)].mul_(1e38)  # NaN wherever 4 is read
         assert torch.isfinite(model(clean, torch.cat([torch.tensor([[vocab.bos_id]]), clean], dim=1))).all()
-    monkeypatch.setattr(cli_module, "load_checkpoint", lambda path: checkpoint)  # the loader's probe reads 4
+    monkeypatch.setattr(cli_model, "load_checkpoint", lambda path: checkpoint)  # the loader's probe reads 4
     status, out, err = run(capsys, "patch", str(trained[2]), "--clean", "1 2 3", "--corrupt", "1 2 4")
     assert status == 2 and out == "" and err.count("\n") == 1 and "outputs are not finite" in err
 
 
 def test_evaluate_prints_no_nan_when_only_the_teacher_forced_scores_overflow(trained, capsys, monkeypatch):
     nan_loss = {"val_loss": float("nan"), "token_acc": 1.0, "exact_match": 1.0}  # decoding itself stayed finite
-    monkeypatch.setattr(cli_module, "evaluate", lambda *args: nan_loss)
+    monkeypatch.setattr(cli_model, "evaluate", lambda *args: nan_loss)
     status, out, err = run(capsys, "evaluate", str(trained[2]))
     assert status == 2 and out == "" and err.count("\n") == 1 and "outputs are not finite" in err
 
@@ -310,7 +312,7 @@ def test_too_many_threads_is_one_line(trained, capsys, monkeypatch):
 
 
 def test_an_input_file_over_the_line_limit_is_refused(trained, tmp_path, capsys, monkeypatch):
-    monkeypatch.setattr(cli_module, "MAX_INPUT_LINES", 3)
+    monkeypatch.setattr(cli_model, "MAX_INPUT_LINES", 3)
     (tmp_path / "in.txt").write_text("1 2\n" * 4)
     status, out, err = run(capsys, "predict", str(trained[2]), "--input", str(tmp_path / "in.txt"))
     assert status == 2 and out == "" and "more than 3 lines" in err
@@ -373,3 +375,64 @@ def test_evaluate_scores_each_length_on_request(trained, capsys):
 def test_evaluate_refuses_a_malformed_length_range(trained, capsys, lengths):
     status, out, err = run(capsys, "evaluate", str(trained[2]), f"--lengths={lengths}")
     assert status == 2 and out == "" and "--lengths must read LOW-HIGH" in err
+
+
+# ---- tasks from a file, and the gallery's by name
+
+SWAPS = "source,target\n" + "\n".join(f"{a} {b},{b} {a}" for a in "abcdef" for b in "abcdef" if a != b) + "\n"
+
+
+@pytest.fixture(scope="module")
+def trained_on_a_file(tmp_path_factory) -> tuple[dict, str, Path, Path]:
+    """A short run on a task file of 30 swapped pairs: its JSON result, its stderr, its checkpoint and the file."""
+    folder = tmp_path_factory.mktemp("task_file")
+    task_file, path = folder / "swaps.csv", folder / "swaps.pt"
+    task_file.write_text(SWAPS)
+    args = ["train", "--task-file", str(task_file), "--steps", "60", "--eval-every", "30", "--out", str(path)]
+    done = cli(*args)
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
+    return json.loads(done.stdout), done.stderr, path, task_file
+
+
+def test_train_learns_the_task_of_a_file_and_the_checkpoint_keeps_its_pairs(trained_on_a_file):
+    result, stderr, path, task_file = trained_on_a_file
+    assert result["task"] == "pairs" and result["task_file"] == "swaps.csv" and result["out"] == str(path)
+    assert "training swaps.csv, 24 pairs (6 more held out), lengths 2-2" in stderr
+    task = load_checkpoint(path).task
+    assert task.pairs == read_task_path(task_file) and task.n_valid == 6
+
+
+def test_predict_and_evaluate_a_model_of_a_task_file(trained_on_a_file, capsys):
+    result, _, path, _ = trained_on_a_file
+    status, out, err = run(capsys, "predict", str(path), "b a")
+    assert status == 0 and len(out.split()) >= 1 and set(out.split()) <= set("abcdef")
+    status, out, _ = run(capsys, "evaluate", str(path), "--lengths", "1-3")
+    scores = json.loads(out)
+    assert status == 0 and scores["task"] == "pairs" and "fresh" not in scores
+    assert scores["held_out"]["n"] == 6 and scores["training"]["n"] == 24
+    assert scores["held_out"]["exact_match"] == result["exact_match"]
+    assert [row["length"] for row in scores["by_length"]] == [2]  # a task from examples has only its pairs' lengths
+
+
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        ("a,b\n" * 3, "at least 5 different pairs"),
+        (SWAPS + "a b,c\n", "line 32: the source a b has the target c here but b a at line 2"),
+        ("a\tb\n" + SWAPS, "line 2 is not two cells: write the source and the target separated by a tab"),
+    ],
+)
+def test_a_bad_task_file_is_one_error_line_before_training(tmp_path, capsys, content, message):
+    (tmp_path / "bad.csv").write_text(content)
+    status, out, err = run(capsys, "train", "--task-file", str(tmp_path / "bad.csv"), "--steps", "1")
+    assert status == 2 and out == "" and err.count("\n") == 1 and message in err, err
+
+
+def test_a_gallery_task_trains_by_name_and_says_which_lengths_it_takes(tmp_path, capsys):
+    status, _, err = run(capsys, "train", "--task", "add", "--steps", "1")
+    assert status == 2 and "add takes inputs of 3 to 64 symbols" in err
+    args = ["train", "--task", "add", "--min-len", "3", "--max-len", "5", "--steps", "2", "--eval-every", "1"]
+    status, out, _ = run(capsys, *args, "--out", str(tmp_path / "add.pt"))
+    assert status == 0 and json.loads(out)["task"] == "add"
+    status, out, _ = run(capsys, "predict", str(tmp_path / "add.pt"), "12+34")
+    assert status == 0 and set(out.split()) <= set("0123456789+")

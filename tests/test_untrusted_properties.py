@@ -16,12 +16,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import transformer.cli as cli
+import transformer.cli_model as cli_model
 import transformer.compare_state as compare_state
 import transformer.link_params as link_params
 from transformer.checkpoint import Checkpoint, CheckpointError, checkpoint_bytes, load_checkpoint
 from transformer.experiments import CUSTOM, SWITCHES, ExperimentRun, experiment_from_json, result_path
 from transformer.model import ModelConfig, Transformer
 from transformer.tasks import DataConfig
+from transformer.training import Trainer
 from transformer.vocab import Vocab
 
 FIXTURES = settings(suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
@@ -159,6 +161,7 @@ def test_a_mutated_field_of_a_valid_checkpoint_loads_or_is_refused(data, value):
 OPTIONS = {
     "train": [
         "--task",
+        "--task-file",
         "--min-len",
         "--max-len",
         "--n-symbols",
@@ -207,9 +210,9 @@ def test_command_line_arguments_run_or_give_one_error_line_and_status_2(command,
         argv += [option, value]
     stderr = io.StringIO()
     with (
-        mock.patch.object(cli.Trainer, "run", side_effect=WouldRun),
-        mock.patch.object(cli, "_decode", side_effect=WouldRun),
-        mock.patch.object(cli, "evaluate", side_effect=WouldRun),
+        mock.patch.object(Trainer, "run", side_effect=WouldRun),
+        mock.patch.object(cli_model, "_decode", side_effect=WouldRun),
+        mock.patch.object(cli_model, "evaluate", side_effect=WouldRun),
         mock.patch("sys.stderr", stderr),
         mock.patch("sys.stdout", io.StringIO()),
     ):

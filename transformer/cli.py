@@ -1,4 +1,5 @@
-"""Command line: `python -m transformer {train,predict,evaluate,ablate,patch,bench} ...` (see `--help` of each).
+"""Command line: `python -m transformer {train,predict,evaluate,ablate,patch,bench} ...` (see `--help` of each): the
+parser and `main` here, each command in `cli_train` (train) or `cli_model` (the commands on a saved model).
 
 Torch computes on 2 CPU threads; the environment variable TRANSFORMER_THREADS sets another count.
 Exit status: 0 done, 1 some lines of a `predict --input` file failed, 2 bad settings, sequence or checkpoint
@@ -6,48 +7,21 @@ Exit status: 0 done, 1 some lines of a `predict --input` file failed, 2 bad sett
 """
 
 import argparse
-import json
 import math
 import os
-import re
-import signal
-import stat
 import sys
-import tempfile
-import threading
-import unicodedata
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from dataclasses import asdict
-from functools import partial
-from pathlib import Path
+from collections.abc import Callable
 
 import torch
-from torch.nn.utils.rnn import pad_sequence
 
-from . import bench, knockout, patching, settings
-from .checkpoint import Checkpoint, check_checkpoint_size, load_checkpoint, save_checkpoint
-from .decoding import beam_search, greedy_decode
-from .device import pick_device
-from .evaluation import evaluate
-from .lengths import score_lengths
-from .limits import (
-    MAX_BEAM,
-    MAX_FRESH,
-    MAX_INPUT_BYTES,
-    MAX_INPUT_LINES,
-    MAX_PER_LENGTH,
-    MAX_SEED,
-    MAX_THREADS,
-)
-from .model import ModelConfig, check_finite
-from .run_configs import run_configs
-from .tasks import DataConfig, TaskData
-from .training import MetricRow, Trainer
+from . import bench, knockout, settings
+from .cli_model import ablate_command, evaluate_command, patch_command, predict_command
+from .cli_train import train_command
+from .limits import MAX_BEAM, MAX_FRESH, MAX_SEED, MAX_THREADS
+from .literal import printable
 
 THREADS_ENV = "TRANSFORMER_THREADS"
 DEFAULT_THREADS = 2
-DECODE_CHUNK = 256  # sequences greedy-decoded at once by `predict --input`
 
 
 class _Parser(argparse.ArgumentParser):
@@ -56,12 +30,6 @@ class _Parser(argparse.ArgumentParser):
     def error(self, message: str):
         print(f"error: {printable(message)}", file=sys.stderr)
         raise SystemExit(2)
-
-
-def printable(text: object) -> str:
-    """`text` with control and format characters (escapes, bidi overrides, newlines) replaced by spaces, so that
-    what a file holds cannot move the cursor, clear or recolour the terminal, or fake another line."""
-    return "".join(" " if unicodedata.category(c) in ("Cc", "Cf") else c for c in str(text))
 
 
 def _bounded(kind: type, low: float, high: float) -> Callable[[str], int | float]:
@@ -84,7 +52,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="python -m transformer",
         description="Train, run and benchmark the classroom Transformer on toy sequence tasks.",
-        epilog=__doc__.split("\n", 2)[2],
+        epilog=__doc__.split("\n\n", 1)[1],
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -103,6 +71,11 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+_TASK_FILE_HELP = (
+    "learn the task of a CSV or TSV file of source,target pairs, symbols separated by spaces (docs/cli.md); its "
+    "pairs set the lengths, symbols and held-out set, so --task, --min-len, --max-len, --n-symbols and --n-valid "
+    "do not apply"
+)
 _TRAIN_GROUPS = {"data": "task and data", "model": "model", "train": "training"}  # by a setting's first config
 
 
@@ -112,6 +85,7 @@ def _add_train(p: argparse.ArgumentParser) -> None:
     for s in settings.SETTINGS.values():
         if s.flag is not None:
             _add_setting(groups[s.configs[0]], s)
+    groups["data"].add_argument("--task-file", metavar="FILE", help=_TASK_FILE_HELP)
     p.add_argument("--out", help="checkpoint file to save, e.g. checkpoints/reverse.pt")
     p.set_defaults(run=train_command)
 
@@ -216,198 +190,6 @@ def _set_threads() -> None:
     if not value.isdigit() or not 1 <= int(value) <= MAX_THREADS:
         raise ValueError(f"{THREADS_ENV} must be a whole number from 1 to {MAX_THREADS}, got {value!r:.20}")
     torch.set_num_threads(int(value))
-
-
-# ---- train
-
-
-def train_command(args: argparse.Namespace) -> None:
-    """Train, showing progress on stderr; print the result as one JSON line and save the checkpoint if asked."""
-    chosen = {s.name: getattr(args, s.name) for s in settings.SETTINGS.values() if s.flag is not None}
-    model_config, data_config, train_config = run_configs(chosen, shared=False)
-    pick_device(train_config.device)
-    if args.out:
-        _check_out(args.out, model_config)
-    trainer = Trainer(model_config, data_config, train_config)
-    print(
-        f"training {data_config.task}, lengths {data_config.min_len}-{data_config.max_len}: "
-        f"{trainer.model.num_parameters():,} parameters on {trainer.device} (Ctrl-C stops)",
-        file=sys.stderr,
-    )
-    stop = threading.Event()
-    with _ctrl_c_sets(stop):
-        result = trainer.run(_show_row, stop.is_set)
-    out = None
-    if args.out:
-        history, train_settings = trainer.history, asdict(train_config)
-        out = str(save_checkpoint(args.out, trainer.model, trainer.vocab, data_config, history, train_settings))
-    print(json.dumps({"task": data_config.task, **asdict(result), "out": out}))
-
-
-def _check_out(path: str, config: ModelConfig) -> None:
-    """Refuse now, not after training, a checkpoint that could not be written to `path` or would be too big."""
-    check_checkpoint_size(config)
-    out = Path(path)
-    if out.is_dir():
-        raise ValueError(f"--out {path} is a folder; name a file in it, e.g. {out / 'model.pt'}")
-    folder = out.parent
-    while not folder.exists():  # saving creates the missing folders in the nearest one that exists
-        folder = folder.parent
-    try:
-        if not folder.is_dir():
-            raise NotADirectoryError(folder)
-        fd, probe = tempfile.mkstemp(dir=folder, prefix=f".{out.name}.", suffix=".tmp")  # as saving will
-        os.close(fd)
-        os.unlink(probe)
-    except OSError:
-        raise ValueError(f"--out: cannot write to {out.parent}") from None
-
-
-def _show_row(row: MetricRow) -> None:
-    print(
-        f"step {row['step']:>5}  train loss {row['train_loss']:.3f}  val loss {row['val_loss']:.3f}  "
-        f"token acc {row['token_acc']:.3f}  exact {row['exact_match']:.3f}  {row['tokens_per_s']:,.0f} tok/s",
-        file=sys.stderr,
-        flush=True,
-    )
-
-
-@contextmanager
-def _ctrl_c_sets(stop: threading.Event) -> Iterator[None]:
-    """Inside, the first Ctrl-C sets `stop` (training ends after its step); a second one interrupts as usual."""
-
-    def first_ctrl_c(signum, frame) -> None:
-        signal.signal(signal.SIGINT, previous)
-        print("\nstopping after this step (Ctrl-C again to abort)", file=sys.stderr, flush=True)
-        stop.set()
-
-    previous = signal.signal(signal.SIGINT, first_ctrl_c)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, previous)
-
-
-# ---- predict and evaluate
-
-
-def predict_command(args: argparse.Namespace) -> int:
-    """Print the model's output for the sequence, or one line for each line of --input: blank for a blank line
-    or a bad one (reported on stderr)."""
-    if (args.sequence is None) == (args.input is None):
-        raise ValueError('give either a sequence, e.g. "3 1 4", or --input FILE')
-    checkpoint = load_checkpoint(args.checkpoint)
-    encode = partial(checkpoint.vocab.encode, max_len=checkpoint.config.longest_sequence)
-    lines = [encode(args.sequence)] if args.sequence is not None else _read_sources(args.input, encode)
-    sources = [ids for ids in lines if ids]
-    if not sources:
-        raise ValueError(f"{args.input} holds no valid sequence to predict")
-    _note_untrained_lengths(checkpoint.task, sources)
-    outputs = iter(_decode(checkpoint, sources, args.beam))
-    for ids in lines:
-        print(printable(checkpoint.vocab.decode(next(outputs))) if ids else "")
-    return 1 if any(ids is None for ids in lines) else 0
-
-
-def _read_sources(path: str, encode: Callable[[str], list[int]]) -> list[list[int] | None]:
-    """Token ids of each line of a file: [] for a blank line, None for a bad one (reported on stderr).
-
-    ValueError, before anything is read, unless `path` is an ordinary file within the size and line limits.
-    """
-    lines = []
-    if not stat.S_ISREG(os.stat(path).st_mode):  # a folder, or a device or pipe that may block or never end
-        raise ValueError(f"--input {path} is not an ordinary file")
-    with open(path, "rb") as f:
-        if os.fstat(f.fileno()).st_size > MAX_INPUT_BYTES:
-            raise ValueError(f"--input {path} is larger than {MAX_INPUT_BYTES // 2**20} MB")
-        for n, raw in enumerate(f, 1):
-            if n > MAX_INPUT_LINES:
-                raise ValueError(f"--input {path} has more than {MAX_INPUT_LINES:,} lines")
-            try:
-                line = raw.decode("utf-8")
-                lines.append(encode(line) if line.strip() else [])
-            except UnicodeDecodeError:
-                print(f"line {n}: not UTF-8 text", file=sys.stderr)
-                lines.append(None)
-            except ValueError as err:
-                print(f"line {n}: {printable(err)}", file=sys.stderr)
-                lines.append(None)
-    return lines
-
-
-def _note_untrained_lengths(task: DataConfig, sources: list[list[int]]) -> None:
-    """A note on stderr when some inputs are shorter or longer than any the model was trained on."""
-    outside = sum(not task.min_len <= len(ids) <= task.max_len for ids in sources)
-    if outside:
-        print(
-            f"note: {outside} of {len(sources)} inputs are outside the lengths {task.min_len}-{task.max_len} the "
-            f"model was trained on; expect mistakes there",
-            file=sys.stderr,
-        )
-
-
-def _decode(checkpoint: Checkpoint, sources: list[list[int]], beam: int | None) -> Iterator[list[int]]:
-    """Output ids for each source: beam search one at a time, or greedy decoding in batches."""
-    model, vocab = checkpoint.model, checkpoint.vocab
-    longest = checkpoint.config.longest_sequence
-    if beam is not None:
-        for ids in sources:
-            yield beam_search(model, torch.tensor([ids]), vocab.bos_id, vocab.eos_id, longest, beam)[0]
-        return
-    for i in range(0, len(sources), DECODE_CHUNK):
-        src = pad_sequence([torch.tensor(ids) for ids in sources[i : i + DECODE_CHUNK]], True, vocab.pad_id)
-        yield from greedy_decode(model, src, vocab.bos_id, vocab.eos_id, longest).tolist()
-
-
-def evaluate_command(args: argparse.Namespace) -> None:
-    """Print, as JSON, the model's loss, token accuracy and greedy exact-match on its run's held-out set, which
-    training never drew, and on fresh random sequences of its task, which short ones may share with training."""
-    checkpoint = load_checkpoint(args.checkpoint)
-    model, vocab = checkpoint.model, checkpoint.vocab
-    data = TaskData(checkpoint.task, vocab)
-    lengths = _length_range(args.lengths) if args.lengths else None
-    held_out = evaluate(model, data.valid, vocab.bos_id, vocab.eos_id)
-    fresh = evaluate(model, data.fresh_examples(args.n, args.seed), vocab.bos_id, vocab.eos_id)
-    check_finite(torch.tensor([*held_out.values(), *fresh.values()]))  # NaN is no JSON: one error line instead
-    scores = {
-        "task": checkpoint.task.task,
-        "held_out": {"n": data.valid.src.size(0), **held_out},
-        "fresh": {"n": args.n, "seed": args.seed, **fresh},
-    }
-    if lengths:
-        report = score_lengths(model, vocab, checkpoint.task, lengths, min(args.n, MAX_PER_LENGTH), args.seed)
-        scores["by_length"] = report.scores.to_dict(orient="records")
-    print(json.dumps(scores))
-
-
-def _length_range(text: str) -> range:
-    """ "LOW-HIGH" (or one length) -> range(LOW, HIGH + 1)."""
-    match = re.fullmatch(r"\s*(\d{1,3})\s*(?:-\s*(\d{1,3})\s*)?", text)
-    if match is None or int(match[2] or match[1]) < int(match[1]):
-        raise ValueError(f"--lengths must read LOW-HIGH, like 1-20, got {text!r:.30}")
-    return range(int(match[1]), int(match[2] or match[1]) + 1)
-
-
-def ablate_command(args: argparse.Namespace) -> None:
-    """Print, as JSON, the held-out scores of the model intact and with each attention head removed alone, or with
-    the --heads removed together."""
-    if args.n is not None and args.n < 1:
-        raise ValueError(f"--n must be at least 1, got {args.n}")
-    checkpoint = load_checkpoint(args.checkpoint)
-    model, vocab, task = checkpoint.model, checkpoint.vocab, checkpoint.task
-    if args.heads is not None:
-        heads = knockout.parse_heads(args.heads, model)
-        print(json.dumps(knockout.knockout_set(model, vocab, task, heads, args.ablation, args.n)))
-    else:
-        print(json.dumps(knockout.grid_dict(knockout.knockout_grid(model, vocab, task, args.ablation, args.n))))
-
-
-def patch_command(args: argparse.Namespace) -> None:
-    """Print, as JSON, how much of the clean answer's log-probability each head's output and the residual stream
-    at each layer and position bring back into the corrupted run (see transformer.patching)."""
-    checkpoint = load_checkpoint(args.checkpoint)
-    grid = patching.patching_grid(checkpoint.model, checkpoint.vocab, checkpoint.task, args.clean, args.corrupt)
-    print(json.dumps(patching.grid_dict(grid), allow_nan=False))  # strict JSON: NaN is refused, not printed
 
 
 def bench_command(args: argparse.Namespace) -> None:

@@ -5,6 +5,7 @@ untrusted text inside them read character for character.
 """
 
 import re
+import unicodedata
 
 _PUNCTUATION = re.compile(r"([!-/:-@\[-`{-~])")  # every ASCII punctuation character
 
@@ -21,3 +22,9 @@ def code_span(text: object) -> str:
     fence = "`" * (max(map(len, re.findall("`+", text)), default=0) + 1)
     pad = " " if text[:1] == "`" or text[-1:] == "`" else ""
     return f"{fence}{pad}{text}{pad}{fence}"
+
+
+def printable(text: object) -> str:
+    """`text` for a terminal: control and format characters (escapes, bidi overrides, newlines) replaced by spaces,
+    so that what a file holds cannot move the cursor, clear or recolour the terminal, or fake another line."""
+    return "".join(" " if unicodedata.category(c) in ("Cc", "Cf") else c for c in str(text))

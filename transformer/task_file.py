@@ -79,8 +79,8 @@ def _pairs(reader: Iterable[list[str]], tsv: bool) -> Iterator[tuple[str, str, s
             if not cells or (len(cells) == 1 and not cells[0].strip()):
                 continue
             if len(cells) != 2:
-                template = N_("{where} has {n} cells; write the source and the target separated by {separator}")
-                raise ValueError(Message(template, where=where, n=len(cells), separator=Message(separator)))
+                template = N_("{where} is not two cells: write the source and the target separated by {separator}")
+                raise ValueError(Message(template, where=where, separator=Message(separator)))
             if reader.line_num == 1 and tuple(c.strip().lower() for c in cells) == HEADER:
                 continue
             yield where, cells[0], cells[1]
