@@ -1,7 +1,8 @@
-"""The README's screenshots, taken from the real app in Debian's Chromium: the Train page mid-run, the Decoding page
-stepping the shipped reverse model through an input, and the Compare page showing a shipped experiment.
+"""The README's screenshots, taken from the real app in Debian's Chromium: the Train page mid-run, and in Simplified
+Chinese (drawn in Debian's fonts-noto-cjk) once its run has ended, the Decoding page stepping the shipped reverse
+model through an input, and the Compare page showing a shipped experiment.
 
-Run: python tests/browser/screenshots.py   (writes docs/images/train.png, decoding.png, compare.png)
+Run: python tests/browser/screenshots.py   (writes docs/images/train.png, train-zh-CN.png, decoding.png, compare.png)
 """
 
 import argparse
@@ -79,6 +80,19 @@ def train(page, server: LabServer) -> Path:
     return save(page, "train")
 
 
+def train_chinese(page, server: LabServer) -> Path:
+    """The Train page in Simplified Chinese (`?lang=zh-CN`) when a run with the default settings has ended: how it
+    ended and where to go next above its curves, unscrolled."""
+    page.goto(f"{server.url}/train?lang=zh-CN", wait_until="domcontentloaded")
+    page.wait_for_selector("[data-testid='stApp'][data-test-script-state='notRunning'] h1", timeout=90_000)
+    wait_idle(page)
+    button(page, "start_training").click()
+    expect(page.locator("[data-testid='stAlertContentSuccess']")).to_be_visible(timeout=120_000)
+    wait_idle(page)
+    page.locator(".st-key-train_loss_chart .js-plotly-plot").wait_for()
+    return save(page, "train-zh-CN")
+
+
 def decoding(page, server: LabServer) -> Path:
     """The Decoding page with the shipped reverse model in hand, a few tokens into an input."""
     put_reverse_in_hand(page, server, ROOT / "checkpoints" / "reverse.pt")  # the shipped model, from Home
@@ -105,7 +119,7 @@ def compare(page, server: LabServer) -> Path:
     return save(page, "compare")
 
 
-SHOTS = {"train": train, "decoding": decoding, "compare": compare}
+SHOTS = {"train": train, "train-zh-CN": train_chinese, "decoding": decoding, "compare": compare}
 
 
 def main() -> None:

@@ -25,3 +25,8 @@ def top_margin(title: str, least: int = 0) -> int:
     """The top margin that holds the toolbar and every line of `title` above the plot, at least `least` px."""
     lines = title.count("<br>") + 1
     return max(least, TOOLBAR_PX + (RAISED_PX if lines > 1 else 0) + TITLE_LINE_PX * lines + 12)
+
+
+# A legend at the figure's foot, under the x axis's ticks and title whatever the plot's height (the bottom margin
+# holds it): set relative to the plot, a short plot would draw it over the axis title.
+LEGEND_AT_FOOT = dict(orientation="h", yref="container", y=0, yanchor="bottom", xanchor="left", x=0)

@@ -8,7 +8,7 @@ import plotly.graph_objects as go
 
 from ..classroom.board import GroupCurves
 from ..i18n import Translator
-from . import ENGLISH, title_layout, top_margin
+from . import ENGLISH, LEGEND_AT_FOOT, title_layout, top_margin
 from .training import FONT
 
 GROUP_COLOURS = ("#1f5fbf", "#d9480f", "#2b8a3e", "#862e9c")  # one per group, in the assignment's order
@@ -16,7 +16,7 @@ MEMBER_OPACITY = 0.25
 
 
 def group_curves_figure(
-    curves: Mapping[str | None, GroupCurves], title: str, height: int = 360, tr: Translator = ENGLISH
+    curves: Mapping[str | None, GroupCurves], title: str, height: int = 440, tr: Translator = ENGLISH
 ) -> go.Figure:
     """Every group's members' curves (thin, faint) and their median (thick), one colour per group, against the
     step on a log axis. `curves`: group label -> its `GroupCurves` (members by student id, and their median).
@@ -43,10 +43,10 @@ def group_curves_figure(
         title=title_layout(title),
         height=height,
         font=FONT,
-        margin=dict(l=10, r=10, t=top_margin(title), b=10),
+        margin=dict(l=10, r=10, t=top_margin(title), b=100),
         xaxis=dict(title=tr.gettext("step")),
         yaxis=dict(title=tr.gettext("training loss (log scale)"), type="log"),
-        legend=dict(orientation="h", yanchor="top", y=-0.2, x=0),  # under the axis: the title keeps the top
+        legend=LEGEND_AT_FOOT,  # the title keeps the top
     )
     return go.Figure(data=traces, layout=layout)
 

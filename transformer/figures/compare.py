@@ -10,7 +10,7 @@ from plotly.subplots import make_subplots
 from ..curves import downsample
 from ..i18n import N_, Translator
 from ..training import MetricRow
-from . import ENGLISH, title_layout, top_margin
+from . import ENGLISH, LEGEND_AT_FOOT, title_layout, top_margin
 from .attention import wrap_title
 from .lengths import shade_trained
 from .training import FONT, MARKER, line_chart_layout, log_ticks
@@ -62,10 +62,10 @@ def comparison_figure(
     fig.update_xaxes(title=tr.gettext("training step"), rangemode="tozero")
     fig.update_layout(
         font=FONT,
-        height=420,
-        margin=dict(l=60, r=20, t=110, b=60),
+        height=460,
+        margin=dict(l=60, r=20, t=110, b=100),
         hovermode="x unified",
-        legend=dict(orientation="h", yanchor="bottom", y=1.2, xanchor="left", x=0),
+        legend=LEGEND_AT_FOOT,  # the panels' titles and the toolbar keep the top
     )
     return fig
 
@@ -142,8 +142,7 @@ def alignment_figure(
         height=460,
         margin=dict(l=70, r=20, t=top_margin(title), b=110),
         hovermode="x unified",
-        # under the axis: the page shows this figure in a narrow column, too narrow for title and legend
-        legend=dict(orientation="h", yanchor="top", y=-0.28, xanchor="left", x=0),
+        legend=LEGEND_AT_FOOT,  # the page shows this figure in a narrow column, too narrow for title and legend
     )
     return fig
 

@@ -13,7 +13,7 @@ from pandas.io.formats.style import Styler
 
 from ..decoding import DecodeStep
 from ..i18n import Translator
-from . import ENGLISH
+from . import ENGLISH, LEGEND_AT_FOOT
 from .attention import ATTENTION_SCALE, _array, _escape, _figure, _hover_grid, _ticks, wrap_title
 
 CHOSEN, OTHER = "#d62728", "#9ecae1"  # the chosen token's bar, every other bar
@@ -167,10 +167,11 @@ def beam_tree(
             **_ticks([tr.gettext("start"), *map(str, range(1, n_steps + 1))]),
         ),
         yaxis=dict(visible=False, range=[width - 0.5, -0.6]),
-        legend=dict(orientation="h", y=-0.25),
+        legend=LEGEND_AT_FOOT,
+        margin=dict(l=60, r=20, t=80, b=100),
     )
     title = tr.gettext("Beam search: kept hypotheses (token, summed log-probability)")
-    return _figure(traces, layout, title, height=240 + 70 * width)
+    return _figure(traces, layout, title, height=290 + 70 * width)
 
 
 def teacher_forcing_table(

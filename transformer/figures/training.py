@@ -13,7 +13,7 @@ import plotly.graph_objects as go
 from ..curves import downsample
 from ..i18n import Translator
 from ..training import MetricRow, TrainConfig
-from . import ENGLISH, title_layout, top_margin
+from . import ENGLISH, LEGEND_AT_FOOT, title_layout, top_margin
 
 FONT = dict(size=16)  # readable on a projector
 TRAIN, VALID = "#1f5fbf", "#d9480f"
@@ -184,8 +184,7 @@ LINE_CHART = dict(
     font=FONT,
     margin=dict(l=70, r=20, t=60, b=110),
     hovermode="x unified",
-    # under the axis: in the page's two narrow columns a legend beside the title ran into it
-    legend=dict(orientation="h", yanchor="top", y=-0.3, xanchor="left", x=0),
+    legend=LEGEND_AT_FOOT,  # in the page's two narrow columns a legend beside the title ran into it
 )  # the layout every line chart of a run shares
 
 
