@@ -74,7 +74,8 @@ FROM_STATE = object()  # `_draw`'s value for a widget that reads it from session
 def _draw(container, s: Setting, value: Any, disabled: bool = False) -> None:
     """The setting's widget, starting at `value` (FROM_STATE: at what its key holds in session state; None, for a
     number, empty)."""
-    common = {"key": s.form.key, "help": _(s.help), "disabled": disabled, **s.form.style}
+    style = {name: _(value) if name == "placeholder" else value for name, value in s.form.style.items()}
+    common = {"key": s.form.key, "help": _(s.help), "disabled": disabled, **style}
     if value is FROM_STATE:  # passing a value too would be an error
         start = {}
     elif s.kind in ("int", "float"):  # a whole number when the bounds are: a float setting's whole seconds
