@@ -13,6 +13,7 @@ from transformer.figures.decoding import (
     step_attention_heatmap,
     teacher_forcing_table,
 )
+from transformer.i18n import translator
 
 TOKENS = ["<pad>", "<s>", "</s>", "a", "b", "c", "d"]
 
@@ -103,3 +104,11 @@ def test_teacher_forcing_table_highlights_mismatches_and_pads():
 def test_beam_tree_prints_a_score_that_rounds_to_zero_as_0_0_never_minus_0_0():
     fig = beam_tree([_step(0, [Beam([1, 3], -0.001, 0, False), Beam([1, 4], -0.04, 0, False)])], TOKENS)
     assert [t for *_, t in _points(fig, "live")][1:] == ["a<br>0.0", "b<br>0.0"]
+
+
+def test_in_chinese_a_steps_attention_names_its_axis_heads_and_cells_with_the_shipped_catalogue():
+    weights = torch.softmax(torch.randn(2, 3), dim=-1)
+    fig = step_attention_heatmap(weights, ["a", "b", "c"], "第 1 步", tr=translator("zh-CN"))
+    heat = fig.data[0]
+    assert fig.layout.xaxis.title.text == "源词元" and list(fig.layout.yaxis.ticktext) == ["头 0", "头 1"]
+    assert heat.hovertemplate == "%{customdata[0]} → 源词元 %{customdata[1]}：%{z:.3f}<extra></extra>"

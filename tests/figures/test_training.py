@@ -7,6 +7,7 @@ import plotly.graph_objects as go
 import pytest
 
 from transformer.figures.training import accuracy_figure, loss_figure, lr_figure
+from transformer.i18n import Translator
 from transformer.training import TrainConfig
 
 
@@ -79,3 +80,24 @@ def test_lr_figure_draws_the_schedule_over_the_budget_and_marks_the_step():
     assert fig.layout.shapes[0].x0 == 250 and fig.layout.annotations[0].text == "step 250"
     flat = lr_figure(TrainConfig(lr=0.01, warmup=0, schedule="constant", steps=50), step=10).data[0]
     assert set(flat.y) == {0.01} and list(flat.x) == list(range(1, 51))
+
+
+def test_a_figure_reads_in_its_translators_language_with_plotlys_fields_kept():
+    chinese = Translator(
+        "zh-CN",
+        {
+            "Loss": "损失",
+            "training step": "训练步数",
+            "held-out loss": "留出集损失",
+            "training loss, every step": "训练损失（每一步）",
+            "Learning rate": "学习率",
+            "step {step}: {value}": "第 {step} 步：{value}",
+        },
+    )
+    fig = loss_figure(rows(4), step_losses=[1.0, 0.5], tr=chinese)
+    assert fig.layout.title.text == "损失" and fig.layout.xaxis.title.text == "训练步数"
+    assert [trace.name for trace in fig.data] == ["留出集损失", "训练损失（每一步）"]
+    assert fig.layout.yaxis.title.text == "loss (log scale)"  # a sentence the catalogue lacks shows in English
+    hover = lr_figure(TrainConfig(steps=100), 10, tr=chinese).data[0].hovertemplate
+    assert hover == "第 %{x} 步：%{y:.2e}<extra></extra>"  # translated whole, Plotly's fields filled in after
+    assert loss_figure(rows(4)).layout.title.text == "Loss"  # English without a translator
