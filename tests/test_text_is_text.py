@@ -1,6 +1,5 @@
 """Symbols, tokens and names from files reach the page literally: never as Markdown (an image, a link) or HTML."""
 
-import ast
 import io
 import json
 import re
@@ -123,7 +122,7 @@ FILE_NAME = "__b__ ![x](http://e.io/x.png) <img src=x> :red[x]"
 PROBE_TOKENS = ("`", "![](//e.i)", "<img/s=x>", "**b**", "$x$", ":red[x]", "__b__")  # at most 10 characters each
 MASKING_INPUT = f"` {IMAGE} {HTML} {LINK} **b** $x$ <s>x"  # a backtick first: it would close a code span
 RENDERED = re.compile(r"!\[|\]\(|<img|<s>|\*\*b\*\*|__b__|\$x\$|:red\[")  # hostile text read as Markdown or HTML
-PAGE_FILES = [file for file, *_ in ast.literal_eval(re.search(r"PAGES = (\[.*?\n\])", APP.read_text(), re.S)[1])]
+PAGE_FILES = re.findall(r'"(pages/\w+\.py)"', re.search(r"PAGES = (\[.*?\n\])", APP.read_text(), re.S)[1])
 
 
 def markdown_on(at: AppTest) -> list[str]:

@@ -292,9 +292,7 @@ def test_past_its_free_misses_an_address_gets_one_answer_per_turn_and_right_code
 
 
 def test_creating_classes_is_rate_limited_per_browser_address_and_server(store, clock, monkeypatch):
-    monkeypatch.setattr(
-        throttle, "CLASS_CREATIONS", {"browser": (2, 3600), "address": (3, 3600), "server": (5, 3600)}
-    )
+    monkeypatch.setattr(throttle, "CLASS_CREATIONS", {"browser": (2, 3600), "address": (3, 3600), "server": (5, 3600)})
     store.create_class("A", caller=Caller("10.0.0.1", "b1"))
     store.create_class("B", caller=Caller("10.0.0.1", "b1"))
     with pytest.raises(TooManyAttempts, match="from this browser"):
