@@ -19,6 +19,7 @@ from transformer.alignment import (
 )
 from transformer.decoding import DecodeStep
 from transformer.figures.alignment import best_head_figure, ideal_over_learned
+from transformer.pairs import PAIRS_TASK
 from transformer.serving import Run
 from transformer.vocab import Vocab
 
@@ -26,11 +27,16 @@ CHART_HEIGHT = 320  # as the Train page's loss and accuracy charts
 
 
 def no_alignment(task: str) -> str:
-    return _(
-        "*{task}* has no fixed source position for each output token, so there is no ideal cross-attention to draw "
-        "or to score the heads against.",
-        task=task,
-    )
+    """Why there is no alignment for `task` (a name; a task from examples is "pairs")."""
+    if task == PAIRS_TASK:
+        why = _("a task from examples does not say which source token each of its output tokens comes from.")
+    else:
+        why = _(
+            "*{task}* has no fixed source position for each output token, so there is no ideal cross-attention to "
+            "draw or to score the heads against.",
+            task=task,
+        )
+    return _("There is no alignment for this task: {why}", why=why)
 
 
 def scoring_rule(task: str) -> str:

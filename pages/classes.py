@@ -133,7 +133,7 @@ class Seat:
         ValueError on a bad one."""
         changes = {name: values[name] for name in self.assignment.open if name in values}
         group = self.assignment.group(self.student.position)
-        return run_configs(self.assignment.settings(group, self.student.seed, changes))
+        return run_configs(self.assignment.settings(group, self.student.seed, changes), pairs=self.info.task)
 
 
 def seat_in_class() -> Seat | None:

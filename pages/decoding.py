@@ -26,7 +26,7 @@ from transformer.inspection import logit_lens
 from transformer.limits import check_probe_cost
 from transformer.link_params import decoding_parsers, write_params
 from transformer.literal import code_span, markdown_literal
-from transformer.tasks import DataConfig, TaskData, get_task
+from transformer.tasks import DataConfig, TaskData, task_of
 
 ATTENTION_LABELS = {"cross": N_("over the source (cross)"), "self": N_("over its own input (self)")}
 TOP_BARS = 10  # bars in the next-token chart
@@ -130,9 +130,13 @@ if (
     )
 elif kept is None or kept.model is not model or kept.key != key:
     symbols = [vocab.symbol_index(i) for i in ids]
-    expected = [vocab.symbol_id(s) for s in get_task(task.task).fn(symbols, task.n_symbols)]
+    try:  # a typed input may have no target: not a sum for add, no pair's source for a task from examples
+        expected, no_target = [vocab.symbol_id(s) for s in task_of(task).target(symbols, task.n_symbols)], None
+    except ValueError as err:
+        expected, no_target = None, err
     src = torch.tensor([ids], device=next(model.parameters()).device)  # (1, S)
-    bos, eos, max_len = vocab.bos_id, vocab.eos_id, len(expected) + 1 + EXTRA_STEPS
+    longest = model.config.max_len if expected is None else len(expected) + 1 + EXTRA_STEPS
+    bos, eos, max_len = vocab.bos_id, vocab.eos_id, longest
     try:  # three passes: the steps, the beam's own search or the greedy output, and the teacher-forced one
         check_probe_cost(model.config, beam_width if strategy == "beam" else 1, max_len, passes=3)
         steps = decode_all_steps(model, src, bos, eos, max_len, strategy, temperature, top_k, beam_width, seed)
@@ -140,13 +144,14 @@ elif kept is None or kept.model is not model or kept.key != key:
             output = beam_search(model, src, bos, eos, max_len, beam_width)[0]
         else:
             output = [s.token for s in steps]
-        forced = teacher_forced(model, src, [bos, *expected])
+        forced = None if expected is None else teacher_forced(model, src, [bos, *expected])
     except ValueError as err:
         st.error(_("Could not decode this input: {error}", error=markdown_literal(_(err))))
         st.stop()
     same_input = kept is not None and kept.key == key  # only the model changed: a training run moved on
     st.session_state["decode_step"] = min(st.session_state["decode_step"], len(steps) - 1) if same_input else 0
     trace = dict(steps=steps, output=output, expected=expected, forced=forced, live=live, model_step=model_step)
+    trace["no_target"] = no_target
     kept = keep_result("decoding", model, key, trace)
 if "decode_link_step" in st.session_state:  # the link's step (1-based), once the steps are known
     wanted = st.session_state.pop("decode_link_step")
@@ -294,7 +299,13 @@ if strategy == "beam":
     best = [vocab.bos_id, *trace["output"]] if i == last else None
     st.plotly_chart(beam_tree(steps[: i + 1], vocab.itos, best, tr=tr), key="decode_beam_tree")
 
-if i == last:
+if i == last and trace["expected"] is None:
+    answer = vocab.decode(trace["output"])
+    st.success(_("Output: {output}", output=code_span(answer) if answer else _("(empty)")))
+    no_target = trace["no_target"]
+    reason = markdown_literal(_(no_target))
+    st.info(_("The task has no expected output for this input ({reason}): nothing to compare with.", reason=reason))
+elif i == last:
     output, expected = trace["output"], trace["expected"]
     answer, right_answer = vocab.decode(output), vocab.decode(expected)
     with st.container(key="decode_output"):

@@ -9,7 +9,7 @@ from transformer import Checkpoint
 from transformer.i18n import N_
 from transformer.limits import DECODING_BEAM_WIDTHS, DECODING_SEEDS, DECODING_TEMPERATURES
 from transformer.literal import markdown_literal
-from transformer.tasks import DataConfig, get_task
+from transformer.tasks import DataConfig, task_of
 from transformer.vocab import Vocab
 
 STRATEGIES = {
@@ -60,7 +60,7 @@ def source_input(task: DataConfig, vocab: Vocab, limit: int, examples: list[list
         _(
             "Source sequence ({task}: {description} {hint})",
             task=task.task,
-            description=_(get_task(task.task).description),
+            description=_(task_of(task).description),
             hint=_(vocab.input_hint(limit)).capitalize(),
         ),
         key="decode_input",

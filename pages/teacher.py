@@ -2,6 +2,7 @@
 its link and QR code on the projector, set what it trains (groups that differ in one setting, a question to
 predict), watch every student's run on a live board, and export what the database holds at the click."""
 
+from pages.own_task import class_task_section
 from pages.streamlit_internals import rerun_inside_frame
 
 rerun_inside_frame()  # first of all: see its docstring
@@ -322,6 +323,7 @@ with board_tab:
     board(code)
 with assignment_tab:
     assignment_form(snapshot, code, key)
+    class_task_section(info, code, key)
 with export_tab:
     exports(code, key)
 if st.button(_("Close the board"), key="teacher_close"):

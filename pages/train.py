@@ -19,6 +19,7 @@ from pages.dynamics_view import dynamics_view
 from pages.into_view import bring_into_view
 from pages.language import _, language, ngettext, session_translator, table_cells
 from pages.links import share_link
+from pages.own_task import OWN_TASK, own_task_expander, task_notice
 from pages.report_view import report_download
 from pages.state import (
     RUN,
@@ -318,6 +319,8 @@ if run is not None:
 if not active:
     if run is not None:
         st.subheader(_("Start another run"))
+    own = seat.info.task if seat else own_task_expander(OWN_TASK)
+    task_notice(own, by_class=seat is not None)
     with st.form("train_settings"):
         draw_fields(seat.locked() if seat else None)
         if seat:

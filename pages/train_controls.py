@@ -5,6 +5,7 @@ import streamlit as st
 from pages.classes import Seat, answer_prediction, class_recorder, seat_in_class
 from pages.common import client_address, forget_run, remember_run, run_registry
 from pages.language import _, ngettext
+from pages.own_task import OWN_TASK, own_task
 from pages.state import FOLLOW_RUN, RUN, flash, session_run_elsewhere, watcher_id
 from pages.streamlit_internals import page_connected
 from pages.train_form import KEPT, form_settings, remember_values
@@ -50,7 +51,8 @@ def start_run() -> None:
         return
     seat = seat_in_class()  # a class student's run takes the settings their teacher locked
     try:
-        configs = seat.configs(form_settings(state)) if seat else run_configs(form_settings(state))
+        values, own = form_settings(state), own_task(OWN_TASK)
+        configs = seat.configs(values) if seat else run_configs(values, pairs=own)
         if seat:
             answer_prediction(seat)
         run = run_registry().submit(watcher_id(), *configs, page_connected(), client_address())

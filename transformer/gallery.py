@@ -225,14 +225,6 @@ class Count(GalleryTask):
     def longest_target(self, max_len: int, n_symbols: int) -> int:
         return n_symbols
 
-    def rows(self, length: int, count: int, n_symbols: int, generator: torch.Generator) -> torch.Tensor:
-        """Each row's letters drawn from a mix of its own: one letter, picked at random, takes a random share on top
-        of an even spread, so that every count from 0 to the whole length comes up."""
-        favourite = torch.randint(n_symbols, (count,), generator=generator)
-        share = torch.rand(count, 1, generator=generator)
-        weights = (1 - share) / n_symbols + share * torch.nn.functional.one_hot(favourite, n_symbols)
-        return torch.multinomial(weights, length, replacement=True, generator=generator)
-
 
 BRACKETS = ("(", ")", "[", "]", "{", "}", "<", ">")  # pairs: an opening bracket, then its closing one
 

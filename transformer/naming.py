@@ -13,6 +13,11 @@ from .tasks import DataConfig
 from .training import TrainConfig
 
 
+def task_label(data: DataConfig) -> str:
+    """What a run learns, in a word: its task's name, or the name of its task from examples (literal text)."""
+    return data.task if data.pairs is None else data.pairs.name
+
+
 def run_summary(model_config: ModelConfig, data_config: DataConfig, train_config: TrainConfig) -> Message:
     """The settings of a run in one line: task, data, model, the switches set away from the paper, peak learning
     rate, seed."""
@@ -25,7 +30,7 @@ def run_summary(model_config: ModelConfig, data_config: DataConfig, train_config
         sizes = N_("d_model {d_model}, {heads} heads, {layers}+{layers} layers")
     return joined(
         [
-            Message(data, task=d.task, low=d.min_len, high=d.max_len, symbols=d.n_symbols),
+            Message(data, task=task_label(d), low=d.min_len, high=d.max_len, symbols=d.n_symbols),
             Message(sizes, d_model=c.d_model, heads=c.n_heads, layers=c.n_layers),
             word["positional"],
             word["norm_first"],
@@ -59,7 +64,7 @@ def run_name(model_config: ModelConfig, data_config: DataConfig, taken: Collecti
     """A short name for a trained model, e.g. "reverse-1to10-d32h4n1" or "reverse-1to10-d32h4n1-noPE" when a
     teaching switch is set, made unique against `taken`."""
     d, c = data_config, model_config
-    base = "-".join([f"{d.task}-{d.min_len}to{d.max_len}-d{c.d_model}h{c.n_heads}n{c.n_layers}", *switches(c)])
+    base = "-".join([f"{task_label(d)}-{d.min_len}to{d.max_len}-d{c.d_model}h{c.n_heads}n{c.n_layers}", *switches(c)])
     base = re.sub(r"[^A-Za-z0-9_-]", "_", base)
     name, i = base, 1
     while name in taken:
@@ -75,7 +80,7 @@ def checkpoint_summary(name: str, source: str, checkpoint: Checkpoint) -> dict:
     return {
         "name": name,
         "source": source,
-        "task": t.task,
+        "task": task_label(t),
         "lengths": f"{t.min_len}-{t.max_len}",
         "symbols": t.n_symbols,
         "d_model": c.d_model,

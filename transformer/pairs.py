@@ -137,7 +137,7 @@ def pairs_from_rows(rows: Iterable[tuple[str, str, str]], name: str) -> TaskPair
     for count, (where, source, target) in enumerate(rows, 1):
         if count > MAX_TASK_PAIRS:
             raise ValueError(Message(N_("{where}: more than {most} pairs"), where=where, most=f"{MAX_TASK_PAIRS:,}"))
-        source, target = _sequence(where, source, N_("source")), _sequence(where, target, N_("target"))
+        source, target = _sequence(where, source, N_("the source")), _sequence(where, target, N_("the target"))
         for symbol in (*source.split(" "), *target.split(" ")):
             if symbol not in symbols:
                 _check_new_symbol(where, symbol, len(symbols))
@@ -158,9 +158,9 @@ def _sequence(where: str, text: str, what: str) -> str:
     """`text`'s symbols joined by single spaces; ValueError if it has none or more than MAX_SEQ_LEN."""
     words = text.split()
     if not words:
-        raise ValueError(Message(N_("{where}: the {what} is empty"), where=where, what=Message(what)))
+        raise ValueError(Message(N_("{where}: {what} is empty"), where=where, what=Message(what)))
     if len(words) > MAX_SEQ_LEN:
-        template = N_("{where}: the {what} has {n} symbols; the most is {most}")
+        template = N_("{where}: {what} has {n} symbols; the most is {most}")
         raise ValueError(Message(template, where=where, what=Message(what), n=len(words), most=MAX_SEQ_LEN))
     return " ".join(words)
 

@@ -27,7 +27,8 @@ from transformer.classroom import (
     WrongKey,
 )
 from transformer.classroom.codes import ADJECTIVES, ANIMALS, CODE_COUNT, key_hash
-from transformer.classroom.store import UnknownClass, database_url
+from transformer.classroom.database import database_url
+from transformer.classroom.store import UnknownClass
 from transformer.classroom.throttle import Turns
 from transformer.limits import (
     CLASS_CREATIONS,
@@ -38,6 +39,7 @@ from transformer.limits import (
     MISS_SPACING_S,
     WRONG_KEYS_PER_BROWSER,
 )
+from transformer.pairs import TaskPairs, pairs_from_rows
 
 PE_GROUPS = Assignment(
     {"task": "reverse", "steps": 600},
@@ -622,4 +624,41 @@ def test_a_version_1_database_is_brought_to_version_2_with_its_data(url, clock):
         reopened.join(code, "b2", "ann")
     assert reopened.open_board(code, key).runs[ann.id].status == "finished"
     assert "key_failures" not in inspect(reopened.engine).get_table_names()
+    reopened.close()
+
+
+def class_task(name: str = "swaps") -> TaskPairs:
+    rows = [(f"row {i}", f"{a} {b}", f"{b} {a}") for i, (a, b) in enumerate(zip("abcdefgh", "hgfedcba"), 1)]
+    return pairs_from_rows(rows, name)
+
+
+def test_a_class_keeps_its_own_task_and_its_students_see_it(store):
+    code, key = store.create_class("Own task")
+    assert store.class_info(code).task is None
+    store.set_task(code, key, class_task())
+    assert store.class_info(code).task == class_task()
+    assert store.open_board(code, key).info.task == store.snapshot(code).info.task == class_task()
+    store.set_task(code, key, class_task("other"))
+    assert store.class_info(code).task.name == "other"
+    store.set_task(code, key, None)
+    assert store.class_info(code).task is None
+    with pytest.raises(WrongKey):
+        store.set_task(code, "wrong key", class_task())
+    with pytest.raises(ClassroomError, match="a task from examples"):
+        store.set_task(code, key, class_task().to_dict())
+    assert store.class_info(code).task is None
+
+
+def test_a_version_3_database_is_brought_to_version_4_and_keeps_its_classes(url, clock):
+    opened = ClassStore(url, clock)
+    code, key = opened.create_class("Before tasks")
+    with opened.engine.begin() as conn:  # back to version 3's tables
+        conn.exec_driver_sql("ALTER TABLE classes DROP COLUMN task")
+        conn.execute(schema.schema_version.delete().where(schema.schema_version.c.version == 4))
+    opened.close()
+    reopened = ClassStore(url, clock)
+    assert reopened.version == len(schema.MIGRATIONS) == 4
+    assert reopened.class_info(code).title == "Before tasks" and reopened.class_info(code).task is None
+    reopened.set_task(code, key, class_task())
+    assert reopened.class_info(code).task == class_task()
     reopened.close()

@@ -11,8 +11,10 @@ from streamlit.testing.v1 import AppTest
 import pages.classes
 import pages.common
 from pages.train_controls import CLASS_SAME_RUN, SAME_RUN
+from tests.helpers import wait_until
 from tests.pages.test_train import poll_until_done
 from transformer.classroom import Assignment, Caller, Group, RunState
+from transformer.pairs import pairs_from_rows
 
 TINY = {"task": "reverse", "min_len": 3, "max_len": 3, "steps": 30}
 GROUPS = Assignment(TINY, frozenset({"lr"}), "positional", (Group("with PE", "sinusoidal"), Group("no PE", "none")))
@@ -154,3 +156,21 @@ def test_a_class_student_whose_seed_is_locked_is_not_told_to_change_it():
     assert at.session_state["run"] is job
     said = [info.value for info in at.info]
     assert CLASS_SAME_RUN in said and SAME_RUN not in said and not any("change the seed" in s for s in said)
+
+
+def test_a_class_with_its_own_task_trains_it_with_the_student_s_seed():
+    code, key = a_class()
+    rows = [(f"row {i}", f"{a} {b}", f"{b} {a}") for i, (a, b) in enumerate(zip("abcdefgh", "hgfedcba"), 1)]
+    task = pairs_from_rows(rows, "our pairs")
+    pages.classes.class_store().set_task(code, key, task, TEACHER)
+    at = open_link(code)
+    join(at, "Ada")
+    assert any("Start trains your class's own task, **our pairs**" in i.value for i in at.info)
+    assert "train_task_file" not in [u.key for u in at.get("file_uploader")]  # the teacher chose the task
+    at.button(key="start_training").click().run()
+    job = at.session_state["run"]
+    seat = pages.classes.class_store().student(code, at.session_state["watcher"])
+    assert job.data_config.pairs == task and job.data_config.seed == seat.seed == job.train_config.seed
+    poll_until_done(at)
+    board = lambda: pages.classes.class_store().open_board(code, key, TEACHER)  # noqa: E731
+    wait_until(lambda: board().runs[seat.id].status == "finished")  # the recorder writes from its own thread

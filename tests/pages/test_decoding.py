@@ -284,3 +284,45 @@ def test_another_model_in_hand_is_announced_and_named(solved_reverse):
     assert "another reverse" in at.info[0].value
     at.run()
     assert not at.info  # said once
+
+
+def to_the_end(at: AppTest) -> None:
+    """The last decoding step (a model with random weights may stop at the first)."""
+    if not at.button(key="decode_run_to_end").disabled:
+        click(at, "decode_run_to_end")
+
+
+def untrained(data: DataConfig) -> Checkpoint:
+    """A model with random weights for `data`'s task."""
+    from transformer.run_configs import model_max_len
+    from transformer.tasks import TaskData
+
+    vocab = TaskData(data).vocab
+    config = ModelConfig(vocab_size=len(vocab), d_model=16, n_heads=2, d_ff=32, max_len=model_max_len(data))
+    return Checkpoint(Transformer(config).eval(), vocab, config, data, [], train_config={})
+
+
+@pytest.mark.parametrize(
+    "data, typed",
+    [(DataConfig("add", 3, 5), "1 2 3"), (DataConfig("translate", 3, 5, 4), "cat dog sees")],
+)
+def test_an_input_the_task_has_no_output_for_decodes_and_says_there_is_nothing_to_compare(data, typed):
+    at = open_page(untrained(data))
+    assert not at.exception and not at.error  # the first held-out example, which has a target
+    at.text_input(key="decode_input").set_value(typed).run()
+    to_the_end(at)
+    assert not at.exception and not at.error
+    assert any("no expected output for this input" in info.value for info in at.info)
+    assert not any("Compare with teacher forcing" in h.value for h in at.subheader)
+
+
+def test_a_task_from_examples_decodes_its_pairs_and_has_no_alignment():
+    from transformer.pairs import pairs_from_rows
+
+    rows = [(f"row {i}", f"{a} {b}", f"{b} {a}") for i, (a, b) in enumerate(zip("abcdefgh", "hgfedcba"), 1)]
+    data = DataConfig.from_pairs(pairs_from_rows(rows, "swaps"))
+    at = open_page(untrained(data))
+    to_the_end(at)
+    assert not at.exception and not at.error
+    assert any("There is no alignment for this task: a task from examples" in info.value for info in at.info)
+    assert any(h.value == "Compare with teacher forcing" for h in at.subheader)  # a held-out pair has its target

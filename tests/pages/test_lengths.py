@@ -94,3 +94,18 @@ def test_a_shipped_model_is_tested_once_for_the_whole_class():
         reports.append(kept(at, "lengths").value)
     assert reports[0] is reports[1]
     assert kept(open_page(), "lengths").value is not reports[0]  # another object: its own test
+
+
+def test_a_task_from_examples_is_tested_at_its_pairs_lengths_only():
+    from transformer.pairs import pairs_from_rows
+    from transformer.run_configs import model_max_len
+    from transformer.tasks import TaskData
+
+    rows = [(f"row {i}", f"{a} {b}", f"{b} {a}") for i, (a, b) in enumerate(zip("abcdefgh", "hgfedcba"), 1)]
+    data = DataConfig.from_pairs(pairs_from_rows(rows, "swaps"))
+    vocab = TaskData(data).vocab
+    config = ModelConfig(vocab_size=len(vocab), d_model=16, n_heads=2, d_ff=32, max_len=model_max_len(data))
+    at = open_page(Checkpoint(Transformer(config).eval(), vocab, config, data, [], train_config={}))
+    assert not at.exception and not at.error
+    scores = kept(at, "lengths").value.scores
+    assert scores["length"].tolist() == [2]  # its only length: random inputs of another would have no target

@@ -231,3 +231,31 @@ def test_a_save_the_store_refuses_is_a_message(monkeypatch):
     monkeypatch.setattr(ClassStore, "set_assignment", refuse)
     at.button(key="teacher_save").click().run()
     assert not at.exception and "Not saved: no class has this code" in shown(at.error[0].value)
+
+
+SWAPS = "source,target\n" + "\n".join(f"{a} {b},{b} {a}" for a in "abcdef" for b in "abcdef" if a != b)
+
+
+def test_a_teacher_gives_the_class_its_own_task_and_takes_it_back():
+    at = open_teacher()
+    code, _ = create(at)
+    at.file_uploader(key="teacher_task_file").set_value(("swaps.csv", SWAPS.encode(), "text/csv"))
+    at.run()
+    assert not at.exception and not at.error
+    at.button(key="teacher_task_give").click().run()
+    assert not at.exception and any("students see it on Train" in s.value for s in at.success)
+    task = pages.classes.class_store().class_info(code).task
+    assert task.name == "swaps.csv" and len(task.train) == 24
+    assert any("The class trains its own task, **swaps\\.csv**" in i.value for i in at.info)
+    at.button(key="teacher_task_clear").click().run()
+    assert not at.exception and pages.classes.class_store().class_info(code).task is None
+
+
+def test_a_bad_task_file_for_the_class_is_one_error_and_nothing_is_saved():
+    at = open_teacher()
+    code, _ = create(at)
+    at.file_uploader(key="teacher_task_file").set_value(("bad.csv", b"a,b\n" * 3, "text/csv"))
+    at.run()
+    assert len(at.error) == 1 and "at least 5 different pairs" in at.error[0].value
+    assert "teacher_task_give" not in [b.key for b in at.button]
+    assert pages.classes.class_store().class_info(code).task is None

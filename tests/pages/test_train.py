@@ -9,11 +9,13 @@ from streamlit.testing.v1 import AppTest
 
 import pages.common
 import pages.state
+from pages.own_task import EXAMPLE
 from pages.train_controls import SAME_RUN
 from tests.helpers import array, kept, wait_until
 from transformer.checkpoint import load_checkpoint
 from transformer.model import ModelConfig
 from transformer.serving import Run
+from transformer.task_file import read_task_file
 from transformer.tasks import DataConfig
 from transformer.training import TrainConfig, Trainer, TrainingDiverged, smoothed_loss_floor
 
@@ -560,3 +562,48 @@ def test_the_embeddings_and_gradient_norms_of_every_row_are_shown_and_a_slider_p
     assert f"step {steps[0]}" in embeddings["layout"]["title"]["text"]
     first = job.dynamics[0]["embeddings"]
     assert array(embeddings["data"][1]["x"]).tolist() == pytest.approx([x for x, _ in first])
+
+
+# ---- a task of one's own
+
+SWAPS = "source,target\n" + "\n".join(f"{a} {b},{b} {a}" for a in "abcdef" for b in "abcdef" if a != b)
+
+
+def test_an_uploaded_task_file_is_what_start_trains(stop_jobs):
+    at = open_train()
+    stop_jobs.append(at)
+    at.file_uploader(key="train_task_file").set_value(("swaps.csv", SWAPS.encode(), "text/csv"))
+    at.run()
+    assert not at.exception and not at.error
+    task = at.session_state["train_own_task"]
+    assert task == read_task_file(SWAPS.encode(), "swaps.csv")
+    assert any("Start trains your own task, **swaps\\.csv**: 24 pairs" in info.value for info in at.info)
+    start(at, steps=40, batch=32)
+    job = at.session_state["run"]
+    assert job.data_config.pairs == task and job.data_config.task == "pairs"
+    poll_until_done(at)
+    assert at.session_state["in_hand_name"].startswith("trained: swaps_csv-2to2")
+    assert load_checkpoint(next(iter(at.session_state["trained"].values()))).task.pairs == task
+    at.button(key="train_forget_task").click().run()  # back to the task the form names
+    assert "train_own_task" not in at.session_state and not any("your own task" in i.value for i in at.info)
+
+
+def test_a_bad_task_file_is_one_error_and_start_trains_the_named_task(stop_jobs):
+    at = open_train()
+    stop_jobs.append(at)
+    at.file_uploader(key="train_task_file").set_value(("bad.csv", SWAPS.encode() + b"\na b,c", "text/csv"))
+    at.run()
+    shown = at.error[0].value.replace("\\", "")  # as Markdown, its punctuation escaped
+    assert len(at.error) == 1 and "line 32: the source a b has the target c here but b a at line 2" in shown
+    assert "train_own_task" not in at.session_state
+    start(at, task="copy", min_len=3, max_len=3, steps=10)
+    assert at.session_state["run"].data_config.pairs is None
+
+
+def test_the_table_s_pairs_make_a_task():
+    at = open_train()
+    at.button(key="train_use_table").click().run()
+    assert not at.exception and not at.error
+    task = at.session_state["train_own_task"]
+    assert task.name == "typed pairs" and len(task.train) + len(task.held_out) == len(EXAMPLE)
+    assert {"miko", "cat", "selu"} <= set(task.symbols)

@@ -8,6 +8,7 @@ from datetime import datetime
 from typing import Any, Literal
 
 from ..limits import MAX_ERROR_CHARS, MAX_RUN_ROWS, MAX_STUDENTS, RUN_LIMITS
+from ..pairs import TaskPairs
 from ..training import METRIC_COLUMNS
 from .assignment import Assignment
 
@@ -70,6 +71,7 @@ class ClassInfo:
     expires_at: datetime
     assignment: Assignment | None
     question: str | None  # a key of questions.QUESTIONS
+    task: TaskPairs | None = None  # the class's own task from examples, which its runs learn in place of the form's
 
 
 @dataclass(frozen=True)

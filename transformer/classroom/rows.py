@@ -8,6 +8,7 @@ from typing import Any
 from sqlalchemy import Connection, Row, delete, select
 from sqlalchemy.dialects import postgresql, sqlite
 
+from ..pairs import TaskPairs
 from .assignment import Assignment
 from .records import IN_FLIGHT, ClassInfo, Prediction, RunState, Snapshot, Student
 from .schema import classes, predictions, runs, students
@@ -38,7 +39,8 @@ def assignment_of(row: Row) -> Assignment:
 def class_info_of(row: Row) -> ClassInfo:
     """A class row as ClassInfo."""
     assignment = None if row.assignment is None else assignment_of(row)
-    return ClassInfo(row.code, row.title, row.created_at, row.expires_at, assignment, row.question)
+    task = None if row.task is None else TaskPairs.from_dict(row.task)
+    return ClassInfo(row.code, row.title, row.created_at, row.expires_at, assignment, row.question, task)
 
 
 def student_of(row: Row, assignment: Assignment, name: str | None = None) -> Student:

@@ -67,6 +67,7 @@ classes = Table(
     Column("expires_at", DateTime, nullable=False, index=True),
     Column("assignment", JSON),  # Assignment.to_json()
     Column("question", String(MAX_KEY_CHARS)),
+    Column("task", JSON),  # its own task from examples, TaskPairs.to_dict(): MAX_TASK_FILE_BYTES of text at most
 )
 
 students = Table(
@@ -164,8 +165,14 @@ def _reports_table(conn: Connection) -> None:
     reports.create(conn, checkfirst=True)
 
 
+def _class_task(conn: Connection) -> None:
+    """A class may keep a task of its own, from examples (a database that has the column already keeps it)."""
+    if "task" not in {column["name"] for column in inspect(conn).get_columns(classes.name)}:
+        _add_column(conn, classes, "task")
+
+
 # Version n is MIGRATIONS[n - 1]. Version 1 is the tables as first released.
-MIGRATIONS: list[Migration] = [lambda conn: metadata.create_all(conn), _version_2, _reports_table]
+MIGRATIONS: list[Migration] = [lambda conn: metadata.create_all(conn), _version_2, _reports_table, _class_task]
 _LOCK_ID = 7_351_000  # PostgreSQL advisory lock held while migrating, so replicas starting together take turns
 
 

@@ -1,5 +1,5 @@
-"""`ClassStore`: a teacher's classes, their students, assignments, predictions and runs, kept in a database that
-outlives the server: SQLite in a file by default, PostgreSQL when the URL names it, the same code on both.
+"""`ClassStore`: a teacher's classes, their students, assignments, own tasks, predictions and runs, kept in a
+database that outlives the server (`database`: SQLite in a file by default, PostgreSQL when the URL names it).
 
 Every method is one short transaction on a pooled engine, so many Streamlit sessions can share one store, and every
 write is idempotent: written twice, it leaves what it leaves written once. Every write is checked against the bounds
@@ -12,13 +12,11 @@ for LOST_AFTER_S reads "lost", and a server that opens its store marks the runs 
 
 import threading
 import unicodedata
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Connection, Row, create_engine, event, func, insert, select, update
-from sqlalchemy.engine import make_url
+from sqlalchemy import Connection, Row, func, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
 from ..i18n import N_, Message
@@ -37,9 +35,11 @@ from ..limits import (
     RETENTION_DAYS,
     WRONG_KEYS_PER_BROWSER,
 )
+from ..pairs import TaskPairs
 from . import throttle
 from .assignment import Assignment
 from .codes import MAX_CODE_CHARS, key_hash, key_matches, new_class_code, new_salt, new_teacher_key
+from .database import engine_for
 from .questions import QUESTIONS
 from .records import IN_FLIGHT, Caller, ClassInfo, Prediction, RunState, Snapshot, Student, bounded
 from .rows import assignment_of, class_info_of, delete_classes, snapshot_of, student_of, upsert
@@ -47,7 +47,6 @@ from .schema import MAX_SERVER_CHARS, classes, migrate, name_key, predictions, r
 
 Clock = Callable[[], datetime]
 ATTEMPTS = 5  # tries at a write that a concurrent one may collide with (a code, a slot, a join position)
-SQLITE_BUSY_S = 30  # how long an SQLite connection waits for another's write lock (replicas migrating at once)
 
 
 class ClassroomError(ValueError):
@@ -68,16 +67,6 @@ class TooManyAttempts(ClassroomError):
 
 
 WRONG_CODE_OR_KEY = N_("no class has this code, or this is not its teacher key")
-
-
-def database_url(env: Mapping[str, str], secrets: Mapping[str, Any] | None = None) -> str:
-    """Where classes are kept: `LAB_DATABASE_URL`, else the secrets' `[connections.classes] url`, else SQLite in
-    `classes.sqlite3` under `LAB_DATA_DIR` (default `./data`)."""
-    if env.get("LAB_DATABASE_URL"):
-        return env["LAB_DATABASE_URL"]
-    if url := ((secrets or {}).get("connections") or {}).get("classes", {}).get("url"):
-        return url
-    return f"sqlite:///{Path(env.get('LAB_DATA_DIR') or 'data') / 'classes.sqlite3'}"
 
 
 def utc_now() -> datetime:
@@ -108,15 +97,7 @@ class ClassStore:
     own code or a script, counted by none."""
 
     def __init__(self, url: str, clock: Clock = utc_now, server: str | None = None):
-        parsed = make_url(url)
-        options = {}
-        if parsed.get_backend_name() == "sqlite":
-            if parsed.database not in (None, "", ":memory:"):
-                Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
-            options["connect_args"] = {"timeout": SQLITE_BUSY_S}
-        self.engine = create_engine(parsed, pool_pre_ping=True, **options)
-        if parsed.get_backend_name() == "sqlite":
-            event.listen(self.engine, "connect", _sqlite_settings)
+        self.engine = engine_for(url)
         self.clock = clock
         self.turns = throttle.Turns(MISS_SPACING_S)  # an address's misses past FREE_MISSES
         self._key_checks = threading.BoundedSemaphore(KEY_CHECKS_AT_ONCE)
@@ -203,6 +184,16 @@ class ClassStore:
                 raise ClassroomError(Message(N_("this question does not fit the assignment: {why}"), why=why))
         with self.engine.begin() as conn:
             conn.execute(update(classes).where(classes.c.id == row.id).values(question=question))
+
+    def set_task(self, code: str, key: str, task: TaskPairs | None, caller: Caller | None = None) -> None:
+        """Set (or clear) the class's own task from examples, which its students' runs then learn (a link cannot
+        carry a file: the class keeps it). A TaskPairs was checked within its bounds when it was made."""
+        if task is not None and not isinstance(task, TaskPairs):
+            raise ClassroomError(N_("a class's task is a task from examples"))
+        row = self._teacher(code, key, caller)
+        data = None if task is None else task.to_dict()
+        with self.engine.begin() as conn:
+            conn.execute(update(classes).where(classes.c.id == row.id).values(task=data))
 
     def delete_class(self, code: str, key: str, caller: Caller | None = None) -> None:
         """Delete the class and everything it recorded, now."""
@@ -383,11 +374,3 @@ class ClassStore:
                 throttle.note(conn, "wrong key", [browser], self.now())
         self._miss(caller)
         raise WrongKey(WRONG_CODE_OR_KEY)
-
-
-def _sqlite_settings(dbapi_connection: Any, _record: Any) -> None:
-    """SQLite enforces foreign keys, and lets the board read while a student's run is written (WAL)."""
-    cursor = dbapi_connection.cursor()
-    cursor.execute("PRAGMA foreign_keys=ON")
-    cursor.execute("PRAGMA journal_mode=WAL")
-    cursor.close()

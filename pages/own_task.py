@@ -1,0 +1,156 @@
+"""A task of one's own, from examples: a CSV or TSV file of pairs uploaded, or pairs typed into a table, read into a
+task (`transformer.task_file`) that the Train page's Start trains, or that a teacher gives their class.
+
+Session state keys (each under the caller's `prefix`): "<prefix>_own_task", the task read (`TaskPairs`), absent
+until one is; "<prefix>_task_file" and "<prefix>_task_table", the widgets; "<prefix>_task_file_read", the id of the
+upload last read (each upload is read once).
+"""
+
+import pandas as pd
+import streamlit as st
+
+from pages.classes import caller, class_store
+from pages.language import _
+from pages.state import flash, show_flashes
+from transformer.classroom import ClassInfo
+from transformer.i18n import N_
+from transformer.literal import code_span, markdown_literal
+from transformer.pairs import TaskPairs
+from transformer.task_file import HEADER, read_task_file, read_task_table
+
+OWN_TASK = "train"  # the Train page's prefix (the Teacher page has its own)
+EXAMPLE = [  # the table's first rows: translate's toy language, which a student may replace
+    ("big cat sees dog", "miko gra doro selu"),
+    ("dog likes small fox", "doro voko pti lika"),
+    ("cat chases owl", "miko ulma chazo"),
+    ("red fox hears cat", "voko ruo miko heru"),
+    ("owl finds big dog", "ulma doro gra fina"),
+    ("old dog sees fox", "doro ald voko selu"),
+]
+ABOUT = N_(
+    "A CSV or TSV file of `source,target` pairs, one a line, the symbols of each separated by spaces (a first line "
+    "`source,target` is skipped), or the pairs typed into the table. The lab builds the vocabulary from the symbols "
+    "and holds one pair in five out of training, to test the model on."
+)
+
+
+def own_task(prefix: str) -> TaskPairs | None:
+    """The task read under `prefix`, if any."""
+    return st.session_state.get(f"{prefix}_own_task")
+
+
+def forget_own_task(prefix: str) -> None:
+    st.session_state.pop(f"{prefix}_own_task", None)
+
+
+def own_task_input(prefix: str) -> TaskPairs | None:
+    """The upload and the table, with what they hold read into a task (one clear message when it cannot be);
+    returns the task read under `prefix`, if any."""
+    st.markdown(_(ABOUT))
+    upload_tab, table_tab = st.tabs([_("Upload a file"), _("Type pairs")])
+    with upload_tab:
+        upload = st.file_uploader(_("Task file (CSV or TSV)"), type=["csv", "tsv", "txt"], key=f"{prefix}_task_file")
+        if upload is not None and st.session_state.get(f"{prefix}_task_file_read") != upload.file_id:
+            st.session_state[f"{prefix}_task_file_read"] = upload.file_id
+            _read(prefix, lambda: read_task_file(upload.getvalue(), upload.name))
+    with table_tab:
+        start = pd.DataFrame(EXAMPLE, columns=list(HEADER))
+        table = st.data_editor(start, num_rows="dynamic", key=f"{prefix}_task_table", hide_index=True, width="stretch")
+        if st.button(_("Use these pairs"), key=f"{prefix}_use_table"):
+            _read(prefix, lambda: read_task_table(table.to_dict("records"), _("typed pairs")))
+    return own_task(prefix)
+
+
+def _read(prefix: str, read) -> None:
+    """Keep the task `read()` makes, or show why it cannot be one."""
+    try:
+        st.session_state[f"{prefix}_own_task"] = read()
+    except ValueError as err:
+        st.error(_("These pairs cannot be a task: {reason}", reason=markdown_literal(_(err))))
+
+
+def task_summary(task: TaskPairs) -> str:
+    """The task in a line: its name, pairs, lengths and symbols (Markdown, its text literal)."""
+    return _(
+        "**{name}**: {train} pairs to train on and {held_out} held out, inputs of {low} to {high} symbols, "
+        "{symbols} symbols",
+        name=markdown_literal(task.name),
+        train=len(task.train),
+        held_out=len(task.held_out),
+        low=task.min_len,
+        high=task.max_len,
+        symbols=len(task.symbols),
+    )
+
+
+def example_line(task: TaskPairs) -> str:
+    """One of the task's training pairs, as code (Markdown)."""
+    source, target = task.train[0]
+    return f"{code_span(source)} → {code_span(target)}"
+
+
+def own_task_expander(prefix: str) -> TaskPairs | None:
+    """An expander holding the upload and the table, open while a task is read; returns that task, if any."""
+    with st.expander(_("A task of your own, from examples"), expanded=own_task(prefix) is not None):
+        task = own_task_input(prefix)
+        if task is not None:
+            st.success(task_summary(task) + " · " + example_line(task))
+            st.button(
+                _("Use a task by name instead"), key=f"{prefix}_forget_task", on_click=forget_own_task, args=(prefix,)
+            )
+    return own_task(prefix)
+
+
+def task_notice(task: TaskPairs | None, by_class: bool) -> None:
+    """Above the Train form: the task from examples Start trains, if any, in place of the form's task."""
+    if task is None:
+        return
+    template = (
+        N_("Start trains your class's own task, {summary}. The task, lengths and symbols below do not apply.")
+        if by_class
+        else N_("Start trains your own task, {summary}. The task, lengths and symbols below do not apply.")
+    )
+    st.info(_(template, summary=task_summary(task)), icon=":material/table_view:")
+
+
+TEACHER = "teacher"  # the Teacher page's prefix
+
+
+def class_task_section(info: ClassInfo, code: str, key: str) -> None:
+    """The class's own task: what it is, if any, and the upload and table to give it one (a link cannot carry a
+    file: the class database keeps it)."""
+    st.subheader(_("The class's own task"), anchor=False)
+    if info.task is not None:
+        st.info(_("The class trains its own task, {summary}.", summary=task_summary(info.task)))
+        st.button(
+            _("Train the task the assignment names instead"),
+            key="teacher_task_clear",
+            on_click=_give,
+            args=(code, key, None),
+        )
+    with st.expander(
+        _("Give the class a task of its own, from examples"),
+        expanded=info.task is None and own_task(TEACHER) is not None,
+    ):
+        task = own_task_input(TEACHER)
+        if task is not None:
+            st.markdown(task_summary(task) + " · " + example_line(task))
+            st.button(
+                _("Give the class this task"),
+                key="teacher_task_give",
+                type="primary",
+                on_click=_give,
+                args=(code, key, task),
+            )
+    show_flashes("teacher_task")
+
+
+def _give(code: str, key: str, task: TaskPairs | None) -> None:
+    """Keep `task` (None: none) as the class's own task, or say why not."""
+    try:
+        class_store().set_task(code, key, task, caller())
+    except ValueError as err:  # a ClassroomError too
+        flash("teacher_task", "error", _("Not saved: {reason}", reason=markdown_literal(_(err))))
+    else:
+        forget_own_task(TEACHER)
+        flash("teacher_task", "success", _("Saved: students see it on Train from their next page load."))
