@@ -12,7 +12,15 @@ from pages.alignment_view import decoding_alignment
 from pages.decoding_inputs import example_text, set_input, show_what_is_shown, source_input, strategy_settings
 from pages.language import _, session_translator
 from pages.links import link_values, share_link
-from pages.state import following_run, keep_result, kept_result, model_change, model_in_hand, model_page
+from pages.state import (
+    following_run,
+    in_hand_label,
+    keep_result,
+    kept_result,
+    model_change,
+    model_in_hand,
+    model_page,
+)
 from transformer.decoding import beam_search, decode_all_steps, sampling_probs, teacher_forced
 from transformer.figures.decoding import (
     beam_tree,
@@ -76,7 +84,7 @@ link = link_values("decode", decoding_parsers(vocab, limit))
 st.session_state.update({LINKED_WIDGETS[name]: value for name, value in link.items() if name in LINKED_WIDGETS})
 if "input" in link:
     st.session_state["decode_input_origin"] = (link["input"], N_("the opened link"))
-show_what_is_shown(checkpoint, model_in_hand()[1], model_change("decode") is not None)
+show_what_is_shown(checkpoint, in_hand_label(model_in_hand()[1]), model_change("decode") is not None)
 if link.keys() & {"input", "step"}:
     st.session_state["decode_link_step"] = link.get("step")  # None: the last step, the whole output
 text = source_input(task, vocab, limit, examples)
