@@ -196,16 +196,22 @@ def attention_projections(model: Transformer, kind: str, layer: int) -> dict[str
     return {name: getattr(block, name).detach().clone() for name in ("W_Q", "W_K", "W_V", "W_O")}
 
 
+OWN_TABLE = {  # a model's positional encoding -> what its table is called
+    "sinusoidal": N_("this model's sinusoidal table"),
+    "learned": N_("this model's learned table"),
+}
+
+
 def positional_table(model: Transformer) -> tuple[torch.Tensor, str]:
     """The (max_len, d_model) table the model adds to its embeddings, and what it is. A model with no positional
     encoding gets the paper's sinusoidal table, for reference."""
     c = model.config
     table = model.positional.table()
     if table is None:
-        return sinusoidal_table(
-            c.max_len, c.d_model
-        ), "the paper's sinusoidal table, for reference: this model uses none"
-    return table.detach().clone(), f"this model's {c.positional} table"
+        return sinusoidal_table(c.max_len, c.d_model), N_(
+            "the paper's sinusoidal table, for reference: this model uses none"
+        )
+    return table.detach().clone(), OWN_TABLE[c.positional]
 
 
 def position_similarity(table: torch.Tensor) -> torch.Tensor:
