@@ -62,8 +62,8 @@ class Addition(GalleryTask):
     lengths = range(3, MAX_SEQ_LEN + 1)
     symbol_counts = range(2, 11)
     symbols_mean = N_("digits (the number base)")
-    defaults = {"min_len": 3, "max_len": 7, "n_symbols": 10, "d_model": 64, "n_heads": 4, "n_layers": 2,
-                "d_ff": 256, "lr": 0.003, "warmup": 200, "batch_size": 128, "steps": 3000}  # fmt: skip
+    defaults = {"min_len": 3, "max_len": 5, "n_symbols": 10, "d_model": 64, "n_layers": 2, "d_ff": 256,
+                "warmup": 200, "batch_size": 128, "steps": 3000}  # fmt: skip
 
     def symbols(self, n_symbols: int) -> tuple[str, ...]:
         return (*map(str, range(n_symbols)), "+")
@@ -137,8 +137,7 @@ class Translation(GalleryTask):
     lengths = range(3, 4 + 2 * _MOST_ADJECTIVES)
     symbol_counts = range(2, len(SOURCE_WORDS["noun"]) + 1)
     symbols_mean = N_("nouns")
-    defaults = {"min_len": 3, "max_len": 7, "n_symbols": 10, "d_model": 64, "n_heads": 4, "n_layers": 2,
-                "d_ff": 256, "lr": 0.003, "warmup": 200, "batch_size": 128, "steps": 3000}  # fmt: skip
+    defaults = {"min_len": 3, "max_len": 7, "n_symbols": 10, "steps": 1000}  # the Train page's model and batch
 
     def symbols(self, n_symbols: int) -> tuple[str, ...]:
         words = SOURCE_WORDS, TARGET_WORDS
@@ -186,8 +185,7 @@ class Deduplicate(GalleryTask):
         "Keep the first of each symbol and drop its repeats: 3 1 3 2 1 -> 3 1 2. How much shorter the output is "
         "depends on what the input holds."
     )
-    defaults = {"min_len": 4, "max_len": 8, "n_symbols": 6, "d_model": 64, "n_heads": 4, "n_layers": 2,
-                "d_ff": 256, "lr": 0.003, "warmup": 200, "batch_size": 128, "steps": 3000}  # fmt: skip
+    defaults = {"min_len": 4, "max_len": 8, "n_symbols": 6, "steps": 4000}  # the Train page's model and batch
 
     def target(self, source: Sequence[int], n_symbols: int) -> list[int]:
         return list(dict.fromkeys(source))
@@ -211,8 +209,8 @@ class Count(GalleryTask):
     lengths = range(1, 10)  # every count is one digit
     symbol_counts = range(2, 11)
     symbols_mean = N_("letters")
-    defaults = {"min_len": 1, "max_len": 9, "n_symbols": 4, "d_model": 64, "n_heads": 4, "n_layers": 2,
-                "d_ff": 256, "lr": 0.003, "warmup": 200, "batch_size": 128, "steps": 3000}  # fmt: skip
+    defaults = {"min_len": 3, "max_len": 8, "n_symbols": 4, "d_model": 64, "n_layers": 2, "d_ff": 256,
+                "warmup": 100, "steps": 3000}  # fmt: skip
 
     def symbols(self, n_symbols: int) -> tuple[str, ...]:
         return (*_letters(n_symbols), *map(str, range(10)))
@@ -243,13 +241,13 @@ def balanced(source: Sequence[int]) -> bool:
 class Brackets(GalleryTask):
     name = "brackets"
     description = N_(
-        "Say whether the brackets balance: ( [ ] ) -> yes, ( ] -> no. The answer is one word, and it depends on every "
-        "symbol of the input."
+        "Say whether the brackets balance: ( [ ] ) < > -> yes, ( [ ) ] < > -> no. The answer is one word, and it "
+        "depends on every symbol of the input."
     )
     symbol_counts = range(2, len(BRACKETS) + 1, 2)
     symbols_mean = N_("bracket symbols (two per kind of bracket)")
-    defaults = {"min_len": 2, "max_len": 8, "n_symbols": 4, "d_model": 64, "n_heads": 4, "n_layers": 2,
-                "d_ff": 256, "lr": 0.003, "warmup": 200, "batch_size": 128, "steps": 3000}  # fmt: skip
+    defaults = {"min_len": 6, "max_len": 10, "n_symbols": 8, "d_model": 64, "n_layers": 2, "d_ff": 256,
+                "lr": 0.003, "warmup": 200, "steps": 3000}  # fmt: skip
 
     def symbols(self, n_symbols: int) -> tuple[str, ...]:
         return (*BRACKETS[:n_symbols], "yes", "no")
@@ -299,8 +297,8 @@ class Caesar(GalleryTask):
     lengths = range(2, MAX_SEQ_LEN + 1)
     symbol_counts = range(2, len(ascii_lowercase) + 1)
     symbols_mean = N_("letters")
-    defaults = {"min_len": 3, "max_len": 8, "n_symbols": 10, "d_model": 64, "n_heads": 4, "n_layers": 2,
-                "d_ff": 256, "lr": 0.003, "warmup": 200, "batch_size": 128, "steps": 3000}  # fmt: skip
+    defaults = {"min_len": 3, "max_len": 8, "n_symbols": 26, "d_model": 64, "n_layers": 2, "d_ff": 256,
+                "lr": 0.003, "warmup": 200, "batch_size": 128, "steps": 1500}  # fmt: skip
 
     def symbols(self, n_symbols: int) -> tuple[str, ...]:
         return _letters(n_symbols)
@@ -322,8 +320,7 @@ class Repeat(GalleryTask):
     )
     lengths = range(1, MAX_SEQ_LEN // 2 + 1)
     symbol_counts = range(2, MAX_SYMBOLS + 1)
-    defaults = {"min_len": 1, "max_len": 8, "n_symbols": 10, "d_model": 64, "n_heads": 4, "n_layers": 2,
-                "d_ff": 256, "lr": 0.003, "warmup": 200, "batch_size": 128, "steps": 3000}  # fmt: skip
+    defaults = {"min_len": 1, "max_len": 8, "n_symbols": 10, "steps": 1000}  # the Train page's model and batch
 
     def target(self, source: Sequence[int], n_symbols: int) -> list[int]:
         return [s for s in source for _ in range(2)]
