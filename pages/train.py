@@ -209,6 +209,7 @@ def outcome(run: Run) -> None:
     """How the ended run ended and what to do next: above its curves, in view without scrolling when it ends."""
     bring_into_view("train_outcome", run_id(run))  # the student may have scrolled down while it trained
     if (joined := drop_flash("train_joined")) is not None:  # Start joined a run that had already ended
+        bring_into_view("train_joined", object())  # each such press, wherever the page was scrolled to
         st.info(joined[1], icon=":material/join:")
     if run.error:
         st.error(

@@ -102,6 +102,6 @@ def test_the_end_of_a_run_is_in_view_and_start_on_it_again_answers_at_once(brows
 
     # The first student presses Start again at the bottom of the page: the line comes where they look.
     assert seconds_to_answer_start(laptop, "the same student's Start again") <= JOINED_S
-    expect(laptop.get_by_test_id("stToast").filter(has_text="same seed")).to_be_in_viewport()
+    expect(main(laptop).get_by_test_id("stAlert").filter(has_text="same seed")).to_be_in_viewport()
     for context in (laptop.context, projector.context):
         context.close()
