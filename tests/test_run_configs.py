@@ -6,6 +6,7 @@ import pytest
 from transformer.checkpoint import checkpoint_bytes, load_checkpoint
 from transformer.experiments import READY, load_shipped
 from transformer.model import ModelConfig, Transformer
+from transformer.pairs import pairs_from_rows
 from transformer.run_configs import eval_every_for, model_max_len, run_configs
 from transformer.tasks import DataConfig
 from transformer.training import TrainConfig, suggested_lr
@@ -105,3 +106,20 @@ def test_the_rule_keeps_every_shipped_model_and_experiment_as_it_is():
         assert experiment.model.max_len == model_max_len(experiment.data)
         run = load_shipped(key)
         assert run is not None and run.experiment.model == experiment.model
+
+
+def test_a_gallery_task_s_vocabulary_sizes_the_model_and_its_longest_target_its_positions():
+    model, data, _ = run_configs({"task": "add", "min_len": 3, "max_len": 5, "n_symbols": 7}, shared=False)
+    assert model.vocab_size == 3 + 7 + 1  # specials, the digits of base 7, and "+"
+    model, data, _ = run_configs({"task": "repeat", "min_len": 1, "max_len": 32}, shared=False)
+    assert model.longest_sequence == 64 == 2 * data.max_len  # the target of 32 symbols said twice, after BOS
+    model, data, _ = run_configs({"task": "count", "min_len": 1, "max_len": 9, "n_symbols": 10}, shared=False)
+    assert model.vocab_size == 3 + 10 + 10  # the letters, and the digits of the counts
+
+
+def test_a_task_from_examples_sets_the_data_from_its_pairs_and_keeps_the_seed():
+    rows = [(f"row {i}", f"{a} {b}", f"{b} {a} {a}") for i, (a, b) in enumerate(zip("abcdefg", "gfedcba"), 1)]
+    pairs = pairs_from_rows(rows, "mine")
+    model, data, train = run_configs({"task": "sort", "min_len": 9, "max_len": 12, "seed": 7}, pairs=pairs)
+    assert data == DataConfig.from_pairs(pairs, seed=7) and train.seed == 7
+    assert model.vocab_size == 3 + len(pairs.symbols) and model.max_len == model_max_len(data)

@@ -15,6 +15,7 @@ from transformer.limits import RUN_LIMITS, TRAIN_FORM_LIMITS
 from transformer.naming import run_summary
 from transformer.run_configs import run_configs
 from transformer.settings import FormPlace, Setting
+from transformer.tasks import task_names
 
 EVAL_SIZE = Setting(  # a TrainConfig field no setting describes yet
     "eval_size",
@@ -93,3 +94,12 @@ def test_a_value_has_one_wording_on_every_page():
     for s in spec.SETTINGS.values():
         assert s.default is None or s.kind != "choice" or s.default in s.options
         assert set(s.groups) <= set(s.words) and (not s.compare or len(s.words) >= 2)
+
+
+def test_the_task_setting_offers_every_task_by_name_and_its_help_says_what_each_teaches():
+    task = spec.setting("task")
+    assert task.options == tuple(task_names()) and {"add", "translate", "brackets"} <= set(task.options)
+    assert all(f"**{name}**" in task.help for name in task_names())
+    assert spec.setting("task").check("caesar") == "caesar"
+    with pytest.raises(ValueError):
+        task.check("pairs")  # a task from examples comes with its pairs, never by name

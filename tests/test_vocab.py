@@ -4,7 +4,7 @@ import time
 import pytest
 import torch
 
-from transformer.vocab import Vocab
+from transformer.vocab import Vocab, check_symbol
 
 
 @pytest.fixture
@@ -155,3 +155,18 @@ def test_equality():
     assert hash(Vocab.digits(3)) == hash(Vocab(["0", "1", "2"]))
     assert Vocab.digits(3) != Vocab(["0", "2", "1"])
     assert Vocab.digits(3) != ("0", "1", "2")
+
+
+@pytest.mark.parametrize("symbol", ["a", "=SUM(A1)", "miko", "x" * 16, "é", "<"])
+def test_a_symbol_is_printable_text_without_spaces(symbol):
+    check_symbol(symbol)
+    assert Vocab([symbol]).symbols == (symbol,)
+
+
+@pytest.mark.parametrize("symbol", ["", "a b", "x" * 17, "\x1b[31m", "a\u200bb", "<pad>", "<s>", "</s>", 3, None])
+def test_what_cannot_be_a_symbol_is_refused_as_the_vocabulary_refuses_it(symbol):
+    with pytest.raises(ValueError) as error:
+        check_symbol(symbol)
+    with pytest.raises(ValueError) as refused:
+        Vocab([symbol])
+    assert str(error.value) == str(refused.value)

@@ -403,6 +403,8 @@ def test_a_full_queue_says_so():
         (dict(d_model=30, heads=4), "divisible"),
         (dict(min_len=9, max_len=3), "shortest input"),
         (dict(device="mps"), "MPS was asked for"),  # never available on Linux
+        (dict(task="add", min_len=1, max_len=3), "add takes inputs of 3 to 64 symbols"),
+        (dict(task="brackets", symbols=10), r"brackets takes 2\, 4\, 6 or 8 bracket symbols"),
         (dict(d_model=128, heads=8, layers=3, d_ff=512, max_len=24, batch=256), "MB a run may use on this shared"),
     ],
 )
@@ -607,3 +609,13 @@ def test_the_table_s_pairs_make_a_task():
     task = at.session_state["train_own_task"]
     assert task.name == "typed pairs" and len(task.train) + len(task.held_out) == len(EXAMPLE)
     assert {"miko", "cat", "selu"} <= set(task.symbols)
+
+
+def test_a_gallery_task_chosen_on_the_form_trains_with_its_own_vocabulary(stop_jobs):
+    at = open_train()
+    stop_jobs.append(at)
+    start(at, task="translate", min_len=3, max_len=5, symbols=4, steps=20)
+    job = at.session_state["run"]
+    assert job.data_config.task == "translate" and job.model_config.vocab_size == 3 + 2 * (4 + 5 + 4)
+    poll_until_done(at)
+    assert at.session_state["in_hand_name"].startswith("trained: translate-3to5")
