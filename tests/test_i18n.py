@@ -103,6 +103,18 @@ def test_the_extractor_finds_the_marked_sentences():  # the catalogue test below
     assert ("{n} head", "{n} heads") in found and len(found) > 300
 
 
+def test_every_marked_sentence_has_a_zh_cn_translation_with_its_placeholders():
+    entries = po_entries("zh-CN")
+    missing, wrong = [], []
+    for message, where in marked_messages().items():
+        texts = [text for _file, text in entries.get(message, []) if text and any(text)]
+        if not texts:
+            missing.append(f"{where[0]}: {message!r}")
+        wrong += [f"{where[0]}: {message!r} -> {text!r}" for text in texts if not keeps_placeholders(message, text)]
+    assert not missing, f"{len(missing)} sentences have no zh-CN translation:\n" + "\n".join(missing)
+    assert not wrong, "translations whose placeholders differ from their sentence's:\n" + "\n".join(wrong)
+
+
 def test_a_sentence_in_two_catalogue_files_is_translated_the_same_in_both():
     differ = {m: e for m, e in po_entries("zh-CN").items() if len({text for _file, text in e}) > 1}
     assert not differ, "\n".join(f"{m!r}: {e}" for m, e in differ.items())
@@ -146,6 +158,18 @@ def test_no_marked_sentence_is_built_before_translation():
         or (call.func.id == "N_" and not isinstance(call.args[0], ast.Constant))
     ]
     assert not built, "\n".join(built)
+
+
+def test_no_sentence_is_marked_inside_an_f_string():
+    """Babel does not read inside f-strings on Python 3.11: a sentence marked there never reaches the catalogue."""
+    hidden = []
+    for path in SOURCES:
+        for f_string in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(f_string, ast.JoinedStr):
+                calls = [n for n in ast.walk(f_string) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)]
+                literal = [c for c in calls if c.func.id in MARKS and c.args and isinstance(c.args[0], ast.Constant)]
+                hidden += [f"{path.relative_to(ROOT)}:{c.lineno}" for c in literal]
+    assert not hidden, "\n".join(hidden)
 
 
 def test_a_page_that_translates_never_uses_underscore_as_a_throwaway_name():

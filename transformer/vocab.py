@@ -5,6 +5,7 @@ from __future__ import annotations
 import operator
 from collections.abc import Iterable, Sequence
 
+from .i18n import N_, Message
 from .limits import MAX_SYMBOL_CHARS, MAX_SYMBOLS
 
 N_SPECIAL = 3  # PAD, BOS, EOS take ids 0..2, so symbol index i has token id i + N_SPECIAL
@@ -127,9 +128,11 @@ class Vocab:
         """Whether `word` is two or more one-character symbols written together."""
         return len(word) > 1 and all(c in self._stoi for c in word)
 
-    def input_hint(self, max_len: int) -> str:
+    def input_hint(self, max_len: int) -> Message:
         """How to type a sequence for `encode`, e.g. "at most 63 symbols, spaces optional"."""
-        return f"at most {max_len} symbols, " + ("spaces optional" if self.spaces_optional else "separated by spaces")
+        if self.spaces_optional:
+            return Message(N_("at most {most} symbols, spaces optional"), most=max_len)
+        return Message(N_("at most {most} symbols, separated by spaces"), most=max_len)
 
     def decode(self, ids: Iterable[int], strip_special: bool = True) -> str:
         """Space-joined tokens; with strip_special, stop at EOS and leave out BOS and PAD."""
