@@ -1,0 +1,280 @@
+"""The whole lab in Chinese, then the same walk in English: every page with the shipped reverse model in hand, the
+lesson on Home, a run on Train from Start to its outcome, and the Teacher's flow from a new class to its board,
+assignment and export tabs. At each stop the page is looked at in a projector's 1280x800, a large screen's
+1920x1080 and a phone's 390x844 (the window resized, the page not reloaded), with every expander open:
+
+- no exception;
+- in Chinese, no visible sentence of three or more English words, outside the terms every language keeps in Latin
+  letters (`transformer.i18n.latin_terms`) and code (`code` spans, LaTeX sources);
+- no text cut off: no text box that clips what it holds, no table hiding columns, no shape or label truncated;
+- nothing drawn over another: no two blocks of the page, no chart toolbar over its chart's title or legend, no
+  toast over the page's title, no two chart labels.
+
+One server and one browser page per language for the whole walk: under 2 minutes on a 2-core machine (measured
+2026-11-27 on the 2-core VM: 103 s for both languages, the server's start included, with
+`python -m pytest tests/browser/test_language_walk.py`).
+"""
+
+import re
+
+import pytest
+from conftest import PAGES, page_errors, requires_chromium, screenshot, wait_idle
+from playwright.sync_api import expect
+from test_e2e import button, main
+from test_viewports import LABEL_OVERLAPS
+
+from transformer.i18n import latin_terms
+
+pytestmark = [pytest.mark.browser, requires_chromium]
+
+VIEWPORTS = {"projector": (1280, 800), "large": (1920, 1080), "phone": (390, 844)}
+MODEL_PAGES = ["anatomy", "masking", "decoding", "lengths", "knockout", "compare", "checkpoints"]
+SETTLE_MS = 400  # after a resize: Streamlit's columns and Plotly's charts lay themselves out again
+
+# Toolbars show on hover (a tap on a phone): shown always here, so that where they would sit is measured.
+SHOW_TOOLBARS = """[data-testid='stElementToolbar'] { opacity: 1 !important; visibility: visible !important; }
+.modebar-container .modebar { opacity: 1 !important; }"""
+
+# Every visible text of the page, a line per block: text nodes that render, joined within their nearest block and
+# split between blocks, and the placeholders of empty fields. Code and LaTeX sources are left out: not sentences.
+VISIBLE_LINES = """() => {
+    const skip = 'code, pre, kbd, .katex-mathml, script, style, noscript, [data-testid="stCode"]';
+    const blockOf = el => {
+        while (el && el !== document.body) {
+            const d = getComputedStyle(el).display;
+            if (!d.startsWith('inline') && d !== 'contents') return el;
+            el = el.parentElement;
+        }
+        return document.body;
+    };
+    const lines = [];
+    let block = null;
+    const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+    for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+        const el = node.parentElement;
+        if (!node.textContent.trim() || !el || el.closest(skip)) continue;
+        if (!el.checkVisibility({checkOpacity: true, checkVisibilityCSS: true})) continue;
+        const own = el.getBoundingClientRect();
+        if (own.width < 2 || own.height < 2) continue;  // a link for screen readers, clipped to a pixel
+        const range = document.createRange();
+        range.selectNodeContents(node);
+        const box = range.getBoundingClientRect();
+        if (box.width < 2 || box.height < 2 || box.right <= 0 || box.left >= innerWidth) continue;  // off the side
+        const here = blockOf(el);
+        if (here === block) lines[lines.length - 1] += node.textContent;
+        else lines.push(node.textContent);
+        block = here;
+    }
+    for (const field of document.querySelectorAll('input[placeholder], textarea[placeholder]'))  // an empty field's
+        if (!field.value && field.checkVisibility()) lines.push(field.placeholder);                // words show too
+    return lines;
+}"""
+
+# Text that a box clips: an element holding only text (no chart, picture, field or formula) whose text is wider than
+# the box shows, where the box hides the rest (overflow hidden or clip, or an ellipsis), or that runs past its lines.
+CUT_OFF = """() => {
+    const found = [];
+    const sidebar = document.querySelector('[data-testid="stSidebar"]');  // folded on a phone (0 px), or folding
+    const folded = !sidebar || sidebar.getBoundingClientRect().width < 200;
+    const areas = folded ? '[data-testid="stMain"] *' : '[data-testid="stMain"] *, [data-testid="stSidebar"] *';
+    for (const el of document.querySelectorAll(areas)) {
+        if (!el.textContent.trim() || el.closest('.katex')) continue;
+        if (el.querySelector('svg, canvas, img, input, textarea, iframe, table, .katex')) continue;
+        if (!el.checkVisibility({checkOpacity: true, checkVisibilityCSS: true}) || el.clientWidth === 0) continue;
+        const style = getComputedStyle(el);
+        const clipsX = ['hidden', 'clip'].includes(style.overflowX) || style.textOverflow === 'ellipsis';
+        const wide = el.scrollWidth > el.clientWidth + 1, tall = el.scrollHeight > el.clientHeight + 2;
+        if ((clipsX && wide) || (style.webkitLineClamp !== 'none' && tall))
+            found.push(`${el.textContent.trim().slice(0, 60)} (${el.scrollWidth}x${el.scrollHeight} in ` +
+                       `${el.clientWidth}x${el.clientHeight})`);
+    }
+    return found;
+}"""
+
+# Boxes drawn over others: two blocks side by side in one column of the page, a chart's toolbars over its title or
+# legend, a legend over its chart's x axis, a toast over the page's title.
+OVERLAPS = """() => {
+    const found = [];
+    const box = el => el.getBoundingClientRect();
+    const shown = el => el.checkVisibility({checkOpacity: true, checkVisibilityCSS: true});
+    const overlap = (a, b) => Math.max(0, Math.min(a.right, b.right) - Math.max(a.left, b.left)) *
+                              Math.max(0, Math.min(a.bottom, b.bottom) - Math.max(a.top, b.top));
+    const name = el => (el.innerText || el.textContent || el.dataset.testid || el.className).trim().slice(0, 50);
+    for (const column of document.querySelectorAll('[data-testid="stVerticalBlock"]')) {
+        const blocks = [...column.children].filter(c => shown(c) && box(c).height > 1);
+        for (let i = 0; i < blocks.length; i++) for (let j = i + 1; j < blocks.length; j++)
+            if (overlap(box(blocks[i]), box(blocks[j])) > 4)
+                found.push(`${name(blocks[i])} / ${name(blocks[j])}`);
+    }
+    for (const chart of document.querySelectorAll('[data-testid="stPlotlyChart"]')) {
+        const container = chart.closest('[data-testid="stElementContainer"]') || chart;
+        const toolbars = [...container.querySelectorAll('[data-testid="stElementToolbar"], .modebar')]
+            .filter(el => box(el).width > 0);
+        const texts = [...chart.querySelectorAll('.gtitle, .legendtext, .annotation-text')]
+            .filter(el => box(el).width > 0 && el.textContent.trim());
+        for (const bar of toolbars) for (const text of texts)
+            if (overlap(box(bar), box(text)) > 4) found.push(`a chart's toolbar over "${text.textContent.trim()}"`);
+    }
+    for (const chart of document.querySelectorAll('.js-plotly-plot')) {
+        const legend = [...chart.querySelectorAll('.legendtext')].filter(el => box(el).width > 0);
+        const axes = [...chart.querySelectorAll('.g-xtitle text, .g-x2title text, .g-x3title text, .xtick text')]
+            .filter(el => box(el).width > 0);
+        for (const entry of legend) for (const axis of axes)
+            if (overlap(box(entry), box(axis)) > 4)
+                found.push(`legend "${entry.textContent.trim()}" over "${axis.textContent.trim()}"`);
+    }
+    const title = document.querySelector('[data-testid="stMain"] h1');
+    for (const toast of document.querySelectorAll('[data-testid="stToast"]'))
+        if (title && shown(toast) && overlap(box(toast), box(title)) > 4) found.push('a toast over the title');
+    return found;
+}"""
+
+
+# Each shown table's overflow: how far its columns reach past what it shows, and its box past the screen.
+TABLES = """() => [...document.querySelectorAll("[data-testid='stDataFrame'], [data-testid='stTable']")]
+    .filter(t => t.checkVisibility({checkOpacity: true, checkVisibilityCSS: true}))
+    .map(t => {
+        const scroller = t.querySelector('.dvn-scroller') ?? t.querySelector('table')?.parentElement ?? t;
+        return {
+            hidden: scroller.scrollWidth - scroller.clientWidth,
+            past_screen: t.getBoundingClientRect().right - document.documentElement.clientWidth,
+            text: t.innerText.slice(0, 60),
+        };
+    })"""
+
+# Opens every folded part of the page (an expander's content is what a student sees after one click).
+OPEN_EXPANDERS = """() => document.querySelectorAll('[data-testid="stMain"] details:not([open]) > summary')
+    .forEach(summary => summary.click())"""
+
+
+def english_sentences(lines: list[str], allowed: list[str]) -> list[str]:
+    """The runs of three or more English words in `lines`, once each allowed term is taken out."""
+    terms = sorted(allowed, key=len, reverse=True)
+    allowed_term = re.compile("|".join(rf"(?<!\w){re.escape(term)}(?!\w)" for term in terms))
+    word = re.compile(r"[A-Za-z][a-z]+(?:['’-][A-Za-z]+)*|[A-Z][A-Za-z]*")  # not d_model, 1/√step, x
+    chinese = re.compile(r"[\u3000-\u303f\u3400-\u9fff\uff00-\uffef]+")  # characters and their punctuation
+    found = []
+    for line in lines:
+        run: list[str] = []
+        for token in [*chinese.sub(" ■ ", allowed_term.sub(" ■ ", line)).split(), "■"]:
+            bare = token.strip("()[]{}\"'“”‘’,.;:!?…*")
+            if word.fullmatch(bare) and len(bare) > 1:
+                run.append(bare)
+                if not token.rstrip(")]}\"'”’*").endswith((".", ";", ":", "!", "?")):
+                    continue  # a word that ends a clause ends the run with it
+            if len(run) >= 3:
+                found.append(" ".join(run))
+            run = []
+    return found
+
+
+def test_the_sentence_finder_finds_english_and_lets_allowed_terms_and_chinese_through():
+    allowed = ["Transformer", "d_model", "Attention Is All You Need", "reverse"]
+    assert english_sentences(["训练一个 Transformer 模型", "d_model 32 · 4 个头"], allowed) == []
+    assert english_sentences(["论文 Attention Is All You Need 第 3 节", "在 reverse 上训练"], allowed) == []
+    assert english_sentences(["Drag and drop file here", "Limit 200MB per file • JSON"], allowed) == [
+        "Drag and drop file here"
+    ]
+    assert english_sentences(["损失 (log scale) 下降", "It stops. 然后"], allowed) == []
+    assert english_sentences(["No head has reached 0.9 yet"], allowed) == ["No head has reached"]
+    assert english_sentences(["源序列（reverse：倒序。At most 63 symbols, spaces optional）"], allowed) == [
+        "symbols spaces optional"
+    ]
+
+
+def look(page, language: str, stop: str, allowed: list[str]) -> list[str]:
+    """What is wrong with the page as it is now, at each viewport."""
+    problems = []
+    for viewport, (width, height) in VIEWPORTS.items():
+        page.set_viewport_size({"width": width, "height": height})
+        page.wait_for_timeout(SETTLE_MS)
+        where = f"{language} {stop} {viewport}"
+        found = [*page_errors(page), *(f"cut off: {text}" for text in page.evaluate(CUT_OFF))]
+        found += [f"overlap: {pair}" for pair in page.evaluate(OVERLAPS)]
+        found += [f"chart labels overlap: {pair}" for pair in page.evaluate(LABEL_OVERLAPS)]
+        for table in page.evaluate(TABLES):
+            if viewport == "phone" and table["past_screen"] > 1:
+                found.append(f"a table reaches {table['past_screen']:.0f} px past the screen: {table['text']!r}")
+            if viewport != "phone" and table["hidden"] > 1:
+                found.append(f"a table hides {table['hidden']:.0f} px of columns: {table['text']!r}")
+        if language == "zh-CN":
+            found += [f"English: {text!r}" for text in english_sentences(page.evaluate(VISIBLE_LINES), allowed)]
+        if found:
+            screenshot(page, re.sub(r"\W+", "-", f"walk-{language}-{stop}-{viewport}"))
+        problems += [f"{where}: {problem}" for problem in dict.fromkeys(found)]
+    page.set_viewport_size({"width": VIEWPORTS["projector"][0], "height": VIEWPORTS["projector"][1]})
+    return problems
+
+
+def open_at(page, server, name: str, language: str) -> None:
+    """A page by its address, in `language`, with the shipped reverse model in hand (a fresh session)."""
+    page.goto(f"{server.url}/{PAGES[name]}?model=reverse&lang={language}", wait_until="domcontentloaded")
+    page.wait_for_selector("[data-testid='stApp'][data-test-script-state='notRunning'] h1", timeout=90_000)
+    wait_idle(page)
+    page.add_style_tag(content=SHOW_TOOLBARS)
+    unfold(page)
+
+
+def unfold(page) -> None:
+    """Every expander of the page open, and the charts in them drawn."""
+    page.evaluate(OPEN_EXPANDERS)
+    page.wait_for_timeout(SETTLE_MS)
+
+
+def train_to_the_end(page) -> None:
+    """Train's Start with the default settings, until its outcome shows (a run of a few seconds)."""
+    button(page, "start_training").click()
+    expect(
+        main(page).locator("[data-testid='stAlertContentSuccess'], [data-testid='stAlertContentInfo']").first
+    ).to_be_visible(timeout=120_000)
+    wait_idle(page)
+    unfold(page)
+
+
+def teacher_flow(page, server, language: str, allowed: list[str]) -> list[str]:
+    """A new class: its key, then its board, assignment and export tabs, each looked at, and the page once the class
+    is deleted."""
+    open_at(page, server, "teacher", language)
+    problems = look(page, language, "teacher", allowed)
+    field = page.locator(".st-key-teacher_title input")
+    field.fill("三年级二班" if language == "zh-CN" else "Period 3")
+    field.press("Tab")
+    button(page, "teacher_create_button").click()
+    expect(main(page).locator("[data-testid='stCode']")).to_have_count(1, timeout=30_000)
+    problems += look(page, language, "teacher key", allowed)
+    button(page, "teacher_key_saved").click()
+    expect(page.locator(".st-key-teacher_projector img")).to_be_visible(timeout=30_000)
+    wait_idle(page)
+    for index, tab in enumerate(["board", "assignment", "export"]):
+        page.locator("[data-testid='stTab']").nth(index).click()
+        wait_idle(page)
+        unfold(page)
+        problems += look(page, language, f"teacher {tab}", allowed)
+    page.locator(".st-key-teacher_delete_sure label").click()  # the class goes: the server's database keeps nothing
+    button(page, "teacher_delete").click()
+    expect(page.locator(".st-key-teacher_title input")).to_be_visible(timeout=30_000)
+    wait_idle(page)
+    return problems + look(page, language, "teacher, class deleted", allowed)
+
+
+@pytest.mark.timeout(600)
+@pytest.mark.parametrize("language", ["zh-CN", "en"])
+def test_every_page_the_lesson_and_the_teacher_in_each_language_fit_every_screen(browser, lab_server, language):
+    allowed = latin_terms()
+    context = browser.new_context(viewport=dict(zip(("width", "height"), VIEWPORTS["projector"])))
+    context.set_default_timeout(30_000)
+    page = context.new_page()
+    try:
+        open_at(page, lab_server, "home", language)
+        problems = look(page, language, "home (the lesson)", allowed)
+        open_at(page, lab_server, "train", language)
+        problems += look(page, language, "train", allowed)
+        train_to_the_end(page)
+        problems += look(page, language, "train, run ended", allowed)
+        for name in MODEL_PAGES:
+            open_at(page, lab_server, name, language)
+            problems += look(page, language, name, allowed)
+        problems += teacher_flow(page, lab_server, language, allowed)
+        assert not problems, f"{len(problems)} problems:\n" + "\n".join(problems)
+    finally:
+        context.close()
