@@ -1,6 +1,7 @@
 """A task given by its examples: (source, target) pairs of space-separated symbols, the vocabulary they use, and the
-pairs held out of training. It comes from a task file (`task_file`) or a table typed on the Train page, and travels
-in checkpoints and in a class's database (`to_dict`, `from_dict`).
+pairs held out of training (`TaskPairs`), and the task they make (`PairsTask`). It comes from a task file
+(`task_file`) or a table typed on the Train page, and travels in checkpoints and in a class's database (`to_dict`,
+`from_dict`).
 
 Wherever it comes from, it is held to the bounds of `limits` (pairs, characters, symbols, lengths) before anything
 is built from it. Each source has one target: a pair given twice counts once, and a source given two targets is
@@ -11,9 +12,11 @@ always split the same way; training never draws a held-out pair.
 from __future__ import annotations
 
 import random
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+import torch
 
 from .i18n import N_, Message
 from .limits import (
@@ -26,6 +29,9 @@ from .limits import (
     MIN_TASK_PAIRS,
 )
 from .vocab import Vocab, check_symbol
+
+if TYPE_CHECKING:  # tasks.py imports this module: DataConfig is only named here
+    from .tasks import DataConfig
 
 PAIRS_TASK = "pairs"  # the task name of every task from examples (its own name is `TaskPairs.name`)
 HELD_OUT_EVERY = 5  # one distinct pair in five is held out
@@ -182,3 +188,48 @@ def split_pairs(name: str, symbols: tuple[str, ...], pairs: list[Pair]) -> TaskP
     held = set(random.Random(SPLIT_SEED).sample(range(len(pairs)), count))
     train = tuple(p for i, p in enumerate(pairs) if i not in held)
     return TaskPairs(task_name(name), symbols, train, tuple(p for i, p in enumerate(pairs) if i in held))
+
+
+class PairsTask:
+    """The task of `TaskPairs`, as `tasks.Task`s are read (their vocabulary, lengths, targets, held-out set and
+    training stream): its targets are its pairs'; training draws its training pairs at random, and its held-out set
+    is its held-out pairs."""
+
+    name, description = PAIRS_TASK, N_("A task given by its examples.")
+
+    def __init__(self, pairs: TaskPairs):
+        self.pairs, self.vocab = pairs, Vocab(pairs.symbols)
+        self.lengths = range(pairs.min_len, pairs.max_len + 1)
+        self.train = [self._indices(source) for source, _ in pairs.train]
+        self.targets = {tuple(self._indices(s)): self._indices(t) for s, t in (*pairs.train, *pairs.held_out)}
+
+    def _indices(self, text: str) -> list[int]:
+        return [self.vocab.symbol_index(i) for i in self.vocab.encode(text)]
+
+    def symbols(self, n_symbols: int) -> tuple[str, ...]:
+        return self.pairs.symbols
+
+    def target(self, source: Sequence[int], n_symbols: int) -> list[int]:
+        """The target its pairs give `source`; ValueError for a source no pair has."""
+        found = self.targets.get(tuple(source))
+        if found is None:
+            shown = " ".join(self.vocab.symbols[i] for i in source if 0 <= i < len(self.vocab.symbols))
+            template = N_("{task} has no pair with the source {source}")
+            raise ValueError(Message(template, task=self.pairs.name, source=repr(shown[:60])))
+        return list(found)
+
+    def longest_target(self, max_len: int, n_symbols: int) -> int:
+        return self.pairs.longest_target
+
+    def check(self, config: DataConfig) -> None:
+        """ValueError unless `config`'s lengths, symbols and held-out set are its pairs'."""
+        p = self.pairs
+        given = (config.min_len, config.max_len, config.n_symbols, config.n_valid)
+        if given != (p.min_len, p.max_len, len(p.symbols), len(p.held_out)):
+            raise ValueError("a task from examples takes its lengths, symbols and held-out set from its pairs")
+
+    def held_out(self, config: DataConfig, generator: torch.Generator) -> list[list[int]]:
+        return [self._indices(source) for source, _ in self.pairs.held_out]
+
+    def sample(self, config: DataConfig, n: int, generator: torch.Generator, held_out: set) -> list[list[int]]:
+        return [self.train[i] for i in torch.randint(len(self.train), (n,), generator=generator).tolist()]

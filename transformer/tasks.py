@@ -1,12 +1,8 @@
-"""Sequence-to-sequence tasks, and their training and held-out data.
-
-A task owns its vocabulary (the names of its symbols), how it draws sources, and its target function:
-
-- the five built-in tasks (`TASKS`) are functions on the digits 0 .. n_symbols-1, whose sources are drawn uniformly;
-- the gallery's tasks (`gallery.py`) have vocabularies and sources of their own, and outputs that differ in length
-  or order from their inputs;
-- a task from examples (`pairs.py`) is its (source, target) pairs, some of them held out, and it travels in its
-  DataConfig (`DataConfig.pairs`).
+"""Sequence-to-sequence tasks, and their training and held-out data. A task owns its vocabulary (the names of its
+symbols), how it draws sources, and its target function: the five built-in tasks (`TASKS`) are functions on the
+digits 0 .. n_symbols-1 with sources drawn uniformly; the gallery's (`gallery.py`) have vocabularies and sources of
+their own, and outputs that differ in length or order from their inputs; a task from examples (`pairs.py`) is its
+(source, target) pairs, some held out, and travels in its DataConfig (`DataConfig.pairs`).
 
 Built-in and gallery tasks are chosen by name (`get_task`). To add a function task, write it and decorate it:
 
@@ -30,7 +26,7 @@ import torch
 
 from .i18n import N_, Message
 from .limits import MAX_SEED, MAX_SEQ_LEN, MAX_VALID
-from .pairs import PAIRS_TASK, TaskPairs
+from .pairs import PAIRS_TASK, PairsTask, TaskPairs
 from .vocab import MAX_SYMBOLS, N_SPECIAL, Vocab
 
 TaskFn = Callable[[list[int], int], list[int]]  # (source symbol indices, n_symbols) -> target
@@ -187,47 +183,6 @@ def swap_pairs(seq: list[int], n_symbols: int) -> list[int]:
     return out
 
 
-class PairsTask(Task):
-    """A task from examples (`TaskPairs`): its targets are its pairs'; training draws its training pairs at random,
-    and its held-out set is its held-out pairs."""
-
-    name, description = PAIRS_TASK, N_("A task given by its examples.")
-
-    def __init__(self, pairs: TaskPairs):
-        self.pairs, self.vocab = pairs, Vocab(pairs.symbols)
-        self.lengths = range(pairs.min_len, pairs.max_len + 1)
-        self.train = [self._indices(source) for source, _ in pairs.train]
-        self.targets = {tuple(self._indices(s)): self._indices(t) for s, t in (*pairs.train, *pairs.held_out)}
-
-    def _indices(self, text: str) -> list[int]:
-        return [self.vocab.symbol_index(i) for i in self.vocab.encode(text)]
-
-    def symbols(self, n_symbols: int) -> tuple[str, ...]:
-        return self.pairs.symbols
-
-    def target(self, source: Sequence[int], n_symbols: int) -> list[int]:
-        found = self.targets.get(tuple(source))
-        if found is None:
-            shown = " ".join(self.vocab.symbols[i] for i in source if 0 <= i < len(self.vocab.symbols))
-            raise ValueError(f"{self.pairs.name} has no pair with the source {shown[:60]!r}")
-        return list(found)
-
-    def longest_target(self, max_len: int, n_symbols: int) -> int:
-        return self.pairs.longest_target
-
-    def check(self, config: DataConfig) -> None:
-        p = self.pairs
-        given = (config.min_len, config.max_len, config.n_symbols, config.n_valid)
-        if given != (p.min_len, p.max_len, len(p.symbols), len(p.held_out)):
-            raise ValueError("a task from examples takes its lengths, symbols and held-out set from its pairs")
-
-    def held_out(self, config: DataConfig, generator: torch.Generator) -> list[list[int]]:
-        return [self._indices(source) for source, _ in self.pairs.held_out]
-
-    def sample(self, config: DataConfig, n: int, generator: torch.Generator, held_out: set) -> list[list[int]]:
-        return [self.train[i] for i in torch.randint(len(self.train), (n,), generator=generator).tolist()]
-
-
 @dataclass(frozen=True)
 class DataConfig:
     """Which task to learn and how its sequences are drawn. A task from examples carries its `pairs`, and its
@@ -266,7 +221,7 @@ class DataConfig:
         return cls(PAIRS_TASK, pairs.min_len, pairs.max_len, len(pairs.symbols), seed, len(pairs.held_out), pairs)
 
 
-def task_of(config: DataConfig) -> Task:
+def task_of(config: DataConfig) -> Task | PairsTask:
     """The task `config` names, or its task from examples."""
     return PairsTask(config.pairs) if config.pairs is not None else get_task(config.task)
 
