@@ -10,13 +10,13 @@ import streamlit as st
 from pages.language import _, session_translator
 from pages.links import share_link
 from pages.state import model_page
-from transformer.figures.attention import (
-    architecture_diagram,
+from transformer.figures.architecture import architecture_diagram
+from transformer.figures.attention import projection_heatmaps
+from transformer.figures.positional import (
     embedding_heatmap,
     position_similarity_heatmap,
     positional_curves,
     positional_heatmap,
-    projection_heatmaps,
 )
 from transformer.inspection import (
     ATTENTION_KINDS,

@@ -4,18 +4,7 @@ import pytest
 import torch
 
 from tests.helpers import hooks_left, random_model
-from transformer.figures.attention import (
-    architecture_diagram,
-    attention_heatmaps,
-    embedding_heatmap,
-    mask_heatmap,
-    position_similarity_heatmap,
-    positional_curves,
-    positional_heatmap,
-    projection_heatmaps,
-)
 from transformer.inspection import (
-    attention_projections,
     config_table,
     embed_with_position,
     logit_lens,
@@ -129,49 +118,6 @@ def test_random_pair_follows_the_task():
     src_ids, tgt_ids = random_pair(TASK, VOCAB, 4, seed=1)
     assert 2 <= len(src_ids) <= 4 and tgt_ids == src_ids[::-1]
     assert random_pair(TASK, VOCAB, 4, seed=1) == (src_ids, tgt_ids)
-
-
-def test_figures(model):
-    labels = ["<s>", "3", "3", "<pad>"]  # repeated labels keep their own rows
-    fig = mask_heatmap(torch.ones(4, 4, dtype=torch.bool).tril(), labels, labels, "causal")
-    assert len(fig.data) == 1  # "<s>" escaped, or Plotly reads it as strike-through HTML
-    assert list(fig.layout.yaxis.ticktext) == ["&lt;s&gt;", "3", "3", "&lt;pad&gt;"]
-    assert list(fig.data[0].colorbar.ticktext) == ["blocked", "may attend"]
-    fig = attention_heatmaps(torch.rand(4, 4, 3).softmax(-1), labels, labels[:3], "weights")
-    assert len(fig.data) == 4 and [a.text for a in fig.layout.annotations] == [f"head {h}" for h in range(4)]
-    assert len(attention_heatmaps(torch.rand(6, 2, 2), labels[:2], labels[:2], "w").data) == 6
-    # 3 heads two to a row: queries labelled beside heads 0 and 2, keys under heads 1 and 2 (nothing below head 1)
-    layout = attention_heatmaps(torch.rand(3, 4, 3), labels, labels[:3], "w", per_row=2).layout
-    assert [layout[f"yaxis{n}"].showticklabels for n in ("", "2", "3")] == [True, False, True]
-    assert [layout[f"xaxis{n}"].showticklabels for n in ("", "2", "3")] == [False, True, True]
-    title = mask_heatmap(
-        torch.ones(2, 2, dtype=torch.bool), labels[:2], labels[:2], "Padding + causal: what the decoder uses"
-    ).layout.title.text
-    assert title == "Padding + causal: what the<br>decoder uses"  # lines of at most 30 characters
-    fig = projection_heatmaps(attention_projections(model, "cross", 1), n_heads=4, title="W")
-    assert len(fig.data) == 4 and len(fig.layout.shapes) == 4 * 3  # 3 head boundaries in each matrix
-    assert [fig.layout[f"yaxis{n}"].showticklabels for n in ("", "2", "3", "4")] == [True, False, False, False]
-    table = sinusoidal_table(16, 8)
-    assert len(positional_heatmap(table).data) == 1
-    fig = position_similarity_heatmap(position_similarity(table), 5, "alike")
-    assert fig.data[0].z.shape == (16, 16) and (fig.data[0].zmin, fig.data[0].zmax) == (-1, 1)
-    assert [(shape.x0, shape.x1, shape.y0, shape.y1) for shape in fig.layout.shapes] == [
-        (4.5, 4.5, -0.5, 4.5),
-        (-0.5, 4.5, 4.5, 4.5),
-    ]
-    assert position_similarity_heatmap(position_similarity(table), None, "alike").layout.shapes == ()
-    fig = positional_curves(table, [0, 1, 6])
-    assert [t.name for t in fig.data] == ["dim 0 (sin)", "dim 1 (cos)", "dim 6 (sin)"]
-    fig = embedding_heatmap({"a": torch.ones(3, 8), "b": torch.zeros(3, 8)}, ["1", "2", "1"], "e")
-    assert len(fig.data) == 2 and fig.layout.yaxis2.ticktext == ("1", "2", "1")  # panels stacked: tokens beside each
-
-    def labels(fig) -> list[str]:
-        return [a.text.replace("<br>", " ") for a in fig.layout.annotations]  # box labels wrap over lines
-
-    texts = labels(architecture_diagram(2, True, False, "learned", True))
-    assert "Multi-Head Attention (unmasked!)" in texts and "LayerNorm" in texts and "2×" in texts
-    texts = labels(architecture_diagram(1, False, True, "sinusoidal", False))
-    assert "Masked Multi-Head Attention" in texts and "Add & Norm" in texts and "LayerNorm" not in texts
 
 
 @pytest.mark.parametrize("norm_first", [False, True], ids=["post-norm", "pre-norm"])

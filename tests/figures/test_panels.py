@@ -12,9 +12,11 @@ import pytest
 import torch
 
 from transformer.figures.alignment import ideal_over_learned
-from transformer.figures.attention import PANEL_GAP_PX, embedding_heatmap, projection_heatmaps
+from transformer.figures.attention import projection_heatmaps
+from transformer.figures.heatmaps import PANEL_GAP_PX
 from transformer.figures.knockout import knockout_heatmaps
 from transformer.figures.patching import head_patching_figure, stream_patching_figure
+from transformer.figures.positional import embedding_heatmap
 from transformer.inspection import ATTENTION_KINDS
 
 PHONE_PLOT_PX = 220

@@ -5,6 +5,9 @@ The only part of the package that imports plotly. Every figure speaks the langua
 are translated whole, with Plotly's own `%{...}` fields passed in as parameters.
 """
 
+import textwrap
+import unicodedata
+
 from ..i18n import DEFAULT_LANGUAGE, translator
 
 ENGLISH = translator(DEFAULT_LANGUAGE)  # every figure's default translator
@@ -25,6 +28,19 @@ def top_margin(title: str, least: int = 0) -> int:
     """The top margin that holds the toolbar and every line of `title` above the plot, at least `least` px."""
     lines = title.count("<br>") + 1
     return max(least, TOOLBAR_PX + (RAISED_PX if lines > 1 else 0) + TITLE_LINE_PX * lines + 12)
+
+
+def wrap_title(title: str, width: int) -> str:
+    """A figure title broken into lines of at most `width` characters, for figures shown in narrow columns."""
+    return "<br>".join(wrap_lines(title, width))
+
+
+def wrap_lines(text: str, width: int) -> list[str]:
+    """`text` in lines at most `width` Latin characters wide: a Chinese character is as wide as two, and a line of
+    them breaks between any two (they have no spaces to break at)."""
+    if any(unicodedata.east_asian_width(c) in "WF" for c in text):
+        width = max(1, width // 2)
+    return textwrap.wrap(text, width)
 
 
 # A legend at the figure's foot, under the x axis's ticks and title whatever the plot's height (the bottom margin

@@ -8,7 +8,8 @@ import plotly.graph_objects as go
 
 from ..i18n import Translator
 from . import ENGLISH, title_layout, top_margin
-from .attention import _array, attention_heatmaps
+from .attention import attention_heatmaps
+from .heatmaps import as_array
 from .training import FONT, MARKER, TRAIN, VALID
 
 IDEAL = "#d9480f"  # the ideal cells' outline: stands out on the attention blues
@@ -27,7 +28,7 @@ def ideal_over_learned(
     """Attention weights (H, T_query, T_key), one panel per head (`per_row` to a row) titled with its name and
     alignment score, with the cells of the ideal (T_query, T_key) alignment outlined."""
     fig = attention_heatmaps(weights, row_labels, col_labels, title, per_row, tr)
-    rows, cols = np.nonzero(_array(ideal))
+    rows, cols = np.nonzero(as_array(ideal))
     marks = [
         dict(
             type="scatter",

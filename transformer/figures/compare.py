@@ -10,8 +10,7 @@ from plotly.subplots import make_subplots
 from ..curves import downsample
 from ..i18n import N_, Translator
 from ..training import MetricRow
-from . import ENGLISH, LEGEND_AT_FOOT, title_layout, top_margin
-from .attention import wrap_title
+from . import ENGLISH, LEGEND_AT_FOOT, title_layout, top_margin, wrap_title
 from .lengths import shade_trained
 from .training import FONT, MARKER, line_chart_layout, log_ticks
 

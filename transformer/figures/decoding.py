@@ -13,8 +13,9 @@ from pandas.io.formats.style import Styler
 
 from ..decoding import DecodeStep
 from ..i18n import Translator
-from . import ENGLISH, LEGEND_AT_FOOT
-from .attention import ATTENTION_SCALE, _array, _escape, _figure, _hover_grid, _ticks, wrap_title
+from . import ENGLISH, LEGEND_AT_FOOT, wrap_title
+from .attention import ATTENTION_SCALE
+from .heatmaps import as_array, axis_ticks, build_figure, escape_labels, hover_grid
 
 CHOSEN, OTHER = "#d62728", "#9ecae1"  # the chosen token's bar, every other bar
 LIVE, FINISHED, BEST_PATH = "#1f5fbf", "#2ca02c", "#d62728"
@@ -31,7 +32,7 @@ def probs_bar(
 ) -> go.Figure:
     """The `top_k` most likely next tokens of a (V,) distribution, most likely first; the chosen token's bar is
     highlighted (and added at the end when it is not among the top k, e.g. an unlikely sample)."""
-    p, labels = _array(probs), _escape(vocab_tokens)
+    p, labels = as_array(probs), escape_labels(vocab_tokens)
     order = [int(i) for i in np.argsort(-p, kind="stable")[:top_k]]
     if chosen not in order:
         order.append(chosen)
@@ -51,7 +52,7 @@ def probs_bar(
         uniformtext=dict(minsize=11, mode="hide"),
     )  # no unreadably small labels over narrow bars
     title = title or tr.gettext("Next-token probabilities")
-    return _figure([trace], layout, wrap_title(title, 26), height=400)  # shown in a narrow column
+    return build_figure([trace], layout, wrap_title(title, 26), height=400)  # shown in a narrow column
 
 
 def step_attention_heatmap(
@@ -59,7 +60,7 @@ def step_attention_heatmap(
 ) -> go.Figure:
     """One decoding step's attention (H, T_k): a row per head, a column per key on a 0..1 scale. `keys` names
     them: "source" tokens (cross-attention) or the decoder's "input" so far (self-attention)."""
-    w = _array(weights)
+    w = as_array(weights)
     head_labels = [tr.gettext("head {head}", head=h) for h in range(w.shape[0])]
     fields = dict(head="%{customdata[0]}", token="%{customdata[1]}", weight="%{z:.3f}")
     if keys == "source":
@@ -95,13 +96,13 @@ def _percent_heatmap(
         colorbar=dict(title=value_name),
         text=[[f"{100 * x:.0f}%" if x >= 0.005 else "" for x in row] for row in z],
         texttemplate="%{text}" if numbered else None,
-        customdata=_hover_grid(row_labels, col_labels),
+        customdata=hover_grid(row_labels, col_labels),
         hovertemplate=hovertemplate,
     )
     layout = dict(
-        xaxis=dict(title=x_title, **_ticks(col_labels)), yaxis=dict(autorange="reversed", **_ticks(row_labels))
+        xaxis=dict(title=x_title, **axis_ticks(col_labels)), yaxis=dict(autorange="reversed", **axis_ticks(row_labels))
     )
-    return _figure([trace], layout, title, height=170 + 45 * len(row_labels))
+    return build_figure([trace], layout, title, height=170 + 45 * len(row_labels))
 
 
 def beam_tree(
@@ -114,7 +115,7 @@ def beam_tree(
     its last token and cumulative log-probability), an edge from each to the hypothesis it extends. Finished
     hypotheses (ending with EOS) are green squares. `best` (BOS + tokens) draws that hypothesis's path in red.
     `steps` must not be empty."""
-    labels = _escape(vocab_tokens)
+    labels = escape_labels(vocab_tokens)
     xs, ys, texts, finished, on_best = [0], [0], [labels[steps[0].prefix[0]]], [False], [best is not None]
     edges: list[tuple[int, int]] = []  # (parent node, child node)
     previous = [0]  # node of each hypothesis kept at the step before (the root before step 0)
@@ -164,14 +165,14 @@ def beam_tree(
         xaxis=dict(
             title=tr.gettext("step"),
             range=[-0.4, n_steps + 0.4],
-            **_ticks([tr.gettext("start"), *map(str, range(1, n_steps + 1))]),
+            **axis_ticks([tr.gettext("start"), *map(str, range(1, n_steps + 1))]),
         ),
         yaxis=dict(visible=False, range=[width - 0.5, -0.6]),
         legend=LEGEND_AT_FOOT,
         margin=dict(l=60, r=20, t=80, b=100),
     )
     title = tr.gettext("Beam search: kept hypotheses (token, summed log-probability)")
-    return _figure(traces, layout, title, height=290 + 70 * width)
+    return build_figure(traces, layout, title, height=290 + 70 * width)
 
 
 def teacher_forcing_table(
@@ -204,7 +205,7 @@ def logit_lens_heatmap(
 ) -> go.Figure:
     """Each decoder layer's next-token distribution (n_layers, V), a row per layer (the last one is the model's
     output): a column for each token among some layer's `top_k`, ordered by the output's probability."""
-    p = _array(probs)
+    p = as_array(probs)
     shown = {int(i) for row in p for i in np.argsort(-row, kind="stable")[:top_k]}
     columns = sorted(shown, key=lambda i: -p[-1, i])
     tokens = [vocab_tokens[i] for i in columns]

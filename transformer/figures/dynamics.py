@@ -8,7 +8,7 @@ import plotly.graph_objects as go
 
 from ..i18n import Translator
 from . import ENGLISH, title_layout, top_margin
-from .attention import _escape
+from .heatmaps import escape_labels
 from .training import FONT
 
 TRAIL = "#bbbbbb"  # where the symbols were at earlier rows
@@ -23,7 +23,7 @@ def embedding_figure(
     The axes' ranges cover every row, so moving from row to row moves the points, never the axes.
     """
     points = [record["embeddings"] for record in records]  # (rows, symbols, 2)
-    labels = _escape(symbols)
+    labels = escape_labels(symbols)
     paths = [[row[s] for row in points[: index + 1]] + [(None, None)] for s in range(len(labels))]  # None: a break
     trails = go.Scatter(
         x=[x for path in paths for x, _ in path],

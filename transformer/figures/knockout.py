@@ -10,7 +10,7 @@ import plotly.graph_objects as go
 from ..i18n import N_, Translator
 from ..inspection import ATTENTION_KINDS
 from . import ENGLISH
-from .attention import _figure, _stacked, _ticks, score_heatmap
+from .heatmaps import axis_ticks, build_figure, score_heatmap, stacked_panels
 
 METRICS = {"exact_match": N_("exact match"), "token_acc": N_("token accuracy")}  # translated where shown
 SCORE_SCALE = "RdYlGn"  # red: the model fails without the head; green: it does not need it
@@ -27,7 +27,7 @@ def knockout_heatmaps(
     kinds = list(ATTENTION_KINDS)
     n_layers, n_heads = int(heads["layer"].max()) + 1, int(heads["head"].max()) + 1
     titles = [tr.gettext(ATTENTION_KINDS[kind][0]) for kind in kinds]
-    layout, refs, plot_px = _stacked(titles, panel_px=50 * n_layers)
+    layout, refs, plot_px = stacked_panels(titles, panel_px=50 * n_layers)
     measure = tr.gettext(METRICS[metric])
     hover = tr.gettext(
         "layer {layer}, head {head} removed: {measure} {score}",
@@ -44,11 +44,11 @@ def knockout_heatmaps(
         cell = f"{hover}<extra></extra>"
         traces.append(score_heatmap(z, SCORE_SCALE, measure, cell, n_heads <= 8, showscale=i == 0, **ref))
         n = ref["xaxis"][1:]
-        layout[f"xaxis{n}"].update(title=tr.gettext("head"), **_ticks([str(h) for h in range(n_heads)]))
+        layout[f"xaxis{n}"].update(title=tr.gettext("head"), **axis_ticks([str(h) for h in range(n_heads)]))
         layout[f"yaxis{n}"].update(
-            title=tr.gettext("layer"), autorange="reversed", **_ticks([str(layer) for layer in range(n_layers)])
+            title=tr.gettext("layer"), autorange="reversed", **axis_ticks([str(layer) for layer in range(n_layers)])
         )
     title = tr.gettext(
         "Held-out {measure} with one head removed (intact model: {intact:.1%})", measure=measure, intact=intact
     )
-    return _figure(traces, layout, title, height=130 + plot_px)
+    return build_figure(traces, layout, title, height=130 + plot_px)

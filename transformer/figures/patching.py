@@ -10,7 +10,7 @@ import plotly.graph_objects as go
 from ..i18n import Translator
 from ..inspection import ATTENTION_KINDS
 from . import ENGLISH
-from .attention import _figure, _hover_grid, _stacked, _ticks, score_heatmap
+from .heatmaps import axis_ticks, build_figure, hover_grid, score_heatmap, stacked_panels
 
 RECOVERED_SCALE = "Greens"  # white: the patch brings nothing back; dark green: all of it
 
@@ -21,16 +21,16 @@ def _panels(
     """One heatmap of recovered fractions per (panel title, z (rows x columns), row labels, column labels, x title),
     one above the other on one 0..1 scale, each cell labelled in percent. `site` names a cell in the hover, from its
     row and column labels (customdata[0] and [1])."""
-    layout, refs, plot_px = _stacked([p[0] for p in panels], panel_px=50 * max(len(p[2]) for p in panels))
+    layout, refs, plot_px = stacked_panels([p[0] for p in panels], panel_px=50 * max(len(p[2]) for p in panels))
     traces = []
     hover = tr.gettext("{site}: {share} recovered", site=site, share="%{z:.1%}") + "<extra></extra>"
     for i, ((_, z, rows, cols, x_title), ref) in enumerate(zip(panels, refs)):
-        more = dict(showscale=i == 0, customdata=_hover_grid(rows, cols), **ref)
+        more = dict(showscale=i == 0, customdata=hover_grid(rows, cols), **ref)
         traces.append(score_heatmap(z, RECOVERED_SCALE, tr.gettext("recovered"), hover, z.shape[1] <= 12, **more))
         n = ref["xaxis"][1:]
-        layout[f"xaxis{n}"].update(title=x_title, **_ticks(cols))
-        layout[f"yaxis{n}"].update(autorange="reversed", **_ticks(rows))
-    return _figure(traces, layout, title, height=130 + plot_px)
+        layout[f"xaxis{n}"].update(title=x_title, **axis_ticks(cols))
+        layout[f"yaxis{n}"].update(autorange="reversed", **axis_ticks(rows))
+    return build_figure(traces, layout, title, height=130 + plot_px)
 
 
 def head_patching_figure(heads: pd.DataFrame, tr: Translator = ENGLISH) -> go.Figure:

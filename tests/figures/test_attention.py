@@ -1,0 +1,39 @@
+"""Attention figures: a mask in two colours with its tokens escaped and its title wrapped for a narrow column, one
+panel per head labelled where it cannot run into a neighbour, and an attention block's projections with each head's
+slice marked."""
+
+import torch
+
+from tests.helpers import random_model
+from transformer.figures.attention import attention_heatmaps, mask_heatmap, projection_heatmaps
+from transformer.inspection import attention_projections
+
+LABELS = ["<s>", "3", "3", "<pad>"]  # repeated labels keep their own rows
+
+
+def test_mask_heatmap_escapes_its_tokens_names_both_colours_and_wraps_its_title():
+    fig = mask_heatmap(torch.ones(4, 4, dtype=torch.bool).tril(), LABELS, LABELS, "causal")
+    assert len(fig.data) == 1  # "<s>" escaped, or Plotly reads it as strike-through HTML
+    assert list(fig.layout.yaxis.ticktext) == ["&lt;s&gt;", "3", "3", "&lt;pad&gt;"]
+    assert list(fig.data[0].colorbar.ticktext) == ["blocked", "may attend"]
+    title = mask_heatmap(
+        torch.ones(2, 2, dtype=torch.bool), LABELS[:2], LABELS[:2], "Padding + causal: what the decoder uses"
+    ).layout.title.text
+    assert title == "Padding + causal: what the<br>decoder uses"  # lines of at most 30 characters
+
+
+def test_attention_heatmaps_draw_a_panel_per_head_labelled_at_the_grids_edges():
+    fig = attention_heatmaps(torch.rand(4, 4, 3).softmax(-1), LABELS, LABELS[:3], "weights")
+    assert len(fig.data) == 4 and [a.text for a in fig.layout.annotations] == [f"head {h}" for h in range(4)]
+    assert len(attention_heatmaps(torch.rand(6, 2, 2), LABELS[:2], LABELS[:2], "w").data) == 6
+    # 3 heads two to a row: queries labelled beside heads 0 and 2, keys under heads 1 and 2 (nothing below head 1)
+    layout = attention_heatmaps(torch.rand(3, 4, 3), LABELS, LABELS[:3], "w", per_row=2).layout
+    assert [layout[f"yaxis{n}"].showticklabels for n in ("", "2", "3")] == [True, False, True]
+    assert [layout[f"xaxis{n}"].showticklabels for n in ("", "2", "3")] == [False, True, True]
+
+
+def test_projection_heatmaps_mark_each_heads_slice_of_every_matrix():
+    model = random_model(n_layers=2)
+    fig = projection_heatmaps(attention_projections(model, "cross", 1), n_heads=4, title="W")
+    assert len(fig.data) == 4 and len(fig.layout.shapes) == 4 * 3  # 3 head boundaries in each matrix
+    assert [fig.layout[f"yaxis{n}"].showticklabels for n in ("", "2", "3", "4")] == [True, False, False, False]

@@ -1,0 +1,140 @@
+"""How the figures draw a matrix: arrays in, integer axes named by labels, hover text per cell, subplot grids and
+stacked panels, the figure's frame (fonts, title, margins), and the heatmap traces of scores and of signed values.
+
+Inputs are arrays (numpy, nested lists, or torch tensors, read through `as_array`). Matrices are drawn as the paper
+and the code index them: rows are queries (or positions, or output features), columns are keys (or dimensions, or
+input features), row 0 at the top. Axis labels are tick texts on integer positions, so repeated tokens keep their own
+rows.
+
+Each figure is built in one go from plain dicts: Plotly's incremental `add_shape` / `make_subplots` calls cost
+seconds on a busy shared server, a single construction milliseconds.
+"""
+
+import html
+from collections.abc import Sequence
+
+import numpy as np
+import plotly.graph_objects as go
+
+from . import title_layout, top_margin
+
+FONT = dict(size=16, color="#111111")  # readable on a projector
+DIVERGING_SCALE = "RdBu_r"  # negative blue, zero white, positive red
+
+
+def as_array(values) -> np.ndarray:
+    """`values` as a float numpy array; a torch tensor is detached and read from its device."""
+    if hasattr(values, "detach"):  # a torch tensor
+        values = values.detach().cpu().numpy()
+    return np.asarray(values, dtype=float)
+
+
+def escape_labels(labels: Sequence[str]) -> list[str]:
+    """Token labels as Plotly text: it reads HTML, so "<s>" (BOS) would strike through what follows."""
+    return [html.escape(label) for label in labels]
+
+
+def axis_ticks(labels: Sequence[str]) -> dict:
+    """Axis settings that name integer positions 0..n-1 by `labels`."""
+    return dict(tickmode="array", tickvals=list(range(len(labels))), ticktext=escape_labels(labels))
+
+
+def hover_grid(row_labels: Sequence[str], col_labels: Sequence[str]) -> np.ndarray:
+    """customdata[i][j] = [row label i, column label j], for hover texts."""
+    return np.array([[[r, c] for c in escape_labels(col_labels)] for r in escape_labels(row_labels)], dtype=object)
+
+
+def subplot_grid(
+    titles: Sequence[str], per_row: int, h_gap: float = 0.06, v_gap: float = 0.12
+) -> tuple[dict, list[dict]]:
+    """Layout for one subplot per title, `per_row` to a row: the axes and title annotations, and each
+    subplot's trace axis references {"xaxis": "x2", "yaxis": "y2"}."""
+    n_cols = min(len(titles), per_row)
+    n_rows = -(-len(titles) // n_cols)
+    width, height = (1 - h_gap * (n_cols - 1)) / n_cols, (1 - v_gap * (n_rows - 1)) / n_rows
+    layout, refs, annotations = {}, [], []
+    for i, title in enumerate(titles):
+        row, col = divmod(i, n_cols)
+        x0, y1 = col * (width + h_gap), 1 - row * (height + v_gap)
+        n = "" if i == 0 else str(i + 1)
+        layout[f"xaxis{n}"] = dict(domain=[round(x0, 6), min(1.0, round(x0 + width, 6))], anchor=f"y{n}")
+        layout[f"yaxis{n}"] = dict(domain=[max(0.0, round(y1 - height, 6)), round(y1, 6)], anchor=f"x{n}")
+        annotations.append(
+            dict(
+                text=title,
+                x=x0 + width / 2,
+                y=y1,
+                xref="paper",
+                yref="paper",
+                xanchor="center",
+                yanchor="bottom",
+                showarrow=False,
+            )
+        )
+        refs.append(dict(xaxis=f"x{n}", yaxis=f"y{n}"))
+    layout["annotations"] = annotations
+    return layout, refs
+
+
+PANEL_GAP_PX = 110  # between stacked panels: the x tick labels and title of one, the title of the next
+
+
+def stacked_panels(titles: Sequence[str], panel_px: int) -> tuple[dict, list[dict], int]:
+    """`subplot_grid` with one panel per row, each `panel_px` tall, so titles and axis labels have the full width at any
+    screen width: the layout, the trace axis references, and the height of the plot area in pixels."""
+    plot_px = len(titles) * panel_px + (len(titles) - 1) * PANEL_GAP_PX
+    layout, refs = subplot_grid(titles, per_row=1, v_gap=PANEL_GAP_PX / plot_px)
+    return layout, refs, plot_px
+
+
+def build_figure(traces: list[dict], layout: dict, title: str, height: int) -> go.Figure:
+    """`traces` on `layout`, every axis in the projector's font, `title` under the toolbar; a title of several lines
+    grows the top margin, so the plot keeps `height`."""
+    for name, axis in layout.items():  # explicit fonts: Streamlit's chart theme shrinks and greys axis text
+        if name.startswith(("xaxis", "yaxis")):
+            axis.update(tickfont=FONT, title_font=FONT)
+    margin = {**dict(l=60, r=20, t=80, b=50), **layout.pop("margin", {})}
+    grown = top_margin(title, margin["t"]) - margin["t"]  # a title of several lines: the plot keeps its height
+    margin["t"] += grown
+    title = title_layout(title, dict(FONT, size=18))
+    return go.Figure(
+        data=traces, layout={**layout, "title": title, "font": FONT, "height": height + grown, "margin": margin}
+    )
+
+
+TICKS = ["0%", "50%", "100%"]  # three labels on a score's colour bar: more overlap on a short chart
+
+
+def score_heatmap(z: np.ndarray, colorscale: str, value_name: str, hovertemplate: str, numbered: bool, **more) -> dict:
+    """A heatmap trace of scores in 0..1 (rows x columns) in separated cells, its colour bar titled `value_name` in
+    percent; `numbered`: each cell shows its score in percent (blank where there is none)."""
+    return dict(
+        type="heatmap",
+        z=z,
+        zmin=0,
+        zmax=1,
+        colorscale=colorscale,
+        colorbar=dict(
+            title=dict(text=value_name, side="right"), len=1, thickness=14, tickvals=[0, 0.5, 1], ticktext=TICKS
+        ),
+        xgap=2,
+        ygap=2,
+        text=[["" if np.isnan(x) else f"{100 * x:.0f}%" for x in row] for row in z],
+        texttemplate="%{text}" if numbered else None,
+        hovertemplate=hovertemplate,
+        **more,
+    )
+
+
+def diverging_heatmap(a: np.ndarray, bound: float, colorbar: str, hovertemplate: str, **more) -> dict:
+    """A heatmap trace of `a` on the diverging scale from -bound to bound, its colour bar titled `colorbar`."""
+    return dict(
+        type="heatmap",
+        z=a,
+        zmin=-bound,
+        zmax=bound,
+        colorscale=DIVERGING_SCALE,
+        colorbar=dict(title=colorbar),
+        hovertemplate=hovertemplate,
+        **more,
+    )
