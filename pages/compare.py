@@ -245,19 +245,9 @@ def show_length_tests(run: ExperimentRun) -> None:
         )
 
 
-@st.fragment(run_every=1.0 if running else None)
-def results(polling: bool) -> None:
-    """Curves, table, timeline and exports of the run shown; while a live run trains, it polls it."""
-    job = st.session_state.get(COMPARE_JOB)
-    if job is not None and not job.done:
-        job.chain.touch(page_connected())
-    if polling and (job is None or job.done):
-        st.rerun()  # redraw the page without polling
-    run, source = current_run()
-    if run is None:
-        st.info(_("No results for these settings yet: press **Rerun live** to train them."))
-        return
-    live = job is not None and not job.done and job.experiment == experiment
+def live_status(job: LiveExperiment | None, live: bool) -> None:
+    """Where this session's run of the experiment is: its place in the queue and its progress while `live`, or the
+    error that stopped it."""
     if live and (place := run_registry().place(job.chain.current)) is not None:
         st.info(
             _(
@@ -282,6 +272,10 @@ def results(polling: bool) -> None:
         )
     elif job is not None and job.error and job.experiment == experiment:
         st.error(_("Training stopped with an error: {error}", error=markdown_literal(_(job.error))))
+
+
+def show_curves_and_summary(run: ExperimentRun, source: str | Message) -> None:
+    """Where the run shown comes from, its variants' curves overlaid, and the summary table."""
     st.caption(_("Showing: {source}.", source=_(source)))
     histories = {_(v.label): v.history for v in run.variants}
     figure = comparison_figure(histories, tr=session_translator())
@@ -300,8 +294,10 @@ def results(polling: bool) -> None:
             "learning rate, and one slightly larger gradient throws the weights off. The run recovers in a few rows."
         )
     )
-    show_length_tests(run)
-    show_timeline(run, live=live and source == LIVE_SOURCE)
+
+
+def show_exports(run: ExperimentRun) -> None:
+    """The run shown as a CSV of every run and as an experiment file to load back."""
     st.subheader(_("Export and share"))
     csv_col, json_col = st.columns(2)
     name = run.experiment.key
@@ -314,6 +310,26 @@ def results(polling: bool) -> None:
         key="compare_download_json",
         help=_("Settings, curves and attention in one file; load it back below."),
     )
+
+
+@st.fragment(run_every=1.0 if running else None)
+def results(polling: bool) -> None:
+    """Curves, table, timeline and exports of the run shown; while a live run trains, it polls it."""
+    job = st.session_state.get(COMPARE_JOB)
+    if job is not None and not job.done:
+        job.chain.touch(page_connected())
+    if polling and (job is None or job.done):
+        st.rerun()  # redraw the page without polling
+    run, source = current_run()
+    if run is None:
+        st.info(_("No results for these settings yet: press **Rerun live** to train them."))
+        return
+    live = job is not None and not job.done and job.experiment == experiment
+    live_status(job, live)
+    show_curves_and_summary(run, source)
+    show_length_tests(run)
+    show_timeline(run, live=live and source == LIVE_SOURCE)
+    show_exports(run)
 
 
 results(polling=running)

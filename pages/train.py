@@ -137,16 +137,8 @@ def progress_line(run: Run, rows: list) -> tuple[float, str]:
 poll_s = live_poll_s()
 
 
-@st.fragment(run_every=poll_s if active else None)
-def live_view(run: Run, polling: bool) -> None:
-    """Status, controls, curves and a few decoded examples; reruns the whole page once the run ends, or when the
-    server's load asks for another redraw rate."""
-    if st.session_state.get(RUN) is not run or (polling and run.done):
-        st.rerun()  # the student left the run, or it ended: redraw the whole page
-    if polling and not 0.5 < live_poll_s() / poll_s < 2:
-        st.rerun()  # many more (or fewer) pages watch runs now: poll at the rate that fits
-    run.touch(watcher_id(), page_connected())
-    st.caption(_(run_summary(run.model_config, run.data_config, run.train_config)))
+def classmates_line(run: Run) -> int:
+    """How many classmates watch this same run, said when there are any; returns their number."""
     classmates = len(run.watchers()) - 1
     if classmates > 0:
         st.caption(
@@ -156,28 +148,26 @@ def live_view(run: Run, polling: bool) -> None:
                 classmates,
             )
         )
-    if run.status != "done":
-        run_controls(run, shared=classmates > 0)
-    rows, losses = run.rows[:], run.losses[:]
-    if run.status == "queued":
-        place = run_registry().place(run)
-        if place is not None:
-            st.info(
-                _(
-                    "Every training slot is in use: your run is number {position} in the queue, and should start in "
-                    "about {wait_s:.0f} s. It starts on its own; keep this page open.",
-                    position=place.position,
-                    wait_s=place.wait_s,
-                ),
-                icon=":material/hourglass_top:",
-            )
-        return
-    if run.status == "preparing":
-        st.progress(0.0, text=_("Preparing: building the model and drawing the held-out set..."))
-    elif run.status in ("training", "paused"):
-        st.progress(*progress_line(run, rows))
-    if not losses:  # preparing, or ended before its first step
-        return
+    return classmates
+
+
+def queue_place(run: Run) -> None:
+    """A queued run's place in the queue and its expected wait."""
+    place = run_registry().place(run)
+    if place is not None:
+        st.info(
+            _(
+                "Every training slot is in use: your run is number {position} in the queue, and should start in "
+                "about {wait_s:.0f} s. It starts on its own; keep this page open.",
+                position=place.position,
+                wait_s=place.wait_s,
+            ),
+            icon=":material/hourglass_top:",
+        )
+
+
+def live_charts(run: Run, rows: list, losses: list) -> None:
+    """The loss and accuracy charts side by side, and what label smoothing does to the training loss's floor."""
     loss_col, acc_col = st.columns(2)
     smoothing, vocab_size = run.train_config.label_smoothing, run.model_config.vocab_size
     floor = smoothed_loss_floor(smoothing, vocab_size)
@@ -196,13 +186,44 @@ def live_view(run: Run, polling: bool) -> None:
                 floor=floor,
             )
         )
+
+
+def held_out_examples(run: Run, rows: list) -> None:
+    """Five held-out inputs decoded by the model as of the last metric row, each marked right or wrong."""
+    step = int(rows[-1]["step"])
+    st.markdown(_("**Five held-out inputs**, decoded greedily by the model as of step {step}:", step=step))
+    examples = shared_examples(run_id(run), step, run)
+    headers = {"input": _("input"), "target": _("target"), "model output": _("model output"), "right": _("right")}
+    st.dataframe(table_cells(examples).rename(columns=headers), hide_index=True)  # its empty output's words
+
+
+@st.fragment(run_every=poll_s if active else None)
+def live_view(run: Run, polling: bool) -> None:
+    """Status, controls, curves and a few decoded examples; reruns the whole page once the run ends, or when the
+    server's load asks for another redraw rate."""
+    if st.session_state.get(RUN) is not run or (polling and run.done):
+        st.rerun()  # the student left the run, or it ended: redraw the whole page
+    if polling and not 0.5 < live_poll_s() / poll_s < 2:
+        st.rerun()  # many more (or fewer) pages watch runs now: poll at the rate that fits
+    run.touch(watcher_id(), page_connected())
+    st.caption(_(run_summary(run.model_config, run.data_config, run.train_config)))
+    classmates = classmates_line(run)
+    if run.status != "done":
+        run_controls(run, shared=classmates > 0)
+    rows, losses = run.rows[:], run.losses[:]
+    if run.status == "queued":
+        queue_place(run)
+        return
+    if run.status == "preparing":
+        st.progress(0.0, text=_("Preparing: building the model and drawing the held-out set..."))
+    elif run.status in ("training", "paused"):
+        st.progress(*progress_line(run, rows))
+    if not losses:  # preparing, or ended before its first step
+        return
+    live_charts(run, rows, losses)
     train_alignment(run)
     if rows:
-        step = int(rows[-1]["step"])
-        st.markdown(_("**Five held-out inputs**, decoded greedily by the model as of step {step}:", step=step))
-        examples = shared_examples(run_id(run), step, run)
-        headers = {"input": _("input"), "target": _("target"), "model output": _("model output"), "right": _("right")}
-        st.dataframe(table_cells(examples).rename(columns=headers), hide_index=True)  # its empty output's words
+        held_out_examples(run, rows)
 
 
 def outcome(run: Run) -> None:

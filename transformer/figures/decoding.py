@@ -5,6 +5,7 @@ Inputs are arrays (numpy, nested lists, or torch tensors) and `DecodeStep` recor
 """
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -105,6 +106,63 @@ def _percent_heatmap(
     return build_figure([trace], layout, title, height=170 + 45 * len(row_labels))
 
 
+@dataclass
+class _Tree:
+    """The beam-search tree's nodes (the root first), each with its place, label and state, and its edges."""
+
+    xs: list[int]
+    ys: list[int]
+    texts: list[str]
+    finished: list[bool]
+    on_best: list[bool]
+    edges: list[tuple[int, int]]  # (parent node, child node)
+
+
+def _beam_nodes(steps: Sequence[DecodeStep], labels: Sequence[str], best: Sequence[int] | None) -> _Tree:
+    """The BOS root, then a node per hypothesis kept at each step (x: its step, y: its rank), an edge from each to
+    the hypothesis it extends; `on_best`: the node lies on the path of `best`."""
+    tree = _Tree([0], [0], [labels[steps[0].prefix[0]]], [False], [best is not None], [])
+    previous = [0]  # node of each hypothesis kept at the step before (the root before step 0)
+    for step in steps:
+        nodes = []
+        for rank, beam in enumerate(step.beams):
+            nodes.append(len(tree.xs))
+            tree.edges.append((previous[beam.parent], len(tree.xs)))
+            tree.xs.append(step.step + 1)
+            tree.ys.append(rank)
+            # one decimal, so neighbours stay apart; + 0.0 turns a score that rounds to -0.0 into 0.0
+            tree.texts.append(f"{labels[beam.tokens[-1]]}<br>{round(beam.score, 1) + 0.0:.1f}")
+            tree.finished.append(beam.finished)
+            tree.on_best.append(best is not None and list(best[: len(beam.tokens)]) == beam.tokens)
+        previous = nodes
+    return tree
+
+
+def _edge_lines(tree: _Tree, pairs: list[tuple[int, int]], name: str, colour: str, width: float) -> dict:
+    """One scatter trace drawing every (parent, child) segment, separated by gaps."""
+    x = [v for a, b in pairs for v in (tree.xs[a], tree.xs[b], None)]
+    y = [v for a, b in pairs for v in (tree.ys[a], tree.ys[b], None)]
+    return dict(
+        type="scatter", x=x, y=y, mode="lines", name=name, line=dict(color=colour, width=width), hoverinfo="skip"
+    )
+
+
+def _node_markers(tree: _Tree, name: str, done: bool, colour: str, symbol: str) -> dict:
+    """One scatter trace of the nodes that are finished (`done`) or live, each labelled with its text."""
+    nodes = [n for n in range(len(tree.xs)) if tree.finished[n] == done]
+    return dict(
+        type="scatter",
+        x=[tree.xs[n] for n in nodes],
+        y=[tree.ys[n] for n in nodes],
+        text=[tree.texts[n] for n in nodes],
+        name=name,
+        mode="markers+text",
+        textposition="top center",
+        marker=dict(size=16, color=colour, symbol=symbol),
+        hovertemplate="%{text}<extra></extra>",
+    )
+
+
 def beam_tree(
     steps: Sequence[DecodeStep],
     vocab_tokens: Sequence[str],
@@ -115,51 +173,14 @@ def beam_tree(
     its last token and cumulative log-probability), an edge from each to the hypothesis it extends. Finished
     hypotheses (ending with EOS) are green squares. `best` (BOS + tokens) draws that hypothesis's path in red.
     `steps` must not be empty."""
-    labels = escape_labels(vocab_tokens)
-    xs, ys, texts, finished, on_best = [0], [0], [labels[steps[0].prefix[0]]], [False], [best is not None]
-    edges: list[tuple[int, int]] = []  # (parent node, child node)
-    previous = [0]  # node of each hypothesis kept at the step before (the root before step 0)
-    for step in steps:
-        nodes = []
-        for rank, beam in enumerate(step.beams):
-            nodes.append(len(xs))
-            edges.append((previous[beam.parent], len(xs)))
-            xs.append(step.step + 1)
-            ys.append(rank)
-            # one decimal, so neighbours stay apart; + 0.0 turns a score that rounds to -0.0 into 0.0
-            texts.append(f"{labels[beam.tokens[-1]]}<br>{round(beam.score, 1) + 0.0:.1f}")
-            finished.append(beam.finished)
-            on_best.append(best is not None and list(best[: len(beam.tokens)]) == beam.tokens)
-        previous = nodes
-
-    def lines(pairs: list[tuple[int, int]], name: str, colour: str, width: float) -> dict:
-        """One scatter trace drawing every (parent, child) segment, separated by gaps."""
-        x = [v for a, b in pairs for v in (xs[a], xs[b], None)]
-        y = [v for a, b in pairs for v in (ys[a], ys[b], None)]
-        return dict(
-            type="scatter", x=x, y=y, mode="lines", name=name, line=dict(color=colour, width=width), hoverinfo="skip"
-        )
-
+    tree = _beam_nodes(steps, escape_labels(vocab_tokens), best)
+    on_best = [(a, b) for a, b in tree.edges if tree.on_best[b]]
     traces = [
-        lines(edges, tr.gettext("extends"), "#999999", 1.5),
-        lines([(a, b) for a, b in edges if on_best[b]], tr.gettext("best hypothesis"), BEST_PATH, 4),
+        _edge_lines(tree, tree.edges, tr.gettext("extends"), "#999999", 1.5),
+        _edge_lines(tree, on_best, tr.gettext("best hypothesis"), BEST_PATH, 4),
+        _node_markers(tree, tr.gettext("live"), False, LIVE, "circle"),
+        _node_markers(tree, tr.gettext("finished (EOS)"), True, FINISHED, "square"),
     ]
-    kinds = ((tr.gettext("live"), False, LIVE, "circle"), (tr.gettext("finished (EOS)"), True, FINISHED, "square"))
-    for name, done, colour, symbol in kinds:
-        nodes = [n for n in range(len(xs)) if finished[n] == done]
-        traces.append(
-            dict(
-                type="scatter",
-                x=[xs[n] for n in nodes],
-                y=[ys[n] for n in nodes],
-                text=[texts[n] for n in nodes],
-                name=name,
-                mode="markers+text",
-                textposition="top center",
-                marker=dict(size=16, color=colour, symbol=symbol),
-                hovertemplate="%{text}<extra></extra>",
-            )
-        )
     n_steps, width = len(steps), max(len(step.beams) for step in steps)
     layout = dict(
         xaxis=dict(
