@@ -4,7 +4,7 @@ The public names load on first use (PEP 562), so a module that needs no torch, s
 without it: the app's Home page paints in its reader's language before torch has loaded.
 """
 
-from importlib import import_module
+from .lazy import lazy_exports
 
 _WHERE = {  # public name -> the module that defines it
     "Checkpoint": "checkpoint",
@@ -29,12 +29,4 @@ _WHERE = {  # public name -> the module that defines it
 }
 __all__ = sorted(_WHERE)
 
-
-def __getattr__(name: str) -> object:
-    if name not in _WHERE:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(import_module(f".{_WHERE[name]}", __name__), name)
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *_WHERE})
+__getattr__, __dir__ = lazy_exports(__name__, _WHERE)

@@ -15,7 +15,7 @@ The public names load on first use (PEP 562), as in `transformer`: a Ray proxy p
 `transformer.serving.ray_worker` without torch.
 """
 
-from importlib import import_module
+from ..lazy import lazy_exports
 
 _WHERE = {  # public name -> the module that defines it
     "AddressBusy": "registry",
@@ -36,12 +36,4 @@ _WHERE = {  # public name -> the module that defines it
 }
 __all__ = sorted(_WHERE)
 
-
-def __getattr__(name: str) -> object:
-    if name not in _WHERE:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(import_module(f".{_WHERE[name]}", __name__), name)
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *_WHERE})
+__getattr__, __dir__ = lazy_exports(__name__, _WHERE)
