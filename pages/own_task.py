@@ -14,6 +14,7 @@ from pages.language import _
 from pages.state import flash, show_flashes
 from transformer.classroom import ClassInfo
 from transformer.i18n import N_
+from transformer.limits import MAX_TASK_FILE_BYTES
 from transformer.literal import code_span, markdown_literal
 from transformer.pairs import TaskPairs
 from transformer.task_file import HEADER, read_task_file, read_task_table
@@ -49,7 +50,12 @@ def own_task_input(prefix: str) -> TaskPairs | None:
     st.markdown(_(ABOUT))
     upload_tab, table_tab = st.tabs([_("Upload a file"), _("Type pairs")])
     with upload_tab:
-        upload = st.file_uploader(_("Task file (CSV or TSV)"), type=["csv", "tsv", "txt"], key=f"{prefix}_task_file")
+        upload = st.file_uploader(
+            _("Task file (CSV or TSV, {most} MB at most)", most=MAX_TASK_FILE_BYTES // 2**20),
+            type=["csv", "tsv", "txt"],
+            key=f"{prefix}_task_file",
+            max_upload_size=MAX_TASK_FILE_BYTES // 2**20,
+        )
         if upload is not None and st.session_state.get(f"{prefix}_task_file_read") != upload.file_id:
             st.session_state[f"{prefix}_task_file_read"] = upload.file_id
             _read(prefix, lambda: read_task_file(upload.getvalue(), upload.name))
