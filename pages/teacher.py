@@ -2,7 +2,6 @@
 its link and QR code on the projector, set what it trains (groups that differ in one setting, a question to
 predict), watch every student's run on a live board, and export what the database holds at the click."""
 
-from pages.own_task import class_task_section
 from pages.streamlit_internals import rerun_inside_frame
 
 rerun_inside_frame()  # first of all: see its docstring
@@ -19,6 +18,7 @@ import streamlit as st
 from pages.classes import caller, class_store
 from pages.downloads import csv_download
 from pages.language import _, column_labels, language_param, ngettext, said, session_translator, table_cells
+from pages.own_task import class_task_section
 from pages.report_view import class_reports_download
 from pages.state import flash, show_flashes
 from transformer import settings as spec
