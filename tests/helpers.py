@@ -86,3 +86,16 @@ def random_model(seed: int = 0, **changes) -> Transformer:
 def hooks_left(model: Transformer) -> int:
     """How many forward hooks remain on the model's modules (a probe must remove every hook it adds)."""
     return sum(len(m._forward_hooks) + len(m._forward_pre_hooks) for m in model.modules())
+
+
+def pause_step_and_resume(run: Run) -> None:
+    """Pause a training run, check it holds for a second, Step it by one metric row, then Resume it."""
+    run.pause()
+    wait_until(lambda: run.status == "paused", timeout=30.0)
+    held = run.step
+    time.sleep(1.0)  # held for a second: no step
+    assert run.step == held and run.status == "paused"
+    run.step_row()
+    every = run.train_config.eval_every
+    wait_until(lambda: run.status == "paused" and run.step == (held // every + 1) * every, timeout=30.0)
+    run.resume()

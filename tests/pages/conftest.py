@@ -3,6 +3,9 @@
 import pytest
 from streamlit.runtime.media_file_manager import MediaFileManager
 
+import pages.classes
+import pages.common
+
 
 @pytest.fixture
 def media(monkeypatch) -> dict:
@@ -24,3 +27,15 @@ def media(monkeypatch) -> dict:
     monkeypatch.setattr(MediaFileManager, "add", keep_file)
     monkeypatch.setattr(MediaFileManager, "add_deferred", keep_callable)
     return kept
+
+
+@pytest.fixture
+def class_server(tmp_path, monkeypatch):
+    """A class database and a run registry of the test's own."""
+    monkeypatch.setenv("LAB_DATA_DIR", str(tmp_path))
+    monkeypatch.delenv("LAB_DATABASE_URL", raising=False)
+    for resource in (pages.classes.class_recorder, pages.classes.class_store, pages.common.run_registry):
+        resource.clear()
+    yield
+    for resource in (pages.classes.class_recorder, pages.common.run_registry, pages.classes.class_store):
+        resource.clear()

@@ -21,16 +21,7 @@ GROUPS = Assignment(TINY, frozenset({"lr"}), "positional", (Group("with PE", "si
 TEACHER = Caller(None, "the-teacher's-browser")
 
 
-@pytest.fixture(autouse=True)
-def fresh_server(tmp_path, monkeypatch):
-    """A class database and a run registry of the test's own."""
-    monkeypatch.setenv("LAB_DATA_DIR", str(tmp_path))
-    monkeypatch.delenv("LAB_DATABASE_URL", raising=False)
-    for resource in (pages.classes.class_recorder, pages.classes.class_store, pages.common.run_registry):
-        resource.clear()
-    yield
-    for resource in (pages.classes.class_recorder, pages.common.run_registry, pages.classes.class_store):
-        resource.clear()
+pytestmark = pytest.mark.usefixtures("class_server")  # tests/pages/conftest.py
 
 
 def shown(markdown: str) -> str:

@@ -7,13 +7,12 @@ server training on its own workers. Two replicas writing one PostgreSQL show one
 Fails, rather than skips, in CI without ray: README's test command installs requirements-ray.txt."""
 
 import os
-import time
 
 import pytest
 from sqlalchemy import create_engine
 from sqlalchemy.engine import make_url
 
-from tests.helpers import wait_until
+from tests.helpers import pause_step_and_resume, wait_until
 from tests.serving.test_worker import ENDLESS, ZH, alone, same_weights, settings
 from transformer.classroom import ClassStore
 from transformer.classroom.recorder import ClassRecorder
@@ -112,15 +111,7 @@ def test_pause_step_and_resume_on_the_cluster_end_with_the_weights_of_an_unpause
     registry = replicas[1]
     configs = settings(seed=3, steps=120, early_stop=False)
     run = registry.submit("a", *configs)
-    run.pause()
-    wait_until(lambda: run.status == "paused", timeout=30.0)
-    held = run.step
-    time.sleep(1.0)  # held for a second: no step
-    assert run.step == held and run.status == "paused"
-    run.step_row()
-    every = configs[2].eval_every
-    wait_until(lambda: run.status == "paused" and run.step == (held // every + 1) * every, timeout=30.0)
-    run.resume()
+    pause_step_and_resume(run)
     assert run.wait_until_done(60.0) and run.error is None and run.result.steps == 120
     assert same_weights(run.model(), alone(*configs)[0].model)
 

@@ -4,14 +4,13 @@ translates."""
 
 import signal
 import threading
-import time
 from dataclasses import replace
 from multiprocessing import Pipe
 
 import pytest
 import torch
 
-from tests.helpers import wait_until
+from tests.helpers import pause_step_and_resume, wait_until
 from transformer.i18n import N_, Message, translator
 from transformer.model import ModelConfig
 from transformer.serving import RunRegistry, ServerSettings
@@ -81,15 +80,7 @@ def test_a_run_in_a_worker_is_the_run_its_settings_make_alone_with_another_run_b
 def test_pause_step_and_resume_in_a_worker_end_with_the_weights_of_an_unpaused_run(registry):
     configs = settings(seed=1, steps=150, early_stop=False)
     run = registry.submit("a", *configs)
-    run.pause()
-    wait_until(lambda: run.status == "paused", timeout=30.0)
-    held = run.step
-    time.sleep(1.0)  # held for a second: no step
-    assert run.step == held and run.status == "paused"
-    run.step_row()
-    every = configs[2].eval_every
-    wait_until(lambda: run.status == "paused" and run.step == (held // every + 1) * every, timeout=30.0)
-    run.resume()
+    pause_step_and_resume(run)
     assert run.wait_until_done(60.0)
     assert run.error is None and run.result.steps == 150
     assert same_weights(run.model(), alone(*configs)[0].model)
