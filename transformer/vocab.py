@@ -108,19 +108,21 @@ class Vocab:
         if self.spaces_optional:  # split run-together symbols; anything else stays whole, for the error message
             words = [part for word in words for part in (word if self._run_of_symbols(word) else [word])]
         if not words:
-            raise ValueError(f"enter at least one symbol ({self._allowed})")
+            raise ValueError(Message(N_("enter at least one symbol ({allowed})"), allowed=self._allowed))
         if max_len is not None and len(words) > max_len:
-            raise ValueError(f"input has {len(words)} tokens; the most is {max_len}")
+            too_long = N_("input has {count} tokens; the most is {most}")
+            raise ValueError(Message(too_long, count=len(words), most=max_len))
         ids = []
         for word in words:
             i = self._stoi.get(word)
             if i is None:
-                raise ValueError(
-                    f"unknown symbol {_preview(word)}; use {self._allowed}"
-                    + ("" if self.spaces_optional else ", separated by spaces")
-                )
+                unknown = N_("unknown symbol {symbol}; use {allowed}")
+                if not self.spaces_optional:
+                    unknown = N_("unknown symbol {symbol}; use {allowed}, separated by spaces")
+                raise ValueError(Message(unknown, symbol=_preview(word), allowed=self._allowed))
             if i < N_SPECIAL:
-                raise ValueError(f"{word!r} is a special token; type only symbols ({self._allowed})")
+                special = N_("{token} is a special token; type only symbols ({allowed})")
+                raise ValueError(Message(special, token=repr(word), allowed=self._allowed))
             ids.append(i)
         return ids
 
