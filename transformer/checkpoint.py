@@ -23,6 +23,7 @@ from typing import Any, BinaryIO
 
 import torch
 
+from .i18n import N_, Message
 from .limits import (
     MAX_CHECKPOINT_BYTES,
     MAX_HISTORY_ROWS,
@@ -41,8 +42,7 @@ FORMAT_VERSION = 2  # 2: a task from examples carries its pairs (`DataConfig.pai
 
 _PLAIN_PARTS = ("model_config", "vocab", "task", "history", "train_config", "meta")
 _PARTS = (*_PLAIN_PARTS, "state_dict")
-_NOT_OURS = "not a checkpoint file of this lab (or it is damaged)"
-_CHOOSE = "choose a checkpoint saved by this lab"
+_NOT_OURS = N_("not a checkpoint file of this lab (or it is damaged); choose a checkpoint saved by this lab")
 _LIMIT = f"{MAX_CHECKPOINT_BYTES // 2**20} MB limit for checkpoints"
 
 Source = str | os.PathLike | bytes | bytearray | memoryview | BinaryIO
@@ -128,19 +128,25 @@ def load_checkpoint(source: Source, device: torch.device | str = "cpu") -> Check
     """
     payload = _unpickle(_read(source))
     if not isinstance(payload, dict) or payload.get("format") != FORMAT:
-        raise CheckpointError(f"{_NOT_OURS}: it has no {FORMAT!r} format marker; {_CHOOSE}")
+        no_marker = N_(
+            "not a checkpoint file of this lab (or it is damaged): it has no {marker} format marker; choose a "
+            "checkpoint saved by this lab"
+        )
+        raise CheckpointError(Message(no_marker, marker=repr(FORMAT)))
     version = payload.get("version")
     if type(version) is not int or version < 1:
-        raise CheckpointError(f"checkpoint has an unknown format version {version!r:.20}; {_CHOOSE}")
+        unknown = N_("checkpoint has an unknown format version {version}; choose a checkpoint saved by this lab")
+        raise CheckpointError(Message(unknown, version=repr(version)[:20]))
     if version > FORMAT_VERSION:
-        raise CheckpointError(
-            f"checkpoint format version {version} is newer than this lab reads ({FORMAT_VERSION}); "
-            "upgrade the lab to open it"
+        newer = N_(
+            "checkpoint format version {version} is newer than this lab reads ({ours}); upgrade the lab to open it"
         )
+        raise CheckpointError(Message(newer, version=version, ours=FORMAT_VERSION))
     try:
         checkpoint = _unpack(payload)
     except (TypeError, ValueError, RuntimeError) as e:
-        raise CheckpointError(f"invalid checkpoint: {e}; {_CHOOSE}, or save the model again") from e
+        invalid = N_("invalid checkpoint: {reason}; choose a checkpoint saved by this lab, or save the model again")
+        raise CheckpointError(Message(invalid, reason=e)) from e
     checkpoint.model.to(device)
     return checkpoint
 
@@ -152,7 +158,8 @@ def _read(source: Source) -> bytes:
         return bytes(source)
     if isinstance(source, (str, os.PathLike)):
         if not stat.S_ISREG(os.stat(source).st_mode):  # a folder, a device or a pipe that could block or never end
-            raise CheckpointError(f"{os.fspath(source)!r:.80} is not an ordinary file; {_CHOOSE}")
+            not_a_file = N_("{path} is not an ordinary file; choose a checkpoint saved by this lab")
+            raise CheckpointError(Message(not_a_file, path=repr(os.fspath(source))[:80]))
         with open(source, "rb") as f:
             _check_length(os.fstat(f.fileno()).st_size)
             return _read_limited(f)
@@ -169,7 +176,8 @@ def _read_limited(f: BinaryIO) -> bytes:
 def _check_length(n_bytes: int) -> None:
     """CheckpointError if `n_bytes` is over the size limit."""
     if n_bytes > MAX_CHECKPOINT_BYTES:
-        raise CheckpointError(f"the file is larger than the {_LIMIT}; {_CHOOSE}")
+        too_big = N_("the file is larger than the {mb} MB limit for checkpoints; choose a checkpoint saved by this lab")
+        raise CheckpointError(Message(too_big, mb=MAX_CHECKPOINT_BYTES // 2**20))
 
 
 def _unpickle(data: bytes) -> object:
@@ -178,11 +186,13 @@ def _unpickle(data: bytes) -> object:
         _check_archive(data)
         return torch.load(io.BytesIO(data), map_location="cpu", weights_only=True)
     except pickle.UnpicklingError:
-        raise CheckpointError(
-            f"{_NOT_OURS}: it holds Python objects other than plain data and tensors, which are never loaded; {_CHOOSE}"
-        ) from None
+        objects = N_(
+            "not a checkpoint file of this lab (or it is damaged): it holds Python objects other than plain data and "
+            "tensors, which are never loaded; choose a checkpoint saved by this lab"
+        )
+        raise CheckpointError(objects) from None
     except Exception as e:
-        raise CheckpointError(f"{_NOT_OURS}; {_CHOOSE}") from e
+        raise CheckpointError(_NOT_OURS) from e
 
 
 def _check_archive(data: bytes) -> None:
