@@ -7,7 +7,8 @@
 - `worker_link`: the server's end, `WorkerLink`, which starts a worker, hands it a run, and writes the worker's
   reports into the `Run`;
 - `ray_worker`: the same worker on a Ray cluster (`LAB_RAY_ADDRESS`): an actor that runs the worker's loop, and the
-  proxy process that relays the protocol between the server and it; `ray_link`: what the server asks the cluster;
+  proxy process that relays the protocol between the server and it (`worker_link.cluster_cpus` asks the cluster
+  for its CPUs through it);
 - `registry`: `RunRegistry`, which joins identical runs, queues distinct ones for the training slots, and moves a
   `Chain` of runs (Compare's variants) on by itself.
 
