@@ -1,5 +1,6 @@
 import ast
 import pickle
+import re
 from pathlib import Path
 
 import pytest
@@ -268,3 +269,109 @@ def test_a_message_made_of_a_message_is_that_message():
 def test_the_glossary_names_every_latin_term():
     glossary = (ROOT / "docs" / "zh-CN" / "glossary.md").read_text(encoding="utf-8")
     assert not [term for term in latin_terms() if term not in glossary]
+
+
+# ------------------------------------------------------------------------------- the zh-CN glossary's choices
+
+GLOSSARY = ROOT / "docs" / "zh-CN" / "glossary.md"
+
+
+def rejected_terms() -> list[str]:
+    """The renderings the glossary rejects: the first cell, in backticks, of each row of its 不用的译法 table."""
+    section = GLOSSARY.read_text(encoding="utf-8").split("\n## 不用的译法\n", 1)[1].split("\n## ", 1)[0]
+    return re.findall(r"^\| `([^`]+)` \|", section, flags=re.MULTILINE)
+
+
+def using_rejected_terms(entries: dict, rejected: list[str]) -> list[str]:
+    """`file: msgid -> msgstr` for every translation in `entries` (as po_entries gives) holding a rejected term."""
+    return [
+        f"{file}: {message!r} -> {text!r} uses {term!r}"
+        for message, found in entries.items()
+        for file, text in found
+        for term in rejected
+        if text and term in "".join(text)
+    ]
+
+
+def italics_in(text: str) -> list[str]:
+    """The spans of `text` that Markdown sets in italics (*x* or _x_), code spans left out."""
+    prose = re.sub(r"`[^`]*`", "", text)
+    return re.findall(
+        r"(?<![*\\\w])\*(?![\s*])[^*\n]+?(?<![\s*\\])\*(?![*\w])|(?<![\\\w])_(?!\s)[^_\n]+?(?<!\s)_(?!\w)", prose
+    )
+
+
+def test_the_glossary_rejects_the_data_structure_and_the_drifting_terms():
+    assert {"堆栈", "栈", "预算", "重跑", "对齐度", "假设"} <= set(rejected_terms())
+
+
+def test_the_rejected_term_check_finds_a_rejected_term_in_a_translation():
+    entries = {"Layers per stack": [("app.po", "每个堆栈的层数")], "Time budget (s)": [("app.po", "时间上限（秒）")]}
+    assert using_rejected_terms(entries, ["堆栈", "预算"]) == [
+        "app.po: 'Layers per stack' -> '每个堆栈的层数' uses '堆栈'"
+    ]
+
+
+def test_no_zh_cn_translation_uses_a_term_the_glossary_rejects():
+    found = using_rejected_terms(po_entries("zh-CN"), rejected_terms())
+    assert not found, "see docs/zh-CN/glossary.md, 不用的译法:\n" + "\n".join(found)
+
+
+@pytest.mark.parametrize(
+    "text, spans",
+    [
+        ("按 *开始训练*", ["*开始训练*"]),
+        ("把 _任务_ 设为 sort", ["_任务_"]),
+        ("**当前模型：** 内置模型 reverse", []),
+        ("d_model × √d_k，`mask_padding=False`，`*args*`", []),
+        ("QKᵀ * 2 * 3", []),
+    ],
+)
+def test_the_italics_finder_finds_markdown_emphasis_and_nothing_else(text, spans):
+    assert italics_in(text) == spans
+
+
+def test_no_zh_cn_translation_sets_chinese_in_italics():
+    """Chinese has no italics (a browser slants the glyphs): UI names are quoted “…” or bold."""
+    found = [
+        f"{file}: {message!r} -> {text!r}"
+        for message, entries in po_entries("zh-CN").items()
+        for file, text in entries
+        if text and any(italics_in(form) for form in ([text] if isinstance(text, str) else text))
+    ]
+    assert not found, "\n".join(found)
+
+
+CJK = "\u2e80-\u9fff\u3000-\u303f\uff00-\uffef“”"
+
+
+def prose_lines(markdown: str) -> list[str]:
+    """The lines of `markdown` outside fenced code blocks."""
+    lines, fenced = [], False
+    for line in markdown.splitlines():
+        if line.strip().startswith("```"):
+            fenced = not fenced
+        elif not fenced:
+            lines.append(line)
+    return lines
+
+
+def cjk_line_breaks(markdown: str) -> list[str]:
+    """Soft line breaks between two Chinese characters: a browser draws each as a space."""
+    lines = prose_lines(markdown)
+    return [
+        f"{a.strip()[-8:]}⏎{b.strip()[:8]}"
+        for a, b in zip(lines, lines[1:])
+        if re.search(f"[{CJK}]$", a) and re.match(f"\\s*[{CJK}]", b)
+    ]
+
+
+def test_the_line_break_finder_finds_a_break_between_chinese_characters_only():
+    assert cjk_line_breaks("每一步的\n交叉注意力\n\n段落\n- 列表\n```\n代码\n代码\n```") == ["每一步的⏎交叉注意力"]
+
+
+@pytest.mark.parametrize("doc", sorted((ROOT / "docs" / "zh-CN").glob("*.md")), ids=lambda p: p.name)
+def test_the_chinese_docs_have_no_italics_and_no_line_break_inside_a_chinese_sentence(doc):
+    text = doc.read_text(encoding="utf-8")
+    italics = [span for line in prose_lines(text) for span in italics_in(line)]
+    assert not italics and not cjk_line_breaks(text), (italics, cjk_line_breaks(text))
