@@ -6,6 +6,7 @@ to them when the page is drawn (the run, the length test last run, the seat, the
 """
 
 import logging
+from datetime import datetime, tzinfo
 from functools import partial
 
 import pandas as pd
@@ -14,32 +15,41 @@ from sqlalchemy.exc import SQLAlchemyError
 from torch.nn import Module
 
 from pages.classes import Seat, class_recorder, class_store, seat_in_class
+from pages.common import local_time
 from pages.language import _, session_translator
-from pages.state import CLASS_CODE, RUN, kept_result
+from pages.state import CLASS_CODE, RUN, kept_result, watcher_id
 from transformer.classroom import ClassroomError, ClassStore
 from transformer.classroom.reports import class_part, class_reports_html, record_lengths
 from transformer.i18n import N_, Translator
 from transformer.lengths import LengthReport
+from transformer.limits import MAX_NAME_CHARS
 from transformer.literal import markdown_literal
 from transformer.naming import run_name
-from transformer.report import notice_html, run_report_html
+from transformer.report import notice_html, report_file_name, run_report_html
 from transformer.report_data import gather, length_rows, same_weights
 from transformer.serving import Run
 
 LENGTHS_KEPT = "report_lengths_kept"  # session_state key: the last length test kept with a class report
+REPORT_NAME = "report_name"  # widget key: the name a student outside a class puts on their report
 log = logging.getLogger("transformer.classroom")
 
 
 def report_download(run: Run, seat: Seat | None) -> None:
     """A button that downloads the finished `run`'s lab report, made at the click: with the length test last run on
-    its model, and for a class student their place in the class as the class stands then."""
+    its model, the student's name (a class student's from the class, anyone else's if they give one) and the time,
+    and for a class student their place in the class as the class stands then."""
     tested = kept_result("lengths")
     tested = None if tested is None else (tested.model, tested.value.scores)
-    made = partial(run_report, run, tested, seat, class_store() if seat else None, session_translator())
+    student = seat.student.name if seat else report_name()
+    now = local_time()  # in the browser's time zone: the file names it, and the report says it
+    made = partial(
+        run_report, run, tested, seat, class_store() if seat else None, session_translator(), student, now.tzinfo
+    )
+    name = run_name(run.model_config, run.data_config)
     st.download_button(
         _("Download the lab report (HTML)"),
         made,
-        f"{run_name(run.model_config, run.data_config)}-report.html",
+        report_file_name(name, student, watcher_id(), now),
         "text/html",
         key="download_report",
         on_click="ignore",  # the page stays as it is
@@ -51,21 +61,37 @@ def report_download(run: Run, seat: Seat | None) -> None:
     )
 
 
+def report_name() -> str:
+    """The name a student outside a class gives for their report, kept through the session: printable characters,
+    at most MAX_NAME_CHARS; "" for none."""
+    typed = st.text_input(
+        _("Your name (for the report)"),
+        max_chars=MAX_NAME_CHARS,
+        key=REPORT_NAME,
+        persist_state="session",
+        help=_("Written on the report and in its file's name, so that your teacher knows whose it is."),
+    )
+    return "".join(c for c in typed or "" if c.isprintable()).strip()[:MAX_NAME_CHARS]
+
+
 def run_report(
     run: Run,
     tested: tuple[Module, pd.DataFrame] | None,
     seat: Seat | None,
     store: ClassStore | None,
     tr: Translator,
+    student: str,
+    zone: tzinfo,
 ) -> str:
-    """The run's report as an HTML file; a class that has ended meanwhile leaves the class's part out."""
+    """The run's report as an HTML file, by `student` ("" for no one named) and made now, in `zone`; a class that
+    has ended meanwhile leaves the class's part out."""
     part = None
     if seat is not None and store is not None:
         try:
             part = class_part(store.snapshot(seat.info.code), seat.student)
         except (ClassroomError, SQLAlchemyError) as err:
             log.warning("lab report: the class's part left out: %s", err)
-    return run_report_html(gather(run, tested), tr, part)
+    return run_report_html(gather(run, tested), tr, part, student, datetime.now(zone))
 
 
 def class_reports_download(code: str) -> None:

@@ -15,6 +15,7 @@ from streamlit.testing.v1 import AppTest
 
 from pages.state import FLASHES, RESULTS, ModelResult
 from transformer.model import ModelConfig, Transformer
+from transformer.pairs import TaskPairs
 from transformer.run_configs import run_configs
 from transformer.serving import Run, RunRegistry, ServerSettings
 
@@ -28,12 +29,12 @@ def wait_until(condition: Callable[[], bool], timeout: float = 20.0) -> None:
 
 
 @contextmanager
-def finished_run(**settings) -> Iterator[Run]:
-    """A run of the Train form's `settings` (as a class or the form makes it, recording attention), trained to its
-    end on a registry of its own, in this process; the registry closes after."""
+def finished_run(pairs: TaskPairs | None = None, **settings) -> Iterator[Run]:
+    """A run of the Train form's `settings` (as a class or the form makes it, recording attention), learning the task
+    `pairs` when given, trained to its end on a registry of its own, in this process; the registry closes after."""
     registry = RunRegistry(ServerSettings(training_slots=1, worker_processes=False))
     try:
-        run = registry.submit("tests", *run_configs(settings))
+        run = registry.submit("tests", *run_configs(settings, pairs=pairs))
         deadline = time.monotonic() + 120
         while not run.wait_until_done(0.5):  # watched all along: the registry stops a run nobody watches
             assert time.monotonic() < deadline, "the run did not end in time"
@@ -41,6 +42,18 @@ def finished_run(**settings) -> Iterator[Run]:
         yield run
     finally:
         registry.close()
+
+
+def poll_until_done(at: AppTest, timeout_s: float = 90.0) -> None:
+    """Rerun the page, as its live fragment would, until the session's job has finished."""
+    deadline = time.monotonic() + timeout_s
+    while not at.session_state["run"].done:
+        assert time.monotonic() < deadline, "training did not finish in time"
+        time.sleep(0.3)
+        at.run()
+        assert not at.exception
+    at.run()
+    assert not at.exception
 
 
 def kept(at: AppTest, name: str) -> ModelResult | None:

@@ -6,6 +6,7 @@ import json
 import re
 import string
 from dataclasses import replace
+from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
@@ -15,7 +16,8 @@ from plotly.offline import get_plotlyjs
 from tests.helpers import array, finished_run
 from transformer.i18n import read_catalogue, translator
 from transformer.lengths import score_lengths
-from transformer.report import Section, notice_html, report_html, run_report_html
+from transformer.limits import MAX_NAME_CHARS
+from transformer.report import Section, notice_html, report_file_name, report_html, run_report_html
 from transformer.report_data import ClassPart, Example, gather
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -80,7 +82,7 @@ def test_text_from_students_and_task_files_is_escaped(report):
     "language, words",
     [
         ("en", ["Settings", "Curves", "Attention maps", "Alignment", "Length test"]),
-        ("zh-CN", ["设置", "曲线", "注意力图", "对齐", "长度测试"]),
+        ("zh-CN", ["设置", "曲线", "注意力图", "对齐得分", "长度测试"]),
     ],
 )
 def test_the_report_speaks_the_translator_s_language(report, language, words):
@@ -147,6 +149,33 @@ def test_a_section_without_a_report_says_why(report):
     )
     assert page.count("<h2>") == 2 and "No report yet: not started." in page
     assert page.count('<section class="report"') == 2
+
+
+def test_a_report_says_who_made_it_if_they_gave_their_name_and_when(report):
+    made = datetime(2026, 11, 28, 16, 5, 42, tzinfo=UTC)
+    page = run_report_html(report, ENGLISH, student="张伟 <b>", made=made)
+    assert '<p class="note">Made by 张伟 &lt;b&gt; on 2026-11-28 16:05 UTC.</p>' in page
+    beijing = made.astimezone(timezone(timedelta(hours=8), "CST"))
+    assert "生成于 2026-11-29 00:05 CST。" in run_report_html(report, CHINESE, made=beijing)
+    assert "Made on 2026-11-28 16:05 UTC." in report_html([Section("Ada", report)], ENGLISH, "Lab", made=made)
+
+
+def test_a_report_s_file_name_differs_by_student_browser_and_second_and_cannot_be_a_path():
+    made, run = datetime(2026, 11, 28, 16, 5, 42), "reverse-1to10-d32h4n1-noPE"
+    ada = report_file_name(run, "Ada", "browser-a", made)
+    assert ada.startswith(f"{run}-Ada-") and ada.endswith("-20261128-160542-report.html")
+    names = {
+        ada,
+        report_file_name(run, "张伟", "browser-a", made),
+        report_file_name(run, "", "browser-a", made),
+        report_file_name(run, "", "browser-b", made),
+        report_file_name(run, "Ada", "browser-a", made + timedelta(seconds=1)),
+    }
+    assert len(names) == 5 and "-张伟-" in report_file_name(run, "张伟", "browser-a", made)
+    hostile = report_file_name(run, '../..\\<b> C:"x"|?*\n.', "browser-a", made)
+    assert re.fullmatch(r"[\w-]+\.html", hostile) and "--" not in hostile.replace("-report", "")
+    longest = report_file_name("x" * 160, "𠀀" * MAX_NAME_CHARS, "browser-a", made)  # 4 bytes each in UTF-8
+    assert len(longest.encode()) < 255  # what file systems allow
 
 
 def test_a_notice_is_a_small_file_that_needs_nothing_else():

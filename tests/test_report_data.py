@@ -4,18 +4,25 @@ run's own model only; and JSON that reads back the same and refuses anything els
 
 import json
 from dataclasses import asdict, replace
+from itertools import product
+from types import SimpleNamespace
 
 import pytest
 import torch
 
 import transformer.alignment as alignment
 from tests.helpers import finished_run
+from transformer import settings as spec
 from transformer.checkpoint import checkpoint_bytes, load_checkpoint
 from transformer.lengths import score_lengths
-from transformer.limits import MAX_REPORT_CHARS, MAX_REPORT_WEIGHTS, MAX_RUN_ROWS, MAX_SEQ_LEN
+from transformer.limits import MAX_REPORT_CHARS, MAX_REPORT_WEIGHTS, MAX_RUN_ROWS, MAX_SEQ_LEN, RUN_LIMITS
+from transformer.model import ModelConfig
+from transformer.naming import _switch_names, run_name
+from transformer.pairs import MAX_TASK_NAME_CHARS
 from transformer.recurrent import build_model
 from transformer.report_data import (
     EXAMPLES,
+    MAX_NAME_SHOWN,
     MAX_TEXT,
     AlignmentLine,
     Example,
@@ -64,7 +71,7 @@ def test_its_attention_maps_are_the_probe_s_weights_at_the_last_snapshot(run, re
     probe, source = report.attention, run.data().valid_sources[0]
     S, T = len(source), len(source) + 1  # the decoder reads BOS and the target, as long as the source
     assert probe.step == run.attention[-1]["step"]
-    assert probe.source == [str(s) for s in source] and probe.queries == ["<s>", *map(str, source[::-1])]
+    assert probe.source == [str(s) for s in source] and probe.queries == ["BOS", *map(str, source[::-1])]
     assert list(probe.maps) == ["cross", "encoder", "decoder_self"]  # a small model: every kind fits
     shapes = {"cross": (T, S), "encoder": (S, S), "decoder_self": (T, T)}
     for kind, layers in probe.maps.items():
@@ -128,7 +135,6 @@ def test_json_reads_back_the_same_report(run, report):
         lambda d: json.dumps({**d, "rows": "many"}),
         lambda d: json.dumps({k: v for k, v in d.items() if k != "examples"}),
         lambda d: json.dumps({**d, "examples": [{"source": 1, "target": "", "output": "", "right": True}]}),
-        lambda d: json.dumps({**d, "name": "x" * 1000}),
         lambda d: json.dumps({**d, "rows": d["rows"] * (MAX_RUN_ROWS + 1)}),
         lambda d: json.dumps({**d, "attention": {**d["attention"], "maps": {"cross": [[[0.5, "x"]]]}}}),
         lambda d: json.dumps({**d, "alignment": {**d["alignment"], "steps": d["alignment"]["steps"][:-1]}}),
@@ -138,6 +144,29 @@ def test_json_reads_back_the_same_report(run, report):
 def test_json_that_is_no_report_is_refused_in_a_sentence(report, change):
     with pytest.raises(ValueError, match="lab report|alignment line"):
         from_json(change(json.loads(to_json(report))))
+
+
+def test_text_past_what_a_report_shows_is_cut_with_an_ellipsis_not_refused(report):
+    data = json.loads(to_json(report))
+    data["name"], data["examples"][0]["output"] = "x" * 1000, "y " * MAX_TEXT
+    read = from_json(json.dumps(data))
+    assert read.name == "x" * (MAX_NAME_SHOWN - 1) + "…"
+    assert len(read.examples[0].output) == MAX_TEXT and read.examples[0].output.endswith("…")
+    assert read.examples[1:] == report.examples[1:] and read.rows == report.rows
+
+
+def test_every_run_name_the_lab_makes_is_shown_whole():
+    """The longest: a task's longest name, the longest inputs, the largest model a run may have, every combination of
+    teaching switches, and a number that makes it unique among a session's models."""
+    task = SimpleNamespace(
+        pairs=SimpleNamespace(name="名" * MAX_TASK_NAME_CHARS), min_len=MAX_SEQ_LEN, max_len=MAX_SEQ_LEN
+    )
+    sizes = {name: RUN_LIMITS[name][1] for name in ("d_model", "n_heads", "n_layers")}
+    switches = _switch_names()
+    for values in product(*(spec.setting(name).options for name in switches)):
+        model = ModelConfig(**dict(zip(switches, values)), **sizes)
+        base = run_name(model, task)
+        assert len(run_name(model, task, {base, *(f"{base}-{i}" for i in range(2, 100))})) <= MAX_NAME_SHOWN
 
 
 def test_attention_past_its_bound_is_refused(report):

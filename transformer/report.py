@@ -9,9 +9,12 @@ forbids every request (no CDN, font or image). Every text from students, teacher
 
 from __future__ import annotations
 
+import hashlib
 import html
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
+from datetime import datetime
 
 import pandas as pd
 import plotly.graph_objects as go
@@ -31,6 +34,7 @@ from .report_data import ClassPart, ReportData
 from .tasks import DataConfig, get_task
 
 TEMPLATE = "plotly_white"  # one Plotly template for every figure, written once
+FILE_PART_CHARS = 40  # each part of a report's file name: its run's name, its student's name
 CSP = "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data: blob:"
 STYLE = """
 body { font-family: system-ui, sans-serif; max-width: 1100px; margin: 2em auto; padding: 0 1em; color: #111; }
@@ -115,13 +119,30 @@ class _Page:
         )
 
 
-def run_report_html(report: ReportData, tr: Translator, seat: ClassPart | None = None) -> str:
-    """One run's report as a file, titled by the run's name; `seat`: the student's place in their class."""
-    return report_html([Section("", report, seat)], tr, tr.gettext(N_("Lab report: {name}"), name=report.name))
+def run_report_html(
+    report: ReportData, tr: Translator, seat: ClassPart | None = None, student: str = "", made: datetime | None = None
+) -> str:
+    """One run's report as a file, titled by the run's name; `seat`: the student's place in their class; `student`:
+    the name of the student who made it ("" when they gave none); `made`: when (None: now)."""
+    title = tr.gettext(N_("Lab report: {name}"), name=report.name)
+    return report_html([Section("", report, seat)], tr, title, student, made)
 
 
-def report_html(sections: Sequence[Section], tr: Translator, title: str) -> str:
-    """One HTML file of `sections` under `title`, with a list of them first when there are several."""
+def report_file_name(run: str, student: str, browser: str, made: datetime) -> str:
+    """A report's file name that two students with the same settings do not share: the run's name, the student's
+    name ("" for none), four hex digits of their browser's id (for students who give no name) and the time to the
+    second. Each name is cut to FILE_PART_CHARS and kept to letters (in any script), digits, "_" and "-": no part can
+    be a path."""
+    names = (re.sub(r"[^\w-]+", "-", text)[:FILE_PART_CHARS].strip("-") for text in (run, student))
+    tag = hashlib.sha256(browser.encode()).hexdigest()[:4]
+    return "-".join([*filter(None, names), tag, f"{made:%Y%m%d-%H%M%S}", "report.html"])
+
+
+def report_html(
+    sections: Sequence[Section], tr: Translator, title: str, student: str = "", made: datetime | None = None
+) -> str:
+    """One HTML file of `sections` under `title`, saying who made it (`student`, "" for no one named) and when
+    (`made`; None: now), with a list of the sections first when there are several."""
     page = _Page(tr)
     parts = [_section(page, section, i) for i, section in enumerate(sections)]
     contents = ""
@@ -134,12 +155,23 @@ def report_html(sections: Sequence[Section], tr: Translator, title: str) -> str:
         title,
         f"<script>{get_plotlyjs()}</script>",
         [
+            _byline(tr, student, made or datetime.now().astimezone()),
             contents,
             *parts,
             f'<script type="application/json" id="plotly-template">{template}</script>',
             f"<script>{DRAW}</script>",
         ],
     )
+
+
+def _byline(tr: Translator, student: str, made: datetime) -> str:
+    """Who made the file, if they gave their name, and when, to the minute, in `made`'s time zone."""
+    date = f"{made:%Y-%m-%d %H:%M %Z}".strip()
+    if student:
+        line = tr.gettext(N_("Made by {name} on {date}."), name=student, date=date)
+    else:
+        line = tr.gettext(N_("Made on {date}."), date=date)
+    return f'<p class="note">{escaped(line)}</p>'
 
 
 def notice_html(tr: Translator, title: str, message: str) -> str:
@@ -192,7 +224,7 @@ def _class_part(page: _Page, seat: ClassPart) -> str:
     rows = [
         (page.t(N_("Class")), escaped(seat.title)),
         (page.t(N_("Student")), escaped(seat.student)),
-        (page.t(N_("Group")), escaped(seat.group) if seat.group else page.t(N_("no groups"))),
+        (page.t(N_("Group")), page.t(seat.group) if seat.group else page.t(N_("no groups"))),  # a value's words
     ]
     if seat.question is not None:
         rows += [

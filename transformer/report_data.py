@@ -3,7 +3,7 @@ result, held-out examples with the model's answers, the first held-out input's a
 alignment over the run, and the length test run on the run's model; and a class student's place in the class.
 
 `gather` reads them from a run; `to_json` and `from_json` keep them within MAX_REPORT_CHARS, the attention maps
-within MAX_REPORT_WEIGHTS numbers.
+within MAX_REPORT_WEIGHTS numbers; `from_json` cuts a text past its bound (a name, an example) rather than refuse it.
 """
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ from .training import METRIC_COLUMNS, smoothed_loss_floor
 KINDS = ("cross", "encoder", "decoder_self")  # the attention a report keeps, as much as fits, in this order
 EXAMPLES = 5  # held-out examples a report shows
 MAX_TEXT = (MAX_SEQ_LEN + 1) * (MAX_SYMBOL_CHARS + 1)  # a sequence written out, EOS included
+MAX_NAME_SHOWN = 160  # a run's name as a report shows it: more than `naming.run_name` makes from any task's name
 
 
 @dataclass(frozen=True)
@@ -243,7 +244,7 @@ def from_json(text: str) -> ReportData:
     try:
         data = json.loads(text)
         return ReportData(
-            name=_text(data["name"], MAX_LABEL_CHARS),
+            name=_text(data["name"], MAX_NAME_SHOWN),
             settings=_settings(data["settings"]),
             step=_count(data["step"]),
             result=None if data["result"] is None else _result(data["result"]),
@@ -321,9 +322,11 @@ def _list(value: Any, longest: int) -> list:
 
 
 def _text(value: Any, longest: int) -> str:
-    if not isinstance(value, str) or len(value) > longest:
-        raise TypeError(f"expected text of at most {longest} characters")
-    return value
+    """Text as a report shows it: cut to `longest` characters, the last an ellipsis, when longer (a bound on what is
+    shown never refuses the report). TypeError on anything but text."""
+    if not isinstance(value, str):
+        raise TypeError("expected text")
+    return value if len(value) <= longest else value[: longest - 1] + "…"
 
 
 def _count(value: Any) -> int:

@@ -81,7 +81,7 @@ def download(page, key: str) -> list[dict]:
     """Click the download button with this key; the rows of the CSV file it gives."""
     with page.expect_download() as download:
         button(page, key).click()
-    with open(download.value.path(), newline="") as file:
+    with open(download.value.path(), newline="", encoding="utf-8-sig") as file:
         return list(csv.DictReader(file))
 
 

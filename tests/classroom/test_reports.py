@@ -2,6 +2,8 @@
 beside them until the next run's report, shown to the teacher only beside the run the board shows ended, gone with
 the class, and a table an older database gains; a student's place in the class as measured."""
 
+from itertools import product
+
 import pytest
 from sqlalchemy import inspect, select
 
@@ -19,6 +21,8 @@ from transformer.classroom.reports import (
 from transformer.classroom.store import UnknownClass
 from transformer.i18n import translator
 from transformer.lengths import score_lengths
+from transformer.limits import MAX_LABEL_CHARS
+from transformer.pairs import pairs_from_rows, task_name
 from transformer.report_data import from_json, gather, length_rows, to_json
 
 ENGLISH = translator("en")
@@ -69,6 +73,22 @@ def test_a_length_test_joins_the_report_until_the_next_run_s_report_replaces_bot
     record_run_report(store, ada, second)
     kept = kept_reports(store, [ada.id])[ada.id]
     assert kept.lengths is None and kept.settings["seed"] == 1
+
+
+def test_a_no_pe_student_on_the_class_s_own_task_from_a_long_file_name_is_in_the_teacher_s_file(store):
+    """Her run's name ("<file name>-2to2-d32h4n1-noPE") is longer than a group's label: her report is kept whole."""
+    rows = [(f"line {i}", f"{a} {b}", f"{a} {a} {b} {b}") for i, (a, b) in enumerate(product("abc", repeat=2), 1)]
+    pairs = pairs_from_rows(rows, task_name("doubled words, lesson 7.csv"))
+    code, _ = store.create_class("Lab 1")
+    ada = store.join(code, "browser-a", "Ada")
+    with finished_run(pairs, positional="none", steps=30) as run:
+        recorder = ClassRecorder(store, lambda run: None, every_s=0.1)
+        recorder.follow(ada, run)  # an ended run: its report and final state are written at once
+        recorder.close()
+        name = gather(run).name
+    assert len(name) > MAX_LABEL_CHARS and name.endswith("-noPE") and kept_reports(store, [ada.id])[ada.id].name == name
+    page = class_reports_html(store, code, ENGLISH)
+    assert "No report yet" not in page and page.count("<h3>Settings</h3>") == 1
 
 
 def test_the_teacher_s_file_shows_a_report_only_beside_the_run_the_board_shows_ended(store, runs):

@@ -1,17 +1,20 @@
 """The lab report on the pages: Train offers a finished run's report, made at the click with the student's place in
-their class and the length test they ran on the run's model (kept with their class report too); Teacher offers every
-student's report in one file, and a file that says why when the class has ended."""
+their class and the length test they ran on the run's model (kept with their class report too), and their name and
+the time, under a file name of their own; Teacher offers every student's report in one file, and a file that says why
+when the class has ended."""
 
 import pytest
+from streamlit.runtime.media_file_manager import MediaFileManager
 from streamlit.testing.v1 import AppTest
 
 import pages.classes
 import pages.common
-from pages.report_view import class_reports
-from tests.pages.test_train import poll_until_done
+from pages.report_view import REPORT_NAME, class_reports
+from tests.pages.test_train import open_train, poll_until_done, start
 from transformer.classroom import Assignment, Caller, Group
 from transformer.classroom.reports import kept_reports
 from transformer.i18n import translator
+from transformer.naming import run_name
 
 TINY = {"task": "reverse", "min_len": 3, "max_len": 3, "steps": 30}
 GROUPS = Assignment(TINY, frozenset(), "positional", (Group("with PE", "sinusoidal"), Group("no PE", "none")))
@@ -23,6 +26,20 @@ pytestmark = pytest.mark.usefixtures("class_server")  # tests/pages/conftest.py
 
 def buttons(at: AppTest) -> dict:
     return {b.proto.label: b.proto for b in at.get("download_button")}
+
+
+@pytest.fixture
+def file_names(media, monkeypatch) -> dict:
+    """Each download button's file name, by its deferred file id."""
+    names, add_deferred = {}, MediaFileManager.add_deferred  # `media`'s, which keeps the callable
+
+    def keep_name(self, data_callable, mimetype, coordinates, file_name=None, **kwargs):
+        file_id = add_deferred(self, data_callable, mimetype, coordinates, file_name, **kwargs)
+        names[file_id] = file_name
+        return file_id
+
+    monkeypatch.setattr(MediaFileManager, "add_deferred", keep_name)
+    return names
 
 
 def a_student_s_finished_run() -> tuple[AppTest, str, str]:
@@ -45,13 +62,22 @@ def a_student_s_finished_run() -> tuple[AppTest, str, str]:
     return at, code, key
 
 
-def test_a_class_student_s_report_holds_their_place_and_the_length_test_of_their_run(media):
+def test_a_class_student_s_report_holds_their_place_and_the_length_test_of_their_run(media, file_names):
     at, code, key = a_student_s_finished_run()
     button = buttons(at)["Download the lab report (HTML)"]
     assert button.ignore_rerun and not button.url  # made at the click; the page stays as it is
+    assert "-Ada-b-" in file_names[button.deferred_file_id]  # the name they joined with: no other asked for
+    assert REPORT_NAME not in {text.key for text in at.text_input}
     page = media[button.deferred_file_id]()
     assert page.startswith("<!DOCTYPE html>") and "<h3>In the class</h3>" in page
-    for text in ("Period 3", "Ada &lt;b&gt;", "with PE", "Without positional encoding", "later"):
+    for text in (
+        "Period 3",
+        "Ada &lt;b&gt;",
+        "with PE",
+        "Without positional encoding",
+        "later",
+        "Made by Ada &lt;b&gt;",
+    ):
         assert text in page
     assert "No length test was run on this model" in page
 
@@ -63,6 +89,24 @@ def test_a_class_student_s_report_holds_their_place_and_the_length_test_of_their
     at.switch_page("pages/train.py").run()
     page = media[buttons(at)["Download the lab report (HTML)"].deferred_file_id]()
     assert "At lengths it trained on (3)" in page and "No length test was run" not in page
+
+
+def test_two_students_outside_a_class_with_the_same_run_download_their_own_named_files(media, file_names):
+    ada, other = open_train(), open_train()
+    for at in (ada, other):
+        start(at, **TINY)  # the same settings: the same run
+        poll_until_done(at)
+    assert ada.session_state["run"] is other.session_state["run"]
+    ada.text_input(key=REPORT_NAME).set_value(" 张伟 <b> ").run()
+    ada.switch_page("pages/lengths.py").run()
+    ada.switch_page("pages/train.py").run()  # the name is kept through the visit
+    assert ada.text_input(key=REPORT_NAME).value == " 张伟 <b> " and not ada.exception
+    theirs = {at: buttons(at)["Download the lab report (HTML)"].deferred_file_id for at in (ada, other)}
+    name = run_name(ada.session_state["run"].model_config, ada.session_state["run"].data_config)
+    assert file_names[theirs[ada]].startswith(f"{name}-张伟-b-") and file_names[theirs[other]].startswith(f"{name}-")
+    assert file_names[theirs[ada]] != file_names[theirs[other]]
+    assert "Made by 张伟 &lt;b&gt; on 20" in media[theirs[ada]]()
+    assert "Made on 20" in media[theirs[other]]()
 
 
 def test_the_teacher_downloads_every_student_s_report_in_one_file(media):
