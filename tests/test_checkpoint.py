@@ -1,3 +1,4 @@
+import gc
 import io
 import os
 import pickle
@@ -11,6 +12,7 @@ import pytest
 import torch
 
 import transformer.checkpoint as ckpt
+from tests.test_pairs import largest_pairs
 from transformer.checkpoint import (
     FORMAT_VERSION,
     MAX_CHECKPOINT_BYTES,
@@ -21,7 +23,7 @@ from transformer.checkpoint import (
 )
 from transformer.cli import main
 from transformer.model import ModelConfig, Transformer
-from transformer.pairs import pairs_from_rows
+from transformer.pairs import TaskPairs, pairs_from_rows
 from transformer.tasks import DataConfig
 from transformer.vocab import Vocab
 
@@ -505,6 +507,15 @@ def test_a_task_from_examples_travels_with_its_pairs_and_the_rest_stay_readable_
     assert load_checkpoint(real_bytes()).task == TASK
 
 
+@cache
+def largest_checkpoint() -> tuple[bytes, DataConfig, Vocab]:
+    """A checkpoint carrying the largest task a task file may hold (`largest_pairs`: 1 MB of 64-symbol pairs)."""
+    task = DataConfig.from_pairs(largest_pairs())
+    vocab = Vocab(task.pairs.symbols)
+    model = make_model(vocab_size=len(vocab), max_len=task.max_len + 1)
+    return checkpoint_bytes(model, vocab, task), task, vocab
+
+
 def pairs_tampered(change) -> bytes:
     content = torch.load(io.BytesIO(examples_checkpoint()[0]), weights_only=True)
     change(content["task"]["pairs"])
@@ -525,3 +536,17 @@ def pairs_tampered(change) -> bytes:
 def test_pairs_in_a_checkpoint_are_checked_before_anything_is_built(change, message):
     with pytest.raises(CheckpointError, match=message):
         load_checkpoint(pairs_tampered(change))
+
+
+def test_a_file_loaded_again_while_held_reuses_its_parsed_pairs(monkeypatch):
+    data, task, _ = largest_checkpoint()
+    parsed, real = [], TaskPairs.from_dict
+    monkeypatch.setattr(TaskPairs, "from_dict", lambda d: parsed.append(1) or real(d))
+    first = load_checkpoint(data)
+    again = load_checkpoint(io.BytesIO(data))  # the Checkpoints page lists a session's files on every visit
+    assert len(parsed) == 1 and again.task is first.task and first.task == task
+    assert again.model is not first.model  # each load builds its own model
+    del first, again
+    gc.collect()
+    load_checkpoint(data)  # no load holds it any more: parsed again, never kept for nobody
+    assert len(parsed) == 2

@@ -8,6 +8,8 @@ from pathlib import Path
 import pytest
 import torch
 
+import transformer.pairs as pairs_module
+from tests.test_checkpoint import largest_checkpoint
 from tests.test_cli import one_thread, run  # noqa: F401 (one_thread: an autouse fixture, one torch thread per command)
 from transformer.checkpoint import load_checkpoint
 from transformer.cli import main
@@ -374,3 +376,16 @@ def test_ablate_bad_ablation_is_a_usage_error(capsys):
     assert main(["ablate", str(REVERSE), "--ablation", "half"]) == 2
     err = capsys.readouterr().err
     assert "invalid choice: 'half'" in err and len(err.strip().splitlines()) == 1
+
+
+def test_the_largest_task_from_examples_is_scored_as_a_named_task_of_its_lengths_and_never_parsed_again(monkeypatch):
+    data, task, vocab = largest_checkpoint()
+    loaded = load_checkpoint(data)
+    named = DataConfig("reverse", task.max_len, task.max_len, task.n_symbols)
+    own, same_lengths = TaskData(loaded.task, vocab), TaskData(named)
+    assert own.valid.src.size(1) == same_lengths.valid.src.size(1) and len(own.valid_sources) <= named.n_valid
+    assert sample_size(loaded.model, own.valid) == sample_size(loaded.model, same_lengths.valid)
+    built = []
+    monkeypatch.setattr(pairs_module.PairsTask, "__init__", lambda *_: built.append(1))
+    grid = knockout_grid(loaded.model, vocab, loaded.task, n=1)
+    assert grid.n == 1 and not built  # the pairs were parsed and encoded once, by the load

@@ -1,9 +1,16 @@
 """A task from examples: its pairs, vocabulary and held-out split, and its bounds wherever it comes from."""
 
+import random
+from dataclasses import replace
+from functools import cache
+from string import ascii_letters, digits
+
 import pytest
 
-from transformer.limits import MAX_SEQ_LEN, MAX_SYMBOLS, MAX_TASK_PAIRS, MIN_TASK_PAIRS
+import transformer.pairs as pairs_module
+from transformer.limits import MAX_SEQ_LEN, MAX_SYMBOLS, MAX_TASK_FILE_BYTES, MAX_TASK_PAIRS, MIN_TASK_PAIRS
 from transformer.pairs import HELD_OUT_EVERY, TaskPairs, pairs_from_rows, split_pairs, task_name
+from transformer.tasks import DataConfig, TaskData, longest_sequence, task_of
 
 
 def rows(pairs: list[tuple[str, str]]) -> list[tuple[str, str, str]]:
@@ -45,7 +52,7 @@ def test_a_pair_given_twice_counts_once_and_a_source_with_two_targets_is_refused
         ([*WORDS, ("one", "   ")], "line 7: the target is empty"),
         ([*WORDS, ("one " * (MAX_SEQ_LEN + 1), "1")], f"line 7: the source has {MAX_SEQ_LEN + 1} symbols"),
         ([*WORDS, ("x" * 17, "1")], "line 7: symbol 'xxxxx.*longer than 16"),
-        ([*WORDS, ("<s>", "1")], "line 7: symbol '<s>' is reserved"),
+        ([*WORDS, ("BOS", "1")], "line 7: symbol 'BOS' is reserved"),
         ([*WORDS, ("a\x07b", "1")], "line 7: .*control characters"),
     ],
 )
@@ -109,3 +116,38 @@ def test_split_holds_out_at_least_one_pair():
 def test_task_names_are_printable_text(text, name):
     assert task_name(text) == name
     assert len(task_name("x" * 100)) == 40
+
+
+@cache
+def largest_pairs(length: int = MAX_SEQ_LEN) -> TaskPairs:
+    """A task as large as a task file may be: pairs of `length` one-character symbols (a source and its reverse), as
+    many as MAX_TASK_FILE_BYTES of text and MAX_TASK_PAIRS allow."""
+    rng, size, found = random.Random(0), 0, []
+    while len(found) < MAX_TASK_PAIRS:
+        source = " ".join(rng.choice(ascii_letters + digits) for _ in range(length))
+        if (size := size + 2 * len(source) + 2) > MAX_TASK_FILE_BYTES:  # a line: source, comma, target, newline
+            break
+        found.append((source, source[::-1]))
+    return split_pairs("largest.csv", tuple(dict.fromkeys(c for s, _ in found for c in s.split(" "))), found)
+
+
+def test_the_task_of_pairs_is_built_once_and_every_reader_shares_it(monkeypatch):
+    built, real = [], pairs_module.PairsTask.__init__
+    monkeypatch.setattr(pairs_module.PairsTask, "__init__", lambda self, p: built.append(1) or real(self, p))
+    config = DataConfig.from_pairs(largest_pairs())  # checked against its task: built here, once
+    assert len(built) == 1
+    source = TaskData(config).valid_sources[0]
+    longest_sequence(config), task_of(replace(config, seed=4)).target(source, config.n_symbols)
+    assert len(built) == 1 and task_of(config) is config.pairs.task
+
+
+def test_a_large_task_scores_as_many_held_out_pairs_as_a_named_task_of_its_lengths():
+    """Scoring at a run's end, its metric rows, Knockout and Decoding read the held-out batch: for the largest task
+    it is the one of a named task at the same lengths (DataConfig.n_valid spread over the held-out pairs)."""
+    pairs = largest_pairs(24)  # 10,000 pairs, 2,000 of them held out
+    own, named = TaskData(DataConfig.from_pairs(pairs)), TaskData(DataConfig("reverse", 24, 24, 62))
+    assert len(pairs.held_out) > DataConfig.n_valid
+    assert own.valid.src.shape == named.valid.src.shape and own.valid.tgt_out.shape == named.valid.tgt_out.shape
+    held_out, trained = {s for s, _ in pairs.held_out}, {s for s, _ in pairs.train}
+    scored = {own.vocab.decode([i + 3 for i in s]) for s in own.valid_sources}
+    assert len(scored) == DataConfig.n_valid and scored <= held_out and not scored & trained

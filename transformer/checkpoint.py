@@ -9,11 +9,13 @@ CheckpointError whose message says why.
 
 from __future__ import annotations
 
+import hashlib
 import io
 import os
 import pickle
 import stat
 import tempfile
+import weakref
 import zipfile
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
@@ -40,6 +42,9 @@ from .vocab import N_SPECIAL, Vocab
 FORMAT = "transformer-lab"
 FORMAT_VERSION = 2  # 2: a task from examples carries its pairs (`DataConfig.pairs`); other checkpoints are still 1
 
+# The task of each checkpoint file loaded and still held somewhere, by the SHA-256 of the file's bytes: the same file
+# loaded again (the Checkpoints page lists a session's files on every visit) reuses its parsed task, pairs and all.
+_TASKS: weakref.WeakValueDictionary[bytes, DataConfig] = weakref.WeakValueDictionary()
 _PLAIN_PARTS = ("model_config", "vocab", "task", "history", "train_config", "meta")
 _PARTS = (*_PLAIN_PARTS, "state_dict")
 _NOT_OURS = N_("not a checkpoint file of this lab (or it is damaged); choose a checkpoint saved by this lab")
@@ -126,7 +131,8 @@ def load_checkpoint(source: Source, device: torch.device | str = "cpu") -> Check
 
     CheckpointError for anything that is not a valid checkpoint of this lab. No code in the file ever runs.
     """
-    payload = _unpickle(_read(source))
+    data = _read(source)
+    payload = _unpickle(data)
     if not isinstance(payload, dict) or payload.get("format") != FORMAT:
         no_marker = N_(
             "not a checkpoint file of this lab (or it is damaged): it has no {marker} format marker; choose a "
@@ -143,7 +149,7 @@ def load_checkpoint(source: Source, device: torch.device | str = "cpu") -> Check
         )
         raise CheckpointError(Message(newer, version=version, ours=FORMAT_VERSION))
     try:
-        checkpoint = _unpack(payload)
+        checkpoint = _unpack(payload, hashlib.sha256(data).digest())
     except (TypeError, ValueError, RuntimeError) as e:
         invalid = N_("invalid checkpoint: {reason}; choose a checkpoint saved by this lab, or save the model again")
         raise CheckpointError(Message(invalid, reason=e)) from e
@@ -206,8 +212,9 @@ def _check_archive(data: bytes) -> None:
         raise ValueError("compressed archive")
 
 
-def _unpack(payload: dict) -> Checkpoint:
-    """The checkpoint in a loaded payload, each part checked before the model is built (ValueError if not valid)."""
+def _unpack(payload: dict, digest: bytes) -> Checkpoint:
+    """The checkpoint in a loaded payload, each part checked before the model is built (ValueError if not valid);
+    `digest` is the SHA-256 of the file's bytes, which its task is cached by (`_TASKS`)."""
     check_keys(payload.keys() - {"format", "version"}, _PARTS, "checkpoint")
     _check_plain_parts(payload)
     config = config_from(ModelConfig, {"architecture": "transformer", **payload["model_config"]}, "model_config")
@@ -216,7 +223,7 @@ def _unpack(payload: dict) -> Checkpoint:
             f"it holds a recurrent model ({config.architecture}), and the lab's pages read Transformers only"
         )
     check_model_size(config)
-    task = _task_from(payload["task"])
+    task = _TASKS.get(digest) or _task_from(payload["task"])
     vocab = Vocab.from_dict(payload["vocab"])
     _check_consistent(config, vocab, task)
     _check_stored(payload["state_dict"], config)
@@ -224,6 +231,7 @@ def _unpack(payload: dict) -> Checkpoint:
     _check_weights(model, payload["state_dict"])
     model.load_state_dict(payload["state_dict"], strict=True)
     _check_outputs(model.eval(), task)
+    _TASKS[digest] = task
     return Checkpoint(model, vocab, config, task, payload["history"], payload["train_config"], payload["meta"])
 
 

@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import random
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
+from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 import torch
@@ -52,34 +53,43 @@ class TaskPairs:
 
     def __post_init__(self) -> None:
         _check_sizes(self.name, self.symbols, self.train, self.held_out)
-        vocab = Vocab(self.symbols)
-        sources = set()
+        known = set(Vocab(self.symbols).symbols)
+        sources, used = set(), set()
         for source, target in (*self.train, *self.held_out):
             for text in (source, target):
                 words = text.split(" ")
-                if not 1 <= len(words) <= MAX_SEQ_LEN or any(w not in vocab.symbols for w in words):
+                if not 1 <= len(words) <= MAX_SEQ_LEN or not known.issuperset(words):
                     raise ValueError(f"a pair holds {text[:40]!r}, not 1 to {MAX_SEQ_LEN} symbols of its vocabulary")
+                used.update(words)
             if source in sources:
                 raise ValueError(f"the source {source[:40]!r} is given twice")
             sources.add(source)
-        used = {w for pair in (*self.train, *self.held_out) for text in pair for w in text.split(" ")}
         if len(used) < len(self.symbols):
             raise ValueError("the vocabulary holds symbols no pair uses")
 
-    @property
+    @cached_property
     def min_len(self) -> int:
         """The shortest source, in symbols."""
         return min(len(source.split(" ")) for source, _ in (*self.train, *self.held_out))
 
-    @property
+    @cached_property
     def max_len(self) -> int:
         """The longest source, in symbols."""
         return max(len(source.split(" ")) for source, _ in (*self.train, *self.held_out))
 
-    @property
+    @cached_property
     def longest_target(self) -> int:
         """The longest target, in symbols."""
         return max(len(target.split(" ")) for _, target in (*self.train, *self.held_out))
+
+    @cached_property
+    def task(self) -> PairsTask:
+        """The task these pairs make, built once per TaskPairs (`tasks.task_of` reads it)."""
+        return PairsTask(self)
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Its fields only, for pickle and copy: what the cached properties above hold is rebuilt where needed."""
+        return {f.name: getattr(self, f.name) for f in fields(self)}
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-able form; inverse of `from_dict`."""
@@ -200,11 +210,13 @@ class PairsTask:
     def __init__(self, pairs: TaskPairs):
         self.pairs, self.vocab = pairs, Vocab(pairs.symbols)
         self.lengths = range(pairs.min_len, pairs.max_len + 1)
+        self._index = {symbol: i for i, symbol in enumerate(pairs.symbols)}
         self.train = [self._indices(source) for source, _ in pairs.train]
         self.targets = {tuple(self._indices(s)): self._indices(t) for s, t in (*pairs.train, *pairs.held_out)}
 
     def _indices(self, text: str) -> list[int]:
-        return [self.vocab.symbol_index(i) for i in self.vocab.encode(text)]
+        """The symbol indices of a pair's text (its symbols joined by single spaces, as `TaskPairs` checked)."""
+        return [self._index[symbol] for symbol in text.split(" ")]
 
     def symbols(self, n_symbols: int) -> tuple[str, ...]:
         return self.pairs.symbols
@@ -229,7 +241,12 @@ class PairsTask:
             raise ValueError("a task from examples takes its lengths, symbols and held-out set from its pairs")
 
     def held_out(self, config: DataConfig, generator: torch.Generator) -> list[list[int]]:
-        return [self._indices(source) for source, _ in self.pairs.held_out]
+        """The held-out pairs' sources, or, past as many as a task chosen by name holds out (`DataConfig.n_valid`'s
+        default), that many spread evenly over them: scoring costs what it costs for such a task of these lengths.
+        Training still never draws any held-out pair."""
+        held, most = self.pairs.held_out, type(config).n_valid
+        scored = held if len(held) <= most else [held[i * len(held) // most] for i in range(most)]
+        return [self._indices(source) for source, _ in scored]
 
     def sample(self, config: DataConfig, n: int, generator: torch.Generator, held_out: set) -> list[list[int]]:
         return [self.train[i] for i in torch.randint(len(self.train), (n,), generator=generator).tolist()]

@@ -223,7 +223,7 @@ class DataConfig:
 
 def task_of(config: DataConfig) -> Task | PairsTask:
     """The task `config` names, or its task from examples."""
-    return PairsTask(config.pairs) if config.pairs is not None else get_task(config.task)
+    return config.pairs.task if config.pairs is not None else get_task(config.task)
 
 
 def longest_sequence(config: DataConfig) -> int:

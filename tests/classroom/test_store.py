@@ -2,6 +2,7 @@
 retention and the schema's versions. On SQLite in a temporary folder, and on PostgreSQL (`postgres_url`: the one
 LAB_TEST_DATABASE_URL names, or Debian's cluster started by the tests)."""
 
+import hashlib
 import math
 import re
 import threading
@@ -13,6 +14,7 @@ import pytest
 from sqlalchemy import Column, DateTime, Index, MetaData, Table, create_engine, func, inspect, select
 from sqlalchemy.engine import make_url
 
+import transformer.classroom.rows as rows
 import transformer.classroom.schema as schema
 import transformer.classroom.store as store_module
 import transformer.classroom.throttle as throttle
@@ -256,8 +258,16 @@ def test_a_burst_of_wrong_keys_runs_a_bounded_number_of_key_checks(store, monkey
             running[0] -= 1
 
     monkeypatch.setattr(store_module, "key_matches", counted)
+    hashing_threads, callers, real_scrypt = set(), set(), hashlib.scrypt
+
+    def scrypt(*args, **kwargs):
+        hashing_threads.add(threading.get_ident())
+        return real_scrypt(*args, **kwargs)
+
+    monkeypatch.setattr(hashlib, "scrypt", scrypt)
 
     def guess(_: int) -> str:
+        callers.add(threading.get_ident())
         try:
             store.open_board(code, "guess", STUDENT)
         except ClassroomError as err:
@@ -268,6 +278,7 @@ def test_a_burst_of_wrong_keys_runs_a_bounded_number_of_key_checks(store, monkey
         answers = list(pool.map(guess, range(40)))
     most, _ = WRONG_KEYS_PER_BROWSER
     assert len(checks) == most and most_at_once[0] == 1  # 40 at once: 5 scrypt checks, one at a time
+    assert len(hashing_threads) == 1 and not hashing_threads & callers  # all on one thread: one malloc arena
     assert answers.count("WrongKey") == most and answers.count("TooManyAttempts") == 40 - most
     assert store.open_board(code, key, TEACHER).info.title == "A"
 
@@ -657,8 +668,24 @@ def test_a_version_3_database_is_brought_to_version_4_and_keeps_its_classes(url,
         conn.execute(schema.schema_version.delete().where(schema.schema_version.c.version == 4))
     opened.close()
     reopened = ClassStore(url, clock)
-    assert reopened.version == len(schema.MIGRATIONS) == 4
+    assert reopened.version == len(schema.MIGRATIONS)
     assert reopened.class_info(code).title == "Before tasks" and reopened.class_info(code).task is None
     reopened.set_task(code, key, class_task())
     assert reopened.class_info(code).task == class_task()
+    reopened.close()
+
+
+def test_a_version_4_database_keeps_its_classes_tasks_with_their_digest(url, clock, monkeypatch):
+    opened = ClassStore(url, clock)
+    (code, key), (plain, _) = opened.create_class("Own task"), opened.create_class("No task")
+    opened.set_task(code, key, class_task("kept before digests"))
+    with opened.engine.begin() as conn:  # back to version 4's tables
+        conn.exec_driver_sql("ALTER TABLE classes DROP COLUMN task_hash")
+        conn.execute(schema.schema_version.delete().where(schema.schema_version.c.version == 5))
+    opened.close()
+    monkeypatch.setattr(rows, "PARSED_TASKS", rows.ParsedTasks(rows.TASKS_KEPT))  # a server started afresh
+    reopened = ClassStore(url, clock)
+    assert reopened.version == len(schema.MIGRATIONS)
+    assert reopened.class_info(code).task == class_task("kept before digests")
+    assert reopened.class_info(plain).task is None
     reopened.close()

@@ -62,7 +62,7 @@ def test_two_variants_train_from_the_same_seed_on_the_same_data(tiny_run):
     batches = [Trainer(*TINY.configs(value)).data.train_batch(16) for value in TINY.values]
     assert torch.equal(batches[0].src, batches[1].src)
     probe = tiny_run.probe_src
-    assert tiny_run.probe_tgt == ["<s>", *probe[::-1]]  # reverse: BOS, then the probe backwards
+    assert tiny_run.probe_tgt == ["BOS", *probe[::-1]]  # reverse: BOS, then the probe backwards
     assert len(tiny_run.variants[1].cross[0][0][0]) == len(probe) + 1  # query rows: BOS + target
 
 
@@ -86,7 +86,7 @@ def test_a_live_experiment_trains_the_variants_in_turn_with_no_page_polling(regi
     run = live.so_far()
     assert not live.error and len(live.chain.runs) == 2
     assert [v.result["steps"] for v in run.variants] == [10, 10] and live.progress() == (20, 20)
-    assert run.probe_tgt == ["<s>", *run.probe_src[::-1]]
+    assert run.probe_tgt == ["BOS", *run.probe_src[::-1]]
 
 
 def test_identical_reruns_share_their_variants_and_distinct_ones_queue_for_the_slot(registry):
@@ -308,4 +308,15 @@ def test_a_file_whose_variants_would_crowd_the_server_memory_is_refused_before_a
     document["experiment"]["train"]["batch_size"] = 256
     document["experiment"]["data"]["max_len"] = 24
     with pytest.raises(ValueError, match="MB of activations"):
+        experiment_from_json(json.dumps(document))
+
+
+def test_the_memory_of_a_file_s_variants_is_checked_at_their_longest_sequence_as_run_configs_checks():
+    document = json.loads(result_path("layers").read_text())  # the variants have 1 and 2 layers
+    document["experiment"]["data"].update(min_len=1, max_len=32)
+    document["experiment"]["model"]["max_len"] = 65
+    document["experiment"]["train"]["batch_size"] = 64  # 2 layers: 31 MB at 32 symbols, 73 MB at 64
+    experiment_from_json(json.dumps(document))  # reverse: targets as long as the inputs
+    document["experiment"]["data"]["task"] = "repeat"  # targets of 64 symbols
+    with pytest.raises(ValueError, match="73 MB of activations"):
         experiment_from_json(json.dumps(document))

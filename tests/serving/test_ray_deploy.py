@@ -67,7 +67,11 @@ def test_every_replica_has_settings_the_app_accepts_and_the_one_database(compose
         env = {name: str(value) for name, value in service["environment"].items()}
         assert set(env) <= set(ENV_NAMES.values()) | APP_ONLY
         settings = ServerSettings.from_env(env)  # raises on a value out of its bounds
-        assert settings.ray_address and env["LAB_DATABASE_URL"].startswith("postgresql+psycopg://")
+        assert (
+            settings.ray_address
+            and settings.ray_address_problem is None
+            and env["LAB_DATABASE_URL"].startswith("postgresql+psycopg://")
+        )
         assert "@postgres:5432/" in env["LAB_DATABASE_URL"] and "postgres" in compose["services"]
     assert len({service["hostname"] for service in replicas.values()}) == len(replicas)  # one name per replica
 

@@ -352,7 +352,7 @@ def test_distinct_runs_queue_first_come_first_served_and_start_on_their_own(regi
     assert registry.place(first) is None
     with pytest.raises(QueueFull, match="^2 runs are already waiting for a training slot") as full:
         registry.submit("d", *settings(seed=3))
-    assert ZH(full.value) == "已有 2 次训练在等待训练槽位，这是这台服务器队列的上限"
+    assert ZH(full.value) == "已有 2 次训练在等待训练名额，这是这台服务器队列的上限"
     assert third.wait_until_done(60)  # each started when the one before it ended
     assert first.result.steps == second.result.steps == third.result.steps == 30
     assert first.started_at < second.started_at < third.started_at
@@ -392,7 +392,9 @@ def test_leaving_the_queue_and_going_idle_both_free_the_place(registry):
     assert registry.place(gone) is None
     for run in (left, gone):  # ended without training, never started, and each says why
         assert run.status == "done" and run.done and run.started_at is None
-    assert left.withdrawn == "everyone watching it left the queue" and ZH(left.withdrawn) == "关注它的人都已离开"
+    assert (
+        left.withdrawn == "everyone watching it left the queue" and ZH(left.withdrawn) == "观看这次训练的人都已离开队列"
+    )
     assert gone.withdrawn.startswith("no page checked on it for 0 s")
     unwatched = f"连接断开后 0 秒内没有页面查看它，或者总共 {CONNECTED_GRACE * 0.2:.0f} 秒没有页面查看它"
     assert ZH(gone.withdrawn) == f"{unwatched}，比如关闭了标签页或笔记本电脑进入了休眠"
@@ -559,3 +561,25 @@ def test_the_server_log_has_a_line_when_a_run_is_queued_starts_and_ends(caplog):
     ), ended
     withdrawn = next(line for line in lines if line.startswith("run ended: copy 4-4 seed 4"))
     assert withdrawn.endswith(": left the queue (everyone watching it left the queue)"), withdrawn
+
+
+@pytest.mark.parametrize("address", ["http://ray-head:6379", "ray head:6379"])
+def test_a_malformed_ray_address_is_refused_at_start_in_the_log_and_runs_train_on_the_servers_workers(
+    address, caplog, monkeypatch
+):
+    def asked(_: str) -> int:
+        raise AssertionError("a malformed address is never asked for its CPUs")
+
+    monkeypatch.setattr(registry_module, "cluster_cpus", asked)
+    run_module.log.addHandler(caplog.handler)
+    registry = RunRegistry(replace(ServerSettings.from_env({"LAB_RAY_ADDRESS": address}), worker_processes=False))
+    try:
+        assert registry.ray_address is None and registry.wait_ready(30.0)
+        run = registry.submit("a", *quick(steps=5, early_stop=False))
+        assert run.wait_until_done(30.0) and run.error is None and run.result.steps == 5
+    finally:
+        registry.close()
+        run_module.log.removeHandler(caplog.handler)
+    lines = [record.getMessage() for record in caplog.records]
+    assert lines[0] == f"LAB_RAY_ADDRESS '{address}' is not host:port (the Ray head's address) or auto"
+    assert lines[1].startswith("training on this server's own workers, ")

@@ -54,15 +54,23 @@ def test_a_ray_clusters_address_comes_from_the_environment_and_bounds_the_slots_
         ("LAB_WORKER_MAX_MB", "50", "LAB_WORKER_MAX_MB must be in 100..100000"),
         ("LAB_MAX_RUNS_PER_ADDRESS", "0", "LAB_MAX_RUNS_PER_ADDRESS must be in 1..1000"),
         ("LAB_MAX_RUNS_PER_ADDRESS", "2.5", "LAB_MAX_RUNS_PER_ADDRESS must be a number"),
-        ("LAB_RAY_ADDRESS", "ray-head", "LAB_RAY_ADDRESS must be host:port"),
-        ("LAB_RAY_ADDRESS", "ray://head:10001", "LAB_RAY_ADDRESS must be host:port"),
-        ("LAB_RAY_ADDRESS", "head:6379 --block", "LAB_RAY_ADDRESS must be host:port"),
-        ("LAB_RAY_ADDRESS", "h" * 300 + ":6379", "LAB_RAY_ADDRESS must be host:port"),
     ],
 )
 def test_a_bad_value_is_refused_naming_its_variable(name, value, message):
     with pytest.raises(ValueError, match=message):
         ServerSettings.from_env({name: value})
+
+
+@pytest.mark.parametrize(
+    "value", ["ray-head", "ray://head:10001", "http://head:6379", "head :6379", "head:6379 --block", "h" * 300 + ":1"]
+)
+def test_a_malformed_ray_address_is_read_and_named_in_one_line_never_raised(value):
+    problem = ServerSettings.from_env({"LAB_RAY_ADDRESS": value}).ray_address_problem
+    assert problem.startswith("LAB_RAY_ADDRESS '") and problem.endswith(
+        "is not host:port (the Ray head's address) or auto"
+    )
+    assert "\n" not in problem and len(problem) < 200
+    assert ServerSettings(ray_address="ray-head:6379").ray_address_problem is None
 
 
 def test_a_containers_cpu_quota_caps_the_cores(tmp_path):

@@ -7,12 +7,15 @@ day of a server's full capacity at the few page loads a second a classroom serve
 holder join as a student; the class's board and settings also need the teacher key.
 
 A teacher key is `secrets.token_urlsafe(16)`: 128 random bits, shown once, never stored. The store keeps
-scrypt(key, a per-class 16-byte salt) and compares in constant time.
+scrypt(key, a per-class 16-byte salt) and compares in constant time. Every scrypt of the process runs on one
+thread (`_HASHER`): its 16 MiB buffer is freed into that thread's malloc arena, so a burst of checks from many
+threads holds one check's memory, not one per thread.
 """
 
 import hashlib
 import hmac
 import secrets
+from concurrent.futures import ThreadPoolExecutor
 
 ADJECTIVES = tuple(
     """
@@ -40,6 +43,7 @@ CODE_COUNT = len(ADJECTIVES) * len(ANIMALS) * 10_000
 MAX_CODE_CHARS = 32  # longer than any code drawn here
 
 _SCRYPT = {"n": 2**14, "r": 8, "p": 1, "maxmem": 64 * 2**20, "dklen": 32}  # about 16 MiB and 50 ms per check
+_HASHER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="teacher-key")  # one thread for every scrypt
 
 
 def new_class_code() -> str:
@@ -58,8 +62,8 @@ def new_salt() -> bytes:
 
 
 def key_hash(key: str, salt: bytes) -> bytes:
-    """scrypt of `key` with `salt`: what the store keeps instead of the key."""
-    return hashlib.scrypt(key.encode(), salt=salt, **_SCRYPT)
+    """scrypt of `key` with `salt`: what the store keeps instead of the key (computed on `_HASHER`'s thread)."""
+    return _HASHER.submit(hashlib.scrypt, key.encode(), salt=salt, **_SCRYPT).result()
 
 
 def key_matches(key: str, salt: bytes, stored: bytes) -> bool:

@@ -26,7 +26,7 @@ from ..limits import (
 )
 from ..model import ModelConfig
 from ..recurrent import cross_attention_shape
-from ..tasks import DataConfig
+from ..tasks import DataConfig, longest_sequence
 from ..training import METRIC_COLUMNS, TrainConfig
 from ..vocab import N_SPECIAL
 from .definitions import CUSTOM, READY, SWITCHES, Experiment, SwitchValue, custom_text
@@ -146,7 +146,9 @@ def _experiment(value: Any) -> Experiment:
     for value in experiment.values:  # the switch may add heads or layers: every variant's step must fit
         variant_model, variant_data, variant_train = experiment.configs(value)
         try:
-            check_train_memory(variant_model, variant_train.batch_size, variant_data.max_len, N_("its settings"))
+            check_train_memory(
+                variant_model, variant_train.batch_size, longest_sequence(variant_data), N_("its settings")
+            )
         except ValueError as err:
             reader.fail(Message(TOO_MUCH, problem=err))
     return experiment

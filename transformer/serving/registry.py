@@ -64,9 +64,12 @@ def network_address(peer: str | None, forwarded_for: str | None) -> str | None:
 
 def training_slots(settings: ServerSettings) -> tuple[str | None, int]:
     """Where runs train and how many at once: on the Ray cluster at `settings.ray_address`, one per CPU it has
-    (bounded by LAB_TRAINING_SLOTS), or, with no cluster or one that cannot be reached, on this server's workers."""
+    (bounded by LAB_TRAINING_SLOTS), or, with no cluster, a malformed address or a cluster that cannot be reached,
+    on this server's workers."""
     if settings.ray_address:
-        if (cpus := cluster_cpus(settings.ray_address)) is not None:
+        if problem := settings.ray_address_problem:
+            log.warning("%s", problem)
+        elif (cpus := cluster_cpus(settings.ray_address)) is not None:
             return settings.ray_address, settings.cluster_slots(cpus)
         log.warning("training on this server's own workers, %d at once", settings.slots)
     return None, settings.slots

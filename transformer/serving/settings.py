@@ -66,11 +66,15 @@ class ServerSettings:
             (0.1 <= self.max_total_pause_s <= 3600, "LAB_MAX_PAUSED_S must be in 0.1..3600"),
             (100 <= self.worker_max_mb <= 100_000, "LAB_WORKER_MAX_MB must be in 100..100000"),
             (1 <= self.runs_per_address <= 1000, "LAB_MAX_RUNS_PER_ADDRESS must be in 1..1000"),
-            (
-                self.ray_address == "" or bool(RAY_ADDRESS.fullmatch(self.ray_address)),
-                "LAB_RAY_ADDRESS must be host:port (the Ray head's address) or auto",
-            ),
         )
+
+    @property
+    def ray_address_problem(self) -> str | None:
+        """Why `ray_address` names no Ray head (one line, for the server log), or None when it does or is empty:
+        the server then trains on its own workers (`registry.training_slots`), as when the head cannot be reached."""
+        if self.ray_address == "" or RAY_ADDRESS.fullmatch(self.ray_address):
+            return None
+        return f"LAB_RAY_ADDRESS {ascii(self.ray_address[:100])} is not host:port (the Ray head's address) or auto"
 
     @property
     def slots(self) -> int:
