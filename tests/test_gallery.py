@@ -1,13 +1,15 @@
 """The gallery's tasks: each target checked against an oracle written on the text, the sources each task draws, its
-held-out set, and its stated default run. (That each default run solves its task is benchmarks/gallery_bench.py's.)
+held-out set, and its stated default run, which solves its task (benchmarks/gallery_bench.py gives the figures).
 """
 
 import re
 from collections import Counter
+from dataclasses import replace
 
 import pytest
 import torch
 
+from transformer.evaluation import exact_match
 from transformer.gallery import BRACKETS, SOURCE_WORDS, TARGET_WORDS, balanced
 from transformer.run_configs import run_configs
 from transformer.tasks import GALLERY, DataConfig, TaskData, get_task, task_names
@@ -168,3 +170,28 @@ def test_each_default_run_builds_with_its_step_budget_and_a_one_line_description
     assert "\n" not in task.description and len(task.description) < 250
     trainer = Trainer(model, data, train)
     assert len(trainer.vocab) == model.vocab_size  # the model's vocabulary is the task's
+
+
+QUICK_DEFAULT_RUNS = ("translate", "repeat")  # a few seconds each; the others' take 10-35 s (docs/benchmarks.md)
+
+
+@pytest.mark.parametrize(
+    "name, seed",
+    [pytest.param(name, seed, marks=() if name in QUICK_DEFAULT_RUNS and seed == 0 else pytest.mark.slow)
+     for name in sorted(GALLERY) for seed in (0, 1, 2)],
+)  # fmt: skip
+def test_each_default_run_solves_its_held_out_set_within_half_its_step_budget(name, seed):
+    """Each gallery task's default run, built as the Train form builds it and trained on one torch thread as the app
+    trains, gets every held-out sequence right, re-scored by greedy decoding, in at most half its step budget. Seed
+    0 of the quick ones runs with the suite; every task and seeds 0-2 with `-m slow`."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        model, data, train = run_configs({**GALLERY[name].default_run, "seed": seed, "device": "cpu"})
+        trainer = Trainer(model, data, replace(train, time_budget_s=float("inf")))  # steps, not the machine's load
+        result = trainer.run()
+    finally:
+        torch.set_num_threads(threads)
+    vocab = trainer.vocab
+    assert result.reason == "solved" and result.steps <= GALLERY[name].defaults["steps"] // 2, result
+    assert exact_match(trainer.model.eval(), trainer.valid, vocab.bos_id, vocab.eos_id) == 1.0

@@ -63,7 +63,7 @@ class Addition(GalleryTask):
     symbol_counts = range(2, 11)
     symbols_mean = N_("digits (the number base)")
     defaults = {"min_len": 3, "max_len": 5, "n_symbols": 10, "d_model": 64, "n_layers": 2, "d_ff": 256,
-                "warmup": 200, "batch_size": 128, "steps": 3000}  # fmt: skip
+                "warmup": 200, "batch_size": 128, "steps": 3000, "time_budget_s": 120}  # fmt: skip
 
     def symbols(self, n_symbols: int) -> tuple[str, ...]:
         return (*map(str, range(n_symbols)), "+")
@@ -185,7 +185,7 @@ class Deduplicate(GalleryTask):
         "Keep the first of each symbol and drop its repeats: 3 1 3 2 1 -> 3 1 2. How much shorter the output is "
         "depends on what the input holds."
     )
-    defaults = {"min_len": 4, "max_len": 8, "n_symbols": 6, "steps": 4000}  # the Train page's model and batch
+    defaults = {"min_len": 4, "max_len": 8, "n_symbols": 6, "steps": 4000, "time_budget_s": 120}  # the form's model
 
     def target(self, source: Sequence[int], n_symbols: int) -> list[int]:
         return list(dict.fromkeys(source))
@@ -210,7 +210,7 @@ class Count(GalleryTask):
     symbol_counts = range(2, 11)
     symbols_mean = N_("letters")
     defaults = {"min_len": 3, "max_len": 8, "n_symbols": 4, "d_model": 64, "n_layers": 2, "d_ff": 256,
-                "warmup": 100, "steps": 3000}  # fmt: skip
+                "warmup": 100, "steps": 3000, "time_budget_s": 120}  # fmt: skip
 
     def symbols(self, n_symbols: int) -> tuple[str, ...]:
         return (*_letters(n_symbols), *map(str, range(10)))
@@ -247,7 +247,7 @@ class Brackets(GalleryTask):
     symbol_counts = range(2, len(BRACKETS) + 1, 2)
     symbols_mean = N_("bracket symbols (two per kind of bracket)")
     defaults = {"min_len": 6, "max_len": 10, "n_symbols": 8, "d_model": 64, "n_layers": 2, "d_ff": 256,
-                "lr": 0.003, "warmup": 200, "steps": 3000}  # fmt: skip
+                "lr": 0.003, "warmup": 200, "steps": 3000, "time_budget_s": 120}  # fmt: skip
 
     def symbols(self, n_symbols: int) -> tuple[str, ...]:
         return (*BRACKETS[:n_symbols], "yes", "no")
@@ -298,7 +298,7 @@ class Caesar(GalleryTask):
     symbol_counts = range(2, len(ascii_lowercase) + 1)
     symbols_mean = N_("letters")
     defaults = {"min_len": 3, "max_len": 8, "n_symbols": 26, "d_model": 64, "n_layers": 2, "d_ff": 256,
-                "lr": 0.003, "warmup": 200, "batch_size": 128, "steps": 1500}  # fmt: skip
+                "lr": 0.003, "warmup": 200, "batch_size": 128, "steps": 1500, "time_budget_s": 120}  # fmt: skip
 
     def symbols(self, n_symbols: int) -> tuple[str, ...]:
         return _letters(n_symbols)
