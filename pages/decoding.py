@@ -8,9 +8,11 @@ rerun_inside_frame()  # first of all: see its docstring
 import streamlit as st
 import torch
 
+from pages.accessibility import shortcut_help
 from pages.alignment_view import decoding_alignment
+from pages.charts import chart
 from pages.decoding_inputs import example_text, set_input, show_what_is_shown, source_input, strategy_settings
-from pages.language import _, session_translator
+from pages.language import _, said, session_translator
 from pages.links import link_values, share_link
 from pages.state import (
     following_run,
@@ -191,6 +193,7 @@ back_col.button(
     args=(i - 1,),
     disabled=i == 0,
     width="stretch",
+    help=shortcut_help(_("Go back one token."), "Left"),
     shortcut="Left",
 )
 next_col.button(
@@ -202,6 +205,7 @@ next_col.button(
     disabled=i == last,
     type="primary",
     width="stretch",
+    help=shortcut_help(_("Decode the next token."), "Right"),
     shortcut="Right",
 )
 end_col.button(
@@ -244,15 +248,16 @@ with probs_col:
         )
     else:
         shown, title = step.probs, _("Next-token probabilities")
-    st.plotly_chart(probs_bar(shown, vocab.itos, step.token, TOP_BARS, title, tr=tr), key="decode_probs")
+    chart(st, probs_bar(shown, vocab.itos, step.token, TOP_BARS, title, tr=tr), key="decode_probs")
 with attention_col:
     kind_col, layer_col = st.columns([3, 2])
     kind = kind_col.radio(
-        _("Attention"), ["cross", "self"], format_func=lambda k: _(ATTENTION_LABELS[k]), key="decode_attention"
+        _("Attention"), ["cross", "self"], format_func=said(ATTENTION_LABELS.get), key="decode_attention"
     )
     layer = layer_col.selectbox(_("Decoder layer"), range(len(step.cross_attention)), key="decode_layer")
     if kind == "cross":
-        st.plotly_chart(
+        chart(
+            st,
             step_attention_heatmap(
                 step.cross_attention[layer],
                 src_labels,
@@ -269,7 +274,8 @@ with attention_col:
             )
         )
     else:
-        st.plotly_chart(
+        chart(
+            st,
             step_attention_heatmap(
                 step.self_attention[layer],
                 vocab.tokens(step.prefix),
@@ -293,7 +299,7 @@ with st.expander(_("Logit lens: at which layer does the answer appear?")):
     if i not in lens:
         lens[i] = logit_lens(kept.model, torch.tensor([ids]), step.prefix)
     guess = _("Each decoder layer's next-token guess, step {step}", step=i + 1)
-    st.plotly_chart(logit_lens_heatmap(lens[i], vocab.itos, title=guess, tr=tr), key="decode_logit_lens")
+    chart(st, logit_lens_heatmap(lens[i], vocab.itos, title=guess, tr=tr), key="decode_logit_lens")
     st.caption(
         _(
             "Each row sends one decoder layer's output at this step straight to the generator (through the final "
@@ -305,7 +311,7 @@ with st.expander(_("Logit lens: at which layer does the answer appear?")):
 
 if strategy == "beam":
     best = [vocab.bos_id, *trace["output"]] if i == last else None
-    st.plotly_chart(beam_tree(steps[: i + 1], vocab.itos, best, tr=tr), key="decode_beam_tree")
+    chart(st, beam_tree(steps[: i + 1], vocab.itos, best, tr=tr), key="decode_beam_tree")
 
 if i == last and trace["expected"] is None:
     answer = vocab.decode(trace["output"])

@@ -4,7 +4,7 @@ import random
 
 import streamlit as st
 
-from pages.language import _
+from pages.language import _, said
 from transformer import Checkpoint
 from transformer.i18n import N_
 from transformer.limits import DECODING_BEAM_WIDTHS, DECODING_SEEDS, DECODING_TEMPERATURES
@@ -82,7 +82,7 @@ def strategy_settings(vocab_size: int) -> tuple[str, float, int | None, int, int
     strategy = st.radio(
         _("Strategy"),
         list(STRATEGIES),
-        format_func=lambda s: _(STRATEGIES[s][0]),
+        format_func=said(lambda s: STRATEGIES[s][0]),
         captions=[_(caption) for name, caption in STRATEGIES.values()],
         horizontal=True,
         key="decode_strategy",

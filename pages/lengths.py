@@ -6,6 +6,7 @@ rerun_inside_frame()  # first of all: see its docstring
 
 import streamlit as st
 
+from pages.charts import chart
 from pages.common import shipped_checkpoint
 from pages.downloads import csv_download
 from pages.language import _, session_translator
@@ -14,7 +15,7 @@ from pages.report_view import keep_class_length_test
 from pages.state import decode_on_decoding_page, model_page, per_model, shipped_name
 from transformer.figures.lengths import length_accuracy_figure, output_length_figure
 from transformer.i18n import N_, Message
-from transformer.lengths import LengthReport, inputs_within_budget, score_lengths, summary
+from transformer.lengths import LengthReport, inputs_within_budget, score_lengths, summary, untested
 from transformer.limits import INPUTS_PER_LENGTH, MAX_SEQ_LEN
 from transformer.link_params import lengths_parsers, write_params
 from transformer.literal import markdown_literal
@@ -102,9 +103,11 @@ keep_class_length_test(model, report)  # a class student's test of their run's m
 scores, mistakes = report.scores, report.mistakes
 
 st.markdown("\n".join(f"- {_(line)}" for line in summary(scores, task)))
+if (left_out := untested(scores, range(low, high + 1), task)) is not None:
+    st.info(_(left_out), icon=":material/info:")
 accuracy_col, length_col, tr = *st.columns(2), session_translator()
-accuracy_col.plotly_chart(length_accuracy_figure(scores, tr=tr), key="lengths_accuracy")
-length_col.plotly_chart(output_length_figure(scores, tr=tr), key="lengths_output")
+chart(accuracy_col, length_accuracy_figure(scores, tr=tr), key="lengths_accuracy")
+chart(length_col, output_length_figure(scores, tr=tr), key="lengths_output")
 st.caption(
     _(
         "Exact match needs the whole output right, EOS included; *symbols in the right place* counts the expected "

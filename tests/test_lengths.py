@@ -9,7 +9,7 @@ import torch
 import transformer.lengths as lengths
 from transformer import DataConfig, ModelConfig, TaskData, Transformer, Vocab, load_checkpoint
 from transformer.figures.lengths import length_accuracy_figure, output_length_figure
-from transformer.lengths import score_lengths, summary, unseen_sources
+from transformer.lengths import score_lengths, summary, unseen_sources, untested
 from transformer.pairs import pairs_from_rows
 
 SHIPPED = Path(__file__).resolve().parent.parent / "checkpoints"
@@ -142,6 +142,16 @@ def test_summary_reads_the_trained_shorter_and_longer_lengths():
     longer = "Longer than any it trained on: exact match "
     assert summary(scores_frame({6: 0.0, 7: 0.2}), TASK)[0].startswith(longer + "0% at length 6. ")  # 7 is not
     assert summary(scores_frame({6: 0.0, 7: 0.0}), TASK)[0].startswith(longer + "0% from length 6 on. ")
+
+
+def test_the_lengths_a_test_leaves_out_are_named_with_why():
+    rows = [(f"row {i}", f"{a} {b}", b) for i, (a, b) in enumerate(zip("abcdef", "fedcba"), 1)]
+    pairs = DataConfig.from_pairs(pairs_from_rows(rows, "mine"))  # every source 2 symbols long
+    assert untested(scores_frame({2: 1.0}), range(1, 5), pairs) == (
+        "This task's pairs have inputs of 2 to 2 symbols: lengths 1, 3, 4 have none, so the test leaves them out."
+    )
+    assert untested(scores_frame({3: 1.0, 5: 1.0}), range(3, 6), TASK).startswith("The test leaves out lengths 4:")
+    assert untested(scores_frame({3: 1.0, 4: 1.0}), range(3, 5), TASK) is None
 
 
 def test_figures_shade_the_trained_lengths_and_plot_the_scores():

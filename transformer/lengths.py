@@ -156,6 +156,27 @@ def summary(scores: pd.DataFrame, task: DataConfig) -> list[Message]:
     return lines
 
 
+UNTESTED_PAIRS = N_(
+    "This task's pairs have inputs of {low} to {high} symbols: lengths {lengths} have none, so the test leaves them "
+    "out."
+)
+UNTESTED = N_(
+    "The test leaves out lengths {lengths}: the held-out set has no input of them, or their outputs would not fit in "
+    "this model."
+)
+
+
+def untested(scores: pd.DataFrame, lengths: Sequence[int], task: DataConfig) -> Message | None:
+    """Which of the `lengths` asked for a test of a model trained on `task` left out, and why (a task from examples
+    has inputs only at its pairs' lengths); None when it tested every one."""
+    left = [str(length) for length in lengths if length not in set(scores["length"])]
+    if not left:
+        return None
+    if task.pairs is not None:
+        return Message(UNTESTED_PAIRS, low=task.min_len, high=task.max_len, lengths=", ".join(left))
+    return Message(UNTESTED, lengths=", ".join(left))
+
+
 def _longer_exact_match(longer: pd.DataFrame) -> Message:
     """The exact match past the trained lengths: at the first length tested, and from which length on none is
     right."""
