@@ -13,12 +13,12 @@ import os
 import socket
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import streamlit as st
 
 from pages.common import client_address, run_registry
-from pages.language import _, column_labels, said, table_cells
+from pages.language import _, said, table_cells
 from pages.links import show_link_notices
 from pages.state import CLASS_CODE, watcher_id
 from transformer.classroom import (
@@ -34,13 +34,16 @@ from transformer.classroom import (
     database_url,
 )
 from transformer.classroom.assignment import form_names
-from transformer.classroom.board import prediction_tally
-from transformer.classroom.questions import right_choices
+from transformer.classroom.board import HEADINGS, prediction_tally
+from transformer.classroom.questions import is_graded, question_text, right_choices
 from transformer.classroom.recorder import ClassRecorder
 from transformer.i18n import N_, Message
 from transformer.link_params import class_code_parser, read_params
 from transformer.literal import markdown_literal
 from transformer.run_configs import run_configs
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 PREDICTION_POLL_S = 5.0  # a graded prediction waits for runs of the other groups: its line is read again this often
 
@@ -175,7 +178,7 @@ def prediction_input(seat: Seat) -> None:
     if question is None or class_store().standing(seat.student) != (None, None):  # answered, or has run already
         return
     st.radio(
-        _("**Predict first:** {question}", question=_(QUESTIONS[question].text)),
+        _("**Predict first:** {question}", question=markdown_literal(_(question_text(question, seat.info)))),
         QUESTIONS[question].choices,  # kept as the English choice: the class database's
         index=None,
         format_func=said(str),
@@ -227,6 +230,8 @@ def prediction_verdict(seat: Seat, waiting: bool) -> None:
     question = QUESTIONS[seat.info.question]
     if measured is None:
         verdict = _("not measured yet: it needs finished runs in both groups")
+    elif not is_graded(measured):
+        verdict = _("not graded: the runs it rests on ran out of time before they solved the task.")
     elif measured == prediction.choice:
         verdict = _("the runs measured **{measured}**: you were right.", measured=_(measured))
     else:
@@ -234,11 +239,17 @@ def prediction_verdict(seat: Seat, waiting: bool) -> None:
     st.markdown(
         _(
             "**Your prediction:** {question} **{choice}**. So far {verdict}",
-            question=_(question.text),
+            question=markdown_literal(_(question_text(seat.info.question, seat.info))),
             choice=_(prediction.choice),
             verdict=verdict,
         )
     )
     st.caption(_("{caption} The whole class's predictions so far:", caption=_(question.caption)))
     tally = prediction_tally(snapshot)
-    st.dataframe(table_cells(tally, "choice"), hide_index=True, column_config=column_labels(tally), key="class_tally")
+    st.dataframe(table_cells(tally, "choice"), hide_index=True, column_config=board_columns(tally), key="class_tally")
+
+
+def board_columns(frame: "pd.DataFrame", **config: object) -> dict[str, object]:
+    """A `column_config` heading each column of a board's table with its `HEADINGS` words in the session's language;
+    `config`: a column's own config, in place of its heading."""
+    return {name: config[name] if name in config else st.column_config.Column(_(HEADINGS[name])) for name in frame}

@@ -3,9 +3,10 @@
 A link is read once per session and page; what it gets wrong is named in a notice and replaced by the defaults.
 """
 
+import ipaddress
 from collections.abc import Mapping
 from typing import Any
-from urllib.parse import quote, urlencode
+from urllib.parse import quote, urlencode, urlsplit
 
 import streamlit as st
 
@@ -15,6 +16,25 @@ from pages.state import CLASS_CODE, SHIPPED_PREFIX, model_in_hand, put_in_hand, 
 from transformer import CheckpointError
 from transformer.i18n import Message
 from transformer.link_params import Parser, language_parser, model_parsers, read_params
+
+
+def unreachable_host(url: str) -> str | None:
+    """The host of `url` when no other device can open it (localhost, a loopback or unspecified address such as
+    127.0.0.1, ::1 or 0.0.0.0): a link the server writes names the host its page was opened by. None otherwise,
+    and for a relative link (no browser)."""
+    try:
+        host = urlsplit(url).hostname
+    except ValueError:  # a malformed address: no host to judge
+        return None
+    if not host:
+        return None
+    if host == "localhost" or host.endswith(".localhost"):
+        return host
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:  # a name: it may resolve anywhere
+        return None
+    return host if address.is_loopback or address.is_unspecified else None
 
 
 def shipped_in_hand() -> str | None:

@@ -15,9 +15,12 @@ import pandas as pd
 import segno
 import streamlit as st
 
-from pages.classes import caller, class_store
+from pages.charts import chart
+from pages.classes import board_columns, caller, class_store
+from pages.common import local_time
 from pages.downloads import csv_download
-from pages.language import _, column_labels, language_param, ngettext, said, session_translator, table_cells
+from pages.language import _, language, language_param, ngettext, said, session_translator, table_cells
+from pages.links import unreachable_host
 from pages.own_task import class_task_section
 from pages.report_view import class_reports_download
 from pages.state import flash, show_flashes
@@ -25,6 +28,7 @@ from transformer import settings as spec
 from transformer.classroom import QUESTIONS, Assignment, ClassroomError, ClassStore, Snapshot
 from transformer.classroom.assignment import split_groups
 from transformer.classroom.board import (
+    HEADINGS,
     difference_sentence,
     flags,
     group_curves,
@@ -35,12 +39,15 @@ from transformer.classroom.board import (
     results_frame,
     student_rows,
 )
+from transformer.classroom.questions import question_text
 from transformer.figures.board import group_curves_figure, outcomes_figure
-from transformer.i18n import N_, Message, joined
+from transformer.i18n import N_, Message, Translator, joined
 from transformer.limits import DEFAULT_RETENTION_DAYS, MAX_TITLE_CHARS, RETENTION_DAYS
-from transformer.literal import markdown_literal
+from transformer.literal import code_span, markdown_literal
 
 BOARD_POLL_S = 2.0  # the board redraws every 2 s: it reads the database, never the runs themselves
+FORM_LANGUAGE = "teacher_form_language"  # session_state key: the language the assignment form was last drawn in
+NONE = ""  # the form's choice of no groups, or of no question (a widget's value None would show an empty box)
 PRESET = ("task", "min_len", "max_len", "steps")  # the settings the assignment form presets
 EXPORTS = (  # what the Export tab downloads: (file name, button label, table)
     ("results", N_("Download results (CSV)"), results_frame),
@@ -153,30 +160,54 @@ def projector_view(title: str, code: str) -> None:
             with st.container(key="teacher_link"):
                 st.header(markdown_literal(link), anchor=False)
         qr_col.image(qr_png(link), caption=_("The class link"), output_format="PNG")  # as drawn: JPEG blurs it
+        if host := unreachable_host(link):
+            st.warning(
+                _(
+                    "Students cannot open this link: it names {host}, this computer itself, because you opened the "
+                    "lab from it by that name. Open the lab by the computer's network address instead (for example "
+                    "http://192.168.1.20:8501/teacher, the Network URL Streamlit prints when it starts), and the link "
+                    "and QR code will use it.",
+                    host=code_span(host),
+                ),
+                icon=":material/wifi_off:",
+            )
+
+
+def form_values(snapshot: Snapshot) -> None:
+    """The assignment form's widgets start from the class's saved assignment and question. After a language switch
+    each gets its value again: the browser keeps a choice as the words it showed, and shows them until the page sets
+    the value (a rerun alone leaves the old language's words in the box)."""
+    current = snapshot.info.assignment or Assignment()
+    saved = {f"teacher_{name}": current.preset.get(name, spec.setting(name).default) for name in PRESET}
+    splits = [s.name for s in spec.group_splits()]
+    saved["teacher_split"] = current.setting if current.setting in splits else NONE
+    saved["teacher_open_settings"] = sorted(current.open)
+    saved["teacher_question"] = snapshot.info.question or NONE
+    switched = st.session_state.get(FORM_LANGUAGE, language()) != language()
+    for widget, value in saved.items():
+        if widget not in st.session_state or switched:
+            st.session_state[widget] = st.session_state.get(widget, value)
+    st.session_state[FORM_LANGUAGE] = language()
 
 
 def assignment_form(snapshot: Snapshot, code: str, key: str) -> None:
     """What the class trains: task, lengths and steps, which settings students may change, the groups and the
     question. Saved by a callback; its outcome shows under the form, on this tab, never above the board."""
-    current = snapshot.info.assignment or Assignment()
-    preset = current.preset
+    form_values(snapshot)
     with st.form("teacher_assignment"):
         for col, name in zip(st.columns(len(PRESET)), PRESET):
             s = spec.setting(name)
-            value, common = preset.get(name, s.default), {"key": f"teacher_{name}", "help": _(s.help)}
+            common = {"key": f"teacher_{name}", "help": _(s.help)}
             if s.options:
-                options = {"index": s.options.index(value), "format_func": said(s.word)}
-                col.selectbox(_(s.label), s.options, **options, **common)
+                col.selectbox(_(s.label), s.options, format_func=said(s.word), **common)
             else:
-                col.number_input(_(s.label), *s.bounds, value=value, **common)
-        splits = [None, *(s.name for s in spec.group_splits())]
+                col.number_input(_(s.label), *s.bounds, **common)
         st.selectbox(
             _("Groups differ in"),
-            splits,
-            index=splits.index(current.setting if current.setting in splits else None),
+            [NONE, *(s.name for s in spec.group_splits())],
             format_func=said(
                 lambda name: (
-                    N_("no groups: one class") if name is None else joined([g.label for g in split_groups(name)], " / ")
+                    N_("no groups: one class") if name == NONE else joined([g.label for g in split_groups(name)], " / ")
                 )
             ),
             key="teacher_split",
@@ -185,17 +216,16 @@ def assignment_form(snapshot: Snapshot, code: str, key: str) -> None:
         st.multiselect(
             _("Students may change"),
             [s.name for s in spec.class_open()],
-            default=sorted(current.open),
             format_func=said(lambda name: spec.setting(name).label),
             key="teacher_open_settings",
+            placeholder=_("Choose options"),
         )
-        questions = [None, *QUESTIONS]
         st.selectbox(
             _("Question students answer before Start"),
-            questions,
-            index=questions.index(snapshot.info.question),
-            format_func=said(lambda q: N_("none") if q is None else QUESTIONS[q].text),
+            [NONE, *QUESTIONS],
+            format_func=said(lambda q: N_("none") if q == NONE else question_text(q, snapshot.info)),
             key="teacher_question",
+            help=_("A question that names a task names the one the class trains: its own task, if it has one."),
         )
         st.form_submit_button(
             _("Save the assignment"), type="primary", key="teacher_save", on_click=save_assignment, args=(code, key)
@@ -206,7 +236,7 @@ def assignment_form(snapshot: Snapshot, code: str, key: str) -> None:
 def save_assignment(code: str, key: str) -> None:
     """The Save button: the form's values as the class's assignment and question, or why they were not saved."""
     state = st.session_state
-    split, question = state["teacher_split"], state["teacher_question"]
+    split, question = state["teacher_split"] or None, state["teacher_question"] or None
     preset = {name: state[f"teacher_{name}"] for name in PRESET}
     groups = split_groups(split) if split else ()
     try:
@@ -237,29 +267,30 @@ def board(code: str) -> None:
     st.markdown(" · ".join([f"**{students}**", *state_counts(rows)]))
     curve = st.column_config.LineChartColumn(_("training loss"), width="small")
     st.dataframe(
-        table_cells(rows, "group"),
+        table_cells(rows),  # its Messages: states, results, and group labels as a setting's words
         hide_index=True,
-        column_config=column_labels(rows, curve=curve),
+        column_config=board_columns(rows, curve=curve),
         key="teacher_students",
     )
     st.text(_(difference_sentence(snapshot)))  # group labels are the teacher's text: shown literally
     curves_col, outcomes_col = st.columns(2)
     tr = session_translator()
     curves = group_curves_figure(group_curves(snapshot), _("Training loss by group"), tr=tr)
-    curves_col.plotly_chart(curves, key="board_curves")
+    chart(curves_col, curves, key="board_curves")
     outcomes = outcome_table(snapshot)
     if len(outcomes):
-        outcomes_col.plotly_chart(outcomes_figure(outcomes, tr=tr), key="board_outcomes")
+        chart(outcomes_col, outcomes_figure(outcomes, tr=tr), key="board_outcomes")
     if len(flagged := flags(snapshot)):
         st.warning(_("Needs a look:"), icon=":material/flag:")
         st.dataframe(  # names are the students' text: a grid
-            table_cells(flagged), hide_index=True, column_config=column_labels(flagged), key="teacher_flags"
+            table_cells(flagged), hide_index=True, column_config=board_columns(flagged), key="teacher_flags"
         )
     if snapshot.info.question is not None:
-        st.markdown(_("**Predictions:** {question}", question=_(QUESTIONS[snapshot.info.question].text)))
+        question = markdown_literal(_(question_text(snapshot.info.question, snapshot.info)))  # it may name a file
+        st.markdown(_("**Predictions:** {question}", question=question))
         tally = table_cells(prediction_tally(snapshot), "choice")
-        tally.columns = [_(name) for name in tally.columns]
-        st.table(tally.set_index(_("choice")))  # built-in choices only: an HTML table
+        tally.columns = [_(HEADINGS[name]) for name in tally.columns]
+        st.table(tally.set_index(_(HEADINGS["choice"])))  # built-in choices only: an HTML table
 
 
 def state_counts(rows: pd.DataFrame) -> list[str]:
@@ -274,7 +305,8 @@ def exports(code: str, key: str) -> None:
     click, and deleting the class."""
     for col, (name, label, frame) in zip(st.columns(3), EXPORTS):
         file_name = f"{code}-{name.replace(' ', '-')}.csv"  # a file's name and columns stay English: data tools
-        table = partial(class_table, class_store(), code, frame)  # read when clicked: what the database holds then
+        # read when clicked: what the database holds then, its words in the session's language
+        table = partial(class_table, class_store(), code, frame, session_translator())
         widget = f"teacher_download_{name.replace(' ', '_')}"
         # on_click="ignore": the download leaves the page as it is, on this tab
         csv_download(col, _(label), table, file_name, widget, on_click="ignore")
@@ -291,10 +323,13 @@ def exports(code: str, key: str) -> None:
         st.rerun()
 
 
-def class_table(store: ClassStore, code: str, frame: Callable[[Snapshot], pd.DataFrame]) -> pd.DataFrame:
-    """`frame` of the class as its database holds it now, names included (a download button calls it when
-    clicked, on a thread of the server: the store is handed over, not looked up)."""
-    return frame(store.snapshot(code, names=True))
+def class_table(
+    store: ClassStore, code: str, frame: Callable[[Snapshot, Translator], pd.DataFrame], tr: Translator
+) -> pd.DataFrame:
+    """`frame` of the class as its database holds it now, names included, its words in `tr`'s language (a download
+    button calls it when clicked, on a thread of the server: the store and translator are handed over, not looked
+    up)."""
+    return frame(store.snapshot(code, names=True), tr)
 
 
 if "teacher_class" not in st.session_state:
@@ -316,7 +351,9 @@ if "teacher_new_key" in st.session_state:  # a class just created: its key first
     new_key_panel(info.title, st.session_state["teacher_new_key"])
     st.stop()
 projector_view(info.title, code)
-st.caption(_("Kept until {until:%Y-%m-%d %H:%M} UTC, then deleted with all it recorded.", until=info.expires_at))
+st.caption(
+    _("Kept until {until:%Y-%m-%d %H:%M %Z}, then deleted with all it recorded.", until=local_time(info.expires_at))
+)
 show_flashes("teacher")
 board_tab, assignment_tab, export_tab = st.tabs([_("Board"), _("Assignment"), _("Export and end")])
 with board_tab:

@@ -27,6 +27,7 @@ from .alignment import FOUND, found_at
 from .figures.alignment import best_head_figure, ideal_over_learned
 from .figures.attention import attention_heatmaps
 from .figures.lengths import length_accuracy_figure
+from .figures.summary import describe
 from .figures.training import accuracy_figure, loss_figure
 from .i18n import N_, Translator
 from .lengths import summary
@@ -107,14 +108,16 @@ class _Page:
         return f"<p>{self.t(message, **params)}</p>"
 
     def figure(self, fig: go.Figure) -> str:
-        """A placeholder sized to `fig`, and `fig`'s JSON (Plotly escapes `<`, so no text can end its script)."""
+        """A placeholder sized to `fig`, named by its text alternative (`describe`) for screen readers, and `fig`'s
+        JSON (Plotly escapes `<`, so no text can end its script)."""
         self.figures += 1
         plotted = fig.to_plotly_json()
         layout = {k: v for k, v in plotted["layout"].items() if k != "template"}  # the file's one template
         name, height = f"figure-{self.figures}", int(layout.get("height") or 450)
         data = to_json_plotly({"data": plotted["data"], "layout": layout})
         return (
-            f'<div class="figure" id="{name}" style="min-height:{height}px"></div>'
+            f'<div class="figure" id="{name}" role="img" aria-label="{html.escape(describe(fig, self.tr))}" '
+            f'style="min-height:{height}px"></div>'
             f'<script type="application/json" id="{name}-json">{data}</script>'
         )
 

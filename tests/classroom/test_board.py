@@ -12,9 +12,19 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from transformer.classroom import Assignment, ClassInfo, Group, Prediction, RunState, Snapshot, Student, board
+from transformer.classroom.assignment import split_groups
 from transformer.classroom.board import FORMULA_START, PREDICTION_COLUMNS, RESULT_COLUMNS, SEPARATORS, STALL_ROWS
 from transformer.classroom.outcomes import Outcome, measured
-from transformer.classroom.questions import QUESTIONS, compared, right_choices, solved_sooner
+from transformer.classroom.questions import (
+    OUT_OF_TIME,
+    QUESTIONS,
+    compared,
+    question_text,
+    right_choices,
+    solved_sooner,
+)
+from transformer.i18n import translator
+from transformer.pairs import pairs_from_rows
 from transformer.training import METRIC_COLUMNS
 
 PE = Assignment({"task": "reverse"}, frozenset(), "positional", (Group("PE", "sinusoidal"), Group("no PE", "none")))
@@ -258,3 +268,80 @@ def test_spreadsheet_safe_text_starts_no_formula_after_any_separator_and_changes
     assert board.spreadsheet_safe(safe) == safe
     if not set(FORMULA_START) & set(text):
         assert safe == text
+
+
+def timed_out(steps: int, exact_match: float = 0.4) -> RunState:
+    """A run the time budget ended at `steps` steps before it solved the task."""
+    result = {"steps": steps, "seconds": 60.0, "exact_match": exact_match, "token_acc": 0.8, "reason": "time budget"}
+    return RunState("finished", steps, None, ({"step": steps, "train_loss": 1.0},), result)
+
+
+def test_a_run_the_time_budget_stopped_ran_out_of_time_and_is_never_graded_as_a_failure_to_learn():
+    # S0, S2 with PE solve; S1 and S3 without PE are stopped by the time budget on a busy server
+    runs = [finished(300, True), timed_out(250), finished(400, True), timed_out(180)]
+    said = {1: "later", 2: "not within the step budget", 3: "later", 4: "sooner"}
+    predictions = {sid: Prediction("positional-none", choice) for sid, choice in said.items()}
+    snapshot = class_of(runs, question="positional-none", predictions=predictions)
+    assert measured(runs[1]).timed_out and not measured(runs[1]).solved and not measured(runs[0]).timed_out
+    right = right_choices("positional-none", snapshot)
+    assert set(right.values()) == {OUT_OF_TIME}  # not "not within the step budget"
+    assert board.prediction_tally(snapshot)["graded"].sum() == 0
+    frame = board.predictions_frame(snapshot)
+    assert frame["measured"].tolist() == ["ran out of time"] * 4 and frame["right"].isna().all()
+    assert board.result_text(runs[1]) == "ran out of time: exact match 40% after 250 steps (time budget)"
+    assert board.difference_sentence(snapshot) == (
+        "solved: 2 of 2 (PE) against 0 of 0 (no PE). Steps to solve: PE median 350 (range 300-400); no PE none "
+        "solved. Ran out of time, not counted: 2 (no PE)."
+    )
+    assert board.outcome_table(snapshot)["timed_out"].tolist() == [False, True, False, True]
+    # one no-PE run that ended by its step budget grades the no-PE group; the time-budget one counts for neither
+    snapshot = class_of([*runs[:3], finished(600, False, 0.3)], question="positional-none", predictions=predictions)
+    right = right_choices("positional-none", snapshot)
+    assert right[2] == OUT_OF_TIME and right[4] == "not within the step budget"
+    assert right[1] == right[3] == "not within the step budget"  # PE students, on the no-PE runs that counted
+
+
+def test_a_question_names_the_task_the_class_trains_built_in_gallery_or_its_own():
+    def info(task=None, preset=None) -> ClassInfo:
+        assignment = Assignment(preset or {}, frozenset(), "positional", PE.groups)
+        return ClassInfo("amber-otter-7351", "Period 3", WHEN, WHEN, assignment, "positional-none", task)
+
+    rows = [(f"line {i}", f"{a} {b}", f"{a} {a} {b} {b}") for i, (a, b) in enumerate(zip("abcdef", "fedcba"), 1)]
+    own = pairs_from_rows(rows, "doubled_zh.csv")
+    assert question_text("positional-none", info()) == "Without positional encoding, reverse will be solved:"
+    assert question_text("positional-none", info(preset={"task": "caesar"})).endswith(", caesar will be solved:")
+    assert question_text("positional-none", info(own, {"task": "reverse"})) == (
+        "Without positional encoding, doubled_zh.csv will be solved:"
+    )
+    chinese = translator("zh-CN").gettext(question_text("positional-none", info(own)))
+    assert "doubled_zh.csv" in chinese and "reverse" not in chinese
+    # a question that names the class's task does not fit an assignment that lets students change the task
+    open_task = Assignment({}, frozenset({"task"}), "positional", PE.groups)
+    assert "students may change the task" in QUESTIONS["positional-none"].unfit(open_task)
+
+
+def test_what_a_teacher_reads_on_the_board_and_in_the_csv_files_is_in_their_language():
+    zh = translator("zh-CN")
+    assignment = Assignment({}, frozenset(), "positional", split_groups("positional"))
+    runs = [finished(300, True), finished(600, False, 0.3), timed_out(250), None]
+    predictions = {1: Prediction("positional-none", "sooner")}
+    snapshot = class_of(runs, assignment, question="positional-none", predictions=predictions)
+    assert all(zh.gettext(heading) != heading for heading in board.HEADINGS.values())
+    rows = board.student_rows(snapshot)
+    assert [zh.gettext(g) for g in rows["group"]] == ["正弦位置编码", "无位置编码"] * 2
+    assert zh.gettext(rows["state"][0]) == "已结束" and "时间用完" in zh.gettext(rows["result"][2])
+    sentence = zh.gettext(board.difference_sentence(snapshot))
+    assert "正弦位置编码" in sentence and "无位置编码" in sentence and "PE" not in sentence
+    assert list(board.group_curves(snapshot)) == ["sinusoidal PE", "no PE"]  # keys: the labels, said as Messages
+    results = board.results_frame(snapshot, zh)
+    assert list(results.columns) == RESULT_COLUMNS  # the columns stay English keys, for scripts
+    assert results["group"].tolist() == ["正弦位置编码", "无位置编码"] * 2
+    assert results["state"].tolist()[:3] == ["已结束"] * 3 and results["reason"].tolist()[:3] == [
+        "已解出",
+        "步数上限",
+        "时间上限",
+    ]
+    assert board.metrics_frame(snapshot, zh)["group"].tolist()[0] == "正弦位置编码"
+    frame = board.predictions_frame(snapshot, zh)
+    assert frame[["group", "question", "choice"]].values.tolist() == [["正弦位置编码", "positional-none", "更快解出"]]
+    assert board.results_frame(snapshot)["group"].tolist()[:2] == ["sinusoidal PE", "no PE"]  # English by default

@@ -5,9 +5,12 @@ from datetime import datetime
 
 import pandas as pd
 
-from transformer.classroom import ClassInfo, RunState, Snapshot, Student
-from transformer.classroom.board import GroupCurves, group_curves
+from transformer.classroom import Assignment, ClassInfo, RunState, Snapshot, Student
+from transformer.classroom.assignment import split_groups
+from transformer.classroom.board import GroupCurves, group_curves, outcome_table
 from transformer.figures.board import GROUP_COLOURS, group_curves_figure, outcomes_figure
+from transformer.figures.palette import SYMBOLS
+from transformer.i18n import translator
 
 
 def curves() -> dict[str | None, GroupCurves]:
@@ -58,12 +61,33 @@ def test_outcomes_are_filled_when_solved_and_hollow_when_not():
             "solved": [True, True, False],
             "steps": [300, 420, 2000],
             "exact_match": [1.0, 1.0, 0.1],
+            "timed_out": [False, False, False],
         }
     )
     figure = outcomes_figure(table)
     by_name = {trace.name: trace for trace in figure.data}
     assert list(by_name["PE: solved"].x) == [300, 420] and by_name["PE: solved"].marker.symbol == "circle"
     assert (
-        list(by_name["no PE: not solved"].x) == [2000] and by_name["no PE: not solved"].marker.symbol == "circle-open"
+        list(by_name["no PE: not solved"].x) == [2000] and by_name["no PE: not solved"].marker.symbol == "square-open"
     )
     assert list(by_name["no PE: not solved"].customdata) == [10.0]
+
+
+def test_a_run_that_ran_out_of_time_is_its_own_kind_and_groups_read_in_the_figure_s_language():
+    when = datetime(2026, 11, 25, 9)
+    assignment = Assignment({}, frozenset(), "positional", split_groups("positional"))
+    students = tuple(Student(i + 1, f"s{i}", i, assignment.group(i).label, i) for i in range(3))
+    ended = {"steps": 300, "seconds": 60.0, "exact_match": 0.4, "token_acc": 0.9}
+    runs = {
+        1: RunState("finished", 300, None, (), {**ended, "exact_match": 1.0, "reason": "solved"}),
+        2: RunState("finished", 300, None, (), {**ended, "reason": "time budget"}),
+        3: RunState("finished", 600, None, (), {**ended, "steps": 600, "reason": "step budget"}),
+    }
+    snapshot = Snapshot(ClassInfo("amber-otter-7351", "Period 3", when, when, assignment, None), students, runs)
+    figure = outcomes_figure(outcome_table(snapshot), tr=translator("zh-CN"))
+    by_name = {trace.name: trace for trace in figure.data}
+    assert set(by_name) == {"正弦位置编码：已解出", "无位置编码：时间用完", "正弦位置编码：未解出"}
+    assert by_name["无位置编码：时间用完"].marker.symbol == SYMBOLS[1] + "-open-dot"
+    assert list(by_name["无位置编码：时间用完"].y) == ["无位置编码"]
+    curves = group_curves_figure(group_curves(snapshot), "loss", tr=translator("zh-CN"))
+    assert {trace.name for trace in curves.data} == {"正弦位置编码", "无位置编码"}

@@ -11,8 +11,7 @@ from streamlit.testing.v1 import AppTest
 import pages.classes
 import pages.common
 from pages.train_controls import CLASS_SAME_RUN, SAME_RUN
-from tests.helpers import wait_until
-from tests.pages.test_train import poll_until_done
+from tests.helpers import poll_until_done, wait_until
 from transformer.classroom import Assignment, Caller, Group, RunState
 from transformer.pairs import pairs_from_rows
 
@@ -165,3 +164,30 @@ def test_a_class_with_its_own_task_trains_it_with_the_student_s_seed():
     poll_until_done(at)
     board = lambda: pages.classes.class_store().open_board(code, key, TEACHER)  # noqa: E731
     wait_until(lambda: board().runs[seat.id].status == "finished")  # the recorder writes from its own thread
+
+
+def test_the_question_names_the_class_s_own_task_not_the_one_the_assignment_names():
+    code, key = a_class("positional-none")  # the assignment names reverse
+    rows = [(f"row {i}", f"{a} {b}", f"{a} {a} {b} {b}") for i, (a, b) in enumerate(zip("abcdefgh", "hgfedcba"), 1)]
+    pages.classes.class_store().set_task(code, key, pairs_from_rows(rows, "doubled_zh.csv"), TEACHER)
+    at = open_link(code)
+    join(at, "Ada")
+    label = shown(at.radio(key="class_prediction").label)
+    assert "Without positional encoding, doubled_zh.csv will be solved:" in label and "reverse" not in label
+
+
+def test_a_prediction_on_runs_that_ran_out_of_time_is_not_graded_and_not_polled(fragments):
+    code, _ = a_class("positional-none")
+    at = open_link(code)
+    join(at, "Ada")  # group "with PE": graded on the no-PE group's runs
+    at.radio(key="class_prediction").set_value("later")
+    at.button(key="start_training").click().run()
+    poll_until_done(at)
+    store = pages.classes.class_store()
+    bo = store.join(code, "browser-b", "Bo")  # group "no PE": stopped by the time budget on a busy server
+    result = {"reason": "time budget", "steps": 12, "exact_match": 0.0}
+    store.record_run(bo, RunState("finished", 12, None, ({"step": 10, "train_loss": 2.0},), result))
+    at.run()
+    assert "not graded: the runs it rests on ran out of time" in verdict(at)
+    assert "not so" not in verdict(at) and "you were right" not in verdict(at)
+    assert fragments["prediction_verdict"] is None  # nothing more to wait for

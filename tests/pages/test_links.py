@@ -1,9 +1,11 @@
 """Links that carry the model: each page reads its settings and the shipped model in hand from the address bar on a
 fresh session, writes them back as they change, and falls back to its defaults, with a notice, on a bad link."""
 
+import pytest
 import torch
 from streamlit.testing.v1 import AppTest
 
+from pages.links import unreachable_host
 from transformer import Checkpoint, DataConfig, ModelConfig, Transformer, Vocab
 from transformer.tasks import TaskData
 
@@ -110,3 +112,24 @@ def test_a_model_trained_here_cannot_travel_in_a_link():
     at.switch_page("pages/anatomy.py").run()
     assert not at.exception and "model" not in at.query_params and link(at) == ""
     assert any("cannot carry the model in hand" in c.value for c in at.caption)
+
+
+@pytest.mark.parametrize(
+    "url, host",
+    [
+        ("http://localhost:8501/teacher", "localhost"),
+        ("http://LOCALHOST:8501/teacher", "localhost"),
+        ("http://lab.localhost/teacher", "lab.localhost"),
+        ("http://127.0.0.1:8501/teacher", "127.0.0.1"),
+        ("http://127.8.9.10/teacher", "127.8.9.10"),
+        ("http://[::1]:8501/teacher", "::1"),
+        ("http://0.0.0.0:8501/teacher", "0.0.0.0"),
+        ("http://192.168.1.20:8501/teacher", None),
+        ("http://[fe80::1]:8501/teacher", None),
+        ("https://lab.example.org/teacher", None),
+        ("/teacher", None),  # no browser: a relative link
+        ("http://[::1/teacher", None),  # malformed
+    ],
+)
+def test_a_link_no_other_device_can_open_is_told_apart(url, host):
+    assert unreachable_host(url) == host

@@ -5,14 +5,18 @@ action ends in a message, never an exception."""
 
 import csv
 import io
+import json
 import re
+from urllib.parse import urlsplit
 
 import pytest
 import segno
+from streamlit.runtime.context import ContextProxy
 from streamlit.testing.v1 import AppTest
 
 import pages.classes
-from transformer.classroom import Caller, ClassroomError, ClassStore, RunState, TooManyAttempts
+from transformer.classroom import Assignment, Caller, ClassroomError, ClassStore, RunState, TooManyAttempts
+from transformer.classroom.assignment import split_groups
 from transformer.limits import CLASS_CREATIONS, WRONG_KEYS_PER_BROWSER
 
 FINISHED = RunState(
@@ -74,6 +78,11 @@ def create(at: AppTest, title: str = "Period 3", saved: bool = True) -> tuple[st
 def the_link(at: AppTest) -> str:
     (header,) = [h for h in at.header if "?class=" in shown(h.value)]
     return shown(header.value)
+
+
+def csv_text(data: str | bytes) -> io.StringIO:
+    """A downloaded CSV file's text (a byte-order mark first, if any, left out) for `csv.DictReader`."""
+    return io.StringIO(data.decode("utf-8-sig") if isinstance(data, bytes) else data)
 
 
 def board_line(at: AppTest) -> str:
@@ -143,11 +152,11 @@ def test_the_exports_hold_what_the_database_holds_when_clicked(media):
     results = buttons["Download results (CSV)"]
     assert results.ignore_rerun and not results.url  # made at the click, and the page stays as it is
     store.record_run(ada, FINISHED)  # the run ends after the page was drawn
-    rows = list(csv.DictReader(io.StringIO(media[results.deferred_file_id]())))
+    rows = list(csv.DictReader(csv_text(media[results.deferred_file_id]())))
     assert [(row["name"], row["state"]) for row in rows] == [("Ada", "finished")]
     assert int(float(rows[0]["steps"])) == 30
     metrics = media[buttons["Download metric rows (CSV)"].deferred_file_id]()
-    assert len(list(csv.DictReader(io.StringIO(metrics)))) == 1
+    assert len(list(csv.DictReader(csv_text(metrics)))) == 1
 
 
 def test_a_class_opens_again_with_its_key_and_a_wrong_key_is_refused_then_rate_limited():
@@ -259,3 +268,86 @@ def test_a_bad_task_file_for_the_class_is_one_error_and_nothing_is_saved():
     assert len(at.error) == 1 and "at least 5 different pairs" in at.error[0].value
     assert "teacher_task_give" not in [b.key for b in at.button]
     assert pages.classes.class_store().class_info(code).task is None
+
+
+def test_after_a_language_switch_the_assignment_form_shows_its_choices_in_the_new_language():
+    at = open_teacher()
+    create(at)
+    at.selectbox(key="teacher_split").set_value("positional")
+    at.selectbox(key="teacher_question").set_value("positional-none")
+    at.button(key="teacher_save").click().run()
+    at.selectbox(key="language_picker").set_value("zh-CN").run()
+    assert not at.exception
+    # the browser keeps a choice as the words it showed: the page sets each value again, in the new words
+    shown = {key: at.selectbox(key=key).proto for key in ("teacher_task", "teacher_split", "teacher_question")}
+    assert (
+        all(proto.set_value for proto in shown.values()) and at.multiselect(key="teacher_open_settings").proto.set_value
+    )
+    assert shown["teacher_split"].raw_value == "正弦位置编码 / 无位置编码"
+    assert shown["teacher_question"].raw_value == "没有位置编码时，任务 reverse 会："
+    assert at.selectbox(key="teacher_split").value == "positional"
+    at.run()  # no switch: what the teacher picks in the form stays theirs
+    assert not at.selectbox(key="teacher_split").proto.set_value
+    at.button(key="teacher_save").click().run()
+    assert not at.exception and at.success
+    assert pages.classes.class_store().class_info(at.session_state["teacher_class"][0]).question == "positional-none"
+
+
+@pytest.fixture
+def browsed_from(monkeypatch):
+    """Set the address the teacher's browser opened the page at (AppTest has none)."""
+
+    def browse(url: str) -> None:
+        monkeypatch.setattr(ContextProxy, "url", property(lambda self: url))
+
+    return browse
+
+
+@pytest.mark.parametrize(
+    "url, warned",
+    [
+        ("http://localhost:8501/teacher", True),
+        ("http://127.0.0.1:8501/teacher", True),
+        ("http://[::1]:8501/teacher", True),
+        ("http://192.168.1.20:8501/teacher", False),
+        ("https://lab.example.org/teacher", False),
+    ],
+)
+def test_a_class_link_no_student_can_open_says_so_beside_the_link(browsed_from, url, warned):
+    browsed_from(url)
+    at = open_teacher()
+    create(at)
+    assert the_link(at).startswith(url.rsplit("/", 1)[0] + "/train?class=")
+    warnings = [w.value for w in at.warning if "Students cannot open this link" in w.value]
+    assert bool(warnings) == warned
+    if warned:
+        assert "network address" in warnings[0] and urlsplit(url).hostname in warnings[0]
+
+
+def test_the_board_and_its_csv_files_speak_the_teacher_s_language(media):
+    at = open_teacher()
+    at.selectbox(key="language_picker").set_value("zh-CN").run()
+    code, key = create(at, "三班")
+    store = pages.classes.class_store()
+    store.set_assignment(code, key, Assignment({}, frozenset(), "positional", split_groups("positional")))
+    ada, bob = store.join(code, "browser-a", "Ada"), store.join(code, "browser-b", "Bob")
+    store.record_run(ada, FINISHED)
+    timed_out = {**FINISHED.result, "reason": "time budget", "exact_match": 0.4}
+    store.record_run(bob, RunState("finished", 30, None, FINISHED.rows, timed_out))
+    at.run()
+    assert not at.exception
+    table = at.dataframe[0]
+    headings = {name: column.get("label") for name, column in json.loads(table.proto.columns).items()}
+    assert {headings[name] for name in ("name", "group", "state", "result")} == {"学生", "组别", "状态", "结果"}
+    assert table.value["group"].tolist() == ["正弦位置编码", "无位置编码"]
+    assert table.value["state"].tolist() == ["已结束", "已结束"] and "时间用完" in table.value["result"][1]
+    (sentence,) = [t.value for t in at.text if "解出" in t.value]
+    assert "无位置编码" in sentence and "no PE" not in sentence
+    buttons = {b.proto.label: b.proto for b in at.get("download_button")}
+    (results,) = [b for label, b in buttons.items() if "CSV" in label and "结果" in label]
+    rows = list(csv.DictReader(csv_text(media[results.deferred_file_id]())))
+    assert list(rows[0])[:4] == ["name", "group", "seed", "state"]  # the columns stay English keys
+    assert [(r["group"], r["state"], r["reason"]) for r in rows] == [
+        ("正弦位置编码", "已结束", "已解出"),
+        ("无位置编码", "已结束", "时间上限"),
+    ]

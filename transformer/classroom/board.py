@@ -3,6 +3,11 @@ sentence on the difference between groups, the flags that call for the teacher, 
 frames exported as CSV. Pure functions of a `Snapshot`; names and labels are the class's literal text, so a page
 shows them with `transformer.literal`, and nothing here keys data by a name: two students may share one, and a name
 may read like anything ("median", "student 3").
+
+What a teacher reads is in their language: a group's label is a Message (`group_words`: the words of a setting's
+value translate, a teacher's own text stays as it is), states, results and grades are Messages, a page heads each
+column with its `HEADINGS` words, and the CSV frames translate their text cells with the translator they are given
+(their column names stay these English keys, for scripts).
 """
 
 import re
@@ -11,10 +16,10 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from ..i18n import N_, Message, joined
+from ..i18n import DEFAULT_LANGUAGE, N_, Message, Translator, joined, translator
 from ..training import METRIC_COLUMNS
 from .outcomes import Outcome, measured, spread, steps_to_solve
-from .questions import QUESTIONS, right_choices
+from .questions import QUESTIONS, is_graded, right_choices
 from .records import RunState, Snapshot, Student, thin
 
 STALL_ROWS = 8  # a training run whose loss has not fallen below its best for this many metric rows is flagged
@@ -35,6 +40,24 @@ WORDS = {  # a run's status and why it ended, as a board says them
 }
 RESULT_COLUMNS = ["name", "group", "seed", "state", "steps", "seconds", "exact_match", "token_acc", "reason", "error"]
 PREDICTION_COLUMNS = ["name", "group", "question", "choice", "measured", "right"]
+HEADINGS = {  # the board's columns as a page heads them, in the session's language
+    "name": N_("student"),
+    "group": N_("group"),
+    "state": N_("state"),
+    "result": N_("result"),
+    "flag": N_("needs a look"),
+    "choice": N_("choice"),
+    "predicted": N_("predicted"),
+    "graded": N_("graded"),
+    "right": N_("right"),
+}
+ENGLISH = translator(DEFAULT_LANGUAGE)  # the CSV frames' default translator
+
+
+def group_words(label: str | None) -> Message | None:
+    """A group's label as the board says it: translated where it is the words of a setting's value ("no PE"), the
+    teacher's literal text otherwise (a Message without parameters: braces in it stay as they are)."""
+    return None if label is None else Message(label)
 
 
 def _word(text: str) -> Message:
@@ -73,6 +96,9 @@ def result_text(run: RunState | None) -> str:
         return ""
     if outcome.solved:
         return Message(N_("solved in {steps} steps"), steps=outcome.steps)
+    if outcome.timed_out:
+        out_of_time = N_("ran out of time: exact match {exact:.0%} after {steps} steps (time budget)")
+        return Message(out_of_time, exact=outcome.exact_match, steps=outcome.steps)
     not_solved = N_("not solved: exact match {exact:.0%} after {steps} steps ({reason})")
     return Message(not_solved, exact=outcome.exact_match, steps=outcome.steps, reason=_word(run.result["reason"]))
 
@@ -87,7 +113,7 @@ def student_rows(snapshot: Snapshot) -> pd.DataFrame:
     rows = [
         {
             "name": s.name,
-            "group": s.group,
+            "group": group_words(s.group),
             "state": state_text(snapshot.runs.get(s.id)),
             "curve": thin(_loss(snapshot.runs.get(s.id)), CURVE_POINTS),
             "result": result_text(snapshot.runs.get(s.id)),
@@ -102,7 +128,7 @@ def _groups(snapshot: Snapshot) -> dict[str | None, list[Student]]:
     """The students of each group, groups in the assignment's order (one group None without groups)."""
     assignment = snapshot.info.assignment
     labels = [g.label for g in assignment.groups] if assignment and assignment.groups else [None]
-    return {label: [s for s in snapshot.students if s.group == label] for label in labels}
+    return {group_words(label): [s for s in snapshot.students if s.group == label] for label in labels}
 
 
 @dataclass(frozen=True, eq=False)
@@ -141,24 +167,34 @@ def group_curves(snapshot: Snapshot, metric: str = "train_loss") -> dict[str | N
 
 
 def outcome_table(snapshot: Snapshot) -> pd.DataFrame:
-    """One row per finished run: group, solved, steps, exact match at the end."""
+    """One row per finished run: group (`group_words`), solved, steps, exact match at the end, and whether it ran out
+    of time."""
     rows = [
-        {"group": s.group, "solved": o.solved, "steps": o.steps, "exact_match": o.exact_match}
+        {
+            "group": group_words(s.group),
+            "solved": o.solved,
+            "steps": o.steps,
+            "exact_match": o.exact_match,
+            "timed_out": o.timed_out,
+        }
         for s in snapshot.students
         if (o := measured(snapshot.runs.get(s.id))) is not None
     ]
-    return pd.DataFrame(rows, columns=["group", "solved", "steps", "exact_match"])
+    columns = ["group", "solved", "steps", "exact_match", "timed_out"]
+    return pd.DataFrame(rows, columns=columns).astype({"group": object})  # its Messages kept (see student_rows)
 
 
 def difference_sentence(snapshot: Snapshot) -> Message:
     """The groups' outcomes in plain words: 'solved: 15 of 15 (with PE) against 0 of 14 (no PE). Steps to solve:
-    with PE median 450 (range 300-700); no PE none solved.' Counts are of finished runs."""
-    outcomes: dict[str | None, list[Outcome]] = {
+    with PE median 450 (range 300-700); no PE none solved.' Counts are of finished runs; runs that ran out of time
+    count for neither, and are counted after: 'Ran out of time, not counted: 2 (no PE).'"""
+    ended: dict[str | None, list[Outcome]] = {
         label: [o for s in members if (o := measured(snapshot.runs.get(s.id))) is not None]
         for label, members in _groups(snapshot).items()
     }
-    if not any(outcomes.values()):
+    if not any(ended.values()):
         return Message(N_("No run has finished yet."))
+    outcomes = {label: [o for o in found if not o.timed_out] for label, found in ended.items()}
     named = len(outcomes) > 1
     counts, spreads = [], []
     for label, found in outcomes.items():
@@ -173,7 +209,14 @@ def difference_sentence(snapshot: Snapshot) -> Message:
     against = counts[0]
     for count in counts[1:]:
         against = Message(N_("{first} against {second}"), first=against, second=count)
-    return Message(N_("solved: {counts}. Steps to solve: {spreads}."), counts=against, spreads=joined(spreads, "; "))
+    solved = N_("solved: {counts}. Steps to solve: {spreads}.")
+    sentence = Message(solved, counts=against, spreads=joined(spreads, "; "))
+    late = {label: n for label, found in ended.items() if (n := sum(o.timed_out for o in found))}
+    if not late:
+        return sentence
+    counted = [Message(N_("{n} ({group})"), n=n, group=label) if named else str(n) for label, n in late.items()]
+    out_of_time = N_("{sentence} Ran out of time, not counted: {counts}.")
+    return Message(out_of_time, sentence=sentence, counts=joined(counted, ", "))
 
 
 def stalled(run: RunState | None, rows: int = STALL_ROWS) -> bool:
@@ -212,7 +255,7 @@ def prediction_tally(snapshot: Snapshot) -> pd.DataFrame:
         {
             "choice": choice,
             "predicted": sum(a == choice for a in answers.values()),
-            "graded": sum(a == choice and right.get(sid) is not None for sid, a in answers.items()),
+            "graded": sum(a == choice and is_graded(right.get(sid)) for sid, a in answers.items()),
             "right": sum(a == choice and right.get(sid) == choice for sid, a in answers.items()),
         }
         for choice in QUESTIONS[key].choices
@@ -237,8 +280,14 @@ def spreadsheet_safe_frame(frame: pd.DataFrame) -> pd.DataFrame:
     return frame.assign(**{c: frame[c].map(spreadsheet_safe) for c in text})
 
 
-def results_frame(snapshot: Snapshot) -> pd.DataFrame:
-    """One row per student: name, group, seed, state, and the result's numbers and reason; text spreadsheet-safe."""
+def _said(text: str | None, tr: Translator) -> str | None:
+    """`text` (a Message, or words of the board such as a group's label or a choice) in `tr`'s language."""
+    return None if text is None else tr.gettext(text)
+
+
+def results_frame(snapshot: Snapshot, tr: Translator = ENGLISH) -> pd.DataFrame:
+    """One row per student: name, group, seed, state, and the result's numbers and reason (why the run ended); its
+    words in `tr`'s language, text spreadsheet-safe."""
     rows = []
     for s in snapshot.students:
         run = snapshot.runs.get(s.id)
@@ -246,39 +295,42 @@ def results_frame(snapshot: Snapshot) -> pd.DataFrame:
         rows.append(
             {
                 "name": s.name,
-                "group": s.group,
+                "group": _said(s.group, tr),
                 "seed": s.seed,
-                "state": state_text(run),
-                **{k: result.get(k) for k in ("steps", "seconds", "exact_match", "token_acc", "reason")},
+                "state": tr.gettext(state_text(run)),
+                **{k: result.get(k) for k in ("steps", "seconds", "exact_match", "token_acc")},
+                "reason": _said(result.get("reason") and _word(result["reason"]), tr),
                 "error": run.error if run else None,
             }
         )
     return spreadsheet_safe_frame(pd.DataFrame(rows, columns=RESULT_COLUMNS))
 
 
-def metrics_frame(snapshot: Snapshot) -> pd.DataFrame:
-    """Every student's metric rows, one per row: name, group (spreadsheet-safe) and the metric columns."""
+def metrics_frame(snapshot: Snapshot, tr: Translator = ENGLISH) -> pd.DataFrame:
+    """Every student's metric rows, one per row: name, group (in `tr`'s language; spreadsheet-safe) and the metric
+    columns."""
     rows = [
-        {"name": s.name, "group": s.group, **row}
+        {"name": s.name, "group": _said(s.group, tr), **row}
         for s in snapshot.students
         for row in (snapshot.runs[s.id].rows if s.id in snapshot.runs else ())
     ]
     return spreadsheet_safe_frame(pd.DataFrame(rows, columns=["name", "group", *METRIC_COLUMNS]))
 
 
-def predictions_frame(snapshot: Snapshot) -> pd.DataFrame:
-    """One row per prediction: name, group, question, choice, the right choice as measured (blank until it is)
-    and whether the prediction was right; text spreadsheet-safe."""
+def predictions_frame(snapshot: Snapshot, tr: Translator = ENGLISH) -> pd.DataFrame:
+    """One row per prediction: name, group, question (its key), choice, the right choice as measured (blank until it
+    is; 'ran out of time' when its runs did) and whether the prediction was right (blank while ungraded); its words
+    in `tr`'s language, text spreadsheet-safe."""
     key = snapshot.info.question
     right = right_choices(key, snapshot) if key else {}
     rows = [
         {
             "name": s.name,
-            "group": s.group,
+            "group": _said(s.group, tr),
             "question": p.question,
-            "choice": p.choice,
-            "measured": right.get(s.id) if p.question == key else None,
-            "right": right.get(s.id) == p.choice if p.question == key and right.get(s.id) else None,
+            "choice": tr.gettext(p.choice),
+            "measured": _said(right.get(s.id), tr) if p.question == key else None,
+            "right": right.get(s.id) == p.choice if p.question == key and is_graded(right.get(s.id)) else None,
         }
         for s in snapshot.students
         if (p := snapshot.predictions.get(s.id)) is not None

@@ -12,12 +12,14 @@ from .records import RunState
 @dataclass(frozen=True)
 class Outcome:
     """What a finished run measured: whether it solved the task (every held-out sequence right under greedy
-    decoding), the steps it took, its exact match at the end and its last training loss."""
+    decoding), the steps it took, its exact match at the end and its last training loss, and whether the time
+    budget ended it before it solved the task (it ran out of time: not a failure to learn within its steps)."""
 
     solved: bool
     steps: int
     exact_match: float
     train_loss: float | None
+    timed_out: bool = False
 
 
 def measured(run: RunState | None) -> Outcome | None:
@@ -34,6 +36,7 @@ def measured(run: RunState | None) -> Outcome | None:
         steps=int(result["steps"]),
         exact_match=result.get("exact_match") or 0.0,
         train_loss=losses[-1] if losses else None,
+        timed_out=result["reason"] == "time budget",
     )
 
 

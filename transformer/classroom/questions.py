@@ -3,7 +3,12 @@ groups differ in the question's setting, and its right choice follows from measu
 that group against the runs of the other groups.
 
 A student in the question's group is graded on their own run against the other groups; a student of another group
-on the question's group against the rest of the class.
+on the question's group against the rest of the class. A run the time budget ended before it solved the task
+measured neither how soon its group solves the task nor how far it learns: it counts for no grade, and a grade that
+rests only on such runs reads OUT_OF_TIME (ungraded).
+
+A question that names a task names the one the class trains (`question_text`): its own task from examples, or the
+built-in or gallery task its assignment names.
 """
 
 import statistics
@@ -13,7 +18,7 @@ from dataclasses import dataclass
 from ..i18n import N_, Message
 from .assignment import Assignment, Value
 from .outcomes import Outcome, measured, steps_to_solve
-from .records import Snapshot
+from .records import ClassInfo, Snapshot
 
 Grade = Callable[[Sequence[Outcome], Sequence[Outcome]], str | None]  # (the group's, the others') -> right choice
 # A choice is kept in the class database as these English words (a prediction, a measured answer); pages show it
@@ -22,9 +27,16 @@ SOLVE_CHOICES = (N_("sooner"), N_("later"), N_("not within the step budget"))
 SOLVE_CAPTION = N_(
     "Measured, not decoded: 'not within the step budget' when fewer than half of these runs solved the task; "
     "otherwise 'sooner' when their median steps to solve is below the median of the other groups' solved runs (or "
-    "none of those solved), else 'later'."
+    "none of those solved), else 'later'. A run the time budget stopped before it solved the task counts for "
+    "neither side: it ran out of time."
 )
 COMPARE_CHOICES = (N_("higher"), N_("about the same"), N_("lower"))
+OUT_OF_TIME = N_("ran out of time")  # the grade of a prediction whose runs all ran out of time: ungraded
+
+
+def is_graded(measured: str | None) -> bool:
+    """Whether a measured answer of `right_choices` grades a prediction: not while unmeasured, nor OUT_OF_TIME."""
+    return measured is not None and measured != OUT_OF_TIME
 
 
 def solved_sooner(arm: Sequence[Outcome], rest: Sequence[Outcome]) -> str | None:
@@ -62,7 +74,7 @@ class Question:
     value: Value
     choices: tuple[str, ...]
     grade: Grade
-    task: str | None = None  # the task the question names, if any
+    names_task: bool = False  # `text` names the class's task: {task}
 
     def unfit(self, assignment: Assignment | None) -> Message | None:
         """Why this question does not fit `assignment`, or None when it does."""
@@ -70,20 +82,32 @@ class Question:
         if assignment is None or assignment.setting != self.setting or (type(self.value), self.value) not in values:
             why = N_("it needs groups that differ in {setting}, one of them with {setting} = {value}")
             return Message(why, setting=self.setting, value=self.value)
-        if self.task is not None and assignment.settings(None)["task"] != self.task:
-            return Message(N_("it is about the task {task}"), task=self.task)
+        if self.names_task and "task" in assignment.open:
+            return Message(N_("it names the class's task, and students may change the task"))
         return None
+
+
+def class_task_name(info: ClassInfo) -> str:
+    """The name of the task a class trains: its own task's (the teacher's literal text), else its assignment's."""
+    if info.task is not None:
+        return info.task.name
+    return (info.assignment or Assignment()).settings(None)["task"]
+
+
+def question_text(key: str, info: ClassInfo) -> Message:
+    """The class's question `key` as its students read it, naming the task the class trains."""
+    return Message(QUESTIONS[key].text, task=class_task_name(info))
 
 
 QUESTIONS: dict[str, Question] = {
     "positional-none": Question(
-        N_("Without positional encoding, reverse will be solved:"),
+        N_("Without positional encoding, {task} will be solved:"),
         SOLVE_CAPTION,
         "positional",
         "none",
         SOLVE_CHOICES,
         solved_sooner,
-        task="reverse",
+        names_task=True,
     ),
     "causal-mask-off": Question(
         N_("Without the causal mask, the held-out exact match at the end will be:"),
@@ -137,7 +161,15 @@ def right_choices(key: str, snapshot: Snapshot) -> dict[int, str | None]:
     in_arm = {student.id: student.group in labels for student in snapshot.students}
     arm = [o for sid, o in outcomes.items() if o and in_arm[sid]]
     rest = [o for sid, o in outcomes.items() if o and not in_arm[sid]]
+
+    def grade(ours: list[Outcome], theirs: list[Outcome]) -> str | None:
+        """The question's grade on the runs that did not run out of time; OUT_OF_TIME when every run of a side
+        did."""
+        if any(side and all(o.timed_out for o in side) for side in (ours, theirs)):
+            return OUT_OF_TIME
+        return question.grade([o for o in ours if not o.timed_out], [o for o in theirs if not o.timed_out])
+
     return {
-        sid: None if own is None else question.grade([own], rest) if in_arm[sid] else question.grade(arm, rest)
+        sid: None if own is None else grade([own], rest) if in_arm[sid] else grade(arm, rest)
         for sid, own in outcomes.items()
     }

@@ -16,7 +16,7 @@ from ..report import Section, report_html
 from ..report_data import ClassPart, ReportData, from_json, gather, to_json
 from ..serving import Run
 from .board import difference_sentence, state_text
-from .questions import QUESTIONS, right_choices
+from .questions import question_text, right_choices
 from .records import Snapshot, Student
 from .rows import upsert
 from .schema import reports
@@ -76,7 +76,7 @@ def class_part(snapshot: Snapshot, student: Student) -> ClassPart:
         title=snapshot.info.title,
         student=student.name,
         group=student.group,
-        question=None if key is None else QUESTIONS[key].text,
+        question=None if key is None else question_text(key, snapshot.info),
         prediction=prediction.choice if answered else None,
         measured=right_choices(key, snapshot).get(student.id) if key else None,
         outcome=difference_sentence(snapshot),
@@ -93,7 +93,7 @@ def class_reports_html(store: ClassStore, code: str, tr: Translator) -> str:
         run, report = snapshot.runs.get(student.id), kept.get(student.id)
         if run is None or run.status not in ENDED or report is None or report.step != run.step:
             report = None
-        heading = student.name if student.group is None else f"{student.name} · {student.group}"
+        heading = student.name if student.group is None else f"{student.name} · {tr.gettext(student.group)}"
         why = tr.gettext(N_("No report yet: the run is {state}."), state=tr.gettext(state_text(run)))
         sections.append(Section(heading, report, class_part(snapshot, student), why))
     title = tr.gettext(N_("Lab reports of the class {title}"), title=snapshot.info.title)

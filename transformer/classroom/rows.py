@@ -1,7 +1,12 @@
 """The class database's rows as the records pages read (`records`), and the writes several of the store's methods
-share. `ClassStore` (store.py) holds the transactions; this module, what one row means."""
+share. `ClassStore` (store.py) holds the transactions; this module, what one row means.
 
-from collections.abc import Mapping
+A class's own task (up to MAX_TASK_FILE_BYTES of pairs) is parsed once per process, not on every read of the class:
+a read selects `CLASS_COLUMNS` (the task's digest, not the task) and finds the task parsed in `PARSED_TASKS`."""
+
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import Any
 
@@ -12,6 +17,39 @@ from ..pairs import TaskPairs
 from .assignment import Assignment
 from .records import IN_FLIGHT, ClassInfo, Prediction, RunState, Snapshot, Student
 from .schema import classes, predictions, runs, students
+
+TASKS_KEPT = 32  # the classes' own tasks a process keeps parsed, the most recently read (each at most 1 MB of pairs)
+CLASS_COLUMNS = [column for column in classes.c if column.name != "task"]  # what a read of a class selects
+
+
+class ParsedTasks:
+    """The classes' own tasks as parsed, by `schema.task_digest`: the `most` recently read, shared by every store of
+    the process, so that reading a class parses its task only the first time (and after its teacher changes it)."""
+
+    def __init__(self, most: int):
+        self.most = most
+        self._tasks: OrderedDict[str, TaskPairs] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, digest: str, load: Callable[[], Mapping[str, Any]]) -> TaskPairs:
+        """The task whose digest is `digest`: the one kept, else the one parsed from what `load()` reads, kept."""
+        with self._lock:
+            task = self._tasks.get(digest)
+        if task is None:
+            task = TaskPairs.from_dict(load())
+        self.keep(digest, task)
+        return task
+
+    def keep(self, digest: str, task: TaskPairs) -> None:
+        """Keep `task` under `digest` as the most recently read, forgetting the least recent past `most`."""
+        with self._lock:
+            self._tasks[digest] = task
+            self._tasks.move_to_end(digest)
+            while len(self._tasks) > self.most:
+                self._tasks.popitem(last=False)
+
+
+PARSED_TASKS = ParsedTasks(TASKS_KEPT)
 
 
 def upsert(conn: Connection, table: Any, values: Mapping[str, Any]) -> None:
@@ -36,10 +74,13 @@ def assignment_of(row: Row) -> Assignment:
     return Assignment() if row.assignment is None else Assignment.from_json(row.assignment)
 
 
-def class_info_of(row: Row) -> ClassInfo:
-    """A class row as ClassInfo."""
+def class_info_of(conn: Connection, row: Row) -> ClassInfo:
+    """A class row of `CLASS_COLUMNS` as ClassInfo, its task read from `conn` only if it is not parsed yet."""
     assignment = None if row.assignment is None else assignment_of(row)
-    task = None if row.task is None else TaskPairs.from_dict(row.task)
+    task = None
+    if row.task_hash is not None:
+        stored = select(classes.c.task).where(classes.c.id == row.id)
+        task = PARSED_TASKS.get(row.task_hash, lambda: conn.scalar(stored))
     return ClassInfo(row.code, row.title, row.created_at, row.expires_at, assignment, row.question, task)
 
 
@@ -72,4 +113,4 @@ def snapshot_of(conn: Connection, row: Row, names: bool, lost_before: datetime) 
         p.student_id: Prediction(p.question, p.choice)
         for p in conn.execute(select(predictions).where(predictions.c.student_id.in_(ids)))
     }
-    return Snapshot(class_info_of(row), roster, states, answers)
+    return Snapshot(class_info_of(conn, row), roster, states, answers)

@@ -11,10 +11,13 @@ lock or SQLite's write lock (`BEGIN IMMEDIATE`), so the second finds the tables 
 Times are naive UTC datetimes, the same on SQLite (which has no time zones) and PostgreSQL.
 """
 
+import hashlib
+import json
 import unicodedata
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from datetime import datetime
+from typing import Any
 
 from sqlalchemy import (
     JSON,
@@ -68,6 +71,7 @@ classes = Table(
     Column("assignment", JSON),  # Assignment.to_json()
     Column("question", String(MAX_KEY_CHARS)),
     Column("task", JSON),  # its own task from examples, TaskPairs.to_dict(): MAX_TASK_FILE_BYTES of text at most
+    Column("task_hash", String(64)),  # `task_digest` of its task: a read of the class finds the task parsed by it
 )
 
 students = Table(
@@ -138,8 +142,17 @@ def name_key(name: str) -> str:
     return unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", name).casefold())
 
 
+def task_digest(task: Mapping[str, Any]) -> str:
+    """The SHA-256 of a class's task (`TaskPairs.to_dict()`) as canonical JSON: the same task, the same digest."""
+    text = json.dumps(task, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
 def _add_column(conn: Connection, table: Table, name: str) -> None:
-    """ALTER TABLE ... ADD COLUMN for the column `name` as `table` declares it."""
+    """ALTER TABLE ... ADD COLUMN for the column `name` as `table` declares it, unless the table has it already (a
+    migration run again over a database that was taken back to an older version keeps it)."""
+    if name in {column["name"] for column in inspect(conn).get_columns(table.name)}:
+        return
     column = CreateColumn(table.c[name]).compile(dialect=conn.dialect)
     conn.exec_driver_sql(f"ALTER TABLE {table.name} ADD COLUMN {column}")
 
@@ -166,13 +179,26 @@ def _reports_table(conn: Connection) -> None:
 
 
 def _class_task(conn: Connection) -> None:
-    """A class may keep a task of its own, from examples (a database that has the column already keeps it)."""
-    if "task" not in {column["name"] for column in inspect(conn).get_columns(classes.name)}:
-        _add_column(conn, classes, "task")
+    """A class may keep a task of its own, from examples."""
+    _add_column(conn, classes, "task")
+
+
+def _task_hash(conn: Connection) -> None:
+    """A class's task has its digest beside it."""
+    _add_column(conn, classes, "task_hash")
+    for row in conn.execute(select(classes.c.id, classes.c.task)).all():
+        if row.task is not None:  # a cleared task may be kept as JSON null
+            conn.execute(update(classes).where(classes.c.id == row.id).values(task_hash=task_digest(row.task)))
 
 
 # Version n is MIGRATIONS[n - 1]. Version 1 is the tables as first released.
-MIGRATIONS: list[Migration] = [lambda conn: metadata.create_all(conn), _version_2, _reports_table, _class_task]
+MIGRATIONS: list[Migration] = [
+    lambda conn: metadata.create_all(conn),
+    _version_2,
+    _reports_table,
+    _class_task,
+    _task_hash,
+]
 _LOCK_ID = 7_351_000  # PostgreSQL advisory lock held while migrating, so replicas starting together take turns
 
 

@@ -42,8 +42,8 @@ from .codes import MAX_CODE_CHARS, key_hash, key_matches, new_class_code, new_sa
 from .database import engine_for
 from .questions import QUESTIONS
 from .records import IN_FLIGHT, Caller, ClassInfo, Prediction, RunState, Snapshot, Student, bounded
-from .rows import assignment_of, class_info_of, delete_classes, snapshot_of, student_of, upsert
-from .schema import MAX_SERVER_CHARS, classes, migrate, name_key, predictions, runs, students
+from .rows import CLASS_COLUMNS, assignment_of, class_info_of, delete_classes, snapshot_of, student_of, upsert
+from .schema import MAX_SERVER_CHARS, classes, migrate, name_key, predictions, runs, students, task_digest
 
 Clock = Callable[[], datetime]
 ATTEMPTS = 5  # tries at a write that a concurrent one may collide with (a code, a slot, a join position)
@@ -192,8 +192,9 @@ class ClassStore:
             raise ClassroomError(N_("a class's task is a task from examples"))
         row = self._teacher(code, key, caller)
         data = None if task is None else task.to_dict()
+        digest = None if data is None else task_digest(data)
         with self.engine.begin() as conn:
-            conn.execute(update(classes).where(classes.c.id == row.id).values(task=data))
+            conn.execute(update(classes).where(classes.c.id == row.id).values(task=data, task_hash=digest))
 
     def delete_class(self, code: str, key: str, caller: Caller | None = None) -> None:
         """Delete the class and everything it recorded, now."""
@@ -218,7 +219,7 @@ class ClassStore:
         (a class link: see `_miss`)."""
         try:
             with self.engine.begin() as conn:
-                return class_info_of(self._class(conn, code))
+                return class_info_of(conn, self._class(conn, code))
         except UnknownClass:
             self._miss(caller)
             raise
@@ -336,7 +337,7 @@ class ClassStore:
         """The class with `code` that has not expired, else UnknownClass."""
         row = None
         if isinstance(code, str) and len(code) <= MAX_CODE_CHARS:
-            row = conn.execute(select(classes).where(classes.c.code == code)).first()
+            row = conn.execute(select(*CLASS_COLUMNS).where(classes.c.code == code)).first()
         if row is None or row.expires_at <= self.now():
             raise UnknownClass(N_("there is no class with this code: it may have ended"))
         return row

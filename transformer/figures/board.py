@@ -7,12 +7,18 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from ..classroom.board import GroupCurves
-from ..i18n import Translator
+from ..i18n import N_, Translator
 from . import ENGLISH, LEGEND_AT_FOOT, title_layout, top_margin
+from .palette import SERIES, SYMBOLS, series_line
 from .training import FONT
 
-GROUP_COLOURS = ("#1f5fbf", "#d9480f", "#2b8a3e", "#862e9c")  # one per group, in the assignment's order
+GROUP_COLOURS = SERIES  # one per group, in the assignment's order, each with its dash and marker symbol
 MEMBER_OPACITY = 0.25
+OUTCOME_KINDS = (  # the finished runs of a group: which rows, the legend's words, the ending of the marker's symbol
+    (lambda rows: rows["solved"], N_("{group}: solved"), ""),
+    (lambda rows: ~rows["solved"] & ~rows["timed_out"], N_("{group}: not solved"), "-open"),
+    (lambda rows: rows["timed_out"], N_("{group}: ran out of time"), "-open-dot"),
+)
 
 
 def group_curves_figure(
@@ -25,19 +31,19 @@ def group_curves_figure(
     thirty-four (each trace costs plotly a validation pass on every redraw). Traces are named by group label and
     grouped in the legend by the group's place, never by a student's name."""
     traces = []
-    for place, ((label, curve), colour) in enumerate(zip(curves.items(), GROUP_COLOURS)):
-        name, legend_group = tr.gettext("class") if label is None else label, f"group {place}"
+    for place, (label, curve) in enumerate(curves.items()):
+        name, legend_group = tr.gettext("class") if label is None else tr.gettext(label), f"group {place}"
         steps = curve.members.index.tolist()
         member_values = curve.members.to_numpy().T.tolist()  # a list per member, in the members' order
         x = [step for _ in member_values for step in [*steps, None]]
         y = [value for values in member_values for value in [*values, None]]
-        line = dict(color=colour, width=1)
+        line = series_line(place, width=1)
         traces.append(dict(type="scatter", x=x, y=y, mode="lines", line=line, opacity=MEMBER_OPACITY, name=name))
         traces[-1] |= dict(legendgroup=legend_group, showlegend=False, hoverinfo="skip", connectgaps=False)
         if member_values and steps:
             label_text = tr.gettext("{group}: median of {n}", group=name, n=len(member_values))
             median = curve.median.tolist()
-            traces.append(dict(type="scatter", x=steps, y=median, mode="lines", line=dict(color=colour, width=4)))
+            traces.append(dict(type="scatter", x=steps, y=median, mode="lines", line=series_line(place, width=4)))
             traces[-1] |= dict(name=label_text, legendgroup=legend_group)
     layout = dict(
         title=title_layout(title),
@@ -52,30 +58,27 @@ def group_curves_figure(
 
 
 def outcomes_figure(outcomes: pd.DataFrame, height: int = 300, tr: Translator = ENGLISH) -> go.Figure:
-    """Each finished run as a dot: its group against its steps to solve (filled), or against the steps it trained
-    without solving the task (hollow; the legend says which). `outcomes`: columns group, solved, steps, exact_match."""
+    """Each finished run as a dot: its group against its steps to solve (filled), against the steps it trained
+    without solving the task (hollow), or against the steps it reached when the time budget stopped it (hollow with a
+    dot: it ran out of time); the legend says which. `outcomes`: `board.outcome_table`'s columns group, solved,
+    steps, exact_match, timed_out; a group's label is said in `tr`'s language."""
     figure = go.Figure()
     groups = list(dict.fromkeys(outcomes["group"].tolist()))
     hover = tr.gettext("{steps} steps, exact match {exact_match}%", steps="%{x}", exact_match="%{customdata}")
-    for group, colour in zip(groups, GROUP_COLOURS):
+    for place, (group, colour) in enumerate(zip(groups, GROUP_COLOURS)):
         rows = outcomes[outcomes["group"] == group] if group is not None else outcomes[outcomes["group"].isna()]
-        for solved in (True, False):
-            part = rows[rows["solved"] == solved]
+        said = tr.gettext("class") if group is None else tr.gettext(group)
+        for kind, legend, ending in OUTCOME_KINDS:
+            part = rows[kind(rows)]
             if part.empty:
                 continue
             figure.add_trace(
                 go.Scatter(
                     x=part["steps"].tolist(),
-                    y=[group or tr.gettext("class")] * len(part),
+                    y=[said] * len(part),
                     mode="markers",
-                    marker=dict(
-                        color=colour, size=14, symbol="circle" if solved else "circle-open", line=dict(width=2)
-                    ),
-                    name=(
-                        tr.gettext("{group}: solved", group=group or tr.gettext("class"))
-                        if solved
-                        else tr.gettext("{group}: not solved", group=group or tr.gettext("class"))
-                    ),
+                    marker=dict(color=colour, size=14, symbol=SYMBOLS[place] + ending, line=dict(width=2)),
+                    name=tr.gettext(legend, group=said),
                     customdata=(100 * part["exact_match"]).round(1).tolist(),
                     hovertemplate=f"{hover}<extra></extra>",
                 )
