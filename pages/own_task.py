@@ -2,8 +2,13 @@
 task (`transformer.task_file`) that the Train page's Start trains, or that a teacher gives their class.
 
 Session state keys (each under the caller's `prefix`): "<prefix>_own_task", the task read (`TaskPairs`), absent
-until one is; "<prefix>_task_file" and "<prefix>_task_table", the widgets; "<prefix>_task_file_read", the id of the
-upload last read (each upload is read once).
+until one is; "<prefix>_task_file" and "<prefix>_task_table_<n>", the widgets; "<prefix>_task_file_read", the id of
+the upload last read (each upload is read once); "<prefix>_task_rows", the rows the table starts from, and
+"<prefix>_task_table_n", its n (each a new table: see `pairs_table`).
+
+A task needs MIN_TASK_PAIRS pairs (fewer are refused). One pair in HELD_OUT_EVERY is held out, so a task of fewer
+than ENOUGH_PAIRS pairs has fewer than ENOUGH_PAIRS // HELD_OUT_EVERY held out, each a large share of the score, and
+few to learn from: it trains, with a warning (`few_pairs`).
 """
 
 import pandas as pd
@@ -12,11 +17,12 @@ import streamlit as st
 from pages.classes import caller, class_store
 from pages.language import _
 from pages.state import flash, show_flashes
+from pages.streamlit_internals import cut_table_edits
 from transformer.classroom import ClassInfo
 from transformer.i18n import N_
-from transformer.limits import MAX_TASK_FILE_BYTES
+from transformer.limits import MAX_TABLE_PAIRS, MAX_TASK_FILE_BYTES, MAX_TASK_PAIRS
 from transformer.literal import code_span, markdown_literal
-from transformer.pairs import TaskPairs
+from transformer.pairs import HELD_OUT_EVERY, TaskPairs
 from transformer.task_file import HEADER, read_task_file, read_task_table
 
 OWN_TASK = "train"  # the Train page's prefix (the Teacher page has its own)
@@ -32,6 +38,15 @@ ABOUT = N_(
     "A CSV or TSV file of `source,target` pairs, one a line, the symbols of each separated by spaces (a first line "
     "`source,target` is skipped), or the pairs typed into the table. The lab builds the vocabulary from the symbols "
     "and holds one pair in five out of training, to test the model on."
+)
+ENOUGH_PAIRS = 10 * HELD_OUT_EVERY  # fewer pairs train with a warning: under 10 held out, each 10%+ of the score
+FEW_PAIRS = N_(
+    "Only {n} pairs: {train} to learn from and {held_out} held out. So few examples rarely teach a rule that holds "
+    "on pairs the model never saw, and each held-out pair is {share:.0%} of the score. Give at least {least} pairs, "
+    "for {least_held} held out."
+)
+TOO_MANY_ROWS = N_(
+    "The table takes at most {most} pairs: the rows past them were dropped. Upload a file for more, up to {file_most}."
 )
 
 
@@ -60,11 +75,30 @@ def own_task_input(prefix: str) -> TaskPairs | None:
             st.session_state[f"{prefix}_task_file_read"] = upload.file_id
             _read(prefix, lambda: read_task_file(upload.getvalue(), upload.name))
     with table_tab:
-        start = pd.DataFrame(EXAMPLE, columns=list(HEADER))
-        table = st.data_editor(start, num_rows="dynamic", key=f"{prefix}_task_table", hide_index=True, width="stretch")
+        table = pairs_table(prefix)
         if st.button(_("Use these pairs"), key=f"{prefix}_use_table"):
             _read(prefix, lambda: read_task_table(table.to_dict("records"), _("typed pairs")))
     return own_task(prefix)
+
+
+def pairs_table(prefix: str) -> pd.DataFrame:
+    """The table of typed pairs, at most MAX_TABLE_PAIRS rows; returns its rows. Rows added past them (a paste of
+    thousands) are dropped before Streamlit applies them, and the table starts over, as a new table, from the rows
+    kept: the browser then shows what the page reads. A warning says so."""
+    start, n = st.session_state.get(f"{prefix}_task_rows"), st.session_state.get(f"{prefix}_task_table_n", 0)
+    if start is None:
+        start = pd.DataFrame(EXAMPLE, columns=list(HEADER))
+    key = f"{prefix}_task_table_{n}"
+    cut = cut_table_edits(key, len(start), MAX_TABLE_PAIRS)
+    table = st.data_editor(start, num_rows="dynamic", key=key, hide_index=True, width="stretch")
+    if cut:
+        st.session_state[f"{prefix}_task_rows"] = table.reset_index(drop=True)
+        st.session_state[f"{prefix}_task_table_n"] = n + 1
+        flash(f"{prefix}_table", "warning", _(TOO_MANY_ROWS, most=MAX_TABLE_PAIRS, file_most=f"{MAX_TASK_PAIRS:,}"))
+        st.rerun()
+    st.caption(_("At most {most} pairs here; a file holds more.", most=MAX_TABLE_PAIRS))
+    show_flashes(f"{prefix}_table")
+    return table
 
 
 def _read(prefix: str, read) -> None:
@@ -108,7 +142,8 @@ def own_task_expander(prefix: str) -> TaskPairs | None:
 
 
 def task_notice(task: TaskPairs | None, by_class: bool) -> None:
-    """Above the Train form: the task from examples Start trains, if any, in place of the form's task."""
+    """Above the Train form: the task from examples Start trains, if any, in place of the form's task, and a warning
+    when a task of the student's own has few pairs."""
     if task is None:
         return
     template = (
@@ -117,6 +152,16 @@ def task_notice(task: TaskPairs | None, by_class: bool) -> None:
         else N_("Start trains your own task, {summary}. The task, lengths and symbols below do not apply.")
     )
     st.info(_(template, summary=task_summary(task)), icon=":material/table_view:")
+    if not by_class:  # a class's task is the teacher's, who was warned when reading it
+        few_pairs(task)
+
+
+def few_pairs(task: TaskPairs) -> None:
+    """A warning, before training, when `task` has fewer than ENOUGH_PAIRS pairs."""
+    n, train, held_out = len(task.train) + len(task.held_out), len(task.train), len(task.held_out)
+    if n < ENOUGH_PAIRS:
+        words = dict(n=n, train=train, held_out=held_out, share=1 / held_out, least=ENOUGH_PAIRS)
+        st.warning(_(FEW_PAIRS, **words, least_held=ENOUGH_PAIRS // HELD_OUT_EVERY), icon=":material/warning:")
 
 
 TEACHER = "teacher"  # the Teacher page's prefix
@@ -141,6 +186,7 @@ def class_task_section(info: ClassInfo, code: str, key: str) -> None:
         task = own_task_input(TEACHER)
         if task is not None:
             st.markdown(task_summary(task) + " · " + example_line(task))
+            few_pairs(task)
             st.button(
                 _("Give the class this task"),
                 key="teacher_task_give",

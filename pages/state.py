@@ -10,6 +10,7 @@ Session state keys the pages share (each named once, here):
 - TRAINED, "trained": {name: checkpoint bytes} of the last MAX_TRAINED runs finished in this session;
 - UPLOADED, "uploaded": {file name: checkpoint bytes} of the last MAX_UPLOADED checkpoints uploaded in this session;
 - TRAIN_SAVED, "train_saved": the finished run last saved, its name, checkpoint bytes or error (`save_finished_run`);
+  whether it is the model in hand is read from IN_HAND_NAME each time (`saved_run_in_hand`), never kept;
 - FLASHES, "flashes": {place: (kind, text)}, the one-off message each place shows at its next draw (`flash`);
 - RESULTS, "results": {name: `ModelResult`}, what a page computed for a model (`per_model`);
 - CLASS_CODE, "class_code": the class the opened link (`?class=...`) named; every page keeps it in the address, so
@@ -40,6 +41,7 @@ IN_HAND, IN_HAND_NAME, RUN, COMPARE_JOB = "in_hand", "in_hand_name", "run", "com
 WATCHER, FOLLOW_RUN, TRAINED, TRAIN_SAVED = "watcher", "follow_run", "trained", "train_saved"
 FLASHES, RESULTS, CLASS_CODE, UPLOADED = "flashes", "results", "class_code", "uploaded"
 SHIPPED_PREFIX = "shipped: "  # the sidebar's label of a shipped checkpoint in hand, before its name
+TRAINED_PREFIX = "trained: "  # and of a checkpoint trained in this session
 SOURCES = {"shipped": N_("shipped"), "trained": N_("trained"), "uploaded": N_("uploaded")}  # where a model came from
 MAX_TRAINED = 10  # checkpoints of finished runs a session keeps (about 140 KB each at the default size)
 MAX_UPLOADED = 3  # uploaded checkpoints a session keeps listed (each at most the upload limit)
@@ -161,19 +163,26 @@ def save_finished_run() -> None:
         return
     trained = st.session_state.setdefault(TRAINED, {})
     name = run_name(run.model_config, run.data_config, {*trained, *shipped_checkpoints()})
-    saved = {"run": run, "name": name, "data": None, "error": None, "in_hand": st.session_state.get(FOLLOW_RUN)}
+    saved = {"run": run, "name": name, "data": None, "error": None}
     try:
         saved["data"] = checkpoint_bytes(
             run.model(), run.data().vocab, run.data_config, run.rows[:], asdict(run.train_config), meta={"name": name}
         )
-        if saved["in_hand"]:
-            put_in_hand(load_checkpoint(saved["data"]), f"trained: {name}")
+        if st.session_state.get(FOLLOW_RUN):
+            put_in_hand(load_checkpoint(saved["data"]), TRAINED_PREFIX + name)
         trained[name] = saved["data"]
         for oldest in list(trained)[:-MAX_TRAINED]:
             del trained[oldest]
     except (ValueError, CheckpointError) as err:
         saved["error"] = _(err)
     st.session_state[TRAIN_SAVED] = saved
+
+
+def saved_run_in_hand() -> bool:
+    """Whether the model in hand now is the last finished run's checkpoint (TRAIN_SAVED): put in hand when the run
+    ended, or loaded again since on Checkpoints; False once another model took its place."""
+    saved = st.session_state.get(TRAIN_SAVED)
+    return saved is not None and st.session_state.get(IN_HAND_NAME) == TRAINED_PREFIX + saved["name"]
 
 
 def keep_upload(name: str, data: bytes) -> None:

@@ -60,3 +60,23 @@ def browser_id(xsrf_cookie: object) -> str | None:
 def this_browser() -> str | None:
     """The `browser_id` of the browser this script run serves, or None."""
     return browser_id(st.context.cookies.get(XSRF_COOKIE))
+
+
+def cut_table_edits(key: str, rows: int, most: int) -> bool:
+    """Bound the edits a browser sent to `st.data_editor(..., key=key)`, a table of `rows` rows, before the editor
+    applies them, so that the table holds at most `most` rows: rows added past them are dropped, and deletions of
+    rows the table does not have. Streamlit adds each row by enlarging a DataFrame, which costs the square of the
+    rows added, at every rerun that sends them. Call it just before the editor; returns whether rows were dropped.
+
+    Internal: Streamlit keeps an editor's state, once read, as the object the editor then applies, so cutting its
+    lists in place cuts what the editor applies."""
+    state = st.session_state.get(key)
+    if state is None:
+        return False
+    deleted, added = state["deleted_rows"], state["added_rows"]
+    deleted[:] = sorted({row for row in deleted if type(row) is int and 0 <= row < rows})
+    room = most - rows + len(deleted)
+    if len(added) <= room:
+        return False
+    del added[max(room, 0) :]
+    return True

@@ -11,7 +11,9 @@ rerun_inside_frame()  # first of all: see its docstring
 
 import streamlit as st
 
+from pages.accessibility import shortcut_help
 from pages.alignment_view import train_alignment
+from pages.charts import chart
 from pages.classes import class_seat, prediction_input, prediction_result
 from pages.common import live_poll_s, run_registry
 from pages.downloads import csv_download
@@ -25,14 +27,17 @@ from pages.state import (
     RUN,
     TRAIN_SAVED,
     drop_flash,
+    in_hand_label,
+    model_in_hand,
     save_finished_run,
+    saved_run_in_hand,
     session_run_elsewhere,
     show_flashes,
     watcher_id,
 )
 from pages.streamlit_internals import page_connected
-from pages.train_controls import STOPPED_BY_YOU, run_controls, start_run
-from pages.train_form import draw_fields, remember_values
+from pages.train_controls import SHORTCUTS, STOPPED_BY_YOU, run_controls, start_run
+from pages.train_form import draw_fields, draw_task, remember_values
 from transformer.curves import metrics_table
 from transformer.figures.training import accuracy_figure, loss_figure, lr_figure
 from transformer.i18n import N_, translator
@@ -99,7 +104,7 @@ def run_id(run: Run) -> tuple[int, float]:
 
 @st.cache_resource(max_entries=64, show_spinner=False)
 def shared_examples(run_ident: tuple, step: int, _run: Run):
-    """Five held-out inputs decoded by the run's model at `step`, decoded once for every watcher of the run."""
+    """Up to five held-out inputs decoded by the run's model at `step`, decoded once for every watcher of the run."""
     return live_examples(_run.model(), _run.data())
 
 
@@ -174,8 +179,8 @@ def live_charts(run: Run, rows: list, losses: list) -> None:
     # whole frames while it trains; the first steps at once (the curve starts moving) and every step at the end
     steps = len(losses) if run.done or len(losses) < STEPS_PER_FRAME else len(losses) - len(losses) % STEPS_PER_FRAME
     loss_chart, accuracy_chart = shared_charts(run_id(run), len(rows), steps, language(), run)
-    loss_col.plotly_chart(loss_chart, key="train_loss_chart")
-    acc_col.plotly_chart(accuracy_chart, key="train_accuracy_chart")
+    chart(loss_col, loss_chart, key="train_loss_chart")
+    chart(acc_col, accuracy_chart, key="train_accuracy_chart")
     if floor:
         loss_col.caption(
             _(
@@ -189,10 +194,17 @@ def live_charts(run: Run, rows: list, losses: list) -> None:
 
 
 def held_out_examples(run: Run, rows: list) -> None:
-    """Five held-out inputs decoded by the model as of the last metric row, each marked right or wrong."""
+    """Up to five held-out inputs decoded by the model as of the last metric row, each marked right or wrong."""
     step = int(rows[-1]["step"])
-    st.markdown(_("**Five held-out inputs**, decoded greedily by the model as of step {step}:", step=step))
-    examples = shared_examples(run_id(run), step, run)
+    examples = shared_examples(run_id(run), step, run)  # fewer when the task holds fewer out
+    st.markdown(
+        ngettext(
+            "**{n} held-out input**, decoded greedily by the model as of step {step}:",
+            "**{n} held-out inputs**, decoded greedily by the model as of step {step}:",
+            len(examples),
+            step=step,
+        )
+    )
     headers = {"input": _("input"), "target": _("target"), "model output": _("model output"), "right": _("right")}
     st.dataframe(table_cells(examples).rename(columns=headers), hide_index=True)  # its empty output's words
 
@@ -206,7 +218,7 @@ def live_view(run: Run, polling: bool) -> None:
     if polling and not 0.5 < live_poll_s() / poll_s < 2:
         st.rerun()  # many more (or fewer) pages watch runs now: poll at the rate that fits
     run.touch(watcher_id(), page_connected())
-    st.caption(_(run_summary(run.model_config, run.data_config, run.train_config)))
+    st.caption(markdown_literal(_(run_summary(run.model_config, run.data_config, run.train_config))))  # a file's name
     classmates = classmates_line(run)
     if run.status != "done":
         run_controls(run, shared=classmates > 0)
@@ -266,7 +278,7 @@ def finished(run: Run) -> None:
         st.error(
             _("The trained model could not be saved as a checkpoint: {error}", error=markdown_literal(saved["error"]))
         )
-    elif saved["in_hand"]:
+    elif saved_run_in_hand():  # the model in hand now, whatever was in hand when the run ended
         st.info(
             _(
                 "The model is now **in hand** as *trained: {name}*: open it up on the other pages.",
@@ -279,9 +291,9 @@ def finished(run: Run) -> None:
     else:
         st.info(
             _(
-                "Saved as *{name}* on the Checkpoints page. The model in hand is still the one you loaded during the "
-                "run.",
+                "Saved as *{name}* on the Checkpoints page. The model in hand is another: *{model}*.",
                 name=markdown_literal(saved["name"]),
+                model=markdown_literal(in_hand_label(model_in_hand()[1])),
             )
         )
     if seat:
@@ -327,7 +339,7 @@ if run is not None:
     live_view(run, polling=active)
     if run.losses:  # drawn with the page, not at every poll: the schedule itself never changes
         with st.expander(_("Learning rate over the run")):
-            st.plotly_chart(lr_figure(run.train_config, run.step, tr=session_translator()), key="train_lr_chart")
+            chart(st, lr_figure(run.train_config, run.step, tr=session_translator()), key="train_lr_chart")
             st.caption(
                 _(
                     "The schedule, step by step over the whole step budget; the dashed line is where the run was "
@@ -343,8 +355,10 @@ if not active:
         st.subheader(_("Start another run"))
     own = seat.info.task if seat else own_task_expander(OWN_TASK)
     task_notice(own, by_class=seat is not None)
-    with st.form("train_settings"):
-        draw_fields(seat.locked() if seat else None)
+    locked = seat.locked() if seat else None
+    draw_task(locked)  # above the form: choosing a task fills the form at once
+    with st.form("train_settings", enter_to_submit=False):  # Enter in a number field must not start a run
+        draw_fields(locked)
         if seat:
             prediction_input(seat)
         st.form_submit_button(
@@ -353,7 +367,8 @@ if not active:
             type="primary",
             icon=":material/play_arrow:",
             disabled=elsewhere is not None,
-            help=_(elsewhere or N_("Trains with these settings.")),
+            help=shortcut_help(_(elsewhere or N_("Trains with these settings.")), SHORTCUTS["start_training"]),
+            shortcut=SHORTCUTS["start_training"],
             on_click=start_run,
         )
     remember_values()
@@ -362,8 +377,8 @@ if not active:
 if run is None:  # the empty axes the curves will fill: drawn now, the charts are ready the moment Start is pressed
     loss_col, acc_col = st.columns(2)
     tr = session_translator()
-    loss_col.plotly_chart(loss_figure([], step_losses=[], height=CHART_HEIGHT, tr=tr), key="empty_loss_chart")
-    acc_col.plotly_chart(accuracy_figure([], height=CHART_HEIGHT, tr=tr), key="empty_accuracy_chart")
+    chart(loss_col, loss_figure([], step_losses=[], height=CHART_HEIGHT, tr=tr), key="empty_loss_chart")
+    chart(acc_col, accuracy_figure([], height=CHART_HEIGHT, tr=tr), key="empty_accuracy_chart")
 
 with st.expander(_("How training works")):
     st.markdown(

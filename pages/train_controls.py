@@ -2,6 +2,7 @@
 
 import streamlit as st
 
+from pages.accessibility import shortcut_help
 from pages.classes import Seat, answer_prediction, class_recorder, seat_in_class
 from pages.common import client_address, forget_run, remember_run, run_registry
 from pages.language import _, ngettext
@@ -30,6 +31,7 @@ CLASS_SAME_RUN_OPEN_SEED = N_(
     "Your settings, your seed included, match a run the server already trained, which has finished: its curves "
     "and result are here. The same settings and the same seed give the same run. Change the seed for a new one."
 )
+SHORTCUTS = {"start_training": "S", "pause_training": "P", "resume_training": "P", "step_training": "Right"}
 CONTROL_HELP = {  # what each control does, by widget key
     "resume_training": N_("Go on training from this step."),
     "pause_training": N_("Hold the run before its next step; the model in hand is the paused one."),
@@ -109,7 +111,7 @@ def leave_run() -> None:
 
 
 def run_controls(run: Run, shared: bool) -> None:
-    """Pause or Resume, Step, and Stop: big buttons, no keyboard."""
+    """Pause or Resume, Step, and Stop: big buttons; Pause, Resume and Step have keyboard shortcuts."""
     paused, queued = run.status == "paused", run.status == "queued"
     pause_col, step_col, stop_col = st.columns([1, 1, 1, 3])[:3]
     why_not = _("Several students watch this run: only a run of your own can be paused.") if shared else None
@@ -124,8 +126,8 @@ def run_controls(run: Run, shared: bool) -> None:
 def _big_button(
     column, label: str, key: str, icon: str, on_click, disabled: bool = False, why_not: str | None = None, **options
 ) -> None:
-    """A button as wide as its column, with a Material icon; its help says `why_not` when given, else what it
-    does (CONTROL_HELP)."""
+    """A button as wide as its column, with a Material icon and its keyboard shortcut (SHORTCUTS); its help says
+    `why_not` when given, else what it does (CONTROL_HELP), and the shortcut."""
     column.button(
         label,
         key=key,
@@ -133,6 +135,7 @@ def _big_button(
         width="stretch",
         on_click=on_click,
         disabled=disabled,
-        help=why_not or _(CONTROL_HELP[key]),
+        help=shortcut_help(why_not or _(CONTROL_HELP[key]), SHORTCUTS.get(key)),
+        shortcut=SHORTCUTS.get(key),
         **options,
     )

@@ -1,6 +1,11 @@
 """The Train page's settings form, drawn from the settings' one description (`transformer.settings`): each setting
 with a place on the form gets its widget, label, help, bounds, default and the words of its values from there.
 
+The task is picked above the form (`draw_task`): a widget inside a form changes nothing until the form is
+submitted, and choosing a task fills in the task's default run (`settings.default_run`) at once, which the student
+may then change. The rest sits in the form (`draw_fields`), which Enter in a field does not submit: only Start does.
+Every widget reads its value from its key in session state, written before it is drawn (`_start_values`).
+
 `form_settings` turns the submitted widget values into the settings of a run, for `run_configs`.
 """
 
@@ -9,17 +14,21 @@ from typing import Any
 
 import streamlit as st
 
-from pages.language import _
+from pages.language import _, said
 from transformer import settings as spec
 from transformer.i18n import N_
 from transformer.settings import Setting, Value
 
 KEPT = "train_kept"  # session state: the form's values when the student last left the page or pressed Start
 ROWS = [  # (expander title or None, column widths): the rows of `FormPlace.row`, top to bottom
-    (None, 5),
+    (None, [2, 3]),  # the task, above the form (`draw_task`)
+    (None, 4),
     (None, [3, 3, 4]),  # the parts of the design students switch off
     (N_("Model, optimizer, budgets and device"), 3),
 ]
+TASK_ROW = 0  # the row drawn above the form
+KEEPS = ("seed",)  # settings a task's default run leaves as the student set them: the seed is the student's own
+CHOSEN = N_("Choosing a task fills in its default run; change any setting before you press Start.")
 
 
 def form_keys() -> list[str]:
@@ -37,24 +46,41 @@ def _setting_value(s: Setting, value: Any) -> Value:
     return float(value) if s.kind == "float" and value is not None else value
 
 
+def draw_task(locked: Mapping[str, Any] | None = None) -> None:
+    """The task picker, above the form: choosing a task fills the form with its default run. Call before
+    `draw_fields`, outside `st.form`."""
+    _start_values(locked or {})
+    picker, words = st.columns(ROWS[TASK_ROW][1])
+    task = spec.setting("task")
+    _draw(picker, task, disabled=task.name in (locked or {}), on_change=_task_chosen)
+    words.caption(_(CHOSEN))
+
+
+def _task_chosen() -> None:
+    """The task picker's callback (before the page is drawn): the form takes the chosen task's default run, but for
+    the settings it KEEPS."""
+    run = spec.default_run(st.session_state[spec.setting("task").form.key])
+    for s in spec.on_form():
+        if s.name not in KEEPS:
+            st.session_state[s.form.key] = _widget_value(s, run[s.name])
+
+
 def draw_fields(locked: Mapping[str, Any] | None = None) -> None:
-    """Every setting of the form, in its row and column, each starting from the value it had when the student last
-    left the page (Streamlit forgets widget values then), else its default. A setting named in `locked` (a class's
-    settings) shows that value and cannot be changed. Call inside `st.form`."""
-    kept, locked = st.session_state.get(KEPT, {}), locked or {}
-    columns = []
-    for title, widths in ROWS:
+    """Every setting of the form but the task, in its row and column, at the value its key holds (`draw_task` set
+    them). A setting named in `locked` (a class's settings) shows that value and cannot be changed. Call inside
+    `st.form`."""
+    locked, columns = locked or {}, {}
+    for row, (title, widths) in enumerate(ROWS):
+        if row == TASK_ROW:
+            continue
         if title is None:
-            columns.append(st.columns(widths))
+            columns[row] = st.columns(widths)
         else:
             with st.expander(_(title)):
-                columns.append(st.columns(widths))
+                columns[row] = st.columns(widths)
     for s in spec.on_form():
-        place = columns[s.form.row][s.form.column]
-        if s.name in locked:
-            _draw_locked(place, s, locked[s.name])
-        else:
-            _draw(place, s, kept.get(s.form.key, s.default))
+        if s.form.row != TASK_ROW:
+            _draw(columns[s.form.row][s.form.column], s, disabled=s.name in locked)
 
 
 def remember_values() -> None:
@@ -62,34 +88,41 @@ def remember_values() -> None:
     st.session_state[KEPT] = {key: st.session_state[key] for key in form_keys()}
 
 
-def _draw_locked(container, s: Setting, value: Any) -> None:
-    """A setting the teacher set: its value, greyed out (set through its key, which a disabled widget keeps)."""
-    st.session_state[s.form.key] = value
-    _draw(container, s, FROM_STATE, disabled=True)
+def _start_values(locked: Mapping[str, Any]) -> None:
+    """Write each form setting's value under its widget key before it is drawn, at every draw: the browser shows a
+    widget the value its key holds only when the page writes it, and a widget it draws anew (after a run hid the
+    form, or after another page) would otherwise show its lowest value. The value is the one the key holds; else
+    what the student left when they last left the page (Streamlit forgets widget values then), else its default; a
+    setting named in `locked` holds that value."""
+    kept = st.session_state.get(KEPT, {})
+    for s in spec.on_form():
+        key = s.form.key
+        if s.name in locked:
+            value = locked[s.name]
+        else:
+            value = st.session_state[key] if key in st.session_state else kept.get(key, s.default)
+        st.session_state[key] = _widget_value(s, value)
 
 
-FROM_STATE = object()  # `_draw`'s value for a widget that reads it from session state
+def _widget_value(s: Setting, value: Any) -> Any:
+    """`value` as the setting's widget holds it: a float setting with whole-number bounds as a whole number."""
+    if s.kind in ("int", "float") and value is not None:
+        return type(s.bounds[0])(value)
+    return value
 
 
-def _draw(container, s: Setting, value: Any, disabled: bool = False) -> None:
-    """The setting's widget, starting at `value` (FROM_STATE: at what its key holds in session state; None, for a
-    number, empty)."""
+def _draw(container, s: Setting, disabled: bool = False, **callback: Any) -> None:
+    """The setting's widget, at the value its key holds in session state. A number whose default is None (the run
+    picks it) is drawn with an empty default, so the browser lets the student clear it back to empty: it offers to
+    clear a number input only when its default is empty."""
     style = {name: _(value) if name == "placeholder" else value for name, value in s.form.style.items()}
-    common = {"key": s.form.key, "help": _(s.help), "disabled": disabled, **style}
-    if value is FROM_STATE:  # passing a value too would be an error
-        start = {}
-    elif s.kind in ("int", "float"):  # a whole number when the bounds are: a float setting's whole seconds
-        start = {"value": value if value is None else type(s.bounds[0])(value)}
-    elif s.kind == "choice" or s.form.radio:
-        start = {"index": s.options.index(value)}
-    else:
-        start = {"value": value}
-    label, word = _(s.label), lambda value: _(s.word(value))
+    common = {"key": s.form.key, "help": _(s.help), "disabled": disabled, **style, **callback}
+    label, word = _(s.label), said(s.word)
     if s.kind in ("int", "float"):
-        container.number_input(label, *s.bounds, **start, **common)
+        container.number_input(label, *s.bounds, **({"value": None} if s.default is None else {}), **common)
     elif s.form.radio:
-        container.radio(label, list(s.options), format_func=word, horizontal=True, **start, **common)
+        container.radio(label, list(s.options), format_func=word, horizontal=True, **common)
     elif s.kind == "choice":
-        container.selectbox(label, list(s.options), format_func=word, **start, **common)
+        container.selectbox(label, list(s.options), format_func=word, **common)
     else:
-        container.toggle(label, **start, **common)
+        container.toggle(label, **common)

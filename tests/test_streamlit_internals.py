@@ -8,6 +8,7 @@ XSRF cookie, which stays the same while its mask changes on every page load."""
 import ast
 import dataclasses
 import inspect
+import json
 import re
 from pathlib import Path
 
@@ -112,3 +113,44 @@ def _script_reading_the_connection() -> None:
     check = page_connected()
     st.markdown(f"check: {callable(check)}")
     st.markdown(f"connected: {check() if check else None}")
+
+
+def editor_page() -> None:
+    """A table of 2 rows, at most 5, as the Train page's typed pairs are bounded."""
+    import pandas as pd
+    import streamlit as st
+
+    from pages.streamlit_internals import cut_table_edits
+
+    cut = cut_table_edits("table", 2, 5)
+    table = st.data_editor(pd.DataFrame({"source": ["a", "b"]}), num_rows="dynamic", key="table", hide_index=True)
+    st.write(f"{len(table)} rows, cut: {cut}")
+
+
+def send_edits(at: AppTest, state: dict) -> None:
+    """Run the page with `state` as the editor's edits, sent as a browser sends them: serialized widget state."""
+    from streamlit.proto.WidgetStates_pb2 import WidgetState
+
+    states = at._tree.get_widget_states()
+    states.widgets.append(WidgetState(id=at.data_editor[0].proto.id, string_value=json.dumps(state)))
+    at._run(states)
+    assert not at.exception
+
+
+def test_cut_table_edits_bounds_the_rows_a_browser_adds_before_the_editor_applies_them(monkeypatch):
+    """`cut_table_edits`: the editor's state, read before the editor and cut in place, is what it applies."""
+    import streamlit.elements.widgets.data_editor as data_editor
+
+    applied, add_rows = [], data_editor._apply_row_additions
+
+    def counted(df, rows, schema) -> None:
+        applied.append(len(rows))
+        add_rows(df, rows, schema)
+
+    monkeypatch.setattr(data_editor, "_apply_row_additions", counted)
+    at = AppTest.from_function(editor_page).run()
+    pasted = [{"source": str(i)} for i in range(1000)]
+    send_edits(at, {"edited_rows": {}, "added_rows": pasted, "deleted_rows": [1, 1, 7, -1]})
+    assert at.markdown[0].value == "5 rows, cut: True" and applied == [4]  # row 1 deleted, 4 of the 1,000 added
+    send_edits(at, {"edited_rows": {}, "added_rows": pasted[:3], "deleted_rows": []})
+    assert at.markdown[0].value == "5 rows, cut: False" and applied[-1] == 3

@@ -38,7 +38,8 @@ MAX_TOKEN_CHARS = 10  # characters of one token in an experiment file's probe
 
 # ---- tasks from examples: a CSV or TSV file of (source, target) pairs, or a table of them typed on the Train page
 MAX_TASK_FILE_BYTES = 2**20  # a task file; its pairs' text, in a checkpoint or a class, stays within it too
-MAX_TASK_PAIRS = 10_000  # rows of a task file or table
+MAX_TASK_PAIRS = 10_000  # pairs of a task from examples: rows of a task file
+MAX_TABLE_PAIRS = 200  # rows of the table typed on Train or Teacher: Streamlit's editor costs the square of its rows
 MIN_TASK_PAIRS = 5  # enough to keep one held out and still train on four
 MAX_TASK_LINE_CHARS = 2 * MAX_SEQ_LEN * (MAX_SYMBOL_CHARS + 1) + 8  # a longest source and target, quotes and a comma
 

@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from .gallery import GalleryTask
 from .i18n import N_, Message, joined
 from .limits import MAX_CLI_STEPS, MAX_LABEL_CHARS, MAX_SEED, MAX_TIME_BUDGET_S, TRAIN_FORM_LIMITS
 from .model import ModelConfig
@@ -103,6 +104,13 @@ def form_defaults() -> dict[str, Value]:
     return {s.name: s.default for s in on_form()}
 
 
+def default_run(task: str) -> dict[str, Value]:
+    """The Train form's settings for `task`'s default run: every form setting's default, then the task's own (a
+    gallery task's `default_run`; a built-in task has none). ValueError for an unknown task."""
+    chosen = get_task(task)
+    return {**form_defaults(), **(chosen.default_run if isinstance(chosen, GalleryTask) else {}), "task": task}
+
+
 def class_open() -> list[Setting]:
     """The settings a teacher may let students change."""
     return [s for s in on_form() if s.class_open]
@@ -152,78 +160,78 @@ SETTINGS: dict[str, Setting] = {s.name: s for s in [  # in the Train form's draw
             form=_at(0, 0, "train_task")),
     _number("min_len", "int", "data", N_("Shortest input"),
             N_("Input lengths are drawn uniformly between the shortest and the longest."), 6, flag="--min-len",
-            form=_at(0, 1, "train_min_len")),
+            form=_at(1, 0, "train_min_len")),
     _number("max_len", "int", "data", N_("Longest input"), N_("Longer inputs are harder and slower to learn."), 8,
-            flag="--max-len", form=_at(0, 2, "train_max_len")),
+            flag="--max-len", form=_at(1, 1, "train_max_len")),
     _number("n_symbols", "int", "data", N_("Symbols"),
             N_("How many different symbols (0, 1, 2, ...) sequences use. The vocabulary is 3 tokens larger: PAD, "
                "BOS and EOS come on top. A gallery task says what it counts: the number base of add, the nouns of "
                "translate, the letters of count and caesar, the bracket symbols of brackets."), 10,
-            flag="--n-symbols", form=_at(0, 3, "train_symbols")),
+            flag="--n-symbols", form=_at(1, 2, "train_symbols")),
     Setting("seed", "int", ("data", "train"), N_("Seed"), N_("Same seed, same settings: same data, same starting "
             "weights, same run."), _TRAIN.seed, bounds=TRAIN_FORM_LIMITS["seed"], flag="--seed",
-            flag_bounds=(0, MAX_SEED), form=_at(0, 4, "train_seed")),
+            flag_bounds=(0, MAX_SEED), form=_at(1, 3, "train_seed")),
     Setting("positional", "choice", ("model",), N_("Positional encoding"),
             N_("How the model knows token order: the paper's sine waves, a learned table, or nothing (try reverse "
                "without it)."), _MODEL.positional, {"sinusoidal": N_("sinusoidal PE"), "learned": N_("learned PE"),
             "none": N_("no PE")}, ("sinusoidal", "learned", "none"), flag="--positional",
-            form=_at(1, 0, "train_positional", radio=True), groups=("sinusoidal", "none"), compare=True),
+            form=_at(2, 0, "train_positional", radio=True), groups=("sinusoidal", "none"), compare=True),
     Setting("norm_first", "bool", ("model",), N_("LayerNorm"),
             N_("Post-norm, the paper's: LayerNorm(x + Sublayer(x)); pre-norm: x + Sublayer(LayerNorm(x))."),
             _MODEL.norm_first, {False: N_("post-norm"), True: N_("pre-norm")}, flag="--norm-first",
-            off_flag="--post-norm", form=_at(1, 1, "train_norm", radio=True), groups=(False, True), compare=True),
+            off_flag="--post-norm", form=_at(2, 1, "train_norm", radio=True), groups=(False, True), compare=True),
     Setting("causal_mask", "bool", ("model",), N_("Causal mask"),
             N_("The decoder's look-ahead mask. Off lets the decoder peek at the answer during training: watch "
                "greedy decoding fail."), _MODEL.causal_mask, {True: N_("causal mask"), False: N_("no causal mask")},
-            flag="--causal-mask", form=_at(1, 2, "train_causal"), groups=(True, False), compare=True),
+            flag="--causal-mask", form=_at(2, 2, "train_causal"), groups=(True, False), compare=True),
     Setting("scale_scores", "bool", ("model",), N_("Scale scores by 1/√d_k"),
             N_("Off drops the scaling of QKᵀ, so softmax saturates as d_k grows."), _MODEL.scale_scores,
             {True: N_("scaled scores"), False: N_("unscaled scores")}, flag="--scale-scores",
-            form=_at(1, 2, "train_scale"), groups=(True, False), compare=True),
+            form=_at(2, 2, "train_scale"), groups=(True, False), compare=True),
     _number("d_model", "int", "model", "d_model", N_("Width of every token vector (the paper: 512)."),
-            _MODEL.d_model, flag="--d-model", form=_at(2, 0, "train_d_model"), class_open=True),
+            _MODEL.d_model, flag="--d-model", form=_at(3, 0, "train_d_model"), class_open=True),
     _number("n_heads", "int", "model", N_("Heads"), N_("Attention heads per layer; d_model must be divisible by it "
             "(the paper: 8)."), _MODEL.n_heads, words={1: N_("1 head"), 2: N_("2 heads"), 4: N_("4 heads"),
-            8: N_("8 heads")}, flag="--heads", form=_at(2, 0, "train_heads"), class_open=True, compare=True),
+            8: N_("8 heads")}, flag="--heads", form=_at(3, 0, "train_heads"), class_open=True, compare=True),
     _number("n_layers", "int", "model", N_("Layers per stack"), N_("Encoder layers, and as many decoder layers "
             "(the paper: 6)."), _MODEL.n_layers, words={1: N_("1 layer"), 2: N_("2 layers"), 3: N_("3 layers")},
-            flag="--layers", form=_at(2, 0, "train_layers"), class_open=True, compare=True),
+            flag="--layers", form=_at(3, 0, "train_layers"), class_open=True, compare=True),
     _number("d_ff", "int", "model", "d_ff", N_("Hidden width of the position-wise feed-forward network (the "
-            "paper: 2048)."), _MODEL.d_ff, flag="--d-ff", form=_at(2, 0, "train_d_ff")),
+            "paper: 2048)."), _MODEL.d_ff, flag="--d-ff", form=_at(3, 0, "train_d_ff")),
     _number("dropout", "float", "model", N_("Dropout"), N_("Fraction of activations zeroed during training (the "
-            "paper: 0.1)."), _MODEL.dropout, flag="--dropout", form=_at(2, 0, "train_dropout", step=0.05),
+            "paper: 0.1)."), _MODEL.dropout, flag="--dropout", form=_at(3, 0, "train_dropout", step=0.05),
             class_open=True),
     _number("lr", "float", "train", N_("Peak learning rate"), _LR_HELP, None, flag="--lr", class_open=True,
-            form=_at(2, 1, "train_lr", step=1e-3, format="%.4f", placeholder=N_("auto: for the model's size"))),
+            form=_at(3, 1, "train_lr", step=1e-3, format="%.4f", placeholder=N_("auto: for the model's size"))),
     _number("warmup", "int", "train", N_("Warm-up steps"), N_("Steps over which the learning rate grows linearly "
             "from 0 to its peak (the paper: 4000)."), _TRAIN.warmup, words={0: N_("no warm-up"),
             50: N_("warm-up 50"), 100: N_("warm-up 100"), 400: N_("warm-up 400")}, flag="--warmup",
-            form=_at(2, 1, "train_warmup"), class_open=True, compare=True),
+            form=_at(3, 1, "train_warmup"), class_open=True, compare=True),
     Setting("schedule", "choice", ("train",), N_("After warm-up"),
             N_("What the learning rate does once warm-up is over."), _TRAIN.schedule,
             {"noam": N_("decay as 1/√step (paper)"), "constant": N_("stay at the peak")}, ("noam", "constant"),
-            flag="--schedule", form=_at(2, 1, "train_schedule")),
+            flag="--schedule", form=_at(3, 1, "train_schedule")),
     _number("batch_size", "int", "train", N_("Batch size"), N_("Sequences per training step."), _TRAIN.batch_size,
-            flag="--batch-size", form=_at(2, 1, "train_batch"), class_open=True),
+            flag="--batch-size", form=_at(3, 1, "train_batch"), class_open=True),
     _number("label_smoothing", "float", "train", N_("Label smoothing"), N_("The loss's target mixes in this much "
             "of a uniform distribution over the vocabulary instead of all on the right token (the paper: 0.1)."),
             _TRAIN.label_smoothing, words={0.0: N_("no smoothing"), 0.1: N_("smoothing 0.1"),
-            0.2: N_("smoothing 0.2")}, flag="--label-smoothing", form=_at(2, 1, "train_label_smoothing", step=0.05),
+            0.2: N_("smoothing 0.2")}, flag="--label-smoothing", form=_at(3, 1, "train_label_smoothing", step=0.05),
             groups=(0.0, 0.1), compare=True),
     _number("ema_decay", "float", "train", N_("Weight averaging (EMA decay)"), N_("The model you get is a running "
             "average of the trained weights, which jitter from step to step at a high learning rate. 0 keeps the "
             "raw weights."), _TRAIN.ema_decay, words={0.0: N_("raw weights"),
             0.99: N_("averaged weights (EMA 0.99)")}, flag="--ema-decay",
-            form=_at(2, 1, "train_ema_decay", step=0.01, format="%.3f"), compare=True),
+            form=_at(3, 1, "train_ema_decay", step=0.01, format="%.3f"), compare=True),
     _number("steps", "int", "train", N_("Steps (at most)"), N_("Training ends here, or earlier once every "
             "held-out sequence is right."), _TRAIN.steps, flag="--steps", flag_bounds=(1, MAX_CLI_STEPS),
-            form=_at(2, 2, "train_steps")),
+            form=_at(3, 2, "train_steps")),
     _number("time_budget_s", "float", "train", N_("Time budget (s)"), N_("Training ends after this many seconds "
             "of training (pauses not counted) whatever happens."), 60.0, flag="--time-budget",
-            flag_bounds=(0, MAX_TIME_BUDGET_S), form=_at(2, 2, "train_time_budget")),
+            flag_bounds=(0, MAX_TIME_BUDGET_S), form=_at(3, 2, "train_time_budget")),
     Setting("device", "choice", ("train",), N_("Device"), N_("Where to compute; auto takes a GPU when there is "
             "one."), "auto", choices=("auto", "cpu", "cuda", "mps"), flag="--device", flag_choices=False,
-            form=_at(2, 2, "train_device")),
+            form=_at(3, 2, "train_device")),
     # Not on the Train form: the command line's, and Compare's architecture.
     Setting("n_valid", "int", ("data",), N_("Held-out sequences"), N_("How many sequences are held out of "
             "training."), DataConfig.n_valid, flag="--n-valid"),

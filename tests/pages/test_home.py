@@ -102,7 +102,8 @@ def test_the_lessons_run_of_ones_own_can_be_paused_stepped_and_resumed():
     pages.common.run_registry.clear()  # a server of its own: no earlier test's run to join
     at = open_home()
     at.switch_page("pages/train.py").run()
-    for key, value in (("train_task", "sort"), ("train_max_len", 12), ("train_seed", 7)):
+    at.get_by_key("train_task").set_value("sort").run()  # the task first: it fills in its default run
+    for key, value in (("train_max_len", 12), ("train_seed", 7)):
         at.get_by_key(key).set_value(value)
     at.button(key="start_training").click().run()
     run = at.session_state["run"]

@@ -9,14 +9,19 @@ from streamlit.testing.v1 import AppTest
 
 import pages.common
 import pages.state
-from pages.own_task import EXAMPLE
+from pages.own_task import ENOUGH_PAIRS, EXAMPLE
 from pages.train_controls import SAME_RUN
-from tests.helpers import array, kept, wait_until
+from pages.train_form import form_settings
+from tests.helpers import array, kept, poll_until_done, wait_until
+from transformer import settings as spec
 from transformer.checkpoint import load_checkpoint
+from transformer.limits import MAX_TABLE_PAIRS
+from transformer.literal import markdown_literal
 from transformer.model import ModelConfig
+from transformer.run_configs import run_configs
 from transformer.serving import Run
 from transformer.task_file import read_task_file
-from transformer.tasks import DataConfig
+from transformer.tasks import DataConfig, task_names
 from transformer.training import TrainConfig, Trainer, TrainingDiverged, smoothed_loss_floor
 
 
@@ -49,7 +54,10 @@ def open_train() -> AppTest:
 
 
 def start(at: AppTest, **values) -> None:
-    """Fill the form (values by widget key, without the "train_" prefix) and press Start."""
+    """Fill the form (values by widget key, without the "train_" prefix) and press Start. The task comes first, in a
+    run of its own, as in a browser: choosing it fills in its default run, which the other values then change."""
+    if "task" in values:
+        choose_task(at, values.pop("task"))
     for key, value in values.items():
         at.get_by_key(f"train_{key}").set_value(value)
     at.button(key="start_training").click()
@@ -57,15 +65,8 @@ def start(at: AppTest, **values) -> None:
     assert not at.exception
 
 
-def poll_until_done(at: AppTest, timeout_s: float = 90.0) -> None:
-    """Rerun the page, as its live fragment would, until the session's job has finished."""
-    deadline = time.monotonic() + timeout_s
-    while not at.session_state["run"].done:
-        assert time.monotonic() < deadline, "training did not finish in time"
-        time.sleep(0.3)
-        at.run()
-        assert not at.exception
-    at.run()
+def choose_task(at: AppTest, task: str) -> None:
+    at.selectbox(key="train_task").set_value(task).run()
     assert not at.exception
 
 
@@ -260,7 +261,7 @@ def test_the_learning_rate_starts_empty_and_a_run_takes_the_peak_for_its_model_s
     assert at.get_by_key("train_lr").value is None
     start(at, d_model=128, layers=3, steps=5)
     assert at.session_state["run"].train_config.lr == pytest.approx(0.0025)
-    assert any("· peak lr 0.0025 ·" in caption.value for caption in at.caption)  # the run says what it used
+    assert any("· peak lr 0.0025 ·" in shown(caption.value) for caption in at.caption)  # the run says what it used
     at.button(key="stop_training").click()
     at.run()
     at.session_state["run"].wait_until_done(20)
@@ -285,7 +286,7 @@ def test_the_form_makes_way_for_the_run_while_it_trains_and_stop_ends_it(stop_jo
     start(at, task="reverse", steps=5000)
     job = at.session_state["run"]
     assert not job.done and "start_training" not in keys(at.button)
-    assert at.caption[1].value.startswith("reverse, lengths 6-8, 10 symbols · d_model 32")  # the settings in use
+    assert shown(at.caption[1].value).startswith("reverse, lengths 6-8, 10 symbols · d_model 32")  # the settings
 
     wait_for_a_new_row(job)  # stopped before its first step, a run saves nothing (a test below)
     at.button(key="stop_training").click()
@@ -619,3 +620,135 @@ def test_a_gallery_task_chosen_on_the_form_trains_with_its_own_vocabulary(stop_j
     assert job.data_config.task == "translate" and job.model_config.vocab_size == 3 + 2 * (4 + 5 + 4)
     poll_until_done(at)
     assert at.session_state["in_hand_name"].startswith("trained: translate-3to5")
+
+
+# ---- the form
+
+
+def form_values(at: AppTest) -> dict:
+    return {s.name: at.get_by_key(s.form.key).value for s in spec.on_form()}
+
+
+def test_choosing_a_task_fills_the_form_with_its_default_run_and_keeps_the_student_s_seed():
+    at = open_train()
+    at.session_state["train_seed"] = 7  # the student's seed
+    assert len(task_names()) == 12
+    for task in task_names():
+        choose_task(at, task)
+        run = spec.default_run(task)
+        assert set(run) == set(spec.form_defaults())  # a default run the form can hold, setting by setting
+        assert form_values(at) == {**run, "seed": 7}, task
+        run_configs(form_settings(at.session_state), shared=True)  # what Start checks: within the form's bounds
+        assert not any(at.get_by_key(s.form.key).disabled for s in spec.on_form())  # each still the student's
+
+
+def test_a_gallery_task_s_default_run_starts_from_the_form(stop_jobs):
+    at = open_train()
+    stop_jobs.append(at)
+    start(at, task="translate")  # refused for its lengths before the form took its default run
+    job, run = at.session_state["run"], spec.default_run("translate")
+    assert not at.error and job.data_config.task == "translate"
+    assert (job.data_config.min_len, job.data_config.max_len, job.train_config.steps) == (
+        run["min_len"],
+        run["max_len"],
+        run["steps"],
+    )
+
+
+def test_enter_in_a_field_does_not_start_a_run():
+    (form,) = [node for node in open_train().main if node.type == "form"]
+    assert form.proto.form.form_id == "train_settings" and not form.proto.form.enter_to_submit
+
+
+def test_a_typed_learning_rate_can_be_cleared_back_to_auto(stop_jobs):
+    at = open_train()
+    stop_jobs.append(at)
+    start(at, lr=0.003, steps=5)
+    at.session_state["run"].stop(wait_s=30)
+    at.run()  # the form is back, with the rate typed
+    lr = at.number_input(key="train_lr")
+    assert lr.value == 0.003
+    assert not lr.proto.HasField("default")  # a browser offers to clear a number input only when its default is empty
+    start(at, lr=None, steps=5, seed=1)
+    assert at.session_state["run"].train_config.lr == TrainConfig().lr  # auto: the default model's peak
+
+
+def test_the_outcome_says_which_model_is_in_hand_after_another_is_loaded(stop_jobs):
+    at = open_train()
+    stop_jobs.append(at)
+    start(at, task="copy", min_len=3, max_len=3, symbols=4, steps=30, batch=32)
+    poll_until_done(at)
+    assert any("The model is now **in hand**" in info.value for info in at.info)
+    at.switch_page("pages/checkpoints.py").run()  # Home's buttons and these put a model in hand alike
+    at.button(key="load_reverse").click().run()
+    at.switch_page("pages/train.py").run()
+    assert not at.exception and not any("in hand**" in info.value for info in at.info)
+    assert any("The model in hand is another: *shipped: reverse*." in shown(info.value) for info in at.info)
+    assert not at.get("page_link")  # no links to probe a model that is not in hand
+
+
+# ---- tasks from examples: few pairs, many typed rows, names as text
+
+SEVEN = "source,target\n" + "\n".join(f"{a},{a} {a}" for a in "abcdefg")
+PAIRS_64 = "source,target\n" + "\n".join(f"{a} {b},{b} {a}" for a in "abcdefgh" for b in "abcdefgh")
+
+
+def upload(at: AppTest, name: str, text: str) -> None:
+    at.file_uploader(key="train_task_file").set_value((name, text.encode(), "text/csv")).run()
+    assert not at.exception and not at.error
+
+
+def test_a_task_of_few_pairs_warns_before_training_and_the_examples_count_their_rows(stop_jobs):
+    at = open_train()
+    stop_jobs.append(at)
+    upload(at, "seven.csv", SEVEN)
+    assert at.warning[0].value.startswith("Only 7 pairs: 6 to learn from and 1 held out.")
+    assert f"Give at least {ENOUGH_PAIRS} pairs" in at.warning[0].value
+    start(at, steps=20)
+    poll_until_done(at)
+    assert any(m.value.startswith("**1 held-out input**, decoded greedily") for m in at.markdown)
+    assert len(at.dataframe[0].value) == 1
+    upload(at, "pairs.csv", PAIRS_64)
+    assert not at.warning and at.session_state["train_own_task"].name == "pairs.csv"  # 64 pairs, 12 held out
+
+
+def test_a_paste_of_more_rows_than_the_table_takes_is_cut_before_streamlit_applies_it():
+    at = open_train()
+    pasted = [{"source": f"{i // 100} {i // 10 % 10} {i % 10}", "target": f"{i % 10}"} for i in range(300)]
+    at.session_state["train_task_table_0"] = {"edited_rows": {}, "added_rows": pasted, "deleted_rows": []}
+    at.run()
+    assert not at.exception
+    (table,) = at.data_editor
+    kept_rows = MAX_TABLE_PAIRS - len(EXAMPLE)
+    assert table.value["source"].tolist() == [s for s, _ in EXAMPLE] + [p["source"] for p in pasted[:kept_rows]]
+    assert at.warning[0].value.startswith(f"The table takes at most {MAX_TABLE_PAIRS} pairs")
+    at.button(key="train_use_table").click().run()
+    task = at.session_state["train_own_task"]
+    assert len(task.train) + len(task.held_out) == MAX_TABLE_PAIRS
+
+
+def test_a_task_file_s_name_is_shown_as_text_in_the_run_s_caption(stop_jobs):
+    at = open_train()
+    stop_jobs.append(at)
+    name = "**b** ![i](/x.png) [l](/y).csv"
+    upload(at, name, SWAPS)
+    start(at, steps=5)
+    (caption,) = [c.value for c in at.caption if shown(c.value).startswith(name)]
+    assert caption.startswith(markdown_literal(name))  # no bold, image or link: every mark escaped
+
+
+def test_start_pause_resume_and_step_have_keyboard_shortcuts_that_their_help_names(stop_jobs):
+    at = open_train()
+    stop_jobs.append(at)
+
+    def shortcut(key: str) -> tuple[str, str]:
+        proto = at.button(key=key).proto
+        return proto.shortcut.lower(), proto.help.rsplit("\n\n", 1)[-1]  # Streamlit keeps keys in lower case
+
+    assert shortcut("start_training") == ("s", "Keyboard shortcut: S")
+    paused_run(at)
+    assert shortcut("resume_training") == ("p", "Keyboard shortcut: P")
+    assert shortcut("step_training") == ("right", "Keyboard shortcut: →")
+    at.button(key="resume_training").click()
+    at.run()
+    assert shortcut("pause_training") == ("p", "Keyboard shortcut: P")
