@@ -7,6 +7,7 @@ rerun_inside_frame()  # first of all: see its docstring
 
 import streamlit as st
 
+from pages.charts import chart
 from pages.language import _, session_translator
 from pages.links import share_link
 from pages.state import model_page
@@ -30,7 +31,7 @@ from transformer.inspection import (
     positions_trained,
     sample_batch,
 )
-from transformer.literal import markdown_literal
+from transformer.literal import code_span, markdown_literal
 
 checkpoint = model_page(
     _("Anatomy"),
@@ -44,7 +45,8 @@ share_link()
 model, vocab, config, tr = checkpoint.model, checkpoint.vocab, checkpoint.config, session_translator()
 
 diagram = st.columns([1, 3, 1])[1]  # the figure is two narrow stacks: centred, not stretched
-diagram.plotly_chart(
+chart(
+    diagram,
     architecture_diagram(
         config.n_layers, config.norm_first, config.causal_mask, config.positional, config.tie_weights, tr=tr
     ),
@@ -61,6 +63,7 @@ st.caption(
 )
 settings = config_table(config).replace({"value": {"True": _("yes"), "False": _("no")}})
 settings["value"], settings["meaning"] = settings["value"].map(_), settings["meaning"].map(_)
+settings["setting"] = settings["setting"].map(code_span)
 # words first, the code's name last: full width, and cells wrap, so every meaning reads whole
 headers = {"setting": _("in the code"), "value": _("value"), "meaning": _("meaning")}
 st.table(settings.rename(columns=headers).set_index(headers["meaning"])[[headers["value"], headers["setting"]]])
@@ -80,7 +83,8 @@ table = module_table(model, src, tgt)
 # the paper's name first, the code's name beside it; a table whose cells wrap, so that every shape reads whole
 # (two of them, source ; target, in the first rows) and the table fits the page at any width
 columns = {"module": _("in the code"), "input shape": _("input"), "output shape": _("output")}
-shown = table.assign(parameters=table["parameters"].map("{:,}".format)).rename(columns=columns)
+shown = table.assign(parameters=table["parameters"].map("{:,}".format), module=table["module"].map(code_span))
+shown = shown.rename(columns=columns)
 shown = shown.set_index(table["paper name"].map(_).rename(_("paper name")))
 st.table(
     shown[[*columns.values(), "parameters", "section"]].rename(columns={"parameters": _("parameters"), "section": "§"})
@@ -119,7 +123,8 @@ st.caption(
     )
 )
 block = _("{block}, layer {layer}", block=_(ATTENTION_KINDS[kind][0]), layer=layer)
-st.plotly_chart(
+chart(
+    st,
     projection_heatmaps(attention_projections(model, kind, layer), config.n_heads, block, tr=tr),
     key="anatomy_projections",
 )
@@ -132,21 +137,21 @@ st.latex(
 pe, pe_label = positional_table(model)
 pe_label = _(pe_label)
 st.caption(_("Shown: {table}. Each row is added to the embedding of the token at that position.", table=pe_label))
-st.plotly_chart(
-    positional_heatmap(pe, _("Positional encoding: {table}", table=pe_label), tr=tr), key="anatomy_pe_heatmap"
-)
+chart(st, positional_heatmap(pe, _("Positional encoding: {table}", table=pe_label), tr=tr), key="anatomy_pe_heatmap")
 dims = st.multiselect(
     _("Dimensions to plot"),
     range(config.d_model),
     default=sorted({d for d in (0, 1, 6, config.d_model // 2) if d < config.d_model}),
     key="anatomy_dims",
+    placeholder=_("Choose options"),
 )
 sinusoidal = config.positional != "learned"
-st.plotly_chart(positional_curves(pe, dims, sinusoidal, tr=tr), key="anatomy_pe_curves")
+chart(st, positional_curves(pe, dims, sinusoidal, tr=tr), key="anatomy_pe_curves")
 if sinusoidal:
     st.caption(_("Low dimensions wave fast, high ones slowly: together they give every position its own pattern."))
 trained = positions_trained(checkpoint.task, vocab)
-st.plotly_chart(
+chart(
+    st,
     position_similarity_heatmap(position_similarity(pe), trained, _("How alike two positions' encodings are"), tr=tr),
     key="anatomy_pe_similarity",
 )
@@ -183,7 +188,8 @@ except ValueError as err:
 else:
     embedded, with_position = embed_with_position(model, ids)
     panels = {_("token embedding × √d_model"): embedded, _("+ positional encoding"): with_position}
-    st.plotly_chart(
+    chart(
+        st,
         embedding_heatmap(panels, vocab.tokens(ids), _("What the first layer receives"), tr=tr),
         key="anatomy_embeddings",
     )

@@ -2,7 +2,9 @@
 each browser started last (so that a reload can take it back)."""
 
 import sys
+from datetime import UTC, datetime, timedelta, timezone, tzinfo
 from pathlib import Path
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import streamlit as st
 import torch
@@ -50,6 +52,13 @@ def run_registry() -> RunRegistry:
     return registry
 
 
+def cluster_not_used() -> bool:
+    """Whether the server was given a Ray cluster (`LAB_RAY_ADDRESS`) and trains on its own workers instead: the
+    address was malformed or the cluster could not be reached (the server log says which)."""
+    registry = run_registry()
+    return bool(registry.settings.ray_address) and registry.ray_address is None
+
+
 def live_poll_s() -> float:
     """Seconds between redraws of a live view: LIVE_POLL_S, or longer when so many pages watch runs that the
     server would spend its cores drawing charts instead of training (a class of 30 watching one run)."""
@@ -90,3 +99,23 @@ def forget_run(key: str) -> None:
     """This browser left its run under `key`: a reload must not hand it back."""
     if (browser := this_browser()) is not None:
         runs_by_browser().pop((browser, key), None)
+
+
+def local_time(when: datetime | None = None) -> datetime:
+    """`when` (None: now; a naive time is UTC, as the class database keeps times) in the browser's time zone
+    (`st.context.timezone`; UTC where the browser gives none), the zone named by its offset, "UTC+8", which reads
+    the same in every language and, unlike "CST", names one zone."""
+    when = datetime.now(UTC) if when is None else when if when.tzinfo else when.replace(tzinfo=UTC)
+    local = when.astimezone(_browser_zone())
+    offset = local.utcoffset() or timedelta(0)
+    minutes = int(offset.total_seconds()) // 60
+    hours, rest = divmod(abs(minutes), 60)
+    name = "UTC" if not minutes else f"UTC{'+' if minutes > 0 else '−'}{hours}" + (f":{rest:02d}" if rest else "")
+    return local.replace(tzinfo=timezone(offset, name))
+
+
+def _browser_zone() -> tzinfo:
+    try:
+        return ZoneInfo(st.context.timezone or "UTC")
+    except (AttributeError, ValueError, ZoneInfoNotFoundError):  # no browser (AppTest), or a zone Python lacks
+        return UTC

@@ -7,12 +7,13 @@ visit; and `_`, which shows a sentence in it.
     st.caption(ngettext("{n} student", "{n} students", n))
 """
 
+import json
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import streamlit as st
 
-from transformer.i18n import DEFAULT_LANGUAGE, LANGUAGES, Message, Translator, language_for, translator
+from transformer.i18n import DEFAULT_LANGUAGE, LANGUAGES, N_, Message, Translator, language_for, translator
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -20,6 +21,13 @@ if TYPE_CHECKING:
 LANGUAGE = "language"  # session_state key: the session's interface language, one of LANGUAGES
 PICKER = "language_picker"  # the sidebar picker's widget key (a widget's own state goes when a page omits it)
 LANG_PARAM = "lang"  # the link parameter: `?lang=zh-CN`
+DECLARED = "page_language"  # the key of the sidebar's container that declares the page's language, hidden
+HIDDEN_CSS = f".st-key-{DECLARED} {{ display: none; }}"
+# Streamlit's file uploader says "Upload" and "200MB per file • CSV" in English only: outside English its button
+# says the session's word for it, and its line of limits is hidden (each uploader's label states its own limit).
+UPLOADER_CSS = """[data-testid="stFileUploaderDropzoneInstructions"] { display: none; }
+[data-testid="stFileUploaderDropzone"] button [data-testid="stMarkdownContainer"] p { display: none; }
+[data-testid="stFileUploaderDropzone"] button [data-testid="stMarkdownContainer"]::after { content: %s; }"""
 
 
 def language() -> str:
@@ -85,11 +93,32 @@ def _picked() -> None:
     st.session_state[LANGUAGE] = st.session_state[PICKER]
 
 
+def declare_language() -> None:
+    """Declare the session's language on the page, `<html lang="zh-CN">`: Streamlit's page says "en" whatever it
+    shows, and then a browser draws Chinese with Japanese glyph forms and a screen reader reads it in an English
+    voice. A fixed script, its one value the language's code; drawn again, and so run again, after a switch."""
+    code = language()
+    css = HIDDEN_CSS
+    if code != DEFAULT_LANGUAGE:  # the word is the catalogue's: a CSS string, quoted as JSON quotes it
+        css += "\n" + UPLOADER_CSS % json.dumps(_("Upload"), ensure_ascii=False)
+    with st.container(key=DECLARED):
+        st.html(
+            f"<style>{css}</style><script>document.documentElement.lang = {json.dumps(code)};</script>",
+            unsafe_allow_javascript=True,
+        )
+
+
+def picker_label() -> str:
+    """The picker's label, "Language" in each of LANGUAGES (`Language / 语言`), so that anyone can find it."""
+    return " / ".join(dict.fromkeys(translator(code).gettext(N_("Language")) for code in LANGUAGES))
+
+
 def language_picker() -> None:
     """The sidebar's language picker, on every page; a change redraws the page in the new language, changes
     nothing else, and shows in the address, so a copied or reloaded link opens in the same language."""
     st.session_state[PICKER] = language()  # before the widget: the page it was last drawn on may have been another
-    st.selectbox("Language / 语言", list(LANGUAGES), format_func=LANGUAGES.get, key=PICKER, on_change=_picked)
+    st.selectbox(picker_label(), list(LANGUAGES), format_func=LANGUAGES.get, key=PICKER, on_change=_picked)
+    declare_language()
     if st.query_params.get(LANG_PARAM) != language_param().get(LANG_PARAM):
         if language() == DEFAULT_LANGUAGE:
             del st.query_params[LANG_PARAM]

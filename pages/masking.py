@@ -10,6 +10,7 @@ from collections.abc import Callable
 
 import streamlit as st
 
+from pages.charts import chart
 from pages.language import _, session_translator
 from pages.links import link_values, share_link
 from pages.state import keep_result, model_page, result_for
@@ -125,7 +126,7 @@ masks = [  # (grid, queries, keys, title), drawn two to a row
 ]
 for column, (grid, queries, keys, title) in zip([*st.columns(2), *st.columns(2)], masks):
     figure = mask_heatmap(grids[grid], labels[queries], labels[keys], title, tr=tr)
-    column.plotly_chart(figure, key=f"mask_fig_{grid}")
+    chart(column, figure, key=f"mask_fig_{grid}")
 
 st.subheader(_("Attention before and after masking"))
 st.markdown(
@@ -151,7 +152,8 @@ stages = (
     ("after", weights.masked, N_("After masking: {attention}, layer {layer}")),
 )
 for stage, maps, title in stages:
-    st.plotly_chart(
+    chart(
+        st,
         attention_heatmaps(
             maps[kind][layer][0],
             labels[queries],
@@ -218,7 +220,7 @@ def show_masking_result(name: str, inputs: tuple, with_title: str, without_title
                 "position": st.column_config.NumberColumn(_("position")),
                 "input token": st.column_config.TextColumn(_("input token")),
                 "changed?": st.column_config.CheckboxColumn(_("changed?")),
-                "max |Δ|": st.column_config.NumberColumn("max |Δ|", format="%.4f"),
+                "max |Δ|": st.column_config.NumberColumn(_("max |Δ|"), format="%.4f"),
                 "output before": st.column_config.TextColumn(_("output before")),
                 "p before": st.column_config.NumberColumn(_("p before"), format="%.3f"),
                 "output after": st.column_config.TextColumn(_("output after")),
@@ -276,7 +278,7 @@ show_masking_result(
     "pad",
     pad_inputs,
     _("With the padding masks"),
-    _("Without the padding masks (mask_padding=False)"),
+    _("Without the padding masks (`mask_padding=False`)"),
     _(
         "The padding mask works: extra PAD changes nothing beyond float rounding. Without it, the outputs drift, so "
         "the same sentence would be translated differently in a different batch."

@@ -3,6 +3,7 @@ the model in hand."""
 
 import streamlit as st
 
+from pages.accessibility import accessible_page
 from pages.common import setup_torch
 from pages.language import _, language_picker, ngettext
 from pages.state import (
@@ -25,6 +26,7 @@ def sidebar(page: str) -> None:
     `page`: the page's url path."""
     with st.sidebar:
         language_picker()
+        accessible_page()
         st.caption(_("Device: {device}", device=setup_torch()))
         reattach_runs()
         save_finished_run()

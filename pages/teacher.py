@@ -17,7 +17,7 @@ import streamlit as st
 
 from pages.charts import chart
 from pages.classes import board_columns, caller, class_store
-from pages.common import local_time
+from pages.common import cluster_not_used, local_time
 from pages.downloads import csv_download
 from pages.language import _, language, language_param, ngettext, said, session_translator, table_cells
 from pages.links import unreachable_host
@@ -71,6 +71,13 @@ st.caption(
         "setting, a seed each, and a live board of the whole class."
     )
 )
+if cluster_not_used():
+    st.info(
+        _(
+            "Runs train on this server's own workers: the Ray cluster it was given is not used (the server log "
+            "says why)."
+        )
+    )
 
 
 def create_class(title: str, days: int) -> None:

@@ -37,7 +37,7 @@ def test_peek_at_future_changes_earlier_outputs_only_without_causal_mask(model):
     old, new = VOCAB.tokens([tgt_ids[-1], 3 + (tgt_ids[-1] - 3 + 1) % 10])
     assert result.description == f"decoder input position {len(tgt_ids)}: {old} → {new}"
     assert len(result.with_mask) == len(tgt_ids)  # BOS and every target position before the changed one
-    assert result.with_mask["input token"].iloc[0] == "<s>"
+    assert result.with_mask["input token"].iloc[0] == "BOS"
     assert MaskingResult.n_changed(result.with_mask) == 0
     assert MaskingResult.max_diff(result.with_mask) < CHANGED_TOLERANCE
     assert MaskingResult.n_changed(result.without_mask) > 0

@@ -99,7 +99,7 @@ def test_a_head_patch_replaces_that_heads_slice_and_nothing_else(model):
 
 def test_the_grid_scores_every_site_and_the_changed_embedding_recovers_everything(model):
     grid = patching_grid(model, VOCAB, DataConfig("reverse"), "3 1 4 1 5", "3 1 9 1 5")
-    assert grid.answer == ["5", "1", "4", "1", "3", "</s>"]
+    assert grid.answer == ["5", "1", "4", "1", "3", "EOS"]
     assert len(grid.heads) == len(all_heads(model))
     assert len(grid.stream) == len(stream_sites(model, 5, 6)) == 3 * 5 + 2 * 6
     assert grid.recoverable
@@ -112,12 +112,12 @@ def test_the_answer_is_the_task_s_a_gallery_task_s_or_a_pair_s():
     add = DataConfig("add", 3, 5, 10)
     vocab = Vocab(get_task("add").symbols(10))
     model = Transformer(ModelConfig(vocab_size=len(vocab), d_model=16, n_heads=2, d_ff=32), rng=torch.Generator())
-    assert patching_grid(model.eval(), vocab, add, "1 9 + 5", "1 8 + 5").answer == ["2", "4", "</s>"]
+    assert patching_grid(model.eval(), vocab, add, "1 9 + 5", "1 8 + 5").answer == ["2", "4", "EOS"]
     rows = [(f"row {i}", f"{a} {b}", b) for i, (a, b) in enumerate(zip("abcde", "edcba"), 1)]
     pairs = DataConfig.from_pairs(pairs_from_rows(rows, "mine"))
     vocab = Vocab(pairs.pairs.symbols)
     model = Transformer(ModelConfig(vocab_size=len(vocab), d_model=16, n_heads=2, d_ff=32), rng=torch.Generator())
-    assert patching_grid(model.eval(), vocab, pairs, "a e", "a d").answer == ["e", "</s>"]
+    assert patching_grid(model.eval(), vocab, pairs, "a e", "a d").answer == ["e", "EOS"]
     with pytest.raises(ValueError, match="mine has no pair with the source 'a a'"):
         patching_grid(model, vocab, pairs, "a a", "a b")
 

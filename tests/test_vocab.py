@@ -15,7 +15,7 @@ def digits():
 def test_layout(digits):
     assert len(digits) == 13 and digits.n_symbols == 10
     assert (digits.pad_id, digits.bos_id, digits.eos_id) == (0, 1, 2)
-    assert digits.itos[:4] == ["<pad>", "<s>", "</s>", "0"] and digits.itos[-1] == "9"
+    assert digits.itos[:4] == ["PAD", "BOS", "EOS", "0"] and digits.itos[-1] == "9"
     assert digits.symbols == tuple("0123456789")
     assert digits.symbol_id(0) == 3 and digits.symbol_index(12) == 9
     with pytest.raises(ValueError):
@@ -45,10 +45,10 @@ def test_spaces_are_optional_when_every_symbol_is_one_character(digits):
     assert digits.encode("314") == digits.encode("3 1 4") == digits.encode(" 31  4") == [6, 4, 7]
     with pytest.raises(ValueError, match="has 4 tokens; the most is 3"):
         digits.encode("3141", max_len=3)  # the limit counts symbols, not words
-    with pytest.raises(ValueError, match="'<s>' is a special token"):
-        digits.encode("1 <s>")  # a special token is not read as the characters <, s, >
-    with pytest.raises(ValueError, match="unknown symbol '1<s>'; use 0-9$"):
-        digits.encode("1<s>")  # a bad word is named whole
+    with pytest.raises(ValueError, match="'BOS' is a special token"):
+        digits.encode("1 BOS")  # a special token is not read as the characters B, O, S
+    with pytest.raises(ValueError, match="unknown symbol '1BOS'; use 0-9$"):
+        digits.encode("1BOS")  # a bad word is named whole
     assert Vocab(["a", "b"]).encode("ab ba") == [3, 4, 4, 3]
 
 
@@ -59,9 +59,9 @@ def test_spaces_are_optional_when_every_symbol_is_one_character(digits):
         (" \t\n ", None, "at least one symbol"),
         ("1 x 2", None, "'x'"),
         ("1 2x", None, "'2x'"),
-        ("1 <s> 2", None, "'<s>'"),
-        ("</s>", None, "'</s>'"),
-        ("<pad>", None, "'<pad>'"),
+        ("1 BOS 2", None, "'BOS'"),
+        ("EOS", None, "'EOS'"),
+        ("PAD", None, "'PAD'"),
         ("1 2 3", 2, "has 3 tokens; the most is 2"),
     ],
 )
@@ -105,8 +105,8 @@ def test_decode(digits):
     assert digits.decode([1, 4, 5, 2, 6, 0]) == "1 2"
     assert digits.decode([4, 0, 5]) == "1 2"
     assert digits.decode(torch.tensor([5, 2, 5])) == "2"
-    assert digits.decode([1, 4, 2, 6, 0], strip_special=False) == "<s> 1 </s> 3 <pad>"
-    assert digits.tokens([1, 3, 2, 0]) == ["<s>", "0", "</s>", "<pad>"]
+    assert digits.decode([1, 4, 2, 6, 0], strip_special=False) == "BOS 1 EOS 3 PAD"
+    assert digits.tokens([1, 3, 2, 0]) == ["BOS", "0", "EOS", "PAD"]
     for bad in ([13], [-1], [4, 99]):
         with pytest.raises(ValueError):
             digits.decode(bad)
@@ -135,7 +135,7 @@ def test_dict_round_trip():
         {"symbols": ["a", "a"]},
         {"symbols": ["a b"]},
         {"symbols": [""]},
-        {"symbols": ["<s>"]},
+        {"symbols": ["BOS"]},
         {"symbols": ["a"], "extra": 1},
     ],
 )
@@ -163,7 +163,7 @@ def test_a_symbol_is_printable_text_without_spaces(symbol):
     assert Vocab([symbol]).symbols == (symbol,)
 
 
-@pytest.mark.parametrize("symbol", ["", "a b", "x" * 17, "\x1b[31m", "a\u200bb", "<pad>", "<s>", "</s>", 3, None])
+@pytest.mark.parametrize("symbol", ["", "a b", "x" * 17, "\x1b[31m", "a\u200bb", "PAD", "BOS", "EOS", 3, None])
 def test_what_cannot_be_a_symbol_is_refused_as_the_vocabulary_refuses_it(symbol):
     with pytest.raises(ValueError) as error:
         check_symbol(symbol)

@@ -70,33 +70,45 @@ def padded_pair(src_ids: list[int], tgt_ids: list[int], vocab: Vocab, width: int
 # ---------------------------------------------------------------------------------------------- anatomy
 
 
+POSITIONAL_KINDS = {"sinusoidal": N_("sinusoidal"), "learned": N_("learned"), "none": N_("none")}  # as tables say
+PARTS = {  # the first part of a module's path -> what the parameter summary calls it
+    "embed": N_("embedding"),
+    "positional": N_("positional encoding"),
+    "encoder": N_("encoder"),
+    "decoder": N_("decoder"),
+    "generator": N_("generator"),
+}
+
+
 def config_table(config: ModelConfig) -> pd.DataFrame:
-    """The sizes and teaching switches of a model, one row each, with what they mean."""
+    """The sizes and teaching switches of a model, one row each: its name in the code (`ModelConfig`'s field),
+    its value and what it means."""
     if config.norm_first:
         norm, formula = N_("pre-norm"), "x + Sublayer(LayerNorm(x))"
     else:
         norm, formula = N_("post-norm (paper)"), "LayerNorm(x + Sublayer(x))"
     rows = [
-        ("norm placement", norm, Message(N_("each sublayer computes {formula}"), formula=formula)),
+        ("norm_first", norm, Message(N_("each sublayer computes {formula}"), formula=formula)),
         (
             "positional",
-            config.positional,
+            Message(POSITIONAL_KINDS[config.positional]),
             N_("sinusoidal is the paper's; learned is a trained table; none gives the encoder no order"),
         ),
         ("causal_mask", config.causal_mask, N_("decoder may not look at later target positions")),
         ("scale_scores", config.scale_scores, N_("scores divided by √d_k before the softmax")),
         ("tie_weights", config.tie_weights, N_("generator shares the embedding matrix (the paper does)")),
         ("d_model", config.d_model, N_("width of every token vector")),
-        ("heads", config.n_heads, N_("attention heads per attention block")),
+        ("n_heads", config.n_heads, N_("attention heads per attention block")),
         ("d_k", config.d_k, N_("width of one head: d_model / heads")),
         ("d_ff", config.d_ff, N_("inner width of the feed-forward network")),
-        ("layers", config.n_layers, N_("encoder layers, and as many decoder layers")),
+        ("n_layers", config.n_layers, N_("encoder layers, and as many decoder layers")),
         ("dropout", config.dropout, N_("dropout rate during training")),
         ("vocab_size", config.vocab_size, N_("tokens, PAD, BOS and EOS included")),
         ("max_len", config.max_len, N_("longest sequence the positional encoding covers")),
     ]
-    # object columns: the meanings keep their Messages (pandas 3 would store plain strings)
-    return pd.DataFrame([(n, str(v), m) for n, v, m in rows], columns=["setting", "value", "meaning"], dtype=object)
+    # object columns: the values and meanings keep their Messages (pandas 3 would store plain strings)
+    cells = [(n, v if isinstance(v, Message) else str(v), m) for n, v, m in rows]
+    return pd.DataFrame(cells, columns=["setting", "value", "meaning"], dtype=object)
 
 
 def _paper_modules(config: ModelConfig) -> list[tuple[str, str, str]]:
@@ -106,7 +118,11 @@ def _paper_modules(config: ModelConfig) -> list[tuple[str, str, str]]:
     attention, feed_forward = N_("Multi-Head Attention"), N_("Feed Forward")
     rows = [
         ("embed", N_("Embedding (× √d_model)"), "3.4"),
-        ("positional", Message(N_("Positional Encoding ({kind})"), kind=config.positional), "3.5"),
+        (
+            "positional",
+            Message(N_("Positional Encoding ({kind})"), kind=Message(POSITIONAL_KINDS[config.positional])),
+            "3.5",
+        ),
     ]
     sublayers = {  # each stack's sublayers in a layer, each followed by its Add & Norm (sublayer.0, .1, ...)
         "encoder": [("self_attn", attention, "3.2.2"), ("feed_forward", feed_forward, "3.3")],
@@ -171,8 +187,9 @@ def module_table(model: Transformer, src: torch.Tensor, tgt: torch.Tensor) -> pd
 
 
 def parameter_summary(table: pd.DataFrame) -> pd.DataFrame:
-    """Parameters per part of the model (embedding, encoder, decoder, ...) from `module_table`, with a total row."""
-    part = table["module"].str.split(".").str[0]
+    """Parameters per part of the model (embedding, encoder, decoder, ...) from `module_table`, with a total row;
+    each part named by PARTS."""
+    part = table["module"].str.split(".").str[0].map(PARTS)
     summary = table.groupby(part, sort=False)["parameters"].sum().rename_axis("part").reset_index()
     total = pd.DataFrame([(N_("total"), int(summary["parameters"].sum()))], columns=["part", "parameters"])
     return pd.concat([summary, total], ignore_index=True)

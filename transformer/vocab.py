@@ -41,7 +41,7 @@ def check_symbol(s: object) -> None:
 class Vocab:
     """Token <-> id mapping with explicit special tokens: PAD=0, BOS=1, EOS=2, then the task's symbols."""
 
-    PAD, BOS, EOS = "<pad>", "<s>", "</s>"
+    PAD, BOS, EOS = "PAD", "BOS", "EOS"  # named as the pages and docs name them, in tables and charts alike
     pad_id, bos_id, eos_id = 0, 1, 2
 
     def __init__(self, symbols: Sequence[str]):

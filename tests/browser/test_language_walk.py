@@ -4,8 +4,11 @@ assignment and export tabs. At each stop the page is looked at in a projector's 
 1920x1080 and a phone's 390x844 (the window resized, the page not reloaded), with every expander open:
 
 - no exception;
-- in Chinese, no visible sentence of three or more English words, outside the terms every language keeps in Latin
-  letters (`transformer.i18n.latin_terms`) and code (`code` spans, LaTeX sources);
+- in Chinese, no visible English word, in the page's text, its tables (a data grid's cells too) and its charts' text,
+  outside the terms every language keeps in Latin letters (`transformer.i18n.latin_terms`), code (`code` spans,
+  LaTeX sources) and an English term glossed in brackets right after its Chinese one (d2l's 留出集（held-out set）);
+- the page declares the session's language (`<html lang>`: zh-CN, en), and a Chinese page's text names Simplified
+  Chinese fonts first among the CJK ones, so Chinese is drawn with Chinese glyph forms, not Japanese ones;
 - no text cut off: no text box that clips what it holds, no table hiding columns, no shape or label truncated;
 - nothing drawn over another: no two blocks of the page, no chart toolbar over its chart's title or legend, no
   toast over the page's title, no two chart labels.
@@ -36,9 +39,12 @@ SHOW_TOOLBARS = """[data-testid='stElementToolbar'] { opacity: 1 !important; vis
 .modebar-container .modebar { opacity: 1 !important; }"""
 
 # Every visible text of the page, a line per block: text nodes that render, joined within their nearest block and
-# split between blocks, and the placeholders of empty fields. Code and LaTeX sources are left out: not sentences.
+# split between blocks, and the placeholders of empty fields. Left out: code and formulas (not sentences), icons
+# (a Material icon is drawn from its English name), and the language picker's label, in both languages on purpose.
 VISIBLE_LINES = """() => {
-    const skip = 'code, pre, kbd, .katex-mathml, script, style, noscript, [data-testid="stCode"]';
+    const skip = 'code, pre, kbd, .katex, script, style, noscript, [data-testid="stCode"], ' +
+        '[data-testid="stIconMaterial"], [data-testid$="DynamicIcon"], ' +
+        '.st-key-language_picker [data-testid="stWidgetLabel"]';
     const blockOf = el => {
         while (el && el !== document.body) {
             const d = getComputedStyle(el).display;
@@ -67,8 +73,22 @@ VISIBLE_LINES = """() => {
     }
     for (const field of document.querySelectorAll('input[placeholder], textarea[placeholder]'))  // an empty field's
         if (!field.value && field.checkVisibility()) lines.push(field.placeholder);                // words show too
+    // A data grid draws its cells on a canvas: its accessible copy holds their words. A chart's every text.
+    const shown = el => el.checkVisibility({checkOpacity: true, checkVisibilityCSS: true});
+    for (const grid of document.querySelectorAll('[data-testid="stDataFrame"]'))
+        if (shown(grid)) grid.querySelectorAll('[role="gridcell"], [role="columnheader"]')
+            .forEach(cell => lines.push(cell.textContent));
+    for (const text of document.querySelectorAll('.js-plotly-plot svg text'))
+        if (shown(text.closest('.js-plotly-plot')) && text.textContent.trim()) lines.push(text.textContent);
     return lines;
 }"""
+
+# The page's declared language, and the font families of its title as drawn.
+LANG_AND_FONT = """() => ({
+    lang: document.documentElement.lang,
+    font: getComputedStyle(document.querySelector('[data-testid="stMain"] h1')).fontFamily,
+})"""
+SC_FONT = "Noto Sans CJK SC"  # the Simplified Chinese face of the font Linux and ChromeOS draw Chinese with
 
 # Text that a box clips: an element holding only text (no chart, picture, field or formula) whose text is wider than
 # the box shows, where the box hides the rest (overflow hidden or clip, or an ellipsis), or that runs past its lines.
@@ -142,49 +162,73 @@ TABLES = """() => [...document.querySelectorAll("[data-testid='stDataFrame'], [d
         };
     })"""
 
+DRAWN = """() => !document.querySelector('[data-testid="stSkeleton"]') &&
+    [...document.querySelectorAll('[data-testid="stPlotlyChart"]')].every(chart => chart.querySelector('.main-svg'))"""
+
 # Opens every folded part of the page (an expander's content is what a student sees after one click).
 OPEN_EXPANDERS = """() => document.querySelectorAll('[data-testid="stMain"] details:not([open]) > summary')
     .forEach(summary => summary.click())"""
 
 
-def english_sentences(lines: list[str], allowed: list[str]) -> list[str]:
-    """The runs of three or more English words in `lines`, once each allowed term is taken out."""
+LATIN_WORD = re.compile(r"[A-Za-z][a-z]+(?:['’-][A-Za-z]+)*|[A-Z][A-Za-z]*")  # not d_model, 1/√step, x
+CHINESE = re.compile(r"[\u3000-\u303f\u3400-\u9fff\uff00-\uffef]")  # a character or its punctuation
+URL = re.compile(r"https?://\S+")  # an address: not words
+GLOSS = re.compile(r"(?<=[\u3400-\u9fff])（[A-Za-z][A-Za-z /-]*）")  # 留出集（held-out set）: d2l's gloss
+
+
+def english_words(lines: list[str], allowed: list[str]) -> list[str]:
+    """The English words in `lines`, each with its line, once each allowed term, gloss and address is taken out."""
     terms = sorted(allowed, key=len, reverse=True)
-    allowed_term = re.compile("|".join(rf"(?<!\w){re.escape(term)}(?!\w)" for term in terms))
-    word = re.compile(r"[A-Za-z][a-z]+(?:['’-][A-Za-z]+)*|[A-Z][A-Za-z]*")  # not d_model, 1/√step, x
-    chinese = re.compile(r"[\u3000-\u303f\u3400-\u9fff\uff00-\uffef]+")  # characters and their punctuation
+    allowed_term = re.compile("|".join(rf"(?<![\w-]){re.escape(term)}(?![\w-])" for term in terms))
     found = []
     for line in lines:
-        run: list[str] = []
-        for token in [*chinese.sub(" ■ ", allowed_term.sub(" ■ ", line)).split(), "■"]:
-            bare = token.strip("()[]{}\"'“”‘’,.;:!?…*")
-            if word.fullmatch(bare) and len(bare) > 1:
-                run.append(bare)
-                if not token.rstrip(")]}\"'”’*").endswith((".", ";", ":", "!", "?")):
-                    continue  # a word that ends a clause ends the run with it
-            if len(run) >= 3:
-                found.append(" ".join(run))
-            run = []
+        rest = CHINESE.sub(" ", allowed_term.sub(" ", GLOSS.sub(" ", URL.sub(" ", line))))
+        words = [token for token in re.findall(r"[\w'’-]+", rest) if LATIN_WORD.fullmatch(token)]
+        found += [f"{word} (in {line.strip()[:60]!r})" for word in words if len(word) > 1]
     return found
 
 
-def test_the_sentence_finder_finds_english_and_lets_allowed_terms_and_chinese_through():
-    allowed = ["Transformer", "d_model", "Attention Is All You Need", "reverse"]
-    assert english_sentences(["训练一个 Transformer 模型", "d_model 32 · 4 个头"], allowed) == []
-    assert english_sentences(["论文 Attention Is All You Need 第 3 节", "在 reverse 上训练"], allowed) == []
-    assert english_sentences(["Drag and drop file here", "Limit 200MB per file • JSON"], allowed) == [
-        "Drag and drop file here"
+def test_the_word_finder_finds_english_and_lets_allowed_terms_glosses_and_chinese_through():
+    allowed = ["Transformer", "d_model", "Attention Is All You Need", "reverse", "BOS"]
+    assert english_words(["训练一个 Transformer 模型", "d_model 32 · 4 个头", "BOS 在前"], allowed) == []
+    assert english_words(["论文 Attention Is All You Need 第 3 节", "在 reverse 上训练"], allowed) == []
+    assert (
+        english_words(
+            [
+                "留出集（held-out set）上的准确率",
+                "位置编码",
+                "x + 1",
+                "1e-3",
+                "d_k = 8",
+                "http://h:8501/train?class=a&lang=zh-CN",
+            ],
+            allowed,
+        )
+        == []
+    )
+    assert english_words(["不带填充掩码（mask_padding=False）"], allowed) == [
+        "False (in '不带填充掩码（mask_padding=False）')"
     ]
-    assert english_sentences(["损失 (log scale) 下降", "It stops. 然后"], allowed) == []
-    assert english_sentences(["No head has reached 0.9 yet"], allowed) == ["No head has reached"]
-    assert english_sentences(["源序列（reverse：倒序。At most 63 symbols, spaces optional）"], allowed) == [
-        "symbols spaces optional"
+    assert english_words(["Upload", "1MB per file • CSV"], allowed) == [
+        "Upload (in 'Upload')",
+        "per (in '1MB per file • CSV')",
+        "file (in '1MB per file • CSV')",
+        "CSV (in '1MB per file • CSV')",
+    ]
+    assert english_words(["位置编码：sinusoidal", "最大 |Δ|", "max |Δ|", "Logit 透镜", "reverse-early"], allowed) == [
+        "sinusoidal (in '位置编码：sinusoidal')",
+        "max (in 'max |Δ|')",
+        "Logit (in 'Logit 透镜')",
+        "reverse-early (in 'reverse-early')",
     ]
 
 
 def look(page, language: str, stop: str, allowed: list[str]) -> list[str]:
     """What is wrong with the page as it is now, at each viewport."""
-    problems = []
+    declared = page.evaluate(LANG_AND_FONT)
+    problems = [] if declared["lang"] == language else [f"{language} {stop}: <html lang={declared['lang']!r}>"]
+    if language == "zh-CN" and SC_FONT not in [family.strip(' "') for family in declared["font"].split(",")]:
+        problems.append(f"{language} {stop}: the title's fonts {declared['font']} name no Simplified Chinese one")
     for viewport, (width, height) in VIEWPORTS.items():
         page.set_viewport_size({"width": width, "height": height})
         page.wait_for_timeout(SETTLE_MS)
@@ -198,7 +242,7 @@ def look(page, language: str, stop: str, allowed: list[str]) -> list[str]:
             if viewport != "phone" and table["hidden"] > 1:
                 found.append(f"a table hides {table['hidden']:.0f} px of columns: {table['text']!r}")
         if language == "zh-CN":
-            found += [f"English: {text!r}" for text in english_sentences(page.evaluate(VISIBLE_LINES), allowed)]
+            found += [f"English: {word}" for word in english_words(page.evaluate(VISIBLE_LINES), allowed)]
         if found:
             screenshot(page, re.sub(r"\W+", "-", f"walk-{language}-{stop}-{viewport}"))
         problems += [f"{where}: {problem}" for problem in dict.fromkeys(found)]
@@ -216,8 +260,10 @@ def open_at(page, server, name: str, language: str) -> None:
 
 
 def unfold(page) -> None:
-    """Every expander of the page open, and the charts in them drawn."""
+    """Every expander of the page open, and the charts and tables in them drawn (a part Streamlit is still loading
+    shows a skeleton: its words are not there yet)."""
     page.evaluate(OPEN_EXPANDERS)
+    page.wait_for_function(DRAWN, timeout=60_000)
     page.wait_for_timeout(SETTLE_MS)
 
 
@@ -278,3 +324,26 @@ def test_every_page_the_lesson_and_the_teacher_in_each_language_fit_every_screen
         assert not problems, f"{len(problems)} problems:\n" + "\n".join(problems)
     finally:
         context.close()
+
+
+def test_the_page_declares_its_language_and_a_switch_changes_it_at_once(page, lab_server):
+    page.goto(f"{lab_server.url}/checkpoints", wait_until="domcontentloaded")
+    expect(main(page).get_by_role("heading", name="Checkpoints", exact=True)).to_be_visible(timeout=90_000)
+    wait_idle(page)
+    expect(page.locator("html")).to_have_attribute("lang", "en")
+    page.locator(".st-key-language_picker").click()
+    page.get_by_role("option", name="简体中文").click()
+    expect(main(page).get_by_role("heading", name="检查点", exact=True)).to_be_visible()
+    expect(page.locator("html")).to_have_attribute("lang", "zh-CN")
+    uploader = main(page).locator("[data-testid='stFileUploaderDropzone']")  # Streamlit's English, in Chinese
+    expect(uploader.locator("button")).to_have_accessible_name("上传")  # its only word
+    expect(uploader.locator("[data-testid='stFileUploaderDropzoneInstructions']")).to_be_hidden()
+    page.locator("[data-testid='stSidebarNav'] a[href*='/anatomy']").first.click()  # another page: still Chinese
+    expect(main(page).get_by_role("heading", name="结构剖析", exact=True)).to_be_visible()
+    wait_idle(page)
+    expect(page.locator("html")).to_have_attribute("lang", "zh-CN")
+    page.locator(".st-key-language_picker").click()
+    page.get_by_role("option", name="English").click()
+    expect(main(page).get_by_role("heading", name="Anatomy", exact=True)).to_be_visible()
+    expect(page.locator("html")).to_have_attribute("lang", "en")
+    assert not page_errors(page)

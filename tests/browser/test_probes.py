@@ -20,7 +20,7 @@ def test_patching_a_changed_symbol_shows_where_the_clean_answer_comes_back(page,
     main.locator(".st-key-patch_corrupted input").fill("3 1 4 2 5")
     main.locator(".st-key-patch_run button").click()
     wait_idle(page)
-    expect(main).to_contain_text("Clean answer 5 1 4 1 3 </s>")
+    expect(main).to_contain_text("Clean answer 5 1 4 1 3 EOS")
     heads = main.locator(".st-key-patch_heads_chart .js-plotly-plot")
     expect(heads).to_be_visible()
     expect(heads).to_contain_text("cross-attention")

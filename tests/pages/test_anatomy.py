@@ -1,4 +1,5 @@
 import json
+import re
 
 import pytest
 import torch
@@ -6,6 +7,7 @@ from streamlit.testing.v1 import AppTest
 
 from tests.helpers import array
 from transformer.checkpoint import Checkpoint
+from transformer.i18n import latin_terms
 from transformer.model import ModelConfig, Transformer
 from transformer.tasks import DataConfig
 from transformer.vocab import Vocab
@@ -19,8 +21,9 @@ def random_checkpoint(**changes) -> Checkpoint:
     )
 
 
-def open_anatomy(checkpoint: Checkpoint | None) -> AppTest:
+def open_anatomy(checkpoint: Checkpoint | None, lang: str = "en") -> AppTest:
     at = AppTest.from_file("../../streamlit_app.py", default_timeout=90)
+    at.query_params["lang"] = lang
     at.run()
     if checkpoint is not None:
         at.session_state["in_hand"] = checkpoint
@@ -59,15 +62,22 @@ def test_module_table_and_config(at):
     modules = at.table[1].value  # cells that wrap: every shape whole, at any width
     parameters = modules["parameters"].str.replace(",", "").astype(int)
     assert parameters.sum() == at.session_state["in_hand"].model.num_parameters()
-    assert "decoder.layers.1.cross_attn" in modules["in the code"].tolist()
-    assert modules.set_index("in the code").loc["generator", "output"] == "1×9×13"  # BOS + 8 target tokens
-    assert modules.set_index("in the code").loc["embed", "input"] == "1×8 ; 1×9"  # source ; target
+    assert "`decoder.layers.1.cross_attn`" in modules["in the code"].tolist()  # code, in every language
+    assert modules.set_index("in the code").loc["`generator`", "output"] == "1×9×13"  # BOS + 8 target tokens
+    assert modules.set_index("in the code").loc["`embed`", "input"] == "1×8 ; 1×9"  # source ; target
     settings = at.table[0].value  # words first, the code's names last
     assert settings.columns.tolist() == ["value", "in the code"]
     mask = settings.loc["decoder may not look at later target positions"]
-    assert mask["in the code"] == "causal_mask" and mask["value"] == "yes"
-    assert settings.set_index("in the code").loc["norm placement", "value"].startswith("pre-norm")
-    assert at.dataframe[0].value.iloc[-1]["part"] == "total"
+    assert mask["in the code"] == "`causal_mask`" and mask["value"] == "yes"
+    assert settings.set_index("in the code").loc["`norm_first`", "value"].startswith("pre-norm")
+    assert at.dataframe[0].value["part"].tolist() == [
+        "embedding",
+        "positional encoding",
+        "encoder",
+        "decoder",
+        "generator",
+        "total",
+    ]
     diagram = chart(at, "anatomy_diagram")
     assert "Norm … Add (pre-norm)" not in json.dumps(diagram) and "LayerNorm" in json.dumps(diagram)
 
@@ -117,3 +127,16 @@ def test_position_similarity_marks_the_positions_training_reached(positional, sa
     assert z_values(spec["data"][0]).shape == (64, 64)  # every position the model's encoding covers
     assert {shape["x1"] for shape in spec["layout"]["shapes"]} == {8.5}  # BOS + 8 target symbols: positions 0-8
     assert any(says in caption.value for caption in at.caption)
+
+
+def test_in_chinese_the_tables_and_the_diagram_say_no_english_word_but_code_and_the_models_names():
+    at = open_anatomy(random_checkpoint(positional="learned", norm_first=True), lang="zh-CN")
+    settings, modules = (table.value for table in at.table[:2])
+    cells = [*settings["数值"], *modules.index, *at.dataframe[0].value["部分"]]  # the walk reads the meanings
+    diagram = chart(at, "anatomy_diagram")["layout"]["annotations"]
+    words = {"".join(cells), *(a["text"].replace("<br>", " ") for a in diagram)}
+    code = {cell for cell in [*settings["代码中的名称"], *modules["代码中的名称"]] if cell.startswith("`")}
+    allowed = set(latin_terms())
+    assert {w for text in words for w in re.findall(r"[A-Za-z][A-Za-z_]+", text) if w not in allowed} == set()
+    assert code and "位置编码（可学习）" in modules.index and "可学习" in settings["数值"].tolist()
+    assert at.dataframe[0].value["部分"].tolist() == ["嵌入", "位置编码", "编码器", "解码器", "生成器", "合计"]

@@ -95,7 +95,7 @@ def test_greedy_step_by_step_to_the_right_answer(solved_reverse):
     assert at.success[0].value == f"Output: `{reversed_input(at)}`"
     assert "right]" in next(m.value for m in at.markdown if m.value.startswith("Expected (reverse)"))
     table = at.dataframe[0].value
-    assert list(table["true target"]) == [*reversed(source), "</s>"]
+    assert list(table["true target"]) == [*reversed(source), "EOS"]
     assert list(table["free-running prediction"]) == list(table["true target"])
 
 
@@ -109,7 +109,7 @@ def test_self_attention_covers_exactly_the_decoder_input_so_far(solved_reverse):
     heat = array(figure["data"][0]["z"])
     assert heat.shape == (4, 3)  # heads x (BOS + 2 tokens): no later position exists to look at
     np.testing.assert_allclose(heat.sum(axis=1), 1, atol=1e-5)
-    assert figure["layout"]["xaxis"]["ticktext"] == ["&lt;s&gt;", *reversed_input(at).split()[:2]]
+    assert figure["layout"]["xaxis"]["ticktext"] == ["BOS", *reversed_input(at).split()[:2]]
 
 
 def test_back_run_to_end_and_reset_move_without_recomputing(solved_reverse):
@@ -192,7 +192,7 @@ def test_an_untrained_model_gets_it_wrong_and_the_table_shows_where(strategy):
     click(at, "decode_run_to_end")
     assert "wrong]" in next(m.value for m in at.markdown if m.value.startswith("Expected (sort): `0 3 4`"))
     table = at.dataframe[0].value
-    assert list(table["true target"][:4]) == ["0", "3", "4", "</s>"]
+    assert list(table["true target"][:4]) == ["0", "3", "4", "EOS"]
     assert (table["free-running prediction"] != table["true target"]).any()
 
 
@@ -326,3 +326,10 @@ def test_a_task_from_examples_decodes_its_pairs_and_has_no_alignment():
     assert not at.exception and not at.error
     assert any("There is no alignment for this task: a task from examples" in info.value for info in at.info)
     assert any(h.value == "Compare with teacher forcing" for h in at.subheader)  # a held-out pair has its target
+
+
+def test_back_and_next_have_arrow_keys_that_their_help_names(solved_reverse):
+    at = open_page(solved_reverse)
+    for key, shortcut, said in (("decode_back", "left", "←"), ("decode_next", "right", "→")):
+        proto = at.button(key=key).proto
+        assert proto.shortcut.lower() == shortcut and proto.help.endswith(f"\n\nKeyboard shortcut: {said}")

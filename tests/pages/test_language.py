@@ -3,6 +3,7 @@ from the browser's language on a first visit or from the sidebar's picker; kept 
 the app writes; one session's choice never reaches another's; and a switch in the middle of a run loses nothing."""
 
 import json
+import re
 import time
 
 import numpy as np
@@ -92,10 +93,16 @@ def test_the_picker_changes_the_language_and_the_address_and_nothing_else():
     pick(at, "zh-CN")
     assert at.title[0].value == "检查点" and at.query_params["lang"] == "zh-CN"
     assert at.session_state["in_hand_name"] == "shipped: reverse"  # the model in hand stays
-    assert "**当前模型：** 内置：reverse" in [m.value for m in at.sidebar.markdown]
+    assert "**当前模型：** 内置模型 reverse" in [m.value for m in at.sidebar.markdown]
     assert at.query_params["model"] == "reverse"
     pick(at, "en")
     assert at.title[0].value == "Checkpoints" and "lang" not in at.query_params
+
+
+def test_the_pickers_label_says_language_in_each_language_the_lab_has(monkeypatch):
+    assert pages.language.picker_label() == "Language / 语言"
+    monkeypatch.setattr(pages.language, "LANGUAGES", {"en": "English"})
+    assert pages.language.picker_label() == "Language"
 
 
 def test_two_sessions_never_share_a_language():
@@ -168,12 +175,12 @@ def test_the_board_and_a_students_class_line_speak_chinese():
     assert student.info[0].value.startswith("班级 **三班** · 你是 **小明** · 分组 **正弦位置编码** · 种子 ")
     question = student.radio(key="class_prediction")
     assert question.label.startswith("**先预测：** 没有位置编码时") and question.options == [
-        "更快",
-        "更慢",
-        "在步数预算内解不出",
+        "更快解出",
+        "更慢解出",
+        "在步数上限内解不出",
     ]
     teacher.run()
-    assert not teacher.exception and "**1 名学生** · 1 未开始" in [m.value for m in teacher.markdown]
+    assert not teacher.exception and "**1 名学生** · 未开始：1 人" in [m.value for m in teacher.markdown]
     (students, _flags) = teacher.dataframe[:2]  # the board's tables (the Assignment tab holds a table of pairs)
     assert students.value["state"].tolist() == ["未开始"] and students.value["group"].tolist() == ["正弦位置编码"]
 
@@ -183,3 +190,21 @@ def test_a_bad_link_is_named_in_the_sessions_language():
     assert [w.value for w in at.warning] == [
         "链接中的 model 不是 copy, reverse, reverse-early, sort 之一，因此页面使用默认值。请检查你打开的链接。"
     ]
+
+
+def declared(at: AppTest) -> str:
+    """The page's `<html lang>` as the sidebar's script sets it, and the uploader's button word its style gives."""
+    (html,) = at.sidebar.get("html")
+    lang = re.search(r'documentElement\.lang = "([^"]+)"', html.proto.body)
+    word = re.search(r"content: \"([^\"]+)\"", html.proto.body)
+    return lang.group(1) if lang else "", word.group(1) if word else None
+
+
+def test_the_page_declares_the_sessions_language_also_after_a_switch_and_the_uploader_speaks_it():
+    at = open_page("pages/checkpoints.py", lang="zh-CN")
+    assert declared(at) == ("zh-CN", "上传")
+    pick(at, "en")
+    assert declared(at) == ("en", None)  # Streamlit's own English stays in English
+    at.switch_page("pages/anatomy.py").run()  # every page: the sidebar declares it
+    pick(at, "zh-CN")
+    assert declared(at) == ("zh-CN", "上传")

@@ -61,8 +61,8 @@ def test_masks_and_attention_have_token_labels_and_padding(at):
     at.run()
     assert not at.exception and not at.error
     specs = charts(at)
-    assert axis_labels(specs["mask_fig_padding"], "xaxis") == ["1", "2", "3", "<pad>", "<pad>"]
-    assert axis_labels(specs["mask_fig_combined"], "yaxis") == ["<s>", "3", "2", "1", "<pad>", "<pad>"]
+    assert axis_labels(specs["mask_fig_padding"], "xaxis") == ["1", "2", "3", "PAD", "PAD"]
+    assert axis_labels(specs["mask_fig_combined"], "yaxis") == ["BOS", "3", "2", "1", "PAD", "PAD"]
     cross = specs["mask_fig_cross"]
     assert len(axis_labels(cross, "yaxis")) == 6 and len(axis_labels(cross, "xaxis")) == 5
     causal, combined = grid(specs["mask_fig_causal"]), grid(specs["mask_fig_combined"])
@@ -90,7 +90,7 @@ def test_random_pair_fills_the_inputs_shorter_than_pad_to(at):
     assert not at.exception and not at.error
     src, tgt = at.text_input(key="mask_src").value.split(), at.text_input(key="mask_tgt").value.split()
     assert 1 <= len(src) <= 5 and tgt == src[::-1]  # the reverse task's answer
-    assert "<pad>" in axis_labels(charts(at)["mask_fig_padding"], "xaxis")
+    assert "PAD" in axis_labels(charts(at)["mask_fig_padding"], "xaxis")
 
 
 def test_bad_input_shows_an_error_not_a_traceback(at):

@@ -351,3 +351,18 @@ def test_the_board_and_its_csv_files_speak_the_teacher_s_language(media):
         ("正弦位置编码", "已结束", "已解出"),
         ("无位置编码", "已结束", "时间上限"),
     ]
+
+
+@pytest.mark.parametrize(("address", "noticed"), [("http://head:6379", True), ("", False)])
+def test_a_ray_cluster_the_server_cannot_use_is_a_notice_not_an_error(monkeypatch, address, noticed):
+    import pages.common
+
+    monkeypatch.setenv("LAB_RAY_ADDRESS", address)
+    pages.common.run_registry.clear()  # a server of its own, reading the address at start
+    try:
+        at = open_teacher()
+        assert not at.exception
+        notices = [info.value for info in at.info if "Ray cluster" in info.value]
+        assert len(notices) == int(noticed)
+    finally:
+        pages.common.run_registry.clear()

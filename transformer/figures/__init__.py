@@ -5,7 +5,7 @@ The only part of the package that imports plotly. Every figure speaks the langua
 are translated whole, with Plotly's own `%{...}` fields passed in as parameters.
 """
 
-import textwrap
+import re
 import unicodedata
 
 from ..i18n import DEFAULT_LANGUAGE, translator
@@ -35,12 +35,78 @@ def wrap_title(title: str, width: int) -> str:
     return "<br>".join(wrap_lines(title, width))
 
 
+CJK_WIDTH = 1.7  # a Chinese character is drawn about as wide as 1.7 Latin characters of the same font
+OPEN_BRACKETS, CLOSE_BRACKETS = "（［【「『《〈([{", "）］】」』》〉)]}"
+OPENING = OPEN_BRACKETS + "“‘"  # never ends a line (避头尾): it stays with what it opens
+CLOSING = CLOSE_BRACKETS + "”’，。、：；！？…·"  # never starts a line: it stays with what it closes
+OPERATORS = set("+−-×÷=≈·→")  # a lone operator stays with its right operand: "× √d_model", "+ 因果"
+
+
+def _wide(char: str) -> bool:
+    return unicodedata.east_asian_width(char) in "WF"
+
+
+def text_width(text: str) -> float:
+    """How many Latin characters `text` is as wide as: a Chinese character counts CJK_WIDTH."""
+    return sum(CJK_WIDTH if _wide(c) else 1 for c in text)
+
+
+def _pieces(text: str, width: float) -> list[str]:
+    """`text` cut where a line may break, each piece with the space before it (if any) at its start: between two
+    Chinese characters, or at a space; never inside a run of Latin letters, digits and signs (d_model, softmax),
+    never after an opening bracket or a lone operator, never before a closing mark; and a bracketed group no wider
+    than `width` is one piece."""
+    pieces: list[str] = []
+    for match in re.finditer(r"(\s*)(\S)", text):
+        space, char = match.groups()
+        glued = (
+            bool(pieces)
+            and not space
+            and (
+                pieces[-1][-1] in OPENING  # after an opening bracket
+                or char in CLOSING  # before a closing mark
+                or not (_wide(char) or _wide(pieces[-1][-1]))  # inside a Latin run
+            )
+        )
+        if glued or (bool(pieces) and pieces[-1].strip() in OPERATORS):
+            pieces[-1] += (" " if space else "") + char
+        else:
+            pieces.append((" " if space and pieces else "") + char)
+    grouped: list[str] = []
+    for piece in pieces:
+        opened = bool(grouped) and _depth(grouped[-1]) > 0
+        if opened and text_width(grouped[-1] + piece) <= width:
+            grouped[-1] += piece
+        else:
+            grouped.append(piece)
+    return grouped
+
+
+def _depth(text: str) -> int:
+    """How many brackets `text` leaves open."""
+    return sum(c in OPEN_BRACKETS for c in text) - sum(c in CLOSE_BRACKETS for c in text)
+
+
+def _fill(pieces: list[str], width: float) -> list[str]:
+    lines: list[str] = []
+    for piece in pieces:
+        if lines and text_width(lines[-1] + piece) <= width:
+            lines[-1] += piece
+        else:
+            lines.append(piece.lstrip())
+    return lines
+
+
 def wrap_lines(text: str, width: int) -> list[str]:
-    """`text` in lines at most `width` Latin characters wide: a Chinese character is as wide as two, and a line of
-    them breaks between any two (they have no spaces to break at)."""
-    if any(unicodedata.east_asian_width(c) in "WF" for c in text):
-        width = max(1, width // 2)
-    return textwrap.wrap(text, width)
+    """`text` in as few lines as fit `width` Latin characters (`text_width`), broken only where `_pieces` allows,
+    the lines made as even as they can be; a piece wider than `width` has a line of its own, whole."""
+    pieces = _pieces(text, width)
+    lines = _fill(pieces, width)
+    low, high = max((text_width(p.lstrip()) for p in pieces), default=0.0), float(width)
+    while high - low > 0.05:  # the narrowest width that needs no more lines: the breaks fall near the middle
+        middle = (low + high) / 2
+        low, high = (low, middle) if len(_fill(pieces, middle)) <= len(lines) else (middle, high)
+    return _fill(pieces, high) if high < width else lines
 
 
 # A legend at the figure's foot, under the x axis's ticks and title whatever the plot's height (the bottom margin

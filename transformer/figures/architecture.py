@@ -3,13 +3,16 @@ mask, positional encoding, tied output weights)."""
 
 import plotly.graph_objects as go
 
-from ..i18n import Translator
+from ..i18n import Message, Translator
+from ..inspection import POSITIONAL_KINDS
 from . import ENGLISH, wrap_lines
 from .heatmaps import FONT
+from .palette import HIGHLIGHT
 
 _COLOURS = {"attention": "#fbd9b4", "ffn": "#c7e3f5", "norm": "#f4f1a8", "embed": "#f8cfd6", "output": "#dccff0"}
 _BOX_W, _BOX_H, _GAP = 2.6, 0.8, 0.28  # box width and height, vertical gap between boxes (data units)
-_LABEL_CHARS = 12  # box labels wrap at this width, so they fit the boxes of a 1024-px screen
+_LABEL_CHARS = 16  # box labels wrap at this width (`wrap_lines`): a box is 115 px wide on a phone, 16 Latin
+# characters or 9 Chinese ones of the 13-px label font
 
 
 def _layer_boxes(kind: str, norm_first: bool, causal: bool, tr: Translator) -> list[tuple[str, str]]:
@@ -125,7 +128,7 @@ def architecture_diagram(
     pe = (
         tr.gettext("Positional Encoding")
         if positional == "sinusoidal"
-        else tr.gettext("Positional Encoding ({kind})", kind=positional)
+        else tr.gettext("Positional Encoding ({kind})", kind=Message(POSITIONAL_KINDS[positional]))
     )
     bottom = [(tr.gettext("Embedding × √d_model"), "embed"), (f"+ {pe}", "embed")]
     final_norm = [(tr.gettext("LayerNorm"), "norm")] if norm_first else []
@@ -138,7 +141,7 @@ def architecture_diagram(
     decoder = bottom + decoder_layer + final_norm + [(linear, "output"), ("Softmax", "output")]
     dec_y = _column(1.8, decoder, (2, 1 + len(decoder_layer)), n_layers, tr.gettext("Decoder"), shapes, annotations)
     cross = len(bottom) + [label for label, _ in decoder_layer].index(tr.gettext("Multi-Head Attention (cross)"))
-    annotations.append(_arrow(-1.8 + _BOX_W / 2, enc_y[-1], 1.8 - _BOX_W / 2, dec_y[cross], arrowcolor="#c0392b"))
+    annotations.append(_arrow(-1.8 + _BOX_W / 2, enc_y[-1], 1.8 - _BOX_W / 2, dec_y[cross], arrowcolor=HIGHLIGHT))
     source = tr.gettext("source tokens")
     annotations.append(dict(x=-1.8, y=-0.85, text=source, showarrow=False, font=dict(FONT, size=14)))
     annotations.append(
