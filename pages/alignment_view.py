@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 import streamlit as st
 import torch
 
+from pages.charts import chart
 from pages.language import _, session_translator
 from transformer.alignment import (
     FOUND,
@@ -129,13 +130,15 @@ def train_alignment(job: Run) -> None:
         )
         return
     tr, line_col, heads_col = session_translator(), *st.columns(2)
-    line_col.plotly_chart(
+    chart(
+        line_col,
         best_head_figure(probe.steps, probe.best, 1 / len(probe.source), FOUND, CHART_HEIGHT, tr=tr),
         key="train_alignment_chart",
     )
     line_col.caption(search_outcome(probe, ended=job.done))
     layer = int(probe.scores.max(dim=1).values.argmax())  # the layer of the best head
-    heads_col.plotly_chart(
+    chart(
+        heads_col,
         ideal_over_learned(
             probe.latest[layer],
             probe.ideal,
@@ -194,7 +197,8 @@ def decoding_alignment(steps: list[DecodeStep], ids: list[int], task: str, vocab
             st.info(no_alignment(task))
             return
         queries = vocab.tokens([step.prefix[-1] for step in steps])
-        st.plotly_chart(
+        chart(
+            st,
             ideal_over_learned(
                 weights,
                 ideal_alignment(task, source, len(steps)),

@@ -9,6 +9,7 @@ from dataclasses import replace
 import pandas as pd
 import streamlit as st
 
+from pages.charts import chart
 from pages.common import client_address, remember_run, run_registry
 from pages.compare_builder import CUSTOM_WIDGETS, custom_builder
 from pages.compare_timeline import PLOTLY_CONFIG, show_timeline
@@ -236,7 +237,7 @@ def show_length_tests(run: ExperimentRun) -> None:
     tested = {_(v.label): v.lengths for v in run.variants if v.lengths}
     if tested:
         figure = length_comparison_figure(tested, tr=session_translator())
-        st.plotly_chart(figure, key="compare_lengths", config=PLOTLY_CONFIG)
+        chart(st, figure, key="compare_lengths", config=PLOTLY_CONFIG)
         st.caption(
             _(
                 "Each finished variant's final model, greedy-decoded on unseen inputs of every length up to twice "
@@ -279,7 +280,7 @@ def show_curves_and_summary(run: ExperimentRun, source: str | Message) -> None:
     st.caption(_("Showing: {source}.", source=_(source)))
     histories = {_(v.label): v.history for v in run.variants}
     figure = comparison_figure(histories, tr=session_translator())
-    st.plotly_chart(figure, key="compare_curves", config=PLOTLY_CONFIG)
+    chart(st, figure, key="compare_curves", config=PLOTLY_CONFIG)
     # a table whose cells wrap: every variant's name reads whole ("GRU encoder-decoder") at any width
     summary = summary_table(run).set_index("variant").map(lambda v: "–" if pd.isna(v) else f"{v:,.4g}")
     summary.index = summary.index.map(_).rename(_(SUMMARY_HEADERS["variant"]))

@@ -96,6 +96,7 @@ def _switch_and_values(switch_col, state: CompareState) -> tuple[Switch, list]:
         switch.choices,
         list(state.values),
         key="compare_values",
+        placeholder=_("Choose options"),
         format_func=lambda value: _(switch.label(value)),
         max_selections=MAX_VARIANTS,
         help=_("Each value is one variant; they train one after the other."),

@@ -3,6 +3,7 @@ loss and the alignment scores at that step."""
 
 import streamlit as st
 
+from pages.charts import chart
 from pages.language import _, session_translator
 from transformer.experiments import ExperimentRun
 from transformer.figures.attention import attention_heatmaps
@@ -93,20 +94,23 @@ def _show_step(run: ExperimentRun, index: int, step: int) -> None:
         )
     for layer, maps in enumerate(snapshot):  # full width: a column of the heatmap per source token
         title = _("{variant}: cross-attention, layer {layer}, step {step}", variant=label, layer=layer, step=step)
-        st.plotly_chart(
+        chart(
+            st,
             attention_heatmaps(maps, run.probe_tgt, run.probe_src, title, per_row=2, tr=tr),
             key=f"compare_heads_{layer}",
             config=PLOTLY_CONFIG,
         )
     loss_col, alignment_col = st.columns(2)
     if variant.history:
-        loss_col.plotly_chart(
+        chart(
+            loss_col,
             loss_marker_figure(variant.history, step, label, variant_colour(index), tr=tr),
             key="compare_timeline_loss",
             config=PLOTLY_CONFIG,
         )
     if variant.alignment:
-        alignment_col.plotly_chart(
+        chart(
+            alignment_col,
             alignment_figure(variant.steps, variant.alignment, 1 / len(run.probe_src), step, tr=tr),
             key="compare_alignment",
             config=PLOTLY_CONFIG,

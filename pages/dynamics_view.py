@@ -3,6 +3,7 @@ and each layer's gradient norm at every row."""
 
 import streamlit as st
 
+from pages.charts import chart
 from pages.language import _, session_translator
 from transformer.figures.dynamics import embedding_figure, gradient_figure
 from transformer.serving import Run
@@ -40,7 +41,8 @@ def charts(job: Run) -> None:
         )
         index = steps.index(step)
     tr, embeddings_col, gradients_col = session_translator(), *st.columns(2)
-    embeddings_col.plotly_chart(
+    chart(
+        embeddings_col,
         embedding_figure(records, index, job.data().vocab.symbols, height=CHART_HEIGHT, tr=tr),
         key="dynamics_embeddings",
     )
@@ -51,7 +53,7 @@ def charts(job: Run) -> None:
             "a symbol that moves here moved in the model; the grey lines are the paths they took to this row."
         )
     )
-    gradients_col.plotly_chart(gradient_figure(records, height=CHART_HEIGHT, tr=tr), key="dynamics_gradients")
+    chart(gradients_col, gradient_figure(records, height=CHART_HEIGHT, tr=tr), key="dynamics_gradients")
     gradients_col.caption(
         _(
             "How large each layer's gradient was at each metric row's step, before clipping: the length of the "

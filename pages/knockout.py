@@ -7,6 +7,7 @@ rerun_inside_frame()  # first of all: see its docstring
 
 import streamlit as st
 
+from pages.charts import chart
 from pages.common import shipped_checkpoint
 from pages.language import _, ngettext, session_translator
 from pages.links import share_link
@@ -103,7 +104,7 @@ metric = st.radio(
     _("Score"), list(METRICS), format_func=lambda m: _(METRICS[m]), horizontal=True, key="knockout_metric"
 )
 figure = knockout_heatmaps(grid.heads, grid.intact[metric], metric, tr=session_translator())
-st.plotly_chart(figure, key="knockout_grid")
+chart(st, figure, key="knockout_grid")
 st.caption(
     _(
         "Scored on {sample} held-out sequences, spread over the lengths (a large model scores fewer, to keep a grid "
@@ -133,6 +134,7 @@ chosen = st.multiselect(
     _("Heads to remove"),
     labels,
     key="knockout_heads",
+    placeholder=_("Choose options"),
     format_func=lambda label: _(
         "{kind} · layer {layer} · head {head}",
         kind=_(SHORT_KIND[by_label[label].kind]),

@@ -182,6 +182,7 @@ def class_task_section(info: ClassInfo, code: str, key: str) -> None:
     with st.expander(
         _("Give the class a task of its own, from examples"),
         expanded=info.task is None and own_task(TEACHER) is not None,
+        key="teacher_task_expander",  # one element however many messages precede it: it stays open on an upload
     ):
         task = own_task_input(TEACHER)
         if task is not None:

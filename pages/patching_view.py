@@ -3,6 +3,7 @@ head's output, or the residual stream at each layer and position, brings back wh
 
 import streamlit as st
 
+from pages.charts import chart
 from pages.language import _, session_translator
 from pages.state import per_model
 from transformer.checkpoint import Checkpoint
@@ -90,10 +91,10 @@ def show_grid(grid: PatchingGrid) -> None:
     )
     tr = session_translator()
     if sites == "heads":
-        st.plotly_chart(head_patching_figure(grid.heads, tr=tr), key="patch_heads_chart")
+        chart(st, head_patching_figure(grid.heads, tr=tr), key="patch_heads_chart")
     else:
         figure = stream_patching_figure(grid.stream, grid.clean, grid.answer, tr=tr)
-        st.plotly_chart(figure, key="patch_stream_chart")
+        chart(st, figure, key="patch_stream_chart")
     st.caption(
         _(
             "Each cell: the share of the log-probability of the clean answer that the corruption took away and the "

@@ -181,3 +181,10 @@ def test_a_report_s_file_name_differs_by_student_browser_and_second_and_cannot_b
 def test_a_notice_is_a_small_file_that_needs_nothing_else():
     page = notice_html(CHINESE, "没有实验报告", "<b>gone</b>")
     assert "&lt;b&gt;gone&lt;/b&gt;" in page and "<script" not in page and len(page) < 2000
+
+
+@pytest.mark.parametrize("tr, loss", [(ENGLISH, "Loss. training loss: "), (CHINESE, "损失。训练损失：")])
+def test_every_figure_is_named_by_what_it_shows_for_screen_readers(report, tr, loss):
+    page = run_report_html(report, tr)
+    names = re.findall(r'<div class="figure" id="figure-\d+" role="img" aria-label="([^"]+)"', page)
+    assert len(names) == len(figures(page)) and names[0].startswith(loss)

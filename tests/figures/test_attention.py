@@ -8,18 +8,18 @@ from tests.helpers import random_model
 from transformer.figures.attention import attention_heatmaps, mask_heatmap, projection_heatmaps
 from transformer.inspection import attention_projections
 
-LABELS = ["<s>", "3", "3", "<pad>"]  # repeated labels keep their own rows
+LABELS = ["BOS", "3", "<b>", "PAD"]  # repeated labels keep their own rows
 
 
 def test_mask_heatmap_escapes_its_tokens_names_both_colours_and_wraps_its_title():
     fig = mask_heatmap(torch.ones(4, 4, dtype=torch.bool).tril(), LABELS, LABELS, "causal")
-    assert len(fig.data) == 1  # "<s>" escaped, or Plotly reads it as strike-through HTML
-    assert list(fig.layout.yaxis.ticktext) == ["&lt;s&gt;", "3", "3", "&lt;pad&gt;"]
+    assert len(fig.data) == 1  # "<b>" escaped, or Plotly reads it as bold HTML
+    assert list(fig.layout.yaxis.ticktext) == ["BOS", "3", "&lt;b&gt;", "PAD"]
     assert list(fig.data[0].colorbar.ticktext) == ["blocked", "may attend"]
     title = mask_heatmap(
         torch.ones(2, 2, dtype=torch.bool), LABELS[:2], LABELS[:2], "Padding + causal: what the decoder uses"
     ).layout.title.text
-    assert title == "Padding + causal: what the<br>decoder uses"  # lines of at most 30 characters
+    assert title == "Padding + causal:<br>what the decoder uses"  # lines of at most 30 characters, even
 
 
 def test_attention_heatmaps_draw_a_panel_per_head_labelled_at_the_grids_edges():

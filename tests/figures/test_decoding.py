@@ -15,7 +15,7 @@ from transformer.figures.decoding import (
 )
 from transformer.i18n import translator
 
-TOKENS = ["<pad>", "<s>", "</s>", "a", "b", "c", "d"]
+TOKENS = ["PAD", "BOS", "EOS", "a", "<b>", "c", "d"]
 
 
 def test_probs_bar_sorted_top_k_with_chosen_highlighted():
@@ -29,7 +29,7 @@ def test_probs_bar_sorted_top_k_with_chosen_highlighted():
 def test_probs_bar_adds_an_unlikely_chosen_token_last():
     probs = torch.tensor([0.0, 0.0, 0.1, 0.4, 0.05, 0.3, 0.15])
     bar = probs_bar(probs, TOKENS, chosen=2, top_k=2).data[0]
-    assert list(bar.x) == ["a", "c", "&lt;/s&gt;"]
+    assert list(bar.x) == ["a", "c", "EOS"]
     assert list(bar.marker.color).index(CHOSEN) == 2
     assert list(bar.marker.color).count(CHOSEN) == 1
     title = probs_bar(probs, TOKENS, chosen=2, title="Sampling distribution (temperature 0.7, top-k 3)").layout.title
@@ -46,7 +46,7 @@ def test_step_attention_heatmap_heads_by_keys():
     assert list(fig.layout.yaxis.ticktext) == ["head 0", "head 1", "head 2", "head 3"]
     assert (heat.zmin, heat.zmax) == (0, 1)
     assert fig.layout.xaxis.title.text == "source token" and "→ source" in heat.hovertemplate
-    own = step_attention_heatmap(weights[:, :2], ["<s>", "a"], "step 2", keys="input")
+    own = step_attention_heatmap(weights[:, :2], ["BOS", "a"], "step 2", keys="input")
     assert own.layout.xaxis.title.text == "input token" and "→ input" in own.data[0].hovertemplate
 
 
@@ -80,8 +80,9 @@ def test_beam_tree_one_node_per_beam_token_and_edges_to_parents():
     fig = beam_tree(_beam_steps(), TOKENS, best=[1, 3, 5, 2])
     live, finished = _points(fig, "live"), _points(fig, "finished (EOS)")
     assert len(live) + len(finished) == 1 + 2 + 3 + 2  # BOS root + every kept hypothesis
-    assert [t for *_, t in finished] == ["&lt;/s&gt;<br>-2.0", "&lt;/s&gt;<br>-0.4", "&lt;/s&gt;<br>-1.5"]
-    assert (1, 0, "a<br>-0.1") in live and (0, 0, "&lt;s&gt;") in live  # escaped: Plotly reads <s> as HTML
+    assert [t for *_, t in finished] == ["EOS<br>-2.0", "EOS<br>-0.4", "EOS<br>-1.5"]
+    assert (1, 0, "a<br>-0.1") in live and (0, 0, "BOS") in live
+    assert (1, 1, "&lt;b&gt;<br>-1.0") in live  # escaped: Plotly reads <b> as HTML
     edges = next(t for t in fig.data if t.name == "extends")
     pairs = {(edges.x[k], edges.y[k], edges.x[k + 1], edges.y[k + 1]) for k in range(0, len(edges.x), 3)}
     assert (1, 1, 2, 1) in pairs  # "b" (rank 1 at step 1) -> "b d" (rank 1 at step 2)
@@ -91,10 +92,10 @@ def test_beam_tree_one_node_per_beam_token_and_edges_to_parents():
 
 
 def test_teacher_forcing_table_highlights_mismatches_and_pads():
-    styler = teacher_forcing_table(["a", "b", "</s>"], ["a", "c", "</s>"], ["a", "c", "d", "</s>"])
+    styler = teacher_forcing_table(["a", "b", "EOS"], ["a", "c", "EOS"], ["a", "c", "d", "EOS"])
     table = styler.data
-    assert list(table["true target"]) == ["a", "b", "</s>", ""]
-    assert list(table["free-running prediction"]) == ["a", "c", "d", "</s>"]
+    assert list(table["true target"]) == ["a", "b", "EOS", ""]
+    assert list(table["free-running prediction"]) == ["a", "c", "d", "EOS"]
     styles = styler._compute().ctx  # (row, col) -> [(property, value)], as pandas renders it
     marked = {pos for pos, props in styles.items() if props}
     assert marked == {(1, 2), (1, 3), (2, 3), (3, 3)}
@@ -103,7 +104,7 @@ def test_teacher_forcing_table_highlights_mismatches_and_pads():
 
 def test_beam_tree_prints_a_score_that_rounds_to_zero_as_0_0_never_minus_0_0():
     fig = beam_tree([_step(0, [Beam([1, 3], -0.001, 0, False), Beam([1, 4], -0.04, 0, False)])], TOKENS)
-    assert [t for *_, t in _points(fig, "live")][1:] == ["a<br>0.0", "b<br>0.0"]
+    assert [t for *_, t in _points(fig, "live")][1:] == ["a<br>0.0", "&lt;b&gt;<br>0.0"]
 
 
 def test_in_chinese_a_steps_attention_names_its_axis_heads_and_cells_with_the_shipped_catalogue():

@@ -10,9 +10,10 @@ from ..i18n import Translator
 from . import ENGLISH, title_layout, top_margin
 from .attention import attention_heatmaps
 from .heatmaps import as_array
+from .palette import HIGHLIGHT
 from .training import FONT, MARKER, TRAIN, VALID
 
-IDEAL = "#d9480f"  # the ideal cells' outline: stands out on the attention blues
+IDEAL = HIGHLIGHT  # the ideal cells' outline: stands out on the attention blues
 
 
 def ideal_over_learned(

@@ -8,8 +8,8 @@ import plotly.graph_objects as go
 from ..i18n import Translator
 from . import ENGLISH, top_margin, wrap_title
 from .heatmaps import FONT, as_array, axis_ticks, build_figure, diverging_heatmap, hover_grid, subplot_grid
+from .palette import BLOCKED, MAY_ATTEND
 
-MAY_ATTEND, BLOCKED = "#1f5fbf", "#d9d9d9"
 ATTENTION_SCALE = "Blues"
 
 

@@ -12,9 +12,10 @@ from ..i18n import N_, Translator
 from ..training import MetricRow
 from . import ENGLISH, LEGEND_AT_FOOT, title_layout, top_margin, wrap_title
 from .lengths import shade_trained
+from .palette import SERIES, series_line
 from .training import FONT, MARKER, line_chart_layout, log_ticks
 
-VARIANT_COLOURS = ("#1f5fbf", "#d9480f", "#2b8a3e", "#862e9c")  # one per variant, in the experiment's order
+VARIANT_COLOURS = SERIES  # one per variant, in the experiment's order, each with its dash
 PANELS = (  # column, panel title, scale to display
     ("train_loss", N_("training loss<br>(log scale)"), 1),  # two lines: three titles side by side fit 1024 px
     ("token_acc", N_("token accuracy<br>(teacher forced)"), 100),
@@ -49,7 +50,7 @@ def comparison_figure(
                     legendgroup=label,
                     showlegend=col == 1,
                     mode=_mode(rows),
-                    line=dict(color=variant_colour(i), width=3),
+                    line=series_line(i, width=3),
                     hovertemplate=f"{label}: %{{y:.4g}}<extra></extra>",
                 ),
                 row=1,
@@ -157,7 +158,7 @@ def length_comparison_figure(lengths: Mapping[str, Sequence[Mapping]], tr: Trans
                 y=[100 * row["exact_match"] for row in rows],
                 name=label,
                 mode="lines+markers",
-                line=dict(color=variant_colour(i), width=3),
+                line=series_line(i, width=3),
                 hovertemplate=f"{label}: %{{y:.0f}}%<extra></extra>",
             )
         )

@@ -17,9 +17,8 @@ from ..i18n import Translator
 from . import ENGLISH, LEGEND_AT_FOOT, wrap_title
 from .attention import ATTENTION_SCALE
 from .heatmaps import as_array, axis_ticks, build_figure, escape_labels, hover_grid
+from .palette import BEST_PATH, CHOSEN, EXTENDS, FINISHED, LIVE, OTHER
 
-CHOSEN, OTHER = "#d62728", "#9ecae1"  # the chosen token's bar, every other bar
-LIVE, FINISHED, BEST_PATH = "#1f5fbf", "#2ca02c", "#d62728"
 MISMATCH = "background-color: #f8d0d0"
 
 
@@ -171,12 +170,13 @@ def beam_tree(
 ) -> go.Figure:
     """The beam-search tree so far: the BOS root, then one node per hypothesis kept at each step (labelled with
     its last token and cumulative log-probability), an edge from each to the hypothesis it extends. Finished
-    hypotheses (ending with EOS) are green squares. `best` (BOS + tokens) draws that hypothesis's path in red.
+    hypotheses (ending with EOS) are squares, live ones circles. `best` (BOS + tokens) draws that hypothesis's path
+    thick.
     `steps` must not be empty."""
     tree = _beam_nodes(steps, escape_labels(vocab_tokens), best)
     on_best = [(a, b) for a, b in tree.edges if tree.on_best[b]]
     traces = [
-        _edge_lines(tree, tree.edges, tr.gettext("extends"), "#999999", 1.5),
+        _edge_lines(tree, tree.edges, tr.gettext("extends"), EXTENDS, 1.5),
         _edge_lines(tree, on_best, tr.gettext("best hypothesis"), BEST_PATH, 4),
         _node_markers(tree, tr.gettext("live"), False, LIVE, "circle"),
         _node_markers(tree, tr.gettext("finished (EOS)"), True, FINISHED, "square"),

@@ -9,10 +9,11 @@ import plotly.graph_objects as go
 from ..i18n import Translator
 from . import ENGLISH, title_layout, top_margin
 from .heatmaps import escape_labels
+from .palette import BLUE
 from .training import FONT
 
 TRAIL = "#bbbbbb"  # where the symbols were at earlier rows
-POINT = "#1f5fbf"
+POINT = BLUE
 
 
 def embedding_figure(

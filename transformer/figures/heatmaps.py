@@ -30,7 +30,7 @@ def as_array(values) -> np.ndarray:
 
 
 def escape_labels(labels: Sequence[str]) -> list[str]:
-    """Token labels as Plotly text: it reads HTML, so "<s>" (BOS) would strike through what follows."""
+    """Token labels as Plotly text: it reads HTML, so a symbol "<s>" would strike through what follows."""
     return [html.escape(label) for label in labels]
 
 

@@ -13,7 +13,7 @@ from . import ENGLISH
 from .heatmaps import axis_ticks, build_figure, score_heatmap, stacked_panels
 
 METRICS = {"exact_match": N_("exact match"), "token_acc": N_("token accuracy")}  # translated where shown
-SCORE_SCALE = "RdYlGn"  # red: the model fails without the head; green: it does not need it
+SCORE_SCALE = "Cividis"  # dark blue: the model fails without the head; yellow: it does not need it (CVD-safe)
 
 
 # Three ticks and the title along the bar: Plotly's six automatic ticks with the title above them crowd a short bar.

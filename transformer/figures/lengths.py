@@ -10,7 +10,7 @@ from ..i18n import Translator
 from . import ENGLISH
 from .training import MARKER, TRAIN, VALID, line_chart_layout
 
-TRAINED_SHADE = "rgba(31, 95, 191, 0.10)"
+TRAINED_SHADE = "rgba(0, 114, 178, 0.10)"  # palette.BLUE, faint
 
 
 def length_accuracy_figure(scores: pd.DataFrame, tr: Translator = ENGLISH) -> go.Figure:

@@ -14,10 +14,9 @@ from ..curves import downsample
 from ..i18n import Translator
 from ..training import MetricRow, TrainConfig
 from . import ENGLISH, LEGEND_AT_FOOT, title_layout, top_margin
+from .palette import MARKER, TRAIN, VALID, dash_of
 
 FONT = dict(size=16)  # readable on a projector
-TRAIN, VALID = "#1f5fbf", "#d9480f"
-MARKER = "#555555"  # a line marking a step or a reference level
 
 
 def loss_figure(
@@ -175,7 +174,7 @@ def _line(x: Sequence[float], y: Sequence[float], name: str, color: str, width: 
         y=np.asarray(y, dtype=float),
         name=name,
         mode="lines+markers" if markers else "lines",
-        line=dict(color=color, width=width),
+        line=dict(color=color, width=width, dash=dash_of(color)),
         hovertemplate="%{y:.4g}",
     )
 

@@ -1,0 +1,63 @@
+"""What every page needs for WCAG 2.2 AA beyond what Streamlit draws: captions in full contrast (Streamlit fades a
+caption with opacity, which takes its code spans below 4.5:1), scrolling regions a keyboard can reach (a formula
+wider than its column scrolls, and a region that scrolls must take focus), and buttons' keyboard shortcuts said in
+their help. Checked by `tests/browser/test_accessibility.py` (axe-core on every page in each language)."""
+
+import streamlit as st
+
+from pages.language import _
+
+KEY = "accessibility"  # the key of the hidden container that holds the page's style and script
+CSS = f""".st-key-{KEY} {{ display: none; }}
+[data-testid="stCaptionContainer"] {{ opacity: 1; color: #595959; }}"""
+# A fixed script, never text from anyone. Installed once per browser tab (Streamlit swaps pages inside one document),
+# it gives each display formula or table cell that scrolls a place in the tab order, and takes it back when it no
+# longer scrolls;
+# and it names each file uploader's button by the word a style draws on it (`pages.language`: a button's name must
+# be what it shows, and a name drawn by CSS alone is no name to axe).
+SCRIPT = """<script>
+(() => {
+  if (window.labScrollRegions) return;
+  window.labScrollRegions = true;
+  const mark = () => {
+    const scrollers = '.katex-display, [data-testid="stTable"] [data-testid="stMarkdownContainer"]';
+    for (const el of document.querySelectorAll(scrollers)) {
+      const scrolls = el.scrollWidth > el.clientWidth || el.scrollHeight > el.clientHeight;
+      if (scrolls) el.setAttribute("tabindex", "0");
+      else el.removeAttribute("tabindex");
+    }
+    for (const button of document.querySelectorAll('[data-testid="stFileUploaderDropzone"] button')) {
+      const label = '[data-testid="stMarkdownContainer"]';
+      const drawn = [...button.querySelectorAll(`${label}, ${label} p`)]
+        .map(el => getComputedStyle(el, "::after").content).find(content => content.startsWith('"'));
+      if (drawn) button.setAttribute("aria-label", drawn.slice(1, -1));
+      else button.removeAttribute("aria-label");
+    }
+  };
+  let queued = false;
+  const soon = () => {
+    if (queued) return;
+    queued = true;
+    requestAnimationFrame(() => { queued = false; mark(); });
+  };
+  new MutationObserver(soon).observe(document.body, {childList: true, subtree: true});
+  addEventListener("resize", soon);
+  mark();
+})();
+</script>"""
+
+
+def accessible_page() -> None:
+    """The page's accessibility style and script, in a hidden container (call once per page run)."""
+    with st.container(key=KEY):
+        st.html(f"<style>{CSS}</style>{SCRIPT}", unsafe_allow_javascript=True)
+
+
+KEY_NAMES = {"Left": "←", "Right": "→"}  # a shortcut's key as the button's own hint draws it
+
+
+def shortcut_help(text: str, shortcut: str | None) -> str:
+    """A button's help `text` (already translated), followed by its keyboard shortcut when it has one."""
+    if shortcut is None:
+        return text
+    return f"{text}\n\n" + _("Keyboard shortcut: {key}", key=KEY_NAMES.get(shortcut, shortcut))

@@ -1,0 +1,54 @@
+"""WCAG 2.2 A/AA in a real browser: axe-core (bundled by axe-playwright-python, no network) on every page in each
+language, with the shipped reverse model in hand and every expander open, finds no critical or serious violation;
+and every chart is named by what it shows (axe does not look into a chart).
+
+One browser page per language for the whole walk (about a minute on a 2-core machine with
+`python -m pytest tests/browser/test_accessibility.py`).
+"""
+
+import pytest
+from axe_playwright_python.sync_playwright import Axe
+from conftest import PAGES, requires_chromium
+from test_language_walk import VIEWPORTS, open_at
+
+pytestmark = [pytest.mark.browser, requires_chromium]
+
+WCAG_AA = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa", "wcag22aa"]  # axe's tags for WCAG 2.0-2.2, levels A and AA
+BLOCKING = ("critical", "serious")
+# Each mounted chart's accessible name (a chart shows a skeleton until its component loads).
+CHART_NAMES = """() => [...document.querySelectorAll('[data-testid="stPlotlyChart"]')]
+    .map(chart => (chart.getAttribute('aria-label') || '').trim())"""
+
+
+def violations(page, axe: Axe) -> list[str]:
+    """axe's critical and serious WCAG A/AA violations on the page as it is now, one line per rule and element."""
+    results = axe.run(page, options={"runOnly": {"type": "tag", "values": WCAG_AA}, "resultTypes": ["violations"]})
+    return [
+        f"{rule['id']} ({rule['impact']}): {rule['help']} at {' '.join(map(str, node['target']))}: "
+        f"{node.get('failureSummary', '').splitlines()[-1].strip()}"
+        for rule in results.response["violations"]
+        if rule["impact"] in BLOCKING
+        for node in rule["nodes"]
+    ]
+
+
+@pytest.mark.timeout(600)
+@pytest.mark.parametrize("language", ["zh-CN", "en"])
+def test_no_page_has_a_critical_or_serious_wcag_violation(browser, lab_server, language):
+    axe = Axe()
+    context = browser.new_context(viewport=dict(zip(("width", "height"), VIEWPORTS["projector"])))
+    context.set_default_timeout(30_000)
+    page = context.new_page()
+    try:
+        found, charts = [], 0
+        for name in PAGES:
+            open_at(page, lab_server, name, language)
+            found += [f"{language} {name}: {line}" for line in violations(page, axe)]
+            names = page.evaluate(CHART_NAMES)
+            charts += len(names)
+            if unnamed := names.count(""):
+                found.append(f"{language} {name}: {unnamed} charts without a text alternative")
+        assert not found, f"{len(found)} violations:\n" + "\n".join(found)
+        assert charts >= len(PAGES), f"only {charts} charts seen: the walk saw too few to check their names"
+    finally:
+        context.close()
