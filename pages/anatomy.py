@@ -8,7 +8,7 @@ rerun_inside_frame()  # first of all: see its docstring
 import streamlit as st
 
 from pages.charts import chart
-from pages.language import _, session_translator
+from pages.language import _, said, session_translator
 from pages.links import share_link
 from pages.state import model_page
 from transformer.figures.architecture import architecture_diagram
@@ -108,7 +108,7 @@ st.caption(
 )
 kind_col, layer_col = st.columns(2)
 kind = kind_col.selectbox(
-    _("Attention block"), list(ATTENTION_KINDS), format_func=lambda k: _(ATTENTION_KINDS[k][0]), key="anatomy_block"
+    _("Attention block"), list(ATTENTION_KINDS), format_func=said(lambda k: ATTENTION_KINDS[k][0]), key="anatomy_block"
 )
 layer = layer_col.selectbox(_("Layer"), range(config.n_layers), key="anatomy_layer")
 st.caption(

@@ -4,7 +4,7 @@ from dataclasses import replace
 
 import streamlit as st
 
-from pages.language import _
+from pages.language import _, said
 from transformer.compare_state import CompareState
 from transformer.experiments import CUSTOM, SWITCHES
 from transformer.experiments.definitions import Switch
@@ -88,7 +88,7 @@ def _switch_and_values(switch_col, state: CompareState) -> tuple[Switch, list]:
             list(SWITCHES).index(state.switch),
             key="compare_switch",
             on_change=switch_changed,
-            format_func=lambda s: _(SWITCHES[s].title),
+            format_func=said(lambda s: SWITCHES[s].title),
         )
     ]
     values = switch_col.multiselect(
@@ -97,7 +97,7 @@ def _switch_and_values(switch_col, state: CompareState) -> tuple[Switch, list]:
         list(state.values),
         key="compare_values",
         placeholder=_("Choose options"),
-        format_func=lambda value: _(switch.label(value)),
+        format_func=said(switch.label),
         max_selections=MAX_VARIANTS,
         help=_("Each value is one variant; they train one after the other."),
     )

@@ -9,7 +9,7 @@ import streamlit as st
 
 from pages.charts import chart
 from pages.common import shipped_checkpoint
-from pages.language import _, ngettext, session_translator
+from pages.language import _, ngettext, said, session_translator
 from pages.links import share_link
 from pages.patching_view import patching_section
 from pages.state import model_page, per_model, shipped_name
@@ -77,7 +77,7 @@ if not grid_allowed(model, task):
 ablation = st.radio(
     _("Remove a head by"),
     ABLATIONS,
-    format_func=lambda a: _(ABLATION_TEXT[a][0]),
+    format_func=said(lambda a: ABLATION_TEXT[a][0]),
     captions=[_(caption) for name, caption in ABLATION_TEXT.values()],
     horizontal=True,
     key="knockout_ablation",
@@ -101,7 +101,7 @@ exact_col, token_col = st.columns(2)
 exact_col.metric(_("Intact exact match"), f"{grid.intact['exact_match']:.1%}")
 token_col.metric(_("Intact token accuracy"), f"{grid.intact['token_acc']:.1%}")
 metric = st.radio(
-    _("Score"), list(METRICS), format_func=lambda m: _(METRICS[m]), horizontal=True, key="knockout_metric"
+    _("Score"), list(METRICS), format_func=said(lambda m: METRICS[m]), horizontal=True, key="knockout_metric"
 )
 figure = knockout_heatmaps(grid.heads, grid.intact[metric], metric, tr=session_translator())
 chart(st, figure, key="knockout_grid")
@@ -168,4 +168,10 @@ for col, name in ((exact_col, "exact_match"), (token_col, "token_acc")):
     col.metric(_(WITHOUT_THEM[name]), f"{knocked:.1%}", change)
 headers = {"input": _("input"), "expected": _("expected"), "intact": _("intact"), "knocked out": _("knocked out")}
 st.dataframe(combined["outputs"].rename(columns=headers), hide_index=True)
-st.caption(_("Five held-out inputs decoded greedily by the intact model and by the model without the chosen heads."))
+st.caption(
+    ngettext(
+        "{n} held-out input decoded greedily by the intact model and by the model without the chosen heads.",
+        "{n} held-out inputs decoded greedily by the intact model and by the model without the chosen heads.",
+        len(combined["outputs"]),
+    )
+)

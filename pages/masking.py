@@ -11,7 +11,7 @@ from collections.abc import Callable
 import streamlit as st
 
 from pages.charts import chart
-from pages.language import _, session_translator
+from pages.language import _, said, session_translator
 from pages.links import link_values, share_link
 from pages.state import keep_result, model_page, result_for
 from transformer.figures.attention import attention_heatmaps, mask_heatmap
@@ -140,7 +140,7 @@ kind_col, layer_col = st.columns([3, 1])
 kind = kind_col.radio(
     _("Attention"),
     list(ATTENTION_KINDS),
-    format_func=lambda k: _(ATTENTION_KINDS[k][0]),
+    format_func=said(lambda k: ATTENTION_KINDS[k][0]),
     horizontal=True,
     key="mask_kind",
 )

@@ -4,7 +4,7 @@ head's output, or the residual stream at each layer and position, brings back wh
 import streamlit as st
 
 from pages.charts import chart
-from pages.language import _, session_translator
+from pages.language import _, said, session_translator
 from pages.state import per_model
 from transformer.checkpoint import Checkpoint
 from transformer.figures.patching import head_patching_figure, stream_patching_figure
@@ -87,7 +87,7 @@ def show_grid(grid: PatchingGrid) -> None:
         st.warning(_("The changed symbol hardly moves the clean answer's probability: there is nothing to recover."))
         return
     sites = st.radio(
-        _("Patch"), list(SITES), format_func=lambda site: _(SITES[site]), horizontal=True, key="patch_sites"
+        _("Patch"), list(SITES), format_func=said(lambda site: SITES[site]), horizontal=True, key="patch_sites"
     )
     tr = session_translator()
     if sites == "heads":
