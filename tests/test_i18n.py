@@ -1,16 +1,20 @@
 import ast
+import contextlib
 import pickle
 import re
+import shlex
 from pathlib import Path
 
 import pytest
-from babel.messages.extract import extract
+from babel.messages.frontend import CommandLineInterface
 from babel.messages.pofile import read_po
 
 from transformer import i18n
 from transformer.i18n import (
+    LANGUAGES,
     Message,
     Translator,
+    bounded,
     catalogue_files,
     joined,
     keeps_placeholders,
@@ -59,6 +63,40 @@ def test_a_message_is_its_english_sentence_wherever_text_is_read():
     assert (again, again.template, again.params) == (message, "{n} of {m} solved", {"n": 2, "m": 3})
 
 
+@pytest.mark.parametrize(
+    "build",
+    [
+        lambda m: m[:10],
+        lambda m: m[0],
+        lambda m: m + "x",
+        lambda m: "x" + m,
+        lambda m: m % 1,
+        lambda m: "%s" % m,  # noqa: UP031 (the operation under test)
+        lambda m: m * 2,
+        lambda m: 2 * m,
+    ],
+    ids=["slice", "index", "add", "radd", "mod", "rmod", "mul", "rmul"],
+)
+def test_text_built_from_a_message_raises_and_says_to_translate_it_first(build):
+    with pytest.raises(TypeError, match="translate it first"):
+        build(Message("seed must be in 0..{top}", top=9))
+
+
+def test_a_message_still_reads_as_english_where_text_is_compared_or_logged():
+    message = Message("seed must be in 0..{top}", top=9)
+    assert (
+        message.english[:4] == "seed" and type(message.english) is str and str(message) + "!" == "seed must be in 0..9!"
+    )
+    assert "0..9" in message and message.endswith("9") and {message: 1}["seed must be in 0..9"] == 1
+    assert f"{message}" == "{}".format(message) == "seed must be in 0..9"  # noqa: UP032 (log lines, exception texts)
+
+
+def test_what_a_sentence_says_of_an_error_is_its_message_or_its_text_cut_short():
+    error = ValueError(Message("seed must be in 0..{top}", top=9))
+    assert bounded(error, 4) is error.args[0]  # translated where shown, never cut into English
+    assert bounded(RuntimeError("out of memory"), 6) == "out of"
+
+
 def test_joined_parts_read_as_english_and_translate_each():
     parts = joined(["d_model 32", Message("seed {seed}", seed=3), "no PE"])
     assert parts == "d_model 32 · seed 3 · no PE"
@@ -70,19 +108,32 @@ def test_joined_parts_read_as_english_and_translate_each():
 
 ROOT = Path(__file__).resolve().parent.parent
 SOURCES = sorted([ROOT / "streamlit_app.py", *(ROOT / "pages").glob("*.py"), *(ROOT / "transformer").rglob("*.py")])
-KEYWORDS = {"_": None, "N_": None, "gettext": None, "ngettext": (1, 2)}  # as docs/translation.md's pybabel extract
-MARKS = {"_", "N_", "gettext", "ngettext"}
+MARKS = {"_", "N_", "gettext", "ngettext", "Message"}
 
 
-def marked_messages() -> dict[str | tuple[str, ...], list[str]]:
-    """Every sentence marked in the app's code, extracted with Babel as pybabel does, with where it is marked."""
-    found: dict = {}
-    for path in SOURCES:
-        with path.open("rb") as file:
-            for line, message, _comments, _context in extract("python", file, keywords=KEYWORDS):
-                key = tuple(message) if isinstance(message, (list, tuple)) else message
-                found.setdefault(key, []).append(f"{path.relative_to(ROOT)}:{line}")
-    return found
+def extraction_command() -> list[str]:
+    """The one command docs/translation.md gives for extracting every marked sentence (`pybabel extract -F
+    babel.cfg ...`), as its words."""
+    lines = (ROOT / "docs" / "translation.md").read_text(encoding="utf-8").splitlines()
+    commands = [shlex.split(line) for line in lines if line.startswith("pybabel extract ")]
+    assert len(commands) == 1, commands
+    return commands[0]
+
+
+@pytest.fixture(scope="module")
+def marked(tmp_path_factory: pytest.TempPathFactory) -> dict[str | tuple[str, ...], list[str]]:
+    """Every sentence marked in the app's code, with where: docs/translation.md's extraction command, run with
+    Babel in-process from the repository's root."""
+    command, template = extraction_command(), tmp_path_factory.mktemp("extracted") / "messages.pot"
+    command[command.index("-o") + 1] = str(template)
+    with contextlib.chdir(ROOT):
+        CommandLineInterface().run(command)
+    with template.open("rb") as file:
+        entries = [entry for entry in read_po(file) if entry.id]
+    return {
+        tuple(entry.id) if isinstance(entry.id, (list, tuple)) else entry.id: [f"{f}:{n}" for f, n in entry.locations]
+        for entry in entries
+    }
 
 
 def po_entries(language: str) -> dict[str | tuple[str, ...], list[tuple[str, object]]]:
@@ -98,16 +149,16 @@ def po_entries(language: str) -> dict[str | tuple[str, ...], list[tuple[str, obj
     return entries
 
 
-def test_the_extractor_finds_the_marked_sentences():  # the catalogue test below relies on what it finds
-    found = marked_messages()
-    assert "Copy link" in found and "Teacher: the class as one experiment" in found
-    assert ("{n} head", "{n} heads") in found and len(found) > 300
+def test_the_extractor_finds_the_marked_sentences(marked):  # the catalogue test below relies on what it finds
+    assert "Copy link" in marked and "Teacher: the class as one experiment" in marked  # pages, streamlit_app.py
+    assert ("{n} head", "{n} heads") in marked and "- **{name}**: {what}" in marked  # ngettext, Message
+    assert len(marked) > 300
 
 
-def test_every_marked_sentence_has_a_zh_cn_translation_with_its_placeholders():
+def test_every_marked_sentence_has_a_zh_cn_translation_with_its_placeholders(marked):
     entries = po_entries("zh-CN")
     missing, wrong = [], []
-    for message, where in marked_messages().items():
+    for message, where in marked.items():
         texts = [text for _file, text in entries.get(message, []) if text and any(text)]
         if not texts:
             missing.append(f"{where[0]}: {message!r}")
@@ -199,6 +250,35 @@ def test_each_language_has_its_own_translator_and_english_needs_no_catalogue():
     )
 
 
+POLISH_PLURALS = "nplurals=3; plural=(n==1 ? 0 : n%10>=2 && n%10<=4 && (n%100<10 || n%100>=20) ? 1 : 2);"
+
+
+def write_po(path: Path, plural_forms: str, entries: str = "") -> None:
+    header = f'msgid ""\nmsgstr ""\n"Plural-Forms: {plural_forms}\\n"\n\n'
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(header + entries, encoding="utf-8")
+
+
+def test_a_plural_sentence_takes_the_form_the_catalogues_plural_forms_choose(tmp_path, monkeypatch):
+    forms = "".join(f'msgstr[{i}] "{{n}} {word}"\n' for i, word in enumerate(["głowa", "głowy", "głów"]))
+    heads = f'msgid "{{n}} head"\nmsgid_plural "{{n}} heads"\n{forms}'
+    write_po(tmp_path / "pl" / "app.po", POLISH_PLURALS, heads)
+    monkeypatch.setattr(i18n, "LOCALE_DIR", tmp_path)
+    catalogue = read_catalogue("pl")
+    polish = Translator("pl", catalogue, catalogue.plural)
+    said = [polish.ngettext("{n} head", "{n} heads", n) for n in (1, 3, 5, 22, 25)]
+    assert said == ["1 głowa", "3 głowy", "5 głów", "22 głowy", "25 głów"]
+    assert polish.ngettext("{n} step", "{n} steps", 5) == "5 steps"  # not in the catalogue: English, by its rule
+
+
+def test_a_catalogue_whose_files_differ_in_plural_forms_is_refused(tmp_path, monkeypatch):
+    write_po(tmp_path / "pl" / "app.po", POLISH_PLURALS)
+    write_po(tmp_path / "pl" / "lab.po", "nplurals=2; plural=(n != 1);")
+    monkeypatch.setattr(i18n, "LOCALE_DIR", tmp_path)
+    with pytest.raises(ValueError, match="differ in their Plural-Forms"):
+        read_catalogue("pl")
+
+
 @pytest.mark.parametrize(
     "tag, language",
     [
@@ -213,6 +293,30 @@ def test_each_language_has_its_own_translator_and_english_needs_no_catalogue():
 )
 def test_a_language_tag_from_a_link_or_a_browser_names_an_interface_language(tag, language):
     assert language_for(tag) == language
+
+
+def test_a_language_added_to_languages_is_read_from_links_and_browsers(monkeypatch):
+    monkeypatch.setattr(i18n, "LANGUAGES", {**i18n.LANGUAGES, "pt-BR": "Português"})
+    assert (language_for("pt"), language_for("pt-PT"), language_for("zh")) == ("pt-BR", "pt-BR", "zh-CN")
+
+
+def test_languages_are_named_only_in_languages():
+    """A language's tag or name written anywhere but `LANGUAGES` (transformer/i18n.py) is a place that a new
+    language would miss; docstrings may name them."""
+    names = {*LANGUAGES, *(tag.split("-")[0] for tag in LANGUAGES)}
+    named = []
+    for path in SOURCES:
+        if path == Path(i18n.__file__):
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        docs = {id(n.value) for n in ast.walk(tree) if isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant)}
+        named += [
+            f"{path.relative_to(ROOT)}:{n.lineno}: {n.value!r}"
+            for n in ast.walk(tree)
+            if isinstance(n, ast.Constant) and isinstance(n.value, str) and id(n) not in docs
+            if n.value in names or any(name in n.value for name in LANGUAGES.values())
+        ]
+    assert not named, "\n".join(named)
 
 
 def installs_a_translation(source: str) -> bool:

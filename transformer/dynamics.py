@@ -33,7 +33,8 @@ def layer_of(parameter_name: str) -> Message:
     layer, final_norm, whole = STACKS.get(parts[0], (None, None, parts[0]))
     if layer and parts[1] == "layers":
         return Message(layer, n=int(parts[2]) + 1)
-    return Message(final_norm if final_norm and parts[1] == "norm" else whole)  # a recurrent model: encoder, decoder
+    named = final_norm if final_norm and parts[1] == "norm" else whole  # a recurrent model: encoder, decoder
+    return Message(named)  # a name, not an expression with literals in it: Babel would extract "norm"
 
 
 class LayerGradients:

@@ -8,7 +8,9 @@ The package marks what it says to people and leaves translating to the page that
 
 An exception whose text a page shows is raised with a Message as its one argument, so `str(exc)` stays the English
 sentence (logs, the command line, tests) and a page shows `_(exc)`, translated; any other exception shows as its
-English text. A parameter that is itself a Message or such an exception is translated too:
+English text. Text is never built from a Message (slicing, `+`, `%` and `*` raise a TypeError): it would be English
+no page could translate; pass it as a parameter instead. A parameter that is itself a Message or such an exception is
+translated too:
 
     raise ValueError(Message(N_("seed must be in 0..{top}"), top=9999))
     raise ValueError(Message(N_("could not read {name}: {reason}"), name=name, reason=err))   # err translated too
@@ -22,17 +24,22 @@ names) are listed in `locale/allow_list.txt` (`latin_terms`). docs/translation.m
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from functools import lru_cache
+from gettext import c2py
 from pathlib import Path
 from string import Formatter
+from typing import NoReturn
 
+from babel.messages.plurals import get_plural
 from babel.messages.pofile import read_po
 
 LANGUAGES = {"en": "English", "zh-CN": "简体中文"}  # language tag -> its own name, for the picker
 DEFAULT_LANGUAGE = "en"  # the language the code is written in
 LOCALE_DIR = Path(__file__).parent / "locale"
 ALLOW_LIST = LOCALE_DIR / "allow_list.txt"  # terms kept in Latin letters in every language, one a line
+SOURCE_PLURAL = get_plural(DEFAULT_LANGUAGE).plural_expr  # the code's own language's plural rule: `(n != 1)`
+_english_plural = c2py(SOURCE_PLURAL)
 
 
 def N_(message: str) -> str:
@@ -40,13 +47,42 @@ def N_(message: str) -> str:
     return message
 
 
+def _untranslated(operation: str) -> Callable[..., NoReturn]:
+    """A `str` operation that a Message refuses: it would build English text that no page could translate."""
+
+    def refuse(self: Message, *args: object) -> NoReturn:
+        raise TypeError(
+            f"{operation} of a Message would build untranslated English text: translate it first (`_(message)` on a"
+            " page, `translator(language)(message)`), pass it as a parameter of another Message, or take its"
+            " English explicitly with `message.english`"
+        )
+
+    return refuse
+
+
 class Message(str):
     """A sentence for a person, kept as its English template and its parameters until a page translates it. It is
-    the English sentence itself (a `str`), so code and tests that read text read it unchanged; a page that shows
-    it translates it with `_(message)`."""
+    the English sentence itself (a `str`), so code and tests that read text read it unchanged (`str(message)`,
+    `==`, hashing, `in`, `.startswith`); a page that shows it translates it with `_(message)`.
+
+    Building new text from it fails loudly: slicing, `+`, `%` and `*` raise a TypeError, since their result would
+    be English that no page can translate; `message.english` is the English text, taken on purpose. An f-string or
+    `str.format` still reads the English sentence: logs, the command line and exception texts build lines with
+    them, and a page never shows such a line (it translates the Message, or the exception raised with it).
+    `str.join` and `str(message)` give English too (Python builds those without asking the Message)."""
 
     template: str
     params: Mapping[str, object]
+
+    __getitem__ = _untranslated("Slicing or indexing")
+    __add__ = __radd__ = _untranslated("Concatenation (+)")
+    __mod__ = __rmod__ = _untranslated("%-formatting")
+    __mul__ = __rmul__ = _untranslated("Repetition (*)")
+
+    @property
+    def english(self) -> str:
+        """The English sentence as plain text, for code that builds text from it on purpose (a log line cut short)."""
+        return str.__str__(self)
 
     def __new__(cls, template: str, **params: object) -> Message:
         if isinstance(template, Message) and not params:  # a sentence that is already a Message stays itself
@@ -75,21 +111,47 @@ def message_of(error: BaseException) -> Message | str:
     return args[0] if len(args) == 1 and isinstance(args[0], Message) else str(error)
 
 
+def bounded(error: BaseException, most: int) -> Message | str:
+    """What a sentence can say of `error`: the Message it was raised with (its values bounded where it was raised,
+    translated where it is shown), else its English text cut to `most` characters."""
+    said = message_of(error)
+    return said if isinstance(said, Message) else said[:most]
+
+
 def language_for(tag: str | None) -> str | None:
     """The interface language for a language tag from a link or a browser (`zh`, `zh-Hans-CN`, `en-GB`), or None
-    when the lab has no interface in it."""
+    when the lab has no interface in it: the one of LANGUAGES with the tag's primary language (`zh` -> `zh-CN`)."""
     if not isinstance(tag, str):
         return None
-    primary = tag.strip().replace("_", "-").split("-")[0].lower()
-    return {"en": "en", "zh": "zh-CN"}.get(primary)
+    return {_primary(language): language for language in LANGUAGES}.get(_primary(tag))
+
+
+def _primary(tag: str) -> str:
+    """A language tag's primary language: `zh` of `zh_Hans-CN`."""
+    return tag.strip().replace("_", "-").split("-")[0].lower()
+
+
+class Catalogue(dict):
+    """One language's translated sentences (msgid -> msgstr, (singular, plural) -> forms) and its catalogue's
+    `Plural-Forms` rule, `plural`: a C expression of `n` giving the index of the form to use."""
+
+    plural: str = SOURCE_PLURAL
 
 
 class Translator:
-    """One language's sentences: `gettext(message, **params)` translates, then fills in the parameters."""
+    """One language's sentences: `gettext(message, **params)` translates, then fills in the parameters.
+    `plural`: the catalogue's Plural-Forms rule for its translated plural sentences (a sentence it lacks shows in
+    English, by English's rule)."""
 
-    def __init__(self, language: str, catalogue: Mapping[str | tuple[str, str], str | tuple[str, ...]]):
+    def __init__(
+        self,
+        language: str,
+        catalogue: Mapping[str | tuple[str, str], str | tuple[str, ...]],
+        plural: str = SOURCE_PLURAL,
+    ):
         self.language = language
         self._catalogue = catalogue
+        self._plural = c2py(plural)
 
     def gettext(self, message: str | Message | BaseException, **params: object) -> str:
         """`message` in this language, its `{name}` placeholders filled from `params` (or the Message's own), each
@@ -103,11 +165,12 @@ class Translator:
 
     def ngettext(self, singular: str, plural: str, n: int, **params: object) -> str:
         """The form of `singular`/`plural` for a count of `n` in this language, with `n` and `params` filled in."""
-        forms = self._catalogue.get((singular, plural))
-        if forms:  # Chinese has one form; English-like plural rules would need the catalogue's Plural-Forms
-            text = forms[0] if len(forms) == 1 else forms[0 if n == 1 else 1]
+        forms = self._catalogue.get((singular, plural)) or ()
+        index = self._plural(n)
+        if index < len(forms) and forms[index]:
+            text = forms[index]
         else:
-            text = singular if n == 1 else plural
+            text = (singular, plural)[_english_plural(n)]
         return self._fill(text, {"n": n, **params})
 
     def _fill(self, text: str, params: Mapping[str, object]) -> str:
@@ -126,7 +189,8 @@ def translator(language: str) -> Translator:
     """The translator for one of LANGUAGES (read from its catalogues once per process); English for any other."""
     if language not in LANGUAGES or language == DEFAULT_LANGUAGE:
         return Translator(DEFAULT_LANGUAGE, {})
-    return Translator(language, read_catalogue(language))
+    catalogue = read_catalogue(language)
+    return Translator(language, catalogue, catalogue.plural)
 
 
 def catalogue_files(language: str) -> list[Path]:
@@ -134,18 +198,23 @@ def catalogue_files(language: str) -> list[Path]:
     return sorted((LOCALE_DIR / language.replace("-", "_")).glob("*.po"))
 
 
-def read_catalogue(language: str) -> dict[str | tuple[str, str], str | tuple[str, ...]]:
-    """Every translated sentence of one language: msgid -> msgstr, and (singular, plural) -> forms. A translation
+def read_catalogue(language: str) -> Catalogue:
+    """Every translated sentence of one language: msgid -> msgstr, and (singular, plural) -> forms, with the
+    catalogue's Plural-Forms rule (its files' headers, which must agree; ValueError when they do not). A translation
     that is fuzzy, empty, or whose placeholders differ from its sentence's is left out: that sentence shows in
     English, never as an error."""
-    catalogue: dict = {}
+    catalogue, rules = Catalogue(), {}
     for path in catalogue_files(language):
         with path.open("rb") as file:
-            for entry in read_po(file, locale=language.replace("-", "_")):
+            po = read_po(file, locale=language.replace("-", "_"))
+            rules[path.name] = catalogue.plural = po.plural_expr
+            for entry in po:
                 key = tuple(entry.id) if isinstance(entry.id, (list, tuple)) else entry.id
                 text = tuple(entry.string) if isinstance(entry.string, (list, tuple)) else entry.string
                 if key and any(text or ()) and not entry.fuzzy and keeps_placeholders(key, text):
                     catalogue[key] = text
+    if len(set(rules.values())) > 1:
+        raise ValueError(f"the {language} catalogue's files differ in their Plural-Forms: {rules}")
     return catalogue
 
 

@@ -81,7 +81,7 @@ class Experiment:
         """The shared settings in one line."""
         m, d, t = self.model, self.data, self.train
         lengths = str(d.max_len) if d.min_len == d.max_len else f"{d.min_len}-{d.max_len}"
-        stopping = Message(N_(", stopping early once solved") if t.early_stop else "")
+        stopping = Message(N_(", stopping early once solved")) if t.early_stop else ""
         if self.switch == "n_heads":
             heads = Message(N_("heads set per variant"))
         else:

@@ -12,7 +12,7 @@ from typing import Any
 
 from ..alignment import head_labels
 from ..checkpoint import check_model_size
-from ..i18n import N_, Message
+from ..i18n import N_, Message, bounded
 from ..limits import (
     MAX_EXPERIMENT_ROWS,
     MAX_EXPERIMENT_SNAPSHOTS,
@@ -118,7 +118,7 @@ def _config(cls: type, value: Any, where: str) -> Any:
     try:
         return cls(**value)
     except (TypeError, ValueError) as err:
-        reader.fail(Message(N_("is not a valid {config}: {problem}"), config=cls.__name__, problem=str(err)[:200]))
+        reader.fail(Message(N_("is not a valid {config}: {problem}"), config=cls.__name__, problem=bounded(err, 200)))
 
 
 def _experiment(value: Any) -> Experiment:
