@@ -12,6 +12,12 @@ speed, each against the same run outside the app:
   (seed 11, inputs up to 12 long: a run of about 1,000 steps). The page's "Finished after N steps in S s" against
   the same settings trained outside the app; both train the same steps, so their seconds compare.
 
+The Train page's default run (with Chromium; `python benchmarks/app_bench.py default-run [SEEDS...]`): the page's
+defaults but the seed (0, 1, 2) started in Chromium, on a served app whose workers are processes, each run's
+"Finished after N steps in S s" over one `nn.Transformer` training step (`python -m transformer bench`'s reference,
+timed in this process between the runs: its median), and the CPU seconds each process spent while the run trained
+(the worker, the server, Chromium), which say what took the cores from the run whatever the machine's load.
+
 First paint (with Chromium): rounds of two freshly started servers, one serving the app and one a bare page of one
 `st.title`, each opened at once in Chromium (cold: the server's first script run), then again in a new browser
 context once the first has finished (warm). A page's first paint is when its first heading enters the page, timed
@@ -165,6 +171,65 @@ def server_times() -> dict:
     }
 
 
+def cpu_by_kind(server_pid: int) -> dict[str, float]:
+    """CPU seconds spent so far by the server's training workers, by the server itself, and by this process's other
+    descendants (Chromium and Playwright's driver)."""
+    from load_test import _cpu_s, _descendants
+
+    workers = set(_descendants(server_pid))
+    others = set(_descendants(os.getpid())) - workers - {server_pid}
+    return {
+        "worker": sum(map(_cpu_s, workers)),
+        "server": _cpu_s(server_pid),
+        "chromium": sum(map(_cpu_s, others)),
+    }
+
+
+def default_run(seeds: list[int]) -> dict | None:
+    """The Train page's default run for each of `seeds`, started in Chromium on a served app: its steps, the
+    seconds the page reports, those in `nn.Transformer` training steps timed here between the runs, and the CPU
+    seconds of the worker, the server and Chromium from the click on Start to "Finished". None without Chromium."""
+    sys.path.insert(0, str(ROOT / "tests" / "browser"))
+    from conftest import ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, IDLE, LabServer, wait_idle
+    from playwright.sync_api import expect, sync_playwright
+    from test_classroom import LAPTOP, open_train, set_number
+    from test_e2e import button, main
+
+    from transformer.bench import STEP_TIME_CONFIG, ReferenceTransformer, _step_batches, _step_fn, _timed_ms
+
+    if not CHROMIUM.exists():
+        return None
+    cpu = torch.device("cpu")
+    step, batches = _step_fn(ReferenceTransformer(STEP_TIME_CONFIG)), _step_batches(cpu, padded=False)
+    runs, reference_ms = [], _timed_ms(step, batches, 5, 10)
+    with LabServer(ARTIFACTS / "server-default-run.log") as server, sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS)
+        first = browser.new_page()  # the server's first script run, outside every timing
+        first.goto(f"{server.url}/train", wait_until="domcontentloaded")
+        first.wait_for_selector(f"{IDLE} h1", timeout=600_000)
+        first.close()
+        for seed in seeds:
+            page = open_train(browser.new_context(viewport=LAPTOP), server)
+            set_number(page, "train_seed", seed)
+            wait_idle(page)
+            before = cpu_by_kind(server.pid)
+            button(page, "start_training").click()
+            finished = main(page).get_by_text("Finished after")
+            expect(finished).to_be_visible(timeout=300_000)
+            after = cpu_by_kind(server.pid)
+            steps, seconds = re.search(r"Finished after (\d+) steps in ([\d.]+) s", finished.inner_text()).groups()
+            page.context.close()
+            reference_ms += _timed_ms(step, batches, 2, 10)
+            cpu_spent = {f"{kind}_cpu_s": round(after[kind] - before[kind], 2) for kind in after}
+            runs.append({"seed": seed, "steps": int(steps), "seconds": float(seconds), **cpu_spent})
+        browser.close()
+    reference = statistics.median(reference_ms)
+    for run in runs:
+        run["reference_steps"] = round(1000 * run["seconds"] / reference, 1)
+    median = statistics.median(run["reference_steps"] for run in runs)
+    return {"runs": runs, "reference_step_ms": reference, "median_reference_steps": median}
+
+
 BARE_PAGE = 'import streamlit as st\n\nst.title("Transformer Lab")\n'
 FIRST_PAINT_ROUNDS = 3
 FIRST_HEADING = """new MutationObserver((_, observer) => {
@@ -253,6 +318,23 @@ def print_first_paint(figures: dict) -> None:
 
 
 if __name__ == "__main__":
+    if sys.argv[1:2] == ["default-run"]:
+        torch.set_num_threads(THREADS)
+        figures = default_run([int(seed) for seed in sys.argv[2:]] or [0, 1, 2])
+        if figures is None:
+            sys.exit(f"the default run needs Chromium at {Path('/usr/bin/chromium')}")
+        for run in figures["runs"]:
+            print(
+                f"seed {run['seed']}: {run['steps']} steps in {run['seconds']:.1f} s, {run['reference_steps']} "
+                f"nn.Transformer steps; CPU while it trained: worker {run['worker_cpu_s']} s, server "
+                f"{run['server_cpu_s']} s, Chromium {run['chromium_cpu_s']} s"
+            )
+        print(
+            f"median {figures['median_reference_steps']} nn.Transformer steps of {figures['reference_step_ms']:.1f} "
+            "ms (target <= 7)"
+        )
+        print(json.dumps(figures))
+        sys.exit()
     if sys.argv[1:] == ["first-paint"]:
         paints = first_paint()
         if paints is None:
