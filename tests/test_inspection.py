@@ -67,7 +67,7 @@ def test_module_table_shapes_and_parameters(changes):
 
 def test_config_table_names_the_switches():
     table = config_table(ModelConfig(norm_first=True, causal_mask=False)).set_index("setting")["value"]
-    assert table["norm placement"].startswith("pre-norm")
+    assert table["norm_first"].startswith("pre-norm") and table["positional"] == "sinusoidal"
     assert table["causal_mask"] == "False" and table["d_k"] == "8"
 
 
