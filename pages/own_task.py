@@ -131,7 +131,9 @@ def example_line(task: TaskPairs) -> str:
 
 def own_task_expander(prefix: str) -> TaskPairs | None:
     """An expander holding the upload and the table, open while a task is read; returns that task, if any."""
-    with st.expander(_("A task of your own, from examples"), expanded=own_task(prefix) is not None):
+    with st.expander(  # keyed: one element however many messages precede it, so it stays open on an upload
+        _("A task of your own, from examples"), expanded=own_task(prefix) is not None, key=f"{prefix}_own_task_expander"
+    ):
         task = own_task_input(prefix)
         if task is not None:
             st.success(task_summary(task) + " · " + example_line(task))
@@ -182,7 +184,7 @@ def class_task_section(info: ClassInfo, code: str, key: str) -> None:
     with st.expander(
         _("Give the class a task of its own, from examples"),
         expanded=info.task is None and own_task(TEACHER) is not None,
-        key="teacher_task_expander",  # one element however many messages precede it: it stays open on an upload
+        key="teacher_task_expander",  # keyed, as own_task_expander's
     ):
         task = own_task_input(TEACHER)
         if task is not None:

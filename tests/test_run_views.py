@@ -9,6 +9,7 @@ from transformer.curves import downsample, metrics_table
 from transformer.live_examples import live_examples
 from transformer.model import ModelConfig, Transformer
 from transformer.naming import checkpoint_summary, run_name, run_summary, switches
+from transformer.pairs import pairs_from_rows, task_name
 from transformer.progress import progress
 from transformer.tasks import DataConfig, TaskData
 from transformer.training import METRIC_COLUMNS, TrainConfig
@@ -81,6 +82,12 @@ def test_run_name_is_short_key_safe_and_unique():
     assert (
         run_name(model, data, {"swap_pairs-3to9-d64h8n2", "swap_pairs-3to9-d64h8n2-2"}) == "swap_pairs-3to9-d64h8n2-3"
     )
+
+
+def test_a_task_file_named_in_any_script_keeps_its_letters_in_the_run_name():
+    rows = [(f"line {i}", f"{a} {b}", f"{a} {a} {b} {b}") for i, (a, b) in enumerate(zip("abcdefgh", "bcdefgha"))]
+    data = DataConfig.from_pairs(pairs_from_rows(rows, task_name("双写词 lesson 7.csv")), seed=0)
+    assert run_name(ModelConfig(), data) == "双写词_lesson_7_csv-2to2-d32h4n1"
 
 
 @pytest.mark.parametrize(

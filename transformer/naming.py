@@ -65,7 +65,7 @@ def run_name(model_config: ModelConfig, data_config: DataConfig, taken: Collecti
     teaching switch is set, made unique against `taken`."""
     d, c = data_config, model_config
     base = "-".join([f"{task_label(d)}-{d.min_len}to{d.max_len}-d{c.d_model}h{c.n_heads}n{c.n_layers}", *switches(c)])
-    base = re.sub(r"[^A-Za-z0-9_-]", "_", base)
+    base = re.sub(r"[^\w-]", "_", base)  # letters of any script stay: a task file named in Chinese keeps its name
     name, i = base, 1
     while name in taken:
         i += 1

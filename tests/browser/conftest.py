@@ -190,6 +190,30 @@ def navigate(page, name: str) -> None:
     wait_idle(page)
 
 
+def main(page):
+    """The page's main area (the sidebar repeats some texts, e.g. the training progress)."""
+    return page.locator("[data-testid='stMain']")
+
+
+def button(page, key: str):
+    """The visible button of the widget with this key (Streamlit also renders a hidden copy of some buttons)."""
+    return page.locator(f".st-key-{key} button").filter(visible=True)
+
+
+def fill(page, key: str, value: str) -> None:
+    """Type `value` into the text or number field of the widget with this key, and leave the field."""
+    field = page.locator(f".st-key-{key} input")
+    field.fill(value)
+    field.press("Tab")
+
+
+def downloaded(page, key: str) -> tuple[str, bytes]:
+    """Click the download button with this key; the file name the browser is given, and the file's bytes."""
+    with page.expect_download() as started:
+        button(page, key).click()
+    return started.value.suggested_filename, Path(started.value.path()).read_bytes()
+
+
 def screenshot(page, name: str, max_height: int = 8000) -> Path:
     """The whole page as artifacts/screenshots/<name>.png. Streamlit scrolls inside its main block, not the
     document, so the viewport is stretched to the content's height for the shot."""

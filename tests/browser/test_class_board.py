@@ -10,7 +10,7 @@ import csv
 import re
 
 import pytest
-from conftest import ARTIFACTS, IDLE, LabServer, open_page, page_errors, requires_chromium, screenshot, wait_idle
+from conftest import ARTIFACTS, IDLE, LabServer, fill, open_page, page_errors, requires_chromium, screenshot, wait_idle
 from playwright.sync_api import expect
 from test_e2e import button, main
 
@@ -27,12 +27,6 @@ def open_teacher(context, server: LabServer):
     page = context.new_page()
     open_page(page, server, "teacher")
     return page
-
-
-def fill(page, key: str, value: str) -> None:
-    field = page.locator(f".st-key-{key} input")
-    field.fill(value)
-    field.press("Tab")
 
 
 def create_class(page) -> tuple[str, str]:

@@ -12,6 +12,8 @@ from conftest import (
     ROOT,
     VIEWPORT,
     LabServer,
+    button,
+    main,
     navigate,
     open_page,
     page_errors,
@@ -36,16 +38,6 @@ NAV_TITLES = [
     "Teacher",
     "Checkpoints",
 ]
-
-
-def main(page):
-    """The page's main area (the sidebar repeats some texts, e.g. the training progress)."""
-    return page.locator("[data-testid='stMain']")
-
-
-def button(page, key: str):
-    """The visible button of the widget with this key (Streamlit also renders a hidden copy of some buttons)."""
-    return page.locator(f".st-key-{key} button").filter(visible=True)
 
 
 def put_reverse_in_hand(page, server, checkpoint) -> None:

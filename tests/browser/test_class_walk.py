@@ -1,0 +1,177 @@
+"""A class on a task of its own, walked through in Chromium once per language (issue 46): a teacher creates the class,
+uploads its task file, makes groups with and without positional encoding and asks the positional question; two
+students open the class link, join, see the question name the class's task, train, and download their lab reports;
+the board shows both finished in the page's language; the CSV exports (UTF-8 with a byte-order mark) and the
+combined report hold both students."""
+
+import csv
+import io
+import re
+from pathlib import Path
+
+import pytest
+from conftest import (
+    IDLE,
+    VIEWPORT,
+    button,
+    downloaded,
+    fill,
+    main,
+    page_errors,
+    requires_chromium,
+    screenshot,
+    wait_idle,
+)
+from playwright.sync_api import expect
+
+from transformer.i18n import N_, translator
+
+pytestmark = [pytest.mark.browser, requires_chromium]
+
+LANGUAGES = ("en", "zh-CN")
+TASK_FILE = "双写词 lesson 7.csv"  # a long name with Chinese characters: it names models, reports and the question
+SYMBOLS = "abcd"
+PAIRS = [a + b for a in SYMBOLS for b in SYMBOLS] + [a + b + c for a in SYMBOLS for b in SYMBOLS for c in SYMBOLS]
+TASK = "source,target\n" + "".join(f"{' '.join(s)},{' '.join(c + c for c in s)}\n" for s in PAIRS)
+STUDENTS = ("张伟", "Ana")
+STEPS = "20"  # each run: seconds
+ENGLISH_ON_A_BOARD = ("group", "state", "sinusoidal PE", "no PE")
+
+
+def words(language: str, text: str, **values: object) -> str:
+    """`text` as the page says it in `language`."""
+    return translator(language).gettext(text, **values)
+
+
+def opening(language: str, template: str, name: str) -> str:
+    """What `template` says in `language` before its placeholder `name` (its other placeholders 0)."""
+    fields = {field: 0 for field in re.findall(r"\{(\w+)", template) if field != name}
+    return words(language, template, **fields, **{name: "\0"}).split("\0")[0]
+
+
+def open_at(context, url: str):
+    page = context.new_page()
+    page.goto(url, wait_until="domcontentloaded")
+    page.wait_for_selector(f"{IDLE} h1", timeout=90_000)
+    wait_idle(page)
+    return page
+
+
+def choose(page, key: str, option: str) -> None:
+    """Pick the option that starts with `option` in the select box with this key."""
+    select = page.locator(f".st-key-{key}")
+    select.evaluate("e => e.scrollIntoView({block: 'center'})")  # at the viewport's edge its list would not open
+    select.click()
+    page.get_by_role("option").filter(has_text=option).first.click()
+
+
+def teacher_creates_the_class(page, language: str, task_path: Path) -> str:
+    """Create the class, give it the task file, groups with / without PE and the positional question; its link."""
+    fill(page, "teacher_title", "三班" if language == "zh-CN" else "Period 3")
+    button(page, "teacher_create_button").click()
+    button(page, "teacher_key_saved").click()
+    expect(page.locator(".st-key-teacher_projector img")).to_be_visible(timeout=30_000)  # the link's QR code
+    wait_idle(page)
+    link = page.locator(".st-key-teacher_link").inner_text().strip()
+    assert "/train?class=" in link and ("lang=zh-CN" in link) == (language == "zh-CN"), link
+
+    page.get_by_role("tab", name=words(language, N_("Assignment"))).click()
+    fill(page, "teacher_steps", STEPS)
+    groups = f"{words(language, N_('sinusoidal PE'))} / {words(language, N_('no PE'))}"
+    choose(page, "teacher_split", groups)
+    question = N_("Without positional encoding, {task} will be solved:")
+    choose(page, "teacher_question", opening(language, question, "task"))
+    button(page, "teacher_save").click()
+    wait_idle(page)
+    saved = N_("Saved: students see it on Train from their next page load.")
+    expect(main(page).get_by_text(words(language, saved))).to_be_visible()
+
+    expander = N_("Give the class a task of its own, from examples")
+    main(page).locator("summary").filter(has_text=words(language, expander)).click()
+    page.locator(".st-key-teacher_task_file input[type=file]").set_input_files(task_path)
+    button(page, "teacher_task_give").click()
+    wait_idle(page)
+    given = opening(language, N_("The class trains its own task, {summary}."), "summary")
+    expect(main(page).get_by_text(given)).to_be_visible()
+    return link
+
+
+def student_trains(context, link: str, language: str, name: str) -> str:
+    """A student opens the link, joins as `name`, answers the question (which names the class's task), trains to
+    the end and downloads their lab report; the report's file name."""
+    page = open_at(context, link)
+    fill(page, "class_name", name)
+    button(page, "class_join_button").click()
+    wait_idle(page)
+    question = page.locator(".st-key-class_prediction")
+    expect(question).to_contain_text(TASK_FILE)  # the class's own task, never the assignment's reverse
+    assert "reverse" not in question.inner_text()
+    question.locator("label").filter(has_text=words(language, N_("later"))).first.click()
+    button(page, "start_training").click()
+    finished = N_("Finished after {steps} steps in {seconds:.1f} s, because the step budget ran out: {scores}.")
+    expect(main(page).get_by_text(opening(language, finished, "steps"))).to_be_visible(timeout=120_000)
+    wait_idle(page)
+    file_name, report = downloaded(page, "download_report")
+    assert file_name.endswith(".html") and not page_errors(page), page_errors(page)
+    text = report.decode()
+    assert f'<html lang="{language}">' in text and name in text
+    return file_name
+
+
+def csv_names(data: bytes) -> set[str]:
+    """The names in a CSV export's name column; it must start with UTF-8's byte-order mark."""
+    assert data.startswith(b"\xef\xbb\xbf")  # Excel on a Chinese Windows then reads the names right
+    return {row["name"] for row in csv.DictReader(io.StringIO(data.decode("utf-8-sig")))}
+
+
+@pytest.mark.parametrize("language", LANGUAGES)
+def test_a_class_on_its_own_task_walks_through_in_its_language(browser, lab_server, language, tmp_path):
+    task_path = tmp_path / TASK_FILE
+    task_path.write_text(TASK)
+    query = "" if language == "en" else f"?lang={language}"
+    log_start = len(lab_server.log_text())
+    contexts = [browser.new_context(viewport=VIEWPORT) for _ in range(1 + len(STUDENTS))]
+    try:
+        teacher = open_at(contexts[0], f"{lab_server.url}/teacher{query}")
+        link = teacher_creates_the_class(teacher, language, task_path)
+        reports = [student_trains(c, link, language, n) for c, n in zip(contexts[1:], STUDENTS)]
+        assert len(set(reports)) == len(STUDENTS), reports  # two students' reports never share a file name
+
+        teacher.get_by_role("tab", name=words(language, N_("Board"))).click()
+        board = main(teacher)
+        counts = translator(language).ngettext("{n} student", "{n} students", 2)
+        finished = words(language, N_("{n} {state}"), n=2, state=words(language, N_("finished")))
+        expect(board.get_by_text(f"{counts} · {finished}")).to_be_visible(timeout=60_000)
+        expect(board.get_by_text(TASK_FILE).first).to_be_visible()  # the predictions' question names the task
+        wait_idle(teacher)
+        grid = board.locator("[data-testid='stDataFrame']").first  # the students' table, as its screen-reader table
+        headers = grid.locator("th").evaluate_all("cells => cells.map(c => c.textContent)")
+        cells = grid.locator("td").evaluate_all("cells => cells.map(c => c.textContent)")
+        legends = teacher.evaluate(
+            "() => [...document.querySelectorAll('.js-plotly-plot')].flatMap(p => p._fullData.map(t => t.name))"
+        )
+        assert words(language, N_("group")) in headers, headers
+        assert set(STUDENTS) <= set(cells), cells
+        shown = "\n".join([*headers, *cells, *legends, board.inner_text()])
+        if language == "zh-CN":
+            english = [word for word in ENGLISH_ON_A_BOARD if word in shown]
+            assert not english, f"English on the Chinese board: {english}"
+            screenshot(teacher, "board-zh-CN")
+        assert "reverse" not in shown and not page_errors(teacher), page_errors(teacher)
+
+        teacher.get_by_role("tab", name=words(language, N_("Export and end"))).click()
+        for export in ("results", "metric_rows", "predictions"):
+            _, data = downloaded(teacher, f"teacher_download_{export}")
+            assert csv_names(data) == set(STUDENTS), export
+        _, combined = downloaded(teacher, "teacher_download_reports")
+        sections = combined.decode().split('<section class="report"')[1:]
+        assert len(sections) == len(STUDENTS)
+        for name in STUDENTS:  # each student's section holds their report, not why there is none
+            (section,) = [s for s in sections if name in s]
+            assert words(language, N_("Settings")) in section
+        assert not page_errors(teacher), page_errors(teacher)
+    finally:
+        for context in contexts:
+            context.close()
+    new_log = lab_server.log_text()[log_start:]
+    assert "Traceback" not in new_log, f"the server logged a traceback:\n{new_log[-3000:]}"
