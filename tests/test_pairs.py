@@ -1,5 +1,6 @@
 """A task from examples: its pairs, vocabulary and held-out split, and its bounds wherever it comes from."""
 
+import copy
 import random
 from dataclasses import replace
 from functools import cache
@@ -134,7 +135,7 @@ def largest_pairs(length: int = MAX_SEQ_LEN) -> TaskPairs:
 def test_the_task_of_pairs_is_built_once_and_every_reader_shares_it(monkeypatch):
     built, real = [], pairs_module.PairsTask.__init__
     monkeypatch.setattr(pairs_module.PairsTask, "__init__", lambda self, p: built.append(1) or real(self, p))
-    config = DataConfig.from_pairs(largest_pairs())  # checked against its task: built here, once
+    config = DataConfig.from_pairs(copy.copy(largest_pairs()))  # a copy: no task yet; checked against it: built
     assert len(built) == 1
     source = TaskData(config).valid_sources[0]
     longest_sequence(config), task_of(replace(config, seed=4)).target(source, config.n_symbols)

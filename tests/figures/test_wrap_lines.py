@@ -39,3 +39,11 @@ def test_no_line_is_wider_than_asked_unless_one_piece_is_and_the_text_comes_back
 def test_a_chinese_character_counts_as_about_two_latin_ones():
     assert text_width("多头注意力") == pytest.approx(5 * CJK_WIDTH)
     assert text_width("d_model（）") == pytest.approx(7 + 2 * CJK_WIDTH)
+
+
+def test_a_no_break_space_is_kept_and_never_breaks_a_line():
+    assert wrap_lines("Sampling distribution (temperature\xa02, top-k\xa03)", 30) == [
+        "Sampling distribution",
+        "(temperature\xa02, top-k\xa03)",
+    ]
+    assert all("温度\xa02" in line or "温度" not in line for line in wrap_lines("采样分布（温度\xa02，top-k\xa03）", 8))

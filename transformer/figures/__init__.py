@@ -39,6 +39,7 @@ CJK_WIDTH = 1.7  # a Chinese character is drawn about as wide as 1.7 Latin chara
 OPEN_BRACKETS, CLOSE_BRACKETS = "（［【「『《〈([{", "）］】」』》〉)]}"
 OPENING = OPEN_BRACKETS + "“‘"  # never ends a line (避头尾): it stays with what it opens
 CLOSING = CLOSE_BRACKETS + "”’，。、：；！？…·"  # never starts a line: it stays with what it closes
+NO_BREAK = "\xa0"  # a no-break space: "temperature\xa02" stays on one line
 OPERATORS = set("+−-×÷=≈·→")  # a lone operator stays with its right operand: "× √d_model", "+ 因果"
 
 
@@ -53,17 +54,18 @@ def text_width(text: str) -> float:
 
 def _pieces(text: str, width: float) -> list[str]:
     """`text` cut where a line may break, each piece with the space before it (if any) at its start: between two
-    Chinese characters, or at a space; never inside a run of Latin letters, digits and signs (d_model, softmax),
-    never after an opening bracket or a lone operator, never before a closing mark; and a bracketed group no wider
-    than `width` is one piece."""
+    Chinese characters, or at a space but a no-break one; never inside a run of Latin letters, digits and signs
+    (d_model, softmax), never after an opening bracket or a lone operator, never before a closing mark; and a
+    bracketed group no wider than `width` is one piece."""
     pieces: list[str] = []
-    for match in re.finditer(r"(\s*)(\S)", text):
+    for match in re.finditer(r"([^\S\xa0]*)([\S\xa0])", text):  # a no-break space is a character, never a break
         space, char = match.groups()
         glued = (
             bool(pieces)
             and not space
             and (
-                pieces[-1][-1] in OPENING  # after an opening bracket
+                NO_BREAK in (char, pieces[-1][-1])  # either side of a no-break space
+                or pieces[-1][-1] in OPENING  # after an opening bracket
                 or char in CLOSING  # before a closing mark
                 or not (_wide(char) or _wide(pieces[-1][-1]))  # inside a Latin run
             )
