@@ -333,8 +333,8 @@ elif i == last:
     if strategy == "beam":
         st.caption(
             _(
-                "Beam search returns the finished hypothesis with the highest summed log-probability (in red above), "
-                "which may have finished before the last step."
+                "Beam search returns the finished hypothesis with the highest summed log-probability (the thick line "
+                "above), which may have finished before the last step."
             )
         )
 
