@@ -76,7 +76,8 @@ def test_the_curve_moves_at_once_in_view_and_the_run_pauses_steps_and_resumes(br
     assert grew >= 2, f"the chart grew {grew} times in 2 s: {counts}"
     # The progress bar and both charts wholly in view without scrolling (retried: a poll may be redrawing them).
     for selector in ("[data-testid='stProgress']", ".st-key-train_loss_chart", ".st-key-train_accuracy_chart"):
-        expect(main(page).locator(selector).first).to_be_in_viewport(ratio=1.0, timeout=5_000)
+        shown = main(page).locator(selector).filter(visible=True).first  # not a stale copy of a redraw, hidden
+        expect(shown).to_be_in_viewport(ratio=1.0, timeout=5_000)
     screenshot(page, "train-laptop")
 
     button(page, "pause_training").click()
