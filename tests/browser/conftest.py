@@ -17,6 +17,8 @@ from pathlib import Path
 from typing import Self
 
 import pytest
+from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
+from playwright.sync_api import expect
 
 ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "artifacts"
@@ -32,6 +34,9 @@ CHROMIUM_ARGS = [
     "--disable-dev-shm-usage",
 ]
 VIEWPORT = {"width": 1400, "height": 1000}  # wide enough that the sidebar stays open
+LAPTOP = {"width": 1280, "height": 800}
+VIEWPORTS = {"projector": (1280, 800), "large": (1920, 1080), "phone": (390, 844)}
+SETTLE_MS = 400  # after a resize: Streamlit's columns and Plotly's charts lay themselves out again
 # Every page of the app and its URL path.
 PAGES = {
     "home": "",
@@ -207,6 +212,25 @@ def fill(page, key: str, value: str) -> None:
     field.press("Tab")
 
 
+def choose(page, key: str, option: str, timeout_s: float = 60) -> None:
+    """Pick the option whose name contains `option` in the select box with this key. A click that lands while a
+    rerun redraws the box opens no list, so the box is clicked again (after Escape) until its list shows."""
+    select = page.locator(f".st-key-{key}").filter(visible=True).first
+    wanted = page.get_by_role("option", name=option).first
+    deadline = time.monotonic() + timeout_s
+    while True:
+        select.evaluate("e => e.scrollIntoView({block: 'center'})")  # at the viewport's edge its list would not open
+        select.click()
+        try:
+            wanted.wait_for(state="visible", timeout=3_000)
+            break
+        except PlaywrightTimeoutError:
+            if time.monotonic() > deadline:
+                raise
+            page.keyboard.press("Escape")
+    wanted.click()
+
+
 def downloaded(page, key: str) -> tuple[str, bytes]:
     """Click the download button with this key; the file name the browser is given, and the file's bytes."""
     with page.expect_download() as started:
@@ -228,6 +252,130 @@ def screenshot(page, name: str, max_height: int = 8000) -> Path:
     return path
 
 
+# Pairs of chart labels (titles, axis titles, tick labels, colour bar labels, annotations) whose boxes overlap by
+# more than a third of the smaller one; tick labels of one axis are left to Plotly, which thins or turns them.
+LABEL_OVERLAPS = """() => {
+    const found = [];
+    for (const plot of document.querySelectorAll('.js-plotly-plot')) {
+        const labels = [];
+        const add = (selector, group) => plot.querySelectorAll(selector).forEach((el, i) => {
+            const r = el.getBoundingClientRect();
+            if (r.width > 0 && r.height > 0 && el.textContent.trim())
+                labels.push({r, group: group === 'each' ? `${selector}${i}` : group, text: el.textContent});
+        });
+        add('.gtitle', 'each');
+        add('.g-xtitle text, .g-x2title text, .g-x3title text', 'each');
+        add('.g-ytitle text, .g-y2title text, .g-y3title text', 'each');
+        add('.annotation-text', 'each');
+        add('.colorbar .cbtitle text', 'colorbar title');
+        plot.querySelectorAll('.colorbar').forEach((bar, b) =>
+            bar.querySelectorAll('.cbaxis text, .ytick text').forEach(el => {
+                const r = el.getBoundingClientRect();
+                if (r.width > 0) labels.push({r, group: 'each', text: el.textContent});
+            }));
+        plot.querySelectorAll('.xaxislayer-above, .yaxislayer-above').forEach((axis, a) =>
+            axis.querySelectorAll('text').forEach(el => {
+                const r = el.getBoundingClientRect();
+                if (r.width > 0) labels.push({r, group: `axis${a}`, text: el.textContent});
+            }));
+        for (let i = 0; i < labels.length; i++) for (let j = i + 1; j < labels.length; j++) {
+            const a = labels[i], b = labels[j];
+            if (a.group === b.group && a.group.startsWith('axis')) continue;
+            const w = Math.min(a.r.right, b.r.right) - Math.max(a.r.left, b.r.left);
+            const h = Math.min(a.r.bottom, b.r.bottom) - Math.max(a.r.top, b.r.top);
+            const smaller = Math.min(a.r.width * a.r.height, b.r.width * b.r.height);
+            if (w > 0 && h > 0 && w * h > smaller / 3) found.push(`${a.text} / ${b.text}`);
+        }
+    }
+    return found;
+}"""
+
+# Toolbars show on hover (a tap on a phone): shown always here, so that where they would sit is measured.
+SHOW_TOOLBARS = """[data-testid='stElementToolbar'] { opacity: 1 !important; visibility: visible !important; }
+.modebar-container .modebar { opacity: 1 !important; }"""
+
+DRAWN = """() => !document.querySelector('[data-testid="stSkeleton"]') &&
+    [...document.querySelectorAll('[data-testid="stPlotlyChart"]')].every(chart => chart.querySelector('.main-svg'))"""
+
+# Opens every folded part of the page (an expander's content is what a student sees after one click).
+OPEN_EXPANDERS = """() => document.querySelectorAll('[data-testid="stMain"] details:not([open]) > summary')
+    .forEach(summary => summary.click())"""
+
+
+def put_reverse_in_hand(page, server, checkpoint) -> None:
+    """Home's Load button for the shipped reverse model, or the fixture's file uploaded on the Checkpoints page."""
+    open_page(page, server, "home")
+    if checkpoint == ROOT / "checkpoints" / "reverse.pt":
+        button(page, "load_reverse").click()
+        expect(main(page).get_by_text("Loaded reverse")).to_be_visible(timeout=30_000)
+    else:
+        navigate(page, "checkpoints")
+        page.locator(".st-key-upload_checkpoint input[type='file']").set_input_files(str(checkpoint))
+        expect(main(page).get_by_text("Loaded: the model in hand is now")).to_be_visible(timeout=30_000)
+    wait_idle(page)
+    expect(page.locator("[data-testid='stSidebar']")).to_contain_text("Model in hand:")
+    expect(page.locator("[data-testid='stSidebar']")).to_contain_text("task reverse")
+
+
+def chart_points(page, key: str) -> int:
+    """Points in the first trace of the Plotly chart with this key (0 while there is no chart)."""
+    return page.evaluate(
+        """key => {
+            const plot = document.querySelector(`.st-key-${key} .js-plotly-plot`);
+            // _fullData: the traces as drawn, with arrays sent in binary form (numpy, pandas) decoded
+            return plot && plot._fullData && plot._fullData.length ? plot._fullData[0].x.length : 0;
+        }""",
+        key,
+    )
+
+
+def wait_for_more_points(page, key: str, than: int, timeout_s: float = 90.0) -> int:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if (n := chart_points(page, key)) > than:
+            return n
+        page.wait_for_timeout(250)
+    raise AssertionError(f"chart {key} stayed at {than} points for {timeout_s:.0f} s")
+
+
+def set_number(page, key: str, value: int) -> None:
+    """Type into a number input and leave it (Tab, not Enter: Enter would submit its form)."""
+    field = page.locator(f".st-key-{key} input")
+    field.fill(str(value))
+    field.press("Tab")
+
+
+def open_more_settings(page) -> None:
+    """Open the Train form's expander of model, optimizer, budget and device settings."""
+    page.get_by_text("Model, optimizer, budgets and device").click()
+    expect(page.locator(".st-key-train_batch input")).to_be_visible()
+
+
+def open_train(context, server: LabServer):
+    tab = context.new_page()
+    tab.goto(f"{server.url}/train", wait_until="domcontentloaded")
+    tab.wait_for_selector(f"{IDLE} h1", timeout=90_000)
+    wait_idle(tab)
+    return tab
+
+
+def open_at(page, server, name: str, language: str) -> None:
+    """A page by its address, in `language`, with the shipped reverse model in hand (a fresh session)."""
+    page.goto(f"{server.url}/{PAGES[name]}?model=reverse&lang={language}", wait_until="domcontentloaded")
+    page.wait_for_selector("[data-testid='stApp'][data-test-script-state='notRunning'] h1", timeout=90_000)
+    wait_idle(page)
+    page.add_style_tag(content=SHOW_TOOLBARS)
+    unfold(page)
+
+
+def unfold(page) -> None:
+    """Every expander of the page open, and the charts and tables in them drawn (a part Streamlit is still loading
+    shows a skeleton: its words are not there yet)."""
+    page.evaluate(OPEN_EXPANDERS)
+    page.wait_for_function(DRAWN, timeout=60_000)
+    page.wait_for_timeout(SETTLE_MS)
+
+
 @pytest.fixture(scope="session")
 def lab_server() -> Iterator[LabServer]:
     with LabServer(ARTIFACTS / "server-browser-tests.log") as server:
@@ -238,7 +386,7 @@ def lab_server() -> Iterator[LabServer]:
 def browser():
     if not CHROMIUM.exists():  # in CI a skip would pass a run in which no browser test ran
         (pytest.fail if IN_CI else pytest.skip)(NO_CHROMIUM)
-    from playwright.sync_api import expect, sync_playwright
+    from playwright.sync_api import sync_playwright
 
     expect.set_options(timeout=EXPECT_TIMEOUT_MS)
     with sync_playwright() as playwright:

@@ -18,13 +18,15 @@ from conftest import (
     NO_CHROMIUM,
     ROOT,
     LabServer,
+    button,
     navigate,
     open_page,
     page_errors,
+    put_reverse_in_hand,
+    wait_for_more_points,
     wait_idle,
 )
 from playwright.sync_api import expect, sync_playwright
-from test_e2e import button, put_reverse_in_hand, wait_for_more_points
 
 IMAGES = ROOT / "docs" / "images"
 VIEWPORT = {"width": 1280, "height": 800}

@@ -8,8 +8,7 @@ One browser page per language for the whole walk (about a minute on a 2-core mac
 
 import pytest
 from axe_playwright_python.sync_playwright import Axe
-from conftest import PAGES, requires_chromium
-from test_language_walk import VIEWPORTS, open_at
+from conftest import PAGES, VIEWPORTS, open_at, requires_chromium
 
 pytestmark = [pytest.mark.browser, requires_chromium]
 

@@ -10,9 +10,21 @@ import csv
 import re
 
 import pytest
-from conftest import ARTIFACTS, IDLE, LabServer, fill, open_page, page_errors, requires_chromium, screenshot, wait_idle
+from conftest import (
+    ARTIFACTS,
+    IDLE,
+    LabServer,
+    button,
+    choose,
+    fill,
+    main,
+    open_page,
+    page_errors,
+    requires_chromium,
+    screenshot,
+    wait_idle,
+)
 from playwright.sync_api import expect
-from test_e2e import button, main
 
 from transformer.classroom import Assignment, ClassStore
 
@@ -47,10 +59,7 @@ def create_class(page) -> tuple[str, str]:
     for widget, value in (("teacher_min_len", "3"), ("teacher_max_len", "3"), ("teacher_steps", "120")):
         fill(page, widget, value)
     for widget, option in (("teacher_split", "sinusoidal PE / no PE"), ("teacher_question", "Without positional")):
-        select = page.locator(f".st-key-{widget}")
-        select.evaluate("e => e.scrollIntoView({block: 'center'})")  # at the viewport's edge its list would not open
-        select.click()
-        page.get_by_role("option", name=option).click()
+        choose(page, widget, option)
     button(page, "teacher_save").click()
     wait_idle(page)
     expect(main(page).get_by_text("Saved:")).to_be_visible()

@@ -14,6 +14,7 @@ from conftest import (
     IDLE,
     VIEWPORT,
     button,
+    choose,
     downloaded,
     fill,
     main,
@@ -55,14 +56,6 @@ def open_at(context, url: str):
     page.wait_for_selector(f"{IDLE} h1", timeout=90_000)
     wait_idle(page)
     return page
-
-
-def choose(page, key: str, option: str) -> None:
-    """Pick the option that starts with `option` in the select box with this key."""
-    select = page.locator(f".st-key-{key}")
-    select.evaluate("e => e.scrollIntoView({block: 'center'})")  # at the viewport's edge its list would not open
-    select.click()
-    page.get_by_role("option").filter(has_text=option).first.click()
 
 
 def teacher_creates_the_class(page, language: str, task_path: Path) -> str:

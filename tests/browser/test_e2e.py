@@ -9,16 +9,20 @@ import pytest
 from conftest import (
     ARTIFACTS,
     PAGES,
-    ROOT,
     VIEWPORT,
     LabServer,
     button,
+    chart_points,
     main,
     navigate,
+    open_more_settings,
     open_page,
     page_errors,
+    put_reverse_in_hand,
     requires_chromium,
     screenshot,
+    set_number,
+    wait_for_more_points,
     wait_idle,
 )
 from playwright.sync_api import expect
@@ -38,49 +42,6 @@ NAV_TITLES = [
     "Teacher",
     "Checkpoints",
 ]
-
-
-def put_reverse_in_hand(page, server, checkpoint) -> None:
-    """Home's Load button for the shipped reverse model, or the fixture's file uploaded on the Checkpoints page."""
-    open_page(page, server, "home")
-    if checkpoint == ROOT / "checkpoints" / "reverse.pt":
-        button(page, "load_reverse").click()
-        expect(main(page).get_by_text("Loaded reverse")).to_be_visible(timeout=30_000)
-    else:
-        navigate(page, "checkpoints")
-        page.locator(".st-key-upload_checkpoint input[type='file']").set_input_files(str(checkpoint))
-        expect(main(page).get_by_text("Loaded: the model in hand is now")).to_be_visible(timeout=30_000)
-    wait_idle(page)
-    expect(page.locator("[data-testid='stSidebar']")).to_contain_text("Model in hand:")
-    expect(page.locator("[data-testid='stSidebar']")).to_contain_text("task reverse")
-
-
-def chart_points(page, key: str) -> int:
-    """Points in the first trace of the Plotly chart with this key (0 while there is no chart)."""
-    return page.evaluate(
-        """key => {
-            const plot = document.querySelector(`.st-key-${key} .js-plotly-plot`);
-            // _fullData: the traces as drawn, with arrays sent in binary form (numpy, pandas) decoded
-            return plot && plot._fullData && plot._fullData.length ? plot._fullData[0].x.length : 0;
-        }""",
-        key,
-    )
-
-
-def wait_for_more_points(page, key: str, than: int, timeout_s: float = 90.0) -> int:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if (n := chart_points(page, key)) > than:
-            return n
-        page.wait_for_timeout(250)
-    raise AssertionError(f"chart {key} stayed at {than} points for {timeout_s:.0f} s")
-
-
-def set_number(page, key: str, value: int) -> None:
-    """Type into a number input and leave it (Tab, not Enter: Enter would submit its form)."""
-    field = page.locator(f".st-key-{key} input")
-    field.fill(str(value))
-    field.press("Tab")
 
 
 def test_every_page_opens_without_a_model(page, lab_server):
@@ -109,12 +70,6 @@ def test_every_page_opens_with_a_model_in_hand(page, lab_server, reverse_checkpo
         expect(page.locator("h1").first).to_be_visible()
         assert not page_errors(page), f"{name}: {page_errors(page)}"
         screenshot(page, name)
-
-
-def open_more_settings(page) -> None:
-    """Open the Train form's expander of model, optimizer, budget and device settings."""
-    page.get_by_text("Model, optimizer, budgets and device").click()
-    expect(page.locator(".st-key-train_batch input")).to_be_visible()
 
 
 def test_training_streams_points_then_stops(page, lab_server):
@@ -256,9 +211,12 @@ def test_a_live_comparison_survives_a_reload_and_its_timeline_follows_training_u
     slider.press("Home")
     wait_for_heatmap_step(page, lambda s: s == 0, "step 0, the step picked")
     picked_at = int(slider.get_attribute("max"))
-    page.wait_for_timeout(3000)  # new snapshots arrive meanwhile
+    page.wait_for_function(  # new snapshots arrive meanwhile: the timeline grows
+        """([selector, picked]) => Number(document.querySelector(selector)?.max) > picked""",
+        arg=["[class*='st-key-timeline_step_'] input[type='range']", picked_at],
+        timeout=90_000,
+    )
     assert heatmap_step(page) == 0, "a picked step was replaced by the newest"
-    assert int(slider.get_attribute("max")) > picked_at, "no snapshot arrived while the step was picked"
     page.locator(".st-key-compare_follow label").click()  # following again
     wait_for_heatmap_step(page, lambda s: s > 0, "the newest again")
     button(page, "compare_stop").click()

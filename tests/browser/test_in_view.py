@@ -7,9 +7,17 @@ classmate is one classmate, a Stop pressed by the student says so).
 import re
 
 import pytest
-from conftest import open_page, page_errors, requires_chromium, wait_idle
+from conftest import (
+    button,
+    main,
+    open_more_settings,
+    open_page,
+    page_errors,
+    requires_chromium,
+    set_number,
+    wait_idle,
+)
 from playwright.sync_api import expect
-from test_e2e import button, main, open_more_settings, set_number
 
 pytestmark = [pytest.mark.browser, requires_chromium]
 

@@ -5,9 +5,8 @@ dropping it again for English."""
 import re
 
 import pytest
-from conftest import VIEWPORT, page_errors, requires_chromium, wait_idle
+from conftest import VIEWPORT, choose, main, page_errors, requires_chromium, wait_idle
 from playwright.sync_api import expect
-from test_e2e import main
 
 pytestmark = [pytest.mark.browser, requires_chromium]
 
@@ -29,16 +28,14 @@ def test_the_picker_switches_the_language_and_the_address_follows(page, lab_serv
     page.goto(lab_server.url, wait_until="domcontentloaded")
     expect(main(page).get_by_role("heading", name="Try a trained model now")).to_be_visible(timeout=90_000)
     wait_idle(page)
-    page.locator(".st-key-language_picker").click()
-    page.get_by_role("option", name="简体中文").click()
+    choose(page, "language_picker", "简体中文")
     expect(main(page).get_by_role("heading", name="先试一个训练好的模型")).to_be_visible()
     expect(page).to_have_url(re.compile(r"\?lang=zh-CN$"))
     page.locator("[data-testid='stSidebarNav'] a[href$='/checkpoints']").first.click()
     expect(main(page).get_by_role("heading", name="检查点", exact=True)).to_be_visible()
     expect(page).to_have_url(re.compile(r"/checkpoints\?lang=zh-CN$"))
     wait_idle(page)
-    page.locator(".st-key-language_picker").click()
-    page.get_by_role("option", name="English").click()
+    choose(page, "language_picker", "English")
     expect(main(page).get_by_role("heading", name="Checkpoints", exact=True)).to_be_visible()
     expect(page).to_have_url(re.compile(r"/checkpoints$"))
     assert not page_errors(page)

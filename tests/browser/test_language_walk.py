@@ -21,22 +21,28 @@ One server and one browser page per language for the whole walk: under 2 minutes
 import re
 
 import pytest
-from conftest import PAGES, page_errors, requires_chromium, screenshot, wait_idle
+from conftest import (
+    LABEL_OVERLAPS,
+    SETTLE_MS,
+    VIEWPORTS,
+    button,
+    choose,
+    main,
+    open_at,
+    page_errors,
+    requires_chromium,
+    screenshot,
+    unfold,
+    wait_idle,
+)
 from playwright.sync_api import expect
-from test_e2e import button, main
-from test_viewports import LABEL_OVERLAPS
 
 from transformer.i18n import latin_terms
 
 pytestmark = [pytest.mark.browser, requires_chromium]
 
-VIEWPORTS = {"projector": (1280, 800), "large": (1920, 1080), "phone": (390, 844)}
 MODEL_PAGES = ["anatomy", "masking", "decoding", "lengths", "knockout", "compare", "checkpoints"]
-SETTLE_MS = 400  # after a resize: Streamlit's columns and Plotly's charts lay themselves out again
 
-# Toolbars show on hover (a tap on a phone): shown always here, so that where they would sit is measured.
-SHOW_TOOLBARS = """[data-testid='stElementToolbar'] { opacity: 1 !important; visibility: visible !important; }
-.modebar-container .modebar { opacity: 1 !important; }"""
 
 # Every visible text of the page, a line per block: text nodes that render, joined within their nearest block and
 # split between blocks, and the placeholders of empty fields. Left out: code and formulas (not sentences), icons
@@ -162,13 +168,6 @@ TABLES = """() => [...document.querySelectorAll("[data-testid='stDataFrame'], [d
         };
     })"""
 
-DRAWN = """() => !document.querySelector('[data-testid="stSkeleton"]') &&
-    [...document.querySelectorAll('[data-testid="stPlotlyChart"]')].every(chart => chart.querySelector('.main-svg'))"""
-
-# Opens every folded part of the page (an expander's content is what a student sees after one click).
-OPEN_EXPANDERS = """() => document.querySelectorAll('[data-testid="stMain"] details:not([open]) > summary')
-    .forEach(summary => summary.click())"""
-
 
 LATIN_WORD = re.compile(r"[A-Za-z][a-z]+(?:['’-][A-Za-z]+)*|[A-Z][A-Za-z]*")  # not d_model, 1/√step, x
 CHINESE = re.compile(r"[\u3000-\u303f\u3400-\u9fff\uff00-\uffef]")  # a character or its punctuation
@@ -250,23 +249,6 @@ def look(page, language: str, stop: str, allowed: list[str]) -> list[str]:
     return problems
 
 
-def open_at(page, server, name: str, language: str) -> None:
-    """A page by its address, in `language`, with the shipped reverse model in hand (a fresh session)."""
-    page.goto(f"{server.url}/{PAGES[name]}?model=reverse&lang={language}", wait_until="domcontentloaded")
-    page.wait_for_selector("[data-testid='stApp'][data-test-script-state='notRunning'] h1", timeout=90_000)
-    wait_idle(page)
-    page.add_style_tag(content=SHOW_TOOLBARS)
-    unfold(page)
-
-
-def unfold(page) -> None:
-    """Every expander of the page open, and the charts and tables in them drawn (a part Streamlit is still loading
-    shows a skeleton: its words are not there yet)."""
-    page.evaluate(OPEN_EXPANDERS)
-    page.wait_for_function(DRAWN, timeout=60_000)
-    page.wait_for_timeout(SETTLE_MS)
-
-
 def train_to_the_end(page) -> None:
     """Train's Start with the default settings, until its outcome shows (a run of a few seconds)."""
     button(page, "start_training").click()
@@ -331,8 +313,7 @@ def test_the_page_declares_its_language_and_a_switch_changes_it_at_once(page, la
     expect(main(page).get_by_role("heading", name="Checkpoints", exact=True)).to_be_visible(timeout=90_000)
     wait_idle(page)
     expect(page.locator("html")).to_have_attribute("lang", "en")
-    page.locator(".st-key-language_picker").click()
-    page.get_by_role("option", name="简体中文").click()
+    choose(page, "language_picker", "简体中文")
     expect(main(page).get_by_role("heading", name="检查点", exact=True)).to_be_visible()
     expect(page.locator("html")).to_have_attribute("lang", "zh-CN")
     uploader = main(page).locator("[data-testid='stFileUploaderDropzone']")  # Streamlit's English, in Chinese
@@ -342,8 +323,7 @@ def test_the_page_declares_its_language_and_a_switch_changes_it_at_once(page, la
     expect(main(page).get_by_role("heading", name="结构剖析", exact=True)).to_be_visible()
     wait_idle(page)
     expect(page.locator("html")).to_have_attribute("lang", "zh-CN")
-    page.locator(".st-key-language_picker").click()
-    page.get_by_role("option", name="English").click()
+    choose(page, "language_picker", "English")
     expect(main(page).get_by_role("heading", name="Anatomy", exact=True)).to_be_visible()
     expect(page.locator("html")).to_have_attribute("lang", "en")
     assert not page_errors(page)

@@ -3,9 +3,18 @@
 import re
 
 import pytest
-from conftest import navigate, open_page, page_errors, requires_chromium, wait_idle
+from conftest import (
+    button,
+    choose,
+    main,
+    navigate,
+    open_page,
+    page_errors,
+    requires_chromium,
+    wait_for_more_points,
+    wait_idle,
+)
 from playwright.sync_api import expect
-from test_e2e import button, main, wait_for_more_points
 
 pytestmark = [pytest.mark.browser, requires_chromium]
 
@@ -68,8 +77,7 @@ def test_step_2_two_students_on_the_defaults_watch_one_run_and_the_page_says_so(
 
 def test_step_3_without_positional_encoding_reverse_is_never_learned(page, lab_server):
     open_page(page, lab_server, "compare")
-    page.locator(".st-key-compare_experiment").click()
-    page.get_by_role("option", name="Reverse without positional encoding").click()
+    choose(page, "compare_experiment", "Reverse without positional encoding")
     wait_idle(page)
     page.wait_for_selector(".st-key-compare_curves .js-plotly-plot", timeout=30_000)
     finals = page.evaluate(  # each variant's last exact match (%), the third panel

@@ -2,10 +2,17 @@
 of the residual stream; and, after a run on Train, its best head's alignment and how training reshaped the model."""
 
 import pytest
-from conftest import IDLE, page_errors, requires_chromium, wait_idle
+from conftest import (
+    IDLE,
+    LAPTOP,
+    button,
+    open_train,
+    page_errors,
+    requires_chromium,
+    set_number,
+    wait_idle,
+)
 from playwright.sync_api import expect
-from test_classroom import LAPTOP, open_train, set_number
-from test_e2e import button
 
 pytestmark = [pytest.mark.browser, requires_chromium]
 

@@ -4,10 +4,20 @@ what to do next are in view when it ends, on a laptop and on a projector; and St
 finished shows that run's result at once, saying why."""
 
 import pytest
-from conftest import ARTIFACTS, LabServer, open_page, page_errors, requires_chromium, wait_idle
+from conftest import (
+    ARTIFACTS,
+    LAPTOP,
+    LabServer,
+    button,
+    main,
+    open_page,
+    open_train,
+    page_errors,
+    requires_chromium,
+    set_number,
+    wait_idle,
+)
 from playwright.sync_api import expect
-from test_classroom import LAPTOP, open_train, set_number
-from test_e2e import button, main
 
 from pages.train_controls import SAME_RUN
 

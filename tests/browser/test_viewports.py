@@ -6,13 +6,23 @@ sidebar folds away and a wide table must scroll, a table stays inside the screen
 """
 
 import pytest
-from conftest import PAGES, navigate, open_page, page_errors, requires_chromium, screenshot, wait_idle
+from conftest import (
+    LABEL_OVERLAPS,
+    PAGES,
+    VIEWPORTS,
+    button,
+    main,
+    navigate,
+    open_page,
+    page_errors,
+    requires_chromium,
+    screenshot,
+    wait_idle,
+)
 from playwright.sync_api import expect
-from test_e2e import button, main
 
 pytestmark = [pytest.mark.browser, requires_chromium]
 
-VIEWPORTS = {"projector": (1280, 800), "large": (1920, 1080), "phone": (390, 844)}
 
 # Each table's overflow: how far its columns reach past what it shows, and how far its box reaches past the screen.
 TABLE_OVERFLOW = """() => [...document.querySelectorAll("[data-testid='stDataFrame'], [data-testid='stTable']")]
@@ -25,44 +35,6 @@ TABLE_OVERFLOW = """() => [...document.querySelectorAll("[data-testid='stDataFra
             text: t.innerText.slice(0, 60),
         };
     })"""
-
-# Pairs of chart labels (titles, axis titles, tick labels, colour bar labels, annotations) whose boxes overlap by
-# more than a third of the smaller one; tick labels of one axis are left to Plotly, which thins or turns them.
-LABEL_OVERLAPS = """() => {
-    const found = [];
-    for (const plot of document.querySelectorAll('.js-plotly-plot')) {
-        const labels = [];
-        const add = (selector, group) => plot.querySelectorAll(selector).forEach((el, i) => {
-            const r = el.getBoundingClientRect();
-            if (r.width > 0 && r.height > 0 && el.textContent.trim())
-                labels.push({r, group: group === 'each' ? `${selector}${i}` : group, text: el.textContent});
-        });
-        add('.gtitle', 'each');
-        add('.g-xtitle text, .g-x2title text, .g-x3title text', 'each');
-        add('.g-ytitle text, .g-y2title text, .g-y3title text', 'each');
-        add('.annotation-text', 'each');
-        add('.colorbar .cbtitle text', 'colorbar title');
-        plot.querySelectorAll('.colorbar').forEach((bar, b) =>
-            bar.querySelectorAll('.cbaxis text, .ytick text').forEach(el => {
-                const r = el.getBoundingClientRect();
-                if (r.width > 0) labels.push({r, group: 'each', text: el.textContent});
-            }));
-        plot.querySelectorAll('.xaxislayer-above, .yaxislayer-above').forEach((axis, a) =>
-            axis.querySelectorAll('text').forEach(el => {
-                const r = el.getBoundingClientRect();
-                if (r.width > 0) labels.push({r, group: `axis${a}`, text: el.textContent});
-            }));
-        for (let i = 0; i < labels.length; i++) for (let j = i + 1; j < labels.length; j++) {
-            const a = labels[i], b = labels[j];
-            if (a.group === b.group && a.group.startsWith('axis')) continue;
-            const w = Math.min(a.r.right, b.r.right) - Math.max(a.r.left, b.r.left);
-            const h = Math.min(a.r.bottom, b.r.bottom) - Math.max(a.r.top, b.r.top);
-            const smaller = Math.min(a.r.width * a.r.height, b.r.width * b.r.height);
-            if (w > 0 && h > 0 && w * h > smaller / 3) found.push(`${a.text} / ${b.text}`);
-        }
-    }
-    return found;
-}"""
 
 
 @pytest.mark.parametrize("viewport", VIEWPORTS)
