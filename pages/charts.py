@@ -1,5 +1,6 @@
 """Every chart of the lab drawn one way: `st.plotly_chart` with its text alternative, in the session's language, for
-screen readers (WCAG 1.1.1). The text is read off the figure (`transformer.figures.summary.describe`).
+screen readers (WCAG 1.1.1), and in the lab's look (`transformer.figures.theme`), the report's too, in place of
+Streamlit's chart theme. The text is read off the figure (`transformer.figures.summary.describe`).
 
     from pages.charts import chart
     chart(st, lr_figure(config, step, tr=tr), key="train_lr_chart")
@@ -9,14 +10,14 @@ screen readers (WCAG 1.1.1). The text is read off the figure (`transformer.figur
 from types import ModuleType
 from typing import Any
 
-import plotly.graph_objects as go
 from streamlit.delta_generator import DeltaGenerator
 
 from pages.language import session_translator
 from transformer.figures.summary import describe
+from transformer.figures.theme import Figure, themed
 
 
-def chart(where: DeltaGenerator | ModuleType, fig: go.Figure, key: str, **options: Any) -> None:
+def chart(where: DeltaGenerator | ModuleType, fig: Figure, key: str, **options: Any) -> None:
     """Draw `fig` under `key` in `where` (`st` itself, or a column or container), with the figure's description as
     its accessible name. `options`: more of `st.plotly_chart`'s (config, ...)."""
-    where.plotly_chart(fig, key=key, alt=describe(fig, session_translator()), **options)
+    where.plotly_chart(themed(fig), key=key, alt=describe(fig, session_translator()), theme=None, **options)

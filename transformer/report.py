@@ -17,28 +17,26 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 
 import pandas as pd
-import plotly.graph_objects as go
-import plotly.io as pio
-from plotly.io.json import to_json_plotly
-from plotly.offline import get_plotlyjs
 
 from . import settings as spec
 from .alignment import FOUND, found_at
 from .figures.alignment import best_head_figure, ideal_over_learned
 from .figures.attention import attention_heatmaps
 from .figures.lengths import length_accuracy_figure
+from .figures.standalone import figure_json, plotly_js, template_json
 from .figures.summary import describe
+from .figures.theme import FONT_FAMILY, Figure
 from .figures.training import accuracy_figure, loss_figure
 from .i18n import N_, Translator
 from .lengths import summary
 from .report_data import ClassPart, ReportData
 from .tasks import DataConfig, get_task
 
-TEMPLATE = "plotly_white"  # one Plotly template for every figure, written once
 FILE_PART_CHARS = 40  # each part of a report's file name: its run's name, its student's name
 CSP = "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data: blob:"
+FONTS = f"body {{ font-family: {FONT_FAMILY}, system-ui, sans-serif; }}"  # the app's: Chinese in a Chinese face
 STYLE = """
-body { font-family: system-ui, sans-serif; max-width: 1100px; margin: 2em auto; padding: 0 1em; color: #111; }
+body { max-width: 1100px; margin: 2em auto; padding: 0 1em; color: #111; }
 h1 { font-size: 1.7em; } h2 { margin-top: 2em; border-bottom: 2px solid #1f5fbf; } h3 { margin-top: 1.5em; }
 table { border-collapse: collapse; margin: 0.5em 0; } td, th { border: 1px solid #ccc; padding: 0.25em 0.6em; }
 th { background: #f0f4fa; text-align: left; } td.seq { font-family: ui-monospace, monospace; }
@@ -107,14 +105,12 @@ class _Page:
     def para(self, message: str, **params: object) -> str:
         return f"<p>{self.t(message, **params)}</p>"
 
-    def figure(self, fig: go.Figure) -> str:
+    def figure(self, fig: Figure) -> str:
         """A placeholder sized to `fig`, named by its text alternative (`describe`) for screen readers, and `fig`'s
-        JSON (Plotly escapes `<`, so no text can end its script)."""
+        JSON (the file's one template is given to it as it is drawn)."""
         self.figures += 1
-        plotted = fig.to_plotly_json()
-        layout = {k: v for k, v in plotted["layout"].items() if k != "template"}  # the file's one template
-        name, height = f"figure-{self.figures}", int(layout.get("height") or 450)
-        data = to_json_plotly({"data": plotted["data"], "layout": layout})
+        data, height = figure_json(fig)
+        name = f"figure-{self.figures}"
         return (
             f'<div class="figure" id="{name}" role="img" aria-label="{html.escape(describe(fig, self.tr))}" '
             f'style="min-height:{height}px"></div>'
@@ -152,16 +148,15 @@ def report_html(
     if len(sections) > 1:
         links = "".join(f'<li><a href="#report-{i}">{escaped(s.heading)}</a></li>' for i, s in enumerate(sections))
         contents = f"<nav><ol>{links}</ol></nav>"
-    template = to_json_plotly(pio.templates[TEMPLATE].to_plotly_json())
     return _document(
         tr,
         title,
-        f"<script>{get_plotlyjs()}</script>",
+        f"<script>{plotly_js()}</script>",
         [
             _byline(tr, student, made or datetime.now().astimezone()),
             contents,
             *parts,
-            f'<script type="application/json" id="plotly-template">{template}</script>',
+            f'<script type="application/json" id="plotly-template">{template_json()}</script>',
             f"<script>{DRAW}</script>",
         ],
     )
@@ -190,7 +185,7 @@ def _document(tr: Translator, title: str, head: str, body: Sequence[str]) -> str
             f'<html lang="{escaped(tr.language)}"><head><meta charset="utf-8">',
             f'<meta http-equiv="Content-Security-Policy" content="{CSP}">',
             '<meta name="viewport" content="width=device-width, initial-scale=1">',
-            f"<title>{escaped(title)}</title><style>{STYLE}</style>{head}</head><body>",
+            f"<title>{escaped(title)}</title><style>{FONTS}{STYLE}</style>{head}</head><body>",
             f"<h1>{escaped(title)}</h1>",
             *body,
             "</body></html>",

@@ -11,7 +11,8 @@ from . import ENGLISH, title_layout, top_margin
 from .attention import attention_heatmaps
 from .heatmaps import as_array
 from .palette import HIGHLIGHT
-from .training import FONT, MARKER, TRAIN, VALID
+from .theme import FONT
+from .training import MARKER, TRAIN, VALID
 
 IDEAL = HIGHLIGHT  # the ideal cells' outline: stands out on the attention blues
 

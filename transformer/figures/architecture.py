@@ -6,8 +6,8 @@ import plotly.graph_objects as go
 from ..i18n import Message, Translator
 from ..inspection import POSITIONAL_KINDS
 from . import ENGLISH, wrap_lines
-from .heatmaps import FONT
 from .palette import HIGHLIGHT
+from .theme import FONT
 
 _COLOURS = {"attention": "#fbd9b4", "ffn": "#c7e3f5", "norm": "#f4f1a8", "embed": "#f8cfd6", "output": "#dccff0"}
 _BOX_W, _BOX_H, _GAP = 2.6, 0.8, 0.28  # box width and height, vertical gap between boxes (data units)

@@ -7,8 +7,9 @@ import plotly.graph_objects as go
 
 from ..i18n import Translator
 from . import ENGLISH, top_margin, wrap_title
-from .heatmaps import FONT, as_array, axis_ticks, build_figure, diverging_heatmap, hover_grid, subplot_grid
+from .heatmaps import as_array, axis_ticks, build_figure, diverging_heatmap, hover_grid, subplot_grid
 from .palette import BLOCKED, MAY_ATTEND
+from .theme import FONT
 
 ATTENTION_SCALE = "Blues"
 

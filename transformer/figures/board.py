@@ -10,7 +10,8 @@ from ..classroom.board import GroupCurves
 from ..i18n import N_, Translator
 from . import ENGLISH, LEGEND_AT_FOOT, title_layout, top_margin
 from .palette import SERIES, SYMBOLS, series_line
-from .training import FONT
+from .theme import FONT
+from .training import loss_axis
 
 GROUP_COLOURS = SERIES  # one per group, in the assignment's order, each with its dash and marker symbol
 MEMBER_OPACITY = 0.25
@@ -45,13 +46,14 @@ def group_curves_figure(
             median = curve.median.tolist()
             traces.append(dict(type="scatter", x=steps, y=median, mode="lines", line=series_line(place, width=4)))
             traces[-1] |= dict(name=label_text, legendgroup=legend_group)
+    losses = [value for trace in traces for value in trace["y"] if value is not None]
     layout = dict(
         title=title_layout(title),
         height=height,
         font=FONT,
         margin=dict(l=10, r=10, t=top_margin(title), b=100),
         xaxis=dict(title=tr.gettext("step")),
-        yaxis=dict(title=tr.gettext("training loss (log scale)"), type="log"),
+        yaxis=loss_axis(losses, tr.gettext("training loss (log scale)")),
         legend=LEGEND_AT_FOOT,  # the title keeps the top
     )
     return go.Figure(data=traces, layout=layout)

@@ -13,7 +13,8 @@ from ..training import MetricRow
 from . import ENGLISH, LEGEND_AT_FOOT, title_layout, top_margin, wrap_title
 from .lengths import shade_trained
 from .palette import SERIES, series_line
-from .training import FONT, MARKER, line_chart_layout, log_ticks
+from .theme import FONT
+from .training import MARKER, line_chart_layout, loss_axis
 
 VARIANT_COLOURS = SERIES  # one per variant, in the experiment's order, each with its dash
 PANELS = (  # column, panel title, scale to display
@@ -56,7 +57,7 @@ def comparison_figure(
                 row=1,
                 col=col,
             )
-    fig.update_yaxes(type="log", row=1, col=1, **log_ticks([row for rows in histories.values() for row in rows]))
+    fig.update_yaxes(loss_axis([row["train_loss"] for rows in histories.values() for row in rows]), row=1, col=1)
     for col in (2, 3):
         fig.update_yaxes(range=[0, 101], ticksuffix="%", row=1, col=col)
     fig.update_xaxes(title=tr.gettext("training step"), rangemode="tozero")
@@ -93,7 +94,7 @@ def loss_marker_figure(
     marker = tr.gettext("step {step}", step=step)
     fig.add_vline(x=step, line=dict(color=MARKER, dash="dash", width=2), annotation_text=marker)
     fig.update_xaxes(title=tr.gettext("training step"), rangemode="tozero")
-    fig.update_yaxes(title=tr.gettext("training loss (log scale)"), type="log", **log_ticks(rows))
+    fig.update_yaxes(loss_axis([row["train_loss"] for row in rows], tr.gettext("training loss (log scale)")))
     title = wrap_title(tr.gettext("Loss of {variant}", variant=label), 26)
     fig.update_layout(
         title=title_layout(title),

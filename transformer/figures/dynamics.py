@@ -10,7 +10,7 @@ from ..i18n import Translator
 from . import ENGLISH, title_layout, top_margin
 from .heatmaps import escape_labels
 from .palette import BLUE
-from .training import FONT
+from .theme import FONT
 
 TRAIL = "#bbbbbb"  # where the symbols were at earlier rows
 POINT = BLUE

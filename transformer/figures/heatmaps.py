@@ -17,8 +17,8 @@ import numpy as np
 import plotly.graph_objects as go
 
 from . import title_layout, top_margin
+from .theme import FONT
 
-FONT = dict(size=16, color="#111111")  # readable on a projector
 DIVERGING_SCALE = "RdBu_r"  # negative blue, zero white, positive red
 
 

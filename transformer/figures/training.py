@@ -15,8 +15,7 @@ from ..i18n import Translator
 from ..training import MetricRow, TrainConfig
 from . import ENGLISH, LEGEND_AT_FOOT, title_layout, top_margin
 from .palette import MARKER, TRAIN, VALID, dash_of
-
-FONT = dict(size=16)  # readable on a projector
+from .theme import FONT
 
 
 def loss_figure(
@@ -47,7 +46,7 @@ def loss_figure(
         )
         traces.append(_line(steps, means, name, TRAIN, width=2, markers=False))
         spread = [*means, *(row["val_loss"] for row in rows)]
-    layout = dict(yaxis=dict(title=tr.gettext("loss (log scale)"), type="log", **loss_ticks(spread)))
+    layout = dict(yaxis=loss_axis(spread, tr.gettext("loss (log scale)")))
     if train_floor:
         layout |= dict(
             shapes=[
@@ -129,9 +128,10 @@ def step_means(losses: Sequence[float], max_points: int) -> tuple[list[float], l
     return steps, means, per
 
 
-def log_ticks(rows: Sequence[MetricRow], columns: Sequence[str] = ("train_loss",)) -> dict:
-    """`loss_ticks` of the rows' `columns`."""
-    return loss_ticks([row[c] for row in rows for c in columns])
+def loss_axis(losses: Sequence[float | None], title: str | None = None) -> dict:
+    """The one axis every chart of a loss draws it on: a log scale (late progress stays visible), ticked by
+    `loss_ticks`, titled `title` (None: a panel whose title names it)."""
+    return dict(type="log", **loss_ticks(losses), **({} if title is None else {"title": title}))
 
 
 def loss_ticks(losses: Sequence[float]) -> dict:

@@ -1,0 +1,39 @@
+"""The lab's one look for its charts, in the app and in a downloaded report alike: the page's typefaces (Chinese in a
+Simplified Chinese face, so it is not drawn with Japanese glyph forms), its text colour, a font a projector reads, a
+white ground with a light grid, and the colour-blind-safe series colours (`palette.SERIES`).
+
+Figures set their fonts from `FONT`; whoever draws them (`pages/charts.py`, `transformer/report.py`) gives each the
+`TEMPLATE`, and Streamlit's own chart theme is turned off, so a chart looks the same on the page and in the report.
+"""
+
+import plotly.graph_objects as go
+
+from .palette import LIGHT_GREY, SERIES
+
+Figure = go.Figure  # what every figure function returns, and what the app and the report draw
+TEXT = "#111111"  # the app's text colour: `.streamlit/config.toml`, [theme] textColor
+# The app's typefaces (`.streamlit/config.toml`, [theme] font; a test keeps the two equal): Latin in Source Sans,
+# Chinese in a Simplified Chinese face, whichever the viewer's system has.
+FONT_FAMILY = (
+    '"Source Sans", "Noto Sans CJK SC", "Noto Sans SC", "Source Han Sans SC", "PingFang SC", "Microsoft YaHei"'
+)
+FONT = dict(size=16, color=TEXT)  # readable on a projector
+GRID = "#ebebeb"  # grid lines: seen, never mistaken for data
+AXIS = dict(gridcolor=GRID, zerolinecolor=LIGHT_GREY, linecolor=LIGHT_GREY, automargin=True)
+
+TEMPLATE = go.layout.Template(
+    layout=dict(
+        font=dict(family=f"{FONT_FAMILY}, sans-serif", **FONT),
+        colorway=list(SERIES),
+        paper_bgcolor="#ffffff",
+        plot_bgcolor="#ffffff",
+        xaxis=AXIS,
+        yaxis=AXIS,
+        hoverlabel=dict(font=dict(family=f"{FONT_FAMILY}, sans-serif")),
+    )
+)
+
+
+def themed(fig: Figure) -> Figure:
+    """`fig` with the lab's template (in place: the same figure drawn twice gets the same look)."""
+    return fig.update_layout(template=TEMPLATE)
