@@ -43,7 +43,7 @@ from streamlit.testing.v1 import AppTest
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tests.helpers import navigation_mode_patch  # noqa: E402
+from pages.streamlit_internals import navigation_mode_patch  # noqa: E402
 from transformer import load_checkpoint  # noqa: E402
 from transformer.run_configs import run_configs  # noqa: E402
 from transformer.training import Trainer  # noqa: E402
@@ -106,11 +106,20 @@ def served() -> dict | None:
     """The Train page's defaults (seed 11, inputs up to 12 long) outside the app and in a served app watched by
     Chromium: steps and training seconds of each. None without Chromium."""
     sys.path.insert(0, str(ROOT / "tests" / "browser"))
-    from conftest import ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, LabServer, wait_idle
+    from conftest import (
+        ARTIFACTS,
+        CHROMIUM,
+        CHROMIUM_ARGS,
+        LAPTOP,
+        LabServer,
+        button,
+        main,
+        open_train,
+        set_number,
+        wait_idle,
+    )
     from load_test import Renicer
     from playwright.sync_api import expect, sync_playwright
-    from test_classroom import LAPTOP, open_train, set_number
-    from test_e2e import button, main
     from throughput_bench import DATA as PAGE_DATA
     from throughput_bench import MODEL as PAGE_MODEL
     from throughput_bench import TRAIN as PAGE_TRAIN
@@ -190,10 +199,20 @@ def default_run(seeds: list[int]) -> dict | None:
     seconds the page reports, those in `nn.Transformer` training steps timed here between the runs, and the CPU
     seconds of the worker, the server and Chromium from the click on Start to "Finished". None without Chromium."""
     sys.path.insert(0, str(ROOT / "tests" / "browser"))
-    from conftest import ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, IDLE, LabServer, wait_idle
+    from conftest import (
+        ARTIFACTS,
+        CHROMIUM,
+        CHROMIUM_ARGS,
+        IDLE,
+        LAPTOP,
+        LabServer,
+        button,
+        main,
+        open_train,
+        set_number,
+        wait_idle,
+    )
     from playwright.sync_api import expect, sync_playwright
-    from test_classroom import LAPTOP, open_train, set_number
-    from test_e2e import button, main
 
     from transformer.bench import STEP_TIME_CONFIG, ReferenceTransformer, _step_batches, _step_fn, _timed_ms
 

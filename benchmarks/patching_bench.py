@@ -18,9 +18,10 @@ import torch  # noqa: E402
 from probe_bench import measure  # noqa: E402
 
 from transformer.knockout import all_heads  # noqa: E402
-from transformer.limits import MAX_LAYERS, MAX_SEQ_LEN, TRAIN_FORM_LIMITS, patching_cost  # noqa: E402
+from transformer.limits import MAX_LAYERS, MAX_SEQ_LEN, patching_cost  # noqa: E402
 from transformer.model import ModelConfig, Transformer  # noqa: E402
 from transformer.patching import check_patching_cost, patching_grid, stream_sites  # noqa: E402
+from transformer.settings import TRAIN_FORM_LIMITS  # noqa: E402
 from transformer.vocab import N_SPECIAL, Vocab  # noqa: E402
 
 VOCAB = Vocab.digits(10)

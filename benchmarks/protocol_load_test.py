@@ -2,18 +2,20 @@
 
 Each session opens Home, then Train, as a student's browser does, and every one presses Start in the same tenth of
 a second: in the `defaults` scenario all with the Train page's defaults (one run, joined by everyone), in the
-`seeds` scenario each with a seed of its own (N distinct runs, most of them queued). A session then polls its run
-on the page's own fragment timers, as the browser does, until the run's outcome. In a class the students' laptops
-draw their pages, not the server: 30 Chromium pages on the server's cores (benchmarks/load_test.py) take most of them,
-where these 30 clients take a second or two of CPU in all (printed: the clients' CPU). What a client receives is what a
-browser receives before drawing it.
+`seeds` scenario each with a seed of its own (N distinct runs, most of them queued). With `--task NAME` each first
+picks that task in the Train page's task picker, which fills the form with the task's default run: `seeds` then
+gives N distinct runs of that default run. A session then polls its run on the page's own fragment timers, as the
+browser does, until the run's outcome. In a class the students' laptops draw their pages, not the server: 30
+Chromium pages on the server's cores (benchmarks/load_test.py) take most of them, where these 30 clients take a
+second or two of CPU in all (printed: the clients' CPU). What a client receives is what a browser receives before
+drawing it.
 
 Reports sessions served without error; runs finished, refused, lapsed or failed; from Start to each session's
 first message with its queue place, its run training and its run finished, p50 / p95 / max; from Start to each
 run's queueing, start and end in the server's log; the longest a session asked the server nothing; peak server
 RSS (with its training workers) and CPU, and the clients' own CPU.
 
-    python benchmarks/protocol_load_test.py [--sessions 30] [--scenario defaults|seeds] [--json FILE]
+    python benchmarks/protocol_load_test.py [--sessions 30] [--scenario defaults|seeds] [--task NAME] [--json FILE]
 
 Prints a JSON summary and a short table; exits 1 if any session errored, or a run lapsed or failed.
 """
@@ -26,6 +28,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository: the task picker's tasks
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "browser"))  # browser fixture, protocol client
 from conftest import ARTIFACTS, LabServer  # noqa: E402
 from load_test import (  # noqa: E402
@@ -46,11 +49,14 @@ from load_test import (  # noqa: E402
 from streamlit_client import StreamlitSession  # noqa: E402
 from websockets.exceptions import WebSocketException  # noqa: E402
 
+from transformer.settings import setting  # noqa: E402
+
 SCENARIOS = ("defaults", "seeds")
 OPEN_TIMEOUT_S = 180.0  # one session's Home and Train, 30 opening at once
 TRAIN_TIMEOUT_S = 600.0  # one run, Start to finished, queue included
 START_DELAY_S = 1.0  # from the last session on Train to the clicks
 READ_EVERY_S = 0.05  # between two reads of what a session has received (no message is sent)
+TASK = setting("task")  # the Train page's task picker: its widget key, the tasks it offers, the page's default
 MARKERS = {"queue place": QUEUE_TEXT, "training": MOVING_TEXT, "finished": DONE_TEXT}
 OUTCOMES = {DONE_TEXT: "completed", BUSY_TEXT: "refused", LAPSED_TEXT: "lapsed", STOPPED_TEXT: "lapsed"}
 
@@ -67,9 +73,11 @@ class Student:
     errors: list[str] = field(default_factory=list)
 
 
-async def open_train(session: StreamlitSession, student: Student, scenario: str) -> None:
+async def open_train(session: StreamlitSession, student: Student, scenario: str, task: str | None) -> None:
     await session.open("", timeout_s=OPEN_TIMEOUT_S)
     await session.open("train", timeout_s=OPEN_TIMEOUT_S)
+    if task is not None:
+        await session.choose(TASK.form.key, task, timeout_s=OPEN_TIMEOUT_S)  # its name is how the picker shows it
     if scenario == "seeds":
         session.set("train_seed", 100 + student.index)  # the browser load test's seeds
     student.served = not session.exceptions
@@ -103,13 +111,13 @@ async def train(session: StreamlitSession, student: Student, at: float) -> None:
 
 
 async def student_session(
-    url: str, student: Student, scenario: str, ready: asyncio.Barrier, start_at: asyncio.Future
+    url: str, student: Student, scenario: str, task: str | None, ready: asyncio.Barrier, start_at: asyncio.Future
 ) -> None:
     arrived = False  # every session on Train, or failed to get there, before anyone clicks
     try:
         async with StreamlitSession(url) as session:
             try:
-                await open_train(session, student, scenario)
+                await open_train(session, student, scenario, task)
             finally:
                 arrived = True
                 await ready.wait()
@@ -123,27 +131,33 @@ async def student_session(
             await ready.wait()
 
 
-async def drive(url: str, n: int, scenario: str) -> tuple[list[Student], float]:
+async def drive(url: str, n: int, scenario: str, task: str | None) -> tuple[list[Student], float]:
     async with StreamlitSession(url) as teacher:  # the first run imports torch and the package: before class
         await teacher.open("", timeout_s=OPEN_TIMEOUT_S)
     students, ready, start_at = [Student(i) for i in range(n)], asyncio.Barrier(n + 1), asyncio.Future()
-    tasks = [asyncio.create_task(student_session(url, s, scenario, ready, start_at)) for s in students]
+    sessions = [asyncio.create_task(student_session(url, s, scenario, task, ready, start_at)) for s in students]
     await ready.wait()
     start_at.set_result(time.perf_counter() + START_DELAY_S)  # the same moment on both clocks
     start_wall = time.time() + START_DELAY_S
-    await asyncio.gather(*tasks)
+    await asyncio.gather(*sessions)
     return students, start_wall
 
 
-def run(n_sessions: int = 30, scenario: str = "seeds", log_name: str = "server-protocol-load-test.log") -> dict:
-    """Run the load test against a fresh server (its log in ARTIFACTS / `log_name`) and return the summary."""
+def run(
+    n_sessions: int = 30,
+    scenario: str = "seeds",
+    log_name: str = "server-protocol-load-test.log",
+    task: str | None = None,
+) -> dict:
+    """Run the load test against a fresh server (its log in ARTIFACTS / `log_name`) and return the summary. With
+    `task`, each session picks it in the task picker first; else it trains the page's default task."""
     started = time.perf_counter()
     with (
         LabServer(ARTIFACTS / log_name) as server,
         ServerSampler(server.pid, server.url) as sampler,
     ):
         clients_began = time.process_time()  # this process runs the clients; the server is a child process
-        students, start_wall = asyncio.run(drive(server.url, n_sessions, scenario))
+        students, start_wall = asyncio.run(drive(server.url, n_sessions, scenario, task))
         clients_cpu_s = time.process_time() - clients_began
         server.check_alive()
         server_cpu_s = sampler.cpu_s()
@@ -152,6 +166,7 @@ def run(n_sessions: int = 30, scenario: str = "seeds", log_name: str = "server-p
     outcomes = [s.training for s in students]
     return {
         "scenario": scenario,
+        "task": task or TASK.default,
         "sessions": n_sessions,
         "served": sum(s.served and not s.errors for s in students),
         "errors": sum(bool(s.errors) for s in students) + (1 if tracebacks else 0),
@@ -182,7 +197,7 @@ def run(n_sessions: int = 30, scenario: str = "seeds", log_name: str = "server-p
 def table(summary: dict) -> str:
     t, r = summary["training"], summary["runs_on_server"]
     rows = [
-        ("scenario", f"{summary['scenario']}, {summary['sessions']} protocol clients"),
+        ("scenario", f"{summary['scenario']}, task {summary['task']}, {summary['sessions']} protocol clients"),
         ("sessions served without error", f"{summary['served']} / {summary['sessions']}"),
         (
             "runs finished / refused / lapsed / failed",
@@ -207,11 +222,14 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sessions", type=int, default=30, help="students pressing Start at once")
     parser.add_argument("--scenario", choices=SCENARIOS, default="seeds", help="the defaults, or a seed each")
+    parser.add_argument(
+        "--task", choices=TASK.options, metavar="NAME", help=f"pick this task first: {', '.join(TASK.options)}"
+    )
     parser.add_argument("--json", type=Path, default=ARTIFACTS / "protocol_load_test.json", help="the summary")
     args = parser.parse_args(argv)
     if not 1 <= args.sessions <= 200:
         parser.error("--sessions must be between 1 and 200")
-    summary = run(args.sessions, args.scenario)
+    summary = run(args.sessions, args.scenario, task=args.task)
     return 0 if report(summary, table(summary), args.json) else 1
 
 

@@ -20,21 +20,19 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from plotly.offline import get_plotlyjs  # noqa: E402
 
-from tests.helpers import finished_run  # noqa: E402
 from transformer import settings as spec  # noqa: E402
 from transformer.classroom import ClassStore  # noqa: E402
 from transformer.classroom.recorder import run_state  # noqa: E402
 from transformer.classroom.reports import class_reports_html, record_run_report  # noqa: E402
 from transformer.i18n import translator  # noqa: E402
-from transformer.limits import TRAIN_FORM_LIMITS  # noqa: E402
 from transformer.report import run_report_html  # noqa: E402
 from transformer.report_data import gather, to_json  # noqa: E402
-from transformer.serving import Run  # noqa: E402
+from transformer.serving import Run, finished_run  # noqa: E402
 
 MB = 2**20
 LARGEST = {  # the Train form's largest model and inputs, trained for its fewest steps
-    name: TRAIN_FORM_LIMITS[name][1] for name in ("min_len", "max_len", "d_model", "n_heads", "n_layers", "d_ff")
-} | {"batch_size": 8, "steps": TRAIN_FORM_LIMITS["steps"][0]}
+    name: spec.TRAIN_FORM_LIMITS[name][1] for name in ("min_len", "max_len", "d_model", "n_heads", "n_layers", "d_ff")
+} | {"batch_size": 8, "steps": spec.TRAIN_FORM_LIMITS["steps"][0]}
 
 
 def timed(build, repeats: int) -> tuple[object, float]:

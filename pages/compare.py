@@ -38,6 +38,7 @@ from transformer.experiments import (
 )
 from transformer.figures.compare import comparison_figure, length_comparison_figure
 from transformer.i18n import N_, Message
+from transformer.limits import MAX_JSON_BYTES
 from transformer.literal import markdown_literal
 from transformer.serving import ServerBusy
 from transformer.uploads import shown_name
@@ -334,11 +335,13 @@ def results(polling: bool) -> None:
 
 
 results(polling=running)
+limit_mb = min(st.get_option("server.maxUploadSize"), MAX_JSON_BYTES // 2**20)
 st.file_uploader(
-    _("Load an exported experiment (JSON)"),
+    _("Load an exported experiment (JSON, {most} MB at most)", most=limit_mb),
     type=["json"],
     key="compare_upload",
     on_change=load_upload,
+    max_upload_size=limit_mb,
     help=_("A file from the JSON download above: its runs are shown again, no training needed."),
 )
 ask_before_replacing()

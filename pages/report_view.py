@@ -98,7 +98,7 @@ def class_reports_download(code: str) -> None:
     """A button that downloads every student's report in one file, as the class database holds them at the click."""
     st.download_button(
         _("Download every student's lab report (HTML)"),
-        partial(class_reports, class_store(), code, session_translator()),
+        partial(class_reports, class_store(), code, session_translator(), local_time().tzinfo),
         f"{code}-reports.html",
         "text/html",
         key="teacher_download_reports",
@@ -108,10 +108,10 @@ def class_reports_download(code: str) -> None:
     )
 
 
-def class_reports(store: ClassStore, code: str, tr: Translator) -> str:
-    """The class's reports, or a file that says why there are none."""
+def class_reports(store: ClassStore, code: str, tr: Translator, zone: tzinfo) -> str:
+    """The class's reports made now, in `zone` (the teacher's), or a file that says why there are none."""
     try:
-        return class_reports_html(store, code, tr)
+        return class_reports_html(store, code, tr, datetime.now(zone))
     except (ClassroomError, SQLAlchemyError) as err:
         title = tr.gettext(N_("No lab reports"))
         return notice_html(tr, title, tr.gettext(N_("The class's reports could not be read: {reason}"), reason=err))

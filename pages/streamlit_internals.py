@@ -1,10 +1,11 @@
 """Every part of Streamlit the app uses that is not its public API, each behind one small function.
 
 A Streamlit upgrade may move or change any of these: tests/test_streamlit_internals.py fails when one does, and
-this module is the one place to mend. Nothing else in the app imports `streamlit.runtime`. (The tests' own aid that
-reaches one, tests/helpers.py, is checked by the same tests.)
+this module is the one place to mend. Nothing else in the app imports `streamlit.runtime`. `navigation_mode_patch` is
+for AppTest (the tests and benchmarks/app_bench.py), never the served app.
 """
 
+import functools
 import hashlib
 from collections.abc import Callable
 from pathlib import Path
@@ -29,6 +30,22 @@ def rerun_inside_frame() -> None:
     if any(Path(page.get("script_path") or "").name == Path(__file__).name for page in listed):
         PagesManager.uses_pages_directory = False  # what st.navigation does: later runs use the frame's pages
         st.rerun()
+
+
+def navigation_mode_patch() -> tuple[type, str, Callable]:
+    """(object, attribute, value) for `setattr` or a test's `monkeypatch.setattr`: a `PagesManager.__init__` that
+    leaves the legacy pages/ mode off, so that AppTest runs every page inside streamlit_app.py's frame, as a
+    served app does once `st.navigation` has run. (AppTest forgets the navigation mode before each run, so a run
+    after `switch_page` would otherwise execute the page's file alone, without the sidebar and the saving of a
+    finished run that every page has in the browser.)"""
+    init = PagesManager.__init__
+
+    @functools.wraps(init)
+    def init_in_navigation_mode(self, *args, **kwargs) -> None:
+        init(self, *args, **kwargs)
+        PagesManager.uses_pages_directory = False
+
+    return PagesManager, "__init__", init_in_navigation_mode
 
 
 def page_connected() -> Callable[[], bool] | None:

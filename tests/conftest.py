@@ -5,9 +5,10 @@ import shutil
 import subprocess
 
 import pytest
+import torch
 from hypothesis import settings
 
-from tests.helpers import navigation_mode_patch
+from pages.streamlit_internals import navigation_mode_patch
 
 
 @pytest.fixture(scope="session")
@@ -18,12 +19,21 @@ def class_data_dir(tmp_path_factory):
 
 @pytest.fixture(autouse=True)
 def navigation_mode(monkeypatch, class_data_dir):
-    """AppTest runs pages inside the app's frame (see tests/helpers.py), trains on threads of the test process
+    """AppTest runs pages inside the app's frame (`navigation_mode_patch`), trains on threads of the test process
     (tests/serving/test_worker.py and the browser tests cover worker processes), and keeps classes in a folder of the
     tests' own."""
     monkeypatch.setattr(*navigation_mode_patch())
     monkeypatch.setenv("LAB_TRAINING_PROCESSES", "0")
     monkeypatch.setenv("LAB_DATA_DIR", str(class_data_dir))
+
+
+@pytest.fixture
+def cli_one_thread(monkeypatch):
+    """In-process commands run on one thread; the test process gets its thread count back afterwards."""
+    threads = torch.get_num_threads()
+    monkeypatch.setenv("TRANSFORMER_THREADS", "1")
+    yield
+    torch.set_num_threads(threads)
 
 
 # Hypothesis: a bounded number of examples per property in CI ("ci", the default), more on demand:

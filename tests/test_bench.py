@@ -2,9 +2,12 @@
 
 import json
 
+import pytest
+
 from transformer import bench
 
 
+@pytest.mark.slow  # the whole quick bench, over a minute; its step ratios are checked in the default run below
 def test_quick_bench_prints_every_figure(capsys):
     figures = bench.run(quick=True)
     out = capsys.readouterr().out.strip()

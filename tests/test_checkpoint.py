@@ -5,14 +5,31 @@ import pickle
 import random
 import re
 import zipfile
-from functools import cache
 from pathlib import Path
 
 import pytest
 import torch
 
 import transformer.checkpoint as ckpt
-from tests.test_pairs import largest_pairs
+from tests.helpers.models import (
+    BIG,
+    HISTORY,
+    HOSTILE_FILES,
+    RARE,
+    TASK,
+    TRAIN_CONFIG,
+    VOCAB,
+    huge_rare_symbol,
+    largest_checkpoint,
+    make_model,
+    one_tensor_for_every_matrix,
+    payload,
+    real_bytes,
+    saved,
+    set_in,
+    tampered,
+    views_of_one_storage,
+)
 from transformer.checkpoint import (
     FORMAT_VERSION,
     MAX_CHECKPOINT_BYTES,
@@ -22,41 +39,15 @@ from transformer.checkpoint import (
     save_checkpoint,
 )
 from transformer.cli import main
-from transformer.model import ModelConfig, Transformer
+from transformer.model import ModelConfig
 from transformer.pairs import TaskPairs, pairs_from_rows
 from transformer.tasks import DataConfig
 from transformer.vocab import Vocab
-
-TASK = DataConfig(task="sort", min_len=2, max_len=8, n_symbols=10, seed=3, n_valid=50)
-VOCAB = Vocab.digits(10)
-HISTORY = [{"step": 0, "loss": 2.5, "accuracy": 0.0}, {"step": 100, "loss": 0.25, "accuracy": 0.875}]
-TRAIN_CONFIG = {"lr": 1e-3, "batch_size": 64, "betas": [0.9, 0.98], "schedule": "noam", "clip": None}
-
-
-def make_model(**overrides) -> Transformer:
-    torch.manual_seed(0)
-    return Transformer(ModelConfig(**overrides))
 
 
 def random_batch(seed: int = 1) -> tuple[torch.Tensor, torch.Tensor]:
     g = torch.Generator().manual_seed(seed)
     return torch.randint(3, 13, (4, 7), generator=g), torch.randint(3, 13, (4, 6), generator=g)
-
-
-@cache
-def real_bytes(**overrides) -> bytes:
-    return checkpoint_bytes(make_model(**overrides), VOCAB, TASK, HISTORY, TRAIN_CONFIG)
-
-
-def payload() -> dict:
-    """A real checkpoint's content, to tamper with."""
-    return torch.load(io.BytesIO(real_bytes()), weights_only=True)
-
-
-def saved(obj) -> bytes:
-    buffer = io.BytesIO()
-    torch.save(obj, buffer)
-    return buffer.getvalue()
 
 
 @pytest.mark.parametrize(
@@ -155,16 +146,6 @@ def test_save_refuses_parts_that_would_not_load(tmp_path):
     assert not path.exists() and os.listdir(tmp_path) == []
 
 
-def tampered(change) -> bytes:
-    content = payload()
-    change(content)
-    return saved(content)
-
-
-def set_in(part: str, key: str, value):
-    return lambda content: content[part].__setitem__(key, value)
-
-
 def tie_mismatch(content):
     content["model_config"]["tie_weights"] = True
     content["state_dict"]["generator.proj.weight"] = content["state_dict"]["embed.lut.weight"] + 1
@@ -228,7 +209,7 @@ REFUSED = {
     "NaN weights": (lambda: tampered(nan_weight), "w_1.weight has NaN or infinite weights"),
     "tied weights differ": (lambda: tampered(tie_mismatch), "differs from embed.lut.weight"),
     "unknown config key": (lambda: tampered(set_in("model_config", "colour", "red")), "unexpected 'colour'"),
-    "missing config key": (lambda: tampered(lambda c: c["model_config"].pop("d_ff")), "missing 'd_ff'"),
+    "missing config key": (lambda: tampered(lambda c: c["model_config"].pop("vocab_size")), "missing 'vocab_size'"),
     "bad config value": (lambda: tampered(set_in("model_config", "d_model", 30)), "divisible by n_heads"),
     "zero heads": (lambda: tampered(set_in("model_config", "n_heads", 0)), "n_heads must be positive"),
     "pad_id not the vocab's": (lambda: tampered(set_in("model_config", "pad_id", 5)), "pad_id is 5 but the vocab"),
@@ -363,83 +344,7 @@ def test_weights_only_is_what_blocks_the_exploit(tmp_path, monkeypatch):
 
 
 # Files that pass every check of the parts one by one, and would still break a page, hold a server's memory, or
-# give NaN: each is refused, with what is wrong.
-
-
-def task_longer_than_the_model(content):
-    content["model_config"]["max_len"] = TASK.max_len  # BOS + 8 target tokens need 9 positions
-
-
-def huge_embeddings(content):
-    content["state_dict"]["embed.lut.weight"] *= 1e30  # finite, but attention scores overflow to NaN
-
-
-RARE = VOCAB.symbol_id(9)  # a symbol the task's longest input, 0 1 ... 7, never reads
-
-
-def huge_rare_symbol(content):
-    content["state_dict"]["embed.lut.weight"][RARE] *= 1e30  # finite, but attention overflows wherever 9 is read
-
-
-def huge_rare_symbol_in_a_narrow_model(content):
-    content["model_config"]["max_len"] = TASK.max_len + 1  # reads 8 symbols at most: the probe takes two rows
-    huge_rare_symbol(content)
-
-
-BIG = {"d_model": 128, "n_heads": 4, "d_ff": 512, "n_layers": 3}  # about 1.2 million weights
-
-
-def views_of_one_storage() -> bytes:
-    """A checkpoint of a large model whose tensors are all views of one small storage: a tiny file."""
-    content = payload()
-    content["model_config"].update(BIG)
-    with torch.device("meta"):
-        shapes = {name: t.shape for name, t in Transformer(ModelConfig(**content["model_config"])).state_dict().items()}
-    storage = torch.randn(max(s.numel() for s in shapes.values()), generator=torch.Generator().manual_seed(0)) / 50
-    content["state_dict"] = {name: storage[: shape.numel()].view(shape) for name, shape in shapes.items()}
-    return saved(content)
-
-
-def one_tensor_for_every_matrix() -> bytes:
-    """A checkpoint of a large model whose same-shaped weights are all one tensor, stored once."""
-    content = payload()
-    content["model_config"].update(BIG)
-    model = make_model(**BIG)
-    first = {}  # shape -> the first tensor of that shape
-    content["state_dict"] = {n: first.setdefault(t.shape, t) for n, t in ckpt._cpu_weights(model).items()}
-    return saved(content)
-
-
-def transposed(content):
-    name = "encoder.layers.0.self_attn.out_proj.weight"  # square: its transpose has the right shape
-    content["state_dict"][name] = content["state_dict"][name].t()
-
-
-HOSTILE_FILES = {  # name -> (make the file, what the refusal says)
-    "task longer than the model": (
-        lambda: tampered(task_longer_than_the_model),
-        r"the task.s sequences have up to 8 symbols but model_config.max_len 8 fits at most 7 tokens",
-    ),
-    "views of one storage": (views_of_one_storage, "does not own exactly its bytes"),
-    "one tensor for many weights": (
-        one_tensor_for_every_matrix,
-        "hold 199,309 weights but model_config describes 1,391,885",
-    ),
-    "too few weights": (
-        lambda: tampered(set_in("state_dict", "embed.lut.weight", torch.zeros(13, 16))),
-        "some are missing, smaller than the model's, or share one tensor",
-    ),
-    "a transposed view": (lambda: tampered(transposed), "out_proj.weight does not own exactly its bytes"),
-    "finite weights, NaN outputs": (lambda: tampered(huge_embeddings), "outputs are NaN or infinite on a probe batch"),
-    "finite weights, NaN outputs on one symbol": (
-        lambda: tampered(huge_rare_symbol),
-        "outputs are NaN or infinite on a probe batch",
-    ),
-    "finite weights, NaN outputs on one symbol, a model shorter than the symbols": (
-        lambda: tampered(huge_rare_symbol_in_a_narrow_model),
-        "outputs are NaN or infinite on a probe batch",
-    ),
-}
+# give NaN (`HOSTILE_FILES`, tests/helpers/models.py): each is refused, with what is wrong.
 
 
 def test_a_huge_symbol_makes_the_outputs_nan_only_where_it_is_read():
@@ -505,15 +410,6 @@ def test_a_task_from_examples_travels_with_its_pairs_and_the_rest_stay_readable_
     built_in = torch.load(io.BytesIO(real_bytes()), weights_only=True)
     assert built_in["version"] == 1 and "pairs" not in built_in["task"]  # as every checkpoint before
     assert load_checkpoint(real_bytes()).task == TASK
-
-
-@cache
-def largest_checkpoint() -> tuple[bytes, DataConfig, Vocab]:
-    """A checkpoint carrying the largest task a task file may hold (`largest_pairs`: 1 MB of 64-symbol pairs)."""
-    task = DataConfig.from_pairs(largest_pairs())
-    vocab = Vocab(task.pairs.symbols)
-    model = make_model(vocab_size=len(vocab), max_len=task.max_len + 1)
-    return checkpoint_bytes(model, vocab, task), task, vocab
 
 
 def pairs_tampered(change) -> bytes:

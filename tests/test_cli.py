@@ -9,13 +9,15 @@ import pytest
 import torch
 
 import transformer.cli_model as cli_model
+from tests.helpers.cli import run_cli
 from transformer.checkpoint import load_checkpoint
-from transformer.cli import main
 from transformer.decoding import greedy_decode
 from transformer.evaluation import evaluate
 from transformer.literal import printable
 from transformer.task_file import read_task_path
 from transformer.tasks import TaskData
+
+pytestmark = pytest.mark.usefixtures("cli_one_thread")  # tests/conftest.py
 
 ROOT = Path(__file__).resolve().parents[1]
 TIMEOUT_S = 300  # seconds; only a safety net, each command takes a few
@@ -31,15 +33,6 @@ def command(*args: str) -> list[str]:
 def cli(*args: str) -> subprocess.CompletedProcess:
     """`python -m transformer ARGS` run to the end in a subprocess."""
     return subprocess.run(command(*args), cwd=ROOT, env=ENV, capture_output=True, text=True, timeout=TIMEOUT_S)
-
-
-@pytest.fixture(autouse=True)
-def one_thread(monkeypatch):
-    """In-process commands run on one thread; the test process gets its thread count back afterwards."""
-    threads = torch.get_num_threads()
-    monkeypatch.setenv("TRANSFORMER_THREADS", "1")
-    yield
-    torch.set_num_threads(threads)
 
 
 @pytest.fixture(scope="module")
@@ -66,13 +59,6 @@ def trained(tmp_path_factory) -> tuple[dict, str, Path]:
     return json.loads(done.stdout), done.stderr, path
 
 
-def run(capsys, *args: str) -> tuple[int, str, str]:
-    """main(args) in this process: exit status, stdout, stderr."""
-    status = main(list(args))
-    out, err = capsys.readouterr()
-    return status, out, err
-
-
 def test_train_prints_one_json_line_and_saves(trained):
     result, stderr, path = trained
     assert set(result) == RESULT_KEYS
@@ -90,13 +76,15 @@ def test_train_prints_one_json_line_and_saves(trained):
 def test_train_without_lr_takes_the_peak_for_the_model_size_and_with_it_the_number_given(capsys, tmp_path):
     small = ["train", "--task", "copy", "--min-len", "3", "--max-len", "3", "--n-valid", "10", "--steps", "1"]
     for extra, peak in (([], 0.0075), (["--lr", "0.02"], 0.02)):
-        status, _, _ = run(capsys, *small, "--d-model", "64", "--layers", "2", *extra, "--out", str(tmp_path / "m.pt"))
+        status, _, _ = run_cli(
+            capsys, *small, "--d-model", "64", "--layers", "2", *extra, "--out", str(tmp_path / "m.pt")
+        )
         assert status == 0 and load_checkpoint(tmp_path / "m.pt").train_config["lr"] == pytest.approx(peak)
 
 
 def test_predict_prints_the_greedy_output(trained, capsys):
     path = trained[2]
-    status, out, err = run(capsys, "predict", str(path), "3 1 4")
+    status, out, err = run_cli(capsys, "predict", str(path), "3 1 4")
     assert status == 0 and err == ""
     checkpoint = load_checkpoint(path)
     vocab, longest = checkpoint.vocab, checkpoint.config.max_len - 1
@@ -108,30 +96,30 @@ def test_predict_prints_the_greedy_output(trained, capsys):
 @pytest.mark.parametrize("order", ["sequence first", "option first"])
 def test_predict_with_beam_search(trained, capsys, order):
     args = ["5 6 7", "--beam", "3"] if order == "sequence first" else ["--beam", "3", "5 6 7"]
-    status, out, _ = run(capsys, "predict", str(trained[2]), *args)
+    status, out, _ = run_cli(capsys, "predict", str(trained[2]), *args)
     assert status == 0 and len(out.split()) == 3
 
 
 def test_predict_input_file_prints_one_line_per_line_and_reports_bad_ones(trained, tmp_path, capsys):
     lines = tmp_path / "in.txt"
     lines.write_bytes(b"1 2 3\n\n1 x 3\n4 5 6\n\xff\xfe 1\n")
-    status, out, err = run(capsys, "predict", str(trained[2]), "--input", str(lines))
+    status, out, err = run_cli(capsys, "predict", str(trained[2]), "--input", str(lines))
     assert status == 1
     assert err.splitlines()[0].startswith("line 3: ") and "'x'" in err
     assert err.splitlines()[1] == "line 5: not UTF-8 text" and len(err.splitlines()) == 2
-    single = {good: run(capsys, "predict", str(trained[2]), good)[1] for good in ("1 2 3", "4 5 6")}
+    single = {good: run_cli(capsys, "predict", str(trained[2]), good)[1] for good in ("1 2 3", "4 5 6")}
     assert out == single["1 2 3"] + "\n\n" + single["4 5 6"] + "\n"  # output line n answers input line n
 
 
 def test_predict_input_file_without_sequences_is_an_error(trained, tmp_path, capsys):
     lines = tmp_path / "blank.txt"
     lines.write_text("\n  \n")
-    status, out, err = run(capsys, "predict", str(trained[2]), "--input", str(lines))
+    status, out, err = run_cli(capsys, "predict", str(trained[2]), "--input", str(lines))
     assert status == 2 and out == "" and "no valid sequence" in err
 
 
 def test_predict_notes_lengths_the_model_never_trained_on(trained, capsys):
-    status, out, err = run(capsys, "predict", str(trained[2]), "1 2 3 4 5 6")  # trained on length 3 only
+    status, out, err = run_cli(capsys, "predict", str(trained[2]), "1 2 3 4 5 6")  # trained on length 3 only
     assert status == 0 and len(out.splitlines()) == 1
     assert err.startswith("note: 1 of 1 inputs are outside the lengths 3-3")
 
@@ -143,7 +131,7 @@ def test_unknown_token_is_an_error_not_a_traceback(trained):
 
 
 def test_evaluate_prints_json_scores_on_held_out_and_fresh_data(trained, capsys):
-    status, out, _ = run(capsys, "evaluate", str(trained[2]), "--n", "200", "--seed", "5")
+    status, out, _ = run_cli(capsys, "evaluate", str(trained[2]), "--n", "200", "--seed", "5")
     scores = json.loads(out)
     assert status == 0 and scores["task"] == "copy"
     assert scores["fresh"]["n"] == 200 and scores["fresh"]["seed"] == 5
@@ -161,7 +149,7 @@ def test_bad_checkpoint_is_a_clear_error(command, content, tmp_path, capsys):
     path = tmp_path / "model.pt"
     if content is not None:
         path.write_bytes(content)
-    status, out, err = run(capsys, *(arg.format(path) for arg in command))
+    status, out, err = run_cli(capsys, *(arg.format(path) for arg in command))
     assert status == 2 and out == ""
     assert err.startswith("error: ") and len(err.splitlines()) == 1
     assert ("checkpoint" if content else "No such file") in err
@@ -186,24 +174,24 @@ def test_bad_checkpoint_is_a_clear_error(command, content, tmp_path, capsys):
     ],
 )
 def test_out_of_range_setting_is_a_clear_error(args, message, tmp_path, capsys):
-    status, out, err = run(capsys, "train", *args, "--out", str(tmp_path / "x.pt"))
+    status, out, err = run_cli(capsys, "train", *args, "--out", str(tmp_path / "x.pt"))
     assert status == 2 and out == ""
     assert err.startswith("error: ") and message in err
     assert not (tmp_path / "x.pt").exists()
 
 
 def test_out_that_is_a_folder_is_refused_before_training(tmp_path, capsys):
-    status, out, err = run(capsys, "train", "--out", str(tmp_path))
+    status, out, err = run_cli(capsys, "train", "--out", str(tmp_path))
     assert status == 2 and out == "" and "is a folder" in err and "step" not in err
 
 
 def test_out_is_checked_without_leaving_folders_behind(tmp_path, capsys):
     blocker = tmp_path / "a file"
     blocker.write_text("not a folder")
-    status, _, err = run(capsys, "train", "--out", str(blocker / "x.pt"))
+    status, _, err = run_cli(capsys, "train", "--out", str(blocker / "x.pt"))
     assert status == 2 and "cannot write to" in err
     too_big = ["--d-model", "512", "--d-ff", "2048", "--layers", "2", "--heads", "8"]
-    status, _, err = run(capsys, "train", *too_big, "--out", str(tmp_path / "new" / "sub" / "x.pt"))
+    status, _, err = run_cli(capsys, "train", *too_big, "--out", str(tmp_path / "new" / "sub" / "x.pt"))
     assert status == 2 and "MB limit" in err and not (tmp_path / "new").exists()
 
 
@@ -221,7 +209,7 @@ def test_a_model_whose_outputs_are_not_finite_is_one_clear_line_not_nan(trained,
     with torch.no_grad():
         checkpoint.model.embed.lut.weight.mul_(1e38)  # every weight finite, every output NaN
     monkeypatch.setattr(cli_model, "load_checkpoint", lambda path: checkpoint)  # whatever loading checks
-    status, out, err = run(capsys, command[0], str(trained[2]), *command[1:])
+    status, out, err = run_cli(capsys, command[0], str(trained[2]), *command[1:])
     assert status == 2 and out == "" and err.count("\n") == 1 and "outputs are not finite" in err
 
 
@@ -233,37 +221,37 @@ def test_patch_prints_no_nan_when_only_the_corrupted_run_overflows(trained, caps
         model.embed.lut.weight[vocab.symbol_id(4)].mul_(1e38)  # NaN wherever 4 is read
         assert torch.isfinite(model(clean, torch.cat([torch.tensor([[vocab.bos_id]]), clean], dim=1))).all()
     monkeypatch.setattr(cli_model, "load_checkpoint", lambda path: checkpoint)  # the loader's probe reads 4
-    status, out, err = run(capsys, "patch", str(trained[2]), "--clean", "1 2 3", "--corrupt", "1 2 4")
+    status, out, err = run_cli(capsys, "patch", str(trained[2]), "--clean", "1 2 3", "--corrupt", "1 2 4")
     assert status == 2 and out == "" and err.count("\n") == 1 and "outputs are not finite" in err
 
 
 def test_evaluate_prints_no_nan_when_only_the_teacher_forced_scores_overflow(trained, capsys, monkeypatch):
     nan_loss = {"val_loss": float("nan"), "token_acc": 1.0, "exact_match": 1.0}  # decoding itself stayed finite
     monkeypatch.setattr(cli_model, "evaluate", lambda *args: nan_loss)
-    status, out, err = run(capsys, "evaluate", str(trained[2]))
+    status, out, err = run_cli(capsys, "evaluate", str(trained[2]))
     assert status == 2 and out == "" and err.count("\n") == 1 and "outputs are not finite" in err
 
 
 def test_evaluate_needs_a_positive_n(trained, capsys):
-    status, _, err = run(capsys, "evaluate", str(trained[2]), "--n", "0")
+    status, _, err = run_cli(capsys, "evaluate", str(trained[2]), "--n", "0")
     assert status == 2 and err.startswith("error: ") and "--n" in err
 
 
 def test_bad_thread_count_is_a_clear_error(trained, monkeypatch, capsys):
     monkeypatch.setenv("TRANSFORMER_THREADS", "many")
-    status, _, err = run(capsys, "evaluate", str(trained[2]))
+    status, _, err = run_cli(capsys, "evaluate", str(trained[2]))
     assert status == 2 and "TRANSFORMER_THREADS" in err
 
 
 @pytest.mark.parametrize("given", [[], ["1 2", "--input", "in.txt"]])
 def test_predict_needs_a_sequence_or_an_input_file(trained, capsys, given):
-    status, out, err = run(capsys, "predict", str(trained[2]), *given)
+    status, out, err = run_cli(capsys, "predict", str(trained[2]), *given)
     assert status == 2 and out == "" and err.startswith("error: ") and "sequence" in err
 
 
 @pytest.mark.parametrize("args, unrecognized", [(["1 2", "3 4"], "3 4"), (["--bogus"], "--bogus")])
 def test_predict_refuses_extra_arguments(trained, capsys, args, unrecognized):
-    status, out, err = run(capsys, "predict", str(trained[2]), *args)
+    status, out, err = run_cli(capsys, "predict", str(trained[2]), *args)
     assert status == 2 and out == "" and err == f"error: unrecognized arguments: {unrecognized}\n"
 
 
@@ -296,7 +284,7 @@ def test_bad_argument_or_file_is_one_line_and_status_2_before_any_work(case, tra
     argv, message = BAD_ARGUMENTS[case]
     if not (os.path.exists("/dev/zero") and os.path.isdir("/proc")):
         pytest.skip("needs /dev/zero and an unwritable /proc")
-    status, out, err = run(
+    status, out, err = run_cli(
         capsys,
         *(a.format(ckpt=trained[2], tmp=tmp_path) for a in argv),
         *["--steps", "2"] * (argv[0] == "train" and "--steps" not in argv),
@@ -307,14 +295,14 @@ def test_bad_argument_or_file_is_one_line_and_status_2_before_any_work(case, tra
 
 def test_too_many_threads_is_one_line(trained, capsys, monkeypatch):
     monkeypatch.setenv("TRANSFORMER_THREADS", "9" * 20)
-    status, out, err = run(capsys, "predict", str(trained[2]), "1 2")
+    status, out, err = run_cli(capsys, "predict", str(trained[2]), "1 2")
     assert status == 2 and err.count("\n") == 1 and "from 1 to 256" in err
 
 
 def test_an_input_file_over_the_line_limit_is_refused(trained, tmp_path, capsys, monkeypatch):
     monkeypatch.setattr(cli_model, "MAX_INPUT_LINES", 3)
     (tmp_path / "in.txt").write_text("1 2\n" * 4)
-    status, out, err = run(capsys, "predict", str(trained[2]), "--input", str(tmp_path / "in.txt"))
+    status, out, err = run_cli(capsys, "predict", str(trained[2]), "--input", str(tmp_path / "in.txt"))
     assert status == 2 and out == "" and "more than 3 lines" in err
 
 
@@ -326,7 +314,7 @@ def test_printable_leaves_no_control_or_format_character(text):
 
 
 def test_errors_reach_the_terminal_without_control_characters(trained, capsys):
-    status, out, err = run(capsys, "train", "--steps", "2", "--out", "/proc/\x1b[2J\x1b]0;x\x07/m.pt")
+    status, out, err = run_cli(capsys, "train", "--steps", "2", "--out", "/proc/\x1b[2J\x1b]0;x\x07/m.pt")
     assert status == 2 and "\x1b" not in err and "\x07" not in err and err.count("\n") == 1
 
 
@@ -364,7 +352,7 @@ def test_ctrl_c_stops_training_cleanly_and_still_saves(tmp_path):
 
 
 def test_evaluate_scores_each_length_on_request(trained, capsys):
-    status, out, _ = run(capsys, "evaluate", str(trained[2]), "--n", "20", "--lengths", "2-4")
+    status, out, _ = run_cli(capsys, "evaluate", str(trained[2]), "--n", "20", "--lengths", "2-4")
     by_length = json.loads(out)["by_length"]
     assert status == 0 and [row["length"] for row in by_length] == [2, 3, 4]
     assert [row["trained"] for row in by_length] == [False, True, False]  # trained on length 3 only
@@ -373,7 +361,7 @@ def test_evaluate_scores_each_length_on_request(trained, capsys):
 
 @pytest.mark.parametrize("lengths", ["4-2", "x", "1-", "-3"])
 def test_evaluate_refuses_a_malformed_length_range(trained, capsys, lengths):
-    status, out, err = run(capsys, "evaluate", str(trained[2]), f"--lengths={lengths}")
+    status, out, err = run_cli(capsys, "evaluate", str(trained[2]), f"--lengths={lengths}")
     assert status == 2 and out == "" and "--lengths must read LOW-HIGH" in err
 
 
@@ -404,9 +392,9 @@ def test_train_learns_the_task_of_a_file_and_the_checkpoint_keeps_its_pairs(trai
 
 def test_predict_and_evaluate_a_model_of_a_task_file(trained_on_a_file, capsys):
     result, _, path, _ = trained_on_a_file
-    status, out, err = run(capsys, "predict", str(path), "b a")
+    status, out, err = run_cli(capsys, "predict", str(path), "b a")
     assert status == 0 and len(out.split()) >= 1 and set(out.split()) <= set("abcdef")
-    status, out, _ = run(capsys, "evaluate", str(path), "--lengths", "1-3")
+    status, out, _ = run_cli(capsys, "evaluate", str(path), "--lengths", "1-3")
     scores = json.loads(out)
     assert status == 0 and scores["task"] == "pairs" and "fresh" not in scores
     assert scores["held_out"]["n"] == 6 and scores["training"]["n"] == 24
@@ -424,15 +412,15 @@ def test_predict_and_evaluate_a_model_of_a_task_file(trained_on_a_file, capsys):
 )
 def test_a_bad_task_file_is_one_error_line_before_training(tmp_path, capsys, content, message):
     (tmp_path / "bad.csv").write_text(content)
-    status, out, err = run(capsys, "train", "--task-file", str(tmp_path / "bad.csv"), "--steps", "1")
+    status, out, err = run_cli(capsys, "train", "--task-file", str(tmp_path / "bad.csv"), "--steps", "1")
     assert status == 2 and out == "" and err.count("\n") == 1 and message in err, err
 
 
 def test_a_gallery_task_trains_by_name_and_says_which_lengths_it_takes(tmp_path, capsys):
-    status, _, err = run(capsys, "train", "--task", "add", "--steps", "1")
+    status, _, err = run_cli(capsys, "train", "--task", "add", "--steps", "1")
     assert status == 2 and "add takes inputs of 3 to 64 symbols" in err
     args = ["train", "--task", "add", "--min-len", "3", "--max-len", "5", "--steps", "2", "--eval-every", "1"]
-    status, out, _ = run(capsys, *args, "--out", str(tmp_path / "add.pt"))
+    status, out, _ = run_cli(capsys, *args, "--out", str(tmp_path / "add.pt"))
     assert status == 0 and json.loads(out)["task"] == "add"
-    status, out, _ = run(capsys, "predict", str(tmp_path / "add.pt"), "12+34")
+    status, out, _ = run_cli(capsys, "predict", str(tmp_path / "add.pt"), "12+34")
     assert status == 0 and set(out.split()) <= set("0123456789+")

@@ -15,7 +15,7 @@ from transformer.decoding import (
     sampling_probs,
     teacher_forced,
 )
-from transformer.limits import SAMPLING_TEMPERATURES, TRAIN_FORM_LIMITS
+from transformer.limits import SAMPLING_TEMPERATURES
 from transformer.model import ModelConfig, NonFiniteOutputError, Transformer
 
 PAD, BOS, EOS = 0, 1, 2
@@ -95,7 +95,7 @@ def test_cached_greedy_matches_uncached_reference(norm_first):
 def form_models() -> list[dict]:
     """Every combination of the Train form's model switches (its radios and toggles) and layer counts."""
     switches = {s.name: s.options for s in spec.on_form() if s.configs == ("model",) and s.options}
-    low, high = TRAIN_FORM_LIMITS["n_layers"]
+    low, high = spec.TRAIN_FORM_LIMITS["n_layers"]
     switches["n_layers"] = range(low, high + 1)
     return [dict(zip(switches, values)) for values in itertools.product(*switches.values())]
 

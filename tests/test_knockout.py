@@ -9,8 +9,8 @@ import pytest
 import torch
 
 import transformer.pairs as pairs_module
-from tests.test_checkpoint import largest_checkpoint
-from tests.test_cli import one_thread, run  # noqa: F401 (one_thread: an autouse fixture, one torch thread per command)
+from tests.helpers.cli import run_cli
+from tests.helpers.models import largest_checkpoint
 from transformer.checkpoint import load_checkpoint
 from transformer.cli import main
 from transformer.figures.knockout import knockout_heatmaps
@@ -42,6 +42,8 @@ from transformer.limits import (
 from transformer.model import ModelConfig, Transformer
 from transformer.pairs import pairs_from_rows
 from transformer.tasks import Batch, DataConfig, TaskData
+
+pytestmark = pytest.mark.usefixtures("cli_one_thread")  # tests/conftest.py
 
 ROOT = Path(__file__).resolve().parents[1]
 REVERSE = ROOT / "checkpoints" / "reverse.pt"
@@ -326,7 +328,7 @@ def test_the_grid_figure_draws_each_kind_layer_by_head():
 
 
 def test_ablate_prints_the_grid_as_json(capsys):
-    status, out, err = run(capsys, "ablate", str(REVERSE), "--n", "30")
+    status, out, err = run_cli(capsys, "ablate", str(REVERSE), "--n", "30")
     assert status == 0 and err == ""
     result = json.loads(out)
     assert set(result) == {"ablation", "n", "n_held_out", "intact", "heads"}
@@ -340,7 +342,7 @@ def test_ablate_prints_the_grid_as_json(capsys):
 
 
 def test_ablate_heads_scores_a_chosen_set(capsys):
-    status, out, _ = run(
+    status, out, _ = run_cli(
         capsys, "ablate", str(REVERSE), "--heads", "cross:0:1,self:0:2", "--ablation", "mean", "--n", "40"
     )
     result = json.loads(out)
@@ -359,7 +361,7 @@ def test_ablate_heads_scores_a_chosen_set(capsys):
     ],
 )
 def test_ablate_bad_arguments_are_one_line_errors(capsys, args, message):
-    status, out, err = run(capsys, "ablate", str(REVERSE), *args)
+    status, out, err = run_cli(capsys, "ablate", str(REVERSE), *args)
     assert status == 2 and out == "" and err.startswith(message) and err.count("\n") == 1
 
 
@@ -368,7 +370,7 @@ def test_ablate_a_missing_or_bad_checkpoint_is_a_one_line_error(capsys, tmp_path
     path = tmp_path / "model.pt"
     if content is not None:
         path.write_bytes(content)
-    status, out, err = run(capsys, "ablate", str(path))
+    status, out, err = run_cli(capsys, "ablate", str(path))
     assert status == 2 and out == "" and err.startswith("error: ") and err.count("\n") == 1
 
 

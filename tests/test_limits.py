@@ -5,6 +5,7 @@ import torch
 from torch.utils.flop_counter import FlopCounterMode
 
 import transformer.limits as limits
+import transformer.settings as settings
 from transformer.lengths import inputs_within_budget
 from transformer.limits import MAX_PROBE_COST, check_probe_cost, forward_cost
 from transformer.model import ModelConfig, Transformer
@@ -57,19 +58,19 @@ def test_tasks_and_training_accept_a_limit_and_refuse_one_past_it(make, field, b
         make(**{field: bound + 1})
 
 
-@pytest.mark.parametrize("name", limits.RUN_LIMITS)
+@pytest.mark.parametrize("name", settings.RUN_LIMITS)
 def test_the_train_forms_bounds_lie_within_a_runs(name):
-    low, high = limits.TRAIN_FORM_LIMITS[name]
-    run_low, run_high = limits.RUN_LIMITS[name]
+    low, high = settings.TRAIN_FORM_LIMITS[name]
+    run_low, run_high = settings.RUN_LIMITS[name]
     assert run_low <= low <= high <= run_high
 
 
 @pytest.mark.parametrize(
-    "name", [n for n in [*limits.COMPARE_FORM_LIMITS, *limits.COMPARE_SIZE_CHOICES] if n in limits.RUN_LIMITS]
+    "name", [n for n in [*limits.COMPARE_FORM_LIMITS, *limits.COMPARE_SIZE_CHOICES] if n in settings.RUN_LIMITS]
 )
 def test_the_compare_pages_bounds_lie_within_a_runs(name):
     bounds = limits.COMPARE_FORM_LIMITS.get(name) or limits.COMPARE_SIZE_CHOICES[name]
-    run_low, run_high = limits.RUN_LIMITS[name]
+    run_low, run_high = settings.RUN_LIMITS[name]
     assert run_low <= min(bounds) <= max(bounds) <= run_high
 
 

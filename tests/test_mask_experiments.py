@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from tests.helpers import hooks_left, random_model
+from tests.helpers.models import hooks_left, random_model
 from transformer.checkpoint import load_checkpoint
 from transformer.inspection import padded_pair, random_pair
 from transformer.mask_experiments import (

@@ -1,4 +1,10 @@
-"""The package's public face and its choice of device."""
+"""The package's public face, its choice of device, and what the tests and benchmarks around it may import: a test
+module shares code with others only through tests/helpers and conftest fixtures, and a benchmark takes from tests/
+only the browser tests' driver (tests/browser/conftest.py and the modules beside it that are no tests), put on
+`sys.path`."""
+
+import ast
+from pathlib import Path
 
 import pytest
 import torch
@@ -6,6 +12,9 @@ import torch
 import transformer
 from transformer import checkpoint, decoding, model, vocab
 from transformer.device import pick_device
+
+ROOT = Path(__file__).resolve().parent.parent
+BROWSER = ROOT / "tests" / "browser"
 
 
 def test_the_public_names_import_from_the_package():
@@ -40,3 +49,65 @@ def test_an_unknown_or_missing_device_is_a_clear_error(monkeypatch, name, messag
     monkeypatch.setattr(torch.backends.mps, "is_available", lambda: False)
     with pytest.raises(ValueError, match=message):
         pick_device(name)
+
+
+def imported(path: Path, root: Path = ROOT) -> list[tuple[int, str]]:
+    """(line, module) for each import in a Python file, anywhere in it; relative imports resolved from `root`, and
+    `from package import name` read as the module package.name (it may be one)."""
+    package = path.relative_to(root).parent.parts
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found += [(node.lineno, alias.name) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            within = [*package[: len(package) - node.level + 1], *filter(None, [node.module])]
+            module = ".".join(within) if node.level else node.module
+            found += [(node.lineno, f"{module}.{alias.name}") for alias in node.names]
+    return found
+
+
+def borrowed_from_tests(path: Path, root: Path = ROOT) -> list[str]:
+    """What a file outside tests/browser imports from tests/ that it may not, as "file:line module": a test module,
+    conftest or helper takes only tests.helpers (fixtures come by name from conftest.py); a benchmark takes nothing
+    of the package tests, and of tests/browser only the driver (`conftest`, `streamlit_client`), never a test module."""
+    browser_tests = {p.stem for p in (root / "tests" / "browser").glob("test_*.py")}
+    in_tests = path.is_relative_to(root / "tests")
+    wrong = []
+    for line, module in imported(path, root):
+        top = module.split(".")[0]
+        if in_tests:
+            bad = top in ("tests", "benchmarks") and not (module + ".").startswith("tests.helpers.")
+        else:
+            bad = top == "tests" or top in browser_tests
+        if bad:
+            wrong.append(f"{path.relative_to(root)}:{line} {module}")
+    return wrong
+
+
+def test_tests_share_code_only_through_helpers_and_benchmarks_take_only_the_browser_driver():
+    tests = [p for p in (ROOT / "tests").rglob("*.py") if not p.is_relative_to(BROWSER)]
+    benchmarks = sorted((ROOT / "benchmarks").rglob("*.py"))
+    assert len(tests) > 50 and benchmarks
+    assert [line for path in sorted(tests) + benchmarks for line in borrowed_from_tests(path)] == []
+
+
+def test_a_borrowed_import_is_caught(tmp_path: Path):
+    (tmp_path / "tests" / "browser").mkdir(parents=True)
+    (tmp_path / "tests" / "browser" / "test_e2e.py").write_text("")
+    (tmp_path / "benchmarks").mkdir()
+    files = {
+        "tests/pages/test_a.py": "from tests.helpers.apptest import kept\nfrom tests.pages.test_b import open_b\n",
+        "tests/figures/test_c.py": "def f():\n    from .test_d import TOKENS\n",
+        "tests/helpers/models.py": "from tests.helpers import array\nimport tests.test_e\n",
+        "benchmarks/bench.py": "from conftest import LabServer\nfrom tests.helpers import array\nimport test_e2e\n",
+    }
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    assert [line for name in files for line in borrowed_from_tests(tmp_path / name, tmp_path)] == [
+        "tests/pages/test_a.py:2 tests.pages.test_b.open_b",
+        "tests/figures/test_c.py:2 tests.figures.test_d.TOKENS",
+        "tests/helpers/models.py:2 tests.test_e",
+        "benchmarks/bench.py:2 tests.helpers.array",
+        "benchmarks/bench.py:3 test_e2e",
+    ]

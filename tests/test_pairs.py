@@ -1,15 +1,13 @@
 """A task from examples: its pairs, vocabulary and held-out split, and its bounds wherever it comes from."""
 
 import copy
-import random
 from dataclasses import replace
-from functools import cache
-from string import ascii_letters, digits
 
 import pytest
 
 import transformer.pairs as pairs_module
-from transformer.limits import MAX_SEQ_LEN, MAX_SYMBOLS, MAX_TASK_FILE_BYTES, MAX_TASK_PAIRS, MIN_TASK_PAIRS
+from tests.helpers.models import largest_pairs
+from transformer.limits import MAX_SEQ_LEN, MAX_SYMBOLS, MAX_TASK_PAIRS, MIN_TASK_PAIRS
 from transformer.pairs import HELD_OUT_EVERY, TaskPairs, pairs_from_rows, split_pairs, task_name
 from transformer.tasks import DataConfig, TaskData, longest_sequence, task_of
 
@@ -117,19 +115,6 @@ def test_split_holds_out_at_least_one_pair():
 def test_task_names_are_printable_text(text, name):
     assert task_name(text) == name
     assert len(task_name("x" * 100)) == 40
-
-
-@cache
-def largest_pairs(length: int = MAX_SEQ_LEN) -> TaskPairs:
-    """A task as large as a task file may be: pairs of `length` one-character symbols (a source and its reverse), as
-    many as MAX_TASK_FILE_BYTES of text and MAX_TASK_PAIRS allow."""
-    rng, size, found = random.Random(0), 0, []
-    while len(found) < MAX_TASK_PAIRS:
-        source = " ".join(rng.choice(ascii_letters + digits) for _ in range(length))
-        if (size := size + 2 * len(source) + 2) > MAX_TASK_FILE_BYTES:  # a line: source, comma, target, newline
-            break
-        found.append((source, source[::-1]))
-    return split_pairs("largest.csv", tuple(dict.fromkeys(c for s, _ in found for c in s.split(" "))), found)
 
 
 def test_the_task_of_pairs_is_built_once_and_every_reader_shares_it(monkeypatch):

@@ -11,7 +11,7 @@ import transformer.patching as patching
 from transformer.checkpoint import load_checkpoint
 from transformer.inspection import attention_module, twin
 from transformer.knockout import Head, all_heads
-from transformer.limits import MAX_LAYERS, MAX_PATCH_RUNS, TRAIN_FORM_LIMITS, check_probe_cost
+from transformer.limits import MAX_LAYERS, MAX_PATCH_RUNS, check_probe_cost
 from transformer.model import ModelConfig, Transformer
 from transformer.pairs import pairs_from_rows
 from transformer.patching import (
@@ -24,6 +24,7 @@ from transformer.patching import (
     record_run,
     stream_sites,
 )
+from transformer.settings import TRAIN_FORM_LIMITS
 from transformer.tasks import DataConfig, get_task
 from transformer.vocab import Vocab
 

@@ -13,7 +13,7 @@ from streamlit.testing.v1 import AppTest
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from tests.helpers import wait_until
-from tests.pages.test_compare import chart
+from tests.helpers.apptest import chart
 from transformer.checkpoint import CheckpointError, checkpoint_bytes, load_checkpoint
 from transformer.decoding import greedy_decode
 from transformer.experiments.definitions import CUSTOM, READY, Experiment

@@ -13,12 +13,13 @@ import pytest
 from babel.messages.extract import extract_from_file
 from plotly.offline import get_plotlyjs
 
-from tests.helpers import array, finished_run
+from tests.helpers import array
 from transformer.i18n import read_catalogue, translator
 from transformer.lengths import score_lengths
 from transformer.limits import MAX_NAME_CHARS
 from transformer.report import Section, notice_html, report_file_name, report_html, run_report_html
 from transformer.report_data import ClassPart, Example, gather
+from transformer.serving import finished_run
 
 ROOT = Path(__file__).resolve().parents[1]
 ENGLISH, CHINESE = translator("en"), translator("zh-CN")

@@ -11,11 +11,10 @@ import pytest
 import torch
 
 import transformer.alignment as alignment
-from tests.helpers import finished_run
 from transformer import settings as spec
 from transformer.checkpoint import checkpoint_bytes, load_checkpoint
 from transformer.lengths import score_lengths
-from transformer.limits import MAX_REPORT_CHARS, MAX_REPORT_WEIGHTS, MAX_RUN_ROWS, MAX_SEQ_LEN, RUN_LIMITS
+from transformer.limits import MAX_REPORT_CHARS, MAX_REPORT_WEIGHTS, MAX_RUN_ROWS, MAX_SEQ_LEN
 from transformer.model import ModelConfig
 from transformer.naming import _switch_names, run_name
 from transformer.pairs import MAX_TASK_NAME_CHARS
@@ -32,6 +31,7 @@ from transformer.report_data import (
     gather,
     to_json,
 )
+from transformer.serving import finished_run
 from transformer.training import METRIC_COLUMNS
 
 SETTINGS = dict(task="reverse", min_len=3, max_len=4, seed=0)
@@ -161,7 +161,7 @@ def test_every_run_name_the_lab_makes_is_shown_whole():
     task = SimpleNamespace(
         pairs=SimpleNamespace(name="名" * MAX_TASK_NAME_CHARS), min_len=MAX_SEQ_LEN, max_len=MAX_SEQ_LEN
     )
-    sizes = {name: RUN_LIMITS[name][1] for name in ("d_model", "n_heads", "n_layers")}
+    sizes = {name: spec.RUN_LIMITS[name][1] for name in ("d_model", "n_heads", "n_layers")}
     switches = _switch_names()
     for values in product(*(spec.setting(name).options for name in switches)):
         model = ModelConfig(**dict(zip(switches, values)), **sizes)

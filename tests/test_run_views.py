@@ -108,7 +108,8 @@ def test_run_names_and_summaries_show_the_teaching_switches(switch, tag):
     assert run_name(both, data) == "reverse-6to8-d32h4n1-noPE-nocausalmask"
     assert switches(both) == ["noPE", "nocausalmask"]
     summary = run_summary(both, data, TrainConfig())
-    assert "no PE" in summary and "no causal mask" in summary and "post-norm" in summary  # the settings' words
+    assert "no PE" in summary and "no causal mask" in summary  # the settings' words
+    assert "post-norm" not in summary and "sinusoidal PE" not in summary  # a setting at its default goes unsaid
 
 
 def small_checkpoint(history: list[dict]) -> Checkpoint:

@@ -1,5 +1,8 @@
-"""The settings' one description: a setting added to it alone reaches the Train form, a class's assignment and the
-command line, and each value has one wording wherever it shows."""
+"""The settings' one description: a setting added to it alone reaches the Train form, a class's assignment, the
+command line and its docs, run summaries and checkpoints, and each value has one wording wherever it shows."""
+
+from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 import torch
@@ -7,82 +10,129 @@ from streamlit.testing.v1 import AppTest
 
 import pages.common
 from transformer import settings as spec
+from transformer.checkpoint import load_checkpoint
 from transformer.classroom import Assignment
 from transformer.classroom.assignment import split_groups
-from transformer.cli import build_parser
+from transformer.cli import DOCS, REWRITE_DOCS, build_parser, options_table, with_options_table
 from transformer.experiments import SWITCHES
-from transformer.limits import RUN_LIMITS, TRAIN_FORM_LIMITS
 from transformer.naming import run_summary
 from transformer.run_configs import run_configs
-from transformer.settings import FormPlace, Setting
+from transformer.settings import RUN_LIMITS, TRAIN_FORM_LIMITS, FormPlace, Setting
 from transformer.tasks import task_names
+from transformer.training import TrainConfig
 
-EVAL_SIZE = Setting(  # a TrainConfig field no setting describes yet
-    "eval_size",
-    "int",
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@dataclass
+class WithWeightDecay(TrainConfig):
+    """TrainConfig with the field the new setting sets (a real setting adds it to TrainConfig itself)."""
+
+    weight_decay: float = 0.0
+
+
+WEIGHT_DECAY = Setting(  # a setting the lab does not have
+    "weight_decay",
+    "float",
     ("train",),
-    "Held-out sequences per row",
-    "How many held-out sequences each metric row scores.",
-    128,
-    bounds=(16, 512),
-    flag="--eval-size",
-    form=FormPlace(2, 2, "train_eval_size"),
+    "Weight decay",
+    "How much each step shrinks the weights.",
+    0.0,
+    bounds=(0.0, 0.1),
+    flag="--weight-decay",
+    form=FormPlace(3, 1, "train_weight_decay"),
 )
 
 
 @pytest.fixture
-def eval_size(monkeypatch):
-    """A test-only copy of the settings with EVAL_SIZE added."""
-    monkeypatch.setattr(spec, "SETTINGS", {**spec.SETTINGS, EVAL_SIZE.name: EVAL_SIZE})
+def weight_decay(monkeypatch):
+    """A test-only copy of the settings with WEIGHT_DECAY added, and of the configs with its field."""
+    monkeypatch.setattr(spec, "SETTINGS", {**spec.SETTINGS, WEIGHT_DECAY.name: WEIGHT_DECAY})
+    monkeypatch.setitem(spec.CONFIGS, "train", WithWeightDecay)
 
 
-def test_a_new_setting_is_on_the_train_form_and_reaches_the_run(eval_size):
+def test_a_new_setting_is_on_the_train_form_and_reaches_the_run(weight_decay):
+    assert WEIGHT_DECAY in spec.on_form()
     at = AppTest.from_file("../streamlit_app.py", default_timeout=30)
     at.run()
     torch.set_num_threads(1)
     at.switch_page("pages/train.py")
     at.run()
     assert not at.exception
-    field = at.number_input(key="train_eval_size")
+    field = at.number_input(key="train_weight_decay")
     assert (field.label, field.help, field.value, field.min, field.max) == (
-        "Held-out sequences per row",
-        "How many held-out sequences each metric row scores.",
-        128,
-        16,
-        512,
+        "Weight decay",
+        "How much each step shrinks the weights.",
+        0.0,
+        0.0,
+        0.1,
     )
-    field.set_value(64)
+    field.set_value(0.01)
     at.number_input(key="train_steps").set_value(10)
     at.button(key="start_training").click().run()
     try:
-        assert not at.exception and at.session_state["run"].train_config.eval_size == 64
+        assert not at.exception and at.session_state["run"].train_config.weight_decay == 0.01
     finally:
         pages.common.run_registry.clear()  # closes the server: nothing trains on behind the test
 
 
-def test_a_new_setting_is_accepted_and_locked_in_a_class(eval_size):
-    assignment = Assignment({"eval_size": 256})
-    assert assignment.settings(None)["eval_size"] == 256
-    with pytest.raises(ValueError, match="locked by the teacher: eval_size"):
-        assignment.settings(None, changes={"eval_size": 64})
-    with pytest.raises(ValueError, match="eval_size must be a whole number in 16..512"):
-        Assignment({"eval_size": 8})
-    opened = Assignment({}, frozenset({"eval_size"}))
-    assert opened.settings(None, changes={"eval_size": 64})["eval_size"] == 64
+def test_a_new_setting_is_accepted_and_locked_in_a_class(weight_decay):
+    assignment = Assignment({"weight_decay": 0.05})
+    assert assignment.settings(None)["weight_decay"] == 0.05
+    with pytest.raises(ValueError, match="locked by the teacher: weight_decay"):
+        assignment.settings(None, changes={"weight_decay": 0.01})
+    with pytest.raises(ValueError, match=r"weight_decay must be a number in 0.0..0.1"):
+        Assignment({"weight_decay": 0.5})
+    opened = Assignment({}, frozenset({"weight_decay"}))
+    assert opened.settings(None, changes={"weight_decay": 0.01})["weight_decay"] == 0.01
 
 
-def test_a_new_setting_is_on_the_command_line(eval_size):
-    args = build_parser().parse_args(["train", "--eval-size", "64"])
-    assert args.eval_size == 64
-    assert build_parser().parse_args(["train"]).eval_size == 256  # the config's own default, as every flag's
+def test_a_new_setting_is_on_the_command_line_and_in_its_docs(weight_decay):
+    args = build_parser().parse_args(["train", "--weight-decay", "0.01"])
+    assert args.weight_decay == 0.01
+    assert build_parser().parse_args(["train"]).weight_decay == 0.0  # the config's own default, as every flag's
+    training = next(row for row in options_table().splitlines() if row.startswith("| Training |"))
+    assert "`--weight-decay` Weight decay (0)" in training
 
 
-def test_every_form_setting_reads_its_bounds_from_the_limits():
+def test_a_new_setting_is_in_a_runs_summary_when_set_away_from_its_default(weight_decay):
+    model, data, train = run_configs({"weight_decay": 0.01})
+    assert train.weight_decay == 0.01 and " · Weight decay: 0.01 · " in run_summary(model, data, train)
+    model, data, train = run_configs({})
+    assert "Weight decay" not in run_summary(model, data, train)
+
+
+def test_a_checkpoint_saved_before_a_new_setting_still_loads(weight_decay):
+    checkpoint = load_checkpoint(ROOT / "checkpoints" / "reverse.pt")
+    assert "weight_decay" not in checkpoint.train_config  # the record of its run, as saved: nothing made up
+
+
+def test_a_setting_an_older_checkpoint_lacks_reads_as_its_config_default(tmp_path):
+    stored = torch.load(ROOT / "checkpoints" / "reverse.pt", weights_only=True)
+    assert "architecture" not in stored["model_config"]  # saved before the recurrent baseline
+    del stored["model_config"]["scale_scores"], stored["task"]["n_valid"]
+    torch.save(stored, tmp_path / "older.pt")
+    checkpoint = load_checkpoint(tmp_path / "older.pt")
+    assert (checkpoint.config.architecture, checkpoint.config.scale_scores, checkpoint.task.n_valid) == (
+        "transformer",
+        True,
+        1000,
+    )
+
+
+def test_the_docs_table_of_options_is_the_settings():
+    text = DOCS.read_text(encoding="utf-8")
+    assert with_options_table(text) == text, f"docs/cli.md's table of train options is stale: run {REWRITE_DOCS}"
+    changed = text.replace("`--max-len` Longest input (16)", "`--max-len` Longest input (32)")
+    assert with_options_table(changed) == text
+
+
+def test_every_number_on_the_form_has_bounds_within_a_runs():
     for s in spec.on_form():
         if s.kind in ("int", "float"):
-            assert s.bounds == TRAIN_FORM_LIMITS[s.name]
-            low, high = RUN_LIMITS.get(s.name, s.bounds)
+            low, high = s.run_bounds or s.bounds
             assert low <= s.bounds[0] <= s.bounds[1] <= high
+            assert TRAIN_FORM_LIMITS[s.name] == s.bounds and RUN_LIMITS.get(s.name) == s.run_bounds
 
 
 def test_a_value_has_one_wording_on_every_page():

@@ -1,6 +1,6 @@
-"""The Streamlit internals the app relies on (pages/streamlit_internals.py) and the tests' aid relies on
-(tests/helpers.py) are still there and still behave as they expect: each test fails when a Streamlit upgrade
-moves or changes one, pointing at the function to mend.
+"""The Streamlit internals the app and its AppTest runs rely on (pages/streamlit_internals.py) are still there and
+still behave as they expect: each test fails when a Streamlit upgrade moves or changes one, pointing at the function
+to mend.
 
 Also: a reload gives the browser its training run back, since the browser is known by the secret in Streamlit's
 XSRF cookie, which stays the same while its mask changes on every page load."""
@@ -21,8 +21,7 @@ from streamlit.web.server.starlette.starlette_app_utils import decode_xsrf_token
 from streamlit.web.server.starlette.starlette_server_config import XSRF_COOKIE_NAME
 
 from pages import streamlit_internals
-from pages.streamlit_internals import XSRF_COOKIE, browser_id
-from tests.helpers import navigation_mode_patch
+from pages.streamlit_internals import XSRF_COOKIE, browser_id, navigation_mode_patch
 
 # Two page loads of one browser (captured from a served app): same secret, different masks.
 LOAD_1 = "2|09b631db|e304a33f415643afd20950daf738d9b0|1795452523"

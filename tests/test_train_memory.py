@@ -18,26 +18,25 @@ from transformer.limits import (
     COMPARE_SIZE_CHOICES,
     DECODE_ROWS,
     MAX_RUN_TRAIN_BYTES,
-    TRAIN_FORM_LIMITS,
     train_activation_bytes,
 )
 from transformer.run_configs import run_configs
 
 FORM = {s.form.key: s.default for s in spec.on_form()}
 LARGEST = {  # the form's largest model on its longest inputs
-    "train_d_model": TRAIN_FORM_LIMITS["d_model"][1],
-    "train_heads": TRAIN_FORM_LIMITS["n_heads"][1],
-    "train_layers": TRAIN_FORM_LIMITS["n_layers"][1],
-    "train_d_ff": TRAIN_FORM_LIMITS["d_ff"][1],
-    "train_max_len": TRAIN_FORM_LIMITS["max_len"][1],
-    "train_symbols": TRAIN_FORM_LIMITS["n_symbols"][1],
+    "train_d_model": spec.TRAIN_FORM_LIMITS["d_model"][1],
+    "train_heads": spec.TRAIN_FORM_LIMITS["n_heads"][1],
+    "train_layers": spec.TRAIN_FORM_LIMITS["n_layers"][1],
+    "train_d_ff": spec.TRAIN_FORM_LIMITS["d_ff"][1],
+    "train_max_len": spec.TRAIN_FORM_LIMITS["max_len"][1],
+    "train_symbols": spec.TRAIN_FORM_LIMITS["n_symbols"][1],
 }
 
 
 def test_the_form_refuses_a_run_past_the_bound_naming_the_settings_to_lower():
     run_configs(form_settings(FORM))  # the defaults train
     with pytest.raises(ValueError, match=r"lower the batch size \(to 33 at most with these settings\), the longest"):
-        run_configs(form_settings({**FORM, **LARGEST, "train_batch": TRAIN_FORM_LIMITS["batch_size"][1]}))
+        run_configs(form_settings({**FORM, **LARGEST, "train_batch": spec.TRAIN_FORM_LIMITS["batch_size"][1]}))
     model, data, train = run_configs(form_settings({**FORM, **LARGEST, "train_batch": 33}))
     assert train_activation_bytes(model, 33, data.max_len) <= MAX_RUN_TRAIN_BYTES
     assert train_activation_bytes(model, 34, data.max_len) > MAX_RUN_TRAIN_BYTES

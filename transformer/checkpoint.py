@@ -66,7 +66,7 @@ class Checkpoint:
     config: ModelConfig
     task: DataConfig  # the task and data settings it was trained on
     history: list[dict]  # metric rows (plain str -> float/int dicts)
-    train_config: dict  # training settings, plain JSON-able dict (may be empty)
+    train_config: dict  # training settings as saved, plain JSON-able dict (may be empty)
     meta: dict = field(default_factory=dict)  # e.g. {"created": iso time, "torch": version, "name": ...}
 
 
@@ -217,7 +217,7 @@ def _unpack(payload: dict, digest: bytes) -> Checkpoint:
     `digest` is the SHA-256 of the file's bytes, which its task is cached by (`_TASKS`)."""
     check_keys(payload.keys() - {"format", "version"}, _PARTS, "checkpoint")
     _check_plain_parts(payload)
-    config = config_from(ModelConfig, {"architecture": "transformer", **payload["model_config"]}, "model_config")
+    config = config_from(ModelConfig, _with_defaults("model", payload["model_config"]), "model_config")
     if config.architecture != "transformer":
         raise ValueError(
             f"it holds a recurrent model ({config.architecture}), and the lab's pages read Transformers only"
@@ -235,6 +235,15 @@ def _unpack(payload: dict, digest: bytes) -> Checkpoint:
     return Checkpoint(model, vocab, config, task, payload["history"], payload["train_config"], payload["meta"])
 
 
+def _with_defaults(config: str, stored: dict) -> dict:
+    """A stored config ("data" or "model"), each field of a setting it lacks at its config default: a checkpoint
+    saved before that setting existed ran as its default does. (The training settings stay as saved, a record of
+    the run: `ema_decay` defaults to 0.99, but the checkpoints saved before it kept their raw weights.)"""
+    from . import settings  # not at the top: settings imports training, which imports this module
+
+    return {**settings.config_defaults(config), **stored}
+
+
 def _task_dict(task: DataConfig) -> dict:
     """The task as plain data: a task from examples with its pairs, any other without the key (so that a lab before
     tasks from examples reads it)."""
@@ -246,7 +255,9 @@ def _task_from(stored: dict) -> DataConfig:
     """The DataConfig `_task_dict` wrote, its pairs checked within their bounds before anything is built."""
     pairs = stored.get("pairs")
     built = {"pairs": None if pairs is None else TaskPairs.from_dict(pairs)}
-    return config_from(DataConfig, {k: v for k, v in stored.items() if k != "pairs"}, "task", built)
+    return config_from(
+        DataConfig, _with_defaults("data", {k: v for k, v in stored.items() if k != "pairs"}), "task", built
+    )
 
 
 def _cpu_weights(model: Transformer) -> dict[str, torch.Tensor]:

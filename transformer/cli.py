@@ -11,6 +11,7 @@ import math
 import os
 import sys
 from collections.abc import Callable
+from pathlib import Path
 
 import torch
 
@@ -76,7 +77,13 @@ _TASK_FILE_HELP = (
     "pairs set the lengths, symbols and held-out set, so --task, --min-len, --max-len, --n-symbols and --n-valid "
     "do not apply"
 )
-_TRAIN_GROUPS = {"data": "task and data", "model": "model", "train": "training"}  # by a setting's first config
+# `train`'s groups of options: a setting's by its first config.
+_TRAIN_GROUPS = {"data": "task and data", "model": "model", "train": "training", "output": "output"}
+# `train`'s options that set no setting: group, flag, its value's name, help, and what docs/cli.md's table says.
+_TRAIN_MORE = (
+    ("data", "--task-file", "FILE", _TASK_FILE_HELP, "a CSV or TSV of pairs (see [Tasks](#tasks))"),
+    ("output", "--out", "FILE", "checkpoint file to save, e.g. checkpoints/reverse.pt", "the checkpoint file to save"),
+)
 
 
 def _add_train(p: argparse.ArgumentParser) -> None:
@@ -85,8 +92,8 @@ def _add_train(p: argparse.ArgumentParser) -> None:
     for s in settings.SETTINGS.values():
         if s.flag is not None:
             _add_setting(groups[s.configs[0]], s)
-    groups["data"].add_argument("--task-file", metavar="FILE", help=_TASK_FILE_HELP)
-    p.add_argument("--out", help="checkpoint file to save, e.g. checkpoints/reverse.pt")
+    for group, flag, metavar, text, _ in _TRAIN_MORE:
+        groups[group].add_argument(flag, metavar=metavar, help=text)
     p.set_defaults(run=train_command)
 
 
@@ -108,6 +115,50 @@ def _add_setting(group: argparse._ArgumentGroup, s: settings.Setting) -> None:
         kind = int if s.kind == "int" else float
         parse = _bounded(kind, *s.flag_bounds) if s.flag_bounds else kind
         group.add_argument(s.flag, dest=s.name, type=parse, default=default, help=text)
+
+
+DOCS = Path(__file__).resolve().parent.parent / "docs" / "cli.md"  # its table of `train` options comes from here
+_TABLE_START = "<!-- train options: made by transformer/cli.py from transformer/settings.py -->"
+_TABLE_END = "<!-- end of train options -->"
+REWRITE_DOCS = 'python -c "import transformer.cli as cli; cli.write_options_table()"'
+
+
+def options_table() -> str:
+    """docs/cli.md's table of `train` options, a row per group: each setting's flag, label, choices and default
+    (its config's), then the other options."""
+    cells = {config: [] for config in _TRAIN_GROUPS}
+    for s in settings.SETTINGS.values():
+        if s.flag is not None:
+            cells[s.configs[0]].append(_option_cell(s))
+    for group, flag, metavar, _, words in _TRAIN_MORE:
+        cells[group].append(f"`{flag} {metavar}` {words}")
+    rows = [f"| {title.capitalize()} | {'; '.join(cells[config])} |" for config, title in _TRAIN_GROUPS.items()]
+    return "\n".join(["| Group | Options (default) |", "|---|---|", *rows])
+
+
+def _option_cell(s: settings.Setting) -> str:
+    """Setting `s` in the options table: its flags, label, a choice's values, and its default."""
+    default = settings.config_default(s)
+    label = "" if s.label == s.name else f" {s.label}"
+    if s.kind == "bool":
+        if s.off_flag:
+            return f"`{s.flag}` / `{s.off_flag}`{label} ({s.word(default)})"
+        return f"`--[no-]{s.flag.removeprefix('--')}`{label} ({'on' if default else 'off'})"
+    shown = "auto" if default is None else default if isinstance(default, str) else f"{default:g}"
+    choices = f": {', '.join(map(str, s.options))}" if s.options else ""
+    return f"`{s.flag}`{label}{choices} ({shown})"
+
+
+def with_options_table(text: str) -> str:
+    """`text` (docs/cli.md) with the table between its two markers made anew by `options_table`."""
+    head, rest = text.split(_TABLE_START + "\n", 1)
+    _, tail = rest.split(_TABLE_END, 1)
+    return f"{head}{_TABLE_START}\n{options_table()}\n{_TABLE_END}{tail}"
+
+
+def write_options_table(path: Path = DOCS) -> None:
+    """Rewrite the table of `train` options in docs/cli.md from the settings."""
+    path.write_text(with_options_table(path.read_text(encoding="utf-8")), encoding="utf-8")
 
 
 _SEQUENCE_HELP = 'space-separated symbols, e.g. "3 1 4" ("314" too, when every symbol is one character)'

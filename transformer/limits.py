@@ -1,5 +1,6 @@
 """Every bound the lab puts on untrusted input (files, links, typed text, command-line values) and on the work one
-request may do. The validators of each format check numbers against these before anything is allocated or run.
+request may do, but a run's settings' own bounds, which their entries in `settings` hold. The validators of each
+format check numbers against these before anything is allocated or run.
 
 This module imports nothing from the package but `i18n` (which imports none of it), so every module can import it.
 """
@@ -7,7 +8,6 @@ This module imports nothing from the package but `i18n` (which imports none of i
 from __future__ import annotations
 
 import math
-from collections.abc import Collection, Mapping
 from typing import Protocol
 
 from .i18n import N_, Message
@@ -47,32 +47,11 @@ MAX_TASK_LINE_CHARS = 2 * MAX_SEQ_LEN * (MAX_SYMBOL_CHARS + 1) + 8  # a longest 
 MAX_VALID = 10_000  # largest held-out set: it is scored in one forward pass
 MAX_SEED = 2**32 - 1
 MAX_BATCH = 8192  # sequences in one training batch or held-out probe
-# Two bounds per training setting. The run's (`RUN_LIMITS`, None where a run is not checked on it): what one run on a
-# shared classroom server may ask for, whatever the form, the URL or session state say. The form's
-# (`TRAIN_FORM_LIMITS`): the Train page's form and a class's settings, within the run's (each setting of
-# `transformer/settings.py` reads its bounds here, by name).
-_TRAINING_BOUNDS = {  # setting: (the run's, the form's)
-    "min_len": (None, (1, 24)),
-    "max_len": (None, (1, 24)),
-    "n_symbols": (None, (2, 30)),
-    "d_model": ((8, 256), (8, 128)),
-    "n_heads": ((1, 16), (1, 8)),
-    "n_layers": ((1, 4), (1, 3)),
-    "d_ff": ((8, 1024), (16, 512)),
-    "dropout": (None, (0.0, 0.5)),
-    "lr": (None, (1e-4, 0.05)),
-    "warmup": (None, (0, 1000)),
-    "batch_size": ((1, 512), (8, 256)),
-    "label_smoothing": (None, (0.0, 0.5)),
-    "ema_decay": (None, (0.0, 0.999)),
-    "steps": ((1, 10_000), (10, 5000)),
-    "time_budget_s": ((1, 300), (5, 120)),
-    "seed": (None, (0, 10_000)),
-}
-RUN_LIMITS = {name: run for name, (run, _) in _TRAINING_BOUNDS.items() if run is not None}
-TRAIN_FORM_LIMITS = {name: form for name, (_, form) in _TRAINING_BOUNDS.items()}
+# A training setting's own bounds, the run's and the Train form's, are in its entry in `transformer/settings.py`
+# (`RUN_LIMITS`, `TRAIN_FORM_LIMITS` there).
 MAX_VARIANTS = 4  # variants of one Compare experiment
-# The Compare page's custom experiment, within RUN_LIMITS (its widgets and its link read their bounds from here).
+# The Compare page's custom experiment, within `settings.RUN_LIMITS` (its widgets and its link read their bounds
+# from here).
 COMPARE_FORM_LIMITS = {"length": (2, 16), "n_layers": (1, 3), "steps": (50, 2000), "seed": (0, 9999)}
 COMPARE_SIZE_CHOICES = {"d_model": (16, 32, 64, 128), "n_heads": (1, 2, 4, 8)}
 # The command line, on the user's own machine, may train longer and bigger than a page.
@@ -127,16 +106,6 @@ PATCH_WEIGHT_COST = 10  # and each weight of that pair: a pass over a few tokens
 
 # ---- links
 MAX_PARAM_CHARS = 200  # a longer value in a link is refused, not cut
-
-
-def check_limits(values: Mapping, skip: Collection[str] = ()) -> None:
-    """ValueError unless every setting of RUN_LIMITS present in `values` (and not in `skip`) is a number within
-    its bounds."""
-    for name, (low, high) in RUN_LIMITS.items():
-        value = values.get(name)
-        if name in values and name not in skip and not (type(value) in (int, float) and low <= value <= high):
-            template = N_("{name} must be between {low} and {high}, got {got}")
-            raise ValueError(Message(template, name=name, low=low, high=high, got=str(value)[:20]))
 
 
 class _Sizes(Protocol):

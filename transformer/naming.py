@@ -18,29 +18,44 @@ def task_label(data: DataConfig) -> str:
     return data.task if data.pairs is None else data.pairs.name
 
 
+# The settings run_summary always says, in its own words: the task and data, the model's size, the peak rate, the seed.
+_IN_EVERY_SUMMARY = {"task", "min_len", "max_len", "n_symbols", "d_model", "n_heads", "n_layers", "lr", "seed"}
+
+
 def run_summary(model_config: ModelConfig, data_config: DataConfig, train_config: TrainConfig) -> Message:
-    """The settings of a run in one line: task, data, model, the switches set away from the paper, peak learning
-    rate, seed."""
+    """The settings of a run in one line: task, data, model, each other setting a student chooses (on the Train
+    form, or a switch of Compare) that the run sets away from where the form starts, peak learning rate, seed."""
     c, d = model_config, data_config
-    word = {name: spec.setting(name).word(getattr(c, name)) for name in _switch_names()}
+    configs = {"data": data_config, "model": model_config, "train": train_config}
     data = N_("{task}, lengths {low}-{high}, {symbols} symbols")
     if c.n_heads == 1:
         sizes = N_("d_model {d_model}, {heads} head, {layers}+{layers} layers")
     else:
         sizes = N_("d_model {d_model}, {heads} heads, {layers}+{layers} layers")
+    changed = [
+        _said(s, value)
+        for s in spec.SETTINGS.values()
+        if (s.form or s.compare)
+        and s.name not in _IN_EVERY_SUMMARY
+        and (value := getattr(configs[s.configs[0]], s.name)) != s.default
+    ]
     return joined(
         [
             Message(data, task=task_label(d), low=d.min_len, high=d.max_len, symbols=d.n_symbols),
             Message(sizes, d_model=c.d_model, heads=c.n_heads, layers=c.n_layers),
-            word["positional"],
-            word["norm_first"],
-            *([word["causal_mask"]] if not c.causal_mask else []),
-            *([word["scale_scores"]] if not c.scale_scores else []),
-            *([Message(N_("dropout {dropout:g}"), dropout=c.dropout)] if c.dropout else []),
+            *changed,
             Message(N_("peak lr {lr:g}"), lr=train_config.lr),
             Message(N_("seed {seed}"), seed=train_config.seed),
         ]
     )
+
+
+def _said(s: spec.Setting, value: spec.Value) -> str | Message:
+    """Setting `s` at `value` in a run's summary: the value's words, else the setting's label and the value."""
+    if value in s.words:
+        return s.word(value)
+    shown = value if isinstance(value, str) else f"{value:g}"
+    return Message(N_("{setting}: {value}"), setting=Message(s.label), value=shown)
 
 
 def _switch_names() -> list[str]:

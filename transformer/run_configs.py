@@ -11,7 +11,7 @@ from collections.abc import Mapping
 
 from . import settings as spec
 from .checkpoint import check_model_size
-from .limits import MAX_TRAIN_BYTES, check_limits, check_train_memory, train_activation_bytes
+from .limits import MAX_TRAIN_BYTES, check_train_memory, train_activation_bytes
 from .model import ModelConfig
 from .pairs import TaskPairs
 from .tasks import DataConfig, longest_sequence, task_of
@@ -48,7 +48,7 @@ def run_configs(
         low, high = values.get("min_len"), values.get("max_len", DataConfig.max_len)
         raise ValueError(f"the shortest input (min_len {low}) is longer than the longest (max_len {high})")
     if shared:
-        check_limits(values)
+        spec.check_limits(values)
     parts = {config: _fields(values, config) for config in spec.CONFIGS}
     data = DataConfig(**parts["data"]) if pairs is None else DataConfig.from_pairs(pairs, values.get("seed", 0))
     model_values = {"d_model": ModelConfig.d_model, "n_heads": ModelConfig.n_heads, **parts["model"]}
@@ -68,7 +68,7 @@ def run_configs(
     if shared:
         batch_size = train.get("batch_size", TrainConfig.batch_size)
         train = {"eval_every": eval_every_for(model, data, batch_size), **train, "record_attention": True}
-    train_config = TrainConfig(**train)
+    train_config = spec.CONFIGS["train"](**train)
     if shared:
         check_train_memory(model, train_config.batch_size, longest_sequence(data), lower)
     else:

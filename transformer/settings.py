@@ -2,9 +2,11 @@
 the words for its values, the config field it sets, its command-line flag, and where the Train form, a class and
 Compare use it. (The server's own settings are another thing: `serving.settings.ServerSettings`.)
 
-Every page, the classroom, the command line and Compare read a setting from here; `run_configs` turns settings into
-a run's configs. The Train form's bounds live in `limits.TRAIN_FORM_LIMITS`, with every bound on untrusted input:
-a setting reads its `bounds` from there by name.
+Every page, the classroom, the command line, run summaries, checkpoints and Compare read a setting from here;
+`run_configs` turns settings into a run's configs. A number's two bounds are written in its entry: the form's
+(`bounds`) and, where a run on the shared server is held to one, the run's (`run_bounds`). `RUN_LIMITS` and
+`TRAIN_FORM_LIMITS` are derived from them here, not in `limits`, which imports nothing of the package while this
+module imports the configs (which import `limits`): so adding a setting is one entry.
 
 Readers look settings up through the functions below (`setting`, `on_form`, ...), at call time, so a test may put
 a copy of `SETTINGS` with a setting more in its place.
@@ -12,13 +14,13 @@ a copy of `SETTINGS` with a setting more in its place.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from .gallery import GalleryTask
 from .i18n import N_, Message, joined
-from .limits import MAX_CLI_STEPS, MAX_LABEL_CHARS, MAX_SEED, MAX_TIME_BUDGET_S, TRAIN_FORM_LIMITS
+from .limits import MAX_CLI_STEPS, MAX_LABEL_CHARS, MAX_SEED, MAX_TIME_BUDGET_S
 from .model import ModelConfig
 from .tasks import DataConfig, get_task, task_names
 from .training import TrainConfig
@@ -52,6 +54,7 @@ class Setting:
     words: Mapping[Value, str] = field(default_factory=dict)  # a value -> how it is said: one wording, everywhere
     choices: tuple[Value, ...] = ()  # a choice's values (a bool's: False, True)
     bounds: tuple[float, float] | None = None  # a number's, on the Train form and in a class (TRAIN_FORM_LIMITS)
+    run_bounds: tuple[float, float] | None = None  # a number's for any run on the shared server (RUN_LIMITS), if held
     flag: str | None = None  # on the command line, e.g. "--heads"; None: not there
     off_flag: str | None = None  # a bool's flag that turns it off (default: --no-<flag>)
     flag_bounds: tuple[float, float] | None = None  # a number's bounds on the command line (None: the config's)
@@ -131,9 +134,28 @@ def config_default(s: Setting) -> Value:
     return None if s.default is None else getattr(CONFIGS[s.configs[0]](), s.name)
 
 
+def config_defaults(config: str) -> dict[str, Value]:
+    """The config ("data", "model" or "train") defaults of the fields settings describe: what a checkpoint saved
+    before a setting existed reads as for it (a new setting's config default is how runs went without it)."""
+    made = CONFIGS[config]()
+    return {s.name: getattr(made, s.name) for s in SETTINGS.values() if config in s.configs}
+
+
+def check_limits(values: Mapping, skip: Collection[str] = ()) -> None:
+    """ValueError unless every setting with run bounds that `values` holds (and `skip` does not name) is a number
+    within them."""
+    for s in SETTINGS.values():
+        value = values.get(s.name)
+        if s.run_bounds and s.name in values and s.name not in skip:
+            low, high = s.run_bounds
+            if not (type(value) in (int, float) and low <= value <= high):
+                template = N_("{name} must be between {low} and {high}, got {got}")
+                raise ValueError(Message(template, name=s.name, low=low, high=high, got=str(value)[:20]))
+
+
 def _number(name: str, kind: Kind, configs: str, label: str, help: str, default: Value, **more: Any) -> Setting:
-    """A number setting of the Train form: its bounds come from TRAIN_FORM_LIMITS."""
-    return Setting(name, kind, (configs,), label, help, default, bounds=TRAIN_FORM_LIMITS[name], **more)
+    """A number setting of one config (`more` gives its bounds)."""
+    return Setting(name, kind, (configs,), label, help, default, **more)
 
 
 def _at(row: int, column: int, key: str, radio: bool = False, **style: Any) -> FormPlace:
@@ -159,17 +181,17 @@ SETTINGS: dict[str, Setting] = {s.name: s for s in [  # in the Train form's draw
     Setting("task", "choice", ("data",), N_("Task"), _TASK_HELP, "reverse", choices=tuple(task_names()), flag="--task",
             form=_at(0, 0, "train_task")),
     _number("min_len", "int", "data", N_("Shortest input"),
-            N_("Input lengths are drawn uniformly between the shortest and the longest."), 6, flag="--min-len",
-            form=_at(1, 0, "train_min_len")),
+            N_("Input lengths are drawn uniformly between the shortest and the longest."), 6, bounds=(1, 24),
+            flag="--min-len", form=_at(1, 0, "train_min_len")),
     _number("max_len", "int", "data", N_("Longest input"), N_("Longer inputs are harder and slower to learn."), 8,
-            flag="--max-len", form=_at(1, 1, "train_max_len")),
+            bounds=(1, 24), flag="--max-len", form=_at(1, 1, "train_max_len")),
     _number("n_symbols", "int", "data", N_("Symbols"),
             N_("How many different symbols (0, 1, 2, ...) sequences use. The vocabulary is 3 tokens larger: PAD, "
                "BOS and EOS come on top. A gallery task says what it counts: the number base of add, the nouns of "
                "translate, the letters of count and caesar, the bracket symbols of brackets."), 10,
-            flag="--n-symbols", form=_at(1, 2, "train_symbols")),
+            bounds=(2, 30), flag="--n-symbols", form=_at(1, 2, "train_symbols")),
     Setting("seed", "int", ("data", "train"), N_("Seed"), N_("Same seed, same settings: same data, same starting "
-            "weights, same run."), _TRAIN.seed, bounds=TRAIN_FORM_LIMITS["seed"], flag="--seed",
+            "weights, same run."), _TRAIN.seed, bounds=(0, 10_000), flag="--seed",
             flag_bounds=(0, MAX_SEED), form=_at(1, 3, "train_seed")),
     Setting("positional", "choice", ("model",), N_("Positional encoding"),
             N_("How the model knows token order: the paper's sine waves, a learned table, or nothing (try reverse "
@@ -189,46 +211,51 @@ SETTINGS: dict[str, Setting] = {s.name: s for s in [  # in the Train form's draw
             {True: N_("scaled scores"), False: N_("unscaled scores")}, flag="--scale-scores",
             form=_at(2, 2, "train_scale"), groups=(True, False), compare=True),
     _number("d_model", "int", "model", "d_model", N_("Width of every token vector (the paper: 512)."),
-            _MODEL.d_model, flag="--d-model", form=_at(3, 0, "train_d_model"), class_open=True),
+            _MODEL.d_model, bounds=(8, 128), run_bounds=(8, 256), flag="--d-model", form=_at(3, 0, "train_d_model"),
+            class_open=True),
     _number("n_heads", "int", "model", N_("Heads"), N_("Attention heads per layer; d_model must be divisible by it "
             "(the paper: 8)."), _MODEL.n_heads, words={1: N_("1 head"), 2: N_("2 heads"), 4: N_("4 heads"),
-            8: N_("8 heads")}, flag="--heads", form=_at(3, 0, "train_heads"), class_open=True, compare=True),
+            8: N_("8 heads")}, bounds=(1, 8), run_bounds=(1, 16), flag="--heads", form=_at(3, 0, "train_heads"),
+            class_open=True, compare=True),
     _number("n_layers", "int", "model", N_("Layers per stack"), N_("Encoder layers, and as many decoder layers "
             "(the paper: 6)."), _MODEL.n_layers, words={1: N_("1 layer"), 2: N_("2 layers"), 3: N_("3 layers")},
-            flag="--layers", form=_at(3, 0, "train_layers"), class_open=True, compare=True),
+            bounds=(1, 3), run_bounds=(1, 4), flag="--layers", form=_at(3, 0, "train_layers"), class_open=True,
+            compare=True),
     _number("d_ff", "int", "model", "d_ff", N_("Hidden width of the position-wise feed-forward network (the "
-            "paper: 2048)."), _MODEL.d_ff, flag="--d-ff", form=_at(3, 0, "train_d_ff")),
+            "paper: 2048)."), _MODEL.d_ff, bounds=(16, 512), run_bounds=(8, 1024), flag="--d-ff",
+            form=_at(3, 0, "train_d_ff")),
     _number("dropout", "float", "model", N_("Dropout"), N_("Fraction of activations zeroed during training (the "
-            "paper: 0.1)."), _MODEL.dropout, flag="--dropout", form=_at(3, 0, "train_dropout", step=0.05),
-            class_open=True),
-    _number("lr", "float", "train", N_("Peak learning rate"), _LR_HELP, None, flag="--lr", class_open=True,
+            "paper: 0.1)."), _MODEL.dropout, bounds=(0.0, 0.5), flag="--dropout",
+            form=_at(3, 0, "train_dropout", step=0.05), class_open=True),
+    _number("lr", "float", "train", N_("Peak learning rate"), _LR_HELP, None, bounds=(1e-4, 0.05), flag="--lr",
+            class_open=True,
             form=_at(3, 1, "train_lr", step=1e-3, format="%.4f", placeholder=N_("auto: for the model's size"))),
     _number("warmup", "int", "train", N_("Warm-up steps"), N_("Steps over which the learning rate grows linearly "
             "from 0 to its peak (the paper: 4000)."), _TRAIN.warmup, words={0: N_("no warm-up"),
-            50: N_("warm-up 50"), 100: N_("warm-up 100"), 400: N_("warm-up 400")}, flag="--warmup",
+            50: N_("warm-up 50"), 100: N_("warm-up 100"), 400: N_("warm-up 400")}, bounds=(0, 1000), flag="--warmup",
             form=_at(3, 1, "train_warmup"), class_open=True, compare=True),
     Setting("schedule", "choice", ("train",), N_("After warm-up"),
             N_("What the learning rate does once warm-up is over."), _TRAIN.schedule,
             {"noam": N_("decay as 1/√step (paper)"), "constant": N_("stay at the peak")}, ("noam", "constant"),
             flag="--schedule", form=_at(3, 1, "train_schedule")),
     _number("batch_size", "int", "train", N_("Batch size"), N_("Sequences per training step."), _TRAIN.batch_size,
-            flag="--batch-size", form=_at(3, 1, "train_batch"), class_open=True),
+            bounds=(8, 256), run_bounds=(1, 512), flag="--batch-size", form=_at(3, 1, "train_batch"), class_open=True),
     _number("label_smoothing", "float", "train", N_("Label smoothing"), N_("The loss's target mixes in this much "
             "of a uniform distribution over the vocabulary instead of all on the right token (the paper: 0.1)."),
             _TRAIN.label_smoothing, words={0.0: N_("no smoothing"), 0.1: N_("smoothing 0.1"),
-            0.2: N_("smoothing 0.2")}, flag="--label-smoothing", form=_at(3, 1, "train_label_smoothing", step=0.05),
-            groups=(0.0, 0.1), compare=True),
+            0.2: N_("smoothing 0.2")}, bounds=(0.0, 0.5), flag="--label-smoothing",
+            form=_at(3, 1, "train_label_smoothing", step=0.05), groups=(0.0, 0.1), compare=True),
     _number("ema_decay", "float", "train", N_("Weight averaging (EMA decay)"), N_("The model you get is a running "
             "average of the trained weights, which jitter from step to step at a high learning rate. 0 keeps the "
             "raw weights."), _TRAIN.ema_decay, words={0.0: N_("raw weights"),
-            0.99: N_("averaged weights (EMA 0.99)")}, flag="--ema-decay",
+            0.99: N_("averaged weights (EMA 0.99)")}, bounds=(0.0, 0.999), flag="--ema-decay",
             form=_at(3, 1, "train_ema_decay", step=0.01, format="%.3f"), compare=True),
     _number("steps", "int", "train", N_("Steps (at most)"), N_("Training ends here, or earlier once every "
-            "held-out sequence is right."), _TRAIN.steps, flag="--steps", flag_bounds=(1, MAX_CLI_STEPS),
-            form=_at(3, 2, "train_steps")),
+            "held-out sequence is right."), _TRAIN.steps, bounds=(10, 5000), run_bounds=(1, 10_000), flag="--steps",
+            flag_bounds=(1, MAX_CLI_STEPS), form=_at(3, 2, "train_steps")),
     _number("time_budget_s", "float", "train", N_("Time budget (s)"), N_("Training ends after this many seconds "
-            "of training (pauses not counted) whatever happens."), 60.0, flag="--time-budget",
-            flag_bounds=(0, MAX_TIME_BUDGET_S), form=_at(3, 2, "train_time_budget")),
+            "of training (pauses not counted) whatever happens."), 60.0, bounds=(5, 120), run_bounds=(1, 300),
+            flag="--time-budget", flag_bounds=(0, MAX_TIME_BUDGET_S), form=_at(3, 2, "train_time_budget")),
     Setting("device", "choice", ("train",), N_("Device"), N_("Where to compute; auto takes a GPU when there is "
             "one."), "auto", choices=("auto", "cpu", "cuda", "mps"), flag="--device", flag_choices=False,
             form=_at(3, 2, "train_device")),
@@ -249,3 +276,6 @@ SETTINGS: dict[str, Setting] = {s.name: s for s in [  # in the Train form's draw
             "lines); a run on the server picks them for the model's size."), _TRAIN.eval_every,
             flag="--eval-every"),
 ]}  # fmt: skip
+# Each setting's bounds by name, for the modules that bound one setting (a class's records, the tests, benchmarks).
+RUN_LIMITS = {s.name: s.run_bounds for s in SETTINGS.values() if s.run_bounds}
+TRAIN_FORM_LIMITS = {s.name: s.bounds for s in on_form() if s.bounds}

@@ -420,6 +420,21 @@ def page(request, browser, lab_server: LabServer):
     assert "Traceback" not in new_log, f"the server logged a traceback:\n{new_log[-3000:]}"
 
 
+@pytest.fixture
+def new_context(browser):
+    """`browser.new_context` for one test: every context it opens is closed when the test ends, passed or failed, so
+    no page of a test goes on polling the server (or a server gone) under the tests after it."""
+    opened = []
+
+    def new(**options):
+        opened.append(browser.new_context(**options))
+        return opened[-1]
+
+    yield new
+    for context in opened:
+        context.close()  # a second close, after the test's own, does nothing
+
+
 @pytest.fixture(scope="session")
 def reverse_checkpoint(tmp_path_factory) -> Path:
     """The shipped checkpoints/reverse.pt, or a tiny reverse model trained now with the package's CLI."""

@@ -26,7 +26,8 @@ class StreamlitSession:
 
     `texts` holds the text of every element the server has drawn on the page (by its place on the page), and
     `exceptions` every exception shown. Set widgets by their `key` with `set`, then `click` a button: both go to
-    the server with the click, as a form's widgets do on submit.
+    the server with the click, as a form's widgets do on submit. `choose` sets a widget outside a form, which reruns
+    the page at once.
     """
 
     def __init__(self, url: str):
@@ -69,6 +70,13 @@ class StreamlitSession:
         state = WidgetState(id=self._ids[key])
         setattr(state, VALUE_FIELDS[type(value)], value)
         self._values[state.id] = state
+
+    async def choose(self, key: str, value: bool | int | float | str, timeout_s: float = 60.0) -> None:
+        """Give a widget outside a form a value (a select box's is the option as it shows it), and wait for the
+        rerun that sends at once, as the browser does."""
+        self.set(key, value)
+        await self._rerun()
+        await self.wait_finished(timeout_s)
 
     async def click(self, key: str) -> None:
         """Click the button with this key: a rerun of the whole page with the values set so far."""

@@ -33,9 +33,9 @@ def violations(page, axe: Axe) -> list[str]:
 
 @pytest.mark.timeout(600)
 @pytest.mark.parametrize("language", ["zh-CN", "en"])
-def test_no_page_has_a_critical_or_serious_wcag_violation(browser, lab_server, language):
+def test_no_page_has_a_critical_or_serious_wcag_violation(new_context, lab_server, language):
     axe = Axe()
-    context = browser.new_context(viewport=dict(zip(("width", "height"), VIEWPORTS["projector"])))
+    context = new_context(viewport=dict(zip(("width", "height"), VIEWPORTS["projector"])))
     context.set_default_timeout(30_000)
     page = context.new_page()
     try:

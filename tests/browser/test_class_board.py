@@ -97,17 +97,17 @@ def open_board(page, server: LabServer, code: str, key: str) -> None:
     wait_idle(page)
 
 
-def test_a_class_experiment_on_the_teachers_board(browser, tmp_path, monkeypatch):
+def test_a_class_experiment_on_the_teachers_board(new_context, tmp_path, monkeypatch):
     monkeypatch.setenv("LAB_DATA_DIR", str(tmp_path))  # the class database, kept across the restart below
     server = LabServer(ARTIFACTS / "server-class-board.log")
     server.start()
     try:
-        teacher = open_teacher(browser.new_context(viewport=PROJECTOR), server)
+        teacher = open_teacher(new_context(viewport=PROJECTOR), server)
         link, key = create_class(teacher)
         code = link.rsplit("class=", 1)[1]
         assert key not in link and link.endswith(f"/train?class={code}")
         link = f"{server.url}/train?class={code}"  # the address the test's server answers on
-        pages = [student_trains(browser.new_context(viewport=PROJECTOR), link, name) for name in STUDENTS]
+        pages = [student_trains(new_context(viewport=PROJECTOR), link, name) for name in STUDENTS]
         shown_steps = {}
         for name, page in zip(STUDENTS, pages):
             expect(main(page).get_by_text(FINISHED)).to_be_visible(timeout=120_000)
@@ -151,7 +151,7 @@ def test_a_class_experiment_on_the_teachers_board(browser, tmp_path, monkeypatch
 
 
 def test_a_run_training_when_its_server_is_killed_reads_lost_on_the_board_and_in_the_export(
-    browser, tmp_path, monkeypatch
+    new_context, tmp_path, monkeypatch
 ):
     monkeypatch.setenv("LAB_DATA_DIR", str(tmp_path))  # the class database, kept across the kill
     store = ClassStore(f"sqlite:///{tmp_path / 'classes.sqlite3'}")
@@ -162,14 +162,14 @@ def test_a_run_training_when_its_server_is_killed_reads_lost_on_the_board_and_in
     server = LabServer(ARTIFACTS / "server-class-lost.log")
     server.start()
     try:
-        student = browser.new_context(viewport=PROJECTOR).new_page()
+        student = new_context(viewport=PROJECTOR).new_page()
         student.goto(f"{server.url}/train?class={code}", wait_until="domcontentloaded")
         student.wait_for_selector(f"{IDLE} h1", timeout=90_000)
         fill(student, "class_name", "Ada")
         button(student, "class_join_button").click()
         wait_idle(student)
         button(student, "start_training").click()
-        teacher = open_teacher(browser.new_context(viewport=PROJECTOR), server)
+        teacher = open_teacher(new_context(viewport=PROJECTOR), server)
         open_board(teacher, server, code, key)
         expect(main(teacher).get_by_text("1 student · 1 training")).to_be_visible(timeout=60_000)
         server.process.kill()  # SIGKILL: nothing of the server's gets to say goodbye

@@ -118,12 +118,12 @@ def csv_names(data: bytes) -> set[str]:
 
 
 @pytest.mark.parametrize("language", LANGUAGES)
-def test_a_class_on_its_own_task_walks_through_in_its_language(browser, lab_server, language, tmp_path):
+def test_a_class_on_its_own_task_walks_through_in_its_language(new_context, lab_server, language, tmp_path):
     task_path = tmp_path / TASK_FILE
     task_path.write_text(TASK)
     query = "" if language == "en" else f"?lang={language}"
     log_start = len(lab_server.log_text())
-    contexts = [browser.new_context(viewport=VIEWPORT) for _ in range(1 + len(STUDENTS))]
+    contexts = [new_context(viewport=VIEWPORT) for _ in range(1 + len(STUDENTS))]
     try:
         teacher = open_at(contexts[0], f"{lab_server.url}/teacher{query}")
         link = teacher_creates_the_class(teacher, language, task_path)

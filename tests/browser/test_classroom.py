@@ -43,8 +43,8 @@ def progress_step(page) -> int:
     return int(text.split("step ")[1].split(" ")[0])
 
 
-def test_the_curve_moves_at_once_in_view_and_the_run_pauses_steps_and_resumes(browser, lab_server):
-    context = browser.new_context(viewport=LAPTOP)
+def test_the_curve_moves_at_once_in_view_and_the_run_pauses_steps_and_resumes(new_context, lab_server):
+    context = new_context(viewport=LAPTOP)
     page = open_train(context, lab_server)
     set_number(page, "train_seed", 11)  # a run of its own: no other test's run to join
     page.locator(".st-key-train_positional").get_by_text("no PE", exact=True).click()  # never solved: runs to its
@@ -99,10 +99,10 @@ def test_the_curve_moves_at_once_in_view_and_the_run_pauses_steps_and_resumes(br
     context.close()
 
 
-def test_same_settings_share_one_run_and_another_seed_waits_for_the_slot(browser, monkeypatch):
+def test_same_settings_share_one_run_and_another_seed_waits_for_the_slot(new_context, monkeypatch):
     monkeypatch.setenv("LAB_TRAINING_SLOTS", "1")  # one slot: the third student's run must queue
     with LabServer(ARTIFACTS / "server-classroom-test.log") as server:
-        contexts = [browser.new_context(viewport=LAPTOP) for _ in range(3)]
+        contexts = [new_context(viewport=LAPTOP) for _ in range(3)]
         first, second, third = (open_train(c, server) for c in contexts)
         for tab in (first, second, third):  # long runs: reverse cannot be learned without positional encoding
             tab.locator(".st-key-train_positional").get_by_text("no PE", exact=True).click()
@@ -139,14 +139,14 @@ def test_same_settings_share_one_run_and_another_seed_waits_for_the_slot(browser
 
 
 def test_a_page_that_stops_polling_keeps_its_queue_place_while_connected_and_a_closed_one_gives_it_up(
-    browser, monkeypatch
+    new_context, monkeypatch
 ):
     """A page starved of CPU (its timers frozen) polls nothing for longer than the idle timeout but stays
     connected: its run keeps its place. Once its tab closes, the place goes to the next student."""
     monkeypatch.setenv("LAB_TRAINING_SLOTS", "1")
     monkeypatch.setenv("LAB_JOB_IDLE_TIMEOUT_S", str(IDLE_TIMEOUT_S))
     with LabServer(ARTIFACTS / "server-connected-test.log") as server:
-        contexts = [browser.new_context(viewport=LAPTOP) for _ in range(3)]
+        contexts = [new_context(viewport=LAPTOP) for _ in range(3)]
         contexts[1].clock.install()  # the slow student's page: its timers run until paused
         training, slow, next_in_line = (open_train(c, server) for c in contexts)
         training.locator(".st-key-train_positional").get_by_text("no PE", exact=True).click()  # a long run, still

@@ -51,10 +51,10 @@ def test_every_page_opens_without_a_model(page, lab_server):
         screenshot(page, f"{name}-no-model")
 
 
-def test_a_deep_link_on_a_fresh_server_gets_the_whole_app(browser):
+def test_a_deep_link_on_a_fresh_server_gets_the_whole_app(new_context):
     """The first visitor after a restart (or a Community Cloud wake-up) may open /decoding directly."""
     with LabServer(ARTIFACTS / "server-deep-link.log") as server:
-        context = browser.new_context(viewport=VIEWPORT)
+        context = new_context(viewport=VIEWPORT)
         page = context.new_page()
         open_page(page, server, "decoding")
         links = page.locator("[data-testid='stSidebarNav'] a").all_inner_texts()

@@ -41,8 +41,8 @@ def train_defaults_to_the_end(page) -> None:
 
 
 @pytest.fixture
-def projector(browser):
-    context = browser.new_context(viewport=PROJECTOR)
+def projector(new_context):
+    context = new_context(viewport=PROJECTOR)
     context.set_default_timeout(30_000)
     yield context.new_page()
     context.close()
@@ -103,8 +103,8 @@ def test_a_run_that_ended_has_no_head_that_has_not_reached_it_yet(projector, lab
     assert "yet" not in caption.inner_text()
 
 
-def test_one_classmate_reads_one_and_stop_says_who_pressed_it(browser, projector, lab_server):
-    page, classmate = projector, browser.new_context(viewport=PROJECTOR).new_page()
+def test_one_classmate_reads_one_and_stop_says_who_pressed_it(new_context, projector, lab_server):
+    page, classmate = projector, new_context(viewport=PROJECTOR).new_page()
     try:
         for student in (page, classmate):
             open_page(student, lab_server, "train")
@@ -125,8 +125,8 @@ def test_one_classmate_reads_one_and_stop_says_who_pressed_it(browser, projector
         classmate.context.close()
 
 
-def test_on_a_phone_joining_a_finished_run_covers_no_title_and_no_toolbar_covers_a_chart_title(browser, lab_server):
-    first, phone = (browser.new_context(viewport=size).new_page() for size in (PROJECTOR, PHONE))
+def test_on_a_phone_joining_a_finished_run_covers_no_title_and_no_toolbar_covers_a_chart_title(new_context, lab_server):
+    first, phone = (new_context(viewport=size).new_page() for size in (PROJECTOR, PHONE))
     try:
         for student in (first, phone):  # the same settings: the phone's Start joins the run that has finished
             open_page(student, lab_server, "train")

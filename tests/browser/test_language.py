@@ -11,8 +11,8 @@ from playwright.sync_api import expect
 pytestmark = [pytest.mark.browser, requires_chromium]
 
 
-def test_a_browser_in_chinese_opens_the_lab_in_chinese(browser, lab_server):
-    context = browser.new_context(viewport=VIEWPORT, locale="zh-CN")
+def test_a_browser_in_chinese_opens_the_lab_in_chinese(new_context, lab_server):
+    context = new_context(viewport=VIEWPORT, locale="zh-CN")
     try:
         home = context.new_page()
         home.goto(lab_server.url, wait_until="domcontentloaded")

@@ -287,9 +287,9 @@ def teacher_flow(page, server, language: str, allowed: list[str]) -> list[str]:
 
 @pytest.mark.timeout(600)
 @pytest.mark.parametrize("language", ["zh-CN", "en"])
-def test_every_page_the_lesson_and_the_teacher_in_each_language_fit_every_screen(browser, lab_server, language):
+def test_every_page_the_lesson_and_the_teacher_in_each_language_fit_every_screen(new_context, lab_server, language):
     allowed = latin_terms()
-    context = browser.new_context(viewport=dict(zip(("width", "height"), VIEWPORTS["projector"])))
+    context = new_context(viewport=dict(zip(("width", "height"), VIEWPORTS["projector"])))
     context.set_default_timeout(30_000)
     page = context.new_page()
     try:

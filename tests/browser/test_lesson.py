@@ -62,8 +62,8 @@ def test_step_1_a_trained_model_decodes_and_looks_at_the_mirrored_position(page,
     assert not page_errors(page), page_errors(page)
 
 
-def test_step_2_two_students_on_the_defaults_watch_one_run_and_the_page_says_so(browser, page, lab_server):
-    classmate = browser.new_context(viewport=page.viewport_size).new_page()
+def test_step_2_two_students_on_the_defaults_watch_one_run_and_the_page_says_so(new_context, page, lab_server):
+    classmate = new_context(viewport=page.viewport_size).new_page()
     try:
         for student in (page, classmate):
             open_page(student, lab_server, "train")

@@ -44,8 +44,8 @@ def test_patching_a_changed_symbol_shows_where_the_clean_answer_comes_back(page,
     assert page_errors(page) == []
 
 
-def test_a_finished_run_shows_its_alignment_embeddings_and_gradient_norms(browser, lab_server):
-    page = open_train(browser.new_context(viewport=LAPTOP), lab_server)
+def test_a_finished_run_shows_its_alignment_embeddings_and_gradient_norms(new_context, lab_server):
+    page = open_train(new_context(viewport=LAPTOP), lab_server)
     set_number(page, "train_seed", 31)  # a run of this test's own
     wait_idle(page)
     button(page, "start_training").click()

@@ -8,7 +8,7 @@ from playwright.sync_api import expect
 pytestmark = [pytest.mark.browser, requires_chromium]
 
 
-def test_a_report_from_train_opens_offline_and_draws_its_charts(page, lab_server, browser, tmp_path):
+def test_a_report_from_train_opens_offline_and_draws_its_charts(page, lab_server, new_context, tmp_path):
     page.goto(f"{lab_server.url}/train?lang=zh-CN", wait_until="domcontentloaded")
     page.wait_for_selector(f"{IDLE} h1", timeout=90_000)
     wait_idle(page)
@@ -24,7 +24,7 @@ def test_a_report_from_train_opens_offline_and_draws_its_charts(page, lab_server
     assert not page_errors(page), page_errors(page)
 
     url, asked, errors = path.as_uri(), [], []
-    offline = browser.new_context(viewport=VIEWPORT)
+    offline = new_context(viewport=VIEWPORT)
     offline.route("**/*", lambda route: route.continue_() if route.request.url == url else block(route, asked))
     report = offline.new_page()
     report.on("console", lambda message: errors.append(message.text) if message.type == "error" else None)

@@ -9,6 +9,7 @@ from concurrent.futures import ThreadPoolExecutor
 from streamlit_client import StreamlitSession
 
 SEED = 4242  # a run of this test's own: no other test's session joins it
+TASK = "copy"  # not the Train page's default task: the picker's select box took the value sent
 
 
 async def train_once(url: str) -> tuple[StreamlitSession, float]:
@@ -17,6 +18,7 @@ async def train_once(url: str) -> tuple[StreamlitSession, float]:
         assert "train" in session.pages, session.pages  # the app's navigation, by url path
         await session.open("train", timeout_s=90)
         assert any(text == "Train a Transformer" for text in session.texts.values()), session.texts
+        await session.choose("train_task", TASK, timeout_s=90)
         session.set("train_seed", SEED)
         clicked = time.perf_counter()
         await session.click("start_training")
@@ -28,7 +30,8 @@ def test_a_session_without_a_browser_trains_a_run_and_polls_it_to_its_end(lab_se
     with ThreadPoolExecutor(1) as thread:  # a loop of its own: Playwright's sync API keeps one running on this thread
         session, clicked = thread.submit(asyncio.run, train_once(lab_server.url)).result()
     page = "\n".join(session.texts.values())
-    assert f"seed {SEED}" in page  # the run the click started, with the seed this session set
+    # the run the click started, of the task this session chose and with the seed it set (its summary line)
+    assert any(text.startswith(TASK) and f"seed {SEED}" in text for text in session.texts.values()), page
     assert re.search(r"Finished after \d+ steps", page)
     assert sum(t > clicked for t in session.sent_at) >= 2, "the run's live view never polled on its own timer"
     assert not session.exceptions, session.exceptions

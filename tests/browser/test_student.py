@@ -37,14 +37,14 @@ def outcome_in_view(page) -> None:
     expect(main(page).locator("[data-testid='stPageLink']").filter(has_text="Decode it")).to_be_in_viewport()
 
 
-def test_home_paints_before_a_fresh_server_has_set_up_and_a_start_meanwhile_gets_a_run(browser):
+def test_home_paints_before_a_fresh_server_has_set_up_and_a_start_meanwhile_gets_a_run(new_context):
     with LabServer(ARTIFACTS / "server-cold-start.log") as server:
-        home = browser.new_context(viewport=LAPTOP).new_page()
+        home = new_context(viewport=LAPTOP).new_page()
         home.goto(server.url, wait_until="commit")
         expect(main(home).get_by_role("heading", name="Transformer Lab")).to_be_visible(timeout=60_000)
         # The shipped models' buttons come once torch is imported and the workers have started: seconds later.
         assert not button(home, "load_reverse").count(), "Home waited for the server's set-up before painting"
-        train = browser.new_context(viewport=LAPTOP).new_page()
+        train = new_context(viewport=LAPTOP).new_page()
         train.goto(f"{server.url}/train", wait_until="commit")
         button(train, "start_training").click(timeout=120_000)  # as soon as the page draws it
         run = main(train).locator("[data-testid='stProgress']").or_(main(train).get_by_text("Finished after"))
@@ -90,23 +90,23 @@ def seconds_to_answer_start(page, who: str) -> float:
     return seconds
 
 
-def train_page_with_seed(browser, server, viewport: dict):
+def train_page_with_seed(new_context, server, viewport: dict):
     """The Train page in a browser context of its own at `viewport`, its seed set to SEED."""
-    page = open_train(browser.new_context(viewport=viewport), server)
+    page = open_train(new_context(viewport=viewport), server)
     set_number(page, "train_seed", SEED)
     wait_idle(page)
     return page
 
 
-def test_the_end_of_a_run_is_in_view_and_start_on_it_again_answers_at_once(browser, lab_server):
-    laptop = train_page_with_seed(browser, lab_server, LAPTOP)
+def test_the_end_of_a_run_is_in_view_and_start_on_it_again_answers_at_once(new_context, lab_server):
+    laptop = train_page_with_seed(new_context, lab_server, LAPTOP)
     button(laptop, "start_training").click()
     expect(main(laptop).get_by_text("Finished after")).to_be_visible(timeout=RUN_S * 1000)
     wait_idle(laptop)
     outcome_in_view(laptop)
 
     # Another student, the same settings, on a projector: the finished run's result at once, and why.
-    projector = train_page_with_seed(browser, lab_server, PROJECTOR)
+    projector = train_page_with_seed(new_context, lab_server, PROJECTOR)
     assert seconds_to_answer_start(projector, "a second student's Start") <= JOINED_S
     outcome_in_view(projector)
 

@@ -10,7 +10,7 @@ pytestmark = [pytest.mark.browser, requires_chromium]
 SWAPS = "source,target\n" + "\n".join(f"{a} {b},{b} {a}" for a in "abcdef" for b in "abcdef" if a != b) + "\n"
 
 
-def test_an_uploaded_task_trains_reports_offline_and_decodes(page, lab_server, browser, tmp_path):
+def test_an_uploaded_task_trains_reports_offline_and_decodes(page, lab_server, new_context, tmp_path):
     task_file = tmp_path / "swaps.csv"
     task_file.write_text(SWAPS)
     page.goto(f"{lab_server.url}/train", wait_until="domcontentloaded")
@@ -29,7 +29,7 @@ def test_an_uploaded_task_trains_reports_offline_and_decodes(page, lab_server, b
     path = tmp_path / started.value.suggested_filename
     started.value.save_as(path)
     assert path.name.startswith("swaps_csv-2to2") and not page_errors(page), page_errors(page)
-    assert_opens_offline(browser, path)
+    assert_opens_offline(new_context, path)
 
     page.get_by_role("link", name="Decode it").click()
     wait_idle(page)
@@ -43,10 +43,10 @@ def test_an_uploaded_task_trains_reports_offline_and_decodes(page, lab_server, b
     assert not page_errors(page), page_errors(page)
 
 
-def assert_opens_offline(browser, path) -> None:
+def assert_opens_offline(new_context, path) -> None:
     """The report at `path` opens with every request outside itself blocked, and draws each of its charts."""
     url, asked, errors = path.as_uri(), [], []
-    offline = browser.new_context(viewport=VIEWPORT)
+    offline = new_context(viewport=VIEWPORT)
     offline.route("**/*", lambda route: route.continue_() if route.request.url == url else block(route, asked))
     report = offline.new_page()
     report.on("pageerror", lambda error: errors.append(str(error)))

@@ -38,9 +38,9 @@ TABLE_OVERFLOW = """() => [...document.querySelectorAll("[data-testid='stDataFra
 
 
 @pytest.mark.parametrize("viewport", VIEWPORTS)
-def test_every_page_fits_the_screen(browser, lab_server, viewport):
+def test_every_page_fits_the_screen(new_context, lab_server, viewport):
     width, height = VIEWPORTS[viewport]
-    context = browser.new_context(viewport={"width": width, "height": height})
+    context = new_context(viewport={"width": width, "height": height})
     context.set_default_timeout(30_000)
     page = context.new_page()
     try:

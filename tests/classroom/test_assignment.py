@@ -6,9 +6,9 @@ import math
 import pytest
 
 from transformer.classroom.assignment import Assignment, Group, check_value, form_names
-from transformer.limits import MAX_GROUPS, TRAIN_FORM_LIMITS
+from transformer.limits import MAX_GROUPS
 from transformer.run_configs import run_configs
-from transformer.settings import form_defaults
+from transformer.settings import TRAIN_FORM_LIMITS, form_defaults
 
 
 @pytest.mark.parametrize(

@@ -7,7 +7,6 @@ from itertools import product
 import pytest
 from sqlalchemy import inspect, select
 
-from tests.helpers import finished_run
 from transformer.classroom import Assignment, ClassStore, Group, RunState, schema
 from transformer.classroom.board import difference_sentence
 from transformer.classroom.recorder import ClassRecorder
@@ -24,6 +23,7 @@ from transformer.lengths import score_lengths
 from transformer.limits import MAX_LABEL_CHARS
 from transformer.pairs import pairs_from_rows, task_name
 from transformer.report_data import from_json, gather, length_rows, to_json
+from transformer.serving import finished_run
 
 ENGLISH = translator("en")
 COPY = dict(task="copy", min_len=3, max_len=3)

@@ -227,7 +227,10 @@ def retrained_rows(configs: tuple, nudge_seed: int | None = None) -> list[list[f
     return [[row["step"]] + [row[c] for c in COLUMNS] for row in trainer.history]
 
 
-@pytest.mark.parametrize("key", list(READY))
+LONGEST = {"weight-averaging", "heads", "recurrent-baseline"}  # about a minute each on 2 cores: with -m slow
+
+
+@pytest.mark.parametrize("key", [pytest.param(k, marks=pytest.mark.slow) if k in LONGEST else k for k in READY])
 def test_shipped_results_are_what_the_code_makes(key):
     """Each shipped variant's first rows are what `python -m transformer.experiments` trains today: same seed,
     same run, up to rounding. Rounding differs between processors' kernels, and a run amplifies it by how chaotic

@@ -4,7 +4,7 @@ slice marked."""
 
 import torch
 
-from tests.helpers import random_model
+from tests.helpers.models import random_model
 from transformer.figures.attention import attention_heatmaps, mask_heatmap, projection_heatmaps
 from transformer.inspection import attention_projections
 

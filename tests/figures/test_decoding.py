@@ -4,7 +4,8 @@ has one node per kept hypothesis, and the teacher-forcing table marks mismatches
 import pytest
 import torch
 
-from transformer.decoding import Beam, DecodeStep
+from tests.helpers.figures import TOKENS, beam_steps, decode_step
+from transformer.decoding import Beam
 from transformer.figures.decoding import (
     CHOSEN,
     MISMATCH,
@@ -14,8 +15,6 @@ from transformer.figures.decoding import (
     teacher_forcing_table,
 )
 from transformer.i18n import translator
-
-TOKENS = ["PAD", "BOS", "EOS", "a", "<b>", "c", "d"]
 
 
 def test_probs_bar_sorted_top_k_with_chosen_highlighted():
@@ -59,25 +58,13 @@ def test_cross_attention_cells_read_in_percent_until_the_source_is_too_long():
     assert long.texttemplate is None and long.showscale is True  # 13 columns: too narrow for numbers
 
 
-def _step(step: int, beams: list[Beam]) -> DecodeStep:
-    return DecodeStep(step, [1], torch.zeros(len(TOKENS)), beams[0].tokens[-1], [], [], beams)
-
-
-def _beam_steps() -> list[DecodeStep]:
-    return [
-        _step(0, [Beam([1, 3], -0.1, 0, False), Beam([1, 4], -1.0, 0, False)]),
-        _step(1, [Beam([1, 3, 5], -0.3, 0, False), Beam([1, 4, 6], -1.2, 1, False), Beam([1, 3, 2], -2.0, 0, True)]),
-        _step(2, [Beam([1, 3, 5, 2], -0.4, 0, True), Beam([1, 4, 6, 2], -1.5, 1, True)]),
-    ]
-
-
 def _points(fig, name: str) -> list[tuple[float, float, str]]:
     trace = next(t for t in fig.data if t.name == name)
     return list(zip(trace.x, trace.y, trace.text))
 
 
 def test_beam_tree_one_node_per_beam_token_and_edges_to_parents():
-    fig = beam_tree(_beam_steps(), TOKENS, best=[1, 3, 5, 2])
+    fig = beam_tree(beam_steps(), TOKENS, best=[1, 3, 5, 2])
     live, finished = _points(fig, "live"), _points(fig, "finished (EOS)")
     assert len(live) + len(finished) == 1 + 2 + 3 + 2  # BOS root + every kept hypothesis
     assert [t for *_, t in finished] == ["EOS<br>-2.0", "EOS<br>-0.4", "EOS<br>-1.5"]
@@ -103,7 +90,7 @@ def test_teacher_forcing_table_highlights_mismatches_and_pads():
 
 
 def test_beam_tree_prints_a_score_that_rounds_to_zero_as_0_0_never_minus_0_0():
-    fig = beam_tree([_step(0, [Beam([1, 3], -0.001, 0, False), Beam([1, 4], -0.04, 0, False)])], TOKENS)
+    fig = beam_tree([decode_step(0, [Beam([1, 3], -0.001, 0, False), Beam([1, 4], -0.04, 0, False)])], TOKENS)
     assert [t for *_, t in _points(fig, "live")][1:] == ["a<br>0.0", "&lt;b&gt;<br>0.0"]
 
 

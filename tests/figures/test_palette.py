@@ -5,6 +5,7 @@ colours declared for them, each series with its own dash or marker symbol as wel
 import pandas as pd
 import pytest
 
+from tests.helpers.figures import TOKENS, beam_steps
 from transformer.classroom.board import GroupCurves
 from transformer.figures.board import group_curves_figure, outcomes_figure
 from transformer.figures.compare import comparison_figure
@@ -20,8 +21,6 @@ from transformer.figures.palette import (
 )
 from transformer.figures.training import loss_figure
 from transformer.limits import MAX_GROUPS, MAX_VARIANTS
-
-from .test_decoding import TOKENS, _beam_steps
 
 # Sharma, Wu and Dalal (2005), Table 1: the 34 pairs (L*, a*, b*) and their CIEDE2000 difference, to 4 decimals.
 SHARMA = [
@@ -95,7 +94,7 @@ def _drawn(figure) -> set[str]:
 
 
 def test_the_beam_tree_draws_its_declared_colours_and_a_symbol_for_finished_and_live():
-    figure = beam_tree(_beam_steps(), TOKENS, best=[1, 3, 5, 2])
+    figure = beam_tree(beam_steps(), TOKENS, best=[1, 3, 5, 2])
     assert _drawn(figure) == set(SHOWN_TOGETHER["decoding beam tree"])
     assert {trace.marker.symbol for trace in figure.data if trace.mode == "markers+text"} == {"circle", "square"}
 

@@ -5,14 +5,13 @@ import numpy as np
 import plotly.graph_objects as go
 import torch
 
+from tests.helpers.figures import TOKENS, beam_steps
 from transformer.figures.architecture import architecture_diagram
 from transformer.figures.attention import mask_heatmap
 from transformer.figures.decoding import beam_tree, probs_bar
 from transformer.figures.summary import describe
 from transformer.figures.training import accuracy_figure, loss_figure
 from transformer.i18n import translator
-
-from .test_decoding import TOKENS, _beam_steps
 
 ROWS = [
     {"step": 100, "train_loss": 2.0, "val_loss": 2.2, "token_acc": 0.1, "exact_match": 0.0},
@@ -51,7 +50,7 @@ def test_bars_say_their_highest_and_lowest_and_a_heatmap_its_size_range_and_high
 
 
 def test_points_name_their_labels_and_a_diagram_without_data_its_labels():
-    tree = describe(beam_tree(_beam_steps(), TOKENS, best=[1, 3, 5, 2]))
+    tree = describe(beam_tree(beam_steps(), TOKENS, best=[1, 3, 5, 2]))
     eos = TOKENS[2]
     assert f"finished (EOS) (3 points): {eos} -2.0, {eos} -0.4, {eos} -1.5." in tree
     assert f"{TOKENS[4]} -1.0" in tree and "&" not in tree  # a token as plain text, never HTML

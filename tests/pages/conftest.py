@@ -1,6 +1,7 @@
 """Fixtures of the page tests."""
 
 import pytest
+import torch
 from streamlit.runtime.media_file_manager import MediaFileManager
 
 import pages.classes
@@ -39,3 +40,19 @@ def class_server(tmp_path, monkeypatch):
     yield
     for resource in (pages.classes.class_recorder, pages.common.run_registry, pages.classes.class_store):
         resource.clear()
+
+
+@pytest.fixture
+def restore_threads():
+    """The test process gets its torch thread count back after the test (`open_train` sets one thread)."""
+    threads = torch.get_num_threads()
+    yield
+    torch.set_num_threads(threads)
+
+
+@pytest.fixture
+def fresh_registry():
+    """Each test on a server of its own: no run of an earlier test to join."""
+    pages.common.run_registry.clear()
+    yield
+    pages.common.run_registry.clear()  # closes it: nothing trains on behind the test

@@ -1,29 +1,19 @@
 """The algorithm in the attention on Decoding and Train, through AppTest: the ideal outlined over the learned
 cross-attention, each head's score, and the best head's score over a run."""
 
-import json
-
 import numpy as np
 import pytest
 import torch
-from streamlit.testing.v1 import AppTest
 
-from tests.helpers import array, kept
-from tests.pages.test_knockout import open_page
-from tests.pages.test_train import fresh_registry, open_train, poll_until_done, restore_threads, start  # noqa: F401
+from tests.helpers import array
+from tests.helpers.apptest import chart, kept, open_train, open_with_model, poll_until_done, start
 from transformer.alignment import FOUND, alignment_series, best_head, head_scores
 
-
-def chart(at: AppTest, key: str) -> dict:
-    """The plotly spec of the chart with this key."""
-    for element in at.get("plotly_chart"):
-        if element.proto.id.endswith(key):
-            return json.loads(element.proto.spec)
-    raise AssertionError(f"no chart with key {key}")
+pytestmark = pytest.mark.usefixtures("restore_threads", "fresh_registry")  # tests/pages/conftest.py
 
 
 def test_decoding_outlines_the_anti_diagonal_over_every_step_and_scores_each_head():
-    at = open_page("pages/decoding.py")
+    at = open_with_model("pages/decoding.py")
     steps = kept(at, "decoding").value["steps"]
     source = at.text_input(key="decode_input").value.split()
     n = len(source)

@@ -6,32 +6,9 @@ import torch
 from streamlit.testing.v1 import AppTest
 
 from tests.helpers import array
-from transformer.checkpoint import Checkpoint
+from tests.helpers.apptest import open_anatomy
+from tests.helpers.models import random_checkpoint
 from transformer.i18n import latin_terms
-from transformer.model import ModelConfig, Transformer
-from transformer.tasks import DataConfig
-from transformer.vocab import Vocab
-
-
-def random_checkpoint(**changes) -> Checkpoint:
-    torch.manual_seed(0)
-    config = ModelConfig(**changes)
-    return Checkpoint(
-        Transformer(config).eval(), Vocab.digits(10), config, DataConfig(task="reverse", max_len=8), [], {}
-    )
-
-
-def open_anatomy(checkpoint: Checkpoint | None, lang: str = "en") -> AppTest:
-    at = AppTest.from_file("../../streamlit_app.py", default_timeout=90)
-    at.query_params["lang"] = lang
-    at.run()
-    if checkpoint is not None:
-        at.session_state["in_hand"] = checkpoint
-        at.session_state["in_hand_name"] = "random test model"
-    at.switch_page("pages/anatomy.py")
-    at.run()
-    assert not at.exception
-    return at
 
 
 def chart(at: AppTest, key: str) -> dict:

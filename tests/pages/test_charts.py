@@ -5,7 +5,8 @@ import json
 
 import pytest
 
-from tests.pages.test_anatomy import open_anatomy, random_checkpoint
+from tests.helpers.apptest import open_anatomy
+from tests.helpers.models import random_checkpoint
 from transformer.figures.summary import plain
 
 

@@ -7,7 +7,7 @@ import torch
 from streamlit.testing.v1 import AppTest
 
 import pages.common
-from tests.test_checkpoint import HOSTILE_FILES
+from tests.helpers.models import HOSTILE_FILES
 from transformer.checkpoint import checkpoint_bytes
 from transformer.model import ModelConfig, Transformer
 from transformer.tasks import DataConfig

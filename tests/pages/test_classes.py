@@ -11,7 +11,8 @@ from streamlit.testing.v1 import AppTest
 import pages.classes
 import pages.common
 from pages.train_controls import CLASS_SAME_RUN, SAME_RUN
-from tests.helpers import poll_until_done, wait_until
+from tests.helpers import wait_until
+from tests.helpers.apptest import poll_until_done
 from transformer.classroom import Assignment, Caller, Group, RunState
 from transformer.pairs import pairs_from_rows
 

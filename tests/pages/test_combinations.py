@@ -14,7 +14,8 @@ from streamlit.testing.v1 import AppTest
 
 import pages.classes
 from pages.report_view import REPORT_NAME
-from tests.helpers import kept, poll_until_done, wait_until
+from tests.helpers import wait_until
+from tests.helpers.apptest import kept, poll_until_done
 from transformer.i18n import N_, translator
 from transformer.lengths import UNTESTED_PAIRS
 from transformer.task_file import read_task_file

@@ -1,6 +1,5 @@
 """The Compare page: shipped results at once, the attention timeline, links, live reruns, export and import."""
 
-import json
 import time
 from dataclasses import replace
 
@@ -8,6 +7,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 import pages.common
+from tests.helpers.apptest import chart
 from transformer.experiments import READY, result_path
 from transformer.literal import markdown_literal
 
@@ -28,14 +28,6 @@ def open_compare(**query: str) -> AppTest:
     at.run()
     assert not at.exception
     return at
-
-
-def chart(at: AppTest, key: str) -> dict:
-    """The plotly spec of the chart with this key."""
-    for element in at.get("plotly_chart"):
-        if element.proto.id.endswith(key):
-            return json.loads(element.proto.spec)
-    raise AssertionError(f"no chart with key {key}")
 
 
 @pytest.fixture(scope="module")

@@ -2,7 +2,6 @@
 
 import copy
 import dataclasses
-import json
 import time
 from pathlib import Path
 
@@ -11,7 +10,8 @@ import pytest
 import torch
 from streamlit.testing.v1 import AppTest
 
-from tests.helpers import array, flash_waiting, kept
+from tests.helpers import array
+from tests.helpers.apptest import charts, flash_waiting, kept
 from transformer import Checkpoint, DataConfig, ModelConfig, TrainConfig, Trainer, Transformer, Vocab
 
 APP = Path(__file__).resolve().parents[2] / "streamlit_app.py"
@@ -52,12 +52,6 @@ def n_steps(at: AppTest) -> int:
 
 def step_line(at: AppTest) -> str:
     return next(m.value for m in at.markdown if m.value.startswith("**Step "))
-
-
-def charts(at: AppTest) -> dict[str, dict]:
-    """Plotly figures on the page by their title."""
-    specs = [json.loads(chart.proto.spec) for chart in at.get("plotly_chart")]
-    return {spec["layout"]["title"]["text"]: spec for spec in specs}
 
 
 def reversed_input(at: AppTest) -> str:

@@ -1,6 +1,5 @@
 """The Knockout page and the Decoding page's logit lens through AppTest, on the shipped reverse model."""
 
-import json
 from pathlib import Path
 
 import numpy as np
@@ -8,8 +7,8 @@ import pytest
 import torch
 from streamlit.testing.v1 import AppTest
 
-from tests.helpers import kept
-from tests.pages.test_decoding import array, charts
+from tests.helpers import array
+from tests.helpers.apptest import chart, charts, kept, open_with_model
 from transformer import Checkpoint, DataConfig, ModelConfig, Transformer, Vocab
 from transformer.checkpoint import load_checkpoint
 from transformer.knockout import all_heads, score
@@ -17,29 +16,6 @@ from transformer.patching import patching_grid
 from transformer.tasks import TaskData
 
 ROOT = Path(__file__).resolve().parents[2]
-APP, PAGE = str(ROOT / "streamlit_app.py"), "pages/knockout.py"
-
-
-def open_page(page: str = PAGE, checkpoint: Checkpoint | None = None, shipped: str | None = "reverse") -> AppTest:
-    """The app on `page` with a shipped model loaded from Home (the one every session shares), or `checkpoint`."""
-    at = AppTest.from_file(APP, default_timeout=120)
-    if checkpoint is not None:
-        at.session_state["in_hand"] = checkpoint
-        at.session_state["in_hand_name"] = "test model"
-    at.run()
-    if shipped is not None:
-        at.button(key=f"load_{shipped}").click().run()
-    at.switch_page(page).run()
-    assert not at.exception
-    return at
-
-
-def chart(at: AppTest, key: str) -> dict:
-    """The plotly spec of the chart with this key."""
-    for element in at.get("plotly_chart"):
-        if element.proto.id.endswith(key):
-            return json.loads(element.proto.spec)
-    raise AssertionError(f"no chart with key {key}")
 
 
 def metrics(at: AppTest) -> dict[str, str]:
@@ -47,7 +23,7 @@ def metrics(at: AppTest) -> dict[str, str]:
 
 
 def test_the_page_shows_a_grid_per_attention_kind_beside_the_intact_scores():
-    at = open_page()
+    at = open_with_model()
     grid = kept(at, "knockout_grid").value
     assert 10 < grid.n < grid.n_held_out == 1000 and len(grid.heads) == 12 and grid.ablation == "zero"
     assert metrics(at) == {"Intact exact match": "100.0%", "Intact token accuracy": "100.0%"}
@@ -63,7 +39,7 @@ def test_the_page_shows_a_grid_per_attention_kind_beside_the_intact_scores():
 
 
 def test_removing_all_cross_attention_breaks_reverse_and_shows_the_outputs():
-    at = open_page()
+    at = open_with_model()
     at.button(key="knockout_all_cross").click().run()
     assert not at.exception
     assert at.multiselect(key="knockout_heads").value == ["cross:0:0", "cross:0:1", "cross:0:2", "cross:0:3"]
@@ -74,7 +50,7 @@ def test_removing_all_cross_attention_breaks_reverse_and_shows_the_outputs():
 
 
 def test_a_chosen_set_scores_as_the_package_does_and_follows_the_removal_kind():
-    at = open_page()
+    at = open_with_model()
     at.multiselect(key="knockout_heads").set_value(["enc:0:1", "self:0:3"]).run()
     grid = kept(at, "knockout_grid").value
     removed = [h for h in all_heads(grid_model(at)) if h.label in ("enc:0:1", "self:0:3")]
@@ -101,7 +77,7 @@ def test_a_model_trained_here_is_scored_on_its_own_held_out_set():
     torch.manual_seed(0)
     model = Transformer(ModelConfig(n_layers=2, n_heads=2)).eval()
     task = DataConfig(task="copy", min_len=2, max_len=4, n_valid=50)
-    at = open_page(checkpoint=Checkpoint(model, Vocab.digits(10), model.config, task, [], {}), shipped=None)
+    at = open_with_model(checkpoint=Checkpoint(model, Vocab.digits(10), model.config, task, [], {}), shipped=None)
     grid = kept(at, "knockout_grid").value
     assert grid.n == grid.n_held_out and len(grid.heads) == 12
     assert at.caption[0].value.startswith(f"Scored on all {grid.n} held-out sequences")
@@ -111,20 +87,20 @@ def test_a_model_trained_here_is_scored_on_its_own_held_out_set():
 def test_a_model_whose_grid_costs_too_much_is_refused_before_any_scoring():
     model = Transformer(ModelConfig(vocab_size=13, d_model=128, n_heads=8, n_layers=3, d_ff=512)).eval()
     task = DataConfig(task="reverse", min_len=1, max_len=24)  # the Train form's largest model and longest inputs
-    at = open_page(checkpoint=Checkpoint(model, Vocab.digits(10), model.config, task, [], {}), shipped=None)
+    at = open_with_model(checkpoint=Checkpoint(model, Vocab.digits(10), model.config, task, [], {}), shipped=None)
     assert "would cost the shared server more than a few seconds" in at.warning[0].value
     assert kept(at, "knockout_grid") is None and not charts(at)
 
 
 def test_without_a_model_the_page_offers_the_shipped_ones():
-    at = open_page(shipped=None)
+    at = open_with_model(shipped=None)
     assert "No model in hand yet" in at.info[0].value and kept(at, "knockout_grid") is None
     at.button(key="require_load_reverse").click().run()
     assert not at.exception and kept(at, "knockout_grid").value.n_held_out == 1000
 
 
 def test_the_logit_lens_shows_each_decoder_layer_guess_at_the_step_shown():
-    at = open_page("pages/decoding.py", shipped="sort")  # 2 decoder layers
+    at = open_with_model("pages/decoding.py", shipped="sort")  # 2 decoder layers
     assert "Logit lens: at which layer does the answer appear?" in [e.label for e in at.expander]
     trace = kept(at, "decoding").value
     lens = charts(at)["Each decoder layer's next-token guess, step 1"]["data"][0]
@@ -148,7 +124,7 @@ def patched(at: AppTest) -> AppTest:
 
 
 def test_patching_starts_from_a_held_out_input_with_its_middle_symbol_changed_and_draws_the_head_grid():
-    at = open_page()
+    at = open_with_model()
     assert kept(at, "patching_grid") is None  # nothing is patched before the button is pressed
     patched(at)
     grid = kept(at, "patching_grid").value
@@ -169,7 +145,7 @@ def test_patching_starts_from_a_held_out_input_with_its_middle_symbol_changed_an
 
 
 def test_patching_the_residual_stream_draws_the_encoder_and_the_decoder():
-    at = patched(open_page())
+    at = patched(open_with_model())
     at.radio(key="patch_sites").set_value("stream").run()
     assert not at.exception
     grid = kept(at, "patching_grid").value
@@ -183,7 +159,7 @@ def test_patching_the_residual_stream_draws_the_encoder_and_the_decoder():
 
 
 def test_inputs_that_cannot_be_patched_show_an_error_not_a_traceback():
-    at = open_page()
+    at = open_with_model()
     at.text_input(key="patch_corrupted").set_value("1 2")
     at.button(key="patch_run").click().run()
     assert not at.exception
@@ -191,6 +167,6 @@ def test_inputs_that_cannot_be_patched_show_an_error_not_a_traceback():
 
 
 def test_the_page_offers_a_link_to_itself_with_the_shipped_model():
-    at = open_page(shipped="reverse")
+    at = open_with_model(shipped="reverse")
     (link,) = at.code  # the sidebar's Copy link
     assert link.value == "?model=reverse" and at.query_params["model"] == "reverse"

@@ -5,7 +5,7 @@ from pathlib import Path
 
 from streamlit.testing.v1 import AppTest
 
-from tests.helpers import kept
+from tests.helpers.apptest import kept
 from transformer import Checkpoint, DataConfig, ModelConfig, Transformer, Vocab, load_checkpoint
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -3,6 +3,9 @@ their class and the length test they ran on the run's model (kept with their cla
 the time, under a file name of their own; Teacher offers every student's report in one file, and a file that says why
 when the class has ended."""
 
+import re
+from datetime import UTC
+
 import pytest
 from streamlit.runtime.media_file_manager import MediaFileManager
 from streamlit.testing.v1 import AppTest
@@ -10,7 +13,7 @@ from streamlit.testing.v1 import AppTest
 import pages.classes
 import pages.common
 from pages.report_view import REPORT_NAME, class_reports
-from tests.pages.test_train import open_train, poll_until_done, start
+from tests.helpers.apptest import open_train, poll_until_done, start
 from transformer.classroom import Assignment, Caller, Group
 from transformer.classroom.reports import kept_reports
 from transformer.i18n import translator
@@ -123,6 +126,7 @@ def test_the_teacher_downloads_every_student_s_report_in_one_file(media):
     page = media[button.deferred_file_id]()
     assert "Lab reports of the class Period 3" in page and page.count('<section class="report"') == 2
     assert "Ada &lt;b&gt; · with PE" in page and "No report yet: the run is not started." in page
+    assert re.search(r"Made on \d{4}-\d\d-\d\d \d\d:\d\d UTC\.", page)  # AppTest's browser gives no zone: UTC
     pages.classes.class_store().delete_class(code, key, TEACHER)
-    gone = class_reports(pages.classes.class_store(), code, translator("zh-CN"))
+    gone = class_reports(pages.classes.class_store(), code, translator("zh-CN"), UTC)
     assert "无法读取班级的报告" in gone and "<script" not in gone

@@ -4,7 +4,6 @@ import time
 from dataclasses import replace
 
 import pytest
-import torch
 from streamlit.testing.v1 import AppTest
 
 import pages.common
@@ -12,7 +11,9 @@ import pages.state
 from pages.own_task import ENOUGH_PAIRS, EXAMPLE
 from pages.train_controls import SAME_RUN
 from pages.train_form import form_settings
-from tests.helpers import array, kept, poll_until_done, wait_until
+from tests.helpers import array, wait_until
+from tests.helpers.apptest import choose_task, kept, open_train, poll_until_done, start
+from tests.helpers.serving import ENDLESS
 from transformer import settings as spec
 from transformer.checkpoint import load_checkpoint
 from transformer.limits import MAX_TABLE_PAIRS
@@ -24,50 +25,7 @@ from transformer.task_file import read_task_file
 from transformer.tasks import DataConfig, task_names
 from transformer.training import TrainConfig, Trainer, TrainingDiverged, smoothed_loss_floor
 
-
-@pytest.fixture(autouse=True)
-def restore_threads():
-    threads = torch.get_num_threads()
-    yield
-    torch.set_num_threads(threads)
-
-
-@pytest.fixture(autouse=True)
-def fresh_registry():
-    """Each test on a server of its own: no run of an earlier test to join."""
-    pages.common.run_registry.clear()
-    yield
-    pages.common.run_registry.clear()  # closes it: nothing trains on behind the test
-
-
-ENDLESS = dict(steps=10**6, early_stop=False)
-
-
-def open_train() -> AppTest:
-    at = AppTest.from_file("../../streamlit_app.py", default_timeout=30)
-    at.run()
-    torch.set_num_threads(1)  # after the app's own set-up: a busy 2-core machine trains far slower with two
-    at.switch_page("pages/train.py")
-    at.run()
-    assert not at.exception
-    return at
-
-
-def start(at: AppTest, **values) -> None:
-    """Fill the form (values by widget key, without the "train_" prefix) and press Start. The task comes first, in a
-    run of its own, as in a browser: choosing it fills in its default run, which the other values then change."""
-    if "task" in values:
-        choose_task(at, values.pop("task"))
-    for key, value in values.items():
-        at.get_by_key(f"train_{key}").set_value(value)
-    at.button(key="start_training").click()
-    at.run()
-    assert not at.exception
-
-
-def choose_task(at: AppTest, task: str) -> None:
-    at.selectbox(key="train_task").set_value(task).run()
-    assert not at.exception
+pytestmark = pytest.mark.usefixtures("restore_threads", "fresh_registry")  # tests/pages/conftest.py
 
 
 def fill_every_slot(registry) -> list[tuple[str, Run]]:

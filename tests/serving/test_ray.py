@@ -12,8 +12,8 @@ import pytest
 from sqlalchemy import create_engine
 from sqlalchemy.engine import make_url
 
-from tests.helpers import pause_step_and_resume, wait_until
-from tests.serving.test_worker import ENDLESS, ZH, alone, same_weights, settings
+from tests.helpers import wait_until
+from tests.helpers.serving import ENDLESS, ZH, alone, pause_step_and_resume, same_weights, settings
 from transformer.classroom import ClassStore
 from transformer.classroom.recorder import ClassRecorder
 from transformer.i18n import Message

@@ -10,7 +10,8 @@ import pytest
 import torch
 
 from tests.helpers import wait_until
-from transformer.i18n import Message, translator
+from tests.helpers.serving import ENDLESS, ZH, same_weights, settings
+from transformer.i18n import Message
 from transformer.model import ModelConfig, Transformer
 from transformer.serving import (
     CONNECTED_GRACE,
@@ -28,13 +29,6 @@ from transformer.serving import worker as worker_module
 from transformer.serving import worker_link as worker_link_module
 from transformer.tasks import DataConfig, TaskData
 from transformer.training import TrainConfig, Trainer
-
-ENDLESS = dict(steps=10**6, early_stop=False)
-ZH = translator("zh-CN")  # what a page in Chinese shows of a run's error, notice or withdrawal
-
-
-def settings(seed: int = 0, **train) -> tuple[ModelConfig, DataConfig, TrainConfig]:
-    return ModelConfig(), DataConfig(task="copy", min_len=4, max_len=4, seed=seed), TrainConfig(seed=seed, **train)
 
 
 def quick(seed: int = 0, **train) -> tuple[ModelConfig, DataConfig, TrainConfig]:
@@ -56,11 +50,6 @@ def registry():
     registry = make_registry()
     yield registry
     registry.close()  # leaves nothing training behind a failed test
-
-
-def same_weights(a: torch.nn.Module, b: torch.nn.Module) -> bool:
-    expected = b.state_dict()
-    return all(torch.equal(tensor, expected[k]) for k, tensor in a.state_dict().items())
 
 
 def alone(*configs) -> Trainer:

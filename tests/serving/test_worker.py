@@ -8,24 +8,14 @@ from dataclasses import replace
 from multiprocessing import Pipe
 
 import pytest
-import torch
 
-from tests.helpers import pause_step_and_resume, wait_until
-from transformer.i18n import N_, Message, translator
-from transformer.model import ModelConfig
+from tests.helpers import wait_until
+from tests.helpers.serving import ENDLESS, ZH, alone, pause_step_and_resume, same_weights, settings
+from transformer.i18n import N_, Message
 from transformer.serving import RunRegistry, ServerSettings
 from transformer.serving import worker_link as worker_link_module
 from transformer.serving.protocol import RunEnded, receive, send
 from transformer.serving.worker import portable
-from transformer.tasks import DataConfig
-from transformer.training import TrainConfig, Trainer
-
-ENDLESS = dict(steps=10**6, early_stop=False)
-ZH = translator("zh-CN")  # what a page in Chinese shows of a run's error or notice
-
-
-def settings(seed: int = 0, **train) -> tuple[ModelConfig, DataConfig, TrainConfig]:
-    return ModelConfig(), DataConfig(task="copy", min_len=4, max_len=4, seed=seed), TrainConfig(seed=seed, **train)
 
 
 @pytest.fixture(scope="module")
@@ -34,23 +24,6 @@ def registry():
     wait_until(lambda: all(worker is not None for worker in registry.workers), timeout=60.0)
     yield registry
     registry.close()
-
-
-def alone(*configs) -> tuple[Trainer, list[dict]]:
-    """The same run trained in this process, on one thread as in a worker, and the metric rows it yielded."""
-    threads, rows = torch.get_num_threads(), []
-    torch.set_num_threads(1)
-    try:
-        trainer = Trainer(*configs)
-        trainer.run(on_row=rows.append)
-    finally:
-        torch.set_num_threads(threads)
-    return trainer, rows
-
-
-def same_weights(a: torch.nn.Module, b: torch.nn.Module) -> bool:
-    expected = b.state_dict()
-    return all(torch.equal(tensor, expected[k]) for k, tensor in a.state_dict().items())
 
 
 def worker_of(registry: RunRegistry, run) -> worker_link_module.WorkerLink:

@@ -7,8 +7,9 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any, Literal
 
-from ..limits import MAX_ERROR_CHARS, MAX_RUN_ROWS, MAX_STUDENTS, RUN_LIMITS
+from ..limits import MAX_ERROR_CHARS, MAX_RUN_ROWS, MAX_STUDENTS
 from ..pairs import TaskPairs
+from ..settings import RUN_LIMITS
 from ..training import METRIC_COLUMNS
 from .assignment import Assignment
 

@@ -7,6 +7,7 @@ A report is kept only beside the run it reports on: the teacher's file shows it 
 
 import json
 import logging
+from datetime import datetime
 
 from sqlalchemy import select, update
 from sqlalchemy.exc import IntegrityError
@@ -83,9 +84,10 @@ def class_part(snapshot: Snapshot, student: Student) -> ClassPart:
     )
 
 
-def class_reports_html(store: ClassStore, code: str, tr: Translator) -> str:
+def class_reports_html(store: ClassStore, code: str, tr: Translator, made: datetime | None = None) -> str:
     """Every student's report in one HTML file, in join order, names included (for the class's teacher only), with
-    why there is none for a student whose run has not ended; UnknownClass once the class has ended."""
+    why there is none for a student whose run has not ended, made at `made` (None: now, in the server's zone);
+    UnknownClass once the class has ended."""
     snapshot = store.snapshot(code, names=True)
     kept = kept_reports(store, [s.id for s in snapshot.students])
     sections = []
@@ -97,4 +99,4 @@ def class_reports_html(store: ClassStore, code: str, tr: Translator) -> str:
         why = tr.gettext(N_("No report yet: the run is {state}."), state=tr.gettext(state_text(run)))
         sections.append(Section(heading, report, class_part(snapshot, student), why))
     title = tr.gettext(N_("Lab reports of the class {title}"), title=snapshot.info.title)
-    return report_html(sections, tr, title)
+    return report_html(sections, tr, title, made=made)

@@ -21,11 +21,11 @@ from ..limits import (
     MAX_SEQ_LEN,
     MAX_TOKEN_CHARS,
     MAX_VARIANTS,
-    check_limits,
     check_train_memory,
 )
 from ..model import ModelConfig
 from ..recurrent import cross_attention_shape
+from ..settings import check_limits
 from ..tasks import DataConfig, longest_sequence
 from ..training import METRIC_COLUMNS, TrainConfig
 from ..vocab import N_SPECIAL

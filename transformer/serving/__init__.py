@@ -10,7 +10,7 @@
   proxy process that relays the protocol between the server and it (`worker_link.cluster_cpus` asks the cluster
   for its CPUs through it);
 - `registry`: `RunRegistry`, which joins identical runs, queues distinct ones for the training slots, and moves a
-  `Chain` of runs (Compare's variants) on by itself.
+  `Chain` of runs (Compare's variants) on by itself; `finished_run`, a run trained to its end in this process.
 
 The public names load on first use (PEP 562), as in `transformer`: a Ray proxy process imports
 `transformer.serving.ray_worker` without torch.
@@ -26,6 +26,7 @@ _WHERE = {  # public name -> the module that defines it
     "QueueFull": "registry",
     "RunRegistry": "registry",
     "ServerBusy": "registry",
+    "finished_run": "registry",
     "network_address": "registry",
     "run_key": "registry",
     "CONNECTED_GRACE": "run",

@@ -15,13 +15,18 @@ import json
 import math
 import statistics
 import threading
+import time
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 
+from .. import settings as spec
 from ..device import pick_device
 from ..i18n import N_, Message
 from ..model import ModelConfig
+from ..pairs import TaskPairs
+from ..run_configs import run_configs
 from ..tasks import DataConfig
 from ..training import TrainConfig
 from .protocol import Caps
@@ -397,3 +402,21 @@ class RunRegistry:
         for key, other in list(self._runs.items()):
             if other is run:
                 del self._runs[key]
+
+
+@contextmanager
+def finished_run(pairs: TaskPairs | None = None, timeout_s: float = 120.0, **settings: spec.Value) -> Iterator[Run]:
+    """A run of the Train form's `settings` (as a class or the form makes it, recording attention), learning the task
+    `pairs` when given, trained to its end on a registry of its own, in this process, as pages and reports read it;
+    the registry closes after. TimeoutError when it has not ended after `timeout_s` seconds."""
+    registry = RunRegistry(ServerSettings(training_slots=1, worker_processes=False))
+    try:
+        run = registry.submit("this process", *run_configs(settings, pairs=pairs))
+        deadline = time.monotonic() + timeout_s
+        while not run.wait_until_done(0.5):  # watched all along: the registry stops a run nobody watches
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"the run did not end in {timeout_s:g} s")
+            run.touch("this process")
+        yield run
+    finally:
+        registry.close()
