@@ -12,8 +12,8 @@ from pathlib import Path
 
 import streamlit as st
 
-from pages.language import _
 from transformer.i18n import N_, Message
+from ui.language import _
 
 st.set_page_config(page_title="Transformer Lab", page_icon="🔬", layout="wide")
 
@@ -122,10 +122,8 @@ def import_page_modules() -> None:
     """Import every module the pages share, once, in one order, while any other session that asks waits: sessions
     importing them side by side, each in its own order, can catch each other's half-imported modules (Python
     breaks a cross-thread import deadlock that way) and fail with ImportError on a freshly started server."""
-    scripts = {Path(path).stem for path, *_more in PAGES}
-    for path in sorted(Path(__file__).parent.joinpath("pages").glob("*.py")):
-        if path.stem not in scripts:
-            import_module(f"pages.{path.stem}")
+    for path in sorted(Path(__file__).parent.joinpath("ui").glob("[!_]*.py")):
+        import_module(f"ui.{path.stem}")
     gc.collect()
     gc.freeze()  # what the imports made lives as long as the server: a full collection, which holds every
     # session's thread up (0.13 s with torch, pandas and Plotly loaded), walks only what came after
@@ -150,8 +148,8 @@ def home() -> None:
         link_col.page_link(path, label=f"**{_(title)}**", icon=icon)  # a link's label does not wrap: keep it short
         text_col.markdown(_(text))
     import_page_modules()  # once the page has painted (see the module docstring)
-    from pages.common import setup_torch
-    from pages.state import shipped_checkpoint_buttons
+    from ui.common import setup_torch
+    from ui.state import shipped_checkpoint_buttons
 
     with shipped:
         shipped_checkpoint_buttons("load")
@@ -162,9 +160,9 @@ def frame(page: str) -> None:
     """Every page's frame: the server's class recorder, the shipped model and the class an opened link names, and the
     sidebar. `page`: the page's url path. Imported here, not at the top, so that Home paints before torch loads."""
     import_page_modules()
-    from pages.classes import class_from_link, class_recorder
-    from pages.links import model_from_link
-    from pages.sidebar import sidebar
+    from ui.classes import class_from_link, class_recorder
+    from ui.links import model_from_link
+    from ui.sidebar import sidebar
 
     class_recorder()  # once per server: records class runs, marks those a restart lost, purges expired classes
     model_from_link()

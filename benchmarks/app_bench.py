@@ -43,10 +43,10 @@ from streamlit.testing.v1 import AppTest
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from pages.streamlit_internals import navigation_mode_patch  # noqa: E402
 from transformer import load_checkpoint  # noqa: E402
 from transformer.run_configs import run_configs  # noqa: E402
 from transformer.training import Trainer  # noqa: E402
+from ui.streamlit_internals import navigation_mode_patch  # noqa: E402
 
 setattr(*navigation_mode_patch())  # pages run in the app's frame, as when served
 THREADS = int(os.environ.get("LAB_TORCH_THREADS", "1"))
@@ -91,7 +91,7 @@ def inside_app() -> float:
     at.switch_page("pages/train.py").run()
     while any(thread.name == "warm-up" for thread in threading.enumerate()):  # the server's start-up, not the run
         time.sleep(0.1)
-    from pages.common import LIVE_POLL_S, run_registry
+    from ui.common import LIVE_POLL_S, run_registry
 
     job = run_registry().submit("bench", *run_configs({**DATA, **MODEL, **TRAIN}))
     at.session_state["run"] = job

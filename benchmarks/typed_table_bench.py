@@ -3,7 +3,7 @@
 Opens the Train page in AppTest and sends N pasted rows as a browser sends them (the editor's edits, serialized, as
 its widget state), twice: the paste, then a rerun that sends the same rows again, as a browser does while its table
 holds them. Prints the CPU seconds (`time.process_time`) of each run.
-`--unbounded` takes out the page's row limit (`pages.streamlit_internals.cut_table_edits`), as before it had one.
+`--unbounded` takes out the page's row limit (`ui.streamlit_internals.cut_table_edits`), as before it had one.
 
     python benchmarks/typed_table_bench.py [--rows 3000] [--unbounded]
 """
@@ -19,7 +19,7 @@ sys.path.insert(0, str(ROOT))
 from streamlit.proto.WidgetStates_pb2 import WidgetState  # noqa: E402
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
-import pages.own_task  # noqa: E402
+import ui.own_task  # noqa: E402
 
 
 def send_rows(at: AppTest, rows: list[dict]) -> float:
@@ -39,7 +39,7 @@ def main() -> None:
     parser.add_argument("--unbounded", action="store_true")
     args = parser.parse_args()
     if args.unbounded:
-        pages.own_task.cut_table_edits = lambda key, rows, most: False
+        ui.own_task.cut_table_edits = lambda key, rows, most: False
     at = AppTest.from_file(str(ROOT / "streamlit_app.py"), default_timeout=600).run()
     at.switch_page("pages/train.py").run()
     rows = [{"source": f"{i // 100} {i // 10 % 10} {i % 10}", "target": f"{i % 10}"} for i in range(args.rows)]

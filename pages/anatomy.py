@@ -1,16 +1,12 @@
 """Anatomy: the model in hand laid out as the paper draws it, with every module's shapes and parameters, one
 attention block's weights, and the positional encoding (sections 3.1, 3.2.2, 3.4, 3.5)."""
 
-from pages.streamlit_internals import rerun_inside_frame
+from ui.streamlit_internals import rerun_inside_frame
 
 rerun_inside_frame()  # first of all: see its docstring
 
 import streamlit as st
 
-from pages.charts import chart
-from pages.language import _, said, session_translator
-from pages.links import share_link
-from pages.state import model_page
 from transformer.figures.architecture import architecture_diagram
 from transformer.figures.attention import projection_heatmaps
 from transformer.figures.positional import (
@@ -32,6 +28,10 @@ from transformer.inspection import (
     sample_batch,
 )
 from transformer.literal import code_span, markdown_literal
+from ui.charts import chart
+from ui.language import _, said, session_translator
+from ui.links import share_link
+from ui.state import model_page
 
 checkpoint = model_page(
     _("Anatomy"),

@@ -1,16 +1,21 @@
 """Checkpoints: the shipped models, the ones trained this session, and uploads; any of them can be put in hand."""
 
-from pages.streamlit_internals import rerun_inside_frame
+from ui.streamlit_internals import rerun_inside_frame
 
 rerun_inside_frame()  # first of all: see its docstring
 
 import pandas as pd
 import streamlit as st
 
-from pages.common import CHECKPOINT_DIR, shipped_checkpoint, shipped_checkpoints
-from pages.language import _, ngettext
-from pages.links import share_link
-from pages.state import (
+from transformer.checkpoint import MAX_CHECKPOINT_BYTES, Checkpoint, CheckpointError, load_checkpoint
+from transformer.i18n import N_
+from transformer.literal import code_span, markdown_literal
+from transformer.naming import checkpoint_summary
+from transformer.uploads import read_upload
+from ui.common import CHECKPOINT_DIR, shipped_checkpoint, shipped_checkpoints
+from ui.language import _, ngettext
+from ui.links import share_link
+from ui.state import (
     IN_HAND_NAME,
     MAX_TRAINED,
     SOURCES,
@@ -22,11 +27,6 @@ from pages.state import (
     put_in_hand,
     show_flashes,
 )
-from transformer.checkpoint import MAX_CHECKPOINT_BYTES, Checkpoint, CheckpointError, load_checkpoint
-from transformer.i18n import N_
-from transformer.literal import code_span, markdown_literal
-from transformer.naming import checkpoint_summary
-from transformer.uploads import read_upload
 
 st.title(_("Checkpoints"))
 st.markdown(

@@ -1,6 +1,6 @@
 """Compare runs: train variants that differ in one switch, overlay their curves, and watch attention form."""
 
-from pages.streamlit_internals import rerun_inside_frame
+from ui.streamlit_internals import rerun_inside_frame
 
 rerun_inside_frame()  # first of all: see its docstring
 
@@ -9,15 +9,6 @@ from dataclasses import replace
 import pandas as pd
 import streamlit as st
 
-from pages.charts import chart
-from pages.common import client_address, remember_run, run_registry
-from pages.compare_builder import CUSTOM_WIDGETS, custom_builder
-from pages.compare_timeline import PLOTLY_CONFIG, show_timeline
-from pages.downloads import csv_download
-from pages.language import _, session_translator
-from pages.links import share_link, show_link_notices
-from pages.state import COMPARE_JOB, drop_flash, flash, session_run_elsewhere, show_flashes, watcher_id
-from pages.streamlit_internals import page_connected
 from transformer.compare_state import (
     CompareState,
     experiment_for,
@@ -42,6 +33,15 @@ from transformer.limits import MAX_JSON_BYTES
 from transformer.literal import markdown_literal
 from transformer.serving import ServerBusy
 from transformer.uploads import shown_name
+from ui.charts import chart
+from ui.common import client_address, remember_run, run_registry
+from ui.compare_builder import CUSTOM_WIDGETS, custom_builder
+from ui.compare_timeline import PLOTLY_CONFIG, show_timeline
+from ui.downloads import csv_download
+from ui.language import _, session_translator
+from ui.links import share_link, show_link_notices
+from ui.state import COMPARE_JOB, drop_flash, flash, session_run_elsewhere, show_flashes, watcher_id
+from ui.streamlit_internals import page_connected
 
 LIVE_SOURCE = N_("your live run")  # what `current_run` calls a run still in this session's hands
 SUMMARY_HEADERS = {  # the summary table's columns, as shown; the CSV keeps the raw columns

@@ -1,28 +1,13 @@
 """Decoding, step by step: greedy, sampling and beam search on the model in hand, one generated token per click,
 with each step's next-token probabilities and cross-attention, and a comparison with teacher forcing."""
 
-from pages.streamlit_internals import rerun_inside_frame
+from ui.streamlit_internals import rerun_inside_frame
 
 rerun_inside_frame()  # first of all: see its docstring
 
 import streamlit as st
 import torch
 
-from pages.accessibility import shortcut_help
-from pages.alignment_view import decoding_alignment
-from pages.charts import chart
-from pages.decoding_inputs import example_text, set_input, show_what_is_shown, source_input, strategy_settings
-from pages.language import _, said, session_translator
-from pages.links import link_values, share_link
-from pages.state import (
-    following_run,
-    in_hand_label,
-    keep_result,
-    kept_result,
-    model_change,
-    model_in_hand,
-    model_page,
-)
 from transformer.decoding import beam_search, decode_all_steps, sampling_probs, teacher_forced
 from transformer.figures.decoding import (
     beam_tree,
@@ -37,6 +22,21 @@ from transformer.limits import check_probe_cost
 from transformer.link_params import decoding_parsers, write_params
 from transformer.literal import code_span, markdown_literal
 from transformer.tasks import DataConfig, TaskData, task_of
+from ui.accessibility import shortcut_help
+from ui.alignment_view import decoding_alignment
+from ui.charts import chart
+from ui.decoding_inputs import example_text, set_input, show_what_is_shown, source_input, strategy_settings
+from ui.language import _, said, session_translator
+from ui.links import link_values, share_link
+from ui.state import (
+    following_run,
+    in_hand_label,
+    keep_result,
+    kept_result,
+    model_change,
+    model_in_hand,
+    model_page,
+)
 
 ATTENTION_LABELS = {"cross": N_("over the source (cross)"), "self": N_("over its own input (self)")}
 TOP_BARS = 10  # bars in the next-token chart

@@ -1,18 +1,12 @@
 """Knockout: which attention heads the model in hand relies on. Each head removed alone scores a grid of held-out
 exact match; any set of heads removed together shows its score and some decoded outputs."""
 
-from pages.streamlit_internals import rerun_inside_frame
+from ui.streamlit_internals import rerun_inside_frame
 
 rerun_inside_frame()  # first of all: see its docstring
 
 import streamlit as st
 
-from pages.charts import chart
-from pages.common import shipped_checkpoint
-from pages.language import _, ngettext, said, session_translator
-from pages.links import share_link
-from pages.patching_view import patching_section
-from pages.state import model_page, per_model, shipped_name
 from transformer.figures.knockout import METRICS, knockout_heatmaps
 from transformer.i18n import N_
 from transformer.inspection import ATTENTION_KINDS
@@ -26,6 +20,12 @@ from transformer.knockout import (
     score,
 )
 from transformer.limits import MIN_GRID_SAMPLE
+from ui.charts import chart
+from ui.common import shipped_checkpoint
+from ui.language import _, ngettext, said, session_translator
+from ui.links import share_link
+from ui.patching_view import patching_section
+from ui.state import model_page, per_model, shipped_name
 
 ABLATION_TEXT = {
     "zero": (N_("Zero it"), N_("its output becomes 0 before W_O (the paper-style reading)")),

@@ -1,24 +1,24 @@
 """Length test: the model in hand on unseen inputs of every length, shorter and longer than any it trained on."""
 
-from pages.streamlit_internals import rerun_inside_frame
+from ui.streamlit_internals import rerun_inside_frame
 
 rerun_inside_frame()  # first of all: see its docstring
 
 import streamlit as st
 
-from pages.charts import chart
-from pages.common import shipped_checkpoint
-from pages.downloads import csv_download
-from pages.language import _, session_translator
-from pages.links import link_values, share_link
-from pages.report_view import keep_class_length_test
-from pages.state import decode_on_decoding_page, model_page, per_model, shipped_name
 from transformer.figures.lengths import length_accuracy_figure, output_length_figure
 from transformer.i18n import N_, Message
 from transformer.lengths import LengthReport, inputs_within_budget, score_lengths, summary, untested
 from transformer.limits import INPUTS_PER_LENGTH, MAX_SEQ_LEN
 from transformer.link_params import lengths_parsers, write_params
 from transformer.literal import markdown_literal
+from ui.charts import chart
+from ui.common import shipped_checkpoint
+from ui.downloads import csv_download
+from ui.language import _, session_translator
+from ui.links import link_values, share_link
+from ui.report_view import keep_class_length_test
+from ui.state import decode_on_decoding_page, model_page, per_model, shipped_name
 
 
 @st.cache_resource(show_spinner=False, max_entries=64)

@@ -1,7 +1,7 @@
 """Masking lab: the padding and causal masks, attention before and after masking, and two experiments that show
 what breaks without them (section 3.2.3)."""
 
-from pages.streamlit_internals import rerun_inside_frame
+from ui.streamlit_internals import rerun_inside_frame
 
 rerun_inside_frame()  # first of all: see its docstring
 
@@ -10,16 +10,16 @@ from collections.abc import Callable
 
 import streamlit as st
 
-from pages.charts import chart
-from pages.language import _, said, session_translator
-from pages.links import link_values, share_link
-from pages.state import keep_result, model_page, result_for
 from transformer.figures.attention import attention_heatmaps, mask_heatmap
 from transformer.i18n import N_
 from transformer.inspection import ATTENTION_KINDS, padded_pair, random_pair
 from transformer.link_params import masking_parsers, write_params
 from transformer.literal import code_span, markdown_literal
 from transformer.mask_experiments import MaskingResult, attention_before_after, mask_grids, pad_more, peek_at_future
+from ui.charts import chart
+from ui.language import _, said, session_translator
+from ui.links import link_values, share_link
+from ui.state import keep_result, model_page, result_for
 
 LINKED_WIDGETS = {"source": "mask_src", "target": "mask_tgt", "pad": "mask_pad_to"}  # link parameter -> widget key
 MAY_ATTEND = _("query {i} may attend to key {j}", i="$i$", j="$j$")  # in LaTeX's \text, $...$ is maths

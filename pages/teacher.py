@@ -2,7 +2,7 @@
 its link and QR code on the projector, set what it trains (groups that differ in one setting, a question to
 predict), watch every student's run on a live board, and export what the database holds at the click."""
 
-from pages.streamlit_internals import rerun_inside_frame
+from ui.streamlit_internals import rerun_inside_frame
 
 rerun_inside_frame()  # first of all: see its docstring
 
@@ -15,15 +15,6 @@ import pandas as pd
 import segno
 import streamlit as st
 
-from pages.charts import chart
-from pages.classes import board_columns, caller, class_store
-from pages.common import cluster_not_used, local_time
-from pages.downloads import csv_download
-from pages.language import _, language, language_param, ngettext, said, session_translator, table_cells
-from pages.links import unreachable_host
-from pages.own_task import class_task_section
-from pages.report_view import class_reports_download
-from pages.state import flash, show_flashes
 from transformer import settings as spec
 from transformer.classroom import QUESTIONS, Assignment, ClassroomError, ClassStore, Snapshot
 from transformer.classroom.assignment import split_groups
@@ -44,6 +35,15 @@ from transformer.figures.board import group_curves_figure, outcomes_figure
 from transformer.i18n import N_, Message, Translator, joined
 from transformer.limits import DEFAULT_RETENTION_DAYS, MAX_TITLE_CHARS, RETENTION_DAYS
 from transformer.literal import code_span, markdown_literal
+from ui.charts import chart
+from ui.classes import board_columns, caller, class_store
+from ui.common import cluster_not_used, local_time
+from ui.downloads import csv_download
+from ui.language import _, language, language_param, ngettext, said, session_translator, table_cells
+from ui.links import unreachable_host
+from ui.own_task import class_task_section
+from ui.report_view import class_reports_download
+from ui.state import flash, show_flashes
 
 BOARD_POLL_S = 2.0  # the board redraws every 2 s: it reads the database, never the runs themselves
 FORM_LANGUAGE = "teacher_form_language"  # session_state key: the language the assignment form was last drawn in

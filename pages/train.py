@@ -5,25 +5,34 @@ projector. Once it has ended, how it ended and where to go next sit above its cu
 and the settings form comes back under them.
 """
 
-from pages.streamlit_internals import rerun_inside_frame
+from ui.streamlit_internals import rerun_inside_frame
 
 rerun_inside_frame()  # first of all: see its docstring
 
 import streamlit as st
 
-from pages.accessibility import shortcut_help
-from pages.alignment_view import train_alignment
-from pages.charts import chart
-from pages.classes import class_seat, prediction_input, prediction_result
-from pages.common import live_poll_s, run_registry
-from pages.downloads import csv_download
-from pages.dynamics_view import dynamics_view
-from pages.into_view import bring_into_view
-from pages.language import _, language, ngettext, session_translator, table_cells
-from pages.links import share_link
-from pages.own_task import OWN_TASK, own_task_expander, task_notice
-from pages.report_view import report_download
-from pages.state import (
+from transformer.curves import metrics_table
+from transformer.figures.training import accuracy_figure, loss_figure, lr_figure
+from transformer.i18n import N_, translator
+from transformer.literal import markdown_literal
+from transformer.live_examples import live_examples
+from transformer.naming import run_summary
+from transformer.progress import progress
+from transformer.serving import Run, unwatched
+from transformer.training import smoothed_loss_floor
+from ui.accessibility import shortcut_help
+from ui.alignment_view import train_alignment
+from ui.charts import chart
+from ui.classes import class_seat, prediction_input, prediction_result
+from ui.common import live_poll_s, run_registry
+from ui.downloads import csv_download
+from ui.dynamics_view import dynamics_view
+from ui.into_view import bring_into_view
+from ui.language import _, language, ngettext, session_translator, table_cells
+from ui.links import share_link
+from ui.own_task import OWN_TASK, own_task_expander, task_notice
+from ui.report_view import report_download
+from ui.state import (
     RUN,
     TRAIN_SAVED,
     drop_flash,
@@ -35,18 +44,9 @@ from pages.state import (
     show_flashes,
     watcher_id,
 )
-from pages.streamlit_internals import page_connected
-from pages.train_controls import SHORTCUTS, STOPPED_BY_YOU, run_controls, start_run
-from pages.train_form import draw_fields, draw_task, remember_values
-from transformer.curves import metrics_table
-from transformer.figures.training import accuracy_figure, loss_figure, lr_figure
-from transformer.i18n import N_, translator
-from transformer.literal import markdown_literal
-from transformer.live_examples import live_examples
-from transformer.naming import run_summary
-from transformer.progress import progress
-from transformer.serving import Run, unwatched
-from transformer.training import smoothed_loss_floor
+from ui.streamlit_internals import page_connected
+from ui.train_controls import SHORTCUTS, STOPPED_BY_YOU, run_controls, start_run
+from ui.train_form import draw_fields, draw_task, remember_values
 
 CHART_HEIGHT = 320  # both charts fit beside each other under the controls at 1280x800
 REASONS = {  # how a run that was not stopped ended

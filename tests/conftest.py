@@ -8,7 +8,7 @@ import pytest
 import torch
 from hypothesis import settings
 
-from pages.streamlit_internals import navigation_mode_patch
+from ui.streamlit_internals import navigation_mode_patch
 
 
 @pytest.fixture(scope="session")

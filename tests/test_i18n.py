@@ -107,7 +107,8 @@ def test_joined_parts_read_as_english_and_translate_each():
 # ------------------------------------------------------------------------------------------ the zh-CN catalogue
 
 ROOT = Path(__file__).resolve().parent.parent
-SOURCES = sorted([ROOT / "streamlit_app.py", *(ROOT / "pages").glob("*.py"), *(ROOT / "transformer").rglob("*.py")])
+APP = [ROOT / "streamlit_app.py", *(ROOT / "pages").glob("*.py"), *(ROOT / "ui").glob("*.py")]
+SOURCES = sorted([*APP, *(ROOT / "transformer").rglob("*.py")])
 MARKS = {"_", "N_", "gettext", "ngettext", "Message"}
 
 
@@ -227,7 +228,7 @@ def test_no_sentence_is_marked_inside_an_f_string():
 def test_a_page_that_translates_never_uses_underscore_as_a_throwaway_name():
     """`_` is the translation function in pages: `checkpoint, _ = ...` would shadow it for the rest of the scope."""
     shadowed = []
-    for path in [ROOT / "streamlit_app.py", *(ROOT / "pages").glob("*.py")]:
+    for path in APP:
         tree = ast.parse(path.read_text(encoding="utf-8"))
         stores = [n for n in ast.walk(tree) if isinstance(n, ast.Name) and n.id == "_" and isinstance(n.ctx, ast.Store)]
         shadowed += [f"{path.relative_to(ROOT)}:{n.lineno}" for n in stores]
@@ -353,7 +354,7 @@ def test_the_check_below_finds_each_way_of_installing_a_translation(source):
 
 def test_nothing_installs_a_process_wide_translation():
     """`gettext.install` puts one `_` in builtins for every session of the server: every student would see the
-    language of whoever set it last. Each session has its own translator instead (pages/language.py)."""
+    language of whoever set it last. Each session has its own translator instead (ui/language.py)."""
     files = [*SOURCES, *ROOT.glob("tests/**/*.py"), *ROOT.glob("benchmarks/*.py")]
     found = [str(p.relative_to(ROOT)) for p in files if installs_a_translation(p.read_text(encoding="utf-8"))]
     assert not found, found

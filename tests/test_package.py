@@ -4,6 +4,7 @@ only the browser tests' driver (tests/browser/conftest.py and the modules beside
 `sys.path`."""
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -111,3 +112,9 @@ def test_a_borrowed_import_is_caught(tmp_path: Path):
         "benchmarks/bench.py:2 tests.helpers.array",
         "benchmarks/bench.py:3 test_e2e",
     ]
+
+
+def test_pages_holds_only_the_pages_the_frame_lists():
+    """pages/ is the app's pages and nothing else: what they share lives in ui/."""
+    listed = set(re.findall(r'"(pages/\w+\.py)"', (ROOT / "streamlit_app.py").read_text()))
+    assert {f"pages/{path.name}" for path in (ROOT / "pages").glob("*.py")} == listed

@@ -96,7 +96,7 @@ def test_the_report_speaks_the_translator_s_language(report, language, words):
 
 def test_every_sentence_the_report_writes_has_a_zh_cn_translation_with_its_placeholders():
     catalogue, sentences = read_catalogue("zh-CN"), set()
-    for path in ("transformer/report.py", "transformer/classroom/reports.py", "pages/report_view.py"):
+    for path in ("transformer/report.py", "transformer/classroom/reports.py", "ui/report_view.py"):
         sentences |= {m for _, m, _, _ in extract_from_file("python", ROOT / path, keywords={"N_": None, "_": None})}
     assert len(sentences) > 40
     fields = lambda text: sorted(name for _, name, _, _ in string.Formatter().parse(text) if name)  # noqa: E731

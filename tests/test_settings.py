@@ -8,7 +8,7 @@ import pytest
 import torch
 from streamlit.testing.v1 import AppTest
 
-import pages.common
+import ui.common
 from transformer import settings as spec
 from transformer.checkpoint import load_checkpoint
 from transformer.classroom import Assignment
@@ -73,7 +73,7 @@ def test_a_new_setting_is_on_the_train_form_and_reaches_the_run(weight_decay):
     try:
         assert not at.exception and at.session_state["run"].train_config.weight_decay == 0.01
     finally:
-        pages.common.run_registry.clear()  # closes the server: nothing trains on behind the test
+        ui.common.run_registry.clear()  # closes the server: nothing trains on behind the test
 
 
 def test_a_new_setting_is_accepted_and_locked_in_a_class(weight_decay):

@@ -1,4 +1,4 @@
-"""The Streamlit internals the app and its AppTest runs rely on (pages/streamlit_internals.py) are still there and
+"""The Streamlit internals the app and its AppTest runs rely on (ui/streamlit_internals.py) are still there and
 still behave as they expect: each test fails when a Streamlit upgrade moves or changes one, pointing at the function
 to mend.
 
@@ -20,8 +20,8 @@ from streamlit.testing.v1 import AppTest
 from streamlit.web.server.starlette.starlette_app_utils import decode_xsrf_token_string, generate_xsrf_token_string
 from streamlit.web.server.starlette.starlette_server_config import XSRF_COOKIE_NAME
 
-from pages import streamlit_internals
-from pages.streamlit_internals import XSRF_COOKIE, browser_id, navigation_mode_patch
+from ui import streamlit_internals
+from ui.streamlit_internals import XSRF_COOKIE, browser_id, navigation_mode_patch
 
 # Two page loads of one browser (captured from a served app): same secret, different masks.
 LOAD_1 = "2|09b631db|e304a33f415643afd20950daf738d9b0|1795452523"
@@ -77,7 +77,7 @@ def test_every_page_file_starts_its_run_over_inside_the_frame_before_it_imports_
     assert len(PAGE_FILES) == 9
     for page in PAGE_FILES:
         body = ast.parse((ROOT / page).read_text()).body[1:3]  # after the docstring
-        assert ast.unparse(body[0]) == "from pages.streamlit_internals import rerun_inside_frame", page
+        assert ast.unparse(body[0]) == "from ui.streamlit_internals import rerun_inside_frame", page
         assert ast.unparse(body[1]) == "rerun_inside_frame()", page
 
 
@@ -107,7 +107,7 @@ def test_page_connected_reads_the_runtime_and_the_script_run_context():
 def _script_reading_the_connection() -> None:
     import streamlit as st
 
-    from pages.streamlit_internals import page_connected
+    from ui.streamlit_internals import page_connected
 
     check = page_connected()
     st.markdown(f"check: {callable(check)}")
@@ -119,7 +119,7 @@ def editor_page() -> None:
     import pandas as pd
     import streamlit as st
 
-    from pages.streamlit_internals import cut_table_edits
+    from ui.streamlit_internals import cut_table_edits
 
     cut = cut_table_edits("table", 2, 5)
     table = st.data_editor(pd.DataFrame({"source": ["a", "b"]}), num_rows="dynamic", key="table", hide_index=True)

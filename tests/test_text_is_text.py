@@ -11,11 +11,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 from streamlit.testing.v1 import AppTest
 
-from pages.classes import class_store
 from transformer import Checkpoint, DataConfig, ModelConfig, Transformer, Vocab
 from transformer.checkpoint import checkpoint_bytes
 from transformer.experiments import result_path
 from transformer.literal import code_span, markdown_literal
+from ui.classes import class_store
 
 APP = Path(__file__).resolve().parent.parent / "streamlit_app.py"
 IMAGE, LINK, HTML = "![](//e.io/a)", "[l](//e.io)", "<img/src=x>"  # no spaces: each is one symbol

@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pytest
 
-from pages.train_form import form_settings
 from transformer import settings as spec
 from transformer.classroom.assignment import Assignment, Group
 from transformer.compare_state import CompareState, experiment_for
@@ -21,6 +20,7 @@ from transformer.limits import (
     train_activation_bytes,
 )
 from transformer.run_configs import run_configs
+from ui.train_form import form_settings
 
 FORM = {s.form.key: s.default for s in spec.on_form()}
 LARGEST = {  # the form's largest model on its longest inputs

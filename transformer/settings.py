@@ -34,7 +34,7 @@ CONFIGS = {"data": DataConfig, "model": ModelConfig, "train": TrainConfig}  # wh
 class FormPlace:
     """Where and how the Train form draws a setting."""
 
-    row: int  # of the form's rows (pages/train_form.py), top to bottom
+    row: int  # of the form's rows (ui/train_form.py), top to bottom
     column: int
     key: str  # the widget's key (tests and the browser tests address it: `.st-key-train_seed`)
     radio: bool = False  # a choice or a bool as horizontal radio buttons (else a select box or a toggle)

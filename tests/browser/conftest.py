@@ -200,6 +200,12 @@ def main(page):
     return page.locator("[data-testid='stMain']")
 
 
+def shown_text(page, text: str):
+    """The first element of the page's main area showing `text` (a substring) that is visible: a redraw under load
+    may leave a hidden stale copy of an element beside the one shown."""
+    return main(page).get_by_text(text).filter(visible=True).first
+
+
 def button(page, key: str):
     """The visible button of the widget with this key (Streamlit also renders a hidden copy of some buttons)."""
     return page.locator(f".st-key-{key} button").filter(visible=True)
@@ -433,6 +439,14 @@ def new_context(browser):
     yield new
     for context in opened:
         context.close()  # a second close, after the test's own, does nothing
+
+
+@pytest.fixture
+def projector_page(new_context):
+    """A page of its own at a classroom projector's size, its actions waiting up to 30 s (a walk of every page)."""
+    context = new_context(viewport=dict(zip(("width", "height"), VIEWPORTS["projector"])))
+    context.set_default_timeout(30_000)
+    return context.new_page()
 
 
 @pytest.fixture(scope="session")

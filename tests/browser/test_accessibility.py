@@ -8,7 +8,7 @@ One browser page per language for the whole walk (about a minute on a 2-core mac
 
 import pytest
 from axe_playwright_python.sync_playwright import Axe
-from conftest import PAGES, VIEWPORTS, open_at, requires_chromium
+from conftest import PAGES, open_at, requires_chromium
 
 pytestmark = [pytest.mark.browser, requires_chromium]
 
@@ -33,21 +33,15 @@ def violations(page, axe: Axe) -> list[str]:
 
 @pytest.mark.timeout(600)
 @pytest.mark.parametrize("language", ["zh-CN", "en"])
-def test_no_page_has_a_critical_or_serious_wcag_violation(new_context, lab_server, language):
-    axe = Axe()
-    context = new_context(viewport=dict(zip(("width", "height"), VIEWPORTS["projector"])))
-    context.set_default_timeout(30_000)
-    page = context.new_page()
-    try:
-        found, charts = [], 0
-        for name in PAGES:
-            open_at(page, lab_server, name, language)
-            found += [f"{language} {name}: {line}" for line in violations(page, axe)]
-            names = page.evaluate(CHART_NAMES)
-            charts += len(names)
-            if unnamed := names.count(""):
-                found.append(f"{language} {name}: {unnamed} charts without a text alternative")
-        assert not found, f"{len(found)} violations:\n" + "\n".join(found)
-        assert charts >= len(PAGES), f"only {charts} charts seen: the walk saw too few to check their names"
-    finally:
-        context.close()
+def test_no_page_has_a_critical_or_serious_wcag_violation(projector_page, lab_server, language):
+    axe, page = Axe(), projector_page
+    found, charts = [], 0
+    for name in PAGES:
+        open_at(page, lab_server, name, language)
+        found += [f"{language} {name}: {line}" for line in violations(page, axe)]
+        names = page.evaluate(CHART_NAMES)
+        charts += len(names)
+        if unnamed := names.count(""):
+            found.append(f"{language} {name}: {unnamed} charts without a text alternative")
+    assert not found, f"{len(found)} violations:\n" + "\n".join(found)
+    assert charts >= len(PAGES), f"only {charts} charts seen: the walk saw too few to check their names"

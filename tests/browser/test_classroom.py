@@ -16,13 +16,14 @@ from conftest import (
     requires_chromium,
     screenshot,
     set_number,
+    shown_text,
     wait_idle,
 )
 from playwright.sync_api import expect
 
 pytestmark = [pytest.mark.browser, requires_chromium]
 
-GROWTH_TIMEOUT_S = 30  # a bound on a busy machine; how soon the curve moves is measured by benchmarks/app_bench.py
+BUSY_TIMEOUT_S = 60  # a bound for a busy machine; how soon the page answers is measured by benchmarks/app_bench.py
 IDLE_TIMEOUT_S = 4  # the server's idle timeout in the test of a page that stops polling
 
 
@@ -30,7 +31,8 @@ def steps_drawn(page) -> int:
     """Points of the training-loss trace of the live loss chart (0 while there is none)."""
     return page.evaluate(
         """() => {
-            const plot = document.querySelector('.st-key-train_loss_chart .js-plotly-plot');
+            const plot = [...document.querySelectorAll('.st-key-train_loss_chart .js-plotly-plot')]
+                .find(p => p.offsetParent !== null);  // the chart shown, not a stale copy a redraw left
             const trace = plot && plot._fullData && plot._fullData.find(t => t.name.startsWith('training loss'));
             return trace ? trace.x.length : 0;
         }"""
@@ -39,7 +41,7 @@ def steps_drawn(page) -> int:
 
 def progress_step(page) -> int:
     """The step the page's progress bar reports ("Training: step N of ..." or "Paused at step N of ...")."""
-    text = main(page).locator("[data-testid='stProgress']").first.inner_text()
+    text = main(page).locator("[data-testid='stProgress']").filter(visible=True).first.inner_text()  # not a stale copy
     return int(text.split("step ")[1].split(" ")[0])
 
 
@@ -60,7 +62,7 @@ def test_the_curve_moves_at_once_in_view_and_the_run_pauses_steps_and_resumes(ne
     )
     button(page, "start_training").click()
     counts = [steps_drawn(page)]
-    deadline = time.monotonic() + GROWTH_TIMEOUT_S
+    deadline = time.monotonic() + BUSY_TIMEOUT_S
     while len(set(counts)) < 3 and time.monotonic() < deadline:  # the chart grows while training, not only at its end
         page.wait_for_timeout(100)
         counts.append(steps_drawn(page))
@@ -69,32 +71,33 @@ def test_the_curve_moves_at_once_in_view_and_the_run_pauses_steps_and_resumes(ne
     assert counts == sorted(counts) and len(set(counts)) >= 3, f"the chart's points, polled: {counts}"
     # The progress bar and both charts wholly in view without scrolling (retried: a poll may be redrawing them, and
     # a busy machine draws the progress bar after the run's first metric row).
-    expect(main(page).get_by_text("Training: step")).to_be_visible(timeout=GROWTH_TIMEOUT_S * 1000)
+    expect(shown_text(page, "Training: step")).to_be_visible(timeout=BUSY_TIMEOUT_S * 1000)
     for selector in ("[data-testid='stProgress']", ".st-key-train_loss_chart", ".st-key-train_accuracy_chart"):
         shown = main(page).locator(selector).filter(visible=True).first  # not a stale copy of a redraw, hidden
-        expect(shown).to_be_in_viewport(ratio=1.0, timeout=GROWTH_TIMEOUT_S * 1000)
+        expect(shown).to_be_in_viewport(ratio=1.0, timeout=BUSY_TIMEOUT_S * 1000)
     screenshot(page, "train-laptop")
 
     button(page, "pause_training").click()
-    expect(main(page).get_by_text("Paused at step")).to_be_visible(timeout=10_000)
+    expect(shown_text(page, "Paused at step")).to_be_visible(timeout=BUSY_TIMEOUT_S * 1000)
     held = progress_step(page)
     page.wait_for_timeout(3000)
     assert progress_step(page) == held, "the step counter moved while paused"
     button(page, "step_training").click()
     page.wait_for_function(
         """held => {
-            const bar = document.querySelector("[data-testid='stMain'] [data-testid='stProgress']");
+            const bar = [...document.querySelectorAll("[data-testid='stMain'] [data-testid='stProgress']")]
+                .find(b => b.offsetParent !== null);  // the one shown, not a stale copy a redraw left
             return bar && bar.innerText.startsWith('Paused at step') && !bar.innerText.includes(`step ${held} `);
         }""",
         arg=held,
-        timeout=20_000,
+        timeout=BUSY_TIMEOUT_S * 1000,
     )
     stepped = progress_step(page)
     assert held < stepped <= held + 25, (held, stepped)  # one metric row's worth (at most 25 steps), then paused
     page.wait_for_timeout(1500)
     assert progress_step(page) == stepped
     button(page, "resume_training").click()
-    expect(main(page).get_by_text("Finished after")).to_be_visible(timeout=90_000)
+    expect(shown_text(page, "Finished after")).to_be_visible(timeout=(60 + BUSY_TIMEOUT_S) * 1000)  # time budget
     assert not page_errors(page), page_errors(page)
     context.close()
 
@@ -111,8 +114,8 @@ def test_same_settings_share_one_run_and_another_seed_waits_for_the_slot(new_con
             wait_idle(tab)
         for tab in (first, second):
             button(tab, "start_training").click()
-        expect(main(second).get_by_text("Same settings as 1 classmate")).to_be_visible(timeout=20_000)
-        expect(main(first).get_by_text("Same settings as 1 classmate")).to_be_visible(timeout=20_000)
+        expect(shown_text(second, "Same settings as 1 classmate")).to_be_visible(timeout=20_000)
+        expect(shown_text(first, "Same settings as 1 classmate")).to_be_visible(timeout=20_000)
         expect(button(first, "pause_training")).to_be_disabled()  # shared: nobody pauses it for the others
         page_steps = [progress_step(tab) for tab in (first, second)]
         assert abs(page_steps[0] - page_steps[1]) <= 200  # one run, two views of it
@@ -120,18 +123,18 @@ def test_same_settings_share_one_run_and_another_seed_waits_for_the_slot(new_con
         set_number(third, "train_seed", 5)
         wait_idle(third)
         button(third, "start_training").click()
-        expect(main(third).get_by_text("your run is number 1 in the queue")).to_be_visible(timeout=20_000)
+        expect(shown_text(third, "your run is number 1 in the queue")).to_be_visible(timeout=20_000)
         screenshot(third, "train-queued")
         button(second, "stop_training").click()  # one student leaves: the run goes on for the other
-        expect(main(second).get_by_text("goes on for the 1 other student")).to_be_visible(timeout=20_000)
+        expect(shown_text(second, "goes on for the 1 other student")).to_be_visible(timeout=20_000)
         third.wait_for_timeout(1500)
-        expect(main(third).get_by_text("in the queue")).to_be_visible()
+        expect(shown_text(third, "in the queue")).to_be_visible()
         button(first, "stop_training").click()  # the last watcher leaves: the slot frees, the queued run starts
-        expect(main(third).get_by_text("Training: step")).to_be_visible(timeout=30_000)
+        expect(shown_text(third, "Training: step")).to_be_visible(timeout=30_000)
         for tab in (first, second, third):
             assert not page_errors(tab), page_errors(tab)
         button(third, "stop_training").click()
-        expect(main(third).get_by_text("Stopped at step")).to_be_visible(timeout=20_000)
+        expect(shown_text(third, "Stopped at step")).to_be_visible(timeout=20_000)
         for context in contexts:
             context.close()
         server.check_alive()
@@ -154,13 +157,13 @@ def test_a_page_that_stops_polling_keeps_its_queue_place_while_connected_and_a_c
         set_number(training, "train_steps", 5000)
         wait_idle(training)
         button(training, "start_training").click()
-        expect(main(training).get_by_text("Training: step")).to_be_visible(timeout=30_000)
+        expect(shown_text(training, "Training: step")).to_be_visible(timeout=30_000)
         for seed, tab in ((5, slow), (6, next_in_line)):
             set_number(tab, "train_seed", seed)
             wait_idle(tab)
             button(tab, "start_training").click()
-            expect(main(tab).get_by_text("in the queue")).to_be_visible(timeout=20_000)
-        expect(main(next_in_line).get_by_text("your run is number 2 in the queue")).to_be_visible()
+            expect(shown_text(tab, "in the queue")).to_be_visible(timeout=20_000)
+        expect(shown_text(next_in_line, "your run is number 2 in the queue")).to_be_visible()
 
         slow.clock.pause_at(time.time() + 1)  # no timer fires: the page polls nothing, its connection stays open
         quiet_until = time.monotonic() + 2.5 * IDLE_TIMEOUT_S
@@ -168,10 +171,10 @@ def test_a_page_that_stops_polling_keeps_its_queue_place_while_connected_and_a_c
             assert "number 2 in the queue" in main(next_in_line).inner_text(), "the slow page's run lost its place"
             next_in_line.wait_for_timeout(500)
         slow.clock.resume()
-        expect(main(slow).get_by_text("your run is number 1 in the queue")).to_be_visible(timeout=10_000)
+        expect(shown_text(slow, "your run is number 1 in the queue")).to_be_visible(timeout=10_000)
 
         contexts[1].close()  # the tab closes: its place goes once the idle timeout has passed
-        expect(main(next_in_line).get_by_text("your run is number 1 in the queue")).to_be_visible(
+        expect(shown_text(next_in_line, "your run is number 1 in the queue")).to_be_visible(
             timeout=(IDLE_TIMEOUT_S + 10) * 1000
         )
         for tab in (training, next_in_line):

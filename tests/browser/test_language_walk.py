@@ -287,25 +287,19 @@ def teacher_flow(page, server, language: str, allowed: list[str]) -> list[str]:
 
 @pytest.mark.timeout(600)
 @pytest.mark.parametrize("language", ["zh-CN", "en"])
-def test_every_page_the_lesson_and_the_teacher_in_each_language_fit_every_screen(new_context, lab_server, language):
-    allowed = latin_terms()
-    context = new_context(viewport=dict(zip(("width", "height"), VIEWPORTS["projector"])))
-    context.set_default_timeout(30_000)
-    page = context.new_page()
-    try:
-        open_at(page, lab_server, "home", language)
-        problems = look(page, language, "home (the lesson)", allowed)
-        open_at(page, lab_server, "train", language)
-        problems += look(page, language, "train", allowed)
-        train_to_the_end(page)
-        problems += look(page, language, "train, run ended", allowed)
-        for name in MODEL_PAGES:
-            open_at(page, lab_server, name, language)
-            problems += look(page, language, name, allowed)
-        problems += teacher_flow(page, lab_server, language, allowed)
-        assert not problems, f"{len(problems)} problems:\n" + "\n".join(problems)
-    finally:
-        context.close()
+def test_every_page_the_lesson_and_the_teacher_in_each_language_fit_every_screen(projector_page, lab_server, language):
+    allowed, page = latin_terms(), projector_page
+    open_at(page, lab_server, "home", language)
+    problems = look(page, language, "home (the lesson)", allowed)
+    open_at(page, lab_server, "train", language)
+    problems += look(page, language, "train", allowed)
+    train_to_the_end(page)
+    problems += look(page, language, "train, run ended", allowed)
+    for name in MODEL_PAGES:
+        open_at(page, lab_server, name, language)
+        problems += look(page, language, name, allowed)
+    problems += teacher_flow(page, lab_server, language, allowed)
+    assert not problems, f"{len(problems)} problems:\n" + "\n".join(problems)
 
 
 def test_the_page_declares_its_language_and_a_switch_changes_it_at_once(page, lab_server):

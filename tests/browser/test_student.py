@@ -19,7 +19,7 @@ from conftest import (
 )
 from playwright.sync_api import expect
 
-from pages.train_controls import SAME_RUN
+from ui.train_controls import SAME_RUN
 
 pytestmark = [pytest.mark.browser, requires_chromium]
 

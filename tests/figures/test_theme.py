@@ -28,7 +28,7 @@ def test_the_app_draws_a_chart_with_the_lab_s_template_not_streamlit_s_theme():
     def page():
         import plotly.graph_objects as go
 
-        from pages.charts import chart
+        from ui.charts import chart
 
         chart(__import__("streamlit"), go.Figure(go.Scatter(x=[1, 2], y=[3, 4])), key="a_chart")
 

@@ -8,8 +8,8 @@ from pathlib import Path
 import torch
 from streamlit.testing.v1 import AppTest
 
-from pages.state import FLASHES, RESULTS, ModelResult
 from transformer.checkpoint import Checkpoint
+from ui.state import FLASHES, RESULTS, ModelResult
 
 APP = str(Path(__file__).resolve().parents[2] / "streamlit_app.py")
 

@@ -4,8 +4,8 @@ import pytest
 import torch
 from streamlit.runtime.media_file_manager import MediaFileManager
 
-import pages.classes
-import pages.common
+import ui.classes
+import ui.common
 
 
 @pytest.fixture
@@ -35,10 +35,10 @@ def class_server(tmp_path, monkeypatch):
     """A class database and a run registry of the test's own."""
     monkeypatch.setenv("LAB_DATA_DIR", str(tmp_path))
     monkeypatch.delenv("LAB_DATABASE_URL", raising=False)
-    for resource in (pages.classes.class_recorder, pages.classes.class_store, pages.common.run_registry):
+    for resource in (ui.classes.class_recorder, ui.classes.class_store, ui.common.run_registry):
         resource.clear()
     yield
-    for resource in (pages.classes.class_recorder, pages.common.run_registry, pages.classes.class_store):
+    for resource in (ui.classes.class_recorder, ui.common.run_registry, ui.classes.class_store):
         resource.clear()
 
 
@@ -53,6 +53,6 @@ def restore_threads():
 @pytest.fixture
 def fresh_registry():
     """Each test on a server of its own: no run of an earlier test to join."""
-    pages.common.run_registry.clear()
+    ui.common.run_registry.clear()
     yield
-    pages.common.run_registry.clear()  # closes it: nothing trains on behind the test
+    ui.common.run_registry.clear()  # closes it: nothing trains on behind the test

@@ -6,7 +6,7 @@ import pytest
 import torch
 from streamlit.testing.v1 import AppTest
 
-import pages.common
+import ui.common
 from tests.helpers.models import HOSTILE_FILES
 from transformer.checkpoint import checkpoint_bytes
 from transformer.model import ModelConfig, Transformer
@@ -23,7 +23,7 @@ def small_checkpoint_bytes(task: str = "copy", history: tuple = ()) -> bytes:
 @pytest.fixture
 def shipped_dir(tmp_path, monkeypatch):
     """An empty checkpoints/ folder of its own, so the repository's shipped files don't matter."""
-    monkeypatch.setattr(pages.common, "CHECKPOINT_DIR", tmp_path)
+    monkeypatch.setattr(ui.common, "CHECKPOINT_DIR", tmp_path)
     return tmp_path
 
 

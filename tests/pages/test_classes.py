@@ -8,13 +8,13 @@ import pytest
 import streamlit as st
 from streamlit.testing.v1 import AppTest
 
-import pages.classes
-import pages.common
-from pages.train_controls import CLASS_SAME_RUN, SAME_RUN
+import ui.classes
+import ui.common
 from tests.helpers import wait_until
 from tests.helpers.apptest import poll_until_done
 from transformer.classroom import Assignment, Caller, Group, RunState
 from transformer.pairs import pairs_from_rows
+from ui.train_controls import CLASS_SAME_RUN, SAME_RUN
 
 TINY = {"task": "reverse", "min_len": 3, "max_len": 3, "steps": 30}
 GROUPS = Assignment(TINY, frozenset({"lr"}), "positional", (Group("with PE", "sinusoidal"), Group("no PE", "none")))
@@ -29,7 +29,7 @@ def shown(markdown: str) -> str:
 
 
 def a_class(question: str | None = None) -> tuple[str, str]:
-    store = pages.classes.class_store()
+    store = ui.classes.class_store()
     code, key = store.create_class("Period 3", 14, TEACHER)
     store.set_assignment(code, key, GROUPS, TEACHER)
     store.set_question(code, key, question, TEACHER)
@@ -60,7 +60,7 @@ def test_a_student_joins_by_name_and_sees_their_group_and_locked_settings():
     join(at, "Ada *bold*")
     banner = shown(at.info[0].value)
     assert "you are **Ada *bold***" in banner and "group **with PE**" in banner
-    seed = pages.classes.class_store().student(code, at.session_state["watcher"]).seed
+    seed = ui.classes.class_store().student(code, at.session_state["watcher"]).seed
     assert at.number_input(key="train_seed").value == seed and at.number_input(key="train_seed").disabled
     assert at.selectbox(key="train_task").value == "reverse" and at.selectbox(key="train_task").disabled
     assert at.radio(key="train_positional").value == "sinusoidal" and at.radio(key="train_positional").disabled
@@ -80,7 +80,7 @@ def test_the_question_comes_before_start_and_the_run_is_recorded_for_the_board()
     assert job.train_config.lr == 0.004 and job.model_config.positional == "sinusoidal"
     assert (job.data_config.task, job.train_config.steps) == ("reverse", 30)
     poll_until_done(at)
-    board = pages.classes.class_store().open_board(code, key, TEACHER)
+    board = ui.classes.class_store().open_board(code, key, TEACHER)
     (student,) = board.students
     assert board.predictions[student.id].choice == "later"
     assert board.runs[student.id].status == "finished" and board.runs[student.id].result["steps"] == 30
@@ -94,7 +94,7 @@ def test_a_reload_keeps_the_student_and_a_class_that_ended_says_so():
     at.run()
     assert "you are **Ada**" in shown(at.info[0].value)  # the same browser (session) is the same student
     assert at.query_params["class"] == code  # the address keeps the class: a reload opens it again
-    pages.classes.class_store().delete_class(code, key, TEACHER)
+    ui.classes.class_store().delete_class(code, key, TEACHER)
     again = open_link(code)
     assert "class link does not work" in again.warning[0].value and again.button(key="start_training")
 
@@ -122,8 +122,8 @@ def test_a_prediction_not_measured_yet_is_graded_once_the_other_group_has_run(fr
     at.button(key="start_training").click().run()
     poll_until_done(at)
     assert "not measured yet" in verdict(at)
-    assert fragments["prediction_verdict"] == pages.classes.PREDICTION_POLL_S  # read again on its own until measured
-    store = pages.classes.class_store()
+    assert fragments["prediction_verdict"] == ui.classes.PREDICTION_POLL_S  # read again on its own until measured
+    store = ui.classes.class_store()
     bo = store.join(code, "browser-b", "Bo")  # group "no PE": trains without positional encoding, out of its steps
     result = {"reason": "step budget", "steps": 30, "exact_match": 0.0}
     store.record_run(bo, RunState("finished", 30, None, ({"step": 30, "train_loss": 2.0},), result))
@@ -153,24 +153,24 @@ def test_a_class_with_its_own_task_trains_it_with_the_student_s_seed():
     code, key = a_class()
     rows = [(f"row {i}", f"{a} {b}", f"{b} {a}") for i, (a, b) in enumerate(zip("abcdefgh", "hgfedcba"), 1)]
     task = pairs_from_rows(rows, "our pairs")
-    pages.classes.class_store().set_task(code, key, task, TEACHER)
+    ui.classes.class_store().set_task(code, key, task, TEACHER)
     at = open_link(code)
     join(at, "Ada")
     assert any("Start trains your class's own task, **our pairs**" in i.value for i in at.info)
     assert "train_task_file" not in [u.key for u in at.get("file_uploader")]  # the teacher chose the task
     at.button(key="start_training").click().run()
     job = at.session_state["run"]
-    seat = pages.classes.class_store().student(code, at.session_state["watcher"])
+    seat = ui.classes.class_store().student(code, at.session_state["watcher"])
     assert job.data_config.pairs == task and job.data_config.seed == seat.seed == job.train_config.seed
     poll_until_done(at)
-    board = lambda: pages.classes.class_store().open_board(code, key, TEACHER)  # noqa: E731
+    board = lambda: ui.classes.class_store().open_board(code, key, TEACHER)  # noqa: E731
     wait_until(lambda: board().runs[seat.id].status == "finished")  # the recorder writes from its own thread
 
 
 def test_the_question_names_the_class_s_own_task_not_the_one_the_assignment_names():
     code, key = a_class("positional-none")  # the assignment names reverse
     rows = [(f"row {i}", f"{a} {b}", f"{a} {a} {b} {b}") for i, (a, b) in enumerate(zip("abcdefgh", "hgfedcba"), 1)]
-    pages.classes.class_store().set_task(code, key, pairs_from_rows(rows, "doubled_zh.csv"), TEACHER)
+    ui.classes.class_store().set_task(code, key, pairs_from_rows(rows, "doubled_zh.csv"), TEACHER)
     at = open_link(code)
     join(at, "Ada")
     label = shown(at.radio(key="class_prediction").label)
@@ -184,7 +184,7 @@ def test_a_prediction_on_runs_that_ran_out_of_time_is_not_graded_and_not_polled(
     at.radio(key="class_prediction").set_value("later")
     at.button(key="start_training").click().run()
     poll_until_done(at)
-    store = pages.classes.class_store()
+    store = ui.classes.class_store()
     bo = store.join(code, "browser-b", "Bo")  # group "no PE": stopped by the time budget on a busy server
     result = {"reason": "time budget", "steps": 12, "exact_match": 0.0}
     store.record_run(bo, RunState("finished", 12, None, ({"step": 10, "train_loss": 2.0},), result))

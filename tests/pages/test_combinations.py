@@ -12,13 +12,13 @@ import pytest
 import torch
 from streamlit.testing.v1 import AppTest
 
-import pages.classes
-from pages.report_view import REPORT_NAME
+import ui.classes
 from tests.helpers import wait_until
 from tests.helpers.apptest import kept, poll_until_done
 from transformer.i18n import N_, translator
 from transformer.lengths import UNTESTED_PAIRS
 from transformer.task_file import read_task_file
+from ui.report_view import REPORT_NAME
 
 SOURCES = ("built-in", "gallery", "file", "typed")
 LANGUAGES = ("en", "zh-CN")
@@ -163,7 +163,7 @@ def teacher_s_class(language: str, source: str) -> tuple[AppTest, str, str]:
 
 
 def the_class_s_task(code: str) -> str:
-    info = pages.classes.class_store().class_info(code)
+    info = ui.classes.class_store().class_info(code)
     return info.task.name if info.task is not None else info.assignment.preset["task"]
 
 
@@ -194,7 +194,7 @@ def test_a_class_trains_decodes_and_every_student_is_in_every_export(media, sour
     teacher, code, key = teacher_s_class(language, source)
     names = NAMES[language]
     students = [join(code, language, name) for name in names]  # both train at once
-    store = pages.classes.class_store()
+    store = ui.classes.class_store()
     for at in students:
         poll_until_done(at)
         run = at.session_state["run"]

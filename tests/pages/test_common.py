@@ -1,4 +1,4 @@
-"""Times in the browser's time zone (`pages.common.local_time`): the class database's naive UTC times and now, each
+"""Times in the browser's time zone (`ui.common.local_time`): the class database's naive UTC times and now, each
 named by its offset from UTC."""
 
 from datetime import UTC, datetime
@@ -6,8 +6,8 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-import pages.common
-from pages.common import local_time
+import ui.common
+from ui.common import local_time
 
 STORED = datetime(2026, 11, 28, 10, 0)  # naive: UTC, as the class database keeps it
 
@@ -22,7 +22,7 @@ STORED = datetime(2026, 11, 28, 10, 0)  # naive: UTC, as the class database keep
     ],
 )
 def test_a_stored_time_shows_in_the_browsers_zone_named_by_its_offset(monkeypatch, zone, shown):
-    monkeypatch.setattr(pages.common, "_browser_zone", lambda: ZoneInfo(zone))
+    monkeypatch.setattr(ui.common, "_browser_zone", lambda: ZoneInfo(zone))
     assert f"{local_time(STORED):%Y-%m-%d %H:%M %Z}" == shown
     assert local_time(STORED.replace(tzinfo=UTC)) == local_time(STORED)  # the same moment, aware or naive
 

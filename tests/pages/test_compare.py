@@ -6,7 +6,7 @@ from dataclasses import replace
 import pytest
 from streamlit.testing.v1 import AppTest
 
-import pages.common
+import ui.common
 from tests.helpers.apptest import chart
 from transformer.experiments import READY, result_path
 from transformer.literal import markdown_literal
@@ -138,7 +138,7 @@ def test_uploads_load_back_and_bad_files_are_refused(at):
 
 def stop_live(live) -> None:
     """Stop a live experiment and wait for its current variant to end."""
-    pages.common.run_registry().stop_chain(live.chain)
+    ui.common.run_registry().stop_chain(live.chain)
     live.chain.current.stop(wait_s=30)
 
 

@@ -6,7 +6,7 @@ import io
 
 import pandas as pd
 
-from pages.downloads import csv_download
+from ui.downloads import csv_download
 
 TABLE = pd.DataFrame({"name": ["张伟", "Ada"], "state": ["finished", "训练中"], "steps": [30, 12]})
 

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-import pages.common
-import pages.state
+import ui.common
+import ui.state
 from tests.helpers import wait_until
 from transformer import CheckpointError
 from transformer.experiments import READY
@@ -37,7 +37,7 @@ def test_a_shipped_model_that_fails_to_load_gives_a_message(monkeypatch: pytest.
         raise CheckpointError(f"{name}.pt is damaged")
 
     at = open_home()
-    monkeypatch.setattr(pages.state, "shipped_checkpoint", broken)
+    monkeypatch.setattr(ui.state, "shipped_checkpoint", broken)
     at.button(key="load_copy").click().run()
     assert not at.exception
     assert "in_hand" not in at.session_state
@@ -99,7 +99,7 @@ def test_the_lessons_run_of_ones_own_can_be_paused_stepped_and_resumed():
     step names (sort, inputs up to 12, a seed of one's own) trains long enough to pause, step and resume."""
     text = lesson_text(open_home())
     assert f"*{setting('task').label}* to sort, *{setting('max_len').label}* to 12 and a seed of their own" in text
-    pages.common.run_registry.clear()  # a server of its own: no earlier test's run to join
+    ui.common.run_registry.clear()  # a server of its own: no earlier test's run to join
     at = open_home()
     at.switch_page("pages/train.py").run()
     at.get_by_key("train_task").set_value("sort").run()  # the task first: it fills in its default run
@@ -122,4 +122,4 @@ def test_the_lessons_run_of_ones_own_can_be_paused_stepped_and_resumed():
         assert not at.exception and run.status == "training" and not run.done
     finally:
         run.stop(wait_s=30)
-        pages.common.run_registry.clear()
+        ui.common.run_registry.clear()

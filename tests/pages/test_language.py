@@ -11,9 +11,9 @@ import pytest
 import torch
 from streamlit.testing.v1 import AppTest
 
-import pages.classes
-import pages.common
-import pages.language
+import ui.classes
+import ui.common
+import ui.language
 from tests.helpers import array, wait_until
 from transformer.serving import Run
 
@@ -46,11 +46,11 @@ def class_database(tmp_path, monkeypatch):
     """Each test on a class database and a server of its own."""
     monkeypatch.setenv("LAB_DATA_DIR", str(tmp_path))
     monkeypatch.delenv("LAB_DATABASE_URL", raising=False)
-    pages.classes.class_store.clear()
-    pages.common.run_registry.clear()
+    ui.classes.class_store.clear()
+    ui.common.run_registry.clear()
     yield
-    pages.classes.class_store.clear()
-    pages.common.run_registry.clear()  # closes it: nothing trains on behind the test
+    ui.classes.class_store.clear()
+    ui.common.run_registry.clear()  # closes it: nothing trains on behind the test
 
 
 def test_with_no_link_and_no_browser_language_the_lab_is_english():
@@ -71,10 +71,10 @@ def test_a_link_with_lang_opens_the_lab_in_chinese_and_the_address_keeps_it():
 
 
 def test_the_browser_language_counts_on_a_first_visit_and_a_link_counts_over_it(monkeypatch):
-    monkeypatch.setattr(pages.language, "_browser_locale", lambda: "zh-Hans-CN")
+    monkeypatch.setattr(ui.language, "_browser_locale", lambda: "zh-Hans-CN")
     assert subheaders(open_page())[0] == "先试一个训练好的模型"
     assert subheaders(open_page(lang="en"))[0] == "Try a trained model now"
-    monkeypatch.setattr(pages.language, "_browser_locale", lambda: "fr-FR")  # no interface in French: English
+    monkeypatch.setattr(ui.language, "_browser_locale", lambda: "fr-FR")  # no interface in French: English
     assert subheaders(open_page())[0] == "Try a trained model now"
 
 
@@ -100,9 +100,9 @@ def test_the_picker_changes_the_language_and_the_address_and_nothing_else():
 
 
 def test_the_pickers_label_says_language_in_each_language_the_lab_has(monkeypatch):
-    assert pages.language.picker_label() == "Language / 语言"
-    monkeypatch.setattr(pages.language, "LANGUAGES", {"en": "English"})
-    assert pages.language.picker_label() == "Language"
+    assert ui.language.picker_label() == "Language / 语言"
+    monkeypatch.setattr(ui.language, "LANGUAGES", {"en": "English"})
+    assert ui.language.picker_label() == "Language"
 
 
 def test_two_sessions_never_share_a_language():

@@ -5,9 +5,9 @@ import pytest
 import torch
 from streamlit.testing.v1 import AppTest
 
-from pages.links import unreachable_host
 from transformer import Checkpoint, DataConfig, ModelConfig, Transformer, Vocab
 from transformer.tasks import TaskData
+from ui.links import unreachable_host
 
 
 def open_link(page: str | None, **query: str) -> AppTest:

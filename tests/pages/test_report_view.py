@@ -10,14 +10,14 @@ import pytest
 from streamlit.runtime.media_file_manager import MediaFileManager
 from streamlit.testing.v1 import AppTest
 
-import pages.classes
-import pages.common
-from pages.report_view import REPORT_NAME, class_reports
+import ui.classes
+import ui.common
 from tests.helpers.apptest import open_train, poll_until_done, start
 from transformer.classroom import Assignment, Caller, Group
 from transformer.classroom.reports import kept_reports
 from transformer.i18n import translator
 from transformer.naming import run_name
+from ui.report_view import REPORT_NAME, class_reports
 
 TINY = {"task": "reverse", "min_len": 3, "max_len": 3, "steps": 30}
 GROUPS = Assignment(TINY, frozenset(), "positional", (Group("with PE", "sinusoidal"), Group("no PE", "none")))
@@ -48,7 +48,7 @@ def file_names(media, monkeypatch) -> dict:
 def a_student_s_finished_run() -> tuple[AppTest, str, str]:
     """A class with a question; Ada joins, predicts and trains to the end. Returns her page, the class's code and
     key."""
-    store = pages.classes.class_store()
+    store = ui.classes.class_store()
     code, key = store.create_class("Period 3", 14, TEACHER)
     store.set_assignment(code, key, GROUPS, TEACHER)
     store.set_question(code, key, "positional-none", TEACHER)
@@ -86,8 +86,8 @@ def test_a_class_student_s_report_holds_their_place_and_the_length_test_of_their
 
     at.switch_page("pages/lengths.py").run()  # the length test of the model in hand: the run's
     assert not at.exception
-    (ada,) = pages.classes.class_store().open_board(code, key, TEACHER).students
-    kept = kept_reports(pages.classes.class_store(), [ada.id])[ada.id]
+    (ada,) = ui.classes.class_store().open_board(code, key, TEACHER).students
+    kept = kept_reports(ui.classes.class_store(), [ada.id])[ada.id]
     assert kept.lengths and {row["length"] for row in kept.lengths} >= {3}
     at.switch_page("pages/train.py").run()
     page = media[buttons(at)["Download the lab report (HTML)"].deferred_file_id]()
@@ -114,7 +114,7 @@ def test_two_students_outside_a_class_with_the_same_run_download_their_own_named
 
 def test_the_teacher_downloads_every_student_s_report_in_one_file(media):
     _, code, key = a_student_s_finished_run()
-    pages.classes.class_store().join(code, "browser-b", "Bo")
+    ui.classes.class_store().join(code, "browser-b", "Bo")
     teacher = AppTest.from_file("../../streamlit_app.py", default_timeout=60)
     teacher.run()
     teacher.switch_page("pages/teacher.py")
@@ -127,6 +127,6 @@ def test_the_teacher_downloads_every_student_s_report_in_one_file(media):
     assert "Lab reports of the class Period 3" in page and page.count('<section class="report"') == 2
     assert "Ada &lt;b&gt; · with PE" in page and "No report yet: the run is not started." in page
     assert re.search(r"Made on \d{4}-\d\d-\d\d \d\d:\d\d UTC\.", page)  # AppTest's browser gives no zone: UTC
-    pages.classes.class_store().delete_class(code, key, TEACHER)
-    gone = class_reports(pages.classes.class_store(), code, translator("zh-CN"), UTC)
+    ui.classes.class_store().delete_class(code, key, TEACHER)
+    gone = class_reports(ui.classes.class_store(), code, translator("zh-CN"), UTC)
     assert "无法读取班级的报告" in gone and "<script" not in gone

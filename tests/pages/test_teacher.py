@@ -14,7 +14,7 @@ import segno
 from streamlit.runtime.context import ContextProxy
 from streamlit.testing.v1 import AppTest
 
-import pages.classes
+import ui.classes
 from transformer.classroom import Assignment, Caller, ClassroomError, ClassStore, RunState, TooManyAttempts
 from transformer.classroom.assignment import split_groups
 from transformer.limits import CLASS_CREATIONS, WRONG_KEYS_PER_BROWSER
@@ -33,9 +33,9 @@ def class_database(tmp_path, monkeypatch):
     """Each test on a class database of its own."""
     monkeypatch.setenv("LAB_DATA_DIR", str(tmp_path))
     monkeypatch.delenv("LAB_DATABASE_URL", raising=False)
-    pages.classes.class_store.clear()
+    ui.classes.class_store.clear()
     yield
-    pages.classes.class_store.clear()
+    ui.classes.class_store.clear()
 
 
 def shown(markdown: str) -> str:
@@ -116,7 +116,7 @@ def test_the_assignment_is_saved_with_its_groups_and_question():
     at.selectbox(key="teacher_question").set_value("positional-none")
     at.button(key="teacher_save").click().run()
     assert not at.exception and at.success
-    info = pages.classes.class_store().class_info(code)
+    info = ui.classes.class_store().class_info(code)
     assert [g.label for g in info.assignment.groups] == ["sinusoidal PE", "no PE"]  # the words of the setting's values
     assert info.question == "positional-none"
 
@@ -126,13 +126,13 @@ def test_a_question_that_does_not_fit_the_groups_is_refused():
     code, _ = create(at)
     at.selectbox(key="teacher_question").set_value("positional-none")  # no groups
     at.button(key="teacher_save").click().run()
-    assert "Not saved" in at.error[0].value and pages.classes.class_store().class_info(code).question is None
+    assert "Not saved" in at.error[0].value and ui.classes.class_store().class_info(code).question is None
 
 
 def test_the_board_shows_each_student_and_their_run():
     at = open_teacher()
     code, _ = create(at)
-    store = pages.classes.class_store()
+    store = ui.classes.class_store()
     ada, _ = store.join(code, "browser-a", "Ada <b>"), store.join(code, "browser-b", "Bob")
     store.record_run(ada, RunState("training", 120, None, ({"step": 100, "train_loss": 1.5},)))
     at.run()
@@ -145,7 +145,7 @@ def test_the_board_shows_each_student_and_their_run():
 def test_the_exports_hold_what_the_database_holds_when_clicked(media):
     at = open_teacher()
     code, _ = create(at)
-    store = pages.classes.class_store()
+    store = ui.classes.class_store()
     ada = store.join(code, "browser-a", "Ada")
     at.run()  # the page, its Export tab included, drawn while Ada has not started
     buttons = {b.proto.label: b.proto for b in at.get("download_button")}
@@ -193,7 +193,7 @@ def test_the_right_key_opens_the_board_and_delete_removes_the_class():
     at.button(key="teacher_delete").click().run()
     assert not at.exception and "teacher_class" not in at.session_state and "Deleted" in at.success[0].value
     with pytest.raises(ClassroomError, match="no class"):
-        pages.classes.class_store().class_info(code)
+        ui.classes.class_store().class_info(code)
 
 
 def test_too_many_classes_from_one_browser_is_a_message():
@@ -224,7 +224,7 @@ def test_a_delete_the_store_refuses_is_a_message(monkeypatch):
 def test_a_class_deleted_elsewhere_is_a_message_whatever_the_teacher_clicks():
     at = open_teacher()
     code, key = create(at)
-    pages.classes.class_store().delete_class(code, key, Caller(None, "another-browser"))
+    ui.classes.class_store().delete_class(code, key, Caller(None, "another-browser"))
     at.checkbox(key="teacher_delete_sure").check().run()
     assert not at.exception and "This class cannot be opened" in at.error[0].value
     assert "teacher_class" not in at.session_state and at.button(key="teacher_create_button")
@@ -253,11 +253,11 @@ def test_a_teacher_gives_the_class_its_own_task_and_takes_it_back():
     assert not at.exception and not at.error
     at.button(key="teacher_task_give").click().run()
     assert not at.exception and any("students see it on Train" in s.value for s in at.success)
-    task = pages.classes.class_store().class_info(code).task
+    task = ui.classes.class_store().class_info(code).task
     assert task.name == "swaps.csv" and len(task.train) == 24
     assert any("The class trains its own task, **swaps\\.csv**" in i.value for i in at.info)
     at.button(key="teacher_task_clear").click().run()
-    assert not at.exception and pages.classes.class_store().class_info(code).task is None
+    assert not at.exception and ui.classes.class_store().class_info(code).task is None
 
 
 def test_a_bad_task_file_for_the_class_is_one_error_and_nothing_is_saved():
@@ -267,7 +267,7 @@ def test_a_bad_task_file_for_the_class_is_one_error_and_nothing_is_saved():
     at.run()
     assert len(at.error) == 1 and "at least 5 different pairs" in at.error[0].value
     assert "teacher_task_give" not in [b.key for b in at.button]
-    assert pages.classes.class_store().class_info(code).task is None
+    assert ui.classes.class_store().class_info(code).task is None
 
 
 def test_after_a_language_switch_the_assignment_form_shows_its_choices_in_the_new_language():
@@ -290,7 +290,7 @@ def test_after_a_language_switch_the_assignment_form_shows_its_choices_in_the_ne
     assert not at.selectbox(key="teacher_split").proto.set_value
     at.button(key="teacher_save").click().run()
     assert not at.exception and at.success
-    assert pages.classes.class_store().class_info(at.session_state["teacher_class"][0]).question == "positional-none"
+    assert ui.classes.class_store().class_info(at.session_state["teacher_class"][0]).question == "positional-none"
 
 
 @pytest.fixture
@@ -328,7 +328,7 @@ def test_the_board_and_its_csv_files_speak_the_teacher_s_language(media):
     at = open_teacher()
     at.selectbox(key="language_picker").set_value("zh-CN").run()
     code, key = create(at, "三班")
-    store = pages.classes.class_store()
+    store = ui.classes.class_store()
     store.set_assignment(code, key, Assignment({}, frozenset(), "positional", split_groups("positional")))
     ada, bob = store.join(code, "browser-a", "Ada"), store.join(code, "browser-b", "Bob")
     store.record_run(ada, FINISHED)
@@ -355,14 +355,14 @@ def test_the_board_and_its_csv_files_speak_the_teacher_s_language(media):
 
 @pytest.mark.parametrize(("address", "noticed"), [("http://head:6379", True), ("", False)])
 def test_a_ray_cluster_the_server_cannot_use_is_a_notice_not_an_error(monkeypatch, address, noticed):
-    import pages.common
+    import ui.common
 
     monkeypatch.setenv("LAB_RAY_ADDRESS", address)
-    pages.common.run_registry.clear()  # a server of its own, reading the address at start
+    ui.common.run_registry.clear()  # a server of its own, reading the address at start
     try:
         at = open_teacher()
         assert not at.exception
         notices = [info.value for info in at.info if "Ray cluster" in info.value]
         assert len(notices) == int(noticed)
     finally:
-        pages.common.run_registry.clear()
+        ui.common.run_registry.clear()

@@ -6,11 +6,8 @@ from dataclasses import replace
 import pytest
 from streamlit.testing.v1 import AppTest
 
-import pages.common
-import pages.state
-from pages.own_task import ENOUGH_PAIRS, EXAMPLE
-from pages.train_controls import SAME_RUN
-from pages.train_form import form_settings
+import ui.common
+import ui.state
 from tests.helpers import array, wait_until
 from tests.helpers.apptest import choose_task, kept, open_train, poll_until_done, start
 from tests.helpers.serving import ENDLESS
@@ -24,6 +21,9 @@ from transformer.serving import Run
 from transformer.task_file import read_task_file
 from transformer.tasks import DataConfig, task_names
 from transformer.training import TrainConfig, Trainer, TrainingDiverged, smoothed_loss_floor
+from ui.own_task import ENOUGH_PAIRS, EXAMPLE
+from ui.train_controls import SAME_RUN
+from ui.train_form import form_settings
 
 pytestmark = pytest.mark.usefixtures("restore_threads", "fresh_registry")  # tests/pages/conftest.py
 
@@ -312,13 +312,13 @@ def test_a_click_that_races_a_starting_job_starts_no_second_one(stop_jobs):
     second.session_state["run"] = job
     second.run()
     assert not second.exception and second.session_state["run"] is job
-    assert [run for run in pages.common.run_registry()._slots if run is not None] == [job]
+    assert [run for run in ui.common.run_registry()._slots if run is not None] == [job]
 
 
 def test_a_full_server_queues_the_run_and_starts_it_when_a_slot_frees(stop_jobs):
     at = open_train()
     stop_jobs.append(at)
-    registry = pages.common.run_registry()
+    registry = ui.common.run_registry()
     others = fill_every_slot(registry)  # every slot held by runs of other students
     start(at, task="copy", min_len=3, max_len=3, steps=20)
     job = at.session_state["run"]
@@ -331,7 +331,7 @@ def test_a_full_server_queues_the_run_and_starts_it_when_a_slot_frees(stop_jobs)
 
 def test_a_queued_run_whose_page_went_quiet_ends_with_a_message(monkeypatch):
     at = open_train()
-    registry = pages.common.run_registry()
+    registry = ui.common.run_registry()
     fill_every_slot(registry)
     start(at, steps=10)
     job = at.session_state["run"]
@@ -348,7 +348,7 @@ def test_a_queued_run_whose_page_went_quiet_ends_with_a_message(monkeypatch):
 
 def test_a_full_queue_says_so():
     at = open_train()
-    registry = pages.common.run_registry()
+    registry = ui.common.run_registry()
     registry.settings = replace(registry.settings, max_queue=0)
     fill_every_slot(registry)
     start(at, steps=10)
@@ -379,7 +379,7 @@ def test_a_failed_run_shows_its_error_and_what_to_do(monkeypatch):
         yield
 
     monkeypatch.setattr(Trainer, "train", diverge)
-    job = pages.common.run_registry().submit("other", ModelConfig(), DataConfig(max_len=4), TrainConfig(steps=10))
+    job = ui.common.run_registry().submit("other", ModelConfig(), DataConfig(max_len=4), TrainConfig(steps=10))
     assert job.wait_until_done(10)
     at = open_train()
     at.session_state["run"] = job
@@ -471,7 +471,7 @@ def test_the_form_comes_back_as_it_was_left_after_a_visit_to_another_page(stop_j
 def test_a_session_keeps_only_its_last_trained_models(stop_jobs):
     at = open_train()
     stop_jobs.append(at)
-    older = {f"old-{i}": b"checkpoint bytes" for i in range(pages.state.MAX_TRAINED)}
+    older = {f"old-{i}": b"checkpoint bytes" for i in range(ui.state.MAX_TRAINED)}
     at.session_state["trained"] = dict(older)
     start(at, task="copy", min_len=3, max_len=3, symbols=4, steps=30, batch=32)
     poll_until_done(at)
@@ -481,7 +481,7 @@ def test_a_session_keeps_only_its_last_trained_models(stop_jobs):
 
 
 def test_a_run_stopped_before_its_first_step_saves_nothing():
-    registry = pages.common.run_registry()
+    registry = ui.common.run_registry()
     others = fill_every_slot(registry)
     job = registry.submit("other", ModelConfig(), DataConfig(task="copy", min_len=3, max_len=3), TrainConfig(steps=100))
     job.stop()  # asked while queued: the worker stops it before its first step

@@ -2,7 +2,7 @@
 Simplified Chinese face, so it is not drawn with Japanese glyph forms), its text colour, a font a projector reads, a
 white ground with a light grid, and the colour-blind-safe series colours (`palette.SERIES`).
 
-Figures set their fonts from `FONT`; whoever draws them (`pages/charts.py`, `transformer/report.py`) gives each the
+Figures set their fonts from `FONT`; whoever draws them (`ui/charts.py`, `transformer/report.py`) gives each the
 `TEMPLATE`, and Streamlit's own chart theme is turned off, so a chart looks the same on the page and in the report.
 """
 

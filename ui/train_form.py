@@ -14,10 +14,10 @@ from typing import Any
 
 import streamlit as st
 
-from pages.language import _, said
 from transformer import settings as spec
 from transformer.i18n import N_
 from transformer.settings import Setting, Value
+from ui.language import _, said
 
 KEPT = "train_kept"  # session state: the form's values when the student last left the page or pressed Start
 ROWS = [  # (expander title or None, column widths): the rows of `FormPlace.row`, top to bottom

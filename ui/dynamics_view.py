@@ -3,10 +3,10 @@ and each layer's gradient norm at every row."""
 
 import streamlit as st
 
-from pages.charts import chart
-from pages.language import _, session_translator
 from transformer.figures.dynamics import embedding_figure, gradient_figure
 from transformer.serving import Run
+from ui.charts import chart
+from ui.language import _, session_translator
 
 CHART_HEIGHT = 360
 POLL_S = 2.0  # how often the charts follow a run in training: a new row every few tenths of a second is not needed

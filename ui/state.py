@@ -14,7 +14,7 @@ Session state keys the pages share (each named once, here):
 - FLASHES, "flashes": {place: (kind, text)}, the one-off message each place shows at its next draw (`flash`);
 - RESULTS, "results": {name: `ModelResult`}, what a page computed for a model (`per_model`);
 - CLASS_CODE, "class_code": the class the opened link (`?class=...`) named; every page keeps it in the address, so
-  a reload keeps the student in the class (pages/classes.py has the class's own keys).
+  a reload keeps the student in the class (ui/classes.py has the class's own keys).
 A reload starts a new session: `reattach_runs` hands it the browser's Train run and Compare rerun, if they still
 train. Pages keep their own widget state under keys prefixed with the page's name.
 """
@@ -26,9 +26,6 @@ from typing import Any, NamedTuple
 
 import streamlit as st
 
-from pages.common import runs_by_browser, shipped_checkpoint, shipped_checkpoints
-from pages.language import _
-from pages.streamlit_internals import this_browser
 from transformer import Checkpoint, CheckpointError, load_checkpoint
 from transformer.checkpoint import checkpoint_bytes
 from transformer.experiments import LiveExperiment
@@ -36,6 +33,9 @@ from transformer.i18n import N_
 from transformer.naming import run_name
 from transformer.serving import Run
 from transformer.tasks import DataConfig
+from ui.common import runs_by_browser, shipped_checkpoint, shipped_checkpoints
+from ui.language import _
+from ui.streamlit_internals import this_browser
 
 IN_HAND, IN_HAND_NAME, RUN, COMPARE_JOB = "in_hand", "in_hand_name", "run", "compare_job"
 WATCHER, FOLLOW_RUN, TRAINED, TRAIN_SAVED = "watcher", "follow_run", "trained", "train_saved"

@@ -9,13 +9,13 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 import streamlit as st
 import torch
 
-from pages.streamlit_internals import this_browser
 from transformer import Checkpoint, load_checkpoint, pick_device
 from transformer.device import device_label
 from transformer.experiments import LiveExperiment
 from transformer.serving import Run, RunRegistry, ServerSettings, network_address
 from transformer.serving.worker_link import READY_TIMEOUT_S
 from transformer.training import warm_up
+from ui.streamlit_internals import this_browser
 
 CHECKPOINT_DIR = Path(__file__).resolve().parent.parent / "checkpoints"
 LIVE_POLL_S = 0.5  # the Train page's live view redraws twice a second while a run trains...

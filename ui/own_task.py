@@ -14,16 +14,16 @@ few to learn from: it trains, with a warning (`few_pairs`).
 import pandas as pd
 import streamlit as st
 
-from pages.classes import caller, class_store
-from pages.language import _
-from pages.state import flash, show_flashes
-from pages.streamlit_internals import cut_table_edits
 from transformer.classroom import ClassInfo
 from transformer.i18n import N_
 from transformer.limits import MAX_TABLE_PAIRS, MAX_TASK_FILE_BYTES, MAX_TASK_PAIRS
 from transformer.literal import code_span, markdown_literal
 from transformer.pairs import HELD_OUT_EVERY, TaskPairs
 from transformer.task_file import HEADER, read_task_file, read_task_table
+from ui.classes import caller, class_store
+from ui.language import _
+from ui.state import flash, show_flashes
+from ui.streamlit_internals import cut_table_edits
 
 OWN_TASK = "train"  # the Train page's prefix (the Teacher page has its own)
 EXAMPLE = [  # the table's first rows: translate's toy language, which a student may replace

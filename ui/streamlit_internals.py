@@ -8,7 +8,6 @@ for AppTest (the tests and benchmarks/app_bench.py), never the served app.
 import functools
 import hashlib
 from collections.abc import Callable
-from pathlib import Path
 
 import streamlit as st
 from streamlit.runtime import Runtime
@@ -23,11 +22,10 @@ def rerun_inside_frame() -> None:
 
     Streamlit treats a folder named pages/ as legacy auto-discovered pages until some run calls st.navigation, so
     requests that reach a freshly started server at once (a class opening its links) may each run a page's file
-    without the frame, several importing the pages' modules side by side. Such a run lists every file of pages/ as a
-    page, this one included; every page file calls this first, before importing anything else."""
-    ctx = get_script_run_ctx()
-    listed = ctx.pages_manager.get_pages().values() if ctx is not None else ()
-    if any(Path(page.get("script_path") or "").name == Path(__file__).name for page in listed):
+    without the frame, several importing the pages' modules side by side. Such a run finds the legacy mode on
+    (`PagesManager.uses_pages_directory`, which st.navigation turns off); every page file calls this first, before
+    importing anything else."""
+    if get_script_run_ctx() is not None and PagesManager.uses_pages_directory:
         PagesManager.uses_pages_directory = False  # what st.navigation does: later runs use the frame's pages
         st.rerun()
 

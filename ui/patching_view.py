@@ -3,15 +3,15 @@ head's output, or the residual stream at each layer and position, brings back wh
 
 import streamlit as st
 
-from pages.charts import chart
-from pages.language import _, said, session_translator
-from pages.state import per_model
 from transformer.checkpoint import Checkpoint
 from transformer.figures.patching import head_patching_figure, stream_patching_figure
 from transformer.i18n import N_
 from transformer.literal import code_span, markdown_literal
 from transformer.patching import PatchingGrid, patching_grid
 from transformer.tasks import TaskData
+from ui.charts import chart
+from ui.language import _, said, session_translator
+from ui.state import per_model
 
 SITES = {"heads": N_("one head's output"), "stream": N_("the residual stream")}
 

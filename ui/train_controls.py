@@ -2,19 +2,19 @@
 
 import streamlit as st
 
-from pages.accessibility import shortcut_help
-from pages.classes import Seat, answer_prediction, class_recorder, seat_in_class
-from pages.common import client_address, forget_run, remember_run, run_registry
-from pages.language import _, ngettext
-from pages.own_task import OWN_TASK, own_task
-from pages.state import FOLLOW_RUN, RUN, flash, session_run_elsewhere, watcher_id
-from pages.streamlit_internals import page_connected
-from pages.train_form import KEPT, form_settings, remember_values
 from transformer.classroom import ClassroomError
 from transformer.i18n import N_
 from transformer.literal import markdown_literal
 from transformer.run_configs import run_configs
 from transformer.serving import Run, ServerBusy
+from ui.accessibility import shortcut_help
+from ui.classes import Seat, answer_prediction, class_recorder, seat_in_class
+from ui.common import client_address, forget_run, remember_run, run_registry
+from ui.language import _, ngettext
+from ui.own_task import OWN_TASK, own_task
+from ui.state import FOLLOW_RUN, RUN, flash, session_run_elsewhere, watcher_id
+from ui.streamlit_internals import page_connected
+from ui.train_form import KEPT, form_settings, remember_values
 
 FIRST_STEP_WAIT_S = 0.5  # how long Start waits for a new run's first step (set-up takes about 0.1 s)
 STOPPED_BY_YOU = "train_stopped"  # session state: the run this session's Stop ended (its outcome says so)

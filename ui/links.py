@@ -10,12 +10,12 @@ from urllib.parse import quote, urlencode, urlsplit
 
 import streamlit as st
 
-from pages.common import shipped_checkpoint, shipped_checkpoints
-from pages.language import LANG_PARAM, _, language_param
-from pages.state import CLASS_CODE, SHIPPED_PREFIX, model_in_hand, put_in_hand, shipped_name
 from transformer import CheckpointError
 from transformer.i18n import Message
 from transformer.link_params import Parser, language_parser, model_parsers, read_params
+from ui.common import shipped_checkpoint, shipped_checkpoints
+from ui.language import LANG_PARAM, _, language_param
+from ui.state import CLASS_CODE, SHIPPED_PREFIX, model_in_hand, put_in_hand, shipped_name
 
 
 def unreachable_host(url: str) -> str | None:

@@ -4,13 +4,13 @@ import random
 
 import streamlit as st
 
-from pages.language import _, said
 from transformer import Checkpoint
 from transformer.i18n import N_
 from transformer.limits import DECODING_BEAM_WIDTHS, DECODING_SEEDS, DECODING_TEMPERATURES
 from transformer.literal import markdown_literal
 from transformer.tasks import DataConfig, task_of
 from transformer.vocab import Vocab
+from ui.language import _, said
 
 STRATEGIES = {
     "greedy": (N_("Greedy"), N_("take the most likely token")),

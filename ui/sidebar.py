@@ -3,10 +3,11 @@ the model in hand."""
 
 import streamlit as st
 
-from pages.accessibility import accessible_page
-from pages.common import setup_torch
-from pages.language import _, language_picker, ngettext
-from pages.state import (
+from transformer.literal import markdown_literal
+from ui.accessibility import accessible_page
+from ui.common import setup_torch
+from ui.language import _, language_picker, ngettext
+from ui.state import (
     COMPARE_JOB,
     RUN,
     following_run,
@@ -17,8 +18,7 @@ from pages.state import (
     save_finished_run,
     watcher_id,
 )
-from pages.streamlit_internals import page_connected
-from transformer.literal import markdown_literal
+from ui.streamlit_internals import page_connected
 
 
 def sidebar(page: str) -> None:

@@ -1,7 +1,7 @@
 """The session's language: chosen in the sidebar, carried in links as `?lang=`, or taken from the browser on a first
 visit; and `_`, which shows a sentence in it.
 
-    from pages.language import _, ngettext
+    from ui.language import _, ngettext
     st.title(_("Train"))
     st.caption(_("Step {step} of {steps}", step=run.step, steps=steps))
     st.caption(ngettext("{n} student", "{n} students", n))

@@ -4,12 +4,12 @@ from dataclasses import replace
 
 import streamlit as st
 
-from pages.language import _, said
 from transformer.compare_state import CompareState
 from transformer.experiments import CUSTOM, SWITCHES
 from transformer.experiments.definitions import Switch
 from transformer.limits import COMPARE_FORM_LIMITS, COMPARE_SIZE_CHOICES, MAX_VARIANTS
 from transformer.tasks import TASKS
+from ui.language import _, said
 
 CUSTOM_WIDGETS = {  # CompareState field -> widget key of the custom builder
     "task": "compare_task",

@@ -17,10 +17,6 @@ from typing import TYPE_CHECKING, Any
 
 import streamlit as st
 
-from pages.common import client_address, run_registry
-from pages.language import _, said, table_cells
-from pages.links import show_link_notices
-from pages.state import CLASS_CODE, watcher_id
 from transformer.classroom import (
     QUESTIONS,
     Assignment,
@@ -41,6 +37,10 @@ from transformer.i18n import N_, Message
 from transformer.link_params import class_code_parser, read_params
 from transformer.literal import markdown_literal
 from transformer.run_configs import run_configs
+from ui.common import client_address, run_registry
+from ui.language import _, said, table_cells
+from ui.links import show_link_notices
+from ui.state import CLASS_CODE, watcher_id
 
 if TYPE_CHECKING:
     import pandas as pd

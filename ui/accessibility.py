@@ -5,7 +5,7 @@ their help. Checked by `tests/browser/test_accessibility.py` (axe-core on every 
 
 import streamlit as st
 
-from pages.language import _
+from ui.language import _
 
 KEY = "accessibility"  # the key of the hidden container that holds the page's style and script
 CSS = f""".st-key-{KEY} {{ display: none; }}
@@ -13,7 +13,7 @@ CSS = f""".st-key-{KEY} {{ display: none; }}
 # A fixed script, never text from anyone. Installed once per browser tab (Streamlit swaps pages inside one document),
 # it gives each display formula or table cell that scrolls a place in the tab order, and takes it back when it no
 # longer scrolls;
-# and it names each file uploader's button by the word a style draws on it (`pages.language`: a button's name must
+# and it names each file uploader's button by the word a style draws on it (`ui.language`: a button's name must
 # be what it shows, and a name drawn by CSS alone is no name to axe).
 SCRIPT = """<script>
 (() => {

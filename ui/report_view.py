@@ -14,10 +14,6 @@ import streamlit as st
 from sqlalchemy.exc import SQLAlchemyError
 from torch.nn import Module
 
-from pages.classes import Seat, class_recorder, class_store, seat_in_class
-from pages.common import local_time
-from pages.language import _, session_translator
-from pages.state import CLASS_CODE, RUN, kept_result, watcher_id
 from transformer.classroom import ClassroomError, ClassStore
 from transformer.classroom.reports import class_part, class_reports_html, record_lengths
 from transformer.i18n import N_, Translator
@@ -28,6 +24,10 @@ from transformer.naming import run_name
 from transformer.report import notice_html, report_file_name, run_report_html
 from transformer.report_data import gather, length_rows, same_weights
 from transformer.serving import Run
+from ui.classes import Seat, class_recorder, class_store, seat_in_class
+from ui.common import local_time
+from ui.language import _, session_translator
+from ui.state import CLASS_CODE, RUN, kept_result, watcher_id
 
 LENGTHS_KEPT = "report_lengths_kept"  # session_state key: the last length test kept with a class report
 REPORT_NAME = "report_name"  # widget key: the name a student outside a class puts on their report

@@ -3,12 +3,12 @@ loss and the alignment scores at that step."""
 
 import streamlit as st
 
-from pages.charts import chart
-from pages.language import _, session_translator
 from transformer.experiments import ExperimentRun
 from transformer.figures.attention import attention_heatmaps
 from transformer.figures.compare import alignment_figure, loss_marker_figure, variant_colour
 from transformer.literal import code_span
+from ui.charts import chart
+from ui.language import _, session_translator
 
 PLOTLY_CONFIG = {"displaylogo": False, "toImageButtonOptions": {"format": "png", "scale": 2}}  # PNG from the toolbar
 

@@ -2,7 +2,7 @@
 screen readers (WCAG 1.1.1), and in the lab's look (`transformer.figures.theme`), the report's too, in place of
 Streamlit's chart theme. The text is read off the figure (`transformer.figures.summary.describe`).
 
-    from pages.charts import chart
+    from ui.charts import chart
     chart(st, lr_figure(config, step, tr=tr), key="train_lr_chart")
     chart(loss_col, loss_figure(rows, tr=tr), key="train_loss_chart")
 """
@@ -12,9 +12,9 @@ from typing import Any
 
 from streamlit.delta_generator import DeltaGenerator
 
-from pages.language import session_translator
 from transformer.figures.summary import describe
 from transformer.figures.theme import Figure, themed
+from ui.language import session_translator
 
 
 def chart(where: DeltaGenerator | ModuleType, fig: Figure, key: str, **options: Any) -> None:

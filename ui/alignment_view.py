@@ -7,8 +7,6 @@ from dataclasses import dataclass, field
 import streamlit as st
 import torch
 
-from pages.charts import chart
-from pages.language import _, session_translator
 from transformer.alignment import (
     FOUND,
     best_head,
@@ -23,6 +21,8 @@ from transformer.figures.alignment import best_head_figure, ideal_over_learned
 from transformer.pairs import PAIRS_TASK
 from transformer.serving import Run
 from transformer.vocab import Vocab
+from ui.charts import chart
+from ui.language import _, session_translator
 
 CHART_HEIGHT = 320  # as the Train page's loss and accuracy charts
 
