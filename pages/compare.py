@@ -19,6 +19,7 @@ from transformer.compare_state import (
 from transformer.experiments import (
     CUSTOM,
     READY,
+    Experiment,
     ExperimentRun,
     LiveExperiment,
     experiment_from_json,
@@ -213,8 +214,8 @@ if buttons.button(
     st.rerun()
 
 
-def current_run() -> tuple[ExperimentRun | None, str]:
-    """The run to show for the chosen experiment, and where it comes from."""
+def current_run(state: CompareState, experiment: Experiment) -> tuple[ExperimentRun | None, str]:
+    """The run to show for the chosen `experiment` (built from `state`), and where it comes from."""
     job = st.session_state.get(COMPARE_JOB)
     if job is not None and job.experiment == experiment and (live := job.so_far()) is not None:
         return live, LIVE_SOURCE
@@ -247,8 +248,8 @@ def show_length_tests(run: ExperimentRun) -> None:
         )
 
 
-def live_status(job: LiveExperiment | None, live: bool) -> None:
-    """Where this session's run of the experiment is: its place in the queue and its progress while `live`, or the
+def live_status(job: LiveExperiment | None, live: bool, experiment: Experiment) -> None:
+    """Where this session's run of `experiment` is: its place in the queue and its progress while `live`, or the
     error that stopped it."""
     if live and (place := run_registry().place(job.chain.current)) is not None:
         st.info(
@@ -315,26 +316,26 @@ def show_exports(run: ExperimentRun) -> None:
 
 
 @st.fragment(run_every=1.0 if running else None)
-def results(polling: bool) -> None:
-    """Curves, table, timeline and exports of the run shown; while a live run trains, it polls it."""
+def results(state: CompareState, experiment: Experiment, polling: bool) -> None:
+    """Curves, table, timeline and exports of the run shown for `experiment`; while a live run trains, it polls it."""
     job = st.session_state.get(COMPARE_JOB)
     if job is not None and not job.done:
         job.chain.touch(page_connected())
     if polling and (job is None or job.done):
         st.rerun()  # redraw the page without polling
-    run, source = current_run()
+    run, source = current_run(state, experiment)
     if run is None:
         st.info(_("No results for these settings yet: press **Rerun live** to train them."))
         return
     live = job is not None and not job.done and job.experiment == experiment
-    live_status(job, live)
+    live_status(job, live, experiment)
     show_curves_and_summary(run, source)
     show_length_tests(run)
     show_timeline(run, live=live and source == LIVE_SOURCE)
     show_exports(run)
 
 
-results(polling=running)
+results(state, experiment, polling=running)
 limit_mb = min(st.get_option("server.maxUploadSize"), MAX_JSON_BYTES // 2**20)
 st.file_uploader(
     _("Load an exported experiment (JSON, {most} MB at most)", most=limit_mb),

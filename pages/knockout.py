@@ -5,13 +5,17 @@ from ui.streamlit_internals import rerun_inside_frame
 
 rerun_inside_frame()  # first of all: see its docstring
 
+from functools import partial
+
 import streamlit as st
 
+from transformer.checkpoint import Checkpoint
 from transformer.figures.knockout import METRICS, knockout_heatmaps
 from transformer.i18n import N_
 from transformer.inspection import ATTENTION_KINDS
 from transformer.knockout import (
     ABLATIONS,
+    Head,
     KnockoutGrid,
     all_heads,
     compare_outputs,
@@ -20,6 +24,8 @@ from transformer.knockout import (
     score,
 )
 from transformer.limits import MIN_GRID_SAMPLE
+from transformer.model import Transformer
+from transformer.vocab import Vocab
 from ui.charts import chart
 from ui.common import shipped_checkpoint
 from ui.language import _, ngettext, said, session_translator
@@ -84,13 +90,16 @@ ablation = st.radio(
 )
 
 
-def score_each_head() -> KnockoutGrid:
+def score_each_head(checkpoint: Checkpoint, n_heads: int, ablation: str) -> KnockoutGrid:
     name = shipped_name(checkpoint)
-    with st.spinner(_("Scoring the model with each of its {n} heads removed...", n=len(heads))):
-        return shipped_grid(name, ablation) if name else knockout_grid(model, vocab, task, ablation)
+    with st.spinner(_("Scoring the model with each of its {n} heads removed...", n=n_heads)):
+        if name:
+            return shipped_grid(name, ablation)
+        return knockout_grid(checkpoint.model, checkpoint.vocab, checkpoint.task, ablation)
 
 
-grid: KnockoutGrid = per_model("knockout_grid", model, ablation, score_each_head)  # once per (model, removal)
+scoring = partial(score_each_head, checkpoint, len(heads), ablation)
+grid: KnockoutGrid = per_model("knockout_grid", model, ablation, scoring)  # once per (model, removal)
 
 sample = (
     _("all {n:,}", n=grid.n)
@@ -150,7 +159,7 @@ if not chosen:
 removed = [by_label[label] for label in chosen]
 
 
-def score_without_chosen() -> dict:
+def score_without(model: Transformer, vocab: Vocab, grid: KnockoutGrid, removed: list[Head]) -> dict:
     with st.spinner(
         ngettext("Scoring the model without {n} head...", "Scoring the model without {n} heads...", len(removed))
     ):
@@ -159,7 +168,9 @@ def score_without_chosen() -> dict:
     return dict(scores=scores, outputs=outputs)
 
 
-combined = per_model("knockout_set", model, (ablation, tuple(chosen)), score_without_chosen)
+combined = per_model(
+    "knockout_set", model, (ablation, tuple(chosen)), partial(score_without, model, vocab, grid, removed)
+)
 
 exact_col, token_col = st.columns(2)
 for col, name in ((exact_col, "exact_match"), (token_col, "token_acc")):

@@ -4,8 +4,11 @@ from ui.streamlit_internals import rerun_inside_frame
 
 rerun_inside_frame()  # first of all: see its docstring
 
+from functools import partial
+
 import streamlit as st
 
+from transformer.checkpoint import Checkpoint
 from transformer.figures.lengths import length_accuracy_figure, output_length_figure
 from transformer.i18n import N_, Message
 from transformer.lengths import LengthReport, inputs_within_budget, score_lengths, summary, untested
@@ -84,21 +87,22 @@ if affordable < n:
 share_link(write_params({"lengths": (low, high)}))
 
 
-def score_every_length() -> LengthReport:
+def score_every_length(checkpoint: Checkpoint, low: int, high: int, n: int) -> LengthReport:
     try:
         with st.spinner(_("Decoding up to {n:,} inputs...", n=n * (high - low + 1))):
             name = shipped_name(checkpoint)
             return (
                 shipped_report(name, low, high, n)
                 if name
-                else score_lengths(model, vocab, task, range(low, high + 1), n)
+                else score_lengths(checkpoint.model, checkpoint.vocab, checkpoint.task, range(low, high + 1), n)
             )
     except ValueError as err:
         st.error(_("Could not test this model: {error}", error=markdown_literal(_(err))))
         st.stop()
 
 
-report: LengthReport = per_model("lengths", model, (low, high, n), score_every_length)  # once per (model, settings)
+scoring = partial(score_every_length, checkpoint, low, high, n)
+report: LengthReport = per_model("lengths", model, (low, high, n), scoring)  # once per (model, settings)
 keep_class_length_test(model, report)  # a class student's test of their run's model joins their class report
 scores, mistakes = report.scores, report.mistakes
 

@@ -7,6 +7,7 @@ rerun_inside_frame()  # first of all: see its docstring
 
 import random
 from collections.abc import Callable
+from functools import partial
 
 import streamlit as st
 
@@ -16,6 +17,9 @@ from transformer.inspection import ATTENTION_KINDS, padded_pair, random_pair
 from transformer.link_params import masking_parsers, write_params
 from transformer.literal import code_span, markdown_literal
 from transformer.mask_experiments import MaskingResult, attention_before_after, mask_grids, pad_more, peek_at_future
+from transformer.model import Transformer
+from transformer.tasks import DataConfig
+from transformer.vocab import Vocab
 from ui.charts import chart
 from ui.language import _, said, session_translator
 from ui.links import link_values, share_link
@@ -49,10 +53,10 @@ link = link_values("mask", masking_parsers(vocab, longest))
 st.session_state.update({LINKED_WIDGETS[name]: value for name, value in link.items()})
 
 
-def draw_random_pair() -> None:
-    """Put a random source shorter than "pad to", and its correct target, into the text inputs."""
+def draw_random_pair(task: DataConfig, vocab: Vocab, longest: int) -> None:
+    """Put a random source of `task` shorter than "pad to", and its correct target, into the text inputs."""
     room = max(1, st.session_state.get("mask_pad_to", longest) - 1)
-    src_ids, tgt_ids = random_pair(checkpoint.task, vocab, room, seed=random.randrange(2**31))
+    src_ids, tgt_ids = random_pair(task, vocab, room, seed=random.randrange(2**31))
     st.session_state["mask_src"], st.session_state["mask_tgt"] = vocab.decode(src_ids), vocab.decode(tgt_ids)
     st.session_state["exp_change_at"] = len(tgt_ids)  # the peek experiment changes the new target's last token
 
@@ -72,6 +76,7 @@ random_col.button(
     _("Random"),
     key="mask_random",
     on_click=draw_random_pair,
+    args=(checkpoint.task, vocab, longest),
     width="stretch",
     help=_("A random source shorter than *Pad to*, and the target the task makes of it."),
 )
@@ -166,7 +171,7 @@ for stage, maps, title in stages:
     )
 
 
-def run_masking_test(name: str, inputs: tuple, run: Callable[[], MaskingResult]) -> None:
+def run_masking_test(name: str, model: Transformer, inputs: tuple, run: Callable[[], MaskingResult]) -> None:
     """Run one experiment and keep its outcome (result or error) with the model and inputs it ran on."""
     try:
         outcome = run()
@@ -175,8 +180,10 @@ def run_masking_test(name: str, inputs: tuple, run: Callable[[], MaskingResult])
     keep_result(f"masking_{name}", model, inputs, outcome)
 
 
-def show_masking_result(name: str, inputs: tuple, with_title: str, without_title: str, lesson: str) -> None:
-    """The experiment's last outcome, while the model and inputs are those it ran on: its two diff tables, one
+def show_masking_result(
+    name: str, model: Transformer, inputs: tuple, with_title: str, without_title: str, lesson: str
+) -> None:
+    """The experiment's last outcome, while `model` and `inputs` are those it ran on: its two diff tables, one
     above the other, and a verdict (or why it could not run)."""
     result = result_for(f"masking_{name}", model, inputs)
     if result is None:
@@ -261,11 +268,12 @@ with pad_col:
 
 peek_inputs, pad_inputs = (src_ids, tgt_ids, change_at), (src_ids, tgt_ids, extra)
 if peek_clicked:
-    run_masking_test("peek", peek_inputs, lambda: peek_at_future(model, vocab, src_ids, tgt_ids, change_at))
+    run_masking_test("peek", model, peek_inputs, partial(peek_at_future, model, vocab, src_ids, tgt_ids, change_at))
 if pad_clicked:
-    run_masking_test("pad", pad_inputs, lambda: pad_more(model, vocab, src_ids, tgt_ids, extra))
+    run_masking_test("pad", model, pad_inputs, partial(pad_more, model, vocab, src_ids, tgt_ids, extra))
 show_masking_result(
     "peek",
+    model,
     peek_inputs,
     _("With the causal mask"),
     _("Without the causal mask (same weights)"),
@@ -276,6 +284,7 @@ show_masking_result(
 )
 show_masking_result(
     "pad",
+    model,
     pad_inputs,
     _("With the padding masks"),
     _("Without the padding masks (`mask_padding=False`)"),

@@ -23,7 +23,7 @@ from transformer.training import smoothed_loss_floor
 from ui.accessibility import shortcut_help
 from ui.alignment_view import train_alignment
 from ui.charts import chart
-from ui.classes import class_seat, prediction_input, prediction_result
+from ui.classes import Seat, class_seat, prediction_input, prediction_result
 from ui.common import live_poll_s, run_registry
 from ui.downloads import csv_download
 from ui.dynamics_view import dynamics_view
@@ -62,6 +62,7 @@ NEXT_PAGES = [  # where a finished run goes next: (page, link label, icon)
     ("pages/lengths.py", N_("Longer inputs"), ":material/straighten:"),
     ("pages/masking.py", N_("Its masks"), ":material/visibility_off:"),
 ]
+STEPS_PER_FRAME = 10  # the live loss curve moves in whole frames of this many steps, drawn once for all watchers
 
 
 def metric_formats() -> dict:
@@ -91,10 +92,8 @@ share_link()
 seat = class_seat()  # in a class: the student's group and locked settings (a join form first, if need be)
 run: Run | None = st.session_state.get(RUN)
 active = run is not None and not run.done  # queued, preparing, training or paused
+poll_s = live_poll_s()
 elsewhere = session_run_elsewhere("train")
-
-
-STEPS_PER_FRAME = 10  # the live loss curve moves in whole frames of this many steps, drawn once for all watchers
 
 
 def run_id(run: Run) -> tuple[int, float]:
@@ -137,9 +136,6 @@ def progress_line(run: Run, rows: list) -> tuple[float, str]:
         steps=config.steps,
         left=left,
     )
-
-
-poll_s = live_poll_s()
 
 
 def classmates_line(run: Run) -> int:
@@ -210,12 +206,12 @@ def held_out_examples(run: Run, rows: list) -> None:
 
 
 @st.fragment(run_every=poll_s if active else None)
-def live_view(run: Run, polling: bool) -> None:
-    """Status, controls, curves and a few decoded examples; reruns the whole page once the run ends, or when the
-    server's load asks for another redraw rate."""
-    if st.session_state.get(RUN) is not run or (polling and run.done):
+def live_view(run: Run, poll_s: float | None) -> None:
+    """Status, controls, curves and a few decoded examples, redrawn every `poll_s` seconds (None: once); reruns the
+    whole page once the run ends, or when the server's load asks for another redraw rate."""
+    if st.session_state.get(RUN) is not run or (poll_s and run.done):
         st.rerun()  # the student left the run, or it ended: redraw the whole page
-    if polling and not 0.5 < live_poll_s() / poll_s < 2:
+    if poll_s and not 0.5 < live_poll_s() / poll_s < 2:
         st.rerun()  # many more (or fewer) pages watch runs now: poll at the rate that fits
     run.touch(watcher_id(), page_connected())
     st.caption(markdown_literal(_(run_summary(run.model_config, run.data_config, run.train_config))))  # a file's name
@@ -238,7 +234,7 @@ def live_view(run: Run, polling: bool) -> None:
         held_out_examples(run, rows)
 
 
-def outcome(run: Run) -> None:
+def outcome(run: Run, seat: Seat | None) -> None:
     """How the ended run ended and what to do next: above its curves, in view without scrolling when it ends."""
     bring_into_view("train_outcome", run_id(run))  # the student may have scrolled down while it trained
     if (joined := drop_flash("train_joined")) is not None:  # Start joined a run that had already ended
@@ -259,10 +255,10 @@ def outcome(run: Run) -> None:
         st.info(_("Stopped before the first training step: nothing was trained or saved."))
     elif run.result is not None:
         save_finished_run()  # usually done already by the sidebar, unless the run ended during this rerun
-        finished(run)
+        finished(run, seat)
 
 
-def finished(run: Run) -> None:
+def finished(run: Run, seat: Seat | None) -> None:
     """A run that trained: how it ended, its scores, and where its model is now."""
     saved, result = st.session_state[TRAIN_SAVED], run.result
     scores = _(
@@ -310,7 +306,7 @@ def stopped_because(run: Run) -> str:
     return _(unwatched(run_registry().settings.idle_timeout_s))
 
 
-def downloads(run: Run) -> None:
+def downloads(run: Run, seat: Seat | None) -> None:
     """A finished run's lab report to download, and every metric row, its metrics and checkpoint."""
     saved = st.session_state[TRAIN_SAVED]
     report_download(run, seat)
@@ -333,10 +329,10 @@ show_flashes("train_left")
 
 if run is not None:
     if not active:  # ended as this redraw began: a run that ends during it redraws the page
-        outcome(run)
+        outcome(run, seat)
     else:  # Start may have been pressed at the bottom of a long page: its progress comes into view
         bring_into_view("train_live", run_id(run))
-    live_view(run, polling=active)
+    live_view(run, poll_s if active else None)
     if run.losses:  # drawn with the page, not at every poll: the schedule itself never changes
         with st.expander(_("Learning rate over the run")):
             chart(st, lr_figure(run.train_config, run.step, tr=session_translator()), key="train_lr_chart")
@@ -348,7 +344,7 @@ if run is not None:
             )
     dynamics_view(run)
     if not active and run.result is not None and run.result.steps > 0 and not run.error:
-        downloads(run)
+        downloads(run, seat)
 
 if not active:
     if run is not None:

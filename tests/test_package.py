@@ -5,6 +5,7 @@ only the browser tests' driver (tests/browser/conftest.py and the modules beside
 
 import ast
 import re
+import symtable
 from pathlib import Path
 
 import pytest
@@ -118,3 +119,44 @@ def test_pages_holds_only_the_pages_the_frame_lists():
     """pages/ is the app's pages and nothing else: what they share lives in ui/."""
     listed = set(re.findall(r'"(pages/\w+\.py)"', (ROOT / "streamlit_app.py").read_text()))
     assert {f"pages/{path.name}" for path in (ROOT / "pages").glob("*.py")} == listed
+
+
+def globals_read_in_functions(path: Path) -> list[str]:
+    """Each module variable that a function of a script reads (any scope within a `def` or class), as
+    "function:name": a page reads top to bottom and hands its functions what they need. Imports, UPPER_CASE
+    constants, `log` and the module's own functions and classes may be read."""
+    text = path.read_text(encoding="utf-8")
+    defined = {n.name for n in ast.walk(ast.parse(text)) if isinstance(n, ast.FunctionDef | ast.ClassDef)}
+    top = symtable.symtable(text, str(path), "exec")
+    variables = {
+        s.get_name()
+        for s in top.get_symbols()
+        if s.is_assigned()
+        and not (s.is_imported() or s.is_namespace() or s.get_name().isupper() or s.get_name() == "log")
+    }
+
+    def reads(table: symtable.SymbolTable, owner: str) -> list[str]:
+        found = [f"{owner}:{s.get_name()}" for s in table.get_symbols() if s.is_global() and s.get_name() in variables]
+        return found + [read for child in table.get_children() for read in reads(child, owner)]
+
+    return sorted(
+        {read for table in top.get_children() if table.get_name() in defined for read in reads(table, table.get_name())}
+    )
+
+
+def test_page_functions_take_what_they_need_instead_of_reading_the_pages_variables():
+    pages = sorted((ROOT / "pages").glob("*.py"))
+    assert pages
+    assert {page.stem: found for page in pages if (found := globals_read_in_functions(page))} == {}
+
+
+def test_a_page_function_reading_a_page_variable_is_caught(tmp_path: Path):
+    page = tmp_path / "page.py"
+    page.write_text(
+        "import streamlit as st\nfrom x import y\nLIMIT = 3\nlog = None\nmodel = st.text_input('m')\n\n\n"
+        "def helper():\n    return y\n\n\n"
+        "def show(n):\n    log.info(LIMIT)\n    helper()\n    st.write([model for _ in range(n)])\n\n\n"
+        "class View:\n    def draw(self):\n        return model, st\n\n\n"
+        "st.write(model, [model for _ in 'ab'], show(model))\n"
+    )
+    assert globals_read_in_functions(page) == ["View:model", "show:model"]
