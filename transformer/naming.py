@@ -18,13 +18,16 @@ def task_label(data: DataConfig) -> str:
     return data.task if data.pairs is None else data.pairs.name
 
 
-# The settings run_summary always says, in its own words: the task and data, the model's size, the peak rate, the seed.
+# The settings run_summary always says, in its own words: the task and data, the model's size, the peak rate, the seed;
+# and those it never lists: how long and where a run trains, not what it trains.
 _IN_EVERY_SUMMARY = {"task", "min_len", "max_len", "n_symbols", "d_model", "n_heads", "n_layers", "lr", "seed"}
+_NOT_WHAT_IT_TRAINS = {"steps", "time_budget_s", "device"}
 
 
 def run_summary(model_config: ModelConfig, data_config: DataConfig, train_config: TrainConfig) -> Message:
     """The settings of a run in one line: task, data, model, each other setting a student chooses (on the Train
-    form, or a switch of Compare) that the run sets away from where the form starts, peak learning rate, seed."""
+    form, or a switch of Compare) that the run sets away from where the form starts, but its budgets and device,
+    peak learning rate, seed."""
     c, d = model_config, data_config
     configs = {"data": data_config, "model": model_config, "train": train_config}
     data = N_("{task}, lengths {low}-{high}, {symbols} symbols")
@@ -36,7 +39,7 @@ def run_summary(model_config: ModelConfig, data_config: DataConfig, train_config
         _said(s, value)
         for s in spec.SETTINGS.values()
         if (s.form or s.compare)
-        and s.name not in _IN_EVERY_SUMMARY
+        and s.name not in _IN_EVERY_SUMMARY | _NOT_WHAT_IT_TRAINS
         and (value := getattr(configs[s.configs[0]], s.name)) != s.default
     ]
     return joined(
