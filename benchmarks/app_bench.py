@@ -35,7 +35,6 @@ import tempfile
 import threading
 import time
 from pathlib import Path
-from unittest import mock
 
 import torch
 from streamlit.testing.v1 import AppTest
@@ -43,6 +42,10 @@ from streamlit.testing.v1 import AppTest
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from harness.chromium import CHROMIUM, CHROMIUM_ARGS, LAPTOP  # noqa: E402
+from harness.page import IDLE, button, fill, main, open_train, wait_idle  # noqa: E402
+from harness.paths import ARTIFACTS  # noqa: E402
+from harness.server import LabServer  # noqa: E402
 from transformer import load_checkpoint  # noqa: E402
 from transformer.run_configs import run_configs  # noqa: E402
 from transformer.training import Trainer  # noqa: E402
@@ -105,19 +108,6 @@ def inside_app() -> float:
 def served() -> dict | None:
     """The Train page's defaults (seed 11, inputs up to 12 long) outside the app and in a served app watched by
     Chromium: steps and training seconds of each. None without Chromium."""
-    sys.path.insert(0, str(ROOT / "tests" / "browser"))
-    from conftest import (
-        ARTIFACTS,
-        CHROMIUM,
-        CHROMIUM_ARGS,
-        LAPTOP,
-        LabServer,
-        button,
-        main,
-        open_train,
-        set_number,
-        wait_idle,
-    )
     from load_test import Renicer
     from playwright.sync_api import expect, sync_playwright
     from throughput_bench import DATA as PAGE_DATA
@@ -135,8 +125,8 @@ def served() -> dict | None:
     ):
         browser = playwright.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS)
         page = open_train(browser.new_context(viewport=LAPTOP), server)
-        set_number(page, "train_seed", seed)
-        set_number(page, "train_max_len", max_len)
+        fill(page, "train_seed", seed)
+        fill(page, "train_max_len", max_len)
         wait_idle(page)
         button(page, "start_training").click()
         finished = main(page).get_by_text("Finished after")
@@ -198,20 +188,6 @@ def default_run(seeds: list[int]) -> dict | None:
     """The Train page's default run for each of `seeds`, started in Chromium on a served app: its steps, the
     seconds the page reports, those in `nn.Transformer` training steps timed here between the runs, and the CPU
     seconds of the worker, the server and Chromium from the click on Start to "Finished". None without Chromium."""
-    sys.path.insert(0, str(ROOT / "tests" / "browser"))
-    from conftest import (
-        ARTIFACTS,
-        CHROMIUM,
-        CHROMIUM_ARGS,
-        IDLE,
-        LAPTOP,
-        LabServer,
-        button,
-        main,
-        open_train,
-        set_number,
-        wait_idle,
-    )
     from playwright.sync_api import expect, sync_playwright
 
     from transformer.bench import STEP_TIME_CONFIG, ReferenceTransformer, _step_batches, _step_fn, _timed_ms
@@ -229,7 +205,7 @@ def default_run(seeds: list[int]) -> dict | None:
         first.close()
         for seed in seeds:
             page = open_train(browser.new_context(viewport=LAPTOP), server)
-            set_number(page, "train_seed", seed)
+            fill(page, "train_seed", seed)
             wait_idle(page)
             before = cpu_by_kind(server.pid)
             button(page, "start_training").click()
@@ -262,8 +238,6 @@ FIRST_HEADING = """new MutationObserver((_, observer) => {
 def first_paint_s(browser, url: str) -> float:
     """Seconds from the start of navigation to `url`, in a new browser context, to its first heading; waits until
     the page's script run has finished, so that what it set up is there for the next visit."""
-    from conftest import wait_idle
-
     context = browser.new_context(viewport={"width": 1280, "height": 800})
     context.add_init_script(FIRST_HEADING)
     page = context.new_page()
@@ -284,29 +258,23 @@ def cold_and_warm(browser, server_of) -> tuple[float, float]:
 
 def first_paint() -> dict | None:
     """Median cold and warm first paints of Home and of a bare page, and their ratios; None without Chromium."""
-    sys.path.insert(0, str(ROOT / "tests" / "browser"))
-    import conftest
     from playwright.sync_api import sync_playwright
 
-    if not conftest.CHROMIUM.exists():
+    if not CHROMIUM.exists():
         return None
     bare = Path(tempfile.mkdtemp(prefix="bare-page-"))
     (bare / "streamlit_app.py").write_text(BARE_PAGE)
     shutil.copytree(ROOT / ".streamlit", bare / ".streamlit")  # the app's theme and settings, for both
 
-    def bare_server() -> conftest.LabServer:  # LabServer serves streamlit_app.py from conftest.ROOT
-        server = conftest.LabServer(conftest.ARTIFACTS / "server-bare-page.log")
-        server.start = mock.patch.object(conftest, "ROOT", bare)(server.start)
-        return server
+    def bare_server() -> LabServer:
+        return LabServer(ARTIFACTS / "server-bare-page.log", app_dir=bare)
 
-    def app_server() -> conftest.LabServer:
-        return conftest.LabServer(conftest.ARTIFACTS / "server-first-paint.log")
+    def app_server() -> LabServer:
+        return LabServer(ARTIFACTS / "server-first-paint.log")
 
     times = {"home": ([], []), "bare": ([], [])}
     with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(
-            executable_path=str(conftest.CHROMIUM), headless=True, args=conftest.CHROMIUM_ARGS
-        )
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS)
         for _ in range(FIRST_PAINT_ROUNDS):  # interleaved: a change in the machine's load touches both alike
             for name, server_of in (("bare", bare_server), ("home", app_server)):
                 cold, warm = cold_and_warm(browser, server_of)

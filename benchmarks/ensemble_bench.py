@@ -58,13 +58,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import torch
-import torch.nn as nn
 import torch.nn.functional as F
 from torch.func import functional_call, grad_and_value, stack_module_state, vmap
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from transformer.masks import decoder_mask, padding_mask  # noqa: E402 (the repository root goes on the path first)
-from transformer.model import ModelConfig, Transformer  # noqa: E402
+from transformer.batched import TeacherForced, stacked  # noqa: E402 (the repository root goes on the path first)
+from transformer.model import ModelConfig  # noqa: E402
 from transformer.tasks import DataConfig  # noqa: E402
 from transformer.training import TrainConfig, Trainer, TrainingDiverged  # noqa: E402
 
@@ -115,28 +114,6 @@ def solo(seeds: list[int], steps: int, dtype: torch.dtype = torch.float32) -> Ou
         runs.append(run)
     weights, averages = (stack_module_state([getattr(r, kept) for r in runs])[0] for kept in ("network", "model"))
     return Outcome(seconds, torch.tensor([r.step_losses for r in runs], dtype=torch.float64), weights, averages)
-
-
-class TeacherForced(nn.Module):
-    """`Transformer.forward` for training, its masks always built: no branch on token values, which vmap refuses."""
-
-    def __init__(self, net: Transformer):
-        super().__init__()
-        self.net = net
-
-    def forward(self, src: torch.Tensor, tgt_in: torch.Tensor) -> torch.Tensor:
-        net, pad = self.net, self.net.config.pad_id
-        src_mask = padding_mask(src, pad)
-        memory, _ = net.encode(src, src_mask)
-        tgt_mask = decoder_mask(tgt_in, pad, net.config.causal_mask)
-        x, _, _ = net.decoder(net.positional(net.embed(tgt_in)), memory, src_mask, tgt_mask)
-        return net.generator(x)
-
-
-def stacked(ids: list[torch.Tensor], pad_id: int) -> torch.Tensor:
-    """(K, B, T) from K (B, T_k) token id tensors, right-padded to the widest."""
-    width = max(t.size(1) for t in ids)
-    return torch.stack([F.pad(t, (0, width - t.size(1)), value=pad_id) for t in ids])
 
 
 def ensemble(seeds: list[int], steps: int, dtype: torch.dtype = torch.float32) -> Outcome:

@@ -1,10 +1,10 @@
 """Load test: many students at once against one server.
 
-Starts `streamlit run` (the browser tests' server fixture), opens N Playwright browser contexts in Debian's Chromium
-that all load the home page at once, then sends T of them to the Train page, where every page clicks Start at the
-same moment (a timer armed in each page): in the `defaults` scenario all with the Train page's defaults (one run,
-joined by everyone), in the `seeds` scenario each with a seed of its own (T distinct runs, most of them queued), in
-the `class` scenario as a class: every session opens the class link of a class made before the server starts
+Starts `streamlit run` (harness/server.py), opens N Playwright browser contexts in Debian's Chromium that all load
+the home page at once, then sends T of them to the Train page, where every page clicks Start at the same moment (a
+timer armed in each page): in the `defaults` scenario all with the Train page's defaults (one run, joined by
+everyone), in the `seeds` scenario each with a seed of its own (T distinct runs, most of them queued), in the
+`class` scenario as a class: every session opens the class link of a class made before the server starts
 (groups PE / no PE on reverse, a question), joins by name and predicts, while a teacher's board is open and redraws
 every 2 s (`--no-board` leaves it closed, to measure what the board costs the class's training).
 
@@ -48,21 +48,11 @@ from typing import Self
 from playwright.async_api import Error as PlaywrightError
 from playwright.async_api import async_playwright
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository: the class scenario makes its class
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "browser"))  # the browser tests' fixture code
-from conftest import (
-    ARTIFACTS,
-    CHROMIUM,
-    CHROMIUM_ARGS,
-    ERROR_TEXTS,
-    EXCEPTION,
-    IDLE,
-    NO_CHROMIUM,
-    PAGES,
-    SCREENSHOTS,
-    VIEWPORT,
-    LabServer,
-)
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository: harness; the class scenario's class
+from harness.chromium import CHROMIUM, CHROMIUM_ARGS, NO_CHROMIUM, VIEWPORT
+from harness.page import ERROR_TEXTS, EXCEPTION, IDLE, PAGES
+from harness.paths import ARTIFACTS, SCREENSHOTS
+from harness.server import LabServer
 
 PAGE_SIZE = os.sysconf("SC_PAGE_SIZE")
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")

@@ -1,4 +1,4 @@
-"""Load test without browsers: N students who speak Streamlit's websocket protocol (tests/browser/streamlit_client.py).
+"""Load test without browsers: N students who speak Streamlit's websocket protocol (harness/protocol_client.py).
 
 Each session opens Home, then Train, as a student's browser does, and every one presses Start in the same tenth of
 a second: in the `defaults` scenario all with the Train page's defaults (one run, joined by everyone), in the
@@ -28,9 +28,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository: the task picker's tasks
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "browser"))  # browser fixture, protocol client
-from conftest import ARTIFACTS, LabServer  # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository: harness, the task picker's tasks
 from load_test import (  # noqa: E402
     BUSY_TEXT,
     DONE_TEXT,
@@ -46,9 +44,11 @@ from load_test import (  # noqa: E402
     report,
     runs_on_server,
 )
-from streamlit_client import StreamlitSession  # noqa: E402
 from websockets.exceptions import WebSocketException  # noqa: E402
 
+from harness.paths import ARTIFACTS  # noqa: E402
+from harness.protocol_client import StreamlitSession  # noqa: E402
+from harness.server import LabServer  # noqa: E402
 from transformer.settings import setting  # noqa: E402
 
 SCENARIOS = ("defaults", "seeds")

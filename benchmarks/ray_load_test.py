@@ -26,9 +26,9 @@ from pathlib import Path
 
 import protocol_load_test
 from load_test import Every, _cpu_s, _descendants, _rss, _spread, _triple
-from protocol_load_test import ARTIFACTS
 from ray.cluster_utils import Cluster
 
+from harness.paths import ARTIFACTS
 from transformer.run_configs import default_configs
 from transformer.serving import RunRegistry, ServerSettings
 

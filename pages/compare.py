@@ -36,7 +36,7 @@ from transformer.serving import ServerBusy
 from transformer.uploads import shown_name
 from ui.charts import chart
 from ui.common import client_address, remember_run, run_registry
-from ui.compare_builder import CUSTOM_WIDGETS, custom_builder
+from ui.compare_builder import builder_keys, custom_builder
 from ui.compare_timeline import PLOTLY_CONFIG, show_timeline
 from ui.downloads import csv_download
 from ui.language import _, session_translator
@@ -67,7 +67,7 @@ def shipped_run(key: str) -> ExperimentRun | None:
 def show_settings(state: CompareState) -> None:
     """Make `state` the page's settings: the widgets start again from it."""
     st.session_state["compare_state"] = state
-    for key in ["compare_experiment", *CUSTOM_WIDGETS.values()]:
+    for key in ["compare_experiment", *builder_keys()]:
         st.session_state.pop(key, None)
 
 

@@ -43,12 +43,13 @@ from ui.language import _, language, language_param, ngettext, said, session_tra
 from ui.links import unreachable_host
 from ui.own_task import class_task_section
 from ui.report_view import class_reports_download
+from ui.setting_widgets import OTHER_SETTINGS, draw_setting, setting_value, widget_value
 from ui.state import flash, show_flashes
 
 BOARD_POLL_S = 2.0  # the board redraws every 2 s: it reads the database, never the runs themselves
 FORM_LANGUAGE = "teacher_form_language"  # session_state key: the language the assignment form was last drawn in
 NONE = ""  # the form's choice of no groups, or of no question (a widget's value None would show an empty box)
-PRESET = ("task", "min_len", "max_len", "steps")  # the settings the assignment form presets
+PRESET = ("task", "min_len", "max_len", "steps")  # the assignment form's first row; the Train form's others fold below
 EXPORTS = (  # what the Export tab downloads: (file name, button label, table)
     ("results", N_("Download results (CSV)"), results_frame),
     ("metric rows", N_("Download metric rows (CSV)"), metrics_frame),
@@ -185,7 +186,7 @@ def form_values(snapshot: Snapshot) -> None:
     each gets its value again: the browser keeps a choice as the words it showed, and shows them until the page sets
     the value (a rerun alone leaves the old language's words in the box)."""
     current = snapshot.info.assignment or Assignment()
-    saved = {f"teacher_{name}": current.preset.get(name, spec.setting(name).default) for name in PRESET}
+    saved = {preset_key(s): widget_value(s, current.preset.get(s.name, s.default)) for s in spec.on_form()}
     splits = [s.name for s in spec.group_splits()]
     saved["teacher_split"] = current.setting if current.setting in splits else NONE
     saved["teacher_open_settings"] = sorted(current.open)
@@ -197,18 +198,24 @@ def form_values(snapshot: Snapshot) -> None:
     st.session_state[FORM_LANGUAGE] = language()
 
 
+def preset_key(s: spec.Setting) -> str:
+    """The assignment form's widget key of setting `s`."""
+    return f"teacher_{s.name}"
+
+
 def assignment_form(snapshot: Snapshot, code: str, key: str) -> None:
-    """What the class trains: task, lengths and steps, which settings students may change, the groups and the
-    question. Saved by a callback; its outcome shows under the form, on this tab, never above the board."""
+    """What the class trains: every setting of the Train page (task, lengths and steps first), which settings
+    students may change, the groups and the question. Saved by a callback; its outcome shows under the form, on this
+    tab, never above the board."""
     form_values(snapshot)
     with st.form("teacher_assignment"):
         for col, name in zip(st.columns(len(PRESET)), PRESET):
             s = spec.setting(name)
-            common = {"key": f"teacher_{name}", "help": _(s.help)}
-            if s.options:
-                col.selectbox(_(s.label), s.options, format_func=said(s.word), **common)
-            else:
-                col.number_input(_(s.label), *s.bounds, **common)
+            draw_setting(col, s, preset_key(s))
+        with st.expander(_(OTHER_SETTINGS)):
+            columns = st.columns(len(PRESET))
+            for index, s in enumerate(s for s in spec.on_form() if s.name not in PRESET):
+                draw_setting(columns[index % len(columns)], s, preset_key(s))
         st.selectbox(
             _("Groups differ in"),
             [NONE, *(s.name for s in spec.group_splits())],
@@ -244,7 +251,7 @@ def save_assignment(code: str, key: str) -> None:
     """The Save button: the form's values as the class's assignment and question, or why they were not saved."""
     state = st.session_state
     split, question = state["teacher_split"] or None, state["teacher_question"] or None
-    preset = {name: state[f"teacher_{name}"] for name in PRESET}
+    preset = {s.name: setting_value(s, state[preset_key(s)]) for s in spec.on_form()}
     groups = split_groups(split) if split else ()
     try:
         assignment = Assignment(preset, frozenset(state["teacher_open_settings"]), split, groups)

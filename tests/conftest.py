@@ -3,12 +3,30 @@
 import os
 import shutil
 import subprocess
+from pathlib import Path
 
 import pytest
 import torch
 from hypothesis import settings
 
 from ui.streamlit_internals import navigation_mode_patch
+
+BROWSER_TESTS, PAGE_TESTS = Path(__file__).parent / "browser", Path(__file__).parent / "pages"
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark each test by what it needs, so that `-m` can leave it out (docs/contributing.md's fast tier): `browser`
+    in tests/browser/ (every test there serves the app), `pages` in tests/pages/, `postgres` where it uses
+    `postgres_url`, `ray` in tests/serving/test_ray*.py."""
+    for item in items:
+        if item.path.is_relative_to(BROWSER_TESTS):
+            item.add_marker(pytest.mark.browser)
+        if item.path.is_relative_to(PAGE_TESTS):
+            item.add_marker(pytest.mark.pages)
+        if "postgres_url" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.postgres)
+        if item.path.name.startswith("test_ray"):
+            item.add_marker(pytest.mark.ray)
 
 
 @pytest.fixture(scope="session")

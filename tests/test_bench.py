@@ -33,6 +33,7 @@ def test_quick_bench_prints_every_figure(capsys):
         assert "yes" in row.split() or "NO" in row.split(), row  # every target gets a verdict
 
 
+@pytest.mark.heavy
 def test_the_step_ratios_are_our_median_step_over_nn_transformers_with_and_without_padding():
     """The ratios the bench judges against its 0.9 target (a figure, not a timed assertion: a shared machine's
     timings belong in the bench's printout, docs/benchmarks.md)."""

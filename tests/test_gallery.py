@@ -175,6 +175,7 @@ def test_each_default_run_builds_with_its_step_budget_and_a_one_line_description
 QUICK_DEFAULT_RUNS = ("translate", "repeat")  # a few seconds each; the others' take 10-35 s (docs/benchmarks.md)
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize(
     "name, seed",
     [pytest.param(name, seed, marks=() if name in QUICK_DEFAULT_RUNS and seed == 0 else pytest.mark.slow)

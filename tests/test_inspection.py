@@ -103,6 +103,7 @@ def test_sinusoidal_positions_are_as_alike_as_their_distance_says():
     assert similarity[0, 1] > similarity[0, 2] > similarity[0, 3]  # neighbours are the most alike
 
 
+@pytest.mark.heavy
 def test_learned_positions_training_never_reached_stay_random():
     model = ModelConfig(positional="learned", d_model=16, n_heads=2, d_ff=32)  # the size does not matter here
     trainer = Trainer(model, DataConfig("copy", 1, 4, n_valid=50), TrainConfig(steps=50, early_stop=False))

@@ -221,6 +221,7 @@ def test_removing_a_head_the_model_lacks_is_an_error(model, head, message):
 # --------------------------------------------------------------------------------------------- the grid
 
 
+@pytest.mark.heavy
 def test_the_grid_scores_each_head_removed_alone_beside_the_intact_model():
     model, vocab = SHIPPED.model, SHIPPED.vocab
     grid = knockout_grid(model, vocab, SHIPPED.task, n=60)

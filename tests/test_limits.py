@@ -65,15 +65,6 @@ def test_the_train_forms_bounds_lie_within_a_runs(name):
     assert run_low <= low <= high <= run_high
 
 
-@pytest.mark.parametrize(
-    "name", [n for n in [*limits.COMPARE_FORM_LIMITS, *limits.COMPARE_SIZE_CHOICES] if n in settings.RUN_LIMITS]
-)
-def test_the_compare_pages_bounds_lie_within_a_runs(name):
-    bounds = limits.COMPARE_FORM_LIMITS.get(name) or limits.COMPARE_SIZE_CHOICES[name]
-    run_low, run_high = settings.RUN_LIMITS[name]
-    assert run_low <= min(bounds) <= max(bounds) <= run_high
-
-
 def test_the_decoding_pages_temperatures_lie_within_what_sampling_accepts():
     low, high = limits.SAMPLING_TEMPERATURES
     assert low <= limits.DECODING_TEMPERATURES[0] <= limits.DECODING_TEMPERATURES[1] <= high

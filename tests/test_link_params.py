@@ -7,7 +7,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from transformer.compare_state import CompareState, custom_experiment, read_compare, state_for, write_compare
+from transformer.compare_state import (
+    CompareState,
+    compare_parsers,
+    custom_experiment,
+    read_compare,
+    state_for,
+    write_compare,
+)
 from transformer.experiments import CUSTOM, READY
 from transformer.link_params import (
     decoding_parsers,
@@ -24,16 +31,11 @@ STATES = [
     CompareState(experiment="no-causal-mask"),
     CompareState(
         experiment=CUSTOM,
-        task="copy",
-        length=7,
-        d_model=64,
-        n_heads=8,
-        n_layers=3,
-        steps=250,
-        seed=42,
+        settings={"task": "copy", "min_len": 3, "max_len": 7, "d_model": 64, "n_heads": 8, "n_layers": 3, "seed": 42},
         switch="norm_first",
         values=(True, False),
     ),
+    CompareState(CUSTOM, {"steps": 250, "positional": "learned", "time_budget_s": 30.0}, "causal_mask", (True, False)),
     CompareState(experiment=CUSTOM, switch="label_smoothing", values=(0.0, 0.1, 0.2)),
     CompareState(experiment=CUSTOM, switch="n_heads", values=(8, 1, 2, 4)),
 ]
@@ -48,14 +50,14 @@ def test_settings_survive_the_round_trip_through_the_url(state):
 
 def test_links_hold_only_what_differs_from_the_defaults():
     assert write_compare(CompareState()) == {"experiment": CompareState().experiment}
-    assert write_compare(CompareState(experiment=CUSTOM, seed=3)) == {"experiment": CUSTOM, "seed": "3"}
+    assert write_compare(CompareState(CUSTOM, {"seed": 3})) == {"experiment": CUSTOM, "seed": "3"}
 
 
 @pytest.mark.parametrize(
     "params, field, notice",
     [
         ({"d_model": "abc"}, "d_model", "d_model"),
-        ({"d_model": "33"}, "d_model", "d_model"),
+        ({"d_model": "129"}, "d_model", "d_model"),
         ({"steps": "1e9"}, "steps", "steps"),
         ({"seed": "-0x10"}, "seed", "seed"),
         ({"experiment": "../../etc/passwd"}, "experiment", "experiment"),
@@ -64,25 +66,28 @@ def test_links_hold_only_what_differs_from_the_defaults():
         ({"values": "sinusoidal"}, "values", "values"),  # one value is no comparison
         ({"values": "sinusoidal,sinusoidal"}, "values", "values"),
         ({"values": "🙂,ünïcødé"}, "values", "values"),
-        ({"length": "9" * 10_000}, "length", "length"),
+        ({"max_len": "9" * 10_000}, "max_len", "max_len"),
+        ({"causal_mask": "maybe"}, "causal_mask", "causal_mask"),
         ({"n_layers": "[1](http://evil.example)"}, "n_layers", "n_layers"),
     ],
 )
 def test_bad_values_fall_back_to_defaults_with_a_notice(params, field, notice):
     state, notices = read_compare(params)
-    assert getattr(state, field) == getattr(CompareState(), field)
+    default = CompareState()
+    assert field not in state.settings and getattr(state, field, None) == getattr(default, field, None)
     assert len(notices) == 1 and notices[0].startswith(f"The link's {notice} ")
     assert notices[0].endswith(", so the page's default is used.")
     assert not any(text in notices[0] for text in ("passwd", "<script", "🙂", "9999999", "http"))  # never echoed
     assert not any(c in notices[0] for c in "<>*[]()`")  # shown as is: nothing Markdown or HTML would read
 
 
-def test_numbers_out_of_range_are_refused_not_clamped():
-    state, notices = read_compare({"steps": "5", "seed": "123456", "length": " 3 "})
-    assert (state.steps, state.seed, state.length) == (CompareState().steps, CompareState().seed, 3)
+def test_numbers_out_of_range_are_refused_not_clamped_within_the_settings_bounds():
+    state, notices = read_compare({"steps": "5", "seed": "123456", "min_len": " 3 ", "dropout": "0.9"})
+    assert state.settings == {"min_len": 3}
     assert notices == [
-        "The link's steps is not a whole number in 50..2000, so the page's default is used.",
-        "The link's seed is not a whole number in 0..9999, so the page's default is used.",
+        "The link's seed is not a whole number in 0..10000, so the page's default is used.",
+        "The link's dropout is not a number in 0..0.5, so the page's default is used.",
+        "The link's steps is not a whole number in 10..5000, so the page's default is used.",
     ]
 
 
@@ -101,11 +106,16 @@ def test_a_new_switch_without_values_compares_its_first_two_and_unknown_keys_are
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.dictionaries(st.sampled_from([*CompareState.__dataclass_fields__, "junk"]), st.text(max_size=300)))
-def test_any_query_gives_a_state_the_page_can_build(params):
+@given(st.dictionaries(st.sampled_from(sorted(compare_parsers(CompareState.switch))), st.text(max_size=300)))
+def test_any_query_gives_a_state_the_page_builds_or_says_what_to_change(params):
     state, notices = read_compare(params)
-    experiment = custom_experiment(replace(state, experiment=CUSTOM))  # raises if any field were invalid
-    assert 2 <= len(experiment.values) and all(isinstance(n, str) for n in notices)
+    assert all(isinstance(n, str) for n in notices)
+    try:
+        experiment = custom_experiment(replace(state, experiment=CUSTOM))
+    except ValueError as err:  # settings that do not fit together, as on the Train form: the page says which
+        assert str(err)
+    else:
+        assert 2 <= len(experiment.values)
 
 
 def test_a_loaded_custom_experiment_selects_matching_page_settings():

@@ -1,7 +1,6 @@
 """The package's public face, its choice of device, and what the tests and benchmarks around it may import: a test
-module shares code with others only through tests/helpers and conftest fixtures, and a benchmark takes from tests/
-only the browser tests' driver (tests/browser/conftest.py and the modules beside it that are no tests), put on
-`sys.path`."""
+module shares code with others only through tests/helpers and conftest fixtures, and a benchmark takes nothing from
+tests/ (what it shares with the browser tests, the driver of a served lab, is in harness/)."""
 
 import ast
 import re
@@ -16,7 +15,6 @@ from transformer import checkpoint, decoding, model, vocab
 from transformer.device import pick_device
 
 ROOT = Path(__file__).resolve().parent.parent
-BROWSER = ROOT / "tests" / "browser"
 
 
 def test_the_public_names_import_from_the_package():
@@ -68,40 +66,56 @@ def imported(path: Path, root: Path = ROOT) -> list[tuple[int, str]]:
     return found
 
 
+def importable_names(folder: Path) -> set[str]:
+    """The names a script could import from `folder` with one of its folders on `sys.path`: its modules and
+    packages."""
+    return {p.stem for p in folder.rglob("*.py")} | {p.name for p in folder.rglob("*") if p.is_dir()}
+
+
 def borrowed_from_tests(path: Path, root: Path = ROOT) -> list[str]:
-    """What a file outside tests/browser imports from tests/ that it may not, as "file:line module": a test module,
-    conftest or helper takes only tests.helpers (fixtures come by name from conftest.py); a benchmark takes nothing
-    of the package tests, and of tests/browser only the driver (`conftest`, `streamlit_client`), never a test module."""
-    browser_tests = {p.stem for p in (root / "tests" / "browser").glob("test_*.py")}
-    in_tests = path.is_relative_to(root / "tests")
-    wrong = []
-    for line, module in imported(path, root):
-        top = module.split(".")[0]
-        if in_tests:
-            bad = top in ("tests", "benchmarks") and not (module + ".").startswith("tests.helpers.")
-        else:
-            bad = top == "tests" or top in browser_tests
-        if bad:
-            wrong.append(f"{path.relative_to(root)}:{line} {module}")
-    return wrong
+    """What a file imports from tests/ that it may not, as "file:line module": a test module, conftest or helper
+    takes only tests.helpers (fixtures come by name from conftest.py, never from another test module); a benchmark
+    takes nothing, by the package `tests` or by a module or package of tests/ put on `sys.path` (`conftest`,
+    `helpers`, a test module), but for the names it means for its own: the repository's top level and its siblings."""
+    if path.is_relative_to(root / "tests"):
+        return [
+            f"{path.relative_to(root)}:{line} {module}"
+            for line, module in imported(path, root)
+            if (module.split(".")[0] in ("tests", "benchmarks") and not (module + ".").startswith("tests.helpers."))
+            or module.startswith("test_")
+        ]
+    own = {p.stem for p in root.iterdir()} | {p.stem for p in path.parent.glob("*.py")}
+    from_tests = {"tests"} | (importable_names(root / "tests") - own)
+    return [
+        f"{path.relative_to(root)}:{line} {module}"
+        for line, module in imported(path, root)
+        if module.split(".")[0] in from_tests
+    ]
 
 
-def test_tests_share_code_only_through_helpers_and_benchmarks_take_only_the_browser_driver():
-    tests = [p for p in (ROOT / "tests").rglob("*.py") if not p.is_relative_to(BROWSER)]
+def test_tests_share_code_only_through_helpers_and_benchmarks_take_nothing_from_tests():
+    tests = sorted((ROOT / "tests").rglob("*.py"))
     benchmarks = sorted((ROOT / "benchmarks").rglob("*.py"))
     assert len(tests) > 50 and benchmarks
-    assert [line for path in sorted(tests) + benchmarks for line in borrowed_from_tests(path)] == []
+    assert [line for path in tests + benchmarks for line in borrowed_from_tests(path)] == []
 
 
 def test_a_borrowed_import_is_caught(tmp_path: Path):
-    (tmp_path / "tests" / "browser").mkdir(parents=True)
-    (tmp_path / "tests" / "browser" / "test_e2e.py").write_text("")
+    for empty in ("tests/browser/conftest.py", "tests/browser/screenshots.py", "tests/browser/test_e2e.py"):
+        (tmp_path / empty).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / empty).write_text("")
     (tmp_path / "benchmarks").mkdir()
+    (tmp_path / "benchmarks" / "load_test.py").write_text("")
     files = {
         "tests/pages/test_a.py": "from tests.helpers.apptest import kept\nfrom tests.pages.test_b import open_b\n",
         "tests/figures/test_c.py": "def f():\n    from .test_d import TOKENS\n",
         "tests/helpers/models.py": "from tests.helpers import array\nimport tests.test_e\n",
-        "benchmarks/bench.py": "from conftest import LabServer\nfrom tests.helpers import array\nimport test_e2e\n",
+        "tests/browser/test_f.py": "from conftest import choose\nfrom harness import page\nfrom test_e2e import URL\n",
+        "benchmarks/bench.py": (
+            "from harness.server import LabServer\nfrom conftest import LabServer\nfrom tests.helpers import array\n"
+            "import test_e2e\nfrom screenshots import IMAGES\nfrom load_test import Renicer\n"
+            "def f():\n    from helpers.models import tiny\n"
+        ),
     }
     for name, text in files.items():
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
@@ -110,8 +124,12 @@ def test_a_borrowed_import_is_caught(tmp_path: Path):
         "tests/pages/test_a.py:2 tests.pages.test_b.open_b",
         "tests/figures/test_c.py:2 tests.figures.test_d.TOKENS",
         "tests/helpers/models.py:2 tests.test_e",
-        "benchmarks/bench.py:2 tests.helpers.array",
-        "benchmarks/bench.py:3 test_e2e",
+        "tests/browser/test_f.py:3 test_e2e.URL",
+        "benchmarks/bench.py:2 conftest.LabServer",
+        "benchmarks/bench.py:3 tests.helpers.array",
+        "benchmarks/bench.py:4 test_e2e",
+        "benchmarks/bench.py:5 screenshots.IMAGES",
+        "benchmarks/bench.py:8 helpers.models.tiny",
     ]
 
 

@@ -98,6 +98,7 @@ def test_a_head_patch_replaces_that_heads_slice_and_nothing_else(model):
     assert not torch.equal(clean_heads[..., d_k:], corrupted_heads[..., d_k:])
 
 
+@pytest.mark.heavy
 def test_the_grid_scores_every_site_and_the_changed_embedding_recovers_everything(model):
     grid = patching_grid(model, VOCAB, DataConfig("reverse"), "3 1 4 1 5", "3 1 9 1 5")
     assert grid.answer == ["5", "1", "4", "1", "3", "EOS"]
@@ -123,6 +124,7 @@ def test_the_answer_is_the_task_s_a_gallery_task_s_or_a_pair_s():
         patching_grid(model, vocab, pairs, "a a", "a b")
 
 
+@pytest.mark.heavy
 def test_the_grid_is_plain_json(model):
     data = grid_dict(patching_grid(model, VOCAB, DataConfig("copy"), "1 2", "1 3"))
     assert json.loads(json.dumps(data, allow_nan=False)) == data
@@ -189,6 +191,7 @@ def test_the_train_forms_largest_model_patches_its_longest_inputs():
     check_patching_cost(model, longest, longest + 1)
 
 
+@pytest.mark.heavy
 def test_the_command_line_prints_the_grid_as_json(tmp_path, capsys, model):
     from transformer.checkpoint import save_checkpoint
     from transformer.cli import main

@@ -149,6 +149,7 @@ def test_build_model_picks_the_architecture_and_the_seed_picks_the_weights():
         ModelConfig(architecture="lstm")
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("architecture", ARCHITECTURES)
 def test_trainer_trains_a_recurrent_model(architecture):
     trainer = Trainer(
@@ -172,7 +173,7 @@ def test_a_recurrent_checkpoint_is_refused_with_a_message():
 
 # ------------------------------------------------------------------------------------------------ on Compare
 
-TINY = Experiment(
+TINY = Experiment.sharing(
     CUSTOM,
     "tiny",
     "tiny",

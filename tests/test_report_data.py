@@ -10,7 +10,6 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-import transformer.alignment as alignment
 from transformer import settings as spec
 from transformer.checkpoint import checkpoint_bytes, load_checkpoint
 from transformer.lengths import score_lengths
@@ -32,6 +31,7 @@ from transformer.report_data import (
     to_json,
 )
 from transformer.serving import finished_run
+from transformer.task import REGISTRY
 from transformer.training import METRIC_COLUMNS
 
 SETTINGS = dict(task="reverse", min_len=3, max_len=4, seed=0)
@@ -102,7 +102,7 @@ def test_the_alignment_line_is_the_best_head_at_every_snapshot(run, report):
 
 
 def test_a_task_without_an_ideal_alignment_has_maps_but_no_ideal_nor_line(run, monkeypatch):
-    monkeypatch.delitem(alignment.ALIGNMENTS, "reverse")
+    monkeypatch.setitem(REGISTRY, "reverse", replace(REGISTRY["reverse"], alignment=None))
     report = gather(run)
     assert report.attention.maps and report.attention.ideal is None and report.attention.scores is None
     assert report.alignment is None

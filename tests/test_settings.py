@@ -1,5 +1,6 @@
-"""The settings' one description: a setting added to it alone reaches the Train form, a class's assignment, the
-command line and its docs, run summaries and checkpoints, and each value has one wording wherever it shows."""
+"""The settings' one description: a setting added to it alone reaches the Train form, Compare's custom builder, the
+Teacher page and a class's assignment, the command line and its docs, run summaries and checkpoints, and each value
+has one wording wherever it shows."""
 
 from dataclasses import dataclass
 from pathlib import Path
@@ -8,12 +9,14 @@ import pytest
 import torch
 from streamlit.testing.v1 import AppTest
 
+import ui.classes
 import ui.common
 from transformer import settings as spec
 from transformer.checkpoint import load_checkpoint
 from transformer.classroom import Assignment
 from transformer.classroom.assignment import split_groups
 from transformer.cli import DOCS, REWRITE_DOCS, build_parser, options_table, with_options_table
+from transformer.compare_state import experiment_for, read_compare, write_compare
 from transformer.experiments import SWITCHES
 from transformer.naming import run_summary
 from transformer.run_configs import run_configs
@@ -74,6 +77,59 @@ def test_a_new_setting_is_on_the_train_form_and_reaches_the_run(weight_decay):
         assert not at.exception and at.session_state["run"].train_config.weight_decay == 0.01
     finally:
         ui.common.run_registry.clear()  # closes the server: nothing trains on behind the test
+
+
+def open_page(page: str, **query: str) -> AppTest:
+    """The app on `page`, opened with the link's `query`."""
+    at = AppTest.from_file("../streamlit_app.py", default_timeout=60)
+    for name, value in query.items():
+        at.query_params[name] = value
+    at.run()
+    at.switch_page(page).run()
+    assert not at.exception
+    return at
+
+
+def weight_decay_field(at: AppTest, key: str):
+    """The new setting's widget under `key`, drawn from its entry as on the Train form."""
+    field = at.number_input(key=key)
+    assert (field.label, field.help, field.value, field.min, field.max) == (
+        "Weight decay",
+        "How much each step shrinks the weights.",
+        0.0,
+        0.0,
+        0.1,
+    )
+    return field
+
+
+def test_a_new_setting_is_in_compares_custom_builder_and_reaches_its_variants(weight_decay):
+    at = open_page("pages/compare.py", experiment="custom")
+    weight_decay_field(at, "compare_weight_decay").set_value(0.01).run()
+    assert not at.exception and at.query_params["weight_decay"] == "0.01"
+    state = at.session_state["compare_state"]
+    assert state.settings == {"weight_decay": 0.01}
+    experiment = experiment_for(state)
+    assert all(experiment.configs(value)[2].weight_decay == 0.01 for value in experiment.values)
+    assert read_compare(write_compare(state)) == (state, [])  # its link opens it again
+
+
+def test_a_new_setting_is_on_the_teacher_page_and_in_the_class_s_assignment(weight_decay, tmp_path, monkeypatch):
+    monkeypatch.setenv("LAB_DATA_DIR", str(tmp_path))
+    monkeypatch.delenv("LAB_DATABASE_URL", raising=False)
+    ui.classes.class_store.clear()
+    try:
+        at = open_page("pages/teacher.py")
+        at.text_input(key="teacher_title").set_value("Period 3")
+        at.button(key="teacher_create_button").click().run()
+        at.button(key="teacher_key_saved").click().run()
+        weight_decay_field(at, "teacher_weight_decay").set_value(0.05)
+        at.button(key="teacher_save").click().run()
+        assert not at.exception and at.success
+        info = ui.classes.class_store().class_info(at.session_state["teacher_class"][0])
+        assert info.assignment.preset["weight_decay"] == 0.05
+    finally:
+        ui.classes.class_store.clear()
 
 
 def test_a_new_setting_is_accepted_and_locked_in_a_class(weight_decay):

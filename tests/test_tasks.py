@@ -5,6 +5,7 @@ import pytest
 import torch
 
 from transformer.pairs import pairs_from_rows
+from transformer.task import REGISTRY, register_task
 from transformer.tasks import (
     TASKS,
     Batch,
@@ -13,7 +14,6 @@ from transformer.tasks import (
     example_pair,
     get_task,
     longest_sequence,
-    register_task,
     task_names,
 )
 from transformer.vocab import Vocab
@@ -35,7 +35,7 @@ def custom_task():
         return [s for s in seq for _ in range(2)]
 
     yield "double"
-    del TASKS["double"]
+    del REGISTRY["double"]
 
 
 @pytest.mark.parametrize(
@@ -178,7 +178,7 @@ def test_task_may_modify_its_input():
         data.make_batch(sources)
         assert sources == [[1, 2, 3]]
     finally:
-        del TASKS["in_place_reverse"]
+        del REGISTRY["in_place_reverse"]
 
 
 @pytest.mark.parametrize("bad_output", [lambda s, n: [n], lambda s, n: [-1], lambda s, n: [0.5], lambda s, n: None])
@@ -188,7 +188,7 @@ def test_bad_task_output_is_reported(bad_output):
         with pytest.raises(ValueError, match="broken"):
             TaskData(DataConfig(task="broken"))
     finally:
-        del TASKS["broken"]
+        del REGISTRY["broken"]
 
 
 def test_make_batch():

@@ -3,7 +3,6 @@ are all checked against MAX_RUN_TRAIN_BYTES before anything is built."""
 
 import subprocess
 import sys
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -12,13 +11,7 @@ from transformer import settings as spec
 from transformer.classroom.assignment import Assignment, Group
 from transformer.compare_state import CompareState, experiment_for
 from transformer.experiments.definitions import READY
-from transformer.limits import (
-    COMPARE_FORM_LIMITS,
-    COMPARE_SIZE_CHOICES,
-    DECODE_ROWS,
-    MAX_RUN_TRAIN_BYTES,
-    train_activation_bytes,
-)
+from transformer.limits import DECODE_ROWS, MAX_RUN_TRAIN_BYTES, train_activation_bytes
 from transformer.run_configs import run_configs
 from ui.train_form import form_settings
 
@@ -54,19 +47,18 @@ def test_a_class_cannot_be_set_up_past_the_bound_nor_a_student_go_past_it():
 
 
 def test_every_compare_experiment_a_link_can_ask_for_is_within_the_bound():
-    """Compare's runs do not pass through the form: its custom experiments are checked, and ready-made ones fit."""
-    largest = CompareState(
-        experiment="custom",
-        length=COMPARE_FORM_LIMITS["length"][1],
-        d_model=max(COMPARE_SIZE_CHOICES["d_model"]),
-        n_heads=max(COMPARE_SIZE_CHOICES["n_heads"]),
-        n_layers=COMPARE_FORM_LIMITS["n_layers"][1],
-        switch="n_heads",
-        values=(1, 8),
-    )
-    with pytest.raises(ValueError, match="MB a run may use on this shared server: lower the length, d_model, heads"):
-        experiment_for(largest)
-    fits = replace(largest, d_model=32)
+    """Compare's runs do not pass through the form: each variant of a custom experiment is built by run_configs,
+    which checks it (the switch's value too, not only the first variant's), and ready-made ones fit."""
+    largest = {
+        "max_len": spec.TRAIN_FORM_LIMITS["max_len"][1],
+        "d_model": spec.TRAIN_FORM_LIMITS["d_model"][1],
+        "n_layers": spec.TRAIN_FORM_LIMITS["n_layers"][1],
+    }
+    with pytest.raises(ValueError, match="MB a run may use on this shared server: lower the batch size"):
+        experiment_for(CompareState("custom", largest, "n_heads", (1, 8)))
+    with pytest.raises(ValueError, match="MB a run may use on this shared server"):  # only its last variant is too big
+        experiment_for(CompareState("custom", {**largest, "n_layers": 1, "batch_size": 64}, "n_layers", (1, 3)))
+    fits = CompareState("custom", {**largest, "d_model": 32, "max_len": 16}, "n_heads", (1, 8))
     for experiment in [experiment_for(fits), *READY.values()]:
         for value in experiment.values:
             model, data, train = experiment.configs(value)
@@ -89,6 +81,7 @@ print(status() - before)
 """
 
 
+@pytest.mark.heavy
 @pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads Linux's peak resident set")
 def test_the_held_out_evaluation_takes_no_more_memory_for_more_sequences():
     """A worker scores 1,000 held-out sequences at every run's end: in one pass of the Train form's largest model

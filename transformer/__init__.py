@@ -21,7 +21,7 @@ _WHERE = {  # public name -> the module that defines it
     "TASKS": "tasks",
     "DataConfig": "tasks",
     "TaskData": "tasks",
-    "register_task": "tasks",
+    "register_task": "task",
     "TrainConfig": "training",
     "Trainer": "training",
     "TrainingDiverged": "training",

@@ -1,41 +1,29 @@
 """Alignment: how much of a cross-attention head's weight lands where the task says it should (the diagonal for
 copy, the anti-diagonal for reverse, the alignment by rank for sort, the word order for translate).
 
-A task's alignment is defined for each input where each output token comes from one source token: output token i
-comes from source position `source_positions(...)[i]`. For sort, equal symbols are taken in their source order (a
-stable sort): the first 3 of the output comes from the first 3 of the input. A head that spreads its weight evenly
-over equal symbols therefore scores below 1 on them. Tasks whose outputs gather from many places (add, count,
-brackets) and tasks from examples have no alignment, and the views say so.
+A task's alignment is its own (`Task.source_positions`), defined for each input where each output token comes from
+one source token: output token i comes from source position `source_positions(...)[i]`. For sort, equal symbols are
+taken in their source order (a stable sort): the first 3 of the output comes from the first 3 of the input. A head
+that spreads its weight evenly over equal symbols therefore scores below 1 on them. Tasks whose outputs gather from
+many places (add, count, brackets) and tasks from examples have no alignment, and the views say so.
 """
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import torch
 
-from .gallery import first_places, word_order
+from .tasks import get_task
 
 FOUND = 0.9  # an alignment at which a head has found the task's algorithm
-ALIGNMENTS: dict[str, Callable[[Sequence[int]], list[int]]] = {  # task -> source -> source position of each output
-    "copy": lambda s: list(range(len(s))),
-    "increment": lambda s: list(range(len(s))),
-    "reverse": lambda s: list(range(len(s)))[::-1],
-    "swap_pairs": lambda s: [i ^ 1 if i < len(s) - len(s) % 2 else i for i in range(len(s))],
-    "sort": lambda s: sorted(range(len(s)), key=lambda i: s[i]),  # Python's sort is stable
-    "translate": word_order,
-    "dedup": first_places,
-    "caesar": lambda s: list(range(1, len(s))),  # each letter's own place; the key, at 0, is read by every output
-    "repeat": lambda s: [i // 2 for i in range(2 * len(s))],
-}
 
 
 def source_positions(task: str, source: Sequence[int]) -> list[int] | None:
-    """For each output token of `task` on `source` (symbol indices), the source position it comes from; None when
-    the task has no such alignment, or this source no output (a source of translate that is no sentence)."""
-    if task not in ALIGNMENTS:
-        return None
+    """For each output token of the task called `task` on `source` (symbol indices), the source position it comes
+    from; None when no task by that name has such an alignment, or this source no output (a source of translate that
+    is no sentence)."""
     try:
-        return ALIGNMENTS[task](list(source))
+        return get_task(task).source_positions(list(source))
     except ValueError:
         return None
 

@@ -1,15 +1,26 @@
 """The Compare page's settings, `CompareState`: a ready-made experiment or a custom one, the experiment they
-describe, and their link (read and written through `link_params`, as every page's are)."""
+describe, and their link (read and written through `link_params`, as every page's are).
+
+A custom experiment takes every setting of the Train form from the settings' one description (`settings`): its
+bounds there, its start in Compare's lesson setup (`lesson_settings`), and each variant is built by `run_configs`."""
 
 from collections.abc import Mapping
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field
 from typing import Any
 
-from .experiments.definitions import CUSTOM, READY, SWITCHES, Experiment, SwitchValue, custom_text, experiment_configs
+from . import settings as spec
+from .experiments.definitions import (
+    CUSTOM,
+    READY,
+    SWITCHES,
+    Experiment,
+    SwitchValue,
+    custom_text,
+    experiment_configs,
+    lesson_settings,
+)
 from .i18n import N_
-from .limits import COMPARE_FORM_LIMITS, COMPARE_SIZE_CHOICES, check_train_memory
-from .link_params import Parser, choice, read_params, switch_values, whole
-from .tasks import TASKS
+from .link_params import Parser, choice, read_params, setting_param, setting_token, switch_values
 
 
 @dataclass(frozen=True)
@@ -17,31 +28,27 @@ class CompareState:
     """The Compare page's settings: a ready-made experiment, or a custom one built from the other fields."""
 
     experiment: str = next(iter(READY))
-    task: str = "reverse"
-    length: int = 10  # every input has this many symbols
-    d_model: int = 32
-    n_heads: int = 4
-    n_layers: int = 1
-    steps: int = 600
-    seed: int = 0
+    # the Train form's settings, by name, where a custom experiment's differ from the lesson setup, but the switch's
+    settings: Mapping[str, spec.Value] = field(default_factory=dict)
     switch: str = "positional"
     values: tuple[SwitchValue, ...] = ("sinusoidal", "none")
 
 
+def custom_settings(chosen: Mapping[str, spec.Value], switch: str) -> dict[str, spec.Value]:
+    """The settings of `chosen` (by name) that a custom experiment keeps: those that differ from the lesson setup,
+    but the `switch`'s own, which each variant sets."""
+    lesson = lesson_settings()
+    return {name: value for name, value in chosen.items() if name != switch and value != lesson[name]}
+
+
 def custom_experiment(state: CompareState) -> Experiment:
-    """The experiment the custom settings of `state` describe (d_ff = 4 d_model, the paper's ratio)."""
+    """The experiment the custom settings of `state` describe; ValueError, saying what to change, if a variant's
+    settings do not fit together or within a run's bounds and memory (each variant is built by `run_configs`)."""
     if len(state.values) < 2:
         raise ValueError(N_("pick at least two values to compare"))
-    lower = N_("the length, d_model, heads or layers")
-    sizes = {"d_model": state.d_model, "n_heads": state.n_heads, "n_layers": state.n_layers, "d_ff": 4 * state.d_model}
-    lengths = {"min_len": state.length, "max_len": state.length}
-    configs = experiment_configs(lower, task=state.task, **lengths, **sizes, steps=state.steps, seed=state.seed)
-    title, expectation = custom_text(SWITCHES[state.switch], state.values, state.task)
-    experiment = Experiment(CUSTOM, title, expectation, state.switch, tuple(state.values), *configs)
-    for value in experiment.values:
-        model, data, train = experiment.configs(value)
-        check_train_memory(model, train.batch_size, data.max_len, lower)
-    return experiment
+    variants = [experiment_configs(**{**state.settings, state.switch: value}) for value in state.values]
+    title, expectation = custom_text(SWITCHES[state.switch], state.values, variants[0][1].task)
+    return Experiment(CUSTOM, title, expectation, state.switch, tuple(state.values), tuple(variants))
 
 
 def experiment_for(state: CompareState) -> Experiment:
@@ -53,16 +60,11 @@ def state_for(experiment: Experiment) -> CompareState:
     """Page settings that select `experiment`; a custom one's settings as far as the page offers them."""
     if experiment.key != CUSTOM:
         return CompareState(experiment=experiment.key)
-    m, d, switch = experiment.model, experiment.data, SWITCHES[experiment.switch]
+    configs = {"model": experiment.model, "data": experiment.data, "train": experiment.train}
+    switch = SWITCHES[experiment.switch]
     params = {
         "experiment": CUSTOM,
-        "task": d.task,
-        "length": d.max_len,
-        "d_model": m.d_model,
-        "n_heads": m.n_heads,
-        "n_layers": m.n_layers,
-        "steps": experiment.train.steps,
-        "seed": experiment.train.seed,
+        **{s.name: setting_token(getattr(configs[s.configs[0]], s.name)) for s in spec.on_form()},
         "switch": switch.field,
         "values": ",".join(map(switch.token, experiment.values)),
     }
@@ -70,12 +72,10 @@ def state_for(experiment: Experiment) -> CompareState:
 
 
 def compare_parsers(switch: str) -> dict[str, Parser]:
-    """The Compare page's settings, within the bounds of its widgets; `values` are choices of `switch`."""
+    """The Compare page's settings: the Train form's within their bounds; `values` are choices of `switch`."""
     return {
         "experiment": choice([*READY, CUSTOM]),
-        "task": choice(list(TASKS)),
-        **{name: whole(*bounds) for name, bounds in COMPARE_FORM_LIMITS.items()},
-        **{name: choice(options) for name, options in COMPARE_SIZE_CHOICES.items()},
+        **{s.name: setting_param(s) for s in spec.on_form()},
         "switch": choice(list(SWITCHES)),
         "values": switch_values(SWITCHES[switch]),
     }
@@ -88,15 +88,16 @@ def read_compare(params: Mapping[str, Any]) -> tuple[CompareState, list[str]]:
     two choices of another."""
     switch = read_params(params, {"switch": choice(list(SWITCHES))})[0].get("switch", CompareState.switch)
     values, notices = read_params(params, compare_parsers(switch))
+    chosen = {s.name: values.pop(s.name) for s in spec.on_form() if s.name in values}
     values.setdefault("values", CompareState.values if switch == CompareState.switch else SWITCHES[switch].choices[:2])
-    return CompareState(**values), notices
+    return CompareState(**values, settings=custom_settings(chosen, switch)), notices
 
 
 def write_compare(state: CompareState) -> dict[str, str]:
     """The settings that differ from the defaults, as URL query parameters (the experiment always)."""
-    default, params = CompareState(), {"experiment": state.experiment}
-    for f in fields(CompareState):
-        value = getattr(state, f.name)
-        if f.name != "experiment" and value != getattr(default, f.name):
-            params[f.name] = ",".join(map(SWITCHES[state.switch].token, value)) if f.name == "values" else str(value)
+    params = {"experiment": state.experiment, **{name: setting_token(v) for name, v in state.settings.items()}}
+    if state.switch != CompareState.switch:
+        params["switch"] = state.switch
+    if state.values != CompareState.values:
+        params["values"] = ",".join(map(SWITCHES[state.switch].token, state.values))
     return params

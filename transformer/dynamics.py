@@ -50,12 +50,13 @@ class LayerGradients:
     def __call__(self) -> list[float]:
         """One norm per layer, in `self.layers` order; a parameter without a gradient counts as 0."""
         grads = [p.grad for p in self.parameters]
-        squares = torch.zeros(len(self.parameters))
+        squares = torch.zeros(len(self.parameters), dtype=torch.float32)
         present = [i for i, g in enumerate(grads) if g is not None]
         if present:
             norms = torch._foreach_norm([grads[i] for i in present])
             squares[present] = torch.stack(norms).float().cpu() ** 2
-        per_layer = torch.zeros(len(self.layers)).index_add_(0, self._layer_index, squares)  # (n_layers,)
+        per_layer = torch.zeros(len(self.layers), dtype=torch.float32)  # (n_layers,)
+        per_layer.index_add_(0, self._layer_index, squares)
         return per_layer.sqrt().tolist()
 
 

@@ -3,31 +3,24 @@ is made for. Each has a vocabulary of its own, draws its own sources, and says i
 
 Each states the default run that solves its whole held-out set (`defaults`: settings by name, its step budget among
 them), as `python benchmarks/gallery_bench.py` shows (docs/benchmarks.md). Where the output tokens each come from one
-source token, `transformer.alignment` holds the task's ideal cross-attention.
+source token, it gives the source position of each (`source_positions`): its ideal cross-attention.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from string import ascii_lowercase
 
 import torch
 
 from .i18n import N_
 from .limits import MAX_SEQ_LEN
-from .tasks import GALLERY, Task
+from .task import Task, register
 from .vocab import MAX_SYMBOLS
 
 
 class GalleryTask(Task):
     """A generated task of the gallery; its sources are drawn length by length (`rows`)."""
-
-    defaults: Mapping[str, object] = {}  # the settings of its default run, by setting name, but the task
-
-    @property
-    def default_run(self) -> dict[str, object]:
-        """Every setting of its default run that differs from the settings' defaults, by name."""
-        return {"task": self.name, **self.defaults}
 
     def draw(self, lengths: list[int], n_symbols: int, generator: torch.Generator) -> list[list[int]]:
         sources: list[list[int]] = [[] for _ in lengths]
@@ -147,6 +140,9 @@ class Translation(GalleryTask):
         offset = _VERBS + _ADJECTIVES + n_symbols  # the target language's words follow the source language's
         return [source[i] + offset for i in word_order(source)]
 
+    def source_positions(self, source: Sequence[int]) -> list[int]:
+        return word_order(source)
+
     def n_sources(self, length: int, n_symbols: int) -> int:
         return sum(_phrases_of(a, n_symbols) * _VERBS * _phrases_of(length - 3 - a, n_symbols) for a in range(3))
 
@@ -189,6 +185,9 @@ class Deduplicate(GalleryTask):
 
     def target(self, source: Sequence[int], n_symbols: int) -> list[int]:
         return list(dict.fromkeys(source))
+
+    def source_positions(self, source: Sequence[int]) -> list[int]:
+        return first_places(source)
 
 
 def first_places(source: Sequence[int]) -> list[int]:
@@ -308,6 +307,9 @@ class Caesar(GalleryTask):
             raise ValueError("caesar reads a key letter, then at least one letter to shift")
         return [(letter + source[0]) % n_symbols for letter in source[1:]]
 
+    def source_positions(self, source: Sequence[int]) -> list[int]:
+        return list(range(1, len(source)))  # each letter's own place; the key, at 0, is read by every output
+
     def longest_target(self, max_len: int, n_symbols: int) -> int:
         return max_len - 1
 
@@ -325,9 +327,12 @@ class Repeat(GalleryTask):
     def target(self, source: Sequence[int], n_symbols: int) -> list[int]:
         return [s for s in source for _ in range(2)]
 
+    def source_positions(self, source: Sequence[int]) -> list[int]:
+        return [i // 2 for i in range(2 * len(source))]
+
     def longest_target(self, max_len: int, n_symbols: int) -> int:
         return 2 * max_len
 
 
 for _task in (Addition(), Translation(), Deduplicate(), Count(), Brackets(), Caesar(), Repeat()):
-    GALLERY[_task.name] = _task
+    register(_task)

@@ -5,7 +5,13 @@ Both paths compute the same attention (`transformer.model.scaled_dot_product_att
 are in docs/benchmarks.md.
 """
 
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 import torch
+
+_explicit = threading.local()  # `explicit_attention` in force on this thread
 
 
 def fused_is_faster(q: torch.Tensor, k: torch.Tensor) -> bool:
@@ -20,12 +26,25 @@ def fused_is_faster(q: torch.Tensor, k: torch.Tensor) -> bool:
     - training, once the scores (B, H, T_q, T_k) outnumber 32k: its backward pass is 1.3-3x slower at batch 128;
     - a decoding step (one query per row) with 8k scores or more: 1.2-2x slower for 1,000 rows.
     """
+    if getattr(_explicit, "on", False):
+        return False
     if q.device.type != "cpu" or k.size(-2) > 32:
         return True
     scores = q.shape[:-1].numel() * k.size(-2)
     if not q.requires_grad:
         return q.size(-2) > 1 or scores < 8192
     return scores <= 4096 or (scores <= 32_768 and not (8 <= k.size(-2) <= 13 and q.size(-1) <= 16))
+
+
+@contextmanager
+def explicit_attention() -> Iterator[None]:
+    """Within, attention takes the explicit path whatever the shapes: under `torch.func.vmap` (runs trained
+    together, `transformer.batched`) the fused CPU kernel has no batching rule, and vmap would loop over the runs."""
+    _explicit.on = True
+    try:
+        yield
+    finally:
+        _explicit.on = False
 
 
 def softmax(scores: torch.Tensor) -> torch.Tensor:

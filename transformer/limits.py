@@ -50,10 +50,6 @@ MAX_BATCH = 8192  # sequences in one training batch or held-out probe
 # A training setting's own bounds, the run's and the Train form's, are in its entry in `transformer/settings.py`
 # (`RUN_LIMITS`, `TRAIN_FORM_LIMITS` there).
 MAX_VARIANTS = 4  # variants of one Compare experiment
-# The Compare page's custom experiment, within `settings.RUN_LIMITS` (its widgets and its link read their bounds
-# from here).
-COMPARE_FORM_LIMITS = {"length": (2, 16), "n_layers": (1, 3), "steps": (50, 2000), "seed": (0, 9999)}
-COMPARE_SIZE_CHOICES = {"d_model": (16, 32, 64, 128), "n_heads": (1, 2, 4, 8)}
 # The command line, on the user's own machine, may train longer and bigger than a page.
 MAX_CLI_STEPS = 1_000_000
 MAX_TIME_BUDGET_S = 24 * 3600

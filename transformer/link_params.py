@@ -3,7 +3,8 @@ bounds. A bad value falls back to its default with a notice; nothing here ever r
 
 `read_params` reads the values a page names with one `Parser` each (`choice`, `whole`, `number`, `sequence`
 through the model's Vocab, `length_range`, `switch_values`); `write_params` writes them back. The model in hand,
-Decoding, Masking lab and Length test have their parsers here; Compare's settings are `compare_state.CompareState`.
+Decoding, Masking lab and Length test have their parsers here, and a setting of a run its own (`setting_param`);
+Compare's settings are `compare_state.CompareState`.
 """
 
 import math
@@ -22,6 +23,7 @@ from .limits import (
     MAX_PARAM_CHARS,
     MAX_VARIANTS,
 )
+from .settings import Setting, Value
 from .vocab import Vocab
 
 Parser = Callable[[str], Any]  # a link's text -> the value it stands for; ValueError saying what it must be
@@ -137,6 +139,24 @@ def switch_values(switch: Switch) -> Parser:
         return values
 
     return parse
+
+
+AUTO = "auto"  # a setting left for the run to pick (a default of None), as a link writes it
+
+
+def setting_param(s: Setting) -> Parser:
+    """A value of setting `s` within its bounds (`Setting.bounds`), written as `setting_token` writes it."""
+    parse = choice(s.options) if s.options else whole(*s.bounds) if s.kind == "int" else number(*s.bounds)
+
+    def parse_setting(text: str) -> Value:
+        return None if s.default is None and text.strip() == AUTO else parse(text)
+
+    return parse_setting
+
+
+def setting_token(value: Value) -> str:
+    """A setting's value as a link writes it, read back by `setting_param`."""
+    return AUTO if value is None else str(value)
 
 
 # ------------------------------------------------------------------------------------------- the model in hand

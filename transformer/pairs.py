@@ -29,6 +29,7 @@ from .limits import (
     MAX_VALID,
     MIN_TASK_PAIRS,
 )
+from .task import Task
 from .vocab import Vocab, check_symbol
 
 if TYPE_CHECKING:  # tasks.py imports this module: DataConfig is only named here
@@ -200,10 +201,10 @@ def split_pairs(name: str, symbols: tuple[str, ...], pairs: list[Pair]) -> TaskP
     return TaskPairs(task_name(name), symbols, train, tuple(p for i, p in enumerate(pairs) if i in held))
 
 
-class PairsTask:
-    """The task of `TaskPairs`, as `tasks.Task`s are read (their vocabulary, lengths, targets, held-out set and
-    training stream): its targets are its pairs'; training draws its training pairs at random, and its held-out set
-    is its held-out pairs."""
+class PairsTask(Task):
+    """The task of `TaskPairs`: its vocabulary, lengths and targets are its pairs'; training draws its training pairs
+    at random, and its held-out set is its held-out pairs. It has no ideal alignment, and is no setting: its pairs
+    give its data (`DataConfig.from_pairs`), so its default run is the settings' defaults."""
 
     name, description = PAIRS_TASK, N_("A task given by its examples.")
 
@@ -229,6 +230,10 @@ class PairsTask:
             template = N_("{task} has no pair with the source {source}")
             raise ValueError(Message(template, task=self.pairs.name, source=repr(shown[:60])))
         return list(found)
+
+    @property
+    def default_run(self) -> dict[str, object]:
+        return {}
 
     def longest_target(self, max_len: int, n_symbols: int) -> int:
         return self.pairs.longest_target

@@ -18,7 +18,6 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from .gallery import GalleryTask
 from .i18n import N_, Message, joined
 from .limits import MAX_CLI_STEPS, MAX_LABEL_CHARS, MAX_SEED, MAX_TIME_BUDGET_S
 from .model import ModelConfig
@@ -50,7 +49,7 @@ class Setting:
     configs: tuple[str, ...]  # which configs it sets: "data", "model", "train" (the seed sets two)
     label: str
     help: str
-    default: Value  # where the Train form, a class and Compare start; None: the run picks it (see run_configs)
+    default: Value  # where the Train form, a class and Compare (but for its BASE) start; None: the run picks it
     words: Mapping[Value, str] = field(default_factory=dict)  # a value -> how it is said: one wording, everywhere
     choices: tuple[Value, ...] = ()  # a choice's values (a bool's: False, True)
     bounds: tuple[float, float] | None = None  # a number's, on the Train form and in a class (TRAIN_FORM_LIMITS)
@@ -59,10 +58,15 @@ class Setting:
     off_flag: str | None = None  # a bool's flag that turns it off (default: --no-<flag>)
     flag_bounds: tuple[float, float] | None = None  # a number's bounds on the command line (None: the config's)
     flag_choices: bool = True  # False: the command line takes any text (device: "cuda:1" too)
-    form: FormPlace | None = None  # on the Train form, and so in a class's assignment; None: not there
+    form: FormPlace | None = None  # on the Train form, so on Teacher and in Compare's builder; None: not there
     class_open: bool = False  # a teacher may let students change it (every other form setting is locked in a class)
     groups: tuple[Value, ...] = ()  # the two values a class's groups may differ in, the paper's first
     compare: bool = False  # Compare may switch it between the values `words` names
+    every_step_help: str | None = None  # its help where runs never stop early (Compare), where `help` would mislead
+
+    def help_for(self, early_stop: bool) -> str:
+        """Its help where runs stop early once solved (`early_stop`) or always train every step."""
+        return self.help if early_stop or self.every_step_help is None else self.every_step_help
 
     @property
     def options(self) -> tuple[Value, ...]:
@@ -108,10 +112,9 @@ def form_defaults() -> dict[str, Value]:
 
 
 def default_run(task: str) -> dict[str, Value]:
-    """The Train form's settings for `task`'s default run: every form setting's default, then the task's own (a
-    gallery task's `default_run`; a built-in task has none). ValueError for an unknown task."""
-    chosen = get_task(task)
-    return {**form_defaults(), **(chosen.default_run if isinstance(chosen, GalleryTask) else {}), "task": task}
+    """The Train form's settings for `task`'s default run: every form setting's default, then the task's own
+    (`Task.default_run`). ValueError for an unknown task."""
+    return {**form_defaults(), **get_task(task).default_run}
 
 
 def class_open() -> list[Setting]:
@@ -252,7 +255,8 @@ SETTINGS: dict[str, Setting] = {s.name: s for s in [  # in the Train form's draw
             form=_at(3, 1, "train_ema_decay", step=0.01, format="%.3f"), compare=True),
     _number("steps", "int", "train", N_("Steps (at most)"), N_("Training ends here, or earlier once every "
             "held-out sequence is right."), _TRAIN.steps, bounds=(10, 5000), run_bounds=(1, 10_000), flag="--steps",
-            flag_bounds=(1, MAX_CLI_STEPS), form=_at(3, 2, "train_steps")),
+            flag_bounds=(1, MAX_CLI_STEPS), form=_at(3, 2, "train_steps"), every_step_help=N_("Training runs this "
+            "many steps, unless its time budget runs out first.")),
     _number("time_budget_s", "float", "train", N_("Time budget (s)"), N_("Training ends after this many seconds "
             "of training (pauses not counted) whatever happens."), 60.0, bounds=(5, 120), run_bounds=(1, 300),
             flag="--time-budget", flag_bounds=(0, MAX_TIME_BUDGET_S), form=_at(3, 2, "train_time_budget")),

@@ -1,186 +1,41 @@
-"""Sequence-to-sequence tasks, and their training and held-out data. A task owns its vocabulary (the names of its
-symbols), how it draws sources, and its target function: the five built-in tasks (`TASKS`) are functions on the
-digits 0 .. n_symbols-1 with sources drawn uniformly; the gallery's (`gallery.py`) have vocabularies and sources of
-their own, and outputs that differ in length or order from their inputs; a task from examples (`pairs.py`) is its
-(source, target) pairs, some held out, and travels in its DataConfig (`DataConfig.pairs`).
+"""Choosing a task by name (`get_task`, `task_names`), and the data a task makes: a run's `DataConfig`, its training
+stream and held-out set (`TaskData`), and batches of token ids (`Batch`). Every task is a `task.Task`: the built-in
+ones (`task.py`) and the gallery's (`gallery.py`) are chosen by name from the one registry (`task.REGISTRY`); a task
+from examples (`pairs.py`) travels in its DataConfig (`DataConfig.pairs`).
 
-Built-in and gallery tasks are chosen by name (`get_task`). To add a function task, write it and decorate it:
-
-    @register_task("reverse", N_("Output the input backwards."))
-    def reverse(seq: list[int], n_symbols: int) -> list[int]:
-        return seq[::-1]
-
-Sources and targets are lists of symbol indices; token ids follow `Vocab`: PAD=0, BOS=1, EOS=2, then symbol index i
-has id i + 3.
+Token ids follow `Vocab`: PAD=0, BOS=1, EOS=2, then symbol index i has id i + 3.
 """
 
 from __future__ import annotations
 
 import random
 from array import array
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from itertools import accumulate, chain
+from itertools import chain
 
 import torch
 
-from .i18n import N_, Message
+from .gallery import GalleryTask
 from .limits import MAX_SEED, MAX_SEQ_LEN, MAX_VALID
 from .pairs import PAIRS_TASK, PairsTask, TaskPairs
+from .task import REGISTRY, FunctionTask, Registered, Task
 from .vocab import MAX_SYMBOLS, N_SPECIAL, Vocab
 
-TaskFn = Callable[[list[int], int], list[int]]  # (source symbol indices, n_symbols) -> target
-
-
-class Task:
-    """A task chosen by name. This base draws sources uniformly from the digits 0 .. n_symbols-1, each length
-    `n_symbols ** length` ways; a gallery task overrides what differs (its symbols, sources and target)."""
-
-    name: str
-    description: str  # one line: what the task teaches
-    lengths: range = range(1, MAX_SEQ_LEN + 1)  # the source lengths it is defined for
-    symbol_counts: range = range(2, MAX_SYMBOLS + 1)  # the values DataConfig.n_symbols may take
-    symbols_mean: str = N_("symbols")  # what n_symbols counts, for messages
-
-    def symbols(self, n_symbols: int) -> tuple[str, ...]:
-        """The vocabulary's symbols, in index order."""
-        return tuple(map(str, range(n_symbols)))
-
-    def target(self, source: Sequence[int], n_symbols: int) -> list[int]:
-        """The target of `source`; ValueError if the task has none for it."""
-        raise NotImplementedError
-
-    def longest_target(self, max_len: int, n_symbols: int) -> int:
-        """The longest target of a source of at most `max_len` symbols."""
-        return max_len
-
-    def n_sources(self, length: int, n_symbols: int) -> int:
-        """How many different sources of `length` symbols the task draws."""
-        return n_symbols**length
-
-    def rows(self, length: int, count: int, n_symbols: int, generator: torch.Generator) -> torch.Tensor:
-        """(count, length) random sources of one length."""
-        return torch.randint(n_symbols, (count, length), generator=generator)
-
-    def draw(self, lengths: list[int], n_symbols: int, generator: torch.Generator) -> list[list[int]]:
-        """Random sources of the given lengths."""
-        symbols = torch.randint(n_symbols, (sum(lengths),), generator=generator).tolist()
-        return [symbols[end - n : end] for end, n in zip(accumulate(lengths), lengths)]
-
-    def check(self, config: DataConfig) -> None:
-        """ValueError unless the task is defined for `config`'s lengths and number of symbols."""
-        low, high = self.lengths[0], self.lengths[-1]
-        if not low <= config.min_len <= config.max_len <= high:
-            template = N_("{task} takes inputs of {low} to {high} symbols: set the shortest and longest input in them")
-            raise ValueError(Message(template, task=self.name, low=low, high=high))
-        if config.n_symbols not in self.symbol_counts:
-            template = N_("{task} takes {counts} {what}: set Symbols to one of them")
-            counts = _spoken(self.symbol_counts)
-            raise ValueError(Message(template, task=self.name, counts=counts, what=Message(self.symbols_mean)))
-
-    def held_out(self, config: DataConfig, generator: torch.Generator) -> list[list[int]]:
-        """Up to config.n_valid distinct sources, spread evenly over the lengths, at most half of each length's, in
-        random order (see TaskData)."""
-        lengths = range(config.min_len, config.max_len + 1)
-        # Share n_valid evenly; capacity grows with length, so what short lengths can't take rolls over.
-        sources, left = [], config.n_valid
-        for i, length in enumerate(lengths):
-            count = min(self.n_sources(length, config.n_symbols) // 2, left // (len(lengths) - i))
-            sources += self._distinct(length, count, config.n_symbols, generator).tolist()
-            left -= count
-        return [sources[i] for i in torch.randperm(len(sources), generator=generator).tolist()]
-
-    def _distinct(self, length: int, count: int, n_symbols: int, generator: torch.Generator) -> torch.Tensor:
-        """`count` distinct random sources of one length; count must be at most half of all of them."""
-        rows = torch.empty(0, length, dtype=torch.int64)
-        while len(rows) < count:
-            rows = torch.unique(torch.cat([rows, self.rows(length, 2 * count, n_symbols, generator)]), dim=0)
-        return rows[torch.randperm(len(rows), generator=generator)[:count]]
-
-    def sample(self, config: DataConfig, n: int, generator: torch.Generator, held_out: set) -> list[list[int]]:
-        """n random sources with uniform lengths, none of them in `held_out`."""
-        lengths = torch.randint(config.min_len, config.max_len + 1, (n,), generator=generator).tolist()
-        sources = self.draw(lengths, config.n_symbols, generator)
-        redo = [i for i, s in enumerate(sources) if tuple(s) in held_out]
-        while redo:  # at most half of any length is held out, so each redraw succeeds w.p. >= 1/2
-            for i, s in zip(redo, self.draw([lengths[i] for i in redo], config.n_symbols, generator)):
-                sources[i] = s
-            redo = [i for i in redo if tuple(sources[i]) in held_out]
-        return sources
-
-
-def _spoken(values: range) -> str:
-    """A range of allowed values in words: "2 to 30", or "2, 4, 6 or 8" when it steps."""
-    if values.step == 1:
-        return Message(N_("{low} to {high}"), low=values[0], high=values[-1])
-    return Message(N_("{some} or {last}"), some=", ".join(map(str, values[:-1])), last=values[-1])
-
-
-@dataclass(frozen=True)
-class FunctionTask(Task):
-    """A built-in task: `fn(seq, n_symbols)` maps a source of digit indices to its target."""
-
-    name: str
-    description: str
-    fn: TaskFn
-
-    def target(self, source: Sequence[int], n_symbols: int) -> list[int]:
-        return self.fn(list(source), n_symbols)  # a copy: a task may edit `seq` in place
-
-
-TASKS: dict[str, FunctionTask] = {}  # the built-in tasks (and any registered): all of one shape, so Compare's too
-GALLERY: dict[str, Task] = {}  # the gallery's tasks (`gallery.py`), each with its own vocabulary and sources
-
-
-def register_task(name: str, description: str) -> Callable[[TaskFn], TaskFn]:
-    """Decorator that adds `fn(seq, n_symbols) -> target` to TASKS (re-registering a name replaces it)."""
-
-    def decorator(fn: TaskFn) -> TaskFn:
-        TASKS[name] = FunctionTask(name, description, fn)
-        return fn
-
-    return decorator
+TASKS = Registered(FunctionTask)  # the built-in tasks (and any registered function): all of one shape, so Compare's too
+GALLERY = Registered(GalleryTask)  # the gallery's tasks, each with its own vocabulary and sources
 
 
 def task_names() -> list[str]:
     """Every task chosen by name: the built-in ones, then the gallery's."""
-    return [*TASKS, *GALLERY]
+    return list(REGISTRY)
 
 
 def get_task(name: str) -> Task:
     """The built-in or gallery task called `name`."""
-    found = {**TASKS, **GALLERY}
-    if not isinstance(name, str) or name not in found:
-        raise ValueError(f"unknown task {str(name)[:40]!r}; choose one of: {', '.join(found)}")
-    return found[name]
-
-
-@register_task("copy", N_("Output the input unchanged."))
-def copy(seq: list[int], n_symbols: int) -> list[int]:
-    return seq
-
-
-@register_task("reverse", N_("Output the input backwards."))
-def reverse(seq: list[int], n_symbols: int) -> list[int]:
-    return seq[::-1]
-
-
-@register_task("sort", N_("Output the input's symbols in ascending order."))
-def sort(seq: list[int], n_symbols: int) -> list[int]:
-    return sorted(seq)
-
-
-@register_task("increment", N_("Add one to every symbol; the last symbol wraps around to the first."))
-def increment(seq: list[int], n_symbols: int) -> list[int]:
-    return [(s + 1) % n_symbols for s in seq]
-
-
-@register_task("swap_pairs", N_("Swap neighbours: 1 2 3 4 5 -> 2 1 4 3 5."))
-def swap_pairs(seq: list[int], n_symbols: int) -> list[int]:
-    out = list(seq)
-    even = len(seq) - len(seq) % 2  # an odd last symbol stays where it is
-    out[0:even:2], out[1:even:2] = seq[1:even:2], seq[0:even:2]
-    return out
+    if not isinstance(name, str) or name not in REGISTRY:
+        raise ValueError(f"unknown task {str(name)[:40]!r}; choose one of: {', '.join(REGISTRY)}")
+    return REGISTRY[name]
 
 
 @dataclass(frozen=True)
@@ -221,7 +76,7 @@ class DataConfig:
         return cls(PAIRS_TASK, pairs.min_len, pairs.max_len, len(pairs.symbols), seed, len(pairs.held_out), pairs)
 
 
-def task_of(config: DataConfig) -> Task | PairsTask:
+def task_of(config: DataConfig) -> Task:
     """The task `config` names, or its task from examples."""
     return config.pairs.task if config.pairs is not None else get_task(config.task)
 
@@ -353,6 +208,3 @@ class TaskData:
         if n < 1:
             raise ValueError(f"batch size must be at least 1, got {n}")
         return self.make_batch(self.task.sample(self.config, n, generator, self._held_out))
-
-
-from . import gallery  # noqa: E402, F401  (last: the gallery's tasks are Tasks, and register themselves in GALLERY)

@@ -175,6 +175,7 @@ class Trainer:
         self.dynamics = Dynamics(self.network, self.model.token_embeddings)  # a record per row (see dynamics.py)
         self.step = 0
         self.paused_s = 0.0  # wall-clock time spent in `control()` (reporting, or holding a pause): not training
+        self.error: Exception | None = None  # why a run trained with others ended (`batched.train_together`)
 
     def train(self, control: Callable[[], bool] | None = None) -> Iterator[MetricRow]:
         """Train, yielding metric rows, until a budget is spent, the task is solved, or `control()` returns True.
@@ -182,82 +183,134 @@ class Trainer:
         `control` is called before each step; the time it takes (a pause it holds) is not training time. The last
         row comes when training ends, scored on the whole held-out set. Sets `self.result`.
         """
-        cfg, vocab = self.train_config, self.vocab
+        self.begin()
+        while self.may_step(control):
+            batch, lr = self.next_batch()
+            row = self.after_step(batch, lr, *self._optimizer_step(batch, lr))
+            if row is not None:
+                yield row
+                self.row_taken()
+        yield from self.end()
+
+    # The loop's parts, also driven one step at a time for runs trained together (`batched.train_together`).
+
+    def begin(self) -> None:
+        """Start the clock and the counters of a training loop."""
         self.network.train()
-        start = time.perf_counter()
-        last_row_time = 0.0  # training time (pauses left out) at the last metric row
-        losses, tokens, reason = [], 0, "step budget"
-        last_check = -10
+        self.reason: str | None = None  # why training ended, once it has
+        self._start = time.perf_counter()
+        self._last_row_time = 0.0  # training time (pauses left out) at the last metric row
+        self._losses: list[float] = []  # the step losses since the last row
+        self._tokens = 0
+        self._last_check = -10
         self._snapshot_attention()
-        while self.step < cfg.steps:
-            if control is not None and self._held(control):
-                reason = "stopped"
-                break
-            if self._training_time(start) > cfg.time_budget_s:
-                reason = "time budget"
-                break
-            self.step += 1
-            batch = self.data.train_batch(cfg.batch_size).to(self.device)
-            lr = cfg.lr_at(self.step)
-            loss, logits = self._optimizer_step(batch, lr)
-            losses.append(loss)
-            self.step_losses.append(loss)
-            tokens += batch.n_tokens
-            # When the model gets every sequence of this batch right under teacher forcing, the full held-out set is
-            # worth a check. The training pass scored the batch before the update on it, so for raw weights it is
-            # fresh data and costs nothing; the average is scored by its own forward pass, at most every 5th step
-            # and only once the network itself gets most of its batch right (AVERAGE_CHECK_FROM): before that the
-            # average, which lags it, is far from solving the task and the pass would be wasted.
-            if cfg.early_stop and self.step - last_check >= 5:
-                right = teacher_forced_exact(logits, batch, vocab.pad_id)  # (B,) the network's own, free
-                if self.average is not None and right.float().mean() >= AVERAGE_CHECK_FROM:
-                    last_check = self.step
-                    right = teacher_forced_exact(self._eval_logits(batch), batch, vocab.pad_id)
-                if right.all():
-                    last_check = self.step
-                    if self._solved():
-                        reason = "solved"
-                        break
-            if self.step % cfg.eval_every == 0:
-                now = self._training_time(start)
-                yield self._row(losses, tokens / max(now - last_row_time, 1e-9), now, lr)
-                self._snapshot_attention()
-                losses, tokens, last_row_time = [], 0, self._training_time(start)
+
+    def may_step(self, control: Callable[[], bool | None] | None = None) -> bool:
+        """Whether to take another step; when not, and training has ended, `reason` says why. `control()` returns
+        True to stop, and None to skip this step for now (a run trained together with others, held by a pause)."""
+        cfg = self.train_config
+        if self.reason is None and self.step >= cfg.steps:
+            self.reason = "step budget"
+        if self.reason is None:
+            answer = self._held(control) if control is not None else False
+            if answer is None:
+                return False
+            if answer:
+                self.reason = "stopped"
+            elif self._training_time() > cfg.time_budget_s:
+                self.reason = "time budget"
+        return self.reason is None
+
+    def next_batch(self) -> tuple[Batch, float]:
+        """Count a step and draw its training batch; returns it and the step's learning rate."""
+        self.step += 1
+        return self.data.train_batch(self.train_config.batch_size).to(self.device), self.train_config.lr_at(self.step)
+
+    def after_step(self, batch: Batch, lr: float, loss: float, logits: torch.Tensor) -> MetricRow | None:
+        """Book a step taken on `batch` (its loss, and the logits it was computed from), check whether the task is
+        solved (which ends training: `reason`), and return the metric row when this step makes one."""
+        cfg, vocab = self.train_config, self.vocab
+        self._losses.append(loss)
+        self.step_losses.append(loss)
+        self._tokens += batch.n_tokens
+        # When the model gets every sequence of this batch right under teacher forcing, the full held-out set is
+        # worth a check. The training pass scored the batch before the update on it, so for raw weights it is
+        # fresh data and costs nothing; the average is scored by its own forward pass, at most every 5th step
+        # and only once the network itself gets most of its batch right (AVERAGE_CHECK_FROM): before that the
+        # average, which lags it, is far from solving the task and the pass would be wasted.
+        if cfg.early_stop and self.step - self._last_check >= 5:
+            right = teacher_forced_exact(logits, batch, vocab.pad_id)  # (B,) the network's own, free
+            if self.average is not None and right.float().mean() >= AVERAGE_CHECK_FROM:
+                self._last_check = self.step
+                right = teacher_forced_exact(self._eval_logits(batch), batch, vocab.pad_id)
+            if right.all():
+                self._last_check = self.step
+                if self._solved():
+                    self.reason = "solved"
+                    return None
+        if self.step % cfg.eval_every:
+            return None
+        now = self._training_time()
+        return self._row(self._losses, self._tokens / max(now - self._last_row_time, 1e-9), now, lr)
+
+    def row_taken(self) -> None:
+        """Start the next row's counters, once the row just returned has been handed on."""
+        self._snapshot_attention()
+        self._losses, self._tokens, self._last_row_time = [], 0, self._training_time()
+
+    def end(self) -> Iterator[MetricRow]:
+        """End training: set `result`, and yield the last row, scored on the whole held-out set, when steps were
+        taken since the last one."""
         self.network.eval()
         self.model.eval()
-        elapsed = self._training_time(start)
+        elapsed = self._training_time()
+        reason = self.reason or "stopped"
         # A run that stopped solved was scored on the whole held-out set by the check that stopped it (`_solved`):
         # decoding all of it again would repeat that verdict, a twentieth of a default run's time before it ends.
+        vocab = self.vocab
         final = evaluate(self.model, self.valid, vocab.bos_id, vocab.eos_id, decode=reason != "solved")
         self.result = TrainResult(self.step, elapsed, final["exact_match"], final["token_acc"], reason)
-        if losses:
-            row = self._row(losses, tokens / max(elapsed - last_row_time, 1e-9), elapsed, cfg.lr_at(self.step))
-            yield {**row, **final}
+        if self._losses:
+            rate = self._tokens / max(elapsed - self._last_row_time, 1e-9)
+            yield {**self._row(self._losses, rate, elapsed, self.train_config.lr_at(self.step)), **final}
             self._snapshot_attention()
 
     def _optimizer_step(self, batch: Batch, lr: float) -> tuple[float, torch.Tensor]:
         """One step of Adam on `batch` at learning rate `lr`: returns the batch's loss and the logits it was
-        computed from (those of the weights before the step). TrainingDiverged when the loss is not finite.
+        computed from (those of the weights before the step). TrainingDiverged when the loss is not finite."""
+        loss, logits = self._forward_backward(batch)
+        self.apply_update(lr)
+        return loss, logits
 
-        The loss is read back once (`.item()`), the step's only wait for the device."""
-        cfg = self.train_config
+    def _forward_backward(self, batch: Batch) -> tuple[float, torch.Tensor]:
+        """The loss on `batch` and its logits; the gradients land in `weights.grad`. The loss is read back once
+        (`.item()`), the step's only wait for the device."""
         with dropout_rng(self.dropout_rng):
             logits = self.network(batch.src, batch.tgt_in)
         loss = F.cross_entropy(
             logits.flatten(0, 1),
             batch.tgt_out.flatten(),
             ignore_index=self.vocab.pad_id,
-            label_smoothing=cfg.label_smoothing,
+            label_smoothing=self.train_config.label_smoothing,
         )
         value = loss.item()
-        if not math.isfinite(value):
+        self.check_finite(value)
+        self.weights.grad.zero_()
+        loss.backward()
+        return value, logits
+
+    def check_finite(self, loss: float) -> None:
+        """TrainingDiverged when this step's `loss` is not a finite number."""
+        if not math.isfinite(loss):
             diverged = N_(
                 "the loss became {value} at step {step}: lower the learning rate (now {lr:g}), use more warm-up, "
                 "or turn gradient clipping on"
             )
-            raise TrainingDiverged(Message(diverged, value=value, step=self.step, lr=cfg.lr))
-        self.weights.grad.zero_()
-        loss.backward()
+            raise TrainingDiverged(Message(diverged, value=loss, step=self.step, lr=self.train_config.lr))
+
+    def apply_update(self, lr: float) -> None:
+        """Adam's step at learning rate `lr` on the gradients in `weights.grad`, clipped; then the weight average."""
+        cfg = self.train_config
         if self.step % cfg.eval_every == 0 or self.step == cfg.steps:  # a metric row's step: before clipping
             self.dynamics.read_gradients(self.step)
         if cfg.clip_grad:
@@ -265,19 +318,18 @@ class Trainer:
         self.optimizer.step(lr)
         if self.average is not None:
             self.average.update(self.step)
-        return value, logits
 
-    def _held(self, control: Callable[[], bool]) -> bool:
-        """Call `control`, leaving the time it takes out of the training time; returns whether to stop."""
+    def _held(self, control: Callable[[], bool | None]) -> bool | None:
+        """Call `control`, leaving the time it takes out of the training time; returns its answer."""
         began = time.perf_counter()
         try:
             return control()
         finally:
             self.paused_s += time.perf_counter() - began
 
-    def _training_time(self, start: float) -> float:
-        """Seconds since `start` spent training: pauses are left out, so they never spend the time budget."""
-        return time.perf_counter() - start - self.paused_s
+    def _training_time(self) -> float:
+        """Seconds since `begin` spent training: pauses are left out, so they never spend the time budget."""
+        return time.perf_counter() - self._start - self.paused_s
 
     def run(
         self, on_row: Callable[[MetricRow], None] | None = None, stop: Callable[[], bool] | None = None

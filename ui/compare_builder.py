@@ -1,27 +1,35 @@
-"""The Compare page's custom builder: the task, sizes, switch and values of an experiment of the student's own."""
+"""The Compare page's custom builder: the switch and values of an experiment of the student's own, and every setting
+of the Train form, each drawn by `setting_widgets.draw_setting` from its one description (`transformer.settings`)
+and starting from Compare's lesson setup (`lesson_settings`)."""
 
 from dataclasses import replace
 
 import streamlit as st
 
-from transformer.compare_state import CompareState
+from transformer import settings as spec
+from transformer.compare_state import CompareState, custom_settings
 from transformer.experiments import CUSTOM, SWITCHES
-from transformer.experiments.definitions import Switch
-from transformer.limits import COMPARE_FORM_LIMITS, COMPARE_SIZE_CHOICES, MAX_VARIANTS
-from transformer.tasks import TASKS
+from transformer.experiments.definitions import Switch, lesson_settings
+from transformer.i18n import N_
+from transformer.limits import MAX_VARIANTS
 from ui.language import _, said
+from ui.setting_widgets import OTHER_SETTINGS, draw_setting, setting_value, widget_value
 
-CUSTOM_WIDGETS = {  # CompareState field -> widget key of the custom builder
-    "task": "compare_task",
-    "length": "compare_length",
-    "d_model": "compare_d_model",
-    "n_heads": "compare_n_heads",
-    "n_layers": "compare_n_layers",
-    "steps": "compare_steps",
-    "seed": "compare_seed",
-    "switch": "compare_switch",
-    "values": "compare_values",
-}
+FIRST = (("task", "min_len", "max_len", "steps", "seed"), ("d_model", "n_heads", "n_layers"))  # its first columns
+SAME_SEED = N_(
+    "Same seed: same data for every variant, and the same starting weights unless the switch changes the model's "
+    "parameters (layers, a learned positional table)."
+)
+
+
+def widget_key(s: spec.Setting) -> str:
+    """The builder's widget key of setting `s` (`compare_seed`)."""
+    return f"compare_{s.name}"
+
+
+def builder_keys() -> list[str]:
+    """The builder's widget keys: dropped, its widgets start again from the page's settings."""
+    return [*(widget_key(s) for s in spec.on_form()), "compare_switch", "compare_values"]
 
 
 def switch_changed() -> None:
@@ -35,48 +43,31 @@ def switch_changed() -> None:
 
 def custom_builder(state: CompareState) -> CompareState:
     """The builder's widgets, starting from `state`; returns the experiment they describe."""
+    start = {**lesson_settings(), **state.settings}
+    for s in spec.on_form():
+        if widget_key(s) not in st.session_state:  # a widget drawn anew starts from the page's settings
+            st.session_state[widget_key(s)] = widget_value(s, start[s.name])
     with st.container(border=True):
-        task_col, size_col, switch_col = st.columns(3)
+        *first, switch_col = st.columns(3)
         switch, values = _switch_and_values(switch_col, state)
-        tasks = list(TASKS)
-        return CompareState(
-            experiment=CUSTOM,
-            task=task_col.selectbox(
-                _("Task"),
-                tasks,
-                tasks.index(state.task),
-                key="compare_task",
-                format_func=lambda t: f"{t}: {_(TASKS[t].description)}",
-            ),
-            length=task_col.number_input(
-                _("Input length"),
-                *COMPARE_FORM_LIMITS["length"],
-                state.length,
-                key="compare_length",
-                help=_("Every input has this many symbols."),
-            ),
-            steps=task_col.number_input(
-                _("Steps per variant"),
-                *COMPARE_FORM_LIMITS["steps"],
-                state.steps,
-                step=50,
-                key="compare_steps",
-                help=_("Every variant trains exactly this many steps (no early stopping)."),
-            ),
-            seed=task_col.number_input(
-                _("Seed"),
-                *COMPARE_FORM_LIMITS["seed"],
-                state.seed,
-                key="compare_seed",
-                help=_(
-                    "Same seed: same data for every variant, and the same starting weights unless the switch changes "
-                    "the model's parameters (layers, a learned positional table)."
-                ),
-            ),
-            **_sizes(size_col, state, switch),
-            switch=switch.field,
-            values=tuple(values),
-        )
+        for column, names in zip(first, FIRST):
+            for name in names:
+                _draw(column, spec.setting(name), switch)
+        st.caption(_(SAME_SEED))
+        with st.expander(_(OTHER_SETTINGS)):  # the rest, folded below them
+            columns = st.columns(3)
+            drawn = {name for names in FIRST for name in names}
+            for index, s in enumerate(s for s in spec.on_form() if s.name not in drawn):
+                _draw(columns[index % len(columns)], s, switch)
+    chosen = {s.name: setting_value(s, st.session_state[widget_key(s)]) for s in spec.on_form()}
+    return CompareState(CUSTOM, custom_settings(chosen, switch.field), switch.field, tuple(values))
+
+
+def _draw(column, s: spec.Setting, switch: Switch) -> None:
+    """Setting `s`'s widget, its help for runs that train every step as Compare's do (`lesson_settings`); the
+    switch's own is set per variant, so it is shown but not set."""
+    early_stop = lesson_settings()["early_stop"]
+    draw_setting(column, s, widget_key(s), disabled=s.name == switch.field, early_stop=early_stop)
 
 
 def _switch_and_values(switch_col, state: CompareState) -> tuple[Switch, list]:
@@ -102,31 +93,3 @@ def _switch_and_values(switch_col, state: CompareState) -> tuple[Switch, list]:
         help=_("Each value is one variant; they train one after the other."),
     )
     return switch, values
-
-
-def _sizes(size_col, state: CompareState, switch: Switch) -> dict:
-    """d_model, heads and layers, in the builder's middle column; the switch, when it is one of them, sets it."""
-    return dict(
-        d_model=size_col.selectbox(
-            "d_model",
-            COMPARE_SIZE_CHOICES["d_model"],
-            COMPARE_SIZE_CHOICES["d_model"].index(state.d_model),
-            key="compare_d_model",
-        ),
-        n_heads=size_col.selectbox(
-            _("Heads"),
-            COMPARE_SIZE_CHOICES["n_heads"],
-            COMPARE_SIZE_CHOICES["n_heads"].index(state.n_heads),
-            key="compare_n_heads",
-            disabled=switch.field == "n_heads",
-            help=_("Set per variant when it is the switch."),
-        ),
-        n_layers=size_col.number_input(
-            _("Layers per stack"),
-            *COMPARE_FORM_LIMITS["n_layers"],
-            state.n_layers,
-            key="compare_n_layers",
-            disabled=switch.field == "n_layers",
-            help=_("Set per variant when it is the switch."),
-        ),
-    )

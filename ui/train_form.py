@@ -1,5 +1,6 @@
 """The Train page's settings form, drawn from the settings' one description (`transformer.settings`): each setting
-with a place on the form gets its widget, label, help, bounds, default and the words of its values from there.
+with a place on the form gets its widget (`setting_widgets.draw_setting`), label, help, bounds, default and the
+words of its values from there.
 
 The task is picked above the form (`draw_task`): a widget inside a form changes nothing until the form is
 submitted, and choosing a task fills in the task's default run (`settings.default_run`) at once, which the student
@@ -16,8 +17,9 @@ import streamlit as st
 
 from transformer import settings as spec
 from transformer.i18n import N_
-from transformer.settings import Setting, Value
-from ui.language import _, said
+from transformer.settings import Value
+from ui.language import _
+from ui.setting_widgets import draw_setting, setting_value, widget_value
 
 KEPT = "train_kept"  # session state: the form's values when the student last left the page or pressed Start
 ROWS = [  # (expander title or None, column widths): the rows of `FormPlace.row`, top to bottom
@@ -39,11 +41,7 @@ def form_keys() -> list[str]:
 def form_settings(values: Mapping[str, Any]) -> dict[str, Value]:
     """The settings, by name, that the form's widget `values` (by key) hold: a float setting's whole number as a
     float."""
-    return {s.name: _setting_value(s, values[s.form.key]) for s in spec.on_form()}
-
-
-def _setting_value(s: Setting, value: Any) -> Value:
-    return float(value) if s.kind == "float" and value is not None else value
+    return {s.name: setting_value(s, values[s.form.key]) for s in spec.on_form()}
 
 
 def draw_task(locked: Mapping[str, Any] | None = None) -> None:
@@ -52,7 +50,7 @@ def draw_task(locked: Mapping[str, Any] | None = None) -> None:
     _start_values(locked or {})
     picker, words = st.columns(ROWS[TASK_ROW][1])
     task = spec.setting("task")
-    _draw(picker, task, disabled=task.name in (locked or {}), on_change=_task_chosen)
+    draw_setting(picker, task, task.form.key, disabled=task.name in (locked or {}), on_change=_task_chosen)
     words.caption(_(CHOSEN))
 
 
@@ -62,7 +60,7 @@ def _task_chosen() -> None:
     run = spec.default_run(st.session_state[spec.setting("task").form.key])
     for s in spec.on_form():
         if s.name not in KEEPS:
-            st.session_state[s.form.key] = _widget_value(s, run[s.name])
+            st.session_state[s.form.key] = widget_value(s, run[s.name])
 
 
 def draw_fields(locked: Mapping[str, Any] | None = None) -> None:
@@ -80,7 +78,7 @@ def draw_fields(locked: Mapping[str, Any] | None = None) -> None:
                 columns[row] = st.columns(widths)
     for s in spec.on_form():
         if s.form.row != TASK_ROW:
-            _draw(columns[s.form.row][s.form.column], s, disabled=s.name in locked)
+            draw_setting(columns[s.form.row][s.form.column], s, s.form.key, disabled=s.name in locked)
 
 
 def remember_values() -> None:
@@ -101,28 +99,4 @@ def _start_values(locked: Mapping[str, Any]) -> None:
             value = locked[s.name]
         else:
             value = st.session_state[key] if key in st.session_state else kept.get(key, s.default)
-        st.session_state[key] = _widget_value(s, value)
-
-
-def _widget_value(s: Setting, value: Any) -> Any:
-    """`value` as the setting's widget holds it: a float setting with whole-number bounds as a whole number."""
-    if s.kind in ("int", "float") and value is not None:
-        return type(s.bounds[0])(value)
-    return value
-
-
-def _draw(container, s: Setting, disabled: bool = False, **callback: Any) -> None:
-    """The setting's widget, at the value its key holds in session state. A number whose default is None (the run
-    picks it) is drawn with an empty default, so the browser lets the student clear it back to empty: it offers to
-    clear a number input only when its default is empty."""
-    style = {name: _(value) if name == "placeholder" else value for name, value in s.form.style.items()}
-    common = {"key": s.form.key, "help": _(s.help), "disabled": disabled, **style, **callback}
-    label, word = _(s.label), said(s.word)
-    if s.kind in ("int", "float"):
-        container.number_input(label, *s.bounds, **({"value": None} if s.default is None else {}), **common)
-    elif s.form.radio:
-        container.radio(label, list(s.options), format_func=word, horizontal=True, **common)
-    elif s.kind == "choice":
-        container.selectbox(label, list(s.options), format_func=word, **common)
-    else:
-        container.toggle(label, **common)
+        st.session_state[key] = widget_value(s, value)

@@ -1,170 +1,33 @@
 """Real-browser fixtures: the app served by `streamlit run` on a free local port, Debian's Chromium driven by
-Playwright, and a reverse checkpoint to load. `benchmarks/load_test.py` imports the server code from here.
-
-Never `playwright install`: the browser is /usr/bin/chromium (CI installs it with apt-get).
+Playwright, and a reverse checkpoint to load; and the page helpers only the browser tests use. What the load tests
+and benchmarks share with them (the server, Chromium, the waits) is in harness/.
 """
 
 import os
 import re
-import socket
 import subprocess
 import sys
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Self
 
 import pytest
 from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 from playwright.sync_api import expect
 
-ROOT = Path(__file__).resolve().parents[2]
-ARTIFACTS = ROOT / "artifacts"
-SCREENSHOTS = ARTIFACTS / "screenshots"
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-    "--disable-dev-shm-usage",
-]
-VIEWPORT = {"width": 1400, "height": 1000}  # wide enough that the sidebar stays open
-LAPTOP = {"width": 1280, "height": 800}
+from harness.chromium import CHROMIUM, CHROMIUM_ARGS, NO_CHROMIUM, VIEWPORT
+from harness.page import ERROR_TEXTS, EXCEPTION, IDLE, PAGES, button, main, wait_idle
+from harness.paths import ARTIFACTS, ROOT, SCREENSHOTS
+from harness.server import LabServer
+
 VIEWPORTS = {"projector": (1280, 800), "large": (1920, 1080), "phone": (390, 844)}
 SETTLE_MS = 400  # after a resize: Streamlit's columns and Plotly's charts lay themselves out again
-# Every page of the app and its URL path.
-PAGES = {
-    "home": "",
-    "train": "train",
-    "anatomy": "anatomy",
-    "masking": "masking",
-    "decoding": "decoding",
-    "lengths": "lengths",
-    "knockout": "knockout",
-    "compare": "compare",
-    "teacher": "teacher",
-    "checkpoints": "checkpoints",
-}
 # Playwright's retrying assertions (`expect`) wait this long, not its default 5 s: Streamlit shows a skeleton in
 # place of an element while it mounts the element's component, and on a 2-core machine that also runs the server,
 # a training worker and three browser contexts, that has outlasted 5 s.
 EXPECT_TIMEOUT_MS = 20_000
-IDLE = "[data-testid='stApp'][data-test-script-state='notRunning']"
-EXCEPTION = "[data-testid='stException']"
-ERROR_TEXTS = ("Traceback", "This app has encountered an error")
-NO_CHROMIUM = f"{CHROMIUM} is missing: install Debian's chromium (apt-get install chromium)"
 IN_CI = os.environ.get("CI", "").lower() in ("true", "1")  # set by CI services; there a missing browser fails
 requires_chromium = pytest.mark.skipif(not CHROMIUM.exists() and not IN_CI, reason=NO_CHROMIUM)
-
-
-def free_port() -> int:
-    """A TCP port on 127.0.0.1 nobody listens on right now."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-# The served app as deployed: runs train in worker processes (the in-process tests train on threads).
-SERVER_ENV = {"PYTHONUNBUFFERED": "1", "LAB_TRAINING_PROCESSES": "1"}
-
-
-class LabServer:
-    """`streamlit run streamlit_app.py` on 127.0.0.1 in a child process, its output in a log file. It inherits
-    the environment (e.g. LAB_TRAINING_SLOTS) but for SERVER_ENV; error details are shown in full so a failing
-    test says why."""
-
-    def __init__(self, log_path: Path, start_timeout_s: float = 90.0):
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        self.log_path = log_path
-        self.start_timeout_s = start_timeout_s
-        self.process: subprocess.Popen | None = None
-
-    def __enter__(self) -> Self:
-        self.start()
-        return self
-
-    def __exit__(self, exc_type, *exc) -> None:
-        self.stop()
-        if exc_type is not None:  # a failing test's report then shows what the server did (runs, their ends)
-            print(f"server log ({self.log_path.name}), last lines:\n{self.log_tail()}")
-
-    def start(self) -> None:
-        """Start the server and wait until /_stcore/health answers ok; RuntimeError with the log if it doesn't."""
-        self.log_path.parent.mkdir(parents=True, exist_ok=True)
-        command = [
-            sys.executable,
-            "-m",
-            "streamlit",
-            "run",
-            "streamlit_app.py",
-            "--server.headless",
-            "true",
-            "--server.port",
-            str(self.port),
-            "--server.address",
-            "127.0.0.1",
-            "--browser.gatherUsageStats",
-            "false",
-            "--server.fileWatcherType",
-            "none",
-            "--client.showErrorDetails",
-            "full",
-        ]
-        with open(self.log_path, "wb") as log:
-            self.process = subprocess.Popen(
-                command, cwd=ROOT, env={**os.environ, **SERVER_ENV}, stdout=log, stderr=subprocess.STDOUT
-            )
-        deadline = time.monotonic() + self.start_timeout_s
-        while time.monotonic() < deadline:
-            self.check_alive()
-            try:
-                with urllib.request.urlopen(f"{self.url}/_stcore/health", timeout=2) as answer:
-                    if answer.read().strip() == b"ok":
-                        return
-            except (urllib.error.URLError, OSError):
-                pass
-            time.sleep(0.25)
-        self.stop()
-        raise RuntimeError(
-            f"streamlit did not answer ok on {self.url}/_stcore/health within "
-            f"{self.start_timeout_s:.0f} s; log:\n{self.log_tail()}"
-        )
-
-    @property
-    def pid(self) -> int:
-        assert self.process is not None, "server not started"
-        return self.process.pid
-
-    def check_alive(self) -> None:
-        """RuntimeError with the end of the log if the server process has exited."""
-        if self.process is not None and self.process.poll() is not None:
-            raise RuntimeError(
-                f"the streamlit server exited with status {self.process.returncode}; log "
-                f"{self.log_path}:\n{self.log_tail()}"
-            )
-
-    def log_text(self) -> str:
-        return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
-
-    def log_tail(self, n: int = 40) -> str:
-        return "\n".join(self.log_text().splitlines()[-n:])
-
-    def stop(self, timeout_s: float = 10.0) -> None:
-        """Terminate the server; kill it if it is still there after `timeout_s`."""
-        if self.process is None or self.process.poll() is not None:
-            return
-        self.process.terminate()
-        try:
-            self.process.wait(timeout_s)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait(timeout_s)
 
 
 def page_errors(page) -> list[str]:
@@ -173,12 +36,6 @@ def page_errors(page) -> list[str]:
     body = page.locator("body").inner_text()
     problems += [f"{marker!r} on the page" for marker in ERROR_TEXTS if marker in body]
     return problems
-
-
-def wait_idle(page, timeout_ms: float = 60_000) -> None:
-    """Wait until the app's script run has finished (a short pause first, so a run a click starts is seen)."""
-    page.wait_for_timeout(300)
-    page.wait_for_selector(IDLE, timeout=timeout_ms)
 
 
 def open_page(page, server: LabServer, name: str) -> None:
@@ -195,27 +52,10 @@ def navigate(page, name: str) -> None:
     wait_idle(page)
 
 
-def main(page):
-    """The page's main area (the sidebar repeats some texts, e.g. the training progress)."""
-    return page.locator("[data-testid='stMain']")
-
-
 def shown_text(page, text: str):
     """The first element of the page's main area showing `text` (a substring) that is visible: a redraw under load
     may leave a hidden stale copy of an element beside the one shown."""
     return main(page).get_by_text(text).filter(visible=True).first
-
-
-def button(page, key: str):
-    """The visible button of the widget with this key (Streamlit also renders a hidden copy of some buttons)."""
-    return page.locator(f".st-key-{key} button").filter(visible=True)
-
-
-def fill(page, key: str, value: str) -> None:
-    """Type `value` into the text or number field of the widget with this key, and leave the field."""
-    field = page.locator(f".st-key-{key} input")
-    field.fill(value)
-    field.press("Tab")
 
 
 def choose(page, key: str, option: str, timeout_s: float = 60) -> None:
@@ -344,25 +184,10 @@ def wait_for_more_points(page, key: str, than: int, timeout_s: float = 90.0) -> 
     raise AssertionError(f"chart {key} stayed at {than} points for {timeout_s:.0f} s")
 
 
-def set_number(page, key: str, value: int) -> None:
-    """Type into a number input and leave it (Tab, not Enter: Enter would submit its form)."""
-    field = page.locator(f".st-key-{key} input")
-    field.fill(str(value))
-    field.press("Tab")
-
-
 def open_more_settings(page) -> None:
     """Open the Train form's expander of model, optimizer, budget and device settings."""
     page.get_by_text("Model, optimizer, budgets and device").click()
     expect(page.locator(".st-key-train_batch input")).to_be_visible()
-
-
-def open_train(context, server: LabServer):
-    tab = context.new_page()
-    tab.goto(f"{server.url}/train", wait_until="domcontentloaded")
-    tab.wait_for_selector(f"{IDLE} h1", timeout=90_000)
-    wait_idle(tab)
-    return tab
 
 
 def open_at(page, server, name: str, language: str) -> None:

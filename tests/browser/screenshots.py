@@ -10,23 +10,15 @@ import sys
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository: harness
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # the browser tests' fixture code
-from conftest import (
-    ARTIFACTS,
-    CHROMIUM,
-    CHROMIUM_ARGS,
-    NO_CHROMIUM,
-    ROOT,
-    LabServer,
-    button,
-    navigate,
-    open_page,
-    page_errors,
-    put_reverse_in_hand,
-    wait_for_more_points,
-    wait_idle,
-)
+from conftest import navigate, open_page, page_errors, put_reverse_in_hand, wait_for_more_points
 from playwright.sync_api import expect, sync_playwright
+
+from harness.chromium import CHROMIUM, CHROMIUM_ARGS, NO_CHROMIUM
+from harness.page import button, wait_idle
+from harness.paths import ARTIFACTS, ROOT
+from harness.server import LabServer
 
 IMAGES = ROOT / "docs" / "images"
 VIEWPORT = {"width": 1280, "height": 800}

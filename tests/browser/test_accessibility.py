@@ -8,7 +8,9 @@ One browser page per language for the whole walk (about a minute on a 2-core mac
 
 import pytest
 from axe_playwright_python.sync_playwright import Axe
-from conftest import PAGES, open_at, requires_chromium
+from conftest import open_at, requires_chromium
+
+from harness.page import PAGES
 
 pytestmark = [pytest.mark.browser, requires_chromium]
 

@@ -10,22 +10,12 @@ import csv
 import re
 
 import pytest
-from conftest import (
-    ARTIFACTS,
-    IDLE,
-    LabServer,
-    button,
-    choose,
-    fill,
-    main,
-    open_page,
-    page_errors,
-    requires_chromium,
-    screenshot,
-    wait_idle,
-)
+from conftest import choose, open_page, page_errors, requires_chromium, screenshot
 from playwright.sync_api import expect
 
+from harness.page import IDLE, button, fill, main, wait_idle
+from harness.paths import ARTIFACTS
+from harness.server import LabServer
 from transformer.classroom import Assignment, ClassStore
 
 pytestmark = [pytest.mark.browser, requires_chromium]

@@ -10,21 +10,11 @@ import re
 from pathlib import Path
 
 import pytest
-from conftest import (
-    IDLE,
-    VIEWPORT,
-    button,
-    choose,
-    downloaded,
-    fill,
-    main,
-    page_errors,
-    requires_chromium,
-    screenshot,
-    wait_idle,
-)
+from conftest import choose, downloaded, page_errors, requires_chromium, screenshot
 from playwright.sync_api import expect
 
+from harness.chromium import VIEWPORT
+from harness.page import IDLE, button, fill, main, wait_idle
 from transformer.i18n import N_, translator
 
 pytestmark = [pytest.mark.browser, requires_chromium]

@@ -5,21 +5,13 @@ waits in the queue for a slot and then trains."""
 import time
 
 import pytest
-from conftest import (
-    ARTIFACTS,
-    LAPTOP,
-    LabServer,
-    button,
-    main,
-    open_train,
-    page_errors,
-    requires_chromium,
-    screenshot,
-    set_number,
-    shown_text,
-    wait_idle,
-)
+from conftest import page_errors, requires_chromium, screenshot, shown_text
 from playwright.sync_api import expect
+
+from harness.chromium import LAPTOP
+from harness.page import button, fill, main, open_train, wait_idle
+from harness.paths import ARTIFACTS
+from harness.server import LabServer
 
 pytestmark = [pytest.mark.browser, requires_chromium]
 
@@ -48,7 +40,7 @@ def progress_step(page) -> int:
 def test_the_curve_moves_at_once_in_view_and_the_run_pauses_steps_and_resumes(new_context, lab_server):
     context = new_context(viewport=LAPTOP)
     page = open_train(context, lab_server)
-    set_number(page, "train_seed", 11)  # a run of its own: no other test's run to join
+    fill(page, "train_seed", 11)  # a run of its own: no other test's run to join
     page.locator(".st-key-train_positional").get_by_text("no PE", exact=True).click()  # never solved: runs to its
     wait_idle(page)  # step budget, so Pause, Step and Resume find it training
     page.evaluate(
@@ -110,7 +102,7 @@ def test_same_settings_share_one_run_and_another_seed_waits_for_the_slot(new_con
         for tab in (first, second, third):  # long runs: reverse cannot be learned without positional encoding
             tab.locator(".st-key-train_positional").get_by_text("no PE", exact=True).click()
             tab.get_by_text("Model, optimizer, budgets and device").click()
-            set_number(tab, "train_steps", 5000)  # and they outlast the students' clicks, however fast steps are
+            fill(tab, "train_steps", 5000)  # and they outlast the students' clicks, however fast steps are
             wait_idle(tab)
         for tab in (first, second):
             button(tab, "start_training").click()
@@ -122,7 +114,7 @@ def test_same_settings_share_one_run_and_another_seed_waits_for_the_slot(new_con
         for tab in (first, second):
             expect(shown_text(tab, "Training: step")).to_be_visible()
 
-        set_number(third, "train_seed", 5)
+        fill(third, "train_seed", 5)
         wait_idle(third)
         button(third, "start_training").click()
         expect(shown_text(third, "your run is number 1 in the queue")).to_be_visible(timeout=20_000)
@@ -156,12 +148,12 @@ def test_a_page_that_stops_polling_keeps_its_queue_place_while_connected_and_a_c
         training, slow, next_in_line = (open_train(c, server) for c in contexts)
         training.locator(".st-key-train_positional").get_by_text("no PE", exact=True).click()  # a long run, still
         training.get_by_text("Model, optimizer, budgets and device").click()  # training when both students stop
-        set_number(training, "train_steps", 5000)
+        fill(training, "train_steps", 5000)
         wait_idle(training)
         button(training, "start_training").click()
         expect(shown_text(training, "Training: step")).to_be_visible(timeout=30_000)
         for seed, tab in ((5, slow), (6, next_in_line)):
-            set_number(tab, "train_seed", seed)
+            fill(tab, "train_seed", seed)
             wait_idle(tab)
             button(tab, "start_training").click()
             expect(shown_text(tab, "in the queue")).to_be_visible(timeout=20_000)

@@ -7,13 +7,7 @@ import time
 
 import pytest
 from conftest import (
-    ARTIFACTS,
-    PAGES,
-    VIEWPORT,
-    LabServer,
-    button,
     chart_points,
-    main,
     navigate,
     open_more_settings,
     open_page,
@@ -21,11 +15,14 @@ from conftest import (
     put_reverse_in_hand,
     requires_chromium,
     screenshot,
-    set_number,
     wait_for_more_points,
-    wait_idle,
 )
 from playwright.sync_api import expect
+
+from harness.chromium import VIEWPORT
+from harness.page import PAGES, button, fill, main, wait_idle
+from harness.paths import ARTIFACTS
+from harness.server import LabServer
 
 pytestmark = [pytest.mark.browser, requires_chromium]
 
@@ -78,9 +75,9 @@ def test_training_streams_points_then_stops(page, lab_server):
     # so the run is still going at Stop
     page.locator(".st-key-train_positional").get_by_text("no PE", exact=True).click()
     open_more_settings(page)
-    set_number(page, "train_batch", 16)
-    set_number(page, "train_steps", 5000)
-    set_number(page, "train_time_budget", 120)
+    fill(page, "train_batch", 16)
+    fill(page, "train_steps", 5000)
+    fill(page, "train_time_budget", 120)
     button(page, "start_training").click()
     expect(main(page).get_by_text("Training: step")).to_be_visible(timeout=30_000)
     expect(button(page, "start_training")).to_have_count(0)  # the form makes way for the run

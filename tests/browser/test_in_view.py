@@ -7,17 +7,10 @@ classmate is one classmate, a Stop pressed by the student says so).
 import re
 
 import pytest
-from conftest import (
-    button,
-    main,
-    open_more_settings,
-    open_page,
-    page_errors,
-    requires_chromium,
-    set_number,
-    wait_idle,
-)
+from conftest import open_more_settings, open_page, page_errors, requires_chromium
 from playwright.sync_api import expect
+
+from harness.page import button, fill, main, wait_idle
 
 pytestmark = [pytest.mark.browser, requires_chromium]
 
@@ -54,10 +47,10 @@ def test_a_run_started_at_the_foot_of_train_brings_its_progress_then_its_outcome
     train_defaults_to_the_end(page)
     page.locator(".st-key-start_training").scroll_into_view_if_needed()  # "Start another run", far down the page
     assert not in_view(page, OUTCOME)
-    set_number(page, "train_seed", 1)
+    fill(page, "train_seed", 1)
     open_more_settings(page)
-    set_number(page, "train_lr", 0.0001)  # a rate too small to solve the task: the run trains its whole budget
-    set_number(page, "train_steps", 400)
+    fill(page, "train_lr", 0.0001)  # a rate too small to solve the task: the run trains its whole budget
+    fill(page, "train_steps", 400)
     button(page, "start_training").click()
     expect(main(page).get_by_text("Training: step")).to_be_visible(timeout=60_000)
     assert in_view(page, "[data-testid='stProgress']"), "the new run's progress is out of view"
@@ -96,7 +89,7 @@ def test_a_run_that_ended_has_no_head_that_has_not_reached_it_yet(projector, lab
     page = projector
     open_page(page, lab_server, "train")
     open_more_settings(page)
-    set_number(page, "train_steps", 40)  # far too few steps for a head to find the algorithm
+    fill(page, "train_steps", 40)  # far too few steps for a head to find the algorithm
     train_defaults_to_the_end(page)
     caption = main(page).get_by_text(re.compile(r"No head reached 0\.9 in this run"))
     expect(caption).to_be_visible()
@@ -108,10 +101,10 @@ def test_one_classmate_reads_one_and_stop_says_who_pressed_it(new_context, proje
     try:
         for student in (page, classmate):
             open_page(student, lab_server, "train")
-            set_number(student, "train_seed", 7)
+            fill(student, "train_seed", 7)
             open_more_settings(student)
-            set_number(student, "train_lr", 0.0001)  # never solved: both watch it train until they stop it
-            set_number(student, "train_steps", 5000)
+            fill(student, "train_lr", 0.0001)  # never solved: both watch it train until they stop it
+            fill(student, "train_steps", 5000)
             button(student, "start_training").click()
         expect(main(classmate).get_by_text("Same settings as 1 classmate:")).to_be_visible(timeout=60_000)
         button(classmate, "stop_training").click()  # the classmate leaves: the run goes on for the other
@@ -130,9 +123,9 @@ def test_on_a_phone_joining_a_finished_run_covers_no_title_and_no_toolbar_covers
     try:
         for student in (first, phone):  # the same settings: the phone's Start joins the run that has finished
             open_page(student, lab_server, "train")
-            set_number(student, "train_seed", 11)
+            fill(student, "train_seed", 11)
             open_more_settings(student)
-            set_number(student, "train_steps", 60)
+            fill(student, "train_steps", 60)
             train_defaults_to_the_end(student)
         expect(main(phone).get_by_text("Start joined the run these settings already made")).to_be_visible()
         assert phone.locator("[data-testid='stToast']").count() == 0  # it would cover the page's title

@@ -5,8 +5,11 @@ dropping it again for English."""
 import re
 
 import pytest
-from conftest import VIEWPORT, choose, main, page_errors, requires_chromium, wait_idle
+from conftest import choose, page_errors, requires_chromium
 from playwright.sync_api import expect
+
+from harness.chromium import VIEWPORT
+from harness.page import main, wait_idle
 
 pytestmark = [pytest.mark.browser, requires_chromium]
 

@@ -25,18 +25,16 @@ from conftest import (
     LABEL_OVERLAPS,
     SETTLE_MS,
     VIEWPORTS,
-    button,
     choose,
-    main,
     open_at,
     page_errors,
     requires_chromium,
     screenshot,
     unfold,
-    wait_idle,
 )
 from playwright.sync_api import expect
 
+from harness.page import button, main, wait_idle
 from transformer.i18n import latin_terms
 
 pytestmark = [pytest.mark.browser, requires_chromium]

@@ -3,18 +3,10 @@
 import re
 
 import pytest
-from conftest import (
-    button,
-    choose,
-    main,
-    navigate,
-    open_page,
-    page_errors,
-    requires_chromium,
-    wait_for_more_points,
-    wait_idle,
-)
+from conftest import choose, navigate, open_page, page_errors, requires_chromium, wait_for_more_points
 from playwright.sync_api import expect
+
+from harness.page import button, main, wait_idle
 
 pytestmark = [pytest.mark.browser, requires_chromium]
 

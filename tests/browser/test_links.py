@@ -2,8 +2,10 @@
 with no click, and survives a reload; a hostile link shows a notice and the page's defaults."""
 
 import pytest
-from conftest import IDLE, page_errors, requires_chromium, wait_idle
+from conftest import page_errors, requires_chromium
 from playwright.sync_api import expect
+
+from harness.page import IDLE, wait_idle
 
 pytestmark = [pytest.mark.browser, requires_chromium]
 

@@ -13,7 +13,9 @@ import subprocess
 import sys
 
 import pytest
-from conftest import ARTIFACTS, ROOT, requires_chromium
+from conftest import requires_chromium
+
+from harness.paths import ARTIFACTS, ROOT
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser, requires_chromium]
 

@@ -2,17 +2,11 @@
 of the residual stream; and, after a run on Train, its best head's alignment and how training reshaped the model."""
 
 import pytest
-from conftest import (
-    IDLE,
-    LAPTOP,
-    button,
-    open_train,
-    page_errors,
-    requires_chromium,
-    set_number,
-    wait_idle,
-)
+from conftest import page_errors, requires_chromium
 from playwright.sync_api import expect
+
+from harness.chromium import LAPTOP
+from harness.page import IDLE, button, fill, open_train, wait_idle
 
 pytestmark = [pytest.mark.browser, requires_chromium]
 
@@ -46,7 +40,7 @@ def test_patching_a_changed_symbol_shows_where_the_clean_answer_comes_back(page,
 
 def test_a_finished_run_shows_its_alignment_embeddings_and_gradient_norms(new_context, lab_server):
     page = open_train(new_context(viewport=LAPTOP), lab_server)
-    set_number(page, "train_seed", 31)  # a run of this test's own
+    fill(page, "train_seed", 31)  # a run of this test's own
     wait_idle(page)
     button(page, "start_training").click()
     main = page.locator("[data-testid='stMain']")

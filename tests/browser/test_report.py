@@ -2,8 +2,11 @@
 blocked, and draws every chart with no error."""
 
 import pytest
-from conftest import IDLE, VIEWPORT, page_errors, requires_chromium, screenshot, wait_idle
+from conftest import page_errors, requires_chromium, screenshot
 from playwright.sync_api import expect
+
+from harness.chromium import VIEWPORT
+from harness.page import IDLE, wait_idle
 
 pytestmark = [pytest.mark.browser, requires_chromium]
 

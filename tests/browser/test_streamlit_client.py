@@ -1,4 +1,4 @@
-"""The protocol client of the load tests (tests/browser/streamlit_client.py) against the lab's server, no browser: it
+"""The protocol client of the load tests (harness/protocol_client.py) against the lab's server, no browser: it
 fails when a Streamlit upgrade moves the messages the client reads or sends."""
 
 import asyncio
@@ -6,7 +6,7 @@ import re
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-from streamlit_client import StreamlitSession
+from harness.protocol_client import StreamlitSession
 
 SEED = 4242  # a run of this test's own: no other test's session joins it
 TASK = "copy"  # not the Train page's default task: the picker's select box took the value sent

@@ -4,21 +4,13 @@ what to do next are in view when it ends, on a laptop and on a projector; and St
 finished shows that run's result at once, saying why."""
 
 import pytest
-from conftest import (
-    ARTIFACTS,
-    LAPTOP,
-    LabServer,
-    button,
-    main,
-    open_page,
-    open_train,
-    page_errors,
-    requires_chromium,
-    set_number,
-    wait_idle,
-)
+from conftest import open_page, page_errors, requires_chromium
 from playwright.sync_api import expect
 
+from harness.chromium import LAPTOP
+from harness.page import button, fill, main, open_train, wait_idle
+from harness.paths import ARTIFACTS
+from harness.server import LabServer
 from ui.train_controls import SAME_RUN
 
 pytestmark = [pytest.mark.browser, requires_chromium]
@@ -93,7 +85,7 @@ def seconds_to_answer_start(page, who: str) -> float:
 def train_page_with_seed(new_context, server, viewport: dict):
     """The Train page in a browser context of its own at `viewport`, its seed set to SEED."""
     page = open_train(new_context(viewport=viewport), server)
-    set_number(page, "train_seed", SEED)
+    fill(page, "train_seed", SEED)
     wait_idle(page)
     return page
 

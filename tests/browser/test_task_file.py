@@ -2,8 +2,11 @@
 its charts, and Decoding decodes one of its held-out pairs."""
 
 import pytest
-from conftest import IDLE, VIEWPORT, page_errors, requires_chromium, wait_idle
+from conftest import page_errors, requires_chromium
 from playwright.sync_api import expect
+
+from harness.chromium import VIEWPORT
+from harness.page import IDLE, wait_idle
 
 pytestmark = [pytest.mark.browser, requires_chromium]
 

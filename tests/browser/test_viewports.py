@@ -6,20 +6,10 @@ sidebar folds away and a wide table must scroll, a table stays inside the screen
 """
 
 import pytest
-from conftest import (
-    LABEL_OVERLAPS,
-    PAGES,
-    VIEWPORTS,
-    button,
-    main,
-    navigate,
-    open_page,
-    page_errors,
-    requires_chromium,
-    screenshot,
-    wait_idle,
-)
+from conftest import LABEL_OVERLAPS, VIEWPORTS, navigate, open_page, page_errors, requires_chromium, screenshot
 from playwright.sync_api import expect
+
+from harness.page import PAGES, button, main, wait_idle
 
 pytestmark = [pytest.mark.browser, requires_chromium]
 

@@ -65,7 +65,7 @@ class Clock:
         self.now += timedelta(**delta)
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
+@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
 def url(request, tmp_path):
     """An empty database: a new SQLite file (in a folder that does not exist yet), or the tests' PostgreSQL
     database (`postgres_url`) with every table dropped."""

@@ -9,6 +9,7 @@ import pytest
 import torch
 
 from tests.helpers import wait_until
+from transformer.compare_state import CompareState, custom_experiment
 from transformer.experiments import (
     CUSTOM,
     MAX_JSON_BYTES,
@@ -27,11 +28,11 @@ from transformer.experiments import (
 from transformer.model import ModelConfig
 from transformer.serving import RunRegistry, ServerSettings
 from transformer.tasks import DataConfig
-from transformer.training import Trainer
+from transformer.training import Trainer, suggested_lr
 
 # ---------------------------------------------------------------------------------------------- running
 
-TINY = Experiment(
+TINY = Experiment.sharing(
     CUSTOM,
     "tiny",
     "tiny",
@@ -90,9 +91,9 @@ def test_a_live_experiment_trains_the_variants_in_turn_with_no_page_polling(regi
 
 
 def test_identical_reruns_share_their_variants_and_distinct_ones_queue_for_the_slot(registry):
-    long = replace(TINY, train=replace(TINY.train, steps=100_000))
+    long = TINY.changed("train", steps=100_000)
     mine, yours = LiveExperiment.start(long, registry, "a"), LiveExperiment.start(long, registry, "b")
-    other = LiveExperiment.start(replace(long, train=replace(long.train, seed=7)), registry, "c")
+    other = LiveExperiment.start(long.changed("train", seed=7), registry, "c")
     shared = mine.chain.current
     assert yours.chain.current is shared and sorted(shared.watchers()) == ["a", "b"]
     assert other.chain.current.status == "queued" and registry.place(other.chain.current).position == 1
@@ -106,17 +107,31 @@ def test_identical_reruns_share_their_variants_and_distinct_ones_queue_for_the_s
 
 
 def test_a_stopped_live_experiment_starts_no_further_variant(registry):
-    live = LiveExperiment.start(replace(TINY, train=replace(TINY.train, steps=100_000)), registry, "a")
+    live = LiveExperiment.start(TINY.changed("train", steps=100_000), registry, "a")
     registry.stop_chain(live.chain)
     assert live.chain.current.wait_until_done(10)
     time.sleep(0.3)
     assert live.done and len(live.chain.runs) == 1
 
 
-def test_a_variant_whose_settings_fail_is_refused_before_any_trains(registry):
-    with pytest.raises(ValueError, match="divisible"):
-        LiveExperiment.start(replace(TINY, values=(1, 3)), registry, "a")  # 3 heads do not divide d_model 16
-    assert registry.watching() == 0  # nothing was queued
+def test_an_experiment_with_a_variant_whose_settings_fail_cannot_be_built():
+    with pytest.raises(ValueError, match="divisible"):  # 3 heads do not divide d_model 16
+        Experiment.sharing(CUSTOM, "tiny", "tiny", "n_heads", (1, 3), *TINY.configs(2))
+
+
+def test_a_live_run_trains_each_variant_s_own_configs_its_auto_learning_rate_its_own_model_s():
+    experiment = custom_experiment(CompareState(CUSTOM, {"lr": None}, "n_layers", (1, 2)))
+    submitted = []
+
+    class Registry:  # takes the configs a live run trains, and trains none
+        def submit_chain(self, watcher, configs, connected=None, address=None):
+            submitted.extend(configs)
+
+    LiveExperiment.start(experiment, Registry(), "a")
+    assert [model.n_layers for model, _, _ in submitted] == [1, 2]
+    assert [train.lr for _, _, train in submitted] == [suggested_lr(m.d_model, m.n_layers) for m, _, _ in submitted]
+    assert submitted[0][2].lr != submitted[1][2].lr
+    assert submitted == [experiment.configs(value) for value in experiment.values]
 
 
 # ------------------------------------------------------------------------------------------------------ JSON
@@ -230,6 +245,7 @@ def retrained_rows(configs: tuple, nudge_seed: int | None = None) -> list[list[f
 LONGEST = {"weight-averaging", "heads", "recurrent-baseline"}  # about a minute each on 2 cores: with -m slow
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("key", [pytest.param(k, marks=pytest.mark.slow) if k in LONGEST else k for k in READY])
 def test_shipped_results_are_what_the_code_makes(key):
     """Each shipped variant's first rows are what `python -m transformer.experiments` trains today: same seed,

@@ -1,21 +1,21 @@
 """The Compare page: shipped results at once, the attention timeline, links, live reruns, export and import."""
 
 import time
-from dataclasses import replace
 
 import pytest
 from streamlit.testing.v1 import AppTest
 
 import ui.common
 from tests.helpers.apptest import chart
+from transformer import settings as spec
 from transformer.experiments import READY, result_path
 from transformer.literal import markdown_literal
 
-TINY = replace(
-    READY["heads"],
-    model=replace(READY["heads"].model, d_model=16, d_ff=32),
-    data=replace(READY["heads"].data, min_len=4, max_len=4, n_valid=40),
-    train=replace(READY["heads"].train, steps=10, eval_every=5, eval_size=20),
+TINY = (
+    READY["heads"]
+    .changed("model", d_model=16, d_ff=32)
+    .changed("data", min_len=4, max_len=4, n_valid=40)
+    .changed("train", steps=10, eval_every=5, eval_size=20)
 )
 
 
@@ -78,12 +78,12 @@ def test_hostile_query_values_give_warnings_not_exceptions():
         n_heads="NaN",
     )
     warnings = [w.value for w in at.warning]
-    assert [w.split()[2] for w in warnings] == ["steps", "seed", "d_model", "n_heads", "values"]
+    assert [w.split()[2] for w in warnings] == ["seed", "d_model", "n_heads", "steps", "values"]
     assert all(w.endswith("so the page's default is used. Check the link you opened.") for w in warnings)
     assert "onerror" not in " ".join(warnings) and "💥" not in " ".join(warnings)
     assert at.selectbox(key="compare_experiment").value == "custom"
     assert at.number_input(key="compare_steps").value == 600  # refused, not clamped: the default
-    assert at.selectbox(key="compare_d_model").value == 32
+    assert at.number_input(key="compare_d_model").value == 32
     assert "No results for these settings yet" in at.info[-1].value
 
 
@@ -95,6 +95,13 @@ def test_a_custom_link_opens_its_settings():
     at.selectbox(key="compare_switch").set_value("n_heads").run()
     assert not at.exception and at.multiselect(key="compare_values").value == [1, 2]
     assert at.query_params["switch"] == "n_heads" and at.query_params["values"] == "1,2"
+
+
+def test_the_builder_s_steps_help_promises_no_early_stop_as_compare_never_stops_early():
+    at = open_compare(experiment="custom")
+    assert not READY["heads"].train.early_stop
+    steps_help = at.number_input(key="compare_steps").proto.help
+    assert steps_help == spec.setting("steps").every_step_help and "earlier" not in steps_help
 
 
 def test_a_tiny_live_rerun_completes_after_polling(monkeypatch):
@@ -143,7 +150,7 @@ def stop_live(live) -> None:
 
 
 def test_stop_ends_a_live_rerun_and_keeps_what_it_trained(monkeypatch):
-    monkeypatch.setitem(READY, "heads", replace(TINY, train=replace(TINY.train, steps=100_000)))
+    monkeypatch.setitem(READY, "heads", TINY.changed("train", steps=100_000))
     at = open_compare(experiment="heads")
     at.button(key="compare_run").click().run()
     job = at.session_state["compare_job"]
@@ -155,7 +162,7 @@ def test_stop_ends_a_live_rerun_and_keeps_what_it_trained(monkeypatch):
 
 
 def test_the_timeline_follows_a_live_run_until_following_is_turned_off(monkeypatch):
-    monkeypatch.setitem(READY, "heads", replace(TINY, train=replace(TINY.train, steps=100_000)))
+    monkeypatch.setitem(READY, "heads", TINY.changed("train", steps=100_000))
     at = open_compare(experiment="heads")
     at.button(key="compare_run").click().run()
     job = at.session_state["compare_job"]
@@ -187,7 +194,7 @@ def test_the_timeline_follows_a_live_run_until_following_is_turned_off(monkeypat
 
 
 def test_following_moves_to_the_next_variant_when_it_starts(monkeypatch):
-    monkeypatch.setitem(READY, "heads", replace(TINY, train=replace(TINY.train, steps=300)))
+    monkeypatch.setitem(READY, "heads", TINY.changed("train", steps=300))
     at = open_compare(experiment="heads")
     at.button(key="compare_run").click().run()
     job = at.session_state["compare_job"]
@@ -248,7 +255,7 @@ def test_a_live_rerun_goes_on_while_the_student_looks_at_another_page(monkeypatc
 
 
 def test_one_run_per_student_at_a_time(monkeypatch):
-    monkeypatch.setitem(READY, "heads", replace(TINY, train=replace(TINY.train, steps=100_000)))
+    monkeypatch.setitem(READY, "heads", TINY.changed("train", steps=100_000))
     at = open_compare(experiment="heads")
     at.button(key="compare_run").click().run()
     try:
@@ -260,7 +267,7 @@ def test_one_run_per_student_at_a_time(monkeypatch):
 
 
 def test_a_file_loaded_while_a_rerun_trains_asks_first_and_loses_nothing(monkeypatch):
-    monkeypatch.setitem(READY, "heads", replace(TINY, train=replace(TINY.train, steps=100_000)))
+    monkeypatch.setitem(READY, "heads", TINY.changed("train", steps=100_000))
     at = open_compare(experiment="heads")
     at.button(key="compare_run").click().run()
     job = at.session_state["compare_job"]

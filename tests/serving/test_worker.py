@@ -17,6 +17,8 @@ from transformer.serving import worker_link as worker_link_module
 from transformer.serving.protocol import RunEnded, receive, send
 from transformer.serving.worker import portable
 
+pytestmark = pytest.mark.heavy  # each test trains in worker processes
+
 
 @pytest.fixture(scope="module")
 def registry():

@@ -5,7 +5,6 @@ Compare page ships with to checkpoints/experiments/<key>.json.
 import sys
 import time
 from collections.abc import Sequence
-from dataclasses import replace
 
 import torch
 
@@ -24,7 +23,7 @@ def main(keys: Sequence[str] = ()) -> None:
         if key not in READY:
             raise SystemExit(f"unknown experiment {key!r}; choose from: {', '.join(READY)}")
         start, experiment = time.perf_counter(), READY[key]
-        experiment = replace(experiment, train=replace(experiment.train, time_budget_s=3600.0))
+        experiment = experiment.changed("train", time_budget_s=3600.0)
         run = run_experiment(experiment, lambda v: print(f"  {v.label}: {v.result}", flush=True))
         path = write_shipped(run)
         print(f"wrote {path} ({path.stat().st_size / 1024:.0f} KB) in {time.perf_counter() - start:.0f} s", flush=True)

@@ -9,7 +9,7 @@ from ..i18n import N_, Message
 from ..limits import MAX_VARIANTS as MAX_VARIANTS  # re-exported for the package
 from ..model import ModelConfig
 from ..run_configs import Configs, run_configs
-from ..settings import Setting, compare_switches
+from ..settings import Setting, Value, compare_switches, form_defaults
 from ..tasks import DataConfig
 from ..training import TrainConfig
 
@@ -61,16 +61,55 @@ SWITCHES: dict[str, Switch] = {s.name: Switch(s) for s in compare_switches()}
 
 @dataclass(frozen=True)
 class Experiment:
-    """Base configs and one switch with the values to compare; every variant shares the seed and the data."""
+    """One switch with the values to compare, each value one variant with its own configs; every variant shares the
+    seed and the data."""
 
     key: str  # a ready-made experiment's name in READY (and file name), or "custom"
     title: str
     expectation: str  # one sentence: what to expect, to check against what happens
     switch: str  # a key of SWITCHES
     values: tuple[SwitchValue, ...]
-    model: ModelConfig
-    data: DataConfig
-    train: TrainConfig
+    # Each value's configs, in order: what its variant trains and is checked with. Built by `run_configs`, they
+    # differ in more than the switch where a setting follows the model (a learning rate left on auto).
+    variant_configs: tuple[Configs, ...]
+
+    @classmethod
+    def sharing(
+        cls,
+        key: str,
+        title: str,
+        expectation: str,
+        switch: str,
+        values: Sequence[SwitchValue],
+        model: ModelConfig,
+        data: DataConfig,
+        train: TrainConfig,
+    ) -> "Experiment":
+        """The experiment whose variants train these configs but for the switch's field, which each variant sets to
+        its value."""
+
+        def configs(value: SwitchValue) -> Configs:
+            if switch in ModelConfig.__dataclass_fields__:
+                return replace(model, **{switch: value}), data, train
+            return model, data, replace(train, **{switch: value})
+
+        return cls(key, title, expectation, switch, tuple(values), tuple(map(configs, values)))
+
+    @property
+    def model(self) -> ModelConfig:
+        """The first variant's model: every variant's but for what the switch sets."""
+        return self.variant_configs[0][0]
+
+    @property
+    def data(self) -> DataConfig:
+        """The data every variant trains on."""
+        return self.variant_configs[0][1]
+
+    @property
+    def train(self) -> TrainConfig:
+        """The first variant's training settings: every variant's but for what the switch sets and what follows the
+        model (a learning rate left on auto)."""
+        return self.variant_configs[0][2]
 
     @property
     def variants(self) -> dict[str, SwitchValue]:
@@ -98,29 +137,43 @@ class Experiment:
         layers = Message(layers, n=m.n_layers)
         return Message(template, **shared, heads=heads, layers=layers, stopping=stopping, seed=t.seed)
 
-    def configs(self, value: SwitchValue) -> tuple[ModelConfig, DataConfig, TrainConfig]:
+    def configs(self, value: SwitchValue) -> Configs:
         """The configs of the variant with this switch value."""
-        if self.switch in ModelConfig.__dataclass_fields__:
-            return replace(self.model, **{self.switch: value}), self.data, self.train
-        return self.model, self.data, replace(self.train, **{self.switch: value})
+        return self.variant_configs[self.values.index(value)]
+
+    def changed(self, config: str, **changes: Value) -> "Experiment":
+        """The experiment with these fields of every variant's `config` ("model", "data" or "train") changed."""
+        index = ("model", "data", "train").index(config)  # a Configs' order
+
+        def change(configs: Configs) -> Configs:
+            return tuple(replace(part, **changes) if i == index else part for i, part in enumerate(configs))
+
+        return replace(self, variant_configs=tuple(map(change, self.variant_configs)))
 
 
-# Reverse of inputs of length 10, the classroom model; fixed steps (no early stopping) so curves compare, and raw
-# weights, since averaging them would smooth away some of what a switch does. The batch and schedule are set here,
-# not taken from TrainConfig's defaults, so that the shipped results stay what these settings make.
+# Compare's lesson setup, where its experiments and its custom builder start, over the settings' defaults: reverse
+# of inputs of length 10, the classroom model; fixed steps (no early stopping) so curves compare, and raw weights,
+# since averaging them would smooth away some of what a switch does. The batch and schedule are set here, not taken
+# from the defaults, so that the shipped results stay what these settings make.
 BASE = {"task": "reverse", "min_len": 10, "max_len": 10, "steps": 600, "time_budget_s": 120.0, "early_stop": False}
 BASE |= {"eval_every": 25, "ema_decay": 0.0, "batch_size": 128, "lr": 5e-3, "warmup": 100, "schedule": "noam"}
 CUSTOM = "custom"
 
 
-def experiment_configs(lower: str | None = None, **changes: SwitchValue) -> Configs:
-    """The configs of an experiment's base: BASE with `changes` (by setting name), built as every run's are
-    (`lower`: the settings to lower when a step would take too much memory)."""
-    return run_configs({**BASE, **changes}, lower=lower)
+def lesson_settings() -> dict[str, Value]:
+    """Compare's lesson setup: every setting of the Train form at its default, then BASE."""
+    return {**form_defaults(), **BASE}
+
+
+def experiment_configs(**changes: Value) -> Configs:
+    """The configs of one variant: Compare's lesson setup with `changes` (by setting name), built by `run_configs`
+    as every run's are, so within its bounds and memory."""
+    return run_configs({**lesson_settings(), **changes})
 
 
 def _ready(key: str, title: str, expectation: str, switch: str, values: tuple, **changes: SwitchValue) -> Experiment:
-    return Experiment(key, title, expectation, switch, values, *experiment_configs(**changes))
+    variant_configs = tuple(experiment_configs(**changes, **{switch: value}) for value in values)
+    return Experiment(key, title, expectation, switch, values, variant_configs)
 
 
 READY: dict[str, Experiment] = {

@@ -142,7 +142,7 @@ def _experiment(value: Any) -> Experiment:
         reader.fail(N_("has a model vocabulary that does not fit its task"))
     ready = READY.get(d["key"])
     title, expectation = (ready.title, ready.expectation) if ready else custom_text(switch, values, data.task)
-    experiment = Experiment(d["key"], title, expectation, d["switch"], tuple(values), model, data, train)
+    experiment = Experiment.sharing(d["key"], title, expectation, d["switch"], values, model, data, train)
     for value in experiment.values:  # the switch may add heads or layers: every variant's step must fit
         variant_model, variant_data, variant_train = experiment.configs(value)
         try:

@@ -125,8 +125,8 @@ class LiveExperiment:
         connected: Callable[[], bool] | None = None,
         address: str | None = None,
     ) -> "LiveExperiment":
-        """Submit the variants for `watcher` at network `address`. ValueError, before any trains, when a variant's
-        settings fail; ServerBusy when the first variant cannot be queued."""
+        """Submit the variants, each its own configs (checked as the experiment was built), for `watcher` at network
+        `address`; ServerBusy when the first variant cannot be queued."""
         configs = [experiment.configs(value) for value in experiment.values]
         return cls(experiment, registry.submit_chain(watcher, configs, connected, address))
 
