@@ -43,7 +43,7 @@ from ui.language import _, language, language_param, ngettext, said, session_tra
 from ui.links import unreachable_host
 from ui.own_task import class_task_section
 from ui.report_view import class_reports_download
-from ui.setting_widgets import OTHER_SETTINGS, draw_setting, setting_value, widget_value
+from ui.setting_widgets import FOLDED_COLUMNS, OTHER_SETTINGS, draw_setting, setting_value, widget_value
 from ui.state import flash, show_flashes
 
 BOARD_POLL_S = 2.0  # the board redraws every 2 s: it reads the database, never the runs themselves
@@ -213,7 +213,7 @@ def assignment_form(snapshot: Snapshot, code: str, key: str) -> None:
             s = spec.setting(name)
             draw_setting(col, s, preset_key(s))
         with st.expander(_(OTHER_SETTINGS)):
-            columns = st.columns(len(PRESET))
+            columns = st.columns(FOLDED_COLUMNS)
             for index, s in enumerate(s for s in spec.on_form() if s.name not in PRESET):
                 draw_setting(columns[index % len(columns)], s, preset_key(s))
         st.selectbox(

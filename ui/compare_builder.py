@@ -13,7 +13,7 @@ from transformer.experiments.definitions import Switch, lesson_settings
 from transformer.i18n import N_
 from transformer.limits import MAX_VARIANTS
 from ui.language import _, said
-from ui.setting_widgets import OTHER_SETTINGS, draw_setting, setting_value, widget_value
+from ui.setting_widgets import FOLDED_COLUMNS, OTHER_SETTINGS, draw_setting, setting_value, widget_value
 
 FIRST = (("task", "min_len", "max_len", "steps", "seed"), ("d_model", "n_heads", "n_layers"))  # its first columns
 SAME_SEED = N_(
@@ -55,7 +55,7 @@ def custom_builder(state: CompareState) -> CompareState:
                 _draw(column, spec.setting(name), switch)
         st.caption(_(SAME_SEED))
         with st.expander(_(OTHER_SETTINGS)):  # the rest, folded below them
-            columns = st.columns(3)
+            columns = st.columns(FOLDED_COLUMNS)
             drawn = {name for names in FIRST for name in names}
             for index, s in enumerate(s for s in spec.on_form() if s.name not in drawn):
                 _draw(columns[index % len(columns)], s, switch)

@@ -9,6 +9,7 @@ from transformer.settings import Setting, Value
 from ui.language import _, said
 
 OTHER_SETTINGS = N_("The Train page's other settings")  # where a page folds those it does not show first
+FOLDED_COLUMNS = 2  # columns of the folded settings: at 3 or 4, labels and choices are cut off on a projector
 
 
 def widget_value(s: Setting, value: Any) -> Any:
