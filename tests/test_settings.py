@@ -54,31 +54,6 @@ def weight_decay(monkeypatch):
     monkeypatch.setitem(spec.CONFIGS, "train", WithWeightDecay)
 
 
-def test_a_new_setting_is_on_the_train_form_and_reaches_the_run(weight_decay):
-    assert WEIGHT_DECAY in spec.on_form()
-    at = AppTest.from_file("../streamlit_app.py", default_timeout=30)
-    at.run()
-    torch.set_num_threads(1)
-    at.switch_page("pages/train.py")
-    at.run()
-    assert not at.exception
-    field = at.number_input(key="train_weight_decay")
-    assert (field.label, field.help, field.value, field.min, field.max) == (
-        "Weight decay",
-        "How much each step shrinks the weights.",
-        0.0,
-        0.0,
-        0.1,
-    )
-    field.set_value(0.01)
-    at.number_input(key="train_steps").set_value(10)
-    at.button(key="start_training").click().run()
-    try:
-        assert not at.exception and at.session_state["run"].train_config.weight_decay == 0.01
-    finally:
-        ui.common.run_registry.clear()  # closes the server: nothing trains on behind the test
-
-
 def open_page(page: str, **query: str) -> AppTest:
     """The app on `page`, opened with the link's `query`."""
     at = AppTest.from_file("../streamlit_app.py", default_timeout=60)
@@ -101,6 +76,19 @@ def weight_decay_field(at: AppTest, key: str):
         0.1,
     )
     return field
+
+
+def test_a_new_setting_is_on_the_train_form_and_reaches_the_run(weight_decay):
+    assert WEIGHT_DECAY in spec.on_form()
+    torch.set_num_threads(1)
+    at = open_page("pages/train.py")
+    weight_decay_field(at, "train_weight_decay").set_value(0.01)
+    at.number_input(key="train_steps").set_value(10)
+    at.button(key="start_training").click().run()
+    try:
+        assert not at.exception and at.session_state["run"].train_config.weight_decay == 0.01
+    finally:
+        ui.common.run_registry.clear()  # closes the server: nothing trains on behind the test
 
 
 def test_a_new_setting_is_in_compares_custom_builder_and_reaches_its_variants(weight_decay):
