@@ -49,7 +49,7 @@ def main(steps: int) -> None:
     run = Run(*run_configs({**DATA, **MODEL, **TRAIN, "steps": steps}), idle_timeout_s=3600.0)
     run.touch("bench")
     peak = peak_while(run, worker)
-    worker.relay(run)
+    worker.relay([run])
     print(f"{run.result.steps} steps ({run.result.reason}): peak {peak[0]:.0f} MB, after {worker.resident_mb():.0f} MB")
     worker.close()
 

@@ -74,7 +74,9 @@ def test_runs_trained_together_solve_in_the_steps_and_along_the_curves_of_their_
                                        {k: v for k, v in same.items() if k not in TIMINGS})  # fmt: skip
         torch.testing.assert_close(other.kept_weights(), one.kept_weights())
     for i, run in enumerate(together):  # each run's rows came out as its own, in order
-        assert [row["step"] for j, row in rows if j == i] == [row["step"] for row in run.history]
+        assert [row["step"] for j, row in rows if j == i and row is not None] == [row["step"] for row in run.history]
+        ends = [n for n, (j, row) in enumerate(rows) if j == i and row is None]
+        assert len(ends) == 1 and all(n < ends[0] for n, (j, _) in enumerate(rows) if j == i and n != ends[0])
 
 
 def test_one_batched_step_gives_each_run_its_own_loss_logits_and_gradients_in_float32():
@@ -85,7 +87,7 @@ def test_one_batched_step_gives_each_run_its_own_loss_logits_and_gradients_in_fl
         run.next_batch()
     passes = TogetherPass(together[0])(together, batches)
     for run, batch, (loss, logits) in zip(alone, batches, passes):
-        expected_loss, expected_logits = run._forward_backward(batch)
+        expected_loss, expected_logits = run.forward_backward(batch)
         assert math.isclose(loss, expected_loss, rel_tol=1.3e-6)  # float32's assert_close tolerance
         torch.testing.assert_close(logits, expected_logits.detach())
     for one, other in zip(alone, together):
@@ -110,7 +112,8 @@ def test_each_run_together_keeps_its_own_controls_and_ends_alone():
     assert (together[1].result.reason, together[1].result.steps) == ("stopped", 20)
     assert (together[2].result.reason, together[2].result.steps) == ("stopped", 0)
     assert isinstance(together[3].error, TrainingDiverged) and not hasattr(together[3], "result")
-    assert {i for i, _ in ended} == {0, 1}  # run 2 took no step and run 3 ended in error: no last row
+    assert {i for i, row in ended if row is not None} == {0, 1}  # run 2 took no step and run 3 ended in error
+    assert sorted(i for i, row in ended if row is None) == [0, 1, 2, 3]  # each run's end, once
 
 
 def test_a_run_trains_with_others_only_on_the_same_shape_without_dropout():

@@ -3,16 +3,18 @@
 Each run stays its own `Trainer`: its seed's starting weights and data, its learning rate and schedule, its Adam,
 clipping and weight average, its early stop, metric rows, budgets and controls. Only the forward and backward pass is
 shared: the runs' weights stacked on a leading run axis, each run's loss and gradients on its own batch under
-`torch.func.vmap` (`functional_call` of the model's layers), one batched pass instead of N small ones. On a CPU
-that pays from about 8 runs (docs/benchmarks.md, `benchmarks/batched_runs_bench.py`).
+`torch.func.vmap` (`functional_call` of the model's layers), one batched pass instead of N small ones. On this
+project's 2-core CPU that is not faster (the passes are bound by arithmetic, docs/benchmarks.md), so a server's slots
+use it only when `LAB_TRAIN_TOGETHER` asks them to.
 
 The runs must share the model's configuration, the batch size and label smoothing (`together_key`), and have no
 dropout: a run draws its dropout masks from its own generator, which vmap cannot follow. Batched kernels sum in
-another order, so a run trained together equals its run alone to rounding (the same steps and curves in float64,
+another order, so a run trained together equals its run alone to rounding (the same steps to solve in float64,
 tests/test_batched.py), as the same run on one and on two threads does.
 """
 
 import copy
+import math
 import time
 from collections.abc import Callable, Iterator, Sequence
 
@@ -107,47 +109,69 @@ class TogetherPass:
         return [(loss, logits[i, :, : widths[i]]) for i, loss in enumerate(losses.tolist())]
 
 
-def train_together(runs: Sequence[Trainer], controls: Sequence[Control | None]) -> Iterator[tuple[int, MetricRow]]:
+def train_together(
+    runs: Sequence[Trainer], controls: Sequence[Control | None]
+) -> Iterator[tuple[int, MetricRow | None]]:
     """Train `runs` (one `together_key`) in step: yields (run's index, metric row) as `Trainer.train` yields each
-    run's rows. Each run ends with its `result` set, or its `error` (a run whose loss diverged ends alone).
+    run's rows, and (run's index, None) once that run has ended, with its `result` set, or its `error` (a run whose
+    loss diverged ends alone).
 
     Every round, each run's control decides whether it steps, holds or ends (a control must not block: the other
-    runs wait on it); the runs that step share one batched pass. A round's wall time counts towards each stepping
-    run's time budget in equal shares (the rest goes to its `paused_s`, with all of a held run's), so a run's budget
-    buys it about the steps it would take alone."""
+    runs wait on it); the runs that step share one batched pass, or take their own when one steps alone (a batched
+    pass of one run is slower than its own). The pass's wall time counts towards each stepping run's time budget in
+    equal shares (the rest is the run's `shared_s`), and a held run's whole round is its pause (`paused_s`), so a
+    run's budget buys it about the steps it would take alone."""
     together = TogetherPass(runs[0])
     for run in runs:
         run.begin()
     live = list(range(len(runs)))
     while live:
-        began, paused_before = time.perf_counter(), {i: runs[i].paused_s for i in live}
+        began = time.perf_counter()
+        paused_before = {i: runs[i].paused_s for i in live}
         stepping = [i for i in live if runs[i].may_step(controls[i])]
         for i in [i for i in live if runs[i].reason is not None]:
             live.remove(i)
             yield from ((i, row) for row in runs[i].end())
+            yield i, None
         if not stepping:
             time.sleep(HOLD_POLL_S)  # every run left is held: ask their controls again shortly
             continue
+        stepped = time.perf_counter()
         yield from _round(together, [runs[i] for i in stepping], stepping, live)
-        share = (time.perf_counter() - began) * (1 - 1 / len(stepping))
+        share = (time.perf_counter() - stepped) * (1 - 1 / len(stepping))
         for i in live:
-            runs[i].paused_s = paused_before[i] + (share if i in stepping else time.perf_counter() - began)
+            if i in stepping:
+                runs[i].shared_s += share
+            else:
+                runs[i].paused_s = paused_before[i] + time.perf_counter() - began
 
 
 def _round(together: TogetherPass, runs: list[Trainer], indices: list[int], live: list[int]) -> Iterator[tuple]:
     """One step of each of `runs` (at `indices`), their forward and backward pass batched; a run whose loss
-    diverged leaves `live`."""
+    diverged ends, and leaves `live`."""
     drawn = [run.next_batch() for run in runs]
-    passes = together(runs, [batch for batch, _ in drawn])
+    if len(runs) == 1:
+        passes = [_alone(runs[0], drawn[0][0])]
+    else:
+        passes = together(runs, [batch for batch, _ in drawn])
     for i, run, (batch, lr), (loss, logits) in zip(indices, runs, drawn, passes):
         try:
             run.check_finite(loss)
         except TrainingDiverged as err:
             run.error = err
             live.remove(i)
+            yield i, None
             continue
         run.apply_update(lr)
         row = run.after_step(batch, lr, loss, logits)
         if row is not None:
             yield i, row
             run.row_taken()
+
+
+def _alone(run: Trainer, batch: Batch) -> tuple[float, torch.Tensor]:
+    """One run's own forward and backward pass; a loss that is not finite is returned, not raised (see `_round`)."""
+    try:
+        return run.forward_backward(batch)
+    except TrainingDiverged:
+        return math.nan, torch.empty(0)

@@ -175,6 +175,7 @@ class Trainer:
         self.dynamics = Dynamics(self.network, self.model.token_embeddings)  # a record per row (see dynamics.py)
         self.step = 0
         self.paused_s = 0.0  # wall-clock time spent in `control()` (reporting, or holding a pause): not training
+        self.shared_s = 0.0  # wall-clock time its batched passes spent on the runs trained with it: not its own
         self.error: Exception | None = None  # why a run trained with others ended (`batched.train_together`)
 
     def train(self, control: Callable[[], bool] | None = None) -> Iterator[MetricRow]:
@@ -278,11 +279,11 @@ class Trainer:
     def _optimizer_step(self, batch: Batch, lr: float) -> tuple[float, torch.Tensor]:
         """One step of Adam on `batch` at learning rate `lr`: returns the batch's loss and the logits it was
         computed from (those of the weights before the step). TrainingDiverged when the loss is not finite."""
-        loss, logits = self._forward_backward(batch)
+        loss, logits = self.forward_backward(batch)
         self.apply_update(lr)
         return loss, logits
 
-    def _forward_backward(self, batch: Batch) -> tuple[float, torch.Tensor]:
+    def forward_backward(self, batch: Batch) -> tuple[float, torch.Tensor]:
         """The loss on `batch` and its logits; the gradients land in `weights.grad`. The loss is read back once
         (`.item()`), the step's only wait for the device."""
         with dropout_rng(self.dropout_rng):
@@ -328,8 +329,9 @@ class Trainer:
             self.paused_s += time.perf_counter() - began
 
     def _training_time(self) -> float:
-        """Seconds since `begin` spent training: pauses are left out, so they never spend the time budget."""
-        return time.perf_counter() - self._start - self.paused_s
+        """Seconds since `begin` spent training this run: pauses, and other runs' shares of a pass it took with
+        them, are left out, so they never spend its time budget."""
+        return time.perf_counter() - self._start - self.paused_s - self.shared_s
 
     def run(
         self, on_row: Callable[[MetricRow], None] | None = None, stop: Callable[[], bool] | None = None

@@ -29,7 +29,7 @@ def registry():
 
 
 def worker_of(registry: RunRegistry, run) -> worker_link_module.WorkerLink:
-    slot = registry._slots.index(run)
+    slot = next(i for i, runs in enumerate(registry._slots) if run in runs)
     return registry.workers[slot]
 
 
@@ -153,7 +153,7 @@ def test_a_run_s_error_and_notice_cross_the_pipe_as_messages_a_page_translates()
     error = Message(N_("training failed: {error}"), error="RuntimeError('boom')")
     notice = Message(N_("a pause lasted over {limit:g} s, the longest one pause may last"), limit=120.0)
     ours, theirs = Pipe()
-    send(theirs, RunEnded(None, portable(error), None, notice))
+    send(theirs, RunEnded(0, None, portable(error), None, notice))
     ended = receive(ours)
     assert (ended.error.template, ended.error.params) == (error.template, error.params) and ended.error == error
     assert ZH(ended.error) == "训练失败：RuntimeError('boom')"
@@ -166,6 +166,6 @@ def test_an_error_whose_parameters_do_not_pickle_crosses_as_its_english_text():
     crossing = portable(error)
     assert type(crossing) is str and crossing == f"training failed: {lock}"
     ours, theirs = Pipe()
-    send(theirs, RunEnded(None, crossing, None, None))
+    send(theirs, RunEnded(0, None, crossing, None, None))
     assert receive(ours).error == crossing
     assert portable(None) is None and portable("plain English") == "plain English"

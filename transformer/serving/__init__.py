@@ -3,7 +3,8 @@
 - `settings`: `ServerSettings`, the server's settings, read once from `LAB_*` environment variables;
 - `run`: `Run`, the state of one run that pages read (status, losses, metric rows, snapshots, result, watchers);
 - `protocol`: the typed messages a worker and the server send each other over the worker's pipe;
-- `worker`: the worker's end: the loop that trains a run in a worker process (or thread) and reports;
+- `worker`: the worker's end: the loop that trains a run, or runs of one shape together, in a worker process (or
+  thread) and reports;
 - `worker_link`: the server's end, `WorkerLink`, which starts a worker, hands it a run, and writes the worker's
   reports into the `Run`;
 - `ray_worker`: the same worker on a Ray cluster (`LAB_RAY_ADDRESS`): an actor that runs the worker's loop, and the

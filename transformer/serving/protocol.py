@@ -1,10 +1,14 @@
 """The worker protocol: the messages the server and a training worker send each other over one duplex pipe.
 
-    server -> worker   StartRun, then any number of Control for that run
+    server -> worker   StartRuns (one run, or several trained together), then any number of Control, each for
+                       one of those runs
     worker -> server   Ready once, when torch is imported and a first step's one-off costs are paid; then for each
                        run: Progress every REPORT_EVERY_S, NewRow at each metric row, Holding every HEARTBEAT_S while
-                       paused, Alive every ALIVE_EVERY_S while it trains (a held-out evaluation may outlast the
-                       server's SILENCE_LIMIT_S on a busy server), and last RunEnded.
+                       paused, and last RunEnded; and Alive every ALIVE_EVERY_S while any trains (a held-out
+                       evaluation may outlast the server's SILENCE_LIMIT_S on a busy server).
+
+A message about one run names it by `run`, its index in StartRuns; the worker takes the next StartRuns once every
+run of the last one has ended.
 
 `worker.py` is the worker's end (it trains), `worker_link.py` the server's end (it writes the reports into the
 `Run` pages read). Each message is a frozen dataclass, sent with plain pickle (`send`, `receive`). The pipe goes to a
@@ -41,19 +45,18 @@ class Caps:
 
 
 @dataclass(frozen=True)
-class StartRun:
-    """Train this run, within `caps`."""
+class StartRuns:
+    """Train these runs, each within `caps`: several together when they share a `batched.together_key`."""
 
-    model_config: ModelConfig
-    data_config: DataConfig
-    train_config: TrainConfig
+    runs: tuple[tuple[ModelConfig, DataConfig, TrainConfig], ...]
     caps: Caps
 
 
 @dataclass(frozen=True)
 class Control:
-    """A student's control for the run in training; one that comes after the run's end is dropped."""
+    """A student's control for run `run` in training; one that comes after the run's end is dropped."""
 
+    run: int
     name: ControlName
 
 
@@ -69,6 +72,7 @@ class Ready:
 class Progress:
     """The run is at `step`; the step losses and attention snapshots since the last Progress."""
 
+    run: int
     step: int
     losses: list[float]
     attention: list[dict]
@@ -78,6 +82,7 @@ class Progress:
 class NewRow:
     """A metric row, the kept model's weights at it, and its training-dynamics record."""
 
+    run: int
     row: MetricRow
     weights: Weights
     dynamics: dict
@@ -87,6 +92,7 @@ class NewRow:
 class Holding:
     """The run is paused at `step`, and the worker still there."""
 
+    run: int
     step: int
 
 
@@ -97,11 +103,12 @@ class Alive:
 
 @dataclass(frozen=True)
 class RunEnded:
-    """The run's end: a result or an error a student can read, its final weights, why a limit ended it, and the
-    memory the worker process holds once the run's is given back (MB; None from a worker on a server thread). The
-    error and the notice are Messages where they have one (`transformer.i18n`: pickled as template and parameters),
-    so a page shows them in its own language."""
+    """The run's end: a result or an error a student can read, its final weights, why a limit ended it, and, for the
+    last of its StartRuns to end, the memory the worker process holds once the runs' is given back (MB; None from a
+    worker on a server thread, and for the others). The error and the notice are Messages where they have one
+    (`transformer.i18n`: pickled as template and parameters), so a page shows them in its own language."""
 
+    run: int
     result: TrainResult | None
     error: str | None
     weights: Weights | None
@@ -109,7 +116,7 @@ class RunEnded:
     resident_mb: float | None = None
 
 
-PipeMessage = StartRun | Control | Ready | Progress | NewRow | Holding | Alive | RunEnded
+PipeMessage = StartRuns | Control | Ready | Progress | NewRow | Holding | Alive | RunEnded
 
 
 class _Pickler(pickle.Pickler):

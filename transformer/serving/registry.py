@@ -6,8 +6,10 @@ the run's own generators (see `Trainer`). So a student who asks for the same set
 or that recently finished on its own terms (solved, or its step budget spent), joins it: one run, many watchers.
 
 Each training slot is a thread of the server with a worker of its own: the thread takes the next queued run,
-has its worker train it (`WorkerLink.relay` writes the reports into the run), and takes the next. The workers are
-this server's, or with `LAB_RAY_ADDRESS` actors on a Ray cluster, one slot per CPU of the cluster (`training_slots`).
+has its worker train it (`WorkerLink.relay` writes the reports into the run), and takes the next; with
+`LAB_TRAIN_TOGETHER` above 1 it takes queued runs of that run's shape with it, which its worker trains together
+(`batched.train_together`). The workers are this server's, or with `LAB_RAY_ADDRESS` actors on a Ray cluster, one
+slot per CPU of the cluster (`training_slots`).
 """
 
 import ipaddress
@@ -22,6 +24,7 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 
 from .. import settings as spec
+from ..batched import together_key
 from ..device import pick_device
 from ..i18n import N_, Message
 from ..model import ModelConfig
@@ -35,6 +38,7 @@ from .settings import ServerSettings, usable_cores
 from .worker_link import WorkerLink, WorkerLost, cluster_cpus
 
 DEFAULT_RUN_S = 10.0  # the guess for a run's length before any has finished on this server
+MIN_TOGETHER = 4  # the fewest runs a slot trains together: fewer are faster one by one (docs/benchmarks.md)
 MAX_FINISHED_WEIGHTS = 10_000_000  # numbers that finished runs kept for joining may hold
 Configs = tuple[ModelConfig, DataConfig, TrainConfig]
 
@@ -125,13 +129,15 @@ class RunRegistry:
     """Every run on one server, by `run_key` (see the module docstring).
 
     `settings.slots` runs train at once (on a Ray cluster, see `training_slots`), each in a worker of its own (a
-    process, a server thread when `settings.worker_processes` is off, or a Ray actor); more distinct runs wait in a
+    process, a server thread when `settings.worker_processes` is off, or a Ray actor), or, with
+    `settings.train_together` above 1, groups of runs of one shape, a group in one worker; more distinct runs wait in a
     queue of at most `settings.max_queue`, at most `settings.runs_per_address` of them queued or training from one
     network address. A free slot takes the first queued run from an address with no run training, else the first
-    queued run. A queued run nobody watches any more leaves the queue, and a training one is stopped (see `Run`). A
-    worker holding more than `settings.worker_max_mb` after a run is restarted. A slot whose Ray actor cannot start
-    takes a worker of this server instead, while this server's usable cores and `settings.slots` allow. The last
-    `keep_finished` runs that ended on their own terms stay joinable.
+    queued run, and the queued runs to train together with it (`_alike`). A queued run nobody watches any more
+    leaves the queue, and a training one is stopped (see `Run`). A worker holding more than
+    `settings.worker_max_mb` after its runs is restarted. A slot whose Ray actor cannot start takes a worker of this
+    server instead, while this server's usable cores and `settings.slots` allow. The last `keep_finished` runs that
+    ended on their own terms stay joinable.
 
     Its one lock (with the condition `_changed` on it) guards the queue, the slots, the joinable runs, the chains,
     the recent durations and whether it is closed: pages' threads and the slots' threads all change them.
@@ -146,7 +152,7 @@ class RunRegistry:
         self._changed = threading.Condition(self._lock)  # a run was queued, a slot freed, or the registry closed
         self._runs: dict[str, Run] = {}  # joinable runs: queued, training, or finished on their own terms
         self._queue: deque[Run] = deque()
-        self._slots: list[Run | None] = [None] * slots  # the run each slot trains
+        self._slots: list[list[Run]] = [[] for _ in range(slots)]  # the runs each slot trains; [] while free
         self.workers: list[WorkerLink | None] = [None] * slots  # each slot's worker, once it is ready
         self._chains: list[Chain] = []
         self._durations: deque[float] = deque(maxlen=20)  # seconds of recently finished runs, for wait estimates
@@ -189,7 +195,7 @@ class RunRegistry:
                     "takes from one address"
                 )
                 raise AddressBusy(Message(busy, runs=self.settings.runs_per_address))
-            if len(self._queue) >= self.settings.max_queue + self._slots.count(None):
+            if len(self._queue) >= self.settings.max_queue + self._slots.count([]):
                 full = N_("{runs} runs are already waiting for a training slot, the most this server queues")
                 raise QueueFull(Message(full, runs=len(self._queue)))
             run = Run(model_config, data_config, train_config, self.settings.idle_timeout_s)
@@ -253,9 +259,8 @@ class RunRegistry:
             self._closed = True
             for run in [*self._queue]:
                 self._withdraw(run, N_("the server is shutting down"))
-            for run in self._slots:
-                if run is not None:
-                    run.stop()
+            for run in self._training():
+                run.stop()
             self._changed.notify_all()
         for thread in self._threads:
             thread.join(10)
@@ -270,26 +275,27 @@ class RunRegistry:
             self._changed.notify_all()
         while True:
             with self._lock:
-                while self._slots[slot] is None and not self._closed:
+                while not self._slots[slot] and not self._closed:
                     self._changed.wait(0.5)
                     self._drop_unwatched()  # also while every page is quiet
-                run = self._slots[slot]
-            if run is None:  # closed
+                runs = list(self._slots[slot])
+            if not runs:  # closed
                 break
             if worker is None:
                 worker = self.workers[slot] = self._new_worker(slot)
             if worker is None:
-                run.end(None, N_("the training process could not start"))
+                for run in runs:
+                    run.end(None, N_("the training process could not start"))
             else:
                 try:
-                    worker.relay(run)
+                    worker.relay(runs)
                     restart = (worker.resident_mb() or 0.0) > self.settings.worker_max_mb
                 except WorkerLost:
                     restart = True
                 if restart:  # lost, or holding the memory of a large run: the next run gets a fresh one
                     worker.close()
                     worker = self.workers[slot] = None
-            self._ended(slot, run)
+            self._ended(slot, runs)
             if worker is None and not self._closed:
                 worker = self.workers[slot] = self._new_worker(slot)
         if worker is not None:
@@ -313,13 +319,14 @@ class RunRegistry:
         worker.close()
         return None
 
-    def _ended(self, slot: int, run: Run) -> None:
+    def _ended(self, slot: int, runs: list[Run]) -> None:
         with self._lock:
-            self._slots[slot] = None
-            if run.result is not None:
-                self._durations.append(run.result.seconds)
-            if not run.ended_on_its_own_terms():
-                self._forget(run)
+            self._slots[slot] = []
+            for run in runs:
+                if run.result is not None:
+                    self._durations.append(run.result.seconds)
+                if not run.ended_on_its_own_terms():
+                    self._forget(run)
             self._bound_finished()
             self._advance_chains()
             self._assign()
@@ -338,22 +345,40 @@ class RunRegistry:
     def _assign(self) -> None:
         """Give queued runs that someone still watches to free slots (see `_next_queued`)."""
         self._drop_unwatched()
-        while self._queue and None in self._slots and not self._closed:
-            run = self._next_queued()
-            self._queue.remove(run)
-            self._slots[self._slots.index(None)] = run
-            run.take()
+        while self._queue and [] in self._slots and not self._closed:
+            first = self._next_queued()
+            runs = [first, *self._alike(first)]
+            for run in runs:
+                self._queue.remove(run)
+                run.take()
+            self._slots[self._slots.index([])] = runs
         self._changed.notify_all()
 
     def _next_queued(self) -> Run:
         """The first queued run from an address with no run training, else the first queued run: one address
         cannot hold every slot while another address waits."""
-        training = {run.address for run in self._slots if run is not None}
+        training = {run.address for run in self._training()}
         return next((run for run in self._queue if run.address not in training), self._queue[0])
+
+    def _alike(self, first: Run) -> list[Run]:
+        """The queued runs a slot taking `first` trains together with it: the first ones of its shape
+        (`together_key`), so many that the slots share those the queue holds, at most `settings.train_together` in
+        all; none when fewer than MIN_TOGETHER would go together (fewer train faster one after another)."""
+        shape = together_key(first.model_config, first.train_config)
+        if shape is None:
+            return []
+        alike = [
+            run for run in self._queue if run is not first and together_key(run.model_config, run.train_config) == shape
+        ]
+        size = min(self.settings.train_together, math.ceil((len(alike) + 1) / len(self._slots)))
+        return alike[: size - 1] if size >= MIN_TOGETHER else []
+
+    def _training(self) -> list[Run]:
+        return [run for runs in self._slots for run in runs]
 
     def _from(self, address: str) -> int:
         """Runs from `address` training or queued."""
-        return sum(run.address == address for run in [*self._slots, *self._queue] if run is not None)
+        return sum(run.address == address for run in [*self._training(), *self._queue])
 
     def _advance_chains(self) -> None:
         """Submit the next run of every chain whose current run ended on its own terms."""

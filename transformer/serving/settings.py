@@ -54,6 +54,7 @@ class ServerSettings:
     worker_max_mb: float = 600.0  # LAB_WORKER_MAX_MB: a worker holding more memory than this after a run restarts
     runs_per_address: int = 40  # LAB_MAX_RUNS_PER_ADDRESS: runs queued or training from one network address
     ray_address: str = ""  # LAB_RAY_ADDRESS: train on this Ray cluster (docs/scale.md); empty: on this server
+    train_together: int = 1  # LAB_TRAIN_TOGETHER: most queued runs of one shape a slot trains together; 1: none
 
     def __post_init__(self) -> None:
         require_all(
@@ -66,6 +67,7 @@ class ServerSettings:
             (0.1 <= self.max_total_pause_s <= 3600, "LAB_MAX_PAUSED_S must be in 0.1..3600"),
             (100 <= self.worker_max_mb <= 100_000, "LAB_WORKER_MAX_MB must be in 100..100000"),
             (1 <= self.runs_per_address <= 1000, "LAB_MAX_RUNS_PER_ADDRESS must be in 1..1000"),
+            (1 <= self.train_together <= 64, "LAB_TRAIN_TOGETHER must be in 1..64"),
         )
 
     @property
@@ -114,4 +116,5 @@ ENV_NAMES = {  # field -> environment variable
     "worker_max_mb": "LAB_WORKER_MAX_MB",
     "runs_per_address": "LAB_MAX_RUNS_PER_ADDRESS",
     "ray_address": "LAB_RAY_ADDRESS",
+    "train_together": "LAB_TRAIN_TOGETHER",
 }

@@ -1,5 +1,6 @@
-"""A training worker: trains one run at a time, on its own main thread, and reports over its pipe (the worker's
-end of the protocol in `protocol.py`; `worker_link.py` is the server's end).
+"""A training worker: trains the runs the server hands it, one run or several of one shape together
+(`batched.train_together`), on its own main thread, and reports over its pipe (the worker's end of the protocol in
+`protocol.py`; `worker_link.py` is the server's end).
 
 A worker is a fresh Python process (`python -m transformer.serving FD THREADS`), so a server drawing many
 pages never holds the interpreter lock its steps need. Not multiprocessing's spawn: under `streamlit run`,
@@ -20,19 +21,21 @@ from pathlib import Path
 
 import torch
 
+from ..batched import train_together
 from ..i18n import N_, Message, message_of
-from ..training import RunFailed, Trainer, warm_up
+from ..training import MetricRow, RunFailed, Trainer, warm_up
 from .protocol import (
     Alive,
     Caps,
     Control,
+    ControlName,
     Holding,
     NewRow,
     PipeMessage,
     Progress,
     Ready,
     RunEnded,
-    StartRun,
+    StartRuns,
     receive,
     send,
 )
@@ -44,13 +47,14 @@ ALIVE_EVERY_S = 5.0  # how often a training worker says it is there, whatever it
 
 
 def serve(conn: Connection, torch_threads: int | None) -> None:
-    """A worker's loop: train each run the server sends, one at a time, here. Ends when the pipe closes.
+    """A worker's loop: train the runs of each StartRuns the server sends, one StartRuns at a time, here. Ends when
+    the pipe closes.
 
     A worker process is given its torch thread count and pays a first step's one-off costs before it says it is
-    ready, and gives a run's memory back before it reports the run's end, with what it still holds; a worker on a
-    server thread (`torch_threads` None) leaves all four to the server, whose settings and memory they are. A worker
-    process freezes the objects it holds once ready (`gc.freeze`), so that the full collection after each run walks only
-    the run's own: 0.14 s a run otherwise, most of it torch's modules."""
+    ready, and gives its runs' memory back before it reports the last one's end, with what it still holds; a worker
+    on a server thread (`torch_threads` None) leaves all four to the server, whose settings and memory they are. A
+    worker process freezes the objects it holds once ready (`gc.freeze`), so that the full collection after each
+    StartRuns walks only the runs' own: 0.14 s a run otherwise, most of it torch's modules."""
     if torch_threads is not None:
         torch.set_num_threads(torch_threads)
         warm_up().join()
@@ -60,39 +64,55 @@ def serve(conn: Connection, torch_threads: int | None) -> None:
         send(conn, Ready())
         while True:
             message = receive(conn)
-            if isinstance(message, StartRun):  # anything else is a control for a run that has ended: dropped
-                ended = train_and_report(conn, message)
+            if isinstance(message, StartRuns):  # anything else is a control for a run that has ended: dropped
+                last = train_and_report(conn, message)
                 if torch_threads is not None:
                     release_memory()
-                    ended = replace(ended, resident_mb=resident_mb())
-                send(conn, ended)
+                    last = replace(last, resident_mb=resident_mb())
+                send(conn, last)
     except (EOFError, OSError, KeyboardInterrupt):
         return
 
 
-def train_and_report(conn: Connection, start: StartRun) -> RunEnded:
-    """Train one run, reporting as it goes; returns its end, a result or an error for the student."""
-    gate = Gate(conn, start.caps)
-    result = error = weights = None
+def train_and_report(conn: Connection, start: StartRuns) -> RunEnded:
+    """Train the runs of `start`, alone or together, reporting as they go. Each run's end is sent as it comes, but
+    the last one's, which is returned: a result or an error a student can read."""
+    link = Link(conn)
+    gates = link.gates = [Gate(link, start.caps, i) for i in range(len(start.runs))]
     done = threading.Event()
-    beat = threading.Thread(target=say_alive, args=(gate, done), name="alive", daemon=True)
+    beat = threading.Thread(target=say_alive, args=(link, done), name="alive", daemon=True)
     beat.start()
     try:
-        trainer = gate.trainer = Trainer(start.model_config, start.data_config, start.train_config)
-        for row in trainer.train(gate):
-            gate.report()  # the losses up to the row first
-            gate.send(NewRow(row, trainer.kept_weights(), trainer.dynamics.records[-1]))
-        result, weights = trainer.result, trainer.kept_weights()
+        ready = [gate for gate, configs in zip(gates, start.runs) if gate.build(*configs)]
+        if len(ready) == 1:
+            for row in ready[0].trainer.train(ready[0].wait_for_step):
+                ready[0].report_row(row)
+        elif ready:
+            for i, row in train_together([gate.trainer for gate in ready], [gate.may_step for gate in ready]):
+                if row is None:
+                    ready[i].finish()
+                else:
+                    ready[i].report_row(row)
     except (EOFError, OSError):
         raise  # the server has gone
-    except Exception as err:  # a message for the student, never a traceback
-        foreseen = isinstance(err, (RunFailed, ValueError))
-        error = message_of(err) if foreseen else Message(N_("training failed: {error}"), error=repr(err))
+    except Exception as err:  # a message for every student whose run was still training, never a traceback
+        for gate in gates:
+            if not gate.ended and gate.error is None:
+                gate.error = for_student(err)
     finally:
         done.set()
-        beat.join()  # no Alive after the RunEnded
-    gate.report()
-    return RunEnded(result, portable(error), weights, gate.notice)
+        beat.join()  # no Alive after the last RunEnded
+    for gate in gates:
+        if not gate.ended:
+            gate.finish()
+    return link.last_end
+
+
+def for_student(err: Exception) -> str:
+    """Why a run failed, as a student reads it: a foreseen failure's own message, or what the error was."""
+    if isinstance(err, (RunFailed, ValueError)):
+        return message_of(err)
+    return Message(N_("training failed: {error}"), error=repr(err))
 
 
 def portable(error: str | None) -> str | None:
@@ -105,12 +125,12 @@ def portable(error: str | None) -> str | None:
     return error
 
 
-def say_alive(gate: "Gate", done: threading.Event) -> None:
+def say_alive(link: "Link", done: threading.Event) -> None:
     """Send Alive every ALIVE_EVERY_S until `done`: the server's end tells a long evaluation from a hung worker by
-    this, and bounds both by the run's wall-time cap."""
+    this, and bounds both by the runs' wall-time cap."""
     while not done.wait(ALIVE_EVERY_S):
         try:
-            gate.send(Alive())
+            link.send(Alive())
         except OSError:  # the server has gone: the training thread finds out at its next send
             return
 
@@ -135,72 +155,114 @@ def release_memory() -> None:
         pass
 
 
-class Gate:
-    """What the trainer calls before each step: sends what is new, obeys the server's controls, and holds while
-    the run is paused, within the run's `caps`. Returns True when the run must stop.
+class Link:
+    """The worker's end of the pipe while it trains one StartRuns: sends one message at a time (the training thread
+    and `say_alive` both send), and hands each Control to its run's `Gate`."""
 
-    Its lock guards the pipe's sending end: the training thread and `say_alive` both send."""
-
-    def __init__(self, conn: Connection, caps: Caps):
-        self.conn, self.caps = conn, caps
+    def __init__(self, conn: Connection):
+        self.conn = conn
         self.lock = threading.Lock()
+        self.gates: list[Gate] = []
+        self.last_end: RunEnded | None = None  # the end of the last run to end, which `serve` sends
+
+    def send(self, message: PipeMessage) -> None:
+        with self.lock:
+            send(self.conn, message)
+
+    def read_controls(self, wait_s: float = 0.0) -> None:
+        """Hand the controls the server has sent to their runs, waiting at most `wait_s` for the first."""
+        while self.conn.poll(wait_s):
+            wait_s = 0.0
+            message = receive(self.conn)
+            if isinstance(message, Control) and 0 <= message.run < len(self.gates):
+                self.gates[message.run].control(message.name)
+
+
+class Gate:
+    """One run in its worker: builds its trainer, decides before each step whether it steps, holds (paused) or
+    stops, within the run's `caps`, and sends its reports and its end."""
+
+    def __init__(self, link: Link, caps: Caps, run: int):
+        self.link, self.caps, self.run = link, caps, run
         self.trainer: Trainer | None = None
-        self.paused = self.stopped = False
+        self.error: str | None = None  # why the run failed, for the student
+        self.paused = self.stopped = self.ended = False
         self.pause_at: int | None = None  # pause again on reaching this step (after Step)
         self.sent_losses = self.sent_attention = 0
-        self.reported = 0.0
+        self.reported = self.holding_sent = 0.0
         self.began = time.monotonic()
+        self.paused_since: float | None = None  # when the pause under way began
         self.ended_pauses_s = 0.0  # seconds paused, over the pauses that have ended
         self.notice: Message | None = None  # why a limit stopped the run
 
-    def __call__(self) -> bool:
-        self.read_controls()
+    def build(self, *configs: object) -> bool:
+        """Build the run's trainer; False, with the run's error, when its settings cannot make one."""
+        try:
+            self.trainer = Trainer(*configs)
+        except Exception as err:  # a message for the student, never a traceback
+            self.error = for_student(err)
+        return self.trainer is not None
+
+    def control(self, name: ControlName) -> None:
+        match name:
+            case "stop":
+                self.stopped = True
+            case "pause":
+                self.paused, self.pause_at = True, None
+            case "resume":
+                self.paused, self.pause_at = False, None
+            case "step_row":
+                every = self.trainer.train_config.eval_every
+                self.paused, self.pause_at = False, (self.trainer.step // every + 1) * every
+
+    def wait_for_step(self) -> bool:
+        """Before a step of a run trained alone: holds while the run is paused; True when it must stop."""
+        self.link.read_controls()
+        while (answer := self.decide()) is None:
+            self.link.read_controls(HEARTBEAT_S)
+        return answer
+
+    def may_step(self) -> bool | None:
+        """Before a step of a run trained together with others: True when it must stop, None to hold it this round
+        (paused), False to step. Never waits: the other runs would."""
+        self.link.read_controls()
+        return self.decide()
+
+    def decide(self) -> bool | None:
+        """Stop, hold or step, by the controls read so far and the run's limits; sends what is new."""
         if self.pause_at is not None and self.trainer.step >= self.pause_at:
             self.paused, self.pause_at = True, None
-        self.check_limits()
+        now = time.monotonic()
+        self.check_limits(now)
         if self.paused and not self.stopped:
-            self.hold()
-        elif time.monotonic() - self.reported >= REPORT_EVERY_S:
+            if self.paused_since is None:
+                self.report()
+                self.paused_since, self.holding_sent = now, -HEARTBEAT_S
+            if now - self.holding_sent >= HEARTBEAT_S:
+                self.link.send(Holding(self.run, self.trainer.step))
+                self.holding_sent = now
+            return None
+        if self.paused_since is not None:
+            self.ended_pauses_s += now - self.paused_since
+            self.paused_since = None
+        if now - self.reported >= REPORT_EVERY_S:
             self.report()
         return self.stopped
 
-    def read_controls(self, wait_s: float = 0.0) -> None:
-        """Apply the controls the server has sent, waiting at most `wait_s` for the first."""
-        while self.conn.poll(wait_s):
-            wait_s = 0.0
-            match receive(self.conn):
-                case Control("stop"):
-                    self.stopped = True
-                case Control("pause"):
-                    self.paused, self.pause_at = True, None
-                case Control("resume"):
-                    self.paused, self.pause_at = False, None
-                case Control("step_row"):
-                    every = self.trainer.train_config.eval_every
-                    self.paused, self.pause_at = False, (self.trainer.step // every + 1) * every
-
-    def hold(self) -> None:
-        """Hold between two steps until resumed, stepped or stopped, or a limit stops the run."""
-        self.report()
-        began = time.monotonic()
-        while self.paused and not self.stopped:
-            self.send(Holding(self.trainer.step))
-            self.read_controls(HEARTBEAT_S)
-            self.check_limits(time.monotonic() - began)
-        self.ended_pauses_s += time.monotonic() - began
-
-    def check_limits(self, this_pause_s: float = 0.0) -> None:
-        """Stop the run, saying why in `notice`, once the pause under way has lasted `this_pause_s` past
-        MAX_ONE_PAUSE_S, its pauses together past its cap, or the run is past its wall-time cap."""
+    def check_limits(self, now: float) -> None:
+        """Stop the run, saying why in `notice`, once the pause under way has lasted past MAX_ONE_PAUSE_S, its
+        pauses together past its cap, or its time on the slot (the wall time since it began, less the other runs'
+        shares of the passes it took with them) past its cap."""
         if self.stopped:
             return
+        this_pause_s = 0.0 if self.paused_since is None else now - self.paused_since
         if this_pause_s > MAX_ONE_PAUSE_S:
             longest = N_("a pause lasted over {limit:g} s, the longest one pause may last")
             self.notice = Message(longest, limit=MAX_ONE_PAUSE_S)
         elif self.ended_pauses_s + this_pause_s > self.caps.total_pause_s:
             in_all = N_("it was paused for over {limit:g} s in all, the most one run may be paused")
             self.notice = Message(in_all, limit=self.caps.total_pause_s)
-        elif time.monotonic() - self.began > self.caps.run_s:
+        elif now - self.began - self.trainer.shared_s > self.caps.run_s:
             held = N_("it held a training slot for over {limit:g} s, the most one run may")
             self.notice = Message(held, limit=self.caps.run_s)
         self.stopped = self.notice is not None
@@ -213,9 +275,27 @@ class Gate:
         losses, attention = trainer.step_losses[self.sent_losses :], trainer.attention_snapshots[self.sent_attention :]
         self.sent_losses += len(losses)
         self.sent_attention += len(attention)
-        self.send(Progress(trainer.step, losses, attention))
+        self.link.send(Progress(self.run, trainer.step, losses, attention))
         self.reported = time.monotonic()
 
-    def send(self, message: PipeMessage) -> None:
-        with self.lock:
-            send(self.conn, message)
+    def report_row(self, row: MetricRow) -> None:
+        """Send a metric row, the losses up to it first."""
+        self.report()
+        self.link.send(NewRow(self.run, row, self.trainer.kept_weights(), self.trainer.dynamics.records[-1]))
+
+    def finish(self) -> None:
+        """The run has ended: send its last losses, then its end, or, when it is the last of its StartRuns to end,
+        leave the end for `serve` to send once the runs' memory is given back."""
+        self.ended = True
+        self.report()
+        trainer = self.trainer
+        if self.error is None and trainer is not None and trainer.error is not None:
+            self.error = for_student(trainer.error)
+        if self.error is None:
+            end = RunEnded(self.run, trainer.result, None, trainer.kept_weights(), self.notice)
+        else:
+            end = RunEnded(self.run, None, portable(self.error), None, self.notice)
+        if all(gate.ended for gate in self.link.gates):
+            self.link.last_end = end
+        else:
+            self.link.send(end)

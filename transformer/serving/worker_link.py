@@ -11,6 +11,7 @@ import sys
 import threading
 import time
 import uuid
+from functools import partial
 from multiprocessing import Pipe
 from multiprocessing.connection import Connection
 from pathlib import Path
@@ -27,7 +28,7 @@ from .protocol import (
     Progress,
     Ready,
     RunEnded,
-    StartRun,
+    StartRuns,
     receive,
     send,
 )
@@ -73,13 +74,14 @@ class WorkerLink:
     """The server's end of one worker and its pipe: a process; with `in_server` a thread of this process; with
     `ray_address` a Ray actor on that cluster, behind a proxy process (`ray_worker.py`).
 
-    Only one thread sends down the pipe at a time without a lock of its own: the slot's thread sends StartRun
-    before the run is attached, and every Control after goes through the run's lock (`Run.attach`)."""
+    The slot's thread sends StartRuns before the runs are attached; every Control after comes from a page's thread
+    or the slot's, through `lock`, one message down the pipe at a time."""
 
     def __init__(self, torch_threads: int, caps: Caps, in_server: bool = False, ray_address: str | None = None):
         self.caps, self.ray_address = caps, ray_address
         self.process: subprocess.Popen | None = None
-        self.reported_mb: float | None = None  # what the worker said it held at its last run's end
+        self.reported_mb: float | None = None  # what the worker said it held at its last runs' end
+        self.lock = threading.Lock()  # one Control down the pipe at a time
         self.actor_name = None  # the Ray actor's name, unique in the cluster: which server started it
         if ray_address:
             self.actor_name = f"training-{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
@@ -129,39 +131,47 @@ class WorkerLink:
         except subprocess.TimeoutExpired:
             self.process.kill()
 
-    def relay(self, run: Run) -> None:
-        """Have the worker train `run`: send it, then relay the run's controls to the worker and the worker's
-        reports into the run until it ends; a run nobody watches any more is stopped. Raises WorkerLost when the
-        worker ends or falls silent (the run then ends, see `Run.lose`)."""
+    def relay(self, runs: list[Run]) -> None:
+        """Have the worker train `runs` (one run, or several of one shape together): send them, then relay each
+        run's controls to the worker and the worker's reports into the runs until every one has ended; a run nobody
+        watches any more is stopped. Raises WorkerLost when the worker ends or falls silent (the runs still going
+        then end, see `Run.lose`)."""
         try:
             try:
-                send(self.conn, StartRun(run.model_config, run.data_config, run.train_config, self.caps))
+                configs = tuple((run.model_config, run.data_config, run.train_config) for run in runs)
+                send(self.conn, StartRuns(configs, self.caps))
             except OSError:
                 raise WorkerLost(Message(ENDED)) from None
-            run.attach(self._send_control)
-            self._read_reports(run)
+            for i, run in enumerate(runs):
+                run.attach(partial(self._send_control, i))
+            self._read_reports(runs)
         except WorkerLost as err:
-            run.lose(message_of(err))
+            for run in runs:
+                if not run.done:
+                    run.lose(message_of(err))
             raise
         finally:
-            run.detach()
+            for run in runs:
+                run.detach()
 
-    def _read_reports(self, run: Run) -> None:
+    def _read_reports(self, runs: list[Run]) -> None:
         began = heard = time.monotonic()
-        stop_sent = False
-        while True:
-            if not stop_sent and not run.watchers():
-                run.stop()
-                stop_sent = True
-            if time.monotonic() - began > self.caps.run_s + SILENCE_LIMIT_S:  # the worker's own cap did not end it
+        stop_sent: set[int] = set()
+        ended = 0
+        while ended < len(runs):
+            for i, run in enumerate(runs):
+                if i not in stop_sent and not run.done and not run.watchers():
+                    run.stop()
+                    stop_sent.add(i)
+            # Each run's slot time is capped by its worker; a group's runs share the wall time between them.
+            if time.monotonic() - began > len(runs) * self.caps.run_s + SILENCE_LIMIT_S:
                 past = N_("the training process ran past the {limit:g} s one run may take")
                 raise WorkerLost(Message(past, limit=self.caps.run_s))
             message = self._next_message(heard)
             if message is None:
                 continue
             heard = time.monotonic()
-            if self._write(run, message):
-                return
+            ended += self._write(runs, message)
 
     def _next_message(self, heard: float) -> PipeMessage | None:
         """The worker's next message, or None after half a second without one; WorkerLost when the worker has
@@ -175,23 +185,24 @@ class WorkerLink:
             raise WorkerLost(Message(N_("the training process stopped answering")))
         return None
 
-    def _write(self, run: Run, message: PipeMessage) -> bool:
-        """Write a report into `run`; returns whether it was the run's end."""
+    def _write(self, runs: list[Run], message: PipeMessage) -> bool:
+        """Write a report into its run; returns whether it was that run's end."""
         match message:
-            case Progress(step, losses, attention):
-                run.add_progress(step, losses, attention)
-            case NewRow(row, weights, dynamics):
-                run.add_row(row, weights, dynamics)
-            case Holding():
-                run.set_holding(True)
-            case RunEnded(result, error, weights, notice, held_mb):
-                self.reported_mb = held_mb
-                run.end(result, error, weights, notice)
+            case Progress(i, step, losses, attention):
+                runs[i].add_progress(step, losses, attention)
+            case NewRow(i, row, weights, dynamics):
+                runs[i].add_row(row, weights, dynamics)
+            case Holding(i):
+                runs[i].set_holding(True)
+            case RunEnded(i, result, error, weights, notice, held_mb):
+                self.reported_mb = held_mb if held_mb is not None else self.reported_mb
+                runs[i].end(result, error, weights, notice)
                 return True
         return False  # Alive: only that the worker is there
 
-    def _send_control(self, name: ControlName) -> None:
+    def _send_control(self, run: int, name: ControlName) -> None:
         try:
-            send(self.conn, Control(name))
+            with self.lock:  # the runs of a group are controlled from their own pages' threads
+                send(self.conn, Control(run, name))
         except OSError:  # the worker has gone: the reader finds out and ends the run
             pass
