@@ -17,6 +17,7 @@ from transformer.experiments import (
     Experiment,
     ExperimentRun,
     LiveExperiment,
+    VariantRun,
     experiment_from_json,
     experiment_to_json,
     load_shipped,
@@ -148,6 +149,14 @@ def test_an_experiment_survives_the_round_trip_through_json(tiny_run):
         assert got.alignment.keys() == want.alignment.keys()
 
 
+def test_a_file_keeps_each_variant_s_own_configs_its_auto_learning_rate_its_own_model_s():
+    experiment = custom_experiment(CompareState(CUSTOM, {"lr": None}, "n_layers", (1, 2)))
+    assert experiment.configs(1)[2].lr != experiment.configs(2)[2].lr
+    untrained = [VariantRun(label, value, [], None, [], [], {}) for label, value in experiment.variants.items()]
+    back = experiment_from_json(experiment_to_json(ExperimentRun(experiment, ["a"], ["<bos>"], untrained)))
+    assert back.experiment.variant_configs == experiment.variant_configs  # a rerun trains what the file's did
+
+
 def _document(run) -> dict:
     return json.loads(experiment_to_json(run))
 
@@ -174,6 +183,10 @@ def _broken(run) -> list:
         (("variants", 0, "result", "reason"), "magic"),
         (("variants", 0, "value"), 4),
         (("variants", 0, "value"), True),  # 1 head, but as a boolean
+        (("variants", 0, "model", "n_heads"), 2),  # variant "1 head" with a model of 2
+        (("variants", 0, "model"), "not a model"),
+        (("variants", 0, "train", "batch_size"), 10**9),
+        (("variants", 1, "train", "evil"), 1),
         (("variants", 0, "history", 0, "step"), None),
         (("variants", 0, "history", 0, "step"), float("inf")),  # json.dumps writes Infinity, json.loads reads it
         (("variants", 0, "history", 0, "step"), -1e300),

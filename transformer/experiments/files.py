@@ -6,7 +6,7 @@ import json
 import math
 import os
 import tempfile
-from dataclasses import asdict, fields
+from dataclasses import asdict, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -29,11 +29,14 @@ from ..settings import check_limits
 from ..tasks import DataConfig, longest_sequence
 from ..training import METRIC_COLUMNS, TrainConfig
 from ..vocab import N_SPECIAL
-from .definitions import CUSTOM, READY, SWITCHES, Experiment, SwitchValue, custom_text
+from .definitions import CUSTOM, READY, SWITCHES, Configs, Experiment, SwitchValue, custom_text
 from .runs import ExperimentRun, VariantRun
 
 RESULTS_DIR = Path(__file__).resolve().parent.parent.parent / "checkpoints" / "experiments"
-FORMAT, FORMAT_VERSION = "transformer-lab-experiment", 1
+FORMAT, FORMAT_VERSION = "transformer-lab-experiment", 2
+# Version 2 holds each variant's own model and training settings (a learning rate on auto follows the variant's
+# model); a version 1 file's variants share the experiment's, but for the switch.
+READ_VERSIONS = (1, 2)
 TOO_MUCH = N_("asks for more than a run on this server may: {problem}")
 
 
@@ -69,6 +72,8 @@ def experiment_to_json(run: ExperimentRun) -> str:
                 ],
                 "alignment": {label: [_number(s, 4) for s in series] for label, series in v.alignment.items()},
                 "lengths": v.lengths,
+                "model": asdict(e.configs(v.value)[0]),
+                "train": asdict(e.configs(v.value)[2]),
             }
             for v in run.variants
         ],
@@ -133,31 +138,50 @@ def _experiment(value: Any) -> Experiment:
         reader.fail(Message(N_("needs 2-{most} values among {tokens}"), most=MAX_VARIANTS, tokens=tokens))
     model, data = _config(ModelConfig, d["model"], N_("the model")), _config(DataConfig, d["data"], N_("the data"))
     train = _config(TrainConfig, d["train"], N_("the training settings"))
-    try:  # a rerun trains these settings: the bounds of a run on this server, checked before anything is built
-        check_limits({**d["model"], **d["train"]}, skip={"time_budget_s"})  # Compare's own runs stop by steps
-        check_model_size(model)
-    except ValueError as err:
-        reader.fail(Message(TOO_MUCH, problem=err))
-    if model.vocab_size != data.n_symbols + N_SPECIAL:
-        reader.fail(N_("has a model vocabulary that does not fit its task"))
+    _check_runnable(reader, model, data, train)
     ready = READY.get(d["key"])
     title, expectation = (ready.title, ready.expectation) if ready else custom_text(switch, values, data.task)
     experiment = Experiment.sharing(d["key"], title, expectation, d["switch"], values, model, data, train)
     for value in experiment.values:  # the switch may add heads or layers: every variant's step must fit
-        variant_model, variant_data, variant_train = experiment.configs(value)
-        try:
-            check_train_memory(
-                variant_model, variant_train.batch_size, longest_sequence(variant_data), N_("its settings")
-            )
-        except ValueError as err:
-            reader.fail(Message(TOO_MUCH, problem=err))
+        _check_runnable(reader, *experiment.configs(value))
     return experiment
 
 
-def _variant(value: Any, experiment: Experiment, switch_value: SwitchValue, src_len: int, tgt_len: int) -> VariantRun:
+def _check_runnable(reader: _Reader, model: ModelConfig, data: DataConfig, train: TrainConfig) -> None:
+    """Fail unless a rerun may train these configs on this server: within a run's bounds, size and memory (Compare's
+    own runs stop by steps, not by a time budget), its vocabulary its task's."""
+    try:
+        check_limits({**asdict(model), **asdict(train)}, skip={"time_budget_s"})
+        check_model_size(model)
+        check_train_memory(model, train.batch_size, longest_sequence(data), N_("its settings"))
+    except ValueError as err:
+        reader.fail(Message(TOO_MUCH, problem=err))
+    if model.vocab_size != data.n_symbols + N_SPECIAL:
+        reader.fail(N_("has a model vocabulary that does not fit its task"))
+
+
+def _variant_configs(value: Any, experiment: Experiment, switch_value: SwitchValue) -> Configs:
+    """A version 2 variant's own configs: its model and training settings, the experiment's data, the switch's field
+    its value, and runnable here."""
     label = repr(SWITCHES[experiment.switch].label(switch_value))
     reader = _Reader(Message(N_("variant {label}"), label=label))
-    parts = {"value", "history", "result", "steps", "cross", "alignment"}
+    model = _config(ModelConfig, value.get("model") if isinstance(value, dict) else None, N_("the model"))
+    train = _config(TrainConfig, value.get("train") if isinstance(value, dict) else None, N_("the training settings"))
+    switched = model if experiment.switch in ModelConfig.__dataclass_fields__ else train
+    if getattr(switched, experiment.switch) != switch_value:
+        reader.fail(N_("does not match the experiment's values"))
+    _check_runnable(reader, model, experiment.data, train)
+    return model, experiment.data, train
+
+
+def _variant(
+    value: Any, experiment: Experiment, switch_value: SwitchValue, src_len: int, tgt_len: int, version: int
+) -> VariantRun:
+    label = repr(SWITCHES[experiment.switch].label(switch_value))
+    reader = _Reader(Message(N_("variant {label}"), label=label))
+    parts = {"value", "history", "result", "steps", "cross", "alignment"} | (
+        {"model", "train"} if version > 1 else set()
+    )
     d = reader.dict(value, parts | ({"lengths"} if isinstance(value, dict) and "lengths" in value else set()))
     if d["value"] != switch_value or type(d["value"]) is not type(switch_value):
         reader.fail(N_("does not match the experiment's values"))
@@ -222,7 +246,7 @@ def experiment_from_json(text: str | bytes) -> ExperimentRun:
         raise ValueError(Message(N_("not a JSON file: {problem}"), problem=str(err)[:120])) from None
     reader = _Reader(N_("the file"))
     d = reader.dict(document, {"format", "version", "experiment", "probe", "variants"})
-    if d["format"] != FORMAT or d["version"] != FORMAT_VERSION:
+    if d["format"] != FORMAT or d["version"] not in READ_VERSIONS or type(d["version"]) is not int:
         reader.fail(Message(N_("is not in format {format} version {version}"), format=FORMAT, version=FORMAT_VERSION))
     experiment = _experiment(d["experiment"])
     probe = _Reader(N_("the probe")).dict(d["probe"], {"src", "tgt"})
@@ -232,11 +256,16 @@ def experiment_from_json(text: str | bytes) -> ExperimentRun:
     variants = reader.list(d["variants"], most=len(experiment.values))
     if not variants:
         reader.fail(N_("holds no runs"))
+    if d["version"] > 1:  # each variant's own configs; a variant the file holds no run of shares the first's
+        own = [_variant_configs(v, experiment, value) for v, value in zip(variants, experiment.values)]
+        shared = experiment.variant_configs[len(own) :]
+        experiment = replace(experiment, variant_configs=(*own, *shared))
+    version, values = d["version"], experiment.values
     return ExperimentRun(
         experiment,
         src,
         tgt,
-        [_variant(v, experiment, value, len(src), len(tgt)) for v, value in zip(variants, experiment.values)],
+        [_variant(v, experiment, value, len(src), len(tgt), version) for v, value in zip(variants, values)],
     )
 
 
