@@ -312,7 +312,7 @@ def test_a_click_that_races_a_starting_job_starts_no_second_one(stop_jobs):
     second.session_state["run"] = job
     second.run()
     assert not second.exception and second.session_state["run"] is job
-    assert [run for run in ui.common.run_registry()._slots if run is not None] == [job]
+    assert [run for runs in ui.common.run_registry()._slots for run in runs] == [job]
 
 
 def test_a_full_server_queues_the_run_and_starts_it_when_a_slot_frees(stop_jobs):

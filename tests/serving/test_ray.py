@@ -137,7 +137,7 @@ def test_a_runs_caps_reach_the_actor_and_end_the_run_with_its_model_kept(
     replicas, monkeypatch, caps, pause, notice, in_chinese
 ):
     registry = replicas[1]
-    monkeypatch.setattr(actor_of(registry), "caps", caps)  # what the slot's StartRun carries to the actor
+    monkeypatch.setattr(actor_of(registry), "caps", caps)  # what the slot's StartRuns carries to the actor
     run = registry.submit("a", *settings(seed=4, **ENDLESS, eval_every=5))
     assert run.wait_until_moving(30.0)
     if pause:
