@@ -12,7 +12,7 @@ from conftest import open_at, requires_chromium
 
 from harness.page import PAGES
 
-pytestmark = [pytest.mark.browser, requires_chromium]
+pytestmark = requires_chromium
 
 WCAG_AA = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa", "wcag22aa"]  # axe's tags for WCAG 2.0-2.2, levels A and AA
 BLOCKING = ("critical", "serious")

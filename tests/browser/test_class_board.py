@@ -9,7 +9,6 @@ killed reads "lost" after the restart, never "training"."""
 import csv
 import re
 
-import pytest
 from conftest import choose, open_page, page_errors, requires_chromium, screenshot
 from playwright.sync_api import expect
 
@@ -18,7 +17,7 @@ from harness.paths import ARTIFACTS
 from harness.server import LabServer
 from transformer.classroom import Assignment, ClassStore
 
-pytestmark = [pytest.mark.browser, requires_chromium]
+pytestmark = requires_chromium
 
 PROJECTOR = {"width": 1280, "height": 800}
 STUDENTS = ["Ada", "Bo", "Cy", "<b>Di</b>"]  # the last is literal text, never markup

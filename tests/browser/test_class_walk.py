@@ -17,7 +17,7 @@ from harness.chromium import VIEWPORT
 from harness.page import IDLE, button, fill, main, wait_idle
 from transformer.i18n import N_, translator
 
-pytestmark = [pytest.mark.browser, requires_chromium]
+pytestmark = requires_chromium
 
 LANGUAGES = ("en", "zh-CN")
 TASK_FILE = "双写词 lesson 7.csv"  # a long name with Chinese characters: it names models, reports and the question

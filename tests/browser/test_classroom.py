@@ -4,7 +4,6 @@ waits in the queue for a slot and then trains."""
 
 import time
 
-import pytest
 from conftest import page_errors, requires_chromium, screenshot, shown_text
 from playwright.sync_api import expect
 
@@ -13,7 +12,7 @@ from harness.page import button, fill, main, open_train, wait_idle
 from harness.paths import ARTIFACTS
 from harness.server import LabServer
 
-pytestmark = [pytest.mark.browser, requires_chromium]
+pytestmark = requires_chromium
 
 BUSY_TIMEOUT_S = 60  # a bound for a busy machine; how soon the page answers is measured by benchmarks/app_bench.py
 IDLE_TIMEOUT_S = 4  # the server's idle timeout in the test of a page that stops polling

@@ -5,7 +5,6 @@ artifacts/screenshots/."""
 import re
 import time
 
-import pytest
 from conftest import (
     chart_points,
     navigate,
@@ -24,7 +23,7 @@ from harness.page import PAGES, button, fill, main, wait_idle
 from harness.paths import ARTIFACTS
 from harness.server import LabServer
 
-pytestmark = [pytest.mark.browser, requires_chromium]
+pytestmark = requires_chromium
 
 SOURCE, REVERSED = "2 7 1 8", "8 1 7 2"
 NAV_TITLES = [

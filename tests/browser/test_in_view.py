@@ -12,7 +12,7 @@ from playwright.sync_api import expect
 
 from harness.page import button, fill, main, wait_idle
 
-pytestmark = [pytest.mark.browser, requires_chromium]
+pytestmark = requires_chromium
 
 PROJECTOR, PHONE = {"width": 1280, "height": 800}, {"width": 390, "height": 844}
 OUTCOME = "[data-testid='stAlertContentSuccess'], [data-testid='stAlertContentInfo']"

@@ -4,14 +4,13 @@ dropping it again for English."""
 
 import re
 
-import pytest
 from conftest import choose, page_errors, requires_chromium
 from playwright.sync_api import expect
 
 from harness.chromium import VIEWPORT
 from harness.page import main, wait_idle
 
-pytestmark = [pytest.mark.browser, requires_chromium]
+pytestmark = requires_chromium
 
 
 def test_a_browser_in_chinese_opens_the_lab_in_chinese(new_context, lab_server):

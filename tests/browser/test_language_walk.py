@@ -37,7 +37,7 @@ from playwright.sync_api import expect
 from harness.page import button, main, wait_idle
 from transformer.i18n import latin_terms
 
-pytestmark = [pytest.mark.browser, requires_chromium]
+pytestmark = requires_chromium
 
 MODEL_PAGES = ["anatomy", "masking", "decoding", "lengths", "knockout", "compare", "checkpoints"]
 

@@ -2,13 +2,12 @@
 
 import re
 
-import pytest
 from conftest import choose, navigate, open_page, page_errors, requires_chromium, wait_for_more_points
 from playwright.sync_api import expect
 
 from harness.page import button, main, wait_idle
 
-pytestmark = [pytest.mark.browser, requires_chromium]
+pytestmark = requires_chromium
 
 EARLY_INPUT, EARLY_RIGHT = "5 4 3 3 7 6 6 0 4", "4 0 6 6 7 3 3 4 5"  # reverse-early's first held-out example
 

@@ -1,13 +1,12 @@
 """Links in a real browser: a teacher's link opens a page with the shipped model in hand and the page's settings,
 with no click, and survives a reload; a hostile link shows a notice and the page's defaults."""
 
-import pytest
 from conftest import page_errors, requires_chromium
 from playwright.sync_api import expect
 
 from harness.page import IDLE, wait_idle
 
-pytestmark = [pytest.mark.browser, requires_chromium]
+pytestmark = requires_chromium
 
 DECODING_LINK = "decoding?model=reverse&input=3%201%204"
 

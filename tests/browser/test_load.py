@@ -17,7 +17,7 @@ from conftest import requires_chromium
 
 from harness.paths import ARTIFACTS, ROOT
 
-pytestmark = [pytest.mark.slow, pytest.mark.browser, requires_chromium]
+pytestmark = [pytest.mark.slow, requires_chromium]
 
 MAX_RSS_MB = 2 * 1024  # the goal; Community Cloud allows 2.7 GB
 MAX_SLOTS = 2  # training slots on a 2-core server: the runs that start without queueing

@@ -1,14 +1,13 @@
 """Probes in a real browser: activation patching on Knockout, typed inputs to the grid of one head at a time and
 of the residual stream; and, after a run on Train, its best head's alignment and how training reshaped the model."""
 
-import pytest
 from conftest import page_errors, requires_chromium
 from playwright.sync_api import expect
 
 from harness.chromium import LAPTOP
 from harness.page import IDLE, button, fill, open_train, wait_idle
 
-pytestmark = [pytest.mark.browser, requires_chromium]
+pytestmark = requires_chromium
 
 
 def test_patching_a_changed_symbol_shows_where_the_clean_answer_comes_back(page, lab_server):

@@ -1,14 +1,13 @@
 """A lab report downloaded from Train, in the session's language, opens in Chromium with every request outside the file
 blocked, and draws every chart with no error."""
 
-import pytest
 from conftest import page_errors, requires_chromium, screenshot
 from playwright.sync_api import expect
 
 from harness.chromium import VIEWPORT
 from harness.page import IDLE, wait_idle
 
-pytestmark = [pytest.mark.browser, requires_chromium]
+pytestmark = requires_chromium
 
 
 def test_a_report_from_train_opens_offline_and_draws_its_charts(page, lab_server, new_context, tmp_path):

@@ -3,7 +3,6 @@ and a Start pressed meanwhile gets a run; Home opens on the lesson and keeps it 
 what to do next are in view when it ends, on a laptop and on a projector; and Start on a run that has already
 finished shows that run's result at once, saying why."""
 
-import pytest
 from conftest import open_page, page_errors, requires_chromium
 from playwright.sync_api import expect
 
@@ -13,7 +12,7 @@ from harness.paths import ARTIFACTS
 from harness.server import LabServer
 from ui.train_controls import SAME_RUN
 
-pytestmark = [pytest.mark.browser, requires_chromium]
+pytestmark = requires_chromium
 
 PROJECTOR = {"width": 1920, "height": 1080}
 SEED = 23  # a run of this file's own: no other test's run to join

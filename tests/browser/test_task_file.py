@@ -1,14 +1,13 @@
 """A task of one's own in a browser: a task file uploaded on Train trains, its report downloads and opens offline with
 its charts, and Decoding decodes one of its held-out pairs."""
 
-import pytest
 from conftest import page_errors, requires_chromium
 from playwright.sync_api import expect
 
 from harness.chromium import VIEWPORT
 from harness.page import IDLE, wait_idle
 
-pytestmark = [pytest.mark.browser, requires_chromium]
+pytestmark = requires_chromium
 
 SWAPS = "source,target\n" + "\n".join(f"{a} {b},{b} {a}" for a in "abcdef" for b in "abcdef" if a != b) + "\n"
 

@@ -11,7 +11,7 @@ from playwright.sync_api import expect
 
 from harness.page import PAGES, button, main, wait_idle
 
-pytestmark = [pytest.mark.browser, requires_chromium]
+pytestmark = requires_chromium
 
 
 # Each table's overflow: how far its columns reach past what it shows, and how far its box reaches past the screen.
