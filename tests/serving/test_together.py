@@ -3,6 +3,7 @@ worker): each run is still the run its settings make, with its own controls, cur
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 
 import pytest
 import torch
@@ -152,6 +153,27 @@ def test_each_run_of_a_group_keeps_its_own_pause_step_stop_and_watchers(group_si
         paused.stop()
         assert going.wait_until_done(30) and paused.wait_until_done(30)
         assert all(run.model() is not None and run.error is None for run in runs)  # each kept its own model
+    finally:
+        registry.close()
+    assert group_sizes == [1, MIN_TOGETHER]
+
+
+def test_a_run_of_a_group_whose_settings_make_no_trainer_ends_at_once_and_the_others_train_on(group_sizes):
+    registry = make_registry()
+    try:
+        blocker = registry.submit("teacher", *settings(seed=99, **ENDLESS))
+        model, data, train = settings(0, **ENDLESS)
+        too_long = replace(data, min_len=model.longest_sequence + 1, max_len=model.longest_sequence + 1)
+        bad = registry.submit("student 0", model, too_long, train)
+        runs = [registry.submit(f"student {i}", *settings(i, **ENDLESS)) for i in range(1, MIN_TOGETHER)]
+        registry.leave("teacher", blocker)
+        assert bad.wait_until_done(30) and bad.error and bad.result is None  # while the others still train
+        assert not any(run.done for run in runs)
+        bad.step_row()  # a control after its end reaches nothing
+        wait_until(lambda: all(run.step > 10 for run in runs), timeout=60.0)
+        for run in runs:
+            run.stop()
+        assert all(run.wait_until_done(30) and run.result.reason == "stopped" for run in runs)
     finally:
         registry.close()
     assert group_sizes == [1, MIN_TOGETHER]

@@ -84,6 +84,9 @@ def train_and_report(conn: Connection, start: StartRuns) -> RunEnded:
     beat.start()
     try:
         ready = [gate for gate, configs in zip(gates, start.runs) if gate.build(*configs)]
+        for gate in gates:
+            if gate.trainer is None:  # its settings made no trainer: its student reads why now, not after the others
+                gate.finish()
         if len(ready) == 1:
             for row in ready[0].trainer.train(ready[0].wait_for_step):
                 ready[0].report_row(row)
@@ -204,6 +207,8 @@ class Gate:
         return self.trainer is not None
 
     def control(self, name: ControlName) -> None:
+        if self.ended:  # a control that crossed the run's end: dropped
+            return
         match name:
             case "stop":
                 self.stopped = True
