@@ -5,7 +5,7 @@ the cluster is up for both.
 
 Prints the two side by side: runs finished / refused / lapsed / failed, Start to finished p50 / p95 / max, the first
 chart point of any session after Start, the runs' training times, peak memory and CPU of the server (its worker
-processes, or its Ray proxies) and of the cluster (its nodes' processes and the actors on them), and the machine's
+processes, or its Ray gateway) and of the cluster (its nodes' processes and the tasks' processes on them), and the machine's
 load average (other work on it shows there). Then, on the same cluster, what identical runs
 cost across two replicas: the Train page's default run started on two replicas' registries trains twice, where two
 students on one replica share one run.
@@ -34,12 +34,12 @@ from transformer.serving import RunRegistry, ServerSettings
 
 BACKENDS = ("local", "ray")
 TRAINED = re.compile(r"run ended: .* after ([\d.]+) s of training$", re.M)  # the serving log's line (run.py)
-READY_S = 120.0  # a registry's actors, importing torch
+READY_S = 120.0  # a registry's warm-up of the cluster's processes, importing torch
 
 
 class ClusterSampler(Every):
     """On a thread: the peak resident memory of a local cluster's processes (its nodes' and the workers they
-    started: the training actors), every 0.2 s, and the CPU seconds they used while it is open, as last seen."""
+    started: the training tasks' processes), every 0.2 s, and the CPU seconds they used while it is open, as last seen."""
 
     def __init__(self, cluster: Cluster, every_s: float = 0.2):
         super().__init__(every_s)
@@ -105,7 +105,7 @@ def duplicate_cost(cluster: Cluster, sampler: ClusterSampler, seed: int = 0) -> 
     cluster), then on one (the second student joins). Each run's training seconds and the cluster's CPU seconds."""
     replicas = [RunRegistry(ServerSettings(ray_address=cluster.address, training_slots=1)) for _ in range(2)]
     try:
-        assert all(registry.wait_ready(READY_S) for registry in replicas), "the replicas' actors did not start"
+        assert all(registry.wait_ready(READY_S) for registry in replicas), "the replicas' warm-up did not end"
         cost = {}
         for case, seats in (("two replicas", replicas), ("one replica", replicas[:1] * 2)):
             sampler.tick()
@@ -160,11 +160,11 @@ def side_by_side(summaries: dict[str, dict]) -> str:
             ("Start to training p50 / p95 / max", _triple(t["start_to_training_s"])),
             ("first chart point after Start", f"{t['start_to_first_chart_point_s']} s"),
             ("Start to run started on the server", _triple(r["start_to_started_s"])),
-            ("peak server RSS, workers or proxies", f"{s['peak_rss_mb']:.0f} MB"),
-            ("server CPU, workers or proxies", f"{s['server_cpu_s']} s of {s['total_s']} s"),
+            ("peak server RSS, workers or gateway", f"{s['peak_rss_mb']:.0f} MB"),
+            ("server CPU, workers or gateway", f"{s['server_cpu_s']} s of {s['total_s']} s"),
             ("training time of a run p50 / p95 / max", _triple(s["training_s_of_runs"])),
-            ("peak cluster RSS, actors included", f"{cluster['peak_rss_mb']:.0f} MB"),
-            ("cluster CPU, actors included", f"{cluster['cpu_s']} s"),
+            ("peak cluster RSS, tasks included", f"{cluster['peak_rss_mb']:.0f} MB"),
+            ("cluster CPU, tasks included", f"{cluster['cpu_s']} s"),
             ("the machine's load average after it (1 min)", f"{s['load_avg_1m_after']:.1f}"),
         ]
 

@@ -1,12 +1,17 @@
 """Runs on a Ray cluster (LAB_RAY_ADDRESS): a real local cluster of two nodes, one CPU each, started once for the
 session, with two servers' registries on it (one slot each, as two replicas would share it). The registry behaves
-as with its own workers: join, queue, pause/step/resume/stop, caps; an actor killed or a node lost mid-run ends its
+as with its own workers: join, queue, pause/step/resume/stop, caps; a task killed or a node lost mid-run ends its
 run as a lost worker's, its last snapshot kept; a cluster that cannot be reached, at start or later, leaves the
-server training on its own workers. Two replicas writing one PostgreSQL show one class on one board.
+server training on its own workers. Each replica talks to Ray through one gateway process, and its runs hold the
+cluster's CPUs only while they train, so replicas with more slots than CPUs share them through Ray's queue. Two
+replicas writing one PostgreSQL show one class on one board.
 
 Fails, rather than skips, in CI without ray: README's test command installs requirements-ray.txt."""
 
 import os
+import signal
+from dataclasses import replace
+from pathlib import Path
 
 import pytest
 from sqlalchemy import create_engine
@@ -31,7 +36,7 @@ except ImportError:  # in CI a skip would pass a run that never trained on a clu
         raise
     pytest.skip("ray: pip install -r requirements-ray.txt", allow_module_level=True)
 
-READY_S = 120.0  # two actors importing torch at once on a busy 2-core machine
+READY_S = 120.0  # two tasks' processes importing torch at once on a busy 2-core machine
 
 
 def start_cluster(nodes: int) -> Cluster:
@@ -53,7 +58,7 @@ def cluster():
 
 @pytest.fixture(scope="module")
 def driver(cluster):
-    """This process joined to the cluster as a driver, to kill an actor by its name, until the module ends."""
+    """This process joined to the cluster as a driver, to read its free CPUs, until the module ends."""
     ray.init(cluster.address, namespace=NAMESPACE, log_to_driver=False, logging_level="ERROR")
     yield
     ray.shutdown()
@@ -67,18 +72,46 @@ def replica(cluster: Cluster) -> RunRegistry:
 
 @pytest.fixture(scope="module")
 def replicas(cluster):
-    """Two servers' registries on the one cluster, a slot (an actor, a CPU) each."""
+    """Two servers' registries on the one cluster, a slot (a task, a CPU, while a run trains) each."""
     pair = replica(cluster), replica(cluster)
-    assert all(registry.wait_ready(READY_S) for registry in pair)
-    assert all(registry.workers[0].actor_name for registry in pair)  # actors, not this server's workers
+    assert all(registry.wait_ready(READY_S) and registry.gateway is not None for registry in pair)
     yield pair
     for registry in pair:
         registry.close()
 
 
-def actor_of(registry: RunRegistry) -> WorkerLink:
+def task_of(registry: RunRegistry) -> WorkerLink:
+    """The link to the task training the one run of a replica's slot: a Ray task, not this server's worker."""
     wait_until(lambda: registry.workers[0] is not None, timeout=READY_S)
+    assert registry.workers[0].task_name
     return registry.workers[0]
+
+
+def gateways() -> list[int]:
+    """The gateway processes this test process has started: every process of it that talks to Ray."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        try:
+            stat = (proc / "stat").read_text()
+            command = (proc / "cmdline").read_bytes().split(b"\0")
+        except (OSError, ValueError):
+            continue
+        ppid = int(stat.rpartition(")")[2].split()[1])
+        if ppid == os.getpid() and b"transformer.serving.ray_worker" in command:
+            found.append(int(proc.name))
+    return found
+
+
+def kill_task(name: str) -> None:
+    """Kill the process of the Ray task called `name` (Ray titles a task's process `ray::NAME` while it runs)."""
+    for proc in Path("/proc").iterdir():
+        try:
+            if (proc / "cmdline").read_bytes().startswith(f"ray::{name}".encode()):
+                os.kill(int(proc.name), signal.SIGKILL)
+                return
+        except (OSError, ValueError):
+            continue
+    raise AssertionError(f"no process runs the task {name}")
 
 
 def test_a_run_on_the_cluster_is_the_run_its_settings_make_alone_and_a_second_student_joins_it(replicas):
@@ -92,17 +125,16 @@ def test_a_run_on_the_cluster_is_the_run_its_settings_make_alone_and_a_second_st
     assert run.losses == reference.step_losses and same_weights(run.model(), reference.model)
     assert [row["exact_match"] for row in run.rows] == [row["exact_match"] for row in rows]
     assert [s["step"] for s in run.attention] == [s["step"] for s in reference.attention_snapshots]
-    assert actor_of(registry).resident_mb() > 100  # the actor's own report at the run's end: torch alone is more
 
 
-def test_distinct_runs_queue_for_the_clusters_slot_and_stop_reaches_the_actor_before_and_while_it_trains(replicas):
+def test_distinct_runs_queue_for_the_clusters_slot_and_stop_reaches_the_task_before_and_while_it_trains(replicas):
     registry = replicas[0]
     first = registry.submit("a", *settings(seed=1, **ENDLESS))
     queued = registry.submit("b", *settings(seed=2, **ENDLESS))
     assert queued.status == "queued" and registry.place(queued).position == 1
-    queued.stop()  # asked while queued: sent as the actor takes it
+    queued.stop()  # asked while queued: sent as its task takes it
     assert first.wait_until_moving(30.0)
-    registry.leave("a", first)  # nobody watches it: stopped on the actor
+    registry.leave("a", first)  # nobody watches it: stopped on the task
     assert first.wait_until_done(20.0) and first.result.reason == "stopped" and first.result.steps > 0
     assert queued.wait_until_done(30.0) and queued.result.reason == "stopped" and queued.error is None
 
@@ -133,35 +165,59 @@ def test_pause_step_and_resume_on_the_cluster_end_with_the_weights_of_an_unpause
         ),
     ],
 )
-def test_a_runs_caps_reach_the_actor_and_end_the_run_with_its_model_kept(
+def test_a_runs_caps_reach_the_task_and_end_the_run_with_its_model_kept(
     replicas, monkeypatch, caps, pause, notice, in_chinese
 ):
     registry = replicas[1]
-    monkeypatch.setattr(actor_of(registry), "caps", caps)  # what the slot's StartRuns carries to the actor
+    capped = replace(registry.settings, max_run_s=caps.run_s, max_total_pause_s=caps.total_pause_s)
+    monkeypatch.setattr(registry, "settings", capped)  # what the slot's StartRuns carries to the task
     run = registry.submit("a", *settings(seed=4, **ENDLESS, eval_every=5))
     assert run.wait_until_moving(30.0)
     if pause:
         run.pause()
     assert run.wait_until_done(30.0) and run.error is None and run.result.reason == "stopped"
     assert run.notice.startswith(notice) and run.model() is not None
-    assert isinstance(run.notice, Message) and ZH(run.notice) == in_chinese  # the actor's words, in a page's language
+    assert isinstance(run.notice, Message) and ZH(run.notice) == in_chinese  # the task's words, in a page's language
 
 
-def test_an_actor_killed_mid_run_leaves_its_last_snapshot_in_hand_and_a_new_actor_takes_the_slot(replicas, driver):
+def test_a_task_killed_mid_run_leaves_its_last_snapshot_in_hand_and_a_new_task_takes_the_slot(replicas):
     registry = replicas[0]
     run = registry.submit("a", *settings(seed=5, **ENDLESS, eval_every=5))
     wait_until(lambda: len(run.rows) >= 2, timeout=60.0)
-    killed = actor_of(registry)
-    ray.kill(ray.get_actor(killed.actor_name))
+    killed = task_of(registry)
+    kill_task(killed.task_name)
     assert run.wait_until_done(30.0) and run.error is None and run.result.reason == "stopped"
     kept = int(run.rows[-1]["step"])
     assert run.result.steps == kept and run.notice.endswith(f"; the model kept is its snapshot of step {kept}")
     assert run.notice.startswith("the training process ended unexpectedly at step ")
     assert same_weights(run.model(), alone(*settings(seed=5, steps=kept, early_stop=False, eval_every=5))[0].model)
-    after = registry.submit("b", *settings(seed=6, steps=30, early_stop=False))
-    assert after.wait_until_done(READY_S) and after.error is None and after.result.steps == 30
-    fresh = actor_of(registry)
-    assert fresh is not killed and fresh.actor_name and fresh.actor_name != killed.actor_name
+    after = registry.submit("b", *settings(seed=6, **ENDLESS))
+    assert after.wait_until_moving(READY_S)
+    assert task_of(registry).task_name != killed.task_name
+    registry.leave("b", after)
+    assert after.wait_until_done(30.0) and after.error is None and after.result.reason == "stopped"
+
+
+def test_each_replica_talks_to_ray_through_one_gateway_and_holds_a_cpu_only_while_a_run_trains(
+    cluster, replicas, driver
+):
+    """Two replicas of two slots each on a cluster of two CPUs: four runs, two training and two waiting in Ray's
+    queue, all finish; one gateway per replica; the CPUs are the cluster's again once the runs end."""
+    more = [RunRegistry(ServerSettings(ray_address=cluster.address, training_slots=2)) for _ in "ab"]
+    try:
+        assert [len(registry.workers) for registry in more] == [2, 2]
+        assert len(gateways()) == 4  # the module's two replicas and these two: one each, whatever their slots
+        configs = [settings(seed=60 + i, steps=150, early_stop=False) for i in range(4)]
+        runs = [registry.submit(f"s{i}", *configs[i]) for i, registry in enumerate(more * 2)]
+        wait_until(lambda: sum(run.status == "preparing" for run in runs) == 2, timeout=READY_S)
+        assert all(run.wait_until_done(READY_S) and run.error is None and run.result.steps == 150 for run in runs)
+        assert same_weights(runs[3].model(), alone(*configs[3])[0].model)
+        wait_until(lambda: ray.available_resources().get("CPU") == 2.0, timeout=30.0)
+        assert all(worker is None for registry in more for worker in registry.workers)
+    finally:
+        for registry in more:
+            registry.close()
+    wait_until(lambda: len(gateways()) == 2, timeout=30.0)
 
 
 @pytest.fixture
@@ -216,8 +272,8 @@ def test_a_node_lost_mid_run_ends_its_run_as_a_lost_worker_and_the_other_node_tr
     kept = int(lost.rows[-1]["step"])
     assert lost.result.reason == "stopped" and lost.notice.endswith(f"the model kept is its snapshot of step {kept}")
     step = survivor.step
-    wait_until(lambda: survivor.step > step, timeout=10.0)  # the other node's actor trains on
-    cluster.add_node(num_cpus=1)  # the lost slot's new actor waits for a CPU, and takes the new node's
+    wait_until(lambda: survivor.step > step, timeout=10.0)  # the other node's task trains on
+    cluster.add_node(num_cpus=1)  # the lost slot's next task waits for a CPU, and takes the new node's
     for i, run in enumerate(runs):
         replicas[i].leave("a", run)
     assert survivor.wait_until_done(20.0)
@@ -239,14 +295,14 @@ def test_a_cluster_lost_later_ends_its_runs_as_lost_workers_and_new_runs_train_o
     doomed = start_cluster(1)
     registry = RunRegistry(ServerSettings(ray_address=doomed.address, training_slots=1, worker_processes=False))
     try:
-        assert registry.wait_ready(READY_S) and registry.workers[0].actor_name
+        assert registry.wait_ready(READY_S) and registry.gateway is not None
         run = registry.submit("a", *settings(seed=50, **ENDLESS, eval_every=5))
         wait_until(lambda: len(run.rows) >= 2, timeout=60.0)
-        doomed.shutdown()  # the head, its node and the actor on it go
+        doomed.shutdown()  # the head, its node and the task on it go
         assert run.wait_until_done(60.0) and run.result.reason == "stopped" and "snapshot of step" in run.notice
         after = registry.submit("b", *settings(seed=51, steps=10, early_stop=False))
         assert after.wait_until_done(60.0) and after.error is None and after.result.steps == 10
-        assert registry.workers[0].actor_name is None  # this server's own worker took the slot
+        assert registry.workers[0].task_name is None  # this server's own worker took the slot
     finally:
         registry.close()
         doomed.shutdown()

@@ -556,10 +556,10 @@ def test_the_server_log_has_a_line_when_a_run_is_queued_starts_and_ends(caplog):
 def test_a_malformed_ray_address_is_refused_at_start_in_the_log_and_runs_train_on_the_servers_workers(
     address, caplog, monkeypatch
 ):
-    def asked(_: str) -> int:
+    def asked(*_: object) -> None:
         raise AssertionError("a malformed address is never asked for its CPUs")
 
-    monkeypatch.setattr(registry_module, "cluster_cpus", asked)
+    monkeypatch.setattr(registry_module, "RayGateway", asked)
     run_module.log.addHandler(caplog.handler)
     registry = RunRegistry(replace(ServerSettings.from_env({"LAB_RAY_ADDRESS": address}), worker_processes=False))
     try:

@@ -7,13 +7,13 @@
   thread) and reports;
 - `worker_link`: the server's end, `WorkerLink`, which starts a worker, hands it a run, and writes the worker's
   reports into the `Run`;
-- `ray_worker`: the same worker on a Ray cluster (`LAB_RAY_ADDRESS`): an actor that runs the worker's loop, and the
-  proxy process that relays the protocol between the server and it (`worker_link.cluster_cpus` asks the cluster
-  for its CPUs through it);
+- `ray_worker`: the same worker on a Ray cluster (`LAB_RAY_ADDRESS`): a task per run that runs the worker's loop,
+  and the server's one gateway process that relays the protocol between the server and each task
+  (`worker_link.RayGateway` is the server's end of it);
 - `registry`: `RunRegistry`, which joins identical runs, queues distinct ones for the training slots, and moves a
   `Chain` of runs (Compare's variants) on by itself; `finished_run`, a run trained to its end in this process.
 
-The public names load on first use (PEP 562), as in `transformer`: a Ray proxy process imports
+The public names load on first use (PEP 562), as in `transformer`: a Ray gateway process imports
 `transformer.serving.ray_worker` without torch.
 """
 

@@ -12,8 +12,8 @@ run of the last one has ended.
 
 `worker.py` is the worker's end (it trains), `worker_link.py` the server's end (it writes the reports into the
 `Run` pages read). Each message is a frozen dataclass, sent with plain pickle (`send`, `receive`). The pipe goes to a
-worker process on the server, or to a proxy process that relays its bytes to the same loop on a Ray cluster
-(`ray_worker.py`): one protocol, two transports.
+worker process on the server, or to the server's gateway, which relays its bytes to the same loop in a Ray task on a
+cluster (`ray_worker.py`): one protocol, two transports.
 """
 
 import io
@@ -103,17 +103,15 @@ class Alive:
 
 @dataclass(frozen=True)
 class RunEnded:
-    """The run's end: a result or an error a student can read, its final weights, why a limit ended it, and, for the
-    last of its StartRuns to end, the memory the worker process holds once the runs' is given back (MB; None from a
-    worker on a server thread, and for the others). The error and the notice are Messages where they have one
-    (`transformer.i18n`: pickled as template and parameters), so a page shows them in its own language."""
+    """The run's end: a result or an error a student can read, its final weights, and why a limit ended it. The error
+    and the notice are Messages where they have one (`transformer.i18n`: pickled as template and parameters), so a
+    page shows them in its own language."""
 
     run: int
     result: TrainResult | None
     error: str | None
     weights: Weights | None
     notice: str | None
-    resident_mb: float | None = None
 
 
 PipeMessage = StartRuns | Control | Ready | Progress | NewRow | Holding | Alive | RunEnded

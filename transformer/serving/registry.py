@@ -8,8 +8,8 @@ or that recently finished on its own terms (solved, or its step budget spent), j
 Each training slot is a thread of the server with a worker of its own: the thread takes the next queued run,
 has its worker train it (`WorkerLink.relay` writes the reports into the run), and takes the next; with
 `LAB_TRAIN_TOGETHER` above 1 it takes queued runs of that run's shape with it, which its worker trains together
-(`batched.train_together`). The workers are this server's, or with `LAB_RAY_ADDRESS` actors on a Ray cluster, one
-slot per CPU of the cluster (`training_slots`).
+(`batched.train_together`). The workers are this server's, or with `LAB_RAY_ADDRESS` a Ray task for each run on a
+cluster, reached through the server's one gateway process, one slot per CPU of the cluster (`training_slots`).
 """
 
 import ipaddress
@@ -35,7 +35,7 @@ from ..training import TrainConfig
 from .protocol import Caps
 from .run import Run, log, log_runs, unwatched
 from .settings import ServerSettings, usable_cores
-from .worker_link import WorkerLink, WorkerLost, cluster_cpus
+from .worker_link import READY_TIMEOUT_S, RayGateway, WorkerLink, WorkerLost
 
 DEFAULT_RUN_S = 10.0  # the guess for a run's length before any has finished on this server
 MIN_TOGETHER = 4  # the fewest runs a slot trains together: fewer are faster one by one (docs/benchmarks.md)
@@ -71,15 +71,15 @@ def network_address(peer: str | None, forwarded_for: str | None) -> str | None:
         return peer
 
 
-def training_slots(settings: ServerSettings) -> tuple[str | None, int]:
-    """Where runs train and how many at once: on the Ray cluster at `settings.ray_address`, one per CPU it has
-    (bounded by LAB_TRAINING_SLOTS), or, with no cluster, a malformed address or a cluster that cannot be reached,
-    on this server's workers."""
+def training_slots(settings: ServerSettings) -> tuple[RayGateway | None, int]:
+    """Where runs train and how many at once: through a gateway to the Ray cluster at `settings.ray_address`, one
+    per CPU it has (bounded by LAB_TRAINING_SLOTS), or, with no cluster, a malformed address or a cluster that
+    cannot be reached, on this server's workers."""
     if settings.ray_address:
         if problem := settings.ray_address_problem:
             log.warning("%s", problem)
-        elif (cpus := cluster_cpus(settings.ray_address)) is not None:
-            return settings.ray_address, settings.cluster_slots(cpus)
+        elif (gateway := RayGateway(settings.ray_address, settings.torch_threads, settings.most_cluster_slots)).cpus:
+            return gateway, settings.cluster_slots(gateway.cpus)
         log.warning("training on this server's own workers, %d at once", settings.slots)
     return None, settings.slots
 
@@ -129,13 +129,14 @@ class RunRegistry:
     """Every run on one server, by `run_key` (see the module docstring).
 
     `settings.slots` runs train at once (on a Ray cluster, see `training_slots`), each in a worker of its own (a
-    process, a server thread when `settings.worker_processes` is off, or a Ray actor), or, with
+    process, a server thread when `settings.worker_processes` is off, or a Ray task), or, with
     `settings.train_together` above 1, groups of runs of one shape, a group in one worker; more distinct runs wait in a
     queue of at most `settings.max_queue`, at most `settings.runs_per_address` of them queued or training from one
     network address. A free slot takes the first queued run from an address with no run training, else the first
     queued run, and the queued runs to train together with it (`_alike`). A queued run nobody watches any more
     leaves the queue, and a training one is stopped (see `Run`). A worker holding more than
-    `settings.worker_max_mb` after its runs is restarted. A slot whose Ray actor cannot start takes a worker of this
+    `settings.worker_max_mb` after its runs is restarted. On a Ray cluster each slot asks the gateway for a task per
+    run, which holds a CPU of the cluster only while it trains; a slot whose task cannot start takes a worker of this
     server instead, while this server's usable cores and `settings.slots` allow. The last `keep_finished` runs that
     ended on their own terms stay joinable.
 
@@ -146,14 +147,15 @@ class RunRegistry:
     def __init__(self, settings: ServerSettings, keep_finished: int = 16):
         self.settings, self.keep_finished = settings, keep_finished
         log_runs()
-        self.ray_address, slots = training_slots(settings)
+        self.gateway, slots = training_slots(settings)
         self._local_slots = min(settings.slots, usable_cores())  # slots that may fall back to this server's workers
         self._lock = threading.RLock()
         self._changed = threading.Condition(self._lock)  # a run was queued, a slot freed, or the registry closed
         self._runs: dict[str, Run] = {}  # joinable runs: queued, training, or finished on their own terms
         self._queue: deque[Run] = deque()
         self._slots: list[list[Run]] = [[] for _ in range(slots)]  # the runs each slot trains; [] while free
-        self.workers: list[WorkerLink | None] = [None] * slots  # each slot's worker, once it is ready
+        self.workers: list[WorkerLink | None] = [None] * slots  # each slot's worker, once it is ready (a Ray task's
+        # link while it trains)
         self._chains: list[Chain] = []
         self._durations: deque[float] = deque(maxlen=20)  # seconds of recently finished runs, for wait estimates
         self._closed = False
@@ -164,6 +166,11 @@ class RunRegistry:
         ]
         for thread in self._threads:
             thread.start()
+
+    @property
+    def ray_address(self) -> str | None:
+        """The Ray cluster this server trains on, or None when it trains on its own workers."""
+        return None if self.gateway is None else self.gateway.address
 
     def submit(
         self,
@@ -249,7 +256,10 @@ class RunRegistry:
             return sum(len(run.watchers()) for run in self._active())
 
     def wait_ready(self, timeout_s: float) -> bool:
-        """Wait at most `timeout_s` for every slot's first worker to be ready (or to have failed to start)."""
+        """Wait at most `timeout_s` for every slot's first worker to be ready (or to have failed to start); on a Ray
+        cluster, for the gateway's warm processes."""
+        if self.gateway is not None:
+            return self.gateway.warm.wait(timeout_s)
         with self._lock:
             return self._changed.wait_for(lambda: self._starting == 0, timeout_s)
 
@@ -264,12 +274,15 @@ class RunRegistry:
             self._changed.notify_all()
         for thread in self._threads:
             thread.join(10)
+        if self.gateway is not None:
+            self.gateway.close()
 
     # ---- the slots
     def _serve_slot(self, slot: int) -> None:
-        """A training slot: keep a worker, and have it train the runs given to this slot until the registry
-        closes. The worker starts at once, so the first Start finds it ready; a worker that is lost is replaced."""
-        worker = self.workers[slot] = self._new_worker(slot)
+        """A training slot: have a worker train the runs given to this slot until the registry closes. A worker of
+        this server starts at once, so the first Start finds it ready, and is replaced when lost; on a Ray cluster a
+        task starts for each run, and gives its CPU back after."""
+        worker = self.workers[slot] = None if self.gateway else self._new_worker(slot)
         with self._lock:
             self._starting -= 1
             self._changed.notify_all()
@@ -289,27 +302,32 @@ class RunRegistry:
             else:
                 try:
                     worker.relay(runs)
-                    restart = (worker.resident_mb() or 0.0) > self.settings.worker_max_mb
+                    keep = worker.task_name is None and (worker.resident_mb() or 0.0) <= self.settings.worker_max_mb
                 except WorkerLost:
-                    restart = True
-                if restart:  # lost, or holding the memory of a large run: the next run gets a fresh one
+                    keep = False
+                if not keep:  # lost, holding the memory of a large run, or a Ray task: the next run gets a fresh one
                     worker.close()
                     worker = self.workers[slot] = None
             self._ended(slot, runs)
-            if worker is None and not self._closed:
+            if worker is None and not self._closed and self.gateway is None:
                 worker = self.workers[slot] = self._new_worker(slot)
         if worker is not None:
             worker.close()
 
     def _new_worker(self, slot: int) -> WorkerLink | None:
-        """A ready worker for `slot`: a Ray actor when the registry trains on a cluster, else (or when the cluster
-        starts none, and the slot is one this server can also hold) one of this server's; None when none starts."""
+        """A ready worker for `slot`: a Ray task when the registry trains on a cluster (it may wait in Ray's queue
+        for a CPU as long as a run may train, and at least as long as a worker may take to start), else (or when the
+        cluster starts none, and the slot is one this server can also hold) one of this server's; None when none
+        starts."""
         caps = Caps(self.settings.max_run_s, self.settings.max_total_pause_s)
-        if self.ray_address is not None:
-            worker = WorkerLink(self.settings.torch_threads, caps, ray_address=self.ray_address)
-            if worker.wait_ready():
-                return worker
-            worker.close()
+        if self.gateway is not None:
+            try:
+                worker = WorkerLink(self.settings.torch_threads, caps, gateway=self.gateway)
+                if worker.wait_ready(max(READY_TIMEOUT_S, self.settings.max_run_s)):
+                    return worker
+                worker.close()
+            except ConnectionError:
+                pass
             log.warning("training slot %d: the Ray cluster at %s started no worker", slot, self.ray_address)
             if slot >= self._local_slots:
                 return None

@@ -84,9 +84,14 @@ class ServerSettings:
         docs/classroom.md). On a Ray cluster, `cluster_slots`."""
         return self.training_slots or usable_cores()
 
+    @property
+    def most_cluster_slots(self) -> int:
+        """The most runs training at once on a Ray cluster, whatever its CPUs: the setting, or MAX_TRAINING_SLOTS."""
+        return self.training_slots or MAX_TRAINING_SLOTS
+
     def cluster_slots(self, cluster_cpus: int) -> int:
         """Runs training at once on a Ray cluster with `cluster_cpus` CPUs: one per CPU, bounded by the setting."""
-        return max(1, min(cluster_cpus, self.training_slots or MAX_TRAINING_SLOTS))
+        return max(1, min(cluster_cpus, self.most_cluster_slots))
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] = os.environ) -> "ServerSettings":

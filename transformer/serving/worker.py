@@ -6,16 +6,16 @@ A worker is a fresh Python process (`python -m transformer.serving FD THREADS`),
 pages never holds the interpreter lock its steps need. Not multiprocessing's spawn: under `streamlit run`,
 `__main__` is the app's script, which spawn (and forkserver) would import again in every worker. In tests, and on
 hosts that cannot start processes, the same loop runs on a thread of the server over `multiprocessing.Pipe()`. On
-a Ray cluster it runs on a thread of a Ray actor (`ray_worker.py`), as in a worker process.
+a Ray cluster it runs on a thread of a Ray task (`ray_worker.py`), as in a worker process.
 """
 
 import ctypes
+import functools
 import gc
 import os
 import pickle
 import threading
 import time
-from dataclasses import replace
 from multiprocessing.connection import Connection
 from pathlib import Path
 
@@ -50,16 +50,11 @@ def serve(conn: Connection, torch_threads: int | None) -> None:
     """A worker's loop: train the runs of each StartRuns the server sends, one StartRuns at a time, here. Ends when
     the pipe closes.
 
-    A worker process is given its torch thread count and pays a first step's one-off costs before it says it is
-    ready, and gives its runs' memory back before it reports the last one's end, with what it still holds; a worker
-    on a server thread (`torch_threads` None) leaves all four to the server, whose settings and memory they are. A
-    worker process freezes the objects it holds once ready (`gc.freeze`), so that the full collection after each
-    StartRuns walks only the runs' own: 0.14 s a run otherwise, most of it torch's modules."""
+    A worker process (or a Ray task's) is given its torch thread count and prepared (`prepare_process`) before it
+    says it is ready, and gives its runs' memory back after each StartRuns; a worker on a server thread
+    (`torch_threads` None) leaves both to the server, whose settings and memory they are."""
     if torch_threads is not None:
-        torch.set_num_threads(torch_threads)
-        warm_up().join()
-        gc.collect()
-        gc.freeze()  # what importing torch made lives as long as the process: no collection walks it again
+        prepare_process(torch_threads)
     try:
         send(conn, Ready())
         while True:
@@ -68,10 +63,20 @@ def serve(conn: Connection, torch_threads: int | None) -> None:
                 last = train_and_report(conn, message)
                 if torch_threads is not None:
                     release_memory()
-                    last = replace(last, resident_mb=resident_mb())
                 send(conn, last)
     except (EOFError, OSError, KeyboardInterrupt):
         return
+
+
+@functools.cache
+def prepare_process(torch_threads: int) -> None:
+    """Once per process: set torch's thread count, pay a first step's one-off costs, and freeze the objects the
+    process holds (`gc.freeze`), so that the full collection after each StartRuns walks only the runs' own: 0.14 s a
+    run otherwise, most of it torch's modules. A Ray task's process, which Ray keeps for the next task, pays once."""
+    torch.set_num_threads(torch_threads)
+    warm_up().join()
+    gc.collect()
+    gc.freeze()  # what importing torch made lives as long as the process: no collection walks it again
 
 
 def train_and_report(conn: Connection, start: StartRuns) -> RunEnded:

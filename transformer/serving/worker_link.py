@@ -1,9 +1,11 @@
 """The server's end of a training worker (the worker's end is `worker.py`, their messages `protocol.py`):
 `WorkerLink` starts a worker, hands it a run, and writes the worker's reports into the `Run` pages read. The worker
-is a process of this server, a thread of it, or a Ray actor behind a proxy process (`ray_worker.py`); `cluster_cpus`
-asks a Ray cluster, from a child process too, how many CPUs it has. The server itself is never a Ray driver."""
+is a process of this server, a thread of it, or a Ray task reached through the server's `RayGateway`, one process
+(`ray_worker.py`) that is this server's only Ray driver. The server itself is never a Ray driver."""
 
+import io
 import logging
+import math
 import os
 import socket
 import subprocess
@@ -40,7 +42,8 @@ READY_TIMEOUT_S = 60.0  # how long a new worker may take to import torch and pay
 SILENCE_LIMIT_S = 30.0  # a worker that sends nothing for this long is closed and its run ends (see worker.py)
 CLOSE_GRACE_S = 2.0  # how long a worker whose pipe closed may take to end by itself
 ENDED = N_("the training process ended unexpectedly")  # a lost worker, as a student reads it
-CLUSTER_TIMEOUT_S = 30.0  # how long asking a Ray cluster its CPUs may take
+GATEWAY_TIMEOUT_S = 30.0  # how long the gateway may take to join a Ray cluster and count its CPUs
+GATEWAY_RETRY_S = 60.0  # a gateway that has ended starts again at most this often
 log = logging.getLogger("transformer.serving")
 
 
@@ -50,20 +53,106 @@ def child_env() -> dict[str, str]:
     return {**os.environ, "PYTHONPATH": path}
 
 
-def cluster_cpus(address: str) -> int | None:
-    """The CPUs of the Ray cluster at `address`, or None when it cannot be reached in CLUSTER_TIMEOUT_S, has none,
-    or ray is not installed (the reason goes to the log)."""
-    command = [sys.executable, "-m", "transformer.serving.ray_worker", "--cpus", address]
+def start_child(module: str, sock: socket.socket, *args: str) -> subprocess.Popen:
+    """`python -m module FD *args`, FD its end of the socket `sock` (closed here once the child has it)."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", module, str(sock.fileno()), *args],
+        pass_fds=[sock.fileno()],
+        env=child_env(),
+        stdin=subprocess.DEVNULL,
+    )
+    sock.close()
+    return process
+
+
+def end_process(process: subprocess.Popen) -> None:
+    """Wait CLOSE_GRACE_S for a child whose socket closed to end by itself, then terminate it, then kill it."""
     try:
-        asked = subprocess.run(command, env=child_env(), capture_output=True, text=True, timeout=CLUSTER_TIMEOUT_S)
+        process.wait(CLOSE_GRACE_S)
+        return
     except subprocess.TimeoutExpired:
-        log.warning("the Ray cluster at %s did not answer in %g s", address, CLUSTER_TIMEOUT_S)
-        return None
-    if asked.returncode != 0 or not asked.stdout.strip().isdigit() or int(asked.stdout) == 0:
-        reason = (asked.stderr.strip().splitlines() or ["it has no CPUs"])[-1]
-        log.warning("the Ray cluster at %s cannot train: %s", address, reason)
-        return None
-    return int(asked.stdout)
+        process.terminate()
+    try:
+        process.wait(5)
+    except subprocess.TimeoutExpired:
+        process.kill()
+
+
+class RayGateway:
+    """This server's gateway to the Ray cluster at `address`: a process (`ray_worker.py`) that joins the cluster
+    as a Ray driver and, for each `link`, starts a Ray task that trains and relays the worker protocol to it.
+
+    The gateway warms up to `slots` of the cluster's processes for the runs to come (`warm` is set once they are, or
+    once the gateway has ended). `cpus` is the cluster's CPUs when the gateway started, None when it could not join
+    (the reason goes to the log).
+    A gateway that has ended (its cluster went away) starts again at a link asked for GATEWAY_RETRY_S after its last
+    start; until then `link` raises ConnectionError, and the registry trains on this server's own workers."""
+
+    def __init__(self, address: str, torch_threads: int, slots: int):
+        self.address, self.torch_threads, self.slots = address, torch_threads, slots
+        self.lock = threading.Lock()  # one link passed at a time, and one start
+        self.process: subprocess.Popen | None = None
+        self.control: socket.socket | None = None
+        self.started_at = -math.inf
+        self.warm = threading.Event()
+        self.cpus = self._start()
+
+    def _start(self) -> int | None:
+        self.started_at = time.monotonic()
+        ours, theirs = socket.socketpair()
+        args = str(self.torch_threads), self.address, str(self.slots)
+        self.process = start_child("transformer.serving.ray_worker", theirs, *args)
+        ours.settimeout(GATEWAY_TIMEOUT_S)
+        lines = ours.makefile("rb")
+        try:
+            said = lines.readline(200).decode(errors="replace").strip()
+        except OSError:  # TimeoutError included
+            said = f"it did not answer in {GATEWAY_TIMEOUT_S:g} s"
+        if not said.isdigit() or int(said) == 0:
+            log.warning("the Ray cluster at %s cannot train: %s", self.address, said or "its gateway ended")
+            ours.close()
+            end_process(self.process)
+            self.warm.set()
+            return None
+        ours.settimeout(None)
+        self.control = ours
+        threading.Thread(target=self._hear_warm, args=(lines,), name="gateway-warm", daemon=True).start()
+        return int(said)
+
+    def _hear_warm(self, lines: io.BufferedReader) -> None:
+        """Set `warm` when the gateway says its processes are (or its control socket closes)."""
+        try:
+            lines.readline(200)
+        except OSError:
+            pass
+        self.warm.set()
+
+    def link(self) -> tuple[Connection, str]:
+        """A new link to a Ray task of its own, which trains what is sent on it, and the task's name, unique in the
+        cluster: which server started it. ConnectionError when the gateway has ended and cannot start again now."""
+        with self.lock:
+            if self.process.poll() is not None or self.control is None:
+                self.control = None
+                if time.monotonic() - self.started_at < GATEWAY_RETRY_S or self._start() is None:
+                    raise ConnectionError(f"the gateway to the Ray cluster at {self.address} has ended")
+            name = f"training-{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+            ours, theirs = socket.socketpair()
+            try:
+                socket.send_fds(self.control, [name.encode()], [theirs.fileno()])
+            except OSError:
+                ours.close()
+                raise ConnectionError(f"the gateway to the Ray cluster at {self.address} has ended") from None
+            finally:
+                theirs.close()
+            return Connection(ours.detach()), name
+
+    def close(self) -> None:
+        """End the gateway, and with it every task it started."""
+        with self.lock:
+            if self.control is not None:
+                self.control.close()
+            if self.process is not None:
+                end_process(self.process)
 
 
 class WorkerLost(RunFailed):
@@ -72,34 +161,26 @@ class WorkerLost(RunFailed):
 
 class WorkerLink:
     """The server's end of one worker and its pipe: a process; with `in_server` a thread of this process; with
-    `ray_address` a Ray actor on that cluster, behind a proxy process (`ray_worker.py`).
+    `gateway` a Ray task on that gateway's cluster, for one StartRuns (`ConnectionError` when the gateway cannot
+    start one).
 
     The slot's thread sends StartRuns before the runs are attached; every Control after comes from a page's thread
     or the slot's, through `lock`, one message down the pipe at a time."""
 
-    def __init__(self, torch_threads: int, caps: Caps, in_server: bool = False, ray_address: str | None = None):
-        self.caps, self.ray_address = caps, ray_address
+    def __init__(self, torch_threads: int, caps: Caps, in_server: bool = False, gateway: RayGateway | None = None):
+        self.caps = caps
         self.process: subprocess.Popen | None = None
-        self.reported_mb: float | None = None  # what the worker said it held at its last runs' end
         self.lock = threading.Lock()  # one Control down the pipe at a time
-        self.actor_name = None  # the Ray actor's name, unique in the cluster: which server started it
-        if ray_address:
-            self.actor_name = f"training-{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
-        if in_server:
+        self.task_name: str | None = None  # the Ray task's name, unique in the cluster
+        if gateway is not None:
+            self.conn, self.task_name = gateway.link()
+        elif in_server:
             self.conn, theirs = Pipe()
             threading.Thread(target=serve, args=(theirs, None), name="training-worker", daemon=True).start()
-            return
-        ours, theirs = socket.socketpair()
-        ray_worker = ("transformer.serving.ray_worker", [ray_address, self.actor_name])
-        module, more = ray_worker if ray_address else ("transformer.serving", [])
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", module, str(theirs.fileno()), str(torch_threads), *more],
-            pass_fds=[theirs.fileno()],
-            env=child_env(),
-            stdin=subprocess.DEVNULL,
-        )
-        theirs.close()
-        self.conn = Connection(ours.detach())
+        else:
+            ours, theirs = socket.socketpair()
+            self.process = start_child("transformer.serving", theirs, str(torch_threads))
+            self.conn = Connection(ours.detach())
 
     def wait_ready(self, timeout_s: float = READY_TIMEOUT_S) -> bool:
         """Wait for the worker to say it is ready."""
@@ -109,27 +190,16 @@ class WorkerLink:
             return False
 
     def resident_mb(self) -> float | None:
-        """The memory the worker process holds now (its resident set, MB); for a Ray actor, what it held at its last
-        run's end; None on a thread, or where /proc is not there to tell."""
-        if self.ray_address:
-            return self.reported_mb
+        """The memory the worker process holds now (its resident set, MB); None on a thread, for a Ray task, or
+        where /proc is not there to tell."""
         return None if self.process is None else resident_mb(self.process.pid)
 
     def close(self) -> None:
-        """Close the pipe, which ends the worker (a Ray proxy kills its actor first); a process that has not ended
+        """Close the pipe, which ends the worker (a Ray task's through the gateway); a process that has not ended
         in CLOSE_GRACE_S is terminated, and one that ignores that is killed."""
         self.conn.close()
-        if self.process is None:
-            return
-        try:
-            self.process.wait(CLOSE_GRACE_S)
-            return
-        except subprocess.TimeoutExpired:
-            self.process.terminate()
-        try:
-            self.process.wait(5)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
+        if self.process is not None:
+            end_process(self.process)
 
     def relay(self, runs: list[Run]) -> None:
         """Have the worker train `runs` (one run, or several of one shape together): send them, then relay each
@@ -194,8 +264,7 @@ class WorkerLink:
                 runs[i].add_row(row, weights, dynamics)
             case Holding(i):
                 runs[i].set_holding(True)
-            case RunEnded(i, result, error, weights, notice, held_mb):
-                self.reported_mb = held_mb if held_mb is not None else self.reported_mb
+            case RunEnded(i, result, error, weights, notice):
                 runs[i].end(result, error, weights, notice)
                 return True
         return False  # Alive: only that the worker is there
