@@ -13,7 +13,8 @@ speed, each against the same run outside the app:
   the same settings trained outside the app; both train the same steps, so their seconds compare.
 
 The Train page's default run (with Chromium; `python benchmarks/app_bench.py default-run [SEEDS...]`): the page's
-defaults but the seed (0, 1, 2) started in Chromium, on a served app whose workers are processes, each run's
+defaults but the seed (0, 1, 2) started in Chromium (held at nice 19, as above), on a served app whose workers are
+processes, each run's
 "Finished after N steps in S s" over one `nn.Transformer` training step (`python -m transformer bench`'s reference,
 timed in this process between the runs: its median), and the CPU seconds each process spent while the run trained
 (the worker, the server, Chromium), which say what took the cores from the run whatever the machine's load.
@@ -188,6 +189,7 @@ def default_run(seeds: list[int]) -> dict | None:
     """The Train page's default run for each of `seeds`, started in Chromium on a served app: its steps, the
     seconds the page reports, those in `nn.Transformer` training steps timed here between the runs, and the CPU
     seconds of the worker, the server and Chromium from the click on Start to "Finished". None without Chromium."""
+    from load_test import Renicer
     from playwright.sync_api import expect, sync_playwright
 
     from transformer.bench import STEP_TIME_CONFIG, ReferenceTransformer, _step_batches, _step_fn, _timed_ms
@@ -197,7 +199,11 @@ def default_run(seeds: list[int]) -> dict | None:
     cpu = torch.device("cpu")
     step, batches = _step_fn(ReferenceTransformer(STEP_TIME_CONFIG)), _step_batches(cpu, padded=False)
     runs, reference_ms = [], _timed_ms(step, batches, 5, 10)
-    with LabServer(ARTIFACTS / "server-default-run.log") as server, sync_playwright() as playwright:
+    with (
+        LabServer(ARTIFACTS / "server-default-run.log") as server,
+        Renicer(server.pid, 19),  # the browser stands in for the student's laptop, as in `served`
+        sync_playwright() as playwright,
+    ):
         browser = playwright.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS)
         first = browser.new_page()  # the server's first script run, outside every timing
         first.goto(f"{server.url}/train", wait_until="domcontentloaded")
