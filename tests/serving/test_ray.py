@@ -14,17 +14,20 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+import torch
 from sqlalchemy import create_engine
 from sqlalchemy.engine import make_url
 
 from tests.helpers import wait_until
 from tests.helpers.serving import ENDLESS, ZH, alone, pause_step_and_resume, same_weights, settings
+from transformer.batched import train_together
 from transformer.classroom import ClassStore
 from transformer.classroom.recorder import ClassRecorder
 from transformer.i18n import Message
 from transformer.serving import RunRegistry, ServerSettings
 from transformer.serving.protocol import Caps
 from transformer.serving.worker_link import WorkerLink
+from transformer.training import Trainer
 
 try:
     import ray
@@ -260,6 +263,29 @@ def test_the_same_settings_on_two_replicas_train_twice_to_the_same_model(replica
     assert first is not second  # each replica joins only its own runs (docs/scale.md gives the cost)
     assert first.wait_until_done(60.0) and second.wait_until_done(60.0)
     assert first.losses == second.losses and same_weights(first.model(), second.model())
+
+
+def test_queued_runs_of_one_shape_train_together_in_one_task_each_as_it_would_here(cluster):
+    registry = RunRegistry(ServerSettings(ray_address=cluster.address, training_slots=1, train_together=4))
+    try:
+        assert registry.wait_ready(READY_S)
+        blocker = registry.submit("teacher", *settings(seed=70, **ENDLESS))  # holds the one slot
+        configs = [settings(seed=71 + i, steps=40, early_stop=False) for i in range(4)]
+        runs = [registry.submit(f"student {i}", *c) for i, c in enumerate(configs)]
+        assert blocker.wait_until_moving(READY_S) and all(run.status == "queued" for run in runs)
+        registry.leave("teacher", blocker)  # the slot frees, and its next task takes the four at once
+        assert all(run.wait_until_done(READY_S) and run.error is None and run.result.steps == 40 for run in runs)
+    finally:
+        registry.close()
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # as the task's process trains (LAB_TORCH_THREADS)
+    try:
+        trainers = [Trainer(*c) for c in configs]
+        for _ in train_together(trainers, [None] * len(trainers)):
+            pass
+    finally:
+        torch.set_num_threads(threads)
+    assert [run.losses for run in runs] == [trainer.step_losses for trainer in trainers]
 
 
 def test_a_node_lost_mid_run_ends_its_run_as_a_lost_worker_and_the_other_node_trains_on(cluster, replicas):
