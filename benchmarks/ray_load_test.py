@@ -5,8 +5,8 @@ the cluster is up for both.
 
 Prints the two side by side: runs finished / refused / lapsed / failed, Start to finished p50 / p95 / max, the first
 chart point of any session after Start, the runs' training times, peak memory and CPU of the server (its worker
-processes, or its Ray gateway) and of the cluster (its nodes' processes and the tasks' processes on them), and the machine's
-load average (other work on it shows there). Then, on the same cluster, what identical runs
+processes, or its Ray gateway) and of the cluster (its nodes' processes and the tasks' processes on them), and the
+machine's load average (other work on it shows there). Then, on the same cluster, what identical runs
 cost across two replicas: the Train page's default run started on two replicas' registries trains twice, where two
 students on one replica share one run.
 
@@ -39,7 +39,8 @@ READY_S = 120.0  # a registry's warm-up of the cluster's processes, importing to
 
 class ClusterSampler(Every):
     """On a thread: the peak resident memory of a local cluster's processes (its nodes' and the workers they
-    started: the training tasks' processes), every 0.2 s, and the CPU seconds they used while it is open, as last seen."""
+    started: the training tasks' processes), every 0.2 s, and the CPU seconds they used while it is open, as last
+    seen."""
 
     def __init__(self, cluster: Cluster, every_s: float = 0.2):
         super().__init__(every_s)

@@ -369,6 +369,18 @@ def test_leaving_a_shared_run_leaves_it_training_until_the_last_watcher_leaves(r
     assert fresh.wait_until_moving(20)
 
 
+def test_a_queued_runs_wait_counts_down_what_the_budgets_of_a_run_past_a_typical_length_leave_it(registry, monkeypatch):
+    monkeypatch.setattr(registry_module, "DEFAULT_RUN_S", 0.1)  # a typical run: far shorter than this one
+    long = registry.submit("a", *settings(seed=0, steps=10**6, time_budget_s=30.0, early_stop=False))
+    queued = registry.submit("b", *settings(seed=1, steps=30, early_stop=False))
+    assert long.wait_until_moving(30.0)
+    first = registry.place(queued).wait_s
+    held = time.perf_counter() - long.started_at
+    assert 30.0 - held <= first <= 30.0  # what the long run's 30 s time budget leaves it, not a typical run's 0.1 s
+    wait_until(lambda: registry.place(queued).wait_s < first - 0.5)  # and it counts down
+    registry.leave("a", long)
+
+
 def test_leaving_the_queue_and_going_idle_both_free_the_place(registry):
     registry.submit("a", *settings(seed=0, **ENDLESS))
     left = registry.submit("b", *settings(seed=1))

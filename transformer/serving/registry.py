@@ -35,6 +35,7 @@ from ..training import TrainConfig
 from .protocol import Caps
 from .run import Run, log, log_runs, unwatched
 from .settings import ServerSettings, usable_cores
+from .waits import expected_wait_s, remaining_s
 from .worker_link import READY_TIMEOUT_S, RayGateway, WorkerLink, WorkerLost
 
 DEFAULT_RUN_S = 10.0  # the guess for a run's length before any has finished on this server
@@ -248,7 +249,9 @@ class RunRegistry:
                 return None
             position = self._queue.index(run) + 1
             typical = statistics.median(self._durations) if self._durations else DEFAULT_RUN_S
-            return Place(position, math.ceil(position / len(self._slots)) * typical)
+            now, cap = time.perf_counter(), self.settings.max_run_s
+            free_in = [max((remaining_s(one, typical, cap, now) for one in runs), default=0.0) for runs in self._slots]
+            return Place(position, expected_wait_s(position, free_in, typical))
 
     def watching(self) -> int:
         """Watchers of runs that have not ended, over the whole server: how many pages are polling a run."""

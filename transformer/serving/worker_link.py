@@ -132,7 +132,9 @@ class RayGateway:
         cluster: which server started it. ConnectionError when the gateway has ended and cannot start again now."""
         with self.lock:
             if self.process.poll() is not None or self.control is None:
-                self.control = None
+                if self.control is not None:
+                    self.control.close()
+                    self.control = None
                 if time.monotonic() - self.started_at < GATEWAY_RETRY_S or self._start() is None:
                     raise ConnectionError(f"the gateway to the Ray cluster at {self.address} has ended")
             name = f"training-{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
