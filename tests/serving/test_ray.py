@@ -105,16 +105,18 @@ def gateways() -> list[int]:
     return found
 
 
-def kill_task(name: str) -> None:
-    """Kill the process of the Ray task called `name` (Ray titles a task's process `ray::NAME` while it runs)."""
+def kill_processes(title: str) -> None:
+    """Kill every process whose command line starts with `title` (Ray titles a task's process `ray::NAME` while it
+    runs, an actor's `ray::CLASS`); AssertionError when there is none."""
+    killed = 0
     for proc in Path("/proc").iterdir():
         try:
-            if (proc / "cmdline").read_bytes().startswith(f"ray::{name}".encode()):
+            if (proc / "cmdline").read_bytes().startswith(title.encode()):
                 os.kill(int(proc.name), signal.SIGKILL)
-                return
+                killed += 1
         except (OSError, ValueError):
             continue
-    raise AssertionError(f"no process runs the task {name}")
+    assert killed, f"no process is {title}"
 
 
 def test_a_run_on_the_cluster_is_the_run_its_settings_make_alone_and_a_second_student_joins_it(replicas):
@@ -188,7 +190,7 @@ def test_a_task_killed_mid_run_leaves_its_last_snapshot_in_hand_and_a_new_task_t
     run = registry.submit("a", *settings(seed=5, **ENDLESS, eval_every=5))
     wait_until(lambda: len(run.rows) >= 2, timeout=60.0)
     killed = task_of(registry)
-    kill_task(killed.task_name)
+    kill_processes(f"ray::{killed.task_name}")
     assert run.wait_until_done(30.0) and run.error is None and run.result.reason == "stopped"
     kept = int(run.rows[-1]["step"])
     assert run.result.steps == kept and run.notice.endswith(f"; the model kept is its snapshot of step {kept}")
@@ -199,6 +201,14 @@ def test_a_task_killed_mid_run_leaves_its_last_snapshot_in_hand_and_a_new_task_t
     assert task_of(registry).task_name != killed.task_name
     registry.leave("b", after)
     assert after.wait_until_done(30.0) and after.error is None and after.result.reason == "stopped"
+
+
+def test_a_mailbox_lost_with_its_node_is_started_again_and_the_next_run_trains(replicas):
+    kill_processes("ray::Mailbox")  # both replicas' mailboxes, as when the node they live on dies
+    runs = [
+        registry.submit("a", *settings(seed=80 + i, steps=20, early_stop=False)) for i, registry in enumerate(replicas)
+    ]
+    assert all(run.wait_until_done(READY_S) and run.error is None and run.result.steps == 20 for run in runs)
 
 
 def test_each_replica_talks_to_ray_through_one_gateway_and_holds_a_cpu_only_while_a_run_trains(

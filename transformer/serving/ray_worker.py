@@ -42,9 +42,11 @@ WATCH_S = 5.0  # how often the gateway checks that the cluster's head still take
 END_GRACE_S = 10.0  # how long a task waits for its worker thread to end after its link closed
 
 
-@ray.remote(num_cpus=0)
+@ray.remote(num_cpus=0, max_restarts=-1, max_task_retries=-1)
 class Mailbox:
-    """What the server sends each run's task, by the task's name, in order; None ends the task's worker."""
+    """What the server sends each run's task, by the task's name, in order; None ends the task's worker. Ray starts
+    it again, empty, on another node when its own dies, and the calls waiting on it go to the new one: the runs that
+    start after that get their settings."""
 
     def __init__(self):
         self.boxes: dict[str, asyncio.Queue] = {}
