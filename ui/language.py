@@ -28,6 +28,10 @@ HIDDEN_CSS = f".st-key-{DECLARED} {{ display: none; }}"
 UPLOADER_CSS = """[data-testid="stFileUploaderDropzoneInstructions"] { display: none; }
 [data-testid="stFileUploaderDropzone"] button [data-testid="stMarkdownContainer"] p { display: none; }
 [data-testid="stFileUploaderDropzone"] button [data-testid="stMarkdownContainer"]::after { content: %s; }"""
+# Streamlit's link to the page's main part, the first a keyboard reaches, says this in English only: the script gives it
+# the session's words.
+SKIP_LINK = N_("Skip to main content")
+SKIP_LINK_SCRIPT = """document.querySelector('[data-testid="stSkipToContent"]')?.replaceChildren(%s);"""
 
 
 def language() -> str:
@@ -96,14 +100,16 @@ def _picked() -> None:
 def declare_language() -> None:
     """Declare the session's language on the page, `<html lang="zh-CN">`: Streamlit's page says "en" whatever it
     shows, and then a browser draws Chinese with Japanese glyph forms and a screen reader reads it in an English
-    voice. A fixed script, its one value the language's code; drawn again, and so run again, after a switch."""
+    voice; and give Streamlit's skip link the session's words. A fixed script, its values the language's code and
+    those words; drawn again, and so run again, after a switch."""
     code = language()
     css = HIDDEN_CSS
     if code != DEFAULT_LANGUAGE:  # the word is the catalogue's: a CSS string, quoted as JSON quotes it
         css += "\n" + UPLOADER_CSS % json.dumps(_("Upload"), ensure_ascii=False)
     with st.container(key=DECLARED):
         st.html(
-            f"<style>{css}</style><script>document.documentElement.lang = {json.dumps(code)};</script>",
+            f"<style>{css}</style><script>document.documentElement.lang = {json.dumps(code)};\n"
+            f"{SKIP_LINK_SCRIPT % json.dumps(_(SKIP_LINK), ensure_ascii=False)}</script>",
             unsafe_allow_javascript=True,
         )
 

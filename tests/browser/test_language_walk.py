@@ -7,8 +7,9 @@ assignment and export tabs. At each stop the page is looked at in a projector's 
 - in Chinese, no visible English word, in the page's text, its tables (a data grid's cells too) and its charts' text,
   outside the terms every language keeps in Latin letters (`transformer.i18n.latin_terms`), code (`code` spans,
   LaTeX sources) and an English term glossed in brackets right after its Chinese one (d2l's 留出集（held-out set）);
-- the page declares the session's language (`<html lang>`: zh-CN, en), and a Chinese page's text names Simplified
-  Chinese fonts first among the CJK ones, so Chinese is drawn with Chinese glyph forms, not Japanese ones;
+- the page declares the session's language (`<html lang>`: zh-CN, en), Streamlit's skip link speaks it, and a
+  Chinese page's text names Simplified Chinese fonts first among the CJK ones, so Chinese is drawn with Chinese glyph
+  forms, not Japanese ones;
 - no text cut off: no text box that clips what it holds, no table hiding columns, no shape or label truncated;
 - nothing drawn over another: no two blocks of the page, no chart toolbar over its chart's title or legend, no
   toast over the page's title, no two chart labels.
@@ -87,11 +88,13 @@ VISIBLE_LINES = """() => {
     return lines;
 }"""
 
-# The page's declared language, and the font families of its title as drawn.
+# The page's declared language, its skip link's words, and the font families of its title as drawn.
 LANG_AND_FONT = """() => ({
     lang: document.documentElement.lang,
+    skip: document.querySelector('[data-testid="stSkipToContent"]')?.textContent,
     font: getComputedStyle(document.querySelector('[data-testid="stMain"] h1')).fontFamily,
 })"""
+SKIP_LINK = {"en": "Skip to main content", "zh-CN": "跳到主要内容"}
 SC_FONT = "Noto Sans CJK SC"  # the Simplified Chinese face of the font Linux and ChromeOS draw Chinese with
 
 # Text that a box clips: an element holding only text (no chart, picture, field or formula) whose text is wider than
@@ -224,6 +227,8 @@ def look(page, language: str, stop: str, allowed: list[str]) -> list[str]:
     """What is wrong with the page as it is now, at each viewport."""
     declared = page.evaluate(LANG_AND_FONT)
     problems = [] if declared["lang"] == language else [f"{language} {stop}: <html lang={declared['lang']!r}>"]
+    if declared["skip"] != SKIP_LINK[language]:  # Streamlit's skip link, in the page's language
+        problems.append(f"{language} {stop}: the skip link says {declared['skip']!r}")
     if language == "zh-CN" and SC_FONT not in [family.strip(' "') for family in declared["font"].split(",")]:
         problems.append(f"{language} {stop}: the title's fonts {declared['font']} name no Simplified Chinese one")
     for viewport, (width, height) in VIEWPORTS.items():

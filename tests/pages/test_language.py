@@ -192,19 +192,21 @@ def test_a_bad_link_is_named_in_the_sessions_language():
     ]
 
 
-def declared(at: AppTest) -> str:
-    """The page's `<html lang>` as the sidebar's script sets it, and the uploader's button word its style gives."""
+def declared(at: AppTest) -> tuple[str, str | None, str | None]:
+    """The page's `<html lang>` as the sidebar's script sets it, the uploader's button word its style gives, and the
+    words the script gives Streamlit's skip link."""
     (html,) = [h for h in at.sidebar.get("html") if "documentElement.lang" in h.proto.body]
     lang = re.search(r'documentElement\.lang = "([^"]+)"', html.proto.body)
     word = re.search(r"content: \"([^\"]+)\"", html.proto.body)
-    return lang.group(1) if lang else "", word.group(1) if word else None
+    skip = re.search(r'replaceChildren\("([^"]+)"\)', html.proto.body)
+    return lang.group(1) if lang else "", word.group(1) if word else None, skip.group(1) if skip else None
 
 
 def test_the_page_declares_the_sessions_language_also_after_a_switch_and_the_uploader_speaks_it():
     at = open_page("pages/checkpoints.py", lang="zh-CN")
-    assert declared(at) == ("zh-CN", "上传")
+    assert declared(at) == ("zh-CN", "上传", "跳到主要内容")
     pick(at, "en")
-    assert declared(at) == ("en", None)  # Streamlit's own English stays in English
+    assert declared(at) == ("en", None, "Skip to main content")  # the uploader's own English stays; the link's back
     at.switch_page("pages/anatomy.py").run()  # every page: the sidebar declares it
     pick(at, "zh-CN")
-    assert declared(at) == ("zh-CN", "上传")
+    assert declared(at) == ("zh-CN", "上传", "跳到主要内容")
