@@ -374,6 +374,7 @@ def test_a_queued_runs_wait_counts_down_what_the_budgets_of_a_run_past_a_typical
     long = registry.submit("a", *settings(seed=0, steps=10**6, time_budget_s=30.0, early_stop=False))
     queued = registry.submit("b", *settings(seed=1, steps=30, early_stop=False))
     assert long.wait_until_moving(30.0)
+    wait_until(lambda: time.perf_counter() - long.started_at > registry_module.DEFAULT_RUN_S)  # past a typical run
     first = registry.place(queued).wait_s
     held = time.perf_counter() - long.started_at
     assert 30.0 - held <= first <= 30.0  # what the long run's 30 s time budget leaves it, not a typical run's 0.1 s
