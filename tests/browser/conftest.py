@@ -98,6 +98,20 @@ def screenshot(page, name: str, max_height: int = 8000) -> Path:
     return path
 
 
+# Each shown table's overflow: how far its columns reach past what it shows (a data grid scrolls sideways), and how
+# far its box reaches past the screen.
+TABLES = """() => [...document.querySelectorAll("[data-testid='stDataFrame'], [data-testid='stTable']")]
+    .filter(t => t.checkVisibility({checkOpacity: true, checkVisibilityCSS: true}))
+    .map(t => {
+        const scroller = t.querySelector('.dvn-scroller') ?? t.querySelector('table')?.parentElement ?? t;
+        return {
+            hidden: scroller.scrollWidth - scroller.clientWidth,
+            past_screen: t.getBoundingClientRect().right - document.documentElement.clientWidth,
+            text: t.innerText.slice(0, 60),
+        };
+    })"""
+
+
 # Pairs of chart labels (titles, axis titles, tick labels, colour bar labels, annotations) whose boxes overlap by
 # more than a third of the smaller one; tick labels of one axis are left to Plotly, which thins or turns them.
 LABEL_OVERLAPS = """() => {
@@ -208,9 +222,14 @@ def unfold(page) -> None:
 
 
 @pytest.fixture(scope="session")
-def lab_server() -> Iterator[LabServer]:
-    with LabServer(ARTIFACTS / "server-browser-tests.log") as server:
-        yield server
+def lab_server(tmp_path_factory) -> Iterator[LabServer]:
+    """The session's server, its class database in a folder of its own, never the checkout's ./data."""
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("LAB_DATA_DIR", str(tmp_path_factory.mktemp("browser-classes")))
+        server = LabServer(ARTIFACTS / "server-browser-tests.log")
+        server.start()  # the server keeps the environment it started with
+    yield server
+    server.stop()
 
 
 @pytest.fixture(scope="session")

@@ -25,6 +25,7 @@ import pytest
 from conftest import (
     LABEL_OVERLAPS,
     SETTLE_MS,
+    TABLES,
     VIEWPORTS,
     choose,
     open_at,
@@ -155,19 +156,6 @@ OVERLAPS = """() => {
         if (title && shown(toast) && overlap(box(toast), box(title)) > 4) found.push('a toast over the title');
     return found;
 }"""
-
-
-# Each shown table's overflow: how far its columns reach past what it shows, and its box past the screen.
-TABLES = """() => [...document.querySelectorAll("[data-testid='stDataFrame'], [data-testid='stTable']")]
-    .filter(t => t.checkVisibility({checkOpacity: true, checkVisibilityCSS: true}))
-    .map(t => {
-        const scroller = t.querySelector('.dvn-scroller') ?? t.querySelector('table')?.parentElement ?? t;
-        return {
-            hidden: scroller.scrollWidth - scroller.clientWidth,
-            past_screen: t.getBoundingClientRect().right - document.documentElement.clientWidth,
-            text: t.innerText.slice(0, 60),
-        };
-    })"""
 
 
 LATIN_WORD = re.compile(r"[A-Za-z][a-z]+(?:['’-][A-Za-z]+)*|[A-Z][A-Za-z]*")  # not d_model, 1/√step, x

@@ -51,9 +51,9 @@ def start_cluster(nodes: int) -> Cluster:
     return cluster
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def cluster():
-    """The session's two-node cluster."""
+    """The module's two-node cluster, shut down when its tests end."""
     cluster = start_cluster(2)
     yield cluster
     cluster.shutdown()
