@@ -36,6 +36,19 @@ def progress_step(page) -> int:
     return int(text.split("step ")[1].split(" ")[0])
 
 
+def wait_for_progress(page, state: str, past: int) -> None:
+    """Until the progress bar shown reads `state` at a step past `past` ("Training: step N of ...")."""
+    page.wait_for_function(
+        """([state, past]) => {
+            const bar = [...document.querySelectorAll("[data-testid='stMain'] [data-testid='stProgress']")]
+                .find(b => b.offsetParent !== null);  // the one shown, not a stale copy a redraw left
+            return bar && bar.innerText.startsWith(state) && parseInt(bar.innerText.split('step ')[1]) > past;
+        }""",
+        arg=[state, past],
+        timeout=BUSY_TIMEOUT_S * 1000,
+    )
+
+
 def test_the_curve_moves_at_once_in_view_and_the_run_pauses_steps_resumes_and_stops(new_context, lab_server):
     context = new_context(viewport=LAPTOP)
     page = open_train(context, lab_server)
@@ -75,31 +88,14 @@ def test_the_curve_moves_at_once_in_view_and_the_run_pauses_steps_resumes_and_st
     page.wait_for_timeout(3000)
     assert progress_step(page) == held, "the step counter moved while paused"
     button(page, "step_training").click()
-    page.wait_for_function(
-        """held => {
-            const bar = [...document.querySelectorAll("[data-testid='stMain'] [data-testid='stProgress']")]
-                .find(b => b.offsetParent !== null);  // the one shown, not a stale copy a redraw left
-            return bar && bar.innerText.startsWith('Paused at step') && !bar.innerText.includes(`step ${held} `);
-        }""",
-        arg=held,
-        timeout=BUSY_TIMEOUT_S * 1000,
-    )
+    wait_for_progress(page, "Paused at step", past=held)
     stepped = progress_step(page)
     assert held < stepped <= held + 25, (held, stepped)  # one metric row's worth (at most 25 steps), then paused
     page.wait_for_timeout(1500)
     assert progress_step(page) == stepped
     button(page, "resume_training").click()
     expect(shown_text(page, "Training: step")).to_be_visible(timeout=BUSY_TIMEOUT_S * 1000)
-    page.wait_for_function(  # trains on past the step it was held at
-        """stepped => {
-            const bar = [...document.querySelectorAll("[data-testid='stMain'] [data-testid='stProgress']")]
-                .find(b => b.offsetParent !== null);
-            const step = bar && bar.innerText.startsWith('Training: step') && parseInt(bar.innerText.split('step ')[1]);
-            return step > stepped;
-        }""",
-        arg=stepped,
-        timeout=BUSY_TIMEOUT_S * 1000,
-    )
+    wait_for_progress(page, "Training: step", past=stepped)  # trains on past the step it was held at
     button(page, "stop_training").click()  # the run would go on to its step or time budget
     expect(shown_text(page, "Stopped at step")).to_be_visible(timeout=BUSY_TIMEOUT_S * 1000)
     assert not page_errors(page), page_errors(page)
