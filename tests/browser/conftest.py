@@ -213,6 +213,13 @@ def open_at(page, server, name: str, language: str) -> None:
     unfold(page)
 
 
+def go_to(page, name: str) -> None:
+    """Another page through the sidebar, in the session `open_at` began (its model in hand and language stay), with
+    every expander open: one script run, where an address reloads the whole app in the browser."""
+    navigate(page, name)
+    unfold(page)
+
+
 def unfold(page) -> None:
     """Every expander of the page open, and the charts and tables in them drawn (a part Streamlit is still loading
     shows a skeleton: its words are not there yet)."""

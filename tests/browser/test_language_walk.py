@@ -14,9 +14,10 @@ assignment and export tabs. At each stop the page is looked at in a projector's 
 - nothing drawn over another: no two blocks of the page, no chart toolbar over its chart's title or legend, no
   toast over the page's title, no two chart labels.
 
-One server and one browser page per language for the whole walk: under 2 minutes on a 2-core machine (measured
-2026-11-27 on the 2-core VM: 103 s for both languages, the server's start included, with
-`python -m pytest tests/browser/test_language_walk.py`).
+One server, and one session per language: the walk opens Home by its address, then goes from page to page through
+the sidebar, as a student does (an address would reload the whole app in the browser each time). 2026-11-29 on the
+2-core VM: 153 s for both languages, the server's start included, with `python -m pytest
+tests/browser/test_language_walk.py -k fit_every_screen`.
 """
 
 import re
@@ -28,6 +29,7 @@ from conftest import (
     TABLES,
     VIEWPORTS,
     choose,
+    go_to,
     open_at,
     page_errors,
     requires_chromium,
@@ -250,10 +252,10 @@ def train_to_the_end(page) -> None:
     unfold(page)
 
 
-def teacher_flow(page, server, language: str, allowed: list[str]) -> list[str]:
+def teacher_flow(page, language: str, allowed: list[str]) -> list[str]:
     """A new class: its key, then its board, assignment and export tabs, each looked at, and the page once the class
     is deleted."""
-    open_at(page, server, "teacher", language)
+    go_to(page, "teacher")
     problems = look(page, language, "teacher", allowed)
     field = page.locator(".st-key-teacher_title input")
     field.fill("三年级二班" if language == "zh-CN" else "Period 3")
@@ -280,16 +282,16 @@ def teacher_flow(page, server, language: str, allowed: list[str]) -> list[str]:
 @pytest.mark.parametrize("language", ["zh-CN", "en"])
 def test_every_page_the_lesson_and_the_teacher_in_each_language_fit_every_screen(projector_page, lab_server, language):
     allowed, page = latin_terms(), projector_page
-    open_at(page, lab_server, "home", language)
+    open_at(page, lab_server, "home", language)  # one session, taken through the sidebar to every page
     problems = look(page, language, "home (the lesson)", allowed)
-    open_at(page, lab_server, "train", language)
+    for name in MODEL_PAGES:
+        go_to(page, name)
+        problems += look(page, language, name, allowed)
+    go_to(page, "train")
     problems += look(page, language, "train", allowed)
     train_to_the_end(page)
     problems += look(page, language, "train, run ended", allowed)
-    for name in MODEL_PAGES:
-        open_at(page, lab_server, name, language)
-        problems += look(page, language, name, allowed)
-    problems += teacher_flow(page, lab_server, language, allowed)
+    problems += teacher_flow(page, language, allowed)
     assert not problems, f"{len(problems)} problems:\n" + "\n".join(problems)
 
 
