@@ -21,7 +21,6 @@ from harness.paths import ARTIFACTS, ROOT, SCREENSHOTS
 from harness.server import LabServer
 
 VIEWPORTS = {"projector": (1280, 800), "large": (1920, 1080), "phone": (390, 844)}
-SETTLE_MS = 400  # after a resize: Streamlit's columns and Plotly's charts lay themselves out again
 # Playwright's retrying assertions (`expect`) wait this long, not its default 5 s: Streamlit shows a skeleton in
 # place of an element while it mounts the element's component, and on a 2-core machine that also runs the server,
 # a training worker and three browser contexts, that has outlasted 5 s.
@@ -92,7 +91,7 @@ def screenshot(page, name: str, max_height: int = 8000) -> Path:
     viewport = page.viewport_size
     height = page.evaluate("() => document.querySelector(\"[data-testid='stMain']\")?.scrollHeight ?? 0")
     page.set_viewport_size({"width": viewport["width"], "height": min(max(height, viewport["height"]), max_height)})
-    page.wait_for_timeout(300)  # let charts re-lay out
+    settle(page)
     page.screenshot(path=str(path), full_page=True)
     page.set_viewport_size(viewport)
     return path
@@ -154,8 +153,23 @@ LABEL_OVERLAPS = """() => {
 SHOW_TOOLBARS = """[data-testid='stElementToolbar'] { opacity: 1 !important; visibility: visible !important; }
 .modebar-container .modebar { opacity: 1 !important; }"""
 
-DRAWN = """() => !document.querySelector('[data-testid="stSkeleton"]') &&
-    [...document.querySelectorAll('[data-testid="stPlotlyChart"]')].every(chart => chart.querySelector('.main-svg'))"""
+# The page laid out for its window: no part still loading (a skeleton), the sidebar open on a wide window (Streamlit
+# folds it at 768 px and less, and opens it again when the window grows), every chart drawn, each shown one as wide
+# as its box, and all of it as it was at the last check, a frame before (a sidebar that slides, a chart that redraws,
+# moves it).
+LAID_OUT = """() => {
+    const charts = [...document.querySelectorAll('[data-testid="stPlotlyChart"]')];
+    if (document.querySelector('[data-testid="stSkeleton"]') || !charts.every(c => c.querySelector('.main-svg')))
+        return false;
+    const width = el => Math.round(el.getBoundingClientRect().width);
+    const sidebar = document.querySelector('[data-testid="stSidebar"]');
+    if (sidebar && innerWidth > 768 && width(sidebar) <= 200) return false;
+    const shown = charts.filter(c => c.checkVisibility()).map(c => [width(c), width(c.querySelector('.main-svg'))]);
+    const now = JSON.stringify([innerWidth, sidebar ? width(sidebar) : 0, shown]);
+    const still = window.lastLayout === now;
+    window.lastLayout = now;
+    return still && shown.every(([box, drawn]) => Math.abs(box - drawn) <= 1);
+}"""
 
 # Opens every folded part of the page (an expander's content is what a student sees after one click).
 OPEN_EXPANDERS = """() => document.querySelectorAll('[data-testid="stMain"] details:not([open]) > summary')
@@ -224,8 +238,14 @@ def unfold(page) -> None:
     """Every expander of the page open, and the charts and tables in them drawn (a part Streamlit is still loading
     shows a skeleton: its words are not there yet)."""
     page.evaluate(OPEN_EXPANDERS)
-    page.wait_for_function(DRAWN, timeout=60_000)
-    page.wait_for_timeout(SETTLE_MS)
+    settle(page)
+
+
+def settle(page) -> None:
+    """Until the page is laid out for its window (`LAID_OUT`), checked at each frame: after a resize, a scroll or a
+    script run, Streamlit's columns and Plotly's charts lay themselves out again."""
+    page.evaluate("() => { delete window.lastLayout; }")
+    page.wait_for_function(LAID_OUT, polling="raf", timeout=60_000)
 
 
 @pytest.fixture(scope="session")

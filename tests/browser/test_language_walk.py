@@ -25,7 +25,6 @@ import re
 import pytest
 from conftest import (
     LABEL_OVERLAPS,
-    SETTLE_MS,
     TABLES,
     VIEWPORTS,
     choose,
@@ -34,6 +33,7 @@ from conftest import (
     page_errors,
     requires_chromium,
     screenshot,
+    settle,
     unfold,
 )
 from playwright.sync_api import expect
@@ -223,7 +223,7 @@ def look(page, language: str, stop: str, allowed: list[str]) -> list[str]:
         problems.append(f"{language} {stop}: the title's fonts {declared['font']} name no Simplified Chinese one")
     for viewport, (width, height) in VIEWPORTS.items():
         page.set_viewport_size({"width": width, "height": height})
-        page.wait_for_timeout(SETTLE_MS)
+        settle(page)
         where = f"{language} {stop} {viewport}"
         found = [*page_errors(page), *(f"cut off: {text}" for text in page.evaluate(CUT_OFF))]
         found += [f"overlap: {pair}" for pair in page.evaluate(OVERLAPS)]

@@ -6,7 +6,17 @@ The language walk (test_language_walk.py) looks at every page at all three sizes
 resized under a page loaded at a projector's size; this test is the phone's own way there.
 """
 
-from conftest import LABEL_OVERLAPS, TABLES, VIEWPORTS, navigate, open_page, page_errors, requires_chromium, screenshot
+from conftest import (
+    LABEL_OVERLAPS,
+    TABLES,
+    VIEWPORTS,
+    navigate,
+    open_page,
+    page_errors,
+    requires_chromium,
+    screenshot,
+    settle,
+)
 from playwright.sync_api import expect
 
 from harness.page import PAGES, button, main, wait_idle
@@ -26,8 +36,8 @@ def test_on_a_phone_every_page_opens_through_the_folded_sidebar_and_fits(new_con
         problems = []
         for name in PAGES:
             if name != "home":  # Home is open already
-                go_to(page, name)
-            page.wait_for_timeout(500)  # charts lay out after the script run ends
+                go_to_on_phone(page, name)
+            settle(page)  # charts lay out after the script run ends
             problems += [f"{name}: {p}" for p in page_errors(page)]
             for table in page.evaluate(TABLES):
                 if table["past_screen"] > 1:
@@ -39,7 +49,7 @@ def test_on_a_phone_every_page_opens_through_the_folded_sidebar_and_fits(new_con
         context.close()
 
 
-def go_to(page, name: str) -> None:
+def go_to_on_phone(page, name: str) -> None:
     """Through the sidebar, so the model in hand stays; the sidebar folds away after each page, and opens first where
     its link is off the screen."""
     link = page.locator(f"[data-testid='stSidebarNav'] a[href$='/{PAGES[name]}']").first
