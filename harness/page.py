@@ -1,6 +1,8 @@
 """The app's pages in Playwright: their addresses, when a script run has finished, and the widgets a driver reads
 and sets (by the keys the pages give them)."""
 
+from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
+
 from harness.server import LabServer
 
 # Every page of the app and its URL path.
@@ -17,13 +19,19 @@ PAGES = {
     "checkpoints": "checkpoints",
 }
 IDLE = "[data-testid='stApp'][data-test-script-state='notRunning']"
+BUSY = "[data-testid='stApp']:not([data-test-script-state='notRunning'])"  # a run requested, running or stopping
+RUN_START_MS = 300  # how long a click's run may take to start
 EXCEPTION = "[data-testid='stException']"
 ERROR_TEXTS = ("Traceback", "This app has encountered an error")
 
 
 def wait_idle(page, timeout_ms: float = 60_000) -> None:
-    """Wait until the app's script run has finished (a short pause first, so a run a click starts is seen)."""
-    page.wait_for_timeout(300)
+    """Wait until the app's script run has finished. A run the last click starts is waited for first, up to
+    RUN_START_MS, so that the page before it is not taken for its end; where none starts, that is the wait."""
+    try:
+        page.wait_for_selector(BUSY, timeout=RUN_START_MS)
+    except PlaywrightTimeoutError:
+        pass  # no run started (or it ran between two checks)
     page.wait_for_selector(IDLE, timeout=timeout_ms)
 
 
