@@ -10,7 +10,7 @@ Every widget reads its value from its key in session state, written before it is
 `form_settings` turns the submitted widget values into the settings of a run, for `run_configs`.
 """
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import streamlit as st
@@ -33,9 +33,14 @@ KEEPS = ("seed",)  # settings a task's default run leaves as the student set the
 CHOSEN = N_("Choosing a task fills in its default run; change any setting before you press Start.")
 
 
+def form_key(s: spec.Setting) -> str:
+    """The Train form's widget key of setting `s`."""
+    return s.form.key
+
+
 def form_keys() -> list[str]:
     """The widget keys of the form's fields, in drawing order."""
-    return [s.form.key for s in spec.on_form()]
+    return [form_key(s) for s in spec.on_form()]
 
 
 def form_settings(values: Mapping[str, Any]) -> dict[str, Value]:
@@ -50,17 +55,17 @@ def draw_task(locked: Mapping[str, Any] | None = None) -> None:
     _start_values(locked or {})
     picker, words = st.columns(ROWS[TASK_ROW][1])
     task = spec.setting("task")
-    draw_setting(picker, task, task.form.key, disabled=task.name in (locked or {}), on_change=_task_chosen)
+    draw_setting(picker, task, task.form.key, disabled=task.name in (locked or {}), on_change=fill_default_run)
     words.caption(_(CHOSEN))
 
 
-def _task_chosen() -> None:
-    """The task picker's callback (before the page is drawn): the form takes the chosen task's default run, but for
-    the settings it KEEPS."""
-    run = spec.default_run(st.session_state[spec.setting("task").form.key])
+def fill_default_run(key_of: Callable[[spec.Setting], str] = form_key) -> None:
+    """A task picker's callback (before the page is drawn): the form whose widget keys `key_of` gives (the Train
+    form's by default) takes the chosen task's default run, but for the settings it KEEPS."""
+    run = spec.default_run(st.session_state[key_of(spec.setting("task"))])
     for s in spec.on_form():
         if s.name not in KEEPS:
-            st.session_state[s.form.key] = widget_value(s, run[s.name])
+            st.session_state[key_of(s)] = widget_value(s, run[s.name])
 
 
 def draw_fields(locked: Mapping[str, Any] | None = None) -> None:

@@ -148,7 +148,8 @@ def teacher_s_class(language: str, source: str) -> tuple[AppTest, str, str]:
     at.button(key="teacher_create_button").click().run()
     code, key = at.session_state["teacher_class"]
     at.button(key="teacher_key_saved").click().run()
-    preset = GALLERY if source == "gallery" else BUILT_IN
+    preset = dict(GALLERY if source == "gallery" else BUILT_IN)
+    at.selectbox(key="teacher_task").set_value(preset.pop("task")).run()  # its default run first, as in a browser
     for setting, value in {**preset, "steps": STEPS}.items():
         at.get_by_key(f"teacher_{setting}").set_value(value)
     at.selectbox(key="teacher_split").set_value("positional")

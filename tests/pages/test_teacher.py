@@ -15,9 +15,11 @@ from streamlit.runtime.context import ContextProxy
 from streamlit.testing.v1 import AppTest
 
 import ui.classes
+from transformer import settings as spec
 from transformer.classroom import Assignment, Caller, ClassroomError, ClassStore, RunState, TooManyAttempts
 from transformer.classroom.assignment import split_groups
 from transformer.limits import CLASS_CREATIONS, WRONG_KEYS_PER_BROWSER
+from ui.setting_widgets import widget_value
 
 FINISHED = RunState(
     "finished",
@@ -119,6 +121,23 @@ def test_the_assignment_is_saved_with_its_groups_and_question():
     info = ui.classes.class_store().class_info(code)
     assert [g.label for g in info.assignment.groups] == ["sinusoidal PE", "no PE"]  # the words of the setting's values
     assert info.question == "positional-none"
+
+
+def test_choosing_a_task_fills_the_assignment_with_its_default_run_as_train_does():
+    at = open_teacher()
+    code, _ = create(at)
+    at.number_input(key="teacher_seed").set_value(7)
+    at.button(key="teacher_save").click().run()
+    at.selectbox(key="teacher_task").set_value("caesar").run()  # no Save yet: the form shows the task's run at once
+    assert not at.exception
+    caesar = spec.default_run("caesar")
+    assert caesar["d_model"] != spec.default_run("reverse")["d_model"]  # a run of its own, not the form's defaults
+    for s in spec.on_form():
+        expected = 7 if s.name == "seed" else widget_value(s, caesar[s.name])  # the seed stays the teacher's
+        assert at.session_state[f"teacher_{s.name}"] == expected, s.name
+    at.button(key="teacher_save").click().run()
+    assert not at.exception and at.success
+    assert ui.classes.class_store().class_info(code).assignment.preset == {**caesar, "seed": 7}
 
 
 def test_a_question_that_does_not_fit_the_groups_is_refused():
