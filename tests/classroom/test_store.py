@@ -145,12 +145,24 @@ def test_names_that_read_the_same_are_one_name(store, first, second):
     assert decomposed.name == "Ren\u00e9"  # kept composed: one spelling on the board and in the exports
 
 
-@pytest.mark.parametrize("name", ["", "   ", "x" * (MAX_NAME_CHARS + 1), "two\nlines", "tab\there", "nul\x00", 42])
+@pytest.mark.parametrize(
+    "name",
+    ["", "   ", "x" * (MAX_NAME_CHARS + 1), "two\nlines", "tab\there", "nul\x00", 42, "\u202eevil", "Ada\u200b"],
+)
 def test_names_out_of_bounds_are_refused(store, name):
     code, _ = store.create_class("A")
     with pytest.raises(ClassroomError, match="A name"):
         store.join(code, "b1", name)
     assert row_counts(store)["students"] == 0
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["\U0001f98a Zo\u00eb \U0001f469\u200d\U0001f52c", "\u0645\u0647\u0633\u0627\u200c\u0631\u0636\u0627\u06cc\u06cc"],
+)
+def test_names_written_with_a_joiner_are_names(store, name):
+    code, _ = store.create_class("A")
+    assert store.join(code, "b1", name).name == name  # an emoji of three joined, a Persian name with a non-joiner
 
 
 def test_names_are_kept_as_literal_text(store):

@@ -74,14 +74,19 @@ def utc_now() -> datetime:
     return datetime.now(UTC)
 
 
+# Zero-width non-joiner and joiner: format characters that Persian and Indic names, and emoji such as 👩‍🔬, are
+# written with. Every other format character (a bidi override, a zero-width space) can disguise a name.
+JOINERS = "\u200c\u200d"
+
+
 def check_text(text: Any, what: str, longest: int) -> str:
     """`text` without surrounding spaces if it is 1..`longest` characters of printable text (no control or format
-    characters), else ClassroomError. It stays literal: pages show it character for character."""
+    characters but the JOINERS), else ClassroomError. It stays literal: pages show it character for character."""
     if not isinstance(text, str) or not 1 <= len(text.strip()) <= longest:
         raise ClassroomError(
             Message(N_("{what} must be 1 to {longest} characters"), what=Message(what), longest=longest)
         )
-    if any(unicodedata.category(c).startswith("C") for c in text):
+    if any(unicodedata.category(c).startswith("C") and c not in JOINERS for c in text):
         raise ClassroomError(Message(N_("{what} must be plain text on one line"), what=Message(what)))
     return text.strip()
 
