@@ -3,10 +3,12 @@ Every bound holds before what it bounds is read."""
 
 import csv
 import os
+import re
 
 import pytest
 
 import transformer.task_file as task_file
+from transformer.i18n import translator
 from transformer.limits import MAX_TASK_FILE_BYTES, MAX_TASK_LINE_CHARS, MAX_TASK_PAIRS
 from transformer.task_file import read_task_file, read_task_path, read_task_table
 
@@ -68,7 +70,8 @@ def test_a_target_symbol_no_source_has_duplicate_pairs_and_commas_in_tsv_load():
         (csv_bytes(separator="\t").replace(b"5 + 5\t1 0", b"5 + 5,1 0"), "line 3 is not two cells: .*by a tab"),
         (csv_bytes(separator=";"), "line 1 is not two cells: .* separated by a comma"),
         (csv_bytes() + b"\n1,2,3", "line 8 is not two cells"),
-        (csv_bytes() + b'\n"1 2,3', "line 8: unexpected end of data"),
+        (csv_bytes() + b'\n"1 2,3', 'line 8: a quoted cell is never closed: a cell that starts with " must end'),
+        (csv_bytes() + b'\n"1 2"x,3', 'line 8: a closing " is followed by more text'),
         (csv_bytes() + b"\n1\x002,3", "line 8: symbol .* control characters"),
         (b"\xff\xfe" + csv_bytes(), "not UTF-8 text \\(byte 1\\)"),
         (csv_bytes(PAIRS[:3]), "at least 5 different pairs"),
@@ -80,6 +83,14 @@ def test_a_bad_file_gets_a_one_line_reason(data, message):
     with pytest.raises(ValueError, match=message) as error:
         read_task_file(data, "bad.csv")
     assert "\n" not in str(error.value)
+
+
+@pytest.mark.parametrize("line", [b'"1 2,3', b'"1 2"x,3'])
+def test_why_the_csv_module_cannot_read_a_line_is_said_in_chinese(line):
+    with pytest.raises(ValueError) as error:
+        read_task_file(csv_bytes() + b"\n" + line, "bad.csv")
+    said = translator("zh-CN").gettext(error.value)
+    assert said.startswith("第 8 行：") and not re.search("[A-Za-z]{2}", said), said  # no English word of csv's
 
 
 @pytest.fixture

@@ -85,7 +85,17 @@ def _pairs(reader: Iterable[list[str]], tsv: bool) -> Iterator[tuple[str, str, s
                 continue
             yield where, cells[0], cells[1]
     except csv.Error as err:
-        raise ValueError(Message(N_("line {n}: {reason}"), n=reader.line_num, reason=str(err))) from None
+        raise ValueError(Message(N_("line {n}: {reason}"), n=reader.line_num, reason=_csv_reason(err))) from None
+
+
+def _csv_reason(err: csv.Error) -> Message:
+    """Why the csv module could not read a line, in the lab's words (its own are English only)."""
+    said = str(err)
+    if said.startswith("unexpected end of data"):
+        return Message(N_('a quoted cell is never closed: a cell that starts with " must end with "'))
+    if "expected after '\"'" in said:
+        return Message(N_('a closing " is followed by more text: write a " inside a quoted cell as ""'))
+    return Message(N_("the quotes or line breaks of this line cannot be read"))
 
 
 def read_task_table(rows: Iterable[Mapping[str, object]], name: str) -> TaskPairs:
