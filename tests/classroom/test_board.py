@@ -94,6 +94,8 @@ def test_student_rows_hold_name_group_state_curve_and_result():
     assert list(rows.columns) == ["name", "group", "state", "curve", "result"]
     assert rows.iloc[0].tolist() == ["S0", "PE", "finished", [3.0, 2.0, 1.0], "solved in 300 steps"]
     assert rows.iloc[1].tolist() == ["S1", "no PE", "not started", [], ""]
+    alone = board.student_rows(class_of([None, None], assignment=None))  # a class without groups: no group column
+    assert list(alone.columns) == ["name", "state", "curve", "result"]
 
 
 def test_a_groups_median_curve_holds_finished_runs_and_drops_runs_still_training_past_their_last_row():

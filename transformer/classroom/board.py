@@ -109,7 +109,8 @@ def _loss(run: RunState | None) -> list[float]:
 
 
 def student_rows(snapshot: Snapshot) -> pd.DataFrame:
-    """One row per student in join order: name, group, state, a small loss curve (a list), result."""
+    """One row per student in join order: name, group (where a student has one: a class without groups has no such
+    column), state, a small loss curve (a list), result."""
     rows = [
         {
             "name": s.name,
@@ -121,7 +122,8 @@ def student_rows(snapshot: Snapshot) -> pd.DataFrame:
         for s in snapshot.students
     ]
     # object columns: pandas 3 would store the Messages as plain strings, and a page could no longer translate them
-    return pd.DataFrame(rows, columns=["name", "group", "state", "curve", "result"], dtype=object)
+    frame = pd.DataFrame(rows, columns=["name", "group", "state", "curve", "result"], dtype=object)
+    return frame if any(s.group is not None for s in snapshot.students) else frame.drop(columns="group")
 
 
 def _groups(snapshot: Snapshot) -> dict[str | None, list[Student]]:
