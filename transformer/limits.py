@@ -217,3 +217,4 @@ KEY_CHECKS_AT_ONCE = 1  # teacher-key checks (scrypt: 16 MiB, about 50 ms) one s
 LOST_AFTER_S = 60  # a queued or training run that no server has reported on for this long reads "lost"
 HEARD_EVERY_S = 10  # how often a server reports on the runs it holds whose state has not changed
 PURGE_EVERY_S = 600  # how often a server deletes expired classes and attempts past their window
+ENDED_RUN_KEPT_S = 600  # a browser's ended run, kept this long for a reload to take back its outcome and model

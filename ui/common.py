@@ -2,6 +2,7 @@
 each browser started last (so that a reload can take it back)."""
 
 import sys
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta, timezone, tzinfo
 from pathlib import Path
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -81,10 +82,19 @@ def shipped_checkpoint(name: str) -> Checkpoint:
     return load_checkpoint(CHECKPOINT_DIR / f"{name}.pt")
 
 
+@dataclass
+class BrowserRun:
+    """A browser's last run on a page, and the session state a reload restores with it."""
+
+    run: Run | LiveExperiment
+    restore: dict
+    ended_seen: float | None = None  # time.monotonic() when the run was first seen ended
+
+
 @st.cache_resource
-def runs_by_browser() -> dict[tuple[str, str], tuple[Run | LiveExperiment, dict]]:
+def runs_by_browser() -> dict[tuple[str, str], BrowserRun]:
     """The run each browser started last on a page, by (`browser_id`, its session-state key: "run" for Train,
-    "compare_job" for Compare), with the session state to restore alongside it; shared by every session."""
+    "compare_job" for Compare); shared by every session."""
     return {}
 
 
@@ -92,7 +102,7 @@ def remember_run(key: str, run: Run | LiveExperiment, restore: dict) -> None:
     """Note `run`, kept in session state under `key`, as this browser's run, so that a reload can pick it back up
     along with the session-state entries `restore`."""
     if (browser := this_browser()) is not None:
-        runs_by_browser()[browser, key] = run, {key: run, **restore}
+        runs_by_browser()[browser, key] = BrowserRun(run, {key: run, **restore})
 
 
 def forget_run(key: str) -> None:

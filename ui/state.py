@@ -19,6 +19,7 @@ A reload starts a new session: `reattach_runs` hands it the browser's Train run 
 train. Pages keep their own widget state under keys prefixed with the page's name.
 """
 
+import time
 import uuid
 from collections.abc import Callable, Hashable
 from dataclasses import asdict
@@ -30,6 +31,7 @@ from transformer import Checkpoint, CheckpointError, load_checkpoint
 from transformer.checkpoint import checkpoint_bytes
 from transformer.experiments import LiveExperiment
 from transformer.i18n import N_
+from transformer.limits import ENDED_RUN_KEPT_S
 from transformer.naming import run_name
 from transformer.serving import Run
 from transformer.tasks import DataConfig
@@ -137,17 +139,26 @@ def session_run_elsewhere(page: str) -> str | None:
 
 
 def reattach_runs() -> None:
-    """After a reload (a new session, so no run of its own), take back this browser's runs that still train."""
-    runs = runs_by_browser()
-    for other, (run, _restore) in list(runs.items()):  # an ended run is not taken back: let it go
-        if run.done:
-            runs.pop(other, None)
+    """After a reload (a new session, so no run of its own), take back this browser's runs: one still training, or
+    one that ended within ENDED_RUN_KEPT_S, with its outcome and model. Runs ended longer ago are let go."""
+    runs, now = runs_by_browser(), time.monotonic()
+    for other, kept in list(runs.items()):
+        if kept.run.done:
+            kept.ended_seen = kept.ended_seen or now
+            if now - kept.ended_seen > ENDED_RUN_KEPT_S:
+                runs.pop(other, None)
     if (browser := this_browser()) is None:
         return
     for key in (RUN, COMPARE_JOB):
         if key not in st.session_state and (browser, key) in runs:
-            st.session_state.update(runs[browser, key][1])
-            st.toast(_("Your run kept training through the reload: it is back here."), icon=":material/sync:")
+            kept = runs[browser, key]
+            st.session_state.update(kept.restore)
+            if kept.run.done:
+                st.toast(
+                    _("Your run ended before the reload: its outcome and model are back here."), icon=":material/sync:"
+                )
+            else:
+                st.toast(_("Your run kept training through the reload: it is back here."), icon=":material/sync:")
 
 
 def save_finished_run() -> None:

@@ -104,5 +104,11 @@ def test_the_end_of_a_run_is_in_view_and_start_on_it_again_answers_at_once(new_c
     # The first student presses Start again at the bottom of the page: the line comes where they look.
     assert seconds_to_answer_start(laptop, "the same student's Start again") <= JOINED_S
     expect(main(laptop).get_by_test_id("stAlert").filter(has_text="same seed")).to_be_in_viewport()
+
+    # A reload after the run ended (a new session): its outcome and its model come back, as a training run's do.
+    laptop.reload()
+    expect(main(laptop).get_by_text("Finished after")).to_be_visible(timeout=30_000)
+    expect(laptop.get_by_test_id("stSidebar")).to_contain_text("trained:")
+    assert not page_errors(laptop), page_errors(laptop)
     for context in (laptop.context, projector.context):
         context.close()
