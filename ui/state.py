@@ -140,7 +140,8 @@ def session_run_elsewhere(page: str) -> str | None:
 
 def reattach_runs() -> None:
     """After a reload (a new session, so no run of its own), take back this browser's runs: one still training, or
-    one that ended within ENDED_RUN_KEPT_S, with its outcome and model. Runs ended longer ago are let go."""
+    one that ended within ENDED_RUN_KEPT_S, with its outcome and model (in hand, unless the opened link put a model
+    in hand). Runs ended longer ago are let go."""
     runs, now = runs_by_browser(), time.monotonic()
     for other, kept in list(runs.items()):
         if kept.run.done:
@@ -151,8 +152,10 @@ def reattach_runs() -> None:
         return
     for key in (RUN, COMPARE_JOB):
         if key not in st.session_state and (browser, key) in runs:
-            kept = runs[browser, key]
+            kept, linked = runs[browser, key], IN_HAND in st.session_state  # a model the opened link put in hand
             st.session_state.update(kept.restore)
+            if linked:  # stays in hand: the run's model is not followed into it
+                st.session_state[FOLLOW_RUN] = False
             if kept.run.done:
                 st.toast(
                     _("Your run ended before the reload: its outcome and model are back here."), icon=":material/sync:"
