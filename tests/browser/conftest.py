@@ -89,6 +89,7 @@ def screenshot(page, name: str, max_height: int = 8000) -> Path:
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     path = SCREENSHOTS / f"{name}.png"
     viewport = page.viewport_size
+    page.mouse.move(0, 0)  # off the page's widgets: no tooltip of the last button clicked covers the shot
     height = page.evaluate("() => document.querySelector(\"[data-testid='stMain']\")?.scrollHeight ?? 0")
     page.set_viewport_size({"width": viewport["width"], "height": min(max(height, viewport["height"]), max_height)})
     settle(page)

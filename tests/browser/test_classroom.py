@@ -4,7 +4,7 @@ waits in the queue for a slot and then trains."""
 
 import time
 
-from conftest import page_errors, requires_chromium, screenshot, shown_text
+from conftest import open_more_settings, page_errors, requires_chromium, screenshot, shown_text
 from playwright.sync_api import expect
 
 from harness.chromium import LAPTOP
@@ -54,7 +54,10 @@ def test_the_curve_moves_at_once_in_view_and_the_run_pauses_steps_resumes_and_st
     page = open_train(context, lab_server)
     fill(page, "train_seed", 11)  # a run of its own: no other test's run to join
     page.locator(".st-key-train_positional").get_by_text("no PE", exact=True).click()  # never solved: runs to its
-    wait_idle(page)  # step budget, so Pause, Step and Resume find it training
+    open_more_settings(page)  # step or time budget, both at their most, so Pause, Step and Resume find it training
+    fill(page, "train_steps", 5000)  # however fast steps are or slow the checks before Pause
+    fill(page, "train_time_budget", 120)
+    wait_idle(page)
     page.evaluate(
         """() => { window.firstPoint = null; const t0 = performance.now();
             new MutationObserver(() => {
@@ -80,11 +83,11 @@ def test_the_curve_moves_at_once_in_view_and_the_run_pauses_steps_resumes_and_st
     for selector in ("[data-testid='stProgress']", ".st-key-train_loss_chart", ".st-key-train_accuracy_chart"):
         shown = main(page).locator(selector).filter(visible=True).first  # not a stale copy of a redraw, hidden
         expect(shown).to_be_in_viewport(ratio=1.0, timeout=BUSY_TIMEOUT_S * 1000)
-    screenshot(page, "train-laptop")
 
     button(page, "pause_training").click()
     expect(shown_text(page, "Paused at step")).to_be_visible(timeout=BUSY_TIMEOUT_S * 1000)
     held = progress_step(page)
+    screenshot(page, "train-laptop")  # paused: a training page never stops laying out its redrawn charts
     page.wait_for_timeout(3000)
     assert progress_step(page) == held, "the step counter moved while paused"
     button(page, "step_training").click()
