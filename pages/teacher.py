@@ -110,7 +110,10 @@ def start_page() -> None:
         st.subheader(_("Create a class"))
         title = st.text_input(_("Title"), max_chars=MAX_TITLE_CHARS, key="teacher_title", placeholder=_("Period 3"))
         days = st.number_input(
-            _("Keep its data for (days)"), *RETENTION_DAYS, value=DEFAULT_RETENTION_DAYS, key="teacher_days"
+            _("Keep its data for (days, {low} to {high})", low=RETENTION_DAYS[0], high=RETENTION_DAYS[1]),
+            *RETENTION_DAYS,
+            value=DEFAULT_RETENTION_DAYS,
+            key="teacher_days",
         )
         if st.form_submit_button(_("Create"), type="primary", icon=":material/add:", key="teacher_create_button"):
             create_class(title, int(days))
@@ -271,8 +274,9 @@ def save_assignment(code: str, key: str) -> None:
 
 
 @st.fragment(run_every=BOARD_POLL_S)
-def board(code: str) -> None:
-    """Every student's run, the groups side by side, flags and predictions, redrawn every BOARD_POLL_S."""
+def board(code: str, key: str) -> None:
+    """Every student's run, the groups side by side, flags and predictions, and letting a student rejoin from
+    another browser, redrawn every BOARD_POLL_S."""
     try:
         snapshot = class_store().snapshot(code, names=True)  # the key was checked when the board was opened
     except ClassroomError as err:
@@ -310,6 +314,31 @@ def board(code: str) -> None:
         tally = table_cells(prediction_tally(snapshot), "choice")
         tally.columns = [_(HEADINGS[name]) for name in tally.columns]
         st.table(tally.set_index(_(HEADINGS["choice"])))  # built-in choices only: an HTML table
+    rejoin_section(snapshot, code, key)
+
+
+def rejoin_section(snapshot: Snapshot, code: str, key: str) -> None:
+    """Let a student who opened the class link in another browser take their name there, with what they recorded."""
+    names = [student.name for student in snapshot.students]
+    with st.expander(_("A student changed browser")):
+        st.markdown(
+            _(
+                "A name stays with the browser that joined under it. A student who opens the class link in another "
+                "browser (another computer, or a private window) can join under their name again once you let "
+                "them: the browser they joined from then leaves the class, and what they recorded stays theirs."
+            )
+        )
+        name = st.selectbox(_("Student"), names, index=None, key="teacher_rejoin_name", placeholder=_("Pick a name"))
+        if st.button(_("Let them rejoin"), disabled=name is None, key="teacher_rejoin", icon=":material/devices:"):
+            try:
+                class_store().let_rejoin(code, key, name, caller())
+            except ClassroomError as err:
+                st.error(_("Not done: {reason}", reason=markdown_literal(_(err))))
+            else:
+                st.session_state["teacher_rejoined"] = name  # said at each redraw of the board, not only this one
+        if (rejoined := st.session_state.get("teacher_rejoined")) is not None:
+            done = N_("{name} can now join under the same name from another browser.")
+            st.success(_(done, name=markdown_literal(rejoined)))
 
 
 def state_counts(rows: pd.DataFrame) -> list[str]:
@@ -376,7 +405,7 @@ st.caption(
 show_flashes("teacher")
 board_tab, assignment_tab, export_tab = st.tabs([_("Board"), _("Assignment"), _("Export and end")])
 with board_tab:
-    board(code)
+    board(code, key)
 with assignment_tab:
     assignment_form(snapshot, code, key)
     class_task_section(info, code, key)

@@ -20,8 +20,9 @@ from streamlit.testing.v1 import AppTest
 from streamlit.web.server.starlette.starlette_app_utils import decode_xsrf_token_string, generate_xsrf_token_string
 from streamlit.web.server.starlette.starlette_server_config import XSRF_COOKIE_NAME
 
+from transformer.i18n import translator
 from ui import streamlit_internals
-from ui.streamlit_internals import XSRF_COOKIE, browser_id, navigation_mode_patch
+from ui.streamlit_internals import FRONTEND_SENTENCES, XSRF_COOKIE, browser_id, frontend_rules, navigation_mode_patch
 
 # Two page loads of one browser (captured from a served app): same secret, different masks.
 LOAD_1 = "2|09b631db|e304a33f415643afd20950daf738d9b0|1795452523"
@@ -153,3 +154,13 @@ def test_cut_table_edits_bounds_the_rows_a_browser_adds_before_the_editor_applie
     assert at.markdown[0].value == "5 rows, cut: True" and applied == [4]  # row 1 deleted, 4 of the 1,000 added
     send_edits(at, {"edited_rows": {}, "added_rows": pasted[:3], "deleted_rows": []})
     assert at.markdown[0].value == "5 rows, cut: False" and applied[-1] == 3
+
+
+def test_each_frontend_rule_matches_its_english_whole_and_gives_its_translation():
+    zh = translator("zh-CN")
+    for (pattern, names, text), english in zip(frontend_rules(zh.gettext), FRONTEND_SENTENCES, strict=True):
+        values = {name: f"<{name}>" for name in names}
+        found = re.fullmatch(pattern, english.format(**values))
+        assert found and list(found.groups()) == list(values.values()), english
+        assert names or not re.search(pattern, f"{english} and more"), english  # the whole text, not a part of one
+        assert text == zh.gettext(english) != english

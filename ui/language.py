@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 import streamlit as st
 
 from transformer.i18n import DEFAULT_LANGUAGE, LANGUAGES, N_, Message, Translator, language_for, translator
+from ui.streamlit_internals import frontend_rules
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -32,6 +33,42 @@ UPLOADER_CSS = """[data-testid="stFileUploaderDropzoneInstructions"] { display: 
 # the session's words.
 SKIP_LINK = N_("Skip to main content")
 SKIP_LINK_SCRIPT = """document.querySelector('[data-testid="stSkipToContent"]')?.replaceChildren(%s);"""
+# Streamlit's browser code writes some sentences and button names in English only (`FRONTEND_SENTENCES`): the script
+# shows each, as it appears, in the session's words. A fixed script; its value the session's `frontend_rules`, none in
+# English. Installed once per tab, it reads the rules of the page's latest run.
+FRONTEND_SCRIPT = """window.labFrontendRules = %s.map(([pattern, names, text]) => [new RegExp(pattern), names, text]);
+if (!window.labFrontendWords) {
+  window.labFrontendWords = true;
+  const shown = (english) => {
+    for (const [pattern, names, text] of window.labFrontendRules) {
+      const found = english.match(pattern);
+      const values = found && names.map((name, i) => (name === "sentence" ? shown(found[i + 1]) : found[i + 1]));
+      const fill = (_, name) => values[names.indexOf(name)];
+      if (values && !values.includes(null)) return text.replace(/\\{(\\w+)\\}/g, fill);
+    }
+    return null;
+  };
+  const translate = (node) => {
+    if (node.nodeType === Node.TEXT_NODE) {
+      const text = shown(node.nodeValue);
+      if (text !== null) node.nodeValue = text;
+    } else if (node.nodeType === Node.ELEMENT_NODE) {
+      for (const el of [node, ...node.querySelectorAll("[aria-label]")]) {
+        const text = el.hasAttribute("aria-label") ? shown(el.getAttribute("aria-label")) : null;
+        if (text !== null) el.setAttribute("aria-label", text);
+      }
+      const texts = document.createTreeWalker(node, NodeFilter.SHOW_TEXT);
+      while (texts.nextNode()) translate(texts.currentNode);
+    }
+  };
+  new MutationObserver((records) => {
+    for (const record of records) {
+      if (record.type === "childList") record.addedNodes.forEach(translate);
+      else translate(record.target);
+    }
+  }).observe(document.body, {childList: true, subtree: true, characterData: true, attributeFilter: ["aria-label"]});
+  translate(document.body);
+}"""
 
 
 def language() -> str:
@@ -101,15 +138,18 @@ def declare_language() -> None:
     """Declare the session's language on the page, `<html lang="zh-CN">`: Streamlit's page says "en" whatever it
     shows, and then a browser draws Chinese with Japanese glyph forms and a screen reader reads it in an English
     voice; and give Streamlit's skip link the session's words. A fixed script, its values the language's code and
-    those words; drawn again, and so run again, after a switch."""
+    those words; drawn again, and so run again, after a switch. And show Streamlit's own English in those words
+    (`FRONTEND_SCRIPT`)."""
     code = language()
+    rules = [] if code == DEFAULT_LANGUAGE else frontend_rules(_)
     css = HIDDEN_CSS
     if code != DEFAULT_LANGUAGE:  # the word is the catalogue's: a CSS string, quoted as JSON quotes it
         css += "\n" + UPLOADER_CSS % json.dumps(_("Upload"), ensure_ascii=False)
     with st.container(key=DECLARED):
         st.html(
             f"<style>{css}</style><script>document.documentElement.lang = {json.dumps(code)};\n"
-            f"{SKIP_LINK_SCRIPT % json.dumps(_(SKIP_LINK), ensure_ascii=False)}</script>",
+            f"{SKIP_LINK_SCRIPT % json.dumps(_(SKIP_LINK), ensure_ascii=False)}\n"
+            f"{FRONTEND_SCRIPT % json.dumps(rules, ensure_ascii=False)}</script>",
             unsafe_allow_javascript=True,
         )
 

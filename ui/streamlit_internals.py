@@ -7,6 +7,7 @@ for AppTest (the tests and benchmarks/app_bench.py), never the served app.
 
 import functools
 import hashlib
+import re
 from collections.abc import Callable
 
 import streamlit as st
@@ -14,7 +15,29 @@ from streamlit.runtime import Runtime
 from streamlit.runtime.pages_manager import PagesManager
 from streamlit.runtime.scriptrunner import get_script_run_ctx
 
+from transformer.i18n import N_
+
 XSRF_COOKIE = "_streamlit_xsrf"  # the cookie Streamlit's server sets on every page load while XSRF protection is on
+# What Streamlit's browser code writes in English whatever the page's language, word for word ({name}: a value it fills
+# in; {sentence}: another of these sentences): a number input's and a file uploader's errors, as a screen reader hears
+# them and as their tooltips show them ("**Error**: ..."), and a number input's buttons' names and "Press Enter" hint.
+# `ui.language` shows each in the session's language; tests/browser/test_streamlit_words.py makes Streamlit show each.
+FRONTEND_SENTENCES = (
+    N_("Error: {sentence}"),
+    N_("Error: "),  # written apart from the sentence that follows it
+    N_("Error"),
+    N_(": {sentence}"),
+    N_("Number is outside the allowed range. Please enter a value between {low} and {high}."),
+    N_("Number is below the allowed range. Please enter a value greater than or equal to {low}."),
+    N_("Number is above the allowed range. Please enter a value less than or equal to {high}."),
+    N_("Press Enter to apply"),
+    N_("Press Enter to submit form"),
+    N_("Increment"),
+    N_("Decrement"),
+    N_("Clear value"),
+    N_("File must be {size} or smaller."),
+    N_("{kind} files are not allowed."),
+)
 
 
 def rerun_inside_frame() -> None:
@@ -95,3 +118,15 @@ def cut_table_edits(key: str, rows: int, most: int) -> bool:
         return False
     del added[max(room, 0) :]
     return True
+
+
+def frontend_rules(translate: Callable[[str], str]) -> list[tuple[str, list[str], str]]:
+    """Each of FRONTEND_SENTENCES as (a pattern matching the whole English text, one group per placeholder, in a
+    syntax both Python and JavaScript read; the placeholders' names in the groups' order; its `translate`d template).
+    A rule applies only where each {sentence} it holds is itself one of the sentences."""
+    rules = []
+    for sentence in FRONTEND_SENTENCES:
+        pieces = re.split(r"\{(\w+)\}", sentence)  # literal, name, literal, name, ..., literal
+        pattern = "(.+?)".join(re.escape(literal) for literal in pieces[::2])
+        rules.append((f"^{pattern}$", pieces[1::2], translate(sentence)))
+    return rules

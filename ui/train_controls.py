@@ -113,7 +113,7 @@ def leave_run() -> None:
 def run_controls(run: Run, shared: bool) -> None:
     """Pause or Resume, Step, and Stop: big buttons; Pause, Resume and Step have keyboard shortcuts."""
     paused, queued = run.status == "paused", run.status == "queued"
-    pause_col, step_col, stop_col = st.columns([1, 1, 1, 3])[:3]
+    pause_col, step_col, stop_col = st.columns([1, 1, 1, 2])[:3]  # room for "Resume" and its shortcut
     why_not = _("Several students watch this run: only a run of your own can be paused.") if shared else None
     if paused:
         _big_button(pause_col, _("Resume"), "resume_training", "play_arrow", run.resume, type="primary")

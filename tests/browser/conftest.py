@@ -154,19 +154,21 @@ LABEL_OVERLAPS = """() => {
 SHOW_TOOLBARS = """[data-testid='stElementToolbar'] { opacity: 1 !important; visibility: visible !important; }
 .modebar-container .modebar { opacity: 1 !important; }"""
 
-# The page laid out for its window: no part still loading (a skeleton), the sidebar open on a wide window (Streamlit
-# folds it at 768 px and less, and opens it again when the window grows), every chart drawn, each shown one as wide
-# as its box, and all of it as it was at the last check, a frame before (a sidebar that slides, a chart that redraws,
-# moves it).
+# The page laid out for its window: no part still loading (a skeleton), the sidebar open on a wide window and slid out
+# of view on a narrow one (Streamlit folds it at 768 px and less, and opens it again when the window grows), every
+# chart drawn, each shown one as wide as its box, and all of it as it was at the last check, a frame before (a sidebar
+# that slides, a chart that redraws, moves it).
 LAID_OUT = """() => {
     const charts = [...document.querySelectorAll('[data-testid="stPlotlyChart"]')];
     if (document.querySelector('[data-testid="stSkeleton"]') || !charts.every(c => c.querySelector('.main-svg')))
         return false;
     const width = el => Math.round(el.getBoundingClientRect().width);
     const sidebar = document.querySelector('[data-testid="stSidebar"]');
-    if (sidebar && innerWidth > 768 && width(sidebar) <= 200) return false;
+    const side = sidebar ? sidebar.getBoundingClientRect() : null;  // where it is drawn, while it slides too
+    if (side && innerWidth > 768 && side.width <= 200) return false;
+    if (side && innerWidth <= 768 && side.right > 0) return false;
     const shown = charts.filter(c => c.checkVisibility()).map(c => [width(c), width(c.querySelector('.main-svg'))]);
-    const now = JSON.stringify([innerWidth, sidebar ? width(sidebar) : 0, shown]);
+    const now = JSON.stringify([innerWidth, side ? [side.left, side.width] : 0, shown]);
     const still = window.lastLayout === now;
     window.lastLayout = now;
     return still && shown.every(([box, drawn]) => Math.abs(box - drawn) <= 1);

@@ -101,6 +101,32 @@ def student_trains(context, link: str, language: str, name: str) -> str:
     return file_name
 
 
+def student_changes_browser(context, teacher, link: str, language: str, name: str) -> None:
+    """The student `name` opens the link in another browser: their name is taken there until the teacher, on the
+    board, lets them rejoin; then they join as themselves, with their seed."""
+    page = open_at(context, link)
+    fill(page, "class_name", name)
+    button(page, "class_join_button").click()
+    wait_idle(page)
+    taken = N_(
+        "someone in this class already has this name: pick another; if it is you, joining from another browser, ask "
+        "your teacher to let you rejoin"
+    )
+    expect(main(page).get_by_text(words(language, taken))).to_be_visible()
+    main(teacher).locator("summary").filter(has_text=words(language, N_("A student changed browser"))).click()
+    choose(teacher, "teacher_rejoin_name", name)
+    wait_idle(teacher)
+    button(teacher, "teacher_rejoin").click()
+    wait_idle(teacher)
+    done = N_("{name} can now join under the same name from another browser.")
+    expect(main(teacher).get_by_text(words(language, done, name=name))).to_be_visible()
+    button(page, "class_join_button").click()
+    wait_idle(page)
+    expect(
+        main(page).get_by_text(opening(language, N_("you are **{name}**"), "name").strip("*") + name)
+    ).to_be_visible()
+
+
 def csv_names(data: bytes) -> set[str]:
     """The names in a CSV export's name column; it must start with UTF-8's byte-order mark."""
     assert data.startswith(b"\xef\xbb\xbf")  # Excel on a Chinese Windows then reads the names right
@@ -141,6 +167,7 @@ def test_a_class_on_its_own_task_walks_through_in_its_language(new_context, lab_
             assert not english, f"English on the Chinese board: {english}"
             screenshot(teacher, "board-zh-CN")
         assert "reverse" not in shown and not page_errors(teacher), page_errors(teacher)
+        student_changes_browser(new_context(viewport=VIEWPORT), teacher, link, language, STUDENTS[0])
 
         teacher.get_by_role("tab", name=words(language, N_("Export and end"))).click()
         for export in ("results", "metric_rows", "predictions"):

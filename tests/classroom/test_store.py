@@ -126,6 +126,26 @@ def test_names_are_unique_in_a_class_whatever_their_case_and_not_across_classes(
     assert store.join(other, "b2", "Ann").name == "Ann"
 
 
+def test_a_student_their_teacher_lets_rejoin_takes_their_name_and_record_to_another_browser(store):
+    code, key = store.create_class("A")
+    ann = store.join(code, "laptop", "Ann")
+    store.record_run(ann, RunState("training", step=40))
+    with pytest.raises(ClassroomError, match="ask your teacher to let you rejoin"):
+        store.join(code, "tablet", "ann")  # a name stays with the browser that joined under it
+    with pytest.raises(WrongKey):
+        store.let_rejoin(code, "not the key", "Ann")
+    with pytest.raises(ClassroomError, match="no student in this class has this name"):
+        store.let_rejoin(code, key, "Bob")
+    store.let_rejoin(code, key, "ANN")
+    assert store.student(code, "laptop") is None  # the browser Ann joined from has left the class
+    assert store.join(code, "tablet", "Ann") == ann  # her place, group, seed and name
+    assert store.standing(ann) == (None, "training")  # and what she recorded
+    assert store.student(code, "tablet") == ann
+    with pytest.raises(ClassroomError, match="already has this name"):
+        store.join(code, "laptop", "Ann")  # once: the name is the tablet's now
+    assert [s.name for s in store.snapshot(code, names=True).students] == ["Ann"]
+
+
 @pytest.mark.parametrize(
     "first, second",
     [

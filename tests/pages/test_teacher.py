@@ -161,6 +161,20 @@ def test_the_board_shows_each_student_and_their_run():
     assert board_line(at).startswith("**2 students**")
 
 
+def test_a_student_who_changed_browser_is_let_rejoin_under_their_name():
+    at = open_teacher()
+    code, _ = create(at)
+    store = ui.classes.class_store()
+    ada = store.join(code, "laptop", "Ada *x*")
+    at.run()
+    at.selectbox(key="teacher_rejoin_name").set_value("Ada *x*").run()
+    at.button(key="teacher_rejoin").click().run()
+    assert not at.exception and not at.error
+    assert shown(at.success[0].value).startswith("Ada *x* can now join")  # the name literally, not as markdown
+    assert store.student(code, "laptop") is None
+    assert store.join(code, "tablet", "Ada *x*") == ada
+
+
 def test_the_exports_hold_what_the_database_holds_when_clicked(media):
     at = open_teacher()
     code, _ = create(at)

@@ -46,6 +46,8 @@ from .rows import CLASS_COLUMNS, assignment_of, class_info_of, delete_classes, s
 from .schema import MAX_SERVER_CHARS, classes, migrate, name_key, predictions, runs, students, task_digest
 
 Clock = Callable[[], datetime]
+# A student's browser id once their teacher lets them rejoin, with the student's id: no browser's (those are hex).
+REJOIN = "rejoin:{id}"
 ATTEMPTS = 5  # tries at a write that a concurrent one may collide with (a code, a slot, a join position)
 
 
@@ -66,6 +68,10 @@ class TooManyAttempts(ClassroomError):
     """Too many attempts of one kind from one person lately (a rate limit of `transformer.limits`)."""
 
 
+TAKEN = N_(
+    "someone in this class already has this name: pick another; if it is you, joining from another browser, ask your "
+    "teacher to let you rejoin"
+)
 WRONG_CODE_OR_KEY = N_("no class has this code, or this is not its teacher key")
 
 
@@ -251,10 +257,22 @@ class ClassStore:
             status = conn.scalar(select(runs.c.status).where(runs.c.student_id == student.id))
         return (None if found is None else Prediction(found.question, found.choice)), status
 
+    def let_rejoin(self, code: str, key: str, name: str, caller: Caller | None = None) -> None:
+        """Let the student called `name` join again from another browser, as themselves (`join`): the browser they
+        joined from leaves the class, and what they recorded stays theirs. ClassroomError if no student has the name."""
+        row = self._teacher(code, key, caller)
+        mine = students.c.class_id == row.id, students.c.name_key == name_key(str(name))
+        with self.engine.begin() as conn:
+            student = conn.scalar(select(students.c.id).where(*mine))
+            if student is None:
+                raise ClassroomError(N_("no student in this class has this name"))
+            conn.execute(update(students).where(students.c.id == student).values(browser=REJOIN.format(id=student)))
+
     def join(self, code: str, browser: str, name: str) -> Student:
         """Join the class as `name` (literal text in Unicode's composed form, unique in the class as `name_key`
         compares names) from `browser`; the same browser again gets the student it joined as, under their first
-        name. ClassroomError if the name is taken or the class holds MAX_STUDENTS."""
+        name, and a student their teacher let rejoin (`let_rejoin`) gets their place back under their name.
+        ClassroomError if the name is taken or the class holds MAX_STUDENTS."""
         name = unicodedata.normalize("NFC", check_text(name, N_("A name"), MAX_NAME_CHARS))
         browser = check_text(browser, N_("A browser id"), MAX_BROWSER_CHARS)
         # A collision on the position means another student took it: at most MAX_STUDENTS can before the class is
@@ -270,10 +288,15 @@ class ClassStore:
         raise ClassroomError(N_("the class is busy: try again"))
 
     def _add_student(self, conn: Connection, row: Row, browser: str, name: str) -> Student:
-        """Insert a student at the next position of the class in `row`."""
+        """Insert a student at the next position of the class in `row`, or give back their place to a student let
+        rejoin under this name."""
         mine = students.c.class_id == row.id
-        if conn.scalar(select(students.c.id).where(mine, students.c.name_key == name_key(name))) is not None:
-            raise ClassroomError(N_("someone in this class already has this name: pick another"))
+        named = conn.execute(select(students).where(mine, students.c.name_key == name_key(name))).first()
+        if named is not None and named.browser == REJOIN.format(id=named.id):
+            conn.execute(update(students).where(students.c.id == named.id).values(browser=browser))
+            return student_of(named, assignment_of(row))
+        if named is not None:
+            raise ClassroomError(TAKEN)
         position = conn.scalar(select(func.count()).select_from(students).where(mine))
         if position >= MAX_STUDENTS:
             raise ClassroomError(Message(N_("this class is full: it holds {most} students"), most=MAX_STUDENTS))

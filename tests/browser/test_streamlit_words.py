@@ -1,0 +1,62 @@
+"""What Streamlit's browser code writes itself, in English only, reads in the session's language: a number input's
+range error, its "Press Enter" hint and its buttons' names, and a file uploader's errors (`FRONTEND_SENTENCES`). The
+test makes Streamlit write each on a Chinese page, so it fails when an upgrade rewords one; in English the words stay
+Streamlit's."""
+
+import re
+
+import pytest
+from conftest import go_to, open_at, page_errors, requires_chromium
+from playwright.sync_api import expect
+
+from harness.page import main
+from transformer.i18n import translator
+from transformer.limits import RETENTION_DAYS
+from ui.streamlit_internals import FRONTEND_SENTENCES
+
+pytestmark = requires_chromium
+
+STREAMLIT_ENGLISH = re.compile(r"Number is|Press Enter|File must|files are not allowed|Increment|Decrement")
+
+
+def sentence(language: str, english: str, **params: object) -> str:
+    assert english in FRONTEND_SENTENCES  # a sentence the app translates, not one this test makes up
+    return translator(language).gettext(english, **params)
+
+
+@pytest.mark.parametrize("language", ["zh-CN", "en"])
+def test_streamlit_s_own_words_are_in_the_session_s_language(projector_page, lab_server, language):
+    page = projector_page
+    open_at(page, lab_server, "teacher", language)
+    days = page.locator(".st-key-teacher_days")
+    field = days.locator("input")
+    field.fill(str(RETENTION_DAYS[1] + 1))  # typed, not yet applied: the hint says how to
+    expect(days.get_by_text(sentence(language, "Press Enter to submit form"), exact=True)).to_be_visible()
+    field.press("Tab")  # applied: out of range, refused, and the field says why
+    low, high = RETENTION_DAYS
+    range_error = "Number is outside the allowed range. Please enter a value between {low} and {high}."
+    why = sentence(language, range_error, low=low, high=high)
+    expect(days.get_by_role("alert")).to_have_text(sentence(language, "Error: {sentence}", sentence=why))
+    days.locator("[data-testid='stTooltipErrorHoverTarget']").hover()  # the error's icon: its tooltip says it too
+    tooltip = sentence(language, "Error") + sentence(language, ": {sentence}", sentence=why)  # "**Error**: ..."
+    expect(page.get_by_role("tooltip")).to_have_text(tooltip)
+    up = days.locator("[data-testid='stNumberInputStepUp']")
+    expect(up).to_have_attribute("aria-label", sentence(language, "Increment"))
+
+    go_to(page, "checkpoints")
+    uploader = page.locator(".st-key-upload_checkpoint")
+    most_mb = int(re.search(r"(\d+) MB", uploader.locator("label").inner_text())[1])
+    uploader.locator("input[type=file]").set_input_files(
+        [{"name": "big.pt", "mimeType": "application/octet-stream", "buffer": bytes(most_mb * 2**20 + 1)}]
+    )
+    too_big = sentence(language, "File must be {size} or smaller.", size=f"{most_mb:.1f}MB")
+    expect(uploader.get_by_role("alert")).to_have_text(sentence(language, "Error: {sentence}", sentence=too_big))
+    uploader.locator("input[type=file]").set_input_files(
+        [{"name": "notes.pdf", "mimeType": "application/pdf", "buffer": b"%PDF-1.4"}]
+    )
+    not_allowed = sentence(language, "{kind} files are not allowed.", kind="application/pdf")
+    refused = sentence(language, "Error: {sentence}", sentence=not_allowed)
+    expect(uploader.get_by_role("alert").last).to_have_text(refused)
+    if language != "en":
+        assert not STREAMLIT_ENGLISH.search(main(page).inner_text())
+    assert not page_errors(page), page_errors(page)
