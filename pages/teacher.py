@@ -45,7 +45,7 @@ from ui.own_task import class_task_section
 from ui.report_view import class_reports_download
 from ui.setting_widgets import FOLDED_COLUMNS, OTHER_SETTINGS, draw_setting, setting_value, widget_value
 from ui.state import flash, show_flashes
-from ui.train_form import fill_default_run
+from ui.train_form import task_picker
 
 BOARD_POLL_S = 2.0  # the board redraws every 2 s: it reads the database, never the runs themselves
 FORM_LANGUAGE = "teacher_form_language"  # session_state key: the language the assignment form was last drawn in
@@ -212,17 +212,16 @@ def assignment_form(snapshot: Snapshot, code: str, key: str) -> None:
     students may change, the groups and the question. Saved by a callback; its outcome shows under the form, on this
     tab, never above the board."""
     form_values(snapshot)
-    picker, words = st.columns([2, 3])  # outside the form, so that choosing a task fills the form in at once
-    task = spec.setting("task")
-    draw_setting(picker, task, preset_key(task), on_change=fill_default_run, args=(preset_key,))
-    words.caption(_("Choosing a task fills in its default run; change any setting before you save the assignment."))
+    task_picker(
+        preset_key, _("Choosing a task fills in its default run; change any setting before you save the assignment.")
+    )
     with st.form("teacher_assignment"):
         for col, name in zip(st.columns(len(PRESET)), PRESET):
             s = spec.setting(name)
             draw_setting(col, s, preset_key(s))
         with st.expander(_(OTHER_SETTINGS)):
             columns = st.columns(FOLDED_COLUMNS)
-            for index, s in enumerate(s for s in spec.on_form() if s.name not in (task.name, *PRESET)):
+            for index, s in enumerate(s for s in spec.on_form() if s.name not in ("task", *PRESET)):
                 draw_setting(columns[index % len(columns)], s, preset_key(s))
         st.selectbox(
             _("Groups differ in"),

@@ -53,10 +53,16 @@ def draw_task(locked: Mapping[str, Any] | None = None) -> None:
     """The task picker, above the form: choosing a task fills the form with its default run. Call before
     `draw_fields`, outside `st.form`."""
     _start_values(locked or {})
+    task_picker(form_key, _(CHOSEN), disabled="task" in (locked or {}))
+
+
+def task_picker(key_of: Callable[[spec.Setting], str], caption: str, disabled: bool = False) -> None:
+    """The task picker and `caption` beside it, outside any form: choosing a task fills the form whose widget keys
+    `key_of` gives with the task's default run (`fill_default_run`)."""
     picker, words = st.columns(ROWS[TASK_ROW][1])
     task = spec.setting("task")
-    draw_setting(picker, task, task.form.key, disabled=task.name in (locked or {}), on_change=fill_default_run)
-    words.caption(_(CHOSEN))
+    draw_setting(picker, task, key_of(task), disabled=disabled, on_change=fill_default_run, args=(key_of,))
+    words.caption(caption)
 
 
 def fill_default_run(key_of: Callable[[spec.Setting], str] = form_key) -> None:
