@@ -323,21 +323,21 @@ def rejoin_section(snapshot: Snapshot, code: str, key: str) -> None:
         st.markdown(
             _(
                 "A name stays with the browser that joined under it. A student who opens the class link in another "
-                "browser (another computer, or a private window) can join under their name again once you let "
-                "them: the browser they joined from then leaves the class, and what they recorded stays theirs."
+                "browser (another computer, or a private window) joins under their name again with a rejoin code "
+                "from you: the browser they joined from then leaves the class, and what they recorded stays theirs."
             )
         )
         name = st.selectbox(_("Student"), names, index=None, key="teacher_rejoin_name", placeholder=_("Pick a name"))
         if st.button(_("Let them rejoin"), disabled=name is None, key="teacher_rejoin", icon=":material/devices:"):
             try:
-                class_store().let_rejoin(code, key, name, caller())
+                rejoin = class_store().let_rejoin(code, key, name, caller())
             except ClassroomError as err:
                 st.error(_("Not done: {reason}", reason=markdown_literal(_(err))))
-            else:
-                st.session_state["teacher_rejoined"] = name  # said at each redraw of the board, not only this one
-        if (rejoined := st.session_state.get("teacher_rejoined")) is not None:
-            done = N_("{name} can now join under the same name from another browser.")
-            st.success(_(done, name=markdown_literal(rejoined)))
+            else:  # kept, so that each redraw of the board shows it
+                st.session_state["teacher_rejoin_code"] = name, rejoin
+        if (given := st.session_state.get("teacher_rejoin_code")) is not None:
+            done = N_("{name} joins from the other browser under the same name, with the rejoin code {code}.")
+            st.success(_(done, name=markdown_literal(given[0]), code=code_span(given[1])))
 
 
 def state_counts(rows: pd.DataFrame) -> list[str]:

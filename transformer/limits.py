@@ -197,6 +197,7 @@ MAX_STUDENTS = 60  # students in one class
 MAX_NAME_CHARS = 40  # a student's display name
 MAX_TITLE_CHARS = 80  # a class's title
 MAX_BROWSER_CHARS = 64  # the opaque browser id a page passes
+MAX_REJOIN_CHARS = 20  # a typed rejoin code (six symbols, with any spaces or dashes a student adds)
 MAX_GROUPS = 4  # groups of one assignment
 MAX_LABEL_CHARS = 30  # a group's label
 MAX_RUN_ROWS = 400  # metric rows kept per run: a longer run is thinned to this many

@@ -34,6 +34,7 @@ from transformer.classroom.board import HEADINGS, prediction_tally
 from transformer.classroom.questions import is_graded, question_text, right_choices
 from transformer.classroom.recorder import ClassRecorder
 from transformer.i18n import N_, Message
+from transformer.limits import MAX_REJOIN_CHARS
 from transformer.link_params import class_code_parser, read_params
 from transformer.literal import markdown_literal
 from transformer.run_configs import run_configs
@@ -41,6 +42,8 @@ from ui.common import client_address, run_registry
 from ui.language import _, said, table_cells
 from ui.links import show_link_notices
 from ui.state import CLASS_CODE, watcher_id
+
+JOINED = "class_joined"  # session state: the code of the class this session's browser last had a seat in
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -105,9 +108,16 @@ def join_form(info: ClassInfo) -> None:
             key="class_name",
             help=_("Your teacher sees it beside your run; your classmates do not."),
         )
+        with st.expander(_("Joined before, from another browser?")):
+            rejoin = st.text_input(
+                _("Rejoin code from your teacher"),
+                max_chars=MAX_REJOIN_CHARS,
+                key="class_rejoin",
+                help=_("With it, your name and all you recorded move to this browser."),
+            )
         if st.form_submit_button(_("Join"), type="primary", icon=":material/group_add:", key="class_join_button"):
             try:
-                class_store().join(info.code, watcher_id(), name)
+                class_store().join(info.code, watcher_id(), name, rejoin)
             except ClassroomError as err:
                 st.error(markdown_literal(_(err)))
             else:
@@ -159,8 +169,11 @@ def class_seat() -> Seat | None:
         return None
     info, student = found
     if student is None:
+        if st.session_state.get(JOINED) == info.code:  # this session's browser had a seat, now another's
+            st.info(_("This browser has left the class: your teacher let you take your name to another browser."))
         join_form(info)
         st.stop()
+    st.session_state[JOINED] = info.code
     seat = Seat(info, student)
     parts = [
         _("Class **{title}**", title=markdown_literal(info.title)),

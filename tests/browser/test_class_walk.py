@@ -103,14 +103,14 @@ def student_trains(context, link: str, language: str, name: str) -> str:
 
 def student_changes_browser(context, teacher, link: str, language: str, name: str) -> None:
     """The student `name` opens the link in another browser: their name is taken there until the teacher, on the
-    board, lets them rejoin; then they join as themselves, with their seed."""
+    board, gives them a rejoin code; with it they join as themselves."""
     page = open_at(context, link)
     fill(page, "class_name", name)
     button(page, "class_join_button").click()
     wait_idle(page)
     taken = N_(
         "someone in this class already has this name: pick another; if it is you, joining from another browser, ask "
-        "your teacher to let you rejoin"
+        "your teacher for a rejoin code"
     )
     expect(main(page).get_by_text(words(language, taken))).to_be_visible()
     main(teacher).locator("summary").filter(has_text=words(language, N_("A student changed browser"))).click()
@@ -118,13 +118,16 @@ def student_changes_browser(context, teacher, link: str, language: str, name: st
     wait_idle(teacher)
     button(teacher, "teacher_rejoin").click()
     wait_idle(teacher)
-    done = N_("{name} can now join under the same name from another browser.")
-    expect(main(teacher).get_by_text(words(language, done, name=name))).to_be_visible()
+    given = N_("{name} joins from the other browser under the same name, with the rejoin code {code}.")
+    said = main(teacher).locator("[data-testid='stAlertContentSuccess']").filter(has=teacher.locator("code"))
+    expect(said).to_contain_text(opening(language, given, "code").replace("0", name))
+    rejoin = said.locator("code").inner_text()
+    main(page).locator("summary").filter(has_text=words(language, N_("Joined before, from another browser?"))).click()
+    fill(page, "class_rejoin", rejoin)
     button(page, "class_join_button").click()
     wait_idle(page)
-    expect(
-        main(page).get_by_text(opening(language, N_("you are **{name}**"), "name").strip("*") + name)
-    ).to_be_visible()
+    you_are = opening(language, N_("you are **{name}**"), "name").strip("*")
+    expect(main(page).get_by_text(you_are + name)).to_be_visible()
 
 
 def csv_names(data: bytes) -> set[str]:

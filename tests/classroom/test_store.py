@@ -130,19 +130,26 @@ def test_a_student_their_teacher_lets_rejoin_takes_their_name_and_record_to_anot
     code, key = store.create_class("A")
     ann = store.join(code, "laptop", "Ann")
     store.record_run(ann, RunState("training", step=40))
-    with pytest.raises(ClassroomError, match="ask your teacher to let you rejoin"):
+    with pytest.raises(ClassroomError, match="ask your teacher for a rejoin code"):
         store.join(code, "tablet", "ann")  # a name stays with the browser that joined under it
     with pytest.raises(WrongKey):
         store.let_rejoin(code, "not the key", "Ann")
     with pytest.raises(ClassroomError, match="no student in this class has this name"):
         store.let_rejoin(code, key, "Bob")
-    store.let_rejoin(code, key, "ANN")
+    replaced = store.let_rejoin(code, key, "ANN")
+    rejoin = store.let_rejoin(code, key, "Ann")  # asked twice: the last code is the one that works
+    assert re.fullmatch(r"[A-HJKMNP-Z2-9]{6}", rejoin) and rejoin != replaced
     assert store.student(code, "laptop") is None  # the browser Ann joined from has left the class
-    assert store.join(code, "tablet", "Ann") == ann  # her place, group, seed and name
+    for wrong in ("", replaced, "ZZZZZZ"):
+        with pytest.raises(ClassroomError, match="already has this name|not the rejoin code"):
+            store.join(code, "classmate", "Ann", wrong)  # only the code takes the name
+    assert store.student(code, "classmate") is None
+    typed = f" {rejoin[:3].lower()}-{rejoin[3:]} "  # as a student may type it
+    assert store.join(code, "tablet", "Ann", typed) == ann  # her place, group, seed and name
     assert store.standing(ann) == (None, "training")  # and what she recorded
     assert store.student(code, "tablet") == ann
-    with pytest.raises(ClassroomError, match="already has this name"):
-        store.join(code, "laptop", "Ann")  # once: the name is the tablet's now
+    with pytest.raises(ClassroomError, match="already has this name|not the rejoin code"):
+        store.join(code, "laptop", "Ann", rejoin)  # once: the name is the tablet's now
     assert [s.name for s in store.snapshot(code, names=True).students] == ["Ann"]
 
 

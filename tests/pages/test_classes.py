@@ -67,6 +67,24 @@ def test_a_student_joins_by_name_and_sees_their_group_and_locked_settings():
     assert not at.number_input(key="train_lr").disabled  # the teacher left it open
 
 
+def test_a_student_takes_their_name_to_another_browser_with_their_teacher_s_rejoin_code():
+    code, key = a_class()
+    store = ui.classes.class_store()
+    laptop, tablet = open_link(code), open_link(code)  # two browsers (each AppTest session is one)
+    join(laptop, "Ada")
+    ada = store.student(code, laptop.session_state["watcher"])
+    join(tablet, "Ada")
+    assert "ask your teacher for a rejoin code" in tablet.error[0].value
+    rejoin = store.let_rejoin(code, key, "Ada", TEACHER)
+    tablet.text_input(key="class_rejoin").set_value(rejoin.lower())
+    join(tablet, "Ada")
+    assert "you are **Ada**" in shown(tablet.info[0].value)
+    assert store.student(code, tablet.session_state["watcher"]) == ada
+    laptop.run()  # the browser she joined from is told why its seat went
+    assert "your teacher let you take your name to another browser" in laptop.info[0].value
+    assert laptop.text_input(key="class_name")
+
+
 def test_the_question_comes_before_start_and_the_run_is_recorded_for_the_board():
     code, key = a_class("positional-none")
     at = open_link(code)

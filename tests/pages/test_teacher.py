@@ -170,9 +170,11 @@ def test_a_student_who_changed_browser_is_let_rejoin_under_their_name():
     at.selectbox(key="teacher_rejoin_name").set_value("Ada *x*").run()
     at.button(key="teacher_rejoin").click().run()
     assert not at.exception and not at.error
-    assert shown(at.success[0].value).startswith("Ada *x* can now join")  # the name literally, not as markdown
+    said = shown(at.success[0].value)
+    assert said.startswith("Ada *x* joins from the other browser")  # the name literally, not as markdown
+    rejoin = re.search(r"code `(\w+)`", said)[1]
     assert store.student(code, "laptop") is None
-    assert store.join(code, "tablet", "Ada *x*") == ada
+    assert store.join(code, "tablet", "Ada *x*", rejoin) == ada
 
 
 def test_the_exports_hold_what_the_database_holds_when_clicked(media):

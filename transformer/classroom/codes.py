@@ -6,6 +6,10 @@ finds a class with probability 200 / 10^8 = 1 in 500,000: about 500,000 page loa
 day of a server's full capacity at the few page loads a second a classroom server answers. A code only lets its
 holder join as a student; the class's board and settings also need the teacher key.
 
+A rejoin code, which a teacher gives a student to take their name to another browser (`ClassStore.let_rejoin`), is
+six letters and digits that cannot be misread for each other, 31^6 (about 887 million) of them, for one name in one
+class until it is used or replaced; the store keeps its SHA-256 in the student's browser id.
+
 A teacher key is `secrets.token_urlsafe(16)`: 128 random bits, shown once, never stored. The store keeps
 scrypt(key, a per-class 16-byte salt) and compares in constant time. Every scrypt of the process runs on one
 thread (`_HASHER`): its 16 MiB buffer is freed into that thread's malloc arena, so a burst of checks from many
@@ -54,6 +58,22 @@ def new_class_code() -> str:
 def new_teacher_key() -> str:
     """A random teacher key of 128 bits, URL-safe text."""
     return secrets.token_urlsafe(16)
+
+
+REJOIN_SYMBOLS = "ABCDEFGHJKMNPQRSTUVWXYZ23456789"  # no 0/O, 1/I/L: read out in a classroom, typed from a projector
+REJOIN_CODE_CHARS = 6
+
+
+def new_rejoin_code() -> str:
+    """A random rejoin code such as `K7P4QX`."""
+    return "".join(secrets.choice(REJOIN_SYMBOLS) for _ in range(REJOIN_CODE_CHARS))
+
+
+def rejoin_mark(student_id: int, rejoin_code: str) -> str:
+    """The browser id a student holds while `rejoin_code` lets them rejoin (no browser's: those are hex); the code
+    read as typed, in any case, with spaces and dashes left out."""
+    typed = "".join(ch for ch in rejoin_code.upper() if ch not in " -")
+    return f"rejoin:{student_id}:{hashlib.sha256(typed.encode()).hexdigest()[:40]}"
 
 
 def new_salt() -> bytes:

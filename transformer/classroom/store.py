@@ -10,6 +10,7 @@ A run's row says which server holds it and when that server last reported on it:
 for LOST_AFTER_S reads "lost", and a server that opens its store marks the runs it held before as lost at once.
 """
 
+import hmac
 import threading
 import unicodedata
 from collections.abc import Callable, Iterable
@@ -29,6 +30,7 @@ from ..limits import (
     MAX_BROWSER_CHARS,
     MAX_CLASSES,
     MAX_NAME_CHARS,
+    MAX_REJOIN_CHARS,
     MAX_STUDENTS,
     MAX_TITLE_CHARS,
     MISS_SPACING_S,
@@ -38,7 +40,16 @@ from ..limits import (
 from ..pairs import TaskPairs
 from . import throttle
 from .assignment import Assignment
-from .codes import MAX_CODE_CHARS, key_hash, key_matches, new_class_code, new_salt, new_teacher_key
+from .codes import (
+    MAX_CODE_CHARS,
+    key_hash,
+    key_matches,
+    new_class_code,
+    new_rejoin_code,
+    new_salt,
+    new_teacher_key,
+    rejoin_mark,
+)
 from .database import engine_for
 from .questions import QUESTIONS
 from .records import IN_FLIGHT, Caller, ClassInfo, Prediction, RunState, Snapshot, Student, bounded
@@ -46,8 +57,6 @@ from .rows import CLASS_COLUMNS, assignment_of, class_info_of, delete_classes, s
 from .schema import MAX_SERVER_CHARS, classes, migrate, name_key, predictions, runs, students, task_digest
 
 Clock = Callable[[], datetime]
-# A student's browser id once their teacher lets them rejoin, with the student's id: no browser's (those are hex).
-REJOIN = "rejoin:{id}"
 ATTEMPTS = 5  # tries at a write that a concurrent one may collide with (a code, a slot, a join position)
 
 
@@ -70,8 +79,9 @@ class TooManyAttempts(ClassroomError):
 
 TAKEN = N_(
     "someone in this class already has this name: pick another; if it is you, joining from another browser, ask your "
-    "teacher to let you rejoin"
+    "teacher for a rejoin code"
 )
+WRONG_REJOIN = N_("this is not the rejoin code for this name: ask your teacher for a new one")
 WRONG_CODE_OR_KEY = N_("no class has this code, or this is not its teacher key")
 
 
@@ -257,24 +267,28 @@ class ClassStore:
             status = conn.scalar(select(runs.c.status).where(runs.c.student_id == student.id))
         return (None if found is None else Prediction(found.question, found.choice)), status
 
-    def let_rejoin(self, code: str, key: str, name: str, caller: Caller | None = None) -> None:
-        """Let the student called `name` join again from another browser, as themselves (`join`): the browser they
-        joined from leaves the class, and what they recorded stays theirs. ClassroomError if no student has the name."""
+    def let_rejoin(self, code: str, key: str, name: str, caller: Caller | None = None) -> str:
+        """Let the student called `name` join again from another browser, as themselves, with the rejoin code this
+        returns (`join`): the browser they joined from leaves the class, what they recorded stays theirs, and a
+        later call's code replaces this one. ClassroomError if no student has the name."""
         row = self._teacher(code, key, caller)
         mine = students.c.class_id == row.id, students.c.name_key == name_key(str(name))
+        rejoin = new_rejoin_code()
         with self.engine.begin() as conn:
             student = conn.scalar(select(students.c.id).where(*mine))
             if student is None:
                 raise ClassroomError(N_("no student in this class has this name"))
-            conn.execute(update(students).where(students.c.id == student).values(browser=REJOIN.format(id=student)))
+            conn.execute(update(students).where(students.c.id == student).values(browser=rejoin_mark(student, rejoin)))
+        return rejoin
 
-    def join(self, code: str, browser: str, name: str) -> Student:
+    def join(self, code: str, browser: str, name: str, rejoin: str = "") -> Student:
         """Join the class as `name` (literal text in Unicode's composed form, unique in the class as `name_key`
         compares names) from `browser`; the same browser again gets the student it joined as, under their first
-        name, and a student their teacher let rejoin (`let_rejoin`) gets their place back under their name.
-        ClassroomError if the name is taken or the class holds MAX_STUDENTS."""
+        name, and a student their teacher let rejoin gets their place back under their name with the `rejoin` code
+        the teacher was given (`let_rejoin`). ClassroomError if the name is taken or the class holds MAX_STUDENTS."""
         name = unicodedata.normalize("NFC", check_text(name, N_("A name"), MAX_NAME_CHARS))
         browser = check_text(browser, N_("A browser id"), MAX_BROWSER_CHARS)
+        rejoin = check_text(rejoin, N_("A rejoin code"), MAX_REJOIN_CHARS) if rejoin else ""
         # A collision on the position means another student took it: at most MAX_STUDENTS can before the class is
         # full, so a class joining at once never sees "busy" (ATTEMPTS more for a name or browser taken meanwhile).
         for _ in range(MAX_STUDENTS + ATTEMPTS):
@@ -282,21 +296,21 @@ class ClassStore:
                 return found
             try:
                 with self.engine.begin() as conn:
-                    return self._add_student(conn, self._class(conn, code), browser, name)
+                    return self._add_student(conn, self._class(conn, code), browser, name, rejoin)
             except IntegrityError:  # another join took the position (or this name, or this browser) meanwhile
                 continue
         raise ClassroomError(N_("the class is busy: try again"))
 
-    def _add_student(self, conn: Connection, row: Row, browser: str, name: str) -> Student:
-        """Insert a student at the next position of the class in `row`, or give back their place to a student let
-        rejoin under this name."""
+    def _add_student(self, conn: Connection, row: Row, browser: str, name: str, rejoin: str) -> Student:
+        """Insert a student at the next position of the class in `row`, or give their place back to the student of
+        this name whose teacher gave them the `rejoin` code."""
         mine = students.c.class_id == row.id
         named = conn.execute(select(students).where(mine, students.c.name_key == name_key(name))).first()
-        if named is not None and named.browser == REJOIN.format(id=named.id):
+        if named is not None and rejoin and hmac.compare_digest(named.browser, rejoin_mark(named.id, rejoin)):
             conn.execute(update(students).where(students.c.id == named.id).values(browser=browser))
             return student_of(named, assignment_of(row))
         if named is not None:
-            raise ClassroomError(TAKEN)
+            raise ClassroomError(WRONG_REJOIN if rejoin else TAKEN)
         position = conn.scalar(select(func.count()).select_from(students).where(mine))
         if position >= MAX_STUDENTS:
             raise ClassroomError(Message(N_("this class is full: it holds {most} students"), most=MAX_STUDENTS))
