@@ -8,13 +8,30 @@ import streamlit as st
 from ui.language import _
 
 KEY = "accessibility"  # the key of the hidden container that holds the page's style and script
+# Why a number or a file was refused, in words under the field (WCAG 3.3.1): Streamlit writes it only for screen
+# readers and in a tooltip, so a red field and a Start or Create that does nothing were all a student saw. Its
+# words are the session's (`ui.language`); the field keeps room for two lines of them.
+ERROR_RED = "#b3261e"  # 6.5:1 on white
+FIELD_ERRORS = f"""[data-testid="stNumberInput"]:has([role="alert"]) {{ position: relative; padding-bottom: 2.8rem; }}
+[data-testid="stNumberInputContainer"]:has(> [role="alert"]) {{ position: static; }}
+[data-testid="stNumberInputContainer"] > [role="alert"] {{
+  position: absolute !important; top: auto !important; bottom: 0 !important; left: 0 !important; right: 0 !important;
+  width: auto !important; height: 2.6rem !important; margin: 0 !important; overflow: visible !important;
+  clip: auto !important; clip-path: none !important; white-space: normal !important;
+  color: {ERROR_RED}; font-size: 0.875rem; line-height: 1.3; }}
+[data-testid="stFileChips"] [role="alert"] {{
+  position: static !important; width: auto !important; height: auto !important; margin: 0.25rem 0 0 !important;
+  overflow: visible !important; clip: auto !important; clip-path: none !important; white-space: normal !important;
+  display: block !important; color: {ERROR_RED}; font-size: 0.875rem; }}"""
 CSS = f""".st-key-{KEY} {{ display: none; }}
-[data-testid="stCaptionContainer"] {{ opacity: 1; color: #595959; }}"""
+[data-testid="stCaptionContainer"] {{ opacity: 1; color: #595959; }}
+{FIELD_ERRORS}"""
 # A fixed script, never text from anyone. Installed once per browser tab (Streamlit swaps pages inside one document),
 # it gives each display formula or table cell that scrolls a place in the tab order, and takes it back when it no
 # longer scrolls;
-# and it names each file uploader's button by the word a style draws on it (`ui.language`: a button's name must
-# be what it shows, and a name drawn by CSS alone is no name to axe).
+# it names each file uploader's button by the word a style draws on it (`ui.language`: a button's name must be what
+# it shows, and a name drawn by CSS alone is no name to axe); and a form's button pressed while one of the form's
+# numbers is refused (the browser then sends nothing) takes the student to that number.
 SCRIPT = """<script>
 (() => {
   if (window.labScrollRegions) return;
@@ -41,6 +58,14 @@ SCRIPT = """<script>
     requestAnimationFrame(() => { queued = false; mark(); });
   };
   new MutationObserver(soon).observe(document.body, {childList: true, subtree: true});
+  addEventListener("click", (event) => {
+    const form = event.target.closest?.('[data-testid="stForm"]');
+    const refused = form?.querySelector('[data-testid="stNumberInput"]:has([role="alert"]) input');
+    if (event.target.closest('[data-testid="stFormSubmitButton"]') && refused) {
+      refused.scrollIntoView({block: "center"});
+      refused.focus();
+    }
+  }, true);
   addEventListener("resize", soon);
   mark();
 })();

@@ -111,28 +111,29 @@ def leave_run() -> None:
 
 
 def run_controls(run: Run, shared: bool) -> None:
-    """Pause or Resume, Step, and Stop: big buttons; Pause, Resume and Step have keyboard shortcuts."""
+    """Pause or Resume, Step, and Stop, in a row that wraps on a narrow screen rather than cut a label short; Pause,
+    Resume and Step have keyboard shortcuts."""
     paused, queued = run.status == "paused", run.status == "queued"
-    pause_col, step_col, stop_col = st.columns([1, 1, 1, 2])[:3]  # room for "Resume" and its shortcut
+    row = st.container(horizontal=True, key="run_controls")
     why_not = _("Several students watch this run: only a run of your own can be paused.") if shared else None
     if paused:
-        _big_button(pause_col, _("Resume"), "resume_training", "play_arrow", run.resume, type="primary")
+        _control_button(row, _("Resume"), "resume_training", "play_arrow", run.resume, type="primary")
     else:
-        _big_button(pause_col, _("Pause"), "pause_training", "pause", run.pause, shared or queued, why_not)
-    _big_button(step_col, _("Step"), "step_training", "skip_next", run.step_row, shared or not paused, why_not)
-    _big_button(stop_col, _("Leave queue") if queued else _("Stop"), "stop_training", "stop", leave_run)
+        _control_button(row, _("Pause"), "pause_training", "pause", run.pause, shared or queued, why_not)
+    _control_button(row, _("Step"), "step_training", "skip_next", run.step_row, shared or not paused, why_not)
+    _control_button(row, _("Leave queue") if queued else _("Stop"), "stop_training", "stop", leave_run)
 
 
-def _big_button(
-    column, label: str, key: str, icon: str, on_click, disabled: bool = False, why_not: str | None = None, **options
+def _control_button(
+    row, label: str, key: str, icon: str, on_click, disabled: bool = False, why_not: str | None = None, **options
 ) -> None:
-    """A button as wide as its column, with a Material icon and its keyboard shortcut (SHORTCUTS); its help says
+    """A button as wide as its label, with a Material icon and its keyboard shortcut (SHORTCUTS); its help says
     `why_not` when given, else what it does (CONTROL_HELP), and the shortcut."""
-    column.button(
+    row.button(
         label,
         key=key,
         icon=f":material/{icon}:",
-        width="stretch",
+        width="content",
         on_click=on_click,
         disabled=disabled,
         help=shortcut_help(why_not or _(CONTROL_HELP[key]), SHORTCUTS.get(key)),

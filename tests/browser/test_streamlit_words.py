@@ -1,7 +1,7 @@
 """What Streamlit's browser code writes itself, in English only, reads in the session's language: a number input's
 range error, its "Press Enter" hint and its buttons' names, and a file uploader's errors (`FRONTEND_SENTENCES`). The
 test makes Streamlit write each on a Chinese page, so it fails when an upgrade rewords one; in English the words stay
-Streamlit's."""
+Streamlit's. A refused number says why under its field, and a form's button then takes the student to it."""
 
 import re
 
@@ -9,7 +9,7 @@ import pytest
 from conftest import go_to, open_at, page_errors, requires_chromium
 from playwright.sync_api import expect
 
-from harness.page import main
+from harness.page import button, main
 from transformer.i18n import translator
 from transformer.limits import RETENTION_DAYS
 from ui.streamlit_internals import FRONTEND_SENTENCES
@@ -36,7 +36,14 @@ def test_streamlit_s_own_words_are_in_the_session_s_language(projector_page, lab
     low, high = RETENTION_DAYS
     range_error = "Number is outside the allowed range. Please enter a value between {low} and {high}."
     why = sentence(language, range_error, low=low, high=high)
-    expect(days.get_by_role("alert")).to_have_text(sentence(language, "Error: {sentence}", sentence=why))
+    alert = days.get_by_role("alert")
+    expect(alert).to_have_text(sentence(language, "Error: {sentence}", sentence=why))
+    expect(alert).to_be_in_viewport()  # in words under the field, not only for a screen reader
+    below = alert.bounding_box()["y"] - field.bounding_box()["y"] - field.bounding_box()["height"]
+    assert 0 <= below < 20, below
+    page.locator("input").first.focus()
+    button(page, "teacher_create_button").click()  # refused: nothing is sent, and the field that says why has focus
+    expect(field).to_be_focused()
     days.locator("[data-testid='stTooltipErrorHoverTarget']").hover()  # the error's icon: its tooltip says it too
     tooltip = sentence(language, "Error") + sentence(language, ": {sentence}", sentence=why)  # "**Error**: ..."
     expect(page.get_by_role("tooltip")).to_have_text(tooltip)
