@@ -23,6 +23,7 @@ from ui.state import (
     UPLOADED,
     drop_flash,
     flash,
+    in_hand_label,
     keep_upload,
     put_in_hand,
     show_flashes,
@@ -152,7 +153,8 @@ def load_upload() -> None:
     else:
         put_in_hand(checkpoint, label)
         keep_upload(label.removeprefix("uploaded: "), upload.getvalue())
-        flash("checkpoints_upload", "success", _("Loaded: the model in hand is now {label}.", label=code_span(label)))
+        said = _("Loaded: the model in hand is now {label}.", label=code_span(in_hand_label(label)))
+        flash("checkpoints_upload", "success", said)
 
 
 st.subheader(_("Upload a checkpoint"))

@@ -480,3 +480,16 @@ def test_the_chinese_docs_have_no_italics_and_no_line_break_inside_a_chinese_sen
     text = doc.read_text(encoding="utf-8")
     italics = [span for line in prose_lines(text) for span in italics_in(line)]
     assert not italics and not cjk_line_breaks(text), (italics, cjk_line_breaks(text))
+
+
+def test_no_zh_cn_bold_ends_on_full_width_punctuation():
+    """Markdown closes `**` after punctuation only before a space or more punctuation, so "**标题。**正文" would show
+    its asterisks, and "**标题。** 正文" puts a Latin space after "。": the punctuation goes after the bold."""
+    found = [
+        text
+        for translations in po_entries("zh-CN").values()
+        for _, translation in translations
+        for text in ([translation] if isinstance(translation, str) else translation or ())
+        if any(bold.endswith(tuple("。，、：；！？")) for bold in text.split("**")[1::2])
+    ]
+    assert not found, "\n".join(found)

@@ -93,7 +93,7 @@ def test_the_picker_changes_the_language_and_the_address_and_nothing_else():
     pick(at, "zh-CN")
     assert at.title[0].value == "检查点" and at.query_params["lang"] == "zh-CN"
     assert at.session_state["in_hand_name"] == "shipped: reverse"  # the model in hand stays
-    assert "**当前模型：** 内置模型 reverse" in [m.value for m in at.sidebar.markdown]
+    assert "**当前模型**：内置模型 reverse" in [m.value for m in at.sidebar.markdown]
     assert at.query_params["model"] == "reverse"
     pick(at, "en")
     assert at.title[0].value == "Checkpoints" and "lang" not in at.query_params
@@ -174,7 +174,7 @@ def test_the_board_and_a_students_class_line_speak_chinese():
     assert not student.exception
     assert student.info[0].value.startswith("班级 **三班** · 你是 **小明** · 分组 **正弦位置编码** · 种子 ")
     question = student.radio(key="class_prediction")
-    assert question.label.startswith("**先预测：** 没有位置编码时") and question.options == [
+    assert question.label.startswith("**先预测**：没有位置编码时") and question.options == [
         "更快解出",
         "更慢解出",
         "在步数上限内解不出",
