@@ -86,7 +86,7 @@ def create_class(title: str, days: int) -> None:
     try:
         code, key = class_store().create_class(title, days, caller())
     except ClassroomError as err:
-        st.error(markdown_literal(_(err)))
+        st.error(_("Not created: {reason}", reason=markdown_literal(_(err))))
         return
     st.session_state["teacher_class"] = code, key
     st.session_state["teacher_new_key"] = key
@@ -97,7 +97,7 @@ def open_class(code: str, key: str) -> None:
     try:
         class_store().open_board(code.strip().lower(), key.strip(), caller())
     except ClassroomError as err:
-        st.error(markdown_literal(_(err)))
+        st.error(_("Not opened: {reason}", reason=markdown_literal(_(err))))
         return
     st.session_state["teacher_class"] = code.strip().lower(), key.strip()
     st.rerun()
@@ -279,7 +279,7 @@ def board(code: str, key: str) -> None:
     try:
         snapshot = class_store().snapshot(code, names=True)  # the key was checked when the board was opened
     except ClassroomError as err:
-        st.error(markdown_literal(_(err)))
+        st.error(_("The board cannot be read: {reason}", reason=markdown_literal(_(err))))
         return
     rows = student_rows(snapshot)
     if not len(rows):
