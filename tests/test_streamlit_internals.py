@@ -164,3 +164,42 @@ def test_each_frontend_rule_matches_its_english_whole_and_gives_its_translation(
         assert found and list(found.groups()) == list(values.values()), english
         assert names or not re.search(pattern, f"{english} and more"), english  # the whole text, not a part of one
         assert text == zh.gettext(english) != english
+
+
+def test_a_file_made_at_the_click_outlives_the_script_runs_of_a_busy_server():
+    """Streamlit clears a download made at the click after two script runs of any session: the test fails when an
+    upgrade changes that, and shows that with the cleanup spaced the file lives MEDIA_CLEANUP_EVERY_S."""
+    from streamlit.runtime.media_file_manager import MediaFileManager
+    from streamlit.runtime.media_file_storage import MediaFileStorageError
+    from streamlit.runtime.memory_media_file_storage import MemoryMediaFileStorage
+
+    from ui.streamlit_internals import MEDIA_CLEANUP_EVERY_S, space_media_cleanup
+
+    def made_at_click(manager: MediaFileManager) -> str:
+        placeholder = manager.add_deferred(lambda: b"<html>report</html>", "text/html", "report", "report.html")
+        return Path(manager.execute_deferred(placeholder)).name  # the URL's file: id and extension
+
+    storage = MemoryMediaFileStorage("/media")
+    plain = MediaFileManager(storage)
+    made = made_at_click(plain)
+    plain.remove_orphaned_files(), plain.remove_orphaned_files()  # two script runs, of any sessions
+    with pytest.raises(MediaFileStorageError):
+        storage.get_file(made)
+
+    now = [0.0]
+    spaced = MediaFileManager(storage)
+    space_media_cleanup(spaced, clock=lambda: now[0])
+    space_media_cleanup(spaced, clock=lambda: now[0])  # idempotent
+    spaced.remove_orphaned_files()  # a run before the click clears
+    made = made_at_click(spaced)
+    for _ in range(50):  # a class's page polls within the next seconds
+        now[0] += 0.5
+        spaced.remove_orphaned_files()
+        if now[0] < MEDIA_CLEANUP_EVERY_S:
+            assert storage.get_file(made)
+    now[0] += 2 * MEDIA_CLEANUP_EVERY_S
+    spaced.remove_orphaned_files()
+    now[0] += MEDIA_CLEANUP_EVERY_S
+    spaced.remove_orphaned_files()
+    with pytest.raises(MediaFileStorageError):
+        storage.get_file(made)  # and then it goes

@@ -8,15 +8,19 @@ for AppTest (the tests and benchmarks/app_bench.py), never the served app.
 import functools
 import hashlib
 import re
+import threading
+import time
 from collections.abc import Callable
 
 import streamlit as st
 from streamlit.runtime import Runtime
+from streamlit.runtime.media_file_manager import MediaFileManager
 from streamlit.runtime.pages_manager import PagesManager
 from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from transformer.i18n import N_
 
+MEDIA_CLEANUP_EVERY_S = 30.0  # the server clears files no page shows at most this often: a download lives this long
 XSRF_COOKIE = "_streamlit_xsrf"  # the cookie Streamlit's server sets on every page load while XSRF protection is on
 # What Streamlit's browser code writes in English whatever the page's language, word for word ({name}: a value it fills
 # in; {sentence}: another of these sentences): a number input's and a file uploader's errors, as a screen reader hears
@@ -130,3 +134,37 @@ def frontend_rules(translate: Callable[[str], str]) -> list[tuple[str, list[str]
         pattern = "(.+?)".join(re.escape(literal) for literal in pieces[::2])
         rules.append((f"^{pattern}$", pieces[1::2], translate(sentence)))
     return rules
+
+
+def space_media_cleanup(
+    manager: MediaFileManager | None = None,
+    every_s: float = MEDIA_CLEANUP_EVERY_S,
+    clock: Callable[[], float] = time.monotonic,
+) -> None:
+    """Let a file made at the click (`st.download_button` given a callable: a lab report, a class's exports) reach
+    the browser however busy the server is: the media manager (the server's, by default) clears the files no page
+    shows at most once every `every_s` seconds, so such a file lives at least that long. Idempotent.
+
+    Internal: Streamlit keeps a file made at the click in no session's references, and after every script run of
+    any session clears unreferenced files in two passes (marked, then deleted). With a class's pages polling, both
+    passes came within milliseconds of the click, and the browser's request for the file found nothing: the
+    download read "canceled"."""
+    if manager is None and not Runtime.exists():  # a script run outside a server (AppTest)
+        return
+    manager = manager or Runtime.instance().media_file_mgr
+    clear = manager.remove_orphaned_files
+    if getattr(clear, "spaced", False):
+        return
+    lock, last = threading.Lock(), [float("-inf")]
+
+    @functools.wraps(clear)
+    def remove_orphaned_files() -> None:
+        with lock:
+            now = clock()
+            if now - last[0] < every_s:
+                return
+            last[0] = now
+        clear()
+
+    remove_orphaned_files.spaced = True  # type: ignore[attr-defined]
+    manager.remove_orphaned_files = remove_orphaned_files  # type: ignore[method-assign]
