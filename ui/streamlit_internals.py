@@ -24,7 +24,8 @@ MEDIA_CLEANUP_EVERY_S = 30.0  # the server clears files no page shows at most th
 XSRF_COOKIE = "_streamlit_xsrf"  # the cookie Streamlit's server sets on every page load while XSRF protection is on
 # What Streamlit's browser code writes in English whatever the page's language, word for word ({name}: a value it fills
 # in; {sentence}: another of these sentences): a number input's and a file uploader's errors, as a screen reader hears
-# them and as their tooltips show them ("**Error**: ..."), and a number input's buttons' names and "Press Enter" hint.
+# them and as their tooltips show them ("**Error**: ..."), a number input's buttons' names and "Press Enter" hint, and
+# the name of an uploader's button that adds a file.
 # `ui.language` shows each in the session's language; tests/browser/test_streamlit_words.py makes Streamlit show each.
 FRONTEND_SENTENCES = (
     N_("Error: {sentence}"),
@@ -41,6 +42,7 @@ FRONTEND_SENTENCES = (
     N_("Clear value"),
     N_("File must be {size} or smaller."),
     N_("{kind} files are not allowed."),
+    N_("add icon"),  # the name of a file uploader's button that adds another file
 )
 
 

@@ -16,7 +16,7 @@ from ui.streamlit_internals import FRONTEND_SENTENCES
 
 pytestmark = requires_chromium
 
-STREAMLIT_ENGLISH = re.compile(r"Number is|Press Enter|File must|files are not allowed|Increment|Decrement")
+STREAMLIT_ENGLISH = re.compile(r"Number is|Press Enter|File must|files are not allowed|Increment|Decrement|add icon")
 
 
 def sentence(language: str, english: str, **params: object) -> str:
