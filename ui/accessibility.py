@@ -58,14 +58,21 @@ SCRIPT = """<script>
     requestAnimationFrame(() => { queued = false; mark(); });
   };
   new MutationObserver(soon).observe(document.body, {childList: true, subtree: true});
-  addEventListener("click", (event) => {
+  // On the press, not only the click: a field left with a number it refuses says why at once, which moves the button
+  // down before the mouse is released, and then there is no click.
+  const toRefused = (event) => {
     const form = event.target.closest?.('[data-testid="stForm"]');
-    const refused = form?.querySelector('[data-testid="stNumberInput"]:has([role="alert"]) input');
-    if (event.target.closest('[data-testid="stFormSubmitButton"]') && refused) {
-      refused.scrollIntoView({block: "center"});
-      refused.focus();
-    }
-  }, true);
+    if (!form || !event.target.closest('[data-testid="stFormSubmitButton"]')) return;
+    requestAnimationFrame(() => {  // after the field the press left has said why it refuses its number
+      const refused = form.querySelector('[data-testid="stNumberInput"]:has([role="alert"]) input');
+      if (refused) {
+        refused.scrollIntoView({block: "center"});
+        refused.focus();
+      }
+    });
+  };
+  addEventListener("pointerdown", toRefused, true);
+  addEventListener("click", toRefused, true);
   addEventListener("resize", soon);
   mark();
 })();

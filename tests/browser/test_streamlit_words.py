@@ -44,6 +44,10 @@ def test_streamlit_s_own_words_are_in_the_session_s_language(projector_page, lab
     page.locator("input").first.focus()
     button(page, "teacher_create_button").click()  # refused: nothing is sent, and the field that says why has focus
     expect(field).to_be_focused()
+    field.fill(str(RETENTION_DAYS[0] - 1))
+    button(page, "teacher_create_button").click()  # straight from typing: the field refuses as the click leaves it
+    expect(field).to_be_focused()
+    expect(alert).to_be_in_viewport()
     days.locator("[data-testid='stTooltipErrorHoverTarget']").hover()  # the error's icon: its tooltip says it too
     tooltip = sentence(language, "Error") + sentence(language, ": {sentence}", sentence=why)  # "**Error**: ..."
     expect(page.get_by_role("tooltip")).to_have_text(tooltip)

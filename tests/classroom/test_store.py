@@ -139,7 +139,7 @@ def test_a_student_their_teacher_lets_rejoin_takes_their_name_and_record_to_anot
     replaced = store.let_rejoin(code, key, "ANN")
     rejoin = store.let_rejoin(code, key, "Ann")  # asked twice: the last code is the one that works
     assert re.fullmatch(r"[A-HJKMNP-Z2-9]{6}", rejoin) and rejoin != replaced
-    assert store.student(code, "laptop") is None  # the browser Ann joined from has left the class
+    assert store.student(code, "laptop") == ann  # her browser keeps its seat until the code is used
     for wrong in ("", replaced, "ZZZZZZ"):
         with pytest.raises(ClassroomError, match="already has this name|not the rejoin code"):
             store.join(code, "classmate", "Ann", wrong)  # only the code takes the name
@@ -147,7 +147,7 @@ def test_a_student_their_teacher_lets_rejoin_takes_their_name_and_record_to_anot
     typed = f" {rejoin[:3].lower()}-{rejoin[3:]} "  # as a student may type it
     assert store.join(code, "tablet", "Ann", typed) == ann  # her place, group, seed and name
     assert store.standing(ann) == (None, "training")  # and what she recorded
-    assert store.student(code, "tablet") == ann
+    assert store.student(code, "tablet") == ann and store.student(code, "laptop") is None  # the laptop left
     with pytest.raises(ClassroomError, match="already has this name|not the rejoin code"):
         store.join(code, "laptop", "Ann", rejoin)  # once: the name is the tablet's now
     assert [s.name for s in store.snapshot(code, names=True).students] == ["Ann"]

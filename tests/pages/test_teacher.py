@@ -173,8 +173,9 @@ def test_a_student_who_changed_browser_is_let_rejoin_under_their_name():
     said = shown(at.success[0].value)
     assert said.startswith("Ada *x* joins from the other browser")  # the name literally, not as markdown
     rejoin = re.search(r"code `(\w+)`", said)[1]
-    assert store.student(code, "laptop") is None
+    assert store.student(code, "laptop") == ada  # until the code is used
     assert store.join(code, "tablet", "Ada *x*", rejoin) == ada
+    assert store.student(code, "laptop") is None
 
 
 def test_the_exports_hold_what_the_database_holds_when_clicked(media):

@@ -8,7 +8,7 @@ holder join as a student; the class's board and settings also need the teacher k
 
 A rejoin code, which a teacher gives a student to take their name to another browser (`ClassStore.let_rejoin`), is
 six letters and digits that cannot be misread for each other, 31^6 (about 887 million) of them, for one name in one
-class until it is used or replaced; the store keeps its SHA-256 in the student's browser id.
+class until it is used or replaced; the store keeps its SHA-256.
 
 A teacher key is `secrets.token_urlsafe(16)`: 128 random bits, shown once, never stored. The store keeps
 scrypt(key, a per-class 16-byte salt) and compares in constant time. Every scrypt of the process runs on one
@@ -69,11 +69,11 @@ def new_rejoin_code() -> str:
     return "".join(secrets.choice(REJOIN_SYMBOLS) for _ in range(REJOIN_CODE_CHARS))
 
 
-def rejoin_mark(student_id: int, rejoin_code: str) -> str:
-    """The browser id a student holds while `rejoin_code` lets them rejoin (no browser's: those are hex); the code
-    read as typed, in any case, with spaces and dashes left out."""
+def rejoin_digest(student_id: int, rejoin_code: str) -> str:
+    """What the store keeps of the student's `rejoin_code`: its SHA-256 with their id, the code read as typed, in any
+    case, with spaces and dashes left out."""
     typed = "".join(ch for ch in rejoin_code.upper() if ch not in " -")
-    return f"rejoin:{student_id}:{hashlib.sha256(typed.encode()).hexdigest()[:40]}"
+    return hashlib.sha256(f"{student_id}:{typed}".encode()).hexdigest()
 
 
 def new_salt() -> bytes:

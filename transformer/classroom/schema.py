@@ -84,6 +84,7 @@ students = Table(
     Column("name_key", String(3 * MAX_NAME_CHARS), nullable=False),  # `name_key`: names unique as people read them
     Column("position", Integer, nullable=False),  # join order from 0, below MAX_STUDENTS: gives group and seed
     Column("joined_at", DateTime, nullable=False),
+    Column("rejoin", String(64)),  # the digest of the rejoin code their teacher gave them (`codes.rejoin_digest`)
     UniqueConstraint("class_id", "browser"),
     UniqueConstraint("class_id", "name_key"),
     UniqueConstraint("class_id", "position"),
@@ -191,6 +192,11 @@ def _task_hash(conn: Connection) -> None:
             conn.execute(update(classes).where(classes.c.id == row.id).values(task_hash=task_digest(row.task)))
 
 
+def _rejoin_code(conn: Connection) -> None:
+    """A student may hold a rejoin code, to take their name to another browser."""
+    _add_column(conn, students, "rejoin")
+
+
 # Version n is MIGRATIONS[n - 1]. Version 1 is the tables as first released.
 MIGRATIONS: list[Migration] = [
     lambda conn: metadata.create_all(conn),
@@ -198,6 +204,7 @@ MIGRATIONS: list[Migration] = [
     _reports_table,
     _class_task,
     _task_hash,
+    _rejoin_code,
 ]
 _LOCK_ID = 7_351_000  # PostgreSQL advisory lock held while migrating, so replicas starting together take turns
 

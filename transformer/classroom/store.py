@@ -48,7 +48,7 @@ from .codes import (
     new_rejoin_code,
     new_salt,
     new_teacher_key,
-    rejoin_mark,
+    rejoin_digest,
 )
 from .database import engine_for
 from .questions import QUESTIONS
@@ -269,8 +269,8 @@ class ClassStore:
 
     def let_rejoin(self, code: str, key: str, name: str, caller: Caller | None = None) -> str:
         """Let the student called `name` join again from another browser, as themselves, with the rejoin code this
-        returns (`join`): the browser they joined from leaves the class, what they recorded stays theirs, and a
-        later call's code replaces this one. ClassroomError if no student has the name."""
+        returns (`join`): once they do, the browser they joined from leaves the class; what they recorded stays
+        theirs, and a later call's code replaces this one. ClassroomError if no student has the name."""
         row = self._teacher(code, key, caller)
         mine = students.c.class_id == row.id, students.c.name_key == name_key(str(name))
         rejoin = new_rejoin_code()
@@ -278,7 +278,7 @@ class ClassStore:
             student = conn.scalar(select(students.c.id).where(*mine))
             if student is None:
                 raise ClassroomError(N_("no student in this class has this name"))
-            conn.execute(update(students).where(students.c.id == student).values(browser=rejoin_mark(student, rejoin)))
+            conn.execute(update(students).where(students.c.id == student).values(rejoin=rejoin_digest(student, rejoin)))
         return rejoin
 
     def join(self, code: str, browser: str, name: str, rejoin: str = "") -> Student:
@@ -306,8 +306,9 @@ class ClassStore:
         this name whose teacher gave them the `rejoin` code."""
         mine = students.c.class_id == row.id
         named = conn.execute(select(students).where(mine, students.c.name_key == name_key(name))).first()
-        if named is not None and rejoin and hmac.compare_digest(named.browser, rejoin_mark(named.id, rejoin)):
-            conn.execute(update(students).where(students.c.id == named.id).values(browser=browser))
+        given = named is not None and rejoin and named.rejoin
+        if given and hmac.compare_digest(named.rejoin, rejoin_digest(named.id, rejoin)):
+            conn.execute(update(students).where(students.c.id == named.id).values(browser=browser, rejoin=None))
             return student_of(named, assignment_of(row))
         if named is not None:
             raise ClassroomError(WRONG_REJOIN if rejoin else TAKEN)
