@@ -49,6 +49,7 @@ if (!window.labFrontendWords) {
     return null;
   };
   const translate = (node) => {
+    if (!window.labFrontendRules.length) return;  // English: nothing to look for in what is drawn
     if (node.nodeType === Node.TEXT_NODE) {
       const text = shown(node.nodeValue);
       if (text !== null) node.nodeValue = text;
