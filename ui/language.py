@@ -49,7 +49,7 @@ if (!window.labFrontendWords) {
     return null;
   };
   const translate = (node) => {
-    if (!window.labFrontendRules.length) return;  // English: nothing to look for in what is drawn
+    if (!window.labFrontendRules.length) return;  // no rules (the default language): nothing to look for
     if (node.nodeType === Node.TEXT_NODE) {
       const text = shown(node.nodeValue);
       if (text !== null) node.nodeValue = text;
