@@ -83,9 +83,11 @@ def reference_step_s() -> float:
 
 
 def parse_grid(items: list[str]) -> dict[str, list]:
-    """name=v1,v2 items as {name: [values]}, each value an int, a float or a word."""
+    """name=v1,v2 items as {name: [values]}, each value an int, a float, True or False, or a word."""
 
-    def value(text: str) -> int | float | str:
+    def value(text: str) -> int | float | bool | str:
+        if text in ("True", "False"):
+            return text == "True"
         for kind in (int, float):
             try:
                 return kind(text)

@@ -18,7 +18,8 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from transformer.run_configs import default_configs  # noqa: E402 (the repository root goes on the path first)
+from benchmarks.default_run_sweep import parse_grid  # noqa: E402 (the repository root goes on the path first)
+from transformer.run_configs import default_configs  # noqa: E402
 from transformer.training import Trainer  # noqa: E402
 
 
@@ -27,15 +28,6 @@ def default_run(seed: int, **changes: float) -> dict:
     held-out exact match."""
     result = Trainer(*default_configs(seed, device="cpu", **changes)).run()
     return {"steps": result.steps, "seconds": result.seconds, "exact_match": result.exact_match}
-
-
-def parse_grid(items: list[str]) -> dict[str, list]:
-    """name=v1,v2 items as {name: [values]}, each value an int or a float."""
-    grid = {}
-    for item in items:
-        name, values = item.split("=")
-        grid[name] = [int(v) if v.lstrip("-").isdigit() else float(v) for v in values.split(",")]
-    return grid
 
 
 def main(argv: list[str] | None = None) -> int:
