@@ -172,7 +172,37 @@ def test_each_default_run_builds_with_its_step_budget_and_a_one_line_description
     assert len(trainer.vocab) == model.vocab_size  # the model's vocabulary is the task's
 
 
-QUICK_DEFAULT_RUNS = ("translate", "repeat")  # a few seconds each; the others' take 10-35 s (docs/benchmarks.md)
+def description_examples(name: str) -> list[tuple[list[str], list[str]]]:
+    """The `source -> target` examples of a task's description: the symbols of its default run just before each
+    arrow, and those after it up to the first that ends a clause (a comma or full stop) or is no symbol."""
+    symbols = set(get_task(name).symbols(GALLERY[name].defaults["n_symbols"]))
+    words, examples = GALLERY[name].description.split(), []
+    for at in (i for i, w in enumerate(words) if w == "->"):
+        start = at
+        while start > 0 and words[start - 1] in symbols:
+            start -= 1
+        target = []
+        for word in words[at + 1 :]:
+            if word.rstrip(",.") not in symbols:
+                break
+            target.append(word.rstrip(",."))
+            if word != target[-1]:
+                break
+        examples.append((words[start:at], target))
+    return examples
+
+
+@pytest.mark.parametrize("name", sorted(GALLERY))
+def test_each_example_of_a_description_holds_in_the_task_s_default_run(name):
+    task, n_symbols = get_task(name), GALLERY[name].defaults["n_symbols"]
+    symbols = task.symbols(n_symbols)
+    examples = description_examples(name)
+    assert examples and all(source and target for source, target in examples), examples
+    for source, target in examples:
+        assert [symbols[i] for i in task.target([symbols.index(w) for w in source], n_symbols)] == target
+
+
+QUICK_DEFAULT_RUNS = ("translate", "dedup", "caesar", "repeat")  # seconds each; the others take 25-30 s (benchmarks.md)
 
 
 @pytest.mark.heavy

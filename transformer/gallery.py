@@ -181,7 +181,7 @@ class Deduplicate(GalleryTask):
         "Keep the first of each symbol and drop its repeats: 3 1 3 2 1 -> 3 1 2. How much shorter the output is "
         "depends on what the input holds."
     )
-    defaults = {"min_len": 4, "max_len": 8, "n_symbols": 6, "steps": 4000, "time_budget_s": 120}  # the form's model
+    defaults = {"min_len": 4, "max_len": 8, "n_symbols": 6, "lr": 0.01, "steps": 1500}  # the form's model and batch
 
     def target(self, source: Sequence[int], n_symbols: int) -> list[int]:
         return list(dict.fromkeys(source))
@@ -290,14 +290,13 @@ def _balanced_row(opens: list[float], pairs: list[int]) -> list[int]:
 class Caesar(GalleryTask):
     name = "caesar"
     description = N_(
-        "A Caesar shift whose key is the first letter: d h e l l o -> k h o o r (d is 3 after a: shift by 3). Each "
-        "output letter depends on two places, its own letter and the key."
+        "A Caesar shift whose key is the first letter: with the letters a-h, d a b h -> d e c (d is 3 after a: shift "
+        "by 3, and h wraps round to c). Each output letter depends on two places, its own letter and the key."
     )
     lengths = range(2, MAX_SEQ_LEN + 1)
     symbol_counts = range(2, len(ascii_lowercase) + 1)
     symbols_mean = N_("letters")
-    defaults = {"min_len": 3, "max_len": 8, "n_symbols": 26, "d_model": 64, "n_layers": 2, "d_ff": 256,
-                "lr": 0.003, "warmup": 200, "batch_size": 128, "steps": 1500, "time_budget_s": 120}  # fmt: skip
+    defaults = {"min_len": 3, "max_len": 8, "n_symbols": 8, "lr": 0.01, "steps": 1500}  # the form's model and batch
 
     def symbols(self, n_symbols: int) -> tuple[str, ...]:
         return _letters(n_symbols)
