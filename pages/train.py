@@ -17,7 +17,7 @@ from transformer.i18n import N_, translator
 from transformer.literal import markdown_literal
 from transformer.live_examples import live_examples
 from transformer.naming import run_summary
-from transformer.progress import progress
+from transformer.progress import progress, whole_percent_share
 from transformer.serving import Run, unwatched
 from transformer.training import smoothed_loss_floor
 from ui.accessibility import shortcut_help
@@ -132,7 +132,7 @@ def progress_line(run: Run, rows: list) -> tuple[float, str]:
         "{where} · held-out exact match {solved:.0%}: the run stops when it reaches 100%. Its budget of {steps:,} "
         "steps{left} is a ceiling, not a forecast.",
         where=where,
-        solved=solved,
+        solved=whole_percent_share(solved),
         steps=config.steps,
         left=left,
     )

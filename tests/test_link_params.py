@@ -16,6 +16,7 @@ from transformer.compare_state import (
     write_compare,
 )
 from transformer.experiments import CUSTOM, READY
+from transformer.i18n import N_, translator
 from transformer.link_params import (
     decoding_parsers,
     lengths_parsers,
@@ -214,3 +215,10 @@ def test_any_link_reads_without_raising_and_what_it_gives_round_trips(params):
     values, notices = read_params(params, LINK_PARSERS)
     assert set(values) | {n.split()[2] for n in notices} == set(params) - {"junk"}
     assert read_params(write_params(values), LINK_PARSERS) == (values, [])
+
+
+def test_a_link_notice_names_the_setting_in_the_reader_s_language():
+    notices = read_compare({"values": "1,2,3"})[1]
+    english, chinese = translator("en")(notices[0]), translator("zh-CN")(notices[0])
+    assert "Positional encoding" in english
+    assert translator("zh-CN")(N_("Positional encoding")) in chinese and "Positional encoding" not in chinese

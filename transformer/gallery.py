@@ -181,7 +181,7 @@ class Deduplicate(GalleryTask):
         "Keep the first of each symbol and drop its repeats: 3 1 3 2 1 -> 3 1 2. How much shorter the output is "
         "depends on what the input holds."
     )
-    defaults = {"min_len": 4, "max_len": 8, "n_symbols": 6, "lr": 0.01, "steps": 1500}  # the form's model and batch
+    defaults = {"min_len": 4, "max_len": 8, "n_symbols": 6, "lr": 0.01, "steps": 1500}  # the Train page's model
 
     def target(self, source: Sequence[int], n_symbols: int) -> list[int]:
         return list(dict.fromkeys(source))
@@ -245,8 +245,8 @@ class Brackets(GalleryTask):
     )
     symbol_counts = range(2, len(BRACKETS) + 1, 2)
     symbols_mean = N_("bracket symbols (two per kind of bracket)")
-    defaults = {"min_len": 6, "max_len": 10, "n_symbols": 8, "d_model": 64, "n_layers": 2, "d_ff": 256,
-                "lr": 0.003, "warmup": 200, "steps": 3000, "time_budget_s": 120}  # fmt: skip
+    # the Train page's model
+    defaults = {"min_len": 6, "max_len": 10, "n_symbols": 8, "lr": 0.005, "batch_size": 128, "steps": 3000}
 
     def symbols(self, n_symbols: int) -> tuple[str, ...]:
         return (*BRACKETS[:n_symbols], "yes", "no")
@@ -296,7 +296,7 @@ class Caesar(GalleryTask):
     lengths = range(2, MAX_SEQ_LEN + 1)
     symbol_counts = range(2, len(ascii_lowercase) + 1)
     symbols_mean = N_("letters")
-    defaults = {"min_len": 3, "max_len": 8, "n_symbols": 8, "lr": 0.01, "steps": 1500}  # the form's model and batch
+    defaults = {"min_len": 3, "max_len": 8, "n_symbols": 8, "lr": 0.01, "steps": 1500}  # the Train page's model
 
     def symbols(self, n_symbols: int) -> tuple[str, ...]:
         return _letters(n_symbols)

@@ -135,7 +135,7 @@ def switch_values(switch: Switch) -> Parser:
         if not 2 <= len(values) <= MAX_VARIANTS:
             tokens = ", ".join(map(switch.token, switch.choices))
             problem = N_("is not 2-{most} different settings of {setting} among {tokens}")
-            raise ValueError(Message(problem, most=MAX_VARIANTS, setting=switch.title, tokens=tokens))
+            raise ValueError(Message(problem, most=MAX_VARIANTS, setting=Message(switch.title), tokens=tokens))
         return values
 
     return parse

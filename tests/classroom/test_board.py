@@ -58,6 +58,7 @@ def test_states_and_results_read_as_words():
     assert [board.state_text(RunState(s)) for s in ended] == list(ended)
     assert board.result_text(finished(450, True)) == "solved in 450 steps"
     assert board.result_text(finished(600, False, 0.62)) == "not solved: exact match 62% after 600 steps (step budget)"
+    assert board.result_text(finished(600, False, 0.997)) == "not solved: exact match 99% after 600 steps (step budget)"
     assert board.result_text(RunState("stopped", step=120)) == "stopped at step 120"
     assert board.result_text(RunState("failed", error="The loss became NaN")) == "The loss became NaN"
 

@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from ..i18n import DEFAULT_LANGUAGE, N_, Message, Translator, joined, translator
+from ..progress import whole_percent_share
 from ..training import METRIC_COLUMNS
 from .outcomes import Outcome, measured, spread, steps_to_solve
 from .questions import QUESTIONS, is_graded, right_choices
@@ -98,9 +99,10 @@ def result_text(run: RunState | None) -> str:
         return Message(N_("solved in {steps} steps"), steps=outcome.steps)
     if outcome.timed_out:
         out_of_time = N_("ran out of time: exact match {exact:.0%} after {steps} steps (time budget)")
-        return Message(out_of_time, exact=outcome.exact_match, steps=outcome.steps)
+        return Message(out_of_time, exact=whole_percent_share(outcome.exact_match), steps=outcome.steps)
     not_solved = N_("not solved: exact match {exact:.0%} after {steps} steps ({reason})")
-    return Message(not_solved, exact=outcome.exact_match, steps=outcome.steps, reason=_word(run.result["reason"]))
+    exact = whole_percent_share(outcome.exact_match)
+    return Message(not_solved, exact=exact, steps=outcome.steps, reason=_word(run.result["reason"]))
 
 
 def _loss(run: RunState | None) -> list[float]:
