@@ -1,5 +1,6 @@
 """Training: a step loop that streams metric rows and stops early once the held-out set is solved."""
 
+import atexit
 import copy
 import math
 import threading
@@ -401,4 +402,5 @@ def warm_up() -> threading.Thread:
 
     thread = threading.Thread(target=first_step, name="warm-up", daemon=True)
     thread.start()
+    atexit.register(thread.join)  # a process that ends meanwhile waits for it: torch aborts a thread killed mid-op
     return thread

@@ -18,6 +18,27 @@ STRATEGIES = {
     "beam": (N_("Beam search"), N_("keep the k best partial outputs")),
 }
 RANDOM_EXAMPLE = N_("a random held-out example")  # where an input came from, said when it is shown
+KEPT = "decode_kept"  # session state: (task, {widget key: value}) as the student last left the page
+DEFAULTS = {"decode_temperature": 1.0, "decode_top_k": 0, "decode_seed": 0, "decode_beam_width": 3}  # 0: all tokens
+INPUT_KEYS = ("decode_input", "decode_strategy", *DEFAULTS)
+
+
+def restore_inputs(task: DataConfig) -> None:
+    """Give back the inputs the student left on this page for `task` when they come back to it: Streamlit forgets a
+    widget's value when its page is left (and may keep an older value a page once wrote). On the page itself, and
+    for an input another page sent here (`ui.state.decode_on_decoding_page`), the values the session holds stand."""
+    kept_task, values = st.session_state.get(KEPT, (None, {}))
+    returning = "decode_input" not in st.session_state  # the page always draws it: gone only once the page was left
+    for key, value in {**DEFAULTS, **(values if kept_task == task else {})}.items():
+        if returning:
+            st.session_state[key] = value
+        else:
+            st.session_state.setdefault(key, value)
+
+
+def keep_inputs(task: DataConfig) -> None:
+    """Keep the page's inputs for `restore_inputs`, once they are drawn."""
+    st.session_state[KEPT] = (task, {key: st.session_state[key] for key in INPUT_KEYS if key in st.session_state})
 
 
 def example_text(source: list[int], symbols: tuple[str, ...]) -> str:
@@ -78,7 +99,7 @@ def source_input(task: DataConfig, vocab: Vocab, limit: int, examples: list[list
 
 def strategy_settings(vocab_size: int) -> tuple[str, float, int | None, int, int]:
     """The decoding strategy and its settings: (strategy, temperature, top_k, seed, beam width); the settings a
-    strategy does not use keep their defaults."""
+    strategy does not use keep their defaults. Each widget shows the value its key holds (`restore_inputs`)."""
     strategy = st.radio(
         _("Strategy"),
         list(STRATEGIES),
@@ -87,14 +108,14 @@ def strategy_settings(vocab_size: int) -> tuple[str, float, int | None, int, int
         horizontal=True,
         key="decode_strategy",
     )
-    temperature, top_k, seed, beam_width = 1.0, None, 0, 3
+    temperature, top_k, seed = DEFAULTS["decode_temperature"], None, DEFAULTS["decode_seed"]
+    beam_width = DEFAULTS["decode_beam_width"]
     if strategy == "sample":
         t_col, k_col, seed_col = st.columns(3)
         temperature = t_col.slider(
             _("Temperature"),
             *DECODING_TEMPERATURES,
-            1.0,
-            0.1,
+            step=0.1,
             key="decode_temperature",
             help=_("Divides the logits before the softmax: below 1 sharpens, above 1 flattens."),
         )
@@ -103,7 +124,6 @@ def strategy_settings(vocab_size: int) -> tuple[str, float, int | None, int, int
                 _("Top-k (0 = all tokens)"),
                 0,
                 vocab_size,
-                0,
                 key="decode_top_k",
                 help=_("Sample only among the k most likely tokens."),
             )
@@ -112,7 +132,6 @@ def strategy_settings(vocab_size: int) -> tuple[str, float, int | None, int, int
         seed = seed_col.number_input(
             _("Seed"),
             *DECODING_SEEDS,
-            0,
             key="decode_seed",
             help=_("The same seed draws the same sequence; change it to draw another."),
         )
@@ -120,7 +139,6 @@ def strategy_settings(vocab_size: int) -> tuple[str, float, int | None, int, int
         beam_width = st.slider(
             _("Beam width"),
             *DECODING_BEAM_WIDTHS,
-            3,
             key="decode_beam_width",
             help=_(
                 "Hypotheses kept at each step, ranked by summed log-probability, which favours shorter outputs; the "

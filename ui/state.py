@@ -36,6 +36,7 @@ from transformer.naming import run_name
 from transformer.serving import Run
 from transformer.tasks import DataConfig
 from ui.common import runs_by_browser, shipped_checkpoint, shipped_checkpoints
+from ui.decoding_inputs import set_input
 from ui.language import _
 from ui.streamlit_internals import this_browser
 
@@ -308,6 +309,5 @@ def decode_on_decoding_page(text: str, task: DataConfig, origin: str) -> None:
     """Go to the Decoding page with `text`, a source sequence of `task`, as its input; `origin` says where the
     input comes from, e.g. "a row of the Length test"."""
     st.session_state["decode_task"] = task  # the Decoding page keeps an input only for the task it was typed for
-    st.session_state["decode_input"] = text
-    st.session_state["decode_input_origin"] = (text, origin)
+    set_input(text, origin)
     st.switch_page("pages/decoding.py")

@@ -136,12 +136,20 @@ def test_digits_typed_without_spaces_read_as_one_symbol_each(solved_reverse):
     assert kept(at, "decoding").value["expected"] == [7, 6, 5, 4]  # 4 3 2 1 reversed, as token ids
 
 
-def test_input_survives_a_visit_to_another_page(solved_reverse):
+def test_input_settings_and_step_survive_a_visit_to_another_page(solved_reverse):
     at = open_page(solved_reverse)
+    at.text_input(key="decode_input").set_value("5 1 4 2 3").run()
+    at.radio(key="decode_strategy").set_value("sample").run()
+    at.slider(key="decode_temperature").set_value(2.0).run()
+    at.number_input(key="decode_top_k").set_value(3).run()
+    click(click(at, "decode_next"), "decode_next")
+    before = step_line(at)
     at.switch_page("pages/anatomy.py").run()
     at.switch_page(PAGE).run()
     assert not at.exception and not at.error
-    assert len(at.text_input(key="decode_input").value.split()) == 4
+    assert at.text_input(key="decode_input").value == "5 1 4 2 3" and at.radio(key="decode_strategy").value == "sample"
+    assert at.slider(key="decode_temperature").value == 2.0 and at.number_input(key="decode_top_k").value == 3
+    assert step_line(at) == before and "Step 3 " in before
 
 
 def test_random_example_is_a_held_out_sequence(solved_reverse):

@@ -46,9 +46,10 @@ def test_a_decoding_link_with_a_step_opens_that_step_and_the_address_bar_follows
     assert "step" not in at.query_params and at.success  # no step: the whole output
 
 
-def test_a_sampling_link_restores_the_strategy_and_its_settings():
+def test_a_sampling_link_restores_the_strategy_and_its_settings(capfd):
     query = {"model": "reverse", "input": "3 1 4", "strategy": "sample", "temperature": "0.5", "top_k": "4"}
     at = open_link("pages/decoding.py", **query, seed="7")
+    assert "was created with a default value but also had its value set" not in capfd.readouterr().err
     assert at.radio(key="decode_strategy").value == "sample"
     assert (at.slider(key="decode_temperature").value, at.number_input(key="decode_seed").value) == (0.5, 7)
     assert dict(at.query_params) == {**query, "seed": "7"}
