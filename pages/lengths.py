@@ -11,8 +11,8 @@ import streamlit as st
 from transformer.checkpoint import Checkpoint
 from transformer.figures.lengths import length_accuracy_figure, output_length_figure
 from transformer.i18n import N_, Message
-from transformer.lengths import LengthReport, inputs_within_budget, score_lengths, summary, untested
-from transformer.limits import INPUTS_PER_LENGTH, MAX_SEQ_LEN
+from transformer.lengths import LengthReport, inputs_within_budget, score_lengths, summary, testable_lengths, untested
+from transformer.limits import INPUTS_PER_LENGTH
 from transformer.link_params import lengths_parsers, write_params
 from transformer.literal import markdown_literal
 from ui.charts import chart
@@ -42,28 +42,32 @@ checkpoint = model_page(
     ),
 )
 model, vocab, task = checkpoint.model, checkpoint.vocab, checkpoint.task
-longest = min(model.config.longest_sequence, MAX_SEQ_LEN)
-if "lengths" in (link := link_values("lengths", lengths_parsers(longest))):
+lengths = testable_lengths(task, model.config)
+if "lengths" in (link := link_values("lengths", lengths_parsers(lengths))):
     st.session_state["lengths_range"] = link["lengths"]
+if not set(st.session_state.get("lengths_range", ())) <= set(lengths):  # chosen for another model in hand
+    del st.session_state["lengths_range"]
 
 range_col, n_col = st.columns([3, 1])
-if longest > 1:
+if len(lengths) > 1:
     low, high = range_col.slider(
         _("Input lengths"),
-        1,
-        longest,
-        (1, min(longest, 2 * task.max_len)),
+        lengths[0],
+        lengths[-1],
+        (lengths[0], min(lengths[-1], 2 * task.max_len)),
         key="lengths_range",
         help=_(
-            "The model trained on lengths {low}-{high}; its positional encoding reaches {longest}.",
+            "The model trained on lengths {low}-{high}. The test offers lengths {first}-{last}: those its task has "
+            "inputs of, up to the longest its positional encoding covers.",
             low=task.min_len,
             high=task.max_len,
-            longest=longest,
+            first=lengths[0],
+            last=lengths[-1],
         ),
     )
 else:  # a slider needs two values to slide between
-    low = high = 1
-    range_col.markdown(_("Input length: 1, the only one this model's positional encoding covers."))
+    low = high = lengths[0]
+    range_col.markdown(_("Input length: {n}, the only one this model can be tested at.", n=low))
 n = n_col.select_slider(
     _("Inputs per length"),
     INPUTS_PER_LENGTH,

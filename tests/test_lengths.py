@@ -164,3 +164,10 @@ def test_figures_shade_the_trained_lengths_and_plot_the_scores():
     expected, output = output_length_figure(scores).data
     assert list(expected.y) == [2, 3, 4, 5, 6] and expected.name == "expected"
     assert output_length_figure(scores_frame({7: 0.0})).layout.shapes == ()  # no trained length tested: no shade
+
+
+def test_the_lengths_offered_are_those_the_task_has_inputs_of_within_the_model_s_reach():
+    model = ModelConfig(max_len=20)  # positions up to 19: inputs up to 19 symbols
+    assert lengths.testable_lengths(DataConfig("translate", 3, 7, 10), model) == range(3, 8)  # sentences of 3-7 words
+    assert lengths.testable_lengths(DataConfig("repeat", 1, 8, 10), model) == range(1, 20)
+    assert lengths.testable_lengths(DataConfig("reverse", 6, 8), ModelConfig(max_len=9)) == range(1, 9)

@@ -231,7 +231,7 @@ LINK_PARSERS = {
     "model": link_params.model_parsers(["copy", "reverse", "sort"]),
     "decoding": link_params.decoding_parsers(Vocab.digits(10), 20),
     "masking": link_params.masking_parsers(Vocab.digits(10), 20),
-    "lengths": link_params.lengths_parsers(63),
+    "lengths": link_params.lengths_parsers(range(1, 64)),
 }
 LINK_TEXT = st.one_of(
     st.text(max_size=40),

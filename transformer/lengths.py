@@ -16,7 +16,7 @@ from .decoding import greedy_decode
 from .i18n import N_, Message
 from .limits import MAX_PER_LENGTH, MAX_PROBE_COST, forward_cost
 from .model import ModelConfig, Transformer
-from .tasks import MAX_SEQ_LEN, DataConfig, TaskData
+from .tasks import MAX_SEQ_LEN, DataConfig, TaskData, task_of
 from .vocab import N_SPECIAL, Vocab
 
 EXTRA_TOKENS = 4  # decoding may run this far past the expected output, so an output too long shows
@@ -49,6 +49,13 @@ def inputs_within_budget(config: ModelConfig, lengths: Sequence[int], n: int) ->
     multiply-adds (0 when not even one input per length fits: test fewer lengths)."""
     per_input = sum(forward_cost(config, 1, length + EXTRA_TOKENS) for length in lengths)
     return min(n, MAX_PROBE_COST // max(per_input, 1))
+
+
+def testable_lengths(task: DataConfig, config: ModelConfig) -> range:
+    """The input lengths a model of `config` trained on `task` can be tested at: those its task has inputs of
+    (translate's sentences have 3 to 7 words), up to the longest its positional encoding covers."""
+    defined = task_of(task).lengths
+    return range(max(1, defined[0]), min(defined[-1], config.longest_sequence, MAX_SEQ_LEN) + 1)
 
 
 def score_lengths(

@@ -221,6 +221,6 @@ def masking_parsers(vocab: Vocab, max_len: int) -> dict[str, Parser]:
 # ------------------------------------------------------------------------------------------------- Length test
 
 
-def lengths_parsers(longest: int) -> dict[str, Parser]:
-    """The Length test's range of input lengths, "low-high"."""
-    return {"lengths": length_range(1, longest)}
+def lengths_parsers(lengths: range) -> dict[str, Parser]:
+    """The Length test's range of input lengths, "low-high", within `lengths`."""
+    return {"lengths": length_range(lengths[0], lengths[-1])}

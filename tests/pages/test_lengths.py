@@ -6,7 +6,7 @@ from pathlib import Path
 from streamlit.testing.v1 import AppTest
 
 from tests.helpers.apptest import kept
-from transformer import Checkpoint, DataConfig, ModelConfig, Transformer, Vocab, load_checkpoint
+from transformer import Checkpoint, DataConfig, ModelConfig, TaskData, Transformer, Vocab, load_checkpoint
 
 ROOT = Path(__file__).resolve().parents[2]
 APP, PAGE = str(ROOT / "streamlit_app.py"), "pages/lengths.py"
@@ -109,3 +109,14 @@ def test_a_task_from_examples_is_tested_at_its_pairs_lengths_only():
     assert not at.exception and not at.error
     scores = kept(at, "lengths").value.scores
     assert scores["length"].tolist() == [2]  # its only length: random inputs of another would have no target
+
+
+def test_a_gallery_model_is_offered_only_the_lengths_its_task_has_inputs_of():
+    data = DataConfig("translate", 3, 7, 10)
+    vocab = TaskData(data).vocab
+    model = Transformer(ModelConfig(vocab_size=len(vocab), max_len=20))
+    at = open_page(Checkpoint(model.eval(), vocab, model.config, data, [], train_config={}))
+    slider = at.slider(key="lengths_range")
+    assert (slider.min, slider.max, slider.value) == (3, 7, (3, 7))
+    assert kept(at, "lengths").value.scores["length"].tolist() == [3, 4, 5, 6, 7]
+    assert not any("leaves out" in m.value for m in at.markdown)
