@@ -184,6 +184,20 @@ def test_names_out_of_bounds_are_refused(store, name):
 
 
 @pytest.mark.parametrize(
+    "name, character",
+    [
+        ("\u202eevil", "U+202E RIGHT-TO-LEFT OVERRIDE"),
+        ("Ada\u200f", "U+200F RIGHT-TO-LEFT MARK"),
+        ("nul\x00", "U+0000"),
+    ],
+)
+def test_a_name_refused_for_a_character_that_does_not_show_names_it(store, name, character):
+    code, _ = store.create_class("A")
+    with pytest.raises(ClassroomError, match=re.escape(f"holds {character}, a control or invisible character")):
+        store.join(code, "b1", name)
+
+
+@pytest.mark.parametrize(
     "name",
     ["\U0001f98a Zo\u00eb \U0001f469\u200d\U0001f52c", "\u0645\u0647\u0633\u0627\u200c\u0631\u0636\u0627\u06cc\u06cc"],
 )

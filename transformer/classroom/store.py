@@ -102,8 +102,11 @@ def check_text(text: Any, what: str, longest: int) -> str:
         raise ClassroomError(
             Message(N_("{what} must be 1 to {longest} characters"), what=Message(what), longest=longest)
         )
-    if any(unicodedata.category(c).startswith("C") and c not in JOINERS for c in text):
-        raise ClassroomError(Message(N_("{what} must be plain text on one line"), what=Message(what)))
+    hidden = [c for c in text if unicodedata.category(c).startswith("C") and c not in JOINERS]
+    if hidden:  # named by its code point: a line break, a tab or a direction mark shows as nothing, or as a space
+        character = f"U+{ord(hidden[0]):04X} {unicodedata.name(hidden[0], '')}".strip()
+        problem = N_("{what} must be plain text on one line: it holds {character}, a control or invisible character")
+        raise ClassroomError(Message(problem, what=Message(what), character=character))
     return text.strip()
 
 
