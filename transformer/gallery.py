@@ -181,7 +181,7 @@ class Deduplicate(GalleryTask):
         "Keep the first of each symbol and drop its repeats: 3 1 3 2 1 -> 3 1 2. How much shorter the output is "
         "depends on what the input holds."
     )
-    defaults = {"min_len": 4, "max_len": 8, "n_symbols": 6, "lr": 0.01, "steps": 1500}  # the Train page's model
+    defaults = {"min_len": 4, "max_len": 8, "n_symbols": 6, "lr": 0.01, "steps": 3000}  # the Train page's model
 
     def target(self, source: Sequence[int], n_symbols: int) -> list[int]:
         return list(dict.fromkeys(source))
