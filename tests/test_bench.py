@@ -44,12 +44,3 @@ def test_the_step_ratios_are_our_median_step_over_nn_transformers_with_and_witho
         assert figure["ours_ms"] > 0 and figure["reference_ms"] > 0
         assert figure["ratio"] == figure["ours_ms"] / figure["reference_ms"]
         assert row[0] == f"train step, {kind}, ours / reference" and row[3] == (figure["ratio"] <= 0.9), row
-
-
-def test_a_sweep_grid_reads_numbers_switches_and_words():
-    """`--grid norm_first=True,False` must sweep the switch: the words would both be truthy strings."""
-    from benchmarks.default_run_sweep import parse_grid
-
-    grid = parse_grid(["lr=0.01,3", "norm_first=True,False", "positional=learned"])
-    assert grid == {"lr": [0.01, 3], "norm_first": [True, False], "positional": ["learned"]}
-    assert [type(v) for v in grid["lr"] + grid["norm_first"]] == [float, int, bool, bool]
