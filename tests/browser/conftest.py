@@ -59,7 +59,8 @@ def shown_text(page, text: str):
 
 def choose(page, key: str, option: str, timeout_s: float = 60) -> None:
     """Pick the option whose name contains `option` in the select box with this key. A click that lands while a
-    rerun redraws the box opens no list, so the box is clicked again (after Escape) until its list shows."""
+    rerun redraws the box opens no list, and a rerun may close an open one (a board's fragment redraws every few
+    seconds), so the box is opened again (after Escape) until its option takes the click."""
     select = page.locator(f".st-key-{key}").filter(visible=True).first
     wanted = page.get_by_role("option", name=option).first
     deadline = time.monotonic() + timeout_s
@@ -68,12 +69,12 @@ def choose(page, key: str, option: str, timeout_s: float = 60) -> None:
         select.click()
         try:
             wanted.wait_for(state="visible", timeout=3_000)
-            break
+            wanted.click(timeout=3_000)
+            return
         except PlaywrightTimeoutError:
             if time.monotonic() > deadline:
                 raise
             page.keyboard.press("Escape")
-    wanted.click()
 
 
 def downloaded(page, key: str) -> tuple[str, bytes]:
