@@ -17,7 +17,7 @@ from transformer.i18n import N_, translator
 from transformer.literal import markdown_literal
 from transformer.live_examples import live_examples
 from transformer.naming import run_summary
-from transformer.progress import progress, whole_percent_share
+from transformer.progress import progress
 from transformer.serving import Run, unwatched
 from transformer.training import smoothed_loss_floor
 from ui.accessibility import shortcut_help
@@ -127,12 +127,14 @@ def progress_line(run: Run, rows: list) -> tuple[float, str]:
     left = "" if p.eta_s is None else _(" (at most {seconds:.0f} s more)", seconds=p.eta_s)
     if not config.early_stop:
         return p.fraction, _("{where} of {steps:,}{left}", where=where, steps=config.steps, left=left)
-    solved = float(rows[-1]["exact_match"]) if rows else 0.0  # a float: st.progress reads an int as percent
+    # A run still training has not got its whole held-out set right (that would end it), whatever the latest row's
+    # sample of it says: at most 99%. A float: st.progress reads an int as percent.
+    solved = min(float(rows[-1]["exact_match"]), 0.99) if rows else 0.0
     return solved, _(
         "{where} · held-out exact match {solved:.0%}: the run stops when it reaches 100%. Its budget of {steps:,} "
         "steps{left} is a ceiling, not a forecast.",
         where=where,
-        solved=whole_percent_share(solved),
+        solved=solved,
         steps=config.steps,
         left=left,
     )
