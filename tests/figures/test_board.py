@@ -73,6 +73,12 @@ def test_outcomes_are_filled_when_solved_and_hollow_when_not():
     assert list(by_name["no PE: not solved"].customdata) == [10.0]
 
 
+def test_one_finished_run_is_drawn_on_an_axis_of_steps_from_zero():
+    one = {"group": ["PE"], "solved": [True], "steps": [420], "exact_match": [1.0], "timed_out": [False]}
+    table = pd.DataFrame(one)
+    assert outcomes_figure(table).layout.xaxis.rangemode == "tozero"  # no axis of half steps around 420
+
+
 def test_a_run_that_ran_out_of_time_is_its_own_kind_and_groups_read_in_the_figure_s_language():
     when = datetime(2026, 11, 25, 9)
     assignment = Assignment({}, frozenset(), "positional", split_groups("positional"))

@@ -91,7 +91,7 @@ def outcomes_figure(outcomes: pd.DataFrame, height: int = 300, tr: Translator = 
         height=height,
         font=FONT,
         margin=dict(l=10, r=10, t=top_margin(title), b=10),
-        xaxis=dict(title=tr.gettext("steps")),
+        xaxis=dict(title=tr.gettext("steps"), rangemode="tozero"),  # from 0: whole steps, and runs on their scale
         yaxis=dict(type="category"),
     )
     return figure
