@@ -9,7 +9,6 @@ import torch.nn.functional as F
 
 from transformer import training
 from transformer.model import ModelConfig, Transformer
-from transformer.progress import whole_percent_share
 from transformer.run_configs import default_configs
 from transformer.tasks import Batch, DataConfig, TaskData
 from transformer.training import (
@@ -275,9 +274,3 @@ def test_dropout_masks_come_from_the_run_generator():
     assert torch.equal(first, again)
     assert first.unique().tolist() == pytest.approx([0.0, 1 / 0.75])  # kept ones are scaled by 1 / (1 - p)
     assert 0.2 < (first == 0).float().mean() < 0.3
-
-
-def test_a_share_short_of_every_sequence_never_reads_as_a_whole_100_percent():
-    assert [f"{whole_percent_share(x):.0%}" for x in (0.0, 0.62, 0.994, 0.996, 0.9999, 1.0)] == [
-        "0%", "62%", "99%", "99%", "99%", "100%"
-    ]  # fmt: skip

@@ -23,9 +23,3 @@ def progress(rows: Sequence[MetricRow], train_config: TrainConfig) -> Progress:
     by_steps = (train_config.steps - step) / rate if rate else float("inf")
     eta = max(0.0, min(by_steps, train_config.time_budget_s - elapsed))
     return Progress(step, min(step / train_config.steps, 1.0), rate, eta)
-
-
-def whole_percent_share(exact_match: float) -> float:
-    """A held-out exact match as it may be shown to a whole percent: short of every sequence it shows at most 99%,
-    since a run that stops at 100% must not read 100% while it trains on (0.996 rounds to 100%)."""
-    return exact_match if exact_match >= 1 else min(exact_match, 0.99)

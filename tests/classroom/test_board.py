@@ -348,3 +348,9 @@ def test_what_a_teacher_reads_on_the_board_and_in_the_csv_files_is_in_their_lang
     frame = board.predictions_frame(snapshot, zh)
     assert frame[["group", "question", "choice"]].values.tolist() == [["正弦位置编码", "positional-none", "更快解出"]]
     assert board.results_frame(snapshot)["group"].tolist()[:2] == ["sinusoidal PE", "no PE"]  # English by default
+
+
+def test_a_share_short_of_every_sequence_never_reads_as_a_whole_100_percent():
+    assert [f"{board.whole_percent_share(x):.0%}" for x in (0.0, 0.62, 0.994, 0.996, 0.9999, 1.0)] == [
+        "0%", "62%", "99%", "99%", "99%", "100%"
+    ]  # fmt: skip

@@ -17,7 +17,6 @@ import numpy as np
 import pandas as pd
 
 from ..i18n import DEFAULT_LANGUAGE, N_, Message, Translator, joined, translator
-from ..progress import whole_percent_share
 from ..training import METRIC_COLUMNS
 from .outcomes import Outcome, measured, spread, steps_to_solve
 from .questions import QUESTIONS, is_graded, right_choices
@@ -79,6 +78,12 @@ def state_text(run: RunState | None) -> Message:
     if run.status == "lost":
         return Message(N_("lost at step {step}"), step=run.step)
     return _word(run.status)
+
+
+def whole_percent_share(exact_match: float) -> float:
+    """A run's held-out exact match as a result shows it, to a whole percent: short of every sequence it shows at most
+    99%, so a run that did not solve its task never reads 100% (0.996 rounds to 100%)."""
+    return exact_match if exact_match >= 1 else min(exact_match, 0.99)
 
 
 def result_text(run: RunState | None) -> str:
