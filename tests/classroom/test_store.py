@@ -5,15 +5,19 @@ LAB_TEST_DATABASE_URL names, or Debian's cluster started by the tests)."""
 import hashlib
 import math
 import re
+import sqlite3
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from sqlalchemy import Column, DateTime, Index, MetaData, Table, create_engine, func, inspect, select
 from sqlalchemy.engine import make_url
 
+import transformer.classroom.database as database
 import transformer.classroom.rows as rows
 import transformer.classroom.schema as schema
 import transformer.classroom.store as store_module
@@ -29,7 +33,7 @@ from transformer.classroom import (
     WrongKey,
 )
 from transformer.classroom.codes import ADJECTIVES, ANIMALS, CODE_COUNT, key_hash
-from transformer.classroom.database import database_url
+from transformer.classroom.database import database_url, engine_for
 from transformer.classroom.store import UnknownClass
 from transformer.classroom.throttle import Turns
 from transformer.limits import (
@@ -667,6 +671,30 @@ def test_servers_opening_a_new_database_at_once_all_open_it(url):
     assert answers == ["ok"] * 16
     with create_engine(url).connect() as conn:
         assert list(conn.scalars(select(schema.schema_version.c.version))) == list(range(1, len(schema.MIGRATIONS) + 1))
+        if conn.dialect.name == "sqlite":
+            assert conn.exec_driver_sql("PRAGMA journal_mode").scalar() == "wal"
+
+
+def test_a_new_sqlite_database_another_connection_holds_is_put_in_wal_mode_once_it_is_free(tmp_path, monkeypatch):
+    path = tmp_path / "classes.sqlite3"
+    holder = sqlite3.connect(path, isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")  # the write lock, as a server migrating in the rollback journal holds it
+    waits = []
+
+    def sleep(seconds: float) -> None:  # the first wait before asking again ends the holder's transaction
+        waits.append(seconds)
+        if len(waits) == 1:
+            holder.execute("COMMIT")
+
+    monkeypatch.setattr(database, "time", SimpleNamespace(monotonic=time.monotonic, sleep=sleep))
+    engine = engine_for(f"sqlite:///{path}")
+    try:
+        with engine.connect() as conn:
+            assert conn.exec_driver_sql("PRAGMA journal_mode").scalar() == "wal"
+    finally:
+        engine.dispose()
+        holder.close()
+    assert waits == [database.WAL_RETRY_S]
 
 
 def test_a_version_1_database_is_brought_to_version_2_with_its_data(url, clock):

@@ -1,5 +1,5 @@
-"""Runs on a registry: the settings of a small run, the same run trained alone to compare with, and a run paused,
-stepped and resumed."""
+"""Runs on a registry: the settings of a small run, the same run trained alone to compare with, a wait for a run's
+first step through the queue, and a run paused, stepped and resumed."""
 
 import time
 
@@ -37,6 +37,16 @@ def same_weights(a: torch.nn.Module, b: torch.nn.Module) -> bool:
     """Whether `a` holds exactly the weights of `b`."""
     expected = b.state_dict()
     return all(torch.equal(tensor, expected[k]) for k, tensor in a.state_dict().items())
+
+
+def moving(run: Run, timeout_s: float) -> bool:
+    """Whether `run` leaves the queue and takes its first step (or ends) within `timeout_s`. A registry kept for a
+    module's tests may still be freeing the slot of the test before when a test submits, so its run waits in the
+    queue a moment; `Run.wait_until_moving` returns at once for a queued run (a page's Start does not wait)."""
+    deadline = time.monotonic() + timeout_s
+    while run.status == "queued" and time.monotonic() < deadline:
+        time.sleep(0.02)
+    return run.wait_until_moving(max(0.0, deadline - time.monotonic()))
 
 
 def pause_step_and_resume(run: Run) -> None:

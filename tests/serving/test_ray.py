@@ -19,7 +19,7 @@ from sqlalchemy import create_engine
 from sqlalchemy.engine import make_url
 
 from tests.helpers import wait_until
-from tests.helpers.serving import ENDLESS, ZH, alone, pause_step_and_resume, same_weights, settings
+from tests.helpers.serving import ENDLESS, ZH, alone, moving, pause_step_and_resume, same_weights, settings
 from transformer.batched import train_together
 from transformer.classroom import ClassStore
 from transformer.classroom.recorder import ClassRecorder
@@ -124,7 +124,7 @@ def test_a_run_on_the_cluster_is_the_run_its_settings_make_alone_and_a_second_st
     configs = settings(steps=60, early_stop=False, record_attention=True)
     run = registry.submit("a", *configs)
     assert registry.submit("b", *configs) is run and sorted(run.watchers()) == ["a", "b"]
-    assert run.wait_until_moving(30.0) and run.wait_until_done(60.0)
+    assert moving(run, READY_S) and run.wait_until_done(60.0)
     reference, rows = alone(*configs)
     assert run.error is None and run.result.steps == reference.result.steps == 60
     assert run.losses == reference.step_losses and same_weights(run.model(), reference.model)
@@ -138,7 +138,7 @@ def test_distinct_runs_queue_for_the_clusters_slot_and_stop_reaches_the_task_bef
     queued = registry.submit("b", *settings(seed=2, **ENDLESS))
     assert queued.status == "queued" and registry.place(queued).position == 1
     queued.stop()  # asked while queued: sent as its task takes it
-    assert first.wait_until_moving(30.0)
+    assert moving(first, READY_S)
     registry.leave("a", first)  # nobody watches it: stopped on the task
     assert first.wait_until_done(20.0) and first.result.reason == "stopped" and first.result.steps > 0
     assert queued.wait_until_done(30.0) and queued.result.reason == "stopped" and queued.error is None
@@ -177,7 +177,7 @@ def test_a_runs_caps_reach_the_task_and_end_the_run_with_its_model_kept(
     capped = replace(registry.settings, max_run_s=caps.run_s, max_total_pause_s=caps.total_pause_s)
     monkeypatch.setattr(registry, "settings", capped)  # what the slot's StartRuns carries to the task
     run = registry.submit("a", *settings(seed=4, **ENDLESS, eval_every=5))
-    assert run.wait_until_moving(30.0)
+    assert moving(run, READY_S)
     if pause:
         run.pause()
     assert run.wait_until_done(30.0) and run.error is None and run.result.reason == "stopped"
@@ -197,7 +197,7 @@ def test_a_task_killed_mid_run_leaves_its_last_snapshot_in_hand_and_a_new_task_t
     assert run.notice.startswith("the training process ended unexpectedly at step ")
     assert same_weights(run.model(), alone(*settings(seed=5, steps=kept, early_stop=False, eval_every=5))[0].model)
     after = registry.submit("b", *settings(seed=6, **ENDLESS))
-    assert after.wait_until_moving(READY_S)
+    assert moving(after, READY_S)
     assert task_of(registry).task_name != killed.task_name
     registry.leave("b", after)
     assert after.wait_until_done(30.0) and after.error is None and after.result.reason == "stopped"

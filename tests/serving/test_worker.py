@@ -10,7 +10,7 @@ from multiprocessing import Pipe
 import pytest
 
 from tests.helpers import wait_until
-from tests.helpers.serving import ENDLESS, ZH, alone, pause_step_and_resume, same_weights, settings
+from tests.helpers.serving import ENDLESS, ZH, alone, moving, pause_step_and_resume, same_weights, settings
 from transformer.i18n import N_, Message
 from transformer.serving import RunRegistry, ServerSettings
 from transformer.serving import worker_link as worker_link_module
@@ -37,7 +37,7 @@ def test_a_run_in_a_worker_is_the_run_its_settings_make_alone_with_another_run_b
     other = registry.submit("b", *settings(seed=9, **ENDLESS))
     try:
         run = registry.submit("a", *settings(steps=60, early_stop=False, record_attention=True))
-        assert run.wait_until_moving(30.0) and worker_of(registry, run).process is not None  # a process
+        assert moving(run, 30.0) and worker_of(registry, run).process is not None  # a process
         assert run.wait_until_done(60.0)
     finally:
         registry.leave("b", other)
@@ -71,7 +71,7 @@ def test_stop_reaches_a_worker_asked_before_it_started_or_while_it_trains(regist
     assert early.wait_until_done(30.0) and early.error is None and early.result.reason == "stopped"
     running = registry.submit("b", *settings(seed=3, **ENDLESS))
     wait_until(lambda: running.status != "queued")
-    assert running.wait_until_moving(30.0)
+    assert moving(running, 30.0)
     worker = worker_of(registry, running)
     registry.leave("b", running)
     assert running.wait_until_done(10.0) and running.result.reason == "stopped" and running.result.steps > 0
@@ -96,7 +96,7 @@ def test_a_worker_that_dies_mid_run_leaves_its_last_snapshot_in_hand_and_is_repl
 def test_a_worker_that_dies_before_a_first_snapshot_ends_its_run_with_a_message(registry):
     run = registry.submit("a", *settings(seed=8, **ENDLESS, eval_every=10**6))  # no metric row before the end
     wait_until(lambda: run.status != "queued")
-    assert run.wait_until_moving(30.0)
+    assert moving(run, 30.0)
     worker_of(registry, run).process.kill()
     assert run.wait_until_done(30.0) and run.result is None and run.model() is None
     assert run.error == "the training process ended unexpectedly" and ZH(run.error) == "训练进程意外结束"
@@ -131,7 +131,7 @@ def test_a_worker_that_stops_answering_is_closed_and_its_run_ends_with_a_message
     monkeypatch.setattr(worker_link_module, "SILENCE_LIMIT_S", 1.0)
     run = registry.submit("a", *settings(seed=6, **ENDLESS, eval_every=10**6))  # no snapshot to keep
     wait_until(lambda: run.status != "queued")
-    assert run.wait_until_moving(30.0)
+    assert moving(run, 30.0)
     worker = worker_of(registry, run)
     worker.process.send_signal(signal.SIGSTOP)  # hung: alive, but silent
     assert run.wait_until_done(30.0) and run.error == "the training process stopped answering"

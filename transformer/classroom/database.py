@@ -1,6 +1,8 @@
 """Where a teacher's classes are kept: the database's URL (`database_url`) and a pooled engine on it (`engine_for`),
 SQLite in a file by default, PostgreSQL when the URL names it, the same code on both."""
 
+import sqlite3
+import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -9,6 +11,7 @@ from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.engine import make_url
 
 SQLITE_BUSY_S = 30  # how long an SQLite connection waits for another's write lock (replicas migrating at once)
+WAL_RETRY_S = 0.01  # how long a connection waits before it asks again for WAL mode, which SQLite does not wait for
 
 
 def database_url(env: Mapping[str, str], secrets: Mapping[str, Any] | None = None) -> str:
@@ -40,5 +43,23 @@ def _sqlite_settings(dbapi_connection: Any, _record: Any) -> None:
     """SQLite enforces foreign keys, and lets the board read while a student's run is written (WAL)."""
     cursor = dbapi_connection.cursor()
     cursor.execute("PRAGMA foreign_keys=ON")
-    cursor.execute("PRAGMA journal_mode=WAL")
+    _into_wal(cursor)
     cursor.close()
+
+
+def _into_wal(cursor: sqlite3.Cursor) -> None:
+    """Put the database in WAL mode, which its file keeps (once there, asking again changes nothing). The change
+    needs the file to itself, and SQLite neither waits for it (its busy timeout does not cover this lock) nor always
+    says it failed (it answers the mode it kept): servers opening a new database together ask again until the
+    answer is WAL ("memory" for a database in memory), for at most SQLITE_BUSY_S."""
+    deadline = time.monotonic() + SQLITE_BUSY_S
+    while True:
+        try:
+            if cursor.execute("PRAGMA journal_mode=WAL").fetchone()[0] in ("wal", "memory"):
+                return
+        except sqlite3.OperationalError as err:
+            if "locked" not in str(err) or time.monotonic() >= deadline:
+                raise
+        if time.monotonic() >= deadline:
+            return  # the database works in its rollback journal, its writers waiting SQLITE_BUSY_S for each other
+        time.sleep(WAL_RETRY_S)
