@@ -31,7 +31,7 @@ from transformer.literal import code_span, markdown_literal
 from ui.charts import chart
 from ui.language import _, said, session_translator
 from ui.links import share_link
-from ui.state import model_page
+from ui.state import claim_inputs, model_page
 
 checkpoint = model_page(
     _("Anatomy"),
@@ -108,9 +108,13 @@ st.caption(
 )
 kind_col, layer_col = st.columns(2)
 kind = kind_col.selectbox(
-    _("Attention block"), list(ATTENTION_KINDS), format_func=said(lambda k: ATTENTION_KINDS[k][0]), key="anatomy_block"
+    _("Attention block"),
+    list(ATTENTION_KINDS),
+    format_func=said(lambda k: ATTENTION_KINDS[k][0]),
+    key="anatomy_block",
+    persist_state="session",
 )
-layer = layer_col.selectbox(_("Layer"), range(config.n_layers), key="anatomy_layer")
+layer = layer_col.selectbox(_("Layer"), range(config.n_layers), key="anatomy_layer", persist_state="session")
 st.caption(
     _(
         "Each matrix is d_model × d_model = {d_model} × {d_model}, stored as output rows × input columns (the layer "
@@ -176,10 +180,12 @@ else:
     )
 
 st.markdown(_("**Embeddings of a sequence, before and after adding the positional encoding**"))
+if claim_inputs("anatomy", checkpoint.task):  # a model for another task, or a first visit
+    st.session_state["anatomy_input"] = " ".join((vocab.symbols[:3] * 2)[: config.longest_sequence])
 text = st.text_input(
     _("A source sequence ({hint})", hint=_(vocab.input_hint(config.longest_sequence))),
-    value=" ".join((vocab.symbols[:3] * 2)[: config.longest_sequence]),
     key="anatomy_input",
+    persist_state="session",
 )
 try:
     ids = vocab.encode(text, max_len=config.longest_sequence)

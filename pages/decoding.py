@@ -27,8 +27,6 @@ from ui.alignment_view import decoding_alignment
 from ui.charts import chart
 from ui.decoding_inputs import (
     example_text,
-    keep_inputs,
-    restore_inputs,
     set_input,
     show_what_is_shown,
     source_input,
@@ -37,6 +35,7 @@ from ui.decoding_inputs import (
 from ui.language import _, said, session_translator
 from ui.links import link_values, share_link
 from ui.state import (
+    claim_inputs,
     following_run,
     in_hand_label,
     keep_result,
@@ -83,10 +82,7 @@ checkpoint = model_page(
 model, vocab, task = checkpoint.model, checkpoint.vocab, checkpoint.task
 examples = held_out_sources(task)
 
-# A model for another task, or a first visit: start from one of the task's examples.
-restore_inputs(task)
-if st.session_state.get("decode_task") != task or "decode_input" not in st.session_state:
-    st.session_state["decode_task"] = task
+if claim_inputs("decode", task):  # a model for another task, or a first visit: start from one of its examples
     set_input(example_text(examples[0], vocab.symbols), N_("the first held-out example of its task"))
 
 limit = model.config.longest_sequence
@@ -99,7 +95,6 @@ if link.keys() & {"input", "step"}:
     st.session_state["decode_link_step"] = link.get("step")  # None: the last step, the whole output
 text = source_input(task, vocab, limit, examples)
 strategy, temperature, top_k, seed, beam_width = strategy_settings(len(vocab))
-keep_inputs(task)
 
 try:
     ids = vocab.encode(text, max_len=limit)

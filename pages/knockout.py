@@ -87,6 +87,7 @@ ablation = st.radio(
     captions=[_(caption) for name, caption in ABLATION_TEXT.values()],
     horizontal=True,
     key="knockout_ablation",
+    persist_state="session",
 )
 
 
@@ -110,7 +111,12 @@ exact_col, token_col = st.columns(2)
 exact_col.metric(_("Intact exact match"), f"{grid.intact['exact_match']:.1%}")
 token_col.metric(_("Intact token accuracy"), f"{grid.intact['token_acc']:.1%}")
 metric = st.radio(
-    _("Score"), list(METRICS), format_func=said(lambda m: METRICS[m]), horizontal=True, key="knockout_metric"
+    _("Score"),
+    list(METRICS),
+    format_func=said(lambda m: METRICS[m]),
+    horizontal=True,
+    key="knockout_metric",
+    persist_state="session",
 )
 figure = knockout_heatmaps(grid.heads, grid.intact[metric], metric, tr=session_translator())
 chart(st, figure, key="knockout_grid")

@@ -56,6 +56,7 @@ if len(lengths) > 1:
         lengths[-1],
         (lengths[0], min(lengths[-1], 2 * task.max_len)),
         key="lengths_range",
+        persist_state="session",
         help=_(
             "The model trained on lengths {low}-{high}. The test offers lengths {first}-{last}: those its task has "
             "inputs of, up to the longest its positional encoding covers.",
@@ -73,6 +74,7 @@ n = n_col.select_slider(
     INPUTS_PER_LENGTH,
     100,
     key="lengths_n",
+    persist_state="session",
     help=_("At most: the held-out set has fewer of the shortest lengths."),
 )
 

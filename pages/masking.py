@@ -23,7 +23,7 @@ from transformer.vocab import Vocab
 from ui.charts import chart
 from ui.language import _, said, session_translator
 from ui.links import link_values, share_link
-from ui.state import keep_result, model_page, result_for
+from ui.state import claim_inputs, keep_result, model_page, result_for
 
 LINKED_WIDGETS = {"source": "mask_src", "target": "mask_tgt", "pad": "mask_pad_to"}  # link parameter -> widget key
 MAY_ATTEND = _("query {i} may attend to key {j}", i="$i$", j="$j$")  # in LaTeX's \text, $...$ is maths
@@ -46,7 +46,7 @@ checkpoint = model_page(
 model, vocab, config, tr = checkpoint.model, checkpoint.vocab, checkpoint.config, session_translator()
 longest = config.longest_sequence
 
-if "mask_src" not in st.session_state:
+if claim_inputs("mask", checkpoint.task):  # a model for another task, or a first visit: start from one of its pairs
     src_ids, tgt_ids = random_pair(checkpoint.task, vocab, 5, seed=0)
     st.session_state["mask_src"], st.session_state["mask_tgt"] = vocab.decode(src_ids), vocab.decode(tgt_ids)
 link = link_values("mask", masking_parsers(vocab, longest))
@@ -62,14 +62,15 @@ def draw_random_pair(task: DataConfig, vocab: Vocab, longest: int) -> None:
 
 
 src_col, tgt_col, pad_col, random_col = st.columns([3, 3, 1.3, 1.7], vertical_alignment="bottom")
-src_text = src_col.text_input(_("Source (symbols separated by spaces)"), key="mask_src")
-tgt_text = tgt_col.text_input(_("Target (what the decoder should write)"), key="mask_tgt")
+src_text = src_col.text_input(_("Source (symbols separated by spaces)"), key="mask_src", persist_state="session")
+tgt_text = tgt_col.text_input(_("Target (what the decoder should write)"), key="mask_tgt", persist_state="session")
 pad_to = pad_col.number_input(
     _("Pad to"),
     min_value=1,
     max_value=longest,
     value=min(8, longest),
     key="mask_pad_to",
+    persist_state="session",
     help=_("The length of the longest sequence in the batch: shorter ones get PAD."),
 )
 random_col.button(
@@ -148,8 +149,9 @@ kind = kind_col.radio(
     format_func=said(lambda k: ATTENTION_KINDS[k][0]),
     horizontal=True,
     key="mask_kind",
+    persist_state="session",
 )
-layer = layer_col.selectbox(_("Layer"), range(config.n_layers), key="mask_layer")
+layer = layer_col.selectbox(_("Layer"), range(config.n_layers), key="mask_layer", persist_state="session")
 name, queries, keys = ATTENTION_KINDS[kind]
 weights = attention_before_after(model, src, tgt)
 stages = (

@@ -18,27 +18,7 @@ STRATEGIES = {
     "beam": (N_("Beam search"), N_("keep the k best partial outputs")),
 }
 RANDOM_EXAMPLE = N_("a random held-out example")  # where an input came from, said when it is shown
-KEPT = "decode_kept"  # session state: (task, {widget key: value}) as the student last left the page
 DEFAULTS = {"decode_temperature": 1.0, "decode_top_k": 0, "decode_seed": 0, "decode_beam_width": 3}  # 0: all tokens
-INPUT_KEYS = ("decode_input", "decode_strategy", *DEFAULTS)
-
-
-def restore_inputs(task: DataConfig) -> None:
-    """Give back the inputs the student left on this page for `task` when they come back to it: Streamlit forgets a
-    widget's value when its page is left (and may keep an older value a page once wrote). On the page itself, and
-    for an input another page sent here (`ui.state.decode_on_decoding_page`), the values the session holds stand."""
-    kept_task, values = st.session_state.get(KEPT, (None, {}))
-    returning = "decode_input" not in st.session_state  # the page always draws it: gone only once the page was left
-    for key, value in {**DEFAULTS, **(values if kept_task == task else {})}.items():
-        if returning:
-            st.session_state[key] = value
-        else:
-            st.session_state.setdefault(key, value)
-
-
-def keep_inputs(task: DataConfig) -> None:
-    """Keep the page's inputs for `restore_inputs`, once they are drawn."""
-    st.session_state[KEPT] = (task, {key: st.session_state[key] for key in INPUT_KEYS if key in st.session_state})
 
 
 def example_text(source: list[int], symbols: tuple[str, ...]) -> str:
@@ -85,6 +65,7 @@ def source_input(task: DataConfig, vocab: Vocab, limit: int, examples: list[list
             hint=_(vocab.input_hint(limit)).capitalize(),
         ),
         key="decode_input",
+        persist_state="session",
     )
     random_col.button(
         _("Random"),
@@ -99,7 +80,10 @@ def source_input(task: DataConfig, vocab: Vocab, limit: int, examples: list[list
 
 def strategy_settings(vocab_size: int) -> tuple[str, float, int | None, int, int]:
     """The decoding strategy and its settings: (strategy, temperature, top_k, seed, beam width); the settings a
-    strategy does not use keep their defaults. Each widget shows the value its key holds (`restore_inputs`)."""
+    strategy does not use keep their defaults. Each widget shows the value its key holds, DEFAULTS at first, and
+    keeps it while the student visits other pages."""
+    for key, value in DEFAULTS.items():
+        st.session_state.setdefault(key, value)
     strategy = st.radio(
         _("Strategy"),
         list(STRATEGIES),
@@ -107,6 +91,7 @@ def strategy_settings(vocab_size: int) -> tuple[str, float, int | None, int, int
         captions=[_(caption) for name, caption in STRATEGIES.values()],
         horizontal=True,
         key="decode_strategy",
+        persist_state="session",
     )
     temperature, top_k, seed = DEFAULTS["decode_temperature"], None, DEFAULTS["decode_seed"]
     beam_width = DEFAULTS["decode_beam_width"]
@@ -117,6 +102,7 @@ def strategy_settings(vocab_size: int) -> tuple[str, float, int | None, int, int
             *DECODING_TEMPERATURES,
             step=0.1,
             key="decode_temperature",
+            persist_state="session",
             help=_("Divides the logits before the softmax: below 1 sharpens, above 1 flattens."),
         )
         top_k = (
@@ -125,6 +111,7 @@ def strategy_settings(vocab_size: int) -> tuple[str, float, int | None, int, int
                 0,
                 vocab_size,
                 key="decode_top_k",
+                persist_state="session",
                 help=_("Sample only among the k most likely tokens."),
             )
             or None
@@ -133,6 +120,7 @@ def strategy_settings(vocab_size: int) -> tuple[str, float, int | None, int, int
             _("Seed"),
             *DECODING_SEEDS,
             key="decode_seed",
+            persist_state="session",
             help=_("The same seed draws the same sequence; change it to draw another."),
         )
     elif strategy == "beam":
@@ -140,6 +128,7 @@ def strategy_settings(vocab_size: int) -> tuple[str, float, int | None, int, int
             _("Beam width"),
             *DECODING_BEAM_WIDTHS,
             key="decode_beam_width",
+            persist_state="session",
             help=_(
                 "Hypotheses kept at each step, ranked by summed log-probability, which favours shorter outputs; the "
                 "paper used width 4 with a length penalty against that. 1 is greedy."

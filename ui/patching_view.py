@@ -11,7 +11,7 @@ from transformer.patching import PatchingGrid, patching_grid
 from transformer.tasks import TaskData
 from ui.charts import chart
 from ui.language import _, said, session_translator
-from ui.state import per_model
+from ui.state import claim_inputs, per_model
 
 SITES = {"heads": N_("one head's output"), "stream": N_("the residual stream")}
 
@@ -36,17 +36,18 @@ def patching_section(checkpoint: Checkpoint) -> None:
             "that activation carries the changed symbol's information to the output."
         )
     )
-    if st.session_state.get("patch_task") != task:  # a model for another task: start from one of its inputs
+    if claim_inputs("patch", task):  # a model for another task, or a first visit: start from one of its inputs
         source = TaskData(task, vocab).valid_sources[0]
-        st.session_state["patch_task"] = task
         st.session_state["patch_clean"] = " ".join(vocab.symbols[s] for s in source)
         st.session_state["patch_corrupted"] = corrupted_text(source, vocab.symbols)
         st.session_state.pop("patch_asked", None)
     with st.form("patch_inputs"):
         clean_col, corrupted_col = st.columns(2)
-        clean = clean_col.text_input(_("Clean input"), key="patch_clean", max_chars=4 * model.config.max_len)
+        clean = clean_col.text_input(
+            _("Clean input"), key="patch_clean", max_chars=4 * model.config.max_len, persist_state="session"
+        )
         corrupted = corrupted_col.text_input(
-            _("Corrupted input"), key="patch_corrupted", max_chars=4 * model.config.max_len
+            _("Corrupted input"), key="patch_corrupted", max_chars=4 * model.config.max_len, persist_state="session"
         )
         if st.form_submit_button(_("Patch"), key="patch_run", icon=":material/healing:", type="primary"):
             st.session_state["patch_asked"] = clean, corrupted

@@ -16,7 +16,8 @@ Session state keys the pages share (each named once, here):
 - CLASS_CODE, "class_code": the class the opened link (`?class=...`) named; every page keeps it in the address, so
   a reload keeps the student in the class (ui/classes.py has the class's own keys).
 A reload starts a new session: `reattach_runs` hands it the browser's Train run and Compare rerun, if they still
-train. Pages keep their own widget state under keys prefixed with the page's name.
+train. Pages keep their own widget state under keys prefixed with the page's name; a page's inputs wait for the
+student while they visit other pages (`persist_state="session"`), for the task they were typed for (`claim_inputs`).
 """
 
 import time
@@ -305,9 +306,19 @@ def model_change(page: str) -> str | None:
     return None if before is shown else label
 
 
+def claim_inputs(page: str, task: DataConfig) -> bool:
+    """Note that `page`'s inputs are for `task`, the model in hand's; returns whether they were not (another task's,
+    or none yet): the page then starts them afresh. A page draws its inputs with `persist_state="session"`, so they
+    wait for the student while they visit other pages; but another task's symbols would not read."""
+    mark = f"{page}_task"
+    fresh = st.session_state.get(mark) != task
+    st.session_state[mark] = task
+    return fresh
+
+
 def decode_on_decoding_page(text: str, task: DataConfig, origin: str) -> None:
     """Go to the Decoding page with `text`, a source sequence of `task`, as its input; `origin` says where the
     input comes from, e.g. "a row of the Length test"."""
-    st.session_state["decode_task"] = task  # the Decoding page keeps an input only for the task it was typed for
+    claim_inputs("decode", task)
     set_input(text, origin)
     st.switch_page("pages/decoding.py")
