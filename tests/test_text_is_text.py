@@ -161,11 +161,13 @@ def class_database(tmp_path, monkeypatch):
 
 def test_every_page_shows_hostile_symbols_tokens_and_names_only_as_text(class_database):
     at = AppTest.from_file(str(APP), default_timeout=120)
-    at.session_state["mask_src"] = at.session_state["mask_tgt"] = MASKING_INPUT
     at.run()
     at.switch_page("pages/checkpoints.py").run()
     upload = (f"{FILE_NAME}.pt", checkpoint_bytes_of(hostile_checkpoint()), "application/octet-stream")
     at.file_uploader(key="upload_checkpoint").set_value(upload).run()
+    at.switch_page("pages/masking.py").run()  # typed there, kept while the other pages are visited
+    at.text_input(key="mask_src").set_value(MASKING_INPUT)
+    at.text_input(key="mask_tgt").set_value(MASKING_INPUT).run()
     at.switch_page("pages/teacher.py").run()
     at.text_input(key="teacher_title").set_value(FILE_NAME)
     at.button(key="teacher_create_button").click().run()
