@@ -34,6 +34,7 @@ from ui.links import share_link
 from ui.state import claim_inputs, model_page
 
 checkpoint = model_page(
+    "anatomy",
     _("Anatomy"),
     _(
         "The model in hand, laid out as Figure 1 of the paper (section 3.1): an encoder stack and a decoder stack, "

@@ -40,7 +40,6 @@ from ui.state import (
     in_hand_label,
     keep_result,
     kept_result,
-    model_change,
     model_in_hand,
     model_page,
 )
@@ -71,6 +70,7 @@ def go_to(step: int) -> None:
 
 
 checkpoint = model_page(
+    "decode",
     _("Decoding, step by step"),
     _(
         "The decoder writes its output one token at a time and feeds each token back in as input for the next: it "
@@ -90,7 +90,7 @@ link = link_values("decode", decoding_parsers(vocab, limit))
 st.session_state.update({LINKED_WIDGETS[name]: value for name, value in link.items() if name in LINKED_WIDGETS})
 if "input" in link:
     st.session_state["decode_input_origin"] = (link["input"], N_("the opened link"))
-show_what_is_shown(checkpoint, in_hand_label(model_in_hand()[1]), model_change("decode") is not None)
+show_what_is_shown(checkpoint, in_hand_label(model_in_hand()[1]))
 if link.keys() & {"input", "step"}:
     st.session_state["decode_link_step"] = link.get("step")  # None: the last step, the whole output
 text = source_input(task, vocab, limit, examples)

@@ -54,6 +54,7 @@ def pick_heads(labels: list[str]) -> None:
 
 
 checkpoint = model_page(
+    "knockout",
     _("Knockout: which heads does the work?"),
     _(
         "Attention maps show where a head looks, not whether the model needs what it finds. Here each attention "

@@ -21,7 +21,7 @@ from ui.downloads import csv_download
 from ui.language import _, session_translator
 from ui.links import link_values, share_link
 from ui.report_view import keep_class_length_test
-from ui.state import decode_on_decoding_page, model_page, per_model, shipped_name
+from ui.state import claim_inputs, decode_on_decoding_page, model_page, per_model, shipped_name
 
 
 @st.cache_resource(show_spinner=False, max_entries=64)
@@ -33,6 +33,7 @@ def shipped_report(name: str, low: int, high: int, n: int) -> LengthReport:
 
 
 checkpoint = model_page(
+    "lengths",
     _("Length test: inputs it never saw"),
     _(
         "A model that gets every held-out input right has learned its task *for the lengths it trained on*. Here "
@@ -43,6 +44,8 @@ checkpoint = model_page(
 )
 model, vocab, task = checkpoint.model, checkpoint.vocab, checkpoint.task
 lengths = testable_lengths(task, model.config)
+if claim_inputs("lengths", task):  # a model for another task: its own lengths, from the slider's default
+    st.session_state.pop("lengths_range", None)
 if "lengths" in (link := link_values("lengths", lengths_parsers(lengths))):
     st.session_state["lengths_range"] = link["lengths"]
 if not set(st.session_state.get("lengths_range", ())) <= set(lengths):  # chosen for another model in hand

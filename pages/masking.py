@@ -30,6 +30,7 @@ MAY_ATTEND = _("query {i} may attend to key {j}", i="$i$", j="$j$")  # in LaTeX'
 BLOCKED = _("blocked")
 
 checkpoint = model_page(
+    "mask",
     _("Masking lab"),
     _(
         "Attention looks only where its mask allows. The **padding mask** hides the PAD tokens that fill a batch up "
@@ -49,6 +50,7 @@ longest = config.longest_sequence
 if claim_inputs("mask", checkpoint.task):  # a model for another task, or a first visit: start from one of its pairs
     src_ids, tgt_ids = random_pair(checkpoint.task, vocab, 5, seed=0)
     st.session_state["mask_src"], st.session_state["mask_tgt"] = vocab.decode(src_ids), vocab.decode(tgt_ids)
+    st.session_state.pop("mask_pad_to", None)  # the new task's longest sequence sets it
 link = link_values("mask", masking_parsers(vocab, longest))
 st.session_state.update({LINKED_WIDGETS[name]: value for name, value in link.items()})
 

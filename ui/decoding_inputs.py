@@ -33,9 +33,8 @@ def set_input(text: str, origin: str) -> None:
     st.session_state["decode_input_origin"] = (text, origin)
 
 
-def show_what_is_shown(checkpoint: Checkpoint, label: str, changed: bool) -> None:
-    """One line naming the model in hand and where the input comes from; a notice first when the model in hand
-    changed since the page last showed one."""
+def show_what_is_shown(checkpoint: Checkpoint, label: str) -> None:
+    """One line naming the model in hand and where the input comes from."""
     task, history, name = checkpoint.task, checkpoint.history, markdown_literal(label)
     lengths = dict(task=task.task, low=task.min_len, high=task.max_len)
     if history:
@@ -47,8 +46,6 @@ def show_what_is_shown(checkpoint: Checkpoint, label: str, changed: bool) -> Non
         )
     else:
         model = _("**{name}** ({task}, trained on lengths {low}-{high})", name=name, **lengths)
-    if changed:
-        st.info(_("The model in hand changed since this page last showed one: it is now {model}.", model=model))
     text, origin = st.session_state.get("decode_input_origin", (None, ""))
     where = origin if text == st.session_state.get("decode_input") else N_("typed by you")
     st.markdown(_("Decoding with {model} · input: {origin}.", model=model, origin=markdown_literal(_(where))))

@@ -33,6 +33,7 @@ from transformer.checkpoint import checkpoint_bytes
 from transformer.experiments import LiveExperiment
 from transformer.i18n import N_
 from transformer.limits import ENDED_RUN_KEPT_S
+from transformer.literal import markdown_literal
 from transformer.naming import run_name
 from transformer.serving import Run
 from transformer.tasks import DataConfig
@@ -275,14 +276,19 @@ def shipped_checkpoint_buttons(key_prefix: str) -> None:
     show_flashes("load")
 
 
-def model_page(title: str, intro: str, formula: str | None = None) -> Checkpoint:
-    """Open a page about the model in hand: its title, its introduction and a formula (LaTeX) under it, if any;
-    returns the model in hand, or shows a hint and stops when there is none."""
+def model_page(page: str, title: str, intro: str, formula: str | None = None) -> Checkpoint:
+    """Open `page`, a page about the model in hand: its title, its introduction and a formula (LaTeX) under it, if
+    any, and a notice when the model in hand changed since the page last showed one (the page's inputs may then
+    start afresh: `claim_inputs`); returns the model in hand, or shows a hint and stops when there is none."""
     st.title(title)
     st.markdown(intro)
     if formula is not None:
         st.latex(formula)
-    return require_model()
+    checkpoint = require_model()
+    if (label := model_change(page)) is not None:
+        model = f"**{markdown_literal(in_hand_label(label))}**"
+        st.info(_("The model in hand changed since this page last showed one: it is now {model}.", model=model))
+    return checkpoint
 
 
 def require_model() -> Checkpoint:

@@ -12,6 +12,7 @@ ROOT = Path(__file__).resolve().parents[2]
 TYPED = {  # page -> {widget key: (widget kind, a value other than its first)}, on the shipped sort model (2 layers)
     "pages/masking.py": {
         "mask_src": ("text_input", "3 1 2"),
+        "mask_pad_to": ("number_input", 5),
         "mask_layer": ("selectbox", 1),
         "mask_kind": ("radio", "cross"),
     },
@@ -20,14 +21,19 @@ TYPED = {  # page -> {widget key: (widget kind, a value other than its first)}, 
         "anatomy_layer": ("selectbox", 1),
         "anatomy_block": ("selectbox", "cross"),
     },
-    "pages/lengths.py": {"lengths_range": ("slider", (3, 6)), "lengths_n": ("select_slider", 25)},
+    "pages/lengths.py": {"lengths_range": ("slider", (3, 13)), "lengths_n": ("select_slider", 25)},
     "pages/knockout.py": {"knockout_metric": ("radio", "token_acc"), "knockout_ablation": ("radio", "mean")},
 }
+DATA = {"mask_pad_to", "lengths_range"}  # inputs of the task's data beside its texts: another task's start afresh
 TEXTS = ("mask_src", "mask_tgt", "anatomy_input", "patch_clean", "patch_corrupted")  # a task's own symbols
 
 
 def widget(at: AppTest, kind: str, key: str):
     return getattr(at, kind)(key=key)
+
+
+def infos(at: AppTest) -> list[str]:
+    return [info.value for info in at.info]
 
 
 def texts(at: AppTest, page: str) -> dict[str, str]:
@@ -58,4 +64,9 @@ def test_each_page_s_inputs_come_back_after_other_pages_and_start_afresh_for_ano
     for page, inputs in TYPED.items():
         assert texts(at, page) == texts(new_visit, page)  # what a first visit with that model shows
         assert not at.exception and not at.error
-        assert all(widget(at, "selectbox", key).value == 0 for key in inputs if key.endswith("_layer"))
+        assert "The model in hand changed since this page last showed one: it is now **reverse**." in infos(at)
+        for key in DATA & inputs.keys():  # the task's data: the new task's own, as at a first visit
+            assert widget(at, inputs[key][0], key).value == widget(new_visit, inputs[key][0], key).value, key
+        for key in inputs.keys() - DATA - set(TEXTS):  # the way of looking stays, where the new model has it
+            expected = 0 if key.endswith("_layer") else inputs[key][1]
+            assert widget(at, inputs[key][0], key).value == expected, key
