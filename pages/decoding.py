@@ -23,7 +23,7 @@ from transformer.link_params import decoding_parsers, write_params
 from transformer.literal import code_span, markdown_literal
 from transformer.tasks import DataConfig, TaskData, task_of
 from ui.accessibility import shortcut_help
-from ui.alignment_view import decoding_alignment
+from ui.alignment_view import cross_attention_caption, decoding_alignment
 from ui.charts import chart
 from ui.decoding_inputs import (
     example_text,
@@ -270,13 +270,7 @@ with attention_col:
             ),
             key="decode_cross_attention",
         )
-        st.caption(
-            _(
-                "Where this step's query looks in the source, head by head. A model that solved *reverse* looks "
-                "mostly at or next to the mirrored position (step 1 at the last source token, step 2 near the one "
-                "before, and so on); heads can share the work, so a single head need not point exactly."
-            )
-        )
+        st.caption(cross_attention_caption(task.task, examples[0]))
     else:
         chart(
             st,

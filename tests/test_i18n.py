@@ -12,6 +12,7 @@ from babel.messages.pofile import read_po
 from transformer import i18n
 from transformer.i18n import (
     LANGUAGES,
+    N_,
     Message,
     Translator,
     bounded,
@@ -102,6 +103,8 @@ def test_joined_parts_read_as_english_and_translate_each():
     assert parts == "d_model 32 · seed 3 · no PE"
     chinese = Translator("zh-CN", {"seed {seed}": "种子 {seed}", "no PE": "无位置编码"})
     assert chinese(parts) == "d_model 32 · 种子 3 · 无位置编码"
+    listed = joined(["a", "b"], N_("; "))  # a mark that has its own Chinese
+    assert listed == "a; b" and Translator("zh-CN", {"; ": "；"})(listed) == "a；b"
 
 
 # ------------------------------------------------------------------------------------------ the zh-CN catalogue

@@ -100,9 +100,11 @@ def _message(template: str, params: Mapping[str, object]) -> Message:
 
 
 def joined(parts: Iterable[str], separator: str = " · ") -> Message:
-    """One Message of `parts` joined by `separator` (a mark, not a word), each part translated where it is shown."""
+    """One Message of `parts` joined by `separator` (a mark, not a word), each part, and the mark, translated where
+    it is shown: `N_("; ")` reads "；" in Chinese."""
     named = {f"part{i}": part if isinstance(part, Message) else Message(part) for i, part in enumerate(parts)}
-    return Message(separator.join(f"{{{name}}}" for name in named), **named)
+    template = "{separator}".join(f"{{{name}}}" for name in named)
+    return Message(template, separator=Message(separator), **named)
 
 
 def message_of(error: BaseException) -> Message | str:

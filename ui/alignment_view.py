@@ -2,6 +2,7 @@
 one, each head's alignment score, and on Train the best head's score over the run."""
 
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import streamlit as st
@@ -18,6 +19,7 @@ from transformer.alignment import (
 )
 from transformer.decoding import DecodeStep
 from transformer.figures.alignment import best_head_figure, ideal_over_learned
+from transformer.i18n import N_
 from transformer.pairs import PAIRS_TASK
 from transformer.serving import Run
 from transformer.vocab import Vocab
@@ -25,6 +27,21 @@ from ui.charts import chart
 from ui.language import _, session_translator
 
 CHART_HEIGHT = 320  # as the Train page's loss and accuracy charts
+CROSS_ALIGNED = N_(
+    "Where this step's query looks in the source, head by head. A model that solved {task} looks mostly at or next "
+    "to the source position its output token comes from (for reverse the mirrored one: step 1 at the last source "
+    "token, step 2 near the one before); heads can share the work, so a single head need not point exactly."
+)
+CROSS_SPREAD = N_(
+    "Where this step's query looks in the source, head by head. In {task} an output token need not come from one "
+    "source position, so its heads may look at many places at once."
+)
+
+
+def cross_attention_caption(task: str, source: Sequence[int]) -> str:
+    """What a decoding step's cross-attention map shows for the task called `task`, whose held-out `source` (symbol
+    indices) tells whether each of its output tokens comes from one source position."""
+    return _(CROSS_ALIGNED if source_positions(task, source) is not None else CROSS_SPREAD, task=task)
 
 
 def no_alignment(task: str) -> str:

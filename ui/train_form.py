@@ -31,6 +31,7 @@ ROWS = [  # (expander title or None, column widths): the rows of `FormPlace.row`
 TASK_ROW = 0  # the row drawn above the form
 KEEPS = ("seed",)  # settings a task's default run leaves as the student set them: the seed is the student's own
 CHOSEN = N_("Choosing a task fills in its default run; change any setting before you press Start.")
+LOCKED = N_("The settings shown greyed out are your teacher's; change any other before you press Start.")
 
 
 def form_key(s: spec.Setting) -> str:
@@ -53,7 +54,7 @@ def draw_task(locked: Mapping[str, Any] | None = None) -> None:
     """The task picker, above the form: choosing a task fills the form with its default run. Call before
     `draw_fields`, outside `st.form`."""
     _start_values(locked or {})
-    task_picker(form_key, _(CHOSEN), disabled="task" in (locked or {}))
+    task_picker(form_key, _(LOCKED if locked else CHOSEN), disabled="task" in (locked or {}))
 
 
 def task_picker(key_of: Callable[[spec.Setting], str], caption: str, disabled: bool = False) -> None:

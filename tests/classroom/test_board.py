@@ -131,9 +131,14 @@ def test_the_difference_sentence_gives_counts_and_the_spread_of_steps_to_solve()
     for i in range(29):  # PE students solve in 300..700 steps; no-PE students never solve
         runs.append(finished(300 + 400 * (i // 2) // 14, True) if i % 2 == 0 else finished(600, False, 0.1))
     snapshot = class_of(runs)
-    assert board.difference_sentence(snapshot) == (
-        "solved: 15 of 15 (PE) against 0 of 14 (no PE). Steps to solve: PE median 500 (range 300-700); "
-        "no PE none solved."
+    sentence = board.difference_sentence(snapshot)
+    assert sentence == (
+        "solved: 15 of 15 (PE) against 0 of 14 (no PE). Steps to solve: PE: median 500 (range 300-700); "
+        "no PE: none solved."
+    )
+    assert translator("zh-CN")(sentence) == (  # Chinese marks between its parts too
+        "解出：15 个中 15 个（PE），对比 14 个中 0 个（无位置编码）。"
+        "解出所需步数：PE：中位数 500（范围 300-700）；无位置编码：无一解出。"
     )
     table = board.outcome_table(snapshot)
     assert table.groupby("group")["solved"].sum().to_dict() == {"PE": 15, "no PE": 0}
@@ -293,7 +298,7 @@ def test_a_run_the_time_budget_stopped_ran_out_of_time_and_is_never_graded_as_a_
     assert frame["measured"].tolist() == ["ran out of time"] * 4 and frame["right"].isna().all()
     assert board.result_text(runs[1]) == "ran out of time: exact match 40% after 250 steps (time budget)"
     assert board.difference_sentence(snapshot) == (
-        "solved: 2 of 2 (PE) against 0 of 0 (no PE). Steps to solve: PE median 350 (range 300-400); no PE none "
+        "solved: 2 of 2 (PE) against 0 of 0 (no PE). Steps to solve: PE: median 350 (range 300-400); no PE: none "
         "solved. Ran out of time, not counted: 2 (no PE)."
     )
     assert board.outcome_table(snapshot)["timed_out"].tolist() == [False, True, False, True]

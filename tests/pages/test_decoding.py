@@ -13,6 +13,8 @@ from streamlit.testing.v1 import AppTest
 from tests.helpers import array
 from tests.helpers.apptest import charts, flash_waiting, kept
 from transformer import Checkpoint, DataConfig, ModelConfig, TrainConfig, Trainer, Transformer, Vocab
+from transformer.tasks import TaskData
+from ui.alignment_view import CROSS_ALIGNED, CROSS_SPREAD
 
 APP = Path(__file__).resolve().parents[2] / "streamlit_app.py"
 PAGE = "pages/decoding.py"
@@ -335,3 +337,14 @@ def test_back_and_next_have_arrow_keys_that_their_help_names(solved_reverse):
     for key, shortcut, said in (("decode_back", "left", "←"), ("decode_next", "right", "→")):
         proto = at.button(key=key).proto
         assert proto.shortcut.lower() == shortcut and proto.help.endswith(f"\n\nKeyboard shortcut: {said}")
+
+
+@pytest.mark.parametrize("task, aligned", [("reverse", True), ("caesar", True), ("count", False)])
+def test_the_cross_attention_caption_speaks_of_the_task_in_hand(task, aligned):
+    data = DataConfig(task=task, min_len=3, max_len=5, n_symbols=4)
+    vocab = TaskData(data).vocab
+    config = ModelConfig(vocab_size=len(vocab), max_len=16)
+    at = open_page(Checkpoint(Transformer(config).eval(), vocab, config, data, [], {}))
+    captions = [caption.value for caption in at.caption]
+    assert (CROSS_ALIGNED.format(task=task) in captions) is aligned
+    assert (CROSS_SPREAD.format(task=task) in captions) is not aligned

@@ -211,7 +211,7 @@ def difference_sentence(snapshot: Snapshot) -> Message:
         steps = steps or Message(N_("none solved"))
         if named:
             counts.append(Message(N_("{solved} of {runs} ({group})"), solved=solved, runs=runs, group=label))
-            spreads.append(Message(N_("{group} {steps}"), group=label, steps=steps))
+            spreads.append(Message(N_("{group}: {steps}"), group=label, steps=steps))
         else:
             counts.append(Message(N_("{solved} of {runs}"), solved=solved, runs=runs))
             spreads.append(steps)
@@ -219,13 +219,13 @@ def difference_sentence(snapshot: Snapshot) -> Message:
     for count in counts[1:]:
         against = Message(N_("{first} against {second}"), first=against, second=count)
     solved = N_("solved: {counts}. Steps to solve: {spreads}.")
-    sentence = Message(solved, counts=against, spreads=joined(spreads, "; "))
+    sentence = Message(solved, counts=against, spreads=joined(spreads, N_("; ")))
     late = {label: n for label, found in ended.items() if (n := sum(o.timed_out for o in found))}
     if not late:
         return sentence
     counted = [Message(N_("{n} ({group})"), n=n, group=label) if named else str(n) for label, n in late.items()]
     out_of_time = N_("{sentence} Ran out of time, not counted: {counts}.")
-    return Message(out_of_time, sentence=sentence, counts=joined(counted, ", "))
+    return Message(out_of_time, sentence=sentence, counts=joined(counted, N_(", ")))
 
 
 def stalled(run: RunState | None, rows: int = STALL_ROWS) -> bool:
