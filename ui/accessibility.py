@@ -1,7 +1,8 @@
-"""What every page needs for WCAG 2.2 AA beyond what Streamlit draws: captions in full contrast (Streamlit fades a
-caption with opacity, which takes its code spans below 4.5:1), scrolling regions a keyboard can reach (a formula
-wider than its column scrolls, and a region that scrolls must take focus), and buttons' keyboard shortcuts said in
-their help. Checked by `tests/browser/test_accessibility.py` (axe-core on every page in each language)."""
+"""What every page needs for WCAG 2.2 AA beyond what Streamlit draws: captions and locked settings in full contrast
+(Streamlit fades a caption with opacity, which takes its code spans below 4.5:1, and a disabled widget's words to
+2.5:1), scrolling regions a keyboard can reach (a formula wider than its column scrolls, and a region that scrolls
+must take focus), and buttons' keyboard shortcuts said in their help. Checked by `tests/browser/test_accessibility.py`
+(axe-core on every page in each language)."""
 
 import streamlit as st
 
@@ -23,8 +24,14 @@ FIELD_ERRORS = f"""[data-testid="stNumberInput"]:has([role="alert"]) {{ position
   position: static !important; width: auto !important; height: auto !important; margin: 0.25rem 0 0 !important;
   overflow: visible !important; clip: auto !important; clip-path: none !important; white-space: normal !important;
   display: block !important; color: {ERROR_RED}; font-size: 0.875rem; }}"""
+MUTED_GREY = "#595959"  # 7:1 on white, over 6:1 on a field's grey: quieter than the text, and still read at 4.5:1
+# A setting a class's teacher locked is a disabled widget, which Streamlit draws at 40% opacity (about 2.5:1); the
+# student must read it (their seed, their group's settings), so it takes the grey of captions.
+LOCKED = f"""[data-testid="stElementContainer"]:has(input:disabled) :is(p, input) {{
+  color: {MUTED_GREY} !important; -webkit-text-fill-color: {MUTED_GREY} !important; }}"""
 CSS = f""".st-key-{KEY} {{ display: none; }}
-[data-testid="stCaptionContainer"] {{ opacity: 1; color: #595959; }}
+[data-testid="stCaptionContainer"] {{ opacity: 1; color: {MUTED_GREY}; }}
+{LOCKED}
 {FIELD_ERRORS}"""
 # A fixed script, never text from anyone. Installed once per browser tab (Streamlit swaps pages inside one document),
 # it gives each display formula or table cell that scrolls a place in the tab order, and takes it back when it no

@@ -14,7 +14,7 @@ from conftest import choose, downloaded, page_errors, requires_chromium, screens
 from playwright.sync_api import expect
 
 from harness.chromium import VIEWPORT
-from harness.page import IDLE, button, fill, main, wait_idle
+from harness.page import IDLE, button, fill, main, text_contrast, wait_idle
 from transformer.i18n import N_, translator
 
 pytestmark = requires_chromium
@@ -86,6 +86,8 @@ def student_trains(context, link: str, language: str, name: str) -> str:
     fill(page, "class_name", name)
     button(page, "class_join_button").click()
     wait_idle(page)
+    for words_of in (".st-key-train_seed input", ".st-key-train_seed [data-testid='stWidgetLabel'] p"):
+        assert text_contrast(page.locator(words_of)) >= 4.5, words_of  # locked by the class, and still read
     question = page.locator(".st-key-class_prediction")
     expect(question).to_contain_text(TASK_FILE)  # the class's own task, never the assignment's reverse
     assert "reverse" not in question.inner_text()
