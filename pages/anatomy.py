@@ -29,7 +29,7 @@ from transformer.inspection import (
 )
 from transformer.literal import code_span, markdown_literal
 from ui.charts import chart
-from ui.language import _, said, session_translator
+from ui.language import SELECT_ALL, _, said, session_translator
 from ui.links import share_link
 from ui.state import claim_inputs, model_page
 
@@ -148,6 +148,7 @@ dims = st.multiselect(
     range(config.d_model),
     default=sorted({d for d in (0, 1, 6, config.d_model // 2) if d < config.d_model}),
     key="anatomy_dims",
+    select_all=SELECT_ALL,
     placeholder=_("Choose options"),
 )
 sinusoidal = config.positional != "learned"

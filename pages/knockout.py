@@ -28,7 +28,7 @@ from transformer.model import Transformer
 from transformer.vocab import Vocab
 from ui.charts import chart
 from ui.common import shipped_checkpoint
-from ui.language import _, ngettext, said, session_translator
+from ui.language import SELECT_ALL, _, ngettext, said, session_translator
 from ui.links import share_link
 from ui.patching_view import patching_section
 from ui.state import model_page, per_model, shipped_name
@@ -150,6 +150,7 @@ chosen = st.multiselect(
     _("Heads to remove"),
     labels,
     key="knockout_heads",
+    select_all=SELECT_ALL,
     placeholder=_("Choose options"),
     format_func=lambda label: _(
         "{kind} · layer {layer} · head {head}",

@@ -39,7 +39,7 @@ from ui.charts import chart
 from ui.classes import board_columns, caller, class_store
 from ui.common import cluster_not_used, local_time
 from ui.downloads import csv_download
-from ui.language import _, language, language_param, ngettext, said, session_translator, table_cells
+from ui.language import SELECT_ALL, _, language, language_param, ngettext, said, session_translator, table_cells
 from ui.links import unreachable_host
 from ui.own_task import class_task_section
 from ui.report_view import class_reports_download
@@ -239,6 +239,7 @@ def assignment_form(snapshot: Snapshot, code: str, key: str) -> None:
             [s.name for s in spec.class_open()],
             format_func=said(lambda name: spec.setting(name).label),
             key="teacher_open_settings",
+            select_all=SELECT_ALL,
             placeholder=_("Choose options"),
         )
         st.selectbox(

@@ -12,7 +12,7 @@ from transformer.experiments import CUSTOM, SWITCHES
 from transformer.experiments.definitions import Switch, lesson_settings
 from transformer.i18n import N_
 from transformer.limits import MAX_VARIANTS
-from ui.language import _, said
+from ui.language import SELECT_ALL, _, said
 from ui.setting_widgets import FOLDED_COLUMNS, OTHER_SETTINGS, draw_setting, setting_value, widget_value
 
 FIRST = (("task", "min_len", "max_len", "steps", "seed"), ("d_model", "n_heads", "n_layers"))  # its first columns
@@ -87,6 +87,7 @@ def _switch_and_values(switch_col, state: CompareState) -> tuple[Switch, list]:
         switch.choices,
         list(state.values),
         key="compare_values",
+        select_all=SELECT_ALL,
         placeholder=_("Choose options"),
         format_func=said(switch.label),
         max_selections=MAX_VARIANTS,

@@ -24,6 +24,7 @@ PICKER = "language_picker"  # the sidebar picker's widget key (a widget's own st
 LANG_PARAM = "lang"  # the link parameter: `?lang=zh-CN`
 DECLARED = "page_language"  # the key of the sidebar's container that declares the page's language, hidden
 HIDDEN_CSS = f".st-key-{DECLARED} {{ display: none; }}"
+SELECT_ALL = False  # a multiselect's "Select all" option: Streamlit words it in English only, so there is none
 # Streamlit's file uploader says "Upload" and "200MB per file • CSV" in English only: outside English its button
 # says the session's word for it, and its line of limits is hidden (each uploader's label states its own limit).
 UPLOADER_CSS = """[data-testid="stFileUploaderDropzoneInstructions"] { display: none; }

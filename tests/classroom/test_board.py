@@ -236,6 +236,10 @@ def test_the_csv_frames_have_their_columns_and_are_safe_in_a_spreadsheet():
     assert len(board.metrics_frame(snapshot)) == 2
     back = pd.read_csv(io.StringIO(results.to_csv(index=False)))
     assert back["name"].tolist() == ["'=HYPERLINK(1)", "S1"]
+    lines = results.to_csv(index=False).splitlines()  # S1 has no result: its cells are blank
+    assert lines[1].split(",")[2:5] == ["0", "finished", "300"] and lines[2].split(",")[4] == ""
+    rows = board.metrics_frame(snapshot).to_csv(index=False).splitlines()
+    assert all(re.fullmatch(r"\d+", row.split(",")[2]) for row in rows[1:]), rows  # steps as whole numbers
 
 
 def cells(csv: str) -> list[str]:

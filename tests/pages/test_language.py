@@ -2,9 +2,11 @@
 from the browser's language on a first visit or from the sidebar's picker; kept in the address and in every link
 the app writes; one session's choice never reaches another's; and a switch in the middle of a run loses nothing."""
 
+import ast
 import json
 import re
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -210,3 +212,18 @@ def test_the_page_declares_the_sessions_language_also_after_a_switch_and_the_upl
     at.switch_page("pages/anatomy.py").run()  # every page: the sidebar declares it
     pick(at, "zh-CN")
     assert declared(at) == ("zh-CN", "上传", "跳到主要内容")
+
+
+def test_no_multiselect_offers_streamlit_s_english_select_all():
+    root = Path(__file__).resolve().parents[2]
+    calls = [
+        (path.name, node)
+        for path in [*(root / "pages").glob("*.py"), *(root / "ui").glob("*.py")]
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.Call) and getattr(node.func, "attr", None) == "multiselect"
+    ]
+    assert len(calls) >= 4  # the teacher's open settings, Knockout's heads, Anatomy's dimensions, Compare's values
+    for name, call in calls:
+        given = {k.arg: k.value for k in call.keywords}
+        assert getattr(given.get("select_all"), "id", None) == "SELECT_ALL", f"{name}:{call.lineno}"
+    assert ui.language.SELECT_ALL is False

@@ -39,6 +39,7 @@ WORDS = {  # a run's status and why it ended, as a board says them
     "time budget": N_("time budget"),
 }
 RESULT_COLUMNS = ["name", "group", "seed", "state", "steps", "seconds", "exact_match", "token_acc", "reason", "error"]
+COUNTS = ("seed", "step", "steps")  # the exports' columns of whole numbers: 420, never 420.0; blank where none
 PREDICTION_COLUMNS = ["name", "group", "question", "choice", "measured", "right"]
 HEADINGS = {  # the board's columns as a page heads them, in the session's language
     "name": N_("student"),
@@ -284,7 +285,9 @@ def spreadsheet_safe(text: str | None) -> str | None:
 
 
 def spreadsheet_safe_frame(frame: pd.DataFrame) -> pd.DataFrame:
-    """`frame` with every cell of its text columns made `spreadsheet_safe`; numbers stay numbers."""
+    """`frame` with every cell of its text columns made `spreadsheet_safe`; numbers stay numbers, and its COUNTS
+    whole numbers (pandas makes a column with a blank cell floats)."""
+    frame = frame.astype({c: "Int64" for c in COUNTS if c in frame.columns})
     text = [c for c in frame.columns if not pd.api.types.is_numeric_dtype(frame[c])]
     return frame.assign(**{c: frame[c].map(spreadsheet_safe) for c in text})
 
