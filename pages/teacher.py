@@ -30,7 +30,7 @@ from transformer.classroom.board import (
     results_frame,
     student_rows,
 )
-from transformer.classroom.questions import question_text
+from transformer.classroom.questions import class_task_name, question_text
 from transformer.figures.board import group_curves_figure, outcomes_figure
 from transformer.i18n import N_, Message, Translator, joined
 from transformer.limits import DEFAULT_RETENTION_DAYS, MAX_TITLE_CHARS, RETENTION_DAYS
@@ -48,7 +48,7 @@ from ui.state import flash, show_flashes
 from ui.train_form import task_picker
 
 BOARD_POLL_S = 2.0  # the board redraws every 2 s: it reads the database, never the runs themselves
-FORM_LANGUAGE = "teacher_form_language"  # session_state key: the language the assignment form was last drawn in
+FORM_WORDS = "teacher_form_words"  # session_state key: the language and class task the form's choices last named
 NONE = ""  # the form's choice of no groups, or of no question (a widget's value None would show an empty box)
 PRESET = ("min_len", "max_len", "steps")  # the assignment form's first row, under its task; the others fold below
 EXPORTS = (  # what the Export tab downloads: (file name, button label, table)
@@ -186,20 +186,22 @@ def projector_view(title: str, code: str) -> None:
 
 
 def form_values(snapshot: Snapshot) -> None:
-    """The assignment form's widgets start from the class's saved assignment and question. After a language switch
-    each gets its value again: the browser keeps a choice as the words it showed, and shows them until the page sets
-    the value (a rerun alone leaves the old language's words in the box)."""
+    """The assignment form's widgets start from the class's saved assignment and question. When the words of their
+    choices change (the language, or the class's task, which a question names) each gets its value again: the
+    browser keeps a choice as the words it showed, and shows them until the page sets the value (a rerun alone
+    leaves the old words in the box)."""
     current = snapshot.info.assignment or Assignment()
     saved = {preset_key(s): widget_value(s, current.preset.get(s.name, s.default)) for s in spec.on_form()}
     splits = [s.name for s in spec.group_splits()]
     saved["teacher_split"] = current.setting if current.setting in splits else NONE
     saved["teacher_open_settings"] = sorted(current.open)
     saved["teacher_question"] = snapshot.info.question or NONE
-    switched = st.session_state.get(FORM_LANGUAGE, language()) != language()
+    words = language(), class_task_name(snapshot.info)
+    switched = st.session_state.get(FORM_WORDS, words) != words
     for widget, value in saved.items():
         if widget not in st.session_state or switched:
             st.session_state[widget] = st.session_state.get(widget, value)
-    st.session_state[FORM_LANGUAGE] = language()
+    st.session_state[FORM_WORDS] = words
 
 
 def preset_key(s: spec.Setting) -> str:

@@ -76,6 +76,8 @@ def teacher_creates_the_class(page, language: str, task_path: Path) -> str:
     wait_idle(page)
     given = opening(language, N_("The class trains its own task, {summary}."), "summary")
     expect(main(page).get_by_text(given)).to_be_visible()
+    shown = page.locator(".st-key-teacher_question input")  # the saved question, naming the class's task now
+    expect(shown).to_have_value(words(language, question, task=TASK_FILE))
     return link
 
 
