@@ -13,6 +13,7 @@ from transformer.literal import code_span, markdown_literal
 from transformer.naming import checkpoint_summary
 from transformer.uploads import read_upload
 from ui.common import CHECKPOINT_DIR, shipped_checkpoint, shipped_checkpoints
+from ui.downloads import DOWNLOAD_RERUNS
 from ui.language import _, ngettext
 from ui.links import share_link
 from ui.state import (
@@ -136,6 +137,7 @@ else:
             f"{name}.pt",
             "application/octet-stream",
             key=f"download_{name}",
+            on_click=DOWNLOAD_RERUNS,
             help=_("Save this checkpoint as a .pt file."),
         )
 

@@ -38,7 +38,7 @@ from ui.charts import chart
 from ui.common import client_address, remember_run, run_registry
 from ui.compare_builder import builder_keys, custom_builder
 from ui.compare_timeline import PLOTLY_CONFIG, show_timeline
-from ui.downloads import csv_download
+from ui.downloads import DOWNLOAD_RERUNS, csv_download
 from ui.language import _, session_translator
 from ui.links import share_link, show_link_notices
 from ui.state import COMPARE_JOB, drop_flash, flash, session_run_elsewhere, show_flashes, watcher_id
@@ -311,6 +311,7 @@ def show_exports(run: ExperimentRun) -> None:
         f"{name}.json",
         "application/json",
         key="compare_download_json",
+        on_click=DOWNLOAD_RERUNS,
         help=_("Settings, curves and attention in one file; load it back below."),
     )
 

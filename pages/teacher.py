@@ -358,8 +358,7 @@ def exports(code: str, key: str) -> None:
         # read when clicked: what the database holds then, its words in the session's language
         table = partial(class_table, class_store(), code, frame, session_translator())
         widget = f"teacher_download_{name.replace(' ', '_')}"
-        # on_click="ignore": the download leaves the page as it is, on this tab
-        csv_download(col, _(label), table, file_name, widget, on_click="ignore")
+        csv_download(col, _(label), table, file_name, widget)
     class_reports_download(code)
     sure = st.checkbox(_("Delete this class and everything it recorded, now"), key="teacher_delete_sure")
     if st.button(_("Delete the class"), disabled=not sure, key="teacher_delete", icon=":material/delete:"):

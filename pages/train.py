@@ -25,7 +25,7 @@ from ui.alignment_view import train_alignment
 from ui.charts import chart
 from ui.classes import Seat, class_seat, prediction_input, prediction_result
 from ui.common import live_poll_s, run_registry
-from ui.downloads import csv_download
+from ui.downloads import DOWNLOAD_RERUNS, csv_download
 from ui.dynamics_view import dynamics_view
 from ui.into_view import bring_into_view
 from ui.language import _, language, ngettext, session_translator, table_cells
@@ -324,6 +324,7 @@ def downloads(run: Run, seat: Seat | None) -> None:
                 f"{saved['name']}.pt",
                 "application/octet-stream",
                 key="download_checkpoint",
+                on_click=DOWNLOAD_RERUNS,
             )
 
 

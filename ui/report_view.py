@@ -26,6 +26,7 @@ from transformer.report_data import gather, length_rows, same_weights
 from transformer.serving import Run
 from ui.classes import Seat, class_recorder, class_store, seat_in_class
 from ui.common import local_time
+from ui.downloads import DOWNLOAD_RERUNS
 from ui.language import _, session_translator
 from ui.state import CLASS_CODE, RUN, kept_result, watcher_id
 
@@ -52,7 +53,7 @@ def report_download(run: Run, seat: Seat | None) -> None:
         report_file_name(name, student, watcher_id(), now),
         "text/html",
         key="download_report",
-        on_click="ignore",  # the page stays as it is
+        on_click=DOWNLOAD_RERUNS,
         icon=":material/description:",
         help=_(
             "One file to hand in: the settings, curves, held-out examples, attention maps, alignment and length "
@@ -102,7 +103,7 @@ def class_reports_download(code: str) -> None:
         f"{code}-reports.html",
         "text/html",
         key="teacher_download_reports",
-        on_click="ignore",
+        on_click=DOWNLOAD_RERUNS,
         icon=":material/description:",
         help=_("One file with a section per student, in join order; it opens offline in any browser."),
     )

@@ -6,7 +6,8 @@ import io
 
 import pandas as pd
 
-from ui.downloads import csv_download
+from tests.helpers import keyword_name, widget_calls
+from ui.downloads import DOWNLOAD_RERUNS, csv_download
 
 TABLE = pd.DataFrame({"name": ["张伟", "Ada"], "state": ["finished", "训练中"], "steps": [30, 12]})
 
@@ -32,3 +33,10 @@ def test_a_csv_file_starts_with_a_byte_order_mark_and_reads_back_its_chinese_nam
         pd.testing.assert_frame_equal(pd.read_csv(io.BytesIO(data), encoding="utf-8-sig"), TABLE)
         rows = list(csv.DictReader(io.StringIO(data.decode("utf-8-sig"))))
         assert list(rows[0]) == ["name", "state", "steps"] and rows[0]["name"] == "张伟"
+
+
+def test_no_download_runs_its_page_again():
+    calls = widget_calls("download_button")
+    assert len(calls) >= 6  # CSV files, checkpoints, an experiment, reports
+    assert [place for place, call in calls if keyword_name(call, "on_click") != "DOWNLOAD_RERUNS"] == []
+    assert DOWNLOAD_RERUNS == "ignore"

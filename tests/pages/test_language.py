@@ -2,11 +2,9 @@
 from the browser's language on a first visit or from the sidebar's picker; kept in the address and in every link
 the app writes; one session's choice never reaches another's; and a switch in the middle of a run loses nothing."""
 
-import ast
 import json
 import re
 import time
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -16,7 +14,7 @@ from streamlit.testing.v1 import AppTest
 import ui.classes
 import ui.common
 import ui.language
-from tests.helpers import array, wait_until
+from tests.helpers import array, keyword_name, wait_until, widget_calls
 from transformer.serving import Run
 
 PICKER = "language_picker"
@@ -215,15 +213,7 @@ def test_the_page_declares_the_sessions_language_also_after_a_switch_and_the_upl
 
 
 def test_no_multiselect_offers_streamlit_s_english_select_all():
-    root = Path(__file__).resolve().parents[2]
-    calls = [
-        (path.name, node)
-        for path in [*(root / "pages").glob("*.py"), *(root / "ui").glob("*.py")]
-        for node in ast.walk(ast.parse(path.read_text()))
-        if isinstance(node, ast.Call) and getattr(node.func, "attr", None) == "multiselect"
-    ]
+    calls = widget_calls("multiselect")
     assert len(calls) >= 4  # the teacher's open settings, Knockout's heads, Anatomy's dimensions, Compare's values
-    for name, call in calls:
-        given = {k.arg: k.value for k in call.keywords}
-        assert getattr(given.get("select_all"), "id", None) == "SELECT_ALL", f"{name}:{call.lineno}"
+    assert [place for place, call in calls if keyword_name(call, "select_all") != "SELECT_ALL"] == []
     assert ui.language.SELECT_ALL is False
