@@ -46,7 +46,7 @@ from ui.state import (
 )
 from ui.streamlit_internals import page_connected
 from ui.train_controls import SHORTCUTS, STOPPED_BY_YOU, run_controls, start_run
-from ui.train_form import draw_fields, draw_task, remember_values
+from ui.train_form import draw_fields, draw_task
 
 CHART_HEIGHT = 320  # both charts fit beside each other under the controls at 1280x800
 REASONS = {  # how a run that was not stopped ended
@@ -370,7 +370,6 @@ if not active:
             shortcut=SHORTCUTS["start_training"],
             on_click=start_run,
         )
-    remember_values()
     show_flashes("train_form")
 
 if run is None:  # the empty axes the curves will fill: drawn now, the charts are ready the moment Start is pressed

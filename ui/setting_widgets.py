@@ -28,14 +28,22 @@ def draw_setting(
     container: Any, s: Setting, key: str, disabled: bool = False, early_stop: bool = True, **callback: Any
 ) -> None:
     """The setting's widget in `container`, at the value its `key` holds in session state (written before, as
-    `widget_value` gives it), its help for runs that stop early once solved or (`early_stop` False) never do. A
+    `widget_value` gives it), kept while the student visits other pages (`persist_state="session"`, as every page's
+    inputs are), its help for runs that stop early once solved or (`early_stop` False) never do. A
     number whose default is None (the run picks it) is drawn with an empty default, so the browser lets the student
     clear it back to empty: it offers to clear a number input only when its default is empty."""
     place = s.form
     style = {
         name: _(value) if name == "placeholder" else value for name, value in (place.style if place else {}).items()
     }
-    common = {"key": key, "help": _(s.help_for(early_stop)), "disabled": disabled, **style, **callback}
+    common = {
+        "key": key,
+        "help": _(s.help_for(early_stop)),
+        "disabled": disabled,
+        "persist_state": "session",
+        **style,
+        **callback,
+    }
     label, word = _(s.label), said(s.word)
     if s.kind in ("int", "float"):
         container.number_input(label, *s.bounds, **({"value": None} if s.default is None else {}), **common)

@@ -21,7 +21,7 @@ from transformer.settings import Value
 from ui.language import _
 from ui.setting_widgets import draw_setting, setting_value, widget_value
 
-KEPT = "train_kept"  # session state: the form's values when the student last left the page or pressed Start
+KEPT = "train_kept"  # session state: the form's values when the student last pressed Start, kept with the run
 ROWS = [  # (expander title or None, column widths): the rows of `FormPlace.row`, top to bottom
     (None, [2, 3]),  # the task, above the form (`draw_task`)
     (None, 4),
@@ -94,15 +94,15 @@ def draw_fields(locked: Mapping[str, Any] | None = None) -> None:
 
 
 def remember_values() -> None:
-    """Keep the form's values for the student's next visit to the page."""
+    """Keep the form's values with the run Start made, for the form after a reload of the page (a new session)."""
     st.session_state[KEPT] = {key: st.session_state[key] for key in form_keys()}
 
 
 def _start_values(locked: Mapping[str, Any]) -> None:
     """Write each form setting's value under its widget key before it is drawn, at every draw: the browser shows a
     widget the value its key holds only when the page writes it, and a widget it draws anew (after a run hid the
-    form, or after another page) would otherwise show its lowest value. The value is the one the key holds; else
-    what the student left when they last left the page (Streamlit forgets widget values then), else its default; a
+    form) would otherwise show its lowest value. The value is the one the key holds (kept across pages by
+    `draw_setting`); else the one the run in hand was started with, after a reload (`KEPT`), else its default; a
     setting named in `locked` holds that value."""
     kept = st.session_state.get(KEPT, {})
     for s in spec.on_form():

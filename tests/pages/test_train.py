@@ -472,6 +472,19 @@ def test_the_form_comes_back_as_it_was_left_after_a_visit_to_another_page(stop_j
     assert at.number_input(key="train_heads").value == ModelConfig().n_heads  # untouched: still the default
 
 
+def test_a_task_chosen_after_a_run_is_still_chosen_after_another_page(stop_jobs):
+    at = open_train()
+    stop_jobs.append(at)
+    start(at, task="sort", steps=5000)  # the run keeps its settings, for the form after a reload
+    at.session_state["run"].stop(wait_s=30)
+    at.run()  # the form again, under the stopped run
+    choose_task(at, "caesar")  # not started: the form holds caesar's default run, not the run's settings
+    at.switch_page("pages/decoding.py").run()
+    at.switch_page("pages/train.py").run()
+    assert not at.exception
+    assert form_values(at) == {**spec.default_run("caesar"), "seed": at.session_state["train_seed"]}
+
+
 def test_a_session_keeps_only_its_last_trained_models(stop_jobs):
     at = open_train()
     stop_jobs.append(at)
