@@ -29,7 +29,7 @@ from transformer.inspection import (
 )
 from transformer.literal import code_span, markdown_literal
 from ui.charts import chart
-from ui.language import SELECT_ALL, _, said, session_translator
+from ui.language import SELECT_ALL, _, said, session_translator, worded
 from ui.links import share_link
 from ui.state import claim_inputs, model_page
 
@@ -112,7 +112,7 @@ kind = kind_col.selectbox(
     _("Attention block"),
     list(ATTENTION_KINDS),
     format_func=said(lambda k: ATTENTION_KINDS[k][0]),
-    key="anatomy_block",
+    key=worded("anatomy_block"),
     persist_state="session",
 )
 layer = layer_col.selectbox(_("Layer"), range(config.n_layers), key="anatomy_layer", persist_state="session")

@@ -39,7 +39,7 @@ from ui.common import client_address, remember_run, run_registry
 from ui.compare_builder import builder_keys, custom_builder
 from ui.compare_timeline import PLOTLY_CONFIG, show_timeline
 from ui.downloads import DOWNLOAD_RERUNS, csv_download
-from ui.language import _, session_translator
+from ui.language import _, session_translator, worded
 from ui.links import share_link, show_link_notices
 from ui.state import COMPARE_JOB, drop_flash, flash, session_run_elsewhere, show_flashes, watcher_id
 from ui.streamlit_internals import page_connected
@@ -153,12 +153,11 @@ if "compare_state" not in st.session_state:  # a new visit: the settings come fr
 # Widgets start from the remembered settings (with keys, so tests and callbacks can reach them): a widget hidden
 # by another page or by a ready-made experiment comes back as it was.
 state: CompareState = st.session_state["compare_state"]
-options = [*READY, CUSTOM]
+st.session_state.setdefault("compare_experiment", state.experiment)
 choice = st.selectbox(
     _("Experiment"),
-    options,
-    index=options.index(state.experiment),
-    key="compare_experiment",
+    [*READY, CUSTOM],
+    key=worded("compare_experiment"),
     format_func=lambda k: _(READY[k].title) if k in READY else _("Custom: build your own"),
     help=_("Ready-made experiments come with results, so you see the answer at once."),
 )

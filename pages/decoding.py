@@ -32,7 +32,7 @@ from ui.decoding_inputs import (
     source_input,
     strategy_settings,
 )
-from ui.language import _, said, session_translator
+from ui.language import _, said, session_translator, worded
 from ui.links import link_values, share_link
 from ui.state import (
     claim_inputs,
@@ -256,7 +256,7 @@ with probs_col:
 with attention_col:
     kind_col, layer_col = st.columns([3, 2])
     kind = kind_col.radio(
-        _("Attention"), ["cross", "self"], format_func=said(ATTENTION_LABELS.get), key="decode_attention"
+        _("Attention"), ["cross", "self"], format_func=said(ATTENTION_LABELS.get), key=worded("decode_attention")
     )
     layer = layer_col.selectbox(_("Decoder layer"), range(len(step.cross_attention)), key="decode_layer")
     if kind == "cross":

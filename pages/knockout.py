@@ -28,7 +28,7 @@ from transformer.model import Transformer
 from transformer.vocab import Vocab
 from ui.charts import chart
 from ui.common import shipped_checkpoint
-from ui.language import SELECT_ALL, _, ngettext, said, session_translator
+from ui.language import SELECT_ALL, _, ngettext, said, session_translator, worded
 from ui.links import share_link
 from ui.patching_view import patching_section
 from ui.state import model_page, per_model, shipped_name
@@ -87,7 +87,7 @@ ablation = st.radio(
     format_func=said(lambda a: ABLATION_TEXT[a][0]),
     captions=[_(caption) for name, caption in ABLATION_TEXT.values()],
     horizontal=True,
-    key="knockout_ablation",
+    key=worded("knockout_ablation"),
     persist_state="session",
 )
 
@@ -116,7 +116,7 @@ metric = st.radio(
     list(METRICS),
     format_func=said(lambda m: METRICS[m]),
     horizontal=True,
-    key="knockout_metric",
+    key=worded("knockout_metric"),
     persist_state="session",
 )
 figure = knockout_heatmaps(grid.heads, grid.intact[metric], metric, tr=session_translator())
@@ -149,7 +149,7 @@ by_label = {h.label: h for h in heads}
 chosen = st.multiselect(
     _("Heads to remove"),
     labels,
-    key="knockout_heads",
+    key=worded("knockout_heads"),
     select_all=SELECT_ALL,
     placeholder=_("Choose options"),
     format_func=lambda label: _(

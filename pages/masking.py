@@ -21,7 +21,7 @@ from transformer.model import Transformer
 from transformer.tasks import DataConfig
 from transformer.vocab import Vocab
 from ui.charts import chart
-from ui.language import _, said, session_translator
+from ui.language import _, said, session_translator, worded
 from ui.links import link_values, share_link
 from ui.state import claim_inputs, keep_result, model_page, result_for
 
@@ -150,7 +150,7 @@ kind = kind_col.radio(
     list(ATTENTION_KINDS),
     format_func=said(lambda k: ATTENTION_KINDS[k][0]),
     horizontal=True,
-    key="mask_kind",
+    key=worded("mask_kind"),
     persist_state="session",
 )
 layer = layer_col.selectbox(_("Layer"), range(config.n_layers), key="mask_layer", persist_state="session")

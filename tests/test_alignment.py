@@ -10,6 +10,7 @@ from transformer.alignment import (
     head_scores,
     ideal_alignment,
     source_positions,
+    unaligned_input,
 )
 from transformer.gallery import SOURCE_WORDS, TARGET_WORDS
 from transformer.tasks import TASKS, DataConfig, TaskData
@@ -74,9 +75,13 @@ def test_a_task_without_an_alignment_has_no_ideal_and_no_scores():
     assert alignment_series("no such task", [1, 2], [[torch.full((1, 3, 2), 0.5)]]) == {}
 
 
-def test_an_empty_source_has_no_row_to_score():
-    with pytest.raises(ValueError, match="no row to score"):
-        head_scores("copy", [], [torch.ones(1, 3, 4)])
+def test_a_source_with_no_output_to_align_has_no_scores_and_says_why():
+    assert head_scores("copy", [], [torch.ones(1, 3, 4)]) is None  # no output token to align
+    assert head_scores("caesar", [3], [torch.ones(1, 3, 1)]) is None  # a key with no letter to shift
+    assert unaligned_input("caesar", [3]).startswith("caesar reads a key letter")
+    assert unaligned_input("translate", [0]).startswith("translate reads sentences")  # a verb alone
+    assert unaligned_input("caesar", [3, 1]) is None  # aligned
+    assert unaligned_input("count", [0, 1]) is None and unaligned_input("no such task", [1]) is None  # no alignment
 
 
 def test_head_scores_leave_out_padded_keys_and_score_each_head():

@@ -28,6 +28,21 @@ def source_positions(task: str, source: Sequence[int]) -> list[int] | None:
         return None
 
 
+def unaligned_input(task: str, source: Sequence[int]) -> str | None:
+    """Why the task called `task`, which has an alignment, has none on `source`: the task's own reason, a source it
+    reads no output for (a source of translate that is no sentence, a key of caesar with no letter to shift); None
+    when `source` has one, or when the task has no alignment at all (its outputs gather from many places)."""
+    try:
+        named = get_task(task)
+    except ValueError:  # a task from examples
+        return None
+    try:
+        named.source_positions(list(source))
+    except ValueError as err:
+        return err.args[0]
+    return None
+
+
 def ideal_alignment(task: str, source: Sequence[int], tgt_len: int) -> torch.Tensor | None:
     """The (tgt_len, len(source)) attention a decoder query should pay to the source for `task`, or None when the
     task has no alignment.
@@ -37,7 +52,7 @@ def ideal_alignment(task: str, source: Sequence[int], tgt_len: int) -> torch.Ten
     that predicts EOS) have no ideal key and stay zero.
     """
     positions = source_positions(task, source)
-    if positions is None:
+    if not positions:  # no alignment, or no output token to align
         return None
     ideal = torch.zeros(tgt_len, len(source))
     rows = min(tgt_len, len(positions))

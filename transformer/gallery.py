@@ -13,7 +13,7 @@ from string import ascii_lowercase
 
 import torch
 
-from .i18n import N_
+from .i18n import N_, Message
 from .limits import MAX_SEQ_LEN
 from .task import Task, register
 from .vocab import MAX_SYMBOLS
@@ -64,7 +64,7 @@ class Addition(GalleryTask):
     def target(self, source: Sequence[int], n_symbols: int) -> list[int]:
         plus = n_symbols
         if list(source).count(plus) != 1 or source[0] == plus or source[-1] == plus:
-            raise ValueError("an addition is two numbers with a + between them, e.g. 1 2 + 3 4")
+            raise ValueError(Message(N_("an addition is two numbers with a + between them, e.g. 1 2 + 3 4")))
         at = list(source).index(plus)
         return _digits(_number(source[:at], n_symbols) + _number(source[at + 1 :], n_symbols), n_symbols)
 
@@ -100,17 +100,20 @@ _VERBS, _ADJECTIVES = len(SOURCE_WORDS["verb"]), len(SOURCE_WORDS["adjective"])
 _MOST_ADJECTIVES = 2  # per noun, all different
 
 
+NO_SENTENCE = N_("translate reads sentences of adjectives, a noun, a verb, adjectives and a noun")
+
+
 def _phrases(source: Sequence[int]) -> tuple[list[int], int, list[int]]:
     """The subject's and the object's positions (adjectives, then the noun) and the verb's, in a source of
     translate (symbol indices: verbs, adjectives, then nouns); ValueError if it is no sentence."""
     kinds = ["verb" if s < _VERBS else "adjective" if s < _VERBS + _ADJECTIVES else "noun" for s in source]
     if kinds.count("verb") != 1 or "verb" not in kinds[1:-1]:
-        raise ValueError("translate reads sentences of adjectives, a noun, a verb, adjectives and a noun")
+        raise ValueError(Message(NO_SENTENCE))
     verb = kinds.index("verb")
     subject, obj = list(range(verb)), list(range(verb + 1, len(source)))
     for phrase in subject, obj:
         if [kinds[i] for i in phrase] != ["adjective"] * (len(phrase) - 1) + ["noun"]:
-            raise ValueError("translate reads sentences of adjectives, a noun, a verb, adjectives and a noun")
+            raise ValueError(Message(NO_SENTENCE))
     return subject, verb, obj
 
 
@@ -216,7 +219,7 @@ class Count(GalleryTask):
 
     def target(self, source: Sequence[int], n_symbols: int) -> list[int]:
         if not all(0 <= s < n_symbols for s in source) or len(source) > self.lengths[-1]:
-            raise ValueError(f"count reads 1 to {self.lengths[-1]} letters")
+            raise ValueError(Message(N_("count reads 1 to {most} letters"), most=self.lengths[-1]))
         return [n_symbols + list(source).count(letter) for letter in range(n_symbols)]
 
     def longest_target(self, max_len: int, n_symbols: int) -> int:
@@ -253,7 +256,7 @@ class Brackets(GalleryTask):
 
     def target(self, source: Sequence[int], n_symbols: int) -> list[int]:
         if not all(0 <= s < n_symbols for s in source):
-            raise ValueError("brackets reads brackets only")
+            raise ValueError(Message(N_("brackets reads brackets only")))
         return [n_symbols if balanced(source) else n_symbols + 1]
 
     def longest_target(self, max_len: int, n_symbols: int) -> int:
@@ -287,6 +290,12 @@ def _balanced_row(opens: list[float], pairs: list[int]) -> list[int]:
     return row
 
 
+def _keyed(source: Sequence[int]) -> None:
+    """ValueError unless `source` is a source of caesar: a key letter, then at least one letter to shift."""
+    if len(source) < 2:
+        raise ValueError(Message(N_("caesar reads a key letter, then at least one letter to shift")))
+
+
 class Caesar(GalleryTask):
     name = "caesar"
     description = N_(
@@ -302,11 +311,11 @@ class Caesar(GalleryTask):
         return _letters(n_symbols)
 
     def target(self, source: Sequence[int], n_symbols: int) -> list[int]:
-        if len(source) < 2:
-            raise ValueError("caesar reads a key letter, then at least one letter to shift")
+        _keyed(source)
         return [(letter + source[0]) % n_symbols for letter in source[1:]]
 
     def source_positions(self, source: Sequence[int]) -> list[int]:
+        _keyed(source)
         return list(range(1, len(source)))  # each letter's own place; the key, at 0, is read by every output
 
     def longest_target(self, max_len: int, n_symbols: int) -> int:

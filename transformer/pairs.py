@@ -189,7 +189,7 @@ def _check_new_symbol(where: str, symbol: str, known: int) -> None:
     try:
         check_symbol(symbol)
     except ValueError as err:
-        raise ValueError(Message(N_("{where}: {reason}"), where=where, reason=str(err))) from None
+        raise ValueError(Message(N_("{where}: {reason}"), where=where, reason=err.args[0])) from None
 
 
 def split_pairs(name: str, symbols: tuple[str, ...], pairs: list[Pair]) -> TaskPairs:

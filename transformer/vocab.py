@@ -30,12 +30,10 @@ def check_symbol(s: object) -> None:
     if not isinstance(s, str):
         raise ValueError(f"symbols must be strings, got {type(s).__name__}")
     if s.split() != [s] or not s.isprintable() or len(s) > MAX_SYMBOL_CHARS:
-        raise ValueError(
-            f"symbol {_preview(s)} is empty, longer than {MAX_SYMBOL_CHARS} characters, or holds spaces or "
-            "control characters"
-        )
+        template = N_("symbol {symbol} is empty, longer than {most} characters, or holds spaces or control characters")
+        raise ValueError(Message(template, symbol=_preview(s), most=MAX_SYMBOL_CHARS))
     if s in (Vocab.PAD, Vocab.BOS, Vocab.EOS):
-        raise ValueError(f"symbol {s!r} is reserved for a special token")
+        raise ValueError(Message(N_("symbol {symbol} is reserved for a special token"), symbol=repr(s)))
 
 
 class Vocab:

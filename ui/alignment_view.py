@@ -16,6 +16,7 @@ from transformer.alignment import (
     head_series,
     ideal_alignment,
     source_positions,
+    unaligned_input,
 )
 from transformer.decoding import DecodeStep
 from transformer.figures.alignment import best_head_figure, ideal_over_learned
@@ -29,8 +30,13 @@ from ui.language import _, session_translator
 CHART_HEIGHT = 320  # as the Train page's loss and accuracy charts
 CROSS_ALIGNED = N_(
     "Where this step's query looks in the source, head by head. A model that solved {task} looks mostly at or next "
-    "to the source position its output token comes from (for reverse the mirrored one: step 1 at the last source "
-    "token, step 2 near the one before); heads can share the work, so a single head need not point exactly."
+    "to the source position its output token comes from; heads can share the work, so a single head need not point "
+    "exactly."
+)
+CROSS_MIRRORED = N_(
+    "Where this step's query looks in the source, head by head. A model that solved reverse looks mostly at or next "
+    "to the mirrored source position: step 1 at the last source token, step 2 near the one before; heads can share "
+    "the work, so a single head need not point exactly."
 )
 CROSS_SPREAD = N_(
     "Where this step's query looks in the source, head by head. In {task} an output token need not come from one "
@@ -41,11 +47,17 @@ CROSS_SPREAD = N_(
 def cross_attention_caption(task: str, source: Sequence[int]) -> str:
     """What a decoding step's cross-attention map shows for the task called `task`, whose held-out `source` (symbol
     indices) tells whether each of its output tokens comes from one source position."""
-    return _(CROSS_ALIGNED if source_positions(task, source) is not None else CROSS_SPREAD, task=task)
+    if source_positions(task, source) is None:
+        return _(CROSS_SPREAD, task=task)
+    caption = CROSS_MIRRORED if task == "reverse" else CROSS_ALIGNED
+    return _(caption, task=task)
 
 
-def no_alignment(task: str) -> str:
-    """Why there is no alignment for `task` (a name; a task from examples is "pairs")."""
+def no_alignment(task: str, source: Sequence[int] = ()) -> str:
+    """Why there is no alignment for `task` (a name; a task from examples is "pairs") on `source`, an input the
+    student typed (symbol indices): the task has none, or it reads no output for this input."""
+    if reason := unaligned_input(task, source):
+        return _("This input has no ideal alignment: {reason}.", reason=reason)
     if task == PAIRS_TASK:
         why = _("a task from examples does not say which source token each of its output tokens comes from.")
     else:
@@ -211,7 +223,7 @@ def decoding_alignment(steps: list[DecodeStep], ids: list[int], task: str, vocab
         weights = torch.stack([step.cross_attention[layer] for step in steps], dim=1)  # (H, steps, S)
         scores = head_scores(task, source, [weights])
         if scores is None:
-            st.info(no_alignment(task))
+            st.info(no_alignment(task, source))
             return
         queries = vocab.tokens([step.prefix[-1] for step in steps])
         chart(

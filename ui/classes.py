@@ -39,7 +39,7 @@ from transformer.link_params import class_code_parser, read_params
 from transformer.literal import markdown_literal
 from transformer.run_configs import run_configs
 from ui.common import client_address, run_registry
-from ui.language import _, said, table_cells
+from ui.language import _, said, table_cells, worded
 from ui.links import show_link_notices
 from ui.state import CLASS_CODE, watcher_id
 
@@ -196,7 +196,7 @@ def prediction_input(seat: Seat) -> None:
         index=None,
         format_func=said(str),
         horizontal=True,
-        key="class_prediction",
+        key=worded("class_prediction"),
         help=_(QUESTIONS[question].caption),
     )
 

@@ -12,7 +12,7 @@ from transformer.experiments import CUSTOM, SWITCHES
 from transformer.experiments.definitions import Switch, lesson_settings
 from transformer.i18n import N_
 from transformer.limits import MAX_VARIANTS
-from ui.language import SELECT_ALL, _, said
+from ui.language import SELECT_ALL, _, said, worded
 from ui.setting_widgets import FOLDED_COLUMNS, OTHER_SETTINGS, draw_setting, setting_value, widget_value
 
 FIRST = (("task", "min_len", "max_len", "steps", "seed"), ("d_model", "n_heads", "n_layers"))  # its first columns
@@ -72,21 +72,21 @@ def _draw(column, s: spec.Setting, switch: Switch) -> None:
 
 def _switch_and_values(switch_col, state: CompareState) -> tuple[Switch, list]:
     """The switch to vary and the values to compare, in the builder's third column."""
+    st.session_state.setdefault("compare_switch", state.switch)
     switch = SWITCHES[
         switch_col.selectbox(
             _("Switch to vary"),
             list(SWITCHES),
-            list(SWITCHES).index(state.switch),
-            key="compare_switch",
+            key=worded("compare_switch"),
             on_change=switch_changed,
             format_func=said(lambda s: SWITCHES[s].title),
         )
     ]
+    st.session_state.setdefault("compare_values", list(state.values))
     values = switch_col.multiselect(
         _("Values to compare"),
         switch.choices,
-        list(state.values),
-        key="compare_values",
+        key=worded("compare_values"),
         select_all=SELECT_ALL,
         placeholder=_("Choose options"),
         format_func=said(switch.label),

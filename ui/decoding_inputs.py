@@ -10,7 +10,7 @@ from transformer.limits import DECODING_BEAM_WIDTHS, DECODING_SEEDS, DECODING_TE
 from transformer.literal import markdown_literal
 from transformer.tasks import DataConfig, task_of
 from transformer.vocab import Vocab
-from ui.language import _, said
+from ui.language import _, said, worded
 
 STRATEGIES = {
     "greedy": (N_("Greedy"), N_("take the most likely token")),
@@ -87,7 +87,7 @@ def strategy_settings(vocab_size: int) -> tuple[str, float, int | None, int, int
         format_func=said(lambda s: STRATEGIES[s][0]),
         captions=[_(caption) for name, caption in STRATEGIES.values()],
         horizontal=True,
-        key="decode_strategy",
+        key=worded("decode_strategy"),
         persist_state="session",
     )
     temperature, top_k, seed = DEFAULTS["decode_temperature"], None, DEFAULTS["decode_seed"]

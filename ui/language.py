@@ -24,6 +24,7 @@ PICKER = "language_picker"  # the sidebar picker's widget key (a widget's own st
 LANG_PARAM = "lang"  # the link parameter: `?lang=zh-CN`
 DECLARED = "page_language"  # the key of the sidebar's container that declares the page's language, hidden
 HIDDEN_CSS = f".st-key-{DECLARED} {{ display: none; }}"
+WORDED = "worded_choices"  # session_state key: the widget keys of choices worded in the session's language (`worded`)
 SELECT_ALL = False  # a multiselect's "Select all" option: Streamlit words it in English only, so there is none
 # Streamlit's file uploader says "Upload" and "200MB per file • CSV" in English only: outside English its button
 # says the session's word for it, and its line of limits is hidden (each uploader's label states its own limit).
@@ -132,8 +133,21 @@ def language_param() -> dict[str, str]:
     return {} if language() == DEFAULT_LANGUAGE else {LANG_PARAM: language()}
 
 
+def worded(key: str) -> str:
+    """`key`, the widget key of a choice whose options are worded in the session's language: after a language
+    switch its value is set again (`_picked`), so that the browser shows the new words. Streamlit's browser code
+    keeps a choice as the words it showed and sends them back with the next click, where no option has them any more
+    (the widget then returns the old words themselves)."""
+    st.session_state.setdefault(WORDED, set()).add(key)
+    return key
+
+
 def _picked() -> None:
+    """The picker's callback: the new language, and every worded choice set again in it."""
     st.session_state[LANGUAGE] = st.session_state[PICKER]
+    for key in st.session_state.get(WORDED, ()):
+        if key in st.session_state:
+            st.session_state[key] = st.session_state[key]
 
 
 def declare_language() -> None:

@@ -10,7 +10,7 @@ from transformer.literal import code_span, markdown_literal
 from transformer.patching import PatchingGrid, patching_grid
 from transformer.tasks import TaskData
 from ui.charts import chart
-from ui.language import _, said, session_translator
+from ui.language import _, said, session_translator, worded
 from ui.state import claim_inputs, per_model
 
 SITES = {"heads": N_("one head's output"), "stream": N_("the residual stream")}
@@ -88,7 +88,7 @@ def show_grid(grid: PatchingGrid) -> None:
         st.warning(_("The changed symbol hardly moves the clean answer's probability: there is nothing to recover."))
         return
     sites = st.radio(
-        _("Patch"), list(SITES), format_func=said(lambda site: SITES[site]), horizontal=True, key="patch_sites"
+        _("Patch"), list(SITES), format_func=said(lambda site: SITES[site]), horizontal=True, key=worded("patch_sites")
     )
     tr = session_translator()
     if sites == "heads":

@@ -6,7 +6,7 @@ from typing import Any
 
 from transformer.i18n import N_
 from transformer.settings import Setting, Value
-from ui.language import _, said
+from ui.language import _, said, worded
 
 OTHER_SETTINGS = N_("The Train page's other settings")  # where a page folds those it does not show first
 FOLDED_COLUMNS = 2  # columns of the folded settings: at 3 or 4, labels and choices are cut off on a projector
@@ -48,8 +48,8 @@ def draw_setting(
     if s.kind in ("int", "float"):
         container.number_input(label, *s.bounds, **({"value": None} if s.default is None else {}), **common)
     elif place is not None and place.radio:
-        container.radio(label, list(s.options), format_func=word, horizontal=True, **common)
+        container.radio(label, list(s.options), format_func=word, horizontal=True, **{**common, "key": worded(key)})
     elif s.kind == "choice":
-        container.selectbox(label, list(s.options), format_func=word, **common)
+        container.selectbox(label, list(s.options), format_func=word, **{**common, "key": worded(key)})
     else:
         container.toggle(label, **common)

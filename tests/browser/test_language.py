@@ -4,7 +4,7 @@ dropping it again for English."""
 
 import re
 
-from conftest import choose, page_errors, requires_chromium
+from conftest import choose, open_page, page_errors, requires_chromium
 from playwright.sync_api import expect
 
 from harness.chromium import VIEWPORT
@@ -41,3 +41,22 @@ def test_the_picker_switches_the_language_and_the_address_follows(page, lab_serv
     expect(main(page).get_by_role("heading", name="Checkpoints", exact=True)).to_be_visible()
     expect(page).to_have_url(re.compile(r"/checkpoints$"))
     assert not page_errors(page)
+
+
+def test_a_choice_made_in_one_language_stands_after_a_switch_and_the_next_click(page, lab_server, tmp_path):
+    """Streamlit's browser code keeps a select box's choice as the words it showed: after a language switch it sent
+    the English title back with the next click, which no option had, and the Compare page broke."""
+    open_page(page, lab_server, "compare")
+    choose(page, "compare_experiment", "Train without the causal mask")
+    wait_idle(page)
+    choose(page, "language_picker", "简体中文")
+    expect(main(page).get_by_role("heading", name="对比训练", exact=True)).to_be_visible()
+    wait_idle(page)
+    empty = tmp_path / "empty.json"
+    empty.write_bytes(b"")
+    page.locator(".st-key-compare_upload input[type=file]").set_input_files(str(empty))  # any click that reruns
+    expect(main(page).get_by_text("empty.json").first).to_be_visible()
+    wait_idle(page)
+    assert not page_errors(page)
+    box = page.locator(".st-key-compare_experiment").get_by_role("combobox")
+    assert "不用因果掩码训练" in box.aria_snapshot() and "Train without" not in box.aria_snapshot()

@@ -14,7 +14,7 @@ from tests.helpers import array
 from tests.helpers.apptest import charts, flash_waiting, kept
 from transformer import Checkpoint, DataConfig, ModelConfig, TrainConfig, Trainer, Transformer, Vocab
 from transformer.tasks import TaskData
-from ui.alignment_view import CROSS_ALIGNED, CROSS_SPREAD
+from ui.alignment_view import CROSS_ALIGNED, CROSS_MIRRORED, CROSS_SPREAD
 
 APP = Path(__file__).resolve().parents[2] / "streamlit_app.py"
 PAGE = "pages/decoding.py"
@@ -299,7 +299,6 @@ def to_the_end(at: AppTest) -> None:
 def untrained(data: DataConfig) -> Checkpoint:
     """A model with random weights for `data`'s task."""
     from transformer.run_configs import model_max_len
-    from transformer.tasks import TaskData
 
     vocab = TaskData(data).vocab
     config = ModelConfig(vocab_size=len(vocab), d_model=16, n_heads=2, d_ff=32, max_len=model_max_len(data))
@@ -339,12 +338,20 @@ def test_back_and_next_have_arrow_keys_that_their_help_names(solved_reverse):
         assert proto.shortcut.lower() == shortcut and proto.help.endswith(f"\n\nKeyboard shortcut: {said}")
 
 
-@pytest.mark.parametrize("task, aligned", [("reverse", True), ("caesar", True), ("count", False)])
-def test_the_cross_attention_caption_speaks_of_the_task_in_hand(task, aligned):
-    data = DataConfig(task=task, min_len=3, max_len=5, n_symbols=4)
-    vocab = TaskData(data).vocab
-    config = ModelConfig(vocab_size=len(vocab), max_len=16)
-    at = open_page(Checkpoint(Transformer(config).eval(), vocab, config, data, [], {}))
-    captions = [caption.value for caption in at.caption]
-    assert (CROSS_ALIGNED.format(task=task) in captions) is aligned
-    assert (CROSS_SPREAD.format(task=task) in captions) is not aligned
+@pytest.mark.parametrize(
+    "task, caption", [("reverse", CROSS_MIRRORED), ("caesar", CROSS_ALIGNED), ("count", CROSS_SPREAD)]
+)
+def test_the_cross_attention_caption_speaks_of_the_task_in_hand(task, caption):
+    captions = [caption.value for caption in open_page(untrained(DataConfig(task, 3, 5, 4))).caption]
+    assert [c for c in (CROSS_ALIGNED, CROSS_MIRRORED, CROSS_SPREAD) if c.format(task=task) in captions] == [caption]
+
+
+@pytest.mark.parametrize(
+    "task, n_symbols, typed, reason",
+    [("caesar", 4, "a", "caesar reads a key letter"), ("translate", 10, "dog", "translate reads sentences")],
+)
+def test_an_input_its_task_reads_no_output_for_is_decoded_and_said_to_have_no_alignment(task, n_symbols, typed, reason):
+    at = open_page(untrained(DataConfig(task, 3, 5, n_symbols)))
+    at.text_input(key="decode_input").set_value(typed).run()
+    assert not at.exception and not at.error
+    assert any(i.value.startswith(f"This input has no ideal alignment: {reason}") for i in at.info)

@@ -2,6 +2,7 @@
 from the browser's language on a first visit or from the sidebar's picker; kept in the address and in every link
 the app writes; one session's choice never reaches another's; and a switch in the middle of a run loses nothing."""
 
+import ast
 import json
 import re
 import time
@@ -217,3 +218,28 @@ def test_no_multiselect_offers_streamlit_s_english_select_all():
     assert len(calls) >= 4  # the teacher's open settings, Knockout's heads, Anatomy's dimensions, Compare's values
     assert [place for place, call in calls if keyword_name(call, "select_all") != "SELECT_ALL"] == []
     assert ui.language.SELECT_ALL is False
+
+
+def _translates(node: ast.expr) -> bool:
+    """Whether a widget's format_func words its options in the session's language: `said(...)`, `_`, or a lambda
+    that calls `_`."""
+    names = {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+    return bool(names & {"said", "_"})
+
+
+def _keyed_by(call: ast.Call) -> str | None:
+    """The name of the function that makes `call`'s key (`key=worded("x")`: "worded"), else None."""
+    key = next((k.value for k in call.keywords if k.arg == "key"), None)
+    return getattr(getattr(key, "func", None), "id", None)
+
+
+def test_every_choice_worded_in_the_session_s_language_is_set_again_after_a_switch():
+    calls = [
+        (place, call)
+        for method in ("selectbox", "radio", "multiselect", "select_slider", "pills", "segmented_control")
+        for place, call in widget_calls(method)
+        if any(k.arg == "format_func" and _translates(k.value) for k in call.keywords)
+    ]
+    assert len(calls) >= 12
+    teacher = [place for place, call in calls if place.startswith("teacher.py")]  # its form sets them: FORM_WORDS
+    assert [place for place, call in calls if _keyed_by(call) != "worded" and place not in teacher] == []
