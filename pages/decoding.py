@@ -21,7 +21,7 @@ from transformer.inspection import logit_lens
 from transformer.limits import check_probe_cost
 from transformer.link_params import decoding_parsers, write_params
 from transformer.literal import code_span, markdown_literal
-from transformer.tasks import DataConfig, TaskData, task_of
+from transformer.tasks import DataConfig, TaskData, longest_input, task_of
 from ui.accessibility import shortcut_help
 from ui.alignment_view import cross_attention_caption, decoding_alignment
 from ui.charts import chart
@@ -85,7 +85,7 @@ examples = held_out_sources(task)
 if claim_inputs("decode", task):  # a model for another task, or a first visit: start from one of its examples
     set_input(example_text(examples[0], vocab.symbols), N_("the first held-out example of its task"))
 
-limit = model.config.longest_sequence
+limit = longest_input(task, model.config.longest_sequence)  # repeat's source: half the positions
 link = link_values("decode", decoding_parsers(vocab, limit))
 st.session_state.update({LINKED_WIDGETS[name]: value for name, value in link.items() if name in LINKED_WIDGETS})
 if "input" in link:

@@ -86,6 +86,19 @@ def longest_sequence(config: DataConfig) -> int:
     return max(config.max_len, task_of(config).longest_target(config.max_len, config.n_symbols))
 
 
+def longest_input(config: DataConfig, positions: int) -> int:
+    """The longest source of `config`'s task that it reads and whose target also fits in `positions` symbols (a
+    model's longest sequence: repeat's sources, whose targets are twice as long, half of it); at least the task's
+    shortest. A task from examples reads any source of up to `positions` symbols."""
+    task = task_of(config)
+    if isinstance(task, PairsTask):
+        return positions
+    high = min(positions, task.lengths[-1])
+    while high > task.lengths[0] and task.longest_target(high, config.n_symbols) > positions:
+        high -= 1
+    return max(high, task.lengths[0])
+
+
 def example_pair(config: DataConfig, max_len: int, seed: int, longest: bool = False) -> tuple[list[int], list[int]]:
     """A random (source, target) of the task, as symbol indices, from the task's lengths (its longest with
     `longest`) and with a source and target of at most `max_len` symbols where the task has one that short: a
@@ -97,10 +110,7 @@ def example_pair(config: DataConfig, max_len: int, seed: int, longest: bool = Fa
             raise ValueError(f"no pair of {task.pairs.name!r} fits in {max_len} symbols")
         source = list(fits[0] if longest else rng.choice(fits))
         return source, task.target(source, config.n_symbols)
-    high = max(1, min(config.max_len, max_len))
-    while high > task.lengths[0] and task.longest_target(high, config.n_symbols) > max_len:
-        high -= 1
-    high = max(high, task.lengths[0])
+    high = max(min(config.max_len, longest_input(config, max_len)), task.lengths[0])
     length = rng.randint(high if longest else min(config.min_len, high), high)
     if isinstance(task, FunctionTask):  # the digits drawn one by one, from `rng`
         source = [rng.randrange(config.n_symbols) for _ in range(length)]

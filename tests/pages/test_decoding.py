@@ -355,3 +355,13 @@ def test_an_input_its_task_reads_no_output_for_is_decoded_and_said_to_have_no_al
     at.text_input(key="decode_input").set_value(typed).run()
     assert not at.exception and not at.error
     assert any(i.value.startswith(f"This input has no ideal alignment: {reason}") for i in at.info)
+
+
+def test_the_longest_input_said_is_the_longest_whose_output_fits_the_model():
+    data = DataConfig("repeat", 1, 8, 4)  # a target twice its source: a model of 64 positions repeats 31 symbols
+    at = open_page(untrained(data))
+    assert "at most 31 symbols" in at.text_input(key="decode_input").label.lower()
+    at.text_input(key="decode_input").set_value(" ".join(["0"] * 32)).run()
+    assert not at.exception and [e.value for e in at.error if "the most is 31" in e.value]
+    at.text_input(key="decode_input").set_value(" ".join(["0"] * 31)).run()
+    assert not at.exception and not at.error
