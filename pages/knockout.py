@@ -55,7 +55,7 @@ def pick_heads(labels: list[str]) -> None:
 
 checkpoint = model_page(
     "knockout",
-    _("Knockout: which heads does the work?"),
+    _("Knockout: which heads do the work?"),
     _(
         "Attention maps show where a head looks, not whether the model needs what it finds. Here each attention "
         "head of the model in hand is removed in turn, and the model is scored again on its held-out inputs: greedy "

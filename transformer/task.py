@@ -215,7 +215,9 @@ def sort(seq: list[int], n_symbols: int) -> list[int]:
 
 
 @register_task(
-    "increment", N_("Add one to every symbol; the last symbol wraps around to the first."), alignment=_same_places
+    "increment",
+    N_("Add one to every symbol: 1 3 2 -> 2 4 3; the highest symbol wraps around to 0."),
+    alignment=_same_places,
 )
 def increment(seq: list[int], n_symbols: int) -> list[int]:
     return [(s + 1) % n_symbols for s in seq]

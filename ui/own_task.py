@@ -102,11 +102,16 @@ def pairs_table(prefix: str) -> pd.DataFrame:
 
 
 def _read(prefix: str, read) -> None:
-    """Keep the task `read()` makes, or show why it cannot be one."""
+    """Keep the task `read()` makes, or show why it cannot be one and forget the task read before: what was given
+    last is what counts, and the uploader shows that file, not the one before."""
     try:
         st.session_state[f"{prefix}_own_task"] = read()
     except ValueError as err:
+        before = own_task(prefix)
+        forget_own_task(prefix)
         st.error(_("These pairs cannot be a task: {reason}", reason=markdown_literal(_(err))))
+        if before is not None:
+            st.info(_("{name}, read before, is no longer in use.", name=markdown_literal(before.name)))
 
 
 def task_summary(task: TaskPairs) -> str:

@@ -18,6 +18,7 @@ import streamlit as st
 from transformer import settings as spec
 from transformer.i18n import N_
 from transformer.settings import Value
+from transformer.tasks import get_task
 from ui.language import _
 from ui.setting_widgets import draw_setting, setting_value, widget_value
 
@@ -58,11 +59,13 @@ def draw_task(locked: Mapping[str, Any] | None = None) -> None:
 
 
 def task_picker(key_of: Callable[[spec.Setting], str], caption: str, disabled: bool = False) -> None:
-    """The task picker and `caption` beside it, outside any form: choosing a task fills the form whose widget keys
-    `key_of` gives with the task's default run (`fill_default_run`)."""
+    """The task picker, and beside it what the chosen task is and `caption`, outside any form: choosing a task fills
+    the form whose widget keys `key_of` gives with the task's default run (`fill_default_run`)."""
     picker, words = st.columns(ROWS[TASK_ROW][1])
     task = spec.setting("task")
     draw_setting(picker, task, key_of(task), disabled=disabled, on_change=fill_default_run, args=(key_of,))
+    chosen = get_task(st.session_state[key_of(task)])
+    words.caption(_("**{task}**: {description}", task=chosen.name, description=_(chosen.description)))
     words.caption(caption)
 
 

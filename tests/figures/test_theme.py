@@ -60,4 +60,4 @@ def test_every_chart_of_a_loss_draws_it_on_one_log_axis():
         "Teacher's board": group_curves_figure({"g": GroupCurves(members, members.median(axis=1))}, "t").layout.yaxis,
     }
     for name, axis in charts.items():
-        assert (axis.type, axis.dtick) == ("log", 1), name
+        assert (axis.type, axis.dtick, axis.exponentformat) == ("log", 1, "power"), name  # 10⁻⁶, never "1µ"

@@ -19,7 +19,7 @@ from transformer.model import ModelConfig
 from transformer.run_configs import run_configs
 from transformer.serving import Run
 from transformer.task_file import read_task_file
-from transformer.tasks import DataConfig, task_names
+from transformer.tasks import DataConfig, get_task, task_names
 from transformer.training import TrainConfig, Trainer, TrainingDiverged, smoothed_loss_floor
 from ui.own_task import ENOUGH_PAIRS, EXAMPLE
 from ui.train_controls import SAME_RUN
@@ -578,6 +578,18 @@ def test_a_bad_task_file_is_one_error_and_start_trains_the_named_task(stop_jobs)
     assert at.session_state["run"].data_config.pairs is None
 
 
+def test_a_bad_task_file_after_a_good_one_leaves_no_task_in_use():
+    at = open_train()
+    at.file_uploader(key="train_task_file").set_value(("swaps.csv", SWAPS.encode(), "text/csv"))
+    at.run()
+    assert at.session_state["train_own_task"].name == "swaps.csv"
+    at.file_uploader(key="train_task_file").set_value(("bad.csv", SWAPS.encode() + b"\na b,c", "text/csv"))
+    at.run()
+    assert not at.exception and len(at.error) == 1 and "train_own_task" not in at.session_state
+    assert any("swaps.csv, read before, is no longer in use" in info.value.replace("\\", "") for info in at.info)
+    assert not any("Start trains your own task" in info.value for info in at.info)
+
+
 def test_the_table_s_pairs_make_a_task():
     at = open_train()
     at.button(key="train_use_table").click().run()
@@ -613,6 +625,8 @@ def test_choosing_a_task_fills_the_form_with_its_default_run_and_keeps_the_stude
         run = spec.default_run(task)
         assert set(run) == set(spec.form_defaults())  # a default run the form can hold, setting by setting
         assert form_values(at) == {**run, "seed": 7}, task
+        description = get_task(task).description
+        assert f"**{task}**: {description}" in [caption.value for caption in at.caption]  # what it is, beside it
         run_configs(form_settings(at.session_state), shared=True)  # what Start checks: within the form's bounds
         assert not any(at.get_by_key(s.form.key).disabled for s in spec.on_form())  # each still the student's
 

@@ -130,8 +130,10 @@ def step_means(losses: Sequence[float], max_points: int) -> tuple[list[float], l
 
 def loss_axis(losses: Sequence[float | None], title: str | None = None) -> dict:
     """The one axis every chart of a loss draws it on: a log scale (late progress stays visible), ticked by
-    `loss_ticks`, titled `title` (None: a panel whose title names it)."""
-    return dict(type="log", **loss_ticks(losses), **({} if title is None else {"title": title}))
+    `loss_ticks`, small losses as powers of ten (10⁻⁶, not Plotly's SI prefix "1µ"), titled `title` (None: a panel
+    whose title names it)."""
+    title = {} if title is None else {"title": title}
+    return dict(type="log", exponentformat="power", **loss_ticks(losses), **title)
 
 
 def loss_ticks(losses: Sequence[float]) -> dict:
