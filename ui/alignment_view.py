@@ -180,7 +180,13 @@ def train_alignment(job: Run) -> None:
         ),
         key="train_alignment_heads",
     )
-    heads_col.caption(_("The first held-out input. {rule}", rule=scoring_rule(job.data_config.task)))
+    heads_col.caption(
+        _(
+            "The first held-out input, a row per output token, labelled by the token the decoder reads to write it. "
+            "{rule}",
+            rule=scoring_rule(job.data_config.task),
+        )
+    )
 
 
 def search_outcome(probe: ProbeAlignment, ended: bool) -> str:

@@ -29,7 +29,7 @@ def ideal_over_learned(
 ) -> go.Figure:
     """Attention weights (H, T_query, T_key), one panel per head (`per_row` to a row) titled with its name and
     alignment score, with the cells of the ideal (T_query, T_key) alignment outlined."""
-    fig = attention_heatmaps(weights, row_labels, col_labels, title, per_row, tr)
+    fig = attention_heatmaps(weights, row_labels, col_labels, title, per_row, tr, title_lines=2)
     rows, cols = np.nonzero(as_array(ideal))
     marks = [
         dict(

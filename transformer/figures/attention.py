@@ -11,6 +11,8 @@ from .heatmaps import as_array, axis_ticks, build_figure, diverging_heatmap, hov
 from .palette import BLOCKED, MAY_ATTEND
 from .theme import FONT
 
+HEAD_TITLE_LINE_PX = 24  # a line of a head's title over its panel, in the projector's font
+
 ATTENTION_SCALE = "Blues"
 
 
@@ -71,12 +73,17 @@ def attention_heatmaps(
     title: str,
     per_row: int = 4,
     tr: Translator = ENGLISH,
+    title_lines: int = 1,
 ) -> go.Figure:
-    """Attention weights (H, T_query, T_key), one subplot per head on a shared 0..1 colour scale."""
+    """Attention weights (H, T_query, T_key), one subplot per head on a shared 0..1 colour scale, each titled in
+    `title_lines` lines: the rows of panels keep that much room, and their tick marks, between them."""
     w = as_array(weights)
     n_heads, n_cols = w.shape[0], min(w.shape[0], per_row)
+    n_rows = -(-n_heads // n_cols)
     head_names = [tr.gettext("head {head}", head=h) for h in range(n_heads)]
-    layout, refs = subplot_grid(head_names, per_row)
+    row_px, gap_px = 70 + 26 * len(row_labels), 20 + HEAD_TITLE_LINE_PX * title_lines
+    plot_px = n_rows * row_px + (n_rows - 1) * gap_px
+    layout, refs = subplot_grid(head_names, per_row, v_gap=gap_px / plot_px)
     hover = hover_grid(row_labels, col_labels)
     traces = []
     for h, ref in enumerate(refs):
@@ -99,8 +106,7 @@ def attention_heatmaps(
         # queries beside the first panel of each row, where they cannot run into a neighbouring panel.
         layout[f"xaxis{n}"].update(showticklabels=h + n_cols >= n_heads, **axis_ticks(col_labels))
         layout[f"yaxis{n}"].update(autorange="reversed", showticklabels=h % n_cols == 0, **axis_ticks(row_labels))
-    n_rows = -(-n_heads // n_cols)
-    return build_figure(traces, layout, title, height=120 + n_rows * (70 + 26 * len(row_labels)))
+    return build_figure(traces, layout, title, height=120 + plot_px)
 
 
 def projection_heatmaps(matrices: dict[str, object], n_heads: int, title: str, tr: Translator = ENGLISH) -> go.Figure:
