@@ -9,6 +9,7 @@ import sqlite3
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from types import SimpleNamespace
@@ -418,6 +419,35 @@ def test_groups_alternate_by_join_order_and_seeds_are_distinct(store):
     three = Assignment({}, frozenset(), "n_heads", (Group("1", 1), Group("2", 2), Group("4", 4)))
     store.set_assignment(code, key, three)  # a later assignment deals the groups again
     assert [s.group for s in store.open_board(code, key).students][:4] == ["1", "2", "4", "1"]
+
+
+def test_a_class_keeps_its_task_once_a_student_has_answered_or_trained(store):
+    code, key = store.create_class("A")
+    ann = store.join(code, "b1", "Ann")
+    store.set_assignment(code, key, Assignment({"task": "copy"}))  # nobody has trained: the teacher may change it
+    store.set_assignment(code, key, Assignment({"task": "copy", "steps": 100}))
+    store.record_run(ann, RunState("not started"))  # a student on the Train page, not yet started
+    store.set_assignment(code, key, Assignment({"task": "sort", "steps": 100}))
+    store.record_run(ann, RunState("training", step=25))
+    with pytest.raises(ClassroomError, match="one class is one experiment"):
+        store.set_assignment(code, key, Assignment({"task": "copy", "steps": 100}))
+    with pytest.raises(ClassroomError, match="one class is one experiment"):
+        store.set_assignment(code, key, None)  # the Train form's task, reverse
+    with pytest.raises(ClassroomError, match="one class is one experiment"):
+        store.set_task(code, key, pairs_from_rows([(f"row {i}", str(i), str(i)) for i in range(10)], "own.csv"))
+    store.set_assignment(code, key, Assignment({"task": "sort", "steps": 300}))  # the same task: any setting
+    with pytest.raises(ClassroomError, match="one class is one experiment"):  # each student's own task from now on
+        store.set_assignment(code, key, Assignment({"task": "sort", "steps": 300}, frozenset({"task"})))
+    assert store.class_info(code).assignment.preset == {"task": "sort", "steps": 300}
+
+
+def test_an_answer_alone_also_keeps_the_class_s_task(store):
+    code, key = store.create_class("A")
+    store.set_assignment(code, key, PE_GROUPS)
+    store.set_question(code, key, "positional-none")
+    store.answer(store.join(code, "b1", "Ann"), "sooner")
+    with pytest.raises(ClassroomError, match="create a new class"):
+        store.set_assignment(code, key, replace(PE_GROUPS, preset={"task": "copy", "steps": 600}))
 
 
 # ---- questions and predictions

@@ -38,6 +38,7 @@ from ..limits import (
     WRONG_KEYS_PER_BROWSER,
 )
 from ..pairs import TaskPairs
+from ..settings import Value
 from . import throttle
 from .assignment import Assignment
 from .codes import (
@@ -83,6 +84,18 @@ TAKEN = N_(
 )
 WRONG_REJOIN = N_("this is not the rejoin code for this name: ask your teacher for a new one")
 WRONG_CODE_OR_KEY = N_("no class has this code, or this is not its teacher key")
+
+
+KEEPS_ITS_TASK = N_(
+    "students of this class have already answered or trained on its task, and one class is one experiment: to teach "
+    "another task, create a new class"
+)
+
+
+def _task_of(assignment: Assignment | None) -> Value | None:
+    """The task an assignment has the class train: None when students choose it (an open setting)."""
+    assignment = assignment or Assignment()
+    return None if "task" in assignment.open else assignment.settings(None)["task"]
 
 
 def utc_now() -> datetime:
@@ -189,11 +202,14 @@ class ClassStore:
             return snapshot_of(conn, row, names=True, lost_before=self._lost_before())
 
     def set_assignment(self, code: str, key: str, assignment: Assignment | None, caller: Caller | None = None) -> None:
-        """Set (or clear) the class's assignment; ClassroomError if the class's question no longer fits it."""
+        """Set (or clear) the class's assignment; ClassroomError if the class's question no longer fits it, or if it
+        trains another task once students have answered or trained (`_keep_task`)."""
         row = self._teacher(code, key, caller)
         if row.question and (why := QUESTIONS[row.question].unfit(assignment)):
             no_longer = N_("the class's question no longer fits: {why}; change the question first")
             raise ClassroomError(Message(no_longer, why=why))
+        if _task_of(assignment) != _task_of(assignment_of(row)):
+            self._keep_task(row)
         data = None if assignment is None else assignment.to_json()
         with self.engine.begin() as conn:
             conn.execute(update(classes).where(classes.c.id == row.id).values(assignment=data))
@@ -217,8 +233,20 @@ class ClassStore:
         row = self._teacher(code, key, caller)
         data = None if task is None else task.to_dict()
         digest = None if data is None else task_digest(data)
+        if digest != row.task_hash:
+            self._keep_task(row)
         with self.engine.begin() as conn:
             conn.execute(update(classes).where(classes.c.id == row.id).values(task=data, task_hash=digest))
+
+    def _keep_task(self, row: Row) -> None:
+        """ClassroomError once a student of the class has answered its question or started a run: their runs and
+        answers are about its task, and one class is one experiment on one task."""
+        with self.engine.connect() as conn:
+            ids = select(students.c.id).where(students.c.class_id == row.id)
+            started = select(runs.c.student_id).where(runs.c.student_id.in_(ids), runs.c.status != "not started")
+            answered = select(predictions.c.student_id).where(predictions.c.student_id.in_(ids))
+            if conn.execute(started.limit(1)).first() or conn.execute(answered.limit(1)).first():
+                raise ClassroomError(KEEPS_ITS_TASK)
 
     def delete_class(self, code: str, key: str, caller: Caller | None = None) -> None:
         """Delete the class and everything it recorded, now."""
