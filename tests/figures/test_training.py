@@ -101,3 +101,12 @@ def test_a_figure_reads_in_its_translators_language_with_plotlys_fields_kept():
     hover = lr_figure(TrainConfig(steps=100), 10, tr=chinese).data[0].hovertemplate
     assert hover == "第 %{x} 步：%{y:.2e}<extra></extra>"  # translated whole, Plotly's fields filled in after
     assert loss_figure(rows(4)).layout.title.text == "Loss"  # English without a translator
+
+
+def test_a_loss_within_one_power_of_ten_is_ticked_with_whole_numbers():
+    from transformer.figures.training import loss_ticks
+
+    ticks = loss_ticks([0.31, 2.9])  # Plotly's own labels here are the leading digit alone: 3, 2, 1, 9, 8 ...
+    shown = [v for v in ticks["tickvals"] if 0.31 <= v <= 2.9]
+    assert shown == [0.5, 1.0, 2.0] and ticks["ticktext"] == [f"{v:g}" for v in ticks["tickvals"]]
+    assert loss_ticks([0.01, 3.0]) == {"dtick": 1}  # wider: powers of ten

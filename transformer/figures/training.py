@@ -137,10 +137,18 @@ def loss_axis(losses: Sequence[float | None], title: str | None = None) -> dict:
 
 
 def loss_ticks(losses: Sequence[float]) -> dict:
-    """Tick labels at powers of ten only when the losses span more than one; else Plotly's 1-2-5 ticks, so a loss
-    between 1 and 3 does not get a single label."""
+    """Tick labels at powers of ten when the losses span more than one; else at 1, 2 and 5 times a power of ten,
+    each written whole ("0.3", "2"), so a loss between 0.3 and 3 gets several labels, and never Plotly's own there,
+    the leading digit alone (3, 2, 1, 9, 8 ... for 0.3 to 3, which reads as a loss rising to 9)."""
     losses = [x for x in losses if x and x > 0]
-    return dict(dtick=1) if losses and max(losses) > 10 * min(losses) else {}
+    if not losses:
+        return {}
+    low, high = min(losses), max(losses)
+    if high > 10 * low:
+        return dict(dtick=1)
+    powers = range(math.floor(math.log10(low)) - 1, math.floor(math.log10(high)) + 2)
+    values = [m * 10.0**e for e in powers for m in (1, 2, 5) if low / 2.5 <= m * 10.0**e <= high * 2.5]
+    return dict(tickmode="array", tickvals=values, ticktext=[f"{v:.3g}" for v in values])
 
 
 def accuracy_figure(
