@@ -177,8 +177,8 @@ def projector_view(title: str, code: str) -> None:
                 _(
                     "Students cannot open this link: it names {host}, this computer itself, because you opened the "
                     "lab from it by that name. Open the lab by the computer's network address instead (for example "
-                    "http://192.168.1.20:8501/teacher, the Network URL Streamlit prints when it starts), and the link "
-                    "and QR code will use it.",
+                    "`http://192.168.1.20:8501/teacher`, the Network URL Streamlit prints when it starts), and the "
+                    "link and QR code will use it.",
                     host=code_span(host),
                 ),
                 icon=":material/wifi_off:",
@@ -291,10 +291,11 @@ def board(code: str, key: str) -> None:
     students = ngettext("{n} student", "{n} students", len(rows))
     st.markdown(" · ".join([f"**{students}**", *state_counts(rows)]))
     curve = st.column_config.LineChartColumn(_("training loss"), width="small")
+    result = st.column_config.Column(_(HEADINGS["result"]), width="large")  # the longest words: readable whole
     st.dataframe(
         table_cells(rows),  # its Messages: states, results, and group labels as a setting's words
         hide_index=True,
-        column_config=board_columns(rows, curve=curve),
+        column_config=board_columns(rows, curve=curve, result=result),
         key="teacher_students",
     )
     st.text(_(difference_sentence(snapshot)))  # group labels are the teacher's text: shown literally

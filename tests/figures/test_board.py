@@ -97,3 +97,12 @@ def test_a_run_that_ran_out_of_time_is_its_own_kind_and_groups_read_in_the_figur
     assert list(by_name["无位置编码：时间用完"].y) == ["无位置编码"]
     curves = group_curves_figure(group_curves(snapshot), "loss", tr=translator("zh-CN"))
     assert {trace.name for trace in curves.data} == {"正弦位置编码", "无位置编码"}
+
+
+def test_the_outcomes_legend_sits_under_the_dots_and_names_even_one_kind():
+    table = pd.DataFrame(
+        {"group": ["PE"], "solved": [False], "steps": [120], "exact_match": [0.4], "timed_out": [False]}
+    )
+    figure = outcomes_figure(table)
+    assert len(figure.data) == 1 and figure.layout.showlegend  # hollow: "not solved", said even alone
+    assert figure.layout.legend.orientation == "h" and figure.layout.legend.yref == "container"  # not beside the plot

@@ -59,7 +59,7 @@ def group_curves_figure(
     return go.Figure(data=traces, layout=layout)
 
 
-def outcomes_figure(outcomes: pd.DataFrame, height: int = 300, tr: Translator = ENGLISH) -> go.Figure:
+def outcomes_figure(outcomes: pd.DataFrame, height: int = 440, tr: Translator = ENGLISH) -> go.Figure:
     """Each finished run as a dot: its group against its steps to solve (filled), against the steps it trained
     without solving the task (hollow), or against the steps it reached when the time budget stopped it (hollow with a
     dot: it ran out of time); the legend says which. `outcomes`: `board.outcome_table`'s columns group, solved,
@@ -90,8 +90,10 @@ def outcomes_figure(outcomes: pd.DataFrame, height: int = 300, tr: Translator = 
         title=title_layout(title),
         height=height,
         font=FONT,
-        margin=dict(l=10, r=10, t=top_margin(title), b=10),
+        margin=dict(l=10, r=10, t=top_margin(title), b=100),
         xaxis=dict(title=tr.gettext("steps"), rangemode="tozero"),  # from 0: whole steps, and runs on their scale
         yaxis=dict(type="category"),
+        legend=LEGEND_AT_FOOT,  # beside the plot it left the dots a sliver of a half-page column
+        showlegend=True,  # with one kind of dot too: it says what filled and hollow mean
     )
     return figure
