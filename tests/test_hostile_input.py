@@ -99,3 +99,18 @@ def test_settings_past_their_bounds_are_refused_not_run(model, steps, lr):
     assert 8 <= model_config.d_model <= 256 and model_config.d_model % model_config.n_heads == 0
     assert model_config.n_layers <= 4 and model_config.d_ff <= 1024 and 0 <= model_config.dropout < 1
     assert train_config.steps >= 1 and 0 < train_config.lr <= 1
+
+
+@pytest.mark.parametrize(
+    "data, said",
+    [
+        (b"", "not a JSON file: it is empty"),
+        (b'{"a": "\xb6"}', "not a JSON file: it is not UTF-8 text (byte 8)"),
+        (b'{"format":\n  oops}', "not a JSON file: it cannot be read from line 2"),
+        (b"[" * 100_000, "not a JSON file: its lists or objects are nested too deep"),
+    ],
+)
+def test_a_file_that_is_no_json_is_said_so_in_the_lab_s_words(data, said):
+    with pytest.raises(ValueError) as err:
+        experiment_from_json(data)
+    assert str(err.value) == said  # never the json module's English, such as "Expecting value: line 1 column 1"

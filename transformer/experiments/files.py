@@ -242,8 +242,14 @@ def experiment_from_json(text: str | bytes) -> ExperimentRun:
         raise ValueError(Message(N_("the file is larger than {most} MB"), most=MAX_JSON_BYTES // 2**20))
     try:
         document = json.loads(text)
-    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as err:
-        raise ValueError(Message(N_("not a JSON file: {problem}"), problem=str(err)[:120])) from None
+    except UnicodeDecodeError as err:
+        raise ValueError(Message(N_("not a JSON file: it is not UTF-8 text (byte {at})"), at=err.start + 1)) from None
+    except json.JSONDecodeError as err:  # said in the lab's words: the json module's are English only
+        if not text.strip():
+            raise ValueError(Message(N_("not a JSON file: it is empty"))) from None
+        raise ValueError(Message(N_("not a JSON file: it cannot be read from line {line}"), line=err.lineno)) from None
+    except RecursionError:
+        raise ValueError(Message(N_("not a JSON file: its lists or objects are nested too deep"))) from None
     reader = _Reader(N_("the file"))
     d = reader.dict(document, {"format", "version", "experiment", "probe", "variants"})
     if d["format"] != FORMAT or d["version"] not in READ_VERSIONS or type(d["version"]) is not int:
