@@ -196,12 +196,19 @@ def form_values(snapshot: Snapshot) -> None:
     saved["teacher_split"] = current.setting if current.setting in splits else NONE
     saved["teacher_open_settings"] = sorted(current.open)
     saved["teacher_question"] = snapshot.info.question or NONE
-    words = language(), class_task_name(snapshot.info)
+    words = language(), picked_task(snapshot)
     switched = st.session_state.get(FORM_WORDS, words) != words
     for widget, value in saved.items():
         if widget not in st.session_state or switched:
             st.session_state[widget] = st.session_state.get(widget, value)
     st.session_state[FORM_WORDS] = words
+
+
+def picked_task(snapshot: Snapshot) -> str:
+    """The name of the task the class trains as the form now has it: its own task's, else the picker's, saved or
+    not (a question names it)."""
+    picked = st.session_state.get(preset_key(spec.setting("task")))
+    return class_task_name(snapshot.info) if snapshot.info.task or picked is None else picked
 
 
 def preset_key(s: spec.Setting) -> str:
@@ -217,6 +224,7 @@ def assignment_form(snapshot: Snapshot, code: str, key: str) -> None:
     task_picker(
         preset_key, _("Choosing a task fills in its default run; change any setting before you save the assignment.")
     )
+    picked = picked_task(snapshot)  # the question names it before it is saved
     with st.form("teacher_assignment"):
         for col, name in zip(st.columns(len(PRESET)), PRESET):
             s = spec.setting(name)
@@ -247,7 +255,7 @@ def assignment_form(snapshot: Snapshot, code: str, key: str) -> None:
         st.selectbox(
             _("Question students answer before Start"),
             [NONE, *QUESTIONS],
-            format_func=said(lambda q: N_("none") if q == NONE else question_text(q, snapshot.info)),
+            format_func=said(lambda q: N_("none") if q == NONE else question_text(q, snapshot.info, picked)),
             key="teacher_question",
             help=_("A question that names a task names the one the class trains: its own task, if it has one."),
         )

@@ -330,6 +330,18 @@ def test_after_a_language_switch_the_assignment_form_shows_its_choices_in_the_ne
     assert ui.classes.class_store().class_info(at.session_state["teacher_class"][0]).question == "positional-none"
 
 
+def test_the_question_names_the_task_picked_on_the_form_before_it_is_saved():
+    at = open_teacher()
+    create(at)
+    at.selectbox(key="teacher_split").set_value("positional")
+    at.selectbox(key="teacher_question").set_value("positional-none")
+    at.button(key="teacher_save").click().run()
+    at.selectbox(key="teacher_task").set_value("copy").run()  # picked, not saved
+    question = at.selectbox(key="teacher_question").proto
+    assert not at.exception and question.set_value  # the browser is told the new words
+    assert question.raw_value == "Without positional encoding, copy will be solved:"
+
+
 @pytest.fixture
 def browsed_from(monkeypatch):
     """Set the address the teacher's browser opened the page at (AppTest has none)."""

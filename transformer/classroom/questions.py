@@ -94,9 +94,10 @@ def class_task_name(info: ClassInfo) -> str:
     return (info.assignment or Assignment()).settings(None)["task"]
 
 
-def question_text(key: str, info: ClassInfo) -> Message:
-    """The class's question `key` as its students read it, naming the task the class trains."""
-    return Message(QUESTIONS[key].text, task=class_task_name(info))
+def question_text(key: str, info: ClassInfo, task: str | None = None) -> Message:
+    """The class's question `key` as its students read it, naming the task the class trains (`task`, the name a
+    teacher has picked but not yet saved, in place of its assignment's)."""
+    return Message(QUESTIONS[key].text, task=class_task_name(info) if task is None or info.task else task)
 
 
 QUESTIONS: dict[str, Question] = {
