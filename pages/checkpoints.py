@@ -123,7 +123,8 @@ else:
         if source == "trained":  # runs differing only in seed
             said = _("{source}, seed {seed}", source=said, seed=ckpt.task.seed)
         in_hand_mark = " · :blue[" + _("in hand") + "]" if in_hand else ""
-        label_col.markdown(f"**{markdown_literal(name)}** ({said}){in_hand_mark}")
+        label = _("{name} ({source})", name=f"**{markdown_literal(name)}**", source=said)  # full-width in Chinese
+        label_col.markdown(label + in_hand_mark)
         load_col.button(
             _("Load"),
             key=f"load_{name}",

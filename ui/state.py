@@ -234,7 +234,7 @@ def model_in_hand() -> tuple[Checkpoint | None, str]:
         model = run.model()
         if model is not None:
             rows = run.rows[:]
-            label = _("training {task} (step {step})", task=run.data_config.task, step=rows[-1]["step"] if rows else 0)
+            label = _("training {task}, step {step}", task=run.data_config.task, step=rows[-1]["step"] if rows else 0)
             return Checkpoint(model, run.data().vocab, model.config, run.data_config, rows, {}), label
     return st.session_state.get(IN_HAND), st.session_state.get(IN_HAND_NAME, "")
 

@@ -419,7 +419,7 @@ def test_a_model_loaded_during_a_run_stays_in_hand_and_the_run_is_still_saved(st
     assert len(at.get("progress")) == 1 and not at.sidebar.get("progress")  # one progress bar: the page's own
     at.switch_page("pages/checkpoints.py")
     at.run()
-    assert sidebar_model(at).startswith("**Model in hand:** training sort (step ")  # elsewhere: its latest step
+    assert sidebar_model(at).startswith("**Model in hand:** training sort, step ")  # elsewhere: its latest step
     assert len(at.sidebar.get("progress")) == 1
     at.button(key="load_copy").click()
     at.run()
