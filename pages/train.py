@@ -23,7 +23,7 @@ from transformer.training import smoothed_loss_floor
 from ui.accessibility import shortcut_help
 from ui.alignment_view import train_alignment
 from ui.charts import chart
-from ui.classes import Seat, class_seat, prediction_input, prediction_result
+from ui.classes import Seat, class_seat, prediction_input, prediction_result, recorded_elsewhere
 from ui.common import live_poll_s, run_registry
 from ui.downloads import DOWNLOAD_RERUNS, csv_download
 from ui.dynamics_view import dynamics_view
@@ -352,6 +352,8 @@ if run is not None:
 if not active:
     if run is not None:
         st.subheader(_("Start another run"))
+    elif seat:
+        recorded_elsewhere(seat)
     own = seat.info.task if seat else own_task_expander(OWN_TASK)
     task_notice(own, by_class=seat is not None)
     locked = seat.locked() if seat else None

@@ -185,6 +185,23 @@ def class_seat() -> Seat | None:
     return seat
 
 
+def recorded_elsewhere(seat: Seat) -> None:
+    """For a class student with no run on this page whose class has one of theirs (trained in another browser,
+    before a rejoin): where it is, and how to see it here; then their prediction's result."""
+    status = class_store().standing(seat.student)[1]
+    if status in (None, "not started"):
+        return
+    st.info(
+        _(
+            "Your class has a run of yours: it is on your teacher's board and in the class's reports. Its curves "
+            "stayed in the browser that trained it. To see them here, press Start with the settings you used: the "
+            "same settings and your seed make the same run again."
+        ),
+        icon=":material/history:",
+    )
+    prediction_result(seat)
+
+
 def prediction_input(seat: Seat) -> None:
     """The class's question, to answer before the student's first run (drawn in the settings form)."""
     question = seat.info.question

@@ -88,6 +88,19 @@ def test_a_student_takes_their_name_to_another_browser_with_their_teacher_s_rejo
     assert laptop.text_input(key="class_name")
 
 
+def test_a_student_who_rejoins_elsewhere_is_told_where_their_run_is():
+    code, key = a_class()
+    store = ui.classes.class_store()
+    laptop, tablet = open_link(code), open_link(code)
+    join(laptop, "Ada")
+    store.record_run(store.student(code, laptop.session_state["watcher"]), RunState("finished", step=120))
+    tablet.text_input(key="class_rejoin").set_value(store.let_rejoin(code, key, "Ada", TEACHER))
+    join(tablet, "Ada")
+    assert not tablet.exception and "run" not in tablet.session_state
+    assert any(i.value.startswith("Your class has a run of yours") for i in tablet.info)  # not a blank page
+    assert not any(i.value.startswith("Your class has a run of yours") for i in open_link(code).info)  # not joined
+
+
 def test_the_question_comes_before_start_and_the_run_is_recorded_for_the_board():
     code, key = a_class("positional-none")
     at = open_link(code)
