@@ -22,7 +22,14 @@ from streamlit.web.server.starlette.starlette_server_config import XSRF_COOKIE_N
 
 from transformer.i18n import translator
 from ui import streamlit_internals
-from ui.streamlit_internals import FRONTEND_SENTENCES, XSRF_COOKIE, browser_id, frontend_rules, navigation_mode_patch
+from ui.streamlit_internals import (
+    FRONTEND_LABELS,
+    FRONTEND_SENTENCES,
+    XSRF_COOKIE,
+    browser_id,
+    frontend_rules,
+    navigation_mode_patch,
+)
 
 # Two page loads of one browser (captured from a served app): same secret, different masks.
 LOAD_1 = "2|09b631db|e304a33f415643afd20950daf738d9b0|1795452523"
@@ -156,9 +163,10 @@ def test_cut_table_edits_bounds_the_rows_a_browser_adds_before_the_editor_applie
     assert at.markdown[0].value == "5 rows, cut: False" and applied[-1] == 3
 
 
-def test_each_frontend_rule_matches_its_english_whole_and_gives_its_translation():
+@pytest.mark.parametrize("sentences", [FRONTEND_SENTENCES, FRONTEND_LABELS])
+def test_each_frontend_rule_matches_its_english_whole_and_gives_its_translation(sentences):
     zh = translator("zh-CN")
-    for (pattern, names, text), english in zip(frontend_rules(zh.gettext), FRONTEND_SENTENCES, strict=True):
+    for (pattern, names, text), english in zip(frontend_rules(zh.gettext, sentences), sentences, strict=True):
         values = {name: f"<{name}>" for name in names}
         found = re.fullmatch(pattern, english.format(**values))
         assert found and list(found.groups()) == list(values.values()), english

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import streamlit as st
 
 from transformer.i18n import DEFAULT_LANGUAGE, LANGUAGES, N_, Message, Translator, language_for, translator
-from ui.streamlit_internals import frontend_rules
+from ui.streamlit_internals import FRONTEND_LABELS, frontend_rules
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -35,30 +35,37 @@ UPLOADER_CSS = """[data-testid="stFileUploaderDropzoneInstructions"] { display: 
 # the session's words.
 SKIP_LINK = N_("Skip to main content")
 SKIP_LINK_SCRIPT = """document.querySelector('[data-testid="stSkipToContent"]')?.replaceChildren(%s);"""
-# Streamlit's browser code writes some sentences and button names in English only (`FRONTEND_SENTENCES`): the script
-# shows each, as it appears, in the session's words. A fixed script; its value the session's `frontend_rules`, none in
-# English. Installed once per tab, it reads the rules of the page's latest run.
+# Streamlit's browser code writes some sentences and button names in English only (`FRONTEND_SENTENCES`), and names
+# some controls so for screen readers (`FRONTEND_LABELS`): the script shows each, as it appears, in the session's
+# words, the labels in the attributes that hold them only. A fixed script; its values the session's `frontend_rules`
+# of each, none in English. Installed once per tab, it reads the rules of the page's latest run.
 FRONTEND_SCRIPT = """window.labFrontendRules = %s.map(([pattern, names, text]) => [new RegExp(pattern), names, text]);
+window.labFrontendLabels = %s.map(([pattern, names, text]) => [new RegExp(pattern), names, text]);
 if (!window.labFrontendWords) {
   window.labFrontendWords = true;
-  const shown = (english) => {
-    for (const [pattern, names, text] of window.labFrontendRules) {
+  const shown = (english, rules) => {
+    for (const [pattern, names, text] of rules) {
       const found = english.match(pattern);
-      const values = found && names.map((name, i) => (name === "sentence" ? shown(found[i + 1]) : found[i + 1]));
+      const own = (name, i) => (name === "sentence" ? shown(found[i + 1], rules) : found[i + 1]);
+      const values = found && names.map(own);
       const fill = (_, name) => values[names.indexOf(name)];
       if (values && !values.includes(null)) return text.replace(/\\{(\\w+)\\}/g, fill);
     }
     return null;
   };
+  const NAMED = ["aria-label", "placeholder"];  // the attributes that name a control
   const translate = (node) => {
     if (!window.labFrontendRules.length) return;  // no rules (the default language): nothing to look for
     if (node.nodeType === Node.TEXT_NODE) {
-      const text = shown(node.nodeValue);
+      const text = shown(node.nodeValue, window.labFrontendRules);
       if (text !== null) node.nodeValue = text;
     } else if (node.nodeType === Node.ELEMENT_NODE) {
-      for (const el of [node, ...node.querySelectorAll("[aria-label]")]) {
-        const text = el.hasAttribute("aria-label") ? shown(el.getAttribute("aria-label")) : null;
-        if (text !== null) el.setAttribute("aria-label", text);
+      for (const el of [node, ...node.querySelectorAll("[aria-label], [placeholder]")]) {
+        for (const name of NAMED.filter((name) => el.hasAttribute(name))) {
+          const english = el.getAttribute(name);
+          const text = shown(english, window.labFrontendRules) ?? shown(english, window.labFrontendLabels);
+          if (text !== null) el.setAttribute(name, text);
+        }
       }
       const texts = document.createTreeWalker(node, NodeFilter.SHOW_TEXT);
       while (texts.nextNode()) translate(texts.currentNode);
@@ -69,7 +76,7 @@ if (!window.labFrontendWords) {
       if (record.type === "childList") record.addedNodes.forEach(translate);
       else translate(record.target);
     }
-  }).observe(document.body, {childList: true, subtree: true, characterData: true, attributeFilter: ["aria-label"]});
+  }).observe(document.body, {childList: true, subtree: true, characterData: true, attributeFilter: NAMED});
   translate(document.body);
 }"""
 
@@ -158,6 +165,7 @@ def declare_language() -> None:
     (`FRONTEND_SCRIPT`)."""
     code = language()
     rules = [] if code == DEFAULT_LANGUAGE else frontend_rules(_)
+    labels = [] if code == DEFAULT_LANGUAGE else frontend_rules(_, FRONTEND_LABELS)
     css = HIDDEN_CSS
     if code != DEFAULT_LANGUAGE:  # the word is the catalogue's: a CSS string, quoted as JSON quotes it
         css += "\n" + UPLOADER_CSS % json.dumps(_("Upload"), ensure_ascii=False)
@@ -165,7 +173,8 @@ def declare_language() -> None:
         st.html(
             f"<style>{css}</style><script>document.documentElement.lang = {json.dumps(code)};\n"
             f"{SKIP_LINK_SCRIPT % json.dumps(_(SKIP_LINK), ensure_ascii=False)}\n"
-            f"{FRONTEND_SCRIPT % json.dumps(rules, ensure_ascii=False)}</script>",
+            f"{FRONTEND_SCRIPT % (json.dumps(rules, ensure_ascii=False), json.dumps(labels, ensure_ascii=False))}"
+            "</script>",
             unsafe_allow_javascript=True,
         )
 

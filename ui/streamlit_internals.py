@@ -44,6 +44,19 @@ FRONTEND_SENTENCES = (
     N_("{kind} files are not allowed."),
     N_("add icon"),  # the name of a file uploader's button that adds another file
 )
+# The names Streamlit's browser code gives controls in English only, as a screen reader reads them (aria-label) or as
+# an empty box shows them (placeholder): a help icon's, a chosen option's remove button, a multiselect's clear button,
+# an uploader's file input, a select box's placeholder and a range slider's two thumbs. Shown in the session's words
+# in those attributes only: as page text, "Remove {item}" could be a student's own words.
+FRONTEND_LABELS = (
+    N_("Help for {label}"),
+    N_("Remove {item}"),
+    N_("Clear all"),
+    N_("file upload"),
+    N_("Choose an option"),
+    N_("{label} — start"),
+    N_("{label} — end"),
+)
 
 
 def rerun_inside_frame() -> None:
@@ -126,12 +139,15 @@ def cut_table_edits(key: str, rows: int, most: int) -> bool:
     return True
 
 
-def frontend_rules(translate: Callable[[str], str]) -> list[tuple[str, list[str], str]]:
-    """Each of FRONTEND_SENTENCES as (a pattern matching the whole English text, one group per placeholder, in a
-    syntax both Python and JavaScript read; the placeholders' names in the groups' order; its `translate`d template).
-    A rule applies only where each {sentence} it holds is itself one of the sentences."""
+def frontend_rules(
+    translate: Callable[[str], str], sentences: tuple[str, ...] = FRONTEND_SENTENCES
+) -> list[tuple[str, list[str], str]]:
+    """Each of `sentences` (FRONTEND_SENTENCES, or FRONTEND_LABELS) as (a pattern matching the whole English text,
+    one group per placeholder, in a syntax both Python and JavaScript read; the placeholders' names in the groups'
+    order; its `translate`d template). A rule applies only where each {sentence} it holds is itself one of the
+    sentences."""
     rules = []
-    for sentence in FRONTEND_SENTENCES:
+    for sentence in sentences:
         pieces = re.split(r"\{(\w+)\}", sentence)  # literal, name, literal, name, ..., literal
         pattern = "(.+?)".join(re.escape(literal) for literal in pieces[::2])
         rules.append((f"^{pattern}$", pieces[1::2], translate(sentence)))
