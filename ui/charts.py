@@ -14,10 +14,41 @@ from streamlit.delta_generator import DeltaGenerator
 
 from transformer.figures.summary import describe
 from transformer.figures.theme import Figure, themed
-from ui.language import session_translator
+from transformer.i18n import DEFAULT_LANGUAGE, N_
+from ui.language import _, language, session_translator
+
+# The words of a chart's toolbar that Plotly writes (its buttons' tooltips), in English unless told a locale's: the
+# session's, through Plotly's own `locale` and `locales` settings.
+PLOTLY_WORDS = (
+    N_("Download plot as a PNG"),
+    N_("Zoom"),
+    N_("Pan"),
+    N_("Box Select"),
+    N_("Lasso Select"),
+    N_("Zoom in"),
+    N_("Zoom out"),
+    N_("Autoscale"),
+    N_("Reset axes"),
+    N_("Reset view"),
+    N_("Toggle Spike Lines"),
+    N_("Show closest data on hover"),
+    N_("Compare data on hover"),
+    N_("Double-click to zoom back out"),
+)
+
+
+def plotly_locale() -> dict[str, Any]:
+    """Plotly's settings that word a chart's toolbar in the session's language: none in English."""
+    code = language()
+    if code == DEFAULT_LANGUAGE:
+        return {}
+    return {"locale": code, "locales": {code: {"dictionary": {word: _(word) for word in PLOTLY_WORDS}}}}
 
 
 def chart(where: DeltaGenerator | ModuleType, fig: Figure, key: str, **options: Any) -> None:
     """Draw `fig` under `key` in `where` (`st` itself, or a column or container), with the figure's description as
-    its accessible name. `options`: more of `st.plotly_chart`'s (config, ...)."""
-    where.plotly_chart(themed(fig), key=key, alt=describe(fig, session_translator()), theme=None, **options)
+    its accessible name and its toolbar in the session's language. `options`: more of `st.plotly_chart`'s (config,
+    ...)."""
+    config = {**plotly_locale(), **options.pop("config", {})}
+    alt = describe(fig, session_translator())
+    where.plotly_chart(themed(fig), key=key, alt=alt, theme=None, config=config, **options)

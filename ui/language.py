@@ -36,8 +36,8 @@ UPLOADER_CSS = """[data-testid="stFileUploaderDropzoneInstructions"] { display: 
 SKIP_LINK = N_("Skip to main content")
 SKIP_LINK_SCRIPT = """document.querySelector('[data-testid="stSkipToContent"]')?.replaceChildren(%s);"""
 # Streamlit's browser code writes some sentences and button names in English only (`FRONTEND_SENTENCES`), and names
-# some controls so for screen readers (`FRONTEND_LABELS`): the script shows each, as it appears, in the session's
-# words, the labels in the attributes that hold them only. A fixed script; its values the session's `frontend_rules`
+# some controls so (`FRONTEND_LABELS`): the script shows each, as it appears, in the session's words, the names in
+# the attributes that hold them only. A fixed script; its values the session's `frontend_rules`
 # of each, none in English. Installed once per tab, it reads the rules of the page's latest run.
 FRONTEND_SCRIPT = """window.labFrontendRules = %s.map(([pattern, names, text]) => [new RegExp(pattern), names, text]);
 window.labFrontendLabels = %s.map(([pattern, names, text]) => [new RegExp(pattern), names, text]);
@@ -53,14 +53,14 @@ if (!window.labFrontendWords) {
     }
     return null;
   };
-  const NAMED = ["aria-label", "placeholder"];  // the attributes that name a control
+  const NAMED = ["aria-label", "placeholder", "data-title"];  // the attributes that name a control
   const translate = (node) => {
     if (!window.labFrontendRules.length) return;  // no rules (the default language): nothing to look for
     if (node.nodeType === Node.TEXT_NODE) {
       const text = shown(node.nodeValue, window.labFrontendRules);
       if (text !== null) node.nodeValue = text;
     } else if (node.nodeType === Node.ELEMENT_NODE) {
-      for (const el of [node, ...node.querySelectorAll("[aria-label], [placeholder]")]) {
+      for (const el of [node, ...node.querySelectorAll("[aria-label], [placeholder], [data-title]")]) {
         for (const name of NAMED.filter((name) => el.hasAttribute(name))) {
           const english = el.getAttribute(name);
           const text = shown(english, window.labFrontendRules) ?? shown(english, window.labFrontendLabels);

@@ -44,18 +44,32 @@ FRONTEND_SENTENCES = (
     N_("{kind} files are not allowed."),
     N_("add icon"),  # the name of a file uploader's button that adds another file
 )
-# The names Streamlit's browser code gives controls in English only, as a screen reader reads them (aria-label) or as
-# an empty box shows them (placeholder): a help icon's, a chosen option's remove button, a multiselect's clear button,
-# an uploader's file input, a select box's placeholder and a range slider's two thumbs. Shown in the session's words
-# in those attributes only: as page text, "Remove {item}" could be a student's own words.
+# The names Streamlit's browser code gives controls in English only, as a screen reader reads them (aria-label), as an
+# empty box shows them (placeholder) or as a chart's toolbar shows them on hover (data-title): a help icon's, a chosen
+# option's remove button, a multiselect's clear button, an uploader's file input, a select box's placeholder and its
+# open and close button, a range slider's two thumbs, the sidebar and its pages, a heading's link, and the buttons
+# of a chart's and a table's toolbar. Shown in the session's words in those attributes only: as page text, "Remove
+# {item}" or "Search" could be a student's own words.
 FRONTEND_LABELS = (
     N_("Help for {label}"),
     N_("Remove {item}"),
     N_("Clear all"),
     N_("file upload"),
     N_("Choose an option"),
+    N_("Open"),
+    N_("Close"),
     N_("{label} — start"),
     N_("{label} — end"),
+    N_("Sidebar"),
+    N_("Collapse sidebar"),
+    N_("Expand sidebar"),
+    N_("App pages"),
+    N_("Link to heading"),
+    N_("Fullscreen"),
+    N_("Close fullscreen"),
+    N_("Show/hide columns"),
+    N_("Download as CSV"),
+    N_("Search"),
 )
 
 
