@@ -145,8 +145,9 @@ def new_key_panel(title: str, key: str) -> None:
     st.subheader(markdown_literal(title), anchor=False)
     st.warning(
         _(
-            "**Your teacher key**, shown only now: copy it (the button at its right) and keep it somewhere safe. It "
-            "opens this class's board again, from any browser; without it nobody can. Never share it or project it."
+            "**Your teacher key**, shown only now: copy it (point at it: a copy button appears at its right) and keep "
+            "it somewhere safe. It opens this class's board again, from any browser; without it nobody can. Never "
+            "share it or project it."
         ),
         icon=":material/key:",
     )
