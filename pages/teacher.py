@@ -172,7 +172,9 @@ def projector_view(title: str, code: str) -> None:
             st.markdown(_("Open this link to join the class, or scan the code with a phone:"))
             with st.container(key="teacher_link"):
                 st.header(markdown_literal(link), anchor=False)
-        qr_col.image(qr_png(link), caption=_("The class link"), output_format="PNG")  # as drawn: JPEG blurs it
+        qr_col.image(  # as drawn: JPEG blurs it
+            qr_png(link), caption=_("The class link"), output_format="PNG", alt=_("QR code of {link}", link=link)
+        )
         if host := unreachable_host(link):
             st.warning(
                 _(

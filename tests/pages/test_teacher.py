@@ -106,6 +106,7 @@ def test_a_new_class_shows_its_key_alone_then_the_projector_view_never_the_key(m
     png = io.BytesIO()
     segno.make_qr(link).save(png, kind="png", scale=8, border=2)
     assert media[image.proto.imgs[0].url] == png.getvalue()  # the QR code of the link, as segno draws it
+    assert image.proto.imgs[0].alt == f"QR code of {link}"  # what a screen reader says of it
     assert "No student has joined yet" in board_line(at)
     at.run()
     assert key not in page_text(at)  # and never again
