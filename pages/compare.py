@@ -39,7 +39,7 @@ from ui.common import client_address, remember_run, run_registry
 from ui.compare_builder import builder_keys, custom_builder
 from ui.compare_timeline import PLOTLY_CONFIG, show_timeline
 from ui.downloads import DOWNLOAD_RERUNS, csv_download
-from ui.language import _, session_translator, worded
+from ui.language import _, said, session_translator, worded
 from ui.links import share_link, show_link_notices
 from ui.state import COMPARE_JOB, drop_flash, flash, session_run_elsewhere, show_flashes, watcher_id
 from ui.streamlit_internals import page_connected
@@ -158,7 +158,7 @@ choice = st.selectbox(
     _("Experiment"),
     [*READY, CUSTOM],
     key=worded("compare_experiment"),
-    format_func=lambda k: _(READY[k].title) if k in READY else _("Custom: build your own"),
+    format_func=said(lambda k: READY[k].title if k in READY else N_("Custom: build your own")),
     help=_("Ready-made experiments come with results, so you see the answer at once."),
 )
 if choice == CUSTOM:

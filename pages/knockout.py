@@ -11,7 +11,7 @@ import streamlit as st
 
 from transformer.checkpoint import Checkpoint
 from transformer.figures.knockout import METRICS, knockout_heatmaps
-from transformer.i18n import N_
+from transformer.i18n import N_, Message
 from transformer.inspection import ATTENTION_KINDS
 from transformer.knockout import (
     ABLATIONS,
@@ -152,11 +152,13 @@ chosen = st.multiselect(
     key=worded("knockout_heads"),
     select_all=SELECT_ALL,
     placeholder=_("Choose options"),
-    format_func=lambda label: _(
-        "{kind} · layer {layer} · head {head}",
-        kind=_(SHORT_KIND[by_label[label].kind]),
-        layer=by_label[label].layer,
-        head=by_label[label].head,
+    format_func=said(
+        lambda label: Message(
+            N_("{kind} · layer {layer} · head {head}"),
+            kind=Message(SHORT_KIND[by_label[label].kind]),
+            layer=by_label[label].layer,
+            head=by_label[label].head,
+        )
     ),
     help=_("Pick any heads of any layers; the buttons above pick every head of one kind."),
 )

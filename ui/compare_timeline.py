@@ -8,7 +8,7 @@ from transformer.figures.attention import attention_heatmaps
 from transformer.figures.compare import alignment_figure, loss_marker_figure, variant_colour
 from transformer.literal import code_span
 from ui.charts import chart
-from ui.language import _, session_translator, worded
+from ui.language import _, said, session_translator, worded
 
 PLOTLY_CONFIG = {"displaylogo": False, "toImageButtonOptions": {"format": "png", "scale": 2}}  # PNG from the toolbar
 
@@ -62,7 +62,12 @@ def _pick_step(run: ExperimentRun, live: bool) -> tuple[int, int] | None:
     if following or st.session_state.get("compare_timeline_variant") not in labels:
         st.session_state["compare_timeline_variant"] = labels[-1] if following else labels[0]
     label = st.radio(
-        _("Variant"), labels, format_func=_, key=worded("compare_timeline_variant"), horizontal=True, disabled=following
+        _("Variant"),
+        labels,
+        format_func=said(lambda label: label),  # a variant's label, said in the session's language
+        key=worded("compare_timeline_variant"),
+        horizontal=True,
+        disabled=following,
     )
     index = labels.index(label)
     variant = run.variants[index]

@@ -45,11 +45,13 @@ def draw_setting(
         **callback,
     }
     label, word = _(s.label), said(s.word)
+    if s.kind == "choice" or (place is not None and place.radio):
+        worded(key)  # its options are said in the session's language
     if s.kind in ("int", "float"):
         container.number_input(label, *s.bounds, **({"value": None} if s.default is None else {}), **common)
     elif place is not None and place.radio:
-        container.radio(label, list(s.options), format_func=word, horizontal=True, **{**common, "key": worded(key)})
+        container.radio(label, list(s.options), format_func=word, horizontal=True, **common)
     elif s.kind == "choice":
-        container.selectbox(label, list(s.options), format_func=word, **{**common, "key": worded(key)})
+        container.selectbox(label, list(s.options), format_func=word, **common)
     else:
         container.toggle(label, **common)

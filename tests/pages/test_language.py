@@ -243,3 +243,16 @@ def test_every_choice_worded_in_the_session_s_language_is_set_again_after_a_swit
     assert len(calls) >= 12
     teacher = [place for place, call in calls if place.startswith("teacher.py")]  # its form sets them: FORM_WORDS
     assert [place for place, call in calls if _keyed_by(call) != "worded" and place not in teacher] == []
+
+
+def test_after_a_switch_every_worded_choice_on_the_page_is_set_again_in_the_new_words():
+    at = open_page("pages/compare.py")
+    at.selectbox(key="compare_experiment").set_value("custom").run()
+    at.radio(key="compare_norm_first").set_value(True).run()  # a setting of the builder, drawn by draw_setting
+    pick(at, "zh-CN")
+    assert not at.exception
+    for widget in (at.selectbox(key="compare_experiment"), at.selectbox(key="compare_switch")):
+        assert widget.proto.set_value, widget.key  # the browser is sent the choice again, in the new words
+    assert at.radio(key="compare_norm_first").proto.set_value and at.radio(key="compare_norm_first").value is True
+    at.run()  # no switch: the choices are the student's again
+    assert not at.selectbox(key="compare_experiment").proto.set_value
