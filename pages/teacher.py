@@ -16,7 +16,7 @@ import segno
 import streamlit as st
 
 from transformer import settings as spec
-from transformer.classroom import QUESTIONS, Assignment, ClassroomError, ClassStore, Snapshot
+from transformer.classroom import QUESTIONS, Assignment, ClassInfo, ClassroomError, ClassStore, Snapshot
 from transformer.classroom.assignment import split_groups
 from transformer.classroom.board import (
     HEADINGS,
@@ -39,7 +39,18 @@ from ui.charts import chart
 from ui.classes import board_columns, caller, class_store
 from ui.common import cluster_not_used, local_time
 from ui.downloads import csv_download
-from ui.language import SELECT_ALL, _, language, language_param, ngettext, said, session_translator, table_cells
+from ui.language import (
+    SELECT_ALL,
+    _,
+    chosen,
+    language,
+    language_param,
+    ngettext,
+    said,
+    session_translator,
+    table_cells,
+    worded,
+)
 from ui.links import unreachable_host
 from ui.own_task import class_task_section
 from ui.report_view import class_reports_download
@@ -236,30 +247,30 @@ def assignment_form(snapshot: Snapshot, code: str, key: str) -> None:
             columns = st.columns(FOLDED_COLUMNS)
             for index, s in enumerate(s for s in spec.on_form() if s.name not in ("task", *PRESET)):
                 draw_setting(columns[index % len(columns)], s, preset_key(s))
+        splits = [NONE, *(s.name for s in spec.group_splits())]
         st.selectbox(
             _("Groups differ in"),
-            [NONE, *(s.name for s in spec.group_splits())],
-            format_func=said(
-                lambda name: (
-                    N_("no groups: one class") if name == NONE else joined([g.label for g in split_groups(name)], " / ")
-                )
-            ),
-            key="teacher_split",
+            splits,
+            format_func=said(split_words),
+            key=worded("teacher_split", splits, split_words),
             help=_("Students alternate between the groups as they join, so the groups stay the same size."),
         )
+        open_settings = [s.name for s in spec.class_open()]
         st.multiselect(
             _("Students may change"),
-            [s.name for s in spec.class_open()],
-            format_func=said(lambda name: spec.setting(name).label),
-            key="teacher_open_settings",
+            open_settings,
+            format_func=said(setting_label),
+            key=worded("teacher_open_settings", open_settings, setting_label),
             select_all=SELECT_ALL,
             placeholder=_("Choose options"),
         )
+        questions = [NONE, *QUESTIONS]
+        question_words = partial(question_or_none, info=snapshot.info, task=picked)
         st.selectbox(
             _("Question students answer before Start"),
-            [NONE, *QUESTIONS],
-            format_func=said(lambda q: N_("none") if q == NONE else question_text(q, snapshot.info, picked)),
-            key="teacher_question",
+            questions,
+            format_func=said(question_words),
+            key=worded("teacher_question", questions, question_words),
             help=_("A question that names a task names the one the class trains: its own task, if it has one."),
         )
         st.form_submit_button(
@@ -268,14 +279,29 @@ def assignment_form(snapshot: Snapshot, code: str, key: str) -> None:
     show_flashes("teacher_assignment")
 
 
+def split_words(name: str) -> str:
+    """A split's words in the assignment form: its groups' labels, or none."""
+    return N_("no groups: one class") if name == NONE else joined([g.label for g in split_groups(name)], " / ")
+
+
+def setting_label(name: str) -> str:
+    """A setting's label, in the assignment form's list of settings students may change."""
+    return spec.setting(name).label
+
+
+def question_or_none(key: str, info: ClassInfo, task: str) -> str:
+    """A question's words in the assignment form, naming `task`, or none."""
+    return N_("none") if key == NONE else question_text(key, info, task)
+
+
 def save_assignment(code: str, key: str) -> None:
     """The Save button: the form's values as the class's assignment and question, or why they were not saved."""
     state = st.session_state
-    split, question = state["teacher_split"] or None, state["teacher_question"] or None
+    split, question = chosen("teacher_split") or None, chosen("teacher_question") or None
     preset = {s.name: setting_value(s, state[preset_key(s)]) for s in spec.on_form()}
-    groups = split_groups(split) if split else ()
     try:
-        assignment = Assignment(preset, frozenset(state["teacher_open_settings"]), split, groups)
+        groups = split_groups(split) if split else ()
+        assignment = Assignment(preset, frozenset(chosen("teacher_open_settings")), split, groups)
         if question is not None and (why := QUESTIONS[question].unfit(assignment)):
             raise ClassroomError(Message(N_("that question does not fit these groups: {why}"), why=why))
         class_store().set_assignment(code, key, assignment, caller())
@@ -283,6 +309,9 @@ def save_assignment(code: str, key: str) -> None:
     except (ClassroomError, ValueError) as err:
         flash("teacher_assignment", "error", _("Not saved: {reason}", reason=markdown_literal(_(err))))
     else:
+        saved = {preset_key(s): widget_value(s, preset[s.name]) for s in spec.on_form()}
+        saved |= {"teacher_split": split or NONE, "teacher_question": question or NONE}
+        state.update(saved, teacher_open_settings=sorted(assignment.open))  # the form shows what was saved
         flash("teacher_assignment", "success", _("Saved: students see it on Train from their next page load."))
 
 

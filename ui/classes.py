@@ -39,7 +39,7 @@ from transformer.link_params import class_code_parser, read_params
 from transformer.literal import markdown_literal
 from transformer.run_configs import run_configs
 from ui.common import client_address, run_registry
-from ui.language import _, said, table_cells, worded
+from ui.language import _, chosen, said, table_cells, worded
 from ui.links import show_link_notices
 from ui.state import CLASS_CODE, watcher_id
 
@@ -213,7 +213,7 @@ def prediction_input(seat: Seat) -> None:
         index=None,
         format_func=said(str),
         horizontal=True,
-        key=worded("class_prediction"),
+        key=worded("class_prediction", QUESTIONS[question].choices, str),
         help=_(QUESTIONS[question].caption),
     )
 
@@ -223,7 +223,7 @@ def answer_prediction(seat: Seat) -> None:
     asks one and none is picked."""
     if seat.info.question is None or class_store().standing(seat.student) != (None, None):
         return
-    choice = st.session_state.get("class_prediction")
+    choice = chosen("class_prediction")
     if choice is None:
         raise ClassroomError(Message(N_("answer the question above the Start button first: it is your prediction")))
     class_store().answer(seat.student, choice)

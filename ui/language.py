@@ -8,7 +8,7 @@ visit; and `_`, which shows a sentence in it.
 """
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import streamlit as st
@@ -25,6 +25,7 @@ LANG_PARAM = "lang"  # the link parameter: `?lang=zh-CN`
 DECLARED = "page_language"  # the key of the sidebar's container that declares the page's language, hidden
 HIDDEN_CSS = f".st-key-{DECLARED} {{ display: none; }}"
 WORDED = "worded_choices"  # session_state key: the widget keys of choices worded in the session's language (`worded`)
+WORDS = "worded_options"  # session_state key: widget key -> (options, words) of a worded choice in a form
 SELECT_ALL = False  # a multiselect's "Select all" option: Streamlit words it in English only, so there is none
 # Streamlit's file uploader says "Upload" and "200MB per file • CSV" in English only: outside English its button
 # says the session's word for it, and its line of limits is hidden (each uploader's label states its own limit).
@@ -140,13 +141,38 @@ def language_param() -> dict[str, str]:
     return {} if language() == DEFAULT_LANGUAGE else {LANG_PARAM: language()}
 
 
-def worded(key: str) -> str:
+def worded(key: str, options: Sequence[Any] | None = None, words: Callable[[Any], Any] | None = None) -> str:
     """`key`, the widget key of a choice whose options are worded in the session's language: after a language
     switch its value is set again (`_picked`), so that the browser shows the new words. Streamlit's browser code
     keeps a choice as the words it showed and sends them back with the next click, where no option has them any more
-    (the widget then returns the old words themselves)."""
+    (the widget then returns the old words themselves). A choice in a form also gives its `options` and their
+    `words` (its format_func's, before translation): a form sends a choice it has not sent yet as the words it showed
+    then, whatever was set since, and `chosen` reads them back."""
     st.session_state.setdefault(WORDED, set()).add(key)
+    if words is not None:
+        st.session_state.setdefault(WORDS, {})[key] = (list(options or ()), words)
     return key
+
+
+def chosen(key: str) -> Any:
+    """The value of the worded choice `key` (for a multiselect, each of its values) as one of its options (see
+    `worded`, `option_for`)."""
+    value = st.session_state.get(key)
+    options, words = st.session_state.get(WORDS, {}).get(key, ((), None))
+    if words is None:
+        return value
+    return (
+        [option_for(v, options, words) for v in value] if isinstance(value, list) else option_for(value, options, words)
+    )
+
+
+def option_for(value: Any, options: Sequence[Any], words: Callable[[Any], Any]) -> Any:
+    """`value` if it is one of `options`, else the option whose `words` (before translation) it is in a language
+    the lab has: what a form sends for a choice it had not sent before a language switch; else `value`."""
+    if any(value == option and type(value) is type(option) for option in options):
+        return value
+    said_in = [translator(code).gettext for code in LANGUAGES]
+    return next((option for say in said_in for option in options if say(words(option)) == value), value)
 
 
 def _picked() -> None:

@@ -6,7 +6,7 @@ from typing import Any
 
 from transformer.i18n import N_
 from transformer.settings import Setting, Value
-from ui.language import _, said, worded
+from ui.language import _, option_for, said, worded
 
 OTHER_SETTINGS = N_("The Train page's other settings")  # where a page folds those it does not show first
 FOLDED_COLUMNS = 2  # columns of the folded settings: at 3 or 4, labels and choices are cut off on a projector
@@ -20,7 +20,10 @@ def widget_value(s: Setting, value: Any) -> Any:
 
 
 def setting_value(s: Setting, value: Any) -> Value:
-    """The setting's value that its widget's `value` stands for: a float setting's whole number as a float."""
+    """The setting's value that its widget's `value` stands for: a float setting's whole number as a float, a
+    choice's words (in a language the lab has: `option_for`) as its option."""
+    if s.kind == "choice" or (s.form is not None and s.form.radio):
+        return option_for(value, s.options, s.word)
     return float(value) if s.kind == "float" and value is not None else value
 
 

@@ -14,7 +14,7 @@ from ui.language import _, ngettext
 from ui.own_task import OWN_TASK, own_task
 from ui.state import FOLLOW_RUN, RUN, flash, session_run_elsewhere, watcher_id
 from ui.streamlit_internals import page_connected
-from ui.train_form import KEPT, form_settings, remember_values
+from ui.train_form import KEPT, read_form, remember_values
 
 FIRST_STEP_WAIT_S = 0.5  # how long Start waits for a new run's first step (set-up takes about 0.1 s)
 STOPPED_BY_YOU = "train_stopped"  # session state: the run this session's Stop ended (its outcome says so)
@@ -53,7 +53,7 @@ def start_run() -> None:
         return
     seat = seat_in_class()  # a class student's run takes the settings their teacher locked
     try:
-        values, own = form_settings(state), own_task(OWN_TASK)
+        values, own = read_form(), own_task(OWN_TASK)
         configs = seat.configs(values) if seat else run_configs(values, pairs=own)
         if seat:
             answer_prediction(seat)

@@ -51,6 +51,15 @@ def form_settings(values: Mapping[str, Any]) -> dict[str, Value]:
     return {s.name: setting_value(s, values[s.form.key]) for s in spec.on_form()}
 
 
+def read_form() -> dict[str, Value]:
+    """The settings the Train form holds (Start's callback), each widget then set to its setting's value: a choice
+    the form sent in the words of another language (`setting_value`) shows as its option."""
+    values = form_settings(st.session_state)
+    for s in spec.on_form():
+        st.session_state[form_key(s)] = widget_value(s, values[s.name])
+    return values
+
+
 def draw_task(locked: Mapping[str, Any] | None = None) -> None:
     """The task picker, above the form: choosing a task fills the form with its default run. Call before
     `draw_fields`, outside `st.form`."""

@@ -8,7 +8,7 @@ from conftest import choose, open_page, page_errors, requires_chromium
 from playwright.sync_api import expect
 
 from harness.chromium import VIEWPORT
-from harness.page import main, wait_idle
+from harness.page import button, fill, main, wait_idle
 
 pytestmark = requires_chromium
 
@@ -60,3 +60,28 @@ def test_a_choice_made_in_one_language_stands_after_a_switch_and_the_next_click(
     assert not page_errors(page)
     box = page.locator(".st-key-compare_experiment").get_by_role("combobox")
     assert "不用因果掩码训练" in box.aria_snapshot() and "Train without" not in box.aria_snapshot()
+
+
+def test_a_choice_a_form_has_not_sent_before_a_switch_is_saved_as_picked(page, lab_server):
+    """A form sends a choice it has not sent yet as the words the browser showed when it was picked: after a switch
+    to Chinese the teacher's Save sent "sinusoidal PE / no PE", which no option had, and the page broke."""
+    open_page(page, lab_server, "teacher")
+    fill(page, "teacher_title", "Period 3")
+    button(page, "teacher_create_button").click()
+    button(page, "teacher_key_saved").click()
+    expect(page.locator(".st-key-teacher_projector img")).to_be_visible(timeout=30_000)
+    wait_idle(page)
+    page.get_by_role("tab", name="Assignment").click()
+    choose(page, "teacher_split", "sinusoidal PE / no PE")  # picked, not saved
+    wait_idle(page)
+    choose(page, "language_picker", "简体中文")
+    expect(main(page).get_by_role("heading", name="教师：把全班当作一次实验")).to_be_visible()
+    wait_idle(page)
+    page.get_by_role("tab", name="实验设置").click()
+    button(page, "teacher_save").click()
+    wait_idle(page)
+    assert not page_errors(page), page_errors(page)
+    expect(main(page).get_by_text("已保存：学生下次加载页面时会在训练页看到。")).to_be_visible()
+    box = page.locator(".st-key-teacher_split").get_by_role("combobox")
+    expect(box).to_have_accessible_name("各组的不同之处")
+    assert "正弦位置编码 / 无位置编码" in box.aria_snapshot()  # saved as picked
