@@ -38,8 +38,11 @@ SKIP_LINK = N_("Skip to main content")
 SKIP_LINK_SCRIPT = """document.querySelector('[data-testid="stSkipToContent"]')?.replaceChildren(%s);"""
 # Streamlit's browser code writes some sentences and button names in English only (`FRONTEND_SENTENCES`), and names
 # some controls so (`FRONTEND_LABELS`): the script shows each, as it appears, in the session's words, the names in
-# the attributes that hold them only. A fixed script; its values the session's `frontend_rules`
-# of each, none in English. Installed once per tab, it reads the rules of the page's latest run.
+# the attributes that hold them only. A fixed script; its values the session's `frontend_rules` of each, none in
+# English. Installed once per tab, it reads the rules of the page's latest run, and words the whole page again
+# whenever they change (a switch of language): a name it worded keeps Streamlit's English beside it
+# (data-lab-<attribute>) and what it wrote (data-lab-shown-<attribute>), so it is worded again from the English, or
+# given the English back.
 FRONTEND_SCRIPT = """window.labFrontendRules = %s.map(([pattern, names, text]) => [new RegExp(pattern), names, text]);
 window.labFrontendLabels = %s.map(([pattern, names, text]) => [new RegExp(pattern), names, text]);
 if (!window.labFrontendWords) {
@@ -55,31 +58,38 @@ if (!window.labFrontendWords) {
     return null;
   };
   const NAMED = ["aria-label", "placeholder", "data-title"];  // the attributes that name a control
+  const word = (el, name) => {
+    const value = el.getAttribute(name);
+    const ours = el.getAttribute(`data-lab-shown-${name}`) === value;  // else Streamlit wrote it since
+    const english = ours ? el.getAttribute(`data-lab-${name}`) : value;
+    const text = shown(english, window.labFrontendRules) ?? shown(english, window.labFrontendLabels);
+    if (text !== null) {
+      el.setAttribute(`data-lab-${name}`, english);
+      el.setAttribute(`data-lab-shown-${name}`, text);
+    }
+    if (value !== (text ?? english)) el.setAttribute(name, text ?? english);
+  };
   const translate = (node) => {
-    if (!window.labFrontendRules.length) return;  // no rules (the default language): nothing to look for
     if (node.nodeType === Node.TEXT_NODE) {
-      const text = shown(node.nodeValue, window.labFrontendRules);
+      const text = window.labFrontendRules.length ? shown(node.nodeValue, window.labFrontendRules) : null;
       if (text !== null) node.nodeValue = text;
     } else if (node.nodeType === Node.ELEMENT_NODE) {
       for (const el of [node, ...node.querySelectorAll("[aria-label], [placeholder], [data-title]")]) {
-        for (const name of NAMED.filter((name) => el.hasAttribute(name))) {
-          const english = el.getAttribute(name);
-          const text = shown(english, window.labFrontendRules) ?? shown(english, window.labFrontendLabels);
-          if (text !== null) el.setAttribute(name, text);
-        }
+        NAMED.filter((name) => el.hasAttribute(name)).forEach((name) => word(el, name));
       }
       const texts = document.createTreeWalker(node, NodeFilter.SHOW_TEXT);
       while (texts.nextNode()) translate(texts.currentNode);
     }
   };
+  window.labFrontendTranslate = translate;
   new MutationObserver((records) => {
     for (const record of records) {
       if (record.type === "childList") record.addedNodes.forEach(translate);
       else translate(record.target);
     }
   }).observe(document.body, {childList: true, subtree: true, characterData: true, attributeFilter: NAMED});
-  translate(document.body);
-}"""
+}
+window.labFrontendTranslate(document.body);  // the page as it stands, in the rules of this run"""
 
 
 def language() -> str:

@@ -6,10 +6,10 @@ Streamlit's. A refused number says why under its field, and a form's button then
 import re
 
 import pytest
-from conftest import go_to, open_at, page_errors, requires_chromium
+from conftest import choose, go_to, open_at, page_errors, requires_chromium
 from playwright.sync_api import expect
 
-from harness.page import button, main
+from harness.page import button, main, wait_idle
 from transformer.i18n import translator
 from transformer.limits import RETENTION_DAYS
 from ui.charts import PLOTLY_WORDS
@@ -104,3 +104,23 @@ def test_the_names_streamlit_gives_controls_are_in_the_session_s_language(projec
     if language != "en":
         english_names = [named(english) for english in (*FRONTEND_LABELS, *PLOTLY_WORDS)]
         assert not [name for name in names if any(pattern.match(name) for pattern in english_names)]
+
+
+def test_a_switch_words_the_names_already_on_the_page_again_both_ways(projector_page, lab_server):
+    page = projector_page
+    open_at(page, lab_server, "lengths", "en")
+    english = [named(label) for label in (*FRONTEND_LABELS, *PLOTLY_WORDS)]
+    chinese = [named(translator("zh-CN").gettext(label)) for label in (*FRONTEND_LABELS, *PLOTLY_WORDS)]
+
+    def names_like(patterns: list[re.Pattern]) -> list[str]:
+        return [n for n in page.locator("body").evaluate(NAMES) if any(p.match(n) for p in patterns)]
+
+    assert names_like(english) and not names_like(chinese)
+    choose(page, "language_picker", "简体中文")
+    expect(main(page).get_by_role("heading", name="长度测试：它从未见过的输入", exact=True)).to_be_visible()
+    wait_idle(page)
+    assert names_like(chinese) and not names_like(english)  # the names already there, worded again
+    choose(page, "language_picker", "English")
+    expect(main(page).get_by_role("heading", name="Length test: inputs it never saw", exact=True)).to_be_visible()
+    wait_idle(page)
+    assert names_like(english) and not names_like(chinese)  # Streamlit's English given back
