@@ -235,8 +235,11 @@ def assignment_form(snapshot: Snapshot, code: str, key: str) -> None:
     students may change, the groups and the question. Saved by a callback; its outcome shows under the form, on this
     tab, never above the board."""
     form_values(snapshot)
+    saved = (snapshot.info.assignment or Assignment()).settings(None)  # the class's task again: its saved settings
     task_picker(
-        preset_key, _("Choosing a task fills in its default run; change any setting before you save the assignment.")
+        preset_key,
+        _("Choosing a task fills in its default run; change any setting before you save the assignment."),
+        saved=saved,
     )
     picked = picked_task(snapshot)  # the question names it before it is saved
     with st.form("teacher_assignment"):

@@ -67,21 +67,32 @@ def draw_task(locked: Mapping[str, Any] | None = None) -> None:
     task_picker(form_key, _(LOCKED if locked else CHOSEN), disabled="task" in (locked or {}))
 
 
-def task_picker(key_of: Callable[[spec.Setting], str], caption: str, disabled: bool = False) -> None:
+def task_picker(
+    key_of: Callable[[spec.Setting], str],
+    caption: str,
+    disabled: bool = False,
+    saved: Mapping[str, Value] | None = None,
+) -> None:
     """The task picker, and beside it what the chosen task is and `caption`, outside any form: choosing a task fills
-    the form whose widget keys `key_of` gives with the task's default run (`fill_default_run`)."""
+    the form whose widget keys `key_of` gives with the task's default run, or `saved` settings for their own task
+    (`fill_default_run`)."""
     picker, words = st.columns(ROWS[TASK_ROW][1])
     task = spec.setting("task")
-    draw_setting(picker, task, key_of(task), disabled=disabled, on_change=fill_default_run, args=(key_of,))
+    fill = {"on_change": fill_default_run, "args": (key_of, saved)}
+    draw_setting(picker, task, key_of(task), disabled=disabled, **fill)
     chosen = get_task(st.session_state[key_of(task)])
     words.caption(_("**{task}**: {description}", task=chosen.name, description=_(chosen.description)))
     words.caption(caption)
 
 
-def fill_default_run(key_of: Callable[[spec.Setting], str] = form_key) -> None:
+def fill_default_run(
+    key_of: Callable[[spec.Setting], str] = form_key, saved: Mapping[str, Value] | None = None
+) -> None:
     """A task picker's callback (before the page is drawn): the form whose widget keys `key_of` gives (the Train
-    form's by default) takes the chosen task's default run, but for the settings it KEEPS."""
-    run = spec.default_run(st.session_state[key_of(spec.setting("task"))])
+    form's by default) takes the chosen task's default run, or `saved` (a class's saved settings) when they are of
+    that task, but for the settings it KEEPS."""
+    task = st.session_state[key_of(spec.setting("task"))]
+    run = saved if saved is not None and saved["task"] == task else spec.default_run(task)
     for s in spec.on_form():
         if s.name not in KEEPS:
             st.session_state[key_of(s)] = widget_value(s, run[s.name])

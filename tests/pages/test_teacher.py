@@ -331,6 +331,17 @@ def test_after_a_language_switch_the_assignment_form_shows_its_choices_in_the_ne
     assert ui.classes.class_store().class_info(at.session_state["teacher_class"][0]).question == "positional-none"
 
 
+def test_picking_the_class_s_task_again_gives_back_its_saved_settings():
+    at = open_teacher()
+    create(at)
+    at.number_input(key="teacher_steps").set_value(60)
+    at.button(key="teacher_save").click().run()
+    at.selectbox(key="teacher_task").set_value("sort").run()  # another task's default run, not saved
+    assert at.number_input(key="teacher_steps").value == spec.default_run("sort")["steps"]
+    at.selectbox(key="teacher_task").set_value("reverse").run()  # the class's task: what was saved, not its defaults
+    assert not at.exception and at.number_input(key="teacher_steps").value == 60
+
+
 def test_the_question_names_the_task_picked_on_the_form_before_it_is_saved():
     at = open_teacher()
     create(at)
