@@ -43,7 +43,6 @@ from ui.language import (
     SELECT_ALL,
     _,
     chosen,
-    language,
     language_param,
     ngettext,
     said,
@@ -59,7 +58,7 @@ from ui.state import flash, show_flashes
 from ui.train_form import task_picker
 
 BOARD_POLL_S = 2.0  # the board redraws every 2 s: it reads the database, never the runs themselves
-FORM_WORDS = "teacher_form_words"  # session_state key: the language and class task the form's choices last named
+FORM_WORDS = "teacher_form_words"  # session_state key: the task the form's question last named
 NONE = ""  # the form's choice of no groups, or of no question (a widget's value None would show an empty box)
 PRESET = ("min_len", "max_len", "steps")  # the assignment form's first row, under its task; the others fold below
 EXPORTS = (  # what the Export tab downloads: (file name, button label, table)
@@ -200,17 +199,17 @@ def projector_view(title: str, code: str) -> None:
 
 
 def form_values(snapshot: Snapshot) -> None:
-    """The assignment form's widgets start from the class's saved assignment and question. When the words of their
-    choices change (the language, or the class's task, which a question names) each gets its value again: the
-    browser keeps a choice as the words it showed, and shows them until the page sets the value (a rerun alone
-    leaves the old words in the box)."""
+    """The assignment form's widgets start from the class's saved assignment and question. When the task a question
+    names changes, each gets its value again: the browser keeps a choice as the words it showed, and shows them until
+    the page sets the value (a rerun alone leaves the old words in the box). A language switch sets them again as it
+    does every worded choice (`ui.language.worded`)."""
     current = snapshot.info.assignment or Assignment()
     saved = {preset_key(s): widget_value(s, current.preset.get(s.name, s.default)) for s in spec.on_form()}
     splits = [s.name for s in spec.group_splits()]
     saved["teacher_split"] = current.setting if current.setting in splits else NONE
     saved["teacher_open_settings"] = sorted(current.open)
     saved["teacher_question"] = snapshot.info.question or NONE
-    words = language(), picked_task(snapshot)
+    words = picked_task(snapshot)
     switched = st.session_state.get(FORM_WORDS, words) != words
     for widget, value in saved.items():
         if widget not in st.session_state or switched:

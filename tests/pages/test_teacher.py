@@ -308,12 +308,18 @@ def test_a_bad_task_file_for_the_class_is_one_error_and_nothing_is_saved():
     assert ui.classes.class_store().class_info(code).task is None
 
 
-def test_after_a_language_switch_the_assignment_form_shows_its_choices_in_the_new_language():
+def saved_pe_question() -> AppTest:
+    """The teacher's page of a new class saved with PE / no PE groups and the positional-encoding question."""
     at = open_teacher()
     create(at)
     at.selectbox(key="teacher_split").set_value("positional")
     at.selectbox(key="teacher_question").set_value("positional-none")
     at.button(key="teacher_save").click().run()
+    return at
+
+
+def test_after_a_language_switch_the_assignment_form_shows_its_choices_in_the_new_language():
+    at = saved_pe_question()
     at.selectbox(key="language_picker").set_value("zh-CN").run()
     assert not at.exception
     # the browser keeps a choice as the words it showed: the page sets each value again, in the new words
@@ -343,11 +349,7 @@ def test_picking_the_class_s_task_again_gives_back_its_saved_settings():
 
 
 def test_the_question_names_the_task_picked_on_the_form_before_it_is_saved():
-    at = open_teacher()
-    create(at)
-    at.selectbox(key="teacher_split").set_value("positional")
-    at.selectbox(key="teacher_question").set_value("positional-none")
-    at.button(key="teacher_save").click().run()
+    at = saved_pe_question()
     at.selectbox(key="teacher_task").set_value("copy").run()  # picked, not saved
     question = at.selectbox(key="teacher_question").proto
     assert not at.exception and question.set_value  # the browser is told the new words
