@@ -45,6 +45,7 @@ from ui.language import (
     chosen,
     language_param,
     ngettext,
+    option_for,
     said,
     session_translator,
     table_cells,
@@ -59,6 +60,8 @@ from ui.train_form import task_picker
 
 BOARD_POLL_S = 2.0  # the board redraws every 2 s: it reads the database, never the runs themselves
 FORM_WORDS = "teacher_form_words"  # session_state key: the task the form's question last named
+TABS = (N_("Board"), N_("Assignment"), N_("Export and end"))
+TAB = "teacher_tab"  # session_state key: the open tab, as the words it shows
 NONE = ""  # the form's choice of no groups, or of no question (a widget's value None would show an empty box)
 PRESET = ("min_len", "max_len", "steps")  # the assignment form's first row, under its task; the others fold below
 EXPORTS = (  # what the Export tab downloads: (file name, button label, table)
@@ -447,7 +450,10 @@ st.caption(
     _("Kept until {until:%Y-%m-%d %H:%M %Z}, then deleted with all it recorded.", until=local_time(info.expires_at))
 )
 show_flashes("teacher")
-board_tab, assignment_tab, export_tab = st.tabs([_("Board"), _("Assignment"), _("Export and end")])
+open_tab = option_for(st.session_state.get(TAB), TABS, str)  # after a language switch: the same tab, new words
+if open_tab in TABS:
+    st.session_state[TAB] = _(open_tab)
+board_tab, assignment_tab, export_tab = st.tabs([_(tab) for tab in TABS], key=TAB, on_change="rerun")
 with board_tab:
     board(code, key)
 with assignment_tab:

@@ -314,3 +314,18 @@ def test_the_page_declares_its_language_and_a_switch_changes_it_at_once(page, la
     expect(main(page).get_by_role("heading", name="Anatomy", exact=True)).to_be_visible()
     expect(page.locator("html")).to_have_attribute("lang", "en")
     assert not page_errors(page)
+
+
+def test_a_language_switch_keeps_the_teacher_s_open_tab(page, lab_server):
+    open_at(page, lab_server, "teacher", "en")
+    page.locator(".st-key-teacher_title input").fill("Period 3")
+    button(page, "teacher_create_button").click()
+    button(page, "teacher_key_saved").click()
+    tab = main(page).get_by_role("tab", name="Export and end")
+    tab.click()
+    expect(tab).to_have_attribute("aria-selected", "true", timeout=30_000)
+    wait_idle(page)
+    choose(page, "language_picker", "简体中文")
+    expect(main(page).get_by_role("tab", name="导出与结束")).to_have_attribute("aria-selected", "true")
+    expect(main(page).get_by_role("tab", name="看板")).to_have_attribute("aria-selected", "false")
+    assert not page_errors(page)

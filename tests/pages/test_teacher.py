@@ -429,3 +429,15 @@ def test_a_ray_cluster_the_server_cannot_use_is_a_notice_not_an_error(monkeypatc
         assert len(notices) == int(noticed)
     finally:
         ui.common.run_registry.clear()
+
+
+def test_a_language_switch_keeps_the_teacher_on_the_tab_they_had_open():
+    at = open_teacher()
+    create(at)
+    at.session_state["teacher_tab"] = "Assignment"  # the tab the browser said is open, in the words it showed
+    at.run()
+    assert not at.exception and [tab.label for tab in at.tabs][:2] == ["Board", "Assignment"]
+    at.selectbox(key="language_picker").set_value("zh-CN").run()
+    assert not at.exception and at.session_state["teacher_tab"] == "实验设置"  # the same tab, in the new words
+    at.selectbox(key="language_picker").set_value("en").run()
+    assert not at.exception and at.session_state["teacher_tab"] == "Assignment"
