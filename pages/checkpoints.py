@@ -60,7 +60,7 @@ LISTING_COLUMNS = {  # the listing's columns, headed in the session's language
     "model": st.column_config.TextColumn(_("model")),
     "switches": st.column_config.TextColumn(_("switches")),
     "weights": st.column_config.NumberColumn(_("weights"), format="localized", help=_("Parameters of the model")),
-    "source": st.column_config.TextColumn(_("source")),
+    "source": st.column_config.TextColumn(_("origin")),
 }
 
 

@@ -42,12 +42,21 @@ def every_pair(task) -> list[tuple[str, str]]:
         b"\n\n" + csv_bytes(header=False),  # blank lines first
         csv_bytes(separator=",").replace(b"1 2 + 3 4", b'"1 2 + 3 4"'),  # a quoted cell
         csv_bytes(separator="\t").replace(b"4 6", b"  4   6 "),  # extra spaces
+        "源,目标\n".encode() + csv_bytes(header=False),  # the header as the Chinese page heads the table
+        b"Source , TARGET\n" + csv_bytes(header=False),
     ],
 )
 def test_a_task_file_loads_as_csv_or_tsv(data):
     task = read_task_file(data, "sums.csv")
     assert task.name == "sums.csv" and every_pair(task) == sorted(PAIRS)
     assert set(task.symbols) == {"1", "2", "+", "3", "4", "6", "5", "0", "9", "7", "8"}
+
+
+def test_only_the_first_line_can_be_a_header_and_only_in_the_table_s_words():
+    task = read_task_file("源,目标\n".encode() + csv_bytes(header=False) + "\n源,目标".encode(), "sums.csv")
+    assert ("源", "目标") in every_pair(task)  # a pair further down
+    task = read_task_file("输入,输出\n".encode() + csv_bytes(header=False), "sums.csv")
+    assert ("输入", "输出") in every_pair(task)  # words the page does not use are a pair
 
 
 def test_cells_starting_with_an_equals_sign_are_literal_symbols():

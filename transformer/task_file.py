@@ -9,7 +9,8 @@ symbols separated by spaces:
     big cat sees dog,miko gra doro selu
 
 The first line says the separator: a tab makes it TSV, else it is CSV (commas, and quotes as the csv module reads
-them). A header line `source,target` is skipped, and so are blank lines. Every bound is checked before what it
+them). A header line `source,target` (or those words in another language of the lab, as the Train page's table
+heads its columns) is skipped, and so are blank lines. Every bound is checked before what it
 bounds is read: the file's size first, then each line's length and the number of lines as they come, then the pairs
 (`pairs.pairs_from_rows`). Anything else gets a ValueError with a one-line reason naming the line.
 """
@@ -20,11 +21,11 @@ import stat
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 
-from .i18n import N_, Message
+from .i18n import LANGUAGES, N_, Message, translator
 from .limits import MAX_TASK_FILE_BYTES, MAX_TASK_LINE_CHARS, MAX_TASK_PAIRS
 from .pairs import TaskPairs, pairs_from_rows
 
-HEADER = ("source", "target")
+HEADER = (N_("source"), N_("target"))  # a table's columns, and a task file's header line in any of LANGUAGES
 _SIZE = f"{MAX_TASK_FILE_BYTES // 2**20} MB"
 
 
@@ -81,11 +82,16 @@ def _pairs(reader: Iterable[list[str]], tsv: bool) -> Iterator[tuple[str, str, s
             if len(cells) != 2:
                 template = N_("{where} is not two cells: write the source and the target separated by {separator}")
                 raise ValueError(Message(template, where=where, separator=Message(separator)))
-            if reader.line_num == 1 and tuple(c.strip().lower() for c in cells) == HEADER:
+            if reader.line_num == 1 and tuple(c.strip().lower() for c in cells) in _headers():
                 continue
             yield where, cells[0], cells[1]
     except csv.Error as err:
         raise ValueError(Message(N_("line {n}: {reason}"), n=reader.line_num, reason=_csv_reason(err))) from None
+
+
+def _headers() -> set[tuple[str, ...]]:
+    """HEADER in each of LANGUAGES."""
+    return {tuple(translator(code).gettext(word).lower() for word in HEADER) for code in LANGUAGES}
 
 
 def _csv_reason(err: csv.Error) -> Message:

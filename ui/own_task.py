@@ -21,7 +21,7 @@ from transformer.literal import code_span, markdown_literal
 from transformer.pairs import HELD_OUT_EVERY, TaskPairs
 from transformer.task_file import HEADER, read_task_file, read_task_table
 from ui.classes import caller, class_store
-from ui.language import _
+from ui.language import _, column_labels
 from ui.state import flash, show_flashes
 from ui.streamlit_internals import cut_table_edits
 
@@ -90,7 +90,8 @@ def pairs_table(prefix: str) -> pd.DataFrame:
         start = pd.DataFrame(EXAMPLE, columns=list(HEADER))
     key = f"{prefix}_task_table_{n}"
     cut = cut_table_edits(key, len(start), MAX_TABLE_PAIRS)
-    table = st.data_editor(start, num_rows="dynamic", key=key, hide_index=True, width="stretch")
+    config = column_labels(start)
+    table = st.data_editor(start, num_rows="dynamic", key=key, hide_index=True, width="stretch", column_config=config)
     if cut:
         st.session_state[f"{prefix}_task_rows"] = table.reset_index(drop=True)
         st.session_state[f"{prefix}_task_table_n"] = n + 1

@@ -701,6 +701,15 @@ def test_a_task_of_few_pairs_warns_before_training_and_the_examples_count_their_
     assert not at.warning and at.session_state["train_own_task"].name == "pairs.csv"  # 64 pairs, 12 held out
 
 
+def test_the_table_of_pairs_heads_its_columns_in_the_page_s_language():
+    at = open_train()
+    at.selectbox(key="language_picker").set_value("zh-CN").run()
+    (table,) = at.data_editor
+    headings = {name: column.get("label") for name, column in json.loads(table.proto.columns).items()}
+    assert not at.exception and (headings["source"], headings["target"]) == ("源", "目标")  # a file may start so
+    assert table.value.columns.tolist() == ["source", "target"]
+
+
 def test_a_paste_of_more_rows_than_the_table_takes_is_cut_before_streamlit_applies_it():
     at = open_train()
     pasted = [{"source": f"{i // 100} {i // 10 % 10} {i % 10}", "target": f"{i % 10}"} for i in range(300)]
