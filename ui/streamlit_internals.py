@@ -42,6 +42,7 @@ FRONTEND_SENTENCES = (
     N_("Clear value"),
     N_("File must be {size} or smaller."),
     N_("{kind} files are not allowed."),
+    N_(" files are not allowed."),  # a file whose kind the browser does not know
     N_("add icon"),  # the name of a file uploader's button that adds another file
 )
 # The names Streamlit's browser code gives controls in English only, as a screen reader reads them (aria-label), as an

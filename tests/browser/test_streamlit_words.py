@@ -25,6 +25,15 @@ def sentence(language: str, english: str, **params: object) -> str:
     return translator(language).gettext(english, **params)
 
 
+# A file chosen as a browser chooses one of an extension it does not know: of no kind (its `type` empty).
+KINDLESS_FILE = """input => {
+    const chosen = new DataTransfer();
+    chosen.items.add(new File(["notes"], "notes.xyz", {type: ""}));
+    input.files = chosen.files;
+    input.dispatchEvent(new Event("change", {bubbles: true}));
+}"""
+
+
 @pytest.mark.parametrize("language", ["zh-CN", "en"])
 def test_streamlit_s_own_words_are_in_the_session_s_language(projector_page, lab_server, language):
     page = projector_page
@@ -69,6 +78,9 @@ def test_streamlit_s_own_words_are_in_the_session_s_language(projector_page, lab
     not_allowed = sentence(language, "{kind} files are not allowed.", kind="application/pdf")
     refused = sentence(language, "Error: {sentence}", sentence=not_allowed)
     expect(uploader.get_by_role("alert").last).to_have_text(refused)
+    uploader.locator("input[type=file]").evaluate(KINDLESS_FILE)  # Playwright gives every file a kind
+    no_kind = sentence(language, "Error: {sentence}", sentence=sentence(language, " files are not allowed."))
+    expect(uploader.get_by_role("alert").last).to_have_text(no_kind)  # a file of no kind the browser knows
     if language != "en":
         assert not STREAMLIT_ENGLISH.search(main(page).inner_text())
     assert not page_errors(page), page_errors(page)
