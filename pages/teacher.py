@@ -15,9 +15,7 @@ import pandas as pd
 import segno
 import streamlit as st
 
-from transformer import settings as spec
-from transformer.classroom import QUESTIONS, Assignment, ClassInfo, ClassroomError, ClassStore, Snapshot
-from transformer.classroom.assignment import split_groups
+from transformer.classroom import ClassroomError, ClassStore, Snapshot
 from transformer.classroom.board import (
     HEADINGS,
     difference_sentence,
@@ -30,40 +28,32 @@ from transformer.classroom.board import (
     results_frame,
     student_rows,
 )
-from transformer.classroom.questions import class_task_name, question_text
+from transformer.classroom.questions import question_text
 from transformer.figures.board import group_curves_figure, outcomes_figure
-from transformer.i18n import N_, Message, Translator, joined
+from transformer.i18n import N_, Translator
 from transformer.limits import DEFAULT_RETENTION_DAYS, MAX_TITLE_CHARS, RETENTION_DAYS
 from transformer.literal import code_span, markdown_literal
+from ui.assignment_form import assignment_form
 from ui.charts import chart
 from ui.classes import board_columns, caller, class_store
 from ui.common import cluster_not_used, local_time
 from ui.downloads import csv_download
 from ui.language import (
-    SELECT_ALL,
     _,
-    chosen,
     language_param,
     ngettext,
     option_for,
-    said,
     session_translator,
     table_cells,
-    worded,
 )
 from ui.links import unreachable_host
 from ui.own_task import class_task_section
 from ui.report_view import class_reports_download
-from ui.setting_widgets import FOLDED_COLUMNS, OTHER_SETTINGS, draw_setting, setting_value, widget_value
 from ui.state import flash, show_flashes
-from ui.train_form import task_picker
 
 BOARD_POLL_S = 2.0  # the board redraws every 2 s: it reads the database, never the runs themselves
-FORM_WORDS = "teacher_form_words"  # session_state key: the task the form's question last named
 TABS = (N_("Board"), N_("Assignment"), N_("Export and end"))
 TAB = "teacher_tab"  # session_state key: the open tab, as the words it shows
-NONE = ""  # the form's choice of no groups, or of no question (a widget's value None would show an empty box)
-PRESET = ("min_len", "max_len", "steps")  # the assignment form's first row, under its task; the others fold below
 EXPORTS = (  # what the Export tab downloads: (file name, button label, table)
     ("results", N_("Download results (CSV)"), results_frame),
     ("metric rows", N_("Download metric rows (CSV)"), metrics_frame),
@@ -199,125 +189,6 @@ def projector_view(title: str, code: str) -> None:
                 ),
                 icon=":material/wifi_off:",
             )
-
-
-def form_values(snapshot: Snapshot) -> None:
-    """The assignment form's widgets start from the class's saved assignment and question. When the task a question
-    names changes, each gets its value again: the browser keeps a choice as the words it showed, and shows them until
-    the page sets the value (a rerun alone leaves the old words in the box). A language switch sets them again as it
-    does every worded choice (`ui.language.worded`)."""
-    current = snapshot.info.assignment or Assignment()
-    saved = {preset_key(s): widget_value(s, current.preset.get(s.name, s.default)) for s in spec.on_form()}
-    splits = [s.name for s in spec.group_splits()]
-    saved["teacher_split"] = current.setting if current.setting in splits else NONE
-    saved["teacher_open_settings"] = sorted(current.open)
-    saved["teacher_question"] = snapshot.info.question or NONE
-    words = picked_task(snapshot)
-    switched = st.session_state.get(FORM_WORDS, words) != words
-    for widget, value in saved.items():
-        if widget not in st.session_state or switched:
-            st.session_state[widget] = st.session_state.get(widget, value)
-    st.session_state[FORM_WORDS] = words
-
-
-def picked_task(snapshot: Snapshot) -> str:
-    """The name of the task the class trains as the form now has it: its own task's, else the picker's, saved or
-    not (a question names it)."""
-    picked = st.session_state.get(preset_key(spec.setting("task")))
-    return class_task_name(snapshot.info) if snapshot.info.task or picked is None else picked
-
-
-def preset_key(s: spec.Setting) -> str:
-    """The assignment form's widget key of setting `s`."""
-    return f"teacher_{s.name}"
-
-
-def assignment_form(snapshot: Snapshot, code: str, key: str) -> None:
-    """What the class trains: every setting of the Train page (task, lengths and steps first), which settings
-    students may change, the groups and the question. Saved by a callback; its outcome shows under the form, on this
-    tab, never above the board."""
-    form_values(snapshot)
-    saved = (snapshot.info.assignment or Assignment()).settings(None)  # the class's task again: its saved settings
-    task_picker(
-        preset_key,
-        _("Choosing a task fills in its default run; change any setting before you save the assignment."),
-        saved=saved,
-    )
-    picked = picked_task(snapshot)  # the question names it before it is saved
-    with st.form("teacher_assignment"):
-        for col, name in zip(st.columns(len(PRESET)), PRESET):
-            s = spec.setting(name)
-            draw_setting(col, s, preset_key(s))
-        with st.expander(_(OTHER_SETTINGS)):
-            columns = st.columns(FOLDED_COLUMNS)
-            for index, s in enumerate(s for s in spec.on_form() if s.name not in ("task", *PRESET)):
-                draw_setting(columns[index % len(columns)], s, preset_key(s))
-        splits = [NONE, *(s.name for s in spec.group_splits())]
-        st.selectbox(
-            _("Groups differ in"),
-            splits,
-            format_func=said(split_words),
-            key=worded("teacher_split", splits, split_words),
-            help=_("Students alternate between the groups as they join, so the groups stay the same size."),
-        )
-        open_settings = [s.name for s in spec.class_open()]
-        st.multiselect(
-            _("Students may change"),
-            open_settings,
-            format_func=said(setting_label),
-            key=worded("teacher_open_settings", open_settings, setting_label),
-            select_all=SELECT_ALL,
-            placeholder=_("Choose options"),
-        )
-        questions = [NONE, *QUESTIONS]
-        question_words = partial(question_or_none, info=snapshot.info, task=picked)
-        st.selectbox(
-            _("Question students answer before Start"),
-            questions,
-            format_func=said(question_words),
-            key=worded("teacher_question", questions, question_words),
-            help=_("A question that names a task names the one the class trains: its own task, if it has one."),
-        )
-        st.form_submit_button(
-            _("Save the assignment"), type="primary", key="teacher_save", on_click=save_assignment, args=(code, key)
-        )
-    show_flashes("teacher_assignment")
-
-
-def split_words(name: str) -> str:
-    """A split's words in the assignment form: its groups' labels, or none."""
-    return N_("no groups: one class") if name == NONE else joined([g.label for g in split_groups(name)], " / ")
-
-
-def setting_label(name: str) -> str:
-    """A setting's label, in the assignment form's list of settings students may change."""
-    return spec.setting(name).label
-
-
-def question_or_none(key: str, info: ClassInfo, task: str) -> str:
-    """A question's words in the assignment form, naming `task`, or none."""
-    return N_("none") if key == NONE else question_text(key, info, task)
-
-
-def save_assignment(code: str, key: str) -> None:
-    """The Save button: the form's values as the class's assignment and question, or why they were not saved."""
-    state = st.session_state
-    split, question = chosen("teacher_split") or None, chosen("teacher_question") or None
-    preset = {s.name: setting_value(s, state[preset_key(s)]) for s in spec.on_form()}
-    try:
-        groups = split_groups(split) if split else ()
-        assignment = Assignment(preset, frozenset(chosen("teacher_open_settings")), split, groups)
-        if question is not None and (why := QUESTIONS[question].unfit(assignment)):
-            raise ClassroomError(Message(N_("that question does not fit these groups: {why}"), why=why))
-        class_store().set_assignment(code, key, assignment, caller())
-        class_store().set_question(code, key, question, caller())
-    except (ClassroomError, ValueError) as err:
-        flash("teacher_assignment", "error", _("Not saved: {reason}", reason=markdown_literal(_(err))))
-    else:
-        saved = {preset_key(s): widget_value(s, preset[s.name]) for s in spec.on_form()}
-        saved |= {"teacher_split": split or NONE, "teacher_question": question or NONE}
-        state.update(saved, teacher_open_settings=sorted(assignment.open))  # the form shows what was saved
-        flash("teacher_assignment", "success", _("Saved: students see it on Train from their next page load."))
 
 
 @st.fragment(run_every=BOARD_POLL_S)
