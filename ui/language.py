@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import streamlit as st
 
 from transformer.i18n import DEFAULT_LANGUAGE, LANGUAGES, N_, Message, Translator, language_for, translator
-from ui.streamlit_internals import FRONTEND_LABELS, frontend_rules
+from ui.streamlit_internals import FRONTEND_LABELS, REMOVE_ITEM, frontend_rules
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -42,9 +42,11 @@ SKIP_LINK_SCRIPT = """document.querySelector('[data-testid="stSkipToContent"]')?
 # English. Installed once per tab, it reads the rules of the page's latest run, and words the whole page again
 # whenever they change (a switch of language): a name it worded keeps Streamlit's English beside it
 # (data-lab-<attribute>) and what it wrote (data-lab-shown-<attribute>), so it is worded again from the English, or
-# given the English back.
+# given the English back. An uploaded file's remove button, which Streamlit leaves unnamed, is named "Remove <file>"
+# (REMOVE_ITEM), then worded as the others.
 FRONTEND_SCRIPT = """window.labFrontendRules = %s.map(([pattern, names, text]) => [new RegExp(pattern), names, text]);
 window.labFrontendLabels = %s.map(([pattern, names, text]) => [new RegExp(pattern), names, text]);
+window.labRemoveItem = %s;
 if (!window.labFrontendWords) {
   window.labFrontendWords = true;
   const shown = (english, rules) => {
@@ -74,6 +76,11 @@ if (!window.labFrontendWords) {
       const text = window.labFrontendRules.length ? shown(node.nodeValue, window.labFrontendRules) : null;
       if (text !== null) node.nodeValue = text;
     } else if (node.nodeType === Node.ELEMENT_NODE) {
+      const unnamed = '[data-testid="stFileChipDeleteBtn"] button:not([aria-label])';
+      for (const remove of [node, ...node.querySelectorAll(unnamed)].filter((el) => el.matches(unnamed))) {
+        const file = remove.closest('[data-testid="stFileChip"]')?.querySelector('[data-testid="stFileChipName"]');
+        if (file) remove.setAttribute("aria-label", window.labRemoveItem.replace("{item}", file.textContent));
+      }
       for (const el of [node, ...node.querySelectorAll("[aria-label], [placeholder], [data-title]")]) {
         NAMED.filter((name) => el.hasAttribute(name)).forEach((name) => word(el, name));
       }
@@ -209,7 +216,7 @@ def declare_language() -> None:
         st.html(
             f"<style>{css}</style><script>document.documentElement.lang = {json.dumps(code)};\n"
             f"{SKIP_LINK_SCRIPT % json.dumps(_(SKIP_LINK), ensure_ascii=False)}\n"
-            f"{FRONTEND_SCRIPT % (json.dumps(rules, ensure_ascii=False), json.dumps(labels, ensure_ascii=False))}"
+            f"{FRONTEND_SCRIPT % (*(json.dumps(r, ensure_ascii=False) for r in (rules, labels, REMOVE_ITEM)),)}"
             "</script>",
             unsafe_allow_javascript=True,
         )

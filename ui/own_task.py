@@ -2,7 +2,8 @@
 task (`transformer.task_file`) that the Train page's Start trains, or that a teacher gives their class.
 
 Session state keys (each under the caller's `prefix`): "<prefix>_own_task", the task read (`TaskPairs`), absent
-until one is; "<prefix>_task_file" and "<prefix>_task_table_<n>", the widgets; "<prefix>_task_file_read", the id of
+until one is, and "<prefix>_own_task_from", where it came from ("file" or "table": a file's task goes when the file
+is removed); "<prefix>_task_file" and "<prefix>_task_table_<n>", the widgets; "<prefix>_task_file_read", the id of
 the upload last read (each upload is read once); "<prefix>_task_rows", the rows the table starts from, and
 "<prefix>_task_table_n", its n (each a new table: see `pairs_table`).
 
@@ -70,14 +71,17 @@ def own_task_input(prefix: str) -> TaskPairs | None:
             type=["csv", "tsv", "txt"],
             key=f"{prefix}_task_file",
             max_upload_size=MAX_TASK_FILE_BYTES // 2**20,
+            on_change=_file_changed,
+            args=(prefix,),
         )
+        show_flashes(f"{prefix}_task_file")
         if upload is not None and st.session_state.get(f"{prefix}_task_file_read") != upload.file_id:
             st.session_state[f"{prefix}_task_file_read"] = upload.file_id
-            _read(prefix, lambda: read_task_file(upload.getvalue(), upload.name))
+            _read(prefix, lambda: read_task_file(upload.getvalue(), upload.name), "file")
     with table_tab:
         table = pairs_table(prefix)
         if st.button(_("Use these pairs"), key=f"{prefix}_use_table"):
-            _read(prefix, lambda: read_task_table(table.to_dict("records"), _("typed pairs")))
+            _read(prefix, lambda: read_task_table(table.to_dict("records"), _("typed pairs")), "table")
     return own_task(prefix)
 
 
@@ -102,17 +106,37 @@ def pairs_table(prefix: str) -> pd.DataFrame:
     return table
 
 
-def _read(prefix: str, read) -> None:
-    """Keep the task `read()` makes, or show why it cannot be one and forget the task read before: what was given
-    last is what counts, and the uploader shows that file, not the one before."""
+def _read(prefix: str, read, origin: str) -> None:
+    """Keep the task `read()` makes from `origin` ("file" or "table"), or show why it cannot be one and forget the
+    task read before: what was given last is what counts, and the uploader shows that file, not the one before."""
     try:
         st.session_state[f"{prefix}_own_task"] = read()
+        st.session_state[f"{prefix}_own_task_from"] = origin
     except ValueError as err:
-        before = own_task(prefix)
-        forget_own_task(prefix)
         st.error(_("These pairs cannot be a task: {reason}", reason=markdown_literal(_(err))))
-        if before is not None:
-            st.info(_("{name}, read before, is no longer in use.", name=markdown_literal(before.name)))
+        if (before := _forgotten(prefix)) is not None:
+            st.info(before)
+
+
+def _file_changed(prefix: str) -> None:
+    """The uploader's callback: a file removed by the student takes its task with it (a page that does not draw the
+    uploader empties it too, which is no removal and calls nothing)."""
+    if (
+        st.session_state.get(f"{prefix}_task_file") is None
+        and st.session_state.get(f"{prefix}_own_task_from") == "file"
+    ):
+        st.session_state.pop(f"{prefix}_task_file_read", None)
+        if (before := _forgotten(prefix)) is not None:
+            flash(f"{prefix}_task_file", "info", before)
+
+
+def _forgotten(prefix: str) -> str | None:
+    """Forget the task read under `prefix`; returns the words that say so, None when there was none."""
+    before = own_task(prefix)
+    forget_own_task(prefix)
+    return (
+        None if before is None else _("{name}, read before, is no longer in use.", name=markdown_literal(before.name))
+    )
 
 
 def task_summary(task: TaskPairs) -> str:

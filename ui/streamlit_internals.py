@@ -48,12 +48,13 @@ FRONTEND_SENTENCES = (
 # The names Streamlit's browser code gives controls in English only, as a screen reader reads them (aria-label), as an
 # empty box shows them (placeholder) or as a chart's toolbar shows them on hover (data-title): a help icon's, a chosen
 # option's remove button, a multiselect's clear button, an uploader's file input, a select box's placeholder and its
-# open and close button, a range slider's two thumbs, the sidebar and its pages, a heading's link, and the buttons
-# of a chart's and a table's toolbar. Shown in the session's words in those attributes only: as page text, "Remove
-# {item}" or "Search" could be a student's own words.
+# open and close button, a range slider's two thumbs, the sidebar and its pages, a heading's link, an image's
+# full-screen button, and the buttons of a chart's and a table's toolbar. Shown in the session's words in those
+# attributes only: as page text, "Remove {item}" or "Search" could be a student's own words.
+REMOVE_ITEM = N_("Remove {item}")  # also the name the lab gives an uploaded file's remove button, which has none
 FRONTEND_LABELS = (
     N_("Help for {label}"),
-    N_("Remove {item}"),
+    REMOVE_ITEM,
     N_("Clear all"),
     N_("file upload"),
     N_("Choose an option"),
@@ -67,10 +68,12 @@ FRONTEND_LABELS = (
     N_("App pages"),
     N_("Link to heading"),
     N_("Fullscreen"),
+    N_("Fullscreen: {label}"),  # an image's full-screen button, named after the image
     N_("Close fullscreen"),
     N_("Show/hide columns"),
     N_("Download as CSV"),
     N_("Search"),
+    N_("Add row"),
 )
 
 

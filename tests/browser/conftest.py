@@ -25,6 +25,8 @@ VIEWPORTS = {"projector": (1280, 800), "large": (1920, 1080), "phone": (390, 844
 # place of an element while it mounts the element's component, and on a 2-core machine that also runs the server,
 # a training worker and three browser contexts, that has outlasted 5 s.
 EXPECT_TIMEOUT_MS = 20_000
+# Every name a control has on the page: what a screen reader reads, an empty box shows or a toolbar shows on hover.
+NAMES = "el => [...el.querySelectorAll('[aria-label], [placeholder], [data-title]')].flatMap(e => ['aria-label', 'placeholder', 'data-title'].map(a => e.getAttribute(a))).filter(Boolean)"  # noqa: E501
 IN_CI = os.environ.get("CI", "").lower() in ("true", "1")  # set by CI services; there a missing browser fails
 requires_chromium = pytest.mark.skipif(not CHROMIUM.exists() and not IN_CI, reason=NO_CHROMIUM)
 

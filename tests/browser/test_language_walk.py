@@ -25,6 +25,7 @@ import re
 import pytest
 from conftest import (
     LABEL_OVERLAPS,
+    NAMES,
     TABLES,
     VIEWPORTS,
     choose,
@@ -328,4 +329,6 @@ def test_a_language_switch_keeps_the_teacher_s_open_tab(page, lab_server):
     choose(page, "language_picker", "简体中文")
     expect(main(page).get_by_role("tab", name="导出与结束")).to_have_attribute("aria-selected", "true")
     expect(main(page).get_by_role("tab", name="看板")).to_have_attribute("aria-selected", "false")
+    names = page.locator("body").evaluate(NAMES)
+    assert any(name.startswith("全屏：") for name in names), names  # the QR code's full-screen button
     assert not page_errors(page)

@@ -66,3 +66,19 @@ def block(route, asked: list[str]) -> None:
     """Abort a request the report makes outside itself, and note it."""
     asked.append(route.request.url)
     route.abort()
+
+
+def test_removing_the_uploaded_file_stops_using_its_task(page, lab_server, tmp_path):
+    task_file = tmp_path / "swaps.csv"
+    task_file.write_text(SWAPS)
+    page.goto(f"{lab_server.url}/train", wait_until="domcontentloaded")
+    page.wait_for_selector(f"{IDLE} h1", timeout=90_000)
+    wait_idle(page)
+    page.get_by_text("A task of your own, from examples").click()
+    uploader = page.locator(".st-key-train_task_file")
+    uploader.locator("input[type=file]").set_input_files(task_file)
+    expect(page.get_by_text("Start trains your own task, swaps.csv")).to_be_visible()
+    uploader.locator("[data-testid='stFileChipDeleteBtn'] button").click()
+    expect(page.get_by_text("swaps.csv, read before, is no longer in use.")).to_be_visible()
+    expect(page.get_by_text("Start trains your own task")).to_have_count(0)
+    assert not page_errors(page), page_errors(page)

@@ -701,6 +701,18 @@ def test_a_task_of_few_pairs_warns_before_training_and_the_examples_count_their_
     assert not at.warning and at.session_state["train_own_task"].name == "pairs.csv"  # 64 pairs, 12 held out
 
 
+def test_removing_the_task_file_stops_using_its_task_but_not_the_table_s():
+    at = open_train()
+    upload(at, "pairs.csv", PAIRS_64)
+    at.file_uploader(key="train_task_file").set_value(None).run()  # the file's remove button
+    assert not at.exception and "train_own_task" not in at.session_state
+    assert at.info[-1].value == markdown_literal("pairs.csv") + ", read before, is no longer in use."
+    upload(at, "pairs.csv", PAIRS_64)
+    at.button(key="train_use_table").click().run()  # the table's pairs are in use now, the file still shown
+    at.file_uploader(key="train_task_file").set_value(None).run()
+    assert not at.exception and at.session_state["train_own_task"].name == "typed pairs"
+
+
 def test_the_table_of_pairs_heads_its_columns_in_the_page_s_language():
     at = open_train()
     at.selectbox(key="language_picker").set_value("zh-CN").run()
