@@ -102,6 +102,20 @@ def test_why_the_csv_module_cannot_read_a_line_is_said_in_chinese(line):
     assert said.startswith("第 8 行：") and not re.search("[A-Za-z]{2}", said), said  # no English word of csv's
 
 
+@pytest.mark.parametrize(
+    "data, said",
+    [
+        (b"a,b,c\n", "第 1 行不是两个单元格"),
+        (b"a,b\nc\td,e\n", "第 2 行含有制表符"),
+        (b"a," + b"b" * MAX_TASK_LINE_CHARS + b"\n", "第 1 行有 "),
+    ],
+)
+def test_a_line_s_refusal_reads_as_one_chinese_phrase(data, said):
+    with pytest.raises(ValueError) as error:
+        read_task_file(data, "bad.csv")
+    assert translator("zh-CN").gettext(error.value).startswith(said)  # no space inside a Chinese phrase
+
+
 @pytest.fixture
 def spy_reading(monkeypatch):
     """The lines the csv module was given to read."""
