@@ -166,6 +166,14 @@ def test_figures_shade_the_trained_lengths_and_plot_the_scores():
     assert output_length_figure(scores_frame({7: 0.0})).layout.shapes == ()  # no trained length tested: no shade
 
 
+@pytest.mark.parametrize(
+    "lengths, step", [(range(1, 13), 1), (range(1, 22), 2), (range(3, 27), 2), (range(1, 26), None)]
+)
+def test_the_length_axis_labels_every_length_only_while_they_fit(lengths, step):
+    scores = scores_frame(dict.fromkeys(lengths, 1.0))
+    assert length_accuracy_figure(scores).layout.xaxis.dtick == step == output_length_figure(scores).layout.xaxis.dtick
+
+
 def test_the_lengths_offered_are_those_the_task_has_inputs_of_within_the_model_s_reach():
     model = ModelConfig(max_len=20)  # positions up to 19: inputs up to 19 symbols
     assert lengths.testable_lengths(DataConfig("translate", 3, 7, 10), model) == range(3, 8)  # sentences of 3-7 words

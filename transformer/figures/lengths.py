@@ -13,6 +13,9 @@ from .training import MARKER, TRAIN, VALID, line_chart_layout
 TRAINED_SHADE = "rgba(0, 114, 178, 0.10)"  # palette.BLUE, faint
 
 
+MOST_TICKS = 12  # length labels on a chart's axis
+
+
 def length_accuracy_figure(scores: pd.DataFrame, tr: Translator = ENGLISH) -> go.Figure:
     """Exact match (bars) and symbols in the right place (line), in %, per input length."""
     of_inputs = tr.gettext("{share}% of {n} inputs", share="%{y:.1f}", n="%{customdata}")
@@ -75,8 +78,14 @@ def output_length_figure(scores: pd.DataFrame, tr: Translator = ENGLISH) -> go.F
 def _length_axis(fig: go.Figure, scores: pd.DataFrame, title: str, tr: Translator) -> go.Figure:
     """Shade the trained lengths and label the length axis."""
     shade_trained(fig, scores.loc[scores["trained"], "length"].tolist(), tr)
-    fig.update_xaxes(title=tr.gettext("input length"), dtick=1 if len(scores) <= 24 else None)
+    fig.update_xaxes(title=tr.gettext("input length"), dtick=_length_step(len(scores)))
     return line_chart_layout(fig, title)
+
+
+def _length_step(n_lengths: int) -> int | None:
+    """The length axis's tick step: every length up to MOST_TICKS of them (a chart is half the page wide, and more
+    labels run together), every other up to twice that, else Plotly's own."""
+    return next((step for step in (1, 2) if n_lengths <= step * MOST_TICKS), None)
 
 
 def shade_trained(fig: go.Figure, trained: Sequence[int], tr: Translator = ENGLISH) -> None:
