@@ -208,10 +208,11 @@ def board(code: str, key: str) -> None:
     st.markdown(" · ".join([f"**{students}**", *state_counts(rows)]))
     curve = st.column_config.LineChartColumn(_("training loss"), width="small")
     result = st.column_config.Column(_(HEADINGS["result"]), width="large")  # the longest words: readable whole
+    name = st.column_config.Column(_(HEADINGS["name"]), width="medium")  # a name of up to 40 characters
     st.dataframe(
         table_cells(rows),  # its Messages: states, results, and group labels as a setting's words
         hide_index=True,
-        column_config=board_columns(rows, curve=curve, result=result),
+        column_config=board_columns(rows, curve=curve, result=result, name=name),
         key="teacher_students",
     )
     st.text(_(difference_sentence(snapshot)))  # group labels are the teacher's text: shown literally

@@ -400,8 +400,10 @@ def test_the_board_and_its_csv_files_speak_the_teacher_s_language(media):
     at.run()
     assert not at.exception
     table = at.dataframe[0]
-    headings = {name: column.get("label") for name, column in json.loads(table.proto.columns).items()}
+    columns = json.loads(table.proto.columns)
+    headings = {name: column.get("label") for name, column in columns.items()}
     assert {headings[name] for name in ("name", "group", "state", "result")} == {"学生", "组别", "状态", "结果"}
+    assert (columns["name"]["width"], columns["result"]["width"]) == ("medium", "large")  # a name, a sentence: whole
     assert table.value["group"].tolist() == ["正弦位置编码", "无位置编码"]
     assert table.value["state"].tolist() == ["已结束", "已结束"] and "时间用完" in table.value["result"][1]
     (sentence,) = [t.value for t in at.text if "解出" in t.value]
