@@ -79,6 +79,16 @@ def choose(page, key: str, option: str, timeout_s: float = 60) -> None:
             page.keyboard.press("Escape")
 
 
+def open_tab(page, name: str):
+    """Open the page's tab named `name`, and wait for the run its click starts (the Teacher page's tabs keep the open
+    one in the session); returns the tab."""
+    tab = main(page).get_by_role("tab", name=name)
+    tab.click()
+    expect(tab).to_have_attribute("aria-selected", "true")
+    wait_idle(page)
+    return tab
+
+
 def downloaded(page, key: str) -> tuple[str, bytes]:
     """Click the download button with this key; the file name the browser is given, and the file's bytes."""
     with page.expect_download() as started:

@@ -9,7 +9,7 @@ killed reads "lost" after the restart, never "training"."""
 import csv
 import re
 
-from conftest import choose, open_page, page_errors, requires_chromium, screenshot
+from conftest import choose, open_page, open_tab, page_errors, requires_chromium, screenshot
 from playwright.sync_api import expect
 
 from harness.page import IDLE, button, fill, main, wait_idle
@@ -44,7 +44,7 @@ def create_class(page) -> tuple[str, str]:
     wait_idle(page)
     link = page.locator(".st-key-teacher_link").inner_text().strip()
     assert key not in page.locator("[data-testid='stApp']").inner_text()  # the key is gone for good
-    page.get_by_role("tab", name="Assignment").click()
+    open_tab(page, "Assignment")
     for widget, value in (("teacher_min_len", "3"), ("teacher_max_len", "3"), ("teacher_steps", "120")):
         fill(page, widget, value)
     for widget, option in (("teacher_split", "sinusoidal PE / no PE"), ("teacher_question", "Without positional")):
@@ -102,15 +102,14 @@ def test_a_class_experiment_on_the_teachers_board(new_context, tmp_path, monkeyp
             expect(main(page).get_by_text(FINISHED)).to_be_visible(timeout=120_000)
             shown_steps[name] = int(FINISHED.search(main(page).inner_text()).group(1))
             assert not page_errors(page)
-        export_tab = teacher.get_by_role("tab", name="Export and end")
-        export_tab.click()  # at once, the page unchanged since the assignment was saved, before any student joined
+        export_tab = open_tab(teacher, "Export and end")  # the exports read the database at the click
         rows = download(teacher, "teacher_download_results")
         assert {row["name"]: int(float(row["steps"])) for row in rows} == shown_steps
         assert {row["state"] for row in rows} == {"finished"}
         expect(export_tab).to_have_attribute("aria-selected", "true")  # the download left the page where it was
         assert len(download(teacher, "teacher_download_metric_rows")) >= len(STUDENTS)
 
-        teacher.get_by_role("tab", name="Board").click()
+        open_tab(teacher, "Board")
         board = main(teacher)
         expect(board.get_by_text("4 students · 4 finished")).to_be_visible(timeout=30_000)
         expect(board.get_by_text("Saved:")).to_be_hidden()  # said under the assignment's form, not above the board
@@ -130,7 +129,7 @@ def test_a_class_experiment_on_the_teachers_board(new_context, tmp_path, monkeyp
         expect(main(teacher).get_by_text("4 students · 4 finished")).to_be_visible(timeout=30_000)
         expect(tally).to_contain_text(re.compile(r"later\s+4"), use_inner_text=True)
 
-        teacher.get_by_role("tab", name="Export and end").click()
+        open_tab(teacher, "Export and end")
         rows = download(teacher, "teacher_download_results")
         assert sorted(row["name"] for row in rows) == sorted(STUDENTS)
         assert {row["name"]: int(float(row["steps"])) for row in rows} == shown_steps
@@ -166,7 +165,7 @@ def test_a_run_training_when_its_server_is_killed_reads_lost_on_the_board_and_in
         server.start()  # the same address: the same server, restarted
         open_board(teacher, server, code, key)
         expect(main(teacher).get_by_text("1 student · 1 lost")).to_be_visible(timeout=30_000)
-        teacher.get_by_role("tab", name="Export and end").click()
+        open_tab(teacher, "Export and end")
         (row,) = download(teacher, "teacher_download_results")
         assert re.fullmatch(r"lost at step \d+", row["state"]) and int(row["state"].rsplit(" ", 1)[1]) > 0
         assert not page_errors(teacher)

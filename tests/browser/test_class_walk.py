@@ -10,7 +10,7 @@ import re
 from pathlib import Path
 
 import pytest
-from conftest import choose, downloaded, page_errors, requires_chromium, screenshot
+from conftest import choose, downloaded, open_tab, page_errors, requires_chromium, screenshot
 from playwright.sync_api import expect
 
 from harness.chromium import VIEWPORT
@@ -58,7 +58,7 @@ def teacher_creates_the_class(page, language: str, task_path: Path) -> str:
     link = page.locator(".st-key-teacher_link").inner_text().strip()
     assert "/train?class=" in link and ("lang=zh-CN" in link) == (language == "zh-CN"), link
 
-    page.get_by_role("tab", name=words(language, N_("Assignment"))).click()
+    open_tab(page, words(language, N_("Assignment")))
     fill(page, "teacher_steps", STEPS)
     groups = f"{words(language, N_('sinusoidal PE'))} / {words(language, N_('no PE'))}"
     choose(page, "teacher_split", groups)
@@ -153,7 +153,7 @@ def test_a_class_on_its_own_task_walks_through_in_its_language(new_context, lab_
         reports = [student_trains(c, link, language, n) for c, n in zip(contexts[1:], STUDENTS)]
         assert len(set(reports)) == len(STUDENTS), reports  # two students' reports never share a file name
 
-        teacher.get_by_role("tab", name=words(language, N_("Board"))).click()
+        open_tab(teacher, words(language, N_("Board")))
         board = main(teacher)
         counts = translator(language).ngettext("{n} student", "{n} students", 2)
         finished = words(language, N_("{n} {state}"), n=2, state=words(language, N_("finished")))
@@ -176,7 +176,7 @@ def test_a_class_on_its_own_task_walks_through_in_its_language(new_context, lab_
         assert "reverse" not in shown and not page_errors(teacher), page_errors(teacher)
         student_changes_browser(new_context(viewport=VIEWPORT), teacher, link, language, STUDENTS[0])
 
-        teacher.get_by_role("tab", name=words(language, N_("Export and end"))).click()
+        open_tab(teacher, words(language, N_("Export and end")))
         for export in ("results", "metric_rows", "predictions"):
             _, data = downloaded(teacher, f"teacher_download_{export}")
             assert csv_names(data) == set(STUDENTS), export

@@ -4,7 +4,7 @@ dropping it again for English."""
 
 import re
 
-from conftest import choose, open_page, page_errors, requires_chromium
+from conftest import choose, open_page, open_tab, page_errors, requires_chromium
 from playwright.sync_api import expect
 
 from harness.chromium import VIEWPORT
@@ -71,13 +71,13 @@ def test_a_choice_a_form_has_not_sent_before_a_switch_is_saved_as_picked(page, l
     button(page, "teacher_key_saved").click()
     expect(page.locator(".st-key-teacher_projector img")).to_be_visible(timeout=30_000)
     wait_idle(page)
-    page.get_by_role("tab", name="Assignment").click()
+    open_tab(page, "Assignment")
     choose(page, "teacher_split", "sinusoidal PE / no PE")  # picked, not saved
     wait_idle(page)
     choose(page, "language_picker", "简体中文")
     expect(main(page).get_by_role("heading", name="教师：把全班当作一次实验")).to_be_visible()
     wait_idle(page)
-    page.get_by_role("tab", name="实验设置").click()
+    open_tab(page, "实验设置")
     button(page, "teacher_save").click()
     wait_idle(page)
     assert not page_errors(page), page_errors(page)
