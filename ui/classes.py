@@ -30,9 +30,10 @@ from transformer.classroom import (
     database_url,
 )
 from transformer.classroom.assignment import form_names
-from transformer.classroom.board import HEADINGS, prediction_tally
+from transformer.classroom.board import HEADINGS, prediction_tally, result_text, state_text
 from transformer.classroom.questions import is_graded, question_text, right_choices
 from transformer.classroom.recorder import ClassRecorder
+from transformer.classroom.records import IN_FLIGHT
 from transformer.i18n import N_, Message
 from transformer.limits import MAX_REJOIN_CHARS
 from transformer.link_params import class_code_parser, read_params
@@ -186,16 +187,33 @@ def class_seat() -> Seat | None:
 
 
 def recorded_elsewhere(seat: Seat) -> None:
-    """For a class student with no run on this page whose class has one of theirs (trained in another browser,
-    before a rejoin): where it is, and how to see it here; then their prediction's result."""
-    status = class_store().standing(seat.student)[1]
-    if status in (None, "not started"):
+    """For a class student with no run on this page whose class has one of theirs: a run lost with its server (say
+    so, and to press Start again), one still training on another page of theirs, or one that ended on a page this
+    one is not (another browser before a rejoin, or this one before a reload or a server restart): where it is, and
+    how to see it here; then their prediction's result."""
+    run = class_store().standing(seat.student)[1]
+    if run is None or run.status == "not started":
+        return
+    if run.status == "lost":
+        st.warning(_("Your run was {result}.", result=_(result_text(run))), icon=":material/sync_problem:")
+        return
+    if run.status in IN_FLIGHT:
+        st.info(
+            _(
+                "Your run is {state} on another page of yours (another tab or browser). Press Start with the same "
+                "settings to watch it here.",
+                state=_(state_text(run)),
+            ),
+            icon=":material/history:",
+        )
         return
     st.info(
         _(
-            "Your class has a run of yours: it is on your teacher's board and in the class's reports. Its curves "
-            "stayed in the browser that trained it. To see them here, press Start with the settings you used: the "
-            "same settings and your seed make the same run again."
+            "Your class has a run of yours, {result}: it is on your teacher's board and in the class's reports. This "
+            "page does not have its curves: they stayed with the page that trained it, which a reload, another "
+            "browser or a server restart leaves behind. To see them here, press Start with the settings you used: "
+            "the same settings and your seed make the same run again.",
+            result=_(result_text(run) or state_text(run)),
         ),
         icon=":material/history:",
     )

@@ -151,7 +151,7 @@ def test_a_student_their_teacher_lets_rejoin_takes_their_name_and_record_to_anot
     assert store.student(code, "classmate") is None
     typed = f" {rejoin[:3].lower()}-{rejoin[3:]} "  # as a student may type it
     assert store.join(code, "tablet", "Ann", typed) == ann  # her place, group, seed and name
-    assert store.standing(ann) == (None, "training")  # and what she recorded
+    assert store.standing(ann)[1].status == "training"  # and what she recorded
     assert store.student(code, "tablet") == ann and store.student(code, "laptop") is None  # the laptop left
     with pytest.raises(ClassroomError, match="already has this name|not the rejoin code"):
         store.join(code, "laptop", "Ann", rejoin)  # once: the name is the tablet's now

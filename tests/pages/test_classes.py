@@ -101,6 +101,26 @@ def test_a_student_who_rejoins_elsewhere_is_told_where_their_run_is():
     assert not any(i.value.startswith("Your class has a run of yours") for i in open_link(code).info)  # not joined
 
 
+def test_after_a_server_restart_a_student_is_told_their_run_was_lost_or_where_it_is():
+    code, _ = a_class()
+    store = ui.classes.class_store()
+    page = open_link(code)
+    join(page, "Ada")
+    ada = store.student(code, page.session_state["watcher"])
+    store.record_run(ada, RunState("training", step=167))
+    page.run()  # a page of Ada's with no run, while another of hers trains it
+    assert shown(page.info[-1].value).startswith("Your run is training at step 167 on another page of yours")
+    store.mark_lost(store.server)  # the server that held it starts again
+    page.run()
+    assert not page.exception and [shown(w.value) for w in page.warning] == [
+        "Your run was lost at step 167: the server restarted or lost it; press Start again."
+    ]
+    assert not any("run of yours" in i.value for i in page.info)  # no word of curves kept elsewhere
+    store.record_run(ada, RunState("stopped", step=40))
+    page.run()
+    assert shown(page.info[-1].value).startswith("Your class has a run of yours, stopped at step 40: it is on")
+
+
 def test_the_question_comes_before_start_and_the_run_is_recorded_for_the_board():
     code, key = a_class("positional-none")
     at = open_link(code)

@@ -54,7 +54,16 @@ from .codes import (
 from .database import engine_for
 from .questions import QUESTIONS
 from .records import IN_FLIGHT, Caller, ClassInfo, Prediction, RunState, Snapshot, Student, bounded
-from .rows import CLASS_COLUMNS, assignment_of, class_info_of, delete_classes, snapshot_of, student_of, upsert
+from .rows import (
+    CLASS_COLUMNS,
+    assignment_of,
+    class_info_of,
+    delete_classes,
+    run_state_of,
+    snapshot_of,
+    student_of,
+    upsert,
+)
 from .schema import MAX_SERVER_CHARS, classes, migrate, name_key, predictions, runs, students, task_digest
 
 Clock = Callable[[], datetime]
@@ -291,12 +300,14 @@ class ClassStore:
             ).first()
             return None if found is None else student_of(found, assignment_of(row))
 
-    def standing(self, student: Student) -> tuple[Prediction | None, str | None]:
-        """The student's prediction and the status of their recorded run (None for either they have not got)."""
+    def standing(self, student: Student) -> tuple[Prediction | None, RunState | None]:
+        """The student's prediction and their recorded run, lost when no server has heard of it lately (None for
+        either they have not got)."""
         with self.engine.begin() as conn:
             found = conn.execute(select(predictions).where(predictions.c.student_id == student.id)).first()
-            status = conn.scalar(select(runs.c.status).where(runs.c.student_id == student.id))
-        return (None if found is None else Prediction(found.question, found.choice)), status
+            run = conn.execute(select(runs).where(runs.c.student_id == student.id)).first()
+        prediction = None if found is None else Prediction(found.question, found.choice)
+        return prediction, None if run is None else run_state_of(run, self._lost_before())
 
     def let_rejoin(self, code: str, key: str, name: str, caller: Caller | None = None) -> str:
         """Let the student called `name` join again from another browser, as themselves, with the rejoin code this
