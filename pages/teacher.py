@@ -7,6 +7,7 @@ from ui.streamlit_internals import rerun_inside_frame
 rerun_inside_frame()  # first of all: see its docstring
 
 import io
+import time
 from collections.abc import Callable
 from functools import partial
 from urllib.parse import urlencode
@@ -54,6 +55,14 @@ from ui.state import flash, show_flashes
 BOARD_POLL_S = 2.0  # the board redraws every 2 s: it reads the database, never the runs themselves
 TABS = (N_("Board"), N_("Assignment"), N_("Export and end"))
 TAB = "teacher_tab"  # session_state key: the open tab, as the words it shows
+# session_state key: the class Create is making, a dict it fills with the class's "code" and "key" (or "failed"). A
+# click while a run of the page is busy starts another run of it beside that one, on another thread, so a double
+# click on Create runs its callback twice at once: the second finds this and makes no second class.
+MADE = "teacher_made_class"
+MADE_WAIT_S = 10.0  # the longest a run waits for the class another run of its page is making
+# session_state key: the class Create made, {"code", "key"}, until the page has it. A new run can stop a callback at
+# any read or write of session state; this dict is written as the class is made, so a double click makes one.
+MADE = "teacher_made_class"
 EXPORTS = (  # what the Export tab downloads: (file name, button label, table)
     ("results", N_("Download results (CSV)"), results_frame),
     ("metric rows", N_("Download metric rows (CSV)"), metrics_frame),
@@ -85,15 +94,38 @@ if cluster_not_used():
     )
 
 
-def create_class(title: str, days: int) -> None:
+def create_class() -> None:
+    """The Create button: a class with the form's title and days. A session's Create makes one class until its key
+    is saved: a double click's second run finds the first's being made (MADE) and waits for it (`made_class`)."""
+    if "teacher_new_key" in st.session_state or MADE in st.session_state:
+        return
+    made: dict = {}
+    st.session_state[MADE] = made
+    title, days = st.session_state["teacher_title"], int(st.session_state["teacher_days"])
     try:
         code, key = class_store().create_class(title, days, caller())
     except ClassroomError as err:
-        st.error(_("Not created: {reason}", reason=markdown_literal(_(err))))
+        made["failed"] = True
+        flash("teacher_create", "error", _("Not created: {reason}", reason=markdown_literal(_(err))))
         return
-    st.session_state["teacher_class"] = code, key
-    st.session_state["teacher_new_key"] = key
-    st.rerun()
+    made.update(code=code, key=key)  # a plain dict's: written at once, whatever run of the page reads it
+    made_class()
+
+
+def made_class() -> None:
+    """Open the class this session's Create made and show its key, once it is made (MADE): a run of the page that
+    replaced the one making it waits for it, at most MADE_WAIT_S."""
+    made = st.session_state.get(MADE)
+    if made is None:
+        return
+    deadline = time.monotonic() + MADE_WAIT_S
+    while not made and time.monotonic() < deadline:
+        time.sleep(0.05)
+    if "code" in made:
+        st.session_state["teacher_class"] = made["code"], made["key"]
+        st.session_state["teacher_new_key"] = made["key"]
+    if made:  # made, or failed (its run said why)
+        st.session_state.pop(MADE, None)
 
 
 def open_class(code: str, key: str) -> None:
@@ -111,15 +143,18 @@ def start_page() -> None:
     create_col, open_col = st.columns(2)
     with create_col.form("teacher_create"):
         st.subheader(_("Create a class"))
-        title = st.text_input(_("Title"), max_chars=MAX_TITLE_CHARS, key="teacher_title", placeholder=_("Period 3"))
-        days = st.number_input(
+        st.text_input(_("Title"), max_chars=MAX_TITLE_CHARS, key="teacher_title", placeholder=_("Period 3"))
+        st.number_input(
             _("Keep its data for (days, {low} to {high})", low=RETENTION_DAYS[0], high=RETENTION_DAYS[1]),
             *RETENTION_DAYS,
             value=DEFAULT_RETENTION_DAYS,
             key="teacher_days",
         )
-        if st.form_submit_button(_("Create"), type="primary", icon=":material/add:", key="teacher_create_button"):
-            create_class(title, int(days))
+        st.form_submit_button(
+            _("Create"), type="primary", icon=":material/add:", key="teacher_create_button", on_click=create_class
+        )
+    with create_col:
+        show_flashes("teacher_create")
     with open_col.form("teacher_open"):
         st.subheader(_("Open a class's board"))
         code = st.text_input(_("Class code"), key="teacher_code", placeholder="amber-otter-7351", max_chars=40)
@@ -142,18 +177,19 @@ def qr_png(link: str) -> bytes:
     return buffer.getvalue()
 
 
-def new_key_panel(title: str, key: str) -> None:
+def new_key_panel(title: str, code: str, key: str) -> None:
     """The teacher key of the class just created here, alone on the page: not the link nor the QR code, so it is
     never projected with them. It stays until the teacher says they have saved it."""
     st.subheader(markdown_literal(title), anchor=False)
     st.warning(
         _(
             "**Your teacher key**, shown only now: copy it (point at it: a copy button appears at its right) and keep "
-            "it somewhere safe. It opens this class's board again, from any browser; without it nobody can. Never "
-            "share it or project it."
+            "it somewhere safe, with the class code. The two open this class's board again, from any browser; "
+            "without the key nobody can. Never share it or project it."
         ),
         icon=":material/key:",
     )
+    st.markdown(_("Class code: {code}", code=code_span(code)))
     with st.container(key="teacher_new_key_box", border=True):
         st.code(key, language=None)
     st.button(_("I have saved the key"), type="primary", key="teacher_key_saved", on_click=forget_new_key)
@@ -299,6 +335,8 @@ def class_table(
     return frame(store.snapshot(code, names=True), tr)
 
 
+made_class()  # a run stopped inside Create's callback left it here
+made_class()  # a double click's second run: the class the first is making
 if "teacher_class" not in st.session_state:
     show_flashes("teacher")
     start_page()
@@ -315,7 +353,7 @@ except ClassroomError as err:
     st.stop()
 info = snapshot.info
 if "teacher_new_key" in st.session_state:  # a class just created: its key first, alone, until it is saved
-    new_key_panel(info.title, st.session_state["teacher_new_key"])
+    new_key_panel(info.title, code, st.session_state["teacher_new_key"])
     st.stop()
 projector_view(info.title, code)
 st.caption(

@@ -11,11 +11,13 @@ import re
 
 from conftest import choose, open_page, open_tab, page_errors, requires_chromium, screenshot
 from playwright.sync_api import expect
+from sqlalchemy import select
 
 from harness.page import IDLE, button, fill, main, wait_idle
 from harness.paths import ARTIFACTS
 from harness.server import LabServer
 from transformer.classroom import Assignment, ClassStore
+from transformer.classroom.schema import classes
 
 pytestmark = requires_chromium
 
@@ -171,3 +173,21 @@ def test_a_run_training_when_its_server_is_killed_reads_lost_on_the_board_and_in
         assert not page_errors(teacher)
     finally:
         server.stop()
+
+
+def test_a_double_click_on_create_makes_one_class_whose_code_the_key_screen_shows(new_context, tmp_path, monkeypatch):
+    monkeypatch.setenv("LAB_DATA_DIR", str(tmp_path))  # a database of its own, to count its classes
+    with LabServer(ARTIFACTS / "server-double-create.log") as server:
+        page = new_context(viewport=PROJECTOR).new_page()
+        open_page(page, server, "teacher")
+        page.locator(".st-key-teacher_title input").fill("Period 5")
+        button(page, "teacher_create_button").dblclick()
+        expect(main(page).locator("[data-testid='stCode']")).to_have_count(1, timeout=30_000)
+        wait_idle(page)
+        store = ClassStore(f"sqlite:///{tmp_path / 'classes.sqlite3'}")
+        with store.engine.connect() as conn:
+            codes = conn.execute(select(classes.c.code)).scalars().all()
+        store.close()
+        assert len(codes) == 1, codes
+        expect(main(page).get_by_text(f"Class code: {codes[0]}")).to_be_visible()  # with the key, it opens the board
+        assert not page_errors(page), page_errors(page)
