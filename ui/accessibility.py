@@ -38,7 +38,8 @@ CSS = f""".st-key-{KEY} {{ display: none; }}
 # longer scrolls;
 # it names each file uploader's button by the word a style draws on it (`ui.language`: a button's name must be what
 # it shows, and a name drawn by CSS alone is no name to axe); and a form's button pressed while one of the form's
-# numbers is refused (the browser then sends nothing) takes the student to that number.
+# numbers is refused (the browser then sends nothing) takes the student to that number, opening the folded section
+# that holds it.
 SCRIPT = """<script>
 (() => {
   if (window.labScrollRegions) return;
@@ -72,10 +73,13 @@ SCRIPT = """<script>
     if (!form || !event.target.closest('[data-testid="stFormSubmitButton"]')) return;
     requestAnimationFrame(() => {  // after the field the press left has said why it refuses its number
       const refused = form.querySelector('[data-testid="stNumberInput"]:has([role="alert"]) input');
-      if (refused) {
+      if (!refused) return;
+      const folded = refused.closest("details:not([open])");  // a folded section: opened, so the field shows
+      if (folded) folded.querySelector("summary")?.click();
+      requestAnimationFrame(() => {
         refused.scrollIntoView({block: "center"});
         refused.focus();
-      }
+      });
     });
   };
   addEventListener("pointerdown", toRefused, true);

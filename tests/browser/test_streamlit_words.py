@@ -58,6 +58,7 @@ def test_streamlit_s_own_words_are_in_the_session_s_language(projector_page, lab
     button(page, "teacher_create_button").click()  # straight from typing: the field refuses as the click leaves it
     expect(field).to_be_focused()
     expect(alert).to_be_in_viewport()
+
     days.locator("[data-testid='stTooltipErrorHoverTarget']").hover()  # the error's icon: its tooltip says it too
     tooltip = sentence(language, "Error") + sentence(language, ": {sentence}", sentence=why)  # "**Error**: ..."
     expect(page.get_by_role("tooltip")).to_have_text(tooltip)
@@ -144,3 +145,21 @@ def test_a_switch_words_the_names_already_on_the_page_again_both_ways(projector_
     expect(main(page).get_by_role("heading", name="Length test: inputs it never saw", exact=True)).to_be_visible()
     wait_idle(page)
     assert names_like(english) and not names_like(chinese)  # Streamlit's English given back
+
+
+def test_start_opens_the_folded_section_that_holds_a_refused_number(projector_page, lab_server):
+    page = projector_page
+    open_at(page, lab_server, "train", "en")
+    section = main(page).locator("[data-testid='stExpander']").filter(has=page.locator(".st-key-train_steps"))
+    field = page.locator(".st-key-train_steps input")
+    if not field.is_visible():
+        section.locator("summary").click()
+    field.fill("999999999")
+    field.press("Tab")  # refused: above the step budget's bound
+    expect(page.locator(".st-key-train_steps").get_by_role("alert")).to_be_visible()
+    section.locator("summary").click()  # folded again, the refusal out of sight
+    expect(field).to_be_hidden()
+    button(page, "start_training").click()  # nothing is sent: the section opens at the field that says why
+    expect(field).to_be_focused()
+    expect(field).to_be_in_viewport()
+    assert not page_errors(page), page_errors(page)
