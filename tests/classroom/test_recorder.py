@@ -16,6 +16,7 @@ import transformer.classroom.recorder as recorder_module
 from tests.helpers import wait_until
 from transformer.classroom import ClassStore, RunState, schema
 from transformer.classroom.board import results_frame
+from transformer.classroom.outcomes import measured
 from transformer.classroom.recorder import ClassRecorder
 from transformer.model import ModelConfig
 from transformer.serving import RunRegistry, ServerSettings
@@ -74,7 +75,10 @@ def test_a_class_run_is_recorded_queued_then_training_then_finished(world):
     registry.leave("browser-a", first)  # Ada stops: Bob's run takes the slot
     wait_until(lambda: store.open_board(code, key).runs[bob.id].status == "finished", timeout=30)
     board = store.open_board(code, key)
-    assert board.runs[ada.id].status == "stopped"
+    adas = board.runs[ada.id]
+    assert adas.status == "stopped" and measured(adas) is None  # never graded
+    assert adas.result["reason"] == "stopped" and adas.result["steps"] == adas.step > 0  # what her page said, kept
+    assert results_frame(board).set_index("name").loc["Ada", "steps"] == adas.step  # and exported
     bobs = board.runs[bob.id]
     assert bobs.result["steps"] == 30 and bobs.result["reason"] == "step budget"
     assert [row["step"] for row in bobs.rows] == [row["step"] for row in second.rows]

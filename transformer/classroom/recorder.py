@@ -35,9 +35,10 @@ def run_state(run: Run, place: Place | None) -> RunState:
         return RunState("training", run.step, None, rows)
     if run.error is not None:
         return RunState("failed", run.step, None, rows, error=run.error)
-    if run.result is None or run.result.reason == "stopped":  # left the queue, or stopped by a person
+    if run.result is None:  # left the queue
         return RunState("stopped", run.step, None, rows)
-    return RunState("finished", run.step, None, rows, asdict(run.result))
+    status = "stopped" if run.result.reason == "stopped" else "finished"  # stopped by a person: kept, not measured
+    return RunState(status, run.step, None, rows, asdict(run.result))
 
 
 class ClassRecorder:
