@@ -6,6 +6,7 @@ must take focus), and buttons' keyboard shortcuts said in their help. Checked by
 
 import streamlit as st
 
+from transformer.figures.theme import PRIMARY
 from ui.language import _
 
 KEY = "accessibility"  # the key of the hidden container that holds the page's style and script
@@ -29,10 +30,15 @@ MUTED_GREY = "#595959"  # 7:1 on white, over 6:1 on a field's grey: quieter than
 # student must read it (their seed, their group's settings), so it takes the grey of captions.
 LOCKED = f"""[data-testid="stElementContainer"]:has(input:disabled) :is(p, input) {{
   color: {MUTED_GREY} !important; -webkit-text-fill-color: {MUTED_GREY} !important; }}"""
+# A link to another page (st.page_link, the sidebar's pages) shows keyboard focus only as a faint tint, about 1.1:1 on
+# white (WCAG 2.4.7): it takes a ring in the theme's primary colour, as Streamlit's buttons do.
+LINK_FOCUS = f"""[data-testid="stPageLink-NavLink"]:focus-visible, [data-testid="stSidebarNav"] a:focus-visible {{
+  outline: 2px solid {PRIMARY}; outline-offset: 2px; }}"""
 CSS = f""".st-key-{KEY} {{ display: none; }}
 [data-testid="stCaptionContainer"] {{ opacity: 1; color: {MUTED_GREY}; }}
 {LOCKED}
-{FIELD_ERRORS}"""
+{FIELD_ERRORS}
+{LINK_FOCUS}"""
 # A fixed script, never text from anyone. Installed once per browser tab (Streamlit swaps pages inside one document),
 # it gives each display formula or table cell that scrolls a place in the tab order, and takes it back when it no
 # longer scrolls;

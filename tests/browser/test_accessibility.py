@@ -49,3 +49,16 @@ def test_no_page_has_a_critical_or_serious_wcag_violation(projector_page, lab_se
             found.append(f"{language} {name}: {unnamed} charts without a text alternative")
     assert not found, f"{len(found)} violations:\n" + "\n".join(found)
     assert charts >= len(PAGES), f"only {charts} charts seen: the walk saw too few to check their names"
+
+
+def test_a_link_to_another_page_shows_keyboard_focus_as_a_ring(projector_page, lab_server):
+    page = projector_page
+    open_at(page, lab_server, "home", "en")
+    link = page.locator("[data-testid='stMain'] [data-testid='stPageLink-NavLink']").first
+    link.focus()
+    page.keyboard.press("Shift+Tab")  # focus from the keyboard, as :focus-visible asks
+    page.keyboard.press("Tab")
+    ring = link.evaluate(
+        "a => [document.activeElement === a, getComputedStyle(a).outlineStyle, getComputedStyle(a).outlineColor]"
+    )
+    assert ring == [True, "solid", "rgb(31, 95, 191)"], ring  # PRIMARY, 6.2:1 on white: not a 1.1:1 tint

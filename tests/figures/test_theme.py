@@ -12,7 +12,7 @@ from transformer.classroom.board import GroupCurves
 from transformer.figures.board import group_curves_figure
 from transformer.figures.compare import comparison_figure, loss_marker_figure
 from transformer.figures.standalone import figure_json, template_json
-from transformer.figures.theme import FONT_FAMILY, TEMPLATE, TEXT
+from transformer.figures.theme import FONT_FAMILY, PRIMARY, TEMPLATE, TEXT
 from transformer.figures.training import loss_figure
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def test_the_charts_speak_in_the_app_s_typefaces_and_text_colour():
     theme = tomllib.loads((ROOT / ".streamlit" / "config.toml").read_text())["theme"]
-    assert FONT_FAMILY == theme["font"] and TEXT == theme["textColor"]
+    assert FONT_FAMILY == theme["font"] and TEXT == theme["textColor"] and PRIMARY == theme["primaryColor"]
     assert TEMPLATE.layout.font.family.startswith(FONT_FAMILY)
 
 

@@ -12,6 +12,7 @@ from .palette import LIGHT_GREY, SERIES
 
 Figure = go.Figure  # what every figure function returns, and what the app and the report draw
 TEXT = "#111111"  # the app's text colour: `.streamlit/config.toml`, [theme] textColor
+PRIMARY = "#1f5fbf"  # its buttons' and focus rings' colour, 6.2:1 on white: [theme] primaryColor
 # The app's typefaces (`.streamlit/config.toml`, [theme] font; a test keeps the two equal): Latin in Source Sans,
 # Chinese in a Simplified Chinese face, whichever the viewer's system has.
 FONT_FAMILY = (
