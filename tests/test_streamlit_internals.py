@@ -13,6 +13,7 @@ import re
 from pathlib import Path
 
 import pytest
+import streamlit
 from streamlit.runtime import Runtime
 from streamlit.runtime.pages_manager import PagesManager
 from streamlit.runtime.scriptrunner import ScriptRunContext, get_script_run_ctx
@@ -163,6 +164,9 @@ def test_cut_table_edits_bounds_the_rows_a_browser_adds_before_the_editor_applie
     assert at.markdown[0].value == "5 rows, cut: False" and applied[-1] == 3
 
 
+STREAMLIT_JS = Path(streamlit.__file__).parent / "static" / "static" / "js"
+
+
 @pytest.mark.parametrize("sentences", [FRONTEND_SENTENCES, FRONTEND_LABELS])
 def test_each_frontend_rule_matches_its_english_whole_and_gives_its_translation(sentences):
     zh = translator("zh-CN")
@@ -172,6 +176,14 @@ def test_each_frontend_rule_matches_its_english_whole_and_gives_its_translation(
         assert found and list(found.groups()) == list(values.values()), english
         assert names or not re.search(pattern, f"{english} and more"), english  # the whole text, not a part of one
         assert text == zh.gettext(english) != english
+
+
+def test_streamlit_s_browser_code_still_writes_the_connection_dialog_s_sentences():
+    """The dialog a page shows while its server does not answer, which no browser test makes Streamlit write (it
+    needs the server gone): its words are in Streamlit's browser code, so an upgrade that rewords them fails here."""
+    bundle = "".join(p.read_text("utf-8", "replace") for p in STREAMLIT_JS.glob("*.js"))
+    dialog = ["Connection error", "Streamlit server is not responding. Are you connected to the internet?"]
+    assert all(sentence in FRONTEND_SENTENCES and f"`{sentence}`" in bundle for sentence in dialog)
 
 
 def test_a_file_made_at_the_click_outlives_the_script_runs_of_a_busy_server():

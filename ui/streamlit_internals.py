@@ -24,8 +24,8 @@ MEDIA_CLEANUP_EVERY_S = 30.0  # the server clears files no page shows at most th
 XSRF_COOKIE = "_streamlit_xsrf"  # the cookie Streamlit's server sets on every page load while XSRF protection is on
 # What Streamlit's browser code writes in English whatever the page's language, word for word ({name}: a value it fills
 # in; {sentence}: another of these sentences): a number input's and a file uploader's errors, as a screen reader hears
-# them and as their tooltips show them ("**Error**: ..."), a number input's buttons' names and "Press Enter" hint, and
-# the name of an uploader's button that adds a file.
+# them and as their tooltips show them ("**Error**: ..."), a number input's buttons' names and "Press Enter" hint,
+# the name of an uploader's button that adds a file, and the dialog a page shows while the server does not answer.
 # `ui.language` shows each in the session's language; tests/browser/test_streamlit_words.py makes Streamlit show each.
 FRONTEND_SENTENCES = (
     N_("Error: {sentence}"),
@@ -44,6 +44,8 @@ FRONTEND_SENTENCES = (
     N_("{kind} files are not allowed."),
     N_(" files are not allowed."),  # a file whose kind the browser does not know
     N_("add icon"),  # the name of a file uploader's button that adds another file
+    N_("Connection error"),  # the dialog while the server does not answer (restarting, or gone)
+    N_("Streamlit server is not responding. Are you connected to the internet?"),
 )
 # The names Streamlit's browser code gives controls in English only, as a screen reader reads them (aria-label), as an
 # empty box shows them (placeholder) or as a chart's toolbar shows them on hover (data-title): a help icon's, a chosen
