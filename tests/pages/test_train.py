@@ -401,6 +401,18 @@ def sidebar_model(at: AppTest) -> str:
     return shown(next(m.value for m in at.sidebar.markdown if m.value.startswith("**Model in hand:**")))
 
 
+def test_a_run_stopped_on_another_tab_of_the_same_browser_says_so(stop_jobs):
+    at = open_train()
+    stop_jobs.append(at)
+    start(at, task="reverse", steps=5000)
+    job = at.session_state["run"]
+    wait_for_a_new_row(job)
+    ui.common.run_registry().leave(at.session_state["watcher"], job)  # the browser's other tab pressed Stop
+    wait_until(lambda: job.done, timeout=30)
+    at.run()
+    assert not at.exception and "because Stop was pressed on another page of yours that watched it:" in at.info[0].value
+
+
 def wait_for_a_new_row(job: Run) -> None:
     """Until the run reports its next metric row, which comes with new weights of its model."""
     rows, deadline = len(job.rows), time.monotonic() + 30

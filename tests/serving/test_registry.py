@@ -82,6 +82,7 @@ def test_a_stopped_run_keeps_its_model_and_frees_its_slot():
         assert run.wait_until_moving(20)
         registry.leave("a", run)
         assert run.wait_until_done(20) and run.result.reason == "stopped" and run.model() is not None
+        assert run.left  # its watcher's Stop: what another tab of theirs says ended it
         after = registry.submit("b", *settings(seed=1, steps=5, early_stop=False))  # the slot came back
         assert after.wait_until_done(20) and after.result.steps == 5
     finally:
@@ -93,6 +94,7 @@ def test_an_unwatched_run_stops_by_itself():
     try:
         run = registry.submit("a", *settings(**ENDLESS))
         assert run.wait_until_done(10) and run.result.reason == "stopped"
+        assert not run.left  # nobody pressed Stop: it lapsed
     finally:
         registry.close()
 

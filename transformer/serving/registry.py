@@ -233,6 +233,7 @@ class RunRegistry:
             if run in self._queue:
                 self._withdraw(run, N_("everyone watching it left the queue"))
             elif not run.done:
+                run.left = True
                 run.stop()
 
     def stop_chain(self, chain: Chain) -> None:

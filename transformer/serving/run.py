@@ -75,6 +75,7 @@ class Run:
         self.error: str | None = None
         self.withdrawn: str | None = None  # why it left the queue without starting
         self.notice: str | None = None  # why the server ended it early, its model kept (a limit, a lost worker)
+        self.left = False  # its last watcher pressed Stop: it stops for that, not for want of watchers
         self.address: str | None = None  # the network address of the student who queued it, when known
         self.queued_at = time.perf_counter()
         self.started_at: float | None = None  # perf_counter time a worker took it
