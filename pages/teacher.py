@@ -33,6 +33,7 @@ from transformer.classroom.questions import question_text
 from transformer.figures.board import group_curves_figure, outcomes_figure
 from transformer.i18n import N_, Translator
 from transformer.limits import DEFAULT_RETENTION_DAYS, MAX_TITLE_CHARS, RETENTION_DAYS
+from transformer.link_params import class_code_parser, read_params
 from transformer.literal import code_span, markdown_literal
 from ui.assignment_form import assignment_form
 from ui.charts import chart
@@ -47,7 +48,7 @@ from ui.language import (
     session_translator,
     table_cells,
 )
-from ui.links import unreachable_host
+from ui.links import show_link_notices, unreachable_host
 from ui.own_task import class_task_section
 from ui.report_view import class_reports_download
 from ui.state import flash, show_flashes
@@ -59,6 +60,7 @@ TAB = "teacher_tab"  # session_state key: the open tab, as the words it shows
 # click while a run of the page is busy starts another run of it beside that one, on another thread, so a double
 # click on Create runs its callback twice at once: the second finds this and makes no second class.
 MADE = "teacher_made_class"
+BOARD = "board"  # the address's parameter: the class whose board the tab has open (its code, never its key)
 MADE_WAIT_S = 10.0  # the longest a run waits for the class another run of its page is making
 # session_state key: the class Create made, {"code", "key"}, until the page has it. A new run can stop a callback at
 # any read or write of session state; this dict is written as the class is made, so a double click makes one.
@@ -138,8 +140,30 @@ def open_class(code: str, key: str) -> None:
     st.rerun()
 
 
+def board_in_address(code: str | None) -> None:
+    """Keep the code of the class whose board is open in the tab's address, so that after a reload or a server
+    restart the page offers it again (`start_page`); None takes it out."""
+    if code is None:
+        if BOARD in st.query_params:
+            del st.query_params[BOARD]
+    elif st.query_params.get(BOARD) != code:
+        st.query_params[BOARD] = code
+
+
 def start_page() -> None:
-    """No class open yet: create one, or open one with its code and teacher key."""
+    """No class open yet: create one, or open one with its code and teacher key (the code filled in when the
+    address names the board this tab had open)."""
+    values, notices = read_params(st.query_params.to_dict(), {BOARD: class_code_parser()})
+    show_link_notices(notices)
+    if BOARD in values:
+        st.session_state.setdefault("teacher_code", values[BOARD])
+        st.info(
+            _(
+                "This tab had the board of class {code} open: enter its teacher key to open it again.",
+                code=code_span(values[BOARD]),
+            ),
+            icon=":material/login:",
+        )
     create_col, open_col = st.columns(2)
     with create_col.form("teacher_create"):
         st.subheader(_("Create a class"))
@@ -322,6 +346,7 @@ def exports(code: str, key: str) -> None:
             st.error(_("Not deleted: {reason}", reason=markdown_literal(_(err))))
             return
         st.session_state.pop("teacher_class")
+        board_in_address(None)
         flash("teacher", "success", _("Deleted: the class and everything it recorded are gone."))
         st.rerun()
 
@@ -348,10 +373,12 @@ try:
 except ClassroomError as err:
     st.session_state.pop("teacher_class")
     st.session_state.pop("teacher_new_key", None)
+    board_in_address(None)
     st.error(_("This class cannot be opened: {reason}", reason=markdown_literal(_(err))))
     start_page()
     st.stop()
 info = snapshot.info
+board_in_address(code)
 if "teacher_new_key" in st.session_state:  # a class just created: its key first, alone, until it is saved
     new_key_panel(info.title, code, st.session_state["teacher_new_key"])
     st.stop()
@@ -373,4 +400,5 @@ with export_tab:
     exports(code, key)
 if st.button(_("Close the board"), key="teacher_close"):
     st.session_state.pop("teacher_class")
+    board_in_address(None)
     st.rerun()

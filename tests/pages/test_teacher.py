@@ -443,3 +443,32 @@ def test_a_language_switch_keeps_the_teacher_on_the_tab_they_had_open():
     assert not at.exception and at.session_state["teacher_tab"] == "实验设置"  # the same tab, in the new words
     at.selectbox(key="language_picker").set_value("en").run()
     assert not at.exception and at.session_state["teacher_tab"] == "Assignment"
+
+
+def test_a_reload_or_a_restart_offers_again_the_board_the_tab_had_open():
+    at = open_teacher()
+    code, key = create(at, saved=False)
+    assert at.query_params["board"] == code  # on the key screen already: the code, never the key
+    assert key not in str(at.query_params)
+    again = AppTest.from_file("../../streamlit_app.py", default_timeout=30)  # the same address, a new session
+    again.query_params["board"] = code
+    again.run()
+    again.switch_page("pages/teacher.py").run()
+    assert not again.exception and again.text_input(key="teacher_code").value == code
+    assert again.info[0].value.startswith(f"This tab had the board of class `{code}` open")
+    again.text_input(key="teacher_key").set_value(key)
+    again.button(key="teacher_open_button").click().run()
+    assert again.session_state["teacher_class"] == (code, key)
+    again.button(key="teacher_close").click().run()
+    assert not again.exception and "board" not in again.query_params  # closed: nothing offered on a reload
+
+
+@pytest.mark.parametrize("hostile", ["../../etc", "<script>alert(1)</script>", "x" * 5000])
+def test_a_board_in_the_address_that_is_no_class_code_is_a_notice(hostile):
+    at = AppTest.from_file("../../streamlit_app.py", default_timeout=30)
+    at.query_params["board"] = hostile
+    at.run()
+    at.switch_page("pages/teacher.py").run()
+    assert not at.exception and not at.info and at.text_input(key="teacher_code").value == ""
+    (notice,) = [w.value for w in at.warning]
+    assert notice.startswith("The link's board is ") and hostile not in notice  # why, never the value
