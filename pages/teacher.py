@@ -7,7 +7,6 @@ from ui.streamlit_internals import rerun_inside_frame
 rerun_inside_frame()  # first of all: see its docstring
 
 import io
-import time
 from collections.abc import Callable
 from functools import partial
 from urllib.parse import urlencode
@@ -32,11 +31,10 @@ from transformer.classroom.board import (
 from transformer.classroom.questions import question_text
 from transformer.figures.board import group_curves_figure, outcomes_figure
 from transformer.i18n import N_, Translator
-from transformer.limits import DEFAULT_RETENTION_DAYS, MAX_TITLE_CHARS, RETENTION_DAYS
-from transformer.link_params import class_code_parser, read_params
 from transformer.literal import code_span, markdown_literal
 from ui.assignment_form import assignment_form
 from ui.charts import chart
+from ui.class_access import board_in_address, made_class, new_key_panel, start_page
 from ui.classes import board_columns, caller, class_store
 from ui.common import cluster_not_used, local_time
 from ui.downloads import csv_download
@@ -48,7 +46,7 @@ from ui.language import (
     session_translator,
     table_cells,
 )
-from ui.links import show_link_notices, unreachable_host
+from ui.links import unreachable_host
 from ui.own_task import class_task_section
 from ui.report_view import class_reports_download
 from ui.state import flash, show_flashes
@@ -56,15 +54,6 @@ from ui.state import flash, show_flashes
 BOARD_POLL_S = 2.0  # the board redraws every 2 s: it reads the database, never the runs themselves
 TABS = (N_("Board"), N_("Assignment"), N_("Export and end"))
 TAB = "teacher_tab"  # session_state key: the open tab, as the words it shows
-# session_state key: the class Create is making, a dict it fills with the class's "code" and "key" (or "failed"). A
-# click while a run of the page is busy starts another run of it beside that one, on another thread, so a double
-# click on Create runs its callback twice at once: the second finds this and makes no second class.
-MADE = "teacher_made_class"
-BOARD = "board"  # the address's parameter: the class whose board the tab has open (its code, never its key)
-MADE_WAIT_S = 10.0  # the longest a run waits for the class another run of its page is making
-# session_state key: the class Create made, {"code", "key"}, until the page has it. A new run can stop a callback at
-# any read or write of session state; this dict is written as the class is made, so a double click makes one.
-MADE = "teacher_made_class"
 EXPORTS = (  # what the Export tab downloads: (file name, button label, table)
     ("results", N_("Download results (CSV)"), results_frame),
     ("metric rows", N_("Download metric rows (CSV)"), metrics_frame),
@@ -96,97 +85,6 @@ if cluster_not_used():
     )
 
 
-def create_class() -> None:
-    """The Create button: a class with the form's title and days. A session's Create makes one class until its key
-    is saved: a double click's second run finds the first's being made (MADE) and waits for it (`made_class`)."""
-    if "teacher_new_key" in st.session_state or MADE in st.session_state:
-        return
-    made: dict = {}
-    st.session_state[MADE] = made
-    title, days = st.session_state["teacher_title"], int(st.session_state["teacher_days"])
-    try:
-        code, key = class_store().create_class(title, days, caller())
-    except ClassroomError as err:
-        made["failed"] = True
-        flash("teacher_create", "error", _("Not created: {reason}", reason=markdown_literal(_(err))))
-        return
-    made.update(code=code, key=key)  # a plain dict's: written at once, whatever run of the page reads it
-    made_class()
-
-
-def made_class() -> None:
-    """Open the class this session's Create made and show its key, once it is made (MADE): a run of the page that
-    replaced the one making it waits for it, at most MADE_WAIT_S."""
-    made = st.session_state.get(MADE)
-    if made is None:
-        return
-    deadline = time.monotonic() + MADE_WAIT_S
-    while not made and time.monotonic() < deadline:
-        time.sleep(0.05)
-    if "code" in made:
-        st.session_state["teacher_class"] = made["code"], made["key"]
-        st.session_state["teacher_new_key"] = made["key"]
-    if made:  # made, or failed (its run said why)
-        st.session_state.pop(MADE, None)
-
-
-def open_class(code: str, key: str) -> None:
-    try:
-        class_store().open_board(code.strip().lower(), key.strip(), caller())
-    except ClassroomError as err:
-        st.error(_("Not opened: {reason}", reason=markdown_literal(_(err))))
-        return
-    st.session_state["teacher_class"] = code.strip().lower(), key.strip()
-    st.rerun()
-
-
-def board_in_address(code: str | None) -> None:
-    """Keep the code of the class whose board is open in the tab's address, so that after a reload or a server
-    restart the page offers it again (`start_page`); None takes it out."""
-    if code is None:
-        if BOARD in st.query_params:
-            del st.query_params[BOARD]
-    elif st.query_params.get(BOARD) != code:
-        st.query_params[BOARD] = code
-
-
-def start_page() -> None:
-    """No class open yet: create one, or open one with its code and teacher key (the code filled in when the
-    address names the board this tab had open)."""
-    values, notices = read_params(st.query_params.to_dict(), {BOARD: class_code_parser()})
-    show_link_notices(notices)
-    if BOARD in values:
-        st.session_state.setdefault("teacher_code", values[BOARD])
-        st.info(
-            _(
-                "This tab had the board of class {code} open: enter its teacher key to open it again.",
-                code=code_span(values[BOARD]),
-            ),
-            icon=":material/login:",
-        )
-    create_col, open_col = st.columns(2)
-    with create_col.form("teacher_create"):
-        st.subheader(_("Create a class"))
-        st.text_input(_("Title"), max_chars=MAX_TITLE_CHARS, key="teacher_title", placeholder=_("Period 3"))
-        st.number_input(
-            _("Keep its data for (days, {low} to {high})", low=RETENTION_DAYS[0], high=RETENTION_DAYS[1]),
-            *RETENTION_DAYS,
-            value=DEFAULT_RETENTION_DAYS,
-            key="teacher_days",
-        )
-        st.form_submit_button(
-            _("Create"), type="primary", icon=":material/add:", key="teacher_create_button", on_click=create_class
-        )
-    with create_col:
-        show_flashes("teacher_create")
-    with open_col.form("teacher_open"):
-        st.subheader(_("Open a class's board"))
-        code = st.text_input(_("Class code"), key="teacher_code", placeholder="amber-otter-7351", max_chars=40)
-        key = st.text_input(_("Teacher key"), type="password", key="teacher_key", max_chars=64)
-        if st.form_submit_button(_("Open"), icon=":material/login:", key="teacher_open_button"):
-            open_class(code, key)
-
-
 def class_link(code: str) -> str:
     """The link students open: the Train page, with the class in the address, and the teacher's language unless
     it is English (a student may still pick another)."""
@@ -199,30 +97,6 @@ def qr_png(link: str) -> bytes:
     buffer = io.BytesIO()
     segno.make_qr(link).save(buffer, kind="png", scale=8, border=2)
     return buffer.getvalue()
-
-
-def new_key_panel(title: str, code: str, key: str) -> None:
-    """The teacher key of the class just created here, alone on the page: not the link nor the QR code, so it is
-    never projected with them. It stays until the teacher says they have saved it."""
-    st.subheader(markdown_literal(title), anchor=False)
-    st.warning(
-        _(
-            "**Your teacher key**, shown only now: copy it (point at it: a copy button appears at its right) and keep "
-            "it somewhere safe, with the class code. The two open this class's board again, from any browser; "
-            "without the key nobody can. Never share it or project it."
-        ),
-        icon=":material/key:",
-    )
-    st.markdown(_("Class code: {code}", code=code_span(code)))
-    with st.container(key="teacher_new_key_box", border=True):
-        st.code(key, language=None)
-    st.button(_("I have saved the key"), type="primary", key="teacher_key_saved", on_click=forget_new_key)
-    st.caption(_("Then the class's link and QR code appear, for the projector."))
-
-
-def forget_new_key() -> None:
-    """The "I have saved the key" button: the key leaves the page for good."""
-    st.session_state.pop("teacher_new_key", None)
 
 
 def projector_view(title: str, code: str) -> None:
@@ -360,7 +234,6 @@ def class_table(
     return frame(store.snapshot(code, names=True), tr)
 
 
-made_class()  # a run stopped inside Create's callback left it here
 made_class()  # a double click's second run: the class the first is making
 if "teacher_class" not in st.session_state:
     show_flashes("teacher")
