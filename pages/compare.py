@@ -265,7 +265,7 @@ def live_status(job: LiveExperiment | None, live: bool, experiment: Experiment) 
         st.progress(
             min(done / total, 1.0),
             text=_(
-                "Training variant {variant} of {variants}: {done} of {total} steps",
+                "Training variant {variant} of {variants}: {done} of {total} steps in all",
                 variant=len(job.chain.runs),
                 variants=len(job.experiment.values),
                 done=done,

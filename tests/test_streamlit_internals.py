@@ -31,6 +31,7 @@ from ui.streamlit_internals import (
     frontend_rules,
     navigation_mode_patch,
 )
+from ui.streamlit_internals import FRONTEND_REWORDED as REWORDED
 
 # Two page loads of one browser (captured from a served app): same secret, different masks.
 LOAD_1 = "2|09b631db|e304a33f415643afd20950daf738d9b0|1795452523"
@@ -182,8 +183,16 @@ def test_streamlit_s_browser_code_still_writes_the_connection_dialog_s_sentences
     """The dialog a page shows while its server does not answer, which no browser test makes Streamlit write (it
     needs the server gone): its words are in Streamlit's browser code, so an upgrade that rewords them fails here."""
     bundle = "".join(p.read_text("utf-8", "replace") for p in STREAMLIT_JS.glob("*.js"))
-    dialog = ["Connection error", "Streamlit server is not responding. Are you connected to the internet?"]
-    assert all(sentence in FRONTEND_SENTENCES and f"`{sentence}`" in bundle for sentence in dialog)
+    assert "Connection error" in FRONTEND_SENTENCES and all(f"`{s}`" in bundle for s in ("Connection error", *REWORDED))
+
+
+@pytest.mark.parametrize("language", ["en", "zh-CN"])
+def test_the_lab_rewords_the_connection_dialog_in_every_language(language):
+    say = translator(language).gettext
+    ((pattern, names, text),) = frontend_rules(lambda english: say(REWORDED[english]), tuple(REWORDED))
+    ((english, ours),) = REWORDED.items()
+    assert re.fullmatch(pattern, english) and not names  # Streamlit's whole sentence, nothing filled in
+    assert text == say(ours) and "internet" not in text and "restarting" in ours
 
 
 def test_a_file_made_at_the_click_outlives_the_script_runs_of_a_busy_server():

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import streamlit as st
 
 from transformer.i18n import DEFAULT_LANGUAGE, LANGUAGES, N_, Message, Translator, language_for, translator
-from ui.streamlit_internals import FRONTEND_LABELS, REMOVE_ITEM, frontend_rules
+from ui.streamlit_internals import FRONTEND_LABELS, FRONTEND_REWORDED, REMOVE_ITEM, frontend_rules
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -208,6 +208,7 @@ def declare_language() -> None:
     (`FRONTEND_SCRIPT`)."""
     code = language()
     rules = [] if code == DEFAULT_LANGUAGE else frontend_rules(_)
+    rules += frontend_rules(lambda english: _(FRONTEND_REWORDED[english]), tuple(FRONTEND_REWORDED))
     labels = [] if code == DEFAULT_LANGUAGE else frontend_rules(_, FRONTEND_LABELS)
     css = HIDDEN_CSS
     if code != DEFAULT_LANGUAGE:  # the word is the catalogue's: a CSS string, quoted as JSON quotes it

@@ -25,7 +25,8 @@ XSRF_COOKIE = "_streamlit_xsrf"  # the cookie Streamlit's server sets on every p
 # What Streamlit's browser code writes in English whatever the page's language, word for word ({name}: a value it fills
 # in; {sentence}: another of these sentences): a number input's and a file uploader's errors, as a screen reader hears
 # them and as their tooltips show them ("**Error**: ..."), a number input's buttons' names and "Press Enter" hint,
-# the name of an uploader's button that adds a file, and the dialog a page shows while the server does not answer.
+# the name of an uploader's button that adds a file, and the title of the dialog a page shows while the server does
+# not answer.
 # `ui.language` shows each in the session's language; tests/browser/test_streamlit_words.py makes Streamlit show each.
 FRONTEND_SENTENCES = (
     N_("Error: {sentence}"),
@@ -44,9 +45,17 @@ FRONTEND_SENTENCES = (
     N_("{kind} files are not allowed."),
     N_(" files are not allowed."),  # a file whose kind the browser does not know
     N_("add icon"),  # the name of a file uploader's button that adds another file
-    N_("Connection error"),  # the dialog while the server does not answer (restarting, or gone)
-    N_("Streamlit server is not responding. Are you connected to the internet?"),
+    N_("Connection error"),  # the dialog's title while the server does not answer (restarting, or gone)
 )
+# What Streamlit's browser code writes that the lab words its own way in every language (English included): the
+# dialog's sentence while the server does not answer blames the student's network, where a class's server is most
+# likely restarting.
+FRONTEND_REWORDED = {
+    "Streamlit server is not responding. Are you connected to the internet?": N_(
+        "The server is not answering: it may be restarting, and this page reconnects by itself. If it stays away, "
+        "check your network or tell your teacher."
+    ),
+}
 # The names Streamlit's browser code gives controls in English only, as a screen reader reads them (aria-label), as an
 # empty box shows them (placeholder) or as a chart's toolbar shows them on hover (data-title): a help icon's, a chosen
 # option's remove button, a multiselect's clear button, an uploader's file input, a select box's placeholder and its
