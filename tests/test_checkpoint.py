@@ -39,6 +39,7 @@ from transformer.checkpoint import (
     save_checkpoint,
 )
 from transformer.cli import main
+from transformer.i18n import translator
 from transformer.model import ModelConfig
 from transformer.pairs import TaskPairs, pairs_from_rows
 from transformer.tasks import DataConfig
@@ -246,6 +247,15 @@ def test_refused_with_a_clear_message(case):
     with pytest.raises(CheckpointError, match=message) as error:
         load_checkpoint(make())
     assert "saved by this lab" in str(error.value) or "upgrade" in str(error.value)
+
+
+def test_a_refusal_reads_in_chinese_first_its_detail_last():
+    with pytest.raises(CheckpointError) as error:
+        load_checkpoint(tampered(lambda c: c.pop("vocab")))
+    said = translator("zh-CN").gettext(error.value)
+    # a crafted file's detail may stay in the words of the check that found it: after the sentence, marked as the why
+    sentence = "无效的检查点，请选择本实验室保存的检查点，或重新保存模型"
+    assert re.fullmatch(sentence + r"（原因：[^（）]*'vocab'[^（）]*）", said), said
 
 
 def test_untampered_payload_loads():
