@@ -45,7 +45,7 @@ CSS = f""".st-key-{KEY} {{ display: none; }}
 # it names each file uploader's button by the word a style draws on it (`ui.language`: a button's name must be what
 # it shows, and a name drawn by CSS alone is no name to axe); and a form's button pressed while one of the form's
 # numbers is refused (the browser then sends nothing) takes the student to that number, opening the folded section
-# that holds it.
+# that holds it; and Start and Stop hand keyboard focus to each other as each gives way to the other.
 SCRIPT = """<script>
 (() => {
   if (window.labScrollRegions) return;
@@ -90,6 +90,24 @@ SCRIPT = """<script>
   };
   addEventListener("pointerdown", toRefused, true);
   addEventListener("click", toRefused, true);
+  // Start and Stop each give way to the other: focus, lost with the button pressed, goes to the one that takes
+  // its place (within a few seconds, and only if nothing else has it by then).
+  const counterpart = {start_training: "stop_training", stop_training: "start_training"};
+  let refocus = null;
+  addEventListener("click", (event) => {
+    const pressed = Object.keys(counterpart).find((key) => event.target.closest?.(`.st-key-${key}`));
+    if (pressed) refocus = {key: counterpart[pressed], until: Date.now() + 10000};
+  }, true);
+  const focusCounterpart = () => {
+    if (!refocus || Date.now() > refocus.until) return;
+    const lost = !document.activeElement || document.activeElement === document.body;
+    const button = document.querySelector(`.st-key-${refocus.key} button`);
+    if (lost && button && button.offsetParent !== null) {
+      button.focus();
+      refocus = null;
+    }
+  };
+  new MutationObserver(focusCounterpart).observe(document.body, {childList: true, subtree: true});
   addEventListener("resize", soon);
   mark();
 })();

@@ -163,3 +163,17 @@ def test_start_opens_the_folded_section_that_holds_a_refused_number(projector_pa
     expect(field).to_be_focused()
     expect(field).to_be_in_viewport()
     assert not page_errors(page), page_errors(page)
+
+
+def test_start_and_stop_hand_keyboard_focus_to_each_other(projector_page, lab_server):
+    page = projector_page
+    open_at(page, lab_server, "train", "en")
+    page.locator(".st-key-train_steps input").fill("5000")  # a run long enough to stop
+    start = button(page, "start_training")
+    start.focus()
+    page.keyboard.press("Enter")
+    stop = button(page, "stop_training")
+    expect(stop).to_be_focused(timeout=30_000)  # not lost to the page with the button that went
+    page.keyboard.press("Space")
+    expect(button(page, "start_training")).to_be_focused(timeout=30_000)
+    assert not page_errors(page), page_errors(page)
