@@ -116,6 +116,11 @@ def _loss(run: RunState | None) -> list[float]:
     return [] if run is None else [r["train_loss"] for r in run.rows if r.get("train_loss") is not None]
 
 
+def _row_result(run: RunState | None) -> str:
+    """A run's result beside its state on the board: a lost run's advice alone, its step being in the state."""
+    return Message(LOST_ADVICE) if run is not None and run.status == "lost" else result_text(run)
+
+
 def student_rows(snapshot: Snapshot) -> pd.DataFrame:
     """One row per student in join order: name, group (where a student has one: a class without groups has no such
     column), state, a small loss curve (a list), result."""
@@ -125,7 +130,7 @@ def student_rows(snapshot: Snapshot) -> pd.DataFrame:
             "group": group_words(s.group),
             "state": state_text(snapshot.runs.get(s.id)),
             "curve": thin(_loss(snapshot.runs.get(s.id)), CURVE_POINTS),
-            "result": result_text(snapshot.runs.get(s.id)),
+            "result": _row_result(snapshot.runs.get(s.id)),
         }
         for s in snapshot.students
     ]
