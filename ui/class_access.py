@@ -18,8 +18,8 @@ from ui.language import _
 from ui.links import show_link_notices
 from ui.state import flash, show_flashes
 
-# session_state key: the class Create is making, a dict it fills with the class's "code" and "key" (or "failed"). A
-# click while a run of the page is busy starts another run of it beside that one, on another thread, so a double
+# session_state key: the class Create is making, a dict: "making" until the database answers, then "code" and "key".
+# A click while a run of the page is busy starts another run of it beside that one, on another thread, so a double
 # click on Create runs its callback twice at once: the second finds this and makes no second class.
 MADE = "teacher_made_class"
 MADE_WAIT_S = 10.0  # the longest a run waits for the class another run of its page is making
@@ -29,18 +29,19 @@ BOARD = "board"  # the address's parameter: the class whose board the tab has op
 def create_class() -> None:
     """The Create button: a class with the form's title and days. A session's Create makes one class until its key
     is saved: a double click's second run finds the first's being made (MADE) and waits for it (`made_class`)."""
-    if "teacher_new_key" in st.session_state or MADE in st.session_state:
+    earlier = st.session_state.get(MADE)  # being made, or made, by another run of the page: it shows that one
+    if "teacher_new_key" in st.session_state or (earlier and (earlier["making"] or "code" in earlier)):
         return
-    made: dict = {}
+    made = {"making": True}
     st.session_state[MADE] = made
-    title, days = st.session_state["teacher_title"], int(st.session_state["teacher_days"])
     try:
+        title, days = st.session_state["teacher_title"], int(st.session_state["teacher_days"])
         code, key = class_store().create_class(title, days, caller())
+        made.update(code=code, key=key)  # a plain dict's: written at once, whatever run of the page reads it
     except ClassroomError as err:
-        made["failed"] = True
         flash("teacher_create", "error", _("Not created: {reason}", reason=markdown_literal(_(err))))
-        return
-    made.update(code=code, key=key)  # a plain dict's: written at once, whatever run of the page reads it
+    finally:
+        made["making"] = False  # made, refused or failed: no run waits for it any longer
     made_class()
 
 
@@ -51,13 +52,14 @@ def made_class() -> None:
     if made is None:
         return
     deadline = time.monotonic() + MADE_WAIT_S
-    while not made and time.monotonic() < deadline:
+    while made["making"] and time.monotonic() < deadline:
         time.sleep(0.05)
+    if made["making"]:  # a database slower than that: a later run of the page shows it
+        return
     if "code" in made:
         st.session_state["teacher_class"] = made["code"], made["key"]
         st.session_state["teacher_new_key"] = made["key"]
-    if made:  # made, or failed (its run said why)
-        st.session_state.pop(MADE, None)
+    st.session_state.pop(MADE, None)
 
 
 def open_class(code: str, key: str) -> None:

@@ -472,3 +472,21 @@ def test_a_board_in_the_address_that_is_no_class_code_is_a_notice(hostile):
     assert not at.exception and not at.info and at.text_input(key="teacher_code").value == ""
     (notice,) = [w.value for w in at.warning]
     assert notice.startswith("The link's board is ") and hostile not in notice  # why, never the value
+
+
+def test_create_failing_in_the_database_leaves_nothing_waiting(monkeypatch):
+    at = open_teacher()
+    store = ui.classes.class_store()
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("the database is gone")
+
+    monkeypatch.setattr(store, "create_class", broken)
+    at.text_input(key="teacher_title").set_value("Period 3")
+    at.button(key="teacher_create_button").click().run()
+    assert not at.session_state["teacher_made_class"]["making"]  # no later run of the page waits for a class
+    monkeypatch.undo()
+    at.run()
+    assert "teacher_made_class" not in at.session_state
+    at.button(key="teacher_create_button").click().run()  # the database back: Create makes the class
+    assert not at.exception and at.session_state["teacher_class"][0] in page_text(at)
