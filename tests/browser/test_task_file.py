@@ -12,7 +12,8 @@ pytestmark = requires_chromium
 SWAPS = "source,target\n" + "\n".join(f"{a} {b},{b} {a}" for a in "abcdef" for b in "abcdef" if a != b) + "\n"
 
 
-def test_an_uploaded_task_trains_reports_offline_and_decodes(page, lab_server, new_context, tmp_path):
+def uploaded_swaps(page, lab_server, tmp_path) -> None:
+    """Open Train and upload SWAPS as swaps.csv, until the page says Start trains it."""
     task_file = tmp_path / "swaps.csv"
     task_file.write_text(SWAPS)
     page.goto(f"{lab_server.url}/train", wait_until="domcontentloaded")
@@ -21,6 +22,10 @@ def test_an_uploaded_task_trains_reports_offline_and_decodes(page, lab_server, n
     page.get_by_text("A task of your own, from examples").click()
     page.locator(".st-key-train_task_file input[type=file]").set_input_files(task_file)
     expect(page.get_by_text("Start trains your own task, swaps.csv")).to_be_visible()
+
+
+def test_an_uploaded_task_trains_reports_offline_and_decodes(page, lab_server, new_context, tmp_path):
+    uploaded_swaps(page, lab_server, tmp_path)
     page.locator(".st-key-start_training button").filter(visible=True).click()
 
     download = page.locator(".st-key-download_report button").filter(visible=True)
@@ -69,16 +74,8 @@ def block(route, asked: list[str]) -> None:
 
 
 def test_removing_the_uploaded_file_stops_using_its_task(page, lab_server, tmp_path):
-    task_file = tmp_path / "swaps.csv"
-    task_file.write_text(SWAPS)
-    page.goto(f"{lab_server.url}/train", wait_until="domcontentloaded")
-    page.wait_for_selector(f"{IDLE} h1", timeout=90_000)
-    wait_idle(page)
-    page.get_by_text("A task of your own, from examples").click()
-    uploader = page.locator(".st-key-train_task_file")
-    uploader.locator("input[type=file]").set_input_files(task_file)
-    expect(page.get_by_text("Start trains your own task, swaps.csv")).to_be_visible()
-    uploader.locator("[data-testid='stFileChipDeleteBtn'] button").click()
+    uploaded_swaps(page, lab_server, tmp_path)
+    page.locator(".st-key-train_task_file [data-testid='stFileChipDeleteBtn'] button").click()
     expect(page.get_by_text("swaps.csv, read before, is no longer in use.")).to_be_visible()
     expect(page.get_by_text("Start trains your own task")).to_have_count(0)
     assert not page_errors(page), page_errors(page)
