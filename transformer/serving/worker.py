@@ -44,6 +44,11 @@ REPORT_EVERY_S = 0.05  # how often a training worker sends new losses
 HEARTBEAT_S = 0.5  # how often a paused worker says it is still there
 MAX_ONE_PAUSE_S = 120.0  # one pause longer than this ends the run (its model is kept): a paused run holds a slot
 ALIVE_EVERY_S = 5.0  # how often a training worker says it is there, whatever its training thread is doing
+# glibc's allocator in a worker process (`keep_freed_memory`): the sizes from which an allocation gets pages of its own
+# (returned to the system when freed), and how much free memory the heap's top keeps for the next allocation.
+MMAP_THRESHOLD_BYTES = 32 * 2**20
+TRIM_THRESHOLD_BYTES = 64 * 2**20
+_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3  # mallopt's parameters (malloc.h)
 
 
 def serve(conn: Connection, torch_threads: int | None) -> None:
@@ -74,6 +79,7 @@ def prepare_process(torch_threads: int) -> None:
     process holds (`gc.freeze`), so that the full collection after each StartRuns walks only the runs' own: 0.14 s a
     run otherwise, most of it torch's modules. A Ray task's process, which Ray keeps for the next task, pays once."""
     torch.set_num_threads(torch_threads)
+    keep_freed_memory()
     warm_up().join()
     gc.collect()
     gc.freeze()  # what importing torch made lives as long as the process: no collection walks it again
@@ -153,14 +159,36 @@ def resident_mb(pid: int | str = "self") -> float | None:
     return pages * os.sysconf("SC_PAGE_SIZE") / 2**20
 
 
+def glibc() -> ctypes.CDLL | None:
+    """The C library when it is glibc, whose allocator the worker tunes; None elsewhere (the registry restarts a
+    worker that holds too much)."""
+    try:
+        libc = ctypes.CDLL("libc.so.6")
+        return libc if hasattr(libc, "mallopt") and hasattr(libc, "malloc_trim") else None
+    except OSError:
+        return None
+
+
+def keep_freed_memory() -> None:
+    """Let the allocator keep what a run frees for its next allocations, up to TRIM_THRESHOLD_BYTES, and give
+    pages of their own only to allocations over MMAP_THRESHOLD_BYTES. By default glibc maps each tensor over 128 KB
+    afresh and gives its pages back when it is freed, so each metric row's scoring and held-out check takes the same
+    pages from the system again, a page fault for each 4 KB: 50-70 a step of the default run, 410-440 of count's,
+    3-5% of their training time (`python benchmarks/allocator_bench.py`, docs/benchmarks.md). `release_memory` gives
+    the memory back after each StartRuns."""
+    libc = glibc()
+    if libc is not None:
+        libc.mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD_BYTES)
+        libc.mallopt(_M_TRIM_THRESHOLD, TRIM_THRESHOLD_BYTES)
+
+
 def release_memory() -> None:
     """Give the memory of a run that has ended back to the system: glibc's allocator keeps freed memory for the
     process otherwise: after a run of the Train form's largest model, hundreds of MB more than before it."""
     gc.collect()
-    try:
-        ctypes.CDLL("libc.so.6").malloc_trim(0)
-    except (OSError, AttributeError):  # not glibc: the registry restarts a worker that holds too much
-        pass
+    libc = glibc()
+    if libc is not None:
+        libc.malloc_trim(0)
 
 
 class Link:
