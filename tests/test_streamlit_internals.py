@@ -26,6 +26,8 @@ from ui import streamlit_internals
 from ui.streamlit_internals import (
     FRONTEND_LABELS,
     FRONTEND_SENTENCES,
+    NOT_THIS_KIND,
+    SERVER_AWAY,
     XSRF_COOKIE,
     browser_id,
     frontend_rules,
@@ -179,20 +181,27 @@ def test_each_frontend_rule_matches_its_english_whole_and_gives_its_translation(
         assert text == zh.gettext(english) != english
 
 
-def test_streamlit_s_browser_code_still_writes_the_connection_dialog_s_sentences():
+def test_streamlit_s_browser_code_still_writes_the_sentences_the_lab_rewords():
     """The dialog a page shows while its server does not answer, which no browser test makes Streamlit write (it
-    needs the server gone): its words are in Streamlit's browser code, so an upgrade that rewords them fails here."""
+    needs the server gone), and an uploader's refusal of a file's kind: their words are in Streamlit's browser code,
+    so an upgrade that rewords them fails here."""
     bundle = "".join(p.read_text("utf-8", "replace") for p in STREAMLIT_JS.glob("*.js"))
-    assert "Connection error" in FRONTEND_SENTENCES and all(f"`{s}`" in bundle for s in ("Connection error", *REWORDED))
+    assert "Connection error" in FRONTEND_SENTENCES
+    assert all(f"`{s}`" in bundle for s in ("Connection error", SERVER_AWAY))
+    assert "{kind} files are not allowed." in REWORDED and "type} files are not allowed.`" in bundle
 
 
 @pytest.mark.parametrize("language", ["en", "zh-CN"])
-def test_the_lab_rewords_the_connection_dialog_in_every_language(language):
+def test_the_lab_rewords_the_connection_dialog_and_a_refused_file_kind_in_every_language(language):
     say = translator(language).gettext
-    ((pattern, names, text),) = frontend_rules(lambda english: say(REWORDED[english]), tuple(REWORDED))
-    ((english, ours),) = REWORDED.items()
-    assert re.fullmatch(pattern, english) and not names  # Streamlit's whole sentence, nothing filled in
-    assert text == say(ours) and "internet" not in text and "restarting" in ours
+    rules = frontend_rules(lambda english: say(REWORDED[english]), tuple(REWORDED))
+    (pattern, names, text), *refusals = rules
+    assert re.fullmatch(pattern, SERVER_AWAY) and not names  # Streamlit's whole sentence, nothing filled in
+    assert text == say(REWORDED[SERVER_AWAY]) and "internet" not in text and "restarting" in REWORDED[SERVER_AWAY]
+    kind = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
+    for refused in (f"{kind} files are not allowed.", " files are not allowed."):  # a kind, or none the browser knows
+        shown = [text for pattern, _, text in refusals if re.fullmatch(pattern, refused)]
+        assert shown == [say(NOT_THIS_KIND)] and "application" not in shown[0]
 
 
 def test_a_file_made_at_the_click_outlives_the_script_runs_of_a_busy_server():

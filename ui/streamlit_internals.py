@@ -42,19 +42,23 @@ FRONTEND_SENTENCES = (
     N_("Decrement"),
     N_("Clear value"),
     N_("File must be {size} or smaller."),
-    N_("{kind} files are not allowed."),
-    N_(" files are not allowed."),  # a file whose kind the browser does not know
     N_("add icon"),  # the name of a file uploader's button that adds another file
     N_("Connection error"),  # the dialog's title while the server does not answer (restarting, or gone)
 )
 # What Streamlit's browser code writes that the lab words its own way in every language (English included): the
 # dialog's sentence while the server does not answer blames the student's network, where a class's server is most
-# likely restarting.
+# likely restarting; an uploader's refusal of a file's kind names its MIME type ("application/vnd.openxmlformats-
+# officedocument.spreadsheetml.sheet files are not allowed."), or nothing for a kind the browser does not know, where
+# each uploader's label names the kind it takes.
+SERVER_AWAY = "Streamlit server is not responding. Are you connected to the internet?"
+NOT_THIS_KIND = N_("This kind of file is not taken here: choose a file of the kind named above.")
 FRONTEND_REWORDED = {
-    "Streamlit server is not responding. Are you connected to the internet?": N_(
+    SERVER_AWAY: N_(
         "The server is not answering: it may be restarting, and this page reconnects by itself. If it stays away, "
         "check your network or tell your teacher."
     ),
+    "{kind} files are not allowed.": NOT_THIS_KIND,
+    " files are not allowed.": NOT_THIS_KIND,  # a file of no kind the browser knows
 }
 # The names Streamlit's browser code gives controls in English only, as a screen reader reads them (aria-label), as an
 # empty box shows them (placeholder) or as a chart's toolbar shows them on hover (data-title): a help icon's, a chosen
