@@ -140,15 +140,9 @@ def board(code: str, key: str) -> None:
         return
     students = ngettext("{n} student", "{n} students", len(rows))
     st.markdown(" · ".join([f"**{students}**", *state_counts(rows)]))
+    shown = table_cells(rows)  # its Messages: states, results, and group labels as a setting's words
     curve = st.column_config.LineChartColumn(_("training loss"), width="small")
-    result = st.column_config.Column(_(HEADINGS["result"]), width="large")  # the longest words: readable whole
-    name = st.column_config.Column(_(HEADINGS["name"]), width="medium")  # a name of up to 40 characters
-    st.dataframe(
-        table_cells(rows),  # its Messages: states, results, and group labels as a setting's words
-        hide_index=True,
-        column_config=board_columns(rows, curve=curve, result=result, name=name),
-        key="teacher_students",
-    )
+    st.dataframe(shown, hide_index=True, column_config=board_columns(shown, curve=curve), key="teacher_students")
     st.text(_(difference_sentence(snapshot)))  # group labels are the teacher's text: shown literally
     curves_col, outcomes_col = st.columns(2)
     tr = session_translator()
@@ -159,9 +153,8 @@ def board(code: str, key: str) -> None:
         chart(outcomes_col, outcomes_figure(outcomes, tr=tr), key="board_outcomes")
     if len(flagged := flags(snapshot)):
         st.warning(_("Needs a look:"), icon=":material/flag:")
-        st.dataframe(  # names are the students' text: a grid
-            table_cells(flagged), hide_index=True, column_config=board_columns(flagged), key="teacher_flags"
-        )
+        shown = table_cells(flagged)
+        st.dataframe(shown, hide_index=True, column_config=board_columns(shown), key="teacher_flags")  # names: a grid
     if snapshot.info.question is not None:
         question = markdown_literal(_(question_text(snapshot.info.question, snapshot.info)))  # it may name a file
         st.markdown(_("**Predictions:** {question}", question=question))

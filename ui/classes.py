@@ -11,7 +11,7 @@ Session state keys:
 
 import os
 import socket
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -34,6 +34,7 @@ from transformer.classroom.board import HEADINGS, prediction_tally, result_text,
 from transformer.classroom.questions import is_graded, question_text, right_choices
 from transformer.classroom.recorder import ClassRecorder
 from transformer.classroom.records import IN_FLIGHT
+from transformer.figures import text_width
 from transformer.i18n import N_, Message
 from transformer.limits import MAX_REJOIN_CHARS
 from transformer.link_params import class_code_parser, read_params
@@ -294,10 +295,34 @@ def prediction_verdict(seat: Seat, waiting: bool) -> None:
     )
     st.caption(_("{caption} The whole class's predictions so far:", caption=_(question.caption)))
     tally = prediction_tally(snapshot)
-    st.dataframe(table_cells(tally, "choice"), hide_index=True, column_config=board_columns(tally), key="class_tally")
+    shown = table_cells(tally, "choice")
+    st.dataframe(shown, hide_index=True, column_config=board_columns(shown), key="class_tally")
+
+
+TABLE_CHAR_PX = 8.5  # a Latin character of a table's cell (Streamlit's 14 px font), with room; a Chinese one CJK_WIDTH
+TABLE_PADDING_PX = 24  # a cell's padding on both sides
+NAME_MOST_PX = 240  # a student's name column: about 14 Chinese or 26 Latin characters, the columns after it in view
+
+
+def fitted_px(cells: Iterable[object]) -> int:
+    """A table column's width in pixels that shows the widest of its `cells` (texts and numbers) whole.
+
+    Streamlit sizes a column to its cells only when the table is first drawn, and keeps that width on every redraw:
+    a board first drawn while its runs queued cut the states ("训练中，第 675 步") and results that came later."""
+    widest = max((text_width(str(cell)) for cell in cells if isinstance(cell, (str, int, float))), default=0)
+    return round(TABLE_PADDING_PX + TABLE_CHAR_PX * widest)
 
 
 def board_columns(frame: "pd.DataFrame", **config: object) -> dict[str, object]:
-    """A `column_config` heading each column of a board's table with its `HEADINGS` words in the session's language;
-    `config`: a column's own config, in place of its heading."""
-    return {name: config[name] if name in config else st.column_config.Column(_(HEADINGS[name])) for name in frame}
+    """A `column_config` heading each column of a board's table (as shown: `table_cells`) with its `HEADINGS` words
+    in the session's language, each as wide as its widest cell or heading (`fitted_px`: a table wider than the page
+    scrolls), a student's name at most NAME_MOST_PX; `config`: a column's own config, in place of that."""
+    columns = {}
+    for name in frame:
+        if name in config:
+            columns[name] = config[name]
+            continue
+        heading = _(HEADINGS[name])
+        width = fitted_px([heading, *frame[name]])
+        columns[name] = st.column_config.Column(heading, width=min(width, NAME_MOST_PX) if name == "name" else width)
+    return columns

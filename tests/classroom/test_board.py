@@ -57,8 +57,12 @@ def test_states_and_results_read_as_words():
     ended = ("finished", "failed", "stopped")
     assert [board.state_text(RunState(s)) for s in ended] == list(ended)
     assert board.result_text(finished(450, True)) == "solved in 450 steps"
-    assert board.result_text(finished(600, False, 0.62)) == "not solved: exact match 62% after 600 steps (step budget)"
-    assert board.result_text(finished(600, False, 0.997)) == "not solved: exact match 99% after 600 steps (step budget)"
+    assert (
+        board.result_text(finished(600, False, 0.62)) == "not solved: exact match 62.0% after 600 steps (step budget)"
+    )
+    assert (
+        board.result_text(finished(600, False, 0.997)) == "not solved: exact match 99.7% after 600 steps (step budget)"
+    )
     assert board.result_text(RunState("stopped", step=120)) == "stopped at step 120"
     assert board.result_text(RunState("failed", error="The loss became NaN")) == "The loss became NaN"
 
@@ -91,13 +95,13 @@ def test_a_run_stopped_by_its_student_or_failed_has_no_measured_outcome():
     assert measured(RunState("training", step=50)) is None
 
 
-def test_student_rows_hold_name_group_state_curve_and_result():
+def test_student_rows_hold_name_group_state_result_and_curve():
     rows = board.student_rows(class_of([finished(300, True, losses=(3.0, 2.0, 1.0)), None]))
-    assert list(rows.columns) == ["name", "group", "state", "curve", "result"]
-    assert rows.iloc[0].tolist() == ["S0", "PE", "finished", [3.0, 2.0, 1.0], "solved in 300 steps"]
-    assert rows.iloc[1].tolist() == ["S1", "no PE", "not started", [], ""]
+    assert list(rows.columns) == ["name", "group", "state", "result", "curve"]
+    assert rows.iloc[0].tolist() == ["S0", "PE", "finished", "solved in 300 steps", [3.0, 2.0, 1.0]]
+    assert rows.iloc[1].tolist() == ["S1", "no PE", "not started", "", []]
     alone = board.student_rows(class_of([None, None], assignment=None))  # a class without groups: no group column
-    assert list(alone.columns) == ["name", "state", "curve", "result"]
+    assert list(alone.columns) == ["name", "state", "result", "curve"]
 
 
 def test_a_groups_median_curve_holds_finished_runs_and_drops_runs_still_training_past_their_last_row():
@@ -301,7 +305,7 @@ def test_a_run_the_time_budget_stopped_ran_out_of_time_and_is_never_graded_as_a_
     assert board.prediction_tally(snapshot)["graded"].sum() == 0
     frame = board.predictions_frame(snapshot)
     assert frame["measured"].tolist() == ["ran out of time"] * 4 and frame["right"].isna().all()
-    assert board.result_text(runs[1]) == "ran out of time: exact match 40% after 250 steps (time budget)"
+    assert board.result_text(runs[1]) == "ran out of time: exact match 40.0% after 250 steps"
     assert board.difference_sentence(snapshot) == (
         "solved: 2 of 2 (PE) against 0 of 0 (no PE). Steps to solve: PE: median 350 (range 300-400); no PE: none "
         "solved. Ran out of time, not counted: 2 (no PE)."
@@ -360,7 +364,7 @@ def test_what_a_teacher_reads_on_the_board_and_in_the_csv_files_is_in_their_lang
     assert board.results_frame(snapshot)["group"].tolist()[:2] == ["sinusoidal PE", "no PE"]  # English by default
 
 
-def test_a_share_short_of_every_sequence_never_reads_as_a_whole_100_percent():
-    assert [f"{board.whole_percent_share(x):.0%}" for x in (0.0, 0.62, 0.994, 0.996, 0.9999, 1.0)] == [
-        "0%", "62%", "99%", "99%", "99%", "100%"
+def test_a_share_short_of_every_sequence_never_reads_as_100_percent():
+    assert [f"{board.shown_share(x):.1%}" for x in (0.0, 0.62, 0.9994, 0.9996, 0.99999, 1.0)] == [
+        "0.0%", "62.0%", "99.9%", "99.9%", "99.9%", "100.0%"
     ]  # fmt: skip

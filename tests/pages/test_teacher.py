@@ -19,6 +19,7 @@ from transformer import settings as spec
 from transformer.classroom import Assignment, Caller, ClassroomError, ClassStore, RunState, TooManyAttempts
 from transformer.classroom.assignment import split_groups
 from transformer.limits import CLASS_CREATIONS, WRONG_KEYS_PER_BROWSER
+from ui.classes import NAME_MOST_PX, fitted_px
 from ui.setting_widgets import widget_value
 
 FINISHED = RunState(
@@ -161,6 +162,28 @@ def test_the_board_shows_each_student_and_their_run():
     assert table["name"].tolist() == ["Ada <b>", "Bob"]  # literal text, in a table
     assert table["state"].tolist()[1] == "not started" and table["state"].tolist()[0].startswith("training")
     assert board_line(at).startswith("**2 students**")
+
+
+def test_each_board_column_grows_with_its_texts_on_every_redraw():
+    """Streamlit sizes a column to its cells only when a table is first drawn: a board first drawn while runs queued
+    kept the narrow state column, and cut "training at step 675" (训练中，第 675 步) when it came."""
+    at = open_teacher()
+    at.selectbox(key="language_picker").set_value("zh-CN").run()
+    code, _ = create(at)
+    store = ui.classes.class_store()
+    ada = store.join(code, "browser-a", "Ada")
+    store.record_run(ada, RunState("queued", 0, None, ()))
+    at.run()
+    widths = [json.loads(at.dataframe[0].proto.columns)["state"]["width"]]
+    store.record_run(ada, RunState("training", 675, None, ({"step": 600, "train_loss": 1.5},)))
+    at.run()
+    state = at.dataframe[0].value["state"][0]
+    widths.append(json.loads(at.dataframe[0].proto.columns)["state"]["width"])
+    assert state == "训练中，第 675 步" and widths[0] < widths[1]
+    assert widths[1] == fitted_px([state]) > widths[0]  # the state is the widest of its column now
+    store.join(code, "browser-c", "很长的名字" * 8)  # 40 characters: cut, the columns after it in view
+    at.run()
+    assert json.loads(at.dataframe[0].proto.columns)["name"]["width"] == NAME_MOST_PX
 
 
 def test_a_student_who_changed_browser_is_let_rejoin_under_their_name():
@@ -403,7 +426,9 @@ def test_the_board_and_its_csv_files_speak_the_teacher_s_language(media):
     columns = json.loads(table.proto.columns)
     headings = {name: column.get("label") for name, column in columns.items()}
     assert {headings[name] for name in ("name", "group", "state", "result")} == {"学生", "组别", "状态", "结果"}
-    assert (columns["name"]["width"], columns["result"]["width"]) == ("medium", "large")  # a name, a sentence: whole
+    for name in ("name", "group", "state", "result"):  # each as wide as its widest text, in Chinese
+        assert columns[name]["width"] == fitted_px([headings[name], *table.value[name]]), name
+    assert columns["curve"]["width"] == "small" and list(table.value.columns)[-1] == "curve"  # the words first
     assert table.value["group"].tolist() == ["正弦位置编码", "无位置编码"]
     assert table.value["state"].tolist() == ["已结束", "已结束"] and "时间用完" in table.value["result"][1]
     (sentence,) = [t.value for t in at.text if "解出" in t.value]

@@ -81,14 +81,14 @@ def state_text(run: RunState | None) -> Message:
     return _word(run.status)
 
 
-def whole_percent_share(exact_match: float) -> float:
-    """A run's held-out exact match as a result shows it, to a whole percent: short of every sequence it shows at most
-    99%, so a run that did not solve its task never reads 100% (0.996 rounds to 100%)."""
-    return exact_match if exact_match >= 1 else min(exact_match, 0.99)
+def shown_share(exact_match: float) -> float:
+    """A run's held-out exact match as a result shows it, to a tenth of a percent as the Train page shows it: short of
+    every sequence it shows at most 99.9%, so a run that did not solve its task never reads 100.0% (0.9996 would)."""
+    return exact_match if exact_match >= 1 else min(exact_match, 0.999)
 
 
 def result_text(run: RunState | None) -> str:
-    """A run's result in words: 'solved in 450 steps', 'not solved: exact match 62% after 600 steps (step
+    """A run's result in words: 'solved in 450 steps', 'not solved: exact match 62.0% after 600 steps (step
     budget)', 'stopped at step 120', 'lost at step 120: ...' (no server has heard from it lately), a failed run's
     message, or '' while it has none."""
     if run is None:
@@ -104,10 +104,10 @@ def result_text(run: RunState | None) -> str:
     if outcome.solved:
         return Message(N_("solved in {steps} steps"), steps=outcome.steps)
     if outcome.timed_out:
-        out_of_time = N_("ran out of time: exact match {exact:.0%} after {steps} steps (time budget)")
-        return Message(out_of_time, exact=whole_percent_share(outcome.exact_match), steps=outcome.steps)
-    not_solved = N_("not solved: exact match {exact:.0%} after {steps} steps ({reason})")
-    exact = whole_percent_share(outcome.exact_match)
+        out_of_time = N_("ran out of time: exact match {exact:.1%} after {steps} steps")
+        return Message(out_of_time, exact=shown_share(outcome.exact_match), steps=outcome.steps)
+    not_solved = N_("not solved: exact match {exact:.1%} after {steps} steps ({reason})")
+    exact = shown_share(outcome.exact_match)
     return Message(not_solved, exact=exact, steps=outcome.steps, reason=_word(run.result["reason"]))
 
 
@@ -123,19 +123,20 @@ def _row_result(run: RunState | None) -> str:
 
 def student_rows(snapshot: Snapshot) -> pd.DataFrame:
     """One row per student in join order: name, group (where a student has one: a class without groups has no such
-    column), state, a small loss curve (a list), result."""
+    column), state, result, a small loss curve (a list): the words first, so that a table wider than the page keeps
+    them in view."""
     rows = [
         {
             "name": s.name,
             "group": group_words(s.group),
             "state": state_text(snapshot.runs.get(s.id)),
-            "curve": thin(_loss(snapshot.runs.get(s.id)), CURVE_POINTS),
             "result": _row_result(snapshot.runs.get(s.id)),
+            "curve": thin(_loss(snapshot.runs.get(s.id)), CURVE_POINTS),
         }
         for s in snapshot.students
     ]
     # object columns: pandas 3 would store the Messages as plain strings, and a page could no longer translate them
-    frame = pd.DataFrame(rows, columns=["name", "group", "state", "curve", "result"], dtype=object)
+    frame = pd.DataFrame(rows, columns=["name", "group", "state", "result", "curve"], dtype=object)
     return frame if any(s.group is not None for s in snapshot.students) else frame.drop(columns="group")
 
 
