@@ -307,7 +307,7 @@ def stopped_because(run: Run) -> str:
         return markdown_literal(_(run.notice))
     if run.left:
         return _("Stop was pressed on another page of yours that watched it")
-    return _(unwatched(run_registry().settings.idle_timeout_s))
+    return _(run.unwatched or unwatched(run_registry().settings.idle_timeout_s))
 
 
 def downloads(run: Run, seat: Seat | None) -> None:

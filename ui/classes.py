@@ -249,15 +249,21 @@ def answer_prediction(seat: Seat) -> None:
 
 
 def prediction_result(seat: Seat) -> None:
-    """After the student's run: their prediction, what the runs measured, and the class's predictions so far. Until
-    the runs have measured it (the other groups' runs may still train), it is read again every PREDICTION_POLL_S on
-    its own."""
+    """After the student's run: their prediction, what the runs measured, and the class's predictions so far. While
+    the verdict may change (not measured yet, or runs of the class still queued or training), it is read again every
+    PREDICTION_POLL_S on its own."""
     if seat.info.question is None:
         return
     class_recorder().record(seat.student)  # the run's end, written before the class is read back
-    prediction, measured = graded(seat)[1:]
-    waiting = prediction is not None and measured is None
+    waiting = may_change(*graded(seat))
     st.fragment(run_every=PREDICTION_POLL_S if waiting else None)(prediction_verdict)(seat, waiting)
+
+
+def may_change(snapshot: Snapshot, prediction: Prediction | None, measured: str | None) -> bool:
+    """Whether a student's verdict may still change: they predicted, and it is not measured yet or some run of the
+    class is still queued or training (a run that ends moves the groups' medians)."""
+    in_flight = any(run.status in IN_FLIGHT for run in snapshot.runs.values())
+    return prediction is not None and (measured is None or in_flight)
 
 
 def graded(seat: Seat) -> tuple[Snapshot, Prediction | None, str | None]:
@@ -269,12 +275,12 @@ def graded(seat: Seat) -> tuple[Snapshot, Prediction | None, str | None]:
 
 
 def prediction_verdict(seat: Seat, waiting: bool) -> None:
-    """The student's prediction, graded once measured, and the class's tally. Drawn `waiting` (polling) for a
-    verdict, it redraws the whole page when the verdict comes, which draws it again without polling."""
+    """The student's prediction, graded once measured, and the class's tally. Drawn `waiting` (polling) while the
+    verdict may change, it redraws the whole page once it cannot, which draws it again without polling."""
     snapshot, prediction, measured = graded(seat)
     if prediction is None:
         return
-    if waiting and measured is not None:
+    if waiting and not may_change(snapshot, prediction, measured):
         st.rerun()
     question = QUESTIONS[seat.info.question]
     if measured is None:

@@ -186,6 +186,28 @@ def test_a_prediction_not_measured_yet_is_graded_once_the_other_group_has_run(fr
     assert fragments["prediction_verdict"] is None  # measured: no more polling
 
 
+def test_a_graded_prediction_is_read_again_while_runs_of_the_class_still_train(fragments):
+    """A verdict rests on the groups' medians so far: a run that ends later can turn it, and the student's page,
+    whose own run has ended, must show that without a reload."""
+    code, _ = a_class("positional-none")
+    at = open_link(code)
+    join(at, "Ada")  # group "with PE"
+    at.radio(key="class_prediction").set_value("later")
+    at.button(key="start_training").click().run()
+    poll_until_done(at)
+    store = ui.classes.class_store()
+    bo, cy = store.join(code, "browser-b", "Bo"), store.join(code, "browser-c", "Cy")  # "no PE", then "with PE"
+    solved = {"reason": "solved", "steps": 20, "exact_match": 1.0}
+    store.record_run(bo, RunState("finished", 20, None, ({"step": 20, "train_loss": 0.1},), solved))
+    store.record_run(cy, RunState("training", 5, None, ({"step": 5, "train_loss": 2.0},)))
+    at.run()
+    first = verdict(at)
+    assert "the runs measured" in first and fragments["prediction_verdict"] == ui.classes.PREDICTION_POLL_S
+    store.record_run(cy, RunState("finished", 30, None, ({"step": 30, "train_loss": 2.0},), {**solved, "steps": 30}))
+    at.run()  # what the verdict's fragment does on its own: Cy's run has ended, nothing can change it now
+    assert fragments["prediction_verdict"] is None and "the runs measured" in verdict(at)
+
+
 def verdict(at: AppTest) -> str:
     return shown(next(m.value for m in at.markdown if "Your prediction:" in m.value))
 

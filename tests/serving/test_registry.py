@@ -111,6 +111,10 @@ def test_a_watcher_still_connected_keeps_a_run_going_for_a_while_unpolled():
         assert not run.done and run.watchers() == ["slow"]
         connected.clear()  # the tab closed
         assert run.wait_until_done(10) and run.result.reason == "stopped" and run.watchers() == []
+        assert (
+            run.unwatched
+            == "no page checked on it for 0 s after its connection dropped, as when a tab closes or a laptop sleeps"
+        )
     finally:
         registry.close()
 
@@ -122,6 +126,9 @@ def test_a_connected_watcher_that_never_polls_again_still_goes():
         run = registry.submit("hung", *settings(**ENDLESS), connected=lambda: True)
         assert run.wait_until_done(10)
         assert time.monotonic() - began >= CONNECTED_GRACE * 0.2 and run.result.reason == "stopped"
+        assert (
+            run.unwatched == f"no page checked on it for {CONNECTED_GRACE * 0.2:.0f} s, though a page of it stayed open"
+        )
     finally:
         registry.close()
 
@@ -400,8 +407,9 @@ def test_leaving_the_queue_and_going_idle_both_free_the_place(registry):
         left.withdrawn == "everyone watching it left the queue" and ZH(left.withdrawn) == "观看这次训练的人都已离开队列"
     )
     assert gone.withdrawn.startswith("no page checked on it for 0 s")
-    unwatched = f"连接断开后 0 秒内没有页面查看它，或者总共 {CONNECTED_GRACE * 0.2:.0f} 秒没有页面查看它"
-    assert ZH(gone.withdrawn) == f"{unwatched}，比如关闭了标签页或笔记本电脑进入了休眠"
+    assert (
+        ZH(gone.withdrawn) == "连接断开后 0 秒内没有页面查看它，比如关闭了标签页或笔记本电脑进入了休眠"
+    )  # the one reason
 
 
 def test_a_queued_run_nobody_watches_is_withdrawn_not_trained_when_a_slot_frees():

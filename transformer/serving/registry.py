@@ -33,7 +33,7 @@ from ..run_configs import run_configs
 from ..tasks import DataConfig
 from ..training import TrainConfig
 from .protocol import Caps
-from .run import Run, log, log_runs, unwatched
+from .run import Run, log, log_runs
 from .settings import ServerSettings, usable_cores
 from .waits import expected_wait_s, remaining_s
 from .worker_link import READY_TIMEOUT_S, RayGateway, WorkerLink, WorkerLost
@@ -427,10 +427,8 @@ class RunRegistry:
 
     def _drop_unwatched(self) -> None:
         """Queued runs nobody watches any more leave the queue."""
-        idle_s = self.settings.idle_timeout_s
         for run in [run for run in self._queue if not run.watchers()]:
-            why = Message(N_("{unwatched}, as when a tab closes or a laptop sleeps"), unwatched=unwatched(idle_s))
-            self._withdraw(run, why)
+            self._withdraw(run, run.unwatched_why())
 
     def _withdraw(self, run: Run, reason: str) -> None:
         self._queue.remove(run)

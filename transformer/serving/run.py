@@ -43,6 +43,12 @@ def unwatched(idle_timeout_s: float) -> Message:
     return Message(words, idle_s=idle_timeout_s, grace_s=CONNECTED_GRACE * idle_timeout_s)
 
 
+DROPPED = N_(
+    "no page checked on it for {idle_s:.0f} s after its connection dropped, as when a tab closes or a laptop sleeps"
+)
+QUIET = N_("no page checked on it for {grace_s:.0f} s, though a page of it stayed open")
+
+
 class Run:
     """One run, fully determined by its three configs: queued, then trained by a worker, then done.
 
@@ -76,6 +82,7 @@ class Run:
         self.withdrawn: str | None = None  # why it left the queue without starting
         self.notice: str | None = None  # why the server ended it early, its model kept (a limit, a lost worker)
         self.left = False  # its last watcher pressed Stop: it stops for that, not for want of watchers
+        self.unwatched: Message | None = None  # why no page watched it when its worker's link stopped it for that
         self.address: str | None = None  # the network address of the student who queued it, when known
         self.queued_at = time.perf_counter()
         self.started_at: float | None = None  # perf_counter time a worker took it
@@ -132,6 +139,15 @@ class Run:
         """The watchers still watching (see the class docstring)."""
         with self._lock:
             return [w for w, (touched, connected) in self._watchers.items() if self._watching(touched, connected)]
+
+    def unwatched_why(self) -> Message:
+        """Why no page watches the run (`watchers` is empty), in words for students: the one of the two ways a
+        watcher lapses that applies."""
+        with self._lock:
+            open_page = any(connected is not None and connected() for _, connected in self._watchers.values())
+        if open_page:
+            return Message(QUIET, grace_s=CONNECTED_GRACE * self.idle_timeout_s)
+        return Message(DROPPED, idle_s=self.idle_timeout_s)
 
     def _watching(self, touched: float, connected: Callable[[], bool] | None) -> bool:
         quiet = time.monotonic() - touched

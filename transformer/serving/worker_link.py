@@ -233,6 +233,7 @@ class WorkerLink:
         while ended < len(runs):
             for i, run in enumerate(runs):
                 if i not in stop_sent and not run.done and not run.watchers():
+                    run.unwatched = run.unwatched_why()
                     run.stop()
                     stop_sent.add(i)
             # Each run's slot time is capped by its worker; a group's runs share the wall time between them.
