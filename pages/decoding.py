@@ -26,6 +26,7 @@ from ui.accessibility import shortcut_help
 from ui.alignment_view import cross_attention_caption, decoding_alignment
 from ui.charts import chart
 from ui.decoding_inputs import (
+    STRATEGY,
     example_text,
     set_input,
     show_what_is_shown,
@@ -49,7 +50,7 @@ TOP_BARS = 10  # bars in the next-token chart
 EXTRA_STEPS = 4  # decoding may run this many tokens past the expected output, so a missed EOS shows
 LINKED_WIDGETS = {  # link parameter -> widget key
     "input": "decode_input",
-    "strategy": "decode_strategy",
+    "strategy": STRATEGY,
     "temperature": "decode_temperature",
     "top_k": "decode_top_k",
     "seed": "decode_seed",

@@ -19,6 +19,7 @@ STRATEGIES = {
 }
 RANDOM_EXAMPLE = N_("a random held-out example")  # where an input came from, said when it is shown
 DEFAULTS = {"decode_temperature": 1.0, "decode_top_k": 0, "decode_seed": 0, "decode_beam_width": 3}  # 0: all tokens
+STRATEGY = "decode_strategy"  # session_state key: the strategy's radio
 
 
 def example_text(source: list[int], symbols: tuple[str, ...]) -> str:
@@ -87,7 +88,7 @@ def strategy_settings(vocab_size: int) -> tuple[str, float, int | None, int, int
         format_func=said(lambda s: STRATEGIES[s][0]),
         captions=[_(caption) for name, caption in STRATEGIES.values()],
         horizontal=True,
-        key=worded("decode_strategy"),
+        key=worded(STRATEGY),
         persist_state="session",
     )
     temperature, top_k, seed = DEFAULTS["decode_temperature"], None, DEFAULTS["decode_seed"]

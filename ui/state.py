@@ -38,7 +38,7 @@ from transformer.naming import run_name
 from transformer.serving import Run
 from transformer.tasks import DataConfig
 from ui.common import runs_by_browser, shipped_checkpoint, shipped_checkpoints
-from ui.decoding_inputs import set_input
+from ui.decoding_inputs import STRATEGY, set_input
 from ui.language import _
 from ui.streamlit_internals import this_browser
 
@@ -323,8 +323,10 @@ def claim_inputs(page: str, task: DataConfig) -> bool:
 
 
 def decode_on_decoding_page(text: str, task: DataConfig, origin: str) -> None:
-    """Go to the Decoding page with `text`, a source sequence of `task`, as its input; `origin` says where the
-    input comes from, e.g. "a row of the Length test"."""
+    """Go to the Decoding page with `text`, a source sequence of `task`, as its input, decoded greedily as the page
+    it comes from decoded it (not the strategy last picked there); `origin` says where the input comes from, e.g. "a
+    row of the Length test"."""
     claim_inputs("decode", task)
     set_input(text, origin)
+    st.session_state[STRATEGY] = "greedy"
     st.switch_page("pages/decoding.py")

@@ -71,6 +71,7 @@ def test_a_model_that_reads_only_one_symbol_gets_a_test_without_a_slider():
 
 def test_a_wrong_output_opens_on_the_decoding_page():
     at = open_page()
+    at.session_state["decode_strategy"] = "sample"  # the strategy last picked on Decoding: the wrong output is greedy's
     at.selectbox(key="lengths_mistakes_at").set_value(12).run()
     inputs = at.dataframe[0].value["input"].tolist()
     assert len(inputs) > 1 and all(len(text.split()) == 12 for text in inputs)
@@ -79,7 +80,7 @@ def test_a_wrong_output_opens_on_the_decoding_page():
     choice.set_value(1).run()
     at.button(key="lengths_decode").click().run()
     assert not at.exception
-    assert at.text_input(key="decode_input").value == inputs[1]
+    assert at.text_input(key="decode_input").value == inputs[1] and at.radio(key="decode_strategy").value == "greedy"
     assert kept(at, "decoding").key[0] == tuple(SHIPPED.vocab.encode(inputs[1]))
     assert "trained on lengths 1-10" in at.warning[0].value
 
