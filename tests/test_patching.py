@@ -25,7 +25,7 @@ from transformer.patching import (
     stream_sites,
 )
 from transformer.settings import TRAIN_FORM_LIMITS
-from transformer.tasks import DataConfig, get_task
+from transformer.tasks import GALLERY, TASKS, DataConfig, TaskData, get_task
 from transformer.vocab import Vocab
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -202,3 +202,26 @@ def test_the_command_line_prints_the_grid_as_json(tmp_path, capsys, model):
     assert printed == grid_dict(patching_grid(model, VOCAB, DataConfig("reverse"), "3 1 4", "3 1 5"))
     assert main(["patch", str(path), "--clean", "3 1 4", "--corrupt", "3 1"]) == 2
     assert "as long as the clean one" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("name", [*TASKS, *GALLERY])
+def test_the_inputs_offered_for_patching_are_inputs_of_the_task_one_symbol_apart_with_other_answers(name):
+    """The Knockout page starts its patching from these: a change that left the answer as it was (dedup's 4 into a
+    5 already there) has nothing to recover, and add's "+" changed into a digit is no addition."""
+    rule = get_task(name)
+    data = {k: v for k, v in getattr(rule, "defaults", {}).items() if k in ("min_len", "max_len", "n_symbols")}
+    task = DataConfig(task=name, **data)
+    held_out = TaskData(task)
+    clean, changed = patching.patching_pair(task, held_out.valid_sources[:20], len(held_out.vocab.symbols))
+    assert clean in held_out.valid_sources[:20] and sum(a != b for a, b in zip(changed, clean, strict=True)) == 1
+    assert rule.target(changed, task.n_symbols) != rule.target(clean, task.n_symbols)
+
+
+def test_a_corruption_changes_the_symbol_nearest_the_middle_that_changes_the_answer():
+    add = DataConfig(task="add", min_len=3, max_len=5, n_symbols=10)
+    assert patching.patching_pair(add, [[4, 8, 10, 8, 6]], 11)[1] == [4, 9, 10, 8, 6]  # 4 8 + 8 6: not the "+"
+    dedup = DataConfig(task="dedup", min_len=4, max_len=8, n_symbols=6)
+    assert patching.patching_pair(dedup, [[4, 4, 5, 0, 4, 5, 5, 5]], 6)[1] == [4, 4, 5, 0, 1, 5, 5, 5]  # 4 5 0 1
+    brackets = DataConfig(task="brackets", min_len=6, max_len=6, n_symbols=8)
+    unbalanced_twice, balanced = [0, 0, 2, 2, 4, 4], [0, 1, 2, 3, 4, 5]  # no one change balances the first
+    assert patching.patching_pair(brackets, [unbalanced_twice, balanced], 10) == (balanced, [0, 1, 2, 4, 4, 5])

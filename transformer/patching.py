@@ -161,6 +161,33 @@ class PatchingGrid:
         return abs(self.log_p_clean - self.log_p_corrupted) >= MIN_GAP
 
 
+def patching_pair(task: DataConfig, sources: Sequence[Sequence[int]], n_symbols: int) -> tuple[list[int], list[int]]:
+    """A clean input and a corrupted one to start patching from: the first of `sources` (indices of the task's
+    `n_symbols` symbols) that one changed symbol keeps an input of the task and gives another answer, and that change
+    (the symbol nearest the middle that can, to the first symbol after it that does). A change that leaves the
+    answer as it was (dedup's 4 into a 5 already there) has nothing to recover, and add's "+" changed into a digit is
+    no addition. Where no source has such a change (a task of given pairs knows the targets of its pairs only), the
+    first with its middle symbol changed to the next one."""
+    rule = task_of(task)
+
+    def target(source: list[int]) -> list[int] | None:
+        try:
+            return rule.target(source, task.n_symbols)
+        except ValueError:
+            return None
+
+    for clean in map(list, sources):
+        answer, middle = target(clean), len(clean) // 2
+        for at in sorted(range(len(clean)), key=lambda i: (abs(i - middle), i)):
+            for step in range(1, n_symbols):
+                changed = [*clean[:at], (clean[at] + step) % n_symbols, *clean[at + 1 :]]
+                if target(changed) not in (None, answer):
+                    return clean, changed
+    clean = list(sources[0])
+    middle = len(clean) // 2
+    return clean, [*clean[:middle], (clean[middle] + 1) % n_symbols, *clean[middle + 1 :]]
+
+
 def pair_ids(vocab: Vocab, clean: str, corrupted: str, longest: int) -> tuple[list[int], list[int]]:
     """Token ids of a clean and a corrupted input; ValueError unless they are as long and differ somewhere."""
     clean_ids, corrupted_ids = vocab.encode(clean, longest), vocab.encode(corrupted, longest)

@@ -7,21 +7,14 @@ from transformer.checkpoint import Checkpoint
 from transformer.figures.patching import head_patching_figure, stream_patching_figure
 from transformer.i18n import N_
 from transformer.literal import code_span, markdown_literal
-from transformer.patching import PatchingGrid, patching_grid
+from transformer.patching import PatchingGrid, patching_grid, patching_pair
 from transformer.tasks import TaskData
 from ui.charts import chart
 from ui.language import _, said, session_translator, worded
 from ui.state import claim_inputs, per_model
 
 SITES = {"heads": N_("one head's output"), "stream": N_("the residual stream")}
-
-
-def corrupted_text(source: list[int], symbols: tuple[str, ...]) -> str:
-    """`source` (symbol indices) as text with its middle symbol changed to the next symbol."""
-    changed = list(source)
-    middle = len(changed) // 2
-    changed[middle] = (changed[middle] + 1) % len(symbols)
-    return " ".join(symbols[s] for s in changed)
+PAIR_FROM = 20  # held-out inputs the first clean and corrupted inputs are looked for among (`patching_pair`)
 
 
 def patching_section(checkpoint: Checkpoint) -> None:
@@ -37,9 +30,9 @@ def patching_section(checkpoint: Checkpoint) -> None:
         )
     )
     if claim_inputs("patch", task):  # a model for another task, or a first visit: start from one of its inputs
-        source = TaskData(task, vocab).valid_sources[0]
-        st.session_state["patch_clean"] = " ".join(vocab.symbols[s] for s in source)
-        st.session_state["patch_corrupted"] = corrupted_text(source, vocab.symbols)
+        sources = TaskData(task, vocab).valid_sources[:PAIR_FROM]
+        for key, source in zip(("patch_clean", "patch_corrupted"), patching_pair(task, sources, len(vocab.symbols))):
+            st.session_state[key] = " ".join(vocab.symbols[s] for s in source)
         st.session_state.pop("patch_asked", None)
     with st.form("patch_inputs"):
         clean_col, corrupted_col = st.columns(2)
