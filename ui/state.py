@@ -8,6 +8,7 @@ Session state keys the pages share (each named once, here):
 - WATCHER, "watcher": this session's id as a watcher of runs when the browser has no id (see `watcher_id`);
 - FOLLOW_RUN, "follow_run": True from Start until the run is put in hand; a model loaded meanwhile sets it False;
 - TRAINED, "trained": {name: checkpoint bytes} of the last MAX_TRAINED runs finished in this session;
+- TRAINED_RUNS, "trained_runs": {(run key, queued at): name} of those runs, so that a run joined again is listed once;
 - UPLOADED, "uploaded": {file name: checkpoint bytes} of the last MAX_UPLOADED checkpoints uploaded in this session;
 - TRAIN_SAVED, "train_saved": the finished run last saved, its name, checkpoint bytes or error (`save_finished_run`);
   whether it is the model in hand is read from IN_HAND_NAME each time (`saved_run_in_hand`), never kept;
@@ -35,7 +36,7 @@ from transformer.i18n import N_
 from transformer.limits import ENDED_RUN_KEPT_S
 from transformer.literal import markdown_literal
 from transformer.naming import run_name
-from transformer.serving import Run
+from transformer.serving import Run, run_key
 from transformer.tasks import DataConfig
 from ui.common import runs_by_browser, shipped_checkpoint, shipped_checkpoints
 from ui.decoding_inputs import STRATEGY, set_input
@@ -44,6 +45,7 @@ from ui.streamlit_internals import this_browser
 
 IN_HAND, IN_HAND_NAME, RUN, COMPARE_JOB = "in_hand", "in_hand_name", "run", "compare_job"
 WATCHER, FOLLOW_RUN, TRAINED, TRAIN_SAVED = "watcher", "follow_run", "trained", "train_saved"
+TRAINED_RUNS = "trained_runs"
 FLASHES, RESULTS, CLASS_CODE, UPLOADED = "flashes", "results", "class_code", "uploaded"
 SHIPPED_PREFIX = "shipped: "  # the sidebar's label of a shipped checkpoint in hand, before its name
 TRAINED_PREFIX = "trained: "  # and of a checkpoint trained in this session
@@ -179,17 +181,25 @@ def save_finished_run() -> None:
     if st.session_state.get(TRAIN_SAVED, {}).get("run") is run:
         return
     trained = st.session_state.setdefault(TRAINED, {})
-    name = run_name(run.model_config, run.data_config, {*trained, *shipped_checkpoints()})
-    saved = {"run": run, "name": name, "data": None, "error": None}
+    names = st.session_state.setdefault(TRAINED_RUNS, {})
+    key = run_key(run.model_config, run.data_config, run.train_config), run.queued_at  # this run, not its settings
+    name = names.get(key)  # a run listed before (Start with its settings again joined it): listed once, newest
+    if name not in trained:
+        name = run_name(run.model_config, run.data_config, {*trained, *shipped_checkpoints()})
+    saved = {"run": run, "name": name, "data": trained.pop(name, None), "error": None}
     try:
-        saved["data"] = checkpoint_bytes(
-            run.model(), run.data().vocab, run.data_config, run.rows[:], asdict(run.train_config), meta={"name": name}
-        )
+        if saved["data"] is None:
+            meta = {"name": name}
+            saved["data"] = checkpoint_bytes(
+                run.model(), run.data().vocab, run.data_config, run.rows[:], asdict(run.train_config), meta=meta
+            )
         if st.session_state.get(FOLLOW_RUN):
             put_in_hand(load_checkpoint(saved["data"]), TRAINED_PREFIX + name)
-        trained[name] = saved["data"]
+        trained[name], names[key] = saved["data"], name
         for oldest in list(trained)[:-MAX_TRAINED]:
             del trained[oldest]
+        for gone in [k for k, listed in names.items() if listed not in trained]:
+            del names[gone]
     except (ValueError, CheckpointError) as err:
         saved["error"] = _(err)
     st.session_state[TRAIN_SAVED] = saved

@@ -138,6 +138,23 @@ def test_start_on_a_finished_identical_run_shows_its_result_at_once_and_says_why
     assert SAME_RUN not in [info.value for info in first.info]  # said once, at the Start it answers
 
 
+def test_a_run_joined_again_after_another_is_listed_once_as_the_newest(stop_jobs):
+    """Start with settings trained before joins that run: its model goes in hand again, and the session's list of
+    trained models (MAX_TRAINED at most) keeps it once, not a copy pushing an older model out."""
+    at = open_train()
+    stop_jobs.append(at)
+    first = dict(task="copy", min_len=3, max_len=3, symbols=4, steps=40, batch=32, seed=1)
+    start(at, **first)
+    poll_until_done(at)
+    (name,) = at.session_state["trained"]
+    start(at, **{**first, "seed": 5})
+    poll_until_done(at)
+    start(at, **first)  # the first settings again: the first run, finished
+    poll_until_done(at)
+    assert list(at.session_state["trained"])[-1] == name and len(at.session_state["trained"]) == 2
+    assert at.session_state["in_hand_name"] == "trained: " + name
+
+
 def test_the_end_of_a_run_is_drawn_above_its_curves(stop_jobs):
     at = open_train()
     stop_jobs.append(at)
