@@ -11,6 +11,7 @@ from tests.helpers import array
 from tests.helpers.apptest import chart, charts, kept, open_with_model
 from transformer import Checkpoint, DataConfig, ModelConfig, Transformer, Vocab
 from transformer.checkpoint import load_checkpoint
+from transformer.figures import PHONE_TITLE
 from transformer.knockout import all_heads, score
 from transformer.patching import patching_grid
 from transformer.tasks import TaskData
@@ -27,7 +28,9 @@ def test_the_page_shows_a_grid_per_attention_kind_beside_the_intact_scores():
     grid = kept(at, "knockout_grid").value
     assert 10 < grid.n < grid.n_held_out == 1000 and len(grid.heads) == 12 and grid.ablation == "zero"
     assert metrics(at) == {"Intact exact match": "100.0%", "Intact token accuracy": "100.0%"}
-    figure = charts(at)["Held-out exact match with one head removed (intact model: 100.0%)"]
+    (title, figure), *others = charts(at).items()
+    assert title.replace("<br>", " ") == "Held-out exact match with one head removed (intact model: 100.0%)"
+    assert all(len(line) <= PHONE_TITLE for line in title.split("<br>"))  # a phone's chart shows it whole
     assert [array(trace["z"]).tolist() for trace in figure["data"]] == [
         [grid.heads[grid.heads["kind"] == kind]["exact_match"].tolist()]
         for kind in ("encoder", "decoder_self", "cross")
@@ -35,7 +38,8 @@ def test_the_page_shows_a_grid_per_attention_kind_beside_the_intact_scores():
     assert at.caption[0].value.startswith(f"Scored on {grid.n:,} of the 1,000 held-out sequences")
     assert "Pick heads above" in at.info[0].value
     at.radio(key="knockout_metric").set_value("token_acc").run()
-    assert "Held-out token accuracy with one head removed (intact model: 100.0%)" in charts(at)
+    titles = [title.replace("<br>", " ") for title in charts(at)]
+    assert "Held-out token accuracy with one head removed (intact model: 100.0%)" in titles
 
 
 def test_removing_all_cross_attention_breaks_reverse_and_shows_the_outputs():

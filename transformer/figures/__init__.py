@@ -30,6 +30,9 @@ def top_margin(title: str, least: int = 0) -> int:
     return max(least, TOOLBAR_PX + (RAISED_PX if lines > 1 else 0) + TITLE_LINE_PX * lines + 12)
 
 
+PHONE_TITLE = 40  # characters of a title a phone's chart shows on one line (about 340 px at 18 px)
+
+
 def wrap_title(title: str, width: int) -> str:
     """A figure title broken into lines of at most `width` characters, for figures shown in narrow columns."""
     return "<br>".join(wrap_lines(title, width))

@@ -9,7 +9,7 @@ import plotly.graph_objects as go
 
 from ..i18n import N_, Translator
 from ..inspection import ATTENTION_KINDS
-from . import ENGLISH
+from . import ENGLISH, PHONE_TITLE, wrap_title
 from .heatmaps import axis_ticks, build_figure, score_heatmap, stacked_panels
 
 METRICS = {"exact_match": N_("exact match"), "token_acc": N_("token accuracy")}  # translated where shown
@@ -51,4 +51,4 @@ def knockout_heatmaps(
     title = tr.gettext(
         "Held-out {measure} with one head removed (intact model: {intact:.1%})", measure=measure, intact=intact
     )
-    return build_figure(traces, layout, title, height=130 + plot_px)
+    return build_figure(traces, layout, wrap_title(title, PHONE_TITLE), height=130 + plot_px)
