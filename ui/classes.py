@@ -104,9 +104,8 @@ def join_form(info: ClassInfo) -> None:
     """The student's one question before they join: their display name."""
     st.subheader(_("Join the class {title}", title=markdown_literal(info.title)))
     with st.form("class_join"):
-        name = st.text_input(
+        name = st.text_input(  # no max_chars: Streamlit drops a longer paste whole; the store says how long it is
             _("Your name on the class board"),
-            max_chars=40,
             key="class_name",
             help=_("Your teacher sees it beside your run; your classmates do not."),
         )

@@ -37,6 +37,7 @@ from transformer.classroom.codes import ADJECTIVES, ANIMALS, CODE_COUNT, key_has
 from transformer.classroom.database import database_url, engine_for
 from transformer.classroom.store import UnknownClass
 from transformer.classroom.throttle import Turns
+from transformer.i18n import translator
 from transformer.limits import (
     CLASS_CREATIONS,
     FREE_MISSES,
@@ -189,17 +190,25 @@ def test_names_out_of_bounds_are_refused(store, name):
 
 
 @pytest.mark.parametrize(
-    "name, character",
+    "name, character, zh",
     [
-        ("\u202eevil", "U+202E RIGHT-TO-LEFT OVERRIDE"),
-        ("Ada\u200f", "U+200F RIGHT-TO-LEFT MARK"),
-        ("nul\x00", "U+0000"),
+        ("\u202eevil", "U+202E, an invisible formatting character", "U+202E，这是不可见的格式字符"),
+        ("Ada\u200f", "U+200F, an invisible formatting character", "U+200F，这是不可见的格式字符"),
+        ("nul\x00", "U+0000, a control character", "U+0000，这是控制字符"),
+        ("\ue000", "U+E000, a character that does not show", "U+E000，这是不显示的字符"),  # private use
     ],
 )
-def test_a_name_refused_for_a_character_that_does_not_show_names_it(store, name, character):
+def test_a_name_refused_for_a_character_that_does_not_show_names_it_in_the_page_s_words(store, name, character, zh):
     code, _ = store.create_class("A")
-    with pytest.raises(ClassroomError, match=re.escape(f"holds {character}, a control or invisible character")):
+    with pytest.raises(ClassroomError, match=re.escape(f"holds {character}")) as refused:
         store.join(code, "b1", name)
+    assert zh in translator("zh-CN").gettext(refused.value) and "RIGHT-TO-LEFT" not in str(refused.value)
+
+
+def test_a_name_too_long_is_refused_with_its_length(store):
+    code, _ = store.create_class("A")
+    with pytest.raises(ClassroomError, match="A name must be 1 to 40 characters; it has 120"):
+        store.join(code, "b1", "x" * 120)
 
 
 @pytest.mark.parametrize(

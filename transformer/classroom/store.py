@@ -117,18 +117,24 @@ def utc_now() -> datetime:
 JOINERS = "\u200c\u200d"
 
 
+HIDDEN_KINDS = {  # Unicode's categories of characters that do not show as themselves, in words for a student
+    "Cc": N_("a control character, such as a line break or a tab"),
+    "Cf": N_("an invisible formatting character, such as a direction mark"),
+}
+
+
 def check_text(text: Any, what: str, longest: int) -> str:
     """`text` without surrounding spaces if it is 1..`longest` characters of printable text (no control or format
     characters but the JOINERS), else ClassroomError. It stays literal: pages show it character for character."""
     if not isinstance(text, str) or not 1 <= len(text.strip()) <= longest:
-        raise ClassroomError(
-            Message(N_("{what} must be 1 to {longest} characters"), what=Message(what), longest=longest)
-        )
+        has = len(text.strip()) if isinstance(text, str) else 0
+        size = N_("{what} must be 1 to {longest} characters; it has {n}")
+        raise ClassroomError(Message(size, what=Message(what), longest=longest, n=has))
     hidden = [c for c in text if unicodedata.category(c).startswith("C") and c not in JOINERS]
     if hidden:  # named by its code point: a line break, a tab or a direction mark shows as nothing, or as a space
-        character = f"U+{ord(hidden[0]):04X} {unicodedata.name(hidden[0], '')}".strip()
-        problem = N_("{what} must be plain text on one line: it holds {character}, a control or invisible character")
-        raise ClassroomError(Message(problem, what=Message(what), character=character))
+        kind = HIDDEN_KINDS.get(unicodedata.category(hidden[0]), N_("a character that does not show"))
+        problem = N_("{what} must be plain text on one line: it holds {code}, {kind}")
+        raise ClassroomError(Message(problem, what=Message(what), code=f"U+{ord(hidden[0]):04X}", kind=Message(kind)))
     return text.strip()
 
 
