@@ -33,6 +33,7 @@ TASK_ROW = 0  # the row drawn above the form
 KEEPS = ("seed",)  # settings a task's default run leaves as the student set them: the seed is the student's own
 CHOSEN = N_("Choosing a task fills in its default run; change any setting before you press Start.")
 LOCKED = N_("The settings shown greyed out are your teacher's; change any other before you press Start.")
+ALL_LOCKED = N_("Your teacher set every setting: press Start when you are ready.")
 
 
 def form_key(s: spec.Setting) -> str:
@@ -63,8 +64,10 @@ def read_form() -> dict[str, Value]:
 def draw_task(locked: Mapping[str, Any] | None = None) -> None:
     """The task picker, above the form: choosing a task fills the form with its default run. Call before
     `draw_fields`, outside `st.form`."""
-    _start_values(locked or {})
-    task_picker(form_key, _(LOCKED if locked else CHOSEN), disabled="task" in (locked or {}))
+    locked = locked or {}
+    _start_values(locked)
+    every = locked and all(s.name in locked for s in spec.on_form())
+    task_picker(form_key, _(ALL_LOCKED if every else LOCKED if locked else CHOSEN), disabled="task" in locked)
 
 
 def task_picker(

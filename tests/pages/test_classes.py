@@ -15,7 +15,7 @@ from tests.helpers.apptest import poll_until_done
 from transformer.classroom import Assignment, Caller, Group, RunState
 from transformer.pairs import pairs_from_rows
 from ui.train_controls import CLASS_SAME_RUN, SAME_RUN
-from ui.train_form import CHOSEN, LOCKED
+from ui.train_form import ALL_LOCKED, CHOSEN, LOCKED
 
 TINY = {"task": "reverse", "min_len": 3, "max_len": 3, "steps": 30}
 GROUPS = Assignment(TINY, frozenset({"lr"}), "positional", (Group("with PE", "sinusoidal"), Group("no PE", "none")))
@@ -68,6 +68,16 @@ def test_a_student_joins_by_name_and_sees_their_group_and_locked_settings():
     assert not at.number_input(key="train_lr").disabled  # the teacher left it open
     captions = [caption.value for caption in at.caption]
     assert LOCKED in captions and CHOSEN not in captions  # never "change any setting"
+
+
+def test_a_student_whose_teacher_set_every_setting_is_told_so():
+    store = ui.classes.class_store()
+    code, key = store.create_class("Period 3", 14, TEACHER)
+    store.set_assignment(code, key, Assignment(TINY, frozenset()), TEACHER)  # nothing left open
+    at = open_link(code)
+    join(at, "Ada")
+    captions = [caption.value for caption in at.caption]
+    assert ALL_LOCKED in captions and LOCKED not in captions  # not "change any other"
 
 
 def test_a_student_takes_their_name_to_another_browser_with_their_teacher_s_rejoin_code():
