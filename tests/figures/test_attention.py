@@ -2,6 +2,7 @@
 panel per head labelled where it cannot run into a neighbour, and an attention block's projections with each head's
 slice marked."""
 
+import pytest
 import torch
 
 from tests.helpers.models import random_model
@@ -50,3 +51,12 @@ def test_two_line_head_titles_keep_clear_of_the_row_of_panels_above():
     gap = layout.yaxis.domain[0] - layout.yaxis3.domain[1]  # head 0's panel above head 2's
     assert gap * plot_px >= 2 * HEAD_TITLE_LINE_PX
     assert all(title.text.count("<br>") == 1 for title in layout.annotations[:4])  # two lines: name, then score
+
+
+@pytest.mark.parametrize("last, side", [(0.95, "top"), (0.5, "bottom")])
+def test_the_threshold_s_label_sits_at_the_right_on_the_side_the_curve_s_end_is_not(last, side):
+    from transformer.figures.alignment import best_head_figure
+
+    fig = best_head_figure([0, 25, 50], [("L0 H0", 0.2), ("L0 H1", 0.6), ("L0 H1", last)], chance=0.2, threshold=0.9)
+    found = next(a for a in fig.layout.annotations if a.text.startswith("found"))
+    assert (found.x, found.xanchor, found.y, found.yanchor) == (1, "right", 0.9, side)  # "top": below the line

@@ -65,7 +65,9 @@ def best_head_figure(
     tr: Translator = ENGLISH,
 ) -> go.Figure:
     """The best-aligned head's score at each step (its name in the hover), with `threshold` dashed and uniform
-    attention's score (`chance`) dotted."""
+    attention's score (`chance`) dotted. The threshold's label sits at the right end of its line, on the side the
+    curve's end is not: where the curve starts, it would sit on the axis's ticks, and a curve rising through 0.9
+    would cross it."""
     trace = dict(
         type="scatter",
         x=np.asarray(steps),
@@ -93,7 +95,14 @@ def best_head_figure(
             dict(level, y0=chance, y1=chance, line=dict(color=MARKER, dash="dot", width=2)),
         ],
         annotations=[
-            dict(note, x=0, y=threshold, xanchor="left", text=tr.gettext("found: {threshold:g}", threshold=threshold)),
+            dict(
+                note,
+                x=1,
+                y=threshold,
+                xanchor="right",
+                yanchor="top" if best and best[-1][1] >= threshold else "bottom",
+                text=tr.gettext("found: {threshold:g}", threshold=threshold),
+            ),
             dict(note, x=1, y=chance, xanchor="right", text=tr.gettext("uniform attention")),
         ],
     )
