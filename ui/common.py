@@ -98,6 +98,14 @@ def runs_by_browser() -> dict[tuple[str, str], BrowserRun]:
     return {}
 
 
+@st.cache_resource
+def models_by_browser() -> dict[str, dict]:
+    """Each browser's models, by `browser_id`: the session-state lists of its trained and uploaded checkpoints (the
+    very dicts its sessions hold), the model it last put in hand, and when a page of it last ran (`ui.state`'s
+    `take_back_models`); shared by every session."""
+    return {}
+
+
 def remember_run(key: str, run: Run | LiveExperiment, restore: dict) -> None:
     """Note `run`, kept in session state under `key`, as this browser's run, so that a reload can pick it back up
     along with the session-state entries `restore`."""

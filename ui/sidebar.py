@@ -16,6 +16,7 @@ from ui.state import (
     reattach_runs,
     running,
     save_finished_run,
+    take_back_models,
     watcher_id,
 )
 from ui.streamlit_internals import page_connected
@@ -28,6 +29,7 @@ def sidebar(page: str) -> None:
         language_picker()
         accessible_page()
         st.caption(_("Device: {device}", device=setup_torch()))
+        take_back_models()
         reattach_runs()
         save_finished_run()
         if running(COMPARE_JOB) is not None or (running(RUN) is not None and page != "train"):

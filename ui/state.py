@@ -16,9 +16,10 @@ Session state keys the pages share (each named once, here):
 - RESULTS, "results": {name: `ModelResult`}, what a page computed for a model (`per_model`);
 - CLASS_CODE, "class_code": the class the opened link (`?class=...`) named; every page keeps it in the address, so
   a reload keeps the student in the class (ui/classes.py has the class's own keys).
-A reload starts a new session: `reattach_runs` hands it the browser's Train run and Compare rerun, if they still
-train. Pages keep their own widget state under keys prefixed with the page's name; a page's inputs wait for the
-student while they visit other pages (`persist_state="session"`), for the task they were typed for (`claim_inputs`).
+A reload starts a new session: `take_back_models` hands it the browser's lists of trained and uploaded models and
+the model it had in hand, and `reattach_runs` its Train run and Compare rerun, if they still train. Pages keep their
+own widget state under keys prefixed with the page's name; a page's inputs wait for the student while they visit
+other pages (`persist_state="session"`), for the task they were typed for (`claim_inputs`).
 """
 
 import time
@@ -38,7 +39,7 @@ from transformer.literal import markdown_literal
 from transformer.naming import run_name
 from transformer.serving import Run, run_key
 from transformer.tasks import DataConfig
-from ui.common import runs_by_browser, shipped_checkpoint, shipped_checkpoints
+from ui.common import models_by_browser, runs_by_browser, shipped_checkpoint, shipped_checkpoints
 from ui.decoding_inputs import STRATEGY, set_input
 from ui.language import _
 from ui.streamlit_internals import this_browser
@@ -143,6 +144,30 @@ def session_run_elsewhere(page: str) -> str | None:
     return None
 
 
+SHARED_LISTS = (TRAINED, TRAINED_RUNS, UPLOADED)  # a browser's sessions hold the same dicts (`take_back_models`)
+HAND = "hand"  # in a browser's models: (checkpoint, label) it last put in hand
+
+
+def take_back_models() -> None:
+    """The session takes this browser's lists of trained and uploaded models, the same dicts its other sessions
+    hold (its other tabs, and the session a reload ended), and, when it has no model in hand, the one the browser
+    last put there, unless a run of it still trains into its hand (`reattach_runs` hands that back). A browser's
+    models are let go ENDED_RUN_KEPT_S after its last page ran."""
+    if (browser := this_browser()) is None:
+        return
+    kept, now = models_by_browser(), time.monotonic()
+    for other in [b for b, models in kept.items() if now - models["seen"] > ENDED_RUN_KEPT_S]:
+        del kept[other]
+    models = kept.setdefault(browser, {HAND: None, **{key: st.session_state.get(key, {}) for key in SHARED_LISTS}})
+    models["seen"] = now
+    for key in SHARED_LISTS:
+        st.session_state[key] = models[key]
+    followed = runs_by_browser().get((browser, RUN))
+    following = followed is not None and followed.restore.get(FOLLOW_RUN) and not followed.run.done
+    if IN_HAND not in st.session_state and models[HAND] is not None and not following:
+        st.session_state[IN_HAND], st.session_state[IN_HAND_NAME] = models[HAND]
+
+
 def reattach_runs() -> None:
     """After a reload (a new session, so no run of its own), take back this browser's runs: one still training, or
     one that ended within ENDED_RUN_KEPT_S, with its outcome and model (in hand, unless the opened link put a model
@@ -225,10 +250,16 @@ def keep_upload(name: str, data: bytes) -> None:
 
 
 def put_in_hand(checkpoint: Checkpoint, name: str) -> None:
-    """Make `checkpoint` the model every page probes; a run still training no longer takes its place."""
+    """Make `checkpoint` the model every page probes; a run still training no longer takes its place, in this
+    session or the one a reload starts."""
     st.session_state[IN_HAND] = checkpoint
     st.session_state[IN_HAND_NAME] = name
     st.session_state[FOLLOW_RUN] = False
+    if (browser := this_browser()) is not None:
+        if browser in models_by_browser():
+            models_by_browser()[browser][HAND] = checkpoint, name
+        if (browser, RUN) in runs_by_browser():
+            runs_by_browser()[browser, RUN].restore[FOLLOW_RUN] = False
 
 
 def following_run() -> bool:
