@@ -25,6 +25,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from transformer.run_configs import run_configs  # noqa: E402 (the repository root goes on the path first)
+from transformer.serving.worker import keep_freed_memory  # noqa: E402
 from transformer.settings import default_run  # noqa: E402
 from transformer.tasks import task_names  # noqa: E402
 from transformer.training import Trainer  # noqa: E402
@@ -125,6 +126,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--threads", type=int, default=1)
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
+    keep_freed_memory()  # the allocator as a training worker sets it
     base, grid = base_run(args.task), parse_grid(args.grid)
     solve({**base, "steps": 2}, 99, args.cap_s)  # this process's one-off costs, outside every timing
     first, rest = args.seeds[0], args.seeds[1:]

@@ -22,6 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from transformer.alignment import head_labels, head_scores, source_positions  # noqa: E402 (the root goes first)
 from transformer.evaluation import exact_match  # noqa: E402
 from transformer.run_configs import run_configs  # noqa: E402
+from transformer.serving.worker import keep_freed_memory  # noqa: E402
 from transformer.tasks import GALLERY  # noqa: E402
 from transformer.training import Trainer  # noqa: E402
 
@@ -97,6 +98,7 @@ def main() -> int:
     parser.add_argument("--probe", metavar="TEXT", help="an input of the tasks: print where each head looks for it")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
+    keep_freed_memory()  # the allocator as a training worker sets it
     rows = []
     for name, seed in itertools.product(args.tasks, args.seeds):
         row = solve(name, seed, args.probe)
