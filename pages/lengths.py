@@ -15,6 +15,7 @@ from transformer.lengths import LengthReport, inputs_within_budget, score_length
 from transformer.limits import INPUTS_PER_LENGTH
 from transformer.link_params import lengths_parsers, write_params
 from transformer.literal import markdown_literal
+from transformer.naming import task_label
 from ui.charts import chart
 from ui.common import shipped_checkpoint
 from ui.downloads import csv_download
@@ -72,6 +73,15 @@ if len(lengths) > 1:
 else:  # a slider needs two values to slide between
     low = high = lengths[0]
     range_col.markdown(_("Input length: {n}, the only one this model can be tested at.", n=low))
+if lengths[-1] <= task.max_len:  # translate's sentences are at most 7 words; a model's positions may end there too
+    st.caption(
+        _(
+            "No input longer than those it trained on can be tested: {task}'s inputs, or this model's positions, "
+            "end at length {n}.",
+            task=markdown_literal(task_label(task)),
+            n=lengths[-1],
+        )
+    )
 n = n_col.select_slider(
     _("Inputs per length"),
     INPUTS_PER_LENGTH,

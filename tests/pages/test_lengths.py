@@ -66,11 +66,13 @@ def test_a_model_that_reads_only_one_symbol_gets_a_test_without_a_slider():
     model = Transformer(config).eval()
     at = open_page(Checkpoint(model, Vocab.digits(), config, DataConfig(min_len=1, max_len=1), [], {}))
     assert not at.slider and "the only one" in at.markdown[1].value
+    assert any("No input longer than those it trained on" in c.value for c in at.caption)  # and says why not
     assert kept(at, "lengths").value.scores["length"].tolist() == [1]
 
 
 def test_a_wrong_output_opens_on_the_decoding_page():
     at = open_page()
+    assert not any("No input longer" in c.value for c in at.caption)  # reverse, trained on 1-10, tested up to 20
     at.session_state["decode_strategy"] = "sample"  # the strategy last picked on Decoding: the wrong output is greedy's
     at.selectbox(key="lengths_mistakes_at").set_value(12).run()
     inputs = at.dataframe[0].value["input"].tolist()
