@@ -188,6 +188,10 @@ text = st.text_input(
     _("A source sequence ({hint})", hint=_(vocab.input_hint(config.longest_sequence))),
     key="anatomy_input",
     persist_state="session",
+    help=_(
+        "Any of the model's symbols, in any order: it need not be an input of the task. It starts as three symbols "
+        "twice, so that the repeated ones show how the position tells them apart."
+    ),
 )
 try:
     ids = vocab.encode(text, max_len=config.longest_sequence)
