@@ -76,3 +76,11 @@ def test_labels_repeated_over_four_panels_side_by_side_fit_a_phone(labelled):
     figure, labels = labelled()
     between_px = (figure.layout.xaxis2.domain[0] - figure.layout.xaxis.domain[0]) * PHONE_PLOT_PX  # centre to centre
     assert len(labels) == 4 and all(text_px(label, figure.layout.font.size) <= between_px for label in labels), labels
+
+
+def test_a_cell_s_percent_never_reads_minus_zero():
+    """A patch that brings back a hair less than nothing (-0.1%) reads 0%, as one that brings back a hair more."""
+    from transformer.figures.heatmaps import score_heatmap
+
+    trace = score_heatmap(np.array([[-0.001, 0.004, np.nan, 0.996]]), "Greens", "recovered", "", numbered=True)
+    assert trace["text"] == [["0%", "0%", "", "100%"]]

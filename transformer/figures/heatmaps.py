@@ -119,7 +119,7 @@ def score_heatmap(z: np.ndarray, colorscale: str, value_name: str, hovertemplate
         ),
         xgap=2,
         ygap=2,
-        text=[["" if np.isnan(x) else f"{100 * x:.0f}%" for x in row] for row in z],
+        text=[["" if np.isnan(x) else f"{round(100 * x)}%" for x in row] for row in z],  # an integer: never "-0%"
         texttemplate="%{text}" if numbered else None,
         hovertemplate=hovertemplate,
         **more,
