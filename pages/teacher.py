@@ -35,7 +35,7 @@ from transformer.literal import code_span, markdown_literal
 from ui.assignment_form import assignment_form
 from ui.charts import chart
 from ui.class_access import board_in_address, made_class, new_key_panel, start_page
-from ui.classes import board_columns, caller, class_store
+from ui.classes import board_columns, caller, class_store, fitted_px
 from ui.common import cluster_not_used, local_time
 from ui.downloads import csv_download
 from ui.language import (
@@ -141,7 +141,7 @@ def board(code: str, key: str) -> None:
     students = ngettext("{n} student", "{n} students", len(rows))
     st.markdown(" · ".join([f"**{students}**", *state_counts(rows)]))
     shown = table_cells(rows)  # its Messages: states, results, and group labels as a setting's words
-    curve = st.column_config.LineChartColumn(_("training loss"), width="small")
+    curve = st.column_config.LineChartColumn(_("training loss"), width=fitted_px([_("training loss")]))  # its heading
     st.dataframe(shown, hide_index=True, column_config=board_columns(shown, curve=curve), key="teacher_students")
     st.text(_(difference_sentence(snapshot)))  # group labels are the teacher's text: shown literally
     curves_col, outcomes_col = st.columns(2)

@@ -428,7 +428,7 @@ def test_the_board_and_its_csv_files_speak_the_teacher_s_language(media):
     assert {headings[name] for name in ("name", "group", "state", "result")} == {"学生", "组别", "状态", "结果"}
     for name in ("name", "group", "state", "result"):  # each as wide as its widest text, in Chinese
         assert columns[name]["width"] == fitted_px([headings[name], *table.value[name]]), name
-    assert columns["curve"]["width"] == "small" and list(table.value.columns)[-1] == "curve"  # the words first
+    assert columns["curve"]["width"] == fitted_px(["训练损失"]) and list(table.value.columns)[-1] == "curve"  # last
     assert table.value["group"].tolist() == ["正弦位置编码", "无位置编码"]
     assert table.value["state"].tolist() == ["已结束", "已结束"] and "时间用完" in table.value["result"][1]
     (sentence,) = [t.value for t in at.text if "解出" in t.value]
