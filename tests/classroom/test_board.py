@@ -64,6 +64,7 @@ def test_states_and_results_read_as_words():
         board.result_text(finished(600, False, 0.997)) == "not solved: exact match 99.7% after 600 steps (step budget)"
     )
     assert board.result_text(RunState("stopped", step=120)) == "stopped at step 120"
+    assert board.result_text(RunState("stopped", step=0)) == "stopped before it started"  # it left the queue
     assert board.result_text(RunState("failed", error="The loss became NaN")) == "The loss became NaN"
 
 

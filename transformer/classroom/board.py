@@ -95,8 +95,12 @@ def result_text(run: RunState | None) -> str:
         return ""
     if run.status == "failed":
         return run.error or _word("failed")  # a failed run's message is stored as it was said
-    if run.status == "stopped":
-        return Message(N_("stopped at step {step}"), step=run.step)
+    if run.status == "stopped":  # at step 0: it left the queue, or was stopped before its first step
+        return (
+            Message(N_("stopped at step {step}"), step=run.step)
+            if run.step
+            else Message(N_("stopped before it started"))
+        )
     if run.status == "lost":
         return Message(N_("lost at step {step}: {advice}"), step=run.step, advice=Message(LOST_ADVICE))
     if (outcome := measured(run)) is None:
