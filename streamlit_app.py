@@ -117,11 +117,19 @@ LESSON = [  # a first walk through the app for a class; tests/pages/test_home.py
 ]
 
 
+LIBRARIES = ("numpy", "pandas", "plotly.graph_objects", "torch")  # what the pages' modules import, in its own order
+
+
 @st.cache_resource(show_spinner=False)
 def import_page_modules() -> None:
     """Import every module the pages share, once, in one order, while any other session that asks waits: sessions
     importing them side by side, each in its own order, can catch each other's half-imported modules (Python
-    breaks a cross-thread import deadlock that way) and fail with ImportError on a freshly started server."""
+    breaks a cross-thread import deadlock that way) and fail with ImportError on a freshly started server. The
+    libraries come first, each while this thread holds no other module's lock: a thread of Streamlit's own (or a
+    page a restarted server runs before its frame) may be importing one of them, and waiting for it inside the
+    import of a module of ours met pandas half-imported ("partially initialized module 'pandas'")."""
+    for name in LIBRARIES:
+        import_module(name)
     for path in sorted(Path(__file__).parent.joinpath("ui").glob("[!_]*.py")):
         import_module(f"ui.{path.stem}")
     gc.collect()
