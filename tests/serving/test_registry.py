@@ -18,6 +18,7 @@ from transformer.serving import (
     AddressBusy,
     AlreadyTraining,
     QueueFull,
+    Run,
     RunRegistry,
     ServerSettings,
     network_address,
@@ -595,3 +596,8 @@ def test_a_malformed_ray_address_is_refused_at_start_in_the_log_and_runs_train_o
     lines = [record.getMessage() for record in caplog.records]
     assert lines[0] == f"LAB_RAY_ADDRESS '{address}' is not host:port (the Ray head's address) or auto"
     assert lines[1].startswith("training on this server's own workers, ")
+
+
+def test_a_run_s_kind_for_wait_estimates_is_every_setting_but_the_seed():
+    kind = lambda seed, **train: registry_module.run_kind(Run(*settings(seed, **train), 30.0))  # noqa: E731
+    assert kind(1) == kind(2) != kind(1, steps=999)  # a class's runs are one kind; other budgets another

@@ -5,7 +5,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from transformer.serving.waits import expected_wait_s, remaining_s
+from transformer.serving.waits import RunLengths, expected_wait_s, remaining_s
 
 NOW = 1000.0
 
@@ -49,3 +49,16 @@ def test_a_typical_length_never_outlasts_what_the_budgets_leave():
 
 def test_a_run_past_its_budgets_is_expected_to_end_now():
     assert remaining_s(training(held_s=70.0, step=900), typical_s=5.0, cap_s=600.0, now=NOW) == 0.0
+
+
+def test_a_kind_of_run_is_estimated_from_its_own_recent_runs_else_from_any():
+    """A class training one task for minutes is not told it waits seconds because quick runs finished before it."""
+    lengths = RunLengths(per_kind=3, kinds=2)
+    assert lengths.typical("reverse", default=10.0) == 10.0  # nothing finished yet
+    for seconds in (1.0, 2.0, 1.5):
+        lengths.add("reverse", seconds)
+    assert lengths.typical("add", default=10.0) == 1.5  # no add has finished: any recent run
+    lengths.add("add", 25.0)
+    assert lengths.typical("add", default=10.0) == 25.0 and lengths.typical("reverse", default=10.0) == 1.5
+    lengths.add("count", 28.0)  # a third kind: the kind that finished a run longest ago is let go
+    assert lengths.typical("reverse", default=10.0) == 25.0  # the last per_kind runs of any kind: 1.5, 25, 28

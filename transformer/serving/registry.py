@@ -15,13 +15,12 @@ cluster, reached through the server's one gateway process, one slot per CPU of t
 import ipaddress
 import json
 import math
-import statistics
 import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
 from .. import settings as spec
 from ..batched import together_key
@@ -35,7 +34,7 @@ from ..training import TrainConfig
 from .protocol import Caps
 from .run import Run, log, log_runs
 from .settings import ServerSettings, usable_cores
-from .waits import expected_wait_s, remaining_s
+from .waits import RunLengths, expected_wait_s, remaining_s
 from .worker_link import READY_TIMEOUT_S, RayGateway, WorkerLink, WorkerLost
 
 DEFAULT_RUN_S = 10.0  # the guess for a run's length before any has finished on this server
@@ -89,6 +88,11 @@ def run_key(model_config: ModelConfig, data_config: DataConfig, train_config: Tr
     """What makes a run: every setting, with the device resolved ("auto" on a GPU server is "cuda")."""
     train = {**asdict(train_config), "device": str(pick_device(train_config.device))}
     return json.dumps([asdict(model_config), asdict(data_config), train], sort_keys=True)
+
+
+def run_kind(run: Run) -> str:
+    """What a run's length depends on: every setting but the seed (a class's runs are one kind)."""
+    return run_key(run.model_config, replace(run.data_config, seed=0), replace(run.train_config, seed=0))
 
 
 @dataclass
@@ -158,7 +162,7 @@ class RunRegistry:
         self.workers: list[WorkerLink | None] = [None] * slots  # each slot's worker, once it is ready (a Ray task's
         # link while it trains)
         self._chains: list[Chain] = []
-        self._durations: deque[float] = deque(maxlen=20)  # seconds of recently finished runs, for wait estimates
+        self._lengths = RunLengths()  # seconds of recently finished runs, for wait estimates
         self._closed = False
         self._starting = slots  # slots whose first worker is still starting
         self._threads = [
@@ -249,10 +253,15 @@ class RunRegistry:
             if run not in self._queue:
                 return None
             position = self._queue.index(run) + 1
-            typical = statistics.median(self._durations) if self._durations else DEFAULT_RUN_S
             now, cap = time.perf_counter(), self.settings.max_run_s
-            free_in = [max((remaining_s(one, typical, cap, now) for one in runs), default=0.0) for runs in self._slots]
-            return Place(position, expected_wait_s(position, free_in, typical))
+
+            def typical(one: Run) -> float:
+                return self._lengths.typical(run_kind(one), DEFAULT_RUN_S)
+
+            free_in = [
+                max((remaining_s(one, typical(one), cap, now) for one in runs), default=0.0) for runs in self._slots
+            ]
+            return Place(position, expected_wait_s(position, free_in, typical(run)))  # those ahead: a class's kind
 
     def watching(self) -> int:
         """Watchers of runs that have not ended, over the whole server: how many pages are polling a run."""
@@ -346,7 +355,7 @@ class RunRegistry:
             self._slots[slot] = []
             for run in runs:
                 if run.result is not None:
-                    self._durations.append(run.result.seconds)
+                    self._lengths.add(run_kind(run), run.result.seconds)
                 if not run.ended_on_its_own_terms():
                     self._forget(run)
             self._bound_finished()

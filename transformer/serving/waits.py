@@ -2,6 +2,8 @@
 ahead of it then holds the first slot to free for a typical run's length."""
 
 import heapq
+import statistics
+from collections import deque
 
 from .run import Run
 
@@ -27,3 +29,27 @@ def expected_wait_s(position: int, slots_free_in: list[float], typical_s: float)
     for _ in range(position - 1):
         heapq.heappush(free, heapq.heappop(free) + typical_s)
     return free[0]
+
+
+class RunLengths:
+    """How long recently finished runs took, by kind (a run's every setting but its seed): a class that trains one task
+    for minutes is not told it waits seconds because quick runs finished before it. Bounded: `per_kind` runs of each
+    of the last `kinds` kinds."""
+
+    def __init__(self, per_kind: int = 20, kinds: int = 16):
+        self.per_kind, self.kinds = per_kind, kinds
+        self._by_kind: dict[str, deque[float]] = {}  # the kind that finished a run last, last
+        self._all: deque[float] = deque(maxlen=per_kind)
+
+    def add(self, kind: str, seconds: float) -> None:
+        runs = self._by_kind.pop(kind, None) or deque(maxlen=self.per_kind)
+        runs.append(seconds)
+        self._by_kind[kind] = runs
+        while len(self._by_kind) > self.kinds:
+            del self._by_kind[next(iter(self._by_kind))]
+        self._all.append(seconds)
+
+    def typical(self, kind: str, default: float) -> float:
+        """The median length of the recent runs of `kind`, else of any recent runs, else `default`."""
+        runs = self._by_kind.get(kind) or self._all
+        return statistics.median(runs) if runs else default
