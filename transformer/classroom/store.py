@@ -179,7 +179,7 @@ class ClassStore:
         """A new class: its code (for the students' link) and its teacher key (shown once, kept only as a hash).
         ClassroomError when the server already holds MAX_CLASSES classes; TooManyAttempts past CLASS_CREATIONS
         from `caller`'s browser, their address, or the whole server."""
-        title = check_text(title, N_("A class's title"), MAX_TITLE_CHARS)
+        title = check_text(title, N_("a class's title"), MAX_TITLE_CHARS)
         low, high = RETENTION_DAYS
         if type(retention_days) is not int or not low <= retention_days <= high:
             raise ClassroomError(Message(N_("a class is kept for {low} to {high} days"), low=low, high=high))
@@ -334,9 +334,9 @@ class ClassStore:
         compares names) from `browser`; the same browser again gets the student it joined as, under their first
         name, and a student their teacher let rejoin gets their place back under their name with the `rejoin` code
         the teacher was given (`let_rejoin`). ClassroomError if the name is taken or the class holds MAX_STUDENTS."""
-        name = unicodedata.normalize("NFC", check_text(name, N_("A name"), MAX_NAME_CHARS))
-        browser = check_text(browser, N_("A browser id"), MAX_BROWSER_CHARS)
-        rejoin = check_text(rejoin, N_("A rejoin code"), MAX_REJOIN_CHARS) if rejoin else ""
+        name = unicodedata.normalize("NFC", check_text(name, N_("a name"), MAX_NAME_CHARS))
+        browser = check_text(browser, N_("a browser id"), MAX_BROWSER_CHARS)
+        rejoin = check_text(rejoin, N_("a rejoin code"), MAX_REJOIN_CHARS) if rejoin else ""
         # A collision on the position means another student took it: at most MAX_STUDENTS can before the class is
         # full, so a class joining at once never sees "busy" (ATTEMPTS more for a name or browser taken meanwhile).
         for _ in range(MAX_STUDENTS + ATTEMPTS):
