@@ -48,8 +48,10 @@ def start_run() -> None:
     page is drawn, so the same run draws the live view on top."""
     state = st.session_state
     current: Run | None = state.get(RUN)
-    if (elsewhere := session_run_elsewhere("train")) or (current is not None and not current.done):
-        flash("train_form", "info", _(elsewhere or N_("A run is already training: stop it first, or wait for it.")))
+    if current is not None and not current.done:  # a double click's second: the page shows the run the first started
+        return
+    if elsewhere := session_run_elsewhere("train"):
+        flash("train_form", "info", elsewhere)
         return
     seat = seat_in_class()  # a class student's run takes the settings their teacher locked
     try:

@@ -358,6 +358,10 @@ def test_a_click_that_races_a_starting_job_starts_no_second_one(stop_jobs):
     second.run()
     assert not second.exception and second.session_state["run"] is job
     assert [run for runs in ui.common.run_registry()._slots for run in runs] == [job]
+    job.stop()
+    wait_until(lambda: job.done, timeout=30)
+    second.run()  # the form is back: the second click left no message for it
+    assert not any("already" in i.value for i in second.info), [i.value for i in second.info]
 
 
 def test_a_full_server_queues_the_run_and_starts_it_when_a_slot_frees(stop_jobs):
