@@ -158,6 +158,12 @@ def test_a_reload_keeps_the_student_and_a_class_that_ended_says_so():
     at.run()
     assert "you are **Ada**" in shown(at.info[0].value)  # the same browser (session) is the same student
     assert at.query_params["class"] == code  # the address keeps the class: a reload opens it again
+    home = AppTest.from_file("../../streamlit_app.py", default_timeout=30)
+    home.query_params["class"] = code
+    home.run()
+    home.query_params.clear()  # the address on the way to Home: a page link drops the page's parameters
+    home.run()
+    assert not home.exception and home.query_params["class"] == code  # Home keeps the class too
     ui.classes.class_store().delete_class(code, key, TEACHER)
     again = open_link(code)
     assert "class link does not work" in again.warning[0].value and again.button(key="start_training")
