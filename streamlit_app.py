@@ -169,7 +169,7 @@ def frame(page: str) -> None:
     sidebar. `page`: the page's url path. Imported here, not at the top, so that Home paints before torch loads."""
     import_page_modules()
     from ui.classes import class_from_link, class_recorder
-    from ui.links import model_from_link, share_link
+    from ui.links import keep_class_in_address, model_from_link
     from ui.sidebar import sidebar
     from ui.streamlit_internals import space_media_cleanup
 
@@ -178,8 +178,8 @@ def frame(page: str) -> None:
     model_from_link()
     class_from_link()
     sidebar(page)
-    if page == "":  # Home draws before the frame: its address keeps the class, so a reload there stays in it
-        share_link()
+    if page == "":  # Home draws before the frame, and writes no link of its own
+        keep_class_in_address()
 
 
 pages = [st.Page(home, title=_("Home"), icon=":material/home:", default=True)] + [

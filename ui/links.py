@@ -82,6 +82,14 @@ def link_values(page: str, parsers: Mapping[str, Parser]) -> dict[str, Any]:
     return values
 
 
+def keep_class_in_address() -> None:
+    """Put the class this session is in into the address (a page link drops it), so that a reload stays in it; the
+    address's other parameters stay as they are."""
+    code = st.session_state.get(CLASS_CODE)
+    if code is not None and st.query_params.get("class") != code:
+        st.query_params["class"] = code
+
+
 def share_link(params: Mapping[str, str] | None = None) -> None:
     """Put the shipped model in hand and the page's settings `params` in the address bar, and offer the link to
     copy in the sidebar. A model trained here or uploaded cannot travel in a link: the offer says so."""
