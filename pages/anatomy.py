@@ -28,6 +28,7 @@ from transformer.inspection import (
     sample_batch,
 )
 from transformer.literal import code_span, markdown_literal
+from transformer.naming import task_label
 from ui.charts import chart
 from ui.language import SELECT_ALL, _, said, session_translator, worded
 from ui.links import share_link
@@ -57,7 +58,7 @@ st.subheader(_("Configuration"))
 st.caption(
     _(
         "Trained on **{task}**, source lengths {low}-{high}.",
-        task=checkpoint.task.task,
+        task=markdown_literal(task_label(checkpoint.task)),
         low=checkpoint.task.min_len,
         high=checkpoint.task.max_len,
     )

@@ -21,6 +21,7 @@ from transformer.inspection import logit_lens
 from transformer.limits import check_probe_cost
 from transformer.link_params import decoding_parsers, write_params
 from transformer.literal import code_span, markdown_literal
+from transformer.naming import task_label
 from transformer.tasks import DataConfig, TaskData, longest_input, task_of
 from ui.accessibility import shortcut_help
 from ui.alignment_view import cross_attention_caption, decoding_alignment
@@ -327,7 +328,12 @@ elif i == last:
             _(":green[:material/check_circle: right]") if answer == right_answer else _(":red[:material/cancel: wrong]")
         )
         st.markdown(
-            _("Expected ({task}): {answer} {verdict}", task=task.task, answer=code_span(right_answer), verdict=verdict)
+            _(
+                "Expected ({task}): {answer} {verdict}",
+                task=markdown_literal(task_label(task)),
+                answer=code_span(right_answer),
+                verdict=verdict,
+            )
         )
     if strategy == "beam":
         st.caption(

@@ -26,7 +26,7 @@ from .i18n import Message
 from .lengths import SCORE_COLUMNS
 from .limits import MAX_LABEL_CHARS, MAX_REPORT_CHARS, MAX_REPORT_WEIGHTS, MAX_RUN_ROWS, MAX_SEQ_LEN, MAX_SYMBOL_CHARS
 from .live_examples import live_examples
-from .naming import run_name
+from .naming import run_name, task_label
 from .serving import Run
 from .training import METRIC_COLUMNS, smoothed_loss_floor
 
@@ -116,6 +116,7 @@ def gather(run: Run, tested: tuple[Module, pd.DataFrame] | None = None) -> Repor
         raise ValueError("this run has no trained model to report on")
     configs = {"model": run.model_config, "data": run.data_config, "train": run.train_config}
     settings = {s.name: getattr(configs[s.configs[0]], s.name) for s in spec.SETTINGS.values()}
+    settings["task"] = task_label(run.data_config)  # a task from examples by its own name, not "pairs"
     examples = live_examples(model, run.data(), EXAMPLES)
     return ReportData(
         name=run_name(run.model_config, run.data_config),

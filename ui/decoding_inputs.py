@@ -8,6 +8,7 @@ from transformer import Checkpoint
 from transformer.i18n import N_
 from transformer.limits import DECODING_BEAM_WIDTHS, DECODING_SEEDS, DECODING_TEMPERATURES
 from transformer.literal import markdown_literal
+from transformer.naming import task_label
 from transformer.tasks import DataConfig, task_of
 from transformer.vocab import Vocab
 from ui.language import _, said, worded
@@ -37,7 +38,7 @@ def set_input(text: str, origin: str) -> None:
 def show_what_is_shown(checkpoint: Checkpoint, label: str) -> None:
     """One line naming the model in hand and where the input comes from."""
     task, history, name = checkpoint.task, checkpoint.history, markdown_literal(label)
-    lengths = dict(task=task.task, low=task.min_len, high=task.max_len)
+    lengths = dict(task=markdown_literal(task_label(task)), low=task.min_len, high=task.max_len)
     if history:
         model = _(
             "**{name}** ({task}, trained on lengths {low}-{high} for {steps} steps)",
@@ -58,7 +59,7 @@ def source_input(task: DataConfig, vocab: Vocab, limit: int, examples: list[list
     text = text_col.text_input(
         _(
             "Source sequence ({task}: {description} {hint})",
-            task=task.task,
+            task=markdown_literal(task_label(task)),
             description=_(task_of(task).description),
             hint=_(vocab.input_hint(limit)).capitalize(),
         ),

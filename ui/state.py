@@ -36,7 +36,7 @@ from transformer.experiments import LiveExperiment
 from transformer.i18n import N_
 from transformer.limits import ENDED_RUN_KEPT_S
 from transformer.literal import markdown_literal
-from transformer.naming import run_name
+from transformer.naming import run_name, task_label
 from transformer.serving import Run, run_key
 from transformer.tasks import DataConfig
 from ui.common import models_by_browser, runs_by_browser, shipped_checkpoint, shipped_checkpoints
@@ -275,7 +275,9 @@ def model_in_hand() -> tuple[Checkpoint | None, str]:
         model = run.model()
         if model is not None:
             rows = run.rows[:]
-            label = _("training {task}, step {step}", task=run.data_config.task, step=rows[-1]["step"] if rows else 0)
+            label = _(
+                "training {task}, step {step}", task=task_label(run.data_config), step=rows[-1]["step"] if rows else 0
+            )
             return Checkpoint(model, run.data().vocab, model.config, run.data_config, rows, {}), label
     return st.session_state.get(IN_HAND), st.session_state.get(IN_HAND_NAME, "")
 

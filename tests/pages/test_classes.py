@@ -14,6 +14,7 @@ from tests.helpers import wait_until
 from tests.helpers.apptest import poll_until_done
 from transformer.classroom import Assignment, Caller, Group, RunState
 from transformer.pairs import pairs_from_rows
+from transformer.report_data import gather
 from ui.train_controls import CLASS_SAME_RUN, SAME_RUN
 from ui.train_form import ALL_LOCKED, CHOSEN, LOCKED
 
@@ -257,6 +258,9 @@ def test_a_class_with_its_own_task_trains_it_with_the_student_s_seed():
     poll_until_done(at)
     board = lambda: ui.classes.class_store().open_board(code, key, TEACHER)  # noqa: E731
     wait_until(lambda: board().runs[seat.id].status == "finished")  # the recorder writes from its own thread
+    at.run()
+    assert any("task our pairs, lengths 2-2" in shown(c.value) for c in at.sidebar.caption)  # its name, not "pairs"
+    assert gather(job).settings["task"] == "our pairs"  # and so in the lab report
 
 
 def test_the_question_names_the_class_s_own_task_not_the_one_the_assignment_names():
