@@ -189,7 +189,7 @@ def _longer_exact_match(longer: pd.DataFrame) -> Message:
     right."""
     first = longer.iloc[0]
     none_right = longer["exact_match"][::-1].cumsum()[::-1] == 0  # from here on, nothing is right
-    exact, at, none_from = format(first["exact_match"], ".0%"), first["length"], longer.loc[none_right, "length"].min()
+    exact, at, none_from = percent(first["exact_match"]), first["length"], longer.loc[none_right, "length"].min()
     if none_right.iloc[0]:
         return Message(N_("0% from length {none_from} on"), none_from=none_from)
     if none_right.any():
@@ -198,9 +198,17 @@ def _longer_exact_match(longer: pd.DataFrame) -> Message:
     return Message(N_("{exact} at length {length}"), exact=exact, length=at)
 
 
-def _span(values: pd.Series, spec: str = ".0%") -> str:
-    """'x' when every value reads the same, else 'x to y' ('x-y' for lengths, spec 'd')."""
-    low, high = format(values.min(), spec), format(values.max(), spec)
+def percent(share: float) -> str:
+    """A share as the length test says it: a whole percent where it is one ('90%'), else to a tenth ('12.5%', not a
+    rounded 12%); short of every input it never reads 100%, and with any right never 0%."""
+    tenths = min(max(round(share * 1000), 1 if share > 0 else 0), 999 if share < 1 else 1000)
+    return f"{tenths // 10}%" if tenths % 10 == 0 else f"{tenths / 10:.1f}%"
+
+
+def _span(values: pd.Series, spec: str = "%") -> str:
+    """'x' when every value reads the same, else 'x to y' ('x-y' for lengths, spec 'd'); spec '%': a `percent`."""
+    shown = percent if spec == "%" else lambda value: format(value, spec)
+    low, high = shown(values.min()), shown(values.max())
     if low == high:
         return low
     return f"{low}-{high}" if spec == "d" else Message(N_("{low} to {high}"), low=low, high=high)
