@@ -202,7 +202,7 @@ def test_each_example_of_a_description_holds_in_the_task_s_default_run(name):
         assert [symbols[i] for i in task.target([symbols.index(w) for w in source], n_symbols)] == target
 
 
-QUICK_DEFAULT_RUNS = ("translate", "dedup", "caesar", "repeat")  # seconds each; the others take 25-30 s (benchmarks.md)
+QUICK_DEFAULT_RUNS = ("translate", "dedup", "caesar", "repeat")  # seconds each; the others take 5-30 s (benchmarks.md)
 
 
 @pytest.mark.heavy

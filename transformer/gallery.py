@@ -55,8 +55,8 @@ class Addition(GalleryTask):
     lengths = range(3, MAX_SEQ_LEN + 1)
     symbol_counts = range(2, 11)
     symbols_mean = N_("digits (the number base)")
-    defaults = {"min_len": 3, "max_len": 5, "n_symbols": 10, "d_model": 64, "n_layers": 2, "d_ff": 256,
-                "warmup": 200, "batch_size": 128, "steps": 3000, "time_budget_s": 120}  # fmt: skip
+    defaults = {"min_len": 3, "max_len": 5, "n_symbols": 10, "n_layers": 2, "lr": 0.01, "warmup": 200,
+                "batch_size": 128, "steps": 4000, "time_budget_s": 120}  # fmt: skip
 
     def symbols(self, n_symbols: int) -> tuple[str, ...]:
         return (*map(str, range(n_symbols)), "+")
