@@ -1,6 +1,7 @@
 """Task files and tables of pairs: what loads, and the one-line reason for what does not, hostile files included.
 Every bound holds before what it bounds is read."""
 
+import codecs
 import csv
 import os
 import re
@@ -82,7 +83,9 @@ def test_a_target_symbol_no_source_has_duplicate_pairs_and_commas_in_tsv_load():
         (csv_bytes() + b'\n"1 2,3', 'line 8: a quoted cell is never closed: a cell that starts with " must end'),
         (csv_bytes() + b'\n"1 2"x,3', 'line 8: a closing " is followed by more text'),
         (csv_bytes() + b"\n1\x002,3", "line 8: symbol .* control characters"),
-        (b"\xff\xfe" + csv_bytes(), "not UTF-8 text \\(byte 1\\)"),
+        (b"\xff\xfe" + "1,2\n".encode("utf-16-le") + b"\x00\xd8a\x00", "begins as UTF-16 text but is not \\(byte 11\\)"),
+        (b"\xfe\xff\x00a\x00", "begins as UTF-16 text but is not \\(byte 5\\)"),  # an odd byte at the end
+        (b"\xc3\x28" + csv_bytes(), "not UTF-8 text \\(byte 1\\)"),
         (csv_bytes(PAIRS[:3]), "at least 5 different pairs"),
         (b"", "at least 5 different pairs"),
         (csv_bytes() + b"\n1 2 ,", "line 8: the target is empty"),
@@ -92,6 +95,14 @@ def test_a_bad_file_gets_a_one_line_reason(data, message):
     with pytest.raises(ValueError, match=message) as error:
         read_task_file(data, "bad.csv")
     assert "\n" not in str(error.value)
+
+
+@pytest.mark.parametrize("encoding", ["utf-16", "utf-16-be"])
+def test_a_file_in_utf_16_with_its_byte_order_mark_reads_as_in_utf_8(encoding):
+    text = csv_bytes(separator="\t").decode() + "\n张 三\t三 张\n"
+    data = (codecs.BOM_UTF16_BE if encoding == "utf-16-be" else b"") + text.encode(encoding)  # utf-16 writes its own
+    assert data[:2] in (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)
+    assert read_task_file(data, "excel.txt") == read_task_file(text.encode(), "excel.txt")
 
 
 @pytest.mark.parametrize("line", [b'"1 2,3', b'"1 2"x,3'])

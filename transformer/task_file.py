@@ -15,6 +15,7 @@ bounds is read: the file's size first, then each line's length and the number of
 (`pairs.pairs_from_rows`). Anything else gets a ValueError with a one-line reason naming the line.
 """
 
+import codecs
 import csv
 import os
 import stat
@@ -27,6 +28,7 @@ from .pairs import TaskPairs, pairs_from_rows
 
 HEADER = (N_("source"), N_("target"))  # a table's columns, and a task file's header line in any of LANGUAGES
 _SIZE = f"{MAX_TASK_FILE_BYTES // 2**20} MB"
+NOT_UTF8 = N_("the task file is not UTF-8 text (byte {at})")
 
 
 def read_task_path(path: str | os.PathLike) -> TaskPairs:
@@ -44,10 +46,12 @@ def read_task_file(data: bytes, name: str) -> TaskPairs:
     """The task in a task file's bytes, called `name` (e.g. the file's name)."""
     if len(data) > MAX_TASK_FILE_BYTES:
         raise ValueError(Message(N_("the task file is larger than {size}"), size=_SIZE))
+    utf16 = data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE))  # Excel's "Unicode Text" saves UTF-16
     try:
-        text = data.decode("utf-8-sig")
+        text = data.decode("utf-16" if utf16 else "utf-8-sig")
     except UnicodeDecodeError as err:
-        raise ValueError(Message(N_("the task file is not UTF-8 text (byte {at})"), at=err.start + 1)) from None
+        unreadable = N_("the task file begins as UTF-16 text but is not (byte {at})") if utf16 else NOT_UTF8
+        raise ValueError(Message(unreadable, at=err.start + 1)) from None
     lines = text.splitlines(keepends=True)
     first = next((line for line in lines if line.strip()), "")
     tsv = "\t" in first
