@@ -158,7 +158,7 @@ def test_the_lengths_a_test_leaves_out_are_named_with_why():
     rows = [(f"row {i}", f"{a} {b}", b) for i, (a, b) in enumerate(zip("abcdef", "fedcba"), 1)]
     pairs = DataConfig.from_pairs(pairs_from_rows(rows, "mine"))  # every source 2 symbols long
     assert untested(scores_frame({2: 1.0}), range(1, 5), pairs) == (
-        "This task's pairs have inputs of 2 to 2 symbols: lengths 1, 3, 4 have none, so the test leaves them out."
+        "This task's pairs have inputs of 2 symbols: lengths 1, 3, 4 have none, so the test leaves them out."
     )
     assert untested(scores_frame({3: 1.0, 5: 1.0}), range(3, 6), TASK).startswith("The test leaves out lengths 4:")
     assert untested(scores_frame({3: 1.0, 4: 1.0}), range(3, 5), TASK) is None

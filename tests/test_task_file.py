@@ -83,7 +83,7 @@ def test_a_target_symbol_no_source_has_duplicate_pairs_and_commas_in_tsv_load():
         (csv_bytes() + b'\n"1 2,3', 'line 8: a quoted cell is never closed: a cell that starts with " must end'),
         (csv_bytes() + b'\n"1 2"x,3', 'line 8: a closing " is followed by more text'),
         (csv_bytes() + b"\n1\x002,3", "line 8: symbol .* control characters"),
-        (b"\xff\xfe" + "1,2\n".encode("utf-16-le") + b"\x00\xd8a\x00", "begins as UTF-16 text but is not \\(byte 11\\)"),
+        (b"\xff\xfe" + "1,2\n".encode("utf-16-le") + b"\x00\xd8", "begins as UTF-16 text but is not \\(byte 11\\)"),
         (b"\xfe\xff\x00a\x00", "begins as UTF-16 text but is not \\(byte 5\\)"),  # an odd byte at the end
         (b"\xc3\x28" + csv_bytes(), "not UTF-8 text \\(byte 1\\)"),
         (csv_bytes(PAIRS[:3]), "at least 5 different pairs"),

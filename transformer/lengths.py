@@ -16,6 +16,7 @@ from .decoding import greedy_decode
 from .i18n import N_, Message
 from .limits import MAX_PER_LENGTH, MAX_PROBE_COST, forward_cost
 from .model import ModelConfig, Transformer
+from .task import spoken
 from .tasks import MAX_SEQ_LEN, DataConfig, TaskData, task_of
 from .vocab import N_SPECIAL, Vocab
 
@@ -164,8 +165,7 @@ def summary(scores: pd.DataFrame, task: DataConfig) -> list[Message]:
 
 
 UNTESTED_PAIRS = N_(
-    "This task's pairs have inputs of {low} to {high} symbols: lengths {lengths} have none, so the test leaves them "
-    "out."
+    "This task's pairs have inputs of {sizes} symbols: lengths {lengths} have none, so the test leaves them out."
 )
 UNTESTED = N_(
     "The test leaves out lengths {lengths}: the held-out set has no input of them, or their outputs would not fit in "
@@ -180,7 +180,8 @@ def untested(scores: pd.DataFrame, lengths: Sequence[int], task: DataConfig) -> 
     if not left:
         return None
     if task.pairs is not None:
-        return Message(UNTESTED_PAIRS, low=task.min_len, high=task.max_len, lengths=", ".join(left))
+        sizes = spoken(range(task.min_len, task.max_len + 1))
+        return Message(UNTESTED_PAIRS, sizes=sizes, lengths=", ".join(left))
     return Message(UNTESTED, lengths=", ".join(left))
 
 

@@ -91,7 +91,7 @@ class Task(ABC):
             raise ValueError(Message(template, task=self.name, low=low, high=high))
         if config.n_symbols not in self.symbol_counts:
             template = N_("{task} takes {counts} {what}: set Symbols to one of them")
-            counts = _spoken(self.symbol_counts)
+            counts = spoken(self.symbol_counts)
             raise ValueError(Message(template, task=self.name, counts=counts, what=Message(self.symbols_mean)))
 
     def held_out(self, config: DataConfig, generator: torch.Generator) -> list[list[int]]:
@@ -125,8 +125,10 @@ class Task(ABC):
         return sources
 
 
-def _spoken(values: range) -> str:
-    """A range of allowed values in words: "2 to 30", or "2, 4, 6 or 8" when it steps."""
+def spoken(values: range) -> str:
+    """A range of values in words: "2 to 30", "3" when it holds one, or "2, 4, 6 or 8" when it steps."""
+    if len(values) == 1:
+        return str(values[0])
     if values.step == 1:
         return Message(N_("{low} to {high}"), low=values[0], high=values[-1])
     return Message(N_("{some} or {last}"), some=", ".join(map(str, values[:-1])), last=values[-1])

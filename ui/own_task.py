@@ -20,6 +20,7 @@ from transformer.i18n import N_
 from transformer.limits import MAX_TABLE_PAIRS, MAX_TASK_FILE_BYTES, MAX_TASK_PAIRS
 from transformer.literal import code_span, markdown_literal
 from transformer.pairs import HELD_OUT_EVERY, TaskPairs
+from transformer.task import spoken
 from transformer.task_file import HEADER, read_task_file, read_task_table
 from ui.classes import caller, class_store
 from ui.language import _, column_labels
@@ -142,13 +143,11 @@ def _forgotten(prefix: str) -> str | None:
 def task_summary(task: TaskPairs) -> str:
     """The task in a line: its name, pairs, lengths and symbols (Markdown, its text literal)."""
     return _(
-        "**{name}**: {train} pairs to train on and {held_out} held out, inputs of {low} to {high} symbols, "
-        "{symbols} symbols",
+        "**{name}**: {train} pairs to train on and {held_out} held out, inputs of {sizes} symbols, {symbols} symbols",
         name=markdown_literal(task.name),
         train=len(task.train),
         held_out=len(task.held_out),
-        low=task.min_len,
-        high=task.max_len,
+        sizes=_(spoken(range(task.min_len, task.max_len + 1))),
         symbols=len(task.symbols),
     )
 

@@ -64,8 +64,8 @@ FRONTEND_REWORDED = {
 # empty box shows them (placeholder) or as a chart's toolbar shows them on hover (data-title): a help icon's, a chosen
 # option's remove button, a multiselect's clear button, an uploader's file input, a select box's placeholder and its
 # open and close button, a range slider's two thumbs, the sidebar and its pages, a heading's link, an image's
-# full-screen button, the buttons of a chart's and a table's toolbar, and a button's shortcut badge. Shown in the session's words in those
-# attributes only: as page text, "Remove {item}" or "Search" could be a student's own words.
+# full-screen button, the buttons of a chart's and a table's toolbar, and a button's shortcut badge. Shown in the
+# session's words in those attributes only: as page text, "Remove {item}" or "Search" could be a student's own words.
 REMOVE_ITEM = N_("Remove {item}")  # also the name the lab gives an uploaded file's remove button, which has none
 FRONTEND_LABELS = (
     N_("Help for {label}"),

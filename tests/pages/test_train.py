@@ -756,6 +756,7 @@ def test_a_task_of_few_pairs_warns_before_training_and_the_examples_count_their_
     assert len(at.dataframe[0].value) == 1
     upload(at, "pairs.csv", PAIRS_64)
     assert not at.warning and at.session_state["train_own_task"].name == "pairs.csv"  # 64 pairs, 12 held out
+    assert any("inputs of 2 symbols, 8 symbols" in shown(m.value) for m in at.success)  # not "2 to 2"
 
 
 def test_removing_the_task_file_stops_using_its_task_but_not_the_table_s():
