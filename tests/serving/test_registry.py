@@ -392,6 +392,21 @@ def test_a_queued_runs_wait_counts_down_what_the_budgets_of_a_run_past_a_typical
     registry.leave("a", long)
 
 
+def test_before_a_run_of_its_kind_finishes_a_queued_run_expects_its_kind_to_take_as_long_as_one_has_trained(
+    registry, monkeypatch
+):
+    monkeypatch.setattr(registry_module, "DEFAULT_RUN_S", 0.1)  # no run has finished on this server
+    kind = dict(steps=10**6, time_budget_s=30.0, early_stop=False)  # a class's runs: one kind, a seed each
+    first = registry.submit("a", *settings(seed=0, **kind))
+    ahead, behind = (registry.submit(watcher, *settings(seed=seed, **kind)) for watcher, seed in (("b", 1), ("c", 2)))
+    assert first.wait_until_moving(30.0)
+    wait_until(lambda: time.perf_counter() - first.started_at > 1.0)
+    held = time.perf_counter() - first.started_at
+    assert registry.place(behind).wait_s - registry.place(ahead).wait_s >= held  # the run ahead takes that long too
+    for watcher, run in (("a", first), ("b", ahead), ("c", behind)):
+        registry.leave(watcher, run)
+
+
 def test_leaving_the_queue_and_going_idle_both_free_the_place(registry):
     registry.submit("a", *settings(seed=0, **ENDLESS))
     left = registry.submit("b", *settings(seed=1))

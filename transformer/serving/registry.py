@@ -254,9 +254,12 @@ class RunRegistry:
                 return None
             position = self._queue.index(run) + 1
             now, cap = time.perf_counter(), self.settings.max_run_s
+            going = {}  # how long the longest-running run of each kind in the slots has trained
+            for one in (one for runs in self._slots for one in runs if one.started_at is not None):
+                going[run_kind(one)] = max(going.get(run_kind(one), 0.0), now - one.started_at)
 
             def typical(one: Run) -> float:
-                return self._lengths.typical(run_kind(one), DEFAULT_RUN_S)
+                return self._lengths.typical(run_kind(one), DEFAULT_RUN_S, going.get(run_kind(one), 0.0))
 
             free_in = [
                 max((remaining_s(one, typical(one), cap, now) for one in runs), default=0.0) for runs in self._slots

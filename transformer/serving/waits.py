@@ -49,7 +49,9 @@ class RunLengths:
             del self._by_kind[next(iter(self._by_kind))]
         self._all.append(seconds)
 
-    def typical(self, kind: str, default: float) -> float:
-        """The median length of the recent runs of `kind`, else of any recent runs, else `default`."""
-        runs = self._by_kind.get(kind) or self._all
-        return statistics.median(runs) if runs else default
+    def typical(self, kind: str, default: float, at_least: float = 0.0) -> float:
+        """The median length of the recent runs of `kind`; before one of them has finished, that of any recent runs
+        (else `default`) but at least `at_least`, how long a run of the kind training now has gone on."""
+        if runs := self._by_kind.get(kind):
+            return statistics.median(runs)
+        return max(statistics.median(self._all) if self._all else default, at_least)
