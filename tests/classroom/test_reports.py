@@ -59,7 +59,7 @@ def test_a_class_run_s_report_is_kept_as_it_ends_and_read_back_as_it_was_made(st
     assert kept[ada.id].step == store.open_board(code, key).runs[ada.id].step
 
 
-def test_a_length_test_joins_the_report_until_the_next_run_s_report_replaces_both(store, runs):
+def test_a_length_test_joins_the_report_until_another_run_s_report_replaces_both(store, runs):
     code, _ = store.create_class("Lab 1")
     ada = store.join(code, "browser-a", "Ada")
     first, second = runs
@@ -70,6 +70,8 @@ def test_a_length_test_joins_the_report_until_the_next_run_s_report_replaces_bot
     kept = kept_reports(store, [ada.id])[ada.id]
     assert [row["length"] for row in kept.lengths] == [1, 2, 3, 4, 5]
     assert [row["exact_match"] for row in kept.lengths] == pytest.approx(scores["exact_match"].tolist(), rel=1e-5)
+    record_run_report(store, ada, first)  # Start again on the same settings: it joins the same run, whose model it is
+    assert kept_reports(store, [ada.id])[ada.id] == kept
     record_run_report(store, ada, second)
     kept = kept_reports(store, [ada.id])[ada.id]
     assert kept.lengths is None and kept.settings["seed"] == 1

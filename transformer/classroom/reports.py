@@ -29,7 +29,8 @@ log = logging.getLogger("transformer.classroom")
 
 def record_run_report(store: ClassStore, student: Student, run: Run) -> None:
     """Keep the report of `student`'s ended run in place of their last one and its length test, if the run trained a
-    model; a run no report can be made of is logged and left out. UnknownClass once the class has ended."""
+    model; the same report again (Start joined the run it is of) keeps its length test. A run no report can be made of
+    is logged and left out. UnknownClass once the class has ended."""
     if run.error is not None or run.result is None or run.result.steps == 0:
         return
     try:
@@ -40,6 +41,9 @@ def record_run_report(store: ClassStore, student: Student, run: Run) -> None:
     values = dict(student_id=student.id, report=text, lengths=None, updated_at=store.now())
     try:
         with store.engine.begin() as conn:
+            kept = conn.scalar(select(reports.c.report).where(reports.c.student_id == student.id))
+            if kept == text:  # the model the length test was run on is this report's
+                return
             upsert(conn, reports, values)
     except IntegrityError as err:  # the student's class was deleted or purged
         raise UnknownClass("the student's class has ended") from err
