@@ -251,15 +251,19 @@ def live_status(job: LiveExperiment | None, live: bool, experiment: Experiment) 
     """Where this session's run of `experiment` is: its place in the queue and its progress while `live`, or the
     error that stopped it."""
     if live and (place := run_registry().place(job.chain.current)) is not None:
-        st.info(
-            _(
+        wait = (
+            N_(
                 "Every training slot is in use: the next variant is number {position} in the queue, and should start "
-                "in about {wait_s:.0f} s. It starts on its own; keep this page open.",
-                position=place.position,
-                wait_s=place.wait_s,
-            ),
-            icon=":material/hourglass_top:",
+                "in about {wait_s:.0f} s. It starts on its own; keep this page open."
+            )
+            if place.known
+            else N_(
+                "Every training slot is in use: the next variant is number {position} in the queue. No run like it "
+                "has finished on this server yet, so how long it waits is not known. It starts on its own; keep this "
+                "page open."
+            )
         )
+        st.info(_(wait, position=place.position, wait_s=place.wait_s), icon=":material/hourglass_top:")
     if live:
         done, total = job.progress()
         st.progress(

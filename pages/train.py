@@ -158,15 +158,19 @@ def queue_place(run: Run) -> None:
     """A queued run's place in the queue and its expected wait."""
     place = run_registry().place(run)
     if place is not None:
-        st.info(
-            _(
+        wait = (
+            N_(
                 "Every training slot is in use: your run is number {position} in the queue, and should start in "
-                "about {wait_s:.0f} s. It starts on its own; keep this page open.",
-                position=place.position,
-                wait_s=place.wait_s,
-            ),
-            icon=":material/hourglass_top:",
+                "about {wait_s:.0f} s. It starts on its own; keep this page open."
+            )
+            if place.known
+            else N_(
+                "Every training slot is in use: your run is number {position} in the queue. No run like it has "
+                "finished on this server yet, so how long it waits is not known. It starts on its own; keep this page "
+                "open."
+            )
         )
+        st.info(_(wait, position=place.position, wait_s=place.wait_s), icon=":material/hourglass_top:")
 
 
 def live_charts(run: Run, rows: list, losses: list) -> None:

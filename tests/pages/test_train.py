@@ -372,6 +372,7 @@ def test_a_full_server_queues_the_run_and_starts_it_when_a_slot_frees(stop_jobs)
     start(at, task="copy", min_len=3, max_len=3, steps=20)
     job = at.session_state["run"]
     assert job.status == "queued" and "your run is number 1 in the queue" in at.info[0].value
+    assert "how long it waits is not known" in at.info[0].value  # no run of its kind has finished: no guess
     assert at.button(key="stop_training").label == "Leave queue"
     registry.leave(*others[0])  # a slot frees: the queued run starts on its own
     poll_until_done(at)

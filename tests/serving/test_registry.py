@@ -403,6 +403,7 @@ def test_before_a_run_of_its_kind_finishes_a_queued_run_expects_its_kind_to_take
     wait_until(lambda: time.perf_counter() - first.started_at > 1.0)
     held = time.perf_counter() - first.started_at
     assert registry.place(behind).wait_s - registry.place(ahead).wait_s >= held  # the run ahead takes that long too
+    assert not registry.place(behind).known  # and the page says the wait is not known yet
     for watcher, run in (("a", first), ("b", ahead), ("c", behind)):
         registry.leave(watcher, run)
 

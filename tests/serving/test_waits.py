@@ -59,6 +59,7 @@ def test_a_kind_of_run_is_estimated_from_its_own_recent_runs_else_from_any():
         lengths.add("reverse", seconds)
     assert lengths.typical("add", default=10.0) == 1.5  # no add has finished: any recent run
     assert lengths.typical("add", default=10.0, at_least=12.0) == 12.0  # but an add has trained for 12 s already
+    assert lengths.knows("reverse") and not lengths.knows("add")
     assert lengths.typical("reverse", default=10.0, at_least=12.0) == 1.5  # its own runs know better
     lengths.add("add", 25.0)
     assert lengths.typical("add", default=10.0) == 25.0 and lengths.typical("reverse", default=10.0) == 1.5

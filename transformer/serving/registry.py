@@ -97,10 +97,12 @@ def run_kind(run: Run) -> str:
 
 @dataclass
 class Place:
-    """Where a queued run stands: 1-based `position` in the queue and the estimated wait in seconds."""
+    """Where a queued run stands: 1-based `position` in the queue and the estimated wait in seconds; `known`: whether
+    a run of its kind has finished on this server, which the estimate needs to be more than a guess."""
 
     position: int
     wait_s: float
+    known: bool = True
 
 
 class Chain:
@@ -264,7 +266,8 @@ class RunRegistry:
             free_in = [
                 max((remaining_s(one, typical(one), cap, now) for one in runs), default=0.0) for runs in self._slots
             ]
-            return Place(position, expected_wait_s(position, free_in, typical(run)))  # those ahead: a class's kind
+            wait_s = expected_wait_s(position, free_in, typical(run))  # those ahead: mostly of its kind, a class's
+            return Place(position, wait_s, self._lengths.knows(run_kind(run)))
 
     def watching(self) -> int:
         """Watchers of runs that have not ended, over the whole server: how many pages are polling a run."""

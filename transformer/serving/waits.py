@@ -49,6 +49,10 @@ class RunLengths:
             del self._by_kind[next(iter(self._by_kind))]
         self._all.append(seconds)
 
+    def knows(self, kind: str) -> bool:
+        """Whether a recent run of `kind` has finished."""
+        return kind in self._by_kind
+
     def typical(self, kind: str, default: float, at_least: float = 0.0) -> float:
         """The median length of the recent runs of `kind`; before one of them has finished, that of any recent runs
         (else `default`) but at least `at_least`, how long a run of the kind training now has gone on."""
