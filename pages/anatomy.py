@@ -28,7 +28,7 @@ from transformer.inspection import (
     sample_batch,
 )
 from transformer.literal import code_span, markdown_literal
-from transformer.naming import task_label
+from transformer.naming import length_span, task_label
 from ui.charts import chart
 from ui.language import SELECT_ALL, _, said, session_translator, worded
 from ui.links import share_link
@@ -57,10 +57,9 @@ chart(
 st.subheader(_("Configuration"))
 st.caption(
     _(
-        "Trained on **{task}**, source lengths {low}-{high}.",
+        "Trained on **{task}**, source lengths {lengths}.",
         task=markdown_literal(task_label(checkpoint.task)),
-        low=checkpoint.task.min_len,
-        high=checkpoint.task.max_len,
+        lengths=length_span(checkpoint.task),
     )
 )
 settings = config_table(config).replace({"value": {"True": _("yes"), "False": _("no")}})

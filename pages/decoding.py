@@ -21,7 +21,7 @@ from transformer.inspection import logit_lens
 from transformer.limits import check_probe_cost
 from transformer.link_params import decoding_parsers, write_params
 from transformer.literal import code_span, markdown_literal
-from transformer.naming import task_label
+from transformer.naming import length_span, task_label
 from transformer.tasks import DataConfig, TaskData, longest_input, task_of
 from ui.accessibility import shortcut_help
 from ui.alignment_view import cross_attention_caption, decoding_alignment
@@ -107,10 +107,9 @@ except ValueError as err:
 if not task.min_len <= len(ids) <= task.max_len:
     st.warning(
         _(
-            "The model was trained on lengths {low}-{high}; an input of {n} tests whether it generalizes beyond "
+            "The model was trained on lengths {lengths}; an input of {n} tests whether it generalizes beyond "
             "them. The Length test page scores every length at once.",
-            low=task.min_len,
-            high=task.max_len,
+            lengths=length_span(task),
             n=len(ids),
         )
     )

@@ -15,7 +15,7 @@ from transformer.lengths import LengthReport, inputs_within_budget, score_length
 from transformer.limits import INPUTS_PER_LENGTH
 from transformer.link_params import lengths_parsers, write_params
 from transformer.literal import markdown_literal
-from transformer.naming import task_label
+from transformer.naming import length_span, task_label
 from ui.charts import chart
 from ui.common import shipped_checkpoint
 from ui.downloads import csv_download
@@ -62,10 +62,9 @@ if len(lengths) > 1:
         key="lengths_range",
         persist_state="session",
         help=_(
-            "The model trained on lengths {low}-{high}. The test offers lengths {first}-{last}: those its task has "
+            "The model trained on lengths {lengths}. The test offers lengths {first}-{last}: those its task has "
             "inputs of, up to the longest its positional encoding covers.",
-            low=task.min_len,
-            high=task.max_len,
+            lengths=length_span(task),
             first=lengths[0],
             last=lengths[-1],
         ),

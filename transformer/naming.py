@@ -24,13 +24,18 @@ _IN_EVERY_SUMMARY = {"task", "min_len", "max_len", "n_symbols", "d_model", "n_he
 _NOT_WHAT_IT_TRAINS = {"steps", "time_budget_s", "device"}
 
 
+def length_span(data: DataConfig) -> str:
+    """The input lengths a run trains on, as its summaries say them: "6-8", or "3" when there is one."""
+    return str(data.min_len) if data.min_len == data.max_len else f"{data.min_len}-{data.max_len}"
+
+
 def run_summary(model_config: ModelConfig, data_config: DataConfig, train_config: TrainConfig) -> Message:
     """The settings of a run in one line: task, data, model, each other setting a student chooses (on the Train
     form, or a switch of Compare) that the run sets away from where the form starts, but its budgets and device,
     peak learning rate, seed."""
     c, d = model_config, data_config
     configs = {"data": data_config, "model": model_config, "train": train_config}
-    data = N_("{task}, lengths {low}-{high}, {symbols} symbols")
+    data = N_("{task}, lengths {lengths}, {symbols} symbols")
     if c.n_heads == 1:
         sizes = N_("d_model {d_model}, {heads} head, {layers}+{layers} layers")
     else:
@@ -44,7 +49,7 @@ def run_summary(model_config: ModelConfig, data_config: DataConfig, train_config
     ]
     return joined(
         [
-            Message(data, task=task_label(d), low=d.min_len, high=d.max_len, symbols=d.n_symbols),
+            Message(data, task=task_label(d), lengths=length_span(d), symbols=d.n_symbols),
             Message(sizes, d_model=c.d_model, heads=c.n_heads, layers=c.n_layers),
             *changed,
             Message(N_("peak lr {lr:g}"), lr=train_config.lr),

@@ -8,7 +8,7 @@ from transformer import Checkpoint
 from transformer.i18n import N_
 from transformer.limits import DECODING_BEAM_WIDTHS, DECODING_SEEDS, DECODING_TEMPERATURES
 from transformer.literal import markdown_literal
-from transformer.naming import task_label
+from transformer.naming import length_span, task_label
 from transformer.tasks import DataConfig, task_of
 from transformer.vocab import Vocab
 from ui.language import _, said, worded
@@ -38,16 +38,16 @@ def set_input(text: str, origin: str) -> None:
 def show_what_is_shown(checkpoint: Checkpoint, label: str) -> None:
     """One line naming the model in hand and where the input comes from."""
     task, history, name = checkpoint.task, checkpoint.history, markdown_literal(label)
-    lengths = dict(task=markdown_literal(task_label(task)), low=task.min_len, high=task.max_len)
+    lengths = dict(task=markdown_literal(task_label(task)), lengths=length_span(task))
     if history:
         model = _(
-            "**{name}** ({task}, trained on lengths {low}-{high} for {steps} steps)",
+            "**{name}** ({task}, trained on lengths {lengths} for {steps} steps)",
             name=name,
             steps=history[-1]["step"],
             **lengths,
         )
     else:
-        model = _("**{name}** ({task}, trained on lengths {low}-{high})", name=name, **lengths)
+        model = _("**{name}** ({task}, trained on lengths {lengths})", name=name, **lengths)
     text, origin = st.session_state.get("decode_input_origin", (None, ""))
     where = origin if text == st.session_state.get("decode_input") else N_("typed by you")
     st.markdown(_("Decoding with {model} · input: {origin}.", model=model, origin=markdown_literal(_(where))))

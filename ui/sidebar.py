@@ -4,7 +4,7 @@ the model in hand."""
 import streamlit as st
 
 from transformer.literal import markdown_literal
-from transformer.naming import task_label
+from transformer.naming import length_span, task_label
 from ui.accessibility import accessible_page
 from ui.common import setup_torch
 from ui.language import _, language_picker, ngettext
@@ -80,12 +80,7 @@ def _model_in_hand_label(page: str) -> None:
     st.caption(
         " · ".join(
             (
-                _(
-                    "task {task}, lengths {low}-{high}",
-                    task=markdown_literal(task_label(task)),
-                    low=task.min_len,
-                    high=task.max_len,
-                ),
+                _("task {task}, lengths {lengths}", task=markdown_literal(task_label(task)), lengths=length_span(task)),
                 _("d_model {d_model}, {heads}, {n}+{n} layers", d_model=c.d_model, heads=heads, n=c.n_layers),
                 _("pre-norm") if c.norm_first else _("post-norm"),
             )

@@ -259,7 +259,7 @@ def test_a_class_with_its_own_task_trains_it_with_the_student_s_seed():
     board = lambda: ui.classes.class_store().open_board(code, key, TEACHER)  # noqa: E731
     wait_until(lambda: board().runs[seat.id].status == "finished")  # the recorder writes from its own thread
     at.run()
-    assert any("task our pairs, lengths 2-2" in shown(c.value) for c in at.sidebar.caption)  # its name, not "pairs"
+    assert any("task our pairs, lengths 2 ·" in shown(c.value) for c in at.sidebar.caption)  # its name, not "pairs"
     assert gather(job).settings["task"] == "our pairs"  # and so in the lab report
 
 
