@@ -207,8 +207,9 @@ def held_out_examples(run: Run, rows: list) -> None:
             step=step,
         )
     )
-    headers = {"input": _("input"), "target": _("target"), "model output": _("model output"), "right": _("right")}
-    st.dataframe(table_cells(examples).rename(columns=headers), hide_index=True)  # its empty output's words
+    headers = {"right": _("right"), "input": _("input"), "model output": _("model output"), "target": _("target")}
+    shown = table_cells(examples)[list(headers)].rename(columns=headers)  # its empty output's words
+    st.dataframe(shown, hide_index=True)  # the verdict first, and the output beside its input: in view on a phone
 
 
 @st.fragment(run_every=poll_s if active else None)

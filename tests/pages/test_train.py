@@ -88,6 +88,7 @@ def test_training_streams_curves_and_puts_the_model_in_hand(stop_jobs):
     assert lr["layout"]["shapes"][0]["x0"] == job.result.steps
     examples = at.dataframe[0].value
     assert len(examples) == 5 and set(examples["right"]) <= {"✓", "✗"}
+    assert examples.columns.tolist() == ["right", "input", "model output", "target"]  # a phone shows the first three
     metrics = at.dataframe[1].value
     assert metrics["step"].tolist() == steps.tolist()
     downloads = {button.proto.id.rsplit("-", 1)[-1] for button in at.get("download_button")}
