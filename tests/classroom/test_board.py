@@ -58,10 +58,10 @@ def test_states_and_results_read_as_words():
     assert [board.state_text(RunState(s)) for s in ended] == list(ended)
     assert board.result_text(finished(450, True)) == "solved in 450 steps"
     assert (
-        board.result_text(finished(600, False, 0.62)) == "not solved: exact match 62.0% after 600 steps (step budget)"
+        board.result_text(finished(600, False, 0.62)) == "not solved in 600 steps: exact match 62.0%"
     )
     assert (
-        board.result_text(finished(600, False, 0.997)) == "not solved: exact match 99.7% after 600 steps (step budget)"
+        board.result_text(finished(600, False, 0.997)) == "not solved in 600 steps: exact match 99.7%"
     )
     assert board.result_text(RunState("stopped", step=120)) == "stopped at step 120"
     assert board.result_text(RunState("stopped", step=0)) == "stopped before it started"  # it left the queue

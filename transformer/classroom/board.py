@@ -88,9 +88,9 @@ def shown_share(exact_match: float) -> float:
 
 
 def result_text(run: RunState | None) -> str:
-    """A run's result in words: 'solved in 450 steps', 'not solved: exact match 62.0% after 600 steps (step
-    budget)', 'stopped at step 120', 'lost at step 120: ...' (no server has heard from it lately), a failed run's
-    message, or '' while it has none."""
+    """A run's result in words: 'solved in 450 steps', 'not solved in 600 steps: exact match 62.0%', 'stopped at
+    step 120', 'lost at step 120: ...' (no server has heard from it lately), a failed run's message, or '' while it
+    has none."""
     if run is None:
         return ""
     if run.status == "failed":
@@ -110,9 +110,8 @@ def result_text(run: RunState | None) -> str:
     if outcome.timed_out:
         out_of_time = N_("ran out of time: exact match {exact:.1%} after {steps} steps")
         return Message(out_of_time, exact=shown_share(outcome.exact_match), steps=outcome.steps)
-    not_solved = N_("not solved: exact match {exact:.1%} after {steps} steps ({reason})")
-    exact = shown_share(outcome.exact_match)
-    return Message(not_solved, exact=exact, steps=outcome.steps, reason=_word(run.result["reason"]))
+    not_solved = N_("not solved in {steps} steps: exact match {exact:.1%}")  # its step budget: what else ends it
+    return Message(not_solved, exact=shown_share(outcome.exact_match), steps=outcome.steps)
 
 
 def _loss(run: RunState | None) -> list[float]:
