@@ -30,7 +30,7 @@ def test_an_uploaded_task_trains_reports_offline_and_decodes(page, lab_server, n
 
     download = page.locator(".st-key-download_report button").filter(visible=True)
     expect(download).to_be_visible(timeout=120_000)  # the run has ended and its model is in hand
-    expect(page.get_by_text("swaps.csv, lengths 2-2")).to_be_visible()  # the run's summary names the task file
+    expect(page.get_by_text("swaps.csv, lengths 2,")).to_be_visible()  # the run's summary names the task file
     with page.expect_download() as started:
         download.click()
     path = tmp_path / started.value.suggested_filename
