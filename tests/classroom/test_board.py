@@ -57,12 +57,8 @@ def test_states_and_results_read_as_words():
     ended = ("finished", "failed", "stopped")
     assert [board.state_text(RunState(s)) for s in ended] == list(ended)
     assert board.result_text(finished(450, True)) == "solved in 450 steps"
-    assert (
-        board.result_text(finished(600, False, 0.62)) == "not solved in 600 steps: exact match 62.0%"
-    )
-    assert (
-        board.result_text(finished(600, False, 0.997)) == "not solved in 600 steps: exact match 99.7%"
-    )
+    assert board.result_text(finished(600, False, 0.62)) == "not solved in 600 steps: exact match 62.0%"
+    assert board.result_text(finished(600, False, 0.997)) == "not solved in 600 steps: exact match 99.7%"
     assert board.result_text(RunState("stopped", step=120)) == "stopped at step 120"
     assert board.result_text(RunState("stopped", step=0)) == "stopped before it started"  # it left the queue
     assert board.result_text(RunState("failed", error="The loss became NaN")) == "The loss became NaN"
