@@ -271,7 +271,7 @@ with attention_col:
             ),
             key="decode_cross_attention",
         )
-        st.caption(cross_attention_caption(task.task, examples[0]))
+        st.caption(cross_attention_caption(task, examples[0]))
     else:
         chart(
             st,

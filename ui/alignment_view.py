@@ -21,8 +21,11 @@ from transformer.alignment import (
 from transformer.decoding import DecodeStep
 from transformer.figures.alignment import best_head_figure, ideal_over_learned
 from transformer.i18n import N_
+from transformer.literal import markdown_literal
+from transformer.naming import task_label
 from transformer.pairs import PAIRS_TASK
 from transformer.serving import Run
+from transformer.tasks import DataConfig
 from transformer.vocab import Vocab
 from ui.charts import chart
 from ui.language import _, session_translator
@@ -44,13 +47,14 @@ CROSS_SPREAD = N_(
 )
 
 
-def cross_attention_caption(task: str, source: Sequence[int]) -> str:
-    """What a decoding step's cross-attention map shows for the task called `task`, whose held-out `source` (symbol
-    indices) tells whether each of its output tokens comes from one source position."""
+def cross_attention_caption(data: DataConfig, source: Sequence[int]) -> str:
+    """What a decoding step's cross-attention map shows for `data`'s task, whose held-out `source` (symbol indices)
+    tells whether each of its output tokens comes from one source position (Markdown; a file's name literal)."""
+    task, name = data.task, markdown_literal(task_label(data))
     if source_positions(task, source) is None:
-        return _(CROSS_SPREAD, task=task)
+        return _(CROSS_SPREAD, task=name)
     caption = CROSS_MIRRORED if task == "reverse" else CROSS_ALIGNED
-    return _(caption, task=task)
+    return _(caption, task=name)
 
 
 def no_alignment(task: str, source: Sequence[int] = ()) -> str:
