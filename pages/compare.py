@@ -35,7 +35,7 @@ from transformer.literal import markdown_literal
 from transformer.serving import ServerBusy
 from transformer.uploads import shown_name
 from ui.charts import chart
-from ui.common import client_address, remember_run, run_registry
+from ui.common import client_address, queue_notice, remember_run, run_registry
 from ui.compare_builder import builder_keys, custom_builder
 from ui.compare_timeline import PLOTLY_CONFIG, show_timeline
 from ui.downloads import DOWNLOAD_RERUNS, csv_download
@@ -44,6 +44,14 @@ from ui.links import share_link, show_link_notices
 from ui.state import COMPARE_JOB, drop_flash, flash, session_run_elsewhere, show_flashes, watcher_id
 from ui.streamlit_internals import page_connected
 
+QUEUED = N_(
+    "Every training slot is in use: the next variant is number {position} in the queue, and should start in about "
+    "{wait_s:.0f} s. It starts on its own; keep this page open."
+)
+QUEUED_UNKNOWN = N_(
+    "Every training slot is in use: the next variant is number {position} in the queue. No run like it has finished "
+    "on this server yet, so how long it waits is not known. It starts on its own; keep this page open."
+)
 LIVE_SOURCE = N_("your live run")  # what `current_run` calls a run still in this session's hands
 SUMMARY_HEADERS = {  # the summary table's columns, as shown; the CSV keeps the raw columns
     "variant": N_("variant"),
@@ -250,21 +258,8 @@ def show_length_tests(run: ExperimentRun) -> None:
 def live_status(job: LiveExperiment | None, live: bool, experiment: Experiment) -> None:
     """Where this session's run of `experiment` is: its place in the queue and its progress while `live`, or the
     error that stopped it."""
-    if live and (place := run_registry().place(job.chain.current)) is not None:
-        wait = (
-            N_(
-                "Every training slot is in use: the next variant is number {position} in the queue, and should start "
-                "in about {wait_s:.0f} s. It starts on its own; keep this page open."
-            )
-            if place.known
-            else N_(
-                "Every training slot is in use: the next variant is number {position} in the queue. No run like it "
-                "has finished on this server yet, so how long it waits is not known. It starts on its own; keep this "
-                "page open."
-            )
-        )
-        st.info(_(wait, position=place.position, wait_s=place.wait_s), icon=":material/hourglass_top:")
     if live:
+        queue_notice(job.chain.current, QUEUED, QUEUED_UNKNOWN)
         done, total = job.progress()
         st.progress(
             min(done / total, 1.0),

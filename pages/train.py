@@ -24,7 +24,7 @@ from ui.accessibility import shortcut_help
 from ui.alignment_view import train_alignment
 from ui.charts import chart
 from ui.classes import Seat, class_seat, prediction_input, prediction_result, recorded_elsewhere
-from ui.common import live_poll_s, run_registry
+from ui.common import live_poll_s, queue_notice, run_registry
 from ui.downloads import DOWNLOAD_RERUNS, csv_download
 from ui.dynamics_view import dynamics_view
 from ui.into_view import bring_into_view
@@ -62,6 +62,14 @@ NEXT_PAGES = [  # where a finished run goes next: (page, link label, icon)
     ("pages/lengths.py", N_("Longer inputs"), ":material/straighten:"),
     ("pages/masking.py", N_("Its masks"), ":material/visibility_off:"),
 ]
+QUEUED = N_(
+    "Every training slot is in use: your run is number {position} in the queue, and should start in about "
+    "{wait_s:.0f} s. It starts on its own; keep this page open."
+)
+QUEUED_UNKNOWN = N_(
+    "Every training slot is in use: your run is number {position} in the queue. No run like it has finished on this "
+    "server yet, so how long it waits is not known. It starts on its own; keep this page open."
+)
 STEPS_PER_FRAME = 10  # the live loss curve moves in whole frames of this many steps, drawn once for all watchers
 
 
@@ -154,25 +162,6 @@ def classmates_line(run: Run) -> int:
     return classmates
 
 
-def queue_place(run: Run) -> None:
-    """A queued run's place in the queue and its expected wait."""
-    place = run_registry().place(run)
-    if place is not None:
-        wait = (
-            N_(
-                "Every training slot is in use: your run is number {position} in the queue, and should start in "
-                "about {wait_s:.0f} s. It starts on its own; keep this page open."
-            )
-            if place.known
-            else N_(
-                "Every training slot is in use: your run is number {position} in the queue. No run like it has "
-                "finished on this server yet, so how long it waits is not known. It starts on its own; keep this page "
-                "open."
-            )
-        )
-        st.info(_(wait, position=place.position, wait_s=place.wait_s), icon=":material/hourglass_top:")
-
-
 def live_charts(run: Run, rows: list, losses: list) -> None:
     """The loss and accuracy charts side by side, and what label smoothing does to the training loss's floor."""
     loss_col, acc_col = st.columns(2)
@@ -227,7 +216,7 @@ def live_view(run: Run, poll_s: float | None) -> None:
         run_controls(run, shared=classmates > 0)
     rows, losses = run.rows[:], run.losses[:]
     if run.status == "queued":
-        queue_place(run)
+        queue_notice(run, QUEUED, QUEUED_UNKNOWN)
         return
     if run.status == "preparing":
         st.progress(0.0, text=_("Preparing: building the model and drawing the held-out set..."))

@@ -16,6 +16,7 @@ from transformer.experiments import LiveExperiment
 from transformer.serving import Run, RunRegistry, ServerSettings, network_address
 from transformer.serving.worker_link import READY_TIMEOUT_S
 from transformer.training import warm_up
+from ui.language import _
 from ui.streamlit_internals import this_browser
 
 CHECKPOINT_DIR = Path(__file__).resolve().parent.parent / "checkpoints"
@@ -51,6 +52,14 @@ def run_registry() -> RunRegistry:
     registry = RunRegistry(ServerSettings.from_env())
     registry.wait_ready(READY_TIMEOUT_S)  # the first page waits a few seconds; every Start after it, none
     return registry
+
+
+def queue_notice(run: Run, wait: str, unknown: str) -> None:
+    """Where `run` stands in the queue, if it is queued: the message `wait` with its place and expected wait, or
+    `unknown` with its place before a run of its kind has finished on this server."""
+    if (place := run_registry().place(run)) is not None:
+        said = _(wait if place.known else unknown, position=place.position, wait_s=place.wait_s)
+        st.info(said, icon=":material/hourglass_top:")
 
 
 def cluster_not_used() -> bool:
