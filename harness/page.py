@@ -22,6 +22,7 @@ IDLE = "[data-testid='stApp'][data-test-script-state='notRunning']"
 BUSY = "[data-testid='stApp']:not([data-test-script-state='notRunning'])"  # a run requested, running or stopping
 RUN_START_MS = 300  # how long a click's run may take to start
 EXCEPTION = "[data-testid='stException']"
+OUTCOME = "[data-testid='stAlertContentSuccess'], [data-testid='stAlertContentInfo']"  # how a run that trained ended
 ERROR_TEXTS = ("Traceback", "This app has encountered an error")
 # WCAG 2.2's contrast ratio of an element's text with the first opaque background behind it, its colour's alpha and
 # every opacity above it blended in (as Streamlit fades a disabled widget's words).

@@ -290,10 +290,14 @@ def browser():
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item, call):
-    """Keep each phase's report on the test item, so the `page` fixture knows whether its test failed."""
+    """Keep each phase's report on the test item, so the `page` fixture knows whether its test failed; a failed test
+    that used the session's server shows the server's last lines (its runs and how they ended) in its report."""
     outcome = yield
     report = outcome.get_result()
     setattr(item, f"report_{report.when}", report)
+    server = getattr(item, "funcargs", {}).get("lab_server")
+    if report.failed and isinstance(server, LabServer):
+        report.sections.append(("server log, last lines", server.log_tail()))
 
 
 @pytest.fixture

@@ -10,12 +10,11 @@ import pytest
 from conftest import open_more_settings, open_page, page_errors, requires_chromium
 from playwright.sync_api import expect
 
-from harness.page import button, fill, main, wait_idle
+from harness.page import OUTCOME, button, fill, main, wait_idle
 
 pytestmark = requires_chromium
 
 PROJECTOR, PHONE = {"width": 1280, "height": 800}, {"width": 390, "height": 844}
-OUTCOME = "[data-testid='stAlertContentSuccess'], [data-testid='stAlertContentInfo']"
 
 # How far an element reaches past what its box shows (0: it reads whole).
 CLIPPED = "el => Math.max(el.scrollWidth - el.clientWidth, 0)"

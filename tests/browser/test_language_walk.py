@@ -39,7 +39,7 @@ from conftest import (
 )
 from playwright.sync_api import expect
 
-from harness.page import button, main, wait_idle
+from harness.page import OUTCOME, button, main, wait_idle
 from transformer.i18n import latin_terms
 
 pytestmark = requires_chromium
@@ -244,11 +244,12 @@ def look(page, language: str, stop: str, allowed: list[str]) -> list[str]:
 
 
 def train_to_the_end(page) -> None:
-    """Train's Start with the default settings, until its outcome shows (a run of a few seconds)."""
+    """Train's Start with the default settings, until its outcome shows (a run of a few seconds); an error in its
+    place fails the walk with its words."""
     button(page, "start_training").click()
-    expect(
-        main(page).locator("[data-testid='stAlertContentSuccess'], [data-testid='stAlertContentInfo']").first
-    ).to_be_visible(timeout=120_000)
+    said = main(page).locator(f"{OUTCOME}, [data-testid='stAlertContentError']").first
+    expect(said).to_be_visible(timeout=120_000)
+    assert said.get_attribute("data-testid") != "stAlertContentError", said.inner_text()
     wait_idle(page)
     unfold(page)
 
