@@ -158,11 +158,12 @@ else:
     headers = {"input": _("input"), "expected": _("expected"), "output": _("output")}
     st.dataframe(shown.drop(columns="length").rename(columns=headers), hide_index=True)
     row_col, button_col = st.columns([3, 1], vertical_alignment="bottom")
-    row = row_col.selectbox(
+    outputs = dict(zip(shown["input"], shown["output"]))  # distinct inputs: options change with the length
+    wrong_input = row_col.selectbox(
         _("Wrong output to decode"),
-        shown.index,
+        list(outputs),
         key="lengths_decode_row",
-        format_func=lambda i: f"{shown['input'][i]}  →  {shown['output'][i]}",
+        format_func=lambda text: f"{text}  →  {outputs[text]}",
     )
     if button_col.button(
         _("Decode it step by step"),
@@ -172,7 +173,7 @@ else:
         help=_("Opens it on the Decoding page: watch where its attention goes, one token at a time."),
     ):
         origin = Message(N_("a wrong output of the Length test, length {length}"), length=pick)
-        decode_on_decoding_page(shown["input"][row], task, origin)
+        decode_on_decoding_page(wrong_input, task, origin)
 csv_download(
     st,
     _("Download the scores (CSV)"),

@@ -84,6 +84,16 @@ def test_scores_count_exact_outputs_symbols_in_place_and_output_length(monkeypat
     assert report.mistakes["expected"].tolist() == [vocab.decode(w) for w in want[1:]]
 
 
+def test_a_wrong_input_drawn_again_is_shown_once(monkeypatch: pytest.MonkeyPatch):
+    vocab = Vocab.digits()
+    drawn = [[1, 2, 3, 4, 5, 6]] * 3 + [[6, 5, 4, 3, 2, 1]] * 2  # a short length has few inputs to draw
+    monkeypatch.setattr(lengths, "unseen_sources", lambda data, length, n, seed: drawn[:n])
+    monkeypatch.setattr(lengths, "greedy_decode", fake_decoder({6: [[vocab.eos_id]] * 5}))  # every output wrong
+    report = score_lengths(Transformer(ModelConfig()), vocab, TASK, [6], n=5)
+    assert report.scores["exact_match"].tolist() == [0.0]
+    assert report.mistakes["input"].tolist() == ["1 2 3 4 5 6", "6 5 4 3 2 1"]
+
+
 def test_a_model_that_solved_reverse_fails_past_its_longest_training_input():
     shipped = load_checkpoint(SHIPPED / "reverse.pt")  # trained on lengths 1-10
     report = score_lengths(shipped.model, shipped.vocab, shipped.task, [9, 10, 11, 14], n=50)
@@ -140,7 +150,10 @@ def test_summary_reads_the_trained_shorter_and_longer_lengths():
         "average 5.0 to 5.5 symbols, where 6 to 8 were expected.",
     ]
     longer = "Longer than any it trained on: exact match "
-    assert summary(scores_frame({6: 0.0, 7: 0.2}), TASK)[0].startswith(longer + "0% at length 6. ")  # 7 is not
+    assert summary(scores_frame({6: 0.3}), TASK)[0].startswith(longer + "30% at length 6. ")
+    assert summary(scores_frame({6: 0.0, 7: 0.2}), TASK)[0].startswith(longer + "0% at length 6, 20% at length 7. ")
+    falling = scores_frame({6: 0.94, 7: 0.7, 8: 0.41})  # never 0%: where the test ends says how far it fell
+    assert summary(falling, TASK)[0].startswith(longer + "94% at length 6, 41% at length 8. ")
     assert summary(scores_frame({6: 0.0, 7: 0.0}), TASK)[0].startswith(longer + "0% from length 6 on. ")
 
 

@@ -99,11 +99,16 @@ def score_lengths(
                 "target_len": symbols.sum(dim=1).double().mean().item(),
             }
         )
-        for row in (~exact).nonzero().flatten()[:max_mistakes].tolist():
+        wrong: dict[str, int] = {}  # distinct inputs: short lengths have few, drawn again and again
+        for row in (~exact).nonzero().flatten().tolist():
+            wrong.setdefault(vocab.decode(batch.src[row].tolist()), row)
+            if len(wrong) == max_mistakes:
+                break
+        for text, row in wrong.items():
             mistakes.append(
                 {
                     "length": length,
-                    "input": vocab.decode(batch.src[row].tolist()),
+                    "input": text,
                     "expected": vocab.decode(want[row].tolist()),
                     "output": output_text(got[row], vocab),
                 }
@@ -187,8 +192,8 @@ def untested(scores: pd.DataFrame, lengths: Sequence[int], task: DataConfig) -> 
 
 def _longer_exact_match(longer: pd.DataFrame) -> Message:
     """The exact match past the trained lengths: at the first length tested, and from which length on none is
-    right."""
-    first = longer.iloc[0]
+    right, or else at the longest length tested."""
+    first, last = longer.iloc[0], longer.iloc[-1]
     none_right = longer["exact_match"][::-1].cumsum()[::-1] == 0  # from here on, nothing is right
     exact, at, none_from = percent(first["exact_match"]), first["length"], longer.loc[none_right, "length"].min()
     if none_right.iloc[0]:
@@ -196,6 +201,9 @@ def _longer_exact_match(longer: pd.DataFrame) -> Message:
     if none_right.any():
         both = N_("{exact} at length {length}, 0% from length {none_from} on")
         return Message(both, exact=exact, length=at, none_from=none_from)
+    if len(longer) > 1:
+        ends = N_("{exact} at length {length}, {last} at length {last_length}")
+        return Message(ends, exact=exact, length=at, last=percent(last["exact_match"]), last_length=last["length"])
     return Message(N_("{exact} at length {length}"), exact=exact, length=at)
 
 

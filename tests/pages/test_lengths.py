@@ -78,8 +78,14 @@ def test_a_wrong_output_opens_on_the_decoding_page():
     inputs = at.dataframe[0].value["input"].tolist()
     assert len(inputs) > 1 and all(len(text.split()) == 12 for text in inputs)
     choice = at.selectbox(key="lengths_decode_row")
-    assert choice.value == 0 and choice.format_func(1).startswith(inputs[1] + "  →  ")
-    choice.set_value(1).run()
+    assert [option.split("  →  ")[0] for option in choice.options] == inputs and choice.value == inputs[0]
+    choice.set_value(inputs[1]).run()
+    at.selectbox(key="lengths_mistakes_at").set_value(13).run()  # another length: its own wrong outputs to pick
+    choice = at.selectbox(key="lengths_decode_row")
+    thirteen = at.dataframe[0].value["input"].tolist()
+    assert [option.split("  →  ")[0] for option in choice.options] == thirteen and choice.value == thirteen[0]
+    at.selectbox(key="lengths_mistakes_at").set_value(12).run()
+    at.selectbox(key="lengths_decode_row").set_value(inputs[1]).run()
     at.button(key="lengths_decode").click().run()
     assert not at.exception
     assert at.text_input(key="decode_input").value == inputs[1] and at.radio(key="decode_strategy").value == "greedy"
