@@ -154,8 +154,12 @@ def column_labels(frame: "pd.DataFrame", **config: object) -> dict[str, object]:
 
 
 def language_param() -> dict[str, str]:
-    """The link parameter that keeps this session's language in every link the app writes: {} for English."""
-    return {} if language() == DEFAULT_LANGUAGE else {LANG_PARAM: language()}
+    """The link parameter that keeps this session's language in every link the app writes, and in the address: {}
+    for English where the browser's own language would open the lab in English too (a Chinese browser's reader who
+    picked English keeps `lang=en`, or a reload would open it in Chinese)."""
+    if language() == DEFAULT_LANGUAGE and language_for(_browser_locale()) in (None, DEFAULT_LANGUAGE):
+        return {}
+    return {LANG_PARAM: language()}
 
 
 def worded(key: str, options: Sequence[Any] | None = None, words: Callable[[Any], Any] | None = None) -> str:
@@ -234,8 +238,8 @@ def language_picker() -> None:
     st.session_state[PICKER] = language()  # before the widget: the page it was last drawn on may have been another
     st.selectbox(picker_label(), list(LANGUAGES), format_func=LANGUAGES.get, key=PICKER, on_change=_picked)
     declare_language()
-    if st.query_params.get(LANG_PARAM) != language_param().get(LANG_PARAM):
-        if language() == DEFAULT_LANGUAGE:
+    if (kept := language_param().get(LANG_PARAM)) != st.query_params.get(LANG_PARAM):
+        if kept is None:
             del st.query_params[LANG_PARAM]
         else:
-            st.query_params[LANG_PARAM] = language()
+            st.query_params[LANG_PARAM] = kept

@@ -1,6 +1,6 @@
 """The session's language in Chromium: a browser set to Chinese opens the lab in Chinese on a first visit (Streamlit's
 `st.context.locale`), and the sidebar's picker switches it, the address keeping `?lang=` through a page change and
-dropping it again for English."""
+dropping it again for English (but where the browser's own language is another: a reload then stays English)."""
 
 import re
 
@@ -21,6 +21,11 @@ def test_a_browser_in_chinese_opens_the_lab_in_chinese(new_context, lab_server):
         expect(main(home).get_by_role("heading", name="先试一个训练好的模型")).to_be_visible(timeout=90_000)
         wait_idle(home)
         expect(home).to_have_url(re.compile(r"\?lang=zh-CN$"))  # kept in the address: a copied link opens in Chinese
+        choose(home, "language_picker", "English")  # English picked in this browser stays English after a reload
+        expect(home).to_have_url(re.compile(r"\?lang=en$"))
+        home.reload(wait_until="domcontentloaded")
+        expect(main(home).get_by_role("heading", name="Try a trained model now")).to_be_visible(timeout=90_000)
+        wait_idle(home)
         assert not page_errors(home)
     finally:
         context.close()

@@ -79,6 +79,17 @@ def test_the_browser_language_counts_on_a_first_visit_and_a_link_counts_over_it(
     assert subheaders(open_page())[0] == "Try a trained model now"
 
 
+def test_english_picked_in_a_chinese_browser_stays_in_the_address(monkeypatch):
+    """Without `lang=en` in the address a reload of a Chinese browser's page opens in Chinese again."""
+    monkeypatch.setattr(ui.language, "_browser_locale", lambda: "zh-CN")
+    at = open_page("pages/checkpoints.py")
+    assert at.title[0].value == "检查点" and at.query_params["lang"] == "zh-CN"
+    pick(at, "en")
+    assert at.title[0].value == "Checkpoints" and at.query_params["lang"] == "en"
+    (link,) = at.code  # the page's link to share says English too
+    assert link.value == "?lang=en"
+
+
 def test_a_language_the_lab_does_not_have_in_a_link_is_named_in_a_notice():
     at = open_page(lang="tlh")
     assert [w.value for w in at.warning] == [
