@@ -78,8 +78,9 @@ def test_a_lost_run_says_where_it_was_lost_is_flagged_and_counts_for_no_outcome(
     assert board.outcome_table(snapshot)["group"].tolist() == ["no PE"]
     assert board.difference_sentence(snapshot).startswith("solved: 0 of 0 (PE) against 1 of 1 (no PE)")
     assert board.student_rows(snapshot)["state"].tolist() == ["lost at step 261", "finished", "not started"]
-    assert board.student_rows(snapshot)["result"][0] == "the server restarted or lost it; press Start again"  # fits
+    assert board.student_rows(snapshot)["result"][0] == "the server restarted or lost it"  # the flag says what to do
     assert board.results_frame(snapshot)["state"].tolist()[0] == "lost at step 261"
+    assert board.results_frame(snapshot)["steps"].tolist()[:1] == [261]  # as a number too, for a script
     pe = board.group_curves(snapshot)["PE"]  # its curve ends at its last row, as a run still training would
     assert pe.members[1].tolist() == [r["train_loss"] for r in rows]
 

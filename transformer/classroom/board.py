@@ -30,6 +30,7 @@ SEPARATORS = ",;\t|\r\n"  # where a spreadsheet may split a CSV's text into cell
 # (a spreadsheet may trim them), then a formula character: `spreadsheet_safe` puts a quote before that character.
 FORMULA_AFTER_SEPARATOR = re.compile(f'(?:^|(?<=[{re.escape(SEPARATORS)}]))([ "]*)(?=[{re.escape(FORMULA_START)}])')
 LOST_ADVICE = N_("the server restarted or lost it; press Start again")
+LOST_CAUSE = N_("the server restarted or lost it")  # the board's result cell: its flags say what to do
 WORDS = {  # a run's status and why it ended, as a board says them
     "finished": N_("finished"),
     "failed": N_("failed"),
@@ -120,8 +121,9 @@ def _loss(run: RunState | None) -> list[float]:
 
 
 def _row_result(run: RunState | None) -> str:
-    """A run's result beside its state on the board: a lost run's advice alone, its step being in the state."""
-    return Message(LOST_ADVICE) if run is not None and run.status == "lost" else result_text(run)
+    """A run's result beside its state on the board: a lost run's cause alone, its step being in the state and what
+    to do in the board's flags (the longer cell would push the table past a projector's page)."""
+    return Message(LOST_CAUSE) if run is not None and run.status == "lost" else result_text(run)
 
 
 def student_rows(snapshot: Snapshot) -> pd.DataFrame:
@@ -308,18 +310,21 @@ def _said(text: str | None, tr: Translator) -> str | None:
 
 def results_frame(snapshot: Snapshot, tr: Translator = ENGLISH) -> pd.DataFrame:
     """One row per student: name, group, seed, state, and the result's numbers and reason (why the run ended); its
-    words in `tr`'s language, text spreadsheet-safe."""
+    words in `tr`'s language, text spreadsheet-safe. A run with no result yet (training, or lost) has the steps it
+    had reached as its steps, a number a script can read beside the state's words."""
     rows = []
     for s in snapshot.students:
         run = snapshot.runs.get(s.id)
         result = (run.result if run else None) or {}
+        reached = run.step if run is not None and run.step else None
         rows.append(
             {
                 "name": s.name,
                 "group": _said(s.group, tr),
                 "seed": s.seed,
                 "state": tr.gettext(state_text(run)),
-                **{k: result.get(k) for k in ("steps", "seconds", "exact_match", "token_acc")},
+                "steps": result.get("steps", reached),
+                **{k: result.get(k) for k in ("seconds", "exact_match", "token_acc")},
                 "reason": _said(result.get("reason") and _word(result["reason"]), tr),
                 "error": run.error if run else None,
             }
