@@ -22,3 +22,13 @@ def test_colour_bar_labels_fit_a_one_layer_grid(metric):
     assert len(bar.tickvals) * 2 * font_px <= bar_px  # each label and a gap as tall as it
     assert bar.title.side == "right"  # the title runs along the bar, beside the labels, never on top of them
     assert [t.showscale for t in figure.data] == [True] + [False] * (len(figure.data) - 1)
+
+
+def test_a_cell_reads_100_percent_only_when_every_sequence_is_right():
+    scores = [1.0, 0.998, 0.9996, 0.5, 0.004, 0.0004, 0.0]
+    heads = pd.DataFrame(
+        [(kind, 0, h, score, score) for kind in ATTENTION_KINDS for h, score in enumerate(scores)],
+        columns=["kind", "layer", "head", "exact_match", "token_acc"],
+    )
+    cells = knockout_heatmaps(heads, 1.0).data[0].text[0]
+    assert list(cells) == ["100%", "99.8%", "99.9%", "50%", "0.4%", "0.1%", "0%"]

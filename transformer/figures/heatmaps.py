@@ -11,7 +11,7 @@ seconds on a busy shared server, a single construction milliseconds.
 """
 
 import html
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import plotly.graph_objects as go
@@ -105,9 +105,31 @@ def build_figure(traces: list[dict], layout: dict, title: str, height: int) -> g
 TICKS = ["0%", "50%", "100%"]  # three labels on a score's colour bar: more overlap on a short chart
 
 
-def score_heatmap(z: np.ndarray, colorscale: str, value_name: str, hovertemplate: str, numbered: bool, **more) -> dict:
+def whole_percent(value: float) -> str:
+    """A score in a heatmap's cell, a whole percent: an integer, so never "-0%"."""
+    return f"{round(100 * value)}%"
+
+
+def share_percent(share: float) -> str:
+    """A share of sequences in a heatmap's cell: a whole percent, but to a tenth where a whole one would read 100%
+    short of all or 0% above none (a head whose removal costs 2 sequences in 1,000 reads 99.8%, not 100%)."""
+    whole = round(100 * share)
+    if (whole == 100 and share < 1) or (whole == 0 and share > 0):
+        return f"{min(max(100 * share, 0.1), 99.9):.1f}%"
+    return f"{whole}%"
+
+
+def score_heatmap(
+    z: np.ndarray,
+    colorscale: str,
+    value_name: str,
+    hovertemplate: str,
+    numbered: bool,
+    cell: Callable[[float], str] = whole_percent,
+    **more,
+) -> dict:
     """A heatmap trace of scores in 0..1 (rows x columns) in separated cells, its colour bar titled `value_name` in
-    percent; `numbered`: each cell shows its score in percent (blank where there is none)."""
+    percent; `numbered`: each cell shows its score as `cell` writes it (blank where there is none)."""
     return dict(
         type="heatmap",
         z=z,
@@ -119,7 +141,7 @@ def score_heatmap(z: np.ndarray, colorscale: str, value_name: str, hovertemplate
         ),
         xgap=2,
         ygap=2,
-        text=[["" if np.isnan(x) else f"{round(100 * x)}%" for x in row] for row in z],  # an integer: never "-0%"
+        text=[["" if np.isnan(x) else cell(x) for x in row] for row in z],
         texttemplate="%{text}" if numbered else None,
         hovertemplate=hovertemplate,
         **more,

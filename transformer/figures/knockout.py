@@ -10,7 +10,7 @@ import plotly.graph_objects as go
 from ..i18n import N_, Translator
 from ..inspection import ATTENTION_KINDS
 from . import ENGLISH, PHONE_TITLE, wrap_title
-from .heatmaps import axis_ticks, build_figure, score_heatmap, stacked_panels
+from .heatmaps import axis_ticks, build_figure, score_heatmap, share_percent, stacked_panels
 
 METRICS = {"exact_match": N_("exact match"), "token_acc": N_("token accuracy")}  # translated where shown
 SCORE_SCALE = "Cividis"  # dark blue: the model fails without the head; yellow: it does not need it (CVD-safe)
@@ -42,7 +42,8 @@ def knockout_heatmaps(
         rows = heads[heads["kind"] == kind]
         z[rows["layer"], rows["head"]] = rows[metric]
         cell = f"{hover}<extra></extra>"
-        traces.append(score_heatmap(z, SCORE_SCALE, measure, cell, n_heads <= 8, showscale=i == 0, **ref))
+        numbered = n_heads <= 8
+        traces.append(score_heatmap(z, SCORE_SCALE, measure, cell, numbered, share_percent, showscale=i == 0, **ref))
         n = ref["xaxis"][1:]
         layout[f"xaxis{n}"].update(title=tr.gettext("head"), **axis_ticks([str(h) for h in range(n_heads)]))
         layout[f"yaxis{n}"].update(
