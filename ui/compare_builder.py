@@ -9,7 +9,7 @@ import streamlit as st
 from transformer import settings as spec
 from transformer.compare_state import CompareState, custom_settings
 from transformer.experiments import CUSTOM, SWITCHES
-from transformer.experiments.definitions import Switch, lesson_settings
+from transformer.experiments.definitions import Switch, lesson_settings, task_setup
 from transformer.i18n import N_
 from transformer.limits import MAX_VARIANTS
 from ui.language import SELECT_ALL, _, said, worded
@@ -63,11 +63,21 @@ def custom_builder(state: CompareState) -> CompareState:
     return CompareState(CUSTOM, custom_settings(chosen, switch.field), switch.field, tuple(values))
 
 
+def task_changed() -> None:
+    """A task picked in the builder: every setting but the seed starts from where an experiment on it does
+    (`task_setup`), as the Train form takes a task's default run."""
+    setup = task_setup(st.session_state[widget_key(spec.setting("task"))])
+    for s in spec.on_form():
+        if s.name != "seed":
+            st.session_state[widget_key(s)] = widget_value(s, setup[s.name])
+
+
 def _draw(column, s: spec.Setting, switch: Switch) -> None:
     """Setting `s`'s widget, its help for runs that train every step as Compare's do (`lesson_settings`); the
     switch's own is set per variant, so it is shown but not set."""
     early_stop = lesson_settings()["early_stop"]
-    draw_setting(column, s, widget_key(s), disabled=s.name == switch.field, early_stop=early_stop)
+    picked = {"on_change": task_changed} if s.name == "task" else {}
+    draw_setting(column, s, widget_key(s), disabled=s.name == switch.field, early_stop=early_stop, **picked)
 
 
 def _switch_and_values(switch_col, state: CompareState) -> tuple[Switch, list]:

@@ -233,8 +233,22 @@ def test_a_custom_run_shows_only_under_the_settings_it_was_trained_with():
     at.selectbox(key="compare_task").set_value("copy").run()  # other settings: that run does not answer them
     assert not at.exception and not any("your live run" in c.value for c in at.caption) and not at.table
     assert "No results for these settings yet" in at.info[-1].value
-    at.selectbox(key="compare_task").set_value("reverse").run()  # back to the run's own settings
+    at.selectbox(key="compare_task").set_value("reverse").run()  # reverse's lesson setup: not the run's settings
+    assert not any("your live run" in c.value for c in at.caption)
+    for name, value in {"steps": 50, "d_model": 16}.items():  # back to the run's own settings
+        at.number_input(key=f"compare_{name}").set_value(value).run()
     assert any("your live run" in c.value for c in at.caption)
+
+
+def test_a_task_picked_in_the_builder_starts_from_its_default_run_trained_as_compare_trains():
+    at = open_compare(experiment="custom", seed="7")
+    at.selectbox(key="compare_task").set_value("dedup").run()
+    assert not at.exception
+    run = spec.default_run("dedup")
+    for name in ("min_len", "max_len", "n_symbols", "d_model", "n_layers", "steps"):
+        assert at.number_input(key=f"compare_{name}").value == run[name], name
+    assert at.number_input(key="compare_seed").value == 7  # the student's own
+    assert at.query_params["task"] == "dedup"
 
 
 def test_a_live_rerun_goes_on_while_the_student_looks_at_another_page(monkeypatch):

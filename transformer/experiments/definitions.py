@@ -9,7 +9,7 @@ from ..i18n import N_, Message
 from ..limits import MAX_VARIANTS as MAX_VARIANTS  # re-exported for the package
 from ..model import ModelConfig
 from ..run_configs import Configs, run_configs
-from ..settings import Setting, Value, compare_switches, form_defaults
+from ..settings import Setting, Value, compare_switches, default_run, form_defaults
 from ..tasks import DataConfig
 from ..training import TrainConfig
 
@@ -155,14 +155,22 @@ class Experiment:
 # of inputs of length 10, the classroom model; fixed steps (no early stopping) so curves compare, and raw weights,
 # since averaging them would smooth away some of what a switch does. The batch and schedule are set here, not taken
 # from the defaults, so that the shipped results stay what these settings make.
-BASE = {"task": "reverse", "min_len": 10, "max_len": 10, "steps": 600, "time_budget_s": 120.0, "early_stop": False}
-BASE |= {"eval_every": 25, "ema_decay": 0.0, "batch_size": 128, "lr": 5e-3, "warmup": 100, "schedule": "noam"}
+PROTOCOL = {"time_budget_s": 120.0, "early_stop": False, "eval_every": 25, "ema_decay": 0.0}  # how Compare trains
+BASE = {"task": "reverse", "min_len": 10, "max_len": 10, "steps": 600, **PROTOCOL}
+BASE |= {"batch_size": 128, "lr": 5e-3, "warmup": 100, "schedule": "noam"}
 CUSTOM = "custom"
 
 
 def lesson_settings() -> dict[str, Value]:
     """Compare's lesson setup: every setting of the Train form at its default, then BASE."""
     return {**form_defaults(), **BASE}
+
+
+def task_setup(task: str) -> dict[str, Value]:
+    """Where a custom experiment on `task` starts: the lesson setup for its task, else the task's default run (its
+    lengths, symbols, model and schedule: what solves it) trained as Compare trains (PROTOCOL). ValueError for an
+    unknown task."""
+    return lesson_settings() if task == BASE["task"] else {**default_run(task), **PROTOCOL}
 
 
 def experiment_configs(**changes: Value) -> Configs:
