@@ -94,6 +94,18 @@ def test_the_report_speaks_the_translator_s_language(report, language, words):
     assert ending in page and f"{report.result['steps']}" in page
 
 
+@pytest.mark.parametrize(
+    "language, rows",
+    [
+        ("en", ["<th>Causal mask</th><td>yes</td>", "<th>LayerNorm</th><td>post-norm</td>"]),
+        ("zh-CN", ["<th>因果掩码</th><td>是</td>", "<th>层归一化</th><td>后置归一化</td>"]),
+    ],
+)
+def test_a_setting_s_value_never_only_repeats_its_label(report, language, rows):
+    page = run_report_html(report, translator(language))
+    assert all(row in page for row in rows), [row for row in rows if row not in page]
+
+
 def test_every_sentence_the_report_writes_has_a_zh_cn_translation_with_its_placeholders():
     catalogue, sentences = read_catalogue("zh-CN"), set()
     for path in ("transformer/report.py", "transformer/classroom/reports.py", "ui/report_view.py"):

@@ -236,16 +236,20 @@ def _class_part(page: _Page, seat: ClassPart) -> str:
 
 def _settings(page: _Page, report: ReportData) -> str:
     """The run's settings, what its task asks, and how it ended."""
-    rows = [
-        (page.t(spec.setting(name).label), page.t(spec.setting(name).word(value)))
-        for name, value in report.settings.items()
-    ]
+    rows = [_setting_row(page, spec.setting(name), value) for name, value in report.settings.items()]
     parts = [page.heading(N_("Settings")), _task_line(page, report.task), _table(rows)]
     if (result := report.result) is not None:
         scores = N_("On the held-out set: exact match {exact_match:.1%}, token accuracy {token_acc:.1%}.")
         ending = page.t(ENDINGS.get(result["reason"], ENDINGS["stopped"]), **result)
         parts += [page.heading(N_("Outcome")), f"<p>{ending} {page.t(scores, **result)}</p>"]
     return "".join(parts)
+
+
+def _setting_row(page: _Page, setting: spec.Setting, value: spec.Value) -> tuple[str, str]:
+    """A setting's label and its value's words, "yes" where those words would only say the label again ("Causal
+    mask: causal mask", in Chinese the same two words)."""
+    label, word = page.t(setting.label), page.t(setting.word(value))
+    return label, page.t(N_("yes")) if word.casefold() == label.casefold() else word
 
 
 def _task_line(page: _Page, name: str) -> str:
