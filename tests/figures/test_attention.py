@@ -60,3 +60,12 @@ def test_the_threshold_s_label_sits_at_the_right_on_the_side_the_curve_s_end_is_
     fig = best_head_figure([0, 25, 50], [("L0 H0", 0.2), ("L0 H1", 0.6), ("L0 H1", last)], chance=0.2, threshold=0.9)
     found = next(a for a in fig.layout.annotations if a.text.startswith("found"))
     assert (found.x, found.xanchor, found.y, found.yanchor) == (1, "right", 0.9, side)  # "top": below the line
+
+
+@pytest.mark.parametrize("last, side", [(0.25, "top"), (0.95, "bottom"), (0.1, "bottom")])
+def test_the_uniform_label_sits_below_its_line_only_where_the_curve_ends_just_above_it(last, side):
+    from transformer.figures.alignment import best_head_figure
+
+    fig = best_head_figure([0, 25, 50], [("L0 H0", 0.2), ("L0 H1", 0.22), ("L0 H1", last)], chance=0.2, threshold=0.9)
+    uniform = next(a for a in fig.layout.annotations if a.text == "uniform attention")
+    assert (uniform.y, uniform.yanchor) == (0.2, side)  # "top": below the line

@@ -56,6 +56,9 @@ def ideal_over_learned(
     return fig
 
 
+LABEL_SPAN = 0.15  # a line's label, of the 0..1 axis of a best-head figure: a curve ending within it would cross it
+
+
 def best_head_figure(
     steps: Sequence[int],
     best: Sequence[tuple[str, float]],
@@ -67,7 +70,8 @@ def best_head_figure(
     """The best-aligned head's score at each step (its name in the hover), with `threshold` dashed and uniform
     attention's score (`chance`) dotted. The threshold's label sits at the right end of its line, on the side the
     curve's end is not: where the curve starts, it would sit on the axis's ticks, and a curve rising through 0.9
-    would cross it."""
+    would cross it. Uniform attention's label sits above its line, but below it where a curve that stayed near
+    uniform (a model without positional encoding) ends just above, and would strike it through."""
     trace = dict(
         type="scatter",
         x=np.asarray(steps),
@@ -103,7 +107,14 @@ def best_head_figure(
                 yanchor="top" if best and best[-1][1] >= threshold else "bottom",
                 text=tr.gettext("found: {threshold:g}", threshold=threshold),
             ),
-            dict(note, x=1, y=chance, xanchor="right", text=tr.gettext("uniform attention")),
+            dict(
+                note,
+                x=1,
+                y=chance,
+                xanchor="right",
+                yanchor="top" if best and chance <= best[-1][1] < chance + LABEL_SPAN else "bottom",
+                text=tr.gettext("uniform attention"),
+            ),
         ],
     )
     return go.Figure(data=[trace], layout=layout)
