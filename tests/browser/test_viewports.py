@@ -66,3 +66,35 @@ def go_to_on_phone(page, name: str) -> None:
         page.locator("[data-testid='stExpandSidebarButton']").click()
     navigate(page, name)
     wait_idle(page)
+
+
+# A canvas's width of a text in the page's own font at a table cell's 14 px, once the page's fonts have loaded.
+TEXT_PX = """async ([texts]) => {
+    await document.fonts.ready;
+    const family = getComputedStyle(document.querySelector("[data-testid='stMain'] p")).fontFamily;
+    const canvas = document.createElement("canvas").getContext("2d");
+    canvas.font = `14px ${family}`;
+    return texts.map(text => canvas.measureText(text).width);
+}"""
+
+
+def test_a_board_column_is_as_wide_as_its_widest_cell_with_little_room_to_spare(page, lab_server):
+    """The board sizes each column from its cells' text (`cell_px`): never narrower than Chromium draws the text (it
+    would be cut), and at most a quarter wider (a projector's board would scroll past its loss curves)."""
+    from transformer.classroom.board import LOST_CAUSE
+    from transformer.i18n import Message, translator
+    from ui.classes import cell_px
+
+    said = [
+        Message("not solved in {steps} steps: exact match {exact:.1%}", steps=3000, exact=0.998),
+        Message("solved in {steps} steps", steps=696),
+        Message("training, step {step}", step=1234),
+        Message(LOST_CAUSE),
+        "=HYPERLINK(\"http://x\",\"y\")",
+        "William Wimmer-Mumm",
+        "sinusoidal PE",
+    ]
+    texts = [translator(code).gettext(text) for code in ("en", "zh-CN") for text in said]
+    open_page(page, lab_server, "checkpoints")
+    for text, drawn in zip(texts, page.evaluate(TEXT_PX, [texts])):
+        assert drawn <= cell_px(text) <= 1.25 * drawn, (text, drawn, cell_px(text))
