@@ -30,5 +30,6 @@ def test_a_cell_reads_100_percent_only_when_every_sequence_is_right():
         [(kind, 0, h, score, score) for kind in ATTENTION_KINDS for h, score in enumerate(scores)],
         columns=["kind", "layer", "head", "exact_match", "token_acc"],
     )
-    cells = knockout_heatmaps(heads, 1.0).data[0].text[0]
-    assert list(cells) == ["100%", "99.8%", "99.9%", "50%", "0.4%", "0.1%", "0%"]
+    trace = knockout_heatmaps(heads, 1.0).data[0]
+    assert list(trace.text[0]) == ["100%", "99.8%", "99.9%", "50%", "0.4%", "0.1%", "0%"]
+    assert "%{text}" in trace.hovertemplate and "%{z" not in trace.hovertemplate  # the hover says what the cell says

@@ -34,7 +34,7 @@ def knockout_heatmaps(
         layer="%{y}",
         head="%{x}",
         measure=measure,
-        score="%{z:.1%}",
+        score="%{text}",  # the cell's own words: 99.9%, never a hover's 100.0% beside it
     )
     traces = []
     for i, (kind, ref) in enumerate(zip(kinds, refs)):
