@@ -90,7 +90,7 @@ def test_a_board_column_is_as_wide_as_its_widest_cell_with_little_room_to_spare(
         Message("solved in {steps} steps", steps=696),
         Message("training, step {step}", step=1234),
         Message(LOST_CAUSE),
-        "=HYPERLINK(\"http://x\",\"y\")",
+        '=HYPERLINK("http://x","y")',
         "William Wimmer-Mumm",
         "sinusoidal PE",
     ]

@@ -360,3 +360,16 @@ def test_the_memory_of_a_file_s_variants_is_checked_at_their_longest_sequence_as
     document["experiment"]["data"]["task"] = "repeat"  # targets of 64 symbols
     with pytest.raises(ValueError, match="73 MB of activations"):
         experiment_from_json(json.dumps(document))
+
+
+def test_an_experiment_s_summary_says_its_layers_and_lengths_as_the_other_summaries_do():
+    from transformer.compare_state import CompareState, experiment_for
+    from transformer.i18n import translator
+
+    one = READY["heads"].summary()
+    assert "1 layer per stack" in one and "inputs of length 10 " in one
+    two = experiment_for(
+        CompareState("custom", {"task": "dedup", "min_len": 4, "max_len": 8, "n_layers": 2}, "n_heads", (1, 4))
+    )
+    assert "2 layers per stack" in two.summary() and "Task dedup, inputs of length 4-8" in two.summary()
+    assert "编码器、解码器各 2 层" in translator("zh-CN").gettext(two.summary())

@@ -8,6 +8,7 @@ from dataclasses import dataclass, replace
 from ..i18n import N_, Message
 from ..limits import MAX_VARIANTS as MAX_VARIANTS  # re-exported for the package
 from ..model import ModelConfig
+from ..naming import length_span, task_label
 from ..run_configs import Configs, run_configs
 from ..settings import Setting, Value, compare_switches, default_run, form_defaults
 from ..tasks import DataConfig
@@ -119,7 +120,6 @@ class Experiment:
     def summary(self) -> Message:
         """The shared settings in one line."""
         m, d, t = self.model, self.data, self.train
-        lengths = str(d.max_len) if d.min_len == d.max_len else f"{d.min_len}-{d.max_len}"
         stopping = Message(N_(", stopping early once solved")) if t.early_stop else ""
         if self.switch == "n_heads":
             heads = Message(N_("heads set per variant"))
@@ -128,12 +128,17 @@ class Experiment:
         if self.switch == "architecture":
             both = N_("the Transformer with {heads}, the GRUs with hidden size {d_model}")
             heads = Message(both, heads=heads, d_model=m.d_model)
-        layers = N_("layers set per variant") if self.switch == "n_layers" else N_("{n} layer(s) per stack")
+        if self.switch == "n_layers":
+            layers = N_("layers set per variant")
+        else:
+            layers = N_("{n} layer per stack") if m.n_layers == 1 else N_("{n} layers per stack")
         template = N_(
             "Task {task}, inputs of length {lengths} · d_model {d_model}, {heads}, {layers} · {steps} steps per "
             "variant{stopping} (a live rerun stops a variant after {budget:.0f} s) · seed {seed} for every variant."
         )
-        shared = dict(task=d.task, lengths=lengths, d_model=m.d_model, steps=t.steps, budget=t.time_budget_s)
+        shared = dict(
+            task=task_label(d), lengths=length_span(d), d_model=m.d_model, steps=t.steps, budget=t.time_budget_s
+        )
         layers = Message(layers, n=m.n_layers)
         return Message(template, **shared, heads=heads, layers=layers, stopping=stopping, seed=t.seed)
 
