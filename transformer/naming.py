@@ -71,16 +71,22 @@ def _switch_names() -> list[str]:
     return [s.name for s in spec.SETTINGS.values() if s.configs == ("model",) and s.options]
 
 
+def switch_words(config: ModelConfig) -> list[str]:
+    """The teaching switches set away from the lab's default model, each in its words (untranslated): "no PE",
+    "pre-norm", "tied"."""
+    default = ModelConfig()
+    return [
+        spec.setting(name).word(getattr(config, name))
+        for name in _switch_names()
+        if getattr(config, name) != getattr(default, name)
+    ]
+
+
 def switches(config: ModelConfig) -> list[str]:
     """The teaching switches set away from the lab's default model, as short tags: their words without spaces or
     hyphens, e.g. "noPE", "learnedPE", "prenorm", "tied" (the paper ties the generator, the lab's default does
     not)."""
-    default = ModelConfig()
-    return [
-        re.sub(r"[^A-Za-z0-9]", "", spec.setting(name).word(getattr(config, name)))
-        for name in _switch_names()
-        if getattr(config, name) != getattr(default, name)
-    ]
+    return [re.sub(r"[^A-Za-z0-9]", "", words) for words in switch_words(config)]
 
 
 def run_name(model_config: ModelConfig, data_config: DataConfig, taken: Collection[str] = ()) -> str:
@@ -104,7 +110,7 @@ def checkpoint_summary(name: str, source: str, checkpoint: Checkpoint) -> dict:
         "name": name,
         "source": source,
         "task": task_label(t),
-        "lengths": f"{t.min_len}-{t.max_len}",
+        "lengths": length_span(t),
         "symbols": t.n_symbols,
         "d_model": c.d_model,
         "heads": c.n_heads,

@@ -4,7 +4,7 @@ the model in hand."""
 import streamlit as st
 
 from transformer.literal import markdown_literal
-from transformer.naming import length_span, task_label
+from transformer.naming import length_span, switch_words, task_label
 from ui.accessibility import accessible_page
 from ui.common import setup_torch
 from ui.language import _, language_picker, ngettext
@@ -82,7 +82,7 @@ def _model_in_hand_label(page: str) -> None:
             (
                 _("task {task}, lengths {lengths}", task=markdown_literal(task_label(task)), lengths=length_span(task)),
                 _("d_model {d_model}, {heads}, {n}+{n} layers", d_model=c.d_model, heads=heads, n=c.n_layers),
-                _("pre-norm") if c.norm_first else _("post-norm"),
+                *(_(words) for words in switch_words(c)),  # the teaching switches set away from the default model
             )
         )
     )

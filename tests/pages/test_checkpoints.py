@@ -111,3 +111,20 @@ def test_a_file_that_would_break_a_page_is_refused_with_the_reason(shipped_dir, 
     assert not at.exception and "not loaded" in at.error[0].value
     assert re.search(message, re.sub(r"\\(.)", r"\1", at.error[0].value))  # the message, its punctuation escaped
     assert "in_hand" not in at.session_state
+
+
+def test_the_sidebar_names_the_teaching_switches_the_model_in_hand_sets_away_from_the_default():
+    from transformer.checkpoint import Checkpoint
+
+    def sidebar_caption(config: ModelConfig) -> str:
+        at = AppTest.from_file("../../streamlit_app.py", default_timeout=60)
+        at.session_state["in_hand"] = Checkpoint(Transformer(config), Vocab.digits(), config, DataConfig(), [], {})
+        at.session_state["in_hand_name"] = "test model"
+        at.run()
+        at.switch_page("pages/checkpoints.py").run()
+        assert not at.exception
+        return next(c.value for c in at.sidebar.caption if c.value.startswith("task "))
+
+    assert sidebar_caption(ModelConfig()).endswith("1+1 layers")  # the default model: no switch to name
+    no_pe = sidebar_caption(ModelConfig(positional="none", norm_first=True))
+    assert no_pe.endswith("1+1 layers · no PE · pre-norm"), no_pe
