@@ -219,7 +219,8 @@ def test_token_accuracy_counts_real_tokens_only():
     real = batch.tgt_out != 0
     model.train()
     scores = evaluate(model, batch, 1, 2)
-    assert scores["token_acc"] == pytest.approx((((predicted == batch.tgt_out) & real).sum() / real.sum()).item())
+    right = int(((predicted == batch.tgt_out) & real).sum())
+    assert scores["token_acc"] == right / int(real.sum())  # the counts' own ratio, exactly: 999/1000 reads 0.999
     assert model.training  # evaluate hands the model back in the mode it found it in
 
 
