@@ -64,6 +64,7 @@ SUMMARY_HEADERS = {  # the summary table's columns, as shown; the CSV keeps the 
     "steps": N_("steps"),
     "time (s)": N_("time (s)"),
 }
+SUMMARY_FORMATS = {"exact match (%)": ".1f", "token acc. (%)": ".1f", "train loss": ".4g"}  # else ",.1f" or ",d"
 
 
 @st.cache_resource(show_spinner=False)
@@ -282,7 +283,10 @@ def show_curves_and_summary(run: ExperimentRun, source: str | Message) -> None:
     figure = comparison_figure(histories, tr=session_translator())
     chart(st, figure, key="compare_curves", config=PLOTLY_CONFIG)
     # a table whose cells wrap: every variant's name reads whole ("GRU encoder-decoder") at any width
-    summary = summary_table(run).set_index("variant").map(lambda v: "–" if pd.isna(v) else f"{v:,.4g}")
+    summary = summary_table(run).set_index("variant")
+    for column in summary:  # one format a column: 11.0 beside 79.7, never 11 beside 79.7
+        shape = SUMMARY_FORMATS.get(column, ",.1f" if "(s)" in column or "/s" in column else ",.0f")
+        summary[column] = summary[column].map(lambda v, shape=shape: "–" if pd.isna(v) else format(v, shape))
     summary.index = summary.index.map(_).rename(_(SUMMARY_HEADERS["variant"]))
     st.table(summary.rename(columns={column: _(header) for column, header in SUMMARY_HEADERS.items()}))
     st.caption(

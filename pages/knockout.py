@@ -25,6 +25,7 @@ from transformer.knockout import (
 )
 from transformer.limits import MIN_GRID_SAMPLE
 from transformer.model import Transformer
+from transformer.shares import percent
 from transformer.vocab import Vocab
 from ui.charts import chart
 from ui.common import shipped_checkpoint
@@ -109,8 +110,8 @@ sample = (
     else _("{n:,} of the {total:,}", n=grid.n, total=grid.n_held_out)
 )
 exact_col, token_col = st.columns(2)
-exact_col.metric(_("Intact exact match"), f"{grid.intact['exact_match']:.1%}")
-token_col.metric(_("Intact token accuracy"), f"{grid.intact['token_acc']:.1%}")
+exact_col.metric(_("Intact exact match"), percent(grid.intact["exact_match"]))
+token_col.metric(_("Intact token accuracy"), percent(grid.intact["token_acc"]))
 metric = st.radio(
     _("Score"),
     list(METRICS),
@@ -186,7 +187,7 @@ exact_col, token_col = st.columns(2)
 for col, name in ((exact_col, "exact_match"), (token_col, "token_acc")):
     knocked, intact = combined["scores"][name], grid.intact[name]
     change = _("{change:+.1f} points", change=100 * (knocked - intact))
-    col.metric(_(WITHOUT_THEM[name]), f"{knocked:.1%}", change)
+    col.metric(_(WITHOUT_THEM[name]), percent(knocked), change)
 headers = {"input": _("input"), "expected": _("expected"), "intact": _("intact"), "knocked out": _("knocked out")}
 st.dataframe(combined["outputs"].rename(columns=headers), hide_index=True)
 st.caption(

@@ -19,6 +19,7 @@ from transformer.live_examples import live_examples
 from transformer.naming import run_summary
 from transformer.progress import progress
 from transformer.serving import Run, unwatched
+from transformer.shares import shown_share
 from transformer.training import smoothed_loss_floor
 from ui.accessibility import shortcut_help
 from ui.alignment_view import train_alignment
@@ -259,8 +260,8 @@ def finished(run: Run, seat: Seat | None) -> None:
     saved, result = st.session_state[TRAIN_SAVED], run.result
     scores = _(
         "exact match {exact_match:.1%} and token accuracy {token_acc:.1%} on the held-out set",
-        exact_match=result.exact_match,
-        token_acc=result.token_acc,
+        exact_match=shown_share(result.exact_match),
+        token_acc=shown_share(result.token_acc),
     )
     if result.reason == "stopped":
         st.info(_(STOPPED, steps=result.steps, seconds=result.seconds, why=stopped_because(run), scores=scores))

@@ -16,6 +16,7 @@ from .decoding import greedy_decode
 from .i18n import N_, Message
 from .limits import MAX_PER_LENGTH, MAX_PROBE_COST, forward_cost
 from .model import ModelConfig, Transformer
+from .shares import percent
 from .task import spoken
 from .tasks import MAX_SEQ_LEN, DataConfig, TaskData, task_of
 from .vocab import N_SPECIAL, Vocab
@@ -205,13 +206,6 @@ def _longer_exact_match(longer: pd.DataFrame) -> Message:
         ends = N_("{exact} at length {length}, {last} at length {last_length}")
         return Message(ends, exact=exact, length=at, last=percent(last["exact_match"]), last_length=last["length"])
     return Message(N_("{exact} at length {length}"), exact=exact, length=at)
-
-
-def percent(share: float) -> str:
-    """A share as the length test says it: a whole percent where it is one ('90%'), else to a tenth ('12.5%', not a
-    rounded 12%); short of every input it never reads 100%, and with any right never 0%."""
-    tenths = min(max(round(share * 1000), 1 if share > 0 else 0), 999 if share < 1 else 1000)
-    return f"{tenths // 10}%" if tenths % 10 == 0 else f"{tenths / 10:.1f}%"
 
 
 def _span(values: pd.Series, spec: str = "%") -> str:

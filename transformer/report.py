@@ -30,6 +30,7 @@ from .figures.training import accuracy_figure, loss_figure
 from .i18n import N_, Translator
 from .lengths import summary
 from .report_data import ClassPart, ReportData
+from .shares import shown_share
 from .tasks import DataConfig, get_task
 
 FILE_PART_CHARS = 40  # each part of a report's file name: its run's name, its student's name
@@ -241,7 +242,8 @@ def _settings(page: _Page, report: ReportData) -> str:
     if (result := report.result) is not None:
         scores = N_("On the held-out set: exact match {exact_match:.1%}, token accuracy {token_acc:.1%}.")
         ending = page.t(ENDINGS.get(result["reason"], ENDINGS["stopped"]), **result)
-        parts += [page.heading(N_("Outcome")), f"<p>{ending} {page.t(scores, **result)}</p>"]
+        shares = {name: shown_share(result[name]) for name in ("exact_match", "token_acc")}
+        parts += [page.heading(N_("Outcome")), f"<p>{ending} {page.t(scores, **{**result, **shares})}</p>"]
     return "".join(parts)
 
 

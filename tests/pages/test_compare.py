@@ -1,5 +1,6 @@
 """The Compare page: shipped results at once, the attention timeline, links, live reruns, export and import."""
 
+import re
 import time
 
 import pytest
@@ -44,6 +45,8 @@ def test_shipped_results_show_at_once(at):
     table = at.table[0].value  # cells that wrap: a variant's name reads whole at any width
     assert table.index.tolist() == ["sinusoidal PE", "no PE"]
     assert float(table["exact match (%)"].iloc[1]) < 5 < float(table["exact match (%)"].iloc[0])
+    assert all(re.fullmatch(r"\d+\.\d", cell) for cell in table["exact match (%)"])  # one format: 100.0 beside 0.4
+    assert all(re.fullmatch(r"[\d,]+", cell) for cell in table["steps"])
     assert at.query_params["experiment"] == "no-positional-encoding"
 
 

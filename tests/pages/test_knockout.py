@@ -27,7 +27,7 @@ def test_the_page_shows_a_grid_per_attention_kind_beside_the_intact_scores():
     at = open_with_model()
     grid = kept(at, "knockout_grid").value
     assert 10 < grid.n < grid.n_held_out == 1000 and len(grid.heads) == 12 and grid.ablation == "zero"
-    assert metrics(at) == {"Intact exact match": "100.0%", "Intact token accuracy": "100.0%"}
+    assert metrics(at) == {"Intact exact match": "100%", "Intact token accuracy": "100%"}
     (title, figure), *others = charts(at).items()
     assert title.replace("<br>", " ") == "Held-out exact match with one head removed (intact model: 100.0%)"
     assert all(len(line) <= PHONE_TITLE for line in title.split("<br>"))  # a phone's chart shows it whole
@@ -47,7 +47,7 @@ def test_removing_all_cross_attention_breaks_reverse_and_shows_the_outputs():
     at.button(key="knockout_all_cross").click().run()
     assert not at.exception
     assert at.multiselect(key="knockout_heads").value == ["cross:0:0", "cross:0:1", "cross:0:2", "cross:0:3"]
-    assert metrics(at)["Exact match without them"] == "0.0%"
+    assert metrics(at)["Exact match without them"] == "0%"
     outputs = at.dataframe[0].value
     assert list(outputs.columns) == ["input", "expected", "intact", "knocked out"] and len(outputs) == 5
     assert (outputs["intact"] == outputs["expected"]).all() and (outputs["knocked out"] != outputs["expected"]).all()

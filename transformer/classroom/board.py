@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from ..i18n import DEFAULT_LANGUAGE, N_, Message, Translator, joined, translator
+from ..shares import shown_share
 from ..training import METRIC_COLUMNS
 from .outcomes import Outcome, measured, spread, steps_to_solve
 from .questions import QUESTIONS, is_graded, right_choices
@@ -80,12 +81,6 @@ def state_text(run: RunState | None) -> Message:
     if run.status == "lost":
         return Message(N_("lost at step {step}"), step=run.step)
     return _word(run.status)
-
-
-def shown_share(exact_match: float) -> float:
-    """A run's held-out exact match as a result shows it, to a tenth of a percent as the Train page shows it: short of
-    every sequence it shows at most 99.9%, so a run that did not solve its task never reads 100.0% (0.9996 would)."""
-    return exact_match if exact_match >= 1 else min(exact_match, 0.999)
 
 
 def result_text(run: RunState | None) -> str:

@@ -15,6 +15,7 @@ from ..alignment import alignment_series
 from ..lengths import inputs_within_budget, score_lengths
 from ..limits import MAX_SEQ_LEN
 from ..serving import Chain, RunRegistry
+from ..shares import shown_share
 from ..tasks import TaskData
 from ..training import METRIC_COLUMNS, MetricRow, Trainer
 from .definitions import SWITCHES, Experiment, SwitchValue
@@ -190,8 +191,8 @@ def summary_table(run: ExperimentRun) -> pd.DataFrame:
                 "solved at step": None if solved is None else int(solved["step"]),
                 "solved at (s)": None if solved is None else round(solved["elapsed_s"], 1),
                 "steps/s": None if not last or not last["elapsed_s"] else round(last["step"] / last["elapsed_s"], 1),
-                "exact match (%)": None if not final else round(100 * final["exact_match"], 1),
-                "token acc. (%)": None if not final else round(100 * final["token_acc"], 1),
+                "exact match (%)": None if not final else round(100 * shown_share(final["exact_match"]), 1),
+                "token acc. (%)": None if not final else round(100 * shown_share(final["token_acc"]), 1),
                 "train loss": last.get("train_loss"),
                 "steps": None if not last else int(last["step"]),
                 "time (s)": None if not last else round(last["elapsed_s"], 1),

@@ -110,15 +110,6 @@ def whole_percent(value: float) -> str:
     return f"{round(100 * value)}%"
 
 
-def share_percent(share: float) -> str:
-    """A share of sequences in a heatmap's cell: a whole percent, but to a tenth where a whole one would read 100%
-    short of all or 0% above none (a head whose removal costs 2 sequences in 1,000 reads 99.8%, not 100%)."""
-    whole = round(100 * share)
-    if (whole == 100 and share < 1) or (whole == 0 and share > 0):
-        return f"{min(max(100 * share, 0.1), 99.9):.1f}%"
-    return f"{whole}%"
-
-
 def score_heatmap(
     z: np.ndarray,
     colorscale: str,

@@ -9,8 +9,9 @@ import plotly.graph_objects as go
 
 from ..i18n import N_, Translator
 from ..inspection import ATTENTION_KINDS
+from ..shares import cell_percent, shown_share
 from . import ENGLISH, PHONE_TITLE, wrap_title
-from .heatmaps import axis_ticks, build_figure, score_heatmap, share_percent, stacked_panels
+from .heatmaps import axis_ticks, build_figure, score_heatmap, stacked_panels
 
 METRICS = {"exact_match": N_("exact match"), "token_acc": N_("token accuracy")}  # translated where shown
 SCORE_SCALE = "Cividis"  # dark blue: the model fails without the head; yellow: it does not need it (CVD-safe)
@@ -43,13 +44,12 @@ def knockout_heatmaps(
         z[rows["layer"], rows["head"]] = rows[metric]
         cell = f"{hover}<extra></extra>"
         numbered = n_heads <= 8
-        traces.append(score_heatmap(z, SCORE_SCALE, measure, cell, numbered, share_percent, showscale=i == 0, **ref))
+        traces.append(score_heatmap(z, SCORE_SCALE, measure, cell, numbered, cell_percent, showscale=i == 0, **ref))
         n = ref["xaxis"][1:]
         layout[f"xaxis{n}"].update(title=tr.gettext("head"), **axis_ticks([str(h) for h in range(n_heads)]))
         layout[f"yaxis{n}"].update(
             title=tr.gettext("layer"), autorange="reversed", **axis_ticks([str(layer) for layer in range(n_layers)])
         )
-    title = tr.gettext(
-        "Held-out {measure} with one head removed (intact model: {intact:.1%})", measure=measure, intact=intact
-    )
+    said = N_("Held-out {measure} with one head removed (intact model: {intact:.1%})")
+    title = tr.gettext(said, measure=measure, intact=shown_share(intact))
     return build_figure(traces, layout, wrap_title(title, PHONE_TITLE), height=130 + plot_px)
