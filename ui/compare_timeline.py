@@ -74,11 +74,16 @@ def _pick_step(run: ExperimentRun, live: bool) -> tuple[int, int] | None:
     if not variant.steps:
         st.caption(_("No attention snapshot yet."))
         return None
-    key = f"timeline_step_{index}_{len(variant.steps)}" if following else f"timeline_step_{index}"
+    if following:
+        key = f"timeline_step_{index}_{len(variant.steps)}"
+        st.session_state[key] = variant.steps[-1]
+    else:  # one slider for every variant: another variant opens at the step picked, to compare them there
+        key, picked = "timeline_step_picked", st.session_state.get("timeline_step_picked")
+        nearest = variant.steps[-1] if picked is None else min(variant.steps, key=lambda s: abs(s - picked))
+        st.session_state[key] = nearest
     step = st.select_slider(
         _("Training step"),
         variant.steps,
-        variant.steps[-1],
         key=key,
         disabled=following,
         help=_("Turn off *Follow training* to pick a step.") if following else None,

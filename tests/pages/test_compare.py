@@ -62,6 +62,7 @@ def test_the_timeline_slider_moves_heatmaps_and_marker(at):
     assert [t["name"] for t in alignment["data"]] == ["L0 H0", "L0 H1", "L0 H2", "L0 H3"]
     at.radio(key="compare_timeline_variant").set_value("no PE").run()
     assert not at.exception and "no PE" in chart(at, "compare_heads_0")["layout"]["title"]["text"]
+    assert at.select_slider[0].value == 0 and "step 0" in chart(at, "compare_heads_0")["layout"]["title"]["text"]
 
 
 def test_exports_and_a_link_to_another_experiment(at):
