@@ -6,11 +6,25 @@ import streamlit as st
 from transformer.experiments import ExperimentRun
 from transformer.figures.attention import attention_heatmaps
 from transformer.figures.compare import alignment_figure, loss_marker_figure, variant_colour
+from transformer.i18n import N_
 from transformer.literal import code_span
 from ui.charts import chart
 from ui.language import _, said, session_translator, worded
 
 PLOTLY_CONFIG = {"displaylogo": False, "toImageButtonOptions": {"format": "png", "scale": 2}}  # PNG from the toolbar
+EXPLAINED = N_(
+    "The probe is the first held-out input, {probe}. Each heatmap is one cross-attention head: a row per decoder "
+    "position, labelled by the token it reads (row i writes output token i), a column per source token, darker = more "
+    "attention. Slide through training to watch the pattern form. Each head's score is the attention it puts, on "
+    "average, on the source token the output comes from:"
+)
+EXPLAINED_REVERSE = N_(  # reverse, the lesson's task, says where its outputs come from
+    "The probe is the first held-out input, {probe}. Each heatmap is one cross-attention head: a row per "
+    "decoder position, labelled by the token it reads (row i writes output token i), a column per source "
+    "token, darker = more attention. Slide through training to watch the pattern form. Each head's score is "
+    "the attention it puts, on average, on the source token the output comes from (for reverse, output i "
+    "comes from source token n-1-i):"
+)
 
 
 def show_timeline(run: ExperimentRun, live: bool) -> None:
@@ -27,16 +41,8 @@ def show_timeline(run: ExperimentRun, live: bool) -> None:
 def _explain(run: ExperimentRun) -> None:
     """What the heatmaps show and how alignment is scored."""
     st.subheader(_("Attention forming during training"))
-    st.markdown(
-        _(
-            "The probe is the first held-out input, {probe}. Each heatmap is one cross-attention head: a row per "
-            "decoder position, labelled by the token it reads (row i writes output token i), a column per source "
-            "token, darker = more attention. Slide through training to watch the pattern form. Each head's score is "
-            "the attention it puts, on average, on the source token the output comes from (for reverse, output i "
-            "comes from source token n-1-i):",
-            probe=code_span(" ".join(run.probe_src)),
-        )
-    )
+    explained = EXPLAINED_REVERSE if run.experiment.data.task == "reverse" else EXPLAINED
+    st.markdown(_(explained, probe=code_span(" ".join(run.probe_src))))
     alignment, right = _("alignment"), _("1 = always the right token, {uniform} = uniform", uniform=r"$\tfrac{1}{n}$")
     st.latex(
         rf"\begin{{gathered}}\text{{{alignment}}} = \frac{{1}}{{n}}\sum_{{i=0}}^{{n-1}} A_{{i,\,\pi(i)}} \\ "

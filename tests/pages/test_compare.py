@@ -108,6 +108,20 @@ def test_the_builder_s_steps_help_promises_no_early_stop_as_compare_never_stops_
     assert steps_help == spec.setting("steps").every_step_help and "earlier" not in steps_help
 
 
+@pytest.mark.parametrize("task, rule", [("reverse", "for reverse, output i"), ("copy", "the output comes from:")])
+def test_the_timeline_says_where_outputs_come_from_only_for_reverse(monkeypatch, task, rule):
+    monkeypatch.setitem(READY, "heads", TINY.changed("data", task=task))
+    at = open_compare(experiment="heads")
+    at.button(key="compare_run").click().run()
+    deadline = time.monotonic() + 60
+    while not at.session_state["compare_job"].done and time.monotonic() < deadline:
+        time.sleep(0.2)
+        at.run()
+    at.run()
+    explained = next(m.value for m in at.markdown if m.value.startswith("The probe is"))
+    assert rule in explained and (task == "reverse") == ("reverse" in explained)
+
+
 def test_a_tiny_live_rerun_completes_after_polling(monkeypatch):
     monkeypatch.setitem(READY, "heads", TINY)
     at = open_compare(experiment="heads")
