@@ -40,7 +40,7 @@ from ui.common import cluster_not_used, local_time
 from ui.downloads import csv_download
 from ui.language import (
     _,
-    language_param,
+    class_language_param,
     ngettext,
     option_for,
     session_translator,
@@ -89,7 +89,7 @@ def class_link(code: str) -> str:
     """The link students open: the Train page, with the class in the address, and the teacher's language unless
     it is English (a student may still pick another)."""
     base = (st.context.url or "").rsplit("/", 1)[0]
-    return f"{base}/train?" + urlencode({"class": code, **language_param()})
+    return f"{base}/train?" + urlencode({"class": code, **class_language_param()})
 
 
 def qr_png(link: str) -> bytes:

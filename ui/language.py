@@ -162,6 +162,12 @@ def language_param() -> dict[str, str]:
     return {LANG_PARAM: language()}
 
 
+def class_language_param() -> dict[str, str]:
+    """The link parameter of a class link, which students open in browsers of their own: the teacher's language, but
+    none for English, so that each student's browser picks theirs."""
+    return {} if language() == DEFAULT_LANGUAGE else {LANG_PARAM: language()}
+
+
 def worded(key: str, options: Sequence[Any] | None = None, words: Callable[[Any], Any] | None = None) -> str:
     """`key`, the widget key of a choice whose options are worded in the session's language: after a language
     switch its value is set again (`_picked`), so that the browser shows the new words. Streamlit's browser code

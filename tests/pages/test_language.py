@@ -140,6 +140,19 @@ def test_the_class_link_carries_the_teachers_language():
     assert links == [f"/train?class={code}&lang=zh-CN"]
 
 
+def test_an_english_class_link_leaves_each_student_s_browser_to_pick(monkeypatch):
+    """A teacher who picked English in a Chinese browser keeps lang=en in their own address, not in the class link."""
+    monkeypatch.setattr(ui.language, "_browser_locale", lambda: "zh-CN")
+    at = open_page("pages/teacher.py")
+    pick(at, "en")
+    at.text_input(key="teacher_title").set_value("Period 3")
+    at.button(key="teacher_create_button").click().run()
+    at.button(key="teacher_key_saved").click().run()
+    assert not at.exception and at.query_params["lang"] == "en"
+    code = at.session_state["teacher_class"][0]
+    assert [h.value.replace("\\", "") for h in at.header] == [f"/train?class={code}"]
+
+
 def loss_curve(at: AppTest) -> np.ndarray:
     """The steps of the Train page's loss curve (its first chart's first trace)."""
     return array(json.loads(at.get("plotly_chart")[0].proto.spec)["data"][0]["x"])
