@@ -287,9 +287,9 @@ def prediction_verdict(seat: Seat, waiting: bool) -> None:
     elif not is_graded(measured):
         verdict = _("not graded: the runs it rests on ran out of time before they solved the task.")
     elif measured == prediction.choice:
-        verdict = _("the runs measured **{measured}**: you were right.", measured=_(measured))
+        verdict = _("the runs say **{measured}**: you were right.", measured=_(measured))
     else:
-        verdict = _("the runs measured **{measured}**: not so.", measured=_(measured))
+        verdict = _("the runs say **{measured}**: not what you predicted.", measured=_(measured))
     st.markdown(
         _(
             "**Your prediction:** {question} **{choice}**. So far {verdict}",

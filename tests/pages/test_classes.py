@@ -199,7 +199,7 @@ def test_a_prediction_not_measured_yet_is_graded_once_the_other_group_has_run(fr
     result = {"reason": "step budget", "steps": 30, "exact_match": 0.0}
     store.record_run(bo, RunState("finished", 30, None, ({"step": 30, "train_loss": 2.0},), result))
     at.run()  # what the verdict's fragment does on its own every few seconds
-    assert "the runs measured" in verdict(at) and "not measured yet" not in verdict(at)
+    assert "the runs say" in verdict(at) and "not measured yet" not in verdict(at)
     assert fragments["prediction_verdict"] is None  # measured: no more polling
 
 
@@ -219,10 +219,10 @@ def test_a_graded_prediction_is_read_again_while_runs_of_the_class_still_train(f
     store.record_run(cy, RunState("training", 5, None, ({"step": 5, "train_loss": 2.0},)))
     at.run()
     first = verdict(at)
-    assert "the runs measured" in first and fragments["prediction_verdict"] == ui.classes.PREDICTION_POLL_S
+    assert "the runs say" in first and fragments["prediction_verdict"] == ui.classes.PREDICTION_POLL_S
     store.record_run(cy, RunState("finished", 30, None, ({"step": 30, "train_loss": 2.0},), {**solved, "steps": 30}))
     at.run()  # what the verdict's fragment does on its own: Cy's run has ended, nothing can change it now
-    assert fragments["prediction_verdict"] is None and "the runs measured" in verdict(at)
+    assert fragments["prediction_verdict"] is None and "the runs say" in verdict(at)
 
 
 def verdict(at: AppTest) -> str:
