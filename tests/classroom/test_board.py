@@ -358,7 +358,9 @@ def test_what_a_teacher_reads_on_the_board_and_in_the_csv_files_is_in_their_lang
     ]
     assert board.metrics_frame(snapshot, zh)["group"].tolist()[0] == "正弦位置编码"
     frame = board.predictions_frame(snapshot, zh)
-    assert frame[["group", "question", "choice"]].values.tolist() == [["正弦位置编码", "positional-none", "更快解出"]]
+    assert frame[["group", "question", "choice"]].values.tolist() == [
+        ["正弦位置编码", "没有位置编码时，任务 reverse 会：", "更快解出"]
+    ]
     assert board.results_frame(snapshot)["group"].tolist()[:2] == ["sinusoidal PE", "no PE"]  # English by default
 
 

@@ -20,7 +20,7 @@ from ..i18n import DEFAULT_LANGUAGE, N_, Message, Translator, joined, translator
 from ..shares import shown_share
 from ..training import METRIC_COLUMNS
 from .outcomes import Outcome, measured, spread, steps_to_solve
-from .questions import QUESTIONS, is_graded, right_choices
+from .questions import QUESTIONS, is_graded, question_text, right_choices
 from .records import RunState, Snapshot, Student, thin
 
 STALL_ROWS = 8  # a training run whose loss has not fallen below its best for this many metric rows is flagged
@@ -339,16 +339,16 @@ def metrics_frame(snapshot: Snapshot, tr: Translator = ENGLISH) -> pd.DataFrame:
 
 
 def predictions_frame(snapshot: Snapshot, tr: Translator = ENGLISH) -> pd.DataFrame:
-    """One row per prediction: name, group, question (its key), choice, the right choice as measured (blank until it
-    is; 'ran out of time' when its runs did) and whether the prediction was right (blank while ungraded); its words
-    in `tr`'s language, text spreadsheet-safe."""
+    """One row per prediction: name, group, question (as its students read it), choice, the right choice as measured
+    (blank until it is; 'ran out of time' when its runs did) and whether the prediction was right (blank while
+    ungraded); its words in `tr`'s language, text spreadsheet-safe."""
     key = snapshot.info.question
     right = right_choices(key, snapshot) if key else {}
     rows = [
         {
             "name": s.name,
             "group": _said(s.group, tr),
-            "question": p.question,
+            "question": tr.gettext(question_text(p.question, snapshot.info)) if p.question in QUESTIONS else p.question,
             "choice": tr.gettext(p.choice),
             "measured": _said(right.get(s.id), tr) if p.question == key else None,
             "right": right.get(s.id) == p.choice if p.question == key and is_graded(right.get(s.id)) else None,
