@@ -4,10 +4,12 @@ loss and the alignment scores at that step."""
 import streamlit as st
 
 from transformer.experiments import ExperimentRun
+from transformer.figures.alignment import ideal_over_learned
 from transformer.figures.attention import attention_heatmaps
 from transformer.figures.compare import alignment_figure, loss_marker_figure, variant_colour
 from transformer.i18n import N_
 from transformer.literal import code_span
+from ui.alignment_view import scoring_rule
 from ui.charts import chart
 from ui.language import _, said, session_translator, worded
 
@@ -108,14 +110,17 @@ def _show_step(run: ExperimentRun, index: int, step: int) -> None:
                 variant=label,
             )
         )
+    ideal, at = run.probe_ideal() if variant.alignment else None, variant.steps.index(step)
     for layer, maps in enumerate(snapshot):  # full width: a column of the heatmap per source token
         title = _("{variant}: cross-attention, layer {layer}, step {step}", variant=label, layer=layer, step=step)
-        chart(
-            st,
-            attention_heatmaps(maps, run.probe_tgt, run.probe_src, title, per_row=2, tr=tr),
-            key=f"compare_heads_{layer}",
-            config=PLOTLY_CONFIG,
-        )
+        if ideal is None:
+            figure = attention_heatmaps(maps, run.probe_tgt, run.probe_src, title, per_row=2, tr=tr)
+        else:  # the ideal cells outlined and each head's score, as on Train and Decoding
+            scores = [variant.alignment[f"L{layer} H{head}"][at] for head in range(len(maps))]
+            figure = ideal_over_learned(maps, ideal, scores, run.probe_tgt, run.probe_src, title, per_row=2, tr=tr)
+        chart(st, figure, key=f"compare_heads_{layer}", config=PLOTLY_CONFIG)
+    if ideal is not None and snapshot:
+        st.caption(scoring_rule(run.experiment.data.task))
     loss_col, alignment_col = st.columns(2)
     if variant.history:
         chart(

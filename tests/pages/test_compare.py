@@ -56,7 +56,9 @@ def test_the_timeline_slider_moves_heatmaps_and_marker(at):
     slider.set_value(0).run()
     assert not at.exception and at.select_slider[0].value == 0 and not at.toggle  # a finished run: no following
     heads = chart(at, "compare_heads_0")
-    assert "step 0" in heads["layout"]["title"]["text"] and len(heads["data"]) == 4
+    assert "step 0" in heads["layout"]["title"]["text"] and len(heads["data"]) == 8  # 4 heads, each its ideal cells
+    assert [t["type"] for t in heads["data"]] == ["heatmap"] * 4 + ["scatter"] * 4
+    assert any(c.value.startswith("Outlined: where each output token comes from") for c in at.caption)
     assert chart(at, "compare_timeline_loss")["layout"]["shapes"][0]["x0"] == 0
     alignment = chart(at, "compare_alignment")
     assert [t["name"] for t in alignment["data"]] == ["L0 H0", "L0 H1", "L0 H2", "L0 H3"]
@@ -110,7 +112,8 @@ def test_the_builder_s_steps_help_promises_no_early_stop_as_compare_never_stops_
 
 @pytest.mark.parametrize("task, rule", [("reverse", "for reverse, output i"), ("copy", "the output comes from:")])
 def test_the_timeline_says_where_outputs_come_from_only_for_reverse(monkeypatch, task, rule):
-    monkeypatch.setitem(READY, "heads", TINY.changed("data", task=task))
+    own = TINY.changed("data", task=task).changed("train", steps=9)  # not TINY's run, which another test trains
+    monkeypatch.setitem(READY, "heads", own)
     at = open_compare(experiment="heads")
     at.button(key="compare_run").click().run()
     deadline = time.monotonic() + 60

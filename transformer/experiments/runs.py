@@ -9,15 +9,17 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import pandas as pd
+import torch
 import torch.nn as nn
 
-from ..alignment import alignment_series
+from ..alignment import alignment_series, ideal_alignment
 from ..lengths import inputs_within_budget, score_lengths
 from ..limits import MAX_SEQ_LEN
 from ..serving import Chain, RunRegistry
 from ..shares import shown_share
-from ..tasks import TaskData
+from ..tasks import TaskData, task_of
 from ..training import METRIC_COLUMNS, MetricRow, Trainer
+from ..vocab import Vocab
 from .definitions import SWITCHES, Experiment, SwitchValue
 
 
@@ -43,6 +45,17 @@ class ExperimentRun:
     probe_src: list[str]  # source tokens of the probe: the key axis of cross-attention
     probe_tgt: list[str]  # decoder input tokens (BOS, target): the query axis
     variants: list[VariantRun]
+
+    def probe_ideal(self) -> torch.Tensor | None:
+        """The probe's ideal cross-attention (T_query, T_key), as `VariantRun.alignment` scores the heads against;
+        None when the task has none (or the probe's tokens are not its symbols)."""
+        data = self.experiment.data
+        vocab = Vocab(task_of(data).symbols(data.n_symbols))
+        try:
+            source = [vocab.symbol_index(i) for i in vocab.encode(" ".join(self.probe_src))]
+        except ValueError:  # a file of another task's symbols
+            return None
+        return ideal_alignment(data.task, source, len(self.probe_tgt))
 
 
 def _probe(data: TaskData) -> tuple[list[str], list[str], int, int]:
