@@ -135,7 +135,7 @@ else:
         download_col.download_button(
             _("Download"),
             data,
-            f"{name}.pt",
+            name if name.endswith(".pt") else f"{name}.pt",  # an uploaded file's name has its .pt already
             "application/octet-stream",
             key=f"download_{name}",
             on_click=DOWNLOAD_RERUNS,
