@@ -430,6 +430,20 @@ def test_groups_alternate_by_join_order_and_seeds_are_distinct(store):
     assert [s.group for s in store.open_board(code, key).students][:4] == ["1", "2", "4", "1"]
 
 
+def test_each_class_s_seeds_start_where_its_code_says_so_two_classes_train_their_own_runs(store):
+    """Two periods with the same assignment: seeds 0, 1, 2... in both would have the second class join the first's
+    finished runs, which its students would never watch learn."""
+    from transformer.classroom.assignment import class_seed_offset
+
+    first, second = store.create_class("Period 1")[0], store.create_class("Period 2")[0]
+    for code in (first, second):
+        ada, bo = store.join(code, "b-ada", "Ada"), store.join(code, "b-bo", "Bo")
+        assert [ada.seed, bo.seed] == [Assignment().seed(p, class_seed_offset(code)) for p in (0, 1)]
+    offsets = [class_seed_offset(code) for code in ("amber-otter-7351", "amber-otter-7352", "amber-otter-7351")]
+    assert offsets[0] != offsets[1] and offsets[0] == offsets[2]  # from the code alone
+    assert {class_seed_offset(f"c-{i}") for i in range(200)} <= set(range(10_001))
+
+
 def test_a_class_keeps_its_task_once_a_student_has_answered_or_trained(store):
     code, key = store.create_class("A")
     ann = store.join(code, "b1", "Ann")

@@ -6,6 +6,7 @@ Every value is checked by its setting (`settings.Setting.check`: the Train form'
 built into the run's configs (`run_configs`) before an assignment is accepted.
 """
 
+import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
@@ -87,13 +88,14 @@ class Assignment:
         """The group of the student who joined `position`-th (from 0): groups take turns, so they stay balanced."""
         return self.groups[position % len(self.groups)] if self.groups else None
 
-    def seed(self, position: int) -> int:
-        """The seed of the student who joined `position`-th: the preset seed plus the position, wrapped within the
-        form's bounds, so seeds are distinct for the first 10,001 students."""
+    def seed(self, position: int, offset: int = 0) -> int:
+        """The seed of the student who joined `position`-th: the preset seed plus `offset` (the class's own,
+        `class_seed_offset`) plus the position, wrapped within the form's bounds, so seeds are distinct for the first
+        10,001 students."""
         seed = spec.setting("seed")
         low, high = seed.bounds
         base = self.preset.get("seed", seed.default)
-        return low + (base - low + position) % (high - low + 1)
+        return low + (base - low + offset + position) % (high - low + 1)
 
     def settings(
         self, group: Group | None, seed: int | None = None, changes: Mapping[str, Any] | None = None
@@ -122,6 +124,14 @@ class Assignment:
         """The assignment `to_json` wrote, checked again."""
         groups = tuple(Group(label, value) for label, value in data.get("groups", ()))
         return cls(dict(data.get("preset", {})), frozenset(data.get("open", ())), data.get("setting"), groups)
+
+
+def class_seed_offset(code: str) -> int:
+    """Where the seeds of the class `code` start past its preset seed: drawn from its code, so that two classes on
+    one server (two periods of a lesson, or a class made after another was deleted) train runs of their own instead
+    of joining each other's finished ones, which their students would never watch learn."""
+    low, high = spec.setting("seed").bounds
+    return int.from_bytes(hashlib.sha256(code.encode()).digest()[:8], "big") % (high - low + 1)
 
 
 def split_groups(name: str) -> tuple[Group, ...]:

@@ -14,7 +14,7 @@ from sqlalchemy import Connection, Row, delete, select
 from sqlalchemy.dialects import postgresql, sqlite
 
 from ..pairs import TaskPairs
-from .assignment import Assignment
+from .assignment import Assignment, class_seed_offset
 from .records import IN_FLIGHT, ClassInfo, Prediction, RunState, Snapshot, Student
 from .schema import classes, predictions, runs, students
 
@@ -84,11 +84,12 @@ def class_info_of(conn: Connection, row: Row) -> ClassInfo:
     return ClassInfo(row.code, row.title, row.created_at, row.expires_at, assignment, row.question, task)
 
 
-def student_of(row: Row, assignment: Assignment, name: str | None = None) -> Student:
-    """A student row as Student, with the group and seed `assignment` gives their position."""
+def student_of(row: Row, assignment: Assignment, code: str, name: str | None = None) -> Student:
+    """A student row of the class `code` as Student, with the group and seed `assignment` gives their position."""
     group = assignment.group(row.position)
     label = None if group is None else group.label
-    return Student(row.id, row.name if name is None else name, row.position, label, assignment.seed(row.position))
+    seed = assignment.seed(row.position, class_seed_offset(code))
+    return Student(row.id, row.name if name is None else name, row.position, label, seed)
 
 
 def run_state_of(run: Row, lost_before: datetime) -> RunState:
@@ -104,7 +105,7 @@ def snapshot_of(conn: Connection, row: Row, names: bool, lost_before: datetime) 
     since `lost_before` are lost."""
     assignment = assignment_of(row)
     members = conn.execute(select(students).where(students.c.class_id == row.id).order_by(students.c.position))
-    roster = tuple(student_of(s, assignment, None if names else "") for s in members)
+    roster = tuple(student_of(s, assignment, row.code, None if names else "") for s in members)
     ids = [s.id for s in roster]
     states = {
         r.student_id: run_state_of(r, lost_before) for r in conn.execute(select(runs).where(runs.c.student_id.in_(ids)))

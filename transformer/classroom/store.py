@@ -304,7 +304,7 @@ class ClassStore:
             found = conn.execute(
                 select(students).where(students.c.class_id == row.id, students.c.browser == browser)
             ).first()
-            return None if found is None else student_of(found, assignment_of(row))
+            return None if found is None else student_of(found, assignment_of(row), row.code)
 
     def standing(self, student: Student) -> tuple[Prediction | None, RunState | None]:
         """The student's prediction and their recorded run, lost when no server has heard of it lately (None for
@@ -357,7 +357,7 @@ class ClassStore:
         given = named is not None and rejoin and named.rejoin
         if given and hmac.compare_digest(named.rejoin, rejoin_digest(named.id, rejoin)):
             conn.execute(update(students).where(students.c.id == named.id).values(browser=browser, rejoin=None))
-            return student_of(named, assignment_of(row))
+            return student_of(named, assignment_of(row), row.code)
         if named is not None:
             raise ClassroomError(WRONG_REJOIN if rejoin else TAKEN)
         position = conn.scalar(select(func.count()).select_from(students).where(mine))
@@ -365,7 +365,7 @@ class ClassStore:
             raise ClassroomError(Message(N_("this class is full: it holds {most} students"), most=MAX_STUDENTS))
         values = dict(class_id=row.id, browser=browser, name=name, name_key=name_key(name), position=position)
         new = conn.execute(insert(students).values(**values, joined_at=self.now()).returning(students)).one()
-        return student_of(new, assignment_of(row))
+        return student_of(new, assignment_of(row), row.code)
 
     def answer(self, student: Student, choice: str) -> None:
         """Record the student's prediction for the class's question; only before their run starts."""
