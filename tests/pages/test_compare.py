@@ -36,6 +36,15 @@ def at() -> AppTest:
     return open_compare()
 
 
+def until_done(at: AppTest, limit_s: float) -> None:
+    """Poll the page (run_every never fires in AppTest: each run is one poll) until its live run has ended."""
+    deadline = time.monotonic() + limit_s
+    while not at.session_state["compare_job"].done and time.monotonic() < deadline:
+        time.sleep(0.2)
+        at.run()
+    at.run()
+
+
 def test_shipped_results_show_at_once(at):
     assert at.selectbox(key="compare_experiment").value == "no-positional-encoding"
     assert "cannot tell source positions apart" in at.info[0].value
@@ -116,11 +125,7 @@ def test_the_timeline_says_where_outputs_come_from_only_for_reverse(monkeypatch,
     monkeypatch.setitem(READY, "heads", own)
     at = open_compare(experiment="heads")
     at.button(key="compare_run").click().run()
-    deadline = time.monotonic() + 60
-    while not at.session_state["compare_job"].done and time.monotonic() < deadline:
-        time.sleep(0.2)
-        at.run()
-    at.run()
+    until_done(at, 60)
     explained = next(m.value for m in at.markdown if m.value.startswith("The probe is"))
     assert rule in explained and (task == "reverse") == ("reverse" in explained)
 
@@ -130,11 +135,7 @@ def test_a_tiny_live_rerun_completes_after_polling(monkeypatch):
     at = open_compare(experiment="heads")
     at.button(key="compare_run").click().run()
     assert not at.exception and at.button(key="compare_stop").disabled is False
-    deadline = time.monotonic() + 60
-    while not at.session_state["compare_job"].done and time.monotonic() < deadline:
-        time.sleep(0.2)
-        at.run()  # run_every never fires in AppTest: each run is one poll
-    at.run()
+    until_done(at, 60)
     assert not at.exception and at.session_state["compare_job"].done
     assert any("your live run" in c.value for c in at.caption)
     table = at.table[0].value
@@ -245,11 +246,7 @@ def test_custom_settings_survive_a_visit_to_another_page():
 def test_a_custom_run_shows_only_under_the_settings_it_was_trained_with():
     at = open_compare(experiment="custom", length="3", steps="50", d_model="16")
     at.button(key="compare_run").click().run()
-    deadline = time.monotonic() + 120
-    while not at.session_state["compare_job"].done and time.monotonic() < deadline:
-        time.sleep(0.2)
-        at.run()
-    at.run()
+    until_done(at, 120)
     assert not at.exception and any("your live run" in c.value for c in at.caption)
     at.selectbox(key="compare_task").set_value("copy").run()  # other settings: that run does not answer them
     assert not at.exception and not any("your live run" in c.value for c in at.caption) and not at.table
