@@ -5,6 +5,7 @@ import pytest
 
 from transformer.checkpoint import checkpoint_bytes, load_checkpoint
 from transformer.experiments import READY, load_shipped
+from transformer.i18n import message_of, translator
 from transformer.model import ModelConfig, Transformer
 from transformer.pairs import pairs_from_rows
 from transformer.run_configs import eval_every_for, model_max_len, run_configs
@@ -63,8 +64,8 @@ def test_an_empty_learning_rate_is_the_peak_for_the_model_size():
     "changes, message",
     [
         (dict(d_model=30, n_heads=4), "d_model (30) must be divisible by the number of heads (4)"),
-        (dict(d_model=30, n_heads=4), "use 1, 2, 3, 5, 6 heads"),
-        (dict(min_len=6, max_len=3), "the shortest input (min_len 6) is longer than the longest (max_len 3)"),
+        (dict(d_model=30, n_heads=4), "use 1, 2, 3, 5 or 6 heads"),
+        (dict(min_len=6, max_len=3), "the shortest input (6 symbols) is longer than the longest (3)"),
         (dict(task="nope"), "unknown task"),
         (dict(dropout=1.5), "dropout"),
         (dict(vocab_size=13), "is not a setting"),  # it follows from the symbols
@@ -74,6 +75,20 @@ def test_run_configs_explains_what_does_not_fit(changes, message):
     with pytest.raises(ValueError) as err:
         run_configs({**SETTINGS, **changes})
     assert message in str(err.value)
+
+
+@pytest.mark.parametrize(
+    "changes, chinese",
+    [(dict(d_model=30, n_heads=4), "请用 1、2、3、5 或 6 个头"), (dict(min_len=6, max_len=3), "最短输入（6 个符号）")],
+)
+def test_what_does_not_fit_reads_in_the_pages_language(changes, chinese):
+    """Compare's custom builder shows these refusals: a Chinese page shows them in Chinese, as one sentence that
+    its page ends (no full stop of its own)."""
+    with pytest.raises(ValueError) as err:
+        run_configs({**SETTINGS, **changes})
+    said = translator("zh-CN")(message_of(err.value))
+    assert chinese in said and not said.endswith(("。", "."))
+    assert not str(err.value).endswith(".")
 
 
 def test_bigger_runs_report_more_often():

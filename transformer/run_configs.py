@@ -11,9 +11,11 @@ from collections.abc import Mapping
 
 from . import settings as spec
 from .checkpoint import check_model_size
+from .i18n import N_, Message
 from .limits import MAX_TRAIN_BYTES, check_train_memory, train_activation_bytes
 from .model import ModelConfig
 from .pairs import TaskPairs
+from .task import spoken
 from .tasks import DataConfig, longest_sequence, task_of
 from .training import TrainConfig, suggested_lr
 from .vocab import N_SPECIAL
@@ -46,7 +48,11 @@ def run_configs(
         spec.setting(name)  # ValueError on a name that is no setting
     if values.get("min_len", 1) > values.get("max_len", DataConfig.max_len):
         low, high = values.get("min_len"), values.get("max_len", DataConfig.max_len)
-        raise ValueError(f"the shortest input (min_len {low}) is longer than the longest (max_len {high})")
+        template = N_(
+            "the shortest input ({low} symbols) is longer than the longest ({high}): lower the first or raise"
+            " the second"
+        )
+        raise ValueError(Message(template, low=low, high=high))
     if shared:
         spec.check_limits(values)
     parts = {config: _fields(values, config) for config in spec.CONFIGS}
@@ -54,11 +60,12 @@ def run_configs(
     model_values = {"d_model": ModelConfig.d_model, "n_heads": ModelConfig.n_heads, **parts["model"]}
     d_model, n_heads = model_values["d_model"], model_values["n_heads"]
     if isinstance(n_heads, int) and n_heads >= 1 and d_model % n_heads:
-        fits = [h for h in range(1, 9) if d_model % h == 0]
-        raise ValueError(
-            f"d_model ({d_model}) must be divisible by the number of heads ({n_heads}): each head works on "
-            f"d_model / heads dimensions. With d_model {d_model}, use {', '.join(map(str, fits))} heads."
+        template = N_(
+            "d_model ({d_model}) must be divisible by the number of heads ({n_heads}), since each head works on"
+            " d_model / heads dimensions: with d_model {d_model}, use {fits} heads"
         )
+        fits = spoken([h for h in range(1, 9) if d_model % h == 0])
+        raise ValueError(Message(template, d_model=d_model, n_heads=n_heads, fits=fits))
     vocab_size = len(task_of(data).symbols(data.n_symbols)) + N_SPECIAL
     model = ModelConfig(**parts["model"], vocab_size=vocab_size, max_len=model_max_len(data))
     check_model_size(model)

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 import torch
 
-from .i18n import N_, Message
+from .i18n import N_, Message, joined
 from .limits import MAX_SEQ_LEN
 from .vocab import MAX_SYMBOLS
 
@@ -125,13 +125,13 @@ class Task(ABC):
         return sources
 
 
-def spoken(values: range) -> str:
-    """A range of values in words: "2 to 30", "3" when it holds one, or "2, 4, 6 or 8" when it steps."""
+def spoken(values: Sequence[int]) -> str:
+    """Values in words: a range as "2 to 30", one value as "3", else a list as "2, 4, 6 or 8"."""
     if len(values) == 1:
         return str(values[0])
-    if values.step == 1:
+    if isinstance(values, range) and values.step == 1:
         return Message(N_("{low} to {high}"), low=values[0], high=values[-1])
-    return Message(N_("{some} or {last}"), some=", ".join(map(str, values[:-1])), last=values[-1])
+    return Message(N_("{some} or {last}"), some=joined(map(str, values[:-1]), N_(", ")), last=values[-1])
 
 
 @dataclass(frozen=True)
