@@ -88,14 +88,27 @@ def start_page() -> None:
     values, notices = read_params(st.query_params.to_dict(), {BOARD: class_code_parser()})
     show_link_notices(notices)
     if BOARD in values:
-        st.session_state.setdefault("teacher_code", values[BOARD])
-        st.info(
-            _(
-                "This tab had the board of class {code} open: enter its teacher key to open it again.",
-                code=code_span(values[BOARD]),
-            ),
-            icon=":material/login:",
-        )
+        try:
+            class_store().class_info(values[BOARD], caller())  # a code from a link: a wrong one counts against it
+        except ClassroomError as err:
+            board_in_address(None)
+            st.warning(
+                _(
+                    "The address names class {code}, whose board cannot open: {reason}.",
+                    code=code_span(values[BOARD]),
+                    reason=markdown_literal(_(err)),
+                ),
+                icon=":material/link_off:",
+            )
+        else:
+            st.session_state.setdefault("teacher_code", values[BOARD])
+            st.info(
+                _(
+                    "The address names the board of class {code}: enter its teacher key to open it.",
+                    code=code_span(values[BOARD]),
+                ),
+                icon=":material/login:",
+            )
     create_col, open_col = st.columns(2)
     with create_col.form("teacher_create"):
         st.subheader(_("Create a class"))

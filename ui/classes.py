@@ -75,7 +75,8 @@ def caller() -> Caller:
 
 
 def class_from_link() -> None:
-    """Once per session, note the class the opened link names (`?class=amber-otter-7351`)."""
+    """Once per session, note the class the opened link names (`?class=amber-otter-7351`); on any page, Home
+    included, a link whose class is not one (or no longer one) says so and leaves the address."""
     if "class_link_read" in st.session_state:
         return
     st.session_state["class_link_read"] = True
@@ -83,6 +84,9 @@ def class_from_link() -> None:
     show_link_notices(notices)
     if "class" in values:
         st.session_state[CLASS_CODE] = values["class"]
+        current_class()
+    else:
+        st.query_params.pop("class", None)
 
 
 def current_class() -> tuple[ClassInfo, Student | None] | None:
@@ -96,6 +100,7 @@ def current_class() -> tuple[ClassInfo, Student | None] | None:
         return info, class_store().student(code, watcher_id())
     except ClassroomError as err:
         st.session_state.pop(CLASS_CODE, None)
+        st.query_params.pop("class", None)  # a reload does not open it again
         st.warning(_("The class link does not work: {reason}.", reason=markdown_literal(_(err))))
         return None
 

@@ -166,8 +166,24 @@ def test_a_reload_keeps_the_student_and_a_class_that_ended_says_so():
     home.run()
     assert not home.exception and home.query_params["class"] == code  # Home keeps the class too
     ui.classes.class_store().delete_class(code, key, TEACHER)
-    again = open_link(code)
-    assert "class link does not work" in again.warning[0].value and again.button(key="start_training")
+    again = AppTest.from_file("../../streamlit_app.py", default_timeout=30)
+    again.query_params["class"] = code
+    again.run()  # said on the first page the link opens
+    assert "class link does not work" in again.warning[0].value
+    assert "class" not in again.query_params  # a reload does not open the dead class again
+    again.switch_page("pages/train.py").run()
+    assert again.button(key="start_training") and not again.warning  # the lab without a class, said once
+
+
+@pytest.mark.parametrize("code", ["no-such-class-1234", "not a code!"])
+def test_home_says_a_class_link_does_not_work_and_drops_it_from_the_address(code):
+    home = AppTest.from_file("../../streamlit_app.py", default_timeout=30)
+    home.query_params["class"] = code
+    home.run()
+    assert not home.exception and "class" not in home.query_params
+    assert [w.value for w in home.warning if "class" in w.value.lower()]  # said, not silent
+    home.run()  # the next run of the page says it no more
+    assert not home.warning
 
 
 @pytest.fixture

@@ -480,12 +480,23 @@ def test_a_reload_or_a_restart_offers_again_the_board_the_tab_had_open():
     again.run()
     again.switch_page("pages/teacher.py").run()
     assert not again.exception and again.text_input(key="teacher_code").value == code
-    assert again.info[0].value.startswith(f"This tab had the board of class `{code}` open")
+    assert again.info[0].value.startswith(f"The address names the board of class `{code}`")
     again.text_input(key="teacher_key").set_value(key)
     again.button(key="teacher_open_button").click().run()
     assert again.session_state["teacher_class"] == (code, key)
     again.button(key="teacher_close").click().run()
     assert not again.exception and "board" not in again.query_params  # closed: nothing offered on a reload
+
+
+def test_a_board_in_the_address_of_no_class_says_so_and_leaves_the_address():
+    at = AppTest.from_file("../../streamlit_app.py", default_timeout=30)
+    at.query_params["board"] = "amber-otter-7351"  # a class code, of no class on this server
+    at.run()
+    at.switch_page("pages/teacher.py").run()
+    assert not at.exception and not at.info and at.text_input(key="teacher_code").value == ""
+    (notice,) = [w.value for w in at.warning]
+    assert notice.startswith("The address names class `amber-otter-7351`, whose board cannot open")
+    assert "board" not in at.query_params  # a reload does not offer it again
 
 
 @pytest.mark.parametrize("hostile", ["../../etc", "<script>alert(1)</script>", "x" * 5000])
