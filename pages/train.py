@@ -354,7 +354,7 @@ if not active:
     own = seat.info.task if seat else own_task_expander(OWN_TASK)
     task_notice(own, by_class=seat is not None)
     locked = seat.locked() if seat else None
-    draw_task(locked)  # above the form: choosing a task fills the form at once
+    draw_task(locked, by_teacher=seat is None or seat.info.assignment is not None)  # fills the form at once
     with st.form("train_settings", enter_to_submit=False):  # Enter in a number field must not start a run
         draw_fields(locked)
         if seat:

@@ -185,7 +185,9 @@ def class_seat() -> Seat | None:
         _("Class **{title}**", title=markdown_literal(info.title)),
         _("you are **{name}**", name=markdown_literal(student.name)),
         *([_("group **{group}**", group=markdown_literal(_(student.group)))] if student.group else []),  # its words
-        _("seed {seed}. Your teacher locked the settings shown greyed out.", seed=student.seed),
+        _("seed {seed}. Your teacher locked the settings shown greyed out.", seed=student.seed)
+        if info.assignment is not None
+        else _("seed {seed}. The settings shown greyed out are your class's.", seed=student.seed),
     ]
     st.info(" · ".join(parts), icon=":material/school:")
     return seat

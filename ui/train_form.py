@@ -34,6 +34,9 @@ KEEPS = ("seed",)  # settings a task's default run leaves as the student set the
 CHOSEN = N_("Choosing a task fills in its default run; change any setting before you press Start.")
 LOCKED = N_("The settings shown greyed out are your teacher's; change any other before you press Start.")
 ALL_LOCKED = N_("Your teacher set every setting: press Start when you are ready.")
+CLASS_DEFAULTS = N_(
+    "Your class trains this task's default run, every setting set for you: press Start when you are ready."
+)
 
 
 def form_key(s: spec.Setting) -> str:
@@ -61,13 +64,15 @@ def read_form() -> dict[str, Value]:
     return values
 
 
-def draw_task(locked: Mapping[str, Any] | None = None) -> None:
+def draw_task(locked: Mapping[str, Any] | None = None, by_teacher: bool = True) -> None:
     """The task picker, above the form: choosing a task fills the form with its default run. Call before
-    `draw_fields`, outside `st.form`."""
+    `draw_fields`, outside `st.form`. `by_teacher`: whether a teacher chose the `locked` settings (not the class's
+    defaults, before any assignment was saved)."""
     locked = locked or {}
     _start_values(locked)
     every = locked and all(s.name in locked for s in spec.on_form())
-    task_picker(form_key, _(ALL_LOCKED if every else LOCKED if locked else CHOSEN), disabled="task" in locked)
+    caption = (ALL_LOCKED if by_teacher else CLASS_DEFAULTS) if every else LOCKED if locked else CHOSEN
+    task_picker(form_key, _(caption), disabled="task" in locked)
 
 
 def task_picker(

@@ -16,7 +16,7 @@ from transformer.classroom import Assignment, Caller, Group, RunState
 from transformer.pairs import pairs_from_rows
 from transformer.report_data import gather
 from ui.train_controls import CLASS_SAME_RUN, SAME_RUN
-from ui.train_form import ALL_LOCKED, CHOSEN, LOCKED
+from ui.train_form import ALL_LOCKED, CHOSEN, CLASS_DEFAULTS, LOCKED
 
 TINY = {"task": "reverse", "min_len": 3, "max_len": 3, "steps": 30}
 GROUPS = Assignment(TINY, frozenset({"lr"}), "positional", (Group("with PE", "sinusoidal"), Group("no PE", "none")))
@@ -79,6 +79,17 @@ def test_a_student_whose_teacher_set_every_setting_is_told_so():
     join(at, "Ada")
     captions = [caption.value for caption in at.caption]
     assert ALL_LOCKED in captions and LOCKED not in captions  # not "change any other"
+    assert "Your teacher locked the settings" in at.info[0].value
+
+
+def test_a_student_of_a_class_with_no_assignment_yet_is_not_told_the_teacher_set_it():
+    code, _ = ui.classes.class_store().create_class("Period 3", 14, TEACHER)  # no assignment saved: the defaults
+    at = open_link(code)
+    join(at, "Ada")
+    captions = [caption.value for caption in at.caption]
+    assert CLASS_DEFAULTS in captions and ALL_LOCKED not in captions
+    assert "are your class's" in at.info[0].value and "Your teacher" not in at.info[0].value
+    assert at.selectbox(key="train_task").disabled  # still the class's run: every setting locked
 
 
 def test_a_student_takes_their_name_to_another_browser_with_their_teacher_s_rejoin_code():
