@@ -111,7 +111,7 @@ def test_run_names_and_summaries_show_the_teaching_switches(switch, tag):
     assert "no PE" in summary and "no causal mask" in summary  # the settings' words
     assert "post-norm" not in summary and "sinusoidal PE" not in summary  # a setting at its default goes unsaid
     budgets = run_summary(both, data, TrainConfig(steps=77, time_budget_s=9.0, batch_size=32))
-    assert "Batch size: 32" in budgets and "77" not in budgets and "budget" not in budgets  # how long: unsaid
+    assert "batch 32" in budgets and "77" not in budgets and "budget" not in budgets  # how long: unsaid
 
 
 def small_checkpoint(history: list[dict]) -> Checkpoint:

@@ -59,10 +59,13 @@ def run_summary(model_config: ModelConfig, data_config: DataConfig, train_config
 
 
 def _said(s: spec.Setting, value: spec.Value) -> str | Message:
-    """Setting `s` at `value` in a run's summary: the value's words, else the setting's label and the value."""
+    """Setting `s` at `value` in a run's summary: the value's words, else the setting's summary of a number ("batch
+    128"), else its label and the value."""
     if value in s.words:
         return s.word(value)
     shown = value if isinstance(value, str) else f"{value:g}"
+    if s.summary is not None:
+        return Message(s.summary, value=shown)
     return Message(N_("{setting}: {value}"), setting=Message(s.label), value=shown)
 
 

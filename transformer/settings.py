@@ -63,6 +63,7 @@ class Setting:
     groups: tuple[Value, ...] = ()  # the two values a class's groups may differ in, the paper's first
     compare: bool = False  # Compare may switch it between the values `words` names
     every_step_help: str | None = None  # its help where runs never stop early (Compare), where `help` would mislead
+    summary: str | None = None  # how a run's summary says a number of it that `words` does not: "batch {value}"
 
     def help_for(self, early_stop: bool) -> str:
         """Its help where runs stop early once solved (`early_stop`) or always train every step."""
@@ -226,33 +227,36 @@ SETTINGS: dict[str, Setting] = {s.name: s for s in [  # in the Train form's draw
             compare=True),
     _number("d_ff", "int", "model", "d_ff", N_("Hidden width of the position-wise feed-forward network (the "
             "paper: 2048)."), _MODEL.d_ff, bounds=(16, 512), run_bounds=(8, 1024), flag="--d-ff",
-            form=_at(3, 0, "train_d_ff")),
+            form=_at(3, 0, "train_d_ff"), summary=N_("d_ff {value}")),
     _number("dropout", "float", "model", N_("Dropout"), N_("Fraction of activations zeroed during training (the "
             "paper: 0.1)."), _MODEL.dropout, bounds=(0.0, 0.5), flag="--dropout",
-            form=_at(3, 0, "train_dropout", step=0.05), class_open=True),
+            form=_at(3, 0, "train_dropout", step=0.05), class_open=True, summary=N_("dropout {value}")),
     _number("lr", "float", "train", N_("Peak learning rate"), _LR_HELP, None, bounds=(1e-4, 0.05), flag="--lr",
             class_open=True,
             form=_at(3, 1, "train_lr", step=1e-3, format="%.4f", placeholder=N_("auto: for the model's size"))),
     _number("warmup", "int", "train", N_("Warm-up steps"), N_("Steps over which the learning rate grows linearly "
             "from 0 to its peak (the paper: 4000)."), _TRAIN.warmup, words={0: N_("no warm-up"),
             50: N_("warm-up 50"), 100: N_("warm-up 100"), 400: N_("warm-up 400")}, bounds=(0, 1000), flag="--warmup",
-            form=_at(3, 1, "train_warmup"), class_open=True, compare=True),
+            form=_at(3, 1, "train_warmup"), class_open=True, compare=True, summary=N_("warm-up {value}")),
     Setting("schedule", "choice", ("train",), N_("After warm-up"),
             N_("What the learning rate does once warm-up is over."), _TRAIN.schedule,
             {"noam": N_("decay as 1/√step (paper)"), "constant": N_("stay at the peak")}, ("noam", "constant"),
             flag="--schedule", form=_at(3, 1, "train_schedule")),
     _number("batch_size", "int", "train", N_("Batch size"), N_("Sequences per training step."), _TRAIN.batch_size,
-            bounds=(8, 256), run_bounds=(1, 512), flag="--batch-size", form=_at(3, 1, "train_batch"), class_open=True),
+            bounds=(8, 256), run_bounds=(1, 512), flag="--batch-size", form=_at(3, 1, "train_batch"), class_open=True,
+            summary=N_("batch {value}")),
     _number("label_smoothing", "float", "train", N_("Label smoothing"), N_("The loss's target mixes in this much "
             "of a uniform distribution over the vocabulary instead of all on the right token (the paper: 0.1)."),
             _TRAIN.label_smoothing, words={0.0: N_("no smoothing"), 0.1: N_("smoothing 0.1"),
             0.2: N_("smoothing 0.2")}, bounds=(0.0, 0.5), flag="--label-smoothing",
-            form=_at(3, 1, "train_label_smoothing", step=0.05), groups=(0.0, 0.1), compare=True),
+            form=_at(3, 1, "train_label_smoothing", step=0.05), groups=(0.0, 0.1), compare=True,
+            summary=N_("smoothing {value}")),
     _number("ema_decay", "float", "train", N_("Weight averaging (EMA decay)"), N_("The model you get is a running "
             "average of the trained weights, which jitter from step to step at a high learning rate. 0 keeps the "
             "raw weights."), _TRAIN.ema_decay, words={0.0: N_("raw weights"),
             0.99: N_("averaged weights (EMA 0.99)")}, bounds=(0.0, 0.999), flag="--ema-decay",
-            form=_at(3, 1, "train_ema_decay", step=0.01, format="%.3f"), compare=True),
+            form=_at(3, 1, "train_ema_decay", step=0.01, format="%.3f"), compare=True,
+            summary=N_("EMA {value}")),
     _number("steps", "int", "train", N_("Steps (at most)"), N_("Training ends here, or earlier once every "
             "held-out sequence is right."), _TRAIN.steps, bounds=(10, 5000), run_bounds=(1, 10_000), flag="--steps",
             flag_bounds=(1, MAX_CLI_STEPS), form=_at(3, 2, "train_steps"), every_step_help=N_("Training runs this "
