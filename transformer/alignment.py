@@ -70,9 +70,14 @@ def _scores(weights: torch.Tensor, ideal: torch.Tensor) -> torch.Tensor:
     return ((weights * ideal).sum(dim=-1)[..., rows] / mass[rows]).mean(dim=-1)
 
 
+def head_label(layer: int, head: int) -> str:
+    """'L0 H1': a cross-attention head's label (0-based, as the heatmaps), the key of its `head_series`."""
+    return f"L{layer} H{head}"
+
+
 def head_labels(n_layers: int, n_heads: int) -> list[str]:
-    """'L0 H0', 'L0 H1', ...: one label per cross-attention head, layer by layer (0-based, as the heatmaps)."""
-    return [f"L{layer} H{head}" for layer in range(n_layers) for head in range(n_heads)]
+    """'L0 H0', 'L0 H1', ...: one label per cross-attention head, layer by layer."""
+    return [head_label(layer, head) for layer in range(n_layers) for head in range(n_heads)]
 
 
 def head_scores(task: str, source: Sequence[int], cross: Sequence[Any]) -> torch.Tensor | None:

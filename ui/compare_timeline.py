@@ -3,6 +3,7 @@ loss and the alignment scores at that step."""
 
 import streamlit as st
 
+from transformer.alignment import head_label
 from transformer.experiments import ExperimentRun
 from transformer.figures.alignment import ideal_over_learned
 from transformer.figures.attention import attention_heatmaps
@@ -116,7 +117,7 @@ def _show_step(run: ExperimentRun, index: int, step: int) -> None:
         if ideal is None:
             figure = attention_heatmaps(maps, run.probe_tgt, run.probe_src, title, per_row=2, tr=tr)
         else:  # the ideal cells outlined and each head's score, as on Train and Decoding
-            scores = [variant.alignment[f"L{layer} H{head}"][at] for head in range(len(maps))]
+            scores = [variant.alignment[head_label(layer, head)][at] for head in range(len(maps))]
             figure = ideal_over_learned(maps, ideal, scores, run.probe_tgt, run.probe_src, title, per_row=2, tr=tr)
         chart(st, figure, key=f"compare_heads_{layer}", config=PLOTLY_CONFIG)
     if ideal is not None and snapshot:
