@@ -83,7 +83,8 @@ def test_bad_values_fall_back_to_defaults_with_a_notice(params, field, notice):
 
 
 def test_numbers_out_of_range_are_refused_not_clamped_within_the_settings_bounds():
-    state, notices = read_compare({"steps": "5", "seed": "123456", "min_len": " 3 ", "dropout": "0.9"})
+    params = {"experiment": CUSTOM, "steps": "5", "seed": "123456", "min_len": " 3 ", "dropout": "0.9"}
+    state, notices = read_compare(params)
     assert state.settings == {"min_len": 3}
     assert notices == [
         "The link's seed is not a whole number in 0..10000, so the page's default is used.",
@@ -99,6 +100,18 @@ def test_over_long_compare_values_are_refused_not_cut():
         "The link's values is not 2-4 different settings of Positional encoding among sinusoidal, learned, none, so "
         "the page's default is used.",
     ]
+
+
+@pytest.mark.parametrize("experiment", [None, "heads"])
+def test_a_ready_made_experiment_says_the_link_s_custom_settings_are_not_its_own_and_drops_them(experiment):
+    params = {"d_model": "64", "switch": "norm_first", **({"experiment": experiment} if experiment else {})}
+    state, notices = read_compare(params)
+    assert state == CompareState(experiment=experiment or CompareState.experiment)
+    (notice,) = notices
+    assert notice.startswith("The link's d_model, switch only set a custom experiment, so the ready-made experiment")
+    assert write_compare(replace(state, settings={"d_model": 64})) == {"experiment": state.experiment}  # the address
+    chinese = translator("zh-CN")(notice)
+    assert "d_model" in chinese and "experiment" not in chinese and READY[state.experiment].title not in chinese
 
 
 def test_a_new_switch_without_values_compares_its_first_two_and_unknown_keys_are_ignored():

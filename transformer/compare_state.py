@@ -19,7 +19,7 @@ from .experiments.definitions import (
     experiment_configs,
     lesson_settings,
 )
-from .i18n import N_
+from .i18n import N_, Message
 from .link_params import Parser, choice, read_params, setting_param, setting_token, switch_values
 
 
@@ -88,13 +88,25 @@ def read_compare(params: Mapping[str, Any]) -> tuple[CompareState, list[str]]:
     two choices of another."""
     switch = read_params(params, {"switch": choice(list(SWITCHES))})[0].get("switch", CompareState.switch)
     values, notices = read_params(params, compare_parsers(switch))
+    experiment = values.get("experiment", CompareState.experiment)
+    if experiment in READY:  # a ready-made experiment has its own settings: the link's others are said, then dropped
+        if ignored := sorted(set(values) - {"experiment"}):
+            notice = N_(
+                "The link's {names} only set a custom experiment, so the ready-made experiment “{experiment}”"
+                " opens with its own settings."
+            )
+            notices.append(Message(notice, names=", ".join(ignored), experiment=Message(READY[experiment].title)))
+        return CompareState(experiment=experiment), notices
     chosen = {s.name: values.pop(s.name) for s in spec.on_form() if s.name in values}
     values.setdefault("values", CompareState.values if switch == CompareState.switch else SWITCHES[switch].choices[:2])
     return CompareState(**values, settings=custom_settings(chosen, switch)), notices
 
 
 def write_compare(state: CompareState) -> dict[str, str]:
-    """The settings that differ from the defaults, as URL query parameters (the experiment always)."""
+    """The settings that differ from the defaults, as URL query parameters (the experiment always); a ready-made
+    experiment's, its name alone."""
+    if state.experiment in READY:
+        return {"experiment": state.experiment}
     params = {"experiment": state.experiment, **{name: setting_token(v) for name, v in state.settings.items()}}
     if state.switch != CompareState.switch:
         params["switch"] = state.switch
