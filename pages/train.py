@@ -151,7 +151,7 @@ def progress_line(run: Run, rows: list) -> tuple[float, str]:
 
 def classmates_line(run: Run) -> int:
     """How many classmates watch this same run, said when there are any; returns their number."""
-    classmates = len(run.watchers()) - 1
+    classmates = run.open_pages() - 1
     if classmates > 0:
         st.caption(
             ngettext(

@@ -95,7 +95,7 @@ def leave_run() -> None:
     if current.status == "queued" or current.watchers():  # out of the queue, or others still watch the run
         st.session_state.pop(RUN)
         forget_run(RUN)
-        left = len(current.watchers())
+        left = current.open_pages()
         flash(
             "train_left",
             "info",

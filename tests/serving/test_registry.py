@@ -120,6 +120,22 @@ def test_a_watcher_still_connected_keeps_a_run_going_for_a_while_unpolled():
         registry.close()
 
 
+def test_a_closed_page_stops_counting_as_an_open_one_at_once_while_it_still_keeps_the_run():
+    """ "Same settings as 1 classmate" counts open pages: a classmate's closed tab leaves that count at once, while
+    the run still waits its idle timeout for the tab to come back (a reload)."""
+    registry = make_registry(idle_timeout_s=60)
+    tab = threading.Event()
+    tab.set()
+    try:
+        run = registry.submit("ada", *settings(**ENDLESS), connected=lambda: True)
+        assert registry.submit("bo", *settings(**ENDLESS), connected=tab.is_set) is run  # the same run, joined
+        assert run.open_pages() == 2 and sorted(run.watchers()) == ["ada", "bo"]
+        tab.clear()  # Bo's tab closed
+        assert run.open_pages() == 1 and sorted(run.watchers()) == ["ada", "bo"]
+    finally:
+        registry.close()
+
+
 def test_a_connected_watcher_that_never_polls_again_still_goes():
     registry = make_registry(idle_timeout_s=0.2)
     try:

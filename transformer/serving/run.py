@@ -140,6 +140,15 @@ class Run:
         with self._lock:
             return [w for w, (touched, connected) in self._watchers.items() if self._watching(touched, connected)]
 
+    def open_pages(self) -> int:
+        """How many watchers watch from a page open now: one whose page is known closed still keeps the run going
+        (`watchers`), so that a reload gets it back, but no one sees it there."""
+        with self._lock:
+            return sum(
+                self._watching(touched, connected) and (connected is None or connected())
+                for touched, connected in self._watchers.values()
+            )
+
     def unwatched_why(self) -> Message:
         """Why no page watches the run (`watchers` is empty), in words for students: the one of the two ways a
         watcher lapses that applies."""
