@@ -25,6 +25,7 @@ log = logging.getLogger("transformer.serving")  # a line per run queued, started
 _STDERR = logging.StreamHandler()
 RunStatus = Literal["queued", "preparing", "training", "paused", "done"]
 CONNECTED_GRACE = 4  # a watcher whose page is still connected keeps watching for this many idle timeouts unpolled
+OPEN_PAGE_POLL_S = 5.0  # a page that polled this recently counts as open where its connection reads closed or unknown
 
 
 def log_runs() -> None:
@@ -141,12 +142,15 @@ class Run:
             return [w for w, (touched, connected) in self._watchers.items() if self._watching(touched, connected)]
 
     def open_pages(self) -> int:
-        """How many watchers watch from a page open now: one whose page is known closed still keeps the run going
-        (`watchers`), so that a reload gets it back, but no one sees it there."""
+        """How many watchers watch from a page open now: connected, or polled within OPEN_PAGE_POLL_S. A closed
+        page still keeps the run going for a while (`watchers`), so that a reload gets it back, but no one sees it
+        there."""
+        now = time.monotonic()
         with self._lock:
             return sum(
-                self._watching(touched, connected) and (connected is None or connected())
+                now - touched <= OPEN_PAGE_POLL_S or (connected is not None and connected())
                 for touched, connected in self._watchers.values()
+                if self._watching(touched, connected)
             )
 
     def unwatched_why(self) -> Message:
