@@ -38,12 +38,13 @@ SKIP_LINK = N_("Skip to main content")
 SKIP_LINK_SCRIPT = """document.querySelector('[data-testid="stSkipToContent"]')?.replaceChildren(%s);"""
 # Streamlit's browser code writes some sentences and button names in English only (`FRONTEND_SENTENCES`), and names
 # some controls so (`FRONTEND_LABELS`): the script shows each, as it appears, in the session's words, the names in
-# the attributes that hold them only. A fixed script; its values the session's `frontend_rules` of each, none in
-# English. Installed once per tab, it reads the rules of the page's latest run, and words the whole page again
-# whenever they change (a switch of language): a name it worded keeps Streamlit's English beside it
-# (data-lab-<attribute>) and what it wrote (data-lab-shown-<attribute>), so it is worded again from the English, or
-# given the English back. An uploaded file's remove button, which Streamlit leaves unnamed, is named "Remove <file>"
-# (REMOVE_ITEM), then worded as the others.
+# the attributes that hold them only. A fixed script; its values the session's `frontend_rules` of each (in English,
+# no names, and the sentences as Streamlit's own: a text that joins several is still read sentence by sentence).
+# Installed once per tab, it reads the rules of the page's latest run, and words the whole page again whenever they
+# change (a switch of language): a name it worded keeps Streamlit's English beside it (data-lab-<attribute>) and what
+# it wrote (data-lab-shown-<attribute>), so it is worded again from the English, or given the English back. An
+# uploaded file's remove button, which Streamlit leaves unnamed, is named "Remove <file>" (REMOVE_ITEM), then worded as
+# the others.
 FRONTEND_SCRIPT = """window.labFrontendRules = %s.map(([pattern, names, text]) => [new RegExp(pattern), names, text]);
 window.labFrontendLabels = %s.map(([pattern, names, text]) => [new RegExp(pattern), names, text]);
 window.labRemoveItem = %s;
@@ -56,6 +57,14 @@ if (!window.labFrontendWords) {
       const values = found && names.map(own);
       const fill = (_, name) => values[names.indexOf(name)];
       if (values && !values.includes(null)) return text.replace(/\\{(\\w+)\\}/g, fill);
+    }
+    // Several sentences in one text, a space after each full stop: an uploader's errors of one file, joined (a file of
+    // a kind refused and over the limit). Each shown on its own, where each is one; after a sentence that ends in a
+    // full-width stop (Chinese), the next follows without the space.
+    for (let i = english.indexOf(". "); i >= 0; i = english.indexOf(". ", i + 1)) {
+      const first = shown(english.slice(0, i + 1), rules);
+      const then = first === null ? null : shown(english.slice(i + 2), rules);
+      if (then !== null) return first + (/[\\u0000-\\u007f]$/.test(first) ? " " : "") + then;
     }
     return null;
   };
@@ -74,7 +83,7 @@ if (!window.labFrontendWords) {
   const translate = (node) => {
     if (node.nodeType === Node.TEXT_NODE) {
       const text = window.labFrontendRules.length ? shown(node.nodeValue, window.labFrontendRules) : null;
-      if (text !== null) node.nodeValue = text;
+      if (text !== null && text !== node.nodeValue) node.nodeValue = text;  // each write is itself a change
     } else if (node.nodeType === Node.ELEMENT_NODE) {
       const unnamed = '[data-testid="stFileChipDeleteBtn"] button:not([aria-label])';
       for (const remove of [node, ...node.querySelectorAll(unnamed)].filter((el) => el.matches(unnamed))) {
@@ -217,7 +226,7 @@ def declare_language() -> None:
     those words; drawn again, and so run again, after a switch. And show Streamlit's own English in those words
     (`FRONTEND_SCRIPT`)."""
     code = language()
-    rules = [] if code == DEFAULT_LANGUAGE else frontend_rules(_)
+    rules = frontend_rules(_)  # in English Streamlit's own: each still a sentence, so that a text joining some is read
     rules += frontend_rules(lambda english: _(FRONTEND_REWORDED[english]), tuple(FRONTEND_REWORDED))
     labels = [] if code == DEFAULT_LANGUAGE else frontend_rules(_, FRONTEND_LABELS)
     css = HIDDEN_CSS

@@ -87,6 +87,36 @@ def test_streamlit_s_own_words_are_in_the_session_s_language(projector_page, lab
     assert not page_errors(page), page_errors(page)
 
 
+# A spreadsheet's kind, as a browser names it.
+XLSX = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
+
+
+@pytest.mark.parametrize("language", ["zh-CN", "en"])
+def test_a_file_refused_for_its_kind_and_its_size_is_told_both_in_the_session_s_language(
+    projector_page, lab_server, language
+):
+    """Streamlit joins the errors of one file into one text ("<kind> files are not allowed. File must be 1.0MB or
+    smaller."): a spreadsheet over the task file's limit, a student's likely mistake, is told each sentence in the
+    session's words, and its kind is not named by its MIME type; under the file and in its icon's tooltip alike."""
+    page = projector_page
+    open_at(page, lab_server, "train", language)  # every expander open: the own task's upload tab shows
+    uploader = page.locator(".st-key-train_task_file")
+    most_mb = int(re.search(r"(\d+) MB", uploader.locator("label").inner_text())[1])
+    uploader.locator("input[type=file]").set_input_files(
+        [{"name": "pairs.xlsx", "mimeType": XLSX, "buffer": bytes(most_mb * 2**20 + 1)}]
+    )
+    kind = translator(language).gettext(NOT_THIS_KIND)
+    too_big = sentence(language, "File must be {size} or smaller.", size=f"{most_mb:.1f}MB")
+    both = kind + ("" if kind.endswith("。") else " ") + too_big  # no space after a Chinese full stop
+    expect(uploader.get_by_role("alert")).to_have_text(sentence(language, "Error: {sentence}", sentence=both))
+    uploader.locator("[data-testid='stTooltipErrorHoverTarget']").hover()
+    expect(page.get_by_role("tooltip")).to_have_text(both)
+    assert "application" not in main(page).inner_text()
+    if language != "en":
+        assert not STREAMLIT_ENGLISH.search(main(page).inner_text())
+    assert not page_errors(page), page_errors(page)
+
+
 # An open list, a folded sidebar, a full-screen chart, an image (the Teacher's QR code: test_language_walk.py)
 ONLY_WHEN = {"Close", "Expand sidebar", "Close fullscreen", "Fullscreen: {label}"}
 
