@@ -65,7 +65,7 @@ def test_an_empty_learning_rate_is_the_peak_for_the_model_size():
     [
         (dict(d_model=30, n_heads=4), "d_model (30) must be divisible by the number of heads (4)"),
         (dict(d_model=30, n_heads=4), "use 1, 2, 3, 5 or 6 heads"),
-        (dict(min_len=6, max_len=3), "the shortest input (6 symbols) is longer than the longest (3)"),
+        (dict(min_len=6, max_len=3), "the shortest input (min_len 6) is longer than the longest (max_len 3)"),
         (dict(task="nope"), "unknown task"),
         (dict(dropout=1.5), "dropout"),
         (dict(vocab_size=13), "is not a setting"),  # it follows from the symbols
@@ -79,7 +79,10 @@ def test_run_configs_explains_what_does_not_fit(changes, message):
 
 @pytest.mark.parametrize(
     "changes, chinese",
-    [(dict(d_model=30, n_heads=4), "请用 1、2、3、5 或 6 个头"), (dict(min_len=6, max_len=3), "最短输入（6 个符号）")],
+    [
+        (dict(d_model=30, n_heads=4), "请用 1、2、3、5 或 6 个头"),
+        (dict(min_len=6, max_len=3), "最短输入（min_len 6）比最长输入（max_len 3）还长"),
+    ],
 )
 def test_what_does_not_fit_reads_in_the_pages_language(changes, chinese):
     """Compare's custom builder shows these refusals: a Chinese page shows them in Chinese, as one sentence that

@@ -49,7 +49,7 @@ def run_configs(
     if values.get("min_len", 1) > values.get("max_len", DataConfig.max_len):
         low, high = values.get("min_len"), values.get("max_len", DataConfig.max_len)
         template = N_(
-            "the shortest input ({low} symbols) is longer than the longest ({high}): lower the first or raise"
+            "the shortest input (min_len {low}) is longer than the longest (max_len {high}): lower the first or raise"
             " the second"
         )
         raise ValueError(Message(template, low=low, high=high))
