@@ -42,6 +42,7 @@ FRONTEND_SENTENCES = (
     N_("Decrement"),
     N_("Clear value"),
     N_("File must be {size} or smaller."),
+    N_("Only one file is allowed."),  # several files dropped on an uploader that takes one
     N_("add icon"),  # the name of a file uploader's button that adds another file
     N_("Connection error"),  # the dialog's title while the server does not answer (restarting, or gone)
 )
@@ -64,7 +65,8 @@ FRONTEND_REWORDED = {
 # empty box shows them (placeholder) or as a chart's toolbar shows them on hover (data-title): a help icon's, a chosen
 # option's remove button, a multiselect's clear button, an uploader's file input, a select box's placeholder and its
 # open and close button, a range slider's two thumbs, the sidebar and its pages, a heading's link, an image's
-# full-screen button, the buttons of a chart's and a table's toolbar, and a button's shortcut badge. Shown in the
+# full-screen button, the buttons of a chart's and a table's toolbar, a button's shortcut badge, a password field's
+# show and hide button, and a multiselect's group of chosen values. Shown in the
 # session's words in those attributes only: as page text, "Remove {item}" or "Search" could be a student's own words.
 REMOVE_ITEM = N_("Remove {item}")  # also the name the lab gives an uploaded file's remove button, which has none
 FRONTEND_LABELS = (
@@ -90,6 +92,9 @@ FRONTEND_LABELS = (
     N_("Search"),
     N_("Add row"),
     N_("Shortcut {key}"),  # a button's keyboard shortcut, as its badge names it
+    N_("Show password"),  # a password field's eye button (the teacher key), and once pressed:
+    N_("Hide password"),
+    N_("Selected values"),  # a multiselect's chosen values, as a group
 )
 
 

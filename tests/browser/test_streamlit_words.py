@@ -17,7 +17,9 @@ from ui.streamlit_internals import FRONTEND_LABELS, FRONTEND_SENTENCES, NOT_THIS
 
 pytestmark = requires_chromium
 
-STREAMLIT_ENGLISH = re.compile(r"Number is|Press Enter|File must|files are not allowed|Increment|Decrement|add icon")
+STREAMLIT_ENGLISH = re.compile(
+    r"Number is|Press Enter|File must|files are not allowed|Only one file|Increment|Decrement|add icon"
+)
 
 
 def sentence(language: str, english: str, **params: object) -> str:
@@ -87,6 +89,13 @@ def test_streamlit_s_own_words_are_in_the_session_s_language(projector_page, lab
     assert not page_errors(page), page_errors(page)
 
 
+# Two files given at once to an uploader that takes one, as a drop of two does.
+TWO_FILES = """input => {
+    const chosen = new DataTransfer();
+    for (const name of ["a.csv", "b.csv"]) chosen.items.add(new File(["a b,b a"], name, {type: "text/csv"}));
+    input.files = chosen.files;
+    input.dispatchEvent(new Event("change", {bubbles: true}));
+}"""
 # A spreadsheet's kind, as a browser names it.
 XLSX = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
 
@@ -112,13 +121,17 @@ def test_a_file_refused_for_its_kind_and_its_size_is_told_both_in_the_session_s_
     uploader.locator("[data-testid='stTooltipErrorHoverTarget']").hover()
     expect(page.get_by_role("tooltip")).to_have_text(both)
     assert "application" not in main(page).inner_text()
+    uploader.locator("input[type=file]").evaluate(TWO_FILES)  # two files dropped where one goes
+    one_file = sentence(language, "Only one file is allowed.")
+    expect(uploader.get_by_role("alert").last).to_have_text(sentence(language, "Error: {sentence}", sentence=one_file))
     if language != "en":
         assert not STREAMLIT_ENGLISH.search(main(page).inner_text())
     assert not page_errors(page), page_errors(page)
 
 
 # An open list, a folded sidebar, a full-screen chart, an image (the Teacher's QR code: test_language_walk.py)
-ONLY_WHEN = {"Close", "Expand sidebar", "Close fullscreen", "Fullscreen: {label}"}
+# and a password shown (its button then hides it)
+ONLY_WHEN = {"Close", "Expand sidebar", "Close fullscreen", "Fullscreen: {label}", "Hide password"}
 
 
 def named(english: str) -> re.Pattern:
@@ -138,6 +151,8 @@ def test_the_names_streamlit_gives_controls_are_in_the_session_s_language(projec
     go_to(page, "anatomy")  # a multiselect with chosen options
     names += page.locator("body").evaluate(NAMES)
     go_to(page, "checkpoints")  # an uploader
+    names += page.locator("body").evaluate(NAMES)
+    go_to(page, "teacher")  # a password field (the teacher key)
     names += page.locator("body").evaluate(NAMES)
     go_to(page, "train")  # a table one adds rows to, and an uploaded file
     page.locator(".st-key-train_own_task_expander summary").click()
