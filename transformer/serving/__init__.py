@@ -10,7 +10,8 @@
 - `ray_worker`: the same worker on a Ray cluster (`LAB_RAY_ADDRESS`): a task per run that runs the worker's loop,
   and the server's one gateway process that relays the protocol between the server and each task
   (`worker_link.RayGateway` is the server's end of it);
-- `waits`: how long a queued run waits for a slot, from the budgets of the runs training and a typical run's length;
+- `waits`: how long a queued run waits for a slot, from the steps recent runs of each kind took and the pace and
+  budgets of the runs training;
 - `registry`: `RunRegistry`, which joins identical runs, queues distinct ones for the training slots, and moves a
   `Chain` of runs (Compare's variants) on by itself; `finished_run`, a run trained to its end in this process.
 

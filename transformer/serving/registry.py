@@ -34,7 +34,7 @@ from ..training import TrainConfig
 from .protocol import Caps
 from .run import Run, log, log_runs
 from .settings import ServerSettings, usable_cores
-from .waits import RunLengths, expected_wait_s, remaining_s
+from .waits import RunLengths, expected_wait_s
 from .worker_link import READY_TIMEOUT_S, RayGateway, WorkerLink, WorkerLost
 
 DEFAULT_RUN_S = 10.0  # the guess for a run's length before any has finished on this server
@@ -164,7 +164,7 @@ class RunRegistry:
         self.workers: list[WorkerLink | None] = [None] * slots  # each slot's worker, once it is ready (a Ray task's
         # link while it trains)
         self._chains: list[Chain] = []
-        self._lengths = RunLengths()  # seconds of recently finished runs, for wait estimates
+        self._lengths = RunLengths()  # how recently finished runs went, for wait estimates
         self._closed = False
         self._starting = slots  # slots whose first worker is still starting
         self._threads = [
@@ -254,20 +254,12 @@ class RunRegistry:
             self._drop_unwatched()
             if run not in self._queue:
                 return None
-            position = self._queue.index(run) + 1
+            position, kind = self._queue.index(run) + 1, run_kind(run)
+            ahead = [kind] * (position - 1)  # mostly of its kind, a class's (each one's own: 0.1 ms a run, locked)
+            slots = [[(run_kind(one), one) for one in runs if one.started_at is not None] for runs in self._slots]
             now, cap = time.perf_counter(), self.settings.max_run_s
-            going = {}  # how long the longest-running run of each kind in the slots has trained
-            for one in (one for runs in self._slots for one in runs if one.started_at is not None):
-                going[run_kind(one)] = max(going.get(run_kind(one), 0.0), now - one.started_at)
-
-            def typical(one: Run) -> float:
-                return self._lengths.typical(run_kind(one), DEFAULT_RUN_S, going.get(run_kind(one), 0.0))
-
-            free_in = [
-                max((remaining_s(one, typical(one), cap, now) for one in runs), default=0.0) for runs in self._slots
-            ]
-            wait_s = expected_wait_s(position, free_in, typical(run))  # those ahead: mostly of its kind, a class's
-            return Place(position, wait_s, self._lengths.knows(run_kind(run)))
+            wait_s = expected_wait_s(ahead, slots, self._lengths, DEFAULT_RUN_S, cap, now)
+            return Place(position, wait_s, self._lengths.knows(kind))
 
     def watching(self) -> int:
         """Watchers of runs that have not ended, over the whole server: how many pages are polling a run."""
@@ -359,9 +351,11 @@ class RunRegistry:
     def _ended(self, slot: int, runs: list[Run]) -> None:
         with self._lock:
             self._slots[slot] = []
+            now = time.perf_counter()
             for run in runs:
-                if run.result is not None:
-                    self._lengths.add(run_kind(run), run.result.seconds)
+                if run.result is not None and run.result.reason != "stopped" and run.result.steps > 0:
+                    # its settings ended it, not a student: how a queued run of its kind may go, in the slot's time
+                    self._lengths.add(run_kind(run), run.result.steps, now - run.started_at)
                 if not run.ended_on_its_own_terms():
                     self._forget(run)
             self._bound_finished()
