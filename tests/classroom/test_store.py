@@ -33,6 +33,7 @@ from transformer.classroom import (
     TooManyAttempts,
     WrongKey,
 )
+from transformer.classroom.assignment import OWN_SEEDS, class_seed_offset
 from transformer.classroom.codes import ADJECTIVES, ANIMALS, CODE_COUNT, key_hash
 from transformer.classroom.database import database_url, engine_for
 from transformer.classroom.store import UnknownClass
@@ -44,6 +45,7 @@ from transformer.limits import (
     LOST_AFTER_S,
     MAX_NAME_CHARS,
     MAX_RUN_ROWS,
+    MAX_STUDENTS,
     MISS_SPACING_S,
     WRONG_KEYS_PER_BROWSER,
 )
@@ -433,15 +435,23 @@ def test_groups_alternate_by_join_order_and_seeds_are_distinct(store):
 def test_each_class_s_seeds_start_where_its_code_says_so_two_classes_train_their_own_runs(store):
     """Two periods with the same assignment: seeds 0, 1, 2... in both would have the second class join the first's
     finished runs, which its students would never watch learn."""
-    from transformer.classroom.assignment import class_seed_offset
-
     first, second = store.create_class("Period 1")[0], store.create_class("Period 2")[0]
     for code in (first, second):
         ada, bo = store.join(code, "b-ada", "Ada"), store.join(code, "b-bo", "Bo")
         assert [ada.seed, bo.seed] == [Assignment().seed(p, class_seed_offset(code)) for p in (0, 1)]
     offsets = [class_seed_offset(code) for code in ("amber-otter-7351", "amber-otter-7352", "amber-otter-7351")]
     assert offsets[0] != offsets[1] and offsets[0] == offsets[2]  # from the code alone
-    assert {class_seed_offset(f"c-{i}") for i in range(200)} <= set(range(10_001))
+    offsets = {class_seed_offset(f"c-{i}") for i in range(2000)}
+    assert min(offsets) >= OWN_SEEDS and max(offsets) + MAX_STUDENTS - 1 <= 10_000  # clear of 0, 1, 2... unwrapped
+
+
+def test_a_new_class_s_seeds_meet_no_other_class_s(store):
+    """Forty periods on one server, each a class of MAX_STUDENTS: no two students of two classes are given the
+    same seed (by chance of the codes alone, about one pair of classes in a hundred would be)."""
+    codes = [store.create_class(f"Period {i}")[0] for i in range(40)]
+    seeds = [{Assignment().seed(p, class_seed_offset(code)) for p in range(MAX_STUDENTS)} for code in codes]
+    assert sum(map(len, seeds)) == len(set().union(*seeds)) == 40 * MAX_STUDENTS
+    assert min(min(s) for s in seeds) >= OWN_SEEDS
 
 
 def test_a_class_keeps_its_task_once_a_student_has_answered_or_trained(store):

@@ -13,7 +13,7 @@ from typing import Any, NamedTuple
 
 from .. import settings as spec
 from ..i18n import N_, Message
-from ..limits import MAX_GROUPS, MAX_LABEL_CHARS
+from ..limits import MAX_GROUPS, MAX_LABEL_CHARS, MAX_STUDENTS
 from ..run_configs import run_configs
 from ..settings import Value
 
@@ -126,12 +126,23 @@ class Assignment:
         return cls(dict(data.get("preset", {})), frozenset(data.get("open", ())), data.get("setting"), groups)
 
 
+OWN_SEEDS = 100  # seeds 0, 1, 2...: what students try on the Train page on their own, which no class's seeds reach
+
+
 def class_seed_offset(code: str) -> int:
     """Where the seeds of the class `code` start past its preset seed: drawn from its code, so that two classes on
     one server (two periods of a lesson, or a class made after another was deleted) train runs of their own instead
-    of joining each other's finished ones, which their students would never watch learn."""
+    of joining each other's finished ones, which their students would never watch learn. Never among the first
+    OWN_SEEDS, which students try on the Train page on their own, and MAX_STUDENTS short of the last seed, so that a
+    class's seeds do not wrap round to them."""
     low, high = spec.setting("seed").bounds
-    return int.from_bytes(hashlib.sha256(code.encode()).digest()[:8], "big") % (high - low + 1)
+    draws = high - low + 1 - OWN_SEEDS - MAX_STUDENTS
+    return OWN_SEEDS + int.from_bytes(hashlib.sha256(code.encode()).digest()[:8], "big") % draws
+
+
+def seeds_meet(code: str, other: str) -> bool:
+    """Whether the students of classes `code` and `other` on one assignment can be given the same seed."""
+    return abs(class_seed_offset(code) - class_seed_offset(other)) < MAX_STUDENTS
 
 
 def split_groups(name: str) -> tuple[Group, ...]:

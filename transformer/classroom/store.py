@@ -40,7 +40,7 @@ from ..limits import (
 from ..pairs import TaskPairs
 from ..settings import Value
 from . import throttle
-from .assignment import Assignment
+from .assignment import Assignment, seeds_meet
 from .codes import (
     MAX_CODE_CHARS,
     key_hash,
@@ -68,6 +68,7 @@ from .schema import MAX_SERVER_CHARS, classes, migrate, name_key, predictions, r
 
 Clock = Callable[[], datetime]
 ATTEMPTS = 5  # tries at a write that a concurrent one may collide with (a code, a slot, a join position)
+CODE_DRAWS = 50  # class codes drawn for one whose seeds no other class's meet
 
 
 class ClassroomError(ValueError):
@@ -105,6 +106,16 @@ def _task_of(assignment: Assignment | None) -> Value | None:
     """The task an assignment has the class train: None when students choose it (an open setting)."""
     assignment = assignment or Assignment()
     return None if "task" in assignment.open else assignment.settings(None)["task"]
+
+
+def _code_of_its_own_seeds(codes: list[str]) -> str:
+    """A new class code whose students' seeds meet none of the classes `codes` (`seeds_meet`), if one of CODE_DRAWS
+    drawn has them; else the last drawn (a server nearly full of classes)."""
+    for _ in range(CODE_DRAWS):
+        code = new_class_code()
+        if not any(seeds_meet(code, other) for other in codes):
+            break
+    return code
 
 
 def utc_now() -> datetime:
@@ -196,7 +207,7 @@ class ClassStore:
                     if slot is None:
                         full = N_("this server holds {most} classes, its most: delete a finished one first")
                         raise ClassroomError(Message(full, most=MAX_CLASSES))
-                    code = new_class_code()
+                    code = _code_of_its_own_seeds(list(conn.scalars(select(classes.c.code))))
                     conn.execute(insert(classes).values(code=code, slot=slot, **values))
                 return code, key
             except IntegrityError:  # the code, or the slot, was taken meanwhile
