@@ -15,7 +15,8 @@ from transformer.limits import MAX_VARIANTS
 from ui.language import SELECT_ALL, _, said, worded
 from ui.setting_widgets import FOLDED_COLUMNS, OTHER_SETTINGS, draw_setting, setting_value, widget_value
 
-FIRST = (("task", "min_len", "max_len", "steps", "seed"), ("d_model", "n_heads", "n_layers"))  # its first columns
+# The settings shown under the switch and its values, a column each: the data, the run, the model.
+FIRST = (("task", "min_len", "max_len"), ("steps", "seed"), ("d_model", "n_heads", "n_layers"))
 SAME_SEED = N_(
     "Same seed: same data for every variant, and the same starting weights unless the switch changes the model's "
     "parameters (layers, a learned positional table)."
@@ -48,9 +49,8 @@ def custom_builder(state: CompareState) -> CompareState:
         if widget_key(s) not in st.session_state:  # a widget drawn anew starts from the page's settings
             st.session_state[widget_key(s)] = widget_value(s, start[s.name])
     with st.container(border=True):
-        *first, switch_col = st.columns(3)
-        switch, values = _switch_and_values(switch_col, state)
-        for column, names in zip(first, FIRST):
+        switch, values = _switch_and_values(state)
+        for column, names in zip(st.columns(len(FIRST)), FIRST):
             for name in names:
                 _draw(column, spec.setting(name), switch)
         st.caption(_(SAME_SEED))
@@ -80,11 +80,14 @@ def _draw(column, s: spec.Setting, switch: Switch) -> None:
     draw_setting(column, s, widget_key(s), disabled=s.name == switch.field, early_stop=early_stop, **picked)
 
 
-def _switch_and_values(switch_col, state: CompareState) -> tuple[Switch, list]:
-    """The switch to vary and the values to compare, in the builder's third column."""
+def _switch_and_values(state: CompareState) -> tuple[Switch, list]:
+    """The switch to vary and the values to compare, each on a row of its own as wide as the builder. Streamlit's
+    multiselect keeps its chosen values on one line, cutting short a value wider than the box and scrolling those past
+    its end out of sight: in a third of the builder, two values such as "averaged weights (EMA 0.99)" do not read whole
+    on a projector (1280 px); a row holds every value of every switch (`MAX_VARIANTS` at most), in both languages."""
     st.session_state.setdefault("compare_switch", state.switch)
     switch = SWITCHES[
-        switch_col.selectbox(
+        st.selectbox(
             _("Switch to vary"),
             list(SWITCHES),
             key=worded("compare_switch"),
@@ -93,7 +96,7 @@ def _switch_and_values(switch_col, state: CompareState) -> tuple[Switch, list]:
         )
     ]
     st.session_state.setdefault("compare_values", list(state.values))
-    values = switch_col.multiselect(
+    values = st.multiselect(
         _("Values to compare"),
         switch.choices,
         key=worded("compare_values"),

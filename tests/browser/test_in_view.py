@@ -1,7 +1,7 @@
 """What a student must see is in view and whole: a run started at the foot of Train brings its progress and then its
 outcome into view; on a phone nothing covers the page's title or a chart's title; at a projector's 1280x800 no
-link, shape or variant name is cut off; and the words fit what happened (a run that ended has no "yet", one
-classmate is one classmate, a Stop pressed by the student says so).
+link, shape, variant name or value chosen in Compare's builder is cut off; and the words fit what happened (a run
+that ended has no "yet", one classmate is one classmate, a Stop pressed by the student says so).
 """
 
 import re
@@ -11,6 +11,8 @@ from conftest import open_more_settings, open_page, page_errors, requires_chromi
 from playwright.sync_api import expect
 
 from harness.page import OUTCOME, button, fill, main, wait_idle
+from transformer.experiments import CUSTOM, SWITCHES
+from transformer.limits import MAX_VARIANTS
 
 pytestmark = requires_chromium
 
@@ -18,6 +20,21 @@ PROJECTOR, PHONE = {"width": 1280, "height": 800}, {"width": 390, "height": 844}
 
 # How far an element reaches past what its box shows (0: it reads whole).
 CLIPPED = "el => Math.max(el.scrollWidth - el.clientWidth, 0)"
+# Each value chosen in the multiselect with this key: its words, how far they reach past its pill (a value wider than
+# the box is cut short, with an ellipsis), and whether the pill lies in the box's shown part (the chosen values stay
+# on one line: those past its end scroll out of sight).
+CHOSEN = """key => {
+    const tags = document.querySelector(`.st-key-${key} [data-testid='stMultiSelectTagsContainer']`);
+    const box = tags.getBoundingClientRect();
+    return [...tags.querySelectorAll('[data-tag]')].map(pill => {
+        const r = pill.getBoundingClientRect(), words = pill.querySelector('span[title]');
+        return {
+            value: words.title,
+            cut: Math.max(words.scrollWidth - words.clientWidth, 0),
+            inside: r.left >= box.left - 0.5 && r.right <= box.right + 0.5,
+        };
+    });
+}"""
 
 
 def in_view(page, selector: str) -> bool:
@@ -81,6 +98,26 @@ def test_at_1280_the_next_pages_shapes_and_variant_names_read_whole(projector, l
     assert summary.evaluate("t => t.scrollWidth - t.clientWidth") <= 1
     names = page.locator(".st-key-compare_timeline_variant label p")
     assert names.count() > 0 and all(name.evaluate(CLIPPED) == 0 for name in names.all()), names.all_inner_texts()
+    assert not page_errors(page), page_errors(page)
+
+
+@pytest.mark.parametrize("language", ["en", "zh-CN"])
+def test_at_1280_every_value_the_compare_builder_can_vary_reads_whole(projector, lab_server, language):
+    """Each switch with as many of its values chosen as an experiment may have: every chosen value whole, in view."""
+    page, problems = projector, []
+    for name, switch in SWITCHES.items():
+        values = switch.choices[:MAX_VARIANTS]
+        tokens = ",".join(map(switch.token, values))
+        url = f"{lab_server.url}/compare?experiment={CUSTOM}&switch={name}&values={tokens}&lang={language}"
+        page.goto(url, wait_until="domcontentloaded")
+        pills = page.locator(".st-key-compare_values [data-testid='stMultiSelectTagsContainer'] [data-tag]")
+        expect(pills).to_have_count(len(values))
+        wait_idle(page)
+        for pill in page.evaluate(CHOSEN, "compare_values"):
+            if pill["cut"] or not pill["inside"]:
+                hidden = f"{pill['cut']} px of its words cut off" if pill["cut"] else "out of the box's view"
+                problems.append(f"{name}: {pill['value']!r} {hidden}")
+    assert not problems, "\n".join(problems)
     assert not page_errors(page), page_errors(page)
 
 
