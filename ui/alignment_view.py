@@ -19,6 +19,7 @@ from transformer.alignment import (
     unaligned_input,
 )
 from transformer.decoding import DecodeStep
+from transformer.figures import PHONE_CHART_PX
 from transformer.figures.alignment import best_head_figure, ideal_over_learned
 from transformer.i18n import N_
 from transformer.literal import markdown_literal
@@ -179,8 +180,9 @@ def train_alignment(job: Run) -> None:
             probe.queries,
             probe.source,
             _("Cross-attention at step {step}, layer {layer}", step=probe.steps[-1], layer=layer),
-            per_row=2,  # half the page wide
+            per_row=2,  # at most: in a column half a projector's page wide, a phone's page wide on a phone
             tr=tr,
+            fit_px=PHONE_CHART_PX,  # the narrower of the two: the source's labels are fitted to it
         ),
         key="train_alignment_heads",
     )

@@ -1,5 +1,6 @@
 """Figures of several panels keep their labels apart on a phone: panels with long titles stand one above the other,
-and labels repeated over panels side by side are short enough for a phone's width.
+labels repeated over panels side by side are short enough for a phone's width, and heads side by side leave each
+source token's label room under its own column, up to the longest input the Train form allows.
 
 A phone's plot area: a 390 px screen, less Streamlit's 16 px padding each side, the figures' 60 + 20 px margins and
 about 60 px of colour bar, is about 220 px wide. A character of the 16 px font is taken as 0.55 em wide, the average
@@ -11,6 +12,9 @@ import pandas as pd
 import pytest
 import torch
 
+from tests.helpers.figures import key_label_clashes
+from transformer import settings
+from transformer.figures import PHONE_CHART_PX
 from transformer.figures.alignment import ideal_over_learned
 from transformer.figures.attention import projection_heatmaps
 from transformer.figures.heatmaps import PANEL_GAP_PX
@@ -84,3 +88,32 @@ def test_a_cell_s_percent_never_reads_minus_zero():
 
     trace = score_heatmap(np.array([[-0.001, 0.004, np.nan, 0.996]]), "Greens", "recovered", "", numbered=True)
     assert trace["text"] == [["0%", "0%", "", "100%"]]
+
+
+PHONE_CHART = 356  # a chart across a phone's page: 390 px less Streamlit's padding (measured in Chromium)
+# How wide Chromium draws tokens in the lab's 16 px Source Sans (measured): a digit 8 px, and some of translate's words.
+DRAWN_PX = {"sees": 29.3, "likes": 30.3, "chases": 45.4, "mouse": 45.3, "chazo": 39.4}
+TOKENS = {
+    "digits": [str(s % 10) for s in range(64)],  # reverse, copy, sort...: symbols 0 to 9
+    "numbers": [str(10 + s % 20) for s in range(64)],  # up to 30 symbols: 10 to 29
+    "words": list(DRAWN_PX) * 13,  # translate
+}
+
+
+def drawn_px(text: str) -> float:
+    return DRAWN_PX.get(text, 8.0 * len(text))
+
+
+@pytest.mark.parametrize("tokens", TOKENS)
+@pytest.mark.parametrize("n_heads", [1, 2, 4, 8])
+def test_each_source_token_s_label_has_room_under_its_column_on_a_phone_up_to_the_longest_input(tokens, n_heads):
+    """The Train page's heads, two a row at most, fitted to a phone's chart: at every input length the form allows,
+    no key label runs into the next one or under the next panel."""
+    for length in range(1, settings.setting("max_len").bounds[1] + 1):
+        source, queries = TOKENS[tokens][:length], ["BOS", *TOKENS[tokens][:length]]
+        weights, ideal = np.full((n_heads, length + 1, length), 1 / length), np.eye(length + 1, length)
+        figure = ideal_over_learned(
+            weights, ideal, [0.5] * n_heads, queries, source, "t", per_row=2, fit_px=PHONE_CHART_PX
+        )
+        clashes = key_label_clashes(figure.to_plotly_json(), PHONE_CHART, drawn_px)
+        assert not clashes, (length, clashes)

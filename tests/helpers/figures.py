@@ -1,10 +1,16 @@
-"""Decoding steps to draw: a vocabulary of tokens and a beam search's kept hypotheses over three steps."""
+"""Decoding steps to draw: a vocabulary of tokens and a beam search's kept hypotheses over three steps; and where a
+figure of heads side by side would crowd its key labels at a given width."""
+
+from collections.abc import Callable
+from typing import NamedTuple
 
 import torch
 
 from transformer.decoding import Beam, DecodeStep
 
 TOKENS = ["PAD", "BOS", "EOS", "a", "<b>", "c", "d"]
+UPRIGHT_PX = 21  # a tick label turned upright, as wide as its line is tall: Chromium's box of a 16 px Source Sans line
+COLORBAR_PX = 90  # the right margin Plotly makes for the heads' colour bar, its ticks and title (measured in Chromium)
 
 
 def decode_step(step: int, beams: list[Beam]) -> DecodeStep:
@@ -21,3 +27,48 @@ def beam_steps() -> list[DecodeStep]:
         ),
         decode_step(2, [Beam([1, 3, 5, 2], -0.4, 0, True), Beam([1, 4, 6, 2], -1.5, 1, True)]),
     ]
+
+
+class Label(NamedTuple):
+    axis: str
+    row: float  # the bottom of its panel, of the plot's height: panels side by side share it
+    text: str
+    left: float
+    right: float
+
+
+def key_label_clashes(figure: dict, chart_px: float, drawn_px: Callable[[str], float]) -> list[str]:
+    """Where the key labels under a figure of heads side by side (`attention_heatmaps`, as a JSON dict) would clash in
+    a chart `chart_px` wide, their widths as `drawn_px` gives them: two labels of an axis less than Plotly's 2 px
+    apart, or a label reaching under another panel of its row or over that panel's labels. Read off the layout as
+    Plotly draws it: the plot is the chart less its left and right margins (the right one at least as wide as the
+    colour bar), each panel its x axis's domain of it, each key the same share of its panel with its label centred
+    under it, as wide as its text flat and as its line is tall upright."""
+    layout = figure["layout"]
+    colour_bar = COLORBAR_PX if any(t.get("showscale") for t in figure["data"]) else 0
+    plot_px = chart_px - layout["margin"]["l"] - max(layout["margin"]["r"], colour_bar)
+    panels, labels = [], []
+    for name, axis in sorted((n, a) for n, a in layout.items() if n.startswith("xaxis")):
+        left, right = (d * plot_px for d in axis["domain"])
+        row = layout[f"yaxis{name[5:]}"]["domain"][0]
+        panels.append(Label(name, row, "", left, right))
+        if axis.get("showticklabels") is False:
+            continue
+        key_px = (right - left) / len(axis["tickvals"])
+        for k, text in zip(axis["tickvals"], axis["ticktext"]):
+            if text:
+                half = (drawn_px(text) if axis.get("tickangle", 0) == 0 else UPRIGHT_PX) / 2
+                middle = left + (k + 0.5) * key_px
+                labels.append(Label(name, row, text, middle - half, middle + half))
+    clashes = [
+        f"{a.axis}: {a.text!r} and {b.text!r} less than 2 px apart"
+        for a, b in zip(labels, labels[1:])
+        if a.axis == b.axis and a.right + 2 > b.left
+    ]
+    for label in labels:
+        for other in [*panels, *labels]:
+            beside = other.axis != label.axis and other.row == label.row
+            if beside and label.left < other.right and label.right > other.left:
+                what = f"{other.text!r} under" if other.text else "the panel of"
+                clashes.append(f"{label.axis}: {label.text!r} reaches {what} {other.axis}")
+    return clashes

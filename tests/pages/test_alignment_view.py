@@ -7,6 +7,7 @@ import torch
 
 from tests.helpers import array
 from tests.helpers.apptest import chart, kept, open_train, open_with_model, poll_until_done, start
+from tests.helpers.figures import key_label_clashes
 from transformer.alignment import FOUND, alignment_series, best_head, head_scores
 
 pytestmark = pytest.mark.usefixtures("restore_threads", "fresh_registry")  # tests/pages/conftest.py
@@ -48,6 +49,18 @@ def test_train_draws_the_best_heads_score_at_every_snapshot_and_the_newest_heads
     caption = f"No head reached {FOUND:g} in this run" if max(s for _, s in best) < FOUND else "found the algorithm at"
     assert any(caption in c.value for c in at.caption)
     assert not any("yet" in c.value for c in at.caption)  # the run has ended: nothing is still to come
+
+
+@pytest.mark.timeout(300)
+def test_train_s_heads_on_a_phone_leave_each_source_token_s_label_room_under_its_column():
+    """A run on inputs of 12: the heads chart, in a column as wide as a phone's page (356 px, measured), keeps every
+    source token's label clear of its neighbours and of the next panel (Chromium draws a digit 8 px wide)."""
+    at = open_train()
+    start(at, task="reverse", min_len=12, max_len=12, steps=40)
+    poll_until_done(at)
+    heads = chart(at, "train_alignment_heads")
+    assert len(heads["layout"]["xaxis"]["tickvals"]) == 12
+    assert not key_label_clashes(heads, 356, lambda text: 8.0 * len(text))
 
 
 def test_a_one_symbol_probe_has_no_alignment_to_find():

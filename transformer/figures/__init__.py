@@ -31,6 +31,7 @@ def top_margin(title: str, least: int = 0) -> int:
 
 
 PHONE_TITLE = 40  # characters of a title a phone's chart shows on one line (about 340 px at 18 px)
+PHONE_CHART_PX = 356  # a chart across a phone's page (390 px, less Streamlit's padding), measured in Chromium
 
 
 def wrap_title(title: str, width: int) -> str:

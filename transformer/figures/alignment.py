@@ -26,10 +26,12 @@ def ideal_over_learned(
     title: str,
     per_row: int = 4,
     tr: Translator = ENGLISH,
+    fit_px: int | None = None,
 ) -> go.Figure:
-    """Attention weights (H, T_query, T_key), one panel per head (`per_row` to a row) titled with its name and
-    alignment score, with the cells of the ideal (T_query, T_key) alignment outlined."""
-    fig = attention_heatmaps(weights, row_labels, col_labels, title, per_row, tr, title_lines=2)
+    """Attention weights (H, T_query, T_key), one panel per head (`per_row` to a row, or fewer to fit the key labels
+    in a chart `fit_px` wide: `attention_heatmaps`) titled with its name and alignment score, with the cells of the
+    ideal (T_query, T_key) alignment outlined."""
+    fig = attention_heatmaps(weights, row_labels, col_labels, title, per_row, tr, title_lines=2, fit_px=fit_px)
     rows, cols = np.nonzero(as_array(ideal))
     marks = [
         dict(

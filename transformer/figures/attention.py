@@ -1,17 +1,32 @@
 """Figures of attention: a mask, the weights of each head, and an attention block's projection matrices."""
 
+import math
 from collections.abc import Sequence
+from typing import NamedTuple
 
 import numpy as np
 import plotly.graph_objects as go
 
 from ..i18n import Translator
 from . import ENGLISH, top_margin, wrap_title
-from .heatmaps import as_array, axis_ticks, build_figure, diverging_heatmap, hover_grid, subplot_grid
+from .heatmaps import (
+    UPRIGHT_LABEL_PX,
+    as_array,
+    axis_ticks,
+    build_figure,
+    diverging_heatmap,
+    hover_grid,
+    label_px,
+    subplot_grid,
+)
 from .palette import BLOCKED, MAY_ATTEND
 from .theme import FONT
 
 HEAD_TITLE_LINE_PX = 24  # a line of a head's title over its panel, in the projector's font
+HEADS_LEFT_PX = 60  # the heads' left margin, wider where the query labels beside the first panels need it
+HEADS_RIGHT_PX = 90  # their right margin: the colour bar, its ticks and its title, as much as Plotly makes room for
+HEADS_H_GAP = 0.06  # between two panels side by side, of the plot's width
+KEY_GAP_PX = 3  # at least between two key labels under a panel
 
 ATTENTION_SCALE = "Blues"
 
@@ -66,6 +81,42 @@ def _query_key(tr: Translator, value: str) -> str:
     return f"{cell}<extra></extra>"
 
 
+class KeyLabels(NamedTuple):
+    """How a figure of heads keeps its key labels apart: panels a row, a label every `step` keys (the first key
+    labelled) at `angle` degrees, and the left margin, beside the first panels."""
+
+    per_row: int
+    step: int
+    angle: int
+    left_px: int
+
+    def ticks(self, col_labels: Sequence[str]) -> dict:
+        """The key axis's ticks: one a key, every `step`-th labelled, at `angle`."""
+        shown = [label if k % self.step == 0 else "" for k, label in enumerate(col_labels)]
+        return dict(axis_ticks(shown), tickangle=self.angle)
+
+
+def key_labels(
+    n_heads: int, row_labels: Sequence[str], col_labels: Sequence[str], per_row: int, chart_px: int
+) -> KeyLabels:
+    """The most panels a row, up to `per_row`, that give each key label of `col_labels` room under its own column
+    of cells in a chart `chart_px` wide: each label flat where its column is wider than the label, else upright, where
+    it is as wide as a line is tall; and where even one panel a row is too narrow for that, a label every few keys. So
+    a label never reaches past its panel into the next one, nor runs into its neighbours (Plotly turns crowded labels
+    30 degrees, over the next panel, or upright, over each other)."""
+    left = max(HEADS_LEFT_PX, math.ceil(label_px(row_labels)) + 16)  # the query labels and their tick marks
+    plot_px = chart_px - left - HEADS_RIGHT_PX
+    flat, upright = label_px(col_labels) + KEY_GAP_PX, UPRIGHT_LABEL_PX + KEY_GAP_PX
+    n_cols = min(n_heads, per_row)
+    while True:
+        key_px = plot_px * (1 - HEADS_H_GAP * (n_cols - 1)) / n_cols / max(len(col_labels), 1)
+        if key_px >= min(flat, upright) or n_cols == 1:
+            break
+        n_cols -= 1
+    step = math.ceil(min(flat, upright) / key_px)
+    return KeyLabels(n_cols, step, 0 if step * key_px >= flat else 90, left)
+
+
 def attention_heatmaps(
     weights,
     row_labels: Sequence[str],
@@ -74,16 +125,22 @@ def attention_heatmaps(
     per_row: int = 4,
     tr: Translator = ENGLISH,
     title_lines: int = 1,
+    fit_px: int | None = None,
 ) -> go.Figure:
-    """Attention weights (H, T_query, T_key), one subplot per head on a shared 0..1 colour scale, each titled in
-    `title_lines` lines: the rows of panels keep that much room, and their tick marks, between them."""
+    """Attention weights (H, T_query, T_key), one subplot per head on a shared 0..1 colour scale, `per_row` to a
+    row, each titled in `title_lines` lines: the rows of panels keep that much room, and their tick marks, between
+    them. `fit_px`: the narrowest width the chart is drawn at; then at most `per_row` to a row, fewer where the keys'
+    labels would not fit under the panels there (`key_labels`)."""
     w = as_array(weights)
-    n_heads, n_cols = w.shape[0], min(w.shape[0], per_row)
+    n_heads = w.shape[0]
+    keys = None if fit_px is None else key_labels(n_heads, row_labels, col_labels, per_row, fit_px)
+    n_cols = min(n_heads, per_row) if keys is None else keys.per_row
     n_rows = -(-n_heads // n_cols)
     head_names = [tr.gettext("head {head}", head=h) for h in range(n_heads)]
     row_px, gap_px = 70 + 26 * len(row_labels), 20 + HEAD_TITLE_LINE_PX * title_lines
     plot_px = n_rows * row_px + (n_rows - 1) * gap_px
-    layout, refs = subplot_grid(head_names, per_row, v_gap=gap_px / plot_px)
+    layout, refs = subplot_grid(head_names, n_cols, h_gap=HEADS_H_GAP, v_gap=gap_px / plot_px)
+    key_ticks = axis_ticks(col_labels) if keys is None else keys.ticks(col_labels)
     hover = hover_grid(row_labels, col_labels)
     traces = []
     for h, ref in enumerate(refs):
@@ -104,8 +161,10 @@ def attention_heatmaps(
         n = ref["xaxis"][1:]
         # Every head has the same queries and keys: label the keys under the bottom panel of each column and the
         # queries beside the first panel of each row, where they cannot run into a neighbouring panel.
-        layout[f"xaxis{n}"].update(showticklabels=h + n_cols >= n_heads, **axis_ticks(col_labels))
+        layout[f"xaxis{n}"].update(showticklabels=h + n_cols >= n_heads, **key_ticks)
         layout[f"yaxis{n}"].update(autorange="reversed", showticklabels=h % n_cols == 0, **axis_ticks(row_labels))
+    if keys is not None:  # margins of known widths: the panels' widths at `fit_px` are known too
+        layout["margin"] = dict(l=keys.left_px, r=HEADS_RIGHT_PX)
     return build_figure(traces, layout, title, height=120 + plot_px)
 
 
