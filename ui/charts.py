@@ -10,8 +10,10 @@ Streamlit's chart theme. The text is read off the figure (`transformer.figures.s
 from types import ModuleType
 from typing import Any
 
+import streamlit as st
 from streamlit.delta_generator import DeltaGenerator
 
+from transformer.figures import PHONE_CHART_PX
 from transformer.figures.summary import describe
 from transformer.figures.theme import Figure, themed
 from transformer.i18n import DEFAULT_LANGUAGE, N_
@@ -52,3 +54,10 @@ def chart(where: DeltaGenerator | ModuleType, fig: Figure, key: str, **options: 
     config = {**plotly_locale(), **options.pop("config", {})}
     alt = describe(fig, session_translator())
     where.plotly_chart(themed(fig), key=key, alt=alt, theme=None, config=config, **options)
+
+
+def phone_chart_px() -> int | None:
+    """How wide a chart across the page is where the page's browser is a phone's (its user agent says "Mobi", as a
+    phone's browsers do, and as Streamlit reads it to fold the sidebar): PHONE_CHART_PX, for a figure that fits its
+    labels to it (`fit_px`). None on a laptop's or a projector's page, wide enough for the figure as it is."""
+    return PHONE_CHART_PX if "Mobi" in (st.context.headers.get("User-Agent") or "") else None

@@ -11,7 +11,7 @@ from transformer.figures.compare import alignment_figure, loss_marker_figure, va
 from transformer.i18n import N_
 from transformer.literal import code_span
 from ui.alignment_view import scoring_rule
-from ui.charts import chart
+from ui.charts import chart, phone_chart_px
 from ui.language import _, said, session_translator, worded
 
 PLOTLY_CONFIG = {"displaylogo": False, "toImageButtonOptions": {"format": "png", "scale": 2}}  # PNG from the toolbar
@@ -112,13 +112,15 @@ def _show_step(run: ExperimentRun, index: int, step: int) -> None:
             )
         )
     ideal, at = run.probe_ideal() if variant.alignment else None, variant.steps.index(step)
+    fit_px = phone_chart_px()
     for layer, maps in enumerate(snapshot):  # full width: a column of the heatmap per source token
         title = _("{variant}: cross-attention, layer {layer}, step {step}", variant=label, layer=layer, step=step)
         if ideal is None:
-            figure = attention_heatmaps(maps, run.probe_tgt, run.probe_src, title, per_row=2, tr=tr)
+            figure = attention_heatmaps(maps, run.probe_tgt, run.probe_src, title, per_row=2, tr=tr, fit_px=fit_px)
         else:  # the ideal cells outlined and each head's score, as on Train and Decoding
             scores = [variant.alignment[head_label(layer, head)][at] for head in range(len(maps))]
-            figure = ideal_over_learned(maps, ideal, scores, run.probe_tgt, run.probe_src, title, per_row=2, tr=tr)
+            labels = run.probe_tgt, run.probe_src
+            figure = ideal_over_learned(maps, ideal, scores, *labels, title, per_row=2, tr=tr, fit_px=fit_px)
         chart(st, figure, key=f"compare_heads_{layer}", config=PLOTLY_CONFIG)
     if ideal is not None and snapshot:
         st.caption(scoring_rule(run.experiment.data.task))
