@@ -19,7 +19,7 @@ from .experiments.definitions import (
     experiment_configs,
     lesson_settings,
 )
-from .i18n import N_, Message
+from .i18n import N_, Message, joined
 from .link_params import Parser, choice, read_params, setting_param, setting_token, switch_values
 
 
@@ -95,7 +95,9 @@ def read_compare(params: Mapping[str, Any]) -> tuple[CompareState, list[str]]:
                 "The link's {names} only set a custom experiment, so the ready-made experiment “{experiment}”"
                 " opens with its own settings."
             )
-            notices.append(Message(notice, names=", ".join(ignored), experiment=Message(READY[experiment].title)))
+            notices.append(
+                Message(notice, names=joined(ignored, N_(", ")), experiment=Message(READY[experiment].title))
+            )
         return CompareState(experiment=experiment), notices
     chosen = {s.name: values.pop(s.name) for s in spec.on_form() if s.name in values}
     values.setdefault("values", CompareState.values if switch == CompareState.switch else SWITCHES[switch].choices[:2])

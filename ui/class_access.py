@@ -87,14 +87,16 @@ def start_page() -> None:
     address names the board this tab had open)."""
     values, notices = read_params(st.query_params.to_dict(), {BOARD: class_code_parser()})
     show_link_notices(notices)
-    if BOARD in values:
+    if BOARD not in values:
+        board_in_address(None)  # no class code: a reload would say so again
+    else:
         try:
             class_store().class_info(values[BOARD], caller())  # a code from a link: a wrong one counts against it
         except ClassroomError as err:
             board_in_address(None)
             st.warning(
                 _(
-                    "The address names class {code}, whose board cannot open: {reason}.",
+                    "The address names class {code}, whose board cannot open ({reason}).",
                     code=code_span(values[BOARD]),
                     reason=markdown_literal(_(err)),
                 ),

@@ -101,7 +101,9 @@ def current_class() -> tuple[ClassInfo, Student | None] | None:
     except ClassroomError as err:
         st.session_state.pop(CLASS_CODE, None)
         st.query_params.pop("class", None)  # a reload does not open it again
-        st.warning(_("The class link does not work: {reason}.", reason=markdown_literal(_(err))))
+        st.warning(
+            _("This class link does not work ({reason}).", reason=markdown_literal(_(err))), icon=":material/link_off:"
+        )
         return None
 
 

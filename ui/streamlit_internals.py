@@ -43,6 +43,7 @@ FRONTEND_SENTENCES = (
     N_("Clear value"),
     N_("File must be {size} or smaller."),
     N_("Only one file is allowed."),  # several files dropped on an uploader that takes one
+    N_("Drag and drop a file here"),  # over an uploader while a file is dragged onto it
     N_("add icon"),  # the name of a file uploader's button that adds another file
     N_("Connection error"),  # the dialog's title while the server does not answer (restarting, or gone)
 )

@@ -18,7 +18,7 @@ from ui.streamlit_internals import FRONTEND_LABELS, FRONTEND_SENTENCES, NOT_THIS
 pytestmark = requires_chromium
 
 STREAMLIT_ENGLISH = re.compile(
-    r"Number is|Press Enter|File must|files are not allowed|Only one file|Increment|Decrement|add icon"
+    r"Number is|Press Enter|File must|files are not allowed|Only one file|Drag and drop|Increment|Decrement|add icon"
 )
 
 
@@ -96,6 +96,12 @@ TWO_FILES = """input => {
     input.files = chosen.files;
     input.dispatchEvent(new Event("change", {bubbles: true}));
 }"""
+# What a file dragged over an uploader carries.
+DRAGGED = """() => {
+    const dragged = new DataTransfer();
+    dragged.items.add(new File(["a b,b a"], "pairs.csv", {type: "text/csv"}));
+    return dragged;
+}"""
 # A spreadsheet's kind, as a browser names it.
 XLSX = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
 
@@ -121,6 +127,10 @@ def test_a_file_refused_for_its_kind_and_its_size_is_told_both_in_the_session_s_
     uploader.locator("[data-testid='stTooltipErrorHoverTarget']").hover()
     expect(page.get_by_role("tooltip")).to_have_text(both)
     assert "application" not in main(page).inner_text()
+    dragged = page.evaluate_handle(DRAGGED)  # a file dragged over the uploader: it says where to drop it
+    uploader.locator("[data-testid='stFileUploaderDropzone']").dispatch_event("dragenter", {"dataTransfer": dragged})
+    expect(uploader.get_by_text(sentence(language, "Drag and drop a file here"), exact=True)).to_be_visible()
+    uploader.locator("[data-testid='stFileUploaderDropzone']").dispatch_event("dragleave", {"dataTransfer": dragged})
     uploader.locator("input[type=file]").evaluate(TWO_FILES)  # two files dropped where one goes
     one_file = sentence(language, "Only one file is allowed.")
     expect(uploader.get_by_role("alert").last).to_have_text(sentence(language, "Error: {sentence}", sentence=one_file))

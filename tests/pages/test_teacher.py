@@ -508,6 +508,7 @@ def test_a_board_in_the_address_that_is_no_class_code_is_a_notice(hostile):
     assert not at.exception and not at.info and at.text_input(key="teacher_code").value == ""
     (notice,) = [w.value for w in at.warning]
     assert notice.startswith("The link's board is ") and hostile not in notice  # why, never the value
+    assert "board" not in at.query_params  # a reload does not say it again
 
 
 def test_create_failing_in_the_database_leaves_nothing_waiting(monkeypatch):
