@@ -16,7 +16,7 @@ from tests.helpers.figures import key_label_clashes
 from transformer import settings
 from transformer.figures import PHONE_CHART_PX
 from transformer.figures.alignment import ideal_over_learned
-from transformer.figures.attention import projection_heatmaps
+from transformer.figures.attention import HEAD_TITLE_LINE_PX, projection_heatmaps
 from transformer.figures.heatmaps import PANEL_GAP_PX
 from transformer.figures.knockout import knockout_heatmaps
 from transformer.figures.patching import head_patching_figure, stream_patching_figure
@@ -117,3 +117,20 @@ def test_each_source_token_s_label_has_room_under_its_column_on_a_phone_up_to_th
         )
         clashes = key_label_clashes(figure.to_plotly_json(), PHONE_CHART, drawn_px)
         assert not clashes, (length, clashes)
+
+
+@pytest.mark.parametrize("tokens", ["digits", "words"])
+def test_heads_stacked_on_a_phone_label_the_keys_under_each_panel_with_room_below_it(tokens):
+    """Stacked one a row, four heads at length 12 stand a screen or more apart on a phone: each panel's keys are
+    labelled under it, and the gap to the next panel holds its labels and the next head's two-line title."""
+    length, n_heads = 12, 4
+    source, queries = TOKENS[tokens][:length], ["BOS", *TOKENS[tokens][:length]]
+    weights, ideal = np.full((n_heads, length + 1, length), 1 / length), np.eye(length + 1, length)
+    layout = ideal_over_learned(weights, ideal, [0.5] * n_heads, queries, source, "t", 2, fit_px=PHONE_CHART_PX).layout
+    xs = [layout[a] for a in layout if a.startswith("xaxis")]
+    assert len(xs) == n_heads and all(tuple(x.domain) == (0, 1) and x.showticklabels for x in xs)
+    labels_px = 21 if xs[0].tickangle == 0 else max(drawn_px(t) for t in source)  # a line flat; upright, the longest
+    ys = sorted((layout[a].domain for a in layout if a.startswith("yaxis")), reverse=True)
+    plot_px = layout.height - 120  # the figure's height less the margins it reserves (attention_heatmaps)
+    for upper, lower in zip(ys, ys[1:]):
+        assert (upper[0] - lower[1]) * plot_px >= labels_px + 2 * HEAD_TITLE_LINE_PX

@@ -95,6 +95,10 @@ class KeyLabels(NamedTuple):
         shown = [label if k % self.step == 0 else "" for k, label in enumerate(col_labels)]
         return dict(axis_ticks(shown), tickangle=self.angle)
 
+    def height_px(self, col_labels: Sequence[str]) -> float:
+        """How tall the key labels are under a panel: a line flat, the longest label upright."""
+        return UPRIGHT_LABEL_PX if self.angle == 0 else label_px(col_labels)
+
 
 def key_labels(
     n_heads: int, row_labels: Sequence[str], col_labels: Sequence[str], per_row: int, chart_px: int
@@ -136,8 +140,11 @@ def attention_heatmaps(
     keys = None if fit_px is None else key_labels(n_heads, row_labels, col_labels, per_row, fit_px)
     n_cols = min(n_heads, per_row) if keys is None else keys.per_row
     n_rows = -(-n_heads // n_cols)
+    stacked = keys is not None and n_cols == 1  # one a row on a narrow page: each panel's keys labelled under it
     head_names = [tr.gettext("head {head}", head=h) for h in range(n_heads)]
     row_px, gap_px = 70 + 26 * len(row_labels), 20 + HEAD_TITLE_LINE_PX * title_lines
+    if stacked:
+        gap_px += keys.height_px(col_labels)
     plot_px = n_rows * row_px + (n_rows - 1) * gap_px
     layout, refs = subplot_grid(head_names, n_cols, h_gap=HEADS_H_GAP, v_gap=gap_px / plot_px)
     key_ticks = axis_ticks(col_labels) if keys is None else keys.ticks(col_labels)
@@ -159,9 +166,10 @@ def attention_heatmaps(
             )
         )
         n = ref["xaxis"][1:]
-        # Every head has the same queries and keys: label the keys under the bottom panel of each column and the
-        # queries beside the first panel of each row, where they cannot run into a neighbouring panel.
-        layout[f"xaxis{n}"].update(showticklabels=h + n_cols >= n_heads, **key_ticks)
+        # Every head has the same queries and keys: label the keys under the bottom panel of each column (under each
+        # panel where they stack, a screen apart on a phone) and the queries beside the first panel of each row, where
+        # they cannot run into a neighbouring panel.
+        layout[f"xaxis{n}"].update(showticklabels=stacked or h + n_cols >= n_heads, **key_ticks)
         layout[f"yaxis{n}"].update(autorange="reversed", showticklabels=h % n_cols == 0, **axis_ticks(row_labels))
     if keys is not None:  # margins of known widths: the panels' widths at `fit_px` are known too
         layout["margin"] = dict(l=keys.left_px, r=HEADS_RIGHT_PX)
