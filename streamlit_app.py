@@ -171,9 +171,10 @@ def frame(page: str) -> None:
     from ui.classes import class_from_link, class_recorder
     from ui.links import keep_class_in_address, model_from_link
     from ui.sidebar import sidebar
-    from ui.streamlit_internals import space_media_cleanup
+    from ui.streamlit_internals import quiet_closed_tabs, space_media_cleanup
 
     space_media_cleanup()  # once per server: a file made at a download's click outlives a class's page polls
+    quiet_closed_tabs()  # and a student's closed tab is no traceback in the server's log
     class_recorder()  # once per server: records class runs, marks those a restart lost, purges expired classes
     model_from_link()
     class_from_link()

@@ -9,6 +9,7 @@ import ast
 import dataclasses
 import inspect
 import json
+import logging
 import re
 from pathlib import Path
 
@@ -241,3 +242,38 @@ def test_a_file_made_at_the_click_outlives_the_script_runs_of_a_busy_server():
     spaced.remove_orphaned_files()
     with pytest.raises(MediaFileStorageError):
         storage.get_file(made)  # and then it goes
+
+
+def test_a_closed_tab_logs_no_traceback_and_the_server_code_it_answers_is_still_there():
+    """Streamlit takes Starlette's WebSocketDisconnected (a RuntimeError) for a text frame and closes the closed socket
+    again; uvicorn logs that to "uvicorn.error". When an upgrade changes any of the three, this fails, and
+    `quiet_closed_tabs` may no longer be needed."""
+    import starlette.websockets
+    import streamlit.web.server.starlette.starlette_websocket as streamlit_websocket
+    import uvicorn.protocols.websockets.websockets_sansio_impl as uvicorn_websocket
+
+    handler = inspect.getsource(streamlit_websocket)
+    assert "except WebSocketDisconnect:" in handler and re.search(
+        r"except RuntimeError:[^\n]*\n(\s*#.*\n)*\s*await websocket\.close\(\)", handler
+    )
+    assert issubclass(starlette.websockets.WebSocketDisconnected, RuntimeError)
+    assert not issubclass(starlette.websockets.WebSocketDisconnected, starlette.websockets.WebSocketDisconnect)
+    assert f'getLogger("{streamlit_internals.ASGI_LOG}")' in inspect.getsource(uvicorn_websocket)
+
+    streamlit_internals.quiet_closed_tabs()
+    streamlit_internals.quiet_closed_tabs()  # idempotent: once per server
+    logger = logging.getLogger(streamlit_internals.ASGI_LOG)
+    assert sum(isinstance(f, streamlit_internals.ClosedTab) for f in logger.filters) == 1
+    logged = []
+    handler = logging.Handler(logging.ERROR)
+    handler.emit = logged.append  # what reaches the log's handlers
+    logger.addHandler(handler)
+    try:
+        for error in (starlette.websockets.WebSocketDisconnected("closed"), ValueError("a real bug")):
+            try:
+                raise error
+            except Exception:
+                logger.exception("Exception in ASGI application\n")
+    finally:
+        logger.removeHandler(handler)
+    assert [r.exc_info[1].args[0] for r in logged] == ["a real bug"]  # the closed tab's record dropped

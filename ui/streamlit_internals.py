@@ -7,12 +7,14 @@ for AppTest (the tests and benchmarks/app_bench.py), never the served app.
 
 import functools
 import hashlib
+import logging
 import re
 import threading
 import time
 from collections.abc import Callable
 
 import streamlit as st
+from starlette.websockets import WebSocketDisconnected
 from streamlit.runtime import Runtime
 from streamlit.runtime.media_file_manager import MediaFileManager
 from streamlit.runtime.pages_manager import PagesManager
@@ -192,6 +194,28 @@ def frontend_rules(
         pattern = "(.+?)".join(re.escape(literal) for literal in pieces[::2])
         rules.append((f"^{pattern}$", pieces[1::2], translate(sentence)))
     return rules
+
+
+ASGI_LOG = "uvicorn.error"  # where the server Streamlit runs logs an exception that escapes a connection's handler
+
+
+class ClosedTab(logging.Filter):
+    """Drops the log record of a page's connection that ended because the page had gone (`quiet_closed_tabs`)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not (record.exc_info and isinstance(record.exc_info[1], WebSocketDisconnected))
+
+
+def quiet_closed_tabs() -> None:
+    """Keep a closed tab out of the server's log as an error, once per server (idempotent).
+
+    Internal: Streamlit 1.67's websocket handler catches WebSocketDisconnect, but Starlette 1.10 raises
+    WebSocketDisconnected (a RuntimeError) for a socket the page has already closed; Streamlit takes that for a text
+    frame and closes the socket again, which raises once more, and uvicorn logs it as an exception in the ASGI
+    application, with some sixty lines of traceback in the teacher's terminal for a student's closed tab."""
+    logger = logging.getLogger(ASGI_LOG)
+    if not any(isinstance(f, ClosedTab) for f in logger.filters):
+        logger.addFilter(ClosedTab())
 
 
 def space_media_cleanup(
