@@ -253,9 +253,22 @@ def test_a_refusal_reads_in_chinese_first_its_detail_last():
     with pytest.raises(CheckpointError) as error:
         load_checkpoint(tampered(lambda c: c.pop("vocab")))
     said = translator("zh-CN").gettext(error.value)
-    # a crafted file's detail may stay in the words of the check that found it: after the sentence, marked as the why
     sentence = "无效的检查点，请选择本实验室保存的检查点，或重新保存模型"
-    assert re.fullmatch(sentence + r"（原因：[^（）]*'vocab'[^（）]*）", said), said
+    assert re.fullmatch(sentence + r"（原因：checkpoint：缺少 'vocab'）", said), said
+
+
+ENGLISH_WORDS = re.compile(r"\b(a|an|and|are|at|be|but|got|has|holds|is|missing|more|must|not|of|only|or|the|too)\b")
+
+
+@pytest.mark.parametrize("case", REFUSED)
+def test_every_refusal_reads_in_chinese_to_its_last_detail(case):
+    """A crafted file's every detail too: only names from the file and the code stay as they are (quoted, or the
+    names of its parts and settings)."""
+    make, _ = REFUSED[case]
+    with pytest.raises(CheckpointError) as error:
+        load_checkpoint(make())
+    said = re.sub(r"'[^']*'", "", translator("zh-CN").gettext(error.value))  # the file's own names, quoted
+    assert not ENGLISH_WORDS.search(said), said
 
 
 def test_untampered_payload_loads():

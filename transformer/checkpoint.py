@@ -278,15 +278,15 @@ def _check_plain_parts(payload: dict) -> None:
     for name in _PLAIN_PARTS:
         check_plain(payload[name], name)
         if name != "history" and type(payload[name]) is not dict:
-            raise ValueError(f"{name} must be a dict")
+            raise ValueError(Message(N_("{name} must be a dict"), name=name))
     history = payload["history"]
     if type(history) is not list or len(history) > MAX_HISTORY_ROWS:
-        raise ValueError(f"history must be a list of at most {MAX_HISTORY_ROWS:,} rows")
+        raise ValueError(Message(N_("history must be a list of at most {most} rows"), most=f"{MAX_HISTORY_ROWS:,}"))
     for row in history:
         if type(row) is not dict or not all(type(v) in (int, float) for v in row.values()):
-            raise ValueError("history rows must be dicts of metric name -> number")
+            raise ValueError(Message(N_("history rows must be dicts of metric name -> number")))
         if row.keys() != history[0].keys() or type(row.get("step")) is not int:
-            raise ValueError("history rows must all hold the same metrics, a whole-number step among them")
+            raise ValueError(Message(N_("history rows must all hold the same metrics, a whole-number step among them")))
 
 
 def _n_weights(c: ModelConfig) -> int:
@@ -309,12 +309,14 @@ def _n_stored(c: ModelConfig) -> int:
 
 def check_model_size(config: ModelConfig) -> None:
     """ValueError if the model would be too big to build safely, before anything is allocated."""
+    most = N_("model_config.{field} is {value}; the most this lab builds is {most}")
     if config.n_layers > MAX_LAYERS:
-        raise ValueError(f"model_config.n_layers is {config.n_layers}; the most this lab builds is {MAX_LAYERS}")
+        raise ValueError(Message(most, field="n_layers", value=config.n_layers, most=MAX_LAYERS))
     if config.max_len > MAX_POSITIONS:
-        raise ValueError(f"model_config.max_len is {config.max_len}; the most this lab builds is {MAX_POSITIONS}")
+        raise ValueError(Message(most, field="max_len", value=config.max_len, most=MAX_POSITIONS))
     if (n := _n_weights(config)) > MAX_WEIGHTS:
-        raise ValueError(f"model_config describes {n:,} weights; the most this lab builds is {MAX_WEIGHTS:,}")
+        template = N_("model_config describes {n} weights; the most this lab builds is {most}")
+        raise ValueError(Message(template, n=f"{n:,}", most=f"{MAX_WEIGHTS:,}"))
 
 
 def check_checkpoint_size(config: ModelConfig) -> None:
@@ -330,17 +332,21 @@ def check_checkpoint_size(config: ModelConfig) -> None:
 def _check_consistent(config: ModelConfig, vocab: Vocab, task: DataConfig) -> None:
     """ValueError unless the vocabulary fits both the model and the task (a task from examples: is its own)."""
     if len(vocab) != config.vocab_size:
-        raise ValueError(f"the vocabulary has {len(vocab)} tokens but model_config.vocab_size is {config.vocab_size}")
+        template = N_("the vocabulary has {n} tokens but model_config.vocab_size is {size}")
+        raise ValueError(Message(template, n=len(vocab), size=config.vocab_size))
     symbols = task_of(task).symbols(task.n_symbols)
     if vocab.n_symbols != len(symbols) or (task.pairs is not None and vocab.symbols != symbols):
-        raise ValueError(f"the vocabulary has {vocab.n_symbols} symbols but the task has {len(symbols)}")
+        template = N_("the vocabulary has {n} symbols but the task has {task_n}")
+        raise ValueError(Message(template, n=vocab.n_symbols, task_n=len(symbols)))
     if config.pad_id != vocab.pad_id:
-        raise ValueError(f"model_config.pad_id is {config.pad_id} but the vocabulary's PAD is {vocab.pad_id}")
+        template = N_("model_config.pad_id is {pad_id} but the vocabulary's PAD is {pad}")
+        raise ValueError(Message(template, pad_id=config.pad_id, pad=vocab.pad_id))
     if (longest := longest_sequence(task)) > config.longest_sequence:
-        raise ValueError(
-            f"the task's sequences have up to {longest} symbols but model_config.max_len {config.max_len} fits at most "
-            f"{config.longest_sequence} tokens (the decoder reads BOS + target)"
+        template = N_(
+            "the task's sequences have up to {longest} symbols but model_config.max_len {max_len} fits at most {fits}"
+            " tokens (the decoder reads BOS + target)"
         )
+        raise ValueError(Message(template, longest=longest, max_len=config.max_len, fits=config.longest_sequence))
 
 
 def _check_stored(state_dict: object, config: ModelConfig) -> None:
@@ -349,20 +355,22 @@ def _check_stored(state_dict: object, config: ModelConfig) -> None:
     built: the weights it reads from a file are then at most the file's bytes / 4 (a sinusoidal table is made from
     the config), however the file's tensors overlap."""
     if not isinstance(state_dict, dict) or not all(type(k) is str for k in state_dict):
-        raise ValueError("state_dict must be a dict of name -> tensor")
+        raise ValueError(Message(N_("state_dict must be a dict of name -> tensor")))
     stored = {}  # address of each storage -> its bytes
     for name, t in state_dict.items():
         if not isinstance(t, torch.Tensor) or t.layout != torch.strided:
-            raise ValueError(f"state_dict[{name!r:.80}] is not a dense tensor")
+            raise ValueError(Message(N_("state_dict[{name}] is not a dense tensor"), name=repr(name)[:80]))
         storage = t.untyped_storage()
         if not t.is_contiguous() or t.storage_offset() or storage.nbytes() != t.numel() * t.element_size():
-            raise ValueError(f"{name:.80} does not own exactly its bytes: it is a view of a larger or shared storage")
+            template = N_("{name} does not own exactly its bytes: it is a view of a larger or shared storage")
+            raise ValueError(Message(template, name=name[:80]))
         stored[storage.data_ptr()] = storage.nbytes()
     if (held := sum(stored.values()) // 4) < (needed := _n_stored(config)):
-        raise ValueError(
-            f"the tensors of state_dict hold {held:,} weights but model_config describes {needed:,}: some are "
-            "missing, smaller than the model's, or share one tensor"
+        template = N_(
+            "the tensors of state_dict hold {held} weights but model_config describes {needed}: some are missing,"
+            " smaller than the model's, or share one tensor"
         )
+        raise ValueError(Message(template, held=f"{held:,}", needed=f"{needed:,}"))
 
 
 def _check_weights(model: Transformer, state_dict: dict[str, torch.Tensor]) -> None:
@@ -374,13 +382,17 @@ def _check_weights(model: Transformer, state_dict: dict[str, torch.Tensor]) -> N
     for name, param in expected.items():
         t = state_dict[name]
         if t.dtype != param.dtype or t.shape != param.shape:
-            got, want = f"{t.dtype} of shape {tuple(t.shape)!s:.80}", f"{param.dtype} of shape {tuple(param.shape)}"
-            raise ValueError(f"{name} is {got}, expected {want}")
+            shaped = N_("{dtype} of shape {shape}")
+            got = Message(shaped, dtype=str(t.dtype), shape=str(tuple(t.shape))[:80])
+            want = Message(shaped, dtype=str(param.dtype), shape=str(tuple(param.shape)))
+            raise ValueError(Message(N_("{name} is {got}, expected {want}"), name=name, got=got, want=want))
         if not torch.isfinite(t).all():
-            raise ValueError(f"{name} has NaN or infinite weights")
+            raise ValueError(Message(N_("{name} has NaN or infinite weights"), name=name))
         tied = first_name.setdefault(id(param), name)
         if not torch.equal(t, state_dict[tied]):
-            raise ValueError(f"{name} differs from {tied}, but the model ties the two together")
+            raise ValueError(
+                Message(N_("{name} differs from {tied}, but the model ties the two together"), name=name, tied=tied)
+            )
 
 
 def _check_outputs(model: Transformer, task: DataConfig) -> None:
@@ -396,4 +408,6 @@ def _check_outputs(model: Transformer, task: DataConfig) -> None:
     with torch.no_grad():
         logits = model(src, tgt)  # (R, S + 1, V)
     if not torch.isfinite(logits).all():
-        raise ValueError("the model's outputs are NaN or infinite on a probe batch, though its weights are finite")
+        raise ValueError(
+            Message(N_("the model's outputs are NaN or infinite on a probe batch, though its weights are finite"))
+        )

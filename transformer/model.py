@@ -52,19 +52,23 @@ class ModelConfig:
     architecture: Architecture = "transformer"  # or the recurrent baseline, "gru" / "gru-attention"
 
     def __post_init__(self) -> None:
+        divisible = N_("d_model ({d_model}) must be divisible by n_heads ({n_heads})")
         require_all(
-            (self.vocab_size >= 4, "vocab_size must be at least 4"),
-            (self.d_model >= 1 and self.n_heads >= 1, "d_model and n_heads must be positive"),
+            (self.vocab_size >= 4, Message(N_("vocab_size must be at least 4"))),
+            (self.d_model >= 1 and self.n_heads >= 1, Message(N_("d_model and n_heads must be positive"))),
             (
                 self.n_heads >= 1 and self.d_model % self.n_heads == 0,
-                f"d_model ({self.d_model}) must be divisible by n_heads ({self.n_heads})",
+                Message(divisible, d_model=self.d_model, n_heads=self.n_heads),
             ),
-            (self.n_layers >= 1 and self.d_ff >= 1, "n_layers and d_ff must be positive"),
-            (0.0 <= self.dropout < 1.0, "dropout must be in [0, 1)"),
-            (self.max_len >= 2, "max_len must be at least 2"),
-            (0 <= self.pad_id < self.vocab_size, "pad_id must be a valid token id"),
-            (self.positional in get_args(Positional), "positional must be sinusoidal, learned or none"),
-            (self.architecture in get_args(Architecture), "architecture must be transformer, gru or gru-attention"),
+            (self.n_layers >= 1 and self.d_ff >= 1, Message(N_("n_layers and d_ff must be positive"))),
+            (0.0 <= self.dropout < 1.0, Message(N_("dropout must be in [0, 1)"))),
+            (self.max_len >= 2, Message(N_("max_len must be at least 2"))),
+            (0 <= self.pad_id < self.vocab_size, Message(N_("pad_id must be a valid token id"))),
+            (self.positional in get_args(Positional), Message(N_("positional must be sinusoidal, learned or none"))),
+            (
+                self.architecture in get_args(Architecture),
+                Message(N_("architecture must be transformer, gru or gru-attention")),
+            ),
         )
 
     @property

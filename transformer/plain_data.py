@@ -5,6 +5,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import fields
 from typing import Any
 
+from .i18n import N_, Message, joined
 from .limits import MAX_PLAIN_DEPTH, MAX_PLAIN_ITEMS
 
 _SCALARS = (str, int, float, bool, type(None))
@@ -20,14 +21,15 @@ def check_plain(value: object, what: str) -> None:
         if kind in (dict, list, tuple):
             count += len(item)
             if count > MAX_PLAIN_ITEMS or depth >= MAX_PLAIN_DEPTH:
-                raise ValueError(f"{what} is too large or too deeply nested")
+                raise ValueError(Message(N_("{what} is too large or too deeply nested"), what=what))
             if kind is dict and not all(type(k) is str for k in item):
-                raise ValueError(f"{what} has a dict key that is not a string")
+                raise ValueError(Message(N_("{what} has a dict key that is not a string"), what=what))
             stack.extend((child, depth + 1) for child in (item.values() if kind is dict else item))
         elif kind not in _SCALARS:
-            raise ValueError(f"{what} holds a {kind.__name__:.40}; only dicts, lists, strings and numbers are allowed")
+            template = N_("{what} holds a {kind}; only dicts, lists, strings and numbers are allowed")
+            raise ValueError(Message(template, what=what, kind=kind.__name__[:40]))
         elif kind is int and item.bit_length() > 64:
-            raise ValueError(f"{what} holds an integer too large for a setting")
+            raise ValueError(Message(N_("{what} holds an integer too large for a setting"), what=what))
 
 
 def check_keys(found: Iterable[str], expected: Iterable[str], what: str) -> None:
@@ -36,12 +38,14 @@ def check_keys(found: Iterable[str], expected: Iterable[str], what: str) -> None
     missing = [repr(k) for k in expected if k not in found]
     unexpected = sorted(repr(k)[:60] for k in found - set(expected))
     problems = []
-    for label, keys in (("missing", missing), ("unexpected", unexpected)):
+    for template, keys in ((N_("missing {keys}"), missing), (N_("unexpected {keys}"), unexpected)):
         if keys:
-            more = f" and {len(keys) - 5} more" if len(keys) > 5 else ""
-            problems.append(f"{label} {', '.join(keys[:5])}{more}")
+            named = ", ".join(keys[:5])
+            if len(keys) > 5:
+                named = Message(N_("{keys} and {more} more"), keys=named, more=len(keys) - 5)
+            problems.append(Message(template, keys=named))
     if problems:
-        raise ValueError(f"{what} has {'; '.join(problems)}")
+        raise ValueError(Message(N_("{what} has {problems}"), what=what, problems=joined(problems, N_("; "))))
 
 
 def config_from(cls: type, d: dict, what: str, built: Mapping[str, Any] | None = None) -> Any:
@@ -53,8 +57,9 @@ def config_from(cls: type, d: dict, what: str, built: Mapping[str, Any] | None =
     for f in own:
         value, kind = d[f.name], type(f.default)
         if not (type(value) is kind or (kind is float and type(value) is int)):
-            raise ValueError(f"{what}.{f.name} must be {kind.__name__}, got {type(value).__name__}")
+            template = N_("{what}.{field} must be {kind}, got {got}")
+            raise ValueError(Message(template, what=what, field=f.name, kind=kind.__name__, got=type(value).__name__))
     try:
         return cls(**d, **built)
     except (TypeError, ValueError) as e:
-        raise ValueError(f"{what}: {e}") from None
+        raise ValueError(Message(N_("{what}: {reason}"), what=what, reason=e)) from None

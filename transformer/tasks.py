@@ -17,6 +17,7 @@ from itertools import chain
 import torch
 
 from .gallery import GalleryTask
+from .i18n import N_, Message
 from .limits import MAX_SEED, MAX_SEQ_LEN, MAX_VALID
 from .pairs import PAIRS_TASK, PairsTask, TaskPairs
 from .task import REGISTRY, FunctionTask, Registered, Task
@@ -34,7 +35,8 @@ def task_names() -> list[str]:
 def get_task(name: str) -> Task:
     """The built-in or gallery task called `name`."""
     if not isinstance(name, str) or name not in REGISTRY:
-        raise ValueError(f"unknown task {str(name)[:40]!r}; choose one of: {', '.join(REGISTRY)}")
+        template = N_("unknown task {name}; choose one of: {tasks}")
+        raise ValueError(Message(template, name=repr(str(name)[:40]), tasks=", ".join(REGISTRY)))
     return REGISTRY[name]
 
 
@@ -55,19 +57,24 @@ class DataConfig:
         for name in ("min_len", "max_len", "n_symbols", "seed", "n_valid"):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool):
-                raise ValueError(f"{name} must be an integer, got {type(value).__name__}")
+                raise ValueError(
+                    Message(N_("{name} must be an integer, got {got}"), name=name, got=type(value).__name__)
+                )
         if not 1 <= self.min_len <= self.max_len <= MAX_SEQ_LEN:
-            raise ValueError(
-                f"need 1 <= min_len <= max_len <= {MAX_SEQ_LEN}, got min_len={self.min_len}, max_len={self.max_len}"
-            )
+            template = N_("need 1 <= min_len <= max_len <= {most}, got min_len={low}, max_len={high}")
+            raise ValueError(Message(template, most=MAX_SEQ_LEN, low=self.min_len, high=self.max_len))
         if not 2 <= self.n_symbols <= MAX_SYMBOLS:
-            raise ValueError(f"n_symbols must be in 2..{MAX_SYMBOLS}, got {self.n_symbols}")
+            raise ValueError(
+                Message(N_("n_symbols must be in 2..{most}, got {got}"), most=MAX_SYMBOLS, got=self.n_symbols)
+            )
         if not 1 <= self.n_valid <= MAX_VALID:
-            raise ValueError(f"n_valid must be in 1..{MAX_VALID:,}, got {self.n_valid}")
+            raise ValueError(
+                Message(N_("n_valid must be in 1..{most}, got {got}"), most=f"{MAX_VALID:,}", got=self.n_valid)
+            )
         if not 0 <= self.seed <= MAX_SEED:
-            raise ValueError(f"seed must be in 0..{MAX_SEED}, got {self.seed}")
+            raise ValueError(Message(N_("seed must be in 0..{most}, got {got}"), most=MAX_SEED, got=self.seed))
         if (self.task == PAIRS_TASK) != isinstance(self.pairs, TaskPairs):
-            raise ValueError(f"the task {PAIRS_TASK!r} and only it comes with its pairs")
+            raise ValueError(Message(N_("the task {task} and only it comes with its pairs"), task=repr(PAIRS_TASK)))
         task_of(self).check(self)
 
     @classmethod

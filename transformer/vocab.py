@@ -28,7 +28,7 @@ def check_symbol(s: object) -> None:
     """ValueError unless `s` can be a symbol: text of 1 to MAX_SYMBOL_CHARS printable characters without spaces, and
     not the name of a special token."""
     if not isinstance(s, str):
-        raise ValueError(f"symbols must be strings, got {type(s).__name__}")
+        raise ValueError(Message(N_("symbols must be strings, got {got}"), got=type(s).__name__))
     if s.split() != [s] or not s.isprintable() or len(s) > MAX_SYMBOL_CHARS:
         template = N_("symbol {symbol} is empty, longer than {most} characters, or holds spaces or control characters")
         raise ValueError(Message(template, symbol=_preview(s), most=MAX_SYMBOL_CHARS))
@@ -45,12 +45,13 @@ class Vocab:
     def __init__(self, symbols: Sequence[str]):
         symbols = tuple(symbols)
         if not 1 <= len(symbols) <= MAX_SYMBOLS:
-            raise ValueError(f"a vocabulary needs 1 to {MAX_SYMBOLS} symbols, got {len(symbols)}")
+            template = N_("a vocabulary needs 1 to {most} symbols, got {got}")
+            raise ValueError(Message(template, most=MAX_SYMBOLS, got=len(symbols)))
         seen = set()
         for s in symbols:
             check_symbol(s)
             if s in seen:
-                raise ValueError(f"duplicate symbol {_preview(s)}")
+                raise ValueError(Message(N_("duplicate symbol {symbol}"), symbol=_preview(s)))
             seen.add(s)
         self._symbols = symbols
         self._itos = [self.PAD, self.BOS, self.EOS, *symbols]
@@ -164,7 +165,9 @@ class Vocab:
     def from_dict(cls, d: dict) -> Vocab:
         """Vocabulary from to_dict's output; ValueError if `d` is malformed."""
         if not isinstance(d, dict) or set(d) != {"symbols"} or not isinstance(d["symbols"], list):
-            raise ValueError('a vocabulary dict must be exactly {"symbols": [list of strings]}')
+            raise ValueError(
+                Message(N_("a vocabulary dict must be exactly {shape}"), shape='{"symbols": [list of strings]}')
+            )
         return cls(d["symbols"])
 
     def __eq__(self, other: object) -> bool:
