@@ -37,6 +37,47 @@ def test_copy_is_solved_on_held_out_data_and_training_stops_there():
     assert steps == sorted(steps) and rows[0]["train_loss"] > rows[-1]["train_loss"]
 
 
+def test_the_check_that_stops_a_run_keeps_the_scores_evaluate_gives_its_model():
+    trainer = Trainer(ModelConfig(), COPY, TrainConfig(steps=600, eval_every=10))
+    rows = []
+    result = trainer.run(rows.append)
+    vocab = trainer.vocab
+    scores = evaluate(trainer.model, trainer.valid, vocab.bos_id, vocab.eos_id, decode=False)
+    assert result.reason == "solved" and trainer.held_out_check.scores == scores and scores["exact_match"] == 1.0
+    assert {name: rows[-1][name] for name in scores} == scores
+
+
+def test_a_check_after_a_miss_scores_the_missed_rows_first_and_gives_the_whole_sets_verdict():
+    """Snapshots of a run on its way to solving copy: each check's verdict is that of the whole held-out set, and
+    a check after a miss passes the model the missed rows first, on their own."""
+    trainer = Trainer(ModelConfig(), COPY, TrainConfig(steps=600, early_stop=False))
+    check = training.HeldOutCheck(trainer.valid, trainer.vocab.pad_id)
+    pad, verdicts, probed = trainer.vocab.pad_id, [], 0
+    while not verdicts or not verdicts[-1][1]:
+        assert trainer.step < 600
+        for _ in range(10):
+            trainer.step += 1
+            batch = trainer.data.train_batch(64)
+            trainer.forward_backward(batch)
+            trainer.apply_update(trainer.train_config.lr_at(trainer.step))
+        model = trainer.model  # the weight average, in eval mode
+        with torch.no_grad():
+            right = training.teacher_forced_exact(model(trainer.valid.src, trainer.valid.tgt_in), trainer.valid, pad)
+        missed_before = check.missed
+        sizes: list[int] = []
+        hook = model.register_forward_pre_hook(lambda _, args, sizes=sizes: sizes.append(args[0].size(0)))
+        verdicts.append((check(model), bool(right.all())))
+        hook.remove()
+        if missed_before is not None:
+            assert sizes[0] == len(missed_before)
+            probed += len(missed_before) < 250  # a few rows, not a chunk's worth
+        if not verdicts[-1][0]:
+            assert not right[check.missed].any()  # the rows it names were wrong
+    assert all(got == want for got, want in verdicts)
+    assert probed >= 1 and [want for _, want in verdicts].count(False) >= 2 and verdicts[-1] == (True, True)
+    assert check.scores == evaluate(model, trainer.valid, trainer.vocab.bos_id, trainer.vocab.eos_id, decode=False)
+
+
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_the_train_pages_default_run_solves_all_1000_held_out_sequences(seed):
     """The Train page's defaults stop at 100% on their held-out set, 1,000 sequences re-scored by greedy decoding,

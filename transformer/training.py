@@ -17,7 +17,7 @@ from .config_checks import require_all
 from .device import pick_device
 from .dropout import dropout_rng
 from .dynamics import Dynamics
-from .evaluation import evaluate, exact_match, rows_of, teacher_forced_exact
+from .evaluation import HeldOutCheck, evaluate, exact_match, rows_of, teacher_forced_exact
 from .i18n import N_, Message
 from .limits import MAX_BATCH
 from .model import ModelConfig, Transformer
@@ -169,6 +169,7 @@ class Trainer:
         self.model = self.network if self.average is None else self.average.model
         self.valid = self.data.valid.to(self.device)
         self.probe = rows_of(self.valid, 0, train_config.eval_size)
+        self.held_out_check = HeldOutCheck(self.valid, self.vocab.pad_id)
         self.optimizer = Adam([self.weights], betas=(0.9, 0.98), eps=1e-9)
         self.history: list[MetricRow] = []
         self.step_losses: list[float] = []  # the training loss of every step
@@ -268,9 +269,13 @@ class Trainer:
         elapsed = self._training_time()
         reason = self.reason or "stopped"
         # A run that stopped solved was scored on the whole held-out set by the check that stopped it (`_solved`):
-        # decoding all of it again would repeat that verdict, a twentieth of a default run's time before it ends.
-        vocab = self.vocab
-        final = evaluate(self.model, self.valid, vocab.bos_id, vocab.eos_id, decode=reason != "solved")
+        # decoding all of it again would repeat that verdict, a twentieth of a default run's time before it ends,
+        # and a causal model's check kept evaluate's scores.
+        vocab, kept = self.vocab, self.held_out_check.scores
+        if reason == "solved" and kept is not None:
+            final = kept
+        else:
+            final = evaluate(self.model, self.valid, vocab.bos_id, vocab.eos_id, decode=reason != "solved")
         self.result = TrainResult(self.step, elapsed, final["exact_match"], final["token_acc"], reason)
         if self._losses:
             rate = self._tokens / max(elapsed - self._last_row_time, 1e-9)
@@ -358,12 +363,14 @@ class Trainer:
 
     @torch.no_grad()
     def _solved(self) -> bool:
-        """Whether greedy decoding gets the whole held-out set right, scored in chunks of 250 that stop at the
-        first miss: teacher-forced for a causal model (see `teacher_forced_exact`), decoded otherwise."""
+        """Whether greedy decoding gets the whole held-out set right: teacher-forced for a causal model
+        (`HeldOutCheck`), decoded otherwise, in chunks of 250 that stop at the first miss."""
         vocab = self.vocab
         if self.model.config.causal_mask:
-            chunks = (rows_of(self.valid, i, i + 250) for i in range(0, self.valid.src.size(0), 250))
-            return all(teacher_forced_exact(self._eval_logits(c), c, vocab.pad_id).all() for c in chunks)
+            was_training = self.model.training
+            solved = self.held_out_check(self.model.eval())
+            self.model.train(was_training)
+            return solved
         return exact_match(self.model, self.valid, vocab.bos_id, vocab.eos_id, stop_at_first_miss=True) == 1.0
 
     def _row(self, losses: list[float], tokens_per_s: float, elapsed: float, lr: float) -> MetricRow:
