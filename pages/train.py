@@ -28,6 +28,7 @@ from ui.classes import Seat, class_seat, prediction_input, prediction_result, re
 from ui.common import live_poll_s, queue_notice, run_registry
 from ui.downloads import DOWNLOAD_RERUNS, csv_download
 from ui.dynamics_view import dynamics_view
+from ui.forms import form_id
 from ui.into_view import bring_into_view
 from ui.language import _, language, ngettext, session_translator, table_cells
 from ui.links import share_link
@@ -47,7 +48,7 @@ from ui.state import (
 )
 from ui.streamlit_internals import page_connected
 from ui.train_controls import SHORTCUTS, STOPPED_BY_YOU, run_controls, start_run
-from ui.train_form import draw_fields, draw_task
+from ui.train_form import TRAIN_FORM, draw_fields, draw_task
 
 CHART_HEIGHT = 320  # both charts fit beside each other under the controls at 1280x800
 REASONS = {  # how a run that was not stopped ended
@@ -355,7 +356,7 @@ if not active:
     task_notice(own, by_class=seat is not None)
     locked = seat.locked() if seat else None
     draw_task(locked, by_teacher=seat is None or seat.info.assignment is not None)  # fills the form at once
-    with st.form("train_settings", enter_to_submit=False):  # Enter in a number field must not start a run
+    with st.form(form_id(TRAIN_FORM), enter_to_submit=False):  # Enter in a number field must not start a run
         draw_fields(locked)
         if seat:
             prediction_input(seat)

@@ -16,11 +16,13 @@ from transformer.classroom.questions import class_task_name, question_text
 from transformer.i18n import N_, Message, joined
 from transformer.literal import markdown_literal
 from ui.classes import caller, class_store
+from ui.forms import form_id, values_set
 from ui.language import SELECT_ALL, _, chosen, said, worded
 from ui.setting_widgets import FOLDED_COLUMNS, OTHER_SETTINGS, draw_setting, setting_value, widget_value
 from ui.state import flash, show_flashes
 from ui.train_form import task_picker
 
+FORM = "teacher_assignment"  # the form's name (`ui.forms`)
 FORM_WORDS = "teacher_form_words"  # session_state key: the task the form's question last named
 NONE = ""  # the form's choice of no groups, or of no question (a widget's value None would show an empty box)
 PRESET = ("min_len", "max_len", "steps")  # the assignment form's first row, under its task; the others fold below
@@ -39,9 +41,11 @@ def form_values(snapshot: Snapshot) -> None:
     saved["teacher_question"] = snapshot.info.question or NONE
     words = picked_task(snapshot)
     switched = st.session_state.get(FORM_WORDS, words) != words
-    for widget, value in saved.items():
-        if widget not in st.session_state or switched:
-            st.session_state[widget] = st.session_state.get(widget, value)
+    unset = [widget for widget in saved if widget not in st.session_state or switched]
+    for widget in unset:
+        st.session_state[widget] = st.session_state.get(widget, saved[widget])
+    if unset:
+        values_set(FORM)
     st.session_state[FORM_WORDS] = words
 
 
@@ -69,7 +73,7 @@ def assignment_form(snapshot: Snapshot, code: str, key: str) -> None:
         saved=saved,
     )
     picked = picked_task(snapshot)  # the question names it before it is saved
-    with st.form("teacher_assignment"):
+    with st.form(form_id(FORM)):
         for col, name in zip(st.columns(len(PRESET)), PRESET):
             s = spec.setting(name)
             draw_setting(col, s, preset_key(s))

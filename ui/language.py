@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 import streamlit as st
 
 from transformer.i18n import DEFAULT_LANGUAGE, LANGUAGES, N_, Message, Translator, language_for, translator
+from ui.forms import values_set
 from ui.streamlit_internals import FRONTEND_LABELS, FRONTEND_REWORDED, REMOVE_ITEM, frontend_rules
 
 if TYPE_CHECKING:
@@ -217,6 +218,7 @@ def _picked() -> None:
     for key in st.session_state.get(WORDED, ()):
         if key in st.session_state:
             st.session_state[key] = st.session_state[key]
+    values_set()  # and so every form's
 
 
 def declare_language() -> None:

@@ -19,9 +19,11 @@ from transformer import settings as spec
 from transformer.i18n import N_
 from transformer.settings import Value
 from transformer.tasks import get_task
+from ui.forms import values_set
 from ui.language import _
 from ui.setting_widgets import draw_setting, setting_value, widget_value
 
+TRAIN_FORM = "train_settings"  # the form's name (`setting_widgets.form_id`)
 KEPT = "train_kept"  # session state: the form's values when the student last pressed Start, kept with the run
 ROWS = [  # (expander title or None, column widths): the rows of `FormPlace.row`, top to bottom
     (None, [2, 3]),  # the task, above the form (`draw_task`)
@@ -104,6 +106,7 @@ def fill_default_run(
     for s in spec.on_form():
         if s.name not in KEEPS:
             st.session_state[key_of(s)] = widget_value(s, run[s.name])
+    values_set()
 
 
 def draw_fields(locked: Mapping[str, Any] | None = None) -> None:
@@ -143,3 +146,4 @@ def _start_values(locked: Mapping[str, Any]) -> None:
         else:
             value = st.session_state[key] if key in st.session_state else kept.get(key, s.default)
         st.session_state[key] = widget_value(s, value)
+    values_set(TRAIN_FORM)  # what the browser holds unsent is what it no longer shows

@@ -67,9 +67,29 @@ def test_a_choice_made_in_one_language_stands_after_a_switch_and_the_next_click(
     assert "不用因果掩码训练" in box.aria_snapshot() and "Train without" not in box.aria_snapshot()
 
 
-def test_a_choice_a_form_has_not_sent_before_a_switch_is_saved_as_picked(page, lab_server):
-    """A form sends a choice it has not sent yet as the words the browser showed when it was picked: after a switch
-    to Chinese the teacher's Save sent "sinusoidal PE / no PE", which no option had, and the page broke."""
+def test_what_a_form_has_not_sent_before_a_switch_is_dropped_and_start_trains_what_it_shows(page, lab_server):
+    """The browser keeps what was typed into a form and not sent, and sent it whatever the page showed since: after
+    a switch to Chinese the Train form showed seed 0 and sinusoidal PE, and Start trained seed 77 without any."""
+    open_page(page, lab_server, "train")
+    fill(page, "train_seed", 77)
+    page.locator(".st-key-train_positional").get_by_text("no PE", exact=True).click()
+    wait_idle(page)
+    choose(page, "language_picker", "简体中文")
+    expect(main(page).get_by_role("heading", name="训练一个 Transformer")).to_be_visible()
+    wait_idle(page)
+    expect(page.locator(".st-key-train_seed input")).to_have_value("0")
+    expect(page.locator(".st-key-train_positional").get_by_role("radio", name="正弦位置编码")).to_be_checked()
+    button(page, "start_training").click()
+    summary = main(page).get_by_text(re.compile(r"^reverse，长度 6-8"))
+    expect(summary).to_be_visible(timeout=60_000)
+    assert summary.inner_text().endswith("种子 0") and "无位置编码" not in summary.inner_text()
+    assert not page_errors(page)
+
+
+def test_a_choice_a_form_has_not_sent_before_a_switch_is_dropped_and_save_saves_what_it_shows(page, lab_server):
+    """The same on the teacher's assignment form: after a switch to Chinese it showed no groups and saved the split
+    picked before. (A form sent a choice it had not sent yet as the words the browser showed when it was picked,
+    which no option had after the switch, and the page broke.)"""
     open_page(page, lab_server, "teacher")
     fill(page, "teacher_title", "Period 3")
     button(page, "teacher_create_button").click()
@@ -83,10 +103,12 @@ def test_a_choice_a_form_has_not_sent_before_a_switch_is_saved_as_picked(page, l
     expect(main(page).get_by_role("heading", name="教师：把全班当作一次实验")).to_be_visible()
     wait_idle(page)
     open_tab(page, "实验设置")
+    box = page.locator(".st-key-teacher_split").get_by_role("combobox")
+    expect(box).to_have_accessible_name("各组的不同之处")
+    assert "不分组：全班一起" in box.aria_snapshot()  # the pick was never sent: dropped, as shown
+    choose(page, "teacher_split", "正弦位置编码 / 无位置编码")
     button(page, "teacher_save").click()
     wait_idle(page)
     assert not page_errors(page), page_errors(page)
     expect(main(page).get_by_text("已保存：学生下次加载页面时会在训练页看到。")).to_be_visible()
-    box = page.locator(".st-key-teacher_split").get_by_role("combobox")
-    expect(box).to_have_accessible_name("各组的不同之处")
     assert "正弦位置编码 / 无位置编码" in box.aria_snapshot()  # saved as picked

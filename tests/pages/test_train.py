@@ -705,7 +705,17 @@ def test_a_gallery_task_s_default_run_starts_from_the_form(stop_jobs):
 
 def test_enter_in_a_field_does_not_start_a_run():
     (form,) = [node for node in open_train().main if node.type == "form"]
-    assert form.proto.form.form_id == "train_settings" and not form.proto.form.enter_to_submit
+    assert form.proto.form.form_id.startswith("train_settings_") and not form.proto.form.enter_to_submit
+
+
+def test_the_form_takes_a_new_key_at_each_draw_that_sets_its_values():
+    """The page sets every field of the form at each draw (`train_form._start_values`), so that the browser shows it:
+    under a new key, the form no longer sends what was typed before and is no longer shown (`ui.forms`)."""
+    at = open_train()
+    first = [node for node in at.main if node.type == "form"][0].proto.form.form_id
+    at.run()
+    second = [node for node in at.main if node.type == "form"][0].proto.form.form_id
+    assert first != second and {first, second} <= {f"train_settings_{n}" for n in range(1, 4)}
 
 
 def test_a_typed_learning_rate_can_be_cleared_back_to_auto(stop_jobs):
