@@ -110,3 +110,12 @@ def test_a_loss_within_one_power_of_ten_is_ticked_with_whole_numbers():
     shown = [v for v in ticks["tickvals"] if 0.31 <= v <= 2.9]
     assert shown == [0.5, 1.0, 2.0] and ticks["ticktext"] == [f"{v:g}" for v in ticks["tickvals"]]
     assert loss_ticks([0.01, 3.0]) == {"dtick": 1}  # wider: powers of ten
+
+
+@pytest.mark.parametrize(("low", "high", "labels"), [(1.6, 2.6, ["2", "2.5"]), (2.0, 2.3, ["2", "2.1", "2.2", "2.3"])])
+def test_a_loss_within_a_narrow_band_gets_at_least_two_labels(low, high, labels):
+    """An add run's first steps, its loss between 1.6 and 2.6: the 1-2-5 ticks put one label on the axis, "2"."""
+    from transformer.figures.training import loss_ticks
+
+    ticks = loss_ticks([low, high])
+    assert [text for v, text in zip(ticks["tickvals"], ticks["ticktext"]) if low <= v <= high] == labels

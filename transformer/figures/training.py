@@ -136,10 +136,14 @@ def loss_axis(losses: Sequence[float | None], title: str | None = None) -> dict:
     return dict(type="log", exponentformat="power", **loss_ticks(losses), **title)
 
 
+MANTISSAS = ((1, 2, 5), (1, 1.5, 2, 3, 5, 7), (1, 1.2, 1.5, 2, 2.5, 3, 4, 5, 6, 8), tuple(range(10, 100)))
+
+
 def loss_ticks(losses: Sequence[float]) -> dict:
     """Tick labels at powers of ten when the losses span more than one; else at 1, 2 and 5 times a power of ten,
     each written whole ("0.3", "2"), so a loss between 0.3 and 3 gets several labels, and never Plotly's own there,
-    the leading digit alone (3, 2, 1, 9, 8 ... for 0.3 to 3, which reads as a loss rising to 9)."""
+    the leading digit alone (3, 2, 1, 9, 8 ... for 0.3 to 3, which reads as a loss rising to 9). Where fewer than two
+    of those fall between the lowest loss and the highest (1.6 to 2.6: only 2), finer ones (MANTISSAS)."""
     losses = [x for x in losses if x and x > 0]
     if not losses:
         return {}
@@ -147,7 +151,12 @@ def loss_ticks(losses: Sequence[float]) -> dict:
     if high > 10 * low:
         return dict(dtick=1)
     powers = range(math.floor(math.log10(low)) - 1, math.floor(math.log10(high)) + 2)
-    values = [m * 10.0**e for e in powers for m in (1, 2, 5) if low / 2.5 <= m * 10.0**e <= high * 2.5]
+    for mantissas in MANTISSAS:
+        scale = 10 ** -math.floor(math.log10(mantissas[-1]))  # 1..99 as 1.0..9.9
+        candidates = [round(m * scale * 10.0**e, 12) for e in powers for m in mantissas]
+        values = [v for v in candidates if low / 2.5 <= v <= high * 2.5]
+        if sum(low <= v <= high for v in values) >= 2:
+            break
     return dict(tickmode="array", tickvals=values, ticktext=[f"{v:.3g}" for v in values])
 
 
