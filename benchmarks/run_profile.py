@@ -1,7 +1,8 @@
-"""Where the Train page's default run spends its time: cProfile of a few seeds in one process, one torch thread,
-after a warm-up run, as each part's share of the run (cProfile slows Python calls, so shares, not times).
+"""Where the Train page's default run (or a gallery task's) spends its time: cProfile of a few seeds in one process,
+one torch thread, after a warm-up run, as each part's share of the run (cProfile slows Python calls, so shares, not
+times).
 
-    python benchmarks/run_profile.py --seeds 0 1 2
+    python benchmarks/run_profile.py [--task dedup] --seeds 0 1 2
 """
 
 import argparse
@@ -13,7 +14,8 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from transformer.run_configs import default_configs  # noqa: E402 (the repository root goes on the path first)
+from transformer.run_configs import Configs, default_configs, run_configs  # noqa: E402 (the root goes on the path first)
+from transformer.tasks import GALLERY  # noqa: E402
 from transformer.training import Trainer  # noqa: E402
 
 # Part of the run -> (file, function) whose cumulative time it is, less those of the second list.
@@ -24,10 +26,11 @@ PARTS = {
     "  gradient clipping": ([("clip_grad.py", "clip_grad_norm_")], []),
     "  weight average": ([("training.py", "update")], []),
     "training batch": ([("tasks.py", "train_batch")], []),
-    "early-stop check, the average on the batch": ([("training.py", "_eval_logits")], [("training.py", "_solved")]),
+    "early-stop check, the average on the batch": ([("training.py", "_eval_logits")], []),
     "early-stop check, the whole held-out set": ([("training.py", "_solved")], []),
     "metric rows": ([("training.py", "_row")], []),
     "attention snapshots": ([("training.py", "_snapshot_attention")], []),
+    "the run's end: its final scores": ([("training.py", "end")], []),
 }
 
 
@@ -40,16 +43,23 @@ def cumulative(stats: dict, functions: list[tuple[str, str]]) -> float:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--task", choices=["reverse", *GALLERY], default="reverse", help="reverse: the Train page's")
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
-    Trainer(*default_configs(99, device="cpu")).run()  # this process's one-off costs, outside the profile
+
+    def configs(seed: int) -> Configs:
+        if args.task in GALLERY:
+            return run_configs({**GALLERY[args.task].default_run, "seed": seed, "device": "cpu"})
+        return default_configs(seed, device="cpu")
+
+    Trainer(*configs(99)).run()  # this process's one-off costs, outside the profile
     profiler, steps = cProfile.Profile(), 0
     for seed in args.seeds:
-        steps += profiler.runcall(Trainer(*default_configs(seed, device="cpu")).run).steps
+        steps += profiler.runcall(Trainer(*configs(seed)).run).steps
     stats = pstats.Stats(profiler).stats
     whole = cumulative(stats, [("training.py", "run")])
-    print(f"seeds {args.seeds}: {steps} steps, {whole:.2f} s profiled")
+    print(f"{args.task}, seeds {args.seeds}: {steps} steps, {whole:.2f} s profiled")
     for part, (plus, minus) in PARTS.items():
         share = (cumulative(stats, plus) - cumulative(stats, minus)) / whole
         print(f"{part:68s} {100 * share:5.1f}%")

@@ -328,6 +328,19 @@ def test_pause_holds_the_run_step_trains_one_row_and_resume_finishes_it(stop_job
     assert not at.exception
 
 
+def test_classmates_who_shared_a_run_that_ended_read_that_they_trained_it_together(stop_jobs):
+    first, second = open_train(), open_train()
+    stop_jobs.extend([first, second])
+    for page in (first, second):
+        start(page, task="reverse", steps=30, seed=4242)
+    assert first.session_state["run"] is second.session_state["run"]
+    poll_until_done(second)
+    first.run()
+    captions = [c.value for c in first.caption]
+    assert any("Same settings as 1 classmate: you all trained this one run" in c for c in captions), captions
+    assert not any("watching" in c for c in captions)
+
+
 def test_identical_runs_are_one_run_and_leaving_it_leaves_it_to_the_others(stop_jobs):
     first, second = open_train(), open_train()
     stop_jobs.extend([first, second])
