@@ -10,10 +10,12 @@ from transformer.literal import code_span, markdown_literal
 from transformer.patching import PatchingGrid, patching_grid, patching_pair
 from transformer.tasks import TaskData
 from ui.charts import chart
+from ui.forms import form_id, values_set
 from ui.language import _, said, session_translator, worded
 from ui.state import claim_inputs, per_model
 
 SITES = {"heads": N_("one head's output"), "stream": N_("the residual stream")}
+PATCH_FORM = "patch_inputs"  # the form of the clean and corrupted inputs (`ui.forms`)
 PAIR_FROM = 20  # held-out inputs the first clean and corrupted inputs are looked for among (`patching_pair`)
 
 
@@ -34,7 +36,8 @@ def patching_section(checkpoint: Checkpoint) -> None:
         for key, source in zip(("patch_clean", "patch_corrupted"), patching_pair(task, sources, len(vocab.symbols))):
             st.session_state[key] = " ".join(vocab.symbols[s] for s in source)
         st.session_state.pop("patch_asked", None)
-    with st.form("patch_inputs"):
+        values_set(PATCH_FORM)
+    with st.form(form_id(PATCH_FORM)):
         clean_col, corrupted_col = st.columns(2)
         clean = clean_col.text_input(
             _("Clean input"), key="patch_clean", max_chars=4 * model.config.max_len, persist_state="session"
