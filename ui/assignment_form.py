@@ -6,6 +6,7 @@ Session state keys: "teacher_<setting>" for each setting (`preset_key`), "teache
 "teacher_question", and FORM_WORDS."""
 
 from functools import partial
+from typing import Any
 
 import streamlit as st
 
@@ -25,6 +26,7 @@ from ui.train_form import task_picker
 FORM = "teacher_assignment"  # the form's name (`ui.forms`)
 FORM_WORDS = "teacher_form_words"  # session_state key: the task the form's question last named
 NONE = ""  # the form's choice of no groups, or of no question (a widget's value None would show an empty box)
+UNSAVED = N_("The form shows settings that are not saved: students train the class's saved assignment until you save.")
 PRESET = ("min_len", "max_len", "steps")  # the assignment form's first row, under its task; the others fold below
 
 
@@ -33,12 +35,7 @@ def form_values(snapshot: Snapshot) -> None:
     names changes, each gets its value again: the browser keeps a choice as the words it showed, and shows them until
     the page sets the value (a rerun alone leaves the old words in the box). A language switch sets them again as it
     does every worded choice (`ui.language.worded`)."""
-    current = snapshot.info.assignment or Assignment()
-    saved = {preset_key(s): widget_value(s, current.preset.get(s.name, s.default)) for s in spec.on_form()}
-    splits = [s.name for s in spec.group_splits()]
-    saved["teacher_split"] = current.setting if current.setting in splits else NONE
-    saved["teacher_open_settings"] = sorted(current.open)
-    saved["teacher_question"] = snapshot.info.question or NONE
+    saved = saved_values(snapshot)
     words = picked_task(snapshot)
     switched = st.session_state.get(FORM_WORDS, words) != words
     unset = [widget for widget in saved if widget not in st.session_state or switched]
@@ -47,6 +44,28 @@ def form_values(snapshot: Snapshot) -> None:
     if unset:
         values_set(FORM)
     st.session_state[FORM_WORDS] = words
+
+
+def saved_values(snapshot: Snapshot) -> dict[str, Any]:
+    """The class's saved assignment and question as the form's widgets hold them, by widget key."""
+    current = snapshot.info.assignment or Assignment()
+    saved = {preset_key(s): widget_value(s, current.preset.get(s.name, s.default)) for s in spec.on_form()}
+    splits = [s.name for s in spec.group_splits()]
+    saved["teacher_split"] = current.setting if current.setting in splits else NONE
+    saved["teacher_open_settings"] = sorted(current.open)
+    saved["teacher_question"] = snapshot.info.question or NONE
+    return saved
+
+
+def unsaved(snapshot: Snapshot) -> bool:
+    """Whether the form shows other values than the class's saved ones: after a task was picked, or a Save refused."""
+    saved, state = saved_values(snapshot), st.session_state
+    presets = (
+        setting_value(s, state.get(preset_key(s))) != setting_value(s, saved[preset_key(s)]) for s in spec.on_form()
+    )
+    choices = (chosen(key) != saved[key] for key in ("teacher_split", "teacher_question"))
+    opened = sorted(chosen("teacher_open_settings") or []) != saved["teacher_open_settings"]
+    return any(presets) or any(choices) or opened
 
 
 def picked_task(snapshot: Snapshot) -> str:
@@ -111,6 +130,8 @@ def assignment_form(snapshot: Snapshot, code: str, key: str) -> None:
             _("Save the assignment"), type="primary", key="teacher_save", on_click=save_assignment, args=(code, key)
         )
     show_flashes("teacher_assignment")
+    if unsaved(snapshot):
+        st.warning(_(UNSAVED), icon=":material/edit_note:")
 
 
 def split_words(name: str) -> str:

@@ -112,9 +112,13 @@ def test_a_loss_within_one_power_of_ten_is_ticked_with_whole_numbers():
     assert loss_ticks([0.01, 3.0]) == {"dtick": 1}  # wider: powers of ten
 
 
-@pytest.mark.parametrize(("low", "high", "labels"), [(1.6, 2.6, ["2", "2.5"]), (2.0, 2.3, ["2", "2.1", "2.2", "2.3"])])
+@pytest.mark.parametrize(
+    ("low", "high", "labels"),
+    [(1.6, 2.6, ["2", "2.5"]), (2.0, 2.3, ["2", "2.1", "2.2", "2.3"]), (0.3, 3.7, ["0.5", "1", "2"])],
+)
 def test_a_loss_within_a_narrow_band_gets_at_least_two_labels(low, high, labels):
-    """An add run's first steps, its loss between 1.6 and 2.6: the 1-2-5 ticks put one label on the axis, "2"."""
+    """An add run's first steps, its loss between 1.6 and 2.6: the 1-2-5 ticks put one label on the axis, "2"; and
+    from 3.7 down to 0.3, powers of ten put one there, "1"."""
     from transformer.figures.training import loss_ticks
 
     ticks = loss_ticks([low, high])

@@ -143,6 +143,34 @@ def test_choosing_a_task_fills_the_assignment_with_its_default_run_as_train_does
     assert ui.classes.class_store().class_info(code).assignment.preset == {**caesar, "seed": 7}
 
 
+UNSAVED = "The form shows settings that are not saved"
+
+
+def test_the_form_says_so_while_it_shows_settings_the_class_has_not_saved():
+    """A picked task, or a refused Save, leaves the form showing settings the class does not train: on a projector
+    they would read as the class's."""
+    at = open_teacher()
+    code, _ = create(at)
+    assert not any(UNSAVED in w.value for w in at.warning)  # the saved assignment, as it was created
+    at.selectbox(key="teacher_task").set_value("caesar").run()
+    assert any(UNSAVED in w.value for w in at.warning)
+    at.button(key="teacher_save").click().run()
+    assert at.success and not any(UNSAVED in w.value for w in at.warning)
+    at.selectbox(key="teacher_question").set_value("positional-none")  # no groups: refused
+    at.button(key="teacher_save").click().run()
+    assert "Not saved" in at.error[0].value and any(UNSAVED in w.value for w in at.warning)
+    at.run()  # the refusal's message is shown once; the warning stays while the form differs
+    assert not at.error and any(UNSAVED in w.value for w in at.warning)
+    at.selectbox(key="teacher_question").set_value("")
+    at.button(key="teacher_save").click().run()
+    assert at.success and not any(UNSAVED in w.value for w in at.warning)
+    at.file_uploader(key="teacher_task_file").set_value(("swaps.csv", SWAPS.encode(), "text/csv"))
+    at.run()
+    at.button(key="teacher_task_give").click().run()
+    assert ui.classes.class_store().class_info(code).task is not None  # a class with a task of its own
+    assert not at.exception and not any(UNSAVED in w.value for w in at.warning)
+
+
 def test_a_question_that_does_not_fit_the_groups_is_refused():
     at = open_teacher()
     code, _ = create(at)

@@ -140,15 +140,16 @@ MANTISSAS = ((1, 2, 5), (1, 1.5, 2, 3, 5, 7), (1, 1.2, 1.5, 2, 2.5, 3, 4, 5, 6, 
 
 
 def loss_ticks(losses: Sequence[float]) -> dict:
-    """Tick labels at powers of ten when the losses span more than one; else at 1, 2 and 5 times a power of ten,
-    each written whole ("0.3", "2"), so a loss between 0.3 and 3 gets several labels, and never Plotly's own there,
-    the leading digit alone (3, 2, 1, 9, 8 ... for 0.3 to 3, which reads as a loss rising to 9). Where fewer than two
-    of those fall between the lowest loss and the highest (1.6 to 2.6: only 2), finer ones (MANTISSAS)."""
+    """Tick labels at powers of ten where two or more lie between the lowest loss and the highest; else at 1, 2 and 5
+    times a power of ten, each written whole ("0.3", "2"), so a loss between 0.3 and 3.7 gets several labels, and
+    never Plotly's own there, the leading digit alone (3, 2, 1, 9, 8 ... for 0.3 to 3, which reads as a loss rising to
+    9). Where fewer than two of those fall between the lowest and the highest (1.6 to 2.6: only 2), finer ones
+    (MANTISSAS)."""
     losses = [x for x in losses if x and x > 0]
     if not losses:
         return {}
     low, high = min(losses), max(losses)
-    if high > 10 * low:
+    if sum(low <= 10.0**e <= high for e in range(math.floor(math.log10(low)), math.ceil(math.log10(high)) + 1)) >= 2:
         return dict(dtick=1)
     powers = range(math.floor(math.log10(low)) - 1, math.floor(math.log10(high)) + 2)
     for mantissas in MANTISSAS:
