@@ -153,22 +153,21 @@ def progress_line(run: Run, rows: list) -> tuple[float, str]:
 def classmates_line(run: Run) -> int:
     """How many classmates watch this same run, said when there are any; returns their number."""
     classmates = run.open_pages() - 1
-    if classmates > 0 and run.done:
-        st.caption(
+    if classmates > 0:
+        together = (
             ngettext(
                 "Same settings as {n} classmate: you all trained this one run. Same seed, same run.",
                 "Same settings as {n} classmates: you all trained this one run. Same seed, same run.",
                 classmates,
             )
-        )
-    elif classmates > 0:
-        st.caption(
-            ngettext(
+            if run.done
+            else ngettext(
                 "Same settings as {n} classmate: you are all watching one run. Same seed, same run.",
                 "Same settings as {n} classmates: you are all watching one run. Same seed, same run.",
                 classmates,
             )
         )
+        st.caption(together)
     return classmates
 
 

@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from axe_playwright_python.sync_playwright import Axe
 from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 from playwright.sync_api import expect
 
@@ -29,6 +30,20 @@ EXPECT_TIMEOUT_MS = 20_000
 NAMES = "el => [...el.querySelectorAll('[aria-label], [placeholder], [data-title]')].flatMap(e => ['aria-label', 'placeholder', 'data-title'].map(a => e.getAttribute(a))).filter(Boolean)"  # noqa: E501
 IN_CI = os.environ.get("CI", "").lower() in ("true", "1")  # set by CI services; there a missing browser fails
 requires_chromium = pytest.mark.skipif(not CHROMIUM.exists() and not IN_CI, reason=NO_CHROMIUM)
+
+
+WCAG_AA = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa", "wcag22aa"]  # axe's tags for WCAG 2.0-2.2, levels A and AA
+
+
+def wcag_violations(page) -> list[str]:
+    """axe-core's WCAG 2.2 A/AA violations on the page as it is now, of any impact, one line per rule and element."""
+    results = Axe().run(page, options={"runOnly": {"type": "tag", "values": WCAG_AA}, "resultTypes": ["violations"]})
+    return [
+        f"{rule['id']} ({rule['impact']}): {rule['help']} at {' '.join(map(str, node['target']))}: "
+        f"{node.get('failureSummary', '').splitlines()[-1].strip()}"
+        for rule in results.response["violations"]
+        for node in rule["nodes"]
+    ]
 
 
 def page_errors(page) -> list[str]:

@@ -1,5 +1,5 @@
 """WCAG 2.2 A/AA in a real browser: axe-core (bundled by axe-playwright-python, no network) on every page in each
-language, with the shipped reverse model in hand and every expander open, finds no critical or serious violation;
+language, with the shipped reverse model in hand and every expander open, finds no violation of any impact;
 and every chart is named by what it shows (axe does not look into a chart).
 
 One session per language, opened at Home's address and taken through the sidebar to every page (77 s for both
@@ -7,42 +7,27 @@ languages on the 2-core VM, 2026-11-29, with `python -m pytest tests/browser/tes
 """
 
 import pytest
-from axe_playwright_python.sync_playwright import Axe
-from conftest import go_to, open_at, requires_chromium
+from conftest import go_to, open_at, requires_chromium, wcag_violations
 
 from harness.page import PAGES
 
 pytestmark = requires_chromium
 
-WCAG_AA = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa", "wcag22aa"]  # axe's tags for WCAG 2.0-2.2, levels A and AA
-BLOCKING = ("critical", "serious")
 # Each mounted chart's accessible name (a chart shows a skeleton until its component loads).
 CHART_NAMES = """() => [...document.querySelectorAll('[data-testid="stPlotlyChart"]')]
     .map(chart => (chart.getAttribute('aria-label') || '').trim())"""
 
 
-def violations(page, axe: Axe) -> list[str]:
-    """axe's critical and serious WCAG A/AA violations on the page as it is now, one line per rule and element."""
-    results = axe.run(page, options={"runOnly": {"type": "tag", "values": WCAG_AA}, "resultTypes": ["violations"]})
-    return [
-        f"{rule['id']} ({rule['impact']}): {rule['help']} at {' '.join(map(str, node['target']))}: "
-        f"{node.get('failureSummary', '').splitlines()[-1].strip()}"
-        for rule in results.response["violations"]
-        if rule["impact"] in BLOCKING
-        for node in rule["nodes"]
-    ]
-
-
 @pytest.mark.timeout(600)
 @pytest.mark.parametrize("language", ["zh-CN", "en"])
-def test_no_page_has_a_critical_or_serious_wcag_violation(projector_page, lab_server, language):
-    axe, page = Axe(), projector_page
+def test_no_page_has_a_wcag_violation(projector_page, lab_server, language):
+    page = projector_page
     found, charts = [], 0
     open_at(page, lab_server, "home", language)  # one session, taken through the sidebar to every page
     for name in PAGES:
         if name != "home":
             go_to(page, name)
-        found += [f"{language} {name}: {line}" for line in violations(page, axe)]
+        found += [f"{language} {name}: {line}" for line in wcag_violations(page)]
         names = page.evaluate(CHART_NAMES)
         charts += len(names)
         if unnamed := names.count(""):

@@ -1,8 +1,9 @@
 """A class on a task of its own, walked through in Chromium once per language (issue 46): a teacher creates the class,
 uploads its task file, makes groups with and without positional encoding and asks the positional question; two
 students open the class link, join, see the question name the class's task, train, and download their lab reports;
-the board shows both finished in the page's language; the CSV exports (UTF-8 with a byte-order mark) and the
-combined report hold both students."""
+the board shows both finished in the page's language; the student's finished page and the board have no WCAG 2.2
+A/AA violation (axe-core); the CSV exports (UTF-8 with a byte-order mark) and the combined report hold both
+students."""
 
 import csv
 import io
@@ -10,7 +11,7 @@ import re
 from pathlib import Path
 
 import pytest
-from conftest import choose, downloaded, open_tab, page_errors, requires_chromium, screenshot
+from conftest import choose, downloaded, open_tab, page_errors, requires_chromium, screenshot, wcag_violations
 from playwright.sync_api import expect
 
 from harness.chromium import VIEWPORT
@@ -98,6 +99,7 @@ def student_trains(context, link: str, language: str, name: str) -> str:
     finished = N_("Finished after {steps} steps in {seconds:.1f} s, because the step budget ran out: {scores}.")
     expect(main(page).get_by_text(opening(language, finished, "steps"))).to_be_visible(timeout=120_000)
     wait_idle(page)
+    assert not wcag_violations(page)  # a class's finished run: its prediction, curves and report, read by all
     file_name, report = downloaded(page, "download_report")
     assert file_name.endswith(".html") and not page_errors(page), page_errors(page)
     text = report.decode()
@@ -174,6 +176,7 @@ def test_a_class_on_its_own_task_walks_through_in_its_language(new_context, lab_
             assert not english, f"English on the Chinese board: {english}"
             screenshot(teacher, "board-zh-CN")
         assert "reverse" not in shown and not page_errors(teacher), page_errors(teacher)
+        assert not wcag_violations(teacher)  # the board a teacher projects
         student_changes_browser(new_context(viewport=VIEWPORT), teacher, link, language, STUDENTS[0])
 
         open_tab(teacher, words(language, N_("Export and end")))
