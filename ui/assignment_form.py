@@ -5,6 +5,7 @@ before Start. Its widgets start from the class's saved assignment; Save writes t
 Session state keys: "teacher_<setting>" for each setting (`preset_key`), "teacher_split", "teacher_open_settings",
 "teacher_question", and FORM_WORDS."""
 
+import math
 from functools import partial
 from typing import Any
 
@@ -13,10 +14,13 @@ import streamlit as st
 from transformer import settings as spec
 from transformer.classroom import QUESTIONS, Assignment, ClassInfo, ClassroomError, Snapshot
 from transformer.classroom.assignment import split_groups
+from transformer.classroom.duration import CLASS_SIZE, ClassTime, class_time
 from transformer.classroom.questions import class_task_name, question_text
 from transformer.i18n import N_, Message, joined
 from transformer.literal import markdown_literal
+from transformer.pairs import TaskPairs
 from ui.classes import caller, class_store
+from ui.common import run_registry
 from ui.forms import form_id, values_set
 from ui.language import SELECT_ALL, _, chosen, said, worded
 from ui.setting_widgets import FOLDED_COLUMNS, OTHER_SETTINGS, draw_setting, setting_value, widget_value
@@ -132,6 +136,36 @@ def assignment_form(snapshot: Snapshot, code: str, key: str) -> None:
     show_flashes("teacher_assignment")
     if unsaved(snapshot):
         st.warning(_(UNSAVED), icon=":material/edit_note:")
+    lesson_time(snapshot)
+
+
+@st.cache_data(max_entries=32, show_spinner=False)
+def paced_class_time(
+    assignment: Assignment, task: TaskPairs | None, students: int, slots: int, cap_s: float
+) -> ClassTime:
+    """`class_time`, paced once per assignment: a fraction of a second of the server's CPU."""
+    return class_time(assignment, task, students, slots, cap_s)
+
+
+def lesson_time(snapshot: Snapshot) -> None:
+    """The longest the saved assignment takes a class on this server, for the teacher to plan the lesson by."""
+    registry = run_registry()
+    students = max(len(snapshot.students), CLASS_SIZE)
+    assignment = snapshot.info.assignment or Assignment()
+    bound = paced_class_time(assignment, snapshot.info.task, students, registry.slots, registry.settings.max_run_s)
+    st.caption(
+        _(
+            "**How long a class takes here.** Each run stops once it solves its task, or at its budget of {steps:,} "
+            "steps: at about {step_ms:.0f} ms a step on this server, within {run_s:.0f} s. With {slots} runs training "
+            "at once, a class of {students} has every run finished within {minutes} min.",
+            steps=bound.steps,
+            step_ms=1000 * bound.step_s,
+            run_s=math.ceil(bound.run_s),
+            slots=bound.slots,
+            students=bound.students,
+            minutes=math.ceil(bound.class_s / 60),
+        )
+    )
 
 
 def split_words(name: str) -> str:

@@ -15,6 +15,7 @@ from streamlit.runtime.context import ContextProxy
 from streamlit.testing.v1 import AppTest
 
 import ui.classes
+import ui.common
 from transformer import settings as spec
 from transformer.classroom import Assignment, Caller, ClassroomError, ClassStore, RunState, TooManyAttempts
 from transformer.classroom.assignment import split_groups
@@ -141,6 +142,19 @@ def test_choosing_a_task_fills_the_assignment_with_its_default_run_as_train_does
     at.button(key="teacher_save").click().run()
     assert not at.exception and at.success
     assert ui.classes.class_store().class_info(code).assignment.preset == {**caesar, "seed": 7}
+
+
+def test_the_assignment_says_the_longest_a_class_of_30_takes_on_this_server():
+    at = open_teacher()
+    create(at)
+    (said,) = [c.value for c in at.caption if "How long a class takes here" in c.value]
+    slots = ui.common.run_registry().slots
+    assert f"budget of {spec.default_run('reverse')['steps']:,} steps" in said
+    assert f"With {slots} runs training at once, a class of 30 has every run finished within" in said
+    at.selectbox(key="teacher_task").set_value("count").run()
+    at.button(key="teacher_save").click().run()
+    (said,) = [c.value for c in at.caption if "How long a class takes here" in c.value]
+    assert f"budget of {spec.default_run('count')['steps']:,} steps" in said  # the saved assignment's
 
 
 UNSAVED = "The form shows settings that are not saved"

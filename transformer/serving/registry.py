@@ -175,6 +175,11 @@ class RunRegistry:
             thread.start()
 
     @property
+    def slots(self) -> int:
+        """How many runs train at once: this server's slots, or the Ray cluster's."""
+        return len(self._slots)
+
+    @property
     def ray_address(self) -> str | None:
         """The Ray cluster this server trains on, or None when it trains on its own workers."""
         return None if self.gateway is None else self.gateway.address

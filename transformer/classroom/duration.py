@@ -1,0 +1,64 @@
+"""How long a class's runs take on this server, for a teacher to plan a lesson by: the pace of an assignment's run,
+measured here, and the longest its students' runs then take on the server's training slots.
+
+A run stops once it solves its task, so most end sooner; the figure is the bound a lesson can count on: every run
+at its step budget at the measured pace, within its time budget and the server's cap on one run, and the runs
+taking the slots in turns. A class of 30 on a heavy task can need more than a lesson, and the teacher then knows
+before the students press Start.
+"""
+
+import math
+import time
+from dataclasses import dataclass, replace
+
+from ..pairs import TaskPairs
+from ..run_configs import Configs, run_configs
+from ..training import Trainer
+from .assignment import Assignment
+
+CLASS_SIZE = 30  # the class a lesson is planned for, unless more have joined
+PACE_STEPS = 25  # steps timed for the pace: one metric row's worth, its scoring included ...
+PACE_MOST_S = 1.0  # ... or fewer, once they have taken this much CPU time (a large model's steps)
+
+
+@dataclass(frozen=True)
+class ClassTime:
+    """The longest a class takes: each run at its step budget, at the pace of the slowest group's run."""
+
+    step_s: float  # one training step of the slowest group's run, measured here
+    steps: int  # that run's step budget
+    run_s: float  # the longest one run holds a slot: its step budget at that pace, within its time budget and the cap
+    class_s: float  # the longest `students` runs take, `slots` at a time
+    students: int
+    slots: int
+
+
+def step_seconds(configs: Configs) -> float:
+    """Seconds of one training step of a run with `configs`: the mean over up to PACE_STEPS steps (fewer once they
+    take PACE_MOST_S), with what the run does besides (a metric row). On a CPU, this thread's CPU time, which a
+    training worker gets on a core of its own however busy the server's other threads are; on a GPU, wall time."""
+    model, data, train = configs
+    trainer = Trainer(model, data, replace(train, steps=PACE_STEPS, early_stop=False, record_attention=False))
+    clock = time.thread_time if trainer.device.type == "cpu" else time.perf_counter
+    start = clock()
+    trainer.begin()
+    while trainer.may_step(lambda: trainer.step > 0 and clock() - start > PACE_MOST_S):
+        batch, lr = trainer.next_batch()
+        loss, logits = trainer.forward_backward(batch)
+        trainer.apply_update(lr)
+        if trainer.after_step(batch, lr, loss, logits) is not None:
+            trainer.row_taken()
+    return (clock() - start) / trainer.step
+
+
+def class_time(assignment: Assignment, task: TaskPairs | None, students: int, slots: int, cap_s: float) -> ClassTime:
+    """The longest `students` runs of `assignment` (the class's own `task`, if it has one) take on `slots` training
+    slots, each run held to `cap_s` seconds by the server: its slowest group's run paced here (`step_seconds`)."""
+    paced = []
+    for group in assignment.groups or (None,):
+        configs = run_configs(assignment.settings(group), pairs=task)
+        train = configs[2]
+        step_s = step_seconds(configs)
+        paced.append((min(train.steps * step_s, train.time_budget_s, cap_s), step_s, train.steps))
+    run_s, step_s, steps = max(paced)
+    return ClassTime(step_s, steps, run_s, math.ceil(students / slots) * run_s, students, slots)
