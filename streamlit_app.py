@@ -13,7 +13,7 @@ from pathlib import Path
 import streamlit as st
 
 from transformer.i18n import N_, Message
-from ui.language import _
+from ui.language import _, switch_told
 
 st.set_page_config(page_title="Transformer Lab", page_icon="🔬", layout="wide")
 
@@ -188,9 +188,12 @@ pages = [st.Page(home, title=_("Home"), icon=":material/home:", default=True)] +
 ]
 page = st.navigation(pages)
 link_notices = st.container()  # what an opened link got wrong, above the page
-if page.url_path == "":  # Home: drawn before the frame's set-up, which the page does not need
-    page.run()
-with link_notices:
-    frame(page.url_path)
-if page.url_path != "":
-    page.run()
+try:
+    if page.url_path == "":  # Home: drawn before the frame's set-up, which the page does not need
+        page.run()
+    with link_notices:
+        frame(page.url_path)
+    if page.url_path != "":
+        page.run()
+finally:  # a page that stops its run early (st.stop) ends it too
+    switch_told()

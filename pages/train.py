@@ -30,7 +30,7 @@ from ui.downloads import DOWNLOAD_RERUNS, csv_download
 from ui.dynamics_view import dynamics_view
 from ui.forms import form_id
 from ui.into_view import bring_into_view
-from ui.language import _, language, ngettext, session_translator, table_cells
+from ui.language import _, dropped_notice, language, ngettext, session_translator, table_cells
 from ui.links import share_link
 from ui.own_task import OWN_TASK, own_task_expander, task_notice
 from ui.report_view import report_download
@@ -377,6 +377,7 @@ if not active:
             shortcut=SHORTCUTS["start_training"],
             on_click=start_run,
         )
+    dropped_notice()
     show_flashes("train_form")
 
 if run is None:  # the empty axes the curves will fill: drawn now, the charts are ready the moment Start is pressed

@@ -22,7 +22,7 @@ from transformer.pairs import TaskPairs
 from ui.classes import caller, class_store
 from ui.common import run_registry
 from ui.forms import form_id, values_set
-from ui.language import SELECT_ALL, _, chosen, said, worded
+from ui.language import SELECT_ALL, _, chosen, dropped_notice, said, worded
 from ui.setting_widgets import FOLDED_COLUMNS, OTHER_SETTINGS, draw_setting, setting_value, widget_value
 from ui.state import flash, show_flashes
 from ui.train_form import task_picker
@@ -133,6 +133,7 @@ def assignment_form(snapshot: Snapshot, code: str, key: str) -> None:
         st.form_submit_button(
             _("Save the assignment"), type="primary", key="teacher_save", on_click=save_assignment, args=(code, key)
         )
+    dropped_notice()
     show_flashes("teacher_assignment")
     if unsaved(snapshot):
         st.warning(_(UNSAVED), icon=":material/edit_note:")

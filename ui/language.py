@@ -27,6 +27,7 @@ DECLARED = "page_language"  # the key of the sidebar's container that declares t
 HIDDEN_CSS = f".st-key-{DECLARED} {{ display: none; }}"
 WORDED = "worded_choices"  # session_state key: the widget keys of choices worded in the session's language (`worded`)
 WORDS = "worded_options"  # session_state key: widget key -> (options, words) of a worded choice in a form
+SWITCHED = "language_switched"  # session_state key: set by a switch, for the one script run it starts (`switch_told`)
 SELECT_ALL = False  # a multiselect's "Select all" option: Streamlit words it in English only, so there is none
 # Streamlit's file uploader says "Upload" and "200MB per file • CSV" in English only: outside English its button
 # says the session's word for it, and its line of limits is hidden (each uploader's label states its own limit).
@@ -218,7 +219,26 @@ def _picked() -> None:
     for key in st.session_state.get(WORDED, ()):
         if key in st.session_state:
             st.session_state[key] = st.session_state[key]
-    values_set()  # and so every form's
+    values_set()  # and so every form's: what was typed into one and not sent is dropped, which `dropped_notice` says
+    st.session_state[SWITCHED] = True
+
+
+def dropped_notice() -> None:
+    """Under a form drawn by the run a language switch started: the browser does not send what was typed into a form
+    until its button is pressed, so the switch, which draws the form again, dropped it (`ui.forms`)."""
+    if st.session_state.get(SWITCHED):
+        st.info(
+            _(
+                "After the language switch, this form shows the settings its button will use: anything typed into it "
+                "before the switch and not yet used was not kept."
+            ),
+            icon=":material/translate:",
+        )
+
+
+def switch_told() -> None:
+    """End of a script run: a switch's notices (`dropped_notice`) are for the run it started only."""
+    st.session_state.pop(SWITCHED, None)
 
 
 def declare_language() -> None:

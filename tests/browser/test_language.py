@@ -12,6 +12,8 @@ from harness.page import button, fill, main, wait_idle
 
 pytestmark = requires_chromium
 
+DROPPED = "切换语言后，这个表单显示的是它的按钮将要使用的设置"  # what a form drawn again by a switch says
+
 
 def test_a_browser_in_chinese_opens_the_lab_in_chinese(new_context, lab_server):
     context = new_context(viewport=VIEWPORT, locale="zh-CN")
@@ -69,7 +71,8 @@ def test_a_choice_made_in_one_language_stands_after_a_switch_and_the_next_click(
 
 def test_what_a_form_has_not_sent_before_a_switch_is_dropped_and_start_trains_what_it_shows(page, lab_server):
     """The browser keeps what was typed into a form and not sent, and sent it whatever the page showed since: after
-    a switch to Chinese the Train form showed seed 0 and sinusoidal PE, and Start trained seed 77 without any."""
+    a switch to Chinese the Train form showed seed 0 and sinusoidal PE, and Start trained seed 77 without any. Now
+    the form sends what it shows, and says under it that what was typed before the switch was dropped."""
     open_page(page, lab_server, "train")
     fill(page, "train_seed", 77)
     page.locator(".st-key-train_positional").get_by_text("no PE", exact=True).click()
@@ -79,6 +82,7 @@ def test_what_a_form_has_not_sent_before_a_switch_is_dropped_and_start_trains_wh
     wait_idle(page)
     expect(page.locator(".st-key-train_seed input")).to_have_value("0")
     expect(page.locator(".st-key-train_positional").get_by_role("radio", name="正弦位置编码")).to_be_checked()
+    expect(main(page).get_by_text(DROPPED)).to_be_visible()  # and the page says so under the form
     button(page, "start_training").click()
     summary = main(page).get_by_text(re.compile(r"^reverse，长度 6-8"))
     expect(summary).to_be_visible(timeout=60_000)
@@ -106,6 +110,7 @@ def test_a_choice_a_form_has_not_sent_before_a_switch_is_dropped_and_save_saves_
     box = page.locator(".st-key-teacher_split").get_by_role("combobox")
     expect(box).to_have_accessible_name("各组的不同之处")
     assert "不分组：全班一起" in box.aria_snapshot()  # the pick was never sent: dropped, as shown
+    expect(main(page).get_by_text(DROPPED)).to_be_visible()  # and said
     choose(page, "teacher_split", "正弦位置编码 / 无位置编码")
     button(page, "teacher_save").click()
     wait_idle(page)

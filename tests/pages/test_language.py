@@ -294,3 +294,19 @@ def test_a_form_s_choice_sent_in_the_words_of_another_language_is_read_as_its_op
     question = ["", "positional-none"], lambda key: "none" if not key else f"Without PE, {key}?"
     assert ui.language.option_for("Without PE, positional-none?", *question) == "positional-none"
     assert ui.language.option_for("", *question) == ""  # an option is itself, whatever its words
+
+
+DROPPED = "切换语言后，这个表单显示的是它的按钮将要使用的设置"
+
+
+def test_a_switch_tells_under_the_form_it_draws_again_that_what_was_typed_and_not_used_was_dropped():
+    at = open_page("pages/train.py")
+    assert not any(DROPPED in i.value for i in at.info)
+    pick(at, "zh-CN")
+    assert [i.value for i in at.info if DROPPED in i.value]  # the form drawn again by the switch says so
+    at.run()
+    assert not any(DROPPED in i.value for i in at.info)  # for that one redraw only
+    home = open_page()
+    pick(home, "zh-CN")  # a switch on a page with no form ...
+    home.switch_page("pages/train.py").run()
+    assert not any(DROPPED in i.value for i in home.info)  # ... tells nothing on the next page's form
