@@ -29,6 +29,7 @@ from transformer.classroom.board import (
     student_rows,
 )
 from transformer.classroom.questions import question_text
+from transformer.evaluation import PEEKED
 from transformer.figures.board import group_curves_figure, outcomes_figure
 from transformer.i18n import N_, Translator
 from transformer.literal import code_span, markdown_literal
@@ -144,6 +145,8 @@ def board(code: str, key: str) -> None:
     curve = st.column_config.LineChartColumn(_("training loss"), width=fitted_px([_("training loss")]))  # its heading
     st.dataframe(shown, hide_index=True, column_config=board_columns(shown, curve=curve), key="teacher_students")
     st.text(_(difference_sentence(snapshot)))  # group labels are the teacher's text: shown literally
+    if snapshot.info.assignment is not None and snapshot.info.assignment.without_causal_mask():
+        st.caption(_(PEEKED))
     curves_col, outcomes_col = st.columns(2)
     tr = session_translator()
     curves = group_curves_figure(group_curves(snapshot), _("Training loss by group"), tr=tr)

@@ -12,6 +12,7 @@ rerun_inside_frame()  # first of all: see its docstring
 import streamlit as st
 
 from transformer.curves import metrics_table
+from transformer.evaluation import PEEKED
 from transformer.figures.training import accuracy_figure, loss_figure, lr_figure
 from transformer.i18n import N_, translator
 from transformer.literal import markdown_literal
@@ -275,6 +276,8 @@ def finished(run: Run, seat: Seat | None) -> None:
         st.info(_(STOPPED, steps=result.steps, seconds=result.seconds, why=stopped_because(run), scores=scores))
     else:
         st.success(_(REASONS[result.reason], steps=result.steps, seconds=result.seconds, scores=scores))
+    if not run.model_config.causal_mask:
+        st.caption(_(PEEKED))
     if saved["error"]:
         st.error(
             _("The trained model could not be saved as a checkpoint: {error}", error=markdown_literal(saved["error"]))

@@ -201,3 +201,11 @@ def test_every_figure_is_named_by_what_it_shows_for_screen_readers(report, tr, l
     page = run_report_html(report, tr)
     names = re.findall(r'<div class="figure" id="figure-\d+" role="img" aria-label="([^"]+)"', page)
     assert len(names) == len(figures(page)) and names[0].startswith(loss)
+
+
+def test_the_token_accuracy_of_a_run_without_its_causal_mask_is_said_to_peek(report):
+    peeked = "Without the causal mask, token accuracy is scored with the right answer fed to the decoder"
+    assert peeked not in run_report_html(report, ENGLISH)
+    blind = replace(report, settings={**report.settings, "causal_mask": False})
+    assert peeked in run_report_html(blind, ENGLISH)
+    assert "没有因果掩码时，词元准确率" in run_report_html(blind, CHINESE)

@@ -5,9 +5,17 @@ import torch
 import torch.nn.functional as F
 
 from .decoding import greedy_decode
+from .i18n import N_
 from .limits import DECODE_ROWS
 from .model import Transformer
 from .tasks import Batch
+
+# Said beside the token accuracy of a model trained without its causal mask, which teacher forcing makes meaningless.
+PEEKED = N_(
+    "Without the causal mask, token accuracy is scored with the right answer fed to the decoder, which can read the "
+    "token it must predict: it says nothing of what the model writes on its own. Exact match decodes one token at a "
+    "time, as the model must when it is used."
+)
 
 
 @torch.no_grad()

@@ -20,6 +20,7 @@ import pandas as pd
 
 from . import settings as spec
 from .alignment import FOUND, found_at
+from .evaluation import PEEKED
 from .figures.alignment import best_head_figure, ideal_over_learned
 from .figures.attention import attention_heatmaps
 from .figures.lengths import length_accuracy_figure
@@ -244,6 +245,8 @@ def _settings(page: _Page, report: ReportData) -> str:
         ending = page.t(ENDINGS.get(result["reason"], ENDINGS["stopped"]), **result)
         shares = {name: shown_share(result[name]) for name in ("exact_match", "token_acc")}
         parts += [page.heading(N_("Outcome")), f"<p>{ending} {page.t(scores, **{**result, **shares})}</p>"]
+        if report.settings.get("causal_mask") is False:
+            parts.append(f"<p>{page.t(PEEKED)}</p>")
     return "".join(parts)
 
 

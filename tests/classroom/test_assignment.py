@@ -5,7 +5,7 @@ import math
 
 import pytest
 
-from transformer.classroom.assignment import Assignment, Group, check_value, form_names
+from transformer.classroom.assignment import Assignment, Group, check_value, form_names, split_groups
 from transformer.limits import MAX_GROUPS
 from transformer.run_configs import run_configs
 from transformer.settings import TRAIN_FORM_LIMITS, form_defaults
@@ -121,3 +121,10 @@ def test_an_assignment_reads_back_what_it_wrote_and_checks_it_again():
     tampered = {**assignment.to_json(), "preset": {"steps": 10**9}}
     with pytest.raises(ValueError):
         Assignment.from_json(tampered)
+
+
+def test_an_assignment_knows_when_some_of_its_runs_train_without_the_causal_mask():
+    assert not Assignment().without_causal_mask()
+    assert Assignment({"causal_mask": False}).without_causal_mask()
+    assert Assignment(setting="causal_mask", groups=split_groups("causal_mask")).without_causal_mask()
+    assert not Assignment(setting="positional", groups=split_groups("positional")).without_causal_mask()

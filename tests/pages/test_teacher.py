@@ -206,6 +206,18 @@ def test_the_board_shows_each_student_and_their_run():
     assert board_line(at).startswith("**2 students**")
 
 
+@pytest.mark.parametrize("split", ["causal_mask", "positional"])
+def test_the_board_says_that_runs_without_the_causal_mask_peek_at_their_token_accuracy(split):
+    at = open_teacher()
+    code, key = create(at)
+    store = ui.classes.class_store()
+    store.set_assignment(code, key, Assignment({}, frozenset(), split, split_groups(split)))
+    store.record_run(store.join(code, "browser-a", "Ada"), FINISHED)
+    at.run()
+    peeked = "Without the causal mask, token accuracy is scored with the right answer fed to the decoder"
+    assert any(peeked in c.value for c in at.caption) is (split == "causal_mask")
+
+
 def test_each_board_column_grows_with_its_texts_on_every_redraw():
     """Streamlit sizes a column to its cells only when a table is first drawn: a board first drawn while runs queued
     kept the narrow state column, and cut "training at step 675" (训练中，第 675 步) when it came."""

@@ -845,3 +845,16 @@ def test_start_pause_resume_and_step_have_keyboard_shortcuts_that_their_help_nam
     at.button(key="resume_training").click()
     at.run()
     assert shortcut("pause_training") == ("p", "Keyboard shortcut: P")
+
+
+PEEKED = "Without the causal mask, token accuracy is scored with the right answer fed to the decoder"
+
+
+@pytest.mark.parametrize("causal", [True, False])
+def test_a_run_without_its_causal_mask_says_its_token_accuracy_peeks(stop_jobs, causal):
+    at = open_train()
+    stop_jobs.append(at)
+    start(at, min_len=3, max_len=3, steps=5, causal=causal)
+    poll_until_done(at)
+    assert at.session_state["run"].model_config.causal_mask is causal
+    assert any(PEEKED in c.value for c in at.caption) is not causal

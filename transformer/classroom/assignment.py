@@ -97,6 +97,11 @@ class Assignment:
         base = self.preset.get("seed", seed.default)
         return low + (base - low + offset + position) % (high - low + 1)
 
+    def without_causal_mask(self) -> bool:
+        """Whether some of its runs train without the causal mask, so that their token accuracy peeks
+        (`evaluation.PEEKED`)."""
+        return any(not self.settings(group)["causal_mask"] for group in self.groups or (None,))
+
     def settings(
         self, group: Group | None, seed: int | None = None, changes: Mapping[str, Any] | None = None
     ) -> dict[str, Value]:
