@@ -106,6 +106,16 @@ def test_a_setting_s_value_never_only_repeats_its_label(report, language, rows):
     assert all(row in page for row in rows), [row for row in rows if row not in page]
 
 
+@pytest.mark.parametrize(
+    "language, off", [("en", "<th>Causal mask</th><td>no</td>"), ("zh-CN", "<th>因果掩码</th><td>否</td>")]
+)
+def test_a_switch_off_reads_as_its_on_does(report, language, off):
+    """A class split on the causal mask: one group's reports said "Causal mask: yes", the other's "Causal mask: no
+    causal mask"."""
+    blind = replace(report, settings={**report.settings, "causal_mask": False})
+    assert off in run_report_html(blind, translator(language))
+
+
 def test_every_sentence_the_report_writes_has_a_zh_cn_translation_with_its_placeholders():
     catalogue, sentences = read_catalogue("zh-CN"), set()
     for path in ("transformer/report.py", "transformer/classroom/reports.py", "ui/report_view.py"):

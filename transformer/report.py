@@ -251,10 +251,12 @@ def _settings(page: _Page, report: ReportData) -> str:
 
 
 def _setting_row(page: _Page, setting: spec.Setting, value: spec.Value) -> tuple[str, str]:
-    """A setting's label and its value's words, "yes" where those words would only say the label again ("Causal
-    mask: causal mask", in Chinese the same two words)."""
-    label, word = page.t(setting.label), page.t(setting.word(value))
-    return label, page.t(N_("yes")) if word.casefold() == label.casefold() else word
+    """A setting's label and its value's words; "yes" or "no" for a switch whose words for on would only say the
+    label again ("Causal mask: causal mask", in Chinese the same two words), so that its two values read alike."""
+    label = page.t(setting.label)
+    if setting.kind == "bool" and page.t(setting.word(True)).casefold() == label.casefold():
+        return label, page.t(N_("yes") if value else N_("no"))
+    return label, page.t(setting.word(value))
 
 
 def _task_line(page: _Page, name: str) -> str:
