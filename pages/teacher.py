@@ -207,6 +207,13 @@ def exports(code: str, key: str) -> None:
         table = partial(class_table, class_store(), code, frame, session_translator())
         widget = f"teacher_download_{name.replace(' ', '_')}"
         csv_download(col, _(label), table, file_name, widget)
+    st.caption(
+        _(
+            "The files' names and column headings are the same in every language of the lab, so that a spreadsheet "
+            "or a script reads every class's files alike; names, states, groups and reasons are in this page's "
+            "language."
+        )
+    )
     class_reports_download(code)
     sure = st.checkbox(_("Delete this class and everything it recorded, now"), key="teacher_delete_sure")
     if st.button(_("Delete the class"), disabled=not sure, key="teacher_delete", icon=":material/delete:"):
