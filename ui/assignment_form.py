@@ -153,7 +153,10 @@ def lesson_time(snapshot: Snapshot) -> None:
     registry = run_registry()
     students = max(len(snapshot.students), CLASS_SIZE)
     assignment = snapshot.info.assignment or Assignment()
-    bound = paced_class_time(assignment, snapshot.info.task, students, registry.slots, registry.settings.max_run_s)
+    try:
+        bound = paced_class_time(assignment, snapshot.info.task, students, registry.slots, registry.settings.max_run_s)
+    except ValueError:  # settings the class's own task does not fit: its students' Start says why
+        return
     st.caption(
         _(
             "**How long a class takes here.** Each run stops once it solves its task, or at its budget of {steps:,} "

@@ -51,3 +51,17 @@ def test_the_pace_is_measured_on_a_real_run_and_stops_at_its_cpu_time(monkeypatc
     taken.clear()
     step_seconds(configs)
     assert len(taken) == duration.PACE_STEPS
+
+
+def test_a_run_that_diverges_is_paced_by_the_steps_it_took(monkeypatch):
+    taken = []
+
+    def diverges_at_the_third(trainer, batch):
+        taken.append(1)
+        if len(taken) == 3:
+            trainer.check_finite(float("nan"))
+        return forward_backward(trainer, batch)
+
+    forward_backward = duration.Trainer.forward_backward
+    monkeypatch.setattr(duration.Trainer, "forward_backward", diverges_at_the_third)
+    assert 0 < step_seconds(run_configs({})) < math.inf and len(taken) == 3

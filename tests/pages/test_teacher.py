@@ -14,6 +14,7 @@ import segno
 from streamlit.runtime.context import ContextProxy
 from streamlit.testing.v1 import AppTest
 
+import ui.assignment_form
 import ui.classes
 import ui.common
 from transformer import settings as spec
@@ -155,6 +156,17 @@ def test_the_assignment_says_the_longest_a_class_of_30_takes_on_this_server():
     at.button(key="teacher_save").click().run()
     (said,) = [c.value for c in at.caption if "How long a class takes here" in c.value]
     assert f"budget of {spec.default_run('count')['steps']:,} steps" in said  # the saved assignment's
+
+
+def test_an_assignment_that_cannot_be_paced_leaves_the_plan_out_and_the_page_up(monkeypatch):
+    def unfit(*args):
+        raise ValueError("the class's own task does not fit")
+
+    monkeypatch.setattr(ui.assignment_form, "class_time", unfit)
+    ui.assignment_form.paced_class_time.clear()  # paced anew
+    at = open_teacher()
+    create(at)
+    assert not at.exception and not [c for c in at.caption if "How long a class takes here" in c.value]
 
 
 UNSAVED = "The form shows settings that are not saved"

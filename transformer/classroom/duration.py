@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 
 from ..pairs import TaskPairs
 from ..run_configs import Configs, run_configs
-from ..training import Trainer
+from ..training import Trainer, TrainingDiverged
 from .assignment import Assignment
 
 CLASS_SIZE = 30  # the class a lesson is planned for, unless more have joined
@@ -35,19 +35,23 @@ class ClassTime:
 
 def step_seconds(configs: Configs) -> float:
     """Seconds of one training step of a run with `configs`: the mean over up to PACE_STEPS steps (fewer once they
-    take PACE_MOST_S), with what the run does besides (a metric row). On a CPU, this thread's CPU time, which a
-    training worker gets on a core of its own however busy the server's other threads are; on a GPU, wall time."""
+    take PACE_MOST_S, or once the loss diverges), with what the run does besides (a metric row). On a CPU, this
+    thread's CPU time, which a training worker gets on a core of its own however busy the server's other threads
+    are; on a GPU, wall time."""
     model, data, train = configs
     trainer = Trainer(model, data, replace(train, steps=PACE_STEPS, early_stop=False, record_attention=False))
     clock = time.thread_time if trainer.device.type == "cpu" else time.perf_counter
     start = clock()
     trainer.begin()
-    while trainer.may_step(lambda: trainer.step > 0 and clock() - start > PACE_MOST_S):
-        batch, lr = trainer.next_batch()
-        loss, logits = trainer.forward_backward(batch)
-        trainer.apply_update(lr)
-        if trainer.after_step(batch, lr, loss, logits) is not None:
-            trainer.row_taken()
+    try:
+        while trainer.may_step(lambda: trainer.step > 0 and clock() - start > PACE_MOST_S):
+            batch, lr = trainer.next_batch()
+            loss, logits = trainer.forward_backward(batch)
+            trainer.apply_update(lr)
+            if trainer.after_step(batch, lr, loss, logits) is not None:
+                trainer.row_taken()
+    except TrainingDiverged:  # the pace of the steps taken: the class's runs end as soon, with an error that says why
+        pass
     return (clock() - start) / trainer.step
 
 
