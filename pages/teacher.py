@@ -15,7 +15,7 @@ import pandas as pd
 import segno
 import streamlit as st
 
-from transformer.classroom import ClassroomError, ClassStore, Snapshot
+from transformer.classroom import Assignment, ClassroomError, ClassStore, Snapshot
 from transformer.classroom.board import (
     HEADINGS,
     difference_sentence,
@@ -145,8 +145,6 @@ def board(code: str, key: str) -> None:
     curve = st.column_config.LineChartColumn(_("training loss"), width=fitted_px([_("training loss")]))  # its heading
     st.dataframe(shown, hide_index=True, column_config=board_columns(shown, curve=curve), key="teacher_students")
     st.text(_(difference_sentence(snapshot)))  # group labels are the teacher's text: shown literally
-    if snapshot.info.assignment is not None and snapshot.info.assignment.without_causal_mask():
-        st.caption(_(PEEKED))
     curves_col, outcomes_col = st.columns(2)
     tr = session_translator()
     curves = group_curves_figure(group_curves(snapshot), _("Training loss by group"), tr=tr)
@@ -198,9 +196,10 @@ def state_counts(rows: pd.DataFrame) -> list[str]:
     return [_("{n} {state}", n=n, state=_(STATES.get(state, state))) for state, n in counts.items()]
 
 
-def exports(code: str, key: str) -> None:
+def exports(code: str, key: str, assignment: Assignment | None) -> None:
     """The class's results, metric rows and predictions as CSV files and its students' lab reports, read at the
-    click, and deleting the class."""
+    click (what their token accuracy means, where the `assignment` trains without the causal mask), and deleting the
+    class."""
     for col, (name, label, frame) in zip(st.columns(3), EXPORTS):
         file_name = f"{code}-{name.replace(' ', '-')}.csv"  # a file's name and columns stay English: data tools
         # read when clicked: what the database holds then, its words in the session's language
@@ -214,6 +213,8 @@ def exports(code: str, key: str) -> None:
             "language."
         )
     )
+    if assignment is not None and assignment.without_causal_mask():  # the results' token_acc column
+        st.caption(_(PEEKED))
     class_reports_download(code)
     sure = st.checkbox(_("Delete this class and everything it recorded, now"), key="teacher_delete_sure")
     if st.button(_("Delete the class"), disabled=not sure, key="teacher_delete", icon=":material/delete:"):
@@ -273,7 +274,7 @@ with assignment_tab:
     assignment_form(snapshot, code, key)
     class_task_section(info, code, key)
 with export_tab:
-    exports(code, key)
+    exports(code, key, info.assignment)
 if st.button(_("Close the board"), key="teacher_close"):
     st.session_state.pop("teacher_class")
     board_in_address(None)

@@ -149,7 +149,7 @@ def paced_class_time(
 
 
 def lesson_time(snapshot: Snapshot) -> None:
-    """The longest the saved assignment takes a class on this server, for the teacher to plan the lesson by."""
+    """How long the saved assignment takes a class on this server, for the teacher to plan the lesson by."""
     registry = run_registry()
     students = max(len(snapshot.students), CLASS_SIZE)
     assignment = snapshot.info.assignment or Assignment()
@@ -160,8 +160,9 @@ def lesson_time(snapshot: Snapshot) -> None:
     st.caption(
         _(
             "**How long a class takes here.** Each run stops once it solves its task, or at its budget of {steps:,} "
-            "steps: at about {step_ms:.0f} ms a step on this server, within {run_s:.0f} s. With {slots} runs training "
-            "at once, a class of {students} has every run finished within {minutes} min.",
+            "steps: at about {step_ms:.0f} ms of a core a step on this server, that is about {run_s:.0f} s. With "
+            "{slots} runs training at once, a class of {students} whose runs all go to their budget takes about "
+            "{minutes} min; a server whose cores are busy with other work takes longer.",
             steps=bound.steps,
             step_ms=1000 * bound.step_s,
             run_s=math.ceil(bound.run_s),

@@ -9,16 +9,21 @@ So a page that sets a form's widgets in session state says so (`values_set`), an
 import streamlit as st
 
 SETS = "form_sets"  # session state: per form, how many times the page has set its widgets' values
+WORDED = "worded_forms"  # session state: the forms holding choices worded in the session's language
 
 
-def form_id(name: str) -> str:
-    """The key of the form `name` as drawn now."""
+def form_id(name: str, worded: bool = True) -> str:
+    """The key of the form `name` as drawn now. A `worded` form holds choices worded in the session's language,
+    which a language switch sets again (`values_set()`); a form of texts and numbers alone keeps its key then, and
+    so what was typed into it."""
+    if worded:
+        st.session_state.setdefault(WORDED, set()).add(name)
     return f"{name}_{st.session_state.setdefault(SETS, {}).setdefault(name, 0)}"
 
 
 def values_set(*names: str) -> None:
-    """Say that the page has set the values of the widgets of the forms `names`; with none, of every form it has
-    drawn (a language switch sets every worded choice again)."""
+    """Say that the page has set the values of the widgets of the forms `names`; with none, of every worded form it
+    has drawn (a language switch sets their choices again)."""
     sets = st.session_state.setdefault(SETS, {})
-    for name in names or list(sets):
+    for name in names or st.session_state.get(WORDED, ()):
         sets[name] = sets.get(name, 0) + 1

@@ -214,12 +214,15 @@ def option_for(value: Any, options: Sequence[Any], words: Callable[[Any], Any]) 
 
 
 def _picked() -> None:
-    """The picker's callback: the new language, and every worded choice set again in it."""
+    """The picker's callback: the new language, and every worded choice set again in it. Once per switch: Streamlit
+    calls it again in the next run when the run the switch started was cut short (a page's fragment timer firing)."""
+    if st.session_state.get(LANGUAGE) == st.session_state[PICKER]:
+        return
     st.session_state[LANGUAGE] = st.session_state[PICKER]
     for key in st.session_state.get(WORDED, ()):
         if key in st.session_state:
             st.session_state[key] = st.session_state[key]
-    values_set()  # and so every form's: what was typed into one and not sent is dropped, which `dropped_notice` says
+    values_set()  # and so every such form's: what was typed into it and not sent is dropped, as `dropped_notice` says
     st.session_state[SWITCHED] = True
 
 

@@ -11,7 +11,7 @@ from transformer.patching import PatchingGrid, patching_grid, patching_pair
 from transformer.tasks import TaskData
 from ui.charts import chart
 from ui.forms import form_id, values_set
-from ui.language import _, dropped_notice, said, session_translator, worded
+from ui.language import _, said, session_translator, worded
 from ui.state import claim_inputs, per_model
 
 SITES = {"heads": N_("one head's output"), "stream": N_("the residual stream")}
@@ -37,7 +37,7 @@ def patching_section(checkpoint: Checkpoint) -> None:
             st.session_state[key] = " ".join(vocab.symbols[s] for s in source)
         st.session_state.pop("patch_asked", None)
         values_set(PATCH_FORM)
-    with st.form(form_id(PATCH_FORM)):
+    with st.form(form_id(PATCH_FORM, worded=False)):  # texts alone: a language switch keeps what was typed
         clean_col, corrupted_col = st.columns(2)
         clean = clean_col.text_input(
             _("Clean input"), key="patch_clean", max_chars=4 * model.config.max_len, persist_state="session"
@@ -47,7 +47,6 @@ def patching_section(checkpoint: Checkpoint) -> None:
         )
         if st.form_submit_button(_("Patch"), key="patch_run", icon=":material/healing:", type="primary"):
             st.session_state["patch_asked"] = clean, corrupted
-    dropped_notice()
     if "patch_asked" not in st.session_state:  # one grid per press: a visit to the page costs nothing more
         st.caption(
             _("Press **Patch** to patch each site of the model in turn, from the clean input into the corrupted one.")

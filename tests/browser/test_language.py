@@ -117,3 +117,22 @@ def test_a_choice_a_form_has_not_sent_before_a_switch_is_dropped_and_save_saves_
     assert not page_errors(page), page_errors(page)
     expect(main(page).get_by_text("已保存：学生下次加载页面时会在训练页看到。")).to_be_visible()
     assert "正弦位置编码 / 无位置编码" in box.aria_snapshot()  # saved as picked
+
+
+def test_a_patching_input_typed_before_a_switch_is_what_patch_uses(page, lab_server):
+    """Patching's form holds texts alone: a switch keeps its key, and with it what was typed and not yet sent. Drawn
+    under a new key, it showed the typed input and patched the one before it."""
+    page.goto(f"{lab_server.url}/knockout?model=reverse", wait_until="domcontentloaded")
+    expect(main(page).get_by_text("Activation patching").first).to_be_visible(timeout=90_000)
+    wait_idle(page)
+    page.locator(".st-key-patch_clean input").fill("3 1 4 1 5")
+    page.locator(".st-key-patch_corrupted input").fill("3 1 4 2 5")
+    choose(page, "language_picker", "简体中文")
+    expect(main(page).get_by_role("heading", name="消融：哪些头在干活？")).to_be_visible()
+    wait_idle(page)
+    expect(page.locator(".st-key-patch_clean input")).to_have_value("3 1 4 1 5")
+    expect(main(page).get_by_text(DROPPED)).to_have_count(0)  # nothing was dropped here
+    button(page, "patch_run").click()
+    wait_idle(page)
+    expect(main(page)).to_contain_text("5 1 4 1 3 EOS")  # the typed clean input's answer
+    assert not page_errors(page)

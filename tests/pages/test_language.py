@@ -14,6 +14,7 @@ from streamlit.testing.v1 import AppTest
 
 import ui.classes
 import ui.common
+import ui.forms
 import ui.language
 from tests.helpers import array, keyword_name, wait_until, widget_calls
 from transformer.serving import Run
@@ -310,3 +311,17 @@ def test_a_switch_tells_under_the_form_it_draws_again_that_what_was_typed_and_no
     pick(home, "zh-CN")  # a switch on a page with no form ...
     home.switch_page("pages/train.py").run()
     assert not any(DROPPED in i.value for i in home.info)  # ... tells nothing on the next page's form
+
+
+def test_a_switch_is_acted_on_once_when_streamlit_calls_the_picker_s_callback_again(monkeypatch):
+    """Streamlit calls a widget's callback again in the next run when the run its change started was cut short (a
+    fragment's timer on a page that takes its time): the next page then said a switch had dropped its form's
+    typing."""
+    state = {ui.language.LANGUAGE: "en", PICKER: "zh-CN", ui.forms.SETS: {"train_settings": 0}}
+    state[ui.forms.WORDED] = {"train_settings"}
+    monkeypatch.setattr(ui.language.st, "session_state", state)
+    ui.language._picked()
+    assert state[ui.language.LANGUAGE] == "zh-CN" and state[ui.forms.SETS] == {"train_settings": 1}
+    ui.language.switch_told()  # the run the switch started ends, cut short
+    ui.language._picked()  # called again by the next run
+    assert ui.language.SWITCHED not in state and state[ui.forms.SETS] == {"train_settings": 1}

@@ -1,10 +1,11 @@
 """How long a class's runs take on this server, for a teacher to plan a lesson by: the pace of an assignment's run,
-measured here, and the longest its students' runs then take on the server's training slots.
+measured here, and how long its students' runs then take on the server's training slots when each goes to its step
+budget.
 
-A run stops once it solves its task, so most end sooner; the figure is the bound a lesson can count on: every run
-at its step budget at the measured pace, within its time budget and the server's cap on one run, and the runs
-taking the slots in turns. A class of 30 on a heavy task can need more than a lesson, and the teacher then knows
-before the students press Start.
+A run stops once it solves its task, so most end sooner; on the gallery's heavier tasks (add, count) many go to their
+budget, and the figure is what a class takes. The pace is CPU time: a server whose cores other work holds (a
+browser on the same machine, another class) trains slower. A class of 30 on a heavy task can need more than a
+lesson, and the teacher then knows before the students press Start.
 """
 
 import math
@@ -23,12 +24,12 @@ PACE_MOST_S = 1.0  # ... or fewer, once they have taken this much CPU time (a la
 
 @dataclass(frozen=True)
 class ClassTime:
-    """The longest a class takes: each run at its step budget, at the pace of the slowest group's run."""
+    """How long a class takes when each run goes to its step budget, at the pace of the slowest group's run."""
 
     step_s: float  # one training step of the slowest group's run, measured here
     steps: int  # that run's step budget
-    run_s: float  # the longest one run holds a slot: its step budget at that pace, within its time budget and the cap
-    class_s: float  # the longest `students` runs take, `slots` at a time
+    run_s: float  # one run's step budget at that pace, within its time budget and the server's cap
+    class_s: float  # `students` such runs, `slots` at a time
     students: int
     slots: int
 
@@ -56,8 +57,9 @@ def step_seconds(configs: Configs) -> float:
 
 
 def class_time(assignment: Assignment, task: TaskPairs | None, students: int, slots: int, cap_s: float) -> ClassTime:
-    """The longest `students` runs of `assignment` (the class's own `task`, if it has one) take on `slots` training
-    slots, each run held to `cap_s` seconds by the server: its slowest group's run paced here (`step_seconds`)."""
+    """How long `students` runs of `assignment` (the class's own `task`, if it has one) take on `slots` training slots
+    when each goes to its step budget, held to `cap_s` seconds by the server: its slowest group's run paced here
+    (`step_seconds`)."""
     paced = []
     for group in assignment.groups or (None,):
         configs = run_configs(assignment.settings(group), pairs=task)
