@@ -13,6 +13,7 @@ from pathlib import Path
 import streamlit as st
 
 from transformer.i18n import N_, Message
+from ui.forms import count_run
 from ui.language import _, switch_told
 
 st.set_page_config(page_title="Transformer Lab", page_icon="🔬", layout="wide")
@@ -186,6 +187,7 @@ def frame(page: str) -> None:
 pages = [st.Page(home, title=_("Home"), icon=":material/home:", default=True)] + [
     st.Page(path, title=_(title), icon=icon) for path, title, icon, _text in PAGES
 ]
+count_run()
 page = st.navigation(pages)
 link_notices = st.container()  # what an opened link got wrong, above the page
 try:

@@ -10,6 +10,8 @@ import streamlit as st
 
 SETS = "form_sets"  # session state: per form, how many times the page has set its widgets' values
 WORDED = "worded_forms"  # session state: the forms holding choices worded in the session's language
+RUNS = "full_runs"  # session state: the app's whole-page script runs so far (`count_run`; fragments' runs aside)
+DRAWN = "forms_drawn"  # session state: per form, the whole-page run that last drew it
 
 
 def form_id(name: str, worded: bool = True) -> str:
@@ -27,3 +29,16 @@ def values_set(*names: str) -> None:
     sets = st.session_state.setdefault(SETS, {})
     for name in names or st.session_state.get(WORDED, ()):
         sets[name] = sets.get(name, 0) + 1
+
+
+def count_run() -> None:
+    """Count a whole-page script run (the frame calls it first)."""
+    st.session_state[RUNS] = st.session_state.get(RUNS, 0) + 1
+
+
+def drawn_before(name: str) -> bool:
+    """Whether the run before this one drew the form `name` too (and so the browser still shows it), and say that
+    this one does."""
+    runs, drawn = st.session_state.get(RUNS, 0), st.session_state.setdefault(DRAWN, {})
+    last, drawn[name] = drawn.get(name), runs
+    return last is not None and runs - last <= 1

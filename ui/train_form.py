@@ -19,7 +19,7 @@ from transformer import settings as spec
 from transformer.i18n import N_
 from transformer.settings import Value
 from transformer.tasks import get_task
-from ui.forms import values_set
+from ui.forms import drawn_before, values_set
 from ui.language import _
 from ui.setting_widgets import draw_setting, setting_value, widget_value
 
@@ -137,13 +137,18 @@ def _start_values(locked: Mapping[str, Any]) -> None:
     widget the value its key holds only when the page writes it, and a widget it draws anew (after a run hid the
     form) would otherwise show its lowest value. The value is the one the key holds (kept across pages by
     `draw_setting`); else the one the run in hand was started with, after a reload (`KEPT`), else its default; a
-    setting named in `locked` holds that value."""
-    kept = st.session_state.get(KEPT, {})
+    setting named in `locked` holds that value. Where the form is drawn anew or a field gets another value than it
+    held (a lock), the form takes a new key (`ui.forms`); a redraw that changes nothing keeps it, and with it
+    what the student is typing (a run's end redraws the page as they start the next)."""
+    state, kept, changed = st.session_state, st.session_state.get(KEPT, {}), not drawn_before(TRAIN_FORM)
     for s in spec.on_form():
         key = s.form.key
         if s.name in locked:
             value = locked[s.name]
         else:
-            value = st.session_state[key] if key in st.session_state else kept.get(key, s.default)
-        st.session_state[key] = widget_value(s, value)
-    values_set(TRAIN_FORM)  # what the browser holds unsent is what it no longer shows
+            value = state[key] if key in state else kept.get(key, s.default)
+        value = widget_value(s, value)
+        changed = changed or key not in state or state[key] != value
+        state[key] = value
+    if changed:
+        values_set(TRAIN_FORM)  # what the browser holds unsent is what it no longer shows

@@ -721,14 +721,27 @@ def test_enter_in_a_field_does_not_start_a_run():
     assert form.proto.form.form_id.startswith("train_settings_") and not form.proto.form.enter_to_submit
 
 
-def test_the_form_takes_a_new_key_at_each_draw_that_sets_its_values():
-    """The page sets every field of the form at each draw (`train_form._start_values`), so that the browser shows it:
-    under a new key, the form no longer sends what was typed before and is no longer shown (`ui.forms`)."""
+def form_key(at: AppTest) -> str:
+    return [node for node in at.main if node.type == "form"][0].proto.form.form_id
+
+
+def test_the_form_keeps_its_key_at_a_redraw_and_takes_a_new_one_where_the_page_sets_its_values():
+    """Under a new key the form no longer sends what was typed into it (`ui.forms`): a redraw that sets nothing new
+    (a run's end redraws the page as the student starts typing the next) keeps it; a task pick, a language switch
+    and a return from another page, each of which sets the fields, give a new one."""
     at = open_train()
-    first = [node for node in at.main if node.type == "form"][0].proto.form.form_id
+    first = form_key(at)
     at.run()
-    second = [node for node in at.main if node.type == "form"][0].proto.form.form_id
-    assert first != second and {first, second} <= {f"train_settings_{n}" for n in range(1, 4)}
+    assert form_key(at) == first
+    choose_task(at, "copy")
+    picked = form_key(at)
+    assert picked != first
+    at.selectbox(key="language_picker").set_value("zh-CN").run()
+    switched = form_key(at)
+    assert switched != picked
+    at.switch_page("pages/anatomy.py").run()
+    at.switch_page("pages/train.py").run()
+    assert form_key(at) != switched
 
 
 def test_a_typed_learning_rate_can_be_cleared_back_to_auto(stop_jobs):
