@@ -8,6 +8,7 @@ that spreads its weight evenly over equal symbols therefore scores below 1 on th
 many places (add, count, brackets) and tasks from examples have no alignment, and the views say so.
 """
 
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -71,8 +72,15 @@ def _scores(weights: torch.Tensor, ideal: torch.Tensor) -> torch.Tensor:
 
 
 def head_label(layer: int, head: int) -> str:
-    """'L0 H1': a cross-attention head's label (0-based, as the heatmaps), the key of its `head_series`."""
+    """'L0 H1': a cross-attention head's label (0-based, as the heatmaps), the key of its `head_series` and of files;
+    pages name it in words (`figures.alignment.head_name`)."""
     return f"L{layer} H{head}"
+
+
+def head_of(label: str) -> tuple[int, int] | None:
+    """(layer, head) of a `head_label`; None for any other text (a label read from a file may be anything)."""
+    match = re.fullmatch(r"L(\d{1,3}) H(\d{1,3})", label)
+    return (int(match[1]), int(match[2])) if match else None
 
 
 def head_labels(n_layers: int, n_heads: int) -> list[str]:

@@ -21,7 +21,7 @@ import pandas as pd
 from . import settings as spec
 from .alignment import FOUND, found_at
 from .evaluation import PEEKED
-from .figures.alignment import best_head_figure, ideal_over_learned
+from .figures.alignment import best_head_figure, head_name, ideal_over_learned
 from .figures.attention import attention_heatmaps
 from .figures.lengths import length_accuracy_figure
 from .figures.standalone import figure_json, plotly_js, template_json
@@ -340,6 +340,7 @@ def _alignment(page: _Page, report: ReportData) -> str:
             "No head reached {threshold:g}; at the end the best head is {head}, at {score:.2f}. Heads can share the "
             "work and still get every output right."
         )
+    head = head_name(head, page.tr)
     return heading + page.figure(fig) + page.para(text, found=found, threshold=FOUND, head=head, score=score)
 
 

@@ -20,7 +20,7 @@ from transformer.alignment import (
 )
 from transformer.decoding import DecodeStep
 from transformer.figures import PHONE_CHART_PX
-from transformer.figures.alignment import best_head_figure, ideal_over_learned
+from transformer.figures.alignment import best_head_figure, head_name, ideal_over_learned
 from transformer.i18n import N_
 from transformer.literal import markdown_literal
 from transformer.naming import task_label
@@ -199,6 +199,7 @@ def search_outcome(probe: ProbeAlignment, ended: bool) -> str:
     """Whether a head has found the algorithm, and when; a run that has ended has no "yet"."""
     found = found_at(probe.steps, [score for label, score in probe.best])
     label, score = probe.best[-1]
+    label = head_name(label, session_translator())
     if found is not None:
         return _(
             "**Attention found the algorithm at step {found}**: a head put {threshold:g} of its attention on the "

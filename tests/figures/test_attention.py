@@ -69,3 +69,15 @@ def test_the_uniform_label_sits_below_its_line_only_where_the_curve_ends_just_ab
     fig = best_head_figure([0, 25, 50], [("L0 H0", 0.2), ("L0 H1", 0.22), ("L0 H1", last)], chance=0.2, threshold=0.9)
     uniform = next(a for a in fig.layout.annotations if a.text == "uniform attention")
     assert (uniform.y, uniform.yanchor) == (0.2, side)  # "top": below the line
+
+
+def test_the_best_head_is_named_in_words_in_the_figure_s_language_and_other_text_as_it_is():
+    from transformer.figures.alignment import best_head_figure, head_name
+    from transformer.i18n import translator
+
+    zh = translator("zh-CN")
+    assert head_name("L1 H3") == "layer 1, head 3"
+    assert head_name("L0 H2", zh) == "第 0 层的头 2"
+    assert head_name("L0 H2<b>") == "L0 H2<b>"  # a label read from a file is not a head's
+    fig = best_head_figure([0, 25], [("L0 H2", 0.3), ("<b>", 0.5)], chance=0.2, threshold=0.9, tr=zh)
+    assert list(fig.data[0].customdata) == ["第 0 层的头 2", "&lt;b&gt;"]

@@ -8,7 +8,7 @@ import torch
 from tests.helpers import array
 from tests.helpers.apptest import chart, kept, open_train, open_with_model, poll_until_done, start
 from tests.helpers.figures import key_label_clashes
-from transformer.alignment import FOUND, alignment_series, best_head, head_scores
+from transformer.alignment import FOUND, alignment_series, best_head, head_of, head_scores
 
 pytestmark = pytest.mark.usefixtures("restore_threads", "fresh_registry")  # tests/pages/conftest.py
 
@@ -49,6 +49,9 @@ def test_train_draws_the_best_heads_score_at_every_snapshot_and_the_newest_heads
     caption = f"No head reached {FOUND:g} in this run" if max(s for _, s in best) < FOUND else "found the algorithm at"
     assert any(caption in c.value for c in at.caption)
     assert not any("yet" in c.value for c in at.caption)  # the run has ended: nothing is still to come
+    layer, head = head_of(best[-1][0])
+    assert any(f"layer {layer}, head {head}" in c.value for c in at.caption)  # as the heatmaps name heads
+    assert array(line["customdata"]).tolist()[-1] == f"layer {layer}, head {head}"
 
 
 @pytest.mark.timeout(300)

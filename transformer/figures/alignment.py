@@ -6,10 +6,11 @@ from collections.abc import Sequence
 import numpy as np
 import plotly.graph_objects as go
 
+from ..alignment import head_of
 from ..i18n import Translator
 from . import ENGLISH, title_layout, top_margin
 from .attention import attention_heatmaps
-from .heatmaps import as_array
+from .heatmaps import as_array, escape_labels
 from .palette import HIGHLIGHT
 from .theme import FONT
 from .training import MARKER, TRAIN, VALID
@@ -61,6 +62,13 @@ def ideal_over_learned(
 LABEL_SPAN = 0.15  # a line's label, of the 0..1 axis of a best-head figure: a curve ending within it would cross it
 
 
+def head_name(label: str, tr: Translator = ENGLISH) -> str:
+    """A `head_label` in words, as the heatmaps and Knockout name heads ("layer 0, head 2"); any other text as it
+    is."""
+    where = head_of(label)
+    return label if where is None else tr.gettext("layer {layer}, head {head}", layer=where[0], head=where[1])
+
+
 def best_head_figure(
     steps: Sequence[int],
     best: Sequence[tuple[str, float]],
@@ -78,7 +86,7 @@ def best_head_figure(
         type="scatter",
         x=np.asarray(steps),
         y=np.asarray([score for _, score in best], dtype=float),
-        customdata=[label for label, _ in best],
+        customdata=escape_labels([head_name(label, tr) for label, _ in best]),
         mode="lines+markers" if len(steps) < 40 else "lines",
         line=dict(color=TRAIN, width=3),
         name=tr.gettext("best head"),
