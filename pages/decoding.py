@@ -293,7 +293,7 @@ with attention_col:
         )
 decoding_alignment(steps, ids, task.task, vocab, layer)
 # Logit lens: each decoder layer's guess at this step, computed once per step shown.
-with st.expander(_("Logit lens: at which layer does the answer appear?")):
+with st.expander(_("Logit lens: at which layer does the answer appear?"), key="decoding_lens_expander"):
     lens = trace.setdefault("lens", {})
     if i not in lens:
         lens[i] = logit_lens(kept.model, torch.tensor([ids]), step.prefix)

@@ -168,7 +168,7 @@ def board(code: str, key: str) -> None:
 def rejoin_section(snapshot: Snapshot, code: str, key: str) -> None:
     """Let a student who opened the class link in another browser take their name there, with what they recorded."""
     names = [student.name for student in snapshot.students]
-    with st.expander(_("A student changed browser")):
+    with st.expander(_("A student changed browser"), key="teacher_rejoin_expander"):
         st.markdown(
             _(
                 "A name stays with the browser that joined under it. A student who opens the class link in another "

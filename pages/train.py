@@ -320,7 +320,7 @@ def downloads(run: Run, seat: Seat | None) -> None:
     """A finished run's lab report to download, and every metric row, its metrics and checkpoint."""
     saved = st.session_state[TRAIN_SAVED]
     report_download(run, seat)
-    with st.expander(_("Metrics of every row, and downloads")):
+    with st.expander(_("Metrics of every row, and downloads"), key="train_rows_expander"):
         table = metrics_table(run.rows[:])
         st.dataframe(table, hide_index=True, column_config=metric_formats())
         csv_col, ckpt_col = st.columns(2)
@@ -345,7 +345,7 @@ if run is not None:
         bring_into_view("train_live", run_id(run))
     live_view(run, poll_s if active else None)
     if run.losses:  # drawn with the page, not at every poll: the schedule itself never changes
-        with st.expander(_("Learning rate over the run")):
+        with st.expander(_("Learning rate over the run"), key="train_lr_expander"):
             chart(st, lr_figure(run.train_config, run.step, tr=session_translator()), key="train_lr_chart")
             st.caption(
                 _(
@@ -389,7 +389,7 @@ if run is None:  # the empty axes the curves will fill: drawn now, the charts ar
     chart(loss_col, loss_figure([], step_losses=[], height=CHART_HEIGHT, tr=tr), key="empty_loss_chart")
     chart(acc_col, accuracy_figure([], height=CHART_HEIGHT, tr=tr), key="empty_accuracy_chart")
 
-with st.expander(_("How training works")):
+with st.expander(_("How training works"), key="train_how_expander"):
     st.markdown(
         _(
             "Training follows section 5.3 of the paper: Adam with a learning rate that warms up linearly, then "

@@ -231,7 +231,11 @@ def search_outcome(probe: ProbeAlignment, ended: bool) -> str:
 
 def decoding_alignment(steps: list[DecodeStep], ids: list[int], task: str, vocab: Vocab, layer: int) -> None:
     """Every decoding step's cross-attention in one `layer`, a row per step, with the task's ideal outlined."""
-    with st.expander(_("The algorithm in the attention: every step against the task's ideal"), expanded=True):
+    with st.expander(
+        _("The algorithm in the attention: every step against the task's ideal"),
+        expanded=True,
+        key="decoding_alignment_expander",
+    ):
         source = [vocab.symbol_index(i) for i in ids]
         weights = torch.stack([step.cross_attention[layer] for step in steps], dim=1)  # (H, steps, S)
         scores = head_scores(task, source, [weights])

@@ -100,7 +100,7 @@ def assignment_form(snapshot: Snapshot, code: str, key: str) -> None:
         for col, name in zip(st.columns(len(PRESET)), PRESET):
             s = spec.setting(name)
             draw_setting(col, s, preset_key(s))
-        with st.expander(_(OTHER_SETTINGS)):
+        with st.expander(_(OTHER_SETTINGS), key="assignment_other_settings"):
             columns = st.columns(FOLDED_COLUMNS)
             for index, s in enumerate(s for s in spec.on_form() if s.name not in ("task", *PRESET)):
                 draw_setting(columns[index % len(columns)], s, preset_key(s))

@@ -116,7 +116,7 @@ def join_form(info: ClassInfo) -> None:
             key="class_name",
             help=_("Your teacher sees it beside your run; your classmates do not."),
         )
-        with st.expander(_("Joined before, from another browser?")):
+        with st.expander(_("Joined before, from another browser?"), key="class_rejoin_expander"):
             rejoin = st.text_input(
                 _("Rejoin code from your teacher"),
                 max_chars=MAX_REJOIN_CHARS,

@@ -54,7 +54,7 @@ def custom_builder(state: CompareState) -> CompareState:
             for name in names:
                 _draw(column, spec.setting(name), switch)
         st.caption(_(SAME_SEED))
-        with st.expander(_(OTHER_SETTINGS)):  # the rest, folded below them
+        with st.expander(_(OTHER_SETTINGS), key="compare_other_settings"):  # the rest, folded below them
             columns = st.columns(FOLDED_COLUMNS)
             drawn = {name for names in FIRST for name in names}
             for index, s in enumerate(s for s in spec.on_form() if s.name not in drawn):

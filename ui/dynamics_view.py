@@ -16,7 +16,7 @@ def dynamics_view(job: Run) -> None:
     """An expander with the run's embeddings and gradient norms at its metric rows, following it while it trains."""
     if job.done and not job.dynamics:  # ended before its first row
         return
-    with st.expander(_("How training reshapes the model")):
+    with st.expander(_("How training reshapes the model"), key="train_dynamics_expander"):
         st.fragment(charts, run_every=None if job.done else POLL_S)(job)  # the page redraws when the run ends
 
 

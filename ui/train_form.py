@@ -120,7 +120,7 @@ def draw_fields(locked: Mapping[str, Any] | None = None) -> None:
         if title is None:
             columns[row] = st.columns(widths)
         else:
-            with st.expander(_(title)):
+            with st.expander(_(title), key=f"train_form_fold_{row}"):
                 columns[row] = st.columns(widths)
     for s in spec.on_form():
         if s.form.row != TASK_ROW:

@@ -69,6 +69,20 @@ def test_a_choice_made_in_one_language_stands_after_a_switch_and_the_next_click(
     assert "不用因果掩码训练" in box.aria_snapshot() and "Train without" not in box.aria_snapshot()
 
 
+def test_an_open_expander_stays_open_across_a_switch_that_rewords_it(page, lab_server):
+    open_page(page, lab_server, "compare")
+    choose(page, "compare_experiment", "Custom")
+    folded = main(page).locator("[data-testid=stExpander]").filter(has_text=re.compile("other settings|其他设置"))
+    folded.get_by_text("The Train page's other settings").click()
+    expect(folded.locator("[data-testid='stExpanderDetails']")).to_be_visible()
+    wait_idle(page)
+    choose(page, "language_picker", "简体中文")
+    expect(folded.get_by_text("训练页面上的其他设置")).to_be_visible()
+    wait_idle(page)
+    expect(folded.locator("[data-testid='stExpanderDetails']")).to_be_visible()
+    assert not page_errors(page)
+
+
 def test_what_a_form_has_not_sent_before_a_switch_is_dropped_and_start_trains_what_it_shows(page, lab_server):
     """The browser keeps what was typed into a form and not sent, and sent it whatever the page showed since: after
     a switch to Chinese the Train form showed seed 0 and sinusoidal PE, and Start trained seed 77 without any. Now

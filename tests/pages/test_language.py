@@ -245,6 +245,14 @@ def test_no_multiselect_offers_streamlit_s_english_select_all():
     assert ui.language.SELECT_ALL is False
 
 
+def test_every_expander_is_keyed_so_a_switch_that_rewords_it_leaves_it_open():
+    """Chromium closes an expander without a key when its label changes; one inside a form a switch draws again
+    (`forms.form_id`) closes with its form whatever its key."""
+    calls = widget_calls("expander")
+    assert len(calls) >= 12
+    assert [place for place, call in calls if not any(k.arg == "key" for k in call.keywords)] == []
+
+
 def _translates(node: ast.expr) -> bool:
     """Whether a widget's format_func words its options in the session's language: `said(...)`, `_`, or a lambda
     that calls `_`."""
