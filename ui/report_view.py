@@ -15,6 +15,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from torch.nn import Module
 
 from transformer.classroom import ClassroomError, ClassStore
+from transformer.classroom.recorder import ClassRecorder
 from transformer.classroom.reports import class_part, class_reports_html, record_lengths
 from transformer.i18n import N_, Translator
 from transformer.lengths import LengthReport
@@ -44,7 +45,7 @@ def report_download(run: Run, seat: Seat | None) -> None:
     student = seat.student.name if seat else report_name()
     now = local_time()  # in the browser's time zone: the file names it, and the report says it
     made = partial(
-        run_report, run, tested, seat, class_store() if seat else None, session_translator(), student, now.tzinfo
+        run_report, run, tested, seat, class_recorder() if seat else None, session_translator(), student, now.tzinfo
     )
     name = run_name(run.model_config, run.data_config)
     st.download_button(
@@ -79,17 +80,19 @@ def run_report(
     run: Run,
     tested: tuple[Module, pd.DataFrame] | None,
     seat: Seat | None,
-    store: ClassStore | None,
+    recorder: ClassRecorder | None,
     tr: Translator,
     student: str,
     zone: tzinfo,
 ) -> str:
-    """The run's report as an HTML file, by `student` ("" for no one named) and made now, in `zone`; a class that
-    has ended meanwhile leaves the class's part out."""
+    """The run's report as an HTML file, by `student` ("" for no one named) and made now, in `zone`; a class
+    student's with the class's part as the class database holds it once this run is written there (its end may not
+    be yet: `recorder` writes every few seconds). A class that has ended meanwhile leaves that part out."""
     part = None
-    if seat is not None and store is not None:
+    if seat is not None and recorder is not None:
         try:
-            part = class_part(store.snapshot(seat.info.code), seat.student)
+            recorder.record(seat.student)
+            part = class_part(recorder.store.snapshot(seat.info.code), seat.student)
         except (ClassroomError, SQLAlchemyError) as err:
             log.warning("lab report: the class's part left out: %s", err)
     return run_report_html(gather(run, tested), tr, part, student, datetime.now(zone))

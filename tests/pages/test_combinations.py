@@ -15,6 +15,7 @@ from streamlit.testing.v1 import AppTest
 import ui.classes
 from tests.helpers import wait_until
 from tests.helpers.apptest import kept, poll_until_done
+from transformer.classroom.recorder import ClassRecorder
 from transformer.i18n import N_, translator
 from transformer.task_file import read_task_file
 from ui.report_view import REPORT_NAME
@@ -239,3 +240,22 @@ def test_a_length_test_of_a_task_file_s_model_offers_the_file_s_own_lengths():
     assert (slider.min, slider.max, slider.value) == (task.min_len, task.max_len, (task.min_len, task.max_len))
     assert kept(at, "lengths").value.scores["length"].tolist() == list(range(task.min_len, task.max_len + 1))
     assert not any("leaves out" in unescaped(info.value) for info in at.info)
+
+
+def test_a_report_downloaded_as_its_run_ends_counts_that_run_with_the_class(media, monkeypatch):
+    """The class recorder writes runs every few seconds: a report downloaded before it had written this run's end
+    counted the class without it."""
+    monkeypatch.setattr(ClassRecorder, "record_once", lambda self: None)  # no writes but those the pages ask for
+    teacher = open_page("pages/teacher.py", "en")
+    teacher.text_input(key="teacher_title").set_value("Period 3")
+    teacher.button(key="teacher_create_button").click().run()
+    code = teacher.session_state["teacher_class"][0]
+    at = open_page("pages/train.py", "en", **{"class": code})
+    at.text_input(key="class_name").set_value("Ada")
+    at.button(key="class_join_button").click().run()
+    at.button(key="start_training").click().run()
+    assert not at.exception and not at.error
+    poll_until_done(at)
+    assert at.session_state["run"].result.reason == "solved"
+    report = report_of(at, media)
+    assert "No run has finished yet" not in report and "solved: 1 of 1." in report
