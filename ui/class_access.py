@@ -6,11 +6,12 @@ Session state keys: "teacher_class", the open class's (code, key); "teacher_new_
 until it is saved; MADE; and the forms' widgets ("teacher_title", "teacher_days", "teacher_code", "teacher_key")."""
 
 import time
+from urllib.parse import parse_qs, urlsplit
 
 import streamlit as st
 
 from transformer.classroom import ClassroomError
-from transformer.limits import DEFAULT_RETENTION_DAYS, MAX_TITLE_CHARS, RETENTION_DAYS
+from transformer.limits import DEFAULT_RETENTION_DAYS, RETENTION_DAYS
 from transformer.link_params import class_code_parser, read_params
 from transformer.literal import code_span, markdown_literal
 from ui.classes import caller, class_store
@@ -62,13 +63,22 @@ def made_class() -> None:
     st.session_state.pop(MADE, None)
 
 
-def open_class(code: str, key: str) -> None:
+def typed_code(text: str) -> str:
+    """The class code in what a teacher typed or pasted: the code, or a class link or board address naming it."""
+    params = parse_qs(urlsplit(text.strip()).query)
+    named = params.get("class") or params.get(BOARD) or [text]
+    return named[0].strip().lower()
+
+
+def open_class(text: str, key: str) -> None:
+    """The Open button: the board of the class `text` names (`typed_code`), if `key` is its teacher key."""
+    code = typed_code(text)
     try:
-        class_store().open_board(code.strip().lower(), key.strip(), caller())
+        class_store().open_board(code, key.strip(), caller())
     except ClassroomError as err:
         st.error(_("Not opened: {reason}", reason=markdown_literal(_(err))))
         return
-    st.session_state["teacher_class"] = code.strip().lower(), key.strip()
+    st.session_state["teacher_class"] = code, key.strip()
     st.rerun()
 
 
@@ -114,7 +124,7 @@ def start_page() -> None:
     create_col, open_col = st.columns(2)
     with create_col.form("teacher_create"):
         st.subheader(_("Create a class"))
-        st.text_input(_("Title"), max_chars=MAX_TITLE_CHARS, key="teacher_title", placeholder=_("Period 3"))
+        st.text_input(_("Title"), key="teacher_title", placeholder=_("Period 3"))
         st.number_input(
             _("Keep its data for (days, {low} to {high})", low=RETENTION_DAYS[0], high=RETENTION_DAYS[1]),
             *RETENTION_DAYS,
@@ -128,8 +138,8 @@ def start_page() -> None:
         show_flashes("teacher_create")
     with open_col.form("teacher_open"):
         st.subheader(_("Open a class's board"))
-        code = st.text_input(_("Class code"), key="teacher_code", placeholder="amber-otter-7351", max_chars=40)
-        key = st.text_input(_("Teacher key"), type="password", key="teacher_key", max_chars=64)
+        code = st.text_input(_("Class code"), key="teacher_code", placeholder="amber-otter-7351")
+        key = st.text_input(_("Teacher key"), type="password", key="teacher_key")
         if st.form_submit_button(_("Open"), icon=":material/login:", key="teacher_open_button"):
             open_class(code, key)
 

@@ -36,7 +36,6 @@ from transformer.classroom.recorder import ClassRecorder
 from transformer.classroom.records import IN_FLIGHT
 from transformer.figures import text_width
 from transformer.i18n import N_, Message
-from transformer.limits import MAX_REJOIN_CHARS
 from transformer.link_params import class_code_parser, read_params
 from transformer.literal import markdown_literal
 from transformer.run_configs import run_configs
@@ -119,7 +118,6 @@ def join_form(info: ClassInfo) -> None:
         with st.expander(_("Joined before, from another browser?"), key="class_rejoin_expander"):
             rejoin = st.text_input(
                 _("Rejoin code from your teacher"),
-                max_chars=MAX_REJOIN_CHARS,
                 key="class_rejoin",
                 help=_("With it, your name and all you recorded move to this browser."),
             )

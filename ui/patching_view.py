@@ -39,12 +39,8 @@ def patching_section(checkpoint: Checkpoint) -> None:
         values_set(PATCH_FORM)
     with st.form(form_id(PATCH_FORM, worded=False)):  # texts alone: a language switch keeps what was typed
         clean_col, corrupted_col = st.columns(2)
-        clean = clean_col.text_input(
-            _("Clean input"), key="patch_clean", max_chars=4 * model.config.max_len, persist_state="session"
-        )
-        corrupted = corrupted_col.text_input(
-            _("Corrupted input"), key="patch_corrupted", max_chars=4 * model.config.max_len, persist_state="session"
-        )
+        clean = clean_col.text_input(_("Clean input"), key="patch_clean", persist_state="session")
+        corrupted = corrupted_col.text_input(_("Corrupted input"), key="patch_corrupted", persist_state="session")
         if st.form_submit_button(_("Patch"), key="patch_run", icon=":material/healing:", type="primary"):
             st.session_state["patch_asked"] = clean, corrupted
     if "patch_asked" not in st.session_state:  # one grid per press: a visit to the page costs nothing more

@@ -65,15 +65,25 @@ def report_download(run: Run, seat: Seat | None) -> None:
 
 def report_name() -> str:
     """The name a student outside a class gives for their report, kept through the session: printable characters,
-    at most MAX_NAME_CHARS; "" for none."""
+    at most MAX_NAME_CHARS (a longer one is cut, and the page says so); "" for none."""
     typed = st.text_input(
         _("Your name (for the report)"),
-        max_chars=MAX_NAME_CHARS,
         key=REPORT_NAME,
         persist_state="session",
         help=_("Written on the report and in its file's name, so that your teacher knows whose it is."),
     )
-    return "".join(c for c in typed or "" if c.isprintable()).strip()[:MAX_NAME_CHARS]
+    name = "".join(c for c in typed or "" if c.isprintable()).strip()
+    if len(name) > MAX_NAME_CHARS:
+        st.warning(
+            _(
+                "A name on a report holds at most {most} characters; this one has {n}, so the report carries its "
+                "first {most}.",
+                most=MAX_NAME_CHARS,
+                n=len(name),
+            ),
+            icon=":material/content_cut:",
+        )
+    return name[:MAX_NAME_CHARS].strip()
 
 
 def run_report(

@@ -245,6 +245,14 @@ def test_no_multiselect_offers_streamlit_s_english_select_all():
     assert ui.language.SELECT_ALL is False
 
 
+def test_no_text_field_has_max_chars_whose_browser_code_drops_a_longer_paste_whole():
+    """Streamlit's browser code drops a paste that would pass max_chars, and says nothing: a teacher's 88-character
+    title left the field empty. The page or the store checks the length instead, and says how long the text is."""
+    calls = widget_calls("text_input") + widget_calls("text_area")
+    assert len(calls) >= 8
+    assert [place for place, call in calls if any(k.arg == "max_chars" for k in call.keywords)] == []
+
+
 def test_every_expander_is_keyed_so_a_switch_that_rewords_it_leaves_it_open():
     """Chromium closes an expander without a key when its label changes; one inside a form a switch draws again
     (`forms.form_id`) closes with its form whatever its key."""

@@ -16,6 +16,7 @@ from tests.helpers.apptest import open_train, poll_until_done, start
 from transformer.classroom import Assignment, Caller, Group
 from transformer.classroom.reports import kept_reports
 from transformer.i18n import translator
+from transformer.limits import MAX_NAME_CHARS
 from transformer.naming import run_name
 from ui.report_view import REPORT_NAME, class_reports
 
@@ -110,6 +111,16 @@ def test_two_students_outside_a_class_with_the_same_run_download_their_own_named
     assert file_names[theirs[ada]] != file_names[theirs[other]]
     assert "Made by 张伟 &lt;b&gt; on 20" in media[theirs[ada]]()
     assert "Made on 20" in media[theirs[other]]()
+
+
+def test_a_name_longer_than_a_report_holds_is_cut_and_the_page_says_so(media):
+    at = open_train()
+    start(at, **TINY)
+    poll_until_done(at)
+    at.text_input(key=REPORT_NAME).set_value("Ada " * 15).run()  # 59 characters once stripped
+    assert not at.exception and f"at most {MAX_NAME_CHARS} characters; this one has 59" in at.warning[0].value
+    report = media[buttons(at)["Download the lab report (HTML)"].deferred_file_id]()
+    assert f"Made by {('Ada ' * 15)[:MAX_NAME_CHARS].strip()} on 20" in report
 
 
 def test_the_teacher_downloads_every_student_s_report_in_one_file(media):

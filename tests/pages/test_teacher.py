@@ -20,7 +20,7 @@ import ui.common
 from transformer import settings as spec
 from transformer.classroom import Assignment, Caller, ClassroomError, ClassStore, RunState, TooManyAttempts
 from transformer.classroom.assignment import split_groups
-from transformer.limits import CLASS_CREATIONS, WRONG_KEYS_PER_BROWSER
+from transformer.limits import CLASS_CREATIONS, MAX_TITLE_CHARS, WRONG_KEYS_PER_BROWSER
 from ui.classes import NAME_MOST_PX, fitted_px
 from ui.setting_widgets import widget_value
 
@@ -298,6 +298,28 @@ def test_a_class_opens_again_with_its_key_and_a_wrong_key_is_refused_then_rate_l
     at.text_input(key="teacher_key").set_value(key)  # the right key, too late: refused unchecked for a while
     at.button(key="teacher_open_button").click().run()
     assert "too many wrong teacher keys" in shown(at.error[0].value) and "teacher_class" not in at.session_state
+
+
+def test_a_pasted_class_link_or_board_address_opens_its_class_s_board():
+    code, key = create(open_teacher())
+    for pasted in (
+        f" http://10.0.0.2:8501/train?class={code}&lang=zh-CN ",
+        f"http://10.0.0.2:8501/teacher?board={code}",
+    ):
+        at = open_teacher()
+        at.text_input(key="teacher_code").set_value(pasted)
+        at.text_input(key="teacher_key").set_value(key)
+        at.button(key="teacher_open_button").click().run()
+        assert not at.exception and at.session_state["teacher_class"] == (code, key)
+
+
+def test_a_title_longer_than_the_limit_is_refused_with_its_length():
+    """The title field has no max_chars: Streamlit's browser code drops a longer paste whole, without a word."""
+    at = open_teacher()
+    at.text_input(key="teacher_title").set_value("x" * (MAX_TITLE_CHARS + 8))
+    at.button(key="teacher_create_button").click().run()
+    assert not at.exception and "teacher_new_key" not in at.session_state
+    assert f"1 to {MAX_TITLE_CHARS} characters; it has {MAX_TITLE_CHARS + 8}" in shown(at.error[0].value)
 
 
 def test_an_unknown_code_is_refused_like_a_wrong_key():
