@@ -69,6 +69,9 @@ def test_a_lost_run_says_where_it_was_lost_is_flagged_and_counts_for_no_outcome(
     lost = RunState("lost", 261, None, rows)  # not through `bounded`: the store may not know "lost" yet
     assert board.state_text(lost) == "lost at step 261"
     assert board.result_text(lost) == "lost at step 261: the server restarted or lost it; press Start again"
+    queued = RunState("lost", 0, None)  # lost while it waited in the queue
+    assert board.state_text(queued) == "lost before it started"
+    assert board.result_text(queued) == "lost before it started: the server restarted or lost it; press Start again"
     assert measured(lost) is None
     snapshot = class_of([lost, finished(300, True), None])
     assert board.flags(snapshot).values.tolist() == [

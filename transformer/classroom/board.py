@@ -69,8 +69,8 @@ def _word(text: str) -> Message:
 
 
 def state_text(run: RunState | None) -> Message:
-    """'not started', 'queued, place 3', 'training at step 420', 'lost at step 420', 'finished', 'failed' or
-    'stopped'."""
+    """'not started', 'queued, place 3', 'training at step 420', 'lost at step 420' (or 'lost before it started'),
+    'finished', 'failed' or 'stopped'."""
     if run is None or run.status == "not started":
         return Message(N_("not started"))
     if run.status == "queued":
@@ -78,8 +78,8 @@ def state_text(run: RunState | None) -> Message:
         return Message(queued, place=run.queue_place)
     if run.status == "training":
         return Message(N_("training at step {step}"), step=run.step)
-    if run.status == "lost":
-        return Message(N_("lost at step {step}"), step=run.step)
+    if run.status == "lost":  # at step 0: it was queued, or lost before its first step
+        return Message(N_("lost at step {step}"), step=run.step) if run.step else Message(N_("lost before it started"))
     return _word(run.status)
 
 
@@ -98,7 +98,8 @@ def result_text(run: RunState | None) -> str:
             else Message(N_("stopped before it started"))
         )
     if run.status == "lost":
-        return Message(N_("lost at step {step}: {advice}"), step=run.step, advice=Message(LOST_ADVICE))
+        lost = N_("lost at step {step}: {advice}") if run.step else N_("lost before it started: {advice}")
+        return Message(lost, step=run.step, advice=Message(LOST_ADVICE))
     if (outcome := measured(run)) is None:
         return ""
     if outcome.solved:
