@@ -171,6 +171,19 @@ def lesson_time(snapshot: Snapshot) -> None:
             minutes=math.ceil(bound.class_s / 60),
         )
     )
+    if (reached := bound.steps_in_time) is not None:
+        st.warning(
+            _(
+                "**Runs may run out of time.** At that pace a run reaches its time budget of {budget_s:.0f} s after "
+                "about {reached:,} of its {steps:,} steps. A run that has not solved its task by then ran out of "
+                "time: it counts for no result, and a question that its runs answer may stay ungraded. Fewer "
+                "steps, a smaller model or a longer time budget leave room.",
+                budget_s=bound.budget_s,
+                reached=reached,
+                steps=bound.steps,
+            ),
+            icon=":material/timer_off:",
+        )
 
 
 def split_words(name: str) -> str:

@@ -27,8 +27,11 @@ def test_a_class_takes_its_runs_in_turns_on_the_slots_each_at_its_step_budget(pa
 
 
 def test_a_run_is_held_to_its_time_budget_and_to_the_server_s_cap(paced):
-    assert class_time(Assignment({"steps": 2000, "time_budget_s": 20}), None, 30, 2, 600).run_s == 20
-    assert class_time(Assignment({"steps": 2000}), None, 30, 2, 5.0).run_s == 5.0
+    timed = class_time(Assignment({"steps": 2000, "time_budget_s": 20}), None, 30, 2, 600)
+    assert timed.run_s == timed.budget_s == 20 and timed.steps_in_time == 625  # 20 s at 32 ms a step
+    capped = class_time(Assignment({"steps": 2000}), None, 30, 2, 5.0)
+    assert capped.run_s == capped.budget_s == 5.0 and capped.steps_in_time == 156
+    assert class_time(Assignment({"steps": 300}), None, 30, 2, 600).steps_in_time is None  # 9.6 s: its steps first
 
 
 def test_groups_are_paced_each_and_the_slowest_bounds_the_class(monkeypatch):

@@ -14,6 +14,7 @@ import segno
 from streamlit.runtime.context import ContextProxy
 from streamlit.testing.v1 import AppTest
 
+import transformer.classroom.duration
 import ui.assignment_form
 import ui.classes
 import ui.common
@@ -156,6 +157,19 @@ def test_the_assignment_says_how_long_a_class_of_30_takes_on_this_server():
     at.button(key="teacher_save").click().run()
     (said,) = [c.value for c in at.caption if "How long a class takes here" in c.value]
     assert f"budget of {spec.default_run('count')['steps']:,} steps" in said  # the saved assignment's
+
+
+def test_the_assignment_warns_when_its_runs_reach_their_time_budget_before_their_steps(monkeypatch):
+    monkeypatch.setattr(transformer.classroom.duration, "step_seconds", lambda configs: 0.02)  # 20 ms a step
+    ui.assignment_form.paced_class_time.clear()
+    at = open_teacher()
+    create(at)
+    assert not [w for w in at.warning if "run out of time" in w.value]  # the default run: 2,000 steps in 40 s
+    at.number_input(key="teacher_steps").set_value(5000)
+    at.button(key="teacher_save").click().run()
+    budget = spec.default_run("reverse")["time_budget_s"]
+    (said,) = [w.value for w in at.warning if "run out of time" in w.value]
+    assert f"time budget of {budget:.0f} s after about {round(budget / 0.02):,} of its 5,000 steps" in said
 
 
 def test_an_assignment_that_cannot_be_paced_leaves_the_plan_out_and_the_page_up(monkeypatch):

@@ -28,10 +28,17 @@ class ClassTime:
 
     step_s: float  # one training step of the slowest group's run, measured here
     steps: int  # that run's step budget
-    run_s: float  # one run's step budget at that pace, within its time budget and the server's cap
+    budget_s: float  # that run's time budget, within the server's cap on one run
+    run_s: float  # one run's step budget at that pace, within `budget_s`
     class_s: float  # `students` such runs, `slots` at a time
     students: int
     slots: int
+
+    @property
+    def steps_in_time(self) -> int | None:
+        """The steps a run reaches at this pace before its time runs out, when that is short of its step budget;
+        None when its step budget comes first."""
+        return None if self.steps * self.step_s <= self.budget_s else round(self.budget_s / self.step_s)
 
 
 def step_seconds(configs: Configs) -> float:
@@ -64,7 +71,7 @@ def class_time(assignment: Assignment, task: TaskPairs | None, students: int, sl
     for group in assignment.groups or (None,):
         configs = run_configs(assignment.settings(group), pairs=task)
         train = configs[2]
-        step_s = step_seconds(configs)
-        paced.append((min(train.steps * step_s, train.time_budget_s, cap_s), step_s, train.steps))
-    run_s, step_s, steps = max(paced)
-    return ClassTime(step_s, steps, run_s, math.ceil(students / slots) * run_s, students, slots)
+        step_s, budget_s = step_seconds(configs), min(train.time_budget_s, cap_s)
+        paced.append((min(train.steps * step_s, budget_s), step_s, train.steps, budget_s))
+    run_s, step_s, steps, budget_s = max(paced)
+    return ClassTime(step_s, steps, budget_s, run_s, math.ceil(students / slots) * run_s, students, slots)
