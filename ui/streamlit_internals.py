@@ -27,8 +27,8 @@ XSRF_COOKIE = "_streamlit_xsrf"  # the cookie Streamlit's server sets on every p
 # What Streamlit's browser code writes in English whatever the page's language, word for word ({name}: a value it fills
 # in; {sentence}: another of these sentences): a number input's and a file uploader's errors, as a screen reader hears
 # them and as their tooltips show them ("**Error**: ..."), a number input's buttons' names and "Press Enter" hint,
-# the name of an uploader's button that adds a file, and the title of the dialog a page shows while the server does
-# not answer.
+# the name of an uploader's button that adds a file, the title of the dialog a page shows while the server does
+# not answer, and what a screen reader hears as a list of options opens.
 # `ui.language` shows each in the session's language; tests/browser/test_streamlit_words.py makes Streamlit show each.
 FRONTEND_SENTENCES = (
     N_("Error: {sentence}"),
@@ -48,6 +48,8 @@ FRONTEND_SENTENCES = (
     N_("Drag and drop a file here"),  # over an uploader while a file is dragged onto it
     N_("add icon"),  # the name of a file uploader's button that adds another file
     N_("Connection error"),  # the dialog's title while the server does not answer (restarting, or gone)
+    N_("{count} options available."),  # a select box's or multiselect's list as it opens, to a screen reader
+    N_("{count} option available."),
 )
 # What Streamlit's browser code writes that the lab words its own way in every language (English included): the
 # dialog's sentence while the server does not answer blames the student's network, where a class's server is most

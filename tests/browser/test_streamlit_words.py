@@ -86,6 +86,13 @@ def test_streamlit_s_own_words_are_in_the_session_s_language(projector_page, lab
     expect(uploader.get_by_role("alert").last).to_have_text(refused)  # a file of no kind the browser knows
     if language != "en":
         assert not STREAMLIT_ENGLISH.search(main(page).inner_text())
+    picker = page.locator(".st-key-language_picker").get_by_role("combobox")
+    picker.click()  # its list opens, and a screen reader hears how many options it holds
+    count = picker.evaluate("box => document.getElementById(box.getAttribute('aria-controls')).children.length")
+    expect(page.locator("[aria-live=assertive]")).to_contain_text(
+        sentence(language, "{count} options available.", count=count)
+    )
+    picker.press("Escape")
     assert not page_errors(page), page_errors(page)
 
 
