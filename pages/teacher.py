@@ -47,7 +47,7 @@ from ui.language import (
     session_translator,
     table_cells,
 )
-from ui.links import unreachable_host
+from ui.links import link_heading, unreachable_host
 from ui.own_task import class_task_section
 from ui.report_view import class_reports_download
 from ui.state import flash, show_flashes
@@ -109,7 +109,7 @@ def projector_view(title: str, code: str) -> None:
             st.subheader(markdown_literal(title), anchor=False)
             st.markdown(_("Open this link to join the class, or scan the code with a phone:"))
             with st.container(key="teacher_link"):
-                st.header(markdown_literal(link), anchor=False)
+                st.markdown(link_heading(link), unsafe_allow_html=True)  # escaped: the lab's own address
         qr_col.image(  # as drawn: JPEG blurs it
             qr_png(link), caption=_("The class link"), output_format="PNG", alt=_("QR code of {link}", link=link)
         )

@@ -3,6 +3,7 @@
 A link is read once per session and page; what it gets wrong is named in a notice and replaced by the defaults.
 """
 
+import html
 import ipaddress
 from collections.abc import Mapping
 from typing import Any
@@ -35,6 +36,16 @@ def unreachable_host(url: str) -> str | None:
     except ValueError:  # a name: it may resolve anywhere
         return None
     return host if address.is_loopback or address.is_unspecified else None
+
+
+def link_heading(link: str) -> str:
+    """`link` as a heading's HTML whose lines break only before its query and between its parameters: a long link
+    in large type otherwise breaks where the browser breaks words, after a hyphen ("amber-" / "otter-7351", "zh-" /
+    "CN"), and a class code read off a projector loses its shape."""
+    address, _, query = link.partition("?")
+    params = [f"?{p}" if i == 0 else f"&{p}" for i, p in enumerate(query.split("&"))] if query else []
+    kept = "".join(f'<wbr><span style="white-space: nowrap">{html.escape(p)}</span>' for p in params)
+    return f'<h2><a href="{html.escape(link)}">{html.escape(address)}{kept}</a></h2>'
 
 
 def shipped_in_hand() -> str | None:

@@ -1,7 +1,9 @@
 """Driving the app's pages under AppTest: opening a page with a model in hand, filling and starting the Train form,
 rerunning until a run ends, and reading what a page keeps and draws."""
 
+import html
 import json
+import re
 import time
 from pathlib import Path
 
@@ -107,3 +109,9 @@ def charts(at: AppTest) -> dict[str, dict]:
     """Plotly figures on the page by their title."""
     specs = [json.loads(chart.proto.spec) for chart in at.get("plotly_chart")]
     return {spec["layout"]["title"]["text"]: spec for spec in specs}
+
+
+def class_links(at: AppTest) -> list[str]:
+    """The class links the page shows in large type (the projector view's heading: `ui.links.link_heading`)."""
+    headings = [m.value for m in at.markdown if m.value.startswith("<h2><a href=")]
+    return [html.unescape(re.match(r'<h2><a href="([^"]*)"', h)[1]) for h in headings]

@@ -17,6 +17,7 @@ import ui.common
 import ui.forms
 import ui.language
 from tests.helpers import array, keyword_name, wait_until, widget_calls
+from tests.helpers.apptest import class_links
 from transformer.serving import Run
 
 PICKER = "language_picker"
@@ -137,8 +138,7 @@ def test_the_class_link_carries_the_teachers_language():
     at.button(key="teacher_key_saved").click().run()
     assert not at.exception
     code = at.session_state["teacher_class"][0]
-    links = [h.value.replace("\\", "") for h in at.header]
-    assert links == [f"/train?class={code}&lang=zh-CN"]
+    assert class_links(at) == [f"/train?class={code}&lang=zh-CN"]
 
 
 def test_an_english_class_link_leaves_each_student_s_browser_to_pick(monkeypatch):
@@ -151,7 +151,7 @@ def test_an_english_class_link_leaves_each_student_s_browser_to_pick(monkeypatch
     at.button(key="teacher_key_saved").click().run()
     assert not at.exception and at.query_params["lang"] == "en"
     code = at.session_state["teacher_class"][0]
-    assert [h.value.replace("\\", "") for h in at.header] == [f"/train?class={code}"]
+    assert class_links(at) == [f"/train?class={code}"]
 
 
 def loss_curve(at: AppTest) -> np.ndarray:

@@ -1,13 +1,16 @@
 """Links that carry the model: each page reads its settings and the shipped model in hand from the address bar on a
 fresh session, writes them back as they change, and falls back to its defaults, with a notice, on a bad link."""
 
+import html
+import re
+
 import pytest
 import torch
 from streamlit.testing.v1 import AppTest
 
 from transformer import Checkpoint, DataConfig, ModelConfig, Transformer, Vocab
 from transformer.tasks import TaskData
-from ui.links import unreachable_host
+from ui.links import link_heading, unreachable_host
 
 
 def open_link(page: str | None, **query: str) -> AppTest:
@@ -134,3 +137,13 @@ def test_a_model_trained_here_cannot_travel_in_a_link():
 )
 def test_a_link_no_other_device_can_open_is_told_apart(url, host):
     assert unreachable_host(url) == host
+
+
+def test_a_class_link_in_large_type_breaks_only_before_its_query_and_between_its_parameters():
+    link = 'http://my-host.local:8501/train?class=amber-otter-7351&lang=zh-CN&x="<b>'
+    heading = link_heading(link)
+    kept = re.findall(r'<wbr><span style="white-space: nowrap">([^<]*)</span>', heading)
+    assert kept == ["?class=amber-otter-7351", "&amp;lang=zh-CN", "&amp;x=&quot;&lt;b&gt;"]  # each on one line
+    assert heading.startswith('<h2><a href="http://my-host.local:8501/train?class=amber-otter-7351&amp;lang=zh-CN&amp;')
+    assert html.unescape(re.sub(r"<[^>]*>", "", heading)) == link  # it reads, and copies, as the link
+    assert link_heading("http://h/train") == '<h2><a href="http://h/train">http://h/train</a></h2>'

@@ -18,6 +18,7 @@ import transformer.classroom.duration
 import ui.assignment_form
 import ui.classes
 import ui.common
+from tests.helpers.apptest import class_links
 from transformer import settings as spec
 from transformer.classroom import Assignment, Caller, ClassroomError, ClassStore, RunState, TooManyAttempts
 from transformer.classroom.assignment import split_groups
@@ -82,8 +83,8 @@ def create(at: AppTest, title: str = "Period 3", saved: bool = True) -> tuple[st
 
 
 def the_link(at: AppTest) -> str:
-    (header,) = [h for h in at.header if "?class=" in shown(h.value)]
-    return shown(header.value)
+    (link,) = class_links(at)
+    return link
 
 
 def csv_text(data: str | bytes) -> io.StringIO:
