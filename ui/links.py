@@ -42,8 +42,8 @@ def link_heading(link: str) -> str:
     """`link` as a heading's HTML whose lines break only before its query and between its parameters: a long link
     in large type otherwise breaks where the browser breaks words, after a hyphen ("amber-" / "otter-7351", "zh-" /
     "CN"), and a class code read off a projector loses its shape."""
-    address, _, query = link.partition("?")
-    params = [f"?{p}" if i == 0 else f"&{p}" for i, p in enumerate(query.split("&"))] if query else []
+    address, asks, query = link.partition("?")
+    params = [f"?{p}" if i == 0 else f"&{p}" for i, p in enumerate(query.split("&"))] if asks else []
     kept = "".join(f'<wbr><span style="white-space: nowrap">{html.escape(p)}</span>' for p in params)
     return f'<h2><a href="{html.escape(link)}">{html.escape(address)}{kept}</a></h2>'
 
