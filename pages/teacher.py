@@ -147,13 +147,15 @@ def board(code: str, key: str) -> None:
     st.text(_(difference_sentence(snapshot)))  # group labels are the teacher's text: shown literally
     curves_col, outcomes_col = st.columns(2)
     tr = session_translator()
-    curves = group_curves_figure(group_curves(snapshot), _("Training loss by group"), tr=tr)
-    chart(curves_col, curves, key="board_curves")
+    losses = group_curves(snapshot)
+    if any(len(curves.median) for curves in losses.values()):  # no axes before a run has a metric row
+        chart(curves_col, group_curves_figure(losses, _("Training loss by group"), tr=tr), key="board_curves")
     outcomes = outcome_table(snapshot)
     if len(outcomes):
         chart(outcomes_col, outcomes_figure(outcomes, tr=tr), key="board_outcomes")
     if len(flagged := flags(snapshot)):
-        st.warning(_("Needs a look:"), icon=":material/flag:")
+        needs = ngettext("{n} student needs a look:", "{n} students need a look:", len(flagged))
+        st.warning(needs, icon=":material/flag:")
         shown = table_cells(flagged)
         st.dataframe(shown, hide_index=True, column_config=board_columns(shown), key="teacher_flags")  # names: a grid
     if snapshot.info.question is not None:

@@ -146,7 +146,12 @@ def test_an_unchanged_answer_has_nothing_to_recover(model):
 
 @pytest.mark.parametrize(
     ("clean", "corrupted", "message"),
-    [("1 2 3", "1 2", "as long as"), ("1 2 3", "1 2 3", "the same"), ("1 2 x", "1 2 3", "unknown symbol")],
+    [
+        ("1 2 3", "1 2", "as long as"),
+        ("1 2 3", "1 2 3", "the same"),
+        ("1 2 x", "1 2 3", r"^unknown symbol .* \(the clean input\)$"),
+        ("1 2 3", "1 " * 64, r"^input has 64 tokens; the most is 63 \(the corrupted input\)$"),
+    ],
 )
 def test_inputs_that_cannot_be_compared_are_refused(clean, corrupted, message):
     with pytest.raises(ValueError, match=message):

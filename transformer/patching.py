@@ -25,7 +25,7 @@ from typing import Literal
 import pandas as pd
 import torch
 
-from .i18n import N_, Message
+from .i18n import N_, Message, message_of
 from .inspection import attention_module, twin
 from .knockout import Head, all_heads
 from .limits import MAX_GRID_COST, MAX_PATCH_RUNS, check_probe_cost, patching_cost
@@ -188,9 +188,19 @@ def patching_pair(task: DataConfig, sources: Sequence[Sequence[int]], n_symbols:
     return clean, [*clean[:middle], (clean[middle] + 1) % n_symbols, *clean[middle + 1 :]]
 
 
+def _ids(vocab: Vocab, text: str, longest: int, which: str) -> list[int]:
+    """`text`'s token ids; ValueError that names `which` input does not read."""
+    try:
+        return vocab.encode(text, longest)
+    except ValueError as err:
+        raise ValueError(Message(N_("{reason} ({which})"), which=Message(which), reason=message_of(err))) from err
+
+
 def pair_ids(vocab: Vocab, clean: str, corrupted: str, longest: int) -> tuple[list[int], list[int]]:
-    """Token ids of a clean and a corrupted input; ValueError unless they are as long and differ somewhere."""
-    clean_ids, corrupted_ids = vocab.encode(clean, longest), vocab.encode(corrupted, longest)
+    """Token ids of a clean and a corrupted input; ValueError unless each reads, they are as long and they differ
+    somewhere (one that does not read is named)."""
+    clean_ids = _ids(vocab, clean, longest, N_("the clean input"))
+    corrupted_ids = _ids(vocab, corrupted, longest, N_("the corrupted input"))
     if len(clean_ids) != len(corrupted_ids):
         as_long = N_(
             "the corrupted input must be as long as the clean one ({clean} symbols), got {corrupted}: change a "

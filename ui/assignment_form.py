@@ -157,21 +157,35 @@ def lesson_time(snapshot: Snapshot) -> None:
         bound = paced_class_time(assignment, snapshot.info.task, students, registry.slots, registry.settings.max_run_s)
     except ValueError:  # settings the class's own task does not fit: its students' Start says why
         return
-    st.caption(
-        _(
+    reached = bound.steps_in_time
+    plan = (
+        N_(
             "**How long a class takes here.** Each run stops once it solves its task, or at its budget of {steps:,} "
             "steps: at about {step_ms:.0f} ms of a core a step on this server, that is about {run_s:.0f} s. With "
             "{slots} runs training at once, a class of {students} whose runs all go to their budget takes about "
-            "{minutes} min; a server whose cores are busy with other work takes longer.",
+            "{minutes} min; a server whose cores are busy with other work takes longer."
+        )
+        if reached is None
+        else N_(
+            "**How long a class takes here.** Each run stops once it solves its task, or at its time budget of "
+            "{run_s:.0f} s: at about {step_ms:.0f} ms of a core a step on this server, its {steps:,} steps would take "
+            "about {steps_s:.0f} s. With {slots} runs training at once, a class of {students} whose runs all go to "
+            "their time budget takes about {minutes} min; a server whose cores are busy with other work takes longer."
+        )
+    )
+    st.caption(
+        _(
+            plan,
             steps=bound.steps,
             step_ms=1000 * bound.step_s,
             run_s=math.ceil(bound.run_s),
+            steps_s=math.ceil(bound.steps * bound.step_s),
             slots=bound.slots,
             students=bound.students,
             minutes=math.ceil(bound.class_s / 60),
         )
     )
-    if (reached := bound.steps_in_time) is not None:
+    if reached is not None:
         st.warning(
             _(
                 "**Runs may run out of time.** At that pace a run reaches its time budget of {budget_s:.0f} s after "

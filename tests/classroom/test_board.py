@@ -143,7 +143,7 @@ def test_the_difference_sentence_gives_counts_and_the_spread_of_steps_to_solve()
         "no PE: none solved."
     )
     assert translator("zh-CN")(sentence) == (  # Chinese marks between its parts too
-        "解出：15 个中 15 个（PE），对比 14 个中 0 个（无位置编码）。"
+        "解出：15 个中有 15 个（PE），对比 14 个中有 0 个（无位置编码）。"
         "解出所需步数：PE：中位数 500（范围 300-700）；无位置编码：无一解出。"
     )
     table = board.outcome_table(snapshot)

@@ -171,6 +171,8 @@ def test_the_assignment_warns_when_its_runs_reach_their_time_budget_before_their
     budget = spec.default_run("reverse")["time_budget_s"]
     (said,) = [w.value for w in at.warning if "run out of time" in w.value]
     assert f"time budget of {budget:.0f} s after about {round(budget / 0.02):,} of its 5,000 steps" in said
+    (plan,) = [c.value for c in at.caption if "How long a class takes here" in c.value]
+    assert f"or at its time budget of {budget:.0f} s: at about 20 ms" in plan and "would take about 100 s" in plan
 
 
 def test_an_assignment_that_cannot_be_paced_leaves_the_plan_out_and_the_page_up(monkeypatch):
@@ -225,12 +227,17 @@ def test_the_board_shows_each_student_and_their_run():
     code, _ = create(at)
     store = ui.classes.class_store()
     ada, _ = store.join(code, "browser-a", "Ada <b>"), store.join(code, "browser-b", "Bob")
+    store.record_run(ada, RunState("queued", 0, 1))
+    at.run()
+    assert not [c for c in at.get("plotly_chart") if c.proto.id.endswith("-board_curves")]  # no axes without rows
     store.record_run(ada, RunState("training", 120, None, ({"step": 100, "train_loss": 1.5},)))
     at.run()
+    assert [c for c in at.get("plotly_chart") if c.proto.id.endswith("-board_curves")]
     table = at.dataframe[0].value
     assert table["name"].tolist() == ["Ada <b>", "Bob"]  # literal text, in a table
     assert table["state"].tolist()[1] == "not started" and table["state"].tolist()[0].startswith("training")
     assert board_line(at).startswith("**2 students**")
+    assert [w.value for w in at.warning if "look" in w.value] == ["1 student needs a look:"]  # Bob: not started
 
 
 @pytest.mark.parametrize("split", ["causal_mask", "positional"])
