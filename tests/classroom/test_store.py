@@ -8,6 +8,7 @@ import re
 import sqlite3
 import threading
 import time
+import unicodedata
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
@@ -189,6 +190,20 @@ def test_names_out_of_bounds_are_refused(store, name):
     with pytest.raises(ClassroomError, match="a name"):
         store.join(code, "b1", name)
     assert row_counts(store)["students"] == 0
+
+
+def test_a_name_may_carry_the_marks_a_script_stacks_but_not_a_tower_of_them(store):
+    code, _ = store.create_class("A")
+    for name in (
+        "Nguy\u00ea\u0303n",
+        "\u0e19\u0e49\u0e33",
+        "T\u1ec7 Ph\u1ea1m",
+        "e\u0323\u0302\u0301",
+    ):  # Vietnamese, Thai
+        assert store.join(code, f"b-{name}", name).name == unicodedata.normalize("NFC", name)
+    with pytest.raises(ClassroomError, match="one of its letters carries 12 marks, more than 4") as refused:
+        store.join(code, "b-zalgo", "Z" + "\u0336\u0317" * 6 + "algo")
+    assert "12 个附加符号" in translator("zh-CN").gettext(refused.value)
 
 
 @pytest.mark.parametrize(

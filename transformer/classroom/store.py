@@ -15,6 +15,7 @@ import threading
 import unicodedata
 from collections.abc import Callable, Iterable
 from datetime import UTC, datetime, timedelta
+from itertools import groupby
 from typing import Any
 
 from sqlalchemy import Connection, Row, func, insert, select, update
@@ -128,15 +129,23 @@ def utc_now() -> datetime:
 JOINERS = "\u200c\u200d"
 
 
+# Combining marks one letter carries, at most: Thai's vowel and tone marks, or Devanagari's, stack two or three;
+# "Zalgo" text stacks dozens, a tower that covers the lines above and below a name wherever it is shown.
+MOST_MARKS = 4
 HIDDEN_KINDS = {  # Unicode's categories of characters that do not show as themselves, in words for a student
     "Cc": N_("a control character, such as a line break or a tab"),
     "Cf": N_("an invisible formatting character, such as a direction mark"),
 }
 
 
+def _is_mark(char: str) -> bool:
+    return unicodedata.category(char) in ("Mn", "Me")  # a combining mark: drawn on the letter before it
+
+
 def check_text(text: Any, what: str, longest: int) -> str:
     """`text` without surrounding spaces if it is 1..`longest` characters of printable text (no control or format
-    characters but the JOINERS), else ClassroomError. It stays literal: pages show it character for character."""
+    characters but the JOINERS, at most MOST_MARKS combining marks on a letter), else ClassroomError. It stays
+    literal: pages show it character for character."""
     if not isinstance(text, str) or not 1 <= len(text.strip()) <= longest:
         has = len(text.strip()) if isinstance(text, str) else 0
         size = N_("{what} must be 1 to {longest} characters; it has {n}")
@@ -146,6 +155,10 @@ def check_text(text: Any, what: str, longest: int) -> str:
         kind = HIDDEN_KINDS.get(unicodedata.category(hidden[0]), N_("a character that does not show"))
         problem = N_("{what} must be plain text on one line: it holds {code}, {kind}")
         raise ClassroomError(Message(problem, what=Message(what), code=f"U+{ord(hidden[0]):04X}", kind=Message(kind)))
+    marks = max((len(list(run)) for mark, run in groupby(text, _is_mark) if mark), default=0)
+    if marks > MOST_MARKS:
+        stacked = N_("{what} must be plain text: one of its letters carries {n} marks, more than {most}")
+        raise ClassroomError(Message(stacked, what=Message(what), n=marks, most=MOST_MARKS))
     return text.strip()
 
 
