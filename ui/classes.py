@@ -34,7 +34,7 @@ from transformer.classroom.board import HEADINGS, prediction_tally, result_text,
 from transformer.classroom.questions import is_graded, question_text, right_choices
 from transformer.classroom.recorder import ClassRecorder
 from transformer.classroom.records import IN_FLIGHT
-from transformer.figures import text_width
+from transformer.figures import drawn_px
 from transformer.i18n import N_, Message
 from transformer.link_params import class_code_parser, read_params
 from transformer.literal import markdown_literal
@@ -311,22 +311,8 @@ def prediction_verdict(seat: Seat, waiting: bool) -> None:
     st.dataframe(shown, hide_index=True, column_config=board_columns(shown), key="class_tally")
 
 
-# How wide Chromium draws each ASCII character in a table's cell (Streamlit's Source Sans at 14 px, canvas
-# measureText), rounded up to half a pixel; any other character as a capital, a Chinese one 14 px.
-GLYPH_PX = {
-    3.0: " ", 3.5: "i|j',.:;", 4.0: "lI!", 4.5: "f()[]{}-", 5.0: "tr/\\", 6.0: 'sz*?"', 6.5: "xcvy",
-    7.0: "JYLekF0123456789#$+<=>^_~", 7.5: "agVXESTZ", 8.0: "houA`bndpqPCR", 8.5: "KB&", 9.0: "DGU", 9.5: "HNOQ",
-    10.5: "wM", 11.0: "W", 12.0: "%m@",
-}  # fmt: skip
-CHAR_PX = {char: px for px, chars in GLYPH_PX.items() for char in chars}
-OTHER_PX, WIDE_PX = 9.5, 14.0
 TABLE_PADDING_PX = 24  # a cell's padding on both sides
 NAME_MOST_PX = 240  # a student's name column: about 16 Chinese or 34 Latin characters, the columns after it in view
-
-
-def cell_px(text: str) -> float:
-    """How wide `text` is drawn in a table's cell, in pixels (GLYPH_PX)."""
-    return sum(CHAR_PX.get(c, WIDE_PX if text_width(c) > 1 else OTHER_PX) for c in text)
 
 
 def fitted_px(cells: Iterable[object]) -> int:
@@ -334,7 +320,7 @@ def fitted_px(cells: Iterable[object]) -> int:
 
     Streamlit sizes a column to its cells only when the table is first drawn, and keeps that width on every redraw:
     a board first drawn while its runs queued cut the states ("训练中，第 675 步") and results that came later."""
-    widest = max((cell_px(str(cell)) for cell in cells if isinstance(cell, (str, int, float))), default=0)
+    widest = max((drawn_px(str(cell)) for cell in cells if isinstance(cell, (str, int, float))), default=0)
     return round(TABLE_PADDING_PX + widest)
 
 

@@ -68,22 +68,24 @@ def go_to_on_phone(page, name: str) -> None:
     wait_idle(page)
 
 
-# A canvas's width of a text in the page's own font at a table cell's 14 px, once the page's fonts have loaded.
-TEXT_PX = """async ([texts]) => {
+# A canvas's width of a text in the page's own font at `size` px, once the page's fonts have loaded.
+TEXT_PX = """async ([texts, size]) => {
     await document.fonts.ready;
     const family = getComputedStyle(document.querySelector("[data-testid='stMain'] p")).fontFamily;
     const canvas = document.createElement("canvas").getContext("2d");
-    canvas.font = `14px ${family}`;
+    canvas.font = `${size}px ${family}`;
     return texts.map(text => canvas.measureText(text).width);
 }"""
 
 
-def test_a_board_column_is_as_wide_as_its_widest_cell_with_little_room_to_spare(page, lab_server):
-    """The board sizes each column from its cells' text (`cell_px`): never narrower than Chromium draws the text (it
-    would be cut), and at most a quarter wider (a projector's board would scroll past its loss curves)."""
+def test_text_is_estimated_at_least_as_wide_as_chromium_draws_it_and_little_wider(page, lab_server):
+    """The board sizes each column from its cells' text at 14 px, and a heatmap its margins from its tick labels at
+    16 px (`drawn_px`): never narrower than Chromium draws the text (it would be cut), and at most a quarter wider (a
+    projector's board would scroll past its loss curves)."""
     from transformer.classroom.board import LOST_CAUSE
+    from transformer.figures import drawn_px
+    from transformer.figures.theme import FONT
     from transformer.i18n import Message, translator
-    from ui.classes import cell_px
 
     said = [
         Message("not solved in {steps} steps: exact match {exact:.1%}", steps=3000, exact=0.998),
@@ -93,8 +95,10 @@ def test_a_board_column_is_as_wide_as_its_widest_cell_with_little_room_to_spare(
         '=HYPERLINK("http://x","y")',
         "William Wimmer-Mumm",
         "sinusoidal PE",
+        "<bos> <eos> mw 0123456789",
     ]
     texts = [translator(code).gettext(text) for code in ("en", "zh-CN") for text in said]
     open_page(page, lab_server, "checkpoints")
-    for text, drawn in zip(texts, page.evaluate(TEXT_PX, [texts])):
-        assert drawn <= cell_px(text) <= 1.25 * drawn, (text, drawn, cell_px(text))
+    for size in (14, FONT["size"]):
+        for text, drawn in zip(texts, page.evaluate(TEXT_PX, [texts, size])):
+            assert drawn <= drawn_px(text, size) <= 1.25 * drawn, (size, text, drawn, drawn_px(text, size))

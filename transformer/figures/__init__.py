@@ -56,6 +56,23 @@ def text_width(text: str) -> float:
     return sum(CJK_WIDTH if _wide(c) else 1 for c in text)
 
 
+# How wide Chromium draws each ASCII character of Source Sans at 14 px (canvas measureText), rounded up to half a
+# pixel; any other character as a capital, a Chinese one a square of the font's size. At another size, in proportion.
+GLYPH_PX = {
+    3.0: " ", 3.5: "i|j',.:;", 4.0: "lI!", 4.5: "f()[]{}-", 5.0: "tr/\\", 6.0: 'sz*?"', 6.5: "xcvy",
+    7.0: "JYLekF0123456789#$+<=>^_~", 7.5: "agVXESTZ", 8.0: "houA`bndpqPCR", 8.5: "KB&", 9.0: "DGU", 9.5: "HNOQ",
+    10.5: "wM", 11.0: "W", 12.0: "%m@",
+}  # fmt: skip
+GLYPH_SIZE_PX = 14  # the font size GLYPH_PX was measured at
+_CHAR_PX = {char: px for px, chars in GLYPH_PX.items() for char in chars}
+_OTHER_PX = 9.5
+
+
+def drawn_px(text: str, size: float = GLYPH_SIZE_PX) -> float:
+    """How wide `text` is drawn in the app's font at `size` px, in pixels (GLYPH_PX)."""
+    return sum(_CHAR_PX.get(c, GLYPH_SIZE_PX if _wide(c) else _OTHER_PX) for c in text) * size / GLYPH_SIZE_PX
+
+
 def _pieces(text: str, width: float) -> list[str]:
     """`text` cut where a line may break, each piece with the space before it (if any) at its start: between two
     Chinese characters, or at a space but a no-break one; never inside a run of Latin letters, digits and signs

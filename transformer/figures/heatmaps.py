@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 import plotly.graph_objects as go
 
-from . import text_width, title_layout, top_margin
+from . import drawn_px, title_layout, top_margin
 from .theme import FONT
 
 DIVERGING_SCALE = "RdBu_r"  # negative blue, zero white, positive red
@@ -39,22 +39,12 @@ def axis_ticks(labels: Sequence[str]) -> dict:
     return dict(tickmode="array", tickvals=list(range(len(labels))), ticktext=escape_labels(labels))
 
 
-# How wide a tick label's characters are drawn in FONT (16 px Source Sans, measured in Chromium): a digit 8 px, a
-# lower-case letter 4 to 8 but m and w, up to 13.3; a capital up to 12.6; a Chinese character 16. Taken a little wider.
-LABEL_CHAR_PX = 8.5  # a digit, a sign or a lower-case letter
-WIDE_CHAR_PX = 13.5  # a capital, m or w
 UPRIGHT_LABEL_PX = 21  # a tick label turned upright is as wide as its line is tall
 
 
 def label_px(labels: Sequence[str]) -> float:
-    """How wide the widest of `labels` is drawn in FONT, in pixels, estimated a character at a time."""
-    return max((sum(_char_px(c) for c in label) for label in labels), default=0.0)
-
-
-def _char_px(char: str) -> float:
-    if text_width(char) > 1:  # a Chinese character: a square of the font's size
-        return FONT["size"]
-    return WIDE_CHAR_PX if char.isupper() or char in "mw" else LABEL_CHAR_PX
+    """How wide the widest of `labels` is drawn in FONT, in pixels."""
+    return max((drawn_px(label, FONT["size"]) for label in labels), default=0.0)
 
 
 def hover_grid(row_labels: Sequence[str], col_labels: Sequence[str]) -> np.ndarray:
