@@ -288,7 +288,8 @@ def show_curves_and_summary(run: ExperimentRun, source: str | Message) -> None:
         shape = SUMMARY_FORMATS.get(column, ",.1f" if "(s)" in column or "/s" in column else ",.0f")
         summary[column] = summary[column].map(lambda v, shape=shape: "–" if pd.isna(v) else format(v, shape))
     summary.index = summary.index.map(_).rename(_(SUMMARY_HEADERS["variant"]))
-    st.table(summary.rename(columns={column: _(header) for column, header in SUMMARY_HEADERS.items()}))
+    with st.container(key="compare_summary"):  # its words break whole on a phone (`ui.accessibility`)
+        st.table(summary.rename(columns={column: _(header) for column, header in SUMMARY_HEADERS.items()}))
     st.caption(
         _(
             "Solved = the first metric row where every held-out sequence checked was decoded exactly right. Exact "

@@ -34,13 +34,17 @@ LOCKED = f"""[data-testid="stElementContainer"]:has(input:disabled) :is(p, input
 # white (WCAG 2.4.7): it takes a ring in the theme's primary colour, as Streamlit's buttons do.
 LINK_FOCUS = f"""[data-testid="stPageLink-NavLink"]:focus-visible, [data-testid="stSidebarNav"] a:focus-visible {{
   outline: 2px solid {PRIMARY}; outline-offset: 2px; }}"""
+# Compare's summary has nine columns: on a phone a Chinese heading or variant broke between every two characters
+# ("解/出/时/的/步/数"), as Chinese may. There each breaks only at a space or a mark and the table scrolls sideways.
+SUMMARY_WORDS = """.st-key-compare_summary :is(th, td) p { word-break: keep-all !important; }"""
 CSS = f""".st-key-{KEY} {{ display: none; }}
 [data-testid="stCaptionContainer"] {{ opacity: 1; color: {MUTED_GREY}; }}
 {LOCKED}
 {FIELD_ERRORS}
-{LINK_FOCUS}"""
+{LINK_FOCUS}
+{SUMMARY_WORDS}"""
 # A fixed script, never text from anyone. Installed once per browser tab (Streamlit swaps pages inside one document),
-# it gives each display formula or table cell that scrolls a place in the tab order, and takes it back when it no
+# it gives each display formula, table or table cell that scrolls a place in the tab order, and takes it back when it no
 # longer scrolls;
 # it names each file uploader's button by the word a style draws on it (`ui.language`: a button's name must be what
 # it shows, and a name drawn by CSS alone is no name to axe); and a form's button pressed while one of the form's
@@ -51,7 +55,8 @@ SCRIPT = """<script>
   if (window.labScrollRegions) return;
   window.labScrollRegions = true;
   const mark = () => {
-    const scrollers = '.katex-display, [data-testid="stTable"] [data-testid="stMarkdownContainer"]';
+    const table = '[data-testid="stTable"]';
+    const scrollers = `.katex-display, ${table} > div, ${table} [data-testid="stMarkdownContainer"]`;
     for (const el of document.querySelectorAll(scrollers)) {
       const scrolls = el.scrollWidth > el.clientWidth || el.scrollHeight > el.clientHeight;
       if (scrolls) el.setAttribute("tabindex", "0");

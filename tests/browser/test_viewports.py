@@ -7,6 +7,8 @@ The language walk (test_language_walk.py) looks at every page at all three sizes
 resized under a page loaded at a projector's size; this test is the phone's own way there.
 """
 
+import re
+
 from conftest import (
     LABEL_OVERLAPS,
     TABLES,
@@ -102,3 +104,30 @@ def test_text_is_estimated_at_least_as_wide_as_chromium_draws_it_and_little_wide
     for size in (14, FONT["size"]):
         for text, drawn in zip(texts, page.evaluate(TEXT_PX, [texts, size])):
             assert drawn <= drawn_px(text, size) <= 1.25 * drawn, (size, text, drawn, drawn_px(text, size))
+
+
+def test_on_a_phone_compare_s_summary_in_chinese_keeps_its_words_whole_and_scrolls(new_context, lab_server):
+    """Compare's summary has nine columns: on a phone a Chinese heading or variant name breaks only at a space or a
+    mark, never between two of its characters, and the table scrolls sideways in a region a keyboard can reach."""
+    context = new_context(viewport={"width": 390, "height": 844}, is_mobile=True, has_touch=True, user_agent=PHONE)
+    page = context.new_page()
+    try:
+        page.goto(f"{lab_server.url}/{PAGES['compare']}?lang=zh-CN", wait_until="domcontentloaded")
+        table = page.locator(".st-key-compare_summary [data-testid='stTable']")
+        expect(table).to_be_visible(timeout=60_000)
+        wait_idle(page)
+        settle(page)
+        lines = page.evaluate(
+            """el => [...el.querySelectorAll('th p')].map(p => [p.textContent,
+                Math.round(p.getBoundingClientRect().height / parseFloat(getComputedStyle(p).lineHeight))])""",
+            table.element_handle(),
+        )
+        assert "解出时的步数" in dict(lines) and "正弦位置编码" in dict(lines), lines
+        for text, n in lines:
+            breaks = len(re.findall(r"[\s（(/]", text))  # where a line may break: a space, an opening bracket, a slash
+            assert n <= breaks + 1, (text, n)
+        region = table.locator(":scope > div")
+        assert region.evaluate("el => el.scrollWidth > el.clientWidth"), "the table fits: nothing to check"
+        expect(region).to_have_attribute("tabindex", "0")
+    finally:
+        context.close()
