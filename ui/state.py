@@ -15,11 +15,13 @@ Session state keys the pages share (each named once, here):
 - FLASHES, "flashes": {place: (kind, text)}, the one-off message each place shows at its next draw (`flash`);
 - RESULTS, "results": {name: `ModelResult`}, what a page computed for a model (`per_model`);
 - CLASS_CODE, "class_code": the class the opened link (`?class=...`) named; every page keeps it in the address, so
-  a reload keeps the student in the class (ui/classes.py has the class's own keys).
-A reload starts a new session: `take_back_models` hands it the browser's lists of trained and uploaded models and
-the model it had in hand, and `reattach_runs` its Train run and Compare rerun, if they still train. Pages keep their
-own widget state under keys prefixed with the page's name; a page's inputs wait for the student while they visit
-other pages (`persist_state="session"`), for the task they were typed for (`claim_inputs`).
+  a reload keeps the student in the class (ui/classes.py has the class's own keys);
+- JOINED, "class_joined": {code: True} of the classes this browser has had a seat in, so that a browser whose seat
+  a rejoin code moved elsewhere says so, after a reload too.
+A reload starts a new session: `take_back_models` hands it the browser's lists of trained and uploaded models and of the
+classes it joined, and the model it had in hand, and `reattach_runs` its Train run and Compare rerun, if they still
+train. Pages keep their own widget state under keys prefixed with the page's name; a page's inputs wait for the student
+while they visit other pages (`persist_state="session"`), for the task they were typed for (`claim_inputs`).
 """
 
 import time
@@ -48,6 +50,7 @@ IN_HAND, IN_HAND_NAME, RUN, COMPARE_JOB = "in_hand", "in_hand_name", "run", "com
 WATCHER, FOLLOW_RUN, TRAINED, TRAIN_SAVED = "watcher", "follow_run", "trained", "train_saved"
 TRAINED_RUNS = "trained_runs"
 FLASHES, RESULTS, CLASS_CODE, UPLOADED = "flashes", "results", "class_code", "uploaded"
+JOINED = "class_joined"  # the classes this browser has had a seat in, {code: True}, to say so once the seat moves
 SHIPPED_PREFIX = "shipped: "  # the sidebar's label of a shipped checkpoint in hand, before its name
 TRAINED_PREFIX = "trained: "  # and of a checkpoint trained in this session
 SOURCES = {"shipped": N_("shipped"), "trained": N_("trained"), "uploaded": N_("uploaded")}  # where a model came from
@@ -144,15 +147,15 @@ def session_run_elsewhere(page: str) -> str | None:
     return None
 
 
-SHARED_LISTS = (TRAINED, TRAINED_RUNS, UPLOADED)  # a browser's sessions hold the same dicts (`take_back_models`)
+SHARED_LISTS = (TRAINED, TRAINED_RUNS, UPLOADED, JOINED)  # a browser's sessions share these (`take_back_models`)
 HAND = "hand"  # in a browser's models: (checkpoint, label) it last put in hand
 
 
 def take_back_models() -> None:
-    """The session takes this browser's lists of trained and uploaded models, the same dicts its other sessions
-    hold (its other tabs, and the session a reload ended), and, when it has no model in hand, the one the browser
-    last put there, unless a run of it still trains into its hand (`reattach_runs` hands that back). A browser's
-    models are let go ENDED_RUN_KEPT_S after its last page ran."""
+    """The session takes this browser's lists of trained and uploaded models and of the classes it had a seat in, the
+    same dicts its other sessions hold (its other tabs, and the session a reload ended), and, when it has no model in
+    hand, the one the browser last put there, unless a run of it still trains into its hand (`reattach_runs` hands
+    that back). A browser's lists are let go ENDED_RUN_KEPT_S after its last page ran."""
     if (browser := this_browser()) is None:
         return
     kept, now = models_by_browser(), time.monotonic()

@@ -10,6 +10,7 @@ from streamlit.testing.v1 import AppTest
 
 import ui.classes
 import ui.common
+import ui.state
 from tests.helpers import wait_until
 from tests.helpers.apptest import poll_until_done
 from transformer.classroom import Assignment, Caller, Group, RunState
@@ -108,6 +109,29 @@ def test_a_student_takes_their_name_to_another_browser_with_their_teacher_s_rejo
     laptop.run()  # the browser she joined from is told why its seat went
     assert "your teacher let you take your name to another browser" in laptop.info[0].value
     assert laptop.text_input(key="class_name")
+
+
+def test_the_browser_a_student_rejoined_from_says_so_after_a_reload_too(monkeypatch):
+    """A reload is a new session: the browser itself remembers the classes it had a seat in."""
+    browser = {"id": "laptop"}
+    for module in (ui.common, ui.state):
+        monkeypatch.setattr(module, "this_browser", lambda: browser["id"])
+    monkeypatch.setattr(ui.common, "models_by_browser", lambda kept={}: kept)  # this test's browsers alone
+    monkeypatch.setattr(ui.state, "models_by_browser", ui.common.models_by_browser)
+    code, key = a_class()
+    store = ui.classes.class_store()
+    join(open_link(code), "Ada")
+    browser["id"] = "tablet"
+    tablet = open_link(code)
+    tablet.text_input(key="class_rejoin").set_value(store.let_rejoin(code, key, "Ada", TEACHER))
+    join(tablet, "Ada")
+    assert "you are **Ada**" in shown(tablet.info[0].value)
+    browser["id"] = "laptop"
+    reloaded = open_link(code)  # the laptop's page, reloaded: a new session
+    assert "your teacher let you take your name to another browser" in reloaded.info[0].value
+    assert reloaded.text_input(key="class_name")
+    browser["id"] = "a-classmate"
+    assert not any("another browser" in i.value for i in open_link(code).info)  # never joined: the form alone
 
 
 def test_a_student_who_rejoins_elsewhere_is_told_where_their_run_is():
