@@ -8,6 +8,7 @@ that spreads its weight evenly over equal symbols therefore scores below 1 on th
 many places (add, count, brackets) and tasks from examples have no alignment, and the views say so.
 """
 
+import math
 import re
 from collections.abc import Sequence
 from typing import Any
@@ -17,6 +18,12 @@ import torch
 from .tasks import get_task
 
 FOUND = 0.9  # an alignment at which a head has found the task's algorithm
+
+
+def shown_score(score: float) -> float:
+    """`score` as every view shows it, to two decimals: rounded down, so that a head short of FOUND never reads as
+    having reached it (0.899 shows 0.89, not 0.90)."""
+    return math.floor(round(score * 100, 6)) / 100  # round first: 0.29 * 100 is 28.999999999999996
 
 
 def source_positions(task: str, source: Sequence[int]) -> list[int] | None:

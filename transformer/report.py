@@ -19,7 +19,7 @@ from datetime import datetime
 import pandas as pd
 
 from . import settings as spec
-from .alignment import FOUND, found_at
+from .alignment import FOUND, found_at, shown_score
 from .evaluation import PEEKED
 from .figures.alignment import best_head_figure, head_name, ideal_over_learned
 from .figures.attention import attention_heatmaps
@@ -341,7 +341,9 @@ def _alignment(page: _Page, report: ReportData) -> str:
             "work and still get every output right."
         )
     head = head_name(head, page.tr)
-    return heading + page.figure(fig) + page.para(text, found=found, threshold=FOUND, head=head, score=score)
+    return (
+        heading + page.figure(fig) + page.para(text, found=found, threshold=FOUND, head=head, score=shown_score(score))
+    )
 
 
 def _lengths(page: _Page, report: ReportData) -> str:

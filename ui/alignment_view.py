@@ -15,6 +15,7 @@ from transformer.alignment import (
     head_scores,
     head_series,
     ideal_alignment,
+    shown_score,
     source_positions,
     unaligned_input,
 )
@@ -207,7 +208,7 @@ def search_outcome(probe: ProbeAlignment, ended: bool) -> str:
             found=found,
             threshold=FOUND,
             head=label,
-            score=score,
+            score=shown_score(score),
         )
     if ended:
         return _(
@@ -215,14 +216,14 @@ def search_outcome(probe: ProbeAlignment, ended: bool) -> str:
             "share the work, or look at the ideal token and its neighbours, and still get every output right.",
             threshold=FOUND,
             head=label,
-            score=score,
+            score=shown_score(score),
         )
     return _(
         "No head has reached {threshold:g} yet; the best is {head} at {score:.2f}. Heads can share the work, or look "
         "at the ideal token and its neighbours, and still get every output right.",
         threshold=FOUND,
         head=label,
-        score=score,
+        score=shown_score(score),
     )
 
 

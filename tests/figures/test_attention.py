@@ -80,4 +80,19 @@ def test_the_best_head_is_named_in_words_in_the_figure_s_language_and_other_text
     assert head_name("L0 H2", zh) == "第 0 层的头 2"
     assert head_name("L0 H2<b>") == "L0 H2<b>"  # a label read from a file is not a head's
     fig = best_head_figure([0, 25], [("L0 H2", 0.3), ("<b>", 0.5)], chance=0.2, threshold=0.9, tr=zh)
-    assert list(fig.data[0].customdata) == ["第 0 层的头 2", "&lt;b&gt;"]
+    assert [name for name, _ in fig.data[0].customdata] == ["第 0 层的头 2", "&lt;b&gt;"]
+
+
+def test_a_head_short_of_the_threshold_never_reads_as_reaching_it():
+    """Shown to two decimals, 0.899 would round to 0.90, the threshold that the caption beside it says no head
+    reached: every view rounds a score down."""
+    from transformer.alignment import shown_score
+    from transformer.figures.alignment import best_head_figure, ideal_over_learned
+
+    assert [shown_score(s) for s in (0.899, 0.29, 0.9, 0.905, 1.0, 0.0)] == [0.89, 0.29, 0.9, 0.9, 1.0, 0.0]
+    fig = best_head_figure([0, 25], [("L0 H2", 0.3), ("L0 H2", 0.8999)], chance=0.2, threshold=0.9)
+    assert [score for _, score in fig.data[0].customdata] == ["0.30", "0.89"]
+    assert "%{customdata[1]}" in fig.data[0].hovertemplate
+    weights, ideal = torch.full((2, 3, 3), 1 / 3), torch.eye(3)
+    panels = ideal_over_learned(weights, ideal, [0.8999, 0.95], ["a", "b", "c"], ["x", "y", "z"], "t")
+    assert [a.text.split("<br>")[1] for a in panels.layout.annotations[:2]] == ["0.89", "0.95"]

@@ -8,7 +8,7 @@ import torch
 from tests.helpers import array
 from tests.helpers.apptest import chart, kept, open_train, open_with_model, poll_until_done, start
 from tests.helpers.figures import key_label_clashes
-from transformer.alignment import FOUND, alignment_series, best_head, head_of, head_scores
+from transformer.alignment import FOUND, alignment_series, best_head, head_of, head_scores, shown_score
 
 pytestmark = pytest.mark.usefixtures("restore_threads", "fresh_registry")  # tests/pages/conftest.py
 
@@ -29,7 +29,7 @@ def test_decoding_outlines_the_anti_diagonal_over_every_step_and_scores_each_hea
     assert array(marks[0]["x"]).tolist() == list(range(n))[::-1]
     scores = head_scores("reverse", [int(s) for s in source], [weights])[0]
     titles = [a["text"] for a in spec["layout"]["annotations"]]
-    assert titles == [f"head {h}<br>{s:.2f}" for h, s in enumerate(scores.tolist())]
+    assert titles == [f"head {h}<br>{shown_score(s):.2f}" for h, s in enumerate(scores.tolist())]
 
 
 @pytest.mark.timeout(300)
@@ -51,7 +51,7 @@ def test_train_draws_the_best_heads_score_at_every_snapshot_and_the_newest_heads
     assert not any("yet" in c.value for c in at.caption)  # the run has ended: nothing is still to come
     layer, head = head_of(best[-1][0])
     assert any(f"layer {layer}, head {head}" in c.value for c in at.caption)  # as the heatmaps name heads
-    assert array(line["customdata"]).tolist()[-1] == f"layer {layer}, head {head}"
+    assert array(line["customdata"]).tolist()[-1] == [f"layer {layer}, head {head}", f"{shown_score(best[-1][1]):.2f}"]
 
 
 @pytest.mark.timeout(300)

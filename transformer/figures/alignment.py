@@ -6,7 +6,7 @@ from collections.abc import Sequence
 import numpy as np
 import plotly.graph_objects as go
 
-from ..alignment import head_of
+from ..alignment import head_of, shown_score
 from ..i18n import Translator
 from . import ENGLISH, title_layout, top_margin
 from .attention import attention_heatmaps
@@ -52,7 +52,7 @@ def ideal_over_learned(
     fig.add_traces(marks)
     # the score under the head's name: two short lines stay apart over four panels on a phone
     titles = [
-        dict(a.to_plotly_json(), text=f"{tr.gettext('head {head}', head=h)}<br>{s:.2f}")
+        dict(a.to_plotly_json(), text=f"{tr.gettext('head {head}', head=h)}<br>{shown_score(s):.2f}")
         for h, (a, s) in enumerate(zip(fig.layout.annotations, scores))
     ]
     fig.update_layout(annotations=titles, margin_t=fig.layout.margin.t + 25)  # room for the second line
@@ -86,11 +86,16 @@ def best_head_figure(
         type="scatter",
         x=np.asarray(steps),
         y=np.asarray([score for _, score in best], dtype=float),
-        customdata=escape_labels([head_name(label, tr) for label, _ in best]),
+        customdata=[
+            [name, f"{shown_score(s):.2f}"]
+            for name, (_, s) in zip(escape_labels([head_name(h, tr) for h, _ in best]), best)
+        ],
         mode="lines+markers" if len(steps) < 40 else "lines",
         line=dict(color=TRAIN, width=3),
         name=tr.gettext("best head"),
-        hovertemplate=tr.gettext("step {step}: {head} {score}", step="%{x}", head="%{customdata}", score="%{y:.2f}")
+        hovertemplate=tr.gettext(
+            "step {step}: {head} {score}", step="%{x}", head="%{customdata[0]}", score="%{customdata[1]}"
+        )
         + "<extra></extra>",
     )
     level = dict(type="line", xref="x domain", x0=0, x1=1, yref="y")
