@@ -26,6 +26,7 @@ from transformer.experiments import (
     runs_frame,
     summary_table,
 )
+from transformer.i18n import translator
 from transformer.model import ModelConfig
 from transformer.serving import RunRegistry, ServerSettings
 from transformer.tasks import DataConfig
@@ -373,3 +374,13 @@ def test_an_experiment_s_summary_says_its_layers_and_lengths_as_the_other_summar
     )
     assert "2 layers per stack" in two.summary() and "Task dedup, inputs of length 4-8" in two.summary()
     assert "编码器、解码器各 2 层" in translator("zh-CN").gettext(two.summary())
+
+
+def test_a_refused_variant_is_named_in_the_reader_s_language():
+    document = json.loads(experiment_to_json(load_shipped("no-positional-encoding")))
+    document["variants"][0]["value"] = "learned"  # its value, no longer the experiment's
+    with pytest.raises(ValueError) as refused:
+        experiment_from_json(json.dumps(document))
+    assert "variant “sinusoidal PE” does not match the experiment's values" in refused.value.args[0]
+    said = translator("zh-CN").gettext(refused.value.args[0])
+    assert "变体“正弦位置编码”" in said and "sinusoidal" not in said

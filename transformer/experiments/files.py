@@ -160,11 +160,15 @@ def _check_runnable(reader: _Reader, model: ModelConfig, data: DataConfig, train
         reader.fail(N_("has a model vocabulary that does not fit its task"))
 
 
+def _variant_name(experiment: Experiment, switch_value: SwitchValue) -> Message:
+    """A variant as a failure names it: its label in the reader's language (正弦位置编码, not sinusoidal PE)."""
+    return Message(N_("variant “{label}”"), label=Message(SWITCHES[experiment.switch].label(switch_value)))
+
+
 def _variant_configs(value: Any, experiment: Experiment, switch_value: SwitchValue) -> Configs:
     """A version 2 variant's own configs: its model and training settings, the experiment's data, the switch's field
     its value, and runnable here."""
-    label = repr(SWITCHES[experiment.switch].label(switch_value))
-    reader = _Reader(Message(N_("variant {label}"), label=label))
+    reader = _Reader(_variant_name(experiment, switch_value))
     model = _config(ModelConfig, value.get("model") if isinstance(value, dict) else None, N_("the model"))
     train = _config(TrainConfig, value.get("train") if isinstance(value, dict) else None, N_("the training settings"))
     switched = model if experiment.switch in ModelConfig.__dataclass_fields__ else train
@@ -177,8 +181,7 @@ def _variant_configs(value: Any, experiment: Experiment, switch_value: SwitchVal
 def _variant(
     value: Any, experiment: Experiment, switch_value: SwitchValue, src_len: int, tgt_len: int, version: int
 ) -> VariantRun:
-    label = repr(SWITCHES[experiment.switch].label(switch_value))
-    reader = _Reader(Message(N_("variant {label}"), label=label))
+    reader = _Reader(_variant_name(experiment, switch_value))
     parts = {"value", "history", "result", "steps", "cross", "alignment"} | (
         {"model", "train"} if version > 1 else set()
     )
