@@ -19,9 +19,10 @@ Session state keys the pages share (each named once, here):
 - JOINED, "class_joined": {code: True} of the classes this browser has had a seat in, so that a browser whose seat
   a rejoin code moved elsewhere says so, after a reload too.
 A reload starts a new session: `take_back_models` hands it the browser's lists of trained and uploaded models and of the
-classes it joined, and the model it had in hand, and `reattach_runs` its Train run and Compare rerun, if they still
-train. Pages keep their own widget state under keys prefixed with the page's name; a page's inputs wait for the student
-while they visit other pages (`persist_state="session"`), for the task they were typed for (`claim_inputs`).
+classes it joined, the model it had in hand and what its pages last computed (RESULTS), and `reattach_runs` its Train
+run and Compare rerun, if they still train. Pages keep their own widget state under keys prefixed with the page's name;
+a page's inputs wait for the student while they visit other pages (`persist_state="session"`), for the task they were
+typed for (`claim_inputs`).
 """
 
 import time
@@ -155,7 +156,9 @@ def take_back_models() -> None:
     """The session takes this browser's lists of trained and uploaded models and of the classes it had a seat in, the
     same dicts its other sessions hold (its other tabs, and the session a reload ended), and, when it has no model in
     hand, the one the browser last put there, unless a run of it still trains into its hand (`reattach_runs` hands
-    that back). A browser's lists are let go ENDED_RUN_KEPT_S after its last page ran."""
+    that back); and, when it has computed nothing yet, a copy of what its pages last computed for a model
+    (RESULTS: a length test survives a reload into the lab report). A browser's lists are let go ENDED_RUN_KEPT_S
+    after its last page ran."""
     if (browser := this_browser()) is None:
         return
     kept, now = models_by_browser(), time.monotonic()
@@ -169,6 +172,9 @@ def take_back_models() -> None:
     following = followed is not None and followed.restore.get(FOLLOW_RUN) and not followed.run.done
     if IN_HAND not in st.session_state and models[HAND] is not None and not following:
         st.session_state[IN_HAND], st.session_state[IN_HAND_NAME] = models[HAND]
+    if RESULTS not in st.session_state:  # a copy: a tab's results are its own, each kept for the model it is of
+        st.session_state[RESULTS] = dict(models.get(RESULTS, {}))
+    models[RESULTS] = st.session_state[RESULTS]  # the results of the page that ran last, for a reload to take
 
 
 def reattach_runs() -> None:

@@ -12,6 +12,7 @@ from streamlit.testing.v1 import AppTest
 
 import ui.classes
 import ui.common
+import ui.state
 from tests.helpers.apptest import open_train, poll_until_done, start
 from transformer.classroom import Assignment, Caller, Group
 from transformer.classroom.reports import kept_reports
@@ -141,3 +142,24 @@ def test_the_teacher_downloads_every_student_s_report_in_one_file(media):
     ui.classes.class_store().delete_class(code, key, TEACHER)
     gone = class_reports(ui.classes.class_store(), code, translator("zh-CN"), UTC)
     assert "无法读取班级的报告" in gone and "<script" not in gone
+
+
+def test_a_length_test_survives_a_reload_into_the_report(media, monkeypatch):
+    """Phones reload often, and a reload starts a new session: the report of the run taken back still has the length
+    test run on its model before the reload."""
+    for module in (ui.common, ui.state):
+        monkeypatch.setattr(module, "this_browser", lambda: "a-phone")
+    monkeypatch.setattr(ui.common, "models_by_browser", lambda kept={}: kept)  # this test's browser alone
+    monkeypatch.setattr(ui.common, "runs_by_browser", lambda kept={}: kept)
+    monkeypatch.setattr(ui.state, "models_by_browser", ui.common.models_by_browser)
+    monkeypatch.setattr(ui.state, "runs_by_browser", ui.common.runs_by_browser)
+    at = open_train()
+    start(at, task="reverse", min_len=3, max_len=3, steps=30)
+    poll_until_done(at)
+    at.switch_page("pages/lengths.py").run()
+    assert not at.exception and "lengths" in at.session_state["results"]
+    reloaded = AppTest.from_file("../../streamlit_app.py", default_timeout=60).run()
+    reloaded.switch_page("pages/train.py").run()
+    assert not reloaded.exception
+    page = media[buttons(reloaded)["Download the lab report (HTML)"].deferred_file_id]()
+    assert "At lengths it trained on (3)" in page and "No length test was run" not in page
