@@ -98,6 +98,7 @@ class BrowserRun:
     run: Run | LiveExperiment
     restore: dict
     ended_seen: float | None = None  # time.monotonic() when the run was first seen ended
+    told_ended: bool = False  # a reload's page has said that it ended before the reload: once is enough
 
 
 @st.cache_resource

@@ -195,11 +195,12 @@ def reattach_runs() -> None:
             st.session_state.update(kept.restore)
             if linked:  # stays in hand: the run's model is not followed into it
                 st.session_state[FOLLOW_RUN] = False
-            if kept.run.done:
+            if kept.run.done and not kept.told_ended:
+                kept.told_ended = True
                 st.toast(
                     _("Your run ended before the reload: its outcome and model are back here."), icon=":material/sync:"
                 )
-            else:
+            elif not kept.run.done:
                 st.toast(_("Your run kept training through the reload: it is back here."), icon=":material/sync:")
 
 

@@ -146,7 +146,7 @@ def test_the_teacher_downloads_every_student_s_report_in_one_file(media):
 
 def test_a_length_test_survives_a_reload_into_the_report(media, monkeypatch):
     """Phones reload often, and a reload starts a new session: the report of the run taken back still has the length
-    test run on its model before the reload."""
+    test run on its model before the reload, and the run's end is told once, not at every reload."""
     for module in (ui.common, ui.state):
         monkeypatch.setattr(module, "this_browser", lambda: "a-phone")
     monkeypatch.setattr(ui.common, "models_by_browser", lambda kept={}: kept)  # this test's browser alone
@@ -159,7 +159,12 @@ def test_a_length_test_survives_a_reload_into_the_report(media, monkeypatch):
     at.switch_page("pages/lengths.py").run()
     assert not at.exception and "lengths" in at.session_state["results"]
     reloaded = AppTest.from_file("../../streamlit_app.py", default_timeout=60).run()
+    assert [t.value for t in reloaded.toast] == [
+        "Your run ended before the reload: its outcome and model are back here."
+    ]
     reloaded.switch_page("pages/train.py").run()
     assert not reloaded.exception
+    again = AppTest.from_file("../../streamlit_app.py", default_timeout=60).run()
+    assert not again.exception and not again.toast  # said once: a toast covers a phone's title
     page = media[buttons(reloaded)["Download the lab report (HTML)"].deferred_file_id]()
     assert "At lengths it trained on (3)" in page and "No length test was run" not in page
