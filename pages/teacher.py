@@ -110,6 +110,8 @@ def projector_view(title: str, code: str) -> None:
             st.markdown(_("Open this link to join the class, or scan the code with a phone:"))
             with st.container(key="teacher_link"):
                 st.markdown(link_heading(link), unsafe_allow_html=True)  # escaped: the lab's own address
+            with st.popover(_("Copy link"), icon=":material/content_copy:"):  # to paste into a chat or an email
+                st.code(link, language=None, wrap_lines=True)
         qr_col.image(  # as drawn: JPEG blurs it
             qr_png(link), caption=_("The class link"), output_format="PNG", alt=_("QR code of {link}", link=link)
         )

@@ -117,10 +117,7 @@ def share_link(params: Mapping[str, str] | None = None) -> None:
     url = (st.context.url or "") + (f"?{query}" if query else "")  # no URL without a browser: a relative link
     with st.sidebar.popover(_("Copy link"), icon=":material/link:", width="stretch"):
         st.caption(
-            _(
-                "A link to this page as you see it, in this language: point at it, and copy it with the button that "
-                "appears at its right."
-            )
+            _("A link to this page as you see it: point at it, and copy it with the button that appears at its right.")
         )
         st.code(url, language=None, wrap_lines=True)
         if name is None and model_in_hand()[0] is not None:

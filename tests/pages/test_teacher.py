@@ -104,8 +104,9 @@ def test_a_new_class_shows_its_key_alone_then_the_projector_view_never_the_key(m
     at.run()
     assert [c.value for c in at.code] == [key]  # still there until the teacher says it is saved
     at.button(key="teacher_key_saved").click().run()
-    assert not at.exception and key not in page_text(at) and not at.code
+    assert not at.exception and key not in page_text(at) and key not in [c.value for c in at.code]
     link = the_link(at)
+    assert [c.value for c in at.code] == [link]  # the link to copy, and nothing else
     assert link.endswith(f"/train?class={code}") and shown(at.subheader[0].value) == "Period 3"
     (image,) = at.get("image")
     png = io.BytesIO()
