@@ -36,7 +36,7 @@ from transformer.literal import code_span, markdown_literal
 from ui.assignment_form import assignment_form
 from ui.charts import chart
 from ui.class_access import board_in_address, made_class, new_key_panel, start_page
-from ui.classes import board_columns, caller, class_store, fitted_px
+from ui.classes import board_table, caller, class_store, fitted_px
 from ui.common import cluster_not_used, local_time
 from ui.downloads import csv_download
 from ui.language import (
@@ -145,7 +145,7 @@ def board(code: str, key: str) -> None:
     st.markdown(" · ".join([f"**{students}**", *state_counts(rows)]))
     shown = table_cells(rows)  # its Messages: states, results, and group labels as a setting's words
     curve = st.column_config.LineChartColumn(_("training loss"), width=fitted_px([_("training loss")]))  # its heading
-    st.dataframe(shown, hide_index=True, column_config=board_columns(shown, curve=curve), key="teacher_students")
+    board_table(shown, "teacher_students", curve=curve)
     st.text(_(difference_sentence(snapshot)))  # group labels are the teacher's text: shown literally
     curves_col, outcomes_col = st.columns(2)
     tr = session_translator()
@@ -158,8 +158,7 @@ def board(code: str, key: str) -> None:
     if len(flagged := flags(snapshot)):
         needs = ngettext("{n} student needs a look:", "{n} students need a look:", len(flagged))
         st.warning(needs, icon=":material/flag:")
-        shown = table_cells(flagged)
-        st.dataframe(shown, hide_index=True, column_config=board_columns(shown), key="teacher_flags")  # names: a grid
+        board_table(table_cells(flagged), "teacher_flags")  # names: a grid, never markdown
     if snapshot.info.question is not None:
         question = markdown_literal(_(question_text(snapshot.info.question, snapshot.info)))  # it may name a file
         st.markdown(_("**Predictions:** {question}", question=question))

@@ -305,12 +305,13 @@ def prediction_verdict(seat: Seat, waiting: bool) -> None:
     )
     st.caption(_("{caption} The whole class's predictions so far:", caption=_(question.caption)))
     tally = prediction_tally(snapshot)
-    shown = table_cells(tally, "choice")
-    st.dataframe(shown, hide_index=True, column_config=board_columns(shown), key="class_tally")
+    board_table(table_cells(tally, "choice"), "class_tally")
 
 
 TABLE_PADDING_PX = 24  # a cell's padding on both sides
-NAME_MOST_PX = 240  # a student's name column: about 16 Chinese or 34 Latin characters, the columns after it in view
+NAME_MOST_PX = 200  # a student's name column: about 12 Chinese or 28 Latin characters, the loss curves in view at
+# a projector's 1280 px beside the sidebar
+ELLIPSIS = "…"
 
 
 def fitted_px(cells: Iterable[object]) -> int:
@@ -322,10 +323,30 @@ def fitted_px(cells: Iterable[object]) -> int:
     return round(TABLE_PADDING_PX + widest)
 
 
+def fitted_name(name: str) -> str:
+    """`name` whole where it fits the name column (NAME_MOST_PX), else its longest start that fits, with an ellipsis:
+    the grid cuts a wider cell mid-character, with no sign that it did."""
+    room = NAME_MOST_PX - TABLE_PADDING_PX
+    if drawn_px(name) <= room:
+        return name
+    cut = name
+    while cut and drawn_px(cut + ELLIPSIS) > room:
+        cut = cut[:-1]
+    return cut.rstrip() + ELLIPSIS
+
+
+def board_table(frame: "pd.DataFrame", key: str, **config: object) -> None:
+    """A board's table (as shown: `table_cells`), each column as wide as `board_columns` makes it and each name cut
+    to fit (`fitted_name`); the full names are in the exports."""
+    if "name" in frame:
+        frame = frame.assign(name=frame["name"].map(fitted_name))
+    st.dataframe(frame, hide_index=True, column_config=board_columns(frame, **config), key=key)
+
+
 def board_columns(frame: "pd.DataFrame", **config: object) -> dict[str, object]:
     """A `column_config` heading each column of a board's table (as shown: `table_cells`) with its `HEADINGS` words
     in the session's language, each as wide as its widest cell or heading (`fitted_px`: a table wider than the page
-    scrolls), a student's name at most NAME_MOST_PX; `config`: a column's own config, in place of that."""
+    scrolls); `config`: a column's own config, in place of that."""
     columns = {}
     for name in frame:
         if name in config:
@@ -333,5 +354,5 @@ def board_columns(frame: "pd.DataFrame", **config: object) -> dict[str, object]:
             continue
         heading = _(HEADINGS[name])
         width = fitted_px([heading, *frame[name]])
-        columns[name] = st.column_config.Column(heading, width=min(width, NAME_MOST_PX) if name == "name" else width)
+        columns[name] = st.column_config.Column(heading, width=width)
     return columns
