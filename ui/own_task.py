@@ -19,7 +19,7 @@ from transformer.classroom import ClassInfo
 from transformer.i18n import N_
 from transformer.limits import MAX_TABLE_PAIRS, MAX_TASK_FILE_BYTES, MAX_TASK_PAIRS
 from transformer.literal import code_span, markdown_literal
-from transformer.pairs import HELD_OUT_EVERY, TaskPairs
+from transformer.pairs import HELD_OUT_EVERY, TaskPairs, task_name
 from transformer.task import spoken
 from transformer.task_file import HEADER, read_task_file, read_task_table
 from ui.classes import caller, class_store
@@ -78,7 +78,7 @@ def own_task_input(prefix: str) -> TaskPairs | None:
         show_flashes(f"{prefix}_task_file")
         if upload is not None and st.session_state.get(f"{prefix}_task_file_read") != upload.file_id:
             st.session_state[f"{prefix}_task_file_read"] = upload.file_id
-            _read(prefix, lambda: read_task_file(upload.getvalue(), upload.name), "file")
+            _read(prefix, lambda: read_task_file(upload.getvalue(), upload.name), "file", task_name(upload.name))
     with table_tab:
         table = pairs_table(prefix)
         if st.button(_("Use these pairs"), key=f"{prefix}_use_table"):
@@ -107,14 +107,19 @@ def pairs_table(prefix: str) -> pd.DataFrame:
     return table
 
 
-def _read(prefix: str, read, origin: str) -> None:
-    """Keep the task `read()` makes from `origin` ("file" or "table"), or show why it cannot be one and forget the
-    task read before: what was given last is what counts, and the uploader shows that file, not the one before."""
+def _read(prefix: str, read, origin: str, file: str | None = None) -> None:
+    """Keep the task `read()` makes from `origin` ("file", named `file`, or "table"), or show why it cannot be one and
+    forget the task read before: what was given last is what counts, and the uploader shows that file, not the one
+    before. A refused file is named: a file the browser itself refuses next (too large) leaves the words in place."""
     try:
         st.session_state[f"{prefix}_own_task"] = read()
         st.session_state[f"{prefix}_own_task_from"] = origin
     except ValueError as err:
-        st.error(_("These pairs cannot be a task: {reason}", reason=markdown_literal(_(err))))
+        reason = markdown_literal(_(err))
+        if file is None:
+            st.error(_("These pairs cannot be a task: {reason}", reason=reason))
+        else:
+            st.error(_("{file} cannot be a task: {reason}", file=code_span(file), reason=reason))
         if (before := _forgotten(prefix)) is not None:
             st.info(before)
 

@@ -645,6 +645,7 @@ def test_a_bad_task_file_is_one_error_and_start_trains_the_named_task(stop_jobs)
     at.run()
     shown = at.error[0].value.replace("\\", "")  # as Markdown, its punctuation escaped
     assert len(at.error) == 1 and "line 32: the source a b has the target c here but b a at line 2" in shown
+    assert shown.startswith("`bad.csv` cannot be a task:")  # named: the next file the browser refuses leaves it shown
     assert "train_own_task" not in at.session_state
     start(at, task="copy", min_len=3, max_len=3, steps=10)
     assert at.session_state["run"].data_config.pairs is None
