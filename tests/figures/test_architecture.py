@@ -13,3 +13,21 @@ def test_the_diagram_draws_this_models_masks_norms_and_layers():
     assert "Multi-Head Attention (unmasked!)" in texts and "LayerNorm" in texts and "2×" in texts
     texts = labels(architecture_diagram(1, False, True, "sinusoidal", False))
     assert "Masked Multi-Head Attention" in texts and "Add & Norm" in texts and "LayerNorm" not in texts
+
+
+def test_every_box_label_fits_its_box_on_a_phone_in_each_language():
+    """A box is 115 px wide on a phone: 残差连接与层归一化 on one line (117 px) ran over both its edges."""
+    from itertools import product
+
+    from transformer.figures import drawn_px
+    from transformer.figures.architecture import _LABEL_PX, _LABEL_SIZE
+    from transformer.i18n import translator
+
+    for code, norm_first, causal, positional, tied in product(
+        ("en", "zh-CN"), (False, True), (False, True), ("sinusoidal", "learned", "none"), (False, True)
+    ):
+        fig = architecture_diagram(1, norm_first, causal, positional, tied, tr=translator(code))
+        boxes = [a.text for a in fig.layout.annotations if a.font.size == _LABEL_SIZE]
+        assert len(boxes) >= 8
+        for line in (line for text in boxes for line in text.split("<br>")):
+            assert drawn_px(line, _LABEL_SIZE) <= _LABEL_PX, (code, line)

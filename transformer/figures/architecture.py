@@ -5,14 +5,15 @@ import plotly.graph_objects as go
 
 from ..i18n import Message, Translator
 from ..inspection import POSITIONAL_KINDS
-from . import ENGLISH, wrap_lines
+from . import ENGLISH, drawn_px, wrap_lines
 from .palette import HIGHLIGHT
 from .theme import FONT
 
 _COLOURS = {"attention": "#fbd9b4", "ffn": "#c7e3f5", "norm": "#f4f1a8", "embed": "#f8cfd6", "output": "#dccff0"}
 _BOX_W, _BOX_H, _GAP = 2.6, 0.8, 0.28  # box width and height, vertical gap between boxes (data units)
-_LABEL_CHARS = 16  # box labels wrap at this width (`wrap_lines`): a box is 115 px wide on a phone, 16 Latin
-# characters or 9 Chinese ones of the 13-px label font
+_LABEL_CHARS = 16  # box labels wrap at this width (`wrap_lines`), or narrower where a line is wider than _LABEL_PX
+_LABEL_PX = 107  # a box is 115 px wide on a phone: a line of the 13-px label font within it, a little room each side
+_LABEL_SIZE = 13
 
 
 def _layer_boxes(kind: str, norm_first: bool, causal: bool, tr: Translator) -> list[tuple[str, str]]:
@@ -29,6 +30,15 @@ def _layer_boxes(kind: str, norm_first: bool, causal: bool, tr: Translator) -> l
         else:
             boxes += [sublayer, (tr.gettext("Add & Norm"), "norm")]
     return boxes
+
+
+def _label_lines(label: str) -> list[str]:
+    """A box's label in lines, each within _LABEL_PX as drawn: 残差连接与层归一化 (117 px) takes two."""
+    for chars in range(_LABEL_CHARS, 0, -1):
+        lines = wrap_lines(label, chars)
+        if max(drawn_px(line, _LABEL_SIZE) for line in lines) <= _LABEL_PX:
+            break
+    return lines
 
 
 def _column(
@@ -59,9 +69,9 @@ def _column(
             dict(
                 x=x,
                 y=y,
-                text="<br>".join(wrap_lines(label, _LABEL_CHARS)),
+                text="<br>".join(_label_lines(label)),
                 showarrow=False,
-                font=dict(FONT, size=13),
+                font=dict(FONT, size=_LABEL_SIZE),
             )
         )
     for y0, y1 in zip(ys, ys[1:]):
