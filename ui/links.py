@@ -38,14 +38,18 @@ def unreachable_host(url: str) -> str | None:
     return host if address.is_loopback or address.is_unspecified else None
 
 
+LINK_TYPE = "min(2.25rem, 5vw)"  # a heading's size, or less: "?class=amber-otter-7351" fits a 390 px phone's column
+
+
 def link_heading(link: str) -> str:
     """`link` as a heading's HTML whose lines break only before its query and between its parameters: a long link
     in large type otherwise breaks where the browser breaks words, after a hyphen ("amber-" / "otter-7351", "zh-" /
-    "CN"), and a class code read off a projector loses its shape."""
+    "CN"), and a class code read off a projector loses its shape. Its type shrinks with a narrow window (LINK_TYPE), so
+    that a phone shows the class code whole."""
     address, asks, query = link.partition("?")
     params = [f"?{p}" if i == 0 else f"&{p}" for i, p in enumerate(query.split("&"))] if asks else []
     kept = "".join(f'<wbr><span style="white-space: nowrap">{html.escape(p)}</span>' for p in params)
-    return f'<h2><a href="{html.escape(link)}">{html.escape(address)}{kept}</a></h2>'
+    return f'<h2 style="font-size: {LINK_TYPE}"><a href="{html.escape(link)}">{html.escape(address)}{kept}</a></h2>'
 
 
 def shipped_in_hand() -> str | None:

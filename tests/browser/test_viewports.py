@@ -22,7 +22,7 @@ from conftest import (
 )
 from playwright.sync_api import expect
 
-from harness.page import PAGES, button, main, wait_idle
+from harness.page import PAGES, button, fill, main, wait_idle
 
 pytestmark = requires_chromium
 
@@ -129,5 +129,27 @@ def test_on_a_phone_compare_s_summary_in_chinese_keeps_its_words_whole_and_scrol
         region = table.locator(":scope > div")
         assert region.evaluate("el => el.scrollWidth > el.clientWidth"), "the table fits: nothing to check"
         expect(region).to_have_attribute("tabindex", "0")
+    finally:
+        context.close()
+
+
+def test_on_a_phone_the_projected_class_link_shows_its_class_code_whole(new_context, lab_server):
+    """The class link is set in a heading's large type for the room; on a phone, where a teacher may open the board,
+    its type shrinks so that `?class=...`, which never breaks, stays inside its column."""
+    context = new_context(viewport={"width": 390, "height": 844}, is_mobile=True, has_touch=True, user_agent=PHONE)
+    page = context.new_page()
+    try:
+        open_page(page, lab_server, "teacher")
+        fill(page, "teacher_title", "Period 3")
+        button(page, "teacher_create_button").click()
+        button(page, "teacher_key_saved").click()
+        heading = page.locator(".st-key-teacher_link h2")
+        expect(heading).to_be_visible(timeout=30_000)
+        wait_idle(page)
+        past = heading.evaluate(
+            """h2 => { const column = h2.closest('[data-testid="stVerticalBlock"]').getBoundingClientRect().right;
+                return [...h2.querySelectorAll('span')].map(s => s.getBoundingClientRect().right - column); }"""
+        )
+        assert past and max(past) <= 0, past
     finally:
         context.close()

@@ -96,3 +96,7 @@ def test_a_head_short_of_the_threshold_never_reads_as_reaching_it():
     weights, ideal = torch.full((2, 3, 3), 1 / 3), torch.eye(3)
     panels = ideal_over_learned(weights, ideal, [0.8999, 0.95], ["a", "b", "c"], ["x", "y", "z"], "t")
     assert [a.text.split("<br>")[1] for a in panels.layout.annotations[:2]] == ["0.89", "0.95"]
+    from transformer.figures.compare import alignment_figure
+
+    each = alignment_figure([0, 25], {"L0 H0": [0.5, 0.8999]}, chance=0.2)  # Compare's heads, step by step
+    assert list(each.data[0].customdata) == ["0.50", "0.89"] and "%{customdata}" in each.data[0].hovertemplate

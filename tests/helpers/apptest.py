@@ -113,5 +113,5 @@ def charts(at: AppTest) -> dict[str, dict]:
 
 def class_links(at: AppTest) -> list[str]:
     """The class links the page shows in large type (the projector view's heading: `ui.links.link_heading`)."""
-    headings = [m.value for m in at.markdown if m.value.startswith("<h2><a href=")]
-    return [html.unescape(re.match(r'<h2><a href="([^"]*)"', h)[1]) for h in headings]
+    headings = [m.value for m in at.markdown if m.value.startswith("<h2")]
+    return [html.unescape(match[1]) for h in headings if (match := re.match(r'<h2[^>]*><a href="([^"]*)"', h))]

@@ -10,7 +10,7 @@ from streamlit.testing.v1 import AppTest
 
 from transformer import Checkpoint, DataConfig, ModelConfig, Transformer, Vocab
 from transformer.tasks import TaskData
-from ui.links import link_heading, unreachable_host
+from ui.links import LINK_TYPE, link_heading, unreachable_host
 
 
 def open_link(page: str | None, **query: str) -> AppTest:
@@ -144,6 +144,9 @@ def test_a_class_link_in_large_type_breaks_only_before_its_query_and_between_its
     heading = link_heading(link)
     kept = re.findall(r'<wbr><span style="white-space: nowrap">([^<]*)</span>', heading)
     assert kept == ["?class=amber-otter-7351", "&amp;lang=zh-CN", "&amp;x=&quot;&lt;b&gt;"]  # each on one line
-    assert heading.startswith('<h2><a href="http://my-host.local:8501/train?class=amber-otter-7351&amp;lang=zh-CN&amp;')
+    h2 = f'<h2 style="font-size: {LINK_TYPE}">'
+    assert heading.startswith(
+        f'{h2}<a href="http://my-host.local:8501/train?class=amber-otter-7351&amp;lang=zh-CN&amp;'
+    )
     assert html.unescape(re.sub(r"<[^>]*>", "", heading)) == link  # it reads, and copies, as the link
-    assert link_heading("http://h/train") == '<h2><a href="http://h/train">http://h/train</a></h2>'
+    assert link_heading("http://h/train") == f'{h2}<a href="http://h/train">http://h/train</a></h2>'

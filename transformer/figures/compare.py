@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from ..alignment import shown_score
 from ..curves import downsample
 from ..i18n import N_, Translator
 from ..training import MetricRow
@@ -123,7 +124,8 @@ def alignment_figure(
                 y=list(series),
                 name=label,
                 mode="lines+markers",
-                hovertemplate=f"{label}: %{{y:.2f}}<extra></extra>",
+                customdata=[f"{shown_score(score):.2f}" for score in series],  # as the heatmaps say it
+                hovertemplate=f"{label}: %{{customdata}}<extra></extra>",
             )
         )
     fig.add_hline(
