@@ -6,6 +6,21 @@ from streamlit.runtime.media_file_manager import MediaFileManager
 
 import ui.classes
 import ui.common
+import ui.state
+
+
+@pytest.fixture
+def browser(monkeypatch) -> dict:
+    """Pages served to one browser with an id (`this_browser`), as a phone's reloads are: {"id": ...}, which a test
+    may change to serve another browser; the browsers' kept models and runs are this test's alone."""
+    served = {"id": "a-phone"}
+    for module in (ui.common, ui.state):
+        monkeypatch.setattr(module, "this_browser", lambda: served["id"])
+    monkeypatch.setattr(ui.common, "models_by_browser", lambda kept={}: kept)
+    monkeypatch.setattr(ui.common, "runs_by_browser", lambda kept={}: kept)
+    monkeypatch.setattr(ui.state, "models_by_browser", ui.common.models_by_browser)
+    monkeypatch.setattr(ui.state, "runs_by_browser", ui.common.runs_by_browser)
+    return served
 
 
 @pytest.fixture

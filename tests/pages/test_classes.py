@@ -111,13 +111,9 @@ def test_a_student_takes_their_name_to_another_browser_with_their_teacher_s_rejo
     assert laptop.text_input(key="class_name")
 
 
-def test_the_browser_a_student_rejoined_from_says_so_after_a_reload_too(monkeypatch):
+def test_the_browser_a_student_rejoined_from_says_so_after_a_reload_too(browser):
     """A reload is a new session: the browser itself remembers the classes it had a seat in."""
-    browser = {"id": "laptop"}
-    for module in (ui.common, ui.state):
-        monkeypatch.setattr(module, "this_browser", lambda: browser["id"])
-    monkeypatch.setattr(ui.common, "models_by_browser", lambda kept={}: kept)  # this test's browsers alone
-    monkeypatch.setattr(ui.state, "models_by_browser", ui.common.models_by_browser)
+    browser["id"] = "laptop"
     code, key = a_class()
     store = ui.classes.class_store()
     join(open_link(code), "Ada")

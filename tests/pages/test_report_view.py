@@ -144,15 +144,9 @@ def test_the_teacher_downloads_every_student_s_report_in_one_file(media):
     assert "无法读取班级的报告" in gone and "<script" not in gone
 
 
-def test_a_length_test_survives_a_reload_into_the_report(media, monkeypatch):
+def test_a_length_test_survives_a_reload_into_the_report(media, browser):
     """Phones reload often, and a reload starts a new session: the report of the run taken back still has the length
     test run on its model before the reload, and the run's end is told once, not at every reload."""
-    for module in (ui.common, ui.state):
-        monkeypatch.setattr(module, "this_browser", lambda: "a-phone")
-    monkeypatch.setattr(ui.common, "models_by_browser", lambda kept={}: kept)  # this test's browser alone
-    monkeypatch.setattr(ui.common, "runs_by_browser", lambda kept={}: kept)
-    monkeypatch.setattr(ui.state, "models_by_browser", ui.common.models_by_browser)
-    monkeypatch.setattr(ui.state, "runs_by_browser", ui.common.runs_by_browser)
     at = open_train()
     start(at, task="reverse", min_len=3, max_len=3, steps=30)
     poll_until_done(at)

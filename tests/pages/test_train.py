@@ -156,15 +156,9 @@ def test_a_run_joined_again_after_another_is_listed_once_as_the_newest(stop_jobs
     assert at.session_state["in_hand_name"] == "trained: " + name
 
 
-def test_a_reload_takes_back_the_browser_s_models_and_the_one_it_last_put_in_hand(stop_jobs, monkeypatch):
+def test_a_reload_takes_back_the_browser_s_models_and_the_one_it_last_put_in_hand(stop_jobs, browser):
     """Phones reload often, and a reload starts a new session: it takes back the browser's trained models, and the
     model it last put in hand, not the run it trained before loading that one."""
-    for module in (ui.common, ui.state):
-        monkeypatch.setattr(module, "this_browser", lambda: "a-phone")
-    monkeypatch.setattr(ui.common, "models_by_browser", lambda kept={}: kept)  # this test's browsers alone
-    monkeypatch.setattr(ui.common, "runs_by_browser", lambda kept={}: kept)
-    monkeypatch.setattr(ui.state, "models_by_browser", ui.common.models_by_browser)
-    monkeypatch.setattr(ui.state, "runs_by_browser", ui.common.runs_by_browser)
     at = open_train()
     stop_jobs.append(at)
     start(at, task="copy", min_len=3, max_len=3, symbols=4, steps=40, batch=32)
