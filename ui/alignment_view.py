@@ -200,7 +200,7 @@ def search_outcome(probe: ProbeAlignment, ended: bool) -> str:
     """Whether a head has found the algorithm, and when; a run that has ended has no "yet"."""
     found = found_at(probe.steps, [score for label, score in probe.best])
     label, score = probe.best[-1]
-    label = head_name(label, session_translator())
+    label, score = head_name(label, session_translator()), shown_score(score)
     if found is not None:
         return _(
             "**Attention found the algorithm at step {found}**: a head put {threshold:g} of its attention on the "
@@ -208,7 +208,7 @@ def search_outcome(probe: ProbeAlignment, ended: bool) -> str:
             found=found,
             threshold=FOUND,
             head=label,
-            score=shown_score(score),
+            score=score,
         )
     if ended:
         return _(
@@ -216,14 +216,14 @@ def search_outcome(probe: ProbeAlignment, ended: bool) -> str:
             "share the work, or look at the ideal token and its neighbours, and still get every output right.",
             threshold=FOUND,
             head=label,
-            score=shown_score(score),
+            score=score,
         )
     return _(
         "No head has reached {threshold:g} yet; the best is {head} at {score:.2f}. Heads can share the work, or look "
         "at the ideal token and its neighbours, and still get every output right.",
         threshold=FOUND,
         head=label,
-        score=shown_score(score),
+        score=score,
     )
 
 
