@@ -22,7 +22,7 @@ from transformer.shares import shown_share
 from ui.accessibility import shortcut_help
 from ui.alignment_view import train_alignment
 from ui.charts import chart
-from ui.classes import Seat, class_seat, prediction_input, prediction_result, recorded_elsewhere
+from ui.classes import Seat, class_seat, prediction_input, prediction_result, recorded_elsewhere, run_of_seat
 from ui.common import live_poll_s, queue_notice, run_registry
 from ui.downloads import DOWNLOAD_RERUNS, csv_download
 from ui.dynamics_view import dynamics_view
@@ -98,6 +98,8 @@ st.caption(
 share_link()
 seat = class_seat()  # in a class: the student's group and locked settings (a join form first, if need be)
 run: Run | None = st.session_state.get(RUN)
+if run is not None and run.done and not run_of_seat(seat):  # another class's, or trained outside this one
+    run = None  # neither its outcome nor its report is this class's
 active = run is not None and not run.done  # queued, preparing, training or paused
 poll_s = live_poll_s()
 elsewhere = session_run_elsewhere("train")

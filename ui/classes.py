@@ -42,7 +42,7 @@ from transformer.run_configs import run_configs
 from ui.common import client_address, run_registry
 from ui.language import _, chosen, said, table_cells, worded
 from ui.links import show_link_notices
-from ui.state import CLASS_CODE, JOINED, watcher_id
+from ui.state import CLASS_CODE, JOINED, RUN_SEAT, watcher_id
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -145,12 +145,23 @@ class Seat:
         values = self.assignment.settings(group, self.student.seed)
         return {name: values[name] for name in form_names() if name not in self.assignment.open}
 
+    @property
+    def key(self) -> tuple[str, int]:
+        """The class and the student: what a run started in this seat is kept under (RUN_SEAT)."""
+        return self.info.code, self.student.id
+
     def configs(self, values: Mapping[str, Any]) -> tuple:
         """The run's configs: the form's values (by setting name) of the open settings over the assignment's;
         ValueError on a bad one."""
         changes = {name: values[name] for name in self.assignment.open if name in values}
         group = self.assignment.group(self.student.position)
         return run_configs(self.assignment.settings(group, self.student.seed, changes), pairs=self.info.task)
+
+
+def run_of_seat(seat: Seat | None) -> bool:
+    """Whether the session's Train run is `seat`'s, started in its class under its name, so that its page and lab
+    report may show it as theirs; outside a class (None), whatever run the session has is."""
+    return seat is None or st.session_state.get(RUN_SEAT) == seat.key
 
 
 def seat_in_class() -> Seat | None:

@@ -25,7 +25,7 @@ from transformer.naming import run_name
 from transformer.report import notice_html, report_file_name, run_report_html
 from transformer.report_data import gather, length_rows, same_weights
 from transformer.serving import Run
-from ui.classes import Seat, class_recorder, class_store, seat_in_class
+from ui.classes import Seat, class_recorder, class_store, run_of_seat, seat_in_class
 from ui.common import local_time
 from ui.downloads import DOWNLOAD_RERUNS
 from ui.language import _, session_translator
@@ -140,7 +140,9 @@ def keep_class_length_test(model: Module, report: LengthReport) -> None:
     if st.session_state.get(LENGTHS_KEPT) is report:
         return
     st.session_state[LENGTHS_KEPT] = report
-    if (trained := run.model()) is None or not same_weights(model, trained) or (seat := seat_in_class()) is None:
+    if (seat := seat_in_class()) is None or not run_of_seat(seat):  # a run of another class, or of none
+        return
+    if (trained := run.model()) is None or not same_weights(model, trained):
         return
     try:
         class_recorder().record(seat.student)  # the run's end and its report first, if not written yet

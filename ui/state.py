@@ -17,7 +17,9 @@ Session state keys the pages share (each named once, here):
 - CLASS_CODE, "class_code": the class the opened link (`?class=...`) named; every page keeps it in the address, so
   a reload keeps the student in the class (ui/classes.py has the class's own keys);
 - JOINED, "class_joined": {code: True} of the classes this browser has had a seat in, so that a browser whose seat
-  a rejoin code moved elsewhere says so, after a reload too.
+  a rejoin code moved elsewhere says so, after a reload too;
+- RUN_SEAT, "run_seat": (class code, student id) of the seat RUN was started in, None outside a class: a class's
+  pages show and report only a run of its own seat (`ui.classes.run_of_seat`).
 A reload starts a new session: `take_back_models` hands it the browser's lists of trained and uploaded models and of the
 classes it joined, the model it had in hand and what its pages last computed (RESULTS), and `reattach_runs` its Train
 run and Compare rerun, if they still train. Pages keep their own widget state under keys prefixed with the page's name;
@@ -52,6 +54,7 @@ WATCHER, FOLLOW_RUN, TRAINED, TRAIN_SAVED = "watcher", "follow_run", "trained", 
 TRAINED_RUNS = "trained_runs"
 FLASHES, RESULTS, CLASS_CODE, UPLOADED = "flashes", "results", "class_code", "uploaded"
 JOINED = "class_joined"  # the classes this browser has had a seat in, {code: True}, to say so once the seat moves
+RUN_SEAT = "run_seat"
 SHIPPED_PREFIX = "shipped: "  # the sidebar's label of a shipped checkpoint in hand, before its name
 TRAINED_PREFIX = "trained: "  # and of a checkpoint trained in this session
 SOURCES = {"shipped": N_("shipped"), "trained": N_("trained"), "uploaded": N_("uploaded")}  # where a model came from

@@ -12,7 +12,7 @@ from ui.classes import Seat, answer_prediction, class_recorder, seat_in_class
 from ui.common import client_address, forget_run, remember_run, run_registry
 from ui.language import _, ngettext
 from ui.own_task import OWN_TASK, own_task
-from ui.state import FOLLOW_RUN, RUN, flash, session_run_elsewhere, watcher_id
+from ui.state import FOLLOW_RUN, RUN, RUN_SEAT, flash, session_run_elsewhere, watcher_id
 from ui.streamlit_internals import page_connected
 from ui.train_form import KEPT, read_form, remember_values
 
@@ -69,11 +69,11 @@ def start_run() -> None:
     else:
         if seat:
             class_recorder().follow(seat.student, run)  # into the class database, whatever the page does next
-        state[RUN] = run
+        state[RUN], state[RUN_SEAT] = run, seat.key if seat else None
         state[FOLLOW_RUN] = True  # the run is the model in hand while it trains
         remember_values()
-        # the run is in hand, and the Train form shows its settings, after a reload too
-        remember_run(RUN, run, {FOLLOW_RUN: True, KEPT: state[KEPT]})
+        # the run is in hand, the Train form shows its settings, and its class is known, after a reload too
+        remember_run(RUN, run, {FOLLOW_RUN: True, KEPT: state[KEPT], RUN_SEAT: state[RUN_SEAT]})
         run.wait_until_moving(FIRST_STEP_WAIT_S)  # the curve then starts in this redraw, not at the next poll
         if run.done:  # these settings made a run that has ended: this redraw shows its curves and result
             flash("train_joined", "info", _(same_run(seat)))

@@ -143,6 +143,31 @@ def test_a_student_who_rejoins_elsewhere_is_told_where_their_run_is():
     assert not any(i.value.startswith("Your class has a run of yours") for i in open_link(code).info)  # not joined
 
 
+def test_a_class_page_shows_and_reports_only_a_run_of_that_class(browser):
+    """One browser in two classes (a teacher made a second for another task): each class's Train page shows, and its
+    report button hands in, only the run trained in it, after the link of the other is opened (a new session)."""
+    first, second = a_class()[0], a_class()[0]
+    at = open_link(first)
+    join(at, "Ada")
+    at.button(key="start_training").click().run()
+    poll_until_done(at)
+    assert at.success[0].value.startswith("Finished after 30 steps") and at.get("download_button")
+    other = open_link(second)
+    join(other, "Ada")
+    assert not other.exception and not other.success and not other.get("download_button")  # first's run: not here
+    assert not any("run of yours" in i.value for i in other.info)  # and nothing recorded in this class
+    at = open_link(first)
+    assert at.success and at.get("download_button")  # its own class's run is still there
+    other = open_link(second)
+    other.number_input(key="train_lr").set_value(0.004)  # another run than the first class's
+    other.button(key="start_training").click().run()
+    poll_until_done(other)
+    assert other.success and other.get("download_button")
+    at = open_link(first)  # the second class's run is the browser's last now
+    assert not at.exception and not at.success and not at.get("download_button")
+    assert any(i.value.startswith("Your class has a run of yours, not solved in 30 steps") for i in at.info)
+
+
 def test_after_a_server_restart_a_student_is_told_their_run_was_lost_or_where_it_is():
     code, _ = a_class()
     store = ui.classes.class_store()
