@@ -187,9 +187,15 @@ def rejoin_section(snapshot: Snapshot, code: str, key: str) -> None:
                 st.error(_("Not done: {reason}", reason=markdown_literal(_(err))))
             else:  # kept, so that each redraw of the board shows it
                 st.session_state["teacher_rejoin_code"] = name, rejoin
-        if (given := st.session_state.get("teacher_rejoin_code")) is not None:
-            done = N_("{name} joins from the other browser under the same name, with the rejoin code {code}.")
-            st.success(_(done, name=markdown_literal(given[0]), code=code_span(given[1])))
+        if (given := st.session_state.get("teacher_rejoin_code")) is not None:  # off the projected page until asked
+            done = N_(
+                "{name} can join from the other browser under the same name, with a rejoin code. Tell it to them "
+                "alone: whoever has it takes their name, so keep it off the projector."
+            )
+            student, given_code = markdown_literal(given[0]), code_span(given[1])
+            st.success(_(done, name=student), icon=":material/devices:")
+            with st.popover(_("Show the rejoin code"), icon=":material/visibility:", key="teacher_rejoin_shown"):
+                st.markdown(_("Rejoin code for {name}: {code}", name=student, code=given_code))
 
 
 def state_counts(rows: pd.DataFrame) -> list[str]:

@@ -124,10 +124,18 @@ def student_changes_browser(context, teacher, link: str, language: str, name: st
     wait_idle(teacher)
     button(teacher, "teacher_rejoin").click()
     wait_idle(teacher)
-    given = N_("{name} joins from the other browser under the same name, with the rejoin code {code}.")
-    said = main(teacher).locator("[data-testid='stAlertContentSuccess']").filter(has=teacher.locator("code"))
-    expect(said).to_contain_text(opening(language, given, "code").replace("0", name))
-    rejoin = said.locator("code").inner_text()
+    given = N_(
+        "{name} can join from the other browser under the same name, with a rejoin code. Tell it to them alone: "
+        "whoever has it takes their name, so keep it off the projector."
+    )
+    said = main(teacher).locator("[data-testid='stAlertContentSuccess']")
+    expect(said).to_contain_text(words(language, given, name=name))
+    expect(said.locator("code")).to_have_count(0)  # not on the projected page: only in its popover, when asked
+    teacher.locator(".st-key-teacher_rejoin_shown button").first.click()
+    shown = teacher.locator("[data-testid='stPopoverBody'] code")
+    expect(shown).to_be_visible()
+    rejoin = shown.inner_text()
+    teacher.keyboard.press("Escape")
     main(page).locator("summary").filter(has_text=words(language, N_("Joined before, from another browser?"))).click()
     fill(page, "class_rejoin", rejoin)
     button(page, "class_join_button").click()

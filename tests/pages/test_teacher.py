@@ -287,8 +287,10 @@ def test_a_student_who_changed_browser_is_let_rejoin_under_their_name():
     at.button(key="teacher_rejoin").click().run()
     assert not at.exception and not at.error
     said = shown(at.success[0].value)
-    assert said.startswith("Ada *x* joins from the other browser")  # the name literally, not as markdown
-    rejoin = re.search(r"code `(\w+)`", said)[1]
+    assert said.startswith("Ada *x* can join from the other browser")  # the name literally, not as markdown
+    assert "keep it off the projector" in said and "`" not in said  # the code itself only in its popover
+    (popover,) = [block for block in at.get("popover") if block.key == "teacher_rejoin_shown"]
+    rejoin = re.search(r"Ada \*x\*: `(\w+)`", shown(popover.markdown[0].value))[1]
     assert store.student(code, "laptop") == ada  # until the code is used
     assert store.join(code, "tablet", "Ada *x*", rejoin) == ada
     assert store.student(code, "laptop") is None
