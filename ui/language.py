@@ -1,5 +1,5 @@
-"""The session's language: chosen in the sidebar, carried in links as `?lang=`, or taken from the browser on a first
-visit; and `_`, which shows a sentence in it.
+"""The session's language: chosen in the sidebar (and remembered by the browser), carried in links as `?lang=`, or
+taken from the browser on a first visit; and `_`, which shows a sentence in it.
 
     from ui.language import _, ngettext
     st.title(_("Train"))
@@ -28,6 +28,9 @@ HIDDEN_CSS = f".st-key-{DECLARED} {{ display: none; }}"
 WORDED = "worded_choices"  # session_state key: the widget keys of choices worded in the session's language (`worded`)
 WORDS = "worded_options"  # session_state key: widget key -> (options, words) of a worded choice in a form
 SWITCHED = "language_switched"  # session_state key: set by a switch, for the one script run it starts (`switch_told`)
+PICKED = "language_picked"  # session_state key: set once the reader picks the session's language in the sidebar
+CHOICE_COOKIE = "lab_language"  # the language this browser's reader last picked: it outlasts the session and the tab
+CHOICE_COOKIE_SCRIPT = "document.cookie = %s + '; path=/; max-age=34560000; SameSite=Lax';"  # 400 days, the most
 SELECT_ALL = False  # a multiselect's "Select all" option: Streamlit words it in English only, so there is none
 # Streamlit's file uploader says "Upload" and "200MB per file • CSV" in English only: outside English its button
 # says the session's word for it, and its line of limits is hidden (each uploader's label states its own limit).
@@ -111,11 +114,20 @@ window.labFrontendTranslate(document.body);  // the page as it stands, in the ru
 
 
 def language() -> str:
-    """The session's language: set by the picker, else by the link's `?lang=`, else by the browser."""
+    """The session's language: set by the picker, in this session or before in this browser (CHOICE_COOKIE), else by
+    the link's `?lang=`, else by the browser: a student who picked English keeps it when they open the class's Chinese
+    link again."""
     if LANGUAGE not in st.session_state:
-        chosen = language_for(st.query_params.get(LANG_PARAM)) or language_for(_browser_locale())
-        st.session_state[LANGUAGE] = chosen or DEFAULT_LANGUAGE
+        chosen = language_for(_cookie(CHOICE_COOKIE)) or language_for(st.query_params.get(LANG_PARAM))
+        st.session_state[LANGUAGE] = chosen or language_for(_browser_locale()) or DEFAULT_LANGUAGE
     return st.session_state[LANGUAGE]
+
+
+def _cookie(name: str) -> str | None:
+    try:
+        return st.context.cookies.get(name)
+    except AttributeError:  # a script run outside a browser session (AppTest) has no cookies
+        return None
 
 
 def _browser_locale() -> str | None:
@@ -223,7 +235,7 @@ def _picked() -> None:
         if key in st.session_state:
             st.session_state[key] = st.session_state[key]
     values_set()  # and so every such form's: what was typed into it and not sent is dropped, as `dropped_notice` says
-    st.session_state[SWITCHED] = True
+    st.session_state[SWITCHED] = st.session_state[PICKED] = True
 
 
 def dropped_notice() -> None:
@@ -254,12 +266,14 @@ def declare_language() -> None:
     rules = frontend_rules(_)  # in English Streamlit's own: each still a sentence, so that a text joining some is read
     rules += frontend_rules(lambda english: _(FRONTEND_REWORDED[english]), tuple(FRONTEND_REWORDED))
     labels = [] if code == DEFAULT_LANGUAGE else frontend_rules(_, FRONTEND_LABELS)
-    css = HIDDEN_CSS
+    css, cookie = HIDDEN_CSS, ""
+    if st.session_state.get(PICKED):  # the reader's own choice: the browser keeps it for the next session
+        cookie = CHOICE_COOKIE_SCRIPT % json.dumps(f"{CHOICE_COOKIE}={code}")
     if code != DEFAULT_LANGUAGE:  # the word is the catalogue's: a CSS string, quoted as JSON quotes it
         css += "\n" + UPLOADER_CSS % json.dumps(_("Upload"), ensure_ascii=False)
     with st.container(key=DECLARED):
         st.html(
-            f"<style>{css}</style><script>document.documentElement.lang = {json.dumps(code)};\n"
+            f"<style>{css}</style><script>document.documentElement.lang = {json.dumps(code)};{cookie}\n"
             f"{SKIP_LINK_SCRIPT % json.dumps(_(SKIP_LINK), ensure_ascii=False)}\n"
             f"{FRONTEND_SCRIPT % (*(json.dumps(r, ensure_ascii=False) for r in (rules, labels, REMOVE_ITEM)),)}"
             "</script>",

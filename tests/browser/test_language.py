@@ -50,6 +50,31 @@ def test_the_picker_switches_the_language_and_the_address_follows(page, lab_serv
     assert not page_errors(page)
 
 
+def test_a_language_picked_in_a_browser_stands_when_a_link_in_another_opens(page, lab_server):
+    """A student who picked English on their class's Chinese link keeps English when they open that link again (a
+    closed tab, the QR code scanned again); a link opened in a browser whose reader never picked keeps its language."""
+    chinese_link = lab_server.url + "/?lang=zh-CN"
+    page.goto(chinese_link, wait_until="domcontentloaded")
+    expect(main(page).get_by_role("heading", name="先试一个训练好的模型")).to_be_visible(timeout=90_000)
+    wait_idle(page)
+    choose(page, "language_picker", "English")
+    expect(main(page).get_by_role("heading", name="Try a trained model now")).to_be_visible()
+    wait_idle(page)
+    again = page.context.new_page()
+    again.goto(chinese_link, wait_until="domcontentloaded")
+    expect(main(again).get_by_role("heading", name="Try a trained model now")).to_be_visible(timeout=90_000)
+    expect(again).to_have_url(re.compile(r"/$"))  # and the address says so: a copied link opens in English
+    wait_idle(again)
+    choose(again, "language_picker", "简体中文")  # picked back: the next session follows that pick instead
+    expect(main(again).get_by_role("heading", name="先试一个训练好的模型")).to_be_visible()
+    wait_idle(again)
+    third = page.context.new_page()
+    third.goto(lab_server.url, wait_until="domcontentloaded")
+    expect(main(third).get_by_role("heading", name="先试一个训练好的模型")).to_be_visible(timeout=90_000)
+    wait_idle(third)
+    assert not any(page_errors(tab) for tab in (page, again, third))
+
+
 def test_a_choice_made_in_one_language_stands_after_a_switch_and_the_next_click(page, lab_server, tmp_path):
     """Streamlit's browser code keeps a select box's choice as the words it showed: after a language switch it sent
     the English title back with the next click, which no option had, and the Compare page broke."""
