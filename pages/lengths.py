@@ -134,12 +134,13 @@ st.caption(
     _(
         "Exact match needs the whole output right, EOS included; *symbols in the right place* counts the expected "
         "symbols the output has at the same position, so it shows how far off a wrong output is. What to look for: "
-        "outside the trained lengths, exact match falls within a symbol or two, and the output length stops "
-        "following the expected one. Past the longest trained length the shipped models stop near the longest they "
-        "saw (*reverse*, trained on lengths 1-10, writes 10.4 to 10.8 symbols on average for inputs of 11 to 16); "
-        "below the shortest, the output length can be far off either way. Past the longest, the positions are new "
-        "to the model too: sinusoidal encodings it never learned to read, or, with a learned encoding, vectors "
-        "never trained at all (see the position similarity on Anatomy)."
+        "whether exact match holds outside the trained lengths, and whether the output length still follows the "
+        "expected one. A task whose output grows with its input often fails within a symbol or two past the "
+        "longest trained length: the shipped models stop near the longest they saw (*reverse*, trained on lengths "
+        "1-10, writes 10.4 to 10.8 symbols on average for inputs of 11 to 16); below the shortest, the output "
+        "length can be far off either way. Past the longest, the positions are new to the model too: sinusoidal "
+        "encodings it never learned to read, or, with a learned encoding, vectors never trained at all (see the "
+        "position similarity on Anatomy)."
     )
 )
 
