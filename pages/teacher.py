@@ -184,7 +184,7 @@ def rejoin_section(snapshot: Snapshot, code: str, key: str) -> None:
             try:
                 rejoin = class_store().let_rejoin(code, key, name, caller())
             except ClassroomError as err:
-                st.error(_("Not done: {reason}", reason=markdown_literal(_(err))))
+                st.error(_("Not done: {reason}.", reason=markdown_literal(_(err))))
             else:  # kept, so that each redraw of the board shows it
                 st.session_state["teacher_rejoin_code"] = name, rejoin
         if (given := st.session_state.get("teacher_rejoin_code")) is not None:  # off the projected page until asked
@@ -230,7 +230,7 @@ def exports(code: str, key: str, assignment: Assignment | None) -> None:
         try:
             class_store().delete_class(code, key, caller())
         except ClassroomError as err:
-            st.error(_("Not deleted: {reason}", reason=markdown_literal(_(err))))
+            st.error(_("Not deleted: {reason}.", reason=markdown_literal(_(err))))
             return
         st.session_state.pop("teacher_class")
         board_in_address(None)

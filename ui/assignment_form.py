@@ -228,7 +228,7 @@ def save_assignment(code: str, key: str) -> None:
         class_store().set_assignment(code, key, assignment, caller())
         class_store().set_question(code, key, question, caller())
     except (ClassroomError, ValueError) as err:
-        flash("teacher_assignment", "error", _("Not saved: {reason}", reason=markdown_literal(_(err))))
+        flash("teacher_assignment", "error", _("Not saved: {reason}.", reason=markdown_literal(_(err))))
     else:
         saved = {preset_key(s): widget_value(s, preset[s.name]) for s in spec.on_form()}
         saved |= {"teacher_split": split or NONE, "teacher_question": question or NONE}

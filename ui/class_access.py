@@ -40,7 +40,7 @@ def create_class() -> None:
         code, key = class_store().create_class(title, days, caller())
         made.update(code=code, key=key)  # a plain dict's: written at once, whatever run of the page reads it
     except ClassroomError as err:
-        flash("teacher_create", "error", _("Not created: {reason}", reason=markdown_literal(_(err))))
+        flash("teacher_create", "error", _("Not created: {reason}.", reason=markdown_literal(_(err))))
     finally:
         made["making"] = False  # made, refused or failed: no run waits for it any longer
     made_class()
@@ -76,7 +76,7 @@ def open_class(text: str, key: str) -> None:
     try:
         class_store().open_board(code, key.strip(), caller())
     except ClassroomError as err:
-        st.error(_("Not opened: {reason}", reason=markdown_literal(_(err))))
+        st.error(_("Not opened: {reason}.", reason=markdown_literal(_(err))))
         return
     st.session_state["teacher_class"] = code, key.strip()
     st.rerun()

@@ -239,7 +239,7 @@ def _give(code: str, key: str, task: TaskPairs | None) -> None:
     try:
         class_store().set_task(code, key, task, caller())
     except ValueError as err:  # a ClassroomError too
-        flash("teacher_task", "error", _("Not saved: {reason}", reason=markdown_literal(_(err))))
+        flash("teacher_task", "error", _("Not saved: {reason}.", reason=markdown_literal(_(err))))
     else:
         forget_own_task(TEACHER)
         flash("teacher_task", "success", _("Saved: students see it on Train from their next page load."))
