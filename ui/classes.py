@@ -335,15 +335,16 @@ def fitted_px(cells: Iterable[object]) -> int:
 
 
 def fitted_name(name: str) -> str:
-    """`name` whole where it fits the name column (NAME_MOST_PX), else its longest start that fits, with an ellipsis:
-    the grid cuts a wider cell mid-character, with no sign that it did."""
+    """`name` whole where it fits the name column (NAME_MOST_PX), else cut in its middle to fit, with an ellipsis
+    (the grid cuts a wider cell mid-character, with no sign that it did): its start, and about a third of what is
+    kept from its end, which tells apart names that start alike ("Zhang Wei, group 1" and "Zhang Wei, group 2")."""
     room = NAME_MOST_PX - TABLE_PADDING_PX
     if drawn_px(name) <= room:
         return name
-    cut = name
-    while cut and drawn_px(cut + ELLIPSIS) > room:
-        cut = cut[:-1]
-    return cut.rstrip() + ELLIPSIS
+    head, tail = name[: len(name) * 2 // 3], name[len(name) * 2 // 3 :]
+    while drawn_px(head + ELLIPSIS + tail) > room:
+        head, tail = (head[:-1], tail) if drawn_px(head) >= 2 * drawn_px(tail) else (head, tail[1:])
+    return head.rstrip() + ELLIPSIS + tail.lstrip()
 
 
 def board_table(frame: "pd.DataFrame", key: str, **config: object) -> None:

@@ -270,11 +270,14 @@ def test_each_board_column_grows_with_its_texts_on_every_redraw():
     widths.append(json.loads(at.dataframe[0].proto.columns)["state"]["width"])
     assert state == "训练中，第 675 步" and widths[0] < widths[1]
     assert widths[1] == fitted_px([state]) > widths[0]  # the state is the widest of its column now
-    store.join(code, "browser-c", "很长的名字" * 8)  # 40 characters: cut, the columns after it in view
+    store.join(code, "browser-c", "很长的名字" * 7 + "一组")  # 37 characters: cut, the columns after it in view
+    store.join(code, "browser-d", "很长的名字" * 7 + "二组")  # the same start: told apart by their ends
     at.run()
     assert json.loads(at.dataframe[0].proto.columns)["name"]["width"] <= NAME_MOST_PX
-    (cut,) = [name for name in at.dataframe[0].value["name"] if name.startswith("很长")]
-    assert cut.endswith("…") and ("很长的名字" * 8).startswith(cut[:-1]) and len(cut) > 10  # cut where it must be
+    cuts = [name for name in at.dataframe[0].value["name"] if name.startswith("很长")]
+    assert [cut[-2:] for cut in cuts] == ["一组", "二组"]
+    head, tail = cuts[0].split("…")
+    assert ("很长的名字" * 7).startswith(head) and len(head) > len(tail) > 2  # cut in its middle, the start first
 
 
 def test_a_student_who_changed_browser_is_let_rejoin_under_their_name():
