@@ -96,6 +96,33 @@ def test_a_class_student_s_report_holds_their_place_and_the_length_test_of_their
     assert "At lengths it trained on (3)" in page and "No length test was run" not in page
 
 
+def test_a_length_test_of_another_class_s_run_is_not_kept_with_this_class_s_report(browser):
+    """Ada trains in one class, then in a second (a teacher made it for another task), then opens the first class's
+    link again (each a new session) with the second class's run in hand: a length test of that run is not the first
+    class's, and its report keeps none."""
+
+    def open_class(code: str) -> AppTest:
+        at = AppTest.from_file("../../streamlit_app.py", default_timeout=60)
+        at.query_params["class"] = code
+        at.run()
+        return at.switch_page("pages/train.py").run()
+
+    _, first, first_key = a_student_s_finished_run()
+    store = ui.classes.class_store()
+    second, key = store.create_class("Period 4", 14, TEACHER)
+    store.set_assignment(second, key, GROUPS, TEACHER)
+    at = open_class(second)
+    at.text_input(key="class_name").set_value("Ada")
+    at.button(key="class_join_button").click().run()
+    at.button(key="start_training").click().run()
+    poll_until_done(at)
+    at = open_class(first)
+    at.switch_page("pages/lengths.py").run()
+    assert not at.exception and "lengths" in at.session_state["results"]  # the model in hand: the second's run
+    (ada,) = store.open_board(first, first_key, TEACHER).students
+    assert kept_reports(store, [ada.id])[ada.id].lengths is None
+
+
 def test_two_students_outside_a_class_with_the_same_run_download_their_own_named_files(media, file_names):
     ada, other = open_train(), open_train()
     for at in (ada, other):
