@@ -42,7 +42,7 @@ from transformer.run_configs import run_configs
 from ui.common import client_address, run_registry
 from ui.language import _, chosen, said, table_cells, worded
 from ui.links import show_link_notices
-from ui.state import CLASS_CODE, JOINED, RUN_SEAT, watcher_id
+from ui.state import CLASS_CODE, RUN_SEAT, watcher_id
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -184,11 +184,10 @@ def class_seat() -> Seat | None:
         return None
     info, student = found
     if student is None:
-        if info.code in st.session_state.get(JOINED, {}):  # this browser had a seat, now another's (a reload too)
+        if class_store().left(info.code, watcher_id()):  # this browser had a seat, now another's
             st.info(_("This browser has left the class: your teacher let you take your name to another browser."))
         join_form(info)
         st.stop()
-    st.session_state.setdefault(JOINED, {})[info.code] = True
     seat = Seat(info, student)
     parts = [
         _("Class **{title}**", title=markdown_literal(info.title)),

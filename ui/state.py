@@ -16,12 +16,10 @@ Session state keys the pages share (each named once, here):
 - RESULTS, "results": {name: `ModelResult`}, what a page computed for a model (`per_model`);
 - CLASS_CODE, "class_code": the class the opened link (`?class=...`) named; every page keeps it in the address, so
   a reload keeps the student in the class (ui/classes.py has the class's own keys);
-- JOINED, "class_joined": {code: True} of the classes this browser has had a seat in, so that a browser whose seat
-  a rejoin code moved elsewhere says so, after a reload too;
 - RUN_SEAT, "run_seat": (class code, student id) of the seat RUN was started in, None outside a class: a class's
   pages show and report only a run of its own seat (`ui.classes.run_of_seat`).
-A reload starts a new session: `take_back_models` hands it the browser's lists of trained and uploaded models and of the
-classes it joined, the model it had in hand and what its pages last computed (RESULTS), and `reattach_runs` its Train
+A reload starts a new session: `take_back_models` hands it the browser's lists of trained and uploaded models, the
+model it had in hand and what its pages last computed (RESULTS), and `reattach_runs` its Train
 run and Compare rerun, if they still train. Pages keep their own widget state under keys prefixed with the page's name;
 a page's inputs wait for the student while they visit other pages (`persist_state="session"`), for the task they were
 typed for (`claim_inputs`).
@@ -53,7 +51,6 @@ IN_HAND, IN_HAND_NAME, RUN, COMPARE_JOB = "in_hand", "in_hand_name", "run", "com
 WATCHER, FOLLOW_RUN, TRAINED, TRAIN_SAVED = "watcher", "follow_run", "trained", "train_saved"
 TRAINED_RUNS = "trained_runs"
 FLASHES, RESULTS, CLASS_CODE, UPLOADED = "flashes", "results", "class_code", "uploaded"
-JOINED = "class_joined"  # the classes this browser has had a seat in, {code: True}, to say so once the seat moves
 RUN_SEAT = "run_seat"
 SHIPPED_PREFIX = "shipped: "  # the sidebar's label of a shipped checkpoint in hand, before its name
 TRAINED_PREFIX = "trained: "  # and of a checkpoint trained in this session
@@ -151,17 +148,16 @@ def session_run_elsewhere(page: str) -> str | None:
     return None
 
 
-SHARED_LISTS = (TRAINED, TRAINED_RUNS, UPLOADED, JOINED)  # a browser's sessions share these (`take_back_models`)
+SHARED_LISTS = (TRAINED, TRAINED_RUNS, UPLOADED)  # a browser's sessions share these (`take_back_models`)
 HAND = "hand"  # in a browser's models: (checkpoint, label) it last put in hand
 
 
 def take_back_models() -> None:
-    """The session takes this browser's lists of trained and uploaded models and of the classes it had a seat in, the
-    same dicts its other sessions hold (its other tabs, and the session a reload ended), and, when it has no model in
-    hand, the one the browser last put there, unless a run of it still trains into its hand (`reattach_runs` hands
-    that back); and, when it has computed nothing yet, a copy of what its pages last computed for a model
-    (RESULTS: a length test survives a reload into the lab report). A browser's lists are let go ENDED_RUN_KEPT_S
-    after its last page ran."""
+    """The session takes this browser's lists of trained and uploaded models, the same dicts its other sessions hold
+    (its other tabs, and the session a reload ended), and, when it has no model in hand, the one the browser last put
+    there, unless a run of it still trains into its hand (`reattach_runs` hands that back); and, when it has computed
+    nothing yet, a copy of what its pages last computed for a model (RESULTS: a length test survives a reload into the
+    lab report). A browser's lists are let go ENDED_RUN_KEPT_S after its last page ran."""
     if (browser := this_browser()) is None:
         return
     kept, now = models_by_browser(), time.monotonic()

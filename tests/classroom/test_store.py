@@ -157,6 +157,7 @@ def test_a_student_their_teacher_lets_rejoin_takes_their_name_and_record_to_anot
     assert store.join(code, "tablet", "Ann", typed) == ann  # her place, group, seed and name
     assert store.standing(ann)[1].status == "training"  # and what she recorded
     assert store.student(code, "tablet") == ann and store.student(code, "laptop") is None  # the laptop left
+    assert store.left(code, "laptop") and not store.left(code, "tablet") and not store.left(code, "classmate")
     with pytest.raises(ClassroomError, match="already has this name|not the rejoin code"):
         store.join(code, "laptop", "Ann", rejoin)  # once: the name is the tablet's now
     assert [s.name for s in store.snapshot(code, names=True).students] == ["Ann"]
@@ -831,6 +832,21 @@ def test_a_version_3_database_is_brought_to_version_4_and_keeps_its_classes(url,
     assert reopened.class_info(code).title == "Before tasks" and reopened.class_info(code).task is None
     reopened.set_task(code, key, class_task())
     assert reopened.class_info(code).task == class_task()
+    reopened.close()
+
+
+def test_a_version_6_database_keeps_its_students_and_learns_which_browser_a_rejoin_left(url, clock):
+    opened = ClassStore(url, clock)
+    code, key = opened.create_class("Before")
+    ann = opened.join(code, "laptop", "Ann")
+    with opened.engine.begin() as conn:  # back to version 6's tables
+        conn.exec_driver_sql("ALTER TABLE students DROP COLUMN left_browser")
+        conn.execute(schema.schema_version.delete().where(schema.schema_version.c.version == 7))
+    opened.close()
+    reopened = ClassStore(url, clock)
+    assert reopened.version == len(schema.MIGRATIONS) and reopened.student(code, "laptop") == ann
+    assert reopened.join(code, "tablet", "Ann", reopened.let_rejoin(code, key, "Ann")) == ann
+    assert reopened.left(code, "laptop")
     reopened.close()
 
 

@@ -85,6 +85,7 @@ students = Table(
     Column("position", Integer, nullable=False),  # join order from 0, below MAX_STUDENTS: gives group and seed
     Column("joined_at", DateTime, nullable=False),
     Column("rejoin", String(64)),  # the digest of the rejoin code their teacher gave them (`codes.rejoin_digest`)
+    Column("left_browser", String(MAX_BROWSER_CHARS)),  # the browser they last rejoined from: its page says so
     UniqueConstraint("class_id", "browser"),
     UniqueConstraint("class_id", "name_key"),
     UniqueConstraint("class_id", "position"),
@@ -197,6 +198,11 @@ def _rejoin_code(conn: Connection) -> None:
     _add_column(conn, students, "rejoin")
 
 
+def _left_browser(conn: Connection) -> None:
+    """A student who rejoined from another browser keeps which one they left, so that its page says why."""
+    _add_column(conn, students, "left_browser")
+
+
 # Version n is MIGRATIONS[n - 1]. Version 1 is the tables as first released.
 MIGRATIONS: list[Migration] = [
     lambda conn: metadata.create_all(conn),
@@ -205,6 +211,7 @@ MIGRATIONS: list[Migration] = [
     _class_task,
     _task_hash,
     _rejoin_code,
+    _left_browser,
 ]
 _LOCK_ID = 7_351_000  # PostgreSQL advisory lock held while migrating, so replicas starting together take turns
 

@@ -330,6 +330,14 @@ class ClassStore:
             ).first()
             return None if found is None else student_of(found, assignment_of(row), row.code)
 
+    def left(self, code: str, browser: str) -> bool:
+        """Whether a student of the class took their name from this browser to another, with a rejoin code (`join`):
+        for a browser that has no seat in the class (`student`), why."""
+        with self.engine.begin() as conn:
+            row = self._class(conn, code)
+            found = select(students.c.id).where(students.c.class_id == row.id, students.c.left_browser == browser)
+            return conn.scalar(found) is not None
+
     def standing(self, student: Student) -> tuple[Prediction | None, RunState | None]:
         """The student's prediction and their recorded run, lost when no server has heard of it lately (None for
         either they have not got)."""
@@ -380,7 +388,8 @@ class ClassStore:
         named = conn.execute(select(students).where(mine, students.c.name_key == name_key(name))).first()
         given = named is not None and rejoin and named.rejoin
         if given and hmac.compare_digest(named.rejoin, rejoin_digest(named.id, rejoin)):
-            conn.execute(update(students).where(students.c.id == named.id).values(browser=browser, rejoin=None))
+            moved = {"browser": browser, "rejoin": None, "left_browser": named.browser}
+            conn.execute(update(students).where(students.c.id == named.id).values(**moved))
             return student_of(named, assignment_of(row), row.code)
         if named is not None:
             raise ClassroomError(WRONG_REJOIN if rejoin else TAKEN)
