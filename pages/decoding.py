@@ -117,6 +117,7 @@ if not task.min_len <= len(ids) <= task.max_len:
 # All steps are computed once per (model, input, strategy, settings); Next and Back only move through them.
 key = (tuple(ids), strategy, temperature, top_k, seed, beam_width)
 kept = kept_result("decoding")  # (model, key, trace) of the steps last computed
+st.session_state.setdefault("decode_step", 0)  # a reload's session takes back the steps, not the one it was at
 trace = None if kept is None else kept.value
 live, model_step = following_run(), checkpoint.history[-1]["step"] if checkpoint.history else 0
 if (

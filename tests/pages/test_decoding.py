@@ -154,6 +154,16 @@ def test_input_settings_and_step_survive_a_visit_to_another_page(solved_reverse)
     assert step_line(at) == before and "Step 3 " in before
 
 
+def test_a_reload_then_another_model_of_the_task_decodes_from_the_first_step(solved_reverse, browser):
+    """A reload's session takes back the steps the browser's last Decoding page computed, not the step it was at: a
+    model of the same task put in hand then decodes the same input from its first step."""
+    at = open_page(solved_reverse)
+    click(at, "decode_run_to_end")
+    other = dataclasses.replace(solved_reverse, model=copy.deepcopy(solved_reverse.model))  # another upload of it
+    at = open_page(other)  # a new session of the same browser
+    assert "decoding" in at.session_state["results"] and step_line(at).startswith("**Step 1 ")
+
+
 def test_random_example_is_a_held_out_sequence(solved_reverse):
     at = open_page(solved_reverse)
     inputs = set()
