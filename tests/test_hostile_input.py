@@ -108,6 +108,7 @@ def test_settings_past_their_bounds_are_refused_not_run(model, steps, lr):
         (b'{"a": "\xb6"}', "not a JSON file: it is not UTF-8 text (byte 8)"),
         (b'{"format":\n  oops}', "not a JSON file: it cannot be read from line 2"),
         (b"[" * 100_000, "not a JSON file: its lists or objects are nested too deep"),
+        (b'{"steps": 1' + b"0" * 5000 + b"}", "not a JSON file: it holds a number of more than 4300 digits"),
     ],
 )
 def test_a_file_that_is_no_json_is_said_so_in_the_lab_s_words(data, said):

@@ -5,6 +5,7 @@ every part), and the result sets the Compare page ships with, one file per ready
 import json
 import math
 import os
+import sys
 import tempfile
 from dataclasses import asdict, fields, replace
 from pathlib import Path
@@ -253,6 +254,11 @@ def experiment_from_json(text: str | bytes) -> ExperimentRun:
         raise ValueError(Message(N_("not a JSON file: it cannot be read from line {line}"), line=err.lineno)) from None
     except RecursionError:
         raise ValueError(Message(N_("not a JSON file: its lists or objects are nested too deep"))) from None
+    except ValueError:  # json reads a number with int(), which refuses one of more digits than Python converts
+        most = sys.get_int_max_str_digits()
+        raise ValueError(
+            Message(N_("not a JSON file: it holds a number of more than {most} digits"), most=most)
+        ) from None
     reader = _Reader(N_("the file"))
     d = reader.dict(document, {"format", "version", "experiment", "probe", "variants"})
     if d["format"] != FORMAT or d["version"] not in READ_VERSIONS or type(d["version"]) is not int:
