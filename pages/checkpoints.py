@@ -11,7 +11,7 @@ from transformer.checkpoint import MAX_CHECKPOINT_BYTES, Checkpoint, CheckpointE
 from transformer.i18n import N_
 from transformer.literal import code_span, markdown_literal
 from transformer.naming import checkpoint_summary
-from transformer.uploads import read_upload
+from transformer.uploads import read_upload, shown_name
 from ui.common import CHECKPOINT_DIR, shipped_checkpoint, shipped_checkpoints
 from ui.downloads import DOWNLOAD_RERUNS
 from ui.language import _, ngettext
@@ -152,7 +152,8 @@ def load_upload() -> None:
     try:
         checkpoint, label = read_upload(upload.name, upload.getvalue())
     except CheckpointError as err:
-        flash("checkpoints_upload", "error", _("This file was not loaded: {reason}", reason=markdown_literal(_(err))))
+        said = _("Could not load {name}: {reason}", name=shown_name(upload.name), reason=_(err))  # as Compare says it
+        flash("checkpoints_upload", "error", markdown_literal(said))
     else:
         put_in_hand(checkpoint, label)
         keep_upload(label.removeprefix("uploaded: "), upload.getvalue())
