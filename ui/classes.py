@@ -164,6 +164,15 @@ def run_of_seat(seat: Seat | None) -> bool:
     return seat is None or st.session_state.get(RUN_SEAT) == seat.key
 
 
+def class_task_name() -> str | None:
+    """The task this session's class trains, by name, where it is one of the lab's (not the class's own examples);
+    None outside a class, or before joining."""
+    seat = seat_in_class()
+    if seat is None or seat.info.task is not None:
+        return None
+    return str(seat.assignment.settings(seat.assignment.group(seat.student.position))["task"])
+
+
 def seat_in_class() -> Seat | None:
     """This browser's seat in the class of this session, if it has joined one; draws nothing."""
     code = st.session_state.get(CLASS_CODE)

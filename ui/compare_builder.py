@@ -12,6 +12,7 @@ from transformer.experiments import CUSTOM, SWITCHES
 from transformer.experiments.definitions import Switch, lesson_settings, task_setup
 from transformer.i18n import N_
 from transformer.limits import MAX_VARIANTS
+from ui.classes import class_task_name
 from ui.language import SELECT_ALL, _, said, worded
 from ui.setting_widgets import FOLDED_COLUMNS, OTHER_SETTINGS, draw_setting, setting_value, widget_value
 
@@ -44,9 +45,11 @@ def switch_changed() -> None:
 
 def custom_builder(state: CompareState) -> CompareState:
     """The builder's widgets, starting from `state`; returns the experiment they describe."""
-    start = {**lesson_settings(), **state.settings}
-    for s in spec.on_form():
-        if widget_key(s) not in st.session_state:  # a widget drawn anew starts from the page's settings
+    if new := [s for s in spec.on_form() if widget_key(s) not in st.session_state]:  # drawn anew: from the settings
+        first = len(new) == len(spec.on_form()) and "task" not in state.settings  # the builder's first draw
+        task = class_task_name() if first else None  # a class student's starts from their class's task
+        start = {**(lesson_settings() if task is None else task_setup(task)), **state.settings}
+        for s in new:
             st.session_state[widget_key(s)] = widget_value(s, start[s.name])
     with st.container(border=True):
         switch, values = _switch_and_values(state)

@@ -6,10 +6,13 @@ import time
 import pytest
 from streamlit.testing.v1 import AppTest
 
+import ui.classes
 import ui.common
 from tests.helpers.apptest import chart
 from transformer import settings as spec
+from transformer.classroom import Assignment, Caller
 from transformer.experiments import READY, result_path
+from transformer.experiments.definitions import task_setup
 from transformer.literal import markdown_literal
 
 TINY = (
@@ -319,3 +322,21 @@ def test_a_file_loaded_while_a_rerun_trains_asks_first_and_loses_nothing(monkeyp
     assert at.selectbox(key="compare_experiment").value == "post-vs-pre-norm"
     assert any(c.value == f"Showing: loaded from {markdown_literal('second.json')}." for c in at.caption)
     job.chain.current.stop(wait_s=30)
+
+
+@pytest.mark.usefixtures("class_server")
+def test_a_class_student_s_custom_experiment_starts_from_their_class_s_task():
+    store = ui.classes.class_store()
+    code, key = store.create_class("Period 3", 14, Caller(None, "the-teacher's-browser"))
+    store.set_assignment(code, key, Assignment({"task": "caesar"}), Caller(None, "the-teacher's-browser"))
+    at = open_compare(**{"class": code})
+    at.switch_page("pages/train.py").run()
+    at.text_input(key="class_name").set_value("Ada")
+    at.button(key="class_join_button").click().run()
+    at.switch_page("pages/compare.py").run()
+    at.selectbox(key="compare_experiment").set_value("custom").run()
+    assert not at.exception and at.selectbox(key="compare_task").value == "caesar"
+    assert at.number_input(key="compare_n_symbols").value == task_setup("caesar")["n_symbols"] != 10  # its run's
+    outside = open_compare()
+    outside.selectbox(key="compare_experiment").set_value("custom").run()
+    assert outside.selectbox(key="compare_task").value == "reverse"  # outside a class: the lesson's task
