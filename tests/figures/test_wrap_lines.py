@@ -14,6 +14,12 @@ from transformer.figures import CJK_WIDTH, text_width, wrap_lines
         ("线性层（之后接 softmax）", 12, ["线性层（之后接", "softmax）"]),  # a group too wide for a line: "）" stays
         ("残差连接与层归一化", 12, ["残差连接与", "层归一化"]),  # even lines, not 7 + 2
         ("残差连接与层归一化", 16, ["残差连接与层归一化"]),  # 9 characters are 15.3 Latin ones wide
+        ("带掩码的多头注意力", 9, ["带掩码的", "多头注意力"]),  # never "带掩码的多 / 头注意力"
+        (
+            "移除一个头后的留出集精确匹配（完整模型：100.0%）",
+            40,
+            ["移除一个头后的留出集精确匹配", "（完整模型：100.0%）"],
+        ),
         ("填充 + 因果：解码器实际使用的掩码", 30, ["填充 + 因果：解码器实际使用的掩码"]),
         ("Embedding × √d_model", 12, ["Embedding", "× √d_model"]),
         ("Multi-Head Attention (cross)", 12, ["Multi-Head", "Attention", "(cross)"]),

@@ -45,6 +45,12 @@ OPENING = OPEN_BRACKETS + "“‘"  # never ends a line (避头尾): it stays wi
 CLOSING = CLOSE_BRACKETS + "”’，。、：；！？…·"  # never starts a line: it stays with what it closes
 NO_BREAK = "\xa0"  # a no-break space: "temperature\xa02" stays on one line
 OPERATORS = set("+−-×÷=≈·→")  # a lone operator stays with its right operand: "× √d_model", "+ 因果"
+# Chinese words of the figures' titles and labels that a line never splits (Chinese has no spaces to say where a word
+# ends): "精确 / 匹配" and "多 / 头注意力" read as two words on a projector
+WHOLE_WORDS = (
+    "多头", "注意力", "精确匹配", "留出集", "位置编码", "编码器", "解码器", "残差连接", "归一化", "前馈", "词元",
+    "准确率", "学习率", "对齐得分", "损失", "掩码", "训练步数", "完整模型", "层数", "头数", "预期", "输出长度",
+)  # fmt: skip
 
 
 def _wide(char: str) -> bool:
@@ -75,17 +81,19 @@ def drawn_px(text: str, size: float = GLYPH_SIZE_PX) -> float:
 
 def _pieces(text: str, width: float) -> list[str]:
     """`text` cut where a line may break, each piece with the space before it (if any) at its start: between two
-    Chinese characters, or at a space but a no-break one; never inside a run of Latin letters, digits and signs
-    (d_model, softmax), never after an opening bracket or a lone operator, never before a closing mark; and a
-    bracketed group no wider than `width` is one piece."""
+    Chinese characters but inside one of WHOLE_WORDS, or at a space but a no-break one; never inside a run of Latin
+    letters, digits and signs (d_model, softmax), never after an opening bracket or a lone operator, never before a
+    closing mark; and a bracketed group no wider than `width` is one piece."""
     pieces: list[str] = []
+    within = {at for word in WHOLE_WORDS for found in re.finditer(word, text) for at in range(*found.span())[1:]}
     for match in re.finditer(r"([^\S\xa0]*)([\S\xa0])", text):  # a no-break space is a character, never a break
         space, char = match.groups()
         glued = (
             bool(pieces)
             and not space
             and (
-                NO_BREAK in (char, pieces[-1][-1])  # either side of a no-break space
+                match.start(2) in within  # inside a word
+                or NO_BREAK in (char, pieces[-1][-1])  # either side of a no-break space
                 or pieces[-1][-1] in OPENING  # after an opening bracket
                 or char in CLOSING  # before a closing mark
                 or not (_wide(char) or _wide(pieces[-1][-1]))  # inside a Latin run
