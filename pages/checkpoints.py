@@ -11,6 +11,7 @@ from transformer.checkpoint import MAX_CHECKPOINT_BYTES, Checkpoint, CheckpointE
 from transformer.i18n import N_
 from transformer.literal import code_span, markdown_literal
 from transformer.naming import checkpoint_summary
+from transformer.shares import shown_share
 from transformer.uploads import read_upload, shown_name
 from ui.common import CHECKPOINT_DIR, shipped_checkpoint, shipped_checkpoints
 from ui.downloads import DOWNLOAD_RERUNS
@@ -77,7 +78,7 @@ def listing(entries: dict[str, tuple[str, Checkpoint, bytes]]) -> pd.DataFrame:
                 "name": name,
                 "seed": ckpt.task.seed,
                 "task": _("{task}, lengths {lengths}", task=summary["task"], lengths=summary["lengths"]),
-                "exact match": summary["exact_match"],
+                "exact match": None if (share := summary["exact_match"]) is None else round(shown_share(share), 3),
                 "model": _(
                     "width {d_model}, {heads}, {layers}", d_model=summary["d_model"], heads=heads, layers=layers
                 ),

@@ -4,7 +4,7 @@ of runs and checkpoints, and reading uploads."""
 import pytest
 import torch
 
-from transformer.checkpoint import Checkpoint, CheckpointError, checkpoint_bytes
+from transformer.checkpoint import FINAL, Checkpoint, CheckpointError, checkpoint_bytes
 from transformer.curves import downsample, metrics_table
 from transformer.live_examples import live_examples
 from transformer.model import ModelConfig, Transformer
@@ -137,6 +137,15 @@ def test_checkpoint_summary():
         "exact_match": 0.75,
     }
     assert checkpoint_summary("x", "shipped", small_checkpoint([]))["exact_match"] is None
+
+
+@pytest.mark.parametrize(("kept", "listed"), [(0.995, 0.995), (1, 1.0), ("0.9", 0.75), (True, 0.75), (1.5, 0.75)])
+def test_a_checkpoint_is_listed_with_the_score_its_run_ended_with_else_its_last_row_s(kept, listed):
+    """The run's final score on its whole held-out set, kept in the file, over its last metric row's sample of it; a
+    file's kept value that is no share (an upload's may be anything) is passed over."""
+    ckpt = small_checkpoint([{"step": 25, "exact_match": 0.5}, {"step": 50, "exact_match": 0.75}])
+    ckpt.meta[FINAL] = kept
+    assert checkpoint_summary("mine", "uploaded", ckpt)["exact_match"] == listed
 
 
 def test_read_upload_accepts_a_checkpoint_and_refuses_anything_else():

@@ -41,6 +41,7 @@ from .vocab import N_SPECIAL, Vocab
 
 FORMAT = "transformer-lab"
 FORMAT_VERSION = 2  # 2: a task from examples carries its pairs (`DataConfig.pairs`); other checkpoints are still 1
+FINAL = "exact_match"  # in `meta`: the held-out exact match its run ended with, on the whole held-out set
 
 # The task of each checkpoint file loaded and still held somewhere, by the SHA-256 of the file's bytes: the same file
 # loaded again (the Checkpoints page lists a session's files on every visit) reuses its parsed task, pairs and all.
@@ -67,7 +68,7 @@ class Checkpoint:
     task: DataConfig  # the task and data settings it was trained on
     history: list[dict]  # metric rows (plain str -> float/int dicts)
     train_config: dict  # training settings as saved, plain JSON-able dict (may be empty)
-    meta: dict = field(default_factory=dict)  # e.g. {"created": iso time, "torch": version, "name": ...}
+    meta: dict = field(default_factory=dict)  # e.g. {"created": iso time, "torch": version, "name": ..., FINAL: 0.995}
 
 
 def save_checkpoint(path: str | os.PathLike, *parts: Any, **named_parts: Any) -> Path:

@@ -14,7 +14,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from . import settings
-from .checkpoint import check_checkpoint_size, save_checkpoint
+from .checkpoint import FINAL, check_checkpoint_size, save_checkpoint
 from .device import pick_device
 from .literal import printable
 from .model import ModelConfig
@@ -43,8 +43,8 @@ def train_command(args: argparse.Namespace) -> None:
         result = trainer.run(_show_row, stop.is_set)
     out = None
     if args.out:
-        history, train_settings = trainer.history, asdict(train_config)
-        out = str(save_checkpoint(args.out, trainer.model, trainer.vocab, data_config, history, train_settings))
+        history, train_settings, meta = trainer.history, asdict(train_config), {FINAL: result.exact_match}
+        out = str(save_checkpoint(args.out, trainer.model, trainer.vocab, data_config, history, train_settings, meta))
     task_file = {} if pairs is None else {"task_file": pairs.name}
     print(json.dumps({"task": data_config.task, **task_file, **asdict(result), "out": out}))
 

@@ -6,7 +6,7 @@ import re
 from collections.abc import Collection
 
 from . import settings as spec
-from .checkpoint import Checkpoint
+from .checkpoint import FINAL, Checkpoint
 from .i18n import N_, Message, joined
 from .model import ModelConfig
 from .tasks import DataConfig
@@ -105,10 +105,20 @@ def run_name(model_config: ModelConfig, data_config: DataConfig, taken: Collecti
     return name
 
 
-def checkpoint_summary(name: str, source: str, checkpoint: Checkpoint) -> dict:
-    """One row describing a checkpoint: its task, size, and the last exact-match in its history (None if none)."""
-    c, t = checkpoint.config, checkpoint.task
+def final_exact_match(checkpoint: Checkpoint) -> float | None:
+    """The held-out exact match a checkpoint's run ended with: its score on the whole held-out set where the file
+    keeps it (`meta[FINAL]`, as the Train page said it), else its last metric row's, on a sample of that set; None
+    if neither."""
+    kept = checkpoint.meta.get(FINAL)
+    if isinstance(kept, int | float) and not isinstance(kept, bool) and 0 <= kept <= 1:  # an upload's may be anything
+        return float(kept)
     scores = [row["exact_match"] for row in checkpoint.history if "exact_match" in row]
+    return scores[-1] if scores else None
+
+
+def checkpoint_summary(name: str, source: str, checkpoint: Checkpoint) -> dict:
+    """One row describing a checkpoint: its task, size, and the exact match its run ended with (None if unknown)."""
+    c, t = checkpoint.config, checkpoint.task
     return {
         "name": name,
         "source": source,
@@ -120,5 +130,5 @@ def checkpoint_summary(name: str, source: str, checkpoint: Checkpoint) -> dict:
         "layers": c.n_layers,
         "switches": ", ".join(switches(c)) or "-",
         "parameters": checkpoint.model.num_parameters(),
-        "exact_match": scores[-1] if scores else None,
+        "exact_match": final_exact_match(checkpoint),
     }

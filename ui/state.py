@@ -34,7 +34,7 @@ from typing import Any, NamedTuple
 import streamlit as st
 
 from transformer import Checkpoint, CheckpointError, load_checkpoint
-from transformer.checkpoint import checkpoint_bytes
+from transformer.checkpoint import FINAL, checkpoint_bytes
 from transformer.experiments import LiveExperiment
 from transformer.i18n import N_
 from transformer.limits import ENDED_RUN_KEPT_S
@@ -223,7 +223,7 @@ def save_finished_run() -> None:
     saved = {"run": run, "name": name, "data": trained.pop(name, None), "error": None}
     try:
         if saved["data"] is None:
-            meta = {"name": name}
+            meta = {"name": name, FINAL: run.result.exact_match}  # the score the Train page says, not a row's sample
             saved["data"] = checkpoint_bytes(
                 run.model(), run.data().vocab, run.data_config, run.rows[:], asdict(run.train_config), meta=meta
             )

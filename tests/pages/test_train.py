@@ -16,6 +16,7 @@ from transformer.checkpoint import load_checkpoint
 from transformer.limits import MAX_TABLE_PAIRS
 from transformer.literal import markdown_literal
 from transformer.model import ModelConfig
+from transformer.naming import final_exact_match
 from transformer.run_configs import run_configs
 from transformer.serving import Run
 from transformer.task_file import read_task_file
@@ -98,7 +99,9 @@ def test_training_streams_curves_and_puts_the_model_in_hand(stop_jobs):
     assert name.startswith("trained: copy-3to3")
     trained = at.session_state["trained"]
     assert list(trained) == [name.removeprefix("trained: ")]
-    assert load_checkpoint(trained[name.removeprefix("trained: ")]).history[-1]["step"] == job.result.steps
+    saved = load_checkpoint(trained[name.removeprefix("trained: ")])
+    assert saved.history[-1]["step"] == job.result.steps
+    assert final_exact_match(saved) == job.result.exact_match  # what Checkpoints lists: the score the page said
 
     next_pages = [link.proto.page for link in at.main.get("page_link") if link.proto.page != ""]
     assert next_pages == ["decoding", "lengths", "masking"]  # where to take the model in hand next
