@@ -57,11 +57,11 @@ def test_parameters_fall_into_the_layers_named_on_the_chart():
     layers = list(dict.fromkeys(layer_of(n) for n in names))
     assert layers == [
         "embeddings",
-        "encoder 1",
-        "encoder 2",
+        "encoder layer 0",
+        "encoder layer 1",
         "encoder final norm",
-        "decoder 1",
-        "decoder 2",
+        "decoder layer 0",
+        "decoder layer 1",
         "decoder final norm",
         "generator",
     ]

@@ -18,21 +18,22 @@ EmbeddingPoints = list[tuple[float, float]]  # one (x, y) per symbol
 
 
 STACKS = {  # a stack's layers and its final norm (pre-norm), and the parts named by their module
-    "encoder": (N_("encoder {n}"), N_("encoder final norm"), N_("encoder")),
-    "decoder": (N_("decoder {n}"), N_("decoder final norm"), N_("decoder")),
+    "encoder": (N_("encoder layer {n}"), N_("encoder final norm"), N_("encoder")),
+    "decoder": (N_("decoder layer {n}"), N_("decoder final norm"), N_("decoder")),
     "generator": (None, None, N_("generator")),
 }
 
 
 def layer_of(parameter_name: str) -> Message:
-    """The layer a parameter belongs to, as the charts name it: "embeddings", "encoder 1", ..., "decoder 1", ...,
-    "encoder final norm", "decoder final norm" (pre-norm), or "generator"."""
+    """The layer a parameter belongs to, as the charts name it: "embeddings", "encoder layer 0", ..., "decoder layer
+    0", ..., "encoder final norm", "decoder final norm" (pre-norm), or "generator". Layers count from 0, as the
+    attention maps and Knockout number them."""
     parts = parameter_name.split(".")
     if parts[0] in ("embed", "positional"):
         return Message(N_("embeddings"))
     layer, final_norm, whole = STACKS.get(parts[0], (None, None, parts[0]))
     if layer and parts[1] == "layers":
-        return Message(layer, n=int(parts[2]) + 1)
+        return Message(layer, n=int(parts[2]))
     named = final_norm if final_norm and parts[1] == "norm" else whole  # a recurrent model: encoder, decoder
     return Message(named)  # a name, not an expression with literals in it: Babel would extract "norm"
 
