@@ -31,6 +31,7 @@ from transformer.model import ModelConfig
 from transformer.serving import RunRegistry, ServerSettings
 from transformer.tasks import DataConfig
 from transformer.training import Trainer, suggested_lr
+from transformer.vocab import Vocab
 
 # ---------------------------------------------------------------------------------------------- running
 
@@ -311,6 +312,11 @@ def check_expectations(results: dict[str, ExperimentRun]) -> None:
 
 def test_shipped_results_match_what_the_expectations_say():
     check_expectations({key: load_shipped(key) for key in READY})
+
+
+def test_every_shipped_result_names_the_decoder_s_first_input_bos_as_every_page_does():
+    for key in READY:
+        assert load_shipped(key).probe_tgt[0] == Vocab.BOS, key  # never "<s>" on Compare's heatmaps alone
 
 
 EXACT_MATCH_BAND = 0.05  # final held-out exact match: a variant that ends at 97% may end at 95-99% on another CPU

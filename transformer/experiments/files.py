@@ -29,7 +29,7 @@ from ..recurrent import cross_attention_shape
 from ..settings import check_limits
 from ..tasks import DataConfig, longest_sequence
 from ..training import METRIC_COLUMNS, TrainConfig
-from ..vocab import N_SPECIAL
+from ..vocab import N_SPECIAL, Vocab
 from .definitions import CUSTOM, READY, SWITCHES, Configs, Experiment, SwitchValue, custom_text
 from .runs import ExperimentRun, VariantRun
 
@@ -268,6 +268,7 @@ def experiment_from_json(text: str | bytes) -> ExperimentRun:
     src, tgt = (reader.list(probe[k], most=experiment.data.max_len + 1) for k in ("src", "tgt"))
     if not src or not tgt or not all(isinstance(t, str) and len(t) <= MAX_TOKEN_CHARS for t in src + tgt):
         reader.fail(N_("has a probe that is not a short list of tokens"))
+    tgt = [Vocab.BOS, *tgt[1:]]  # the decoder's input starts with BOS, named as every page names it (version 1: <s>)
     variants = reader.list(d["variants"], most=len(experiment.values))
     if not variants:
         reader.fail(N_("holds no runs"))
