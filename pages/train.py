@@ -179,7 +179,7 @@ def finished(run: Run, seat: Seat | None) -> None:
     elif saved_run_in_hand():  # the model in hand now, whatever was in hand when the run ended
         st.info(
             _(
-                "The model is now **in hand** as *trained: {name}*: open it up on the other pages.",
+                "The model is now **in hand** as *trained: {name}*. Open it up on the other pages.",
                 name=markdown_literal(saved["name"]),
             )
         )

@@ -92,6 +92,8 @@ def test_the_report_speaks_the_translator_s_language(report, language, words):
     assert all(f"<h3>{word}</h3>" in page for word in words)
     ending = {"en": "it got every held-out sequence right", "zh-CN": "留出集中的每个序列都答对了"}[language]
     assert ending in page and f"{report.result['steps']}" in page
+    then = {"en": "right. On the held-out set", "zh-CN": "答对了。留出集上"}[language]  # no space after 。
+    assert then in page and "。 " not in page
 
 
 @pytest.mark.parametrize(

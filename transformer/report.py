@@ -244,7 +244,9 @@ def _settings(page: _Page, report: ReportData) -> str:
         scores = N_("On the held-out set: exact match {exact_match:.1%}, token accuracy {token_acc:.1%}.")
         ending = page.t(ENDINGS.get(result["reason"], ENDINGS["stopped"]), **result)
         shares = {name: shown_share(result[name]) for name in ("exact_match", "token_acc")}
-        parts += [page.heading(N_("Outcome")), f"<p>{ending} {page.t(scores, **{**result, **shares})}</p>"]
+        second = page.t(scores, **{**result, **shares})
+        said = page.tr.gettext(N_("{first} {second}"), first=ending, second=second)  # each escaped; 。 needs no space
+        parts += [page.heading(N_("Outcome")), f"<p>{said}</p>"]
         if report.settings.get("causal_mask") is False:
             parts.append(f"<p>{page.t(PEEKED)}</p>")
     return "".join(parts)
