@@ -53,13 +53,14 @@ def test_two_line_head_titles_keep_clear_of_the_row_of_panels_above():
     assert all(title.text.count("<br>") == 1 for title in layout.annotations[:4])  # two lines: name, then score
 
 
-@pytest.mark.parametrize("last, side", [(0.95, "top"), (0.5, "bottom")])
-def test_the_threshold_s_label_sits_at_the_right_on_the_side_the_curve_s_end_is_not(last, side):
+@pytest.mark.parametrize("last, place", [(0.95, (0, "left", "top")), (0.5, (1, "right", "bottom"))])
+def test_the_threshold_s_label_sits_where_the_curve_is_not(last, place):
+    """Ended above the line: under its left end, where the curve started low; ended below: above its right end."""
     from transformer.figures.alignment import best_head_figure
 
     fig = best_head_figure([0, 25, 50], [("L0 H0", 0.2), ("L0 H1", 0.6), ("L0 H1", last)], chance=0.2, threshold=0.9)
     found = next(a for a in fig.layout.annotations if a.text.startswith("found"))
-    assert (found.x, found.xanchor, found.y, found.yanchor) == (1, "right", 0.9, side)  # "top": below the line
+    assert (found.x, found.xanchor, found.yanchor) == place and found.y == 0.9  # "top": below the line
 
 
 @pytest.mark.parametrize("last, side", [(0.25, "top"), (0.95, "bottom"), (0.1, "bottom")])

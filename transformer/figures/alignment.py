@@ -78,10 +78,12 @@ def best_head_figure(
     tr: Translator = ENGLISH,
 ) -> go.Figure:
     """The best-aligned head's score at each step (its name in the hover), with `threshold` dashed and uniform
-    attention's score (`chance`) dotted. The threshold's label sits at the right end of its line, on the side the
-    curve's end is not: where the curve starts, it would sit on the axis's ticks, and a curve rising through 0.9
-    would cross it. Uniform attention's label sits above its line, but below it where a curve that stayed near
-    uniform (a model without positional encoding) ends just above, and would strike it through."""
+    attention's score (`chance`) dotted. The threshold's label sits away from the curve: above the right end of its
+    line while the curve ends below it, and under the left end once the curve ends above it (where the curve starts,
+    near uniform attention), since a curve rising through the threshold late in the run crosses the line's right
+    end (in Chinese the label is as long as a third of the line). Uniform attention's label sits above its line, but
+    below it where a curve that stayed near uniform (a model without positional encoding) ends just above, and would
+    strike it through."""
     trace = dict(
         type="scatter",
         x=np.asarray(steps),
@@ -116,10 +118,12 @@ def best_head_figure(
         annotations=[
             dict(
                 note,
-                x=1,
+                **(
+                    dict(x=0, xanchor="left", yanchor="top")
+                    if best and best[-1][1] >= threshold
+                    else dict(x=1, xanchor="right", yanchor="bottom")
+                ),
                 y=threshold,
-                xanchor="right",
-                yanchor="top" if best and best[-1][1] >= threshold else "bottom",
                 text=tr.gettext("found: {threshold:g}", threshold=threshold),
             ),
             dict(
