@@ -181,8 +181,9 @@ def test_figures_shade_the_trained_lengths_and_plot_the_scores():
     assert list(bars.x) == [2, 3, 4, 5, 6] and list(bars.y) == [50, 100, 100, 100, 25]
     (shade,) = accuracy.layout.shapes
     assert (shade.x0, shade.x1) == (2.5, 5.5)
-    expected, output = output_length_figure(scores).data
+    output, expected = output_length_figure(scores).data  # the dashed expected length over the output's line
     assert list(expected.y) == [2, 3, 4, 5, 6] and expected.name == "expected"
+    assert output_length_figure(scores).layout.yaxis.range[1] > max(*expected.y, *output.y)  # room for the label
     assert output_length_figure(scores_frame({7: 0.0})).layout.shapes == ()  # no trained length tested: no shade
 
 

@@ -50,17 +50,10 @@ def length_accuracy_figure(scores: pd.DataFrame, tr: Translator = ENGLISH) -> go
 
 
 def output_length_figure(scores: pd.DataFrame, tr: Translator = ENGLISH) -> go.Figure:
-    """Mean output length against the input length, beside the expected (target) length."""
+    """Mean output length against the input length, beside the expected (target) length: dashed, drawn over the
+    output's line, so that both show where they agree (count's outputs are always as long as its alphabet)."""
     fig = go.Figure(
         [
-            go.Scatter(
-                x=scores["length"],
-                y=scores["target_len"],
-                name=tr.gettext("expected"),
-                mode="lines",
-                line=dict(color=MARKER, dash="dash", width=2),
-                hovertemplate="%{y:.1f}<extra></extra>",
-            ),
             go.Scatter(
                 x=scores["length"],
                 y=scores["output_len"],
@@ -69,9 +62,19 @@ def output_length_figure(scores: pd.DataFrame, tr: Translator = ENGLISH) -> go.F
                 line=dict(color=TRAIN, width=3),
                 hovertemplate=tr.gettext("{n} symbols", n="%{y:.1f}") + "<extra></extra>",
             ),
+            go.Scatter(
+                x=scores["length"],
+                y=scores["target_len"],
+                name=tr.gettext("expected"),
+                mode="lines",
+                line=dict(color=MARKER, dash="dash", width=2),
+                hovertemplate="%{y:.1f}<extra></extra>",
+            ),
         ]
     )
-    fig.update_yaxes(title=tr.gettext("symbols before EOS"), rangemode="tozero")
+    top = max(scores["output_len"].max(), scores["target_len"].max(), 1)
+    # headroom above the longest for the "trained lengths" label, as on the accuracy chart
+    fig.update_yaxes(title=tr.gettext("symbols before EOS"), range=[0, 1.25 * top])
     return _length_axis(fig, scores, tr.gettext("Output length"), tr)
 
 
