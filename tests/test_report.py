@@ -160,7 +160,7 @@ def test_the_length_test_shows_its_lengths_and_what_they_show(report):
 
 
 def test_a_class_student_s_report_holds_their_group_prediction_and_the_class_s_result(report):
-    seat = replace(SEAT, measured="later", outcome="solved: 3 of 4 (with PE) against 0 of 4 (no PE).")
+    seat = replace(SEAT, measured="later", outcome="Solved: 3 of 4 (with PE) against 0 of 4 (no PE).")
     page = run_report_html(report, ENGLISH, seat)
     for row in ["Period 3", "Ada", "no PE", "Without positional encoding", "sooner", "later", "3 of 4 (with PE)"]:
         assert row in page

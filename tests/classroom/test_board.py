@@ -79,7 +79,7 @@ def test_a_lost_run_says_where_it_was_lost_is_flagged_and_counts_for_no_outcome(
         ["S2", "has not started"],
     ]
     assert board.outcome_table(snapshot)["group"].tolist() == ["no PE"]
-    assert board.difference_sentence(snapshot).startswith("solved: 0 of 0 (PE) against 1 of 1 (no PE)")
+    assert board.difference_sentence(snapshot).startswith("Solved: none yet (PE) against 1 of 1 (no PE)")
     assert board.student_rows(snapshot)["state"].tolist() == ["lost at step 261", "finished", "not started"]
     assert board.student_rows(snapshot)["result"][0] == "the server restarted or lost it"  # the flag says what to do
     assert board.results_frame(snapshot)["state"].tolist()[0] == "lost at step 261"
@@ -139,7 +139,7 @@ def test_the_difference_sentence_gives_counts_and_the_spread_of_steps_to_solve()
     snapshot = class_of(runs)
     sentence = board.difference_sentence(snapshot)
     assert sentence == (
-        "solved: 15 of 15 (PE) against 0 of 14 (no PE). Steps to solve: PE: median 500 (range 300-700); "
+        "Solved: 15 of 15 (PE) against 0 of 14 (no PE). Steps to solve: PE: median 500 (range 300-700); "
         "no PE: none solved."
     )
     assert translator("zh-CN")(sentence) == (  # Chinese marks between its parts too
@@ -150,7 +150,7 @@ def test_the_difference_sentence_gives_counts_and_the_spread_of_steps_to_solve()
     assert table.groupby("group")["solved"].sum().to_dict() == {"PE": 15, "no PE": 0}
     assert board.difference_sentence(class_of([None, RunState("training", step=5)])) == "No run has finished yet."
     alone = class_of([finished(200, True), finished(400, True), finished(600, False)], assignment=None)
-    assert board.difference_sentence(alone) == "solved: 2 of 3. Steps to solve: median 300 (range 200-400)."
+    assert board.difference_sentence(alone) == "Solved: 2 of 3. Steps to solve: median 300 (range 200-400)."
 
 
 def test_flags_name_stalled_runs_and_students_who_have_not_started():
@@ -308,8 +308,15 @@ def test_a_run_the_time_budget_stopped_ran_out_of_time_and_is_never_graded_as_a_
     assert frame["measured"].tolist() == ["ran out of time"] * 4 and frame["right"].isna().all()
     assert board.result_text(runs[1]) == "ran out of time: exact match 40.0% after 250 steps"
     assert board.difference_sentence(snapshot) == (
-        "solved: 2 of 2 (PE) against 0 of 0 (no PE). Steps to solve: PE: median 350 (range 300-400); no PE: none "
-        "solved. Ran out of time, not counted: 2 (no PE)."
+        "Solved: 2 of 2 (PE) against none yet (no PE). Steps to solve: PE: median 350 (range 300-400); no PE: none "
+        "yet. Ran out of time, not counted: 2 (no PE)."
+    )  # never "0 of 0": the group's runs ran out of time, not zero runs that failed
+    assert translator("zh-CN")(board.difference_sentence(snapshot)).startswith(
+        "解出：2 个中有 2 个（PE），对比 尚无可计的训练（无位置编码）。"
+    )
+    alone = class_of([timed_out(250), timed_out(180)], assignment=None)
+    assert board.difference_sentence(alone) == (
+        "Solved: none yet. Steps to solve: none yet. Ran out of time, not counted: 2."
     )
     assert board.outcome_table(snapshot)["timed_out"].tolist() == [False, True, False, True]
     # one no-PE run that ended by its step budget grades the no-PE group; the time-budget one counts for neither

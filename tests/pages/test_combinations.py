@@ -258,4 +258,4 @@ def test_a_report_downloaded_as_its_run_ends_counts_that_run_with_the_class(medi
     poll_until_done(at)
     assert at.session_state["run"].result.reason == "solved"
     report = report_of(at, media)
-    assert "No run has finished yet" not in report and "solved: 1 of 1." in report
+    assert "No run has finished yet" not in report and "Solved: 1 of 1." in report

@@ -31,6 +31,7 @@ SEPARATORS = ",;\t|\r\n"  # where a spreadsheet may split a CSV's text into cell
 # (a spreadsheet may trim them), then a formula character: `spreadsheet_safe` puts a quote before that character.
 FORMULA_AFTER_SEPARATOR = re.compile(f'(?:^|(?<=[{re.escape(SEPARATORS)}]))([ "]*)(?=[{re.escape(FORMULA_START)}])')
 LOST_ADVICE = N_("the server restarted or lost it; press Start again")
+NONE_YET = N_("none yet")  # a group none of whose ended runs counts: each ran out of time
 LOST_CAUSE = N_("the server restarted or lost it")  # the board's result cell: its flags say what to do
 WORDS = {  # a run's status and why it ended, as a board says them
     "finished": N_("finished"),
@@ -202,9 +203,10 @@ def outcome_table(snapshot: Snapshot) -> pd.DataFrame:
 
 
 def difference_sentence(snapshot: Snapshot) -> Message:
-    """The groups' outcomes in plain words: 'solved: 15 of 15 (with PE) against 0 of 14 (no PE). Steps to solve:
+    """The groups' outcomes in plain words: 'Solved: 15 of 15 (with PE) against 0 of 14 (no PE). Steps to solve:
     with PE median 450 (range 300-700); no PE none solved.' Counts are of finished runs; runs that ran out of time
-    count for neither, and are counted after: 'Ran out of time, not counted: 2 (no PE).'"""
+    count for neither, and are counted after: 'Ran out of time, not counted: 2 (no PE).' A group none of whose runs
+    counts yet says so: 'none yet (no PE)'."""
     ended: dict[str | None, list[Outcome]] = {
         label: [o for s in members if (o := measured(snapshot.runs.get(s.id))) is not None]
         for label, members in _groups(snapshot).items()
@@ -216,17 +218,18 @@ def difference_sentence(snapshot: Snapshot) -> Message:
     counts, spreads = [], []
     for label, found in outcomes.items():
         solved, runs, steps = len(steps_to_solve(found)), len(found), spread(steps_to_solve(found))
-        steps = steps or Message(N_("none solved"))
+        steps = steps or Message(N_("none solved") if runs else NONE_YET)
         if named:
-            counts.append(Message(N_("{solved} of {runs} ({group})"), solved=solved, runs=runs, group=label))
+            count = Message(N_("{solved} of {runs} ({group})"), solved=solved, runs=runs, group=label)
+            counts.append(count if runs else Message(N_("none yet ({group})"), group=label))
             spreads.append(Message(N_("{group}: {steps}"), group=label, steps=steps))
         else:
-            counts.append(Message(N_("{solved} of {runs}"), solved=solved, runs=runs))
+            counts.append(Message(N_("{solved} of {runs}"), solved=solved, runs=runs) if runs else Message(NONE_YET))
             spreads.append(steps)
     against = counts[0]
     for count in counts[1:]:
         against = Message(N_("{first} against {second}"), first=against, second=count)
-    solved = N_("solved: {counts}. Steps to solve: {spreads}.")
+    solved = N_("Solved: {counts}. Steps to solve: {spreads}.")
     sentence = Message(solved, counts=against, spreads=joined(spreads, N_("; ")))
     late = {label: n for label, found in ended.items() if (n := sum(o.timed_out for o in found))}
     if not late:
