@@ -150,6 +150,13 @@ class Seat:
         """The class and the student: what a run started in this seat is kept under (RUN_SEAT)."""
         return self.info.code, self.student.id
 
+    def task_name(self) -> str | None:
+        """The task the student's group trains, by name, where it is one of the lab's; None for the class's own
+        examples."""
+        if self.info.task is not None:
+            return None
+        return str(self.assignment.settings(self.assignment.group(self.student.position))["task"])
+
     def configs(self, values: Mapping[str, Any]) -> tuple:
         """The run's configs: the form's values (by setting name) of the open settings over the assignment's;
         ValueError on a bad one."""
@@ -168,9 +175,7 @@ def class_task_name() -> str | None:
     """The task this session's class trains, by name, where it is one of the lab's (not the class's own examples);
     None outside a class, or before joining."""
     seat = seat_in_class()
-    if seat is None or seat.info.task is not None:
-        return None
-    return str(seat.assignment.settings(seat.assignment.group(seat.student.position))["task"])
+    return None if seat is None else seat.task_name()
 
 
 def seat_in_class() -> Seat | None:

@@ -12,7 +12,7 @@ from transformer.experiments import CUSTOM, SWITCHES
 from transformer.experiments.definitions import Switch, lesson_settings, task_setup
 from transformer.i18n import N_
 from transformer.limits import MAX_VARIANTS
-from ui.classes import class_task_name
+from ui.classes import class_task_name, seat_in_class
 from ui.language import SELECT_ALL, _, said, worded
 from ui.setting_widgets import FOLDED_COLUMNS, OTHER_SETTINGS, draw_setting, setting_value, widget_value
 
@@ -41,6 +41,22 @@ def switch_changed() -> None:
         st.session_state["compare_state"], switch=switch.field, values=switch.choices[:2]
     )
     st.session_state.pop("compare_values", None)  # the multiselect starts again from them
+
+
+def class_experiment() -> CompareState | None:
+    """Where Compare opens for a class student whose class trains a lab task other than the lesson's (whose ready-made
+    experiments are on it): a custom experiment on that task, varying the setting the groups differ in, with their
+    values, where Compare can switch it; None otherwise."""
+    seat = seat_in_class()
+    task = None if seat is None else seat.task_name()
+    if task is None or task == lesson_settings()["task"]:
+        return None
+    assignment = seat.assignment
+    switch = SWITCHES.get(assignment.setting)
+    values = tuple(group.value for group in assignment.groups)[:MAX_VARIANTS]
+    if switch is None or not set(values) <= set(switch.choices):
+        switch, values = SWITCHES[CompareState.switch], CompareState.values
+    return CompareState(CUSTOM, custom_settings(task_setup(task), switch.field), switch.field, values)
 
 
 def custom_builder(state: CompareState) -> CompareState:

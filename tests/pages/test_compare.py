@@ -11,6 +11,7 @@ import ui.common
 from tests.helpers.apptest import chart
 from transformer import settings as spec
 from transformer.classroom import Assignment, Caller
+from transformer.classroom.assignment import Group
 from transformer.experiments import READY, result_path
 from transformer.experiments.definitions import task_setup
 from transformer.literal import markdown_literal
@@ -340,3 +341,45 @@ def test_a_class_student_s_custom_experiment_starts_from_their_class_s_task():
     outside = open_compare()
     outside.selectbox(key="compare_experiment").set_value("custom").run()
     assert outside.selectbox(key="compare_task").value == "reverse"  # outside a class: the lesson's task
+
+
+def joined_student(code: str) -> AppTest:
+    """A student who opened the class link and joined on Train, not yet on Compare."""
+    at = AppTest.from_file("../../streamlit_app.py", default_timeout=60)
+    at.query_params["class"] = code
+    at.run()
+    at.switch_page("pages/train.py").run()
+    at.text_input(key="class_name").set_value("Ada")
+    at.button(key="class_join_button").click().run()
+    return at
+
+
+@pytest.mark.usefixtures("class_server")
+def test_compare_opens_on_the_class_s_own_experiment_for_a_class_on_another_task():
+    store, teacher = ui.classes.class_store(), Caller(None, "the-teacher's-browser")
+    code, key = store.create_class("Period 3", 14, teacher)
+    groups = (Group("with PE", "sinusoidal"), Group("no PE", "none"))
+    translate = Assignment(spec.default_run("translate"), setting="positional", groups=groups)
+    store.set_assignment(code, key, translate, teacher)
+    at = joined_student(code)
+    at.switch_page("pages/compare.py").run()
+    assert not at.exception and at.selectbox(key="compare_experiment").value == "custom"
+    assert at.selectbox(key="compare_task").value == "translate"  # not the ready-made experiments' reverse
+    assert at.number_input(key="compare_max_len").value == task_setup("translate")["max_len"]
+    assert (at.selectbox(key="compare_switch").value, at.multiselect(key="compare_values").value) == (
+        "positional",
+        ["sinusoidal", "none"],  # the class's groups
+    )
+    at.switch_page("pages/train.py").run()
+    at.switch_page("pages/compare.py").run()  # a second visit keeps what the student had
+    assert at.selectbox(key="compare_experiment").value == "custom"
+    # a link that names an experiment opens it; a class on the lesson's task keeps the ready-made ones
+    linked = joined_student(code)
+    linked.query_params["experiment"] = "post-vs-pre-norm"
+    linked.switch_page("pages/compare.py").run()
+    assert linked.selectbox(key="compare_experiment").value == "post-vs-pre-norm"
+    reverse, key = store.create_class("Period 4", 14, teacher)
+    store.set_assignment(reverse, key, Assignment({"task": "reverse"}, setting="positional", groups=groups), teacher)
+    on_reverse = joined_student(reverse)
+    on_reverse.switch_page("pages/compare.py").run()
+    assert on_reverse.selectbox(key="compare_experiment").value == next(iter(READY))
