@@ -95,12 +95,17 @@ def test_the_train_pages_default_run_solves_all_1000_held_out_sequences(seed):
     assert exact_match(trainer.model.eval(), trainer.valid, vocab.bos_id, vocab.eos_id) == 1.0
 
 
-def test_a_rows_training_loss_is_the_mean_of_its_steps_losses():
+def test_a_rows_training_loss_is_the_mean_of_the_last_row_s_worth_of_steps():
     trainer = Trainer(ModelConfig(), COPY, TrainConfig(steps=20, early_stop=False, eval_every=10))
     rows = list(trainer.train())
     losses = trainer.step_losses
     assert len(losses) == 20 and all(isinstance(loss, float) for loss in losses)
     assert [row["train_loss"] for row in rows] == pytest.approx([sum(losses[:10]) / 10, sum(losses[10:]) / 10])
+    # a last row 3 steps after the one before averages the last 10 steps too, not 3 (lucky) steps alone
+    trainer = Trainer(ModelConfig(), COPY, TrainConfig(steps=23, early_stop=False, eval_every=10))
+    rows, losses = list(trainer.train()), trainer.step_losses
+    assert [row["step"] for row in rows] == [10, 20, 23]
+    assert [row["train_loss"] for row in rows] == pytest.approx([sum(losses[i - 10 : i]) / 10 for i in (10, 20, 23)])
 
 
 @pytest.mark.parametrize("causal_mask", [True, False])

@@ -203,7 +203,7 @@ class Trainer:
         self.reason: str | None = None  # why training ended, once it has
         self._start = time.perf_counter()
         self._last_row_time = 0.0  # training time (pauses left out) at the last metric row
-        self._losses: list[float] = []  # the step losses since the last row
+        self._steps_since_row = 0
         self._tokens = 0
         self._last_check = -10
         self._snapshot_attention()
@@ -233,7 +233,7 @@ class Trainer:
         """Book a step taken on `batch` (its loss, and the logits it was computed from), check whether the task is
         solved (which ends training: `reason`), and return the metric row when this step makes one."""
         cfg, vocab = self.train_config, self.vocab
-        self._losses.append(loss)
+        self._steps_since_row += 1
         self.step_losses.append(loss)
         self._tokens += batch.n_tokens
         # When the model gets every sequence of this batch right under teacher forcing, the full held-out set is
@@ -254,12 +254,12 @@ class Trainer:
         if self.step % cfg.eval_every:
             return None
         now = self._training_time()
-        return self._row(self._losses, self._tokens / max(now - self._last_row_time, 1e-9), now, lr)
+        return self._row(self._tokens / max(now - self._last_row_time, 1e-9), now, lr)
 
     def row_taken(self) -> None:
         """Start the next row's counters, once the row just returned has been handed on."""
         self._snapshot_attention()
-        self._losses, self._tokens, self._last_row_time = [], 0, self._training_time()
+        self._steps_since_row, self._tokens, self._last_row_time = 0, 0, self._training_time()
 
     def end(self) -> Iterator[MetricRow]:
         """End training: set `result`, and yield the last row, scored on the whole held-out set, when steps were
@@ -277,9 +277,9 @@ class Trainer:
         else:
             final = evaluate(self.model, self.valid, vocab.bos_id, vocab.eos_id, decode=reason != "solved")
         self.result = TrainResult(self.step, elapsed, final["exact_match"], final["token_acc"], reason)
-        if self._losses:
+        if self._steps_since_row:
             rate = self._tokens / max(elapsed - self._last_row_time, 1e-9)
-            yield {**self._row(self._losses, rate, elapsed, self.train_config.lr_at(self.step)), **final}
+            yield {**self._row(rate, elapsed, self.train_config.lr_at(self.step)), **final}
             self._snapshot_attention()
 
     def _optimizer_step(self, batch: Batch, lr: float) -> tuple[float, torch.Tensor]:
@@ -373,8 +373,12 @@ class Trainer:
             return solved
         return exact_match(self.model, self.valid, vocab.bos_id, vocab.eos_id, stop_at_first_miss=True) == 1.0
 
-    def _row(self, losses: list[float], tokens_per_s: float, elapsed: float, lr: float) -> MetricRow:
+    def _row(self, tokens_per_s: float, elapsed: float, lr: float) -> MetricRow:
+        """The metric row at this step. Its training loss is the mean of the last `eval_every` steps' losses: the steps
+        since the row before, and for a last row that came sooner, as many steps before it as make up the number, so
+        that the few steps of a run that stopped right after them (its last batch all right) do not drop its curve."""
         scores = evaluate(self.model, self.probe, self.vocab.bos_id, self.vocab.eos_id, decode=False)
+        losses = self.step_losses[-self.train_config.eval_every :]
         row = {
             "step": self.step,
             "train_loss": sum(losses) / len(losses),
