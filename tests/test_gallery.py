@@ -173,11 +173,11 @@ def test_each_default_run_builds_with_its_step_budget_and_a_one_line_description
 
 
 def description_examples(name: str) -> list[tuple[list[str], list[str]]]:
-    """The `source -> target` examples of a task's description: the symbols of its default run just before each
+    """The `source → target` examples of a task's description: the symbols of its default run just before each
     arrow, and those after it up to the first that ends a clause (a comma or full stop) or is no symbol."""
     symbols = set(get_task(name).symbols(GALLERY[name].defaults["n_symbols"]))
     words, examples = GALLERY[name].description.split(), []
-    for at in (i for i, w in enumerate(words) if w == "->"):
+    for at in (i for i, w in enumerate(words) if w == "→"):
         start = at
         while start > 0 and words[start - 1] in symbols:
             start -= 1

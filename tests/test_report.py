@@ -17,9 +17,12 @@ from tests.helpers import array
 from transformer.i18n import read_catalogue, translator
 from transformer.lengths import score_lengths
 from transformer.limits import MAX_NAME_CHARS
+from transformer.live_examples import COLUMNS, live_examples
+from transformer.model import ModelConfig, Transformer
 from transformer.report import Section, notice_html, report_file_name, report_html, run_report_html
 from transformer.report_data import ClassPart, Example, gather
 from transformer.serving import finished_run
+from transformer.tasks import DataConfig, TaskData
 
 ROOT = Path(__file__).resolve().parents[1]
 ENGLISH, CHINESE = translator("en"), translator("zh-CN")
@@ -132,6 +135,18 @@ def test_an_empty_output_is_said_in_words(report):
     silent = replace(report, examples=[Example("1 2 3", "3 2 1", "", False)])
     assert "<td>(nothing)</td>" in run_report_html(silent, ENGLISH)
     assert "<td>（空）</td>" in run_report_html(silent, CHINESE)
+
+
+def test_the_examples_table_has_the_train_page_s_columns_in_its_order(report):
+    silent = replace(report, examples=[Example("1 2 3", "3 2 1", "3 2 2", False)])
+    page = run_report_html(silent, ENGLISH)
+    table = page[page.index("Held-out examples") :]
+    header = re.findall(r"<th>(.*?)</th>", table[: table.index("</tr>")])
+    row = re.findall(r"<td>(.*?)</td>", table[table.index("<td>") : table.index("</tr>", table.index("<td>"))])
+    assert header == list(COLUMNS) == ["right", "input", "model output", "target"]
+    assert row == ["✗", "1 2 3", "3 2 2", "3 2 1"]
+    model = Transformer(ModelConfig()).eval()
+    assert list(live_examples(model, TaskData(DataConfig(max_len=6)), n=2).columns) == list(COLUMNS)  # Train's
 
 
 def test_a_task_without_an_ideal_alignment_says_so(report):

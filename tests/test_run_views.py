@@ -61,7 +61,7 @@ def test_live_examples_mark_each_output(data, monkeypatch):
 
     monkeypatch.setattr("transformer.live_examples.greedy_decode", decode_two_right)
     table = live_examples(model, data)
-    assert list(table.columns) == ["input", "target", "model output", "right"]
+    assert list(table.columns) == ["right", "input", "model output", "target"]
     assert table["right"].tolist() == ["✓", "✓", "✗", "✗", "✗"]
     source = [str(s) for s in data.valid_sources[0]]
     assert table.loc[0, "input"] == " ".join(source) and table.loc[0, "target"] == " ".join(source[::-1])

@@ -49,7 +49,7 @@ def _digits(value: int, base: int) -> list[int]:
 class Addition(GalleryTask):
     name = "add"
     description = N_(
-        "Add two numbers, carries and all: 1 2 + 3 4 -> 4 6, 5 8 + 7 -> 6 5. Each output digit depends on the digits "
+        "Add two numbers, carries and all: 1 2 + 3 4 → 4 6, 5 8 + 7 → 6 5. Each output digit depends on the digits "
         "to its right, and the answer may be a digit longer than either number."
     )
     lengths = range(3, MAX_SEQ_LEN + 1)
@@ -128,7 +128,7 @@ class Translation(GalleryTask):
     name = "translate"
     description = N_(
         "Translate a toy language into another with its own words, subject-verb-object into subject-object-verb: "
-        "big cat sees dog -> miko gra doro selu. The output's order differs from the input's."
+        "big cat sees dog → miko gra doro selu. The output's order differs from the input's."
     )
     lengths = range(3, 4 + 2 * _MOST_ADJECTIVES)
     symbol_counts = range(2, len(SOURCE_WORDS["noun"]) + 1)
@@ -179,7 +179,7 @@ def _phrases_of(adjectives: int, n_nouns: int) -> int:
 class Deduplicate(GalleryTask):
     name = "dedup"
     description = N_(
-        "Keep the first of each symbol and drop its repeats: 3 1 3 2 1 -> 3 1 2. How much shorter the output is "
+        "Keep the first of each symbol and drop its repeats: 3 1 3 2 1 → 3 1 2. How much shorter the output is "
         "depends on what the input holds."
     )
     defaults = {"min_len": 4, "max_len": 8, "n_symbols": 6, "lr": 0.01, "steps": 3000}  # the Train page's model
@@ -203,7 +203,7 @@ def _letters(n: int) -> tuple[str, ...]:
 class Count(GalleryTask):
     name = "count"
     description = N_(
-        "Count each letter: with the letters a b c d, b a b d b -> 1 3 0 1. The output is as long as the alphabet, "
+        "Count each letter: with the letters a b c d, b a b d b → 1 3 0 1. The output is as long as the alphabet, "
         "whatever the input's length, and each count gathers every place its letter occurs."
     )
     lengths = range(1, 10)  # every count is one digit
@@ -241,7 +241,7 @@ def balanced(source: Sequence[int]) -> bool:
 class Brackets(GalleryTask):
     name = "brackets"
     description = N_(
-        "Say whether the brackets balance: ( [ ] ) < > -> yes, ( [ ) ] < > -> no. The answer is one word, and it "
+        "Say whether the brackets balance: ( [ ] ) < > → yes, ( [ ) ] < > → no. The answer is one word, and it "
         "depends on every symbol of the input."
     )
     symbol_counts = range(2, len(BRACKETS) + 1, 2)
@@ -298,7 +298,7 @@ def _keyed(source: Sequence[int]) -> None:
 class Caesar(GalleryTask):
     name = "caesar"
     description = N_(
-        "A Caesar shift whose key is the first letter: with the letters a-h, d a b h -> d e c (d is 3 after a: shift "
+        "A Caesar shift whose key is the first letter: with the letters a-h, d a b h → d e c (d is 3 after a: shift "
         "by 3, and h wraps round to c). Each output letter depends on two places, its own letter and the key."
     )
     lengths = range(2, MAX_SEQ_LEN + 1)
@@ -324,7 +324,7 @@ class Caesar(GalleryTask):
 class Repeat(GalleryTask):
     name = "repeat"
     description = N_(
-        "Say every symbol twice: 1 2 3 -> 1 1 2 2 3 3. The output is twice as long, and two output tokens read each "
+        "Say every symbol twice: 1 2 3 → 1 1 2 2 3 3. The output is twice as long, and two output tokens read each "
         "input position."
     )
     lengths = range(1, MAX_SEQ_LEN // 2 + 1)

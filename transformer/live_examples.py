@@ -8,6 +8,9 @@ from .i18n import N_, Message
 from .model import Transformer
 from .tasks import TaskData
 
+# The columns, in the order every table of them shows: the verdict first, the answer beside its input (on a phone)
+COLUMNS = (N_("right"), N_("input"), N_("model output"), N_("target"))
+
 
 @torch.no_grad()
 def live_examples(model: Transformer, data: TaskData, n: int = 5) -> pd.DataFrame:
@@ -19,12 +22,10 @@ def live_examples(model: Transformer, data: TaskData, n: int = 5) -> pd.DataFram
     width = batch.tgt_out.size(1)
     got = torch.nn.functional.pad(got, (0, width - got.size(1)), value=vocab.pad_id)
     right = (got == batch.tgt_out).all(dim=1).tolist()
-    return pd.DataFrame(
-        {
-            "input": [vocab.decode(ids) for ids in batch.src.tolist()],
-            "target": [vocab.decode(ids) for ids in batch.tgt_out.tolist()],
-            "model output": [vocab.decode(ids) or Message(N_("(nothing)")) for ids in got.tolist()],
-            "right": ["✓" if ok else "✗" for ok in right],  # plain glyphs: every font has them
-        },
-        dtype=object,  # text columns keep their Messages (pandas 3 would store plain strings)
-    )
+    columns = {
+        "right": ["✓" if ok else "✗" for ok in right],  # plain glyphs: every font has them
+        "input": [vocab.decode(ids) for ids in batch.src.tolist()],
+        "model output": [vocab.decode(ids) or Message(N_("(nothing)")) for ids in got.tolist()],
+        "target": [vocab.decode(ids) for ids in batch.tgt_out.tolist()],
+    }
+    return pd.DataFrame({name: columns[name] for name in COLUMNS}, dtype=object)  # object: Messages kept (pandas 3)

@@ -30,6 +30,7 @@ from .figures.theme import FONT_FAMILY, Figure
 from .figures.training import accuracy_figure, loss_figure
 from .i18n import N_, Translator
 from .lengths import summary
+from .live_examples import COLUMNS
 from .report_data import ClassPart, ReportData
 from .shares import shown_share
 from .tasks import DataConfig, get_task
@@ -280,12 +281,14 @@ def _curves(page: _Page, report: ReportData) -> str:
 
 
 def _examples(page: _Page, report: ReportData) -> str:
-    """Held-out inputs, their targets and the model's greedy answers, each marked right or wrong."""
-    header = [page.t(N_("input")), page.t(N_("target")), page.t(N_("model output")), page.t(N_("right"))]
-    rows = [
-        [escaped(x.source), escaped(x.target), escaped(x.output) or page.t(N_("(nothing)")), "✓" if x.right else "✗"]
-        for x in report.examples
-    ]
+    """Held-out inputs, the model's greedy answers and their targets, each marked right or wrong, in the columns of
+    the Train page's table (`live_examples.COLUMNS`)."""
+    rows = []
+    for x in report.examples:
+        output = escaped(x.output) or page.t(N_("(nothing)"))
+        cells = {"right": "✓" if x.right else "✗", "input": escaped(x.source), "model output": output}
+        rows.append([{**cells, "target": escaped(x.target)}[column] for column in COLUMNS])
+    header = [page.t(column) for column in COLUMNS]
     intro = N_("Held-out inputs, which training never saw, decoded greedily by the final model:")
     return page.heading(N_("Held-out examples")) + page.para(intro) + _table(rows, header)
 

@@ -218,7 +218,7 @@ def sort(seq: list[int], n_symbols: int) -> list[int]:
 
 @register_task(
     "increment",
-    N_("Add one to every symbol: 1 3 2 -> 2 4 3; the highest symbol wraps around to 0."),
+    N_("Add one to every symbol: 1 3 2 → 2 4 3; the highest symbol wraps around to 0."),
     alignment=_same_places,
 )
 def increment(seq: list[int], n_symbols: int) -> list[int]:
@@ -227,7 +227,7 @@ def increment(seq: list[int], n_symbols: int) -> list[int]:
 
 @register_task(
     "swap_pairs",
-    N_("Swap neighbours: 1 2 3 4 5 -> 2 1 4 3 5."),
+    N_("Swap neighbours: 1 2 3 4 5 → 2 1 4 3 5."),
     alignment=lambda s: [i ^ 1 if i < len(s) - len(s) % 2 else i for i in range(len(s))],
 )
 def swap_pairs(seq: list[int], n_symbols: int) -> list[int]:

@@ -116,6 +116,5 @@ def held_out_examples(run: Run, rows: list) -> None:
             step=step,
         )
     )
-    headers = {"right": _("right"), "input": _("input"), "model output": _("model output"), "target": _("target")}
-    shown = table_cells(examples)[list(headers)].rename(columns=headers)  # its empty output's words
-    st.dataframe(shown, hide_index=True)  # the verdict first, and the output beside its input: in view on a phone
+    shown = table_cells(examples).rename(columns=_)  # its empty output's words, and its headers, translated
+    st.dataframe(shown, hide_index=True)
