@@ -220,6 +220,7 @@ def recorded_elsewhere(seat: Seat) -> None:
     so, and to press Start again), one still training on another page of theirs, or one that ended on a page this
     one is not (another browser before a rejoin, or this one before a reload or a server restart): where it is, and
     how to see it here; then their prediction's result."""
+    class_recorder().record(seat.student)  # a run of theirs that has just ended is read back as ended
     run = class_store().standing(seat.student)[1]
     if run is None or run.status == "not started":
         return
