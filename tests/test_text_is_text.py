@@ -14,7 +14,7 @@ from streamlit.testing.v1 import AppTest
 from transformer import Checkpoint, DataConfig, ModelConfig, Transformer, Vocab
 from transformer.checkpoint import checkpoint_bytes
 from transformer.experiments import result_path
-from transformer.literal import code_span, markdown_literal
+from transformer.literal import WORD_JOINER, code_span, markdown_literal
 from ui.classes import class_store
 
 APP = Path(__file__).resolve().parent.parent / "streamlit_app.py"
@@ -96,11 +96,34 @@ def checkpoint_bytes_of(c: Checkpoint) -> bytes:
     return checkpoint_bytes(c.model, c.vocab, c.task, c.history, c.train_config)
 
 
+# Streamlit's patterns (tests/test_streamlit_internals.py) in Python: a link or an emoji made of the text it reads
+MADE_ACTIVE = (
+    re.compile(r"(https?://|www(?=\.))([-.\w]+)([^ \t\r\n]*)", re.I | re.A),
+    re.compile(r"(?:(?<=^)|(?<=\s)|(?<=[^\w\s]))([-.\w+]+)@([-\w]+(?:\.[-\w]+)+)", re.A),
+    re.compile(r":\+1:|:-1:|:[\w-]+:", re.A),
+)
+ADDRESSES = ("www.evil.example", "http://evil.example/x", "HTTPS://E.IO", "me@evil.example", '=HYPERLINK("http://e.x")')
+
+
+def read_as_text(markdown: str) -> str:
+    """The text Streamlit's Markdown reads in `markdown` once its escapes are read."""
+    return re.sub(r"\\([!-/:-@\[-`{-~])", r"\1", markdown)
+
+
 @given(st.text(max_size=80))
 def test_markdown_literal_escapes_every_punctuation_character_and_keeps_the_text(text):
     escaped = markdown_literal(text)
-    assert outside_code_and_escapes(escaped) == re.sub(r"[!-/:-@\[-`{-~]", "", " ".join(text.splitlines()))
-    assert re.sub(r"\\(.)", r"\1", escaped) == " ".join(text.splitlines())
+    kept = re.sub(r"[!-/:-@\[-`{-~]", "", " ".join(text.splitlines()))
+    assert outside_code_and_escapes(escaped).replace(WORD_JOINER, "") == kept.replace(WORD_JOINER, "")
+    shown = " ".join(text.splitlines())
+    assert read_as_text(escaped).replace(WORD_JOINER, "") == shown.replace(WORD_JOINER, "")  # invisible joiners only
+    assert not any(p.search(read_as_text(escaped)) for p in MADE_ACTIVE)
+
+
+@pytest.mark.parametrize("text", [*ADDRESSES, ":smile: :+1:", "Period 3 www.x.y and a@b.cd"])
+def test_an_address_or_an_emoji_code_in_literal_text_stays_text(text):
+    assert any(p.search(text) for p in MADE_ACTIVE)  # Streamlit would make a link or an emoji of it
+    assert not any(p.search(read_as_text(markdown_literal(text))) for p in MADE_ACTIVE)
 
 
 @given(st.text(max_size=80))
@@ -182,7 +205,8 @@ def test_every_page_shows_hostile_symbols_tokens_and_names_only_as_text(class_da
     assert not at.exception
     shown["Compare runs, a file loaded"] = markdown_on(at)
 
-    everything = re.sub(r"\\(.)", r"\1", "\n".join(text for texts in shown.values() for text in texts))
+    joined = "\n".join(text for texts in shown.values() for text in texts)
+    everything = re.sub(r"\\(.)", r"\1", joined).replace(WORD_JOINER, "")  # as read: its joiners are invisible
     for fragment in (IMAGE, HTML, LINK, FILE_NAME, *PROBE_TOKENS):  # the hostile text is on the pages ...
         assert fragment in everything, fragment
     rendered = [

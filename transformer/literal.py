@@ -8,12 +8,19 @@ import re
 import unicodedata
 
 _PUNCTUATION = re.compile(r"([!-/:-@\[-`{-~])")  # every ASCII punctuation character
+WORD_JOINER = "\u2060"  # invisible, and no line break at it
+# Where Streamlit's Markdown would still make a link or an emoji of text whose punctuation is escaped: its GitHub
+# autolinks (www.x.y, http://x, a@b.c) and emoji short codes (:smile:) are found in the text after escapes are read.
+_AUTOLINK_OR_EMOJI = re.compile(r"(?i)(?<=www)(?=\.)|(?<=@)|(?<=:)(?=/|[\w+-]+:)")
 
 
 def markdown_literal(text: object) -> str:
     """`text` with every ASCII punctuation character backslash-escaped and line breaks as spaces: no emphasis,
-    heading, list, image, link, HTML, LaTeX or code span can start in it (CommonMark escapes, section 2.4)."""
-    return _PUNCTUATION.sub(r"\\\1", " ".join(str(text).splitlines()))
+    heading, list, image, link, HTML, LaTeX or code span can start in it (CommonMark escapes, section 2.4); and a
+    word joiner inside each web or mail address and emoji short code, which Streamlit would make a link or an emoji
+    of whatever its escapes."""
+    text = _AUTOLINK_OR_EMOJI.sub(WORD_JOINER, " ".join(str(text).splitlines()))
+    return _PUNCTUATION.sub(r"\\\1", text)
 
 
 def code_span(text: object) -> str:
