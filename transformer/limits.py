@@ -195,6 +195,7 @@ def check_train_memory(config: _Sizes, batch_size: int, length: int, lower: str 
 MAX_CLASSES = 200  # classes one server holds at once
 MAX_STUDENTS = 60  # students in one class
 MAX_NAME_CHARS = 40  # a student's display name
+MAX_NAME_KEY_CHARS = 3 * MAX_NAME_CHARS  # the name as classes compare names (`name_key`): NFKC lengthens some letters
 MAX_TITLE_CHARS = 80  # a class's title
 MAX_BROWSER_CHARS = 64  # the opaque browser id a page passes
 MAX_REJOIN_CHARS = 20  # a typed rejoin code (six symbols, with any spaces or dashes a student adds)

@@ -184,7 +184,14 @@ def test_names_that_read_the_same_are_one_name(store, first, second):
 
 @pytest.mark.parametrize(
     "name",
-    ["", "   ", "x" * (MAX_NAME_CHARS + 1), "two\nlines", "tab\there", "nul\x00", 42, "\u202eevil", "Ada\u200b"],
+    [
+        *("", "   ", "x" * (MAX_NAME_CHARS + 1), "two\nlines", "tab\there", "nul\x00", 42, "\u202eevil", "Ada\u200b"),
+        "\u0958" * MAX_NAME_CHARS,  # composed, each letter is two: 80 characters
+        "\ufdfa" * MAX_NAME_CHARS,  # one ligature each, spelled out in 18 letters by NFKC: a name_key of 720
+        "Alice\u2800",  # a blank braille cell: reads as "Alice"
+        "\u3164",  # a Hangul filler: reads as no name
+        "Al\u20281+1",  # a line separator
+    ],
 )
 def test_names_out_of_bounds_are_refused(store, name):
     code, _ = store.create_class("A")

@@ -42,7 +42,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.schema import CreateColumn
 
-from ..limits import MAX_BROWSER_CHARS, MAX_ERROR_CHARS, MAX_NAME_CHARS, MAX_TITLE_CHARS
+from ..limits import MAX_BROWSER_CHARS, MAX_ERROR_CHARS, MAX_NAME_CHARS, MAX_NAME_KEY_CHARS, MAX_TITLE_CHARS
 from .codes import MAX_CODE_CHARS
 
 MAX_KEY_CHARS = 40  # a question's key, a choice's text, a status
@@ -81,7 +81,7 @@ students = Table(
     Column("class_id", ForeignKey("classes.id"), nullable=False),
     Column("browser", String(MAX_BROWSER_CHARS), nullable=False),
     Column("name", String(MAX_NAME_CHARS), nullable=False),
-    Column("name_key", String(3 * MAX_NAME_CHARS), nullable=False),  # `name_key`: names unique as people read them
+    Column("name_key", String(MAX_NAME_KEY_CHARS), nullable=False),  # `name_key`: names unique as people read them
     Column("position", Integer, nullable=False),  # join order from 0, below MAX_STUDENTS: gives group and seed
     Column("joined_at", DateTime, nullable=False),
     Column("rejoin", String(64)),  # the digest of the rejoin code their teacher gave them (`codes.rejoin_digest`)

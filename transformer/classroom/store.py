@@ -31,6 +31,7 @@ from ..limits import (
     MAX_BROWSER_CHARS,
     MAX_CLASSES,
     MAX_NAME_CHARS,
+    MAX_NAME_KEY_CHARS,
     MAX_REJOIN_CHARS,
     MAX_STUDENTS,
     MAX_TITLE_CHARS,
@@ -135,22 +136,36 @@ MOST_MARKS = 4
 HIDDEN_KINDS = {  # Unicode's categories of characters that do not show as themselves, in words for a student
     "Cc": N_("a control character, such as a line break or a tab"),
     "Cf": N_("an invisible formatting character, such as a direction mark"),
+    "Zl": N_("a line break"),
+    "Zp": N_("a paragraph break"),
 }
+# Letters and symbols drawn as blank space, which no normalisation folds: "Alice⠀" (a blank braille cell) reads as
+# "Alice", and a Hangul filler alone as no name at all.
+BLANKS = "\u115f\u1160\u2800\u3164\uffa0"
 
 
 def _is_mark(char: str) -> bool:
     return unicodedata.category(char) in ("Mn", "Me")  # a combining mark: drawn on the letter before it
 
 
+def _hidden(char: str) -> bool:
+    """Whether `char` does not show as itself: a control or format character (but the JOINERS), a line or paragraph
+    break, or one of the BLANKS."""
+    category = unicodedata.category(char)
+    return char not in JOINERS and (category[0] == "C" or category in HIDDEN_KINDS or char in BLANKS)
+
+
 def check_text(text: Any, what: str, longest: int) -> str:
-    """`text` without surrounding spaces if it is 1..`longest` characters of printable text (no control or format
-    characters but the JOINERS, at most MOST_MARKS combining marks on a letter), else ClassroomError. It stays
-    literal: pages show it character for character."""
+    """`text` in Unicode's composed form (NFC), without surrounding spaces, if it is then 1..`longest` characters of
+    printable text on one line (nothing hidden: `_hidden`; at most MOST_MARKS combining marks on a letter), else
+    ClassroomError. It stays literal: pages show it character for character."""
+    if isinstance(text, str):
+        text = unicodedata.normalize("NFC", text)  # counted as stored: composed, as a composing keyboard types it
     if not isinstance(text, str) or not 1 <= len(text.strip()) <= longest:
         has = len(text.strip()) if isinstance(text, str) else 0
         size = N_("{what} must be 1 to {longest} characters; it has {n}")
         raise ClassroomError(Message(size, what=Message(what), longest=longest, n=has))
-    hidden = [c for c in text if unicodedata.category(c).startswith("C") and c not in JOINERS]
+    hidden = [c for c in text if _hidden(c)]
     if hidden:  # named by its code point: a line break, a tab or a direction mark shows as nothing, or as a space
         kind = HIDDEN_KINDS.get(unicodedata.category(hidden[0]), N_("a character that does not show"))
         problem = N_("{what} must be plain text on one line: it holds {code}, {kind}")
@@ -366,7 +381,10 @@ class ClassStore:
         compares names) from `browser`; the same browser again gets the student it joined as, under their first
         name, and a student their teacher let rejoin gets their place back under their name with the `rejoin` code
         the teacher was given (`let_rejoin`). ClassroomError if the name is taken or the class holds MAX_STUDENTS."""
-        name = unicodedata.normalize("NFC", check_text(name, N_("a name"), MAX_NAME_CHARS))
+        name = check_text(name, N_("a name"), MAX_NAME_CHARS)
+        if len(name_key(name)) > MAX_NAME_KEY_CHARS:  # NFKC spells out ligatures: "ﷺ" is 18 letters
+            long = N_("a name must be at most {most} characters once its ligatures are spelled out; it has {n}")
+            raise ClassroomError(Message(long, most=MAX_NAME_KEY_CHARS, n=len(name_key(name))))
         browser = check_text(browser, N_("a browser id"), MAX_BROWSER_CHARS)
         rejoin = check_text(rejoin, N_("a rejoin code"), MAX_REJOIN_CHARS) if rejoin else ""
         # A collision on the position means another student took it: at most MAX_STUDENTS can before the class is
