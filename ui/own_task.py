@@ -57,6 +57,13 @@ def own_task(prefix: str) -> TaskPairs | None:
     return st.session_state.get(f"{prefix}_own_task")
 
 
+def own_task_state(prefix: str) -> dict:
+    """The session-state entries that hold the task read under `prefix` (none when there is none): what a reload
+    gives back with a run trained on it."""
+    keys = (f"{prefix}_own_task", f"{prefix}_own_task_from")
+    return {key: st.session_state[key] for key in keys if key in st.session_state}
+
+
 def forget_own_task(prefix: str) -> None:
     st.session_state.pop(f"{prefix}_own_task", None)
 

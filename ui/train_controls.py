@@ -11,7 +11,7 @@ from ui.accessibility import shortcut_help
 from ui.classes import Seat, answer_prediction, class_recorder, seat_in_class
 from ui.common import client_address, forget_run, remember_run, run_registry
 from ui.language import _, ngettext
-from ui.own_task import OWN_TASK, own_task
+from ui.own_task import OWN_TASK, own_task, own_task_state
 from ui.state import FOLLOW_RUN, RUN, RUN_SEAT, flash, session_run_elsewhere, watcher_id
 from ui.streamlit_internals import page_connected
 from ui.train_form import KEPT, read_form, remember_values
@@ -72,8 +72,9 @@ def start_run() -> None:
         state[RUN], state[RUN_SEAT] = run, seat.key if seat else None
         state[FOLLOW_RUN] = True  # the run is the model in hand while it trains
         remember_values()
-        # the run is in hand, the Train form shows its settings, and its class is known, after a reload too
-        remember_run(RUN, run, {FOLLOW_RUN: True, KEPT: state[KEPT], RUN_SEAT: state[RUN_SEAT]})
+        # the run is in hand, the Train form shows its settings and task, and its class is known, after a reload too
+        kept = {FOLLOW_RUN: True, KEPT: state[KEPT], RUN_SEAT: state[RUN_SEAT], **own_task_state(OWN_TASK)}
+        remember_run(RUN, run, kept)
         run.wait_until_moving(FIRST_STEP_WAIT_S)  # the curve then starts in this redraw, not at the next poll
         if run.done:  # these settings made a run that has ended: this redraw shows its curves and result
             flash("train_joined", "info", _(same_run(seat)))

@@ -635,6 +635,25 @@ def test_an_uploaded_task_file_is_what_start_trains(stop_jobs):
     assert "train_own_task" not in at.session_state and not any("your own task" in i.value for i in at.info)
 
 
+def test_a_reload_mid_run_keeps_the_uploaded_task_for_the_next_start(stop_jobs, browser):
+    at = open_train()
+    stop_jobs.append(at)
+    at.file_uploader(key="train_task_file").set_value(("swaps.csv", SWAPS.encode(), "text/csv"))
+    at.run()
+    start(at, steps=5000, batch=32)
+    job = at.session_state["run"]
+    reloaded = open_train()  # a reload of the browser mid-run: a new session, the uploader empty
+    stop_jobs.append(reloaded)
+    assert reloaded.session_state["run"] is job
+    assert reloaded.session_state["train_own_task"] == job.data_config.pairs
+    reloaded.button(key="stop_training").click().run()
+    wait_until(lambda: job.done)
+    reloaded.run()
+    assert any("Start trains your own task, **swaps\\.csv**" in info.value for info in reloaded.info)
+    start(reloaded, steps=40, batch=32)  # Start another run: the file's task again, not the form's reverse
+    assert reloaded.session_state["run"].data_config.pairs == job.data_config.pairs
+
+
 def test_a_bad_task_file_is_one_error_and_start_trains_the_named_task(stop_jobs):
     at = open_train()
     stop_jobs.append(at)
