@@ -46,9 +46,10 @@ checkpoint = model_page(
 )
 model, vocab, config, tr = checkpoint.model, checkpoint.vocab, checkpoint.config, session_translator()
 longest = config.longest_sequence
+first = max(5, checkpoint.task.min_len)  # the first pair: short, with room to pad, but of a length the model trained on
 
 if claim_inputs("mask", checkpoint.task):  # a model for another task, or a first visit: start from one of its pairs
-    src_ids, tgt_ids = random_pair(checkpoint.task, vocab, 5, seed=0)
+    src_ids, tgt_ids = random_pair(checkpoint.task, vocab, first, seed=0)
     st.session_state["mask_src"], st.session_state["mask_tgt"] = vocab.decode(src_ids), vocab.decode(tgt_ids)
     st.session_state.pop("mask_pad_to", None)  # the new task's longest sequence sets it
 link = link_values("mask", masking_parsers(vocab, longest))
@@ -70,7 +71,7 @@ pad_to = pad_col.number_input(
     _("Pad to"),
     min_value=1,
     max_value=longest,
-    value=min(8, longest),
+    value=min(max(8, first + 2), longest),
     key="mask_pad_to",
     persist_state="session",
     help=_("The length of the longest sequence in the batch: shorter ones get PAD."),

@@ -168,6 +168,19 @@ def test_a_random_pair_moves_the_peek_to_its_own_last_token(at):
     assert not at.exception and not at.error and not at.warning and "causal mask works" in at.success[0].value
 
 
+@pytest.mark.parametrize("lengths", [(6, 8), (9, 12)])
+def test_the_first_pair_is_of_a_length_the_model_trained_on_with_room_to_pad(lengths):
+    config = ModelConfig()
+    task = DataConfig(task="reverse", min_len=lengths[0], max_len=lengths[1])
+    at = AppTest.from_file("../../streamlit_app.py", default_timeout=30)
+    at.session_state["in_hand"] = Checkpoint(Transformer(config).eval(), Vocab.digits(10), config, task, [], {})
+    at.run()
+    at.switch_page("pages/masking.py").run()
+    source = at.text_input(key="mask_src").value.split()
+    assert not at.exception and len(source) == lengths[0]  # not 5, shorter than any input it trained on
+    assert at.number_input(key="mask_pad_to").value == max(8, lengths[0] + 2)  # PAD still shows
+
+
 @pytest.mark.parametrize("page", ["pages/masking.py", "pages/anatomy.py", "pages/decoding.py"])
 def test_a_model_with_the_fewest_positions_opens_without_a_crash(page):
     config = ModelConfig(max_len=2)  # an uploaded model may cover BOS and one symbol only
