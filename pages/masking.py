@@ -207,7 +207,7 @@ def show_masking_result(
     for title, table in ((with_title, result.with_mask), (without_title, result.without_mask)):
         st.markdown(
             _(
-                "**{title}**: {n} of {total} positions changed, largest |Δ| = {largest:.4f}",
+                "**{title}**: {n} of {total} positions changed, largest |Δ| = {largest:.3g}",
                 title=title,
                 n=MaskingResult.n_changed(table),
                 total=len(table),
@@ -233,7 +233,7 @@ def show_masking_result(
                 "position": st.column_config.NumberColumn(_("position")),
                 "input token": st.column_config.TextColumn(_("input token")),
                 "changed?": st.column_config.CheckboxColumn(_("changed?")),
-                "max |Δ|": st.column_config.NumberColumn(_("max |Δ|"), format="%.4f"),
+                "max |Δ|": st.column_config.NumberColumn(_("max |Δ|"), format="%.3g"),  # a change never reads 0.0000
                 "output before": st.column_config.TextColumn(_("output before")),
                 "p before": st.column_config.NumberColumn(_("p before"), format="%.3f"),
                 "output after": st.column_config.TextColumn(_("output after")),

@@ -120,6 +120,14 @@ def test_peek_at_future_shows_diff_tables(at):
     assert "causal mask works" in at.success[0].value
 
 
+def test_a_tiny_change_is_not_said_as_zero(monkeypatch):
+    at = open_masking(with_model=True)
+    monkeypatch.setattr("transformer.mask_experiments.MaskingResult.max_diff", staticmethod(lambda table: 2.5e-05))
+    at.button(key="exp_peek_future").click().run()
+    said = [m.value for m in at.markdown if "positions changed" in m.value]
+    assert len(said) == 2 and all(line.endswith("largest |Δ| = 2.5e-05") for line in said), said  # not 0.0000
+
+
 def test_experiment_results_stay_until_their_inputs_change(at):
     at.button(key="exp_peek_future").click()
     at.run()
