@@ -228,6 +228,15 @@ REFUSED = {
         lambda: tampered(lambda c: [row.update(step=1.5) for row in c["history"]]),
         "a whole-number step",
     ),
+    "history share past 1": (
+        lambda: tampered(lambda c: c.update(history=[{"step": 100, "exact_match": 1e300}])),
+        "exact_match and token_acc at most 1",
+    ),
+    "history step below 0": (
+        lambda: tampered(lambda c: c.update(history=[{"step": -5, "exact_match": 1.0}])),
+        "numbers of at least 0",
+    ),
+    "history NaN": (lambda: tampered(lambda c: c["history"][-1].update(loss=float("nan"))), "at least 0"),
     "symbol with a control character": (
         lambda: tampered(set_in("vocab", "symbols", ["\x1b[2J", *"123456789"])),
         "control characters",

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import io
+import math
 import os
 import pickle
 import stat
@@ -42,6 +43,7 @@ from .vocab import N_SPECIAL, Vocab
 FORMAT = "transformer-lab"
 FORMAT_VERSION = 2  # 2: a task from examples carries its pairs (`DataConfig.pairs`); other checkpoints are still 1
 FINAL = "exact_match"  # in `meta`: the held-out exact match its run ended with, on the whole held-out set
+SHARES = ("exact_match", "token_acc")  # metrics of a history row that are shares of the held-out set: 0..1
 
 # The task of each checkpoint file loaded and still held somewhere, by the SHA-256 of the file's bytes: the same file
 # loaded again (the Checkpoints page lists a session's files on every visit) reuses its parsed task, pairs and all.
@@ -288,6 +290,9 @@ def _check_plain_parts(payload: dict) -> None:
             raise ValueError(Message(N_("history rows must be dicts of metric name -> number")))
         if row.keys() != history[0].keys() or type(row.get("step")) is not int:
             raise ValueError(Message(N_("history rows must all hold the same metrics, a whole-number step among them")))
+        if not all(math.isfinite(v) and v >= 0 for v in row.values()) or any(row.get(s, 0) > 1 for s in SHARES):
+            shares = N_("history rows must hold numbers of at least 0, with exact_match and token_acc at most 1")
+            raise ValueError(Message(shares))
 
 
 def _n_weights(c: ModelConfig) -> int:
