@@ -70,6 +70,7 @@ def test_links_hold_only_what_differs_from_the_defaults():
         ({"max_len": "9" * 10_000}, "max_len", "max_len"),
         ({"causal_mask": "maybe"}, "causal_mask", "causal_mask"),
         ({"n_layers": "[1](http://evil.example)"}, "n_layers", "n_layers"),
+        ({"device": "mps"}, "device", "device"),  # a device this server lacks (no Linux machine has MPS)
     ],
 )
 def test_bad_values_fall_back_to_defaults_with_a_notice(params, field, notice):

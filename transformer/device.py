@@ -2,6 +2,8 @@
 
 import torch
 
+from .i18n import N_, Message
+
 
 def pick_device(name: str = "auto") -> torch.device:
     """`"auto"` picks CUDA, then MPS, then CPU; any other name ("cpu", "cuda", "cuda:1", "mps") is checked and used.
@@ -14,7 +16,7 @@ def pick_device(name: str = "auto") -> torch.device:
         if torch.backends.mps.is_available():
             return torch.device("mps")
         return torch.device("cpu")
-    unknown = ValueError(f"unknown device {name[:20]!r}: use auto, cpu, cuda or mps")
+    unknown = ValueError(Message(N_("unknown device {name}: use auto, cpu, cuda or mps"), name=repr(name[:20])))
     try:
         device = torch.device(name)
     except RuntimeError:
@@ -22,9 +24,9 @@ def pick_device(name: str = "auto") -> torch.device:
     if device.type not in ("cpu", "cuda", "mps"):
         raise unknown
     if device.type == "cuda" and not torch.cuda.is_available():
-        raise ValueError("CUDA was asked for but no CUDA GPU is available: use auto or cpu")
+        raise ValueError(N_("CUDA was asked for but no CUDA GPU is available: use auto or cpu"))
     if device.type == "mps" and not torch.backends.mps.is_available():
-        raise ValueError("MPS was asked for but is not available on this machine: use auto or cpu")
+        raise ValueError(N_("MPS was asked for but is not available on this machine: use auto or cpu"))
     return device
 
 

@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, get_args
 
 from .decoding import Strategy
+from .device import pick_device
 from .experiments.definitions import Switch, SwitchValue
 from .i18n import LANGUAGES, N_, Message, language_for, message_of
 from .limits import (
@@ -149,7 +150,12 @@ def setting_param(s: Setting) -> Parser:
     parse = choice(s.options) if s.options else whole(*s.bounds) if s.kind == "int" else number(*s.bounds)
 
     def parse_setting(text: str) -> Value:
-        return None if s.default is None and text.strip() == AUTO else parse(text)
+        if s.default is None and text.strip() == AUTO:
+            return None
+        value = parse(text)
+        if s.name == "device":  # one this server has: a link from a GPU's server opens with a notice here
+            pick_device(str(value))
+        return value
 
     return parse_setting
 
