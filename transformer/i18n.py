@@ -40,6 +40,11 @@ LOCALE_DIR = Path(__file__).parent / "locale"
 ALLOW_LIST = LOCALE_DIR / "allow_list.txt"  # terms kept in Latin letters in every language, one a line
 SOURCE_PLURAL = get_plural(DEFAULT_LANGUAGE).plural_expr  # the code's own language's plural rule: `(n != 1)`
 _english_plural = c2py(SOURCE_PLURAL)
+# Languages written without spaces between their characters: a translation spaces a placeholder off from its words
+# for the numbers and Latin names it mostly holds ("共 {n} 个"), and the space goes where what it holds is in the
+# language's own characters ("全部 48" in "的 {sample} 个": "的全部 48 个").
+CLOSED_UP = {"zh-CN"}
+_FORMATTER = Formatter()
 
 
 def N_(message: str) -> str:
@@ -181,9 +186,36 @@ class Translator:
         if not params:
             return text
         shown = {name: self.gettext(v) if isinstance(v, (Message, BaseException)) else v for name, v in params.items()}
-        return text.format(**shown)
+        if self.language not in CLOSED_UP:
+            return text.format(**shown)
+        return _closed_up(text, shown)
 
     __call__ = gettext
+
+
+def _cjk(char: str) -> bool:
+    """Whether `char` is a Chinese character or punctuation mark (CJK ideographs, symbols, full-width forms)."""
+    return "\u3000" <= char <= "\u9fff" or "\uf900" <= char <= "\ufaff" or "\uff00" <= char <= "\uffef"
+
+
+def _closed_up(text: str, params: Mapping[str, object]) -> str:
+    """`text.format(**params)`, without the space the template puts between a Chinese character and a placeholder
+    whose value begins (or ends, for a space after it) with one: the spaces inside a value are the value's own."""
+    pieces: list[tuple[str, bool]] = []  # (text, whether it is a placeholder's value)
+    for literal, field, spec, conversion in _FORMATTER.parse(text):
+        pieces.append((literal, False))
+        if field is not None:
+            value = _FORMATTER.convert_field(_FORMATTER.get_field(field, (), params)[0], conversion)
+            pieces.append((_FORMATTER.format_field(value, _FORMATTER.vformat(spec or "", (), params)), True))
+    for i, (value, is_value) in enumerate(pieces):
+        if not is_value or not value:
+            continue
+        before, after = pieces[i - 1][0], pieces[i + 1][0] if i + 1 < len(pieces) else ""
+        if before[-2:-1] and before[-1] == " " and _cjk(before[-2]) and _cjk(value[0]):
+            pieces[i - 1] = before[:-1], False
+        if after[1:2] and after[0] == " " and _cjk(after[1]) and _cjk(value[-1]):
+            pieces[i + 1] = after[1:], False
+    return "".join(text for text, _ in pieces)
 
 
 @lru_cache(maxsize=len(LANGUAGES))

@@ -312,7 +312,7 @@ def test_a_run_the_time_budget_stopped_ran_out_of_time_and_is_never_graded_as_a_
         "yet. Ran out of time, not counted: 2 (no PE)."
     )  # never "0 of 0": the group's runs ran out of time, not zero runs that failed
     assert translator("zh-CN")(board.difference_sentence(snapshot)).startswith(
-        "解出：2 个中有 2 个（PE），对比 尚无可计的训练（无位置编码）。"
+        "解出：2 个中有 2 个（PE），对比尚无可计的训练（无位置编码）。"
     )
     alone = class_of([timed_out(250), timed_out(180)], assignment=None)
     assert board.difference_sentence(alone) == (
