@@ -231,15 +231,17 @@ def search_outcome(probe: ProbeAlignment, ended: bool) -> str:
 
 
 def decoding_alignment(steps: list[DecodeStep], ids: list[int], task: str, vocab: Vocab, layer: int) -> None:
-    """Every decoding step's cross-attention in one `layer`, a row per step, with the task's ideal outlined."""
+    """Every decoding step's cross-attention in one `layer`, a row per step, with the task's ideal outlined; where
+    the task or this input has none, why."""
+    source = [vocab.symbol_index(i) for i in ids]
+    weights = torch.stack([step.cross_attention[layer] for step in steps], dim=1)  # (H, steps, S)
+    scores = head_scores(task, source, [weights])
+    title = N_("The algorithm in the attention: every step against the task's ideal")
     with st.expander(
-        _("The algorithm in the attention: every step against the task's ideal"),
+        _(title if scores is not None else N_("The algorithm in the attention: no ideal to compare with")),
         expanded=True,
         key="decoding_alignment_expander",
     ):
-        source = [vocab.symbol_index(i) for i in ids]
-        weights = torch.stack([step.cross_attention[layer] for step in steps], dim=1)  # (H, steps, S)
-        scores = head_scores(task, source, [weights])
         if scores is None:
             st.info(no_alignment(task, source))
             return

@@ -338,6 +338,9 @@ def test_a_task_from_examples_decodes_its_pairs_and_has_no_alignment():
     to_the_end(at)
     assert not at.exception and not at.error
     assert any("There is no alignment for this task: a task from examples" in info.value for info in at.info)
+    labels = [e.label for e in at.expander]
+    assert "The algorithm in the attention: no ideal to compare with" in labels  # it promises no ideal
+    assert not any("against the task's ideal" in label for label in labels)
     assert CROSS_SPREAD.format(task="swaps") in [caption.value for caption in at.caption]  # its name, not "pairs"
     assert any(h.value == "Compare with teacher forcing" for h in at.subheader)  # a held-out pair has its target
 
