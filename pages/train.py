@@ -259,7 +259,8 @@ if not active:
     own = seat.info.task if seat else own_task_expander(OWN_TASK)
     task_notice(own, by_class=seat is not None)
     locked = seat.locked() if seat else None
-    draw_task(locked, by_teacher=seat is None or seat.info.assignment is not None)  # fills the form at once
+    by_teacher = seat is None or seat.info.assignment is not None
+    draw_task(locked, by_teacher, described=own is None)  # fills the form at once; a task from examples replaces it
     with st.form(form_id(TRAIN_FORM), enter_to_submit=False):  # Enter in a number field must not start a run
         draw_fields(locked)
         if seat:

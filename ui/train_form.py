@@ -66,15 +66,16 @@ def read_form() -> dict[str, Value]:
     return values
 
 
-def draw_task(locked: Mapping[str, Any] | None = None, by_teacher: bool = True) -> None:
+def draw_task(locked: Mapping[str, Any] | None = None, by_teacher: bool = True, described: bool = True) -> None:
     """The task picker, above the form: choosing a task fills the form with its default run. Call before
     `draw_fields`, outside `st.form`. `by_teacher`: whether a teacher chose the `locked` settings (not the class's
-    defaults, before any assignment was saved)."""
+    defaults, before any assignment was saved); `described`: whether to say what the picked task is (not while a
+    task from examples takes its place)."""
     locked = locked or {}
     _start_values(locked)
     every = locked and all(s.name in locked for s in spec.on_form())
     caption = (ALL_LOCKED if by_teacher else CLASS_DEFAULTS) if every else LOCKED if locked else CHOSEN
-    task_picker(form_key, _(caption), disabled="task" in locked)
+    task_picker(form_key, _(caption), disabled="task" in locked, described=described)
 
 
 def task_picker(
@@ -82,16 +83,18 @@ def task_picker(
     caption: str,
     disabled: bool = False,
     saved: Mapping[str, Value] | None = None,
+    described: bool = True,
 ) -> None:
-    """The task picker, and beside it what the chosen task is and `caption`, outside any form: choosing a task fills
-    the form whose widget keys `key_of` gives with the task's default run, or `saved` settings for their own task
-    (`fill_default_run`)."""
+    """The task picker, and beside it what the chosen task is (where `described`) and `caption`, outside any form:
+    choosing a task fills the form whose widget keys `key_of` gives with the task's default run, or `saved` settings
+    for their own task (`fill_default_run`)."""
     picker, words = st.columns(ROWS[TASK_ROW][1])
     task = spec.setting("task")
     fill = {"on_change": fill_default_run, "args": (key_of, saved)}
     draw_setting(picker, task, key_of(task), disabled=disabled, **fill)
-    chosen = get_task(st.session_state[key_of(task)])
-    words.caption(_("**{task}**: {description}", task=chosen.name, description=_(chosen.description)))
+    if described:
+        chosen = get_task(st.session_state[key_of(task)])
+        words.caption(_("**{task}**: {description}", task=chosen.name, description=_(chosen.description)))
     words.caption(caption)
 
 

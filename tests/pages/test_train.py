@@ -625,6 +625,7 @@ def test_an_uploaded_task_file_is_what_start_trains(stop_jobs):
     task = at.session_state["train_own_task"]
     assert task == read_task_file(SWAPS.encode(), "swaps.csv")
     assert any("Start trains your own task, **swaps\\.csv**: 24 pairs" in info.value for info in at.info)
+    assert not any(c.value.startswith("**reverse**:") for c in at.caption)  # the form's task is not described
     start(at, steps=40, batch=32)
     job = at.session_state["run"]
     assert job.data_config.pairs == task and job.data_config.task == "pairs"
