@@ -80,11 +80,14 @@ def test_a_target_symbol_no_source_has_duplicate_pairs_and_commas_in_tsv_load():
         (csv_bytes(separator="\t").replace(b"5 + 5\t1 0", b"5 + 5,1 0"), "line 3 is not two cells: .*by a tab"),
         (csv_bytes(separator=";"), "line 1 is not two cells: .* separated by a comma"),
         (csv_bytes() + b"\n1,2,3", "line 8 is not two cells"),
+        (csv_bytes() + "\n1\u20282,3\n1,2,3".encode(), "line 9 is not two cells"),  # U+2028 ends no line
         (csv_bytes() + b'\n"1 2,3', 'line 8: a quoted cell is never closed: a cell that starts with " must end'),
         (csv_bytes() + b'\n"1 2"x,3', 'line 8: a closing " is followed by more text'),
         (csv_bytes() + b"\n1\x002,3", "line 8: symbol .* control characters"),
         (b"\xff\xfe" + "1,2\n".encode("utf-16-le") + b"\x00\xd8", "begins as UTF-16 text but is not \\(byte 11\\)"),
         (b"\xfe\xff\x00a\x00", "begins as UTF-16 text but is not \\(byte 5\\)"),  # an odd byte at the end
+        ("1,2\n".encode("utf-16-le"), "UTF-16 text without its byte-order mark"),
+        ("1,2\n".encode("utf-16-be"), "UTF-16 text without its byte-order mark"),
         (b"\xc3\x28" + csv_bytes(), "not UTF-8 text \\(byte 1\\)"),
         (csv_bytes(PAIRS[:3]), "at least 5 different pairs"),
         (b"", "at least 5 different pairs"),

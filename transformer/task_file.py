@@ -17,6 +17,7 @@ bounds is read: the file's size first, then each line's length and the number of
 
 import codecs
 import csv
+import io
 import os
 import stat
 from collections.abc import Iterable, Iterator, Mapping
@@ -47,12 +48,14 @@ def read_task_file(data: bytes, name: str) -> TaskPairs:
     if len(data) > MAX_TASK_FILE_BYTES:
         raise ValueError(Message(N_("the task file is larger than {size}"), size=_SIZE))
     utf16 = data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE))  # Excel's "Unicode Text" saves UTF-16
+    if not utf16 and 0 in data[:2]:  # "1" in UTF-16 is 31 00 or 00 31: no text file of this lab's begins so
+        raise ValueError(N_("the task file looks like UTF-16 text without its byte-order mark: save it as UTF-8"))
     try:
         text = data.decode("utf-16" if utf16 else "utf-8-sig")
     except UnicodeDecodeError as err:
         unreadable = N_("the task file begins as UTF-16 text but is not (byte {at})") if utf16 else NOT_UTF8
         raise ValueError(Message(unreadable, at=err.start + 1)) from None
-    lines = text.splitlines(keepends=True)
+    lines = io.StringIO(text, newline="").readlines()  # lines end at \n, \r or \r\n only, as the csv module's do
     first = next((line for line in lines if line.strip()), "")
     tsv = "\t" in first
     reader = csv.reader(_bounded(lines, tsv), delimiter="\t" if tsv else ",", strict=True)
