@@ -57,6 +57,24 @@ def open_train() -> AppTest:
     return at
 
 
+def open_class_link(code: str) -> AppTest:
+    """A browser that opened the link of the class `code`, taken to Train: its join form."""
+    at = AppTest.from_file(APP, default_timeout=60)
+    at.query_params["class"] = code
+    at.run()
+    at.switch_page("pages/train.py").run()
+    assert not at.exception
+    return at
+
+
+def join_class(at: AppTest, name: str) -> AppTest:
+    """Join the class whose join form `at` shows, as `name`."""
+    at.text_input(key="class_name").set_value(name)
+    at.button(key="class_join_button").click().run()
+    assert not at.exception
+    return at
+
+
 def choose_task(at: AppTest, task: str) -> None:
     """Choose `task` on the Train form, in a run of its own."""
     at.selectbox(key="train_task").set_value(task).run()

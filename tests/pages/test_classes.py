@@ -12,6 +12,8 @@ import ui.classes
 import ui.common
 import ui.state
 from tests.helpers import wait_until
+from tests.helpers.apptest import join_class as join
+from tests.helpers.apptest import open_class_link as open_link
 from tests.helpers.apptest import poll_until_done
 from transformer.classroom import Assignment, Caller, Group, RunState
 from transformer.pairs import pairs_from_rows
@@ -37,21 +39,6 @@ def a_class(question: str | None = None) -> tuple[str, str]:
     store.set_assignment(code, key, GROUPS, TEACHER)
     store.set_question(code, key, question, TEACHER)
     return code, key
-
-
-def open_link(code: str) -> AppTest:
-    at = AppTest.from_file("../../streamlit_app.py", default_timeout=30)
-    at.query_params["class"] = code
-    at.run()
-    at.switch_page("pages/train.py").run()
-    assert not at.exception
-    return at
-
-
-def join(at: AppTest, name: str) -> None:
-    at.text_input(key="class_name").set_value(name)
-    at.button(key="class_join_button").click().run()
-    assert not at.exception
 
 
 def test_a_student_joins_by_name_and_sees_their_group_and_locked_settings():

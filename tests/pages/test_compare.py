@@ -8,7 +8,7 @@ from streamlit.testing.v1 import AppTest
 
 import ui.classes
 import ui.common
-from tests.helpers.apptest import chart
+from tests.helpers.apptest import chart, join_class, open_class_link
 from transformer import settings as spec
 from transformer.classroom import Assignment, Caller
 from transformer.classroom.assignment import Group
@@ -345,13 +345,7 @@ def test_a_class_student_s_custom_experiment_starts_from_their_class_s_task():
 
 def joined_student(code: str) -> AppTest:
     """A student who opened the class link and joined on Train, not yet on Compare."""
-    at = AppTest.from_file("../../streamlit_app.py", default_timeout=60)
-    at.query_params["class"] = code
-    at.run()
-    at.switch_page("pages/train.py").run()
-    at.text_input(key="class_name").set_value("Ada")
-    at.button(key="class_join_button").click().run()
-    return at
+    return join_class(open_class_link(code), "Ada")
 
 
 @pytest.mark.usefixtures("class_server")

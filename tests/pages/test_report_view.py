@@ -13,7 +13,7 @@ from streamlit.testing.v1 import AppTest
 import ui.classes
 import ui.common
 import ui.state
-from tests.helpers.apptest import open_train, poll_until_done, start
+from tests.helpers.apptest import join_class, open_class_link, open_train, poll_until_done, start
 from transformer.classroom import Assignment, Caller, Group
 from transformer.classroom.reports import kept_reports
 from transformer.i18n import translator
@@ -54,12 +54,7 @@ def a_student_s_finished_run() -> tuple[AppTest, str, str]:
     code, key = store.create_class("Period 3", 14, TEACHER)
     store.set_assignment(code, key, GROUPS, TEACHER)
     store.set_question(code, key, "positional-none", TEACHER)
-    at = AppTest.from_file("../../streamlit_app.py", default_timeout=60)
-    at.query_params["class"] = code
-    at.run()
-    at.switch_page("pages/train.py").run()
-    at.text_input(key="class_name").set_value("Ada <b>")
-    at.button(key="class_join_button").click().run()
+    at = join_class(open_class_link(code), "Ada <b>")
     at.radio(key="class_prediction").set_value("later")
     at.button(key="start_training").click().run()
     poll_until_done(at)
