@@ -31,9 +31,9 @@ CLASS_SAME_RUN_OPEN_SEED = N_(
     "Your settings, your seed included, match a run the server already trained, which has finished: its curves "
     "and result are here. The same settings and the same seed give the same run. Change the seed for a new one."
 )
-SHORTCUTS = {"start_training": "S", "pause_training": "P", "resume_training": "P", "step_training": "Right"}
+SHORTCUTS = {"start_training": "S", "pause_training": "P", "step_training": "Right"}
+RESUME_HELP = N_("Go on training from this step.")  # the pause button's help while the run is paused
 CONTROL_HELP = {  # what each control does, by widget key
-    "resume_training": N_("Go on training from this step."),
     "pause_training": N_("Hold the run before its next step; the model in hand is the paused one."),
     "step_training": N_("Train one metric row's worth of steps, then pause again."),
     "stop_training": N_(
@@ -114,13 +114,15 @@ def leave_run() -> None:
 
 
 def run_controls(run: Run, shared: bool) -> None:
-    """Pause or Resume, Step, and Stop, in a row that wraps on a narrow screen rather than cut a label short; Pause,
-    Resume and Step have keyboard shortcuts."""
+    """Pause or Resume, Step, and Stop, in a row that wraps on a narrow screen rather than cut a label short; Pause
+    (Resume while paused) and Step have keyboard shortcuts. Pause and Resume are one button (one key, one style)
+    whose words change, so that keyboard focus stays on it when it is pressed: another key or style is another
+    button in the browser, and focus falls back to the page's start."""
     paused, queued = run.status == "paused", run.status == "queued"
     row = st.container(horizontal=True, key="run_controls")
     why_not = _("Several students watch this run: only a run of your own can be paused.") if shared else None
     if paused:
-        _control_button(row, _("Resume"), "resume_training", "play_arrow", run.resume, type="primary")
+        _control_button(row, _("Resume"), "pause_training", "play_arrow", run.resume, said=_(RESUME_HELP))
     else:
         _control_button(row, _("Pause"), "pause_training", "pause", run.pause, shared or queued, why_not)
     _control_button(row, _("Step"), "step_training", "skip_next", run.step_row, shared or not paused, why_not)
@@ -128,10 +130,11 @@ def run_controls(run: Run, shared: bool) -> None:
 
 
 def _control_button(
-    row, label: str, key: str, icon: str, on_click, disabled: bool = False, why_not: str | None = None, **options
+    row, label: str, key: str, icon: str, on_click, disabled: bool = False, said: str | None = None, **options
 ) -> None:
     """A button as wide as its label, with a Material icon and its keyboard shortcut (SHORTCUTS); its help says
-    `why_not` when given, else what it does (CONTROL_HELP), and the shortcut."""
+    `said` when given (why it is disabled, or what it does now), else what it does (CONTROL_HELP), and the
+    shortcut."""
     row.button(
         label,
         key=key,
@@ -139,7 +142,7 @@ def _control_button(
         width="content",
         on_click=on_click,
         disabled=disabled,
-        help=shortcut_help(why_not or _(CONTROL_HELP[key]), SHORTCUTS.get(key)),
+        help=shortcut_help(said or _(CONTROL_HELP[key]), SHORTCUTS.get(key)),
         shortcut=SHORTCUTS.get(key),
         **options,
     )

@@ -84,8 +84,11 @@ def test_the_curve_moves_at_once_in_view_and_the_run_pauses_steps_resumes_and_st
         shown = main(page).locator(selector).filter(visible=True).first  # not a stale copy of a redraw, hidden
         expect(shown).to_be_in_viewport(ratio=1.0, timeout=BUSY_TIMEOUT_S * 1000)
 
-    button(page, "pause_training").click()
+    button(page, "pause_training").focus()
+    page.keyboard.press("Enter")  # from the keyboard: focus stays on the button, now Resume (WCAG 2.4.3)
     expect(shown_text(page, "Paused at step")).to_be_visible(timeout=BUSY_TIMEOUT_S * 1000)
+    expect(button(page, "pause_training")).to_contain_text("Resume", timeout=BUSY_TIMEOUT_S * 1000)
+    assert page.evaluate("() => !!document.activeElement.closest('.st-key-pause_training')"), "focus was lost"
     held = progress_step(page)
     screenshot(page, "train-laptop")  # paused: a training page never stops laying out its redrawn charts
     page.wait_for_timeout(3000)
@@ -96,7 +99,7 @@ def test_the_curve_moves_at_once_in_view_and_the_run_pauses_steps_resumes_and_st
     assert held < stepped <= held + 25, (held, stepped)  # one metric row's worth (at most 25 steps), then paused
     page.wait_for_timeout(1500)
     assert progress_step(page) == stepped
-    button(page, "resume_training").click()
+    button(page, "pause_training").click()
     expect(shown_text(page, "Training: step")).to_be_visible(timeout=BUSY_TIMEOUT_S * 1000)
     wait_for_progress(page, "Training: step", past=stepped)  # trains on past the step it was held at
     button(page, "stop_training").click()  # the run would go on to its step or time budget

@@ -118,7 +118,7 @@ def test_the_lessons_run_of_ones_own_can_be_paused_stepped_and_resumed():
         at.button(key="step_training").click().run()
         wait_until(lambda: run.status == "paused" and run.step > held, timeout=30)
         at.run()
-        at.button(key="resume_training").click().run()
+        at.button(key="pause_training").click().run()
         assert not at.exception and run.status == "training" and not run.done
     finally:
         run.stop(wait_s=30)

@@ -317,7 +317,7 @@ def test_pause_holds_the_run_step_trains_one_row_and_resume_finishes_it(stop_job
     wait_until(lambda: job.status == "paused" and job.step > held, timeout=30)
     assert job.step == (held // every + 1) * every  # one metric row's worth, then paused again
     at.run()
-    at.button(key="resume_training").click()
+    at.button(key="pause_training").click()
     at.run()
     assert job.status == "training" and "pause_training" in keys(at.button)
     at.button(key="stop_training").click()
@@ -871,9 +871,10 @@ def test_start_pause_resume_and_step_have_keyboard_shortcuts_that_their_help_nam
 
     assert shortcut("start_training") == ("s", "Keyboard shortcut: S")
     paused_run(at)
-    assert shortcut("resume_training") == ("p", "Keyboard shortcut: P")
+    assert shortcut("pause_training") == ("p", "Keyboard shortcut: P")
+    assert at.button(key="pause_training").label == "Resume"  # one button, its words changed
     assert shortcut("step_training") == ("right", "Keyboard shortcut: →")
-    at.button(key="resume_training").click()
+    at.button(key="pause_training").click()
     at.run()
     assert shortcut("pause_training") == ("p", "Keyboard shortcut: P")
 
