@@ -4,11 +4,13 @@ every finished run's outcome by group."""
 from datetime import datetime
 
 import pandas as pd
+import pytest
 
 from transformer.classroom import Assignment, ClassInfo, RunState, Snapshot, Student
 from transformer.classroom.assignment import split_groups
 from transformer.classroom.board import GroupCurves, group_curves, outcome_table
-from transformer.figures.board import GROUP_COLOURS, group_curves_figure, outcomes_figure
+from transformer.figures import TITLE_INSET_PX, TITLE_SIZE_PX, drawn_px
+from transformer.figures.board import COLUMN_PX, GROUP_COLOURS, group_curves_figure, outcomes_figure
 from transformer.figures.palette import SYMBOLS
 from transformer.i18n import translator
 
@@ -106,3 +108,17 @@ def test_the_outcomes_legend_sits_under_the_dots_and_names_even_one_kind():
     figure = outcomes_figure(table)
     assert len(figure.data) == 1 and figure.layout.showlegend  # hollow: "not solved", said even alone
     assert figure.layout.legend.orientation == "h" and figure.layout.legend.yref == "container"  # not beside the plot
+
+
+@pytest.mark.parametrize("language", ["en", "zh-CN"])
+def test_each_board_title_fits_its_column_where_the_column_is_narrowest(language):
+    """Drawn at Plotly's title size: 已结束的训练：解出所需步数 on one line is 286 px, wider than the column at 150%
+    zoom, where the chart cut a character off each end."""
+    tr, when = translator(language), datetime(2026, 11, 25, 9)
+    table = outcome_table(Snapshot(ClassInfo("amber-otter-7351", "P", when, when, None, None), ()))
+    figures = [group_curves_figure(curves(), tr("Training loss by group"), tr=tr), outcomes_figure(table, tr=tr)]
+    lines = [line for figure in figures for line in figure.layout.title.text.split("<br>")]
+    assert max(drawn_px(line, TITLE_SIZE_PX) for line in lines) <= COLUMN_PX - 2 * TITLE_INSET_PX, lines
+    assert "".join(lines).replace(" ", "") == "".join(
+        [tr("Training loss by group"), tr("Finished runs: steps to solve")]
+    ).replace(" ", "")  # every word kept

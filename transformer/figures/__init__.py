@@ -7,6 +7,7 @@ are translated whole, with Plotly's own `%{...}` fields passed in as parameters.
 
 import re
 import unicodedata
+from collections.abc import Callable
 
 from ..i18n import DEFAULT_LANGUAGE, translator
 
@@ -31,6 +32,8 @@ def top_margin(title: str, least: int = 0) -> int:
 
 
 PHONE_TITLE = 40  # characters of a title a phone's chart shows on one line (about 340 px at 18 px)
+TITLE_SIZE_PX = 22  # Plotly draws a title at 1.4 times the figure's font (`theme.FONT`, 16 px)
+TITLE_INSET_PX = 10  # the room a title leaves at each side of its chart
 PHONE_CHART_PX = 356  # a chart across a phone's page (390 px, less Streamlit's padding), measured in Chromium
 
 
@@ -79,11 +82,11 @@ def drawn_px(text: str, size: float = GLYPH_SIZE_PX) -> float:
     return sum(_CHAR_PX.get(c, GLYPH_SIZE_PX if _wide(c) else _OTHER_PX) for c in text) * size / GLYPH_SIZE_PX
 
 
-def _pieces(text: str, width: float) -> list[str]:
+def _pieces(text: str, width: float, measure: Callable[[str], float] = text_width) -> list[str]:
     """`text` cut where a line may break, each piece with the space before it (if any) at its start: between two
     Chinese characters but inside one of WHOLE_WORDS, or at a space but a no-break one; never inside a run of Latin
     letters, digits and signs (d_model, softmax), never after an opening bracket or a lone operator, never before a
-    closing mark; and a bracketed group no wider than `width` is one piece."""
+    closing mark; and a bracketed group no wider than `width` (by `measure`) is one piece."""
     pieces: list[str] = []
     within = {at for word in WHOLE_WORDS for found in re.finditer(word, text) for at in range(*found.span())[1:]}
     for match in re.finditer(r"([^\S\xa0]*)([\S\xa0])", text):  # a no-break space is a character, never a break
@@ -106,7 +109,7 @@ def _pieces(text: str, width: float) -> list[str]:
     grouped: list[str] = []
     for piece in pieces:
         opened = bool(grouped) and _depth(grouped[-1]) > 0
-        if opened and text_width(grouped[-1] + piece) <= width:
+        if opened and measure(grouped[-1] + piece) <= width:
             grouped[-1] += piece
         else:
             grouped.append(piece)
@@ -118,26 +121,33 @@ def _depth(text: str) -> int:
     return sum(c in OPEN_BRACKETS for c in text) - sum(c in CLOSE_BRACKETS for c in text)
 
 
-def _fill(pieces: list[str], width: float) -> list[str]:
+def _fill(pieces: list[str], width: float, measure: Callable[[str], float] = text_width) -> list[str]:
     lines: list[str] = []
     for piece in pieces:
-        if lines and text_width(lines[-1] + piece) <= width:
+        if lines and measure(lines[-1] + piece) <= width:
             lines[-1] += piece
         else:
             lines.append(piece.lstrip())
     return lines
 
 
-def wrap_lines(text: str, width: int) -> list[str]:
-    """`text` in as few lines as fit `width` Latin characters (`text_width`), broken only where `_pieces` allows,
-    the lines made as even as they can be; a piece wider than `width` has a line of its own, whole."""
-    pieces = _pieces(text, width)
-    lines = _fill(pieces, width)
-    low, high = max((text_width(p.lstrip()) for p in pieces), default=0.0), float(width)
+def wrap_lines(text: str, width: float, measure: Callable[[str], float] = text_width) -> list[str]:
+    """`text` in as few lines as fit `width`, as `measure` measures it (in Latin characters, `text_width`, unless
+    another is given), broken only where `_pieces` allows, the lines made as even as they can be; a piece wider than
+    `width` has a line of its own, whole."""
+    pieces = _pieces(text, width, measure)
+    lines = _fill(pieces, width, measure)
+    low, high = max((measure(p.lstrip()) for p in pieces), default=0.0), float(width)
     while high - low > 0.05:  # the narrowest width that needs no more lines: the breaks fall near the middle
         middle = (low + high) / 2
-        low, high = (low, middle) if len(_fill(pieces, middle)) <= len(lines) else (middle, high)
-    return _fill(pieces, high) if high < width else lines
+        low, high = (low, middle) if len(_fill(pieces, middle, measure)) <= len(lines) else (middle, high)
+    return _fill(pieces, high, measure) if high < width else lines
+
+
+def fit_title(title: str, px: float) -> str:
+    """A figure title broken into lines that fit a chart `px` pixels wide, measured as drawn (`drawn_px`, at the
+    size Plotly draws titles): in Chinese too, where `text_width`'s average undercounts a title's square glyphs."""
+    return "<br>".join(wrap_lines(title, px - 2 * TITLE_INSET_PX, lambda line: drawn_px(line, TITLE_SIZE_PX)))
 
 
 # A legend at the figure's foot, under the x axis's ticks and title whatever the plot's height (the bottom margin

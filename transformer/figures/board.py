@@ -8,11 +8,12 @@ import plotly.graph_objects as go
 
 from ..classroom.board import GroupCurves
 from ..i18n import N_, Translator
-from . import ENGLISH, LEGEND_AT_FOOT, title_layout, top_margin
+from . import ENGLISH, LEGEND_AT_FOOT, fit_title, title_layout, top_margin
 from .palette import SERIES, SYMBOLS, series_line
 from .theme import FONT
 from .training import loss_axis
 
+COLUMN_PX = 264  # a board chart's half-page column where it is narrowest: 1280 px at 150% zoom, sidebar open
 GROUP_COLOURS = SERIES  # one per group, in the assignment's order, each with its dash and marker symbol
 MEMBER_OPACITY = 0.25
 OUTCOME_KINDS = (  # the finished runs of a group: which rows, the legend's words, the ending of the marker's symbol
@@ -47,6 +48,7 @@ def group_curves_figure(
             traces.append(dict(type="scatter", x=steps, y=median, mode="lines", line=series_line(place, width=4)))
             traces[-1] |= dict(name=label_text, legendgroup=legend_group)
     losses = [value for trace in traces for value in trace["y"] if value is not None]
+    title = fit_title(title, COLUMN_PX)
     layout = dict(
         title=title_layout(title),
         height=height,
@@ -85,7 +87,7 @@ def outcomes_figure(outcomes: pd.DataFrame, height: int = 440, tr: Translator = 
                     hovertemplate=f"{hover}<extra></extra>",
                 )
             )
-    title = tr.gettext("Finished runs: steps to solve")
+    title = fit_title(tr.gettext("Finished runs: steps to solve"), COLUMN_PX)
     figure.update_layout(
         title=title_layout(title),
         height=height,
