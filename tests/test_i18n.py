@@ -506,3 +506,18 @@ def test_chinese_drops_a_template_s_space_before_a_value_in_chinese_and_keeps_ev
     assert zh("on {sample} sequences", sample="小龙 Li") == "在小龙 Li 个序列上"  # ends in Latin: spaced after
     english = i18n.Translator("en", {})
     assert english("on {sample} sequences", sample="全部") == "on 全部 sequences"
+
+
+def test_a_chinese_refusal_is_a_sentence_of_its_own_not_a_colon_after_a_colon():
+    zh = translator("zh-CN")
+    reason = Message(
+        N_(
+            "the shortest input (min_len {low}) is longer than the longest (max_len {high}): lower the first or "
+            "raise the second"
+        ),
+        low=12,
+        high=4,
+    )
+    said = zh("These settings don't work: {reason}", reason=reason)
+    assert said == "这些设置无法使用。最短输入（min_len 12）比最长输入（max_len 4）还长：请调低前者或调高后者。"
+    assert zh("Could not load {name}: {reason}", name="x.pt", reason=reason).endswith("。")
