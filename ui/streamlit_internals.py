@@ -100,6 +100,8 @@ FRONTEND_LABELS = (
     N_("Show password"),  # a password field's eye button (the teacher key), and once pressed:
     N_("Hide password"),
     N_("Selected values"),  # a multiselect's chosen values, as a group
+    N_("Copy to clipboard"),  # a code block's copy button (the teacher key's)
+    N_("progress"),  # a progress bar (a run's, on Train)
 )
 
 

@@ -53,6 +53,8 @@ def teacher_creates_the_class(page, language: str, task_path: Path) -> str:
     """Create the class, give it the task file, groups with / without PE and the positional question; its link."""
     fill(page, "teacher_title", "三班" if language == "zh-CN" else "Period 3")
     button(page, "teacher_create_button").click()
+    copy = page.get_by_role("button", name=words(language, "Copy to clipboard"), exact=True)  # Streamlit's, reworded
+    expect(copy.first).to_be_attached(timeout=30_000)
     button(page, "teacher_key_saved").click()
     expect(page.locator(".st-key-teacher_projector img")).to_be_visible(timeout=30_000)  # the link's QR code
     wait_idle(page)
