@@ -37,12 +37,16 @@ LINK_FOCUS = f"""[data-testid="stPageLink-NavLink"]:focus-visible, [data-testid=
 # Compare's summary has nine columns: on a phone a Chinese heading or variant broke between every two characters
 # ("解/出/时/的/步/数"), as Chinese may. There each breaks only at a space or a mark and the table scrolls sideways.
 SUMMARY_WORDS = """.st-key-compare_summary :is(th, td) p { word-break: keep-all !important; }"""
+# Streamlit draws inline code at 0.75em: a token chip or a command at 12.8 px, small on a projector across a room. At
+# 0.95em it is 16 px in a paragraph and 14 px in a message box's smaller text (captions stay in proportion).
+INLINE_CODE = """[data-testid="stMarkdownContainer"] :not(pre) > code { font-size: 0.95em; }"""
 CSS = f""".st-key-{KEY} {{ display: none; }}
 [data-testid="stCaptionContainer"] {{ opacity: 1; color: {MUTED_GREY}; }}
 {LOCKED}
 {FIELD_ERRORS}
 {LINK_FOCUS}
-{SUMMARY_WORDS}"""
+{SUMMARY_WORDS}
+{INLINE_CODE}"""
 # A fixed script, never text from anyone. Installed once per browser tab (Streamlit swaps pages inside one document),
 # it gives each display formula, table or table cell that scrolls a place in the tab order, and takes it back when it no
 # longer scrolls;

@@ -13,6 +13,10 @@ from harness.page import PAGES
 
 pytestmark = requires_chromium
 
+# The font size of each inline code span in a paragraph (not a caption's), in px: a token, a command, a file's name.
+CODE_SIZES = """() => [...document.querySelectorAll('[data-testid="stMain"] [data-testid=stMarkdownContainer] p>code')]
+    .filter(code => !code.closest('[data-testid="stCaptionContainer"]'))
+    .map(code => parseFloat(getComputedStyle(code).fontSize))"""
 # Each mounted chart's accessible name (a chart shows a skeleton until its component loads).
 CHART_NAMES = """() => [...document.querySelectorAll('[data-testid="stPlotlyChart"]')]
     .map(chart => (chart.getAttribute('aria-label') || '').trim())"""
@@ -28,6 +32,7 @@ def test_no_page_has_a_wcag_violation(projector_page, lab_server, language):
         if name != "home":
             go_to(page, name)
         found += [f"{language} {name}: {line}" for line in wcag_violations(page)]
+        found += [f"{language} {name}: inline code at {px} px" for px in page.evaluate(CODE_SIZES) if px < 14]
         names = page.evaluate(CHART_NAMES)
         charts += len(names)
         if unnamed := names.count(""):
