@@ -78,10 +78,10 @@ def test_the_best_head_is_named_in_words_in_the_figure_s_language_and_other_text
 
     zh = translator("zh-CN")
     assert head_name("L1 H3") == "layer 1, head 3"
-    assert head_name("L0 H2", zh) == "第 0 层的头 2"
+    assert head_name("L0 H2", zh) == "层 0 的头 2"
     assert head_name("L0 H2<b>") == "L0 H2<b>"  # a label read from a file is not a head's
     fig = best_head_figure([0, 25], [("L0 H2", 0.3), ("<b>", 0.5)], chance=0.2, threshold=0.9, tr=zh)
-    assert [name for name, _ in fig.data[0].customdata] == ["第 0 层的头 2", "&lt;b&gt;"]
+    assert [name for name, _ in fig.data[0].customdata] == ["层 0 的头 2", "&lt;b&gt;"]
 
 
 def test_a_head_short_of_the_threshold_never_reads_as_reaching_it():
