@@ -22,6 +22,7 @@ from transformer.alignment import (
 from transformer.decoding import DecodeStep
 from transformer.figures import PHONE_CHART_PX
 from transformer.figures.alignment import best_head_figure, head_name, ideal_over_learned
+from transformer.figures.attention import attention_heatmaps
 from transformer.i18n import N_
 from transformer.literal import markdown_literal
 from transformer.naming import task_label
@@ -124,11 +125,10 @@ def probe_alignment(run_key: tuple, n_snapshots: int, _job: Run) -> ProbeAlignme
     """The alignment of a run's first `n_snapshots` snapshots, computed once for every watcher; None when the
     task has no alignment. Read-only."""
     data, task = _job.data(), _job.data_config.task
-    source, pad = data.valid_sources[0], data.vocab.pad_id
+    source = data.valid_sources[0]
     if source_positions(task, source) is None:
         return None
-    src, tgt = data.valid.src[0], data.valid.tgt_in[0]
-    S, T = int((src != pad).sum()), int((tgt != pad).sum())
+    S, T, source_tokens, query_tokens = probe_input(_job)
     snapshots = _job.attention[:n_snapshots]
     scored = scored_snapshots(run_key)
     with scored.lock:
@@ -142,9 +142,18 @@ def probe_alignment(run_key: tuple, n_snapshots: int, _job: Run) -> ProbeAlignme
         latest,
         scores[-1],
         ideal_alignment(task, source, T),
-        data.vocab.tokens(src[:S].tolist()),
-        data.vocab.tokens(tgt[:T].tolist()),
+        source_tokens,
+        query_tokens,
     )
+
+
+def probe_input(job: Run) -> tuple[int, int, list[str], list[str]]:
+    """A run's probe input (held-out row 0): the lengths of its source and of its decoder input (BOS, then the
+    target), and their tokens."""
+    data = job.data()
+    src, tgt, pad = data.valid.src[0], data.valid.tgt_in[0], data.vocab.pad_id
+    S, T = int((src != pad).sum()), int((tgt != pad).sum())
+    return S, T, data.vocab.tokens(src[:S].tolist()), data.vocab.tokens(tgt[:T].tolist())
 
 
 def train_alignment(job: Run) -> None:
@@ -155,6 +164,7 @@ def train_alignment(job: Run) -> None:
     probe = probe_alignment((id(job), job.started_at), n_snapshots, job)
     if probe is None:
         st.info(no_alignment(job.data_config.task))
+        spread_attention(job)
         return
     if len(probe.source) < 2:
         st.info(
@@ -192,6 +202,25 @@ def train_alignment(job: Run) -> None:
             "The first held-out input, a row per output token, labelled by the token the decoder reads to write it. "
             "{rule}",
             rule=scoring_rule(job.data_config.task),
+        )
+    )
+
+
+def spread_attention(job: Run) -> None:
+    """For a task with no alignment: the newest snapshot's cross-attention on the probe input, in the last layer, head
+    by head, with nothing outlined."""
+    S, T, source, queries = probe_input(job)
+    snapshot = job.attention[-1]
+    layer = len(snapshot["maps"]["cross"]) - 1
+    title = _("Cross-attention at step {step}, layer {layer}", step=snapshot["step"], layer=layer)
+    weights = snapshot["maps"]["cross"][layer][:, :T, :S]
+    figure = attention_heatmaps(weights, queries, source, title, tr=session_translator(), fit_px=PHONE_CHART_PX)
+    chart(st, figure, key="train_spread_attention")
+    st.caption(
+        _(
+            "The first held-out input, a row per output token, labelled by the token the decoder reads to write it. "
+            "In {task} an output token need not come from one source position: the heads may look at many places.",
+            task=markdown_literal(task_label(job.data_config)),
         )
     )
 

@@ -72,3 +72,20 @@ def test_a_one_symbol_probe_has_no_alignment_to_find():
     poll_until_done(at)
     assert any("has one symbol" in info.value for info in at.info)
     assert not [c for c in at.get("plotly_chart") if c.proto.id.endswith("train_alignment_chart")]
+
+
+@pytest.mark.timeout(300)
+def test_a_task_with_no_alignment_shows_its_newest_cross_attention_with_nothing_outlined():
+    at = open_train()
+    start(at, task="count", min_len=3, max_len=5, steps=30)
+    poll_until_done(at)
+    job = at.session_state["run"]
+    assert any("There is no alignment for this task" in info.value for info in at.info)
+    spec = chart(at, "train_spread_attention")
+    heatmaps = [t for t in spec["data"] if t["type"] == "heatmap"]
+    assert len(heatmaps) == job.model_config.n_heads and not [t for t in spec["data"] if t["type"] == "scatter"]
+    newest = job.attention[-1]["maps"]["cross"][-1]  # the last layer's, (H, T, S) with the probe's padding
+    rows, cols = array(heatmaps[0]["z"]).shape
+    assert np.allclose(array(heatmaps[0]["z"]).astype(float), newest[0, :rows, :cols].numpy())
+    assert f"step {job.attention[-1]['step']}" in spec["layout"]["title"]["text"]
+    assert any("an output token need not come from one source position" in c.value for c in at.caption)
