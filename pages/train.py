@@ -237,6 +237,7 @@ if run is not None:
         outcome(run, seat)
     else:  # Start may have been pressed at the bottom of a long page: its progress comes into view
         bring_into_view("train_live", run_id(run))
+        show_flashes("train_form")  # why Start did not start one (another tab's run, now shown here), above it
     live_view(run, poll_s if active else None)
     if run.losses:  # drawn with the page, not at every poll: the schedule itself never changes
         with st.expander(_("Learning rate over the run"), key="train_lr_expander"):

@@ -655,6 +655,15 @@ def test_a_reload_mid_run_keeps_the_uploaded_task_for_the_next_start(stop_jobs, 
     assert reloaded.session_state["run"].data_config.pairs == job.data_config.pairs
 
 
+def test_start_in_a_second_tab_says_why_it_shows_the_first_tab_s_run(stop_jobs, browser):
+    first, second = open_train(), open_train()  # two tabs of one browser, both on Train
+    stop_jobs.extend([first, second])
+    start(first, task="reverse", steps=5000)
+    start(second, seed=78)  # its own settings: refused while the first tab's run trains
+    assert second.session_state["run"] is first.session_state["run"]  # that run, shown here ...
+    assert any("your run in another tab is still training" in w.value for w in second.warning)  # ... and why
+
+
 def test_a_bad_task_file_is_one_error_and_start_trains_the_named_task(stop_jobs):
     at = open_train()
     stop_jobs.append(at)
