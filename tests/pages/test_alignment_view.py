@@ -4,11 +4,13 @@ cross-attention, each head's score, and the best head's score over a run."""
 import numpy as np
 import pytest
 import torch
+from streamlit.testing.v1 import AppTest
 
 from tests.helpers import array
 from tests.helpers.apptest import chart, kept, open_train, open_with_model, poll_until_done, start
 from tests.helpers.figures import key_label_clashes
 from transformer.alignment import FOUND, alignment_series, best_head, head_of, head_scores, shown_score
+from transformer.serving import Run
 
 pytestmark = pytest.mark.usefixtures("restore_threads", "fresh_registry")  # tests/pages/conftest.py
 
@@ -32,12 +34,17 @@ def test_decoding_outlines_the_anti_diagonal_over_every_step_and_scores_each_hea
     assert titles == [f"head {h}<br>{shown_score(s):.2f}" for h, s in enumerate(scores.tolist())]
 
 
+def trained(**values) -> tuple[AppTest, Run]:
+    """The Train page after a run of these form values (by widget key, without "train_") has finished, and the run."""
+    at = open_train()
+    start(at, **values)
+    poll_until_done(at)
+    return at, at.session_state["run"]
+
+
 @pytest.mark.timeout(300)
 def test_train_draws_the_best_heads_score_at_every_snapshot_and_the_newest_heads():
-    at = open_train()
-    start(at, task="reverse", min_len=5, max_len=5, steps=100)
-    poll_until_done(at)
-    job = at.session_state["run"]
+    at, job = trained(task="reverse", min_len=5, max_len=5, steps=100)
     data = job.data()
     source = data.valid_sources[0]
     best = best_head(alignment_series("reverse", source, [s["maps"]["cross"] for s in job.attention]))
@@ -76,10 +83,7 @@ def test_a_one_symbol_probe_has_no_alignment_to_find():
 
 @pytest.mark.timeout(300)
 def test_a_task_with_no_alignment_shows_its_newest_cross_attention_with_nothing_outlined():
-    at = open_train()
-    start(at, task="count", min_len=3, max_len=5, steps=30)
-    poll_until_done(at)
-    job = at.session_state["run"]
+    at, job = trained(task="count", min_len=3, max_len=5, steps=30)
     assert any("There is no alignment for this task" in info.value for info in at.info)
     spec = chart(at, "train_spread_attention")
     heatmaps = [t for t in spec["data"] if t["type"] == "heatmap"]
