@@ -72,6 +72,20 @@ def test_the_uniform_label_sits_below_its_line_only_where_the_curve_ends_just_ab
     assert (uniform.y, uniform.yanchor) == (0.2, side)  # "top": below the line
 
 
+@pytest.mark.parametrize("chance", [0.1, 0.125, 0.5])
+def test_the_uniform_label_under_its_line_stays_above_the_x_axis_s_ticks(chance):
+    """A model without positional encoding stays near uniform attention, 1/8 over 8 source tokens: its label, under
+    the line, reached down into the step numbers under the axis."""
+    from transformer.figures import top_margin
+    from transformer.figures.alignment import BOTTOM_PX, NOTE_PX, best_head_figure
+
+    fig = best_head_figure([0, 25, 50], [("L0 H0", chance), ("L0 H1", chance + 0.05)], chance=chance, threshold=0.9)
+    low, top = fig.layout.yaxis.range
+    plot_px = fig.layout.height - top_margin(fig.layout.title.text) - BOTTOM_PX
+    assert (chance - low) / (top - low) * plot_px >= NOTE_PX - 1e-9  # the label's height fits between line and axis
+    assert low <= 0 and (low == 0) == (chance >= 0.5)  # the axis goes under 0 only when it must
+
+
 def test_the_best_head_is_named_in_words_in_the_figure_s_language_and_other_text_as_it_is():
     from transformer.figures.alignment import best_head_figure, head_name
     from transformer.i18n import translator

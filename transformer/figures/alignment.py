@@ -60,6 +60,8 @@ def ideal_over_learned(
 
 
 LABEL_SPAN = 0.15  # a line's label, of the 0..1 axis of a best-head figure: a curve ending within it would cross it
+NOTE_PX = 28  # a line's label drawn at the figure's 16 px font, in pixels of height
+TOP, BOTTOM_PX = 1.02, 60  # a best-head figure's axis top (a curve at 1 in view), and its margin under the plot
 
 
 def head_name(label: str, tr: Translator = ENGLISH) -> str:
@@ -103,14 +105,17 @@ def best_head_figure(
     level = dict(type="line", xref="x domain", x0=0, x1=1, yref="y")
     note = dict(xref="x domain", yanchor="bottom", showarrow=False)
     title = tr.gettext("Alignment of the best cross-attention head")
+    below = bool(best) and chance <= best[-1][1] < chance + LABEL_SPAN  # uniform attention's label under its line
+    room = NOTE_PX / (height - top_margin(title) - BOTTOM_PX)  # the label's height, a share of the plot's
+    low = min(0.0, (chance - room * TOP) / (1 - room)) if below else 0.0  # room for it above the x axis's ticks
     layout = dict(
         title=title_layout(title, dict(FONT, size=18)),
         font=FONT,
         height=height,
-        margin=dict(l=70, r=20, t=top_margin(title), b=60),
+        margin=dict(l=70, r=20, t=top_margin(title), b=BOTTOM_PX),
         showlegend=False,
         xaxis=dict(title=tr.gettext("training step"), rangemode="tozero"),
-        yaxis=dict(title=tr.gettext("attention on the ideal token"), range=[0, 1.02]),
+        yaxis=dict(title=tr.gettext("attention on the ideal token"), range=[low, TOP]),
         shapes=[
             dict(level, y0=threshold, y1=threshold, line=dict(color=VALID, dash="dash", width=2)),
             dict(level, y0=chance, y1=chance, line=dict(color=MARKER, dash="dot", width=2)),
@@ -131,7 +136,7 @@ def best_head_figure(
                 x=1,
                 y=chance,
                 xanchor="right",
-                yanchor="top" if best and chance <= best[-1][1] < chance + LABEL_SPAN else "bottom",
+                yanchor="top" if below else "bottom",
                 text=tr.gettext("uniform attention"),
             ),
         ],
