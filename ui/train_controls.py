@@ -12,7 +12,7 @@ from ui.classes import Seat, answer_prediction, class_recorder, seat_in_class
 from ui.common import client_address, forget_run, remember_run, run_registry
 from ui.language import _, ngettext
 from ui.own_task import OWN_TASK, own_task, own_task_state
-from ui.state import FOLLOW_RUN, RUN, RUN_SEAT, flash, session_run_elsewhere, watcher_id
+from ui.state import CLASS_CODE, FOLLOW_RUN, RUN, RUN_SEAT, flash, session_run_elsewhere, watcher_id
 from ui.streamlit_internals import page_connected
 from ui.train_form import KEPT, read_form, remember_values
 
@@ -54,6 +54,8 @@ def start_run() -> None:
         flash("train_form", "info", elsewhere)
         return
     seat = seat_in_class()  # a class student's run takes the settings their teacher locked
+    if seat is None and state.get(CLASS_CODE) is not None:  # the page's seat went since it was drawn (the class
+        return  # ended, or the name moved to another browser): its redraw says so; no run of its leftover settings
     try:
         values, own = read_form(), own_task(OWN_TASK)
         configs = seat.configs(values) if seat else run_configs(values, pairs=own)

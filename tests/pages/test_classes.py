@@ -219,6 +219,25 @@ def test_a_reload_keeps_the_student_and_a_class_that_ended_says_so():
     assert again.button(key="start_training") and not again.warning  # the lab without a class, said once
 
 
+@pytest.mark.parametrize("gone", ["class deleted", "name moved"])
+def test_start_on_a_page_whose_class_seat_is_gone_starts_nothing(gone):
+    """A page drawn while the student was in the class, its form holding the class's locked settings: Start there
+    once the class is deleted, or once the student's name moved to another browser, trained reverse outside the
+    class and held a training slot."""
+    code, key = a_class()
+    at = open_link(code)
+    join(at, "Ada")
+    store = ui.classes.class_store()
+    if gone == "class deleted":
+        store.delete_class(code, key, TEACHER)
+    else:
+        store.join(code, "another-browser", "Ada", store.let_rejoin(code, key, "Ada", TEACHER))
+    at.button(key="start_training").click().run()
+    assert not at.exception and "run" not in at.session_state  # no run started
+    said = "class link does not work" if gone == "class deleted" else "This browser has left the class"
+    assert any(said in shown(m.value) for m in [*at.warning, *at.info]), [m.value for m in [*at.warning, *at.info]]
+
+
 @pytest.mark.parametrize("code", ["no-such-class-1234", "not a code!"])
 def test_home_says_a_class_link_does_not_work_and_drops_it_from_the_address(code):
     home = AppTest.from_file("../../streamlit_app.py", default_timeout=30)
