@@ -105,9 +105,9 @@ scoring = partial(score_each_head, checkpoint, len(heads), ablation)
 grid: KnockoutGrid = per_model("knockout_grid", model, ablation, scoring)  # once per (model, removal)
 
 sample = (
-    _("all {n:,}", n=grid.n)
+    Message(N_("all {n:,}"), n=grid.n)  # the lab's words, which a Chinese sentence closes up around
     if grid.n == grid.n_held_out
-    else _("{n:,} of the {total:,}", n=grid.n, total=grid.n_held_out)
+    else Message(N_("{n:,} of the {total:,}"), n=grid.n, total=grid.n_held_out)
 )
 exact_col, token_col = st.columns(2)
 exact_col.metric(_("Intact exact match"), percent(grid.intact["exact_match"]))

@@ -188,7 +188,7 @@ class Translator:
         shown = {name: self.gettext(v) if isinstance(v, (Message, BaseException)) else v for name, v in params.items()}
         if self.language not in CLOSED_UP:
             return text.format(**shown)
-        return _closed_up(text, shown)
+        return _closed_up(text, shown, {name for name, v in params.items() if isinstance(v, (Message, BaseException))})
 
     __call__ = gettext
 
@@ -198,15 +198,16 @@ def _cjk(char: str) -> bool:
     return "\u3000" <= char <= "\u9fff" or "\uf900" <= char <= "\ufaff" or "\uff00" <= char <= "\uffef"
 
 
-def _closed_up(text: str, params: Mapping[str, object]) -> str:
+def _closed_up(text: str, params: Mapping[str, object], ours: set[str]) -> str:
     """`text.format(**params)`, without the space the template puts between a Chinese character and a placeholder
-    whose value begins (or ends, for a space after it) with one: the spaces inside a value are the value's own."""
-    pieces: list[tuple[str, bool]] = []  # (text, whether it is a placeholder's value)
+    of `ours` (the lab's own words, translated) whose value begins (or ends, for a space after it) with one. Any
+    other value (a student's name, a file's) keeps its spaces, as do the words inside a value."""
+    pieces: list[tuple[str, bool]] = []  # (text, whether it is one of `ours`' values)
     for literal, field, spec, conversion in _FORMATTER.parse(text):
         pieces.append((literal, False))
         if field is not None:
             value = _FORMATTER.convert_field(_FORMATTER.get_field(field, (), params)[0], conversion)
-            pieces.append((_FORMATTER.format_field(value, _FORMATTER.vformat(spec or "", (), params)), True))
+            pieces.append((_FORMATTER.format_field(value, _FORMATTER.vformat(spec or "", (), params)), field in ours))
     for i, (value, is_value) in enumerate(pieces):
         if not is_value or not value:
             continue
