@@ -41,8 +41,8 @@ ALLOW_LIST = LOCALE_DIR / "allow_list.txt"  # terms kept in Latin letters in eve
 SOURCE_PLURAL = get_plural(DEFAULT_LANGUAGE).plural_expr  # the code's own language's plural rule: `(n != 1)`
 _english_plural = c2py(SOURCE_PLURAL)
 # Languages written without spaces between their characters: a translation spaces a placeholder off from its words
-# for the numbers and Latin names it mostly holds ("共 {n} 个"), and the space goes where what it holds is in the
-# language's own characters ("全部 48" in "的 {sample} 个": "的全部 48 个").
+# for the numbers and Latin names it mostly holds ("共 {n} 个"), and the space goes where it holds the lab's own words
+# in the language's characters ("全部 48" in "的 {sample} 个": "的全部 48 个"; `_closed_up`).
 CLOSED_UP = {"zh-CN"}
 _FORMATTER = Formatter()
 
