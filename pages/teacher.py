@@ -187,7 +187,10 @@ def rejoin_section(snapshot: Snapshot, code: str, key: str) -> None:
                 st.error(_("Not done: {reason}.", reason=markdown_literal(_(err))))
             else:  # kept, so that each redraw of the board shows it
                 st.session_state["teacher_rejoin_code"] = name, rejoin
-        if (given := st.session_state.get("teacher_rejoin_code")) is not None:  # off the projected page until asked
+        given = st.session_state.get("teacher_rejoin_code")
+        if given is not None and not class_store().rejoin_waiting(code, given[0]):  # used: the notice has done its job
+            del st.session_state["teacher_rejoin_code"]
+        elif given is not None:  # the code stays off the projected page until asked for
             done = N_(
                 "{name} can join from the other browser under the same name, with a rejoin code. Tell it to them "
                 "alone: whoever has it takes their name, so keep it off the projector."

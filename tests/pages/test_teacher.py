@@ -297,6 +297,8 @@ def test_a_student_who_changed_browser_is_let_rejoin_under_their_name():
     assert store.student(code, "laptop") == ada  # until the code is used
     assert store.join(code, "tablet", "Ada *x*", rejoin) == ada
     assert store.student(code, "laptop") is None
+    at.run()  # the board's next redraw: the code is used, so its notice and popover go
+    assert not at.success and not [block for block in at.get("popover") if block.key == "teacher_rejoin_shown"]
 
 
 def test_the_exports_hold_what_the_database_holds_when_clicked(media):

@@ -376,6 +376,13 @@ class ClassStore:
             conn.execute(update(students).where(students.c.id == student).values(rejoin=rejoin_digest(student, rejoin)))
         return rejoin
 
+    def rejoin_waiting(self, code: str, name: str) -> bool:
+        """Whether the student called `name` holds a rejoin code (`let_rejoin`) they have not used yet."""
+        with self.engine.begin() as conn:
+            row = self._class(conn, code)
+            mine = students.c.class_id == row.id, students.c.name_key == name_key(str(name))
+            return conn.scalar(select(students.c.rejoin).where(*mine)) is not None
+
     def join(self, code: str, browser: str, name: str, rejoin: str = "") -> Student:
         """Join the class as `name` (literal text in Unicode's composed form, unique in the class as `name_key`
         compares names) from `browser`; the same browser again gets the student it joined as, under their first
