@@ -1,8 +1,8 @@
 """What every page needs for WCAG 2.2 AA beyond what Streamlit draws: captions and locked settings in full contrast
 (Streamlit fades a caption with opacity, which takes its code spans below 4.5:1, and a disabled widget's words to
 2.5:1), scrolling regions a keyboard can reach (a formula wider than its column scrolls, and a region that scrolls
-must take focus), and buttons' keyboard shortcuts said in their help. Checked by `tests/browser/test_accessibility.py`
-(axe-core on every page in each language)."""
+must take focus), and buttons' keyboard shortcuts said in their help (their badges hidden on a touch screen).
+Checked by `tests/browser/test_accessibility.py` (axe-core on every page in each language)."""
 
 import streamlit as st
 
@@ -40,13 +40,17 @@ SUMMARY_WORDS = """.st-key-compare_summary :is(th, td) p { word-break: keep-all 
 # Streamlit draws inline code at 0.75em: a token chip or a command at 12.8 px, small on a projector across a room. At
 # 0.95em it is 16 px in a paragraph and 14 px in a message box's smaller text (captions stay in proportion).
 INLINE_CODE = """[data-testid="stMarkdownContainer"] :not(pre) > code { font-size: 0.95em; }"""
+# A button's keyboard shortcut shows as a key badge beside its label; a phone or tablet with no keyboard has no key to
+# press, and on its narrow screen the badge only takes the label's room. Its help still names the key.
+NO_KEYS = """@media (hover: none) and (pointer: coarse) { [data-has-shortcut] > kbd { display: none; } }"""
 CSS = f""".st-key-{KEY} {{ display: none; }}
 [data-testid="stCaptionContainer"] {{ opacity: 1; color: {MUTED_GREY}; }}
 {LOCKED}
 {FIELD_ERRORS}
 {LINK_FOCUS}
 {SUMMARY_WORDS}
-{INLINE_CODE}"""
+{INLINE_CODE}
+{NO_KEYS}"""
 # A fixed script, never text from anyone. Installed once per browser tab (Streamlit swaps pages inside one document),
 # it gives each display formula, table or table cell that scrolls a place in the tab order, and takes it back when it no
 # longer scrolls;

@@ -1,7 +1,7 @@
 """Every page on a phone (390x844), as a phone's browser opens it: loaded at that size, the shipped reverse model in
 hand, each page reached through the sidebar, which folds away once a page is chosen: no exception, no sidebar left
 over the page, no table reaching past the screen (a wide table scrolls inside it), no chart labels drawn over each
-other.
+other, no keyboard shortcut's badge on a button (a phone has no keys).
 
 The language walk (test_language_walk.py) looks at every page at all three sizes in both languages, the window
 resized under a page loaded at a projector's size; this test is the phone's own way there.
@@ -53,6 +53,8 @@ def test_on_a_phone_every_page_opens_through_the_folded_sidebar_and_fits(new_con
                 if table["past_screen"] > 1:
                     problems.append(f"{name}: a table reaches {table['past_screen']:.0f} px past the screen")
             problems += [f"{name}: labels overlap: {pair}" for pair in page.evaluate(LABEL_OVERLAPS)]
+            if badges := [badge for badge in page.locator("button kbd").all() if badge.is_visible()]:
+                problems.append(f"{name}: {len(badges)} keyboard shortcut badges on a phone, which has no keys")
             screenshot(page, f"viewport-phone-{name}")
         assert not problems, "\n".join(problems)
     finally:
