@@ -9,6 +9,7 @@ Session state keys:
 - "teacher_new_key": the key of a class just created here, shown alone until the teacher says it is saved.
 """
 
+import atexit
 import os
 import socket
 from collections.abc import Iterable, Mapping
@@ -62,8 +63,12 @@ def class_store() -> ClassStore:
 
 @st.cache_resource(show_spinner=False, on_release=ClassRecorder.close)
 def class_recorder() -> ClassRecorder:
-    """Writes the runs of class students into the class database as they train, from one thread."""
-    return ClassRecorder(class_store(), run_registry().place)
+    """Writes the runs of class students into the class database as they train, from one thread. A server that
+    stops (a restart) writes the step each run reached first: Streamlit releases no cached resource as it exits, and
+    a run the restarted server finds lost would read up to a round (RECORD_EVERY_S) of steps behind."""
+    recorder = ClassRecorder(class_store(), run_registry().place)
+    atexit.register(recorder.close)
+    return recorder
 
 
 def caller() -> Caller:

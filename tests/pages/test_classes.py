@@ -2,7 +2,11 @@
 the settings their teacher locked, asks the class's question before Start, trains with the class's settings and the
 student's seed, records the run in the class database, and grades the prediction once runs are measured."""
 
+import os
 import re
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 import streamlit as st
@@ -15,12 +19,13 @@ from tests.helpers import wait_until
 from tests.helpers.apptest import join_class as join
 from tests.helpers.apptest import open_class_link as open_link
 from tests.helpers.apptest import poll_until_done
-from transformer.classroom import Assignment, Caller, Group, RunState
+from transformer.classroom import Assignment, Caller, ClassStore, Group, RunState
 from transformer.pairs import pairs_from_rows
 from transformer.report_data import gather
 from ui.train_controls import CLASS_SAME_RUN, SAME_RUN
 from ui.train_form import ALL_LOCKED, CHOSEN, CLASS_DEFAULTS, LOCKED
 
+ROOT = Path(__file__).resolve().parents[2]
 TINY = {"task": "reverse", "min_len": 3, "max_len": 3, "steps": 30}
 GROUPS = Assignment(TINY, frozenset({"lr"}), "positional", (Group("with PE", "sinusoidal"), Group("no PE", "none")))
 TEACHER = Caller(None, "the-teacher's-browser")
@@ -368,3 +373,28 @@ def test_a_prediction_on_runs_that_ran_out_of_time_is_not_graded_and_not_polled(
     assert "not graded: the runs it rests on ran out of time" in verdict(at)
     assert "not so" not in verdict(at) and "you were right" not in verdict(at)
     assert fragments["prediction_verdict"] is None  # nothing more to wait for
+
+
+STOPPING_SERVER = """
+import sys
+from types import SimpleNamespace
+
+from ui.classes import class_recorder, class_store
+
+code = sys.argv[1]
+run = SimpleNamespace(status="training", step=1, rows=[], done=False, error=None, result=None)
+class_recorder().follow(class_store().student(code, "browser-a"), run)  # written at once: step 1
+run.step = 500  # then the server stops within the recorder's round
+"""
+
+
+def test_a_server_that_stops_writes_the_step_each_class_run_reached(tmp_path):
+    store = ClassStore(f"sqlite:///{tmp_path / 'classes.sqlite3'}")
+    code, _ = store.create_class("Period 3")
+    ada = store.join(code, "browser-a", "Ada")
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "LAB_DATA_DIR": str(tmp_path), "LAB_TRAINING_PROCESSES": "0"}
+    env.pop("LAB_DATABASE_URL", None)
+    subprocess.run([sys.executable, "-c", STOPPING_SERVER, code], cwd=ROOT, env=env, check=True, timeout=120)
+    _, state = store.standing(ada)
+    assert (state.status, state.step) == ("training", 500)  # read as lost, at that step, once a server restarts
+    store.close()

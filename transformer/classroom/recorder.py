@@ -105,7 +105,9 @@ class ClassRecorder:
                     self._followed[student.id] = student, run, state
 
     def close(self) -> None:
-        """Write what is new, then stop."""
+        """Write what is new, then stop; once."""
+        if self._closed.is_set():
+            return
         self._closed.set()
         self._thread.join(10)
         self.record_once()
