@@ -99,7 +99,7 @@ text = source_input(task, vocab, limit, examples)
 strategy, temperature, top_k, seed, beam_width = strategy_settings(len(vocab))
 
 try:
-    ids = vocab.encode(text, max_len=limit)
+    ids = vocab.encode(text, max_len=limit, symbols=task_of(task).source_symbols(task.n_symbols))
 except ValueError as err:
     example = code_span(example_text(examples[0], vocab.symbols))
     st.error(_("{error}. For example: {example}.", error=markdown_literal(_(err)), example=example))

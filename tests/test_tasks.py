@@ -305,3 +305,17 @@ def test_the_longest_sequence_counts_targets_too():
     assert longest_sequence(DataConfig(task="repeat", min_len=1, max_len=5)) == 10
     assert longest_sequence(DataConfig(task="brackets", min_len=2, max_len=6, n_symbols=2)) == 6
     assert longest_sequence(DataConfig.from_pairs(examples())) == 3
+
+
+WORDS = [(f"line {i}", f"{a} {b}", f"{b.upper()} {a.upper()} X") for i, (a, b) in enumerate(zip("abcdef", "fedcba"), 1)]
+
+
+@pytest.mark.parametrize(
+    "config",
+    [DataConfig(task=t, min_len=3, max_len=6, n_symbols=4) for t in task_names()]
+    + [DataConfig.from_pairs(pairs_from_rows(WORDS, "words"))],
+)
+def test_a_task_says_exactly_the_symbols_its_sources_hold(config):
+    data, n = TaskData(config), config.n_symbols
+    drawn = {s for source in (*data.valid_sources, *sources_of(data.train_batch(512))) for s in source}
+    assert drawn == set(data.task.source_symbols(n)), data.vocab.tokens(data.vocab.symbol_id(s) for s in drawn)

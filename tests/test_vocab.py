@@ -89,6 +89,13 @@ def test_unknown_symbol_message_lists_allowed_symbols(digits):
         Vocab(["cat", "dog"]).encode("cow")
 
 
+def test_encode_takes_only_the_symbols_it_is_given():
+    vocab = Vocab(["cat", "dog", "chat", "chien"])
+    assert vocab.encode("dog cat", symbols=range(2)) == [4, 3]
+    with pytest.raises(ValueError, match="unknown symbol 'chat'; use cat dog,"):
+        vocab.encode("cat chat", symbols=range(2))
+
+
 @pytest.mark.parametrize(
     "text",
     ["１２", "٣", "1\u200b2", "\ud800", "😀 1", "1 \x00", "a" * 10_000, "é" * 10_000 + " 1", "1 " * 10_000],

@@ -139,6 +139,9 @@ class Translation(GalleryTask):
         words = SOURCE_WORDS, TARGET_WORDS
         return tuple(w for lexicon in words for kind, all_of in lexicon.items() for w in _some(kind, all_of, n_symbols))
 
+    def source_symbols(self, n_symbols: int) -> range:
+        return range(_VERBS + _ADJECTIVES + n_symbols)  # the source language's words come first
+
     def target(self, source: Sequence[int], n_symbols: int) -> list[int]:
         offset = _VERBS + _ADJECTIVES + n_symbols  # the target language's words follow the source language's
         return [source[i] + offset for i in word_order(source)]
@@ -215,6 +218,9 @@ class Count(GalleryTask):
     def symbols(self, n_symbols: int) -> tuple[str, ...]:
         return (*_letters(n_symbols), *map(str, range(10)))
 
+    def source_symbols(self, n_symbols: int) -> range:
+        return range(n_symbols)  # the letters: the digits are counts
+
     def target(self, source: Sequence[int], n_symbols: int) -> list[int]:
         if not all(0 <= s < n_symbols for s in source) or len(source) > self.lengths[-1]:
             raise ValueError(Message(N_("count reads 1 to {most} letters"), most=self.lengths[-1]))
@@ -252,6 +258,9 @@ class Brackets(GalleryTask):
 
     def symbols(self, n_symbols: int) -> tuple[str, ...]:
         return (*BRACKETS[:n_symbols], "yes", "no")
+
+    def source_symbols(self, n_symbols: int) -> range:
+        return range(n_symbols)  # the brackets: yes and no are answers
 
     def target(self, source: Sequence[int], n_symbols: int) -> list[int]:
         if not all(0 <= s < n_symbols for s in source):

@@ -212,6 +212,7 @@ class PairsTask(Task):
         self.pairs, self.vocab = pairs, Vocab(pairs.symbols)
         self.lengths = range(pairs.min_len, pairs.max_len + 1)
         self._index = {symbol: i for i, symbol in enumerate(pairs.symbols)}
+        self._sources_hold = self._held(source for source, _ in (*pairs.train, *pairs.held_out))
         self.train = [self._indices(source) for source, _ in pairs.train]
         self.targets = {tuple(self._indices(s)): self._indices(t) for s, t in (*pairs.train, *pairs.held_out)}
 
@@ -219,8 +220,17 @@ class PairsTask(Task):
         """The symbol indices of a pair's text (its symbols joined by single spaces, as `TaskPairs` checked)."""
         return [self._index[symbol] for symbol in text.split(" ")]
 
+    def _held(self, texts: Iterable[str]) -> tuple[int, ...]:
+        """The indices of the symbols `texts` hold, in index order."""
+        held = {self._index[symbol] for text in texts for symbol in text.split(" ")}
+        return tuple(sorted(held))
+
     def symbols(self, n_symbols: int) -> tuple[str, ...]:
         return self.pairs.symbols
+
+    def source_symbols(self, n_symbols: int) -> tuple[int, ...]:
+        """The symbols its pairs' sources hold: a symbol only its targets hold is no input."""
+        return self._sources_hold
 
     def target(self, source: Sequence[int], n_symbols: int) -> list[int]:
         """The target its pairs give `source`; ValueError for a source no pair has."""

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import operator
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 
 from .i18n import N_, Message
 from .limits import MAX_SYMBOL_CHARS, MAX_SYMBOLS
@@ -98,30 +98,32 @@ class Vocab:
             raise ValueError(f"token id {token_id} is not a symbol (symbols are {N_SPECIAL}..{len(self) - 1})")
         return token_id - N_SPECIAL
 
-    def encode(self, text: str, max_len: int | None = None) -> list[int]:
+    def encode(self, text: str, max_len: int | None = None, symbols: Collection[int] | None = None) -> list[int]:
         """Token ids of the space-separated symbols in `text` (no BOS/EOS). When every symbol is one character,
-        the spaces are optional: "314" reads as "3 1 4"."""
+        the spaces are optional: "314" reads as "3 1 4". `symbols`, where given, are the symbol indices `text` may
+        hold (a task's `source_symbols`): any other symbol is unknown, and messages list only these."""
         if not isinstance(text, str):
             raise TypeError(f"text must be a string of space-separated symbols, got {type(text).__name__}")
         words = text.split()
+        allowed = self._allowed if symbols is None else _describe(tuple(self._symbols[i] for i in sorted(symbols)))
         if self.spaces_optional:  # split run-together symbols; anything else stays whole, for the error message
             words = [part for word in words for part in (word if self._run_of_symbols(word) else [word])]
         if not words:
-            raise ValueError(Message(N_("enter at least one symbol ({allowed})"), allowed=self._allowed))
+            raise ValueError(Message(N_("enter at least one symbol ({allowed})"), allowed=allowed))
         if max_len is not None and len(words) > max_len:
             too_long = N_("input has {count} tokens; the most is {most}")
             raise ValueError(Message(too_long, count=len(words), most=max_len))
         ids = []
         for word in words:
             i = self._stoi.get(word)
-            if i is None:
+            if i is None or symbols is not None and i >= N_SPECIAL and i - N_SPECIAL not in symbols:
                 unknown = N_("unknown symbol {symbol}; use {allowed}")
                 if not self.spaces_optional:
                     unknown = N_("unknown symbol {symbol}; use {allowed}, separated by spaces")
-                raise ValueError(Message(unknown, symbol=_preview(word), allowed=self._allowed))
+                raise ValueError(Message(unknown, symbol=_preview(word), allowed=allowed))
             if i < N_SPECIAL:
                 special = N_("{token} is a special token; type only symbols ({allowed})")
-                raise ValueError(Message(special, token=repr(word), allowed=self._allowed))
+                raise ValueError(Message(special, token=repr(word), allowed=allowed))
             ids.append(i)
         return ids
 

@@ -345,6 +345,18 @@ def test_a_task_from_examples_decodes_its_pairs_and_has_no_alignment():
     assert any(h.value == "Compare with teacher forcing" for h in at.subheader)  # a held-out pair has its target
 
 
+def test_a_task_from_examples_offers_only_the_symbols_its_sources_hold():
+    from transformer.pairs import pairs_from_rows
+
+    rows = [(f"row {i}", f"{a} {b}", f"{b.upper()} {a.upper()}") for i, (a, b) in enumerate(zip("abcde", "edcba"), 1)]
+    at = open_page(untrained(DataConfig.from_pairs(pairs_from_rows(rows, "words"))))
+    for typed, unknown in (("zz", "zz"), ("a B", "B")):  # an unknown word, and a word only its targets hold
+        at.text_input(key="decode_input").set_value(typed).run()
+        assert not at.exception
+        (error,) = [e.value.replace("\\", "") for e in at.error]
+        assert error.startswith(f"unknown symbol '{unknown}'; use a e b d c."), error
+
+
 def test_back_and_next_have_arrow_keys_that_their_help_names(solved_reverse):
     at = open_page(solved_reverse)
     for key, shortcut, said in (("decode_back", "left", "←"), ("decode_next", "right", "→")):
