@@ -274,7 +274,8 @@ with pad_col:
 
 peek_inputs, pad_inputs = (src_ids, tgt_ids, change_at), (src_ids, tgt_ids, extra)
 if peek_clicked:
-    run_masking_test("peek", model, peek_inputs, partial(peek_at_future, model, vocab, src_ids, tgt_ids, change_at))
+    peek = partial(peek_at_future, model, vocab, checkpoint.task, src_ids, tgt_ids, change_at)
+    run_masking_test("peek", model, peek_inputs, peek)
 if pad_clicked:
     run_masking_test("pad", model, pad_inputs, partial(pad_more, model, vocab, src_ids, tgt_ids, extra))
 show_masking_result(

@@ -18,7 +18,8 @@ from transformer.mask_experiments import (
     peek_at_future,
 )
 from transformer.model import Transformer
-from transformer.tasks import DataConfig
+from transformer.pairs import pairs_from_rows
+from transformer.tasks import DataConfig, TaskData, task_of
 from transformer.vocab import Vocab
 
 VOCAB = Vocab.digits(10)
@@ -32,7 +33,7 @@ def model() -> Transformer:
 
 def test_peek_at_future_changes_earlier_outputs_only_without_causal_mask(model):
     src_ids, tgt_ids = random_pair(TASK, VOCAB, 6, seed=3)
-    result = peek_at_future(model, VOCAB, src_ids, tgt_ids, change_at=len(tgt_ids))
+    result = peek_at_future(model, VOCAB, TASK, src_ids, tgt_ids, change_at=len(tgt_ids))
     assert result.measure == "probability"
     old, new = VOCAB.tokens([tgt_ids[-1], 3 + (tgt_ids[-1] - 3 + 1) % 10])
     assert result.description == f"decoder input position {len(tgt_ids)}: {old} → {new}"
@@ -44,7 +45,36 @@ def test_peek_at_future_changes_earlier_outputs_only_without_causal_mask(model):
     assert MaskingResult.max_diff(result.without_mask) > 1e-3
     for bad in (0, len(tgt_ids) + 1):
         with pytest.raises(ValueError, match="change position"):
-            peek_at_future(model, VOCAB, src_ids, tgt_ids, bad)
+            peek_at_future(model, VOCAB, TASK, src_ids, tgt_ids, bad)
+
+
+WORDS = [(f"line {i}", f"{a} {b}", f"{b.upper()} {a.upper()}") for i, (a, b) in enumerate(zip("abcde", "edcba"), 1)]
+
+
+@pytest.mark.parametrize(
+    "task",
+    [DataConfig("add", 3, 5, 4), DataConfig("translate", 3, 5, 4), DataConfig.from_pairs(pairs_from_rows(WORDS, "w"))],
+)
+def test_peek_at_future_changes_a_token_into_another_its_targets_hold(task):
+    """The last symbol a target holds is followed by symbols only sources hold (add's +, translate's and a task from
+    examples' source words): the change goes round to the first a target holds."""
+    data = TaskData(task)
+    model = random_model(vocab_size=len(data.vocab), max_len=16)
+    targets = task_of(task).target_symbols(task.n_symbols)
+    src_ids, tgt_ids = random_pair(task, data.vocab, 6, seed=0)
+    for symbol in targets:
+        tgt_ids[-1] = data.vocab.symbol_id(symbol)
+        result = peek_at_future(model, data.vocab, task, src_ids, tgt_ids, change_at=len(tgt_ids))
+        new = data.vocab.symbols.index(str(result.description).rsplit(" → ", 1)[1])
+        assert new in targets and new != symbol, (data.vocab.symbols[symbol], data.vocab.symbols[new])
+
+
+def test_peek_at_future_refuses_a_task_whose_targets_hold_one_symbol(model):
+    rows = [(f"line {i}", a, "yes") for i, a in enumerate("01234", 1)]
+    task = DataConfig.from_pairs(pairs_from_rows(rows, "yes"))
+    vocab = TaskData(task).vocab
+    with pytest.raises(ValueError, match="no other symbol"):
+        peek_at_future(model, vocab, task, vocab.encode("1"), vocab.encode("yes"), change_at=1)
 
 
 def test_pad_more_is_invisible_only_with_padding_masks(model):

@@ -315,7 +315,12 @@ WORDS = [(f"line {i}", f"{a} {b}", f"{b.upper()} {a.upper()} X") for i, (a, b) i
     [DataConfig(task=t, min_len=3, max_len=6, n_symbols=4) for t in task_names()]
     + [DataConfig.from_pairs(pairs_from_rows(WORDS, "words"))],
 )
-def test_a_task_says_exactly_the_symbols_its_sources_hold(config):
+def test_a_task_says_exactly_the_symbols_its_sources_hold_and_those_its_targets_may_hold(config):
     data, n = TaskData(config), config.n_symbols
-    drawn = {s for source in (*data.valid_sources, *sources_of(data.train_batch(512))) for s in source}
+    batch = data.train_batch(512)
+    drawn = {s for source in (*data.valid_sources, *sources_of(batch)) for s in source}
     assert drawn == set(data.task.source_symbols(n)), data.vocab.tokens(data.vocab.symbol_id(s) for s in drawn)
+    written = {s for target in (*targets_of(data.valid), *targets_of(batch)) for s in target}
+    assert written <= set(data.task.target_symbols(n)), data.vocab.tokens(data.vocab.symbol_id(s) for s in written)
+    if config.pairs is not None:
+        assert written == set(data.task.target_symbols(n))

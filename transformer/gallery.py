@@ -61,6 +61,9 @@ class Addition(GalleryTask):
     def symbols(self, n_symbols: int) -> tuple[str, ...]:
         return (*map(str, range(n_symbols)), "+")
 
+    def target_symbols(self, n_symbols: int) -> range:
+        return range(n_symbols)  # the digits: + joins the numbers of a source
+
     def target(self, source: Sequence[int], n_symbols: int) -> list[int]:
         plus = n_symbols
         if list(source).count(plus) != 1 or source[0] == plus or source[-1] == plus:
@@ -140,10 +143,13 @@ class Translation(GalleryTask):
         return tuple(w for lexicon in words for kind, all_of in lexicon.items() for w in _some(kind, all_of, n_symbols))
 
     def source_symbols(self, n_symbols: int) -> range:
-        return range(_VERBS + _ADJECTIVES + n_symbols)  # the source language's words come first
+        return range(_words(n_symbols))  # the source language's words come first
+
+    def target_symbols(self, n_symbols: int) -> range:
+        return range(_words(n_symbols), 2 * _words(n_symbols))
 
     def target(self, source: Sequence[int], n_symbols: int) -> list[int]:
-        offset = _VERBS + _ADJECTIVES + n_symbols  # the target language's words follow the source language's
+        offset = _words(n_symbols)  # the target language's words follow the source language's
         return [source[i] + offset for i in word_order(source)]
 
     def source_positions(self, source: Sequence[int]) -> list[int]:
@@ -163,6 +169,11 @@ class Translation(GalleryTask):
         for a, (subject, obj), (noun, other), verb in zip(first, picks.tolist(), nouns.tolist(), verbs):
             rows.append([*subject[:a], noun, verb, *obj[: adjectives - a], other])
         return torch.tensor(rows, dtype=torch.int64).reshape(count, length)
+
+
+def _words(n_nouns: int) -> int:
+    """How many words each language of translate has: its verbs, its adjectives and `n_nouns` nouns."""
+    return _VERBS + _ADJECTIVES + n_nouns
 
 
 def _some(kind: str, words: tuple[str, ...], n_nouns: int) -> tuple[str, ...]:
@@ -221,6 +232,9 @@ class Count(GalleryTask):
     def source_symbols(self, n_symbols: int) -> range:
         return range(n_symbols)  # the letters: the digits are counts
 
+    def target_symbols(self, n_symbols: int) -> range:
+        return range(n_symbols, len(self.symbols(n_symbols)))
+
     def target(self, source: Sequence[int], n_symbols: int) -> list[int]:
         if not all(0 <= s < n_symbols for s in source) or len(source) > self.lengths[-1]:
             raise ValueError(Message(N_("count reads 1 to {most} letters"), most=self.lengths[-1]))
@@ -261,6 +275,9 @@ class Brackets(GalleryTask):
 
     def source_symbols(self, n_symbols: int) -> range:
         return range(n_symbols)  # the brackets: yes and no are answers
+
+    def target_symbols(self, n_symbols: int) -> range:
+        return range(n_symbols, len(self.symbols(n_symbols)))
 
     def target(self, source: Sequence[int], n_symbols: int) -> list[int]:
         if not all(0 <= s < n_symbols for s in source):

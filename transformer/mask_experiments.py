@@ -13,6 +13,7 @@ from .i18n import N_, Message
 from .inspection import ATTENTION_KINDS, attention_module, model_device, twin
 from .masks import causal_mask, decoder_mask, padding_mask
 from .model import AttentionMaps, MultiHeadAttention, Transformer
+from .tasks import DataConfig, task_of
 from .vocab import Vocab
 
 CHANGED_TOLERANCE = 1e-5  # relative to the values' size: above it a difference is a change, not float32 rounding
@@ -143,11 +144,11 @@ def _check_pair(model: Transformer, src_ids: list[int], tgt_ids: list[int], extr
 
 
 def peek_at_future(
-    model: Transformer, vocab: Vocab, src_ids: list[int], tgt_ids: list[int], change_at: int
+    model: Transformer, vocab: Vocab, task: DataConfig, src_ids: list[int], tgt_ids: list[int], change_at: int
 ) -> MaskingResult:
-    """Change the decoder input at position `change_at` (1 = the first target token; 0 is BOS) to the next
-    symbol, and compare the output distributions at every earlier position: with the causal mask on, then off (twins of
-    the model with its weights). Differences are in probability."""
+    """Change the decoder input at position `change_at` (1 = the first target token; 0 is BOS) to the next symbol
+    a target of `task` can hold, and compare the output distributions at every earlier position: with the causal mask
+    on, then off (twins of the model with its weights). Differences are in probability."""
     _check_pair(model, src_ids, tgt_ids)
     tgt_in = [vocab.bos_id, *tgt_ids]
     if not 1 <= change_at < len(tgt_in):
@@ -155,7 +156,7 @@ def peek_at_future(
         raise ValueError(Message(problem, top=len(tgt_in) - 1, got=change_at))
     changed = list(tgt_in)
     old = changed[change_at]
-    changed[change_at] = vocab.symbol_id((vocab.symbol_index(old) + 1) % vocab.n_symbols)  # the next symbol
+    changed[change_at] = vocab.symbol_id(_next_target_symbol(task, vocab.symbol_index(old)))
     tables = []
     causal = model if model.config.causal_mask else twin(model, causal_mask=True)
     for m in (causal, twin(model, causal_mask=False)):
@@ -165,6 +166,15 @@ def peek_at_future(
     changed_at = N_("decoder input position {position}: {old} → {new}")
     what = Message(changed_at, position=change_at, old=old_token, new=new_token)
     return MaskingResult(what, N_("probability"), *tables)
+
+
+def _next_target_symbol(task: DataConfig, symbol: int) -> int:
+    """The symbol after `symbol` among those a target of `task` can hold, round to the first after the last;
+    ValueError when they are `symbol` alone."""
+    others = [s for s in task_of(task).target_symbols(task.n_symbols) if s != symbol]
+    if not others:
+        raise ValueError(N_("the task's targets hold no other symbol to change this one into"))
+    return min((s for s in others if s > symbol), default=others[0])
 
 
 def pad_more(model: Transformer, vocab: Vocab, src_ids: list[int], tgt_ids: list[int], extra: int) -> MaskingResult:

@@ -213,6 +213,7 @@ class PairsTask(Task):
         self.lengths = range(pairs.min_len, pairs.max_len + 1)
         self._index = {symbol: i for i, symbol in enumerate(pairs.symbols)}
         self._sources_hold = self._held(source for source, _ in (*pairs.train, *pairs.held_out))
+        self._targets_hold = self._held(target for _, target in (*pairs.train, *pairs.held_out))
         self.train = [self._indices(source) for source, _ in pairs.train]
         self.targets = {tuple(self._indices(s)): self._indices(t) for s, t in (*pairs.train, *pairs.held_out)}
 
@@ -231,6 +232,10 @@ class PairsTask(Task):
     def source_symbols(self, n_symbols: int) -> tuple[int, ...]:
         """The symbols its pairs' sources hold: a symbol only its targets hold is no input."""
         return self._sources_hold
+
+    def target_symbols(self, n_symbols: int) -> tuple[int, ...]:
+        """The symbols its pairs' targets hold."""
+        return self._targets_hold
 
     def target(self, source: Sequence[int], n_symbols: int) -> list[int]:
         """The target its pairs give `source`; ValueError for a source no pair has."""

@@ -70,6 +70,10 @@ class Task(ABC):
         """The indices of the symbols a source can hold, in index order: all of them, unless the task says less."""
         return range(len(self.symbols(n_symbols)))
 
+    def target_symbols(self, n_symbols: int) -> Sequence[int]:
+        """The indices of the symbols a target can hold, in index order: all of them, unless the task says less."""
+        return range(len(self.symbols(n_symbols)))
+
     def longest_target(self, max_len: int, n_symbols: int) -> int:
         """The longest target of a source of at most `max_len` symbols."""
         return max_len
