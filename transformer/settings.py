@@ -118,6 +118,12 @@ def default_run(task: str) -> dict[str, Value]:
     return {**form_defaults(), **get_task(task).default_run}
 
 
+def set_by_pairs() -> list[Setting]:
+    """The form's settings that a task from examples sets from its pairs, so that a run of it ignores them: those of
+    its task and data but the seed (`run_configs`)."""
+    return [s for s in on_form() if s.configs == ("data",)]
+
+
 def class_open() -> list[Setting]:
     """The settings a teacher may let students change."""
     return [s for s in on_form() if s.class_open]

@@ -32,6 +32,10 @@ FORM_WORDS = "teacher_form_words"  # session_state key: the task the form's ques
 NONE = ""  # the form's choice of no groups, or of no question (a widget's value None would show an empty box)
 UNSAVED = N_("The form shows settings that are not saved: students train the class's saved assignment until you save.")
 PRESET = ("min_len", "max_len", "steps")  # the assignment form's first row, under its task; the others fold below
+OWN_TASK_FORM = N_(
+    "The class trains its own task, below: its pairs set the task, the lengths of its inputs and its symbols, so the "
+    "form leaves them out. The assignment's other settings apply to it."
+)
 
 
 def form_values(snapshot: Snapshot) -> None:
@@ -89,20 +93,24 @@ def assignment_form(snapshot: Snapshot, code: str, key: str) -> None:
     students may change, the groups and the question. Saved by a callback; its outcome shows under the form, on this
     tab, never above the board."""
     form_values(snapshot)
-    saved = (snapshot.info.assignment or Assignment()).settings(None)  # the class's task again: its saved settings
-    task_picker(
-        preset_key,
-        _("Choosing a task fills in its default run; change any setting before you save the assignment."),
-        saved=saved,
-    )
+    hidden = hidden_settings(snapshot)
+    if hidden:
+        st.info(_(OWN_TASK_FORM), icon=":material/table_view:")
+    else:
+        saved = (snapshot.info.assignment or Assignment()).settings(None)  # the class's task again: its saved settings
+        task_picker(
+            preset_key,
+            _("Choosing a task fills in its default run; change any setting before you save the assignment."),
+            saved=saved,
+        )
     picked = picked_task(snapshot)  # the question names it before it is saved
     with st.form(form_id(FORM)):
-        for col, name in zip(st.columns(len(PRESET)), PRESET):
+        for col, name in zip(st.columns(len(PRESET)), (name for name in PRESET if name not in hidden)):
             s = spec.setting(name)
             draw_setting(col, s, preset_key(s))
         with st.expander(_(OTHER_SETTINGS), key="assignment_other_settings"):
             columns = st.columns(FOLDED_COLUMNS)
-            for index, s in enumerate(s for s in spec.on_form() if s.name not in ("task", *PRESET)):
+            for index, s in enumerate(s for s in spec.on_form() if s.name not in ("task", *PRESET, *hidden)):
                 draw_setting(columns[index % len(columns)], s, preset_key(s))
         splits = [NONE, *(s.name for s in spec.group_splits())]
         st.selectbox(
@@ -198,6 +206,11 @@ def lesson_time(snapshot: Snapshot) -> None:
             ),
             icon=":material/timer_off:",
         )
+
+
+def hidden_settings(snapshot: Snapshot) -> set[str]:
+    """The settings the form leaves out: those the class's own task sets from its pairs, if it has one."""
+    return {s.name for s in spec.set_by_pairs()} if snapshot.info.task is not None else set()
 
 
 def split_words(name: str) -> str:

@@ -441,6 +441,30 @@ def test_a_teacher_gives_the_class_its_own_task_and_takes_it_back():
     assert not at.exception and ui.classes.class_store().class_info(code).task is None
 
 
+def test_a_class_with_its_own_task_has_no_task_lengths_or_symbols_on_its_assignment_form():
+    at = open_teacher()
+    code, _ = create(at)
+    at.number_input(key="teacher_max_len").set_value(6)
+    at.button(key="teacher_save").click().run()
+    at.file_uploader(key="teacher_task_file").set_value(("swaps.csv", SWAPS.encode(), "text/csv"))
+    at.run()
+    at.button(key="teacher_task_give").click().run()
+    assert not at.exception
+    by_pairs = {f"teacher_{s.name}" for s in spec.set_by_pairs()}
+    assert by_pairs == {"teacher_task", "teacher_min_len", "teacher_max_len", "teacher_n_symbols"}
+    drawn = {widget.key for kind in ("selectbox", "number_input") for widget in at.get(kind)}
+    assert not drawn & by_pairs and "teacher_steps" in drawn
+    assert [i.value for i in at.info if i.value == ui.assignment_form.OWN_TASK_FORM]
+    at.number_input(key="teacher_steps").set_value(77)
+    at.button(key="teacher_save").click().run()
+    assert not at.exception and at.success
+    preset = ui.classes.class_store().class_info(code).assignment.preset
+    assert (preset["steps"], preset["max_len"]) == (77, 6)  # the task's lengths stay as saved, for when it goes
+    at.button(key="teacher_task_clear").click().run()
+    assert not at.exception and at.number_input(key="teacher_max_len").value == 6
+    assert at.selectbox(key="teacher_task").value == "reverse"
+
+
 def test_a_bad_task_file_for_the_class_is_one_error_and_nothing_is_saved():
     at = open_teacher()
     code, _ = create(at)
