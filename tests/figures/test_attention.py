@@ -5,8 +5,10 @@ slice marked."""
 import pytest
 import torch
 
+from tests.helpers.figures import COLORBAR_PX
 from tests.helpers.models import random_model
 from transformer.figures.attention import attention_heatmaps, mask_heatmap, projection_heatmaps
+from transformer.i18n import translator
 from transformer.inspection import attention_projections
 
 LABELS = ["BOS", "3", "<b>", "PAD"]  # repeated labels keep their own rows
@@ -115,3 +117,12 @@ def test_a_head_short_of_the_threshold_never_reads_as_reaching_it():
 
     each = alignment_figure([0, 25], {"L0 H0": [0.5, 0.8999]}, chance=0.2)  # Compare's heads, step by step
     assert list(each.data[0].customdata) == ["0.50", "0.89"] and "%{customdata}" in each.data[0].hovertemplate
+
+
+def test_the_heads_colour_bar_has_its_title_along_it_and_the_room_plotly_makes_for_them():
+    weights = torch.rand(4, 4, 3).softmax(-1)
+    fig = attention_heatmaps(weights, LABELS, LABELS[:3], "w", tr=translator("zh-CN"), fit_px=356)
+    bar = fig.data[0].colorbar
+    assert bar.title.text == "权重" and bar.title.side == "right"  # beside the labels: over the bar it touched the "1"
+    assert list(bar.tickvals) == [0, 0.5, 1]  # labels of known widths
+    assert fig.layout.margin.r == COLORBAR_PX  # the right margin as wide as Plotly makes it for the bar and its title

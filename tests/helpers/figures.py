@@ -10,7 +10,7 @@ from transformer.decoding import Beam, DecodeStep
 
 TOKENS = ["PAD", "BOS", "EOS", "a", "<b>", "c", "d"]
 UPRIGHT_PX = 21  # a tick label turned upright, as wide as its line is tall: Chromium's box of a 16 px Source Sans line
-COLORBAR_PX = 90  # the right margin Plotly makes for the heads' colour bar, its ticks and title (measured in Chromium)
+COLORBAR_PX = 100  # the right margin Plotly makes for the heads' colour bar, labels and title (measured in Chromium)
 
 
 def decode_step(step: int, beams: list[Beam]) -> DecodeStep:

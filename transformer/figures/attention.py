@@ -24,7 +24,14 @@ from .theme import FONT
 
 HEAD_TITLE_LINE_PX = 24  # a line of a head's title over its panel, in the projector's font
 HEADS_LEFT_PX = 60  # the heads' left margin, wider where the query labels beside the first panels need it
-HEADS_RIGHT_PX = 90  # their right margin: the colour bar, its ticks and its title, as much as Plotly makes room for
+# The heads' colour bar: its title runs along the bar, beside its labels. Over the bar (Plotly's default) it sits 5 px
+# above the bar's top, where the top label "1" reaches half a line up, and a Chinese title's glyphs reach below the
+# line's baseline: "权重" touched that "1".
+WEIGHT_TICKS = (0, 0.5, 1)
+WEIGHT_BAR = dict(title=dict(side="right"), len=0.8, thickness=14, tickvals=list(WEIGHT_TICKS))
+# The heads' right margin: the colour bar's gap from the plot, its padding, the bar, its widest label, and its title
+# along it, with the room Plotly leaves at the figure's edge (measured in Chromium at a phone's width: 100 px in all)
+HEADS_RIGHT_PX = 80 + math.ceil(label_px(list(map(str, WEIGHT_TICKS))))
 HEADS_H_GAP = 0.06  # between two panels side by side, of the plot's width
 KEY_GAP_PX = 3  # at least between two key labels under a panel
 
@@ -159,7 +166,7 @@ def attention_heatmaps(
                 zmax=1,
                 colorscale=ATTENTION_SCALE,
                 showscale=h == 0,
-                colorbar=dict(title=tr.gettext("weight"), len=0.8, thickness=14),
+                colorbar=dict(WEIGHT_BAR, title=dict(WEIGHT_BAR["title"], text=tr.gettext("weight"))),
                 customdata=hover,
                 **ref,
                 hovertemplate=f"{head_names[h]}<br>{_query_key(tr, '%{z:.3f}')}",
