@@ -20,15 +20,11 @@ from .heatmaps import (
     subplot_grid,
 )
 from .palette import BLOCKED, MAY_ATTEND
-from .theme import FONT
+from .theme import FONT, colour_bar
 
 HEAD_TITLE_LINE_PX = 24  # a line of a head's title over its panel, in the projector's font
 HEADS_LEFT_PX = 60  # the heads' left margin, wider where the query labels beside the first panels need it
-# The heads' colour bar: its title runs along the bar, beside its labels. Over the bar (Plotly's default) it sits 5 px
-# above the bar's top, where the top label "1" reaches half a line up, and a Chinese title's glyphs reach below the
-# line's baseline: "权重" touched that "1".
-WEIGHT_TICKS = (0, 0.5, 1)
-WEIGHT_BAR = dict(title=dict(side="right"), len=0.8, thickness=14, tickvals=list(WEIGHT_TICKS))
+WEIGHT_TICKS = (0, 0.5, 1)  # the heads' colour bar's labels
 # The heads' right margin: the colour bar's gap from the plot, its padding, the bar, its widest label, and its title
 # along it, with the room Plotly leaves at the figure's edge (measured in Chromium at a phone's width: 100 px in all)
 HEADS_RIGHT_PX = 80 + math.ceil(label_px(list(map(str, WEIGHT_TICKS))))
@@ -166,7 +162,7 @@ def attention_heatmaps(
                 zmax=1,
                 colorscale=ATTENTION_SCALE,
                 showscale=h == 0,
-                colorbar=dict(WEIGHT_BAR, title=dict(WEIGHT_BAR["title"], text=tr.gettext("weight"))),
+                colorbar=colour_bar(tr.gettext("weight"), len=0.8, tickvals=list(WEIGHT_TICKS)),
                 customdata=hover,
                 **ref,
                 hovertemplate=f"{head_names[h]}<br>{_query_key(tr, '%{z:.3f}')}",

@@ -18,6 +18,7 @@ from . import ENGLISH, LEGEND_AT_FOOT, wrap_title
 from .attention import ATTENTION_SCALE
 from .heatmaps import as_array, axis_ticks, build_figure, escape_labels, hover_grid
 from .palette import BEST_PATH, CHOSEN, EXTENDS, FINISHED, LIVE, OTHER
+from .theme import colour_bar
 
 MISMATCH = "background-color: #f8d0d0"
 
@@ -93,7 +94,7 @@ def _percent_heatmap(
         xgap=2,
         ygap=2,
         showscale=not numbered,
-        colorbar=dict(title=value_name),
+        colorbar=colour_bar(value_name),
         text=[[f"{100 * x:.0f}%" if x >= 0.005 else "" for x in row] for row in z],
         texttemplate="%{text}" if numbered else None,
         customdata=hover_grid(row_labels, col_labels),

@@ -10,7 +10,7 @@ from ..i18n import Translator
 from . import ENGLISH, title_layout, top_margin
 from .heatmaps import escape_labels
 from .palette import BLUE
-from .theme import FONT
+from .theme import FONT, colour_bar
 
 TRAIL = "#bbbbbb"  # where the symbols were at earlier rows
 POINT = BLUE
@@ -83,7 +83,7 @@ def gradient_figure(records: Sequence[dict], height: int = 300, tr: Translator =
             z=z,
             customdata=norms,
             colorscale="Viridis",
-            colorbar=dict(title=tr.gettext("log₁₀ norm")),
+            colorbar=colour_bar(tr.gettext("log₁₀ norm")),
             hovertemplate=tr.gettext(
                 "{layer}, step {step}: {norm}", layer="%{y}", step="%{x}", norm="%{customdata:.3g}"
             )

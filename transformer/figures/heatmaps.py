@@ -17,7 +17,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from . import drawn_px, title_layout, top_margin
-from .theme import FONT
+from .theme import FONT, colour_bar
 
 DIVERGING_SCALE = "RdBu_r"  # negative blue, zero white, positive red
 
@@ -135,9 +135,7 @@ def score_heatmap(
         zmin=0,
         zmax=1,
         colorscale=colorscale,
-        colorbar=dict(
-            title=dict(text=value_name, side="right"), len=1, thickness=14, tickvals=[0, 0.5, 1], ticktext=TICKS
-        ),
+        colorbar=colour_bar(value_name, len=1, tickvals=[0, 0.5, 1], ticktext=TICKS),
         xgap=2,
         ygap=2,
         text=[["" if np.isnan(x) else cell(x) for x in row] for row in z],
@@ -155,7 +153,7 @@ def diverging_heatmap(a: np.ndarray, bound: float, colorbar: str, hovertemplate:
         zmin=-bound,
         zmax=bound,
         colorscale=DIVERGING_SCALE,
-        colorbar=dict(title=colorbar),
+        colorbar=colour_bar(colorbar),
         hovertemplate=hovertemplate,
         **more,
     )

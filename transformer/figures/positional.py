@@ -9,6 +9,7 @@ import plotly.graph_objects as go
 from ..i18n import Translator
 from . import ENGLISH
 from .heatmaps import DIVERGING_SCALE, as_array, axis_ticks, build_figure, diverging_heatmap, hover_grid, stacked_panels
+from .theme import colour_bar
 
 
 def positional_heatmap(table, title: str | None = None, tr: Translator = ENGLISH) -> go.Figure:
@@ -21,7 +22,7 @@ def positional_heatmap(table, title: str | None = None, tr: Translator = ENGLISH
         z=as_array(table),
         colorscale=DIVERGING_SCALE,
         zmid=0,
-        colorbar=dict(title=tr.gettext("value")),
+        colorbar=colour_bar(tr.gettext("value")),
         hovertemplate=f"{hover}<extra></extra>",
     )
     layout = dict(
@@ -39,7 +40,7 @@ def position_similarity_heatmap(similarity, trained: int | None, title: str, tr:
         zmin=-1,
         zmax=1,
         colorscale=DIVERGING_SCALE,
-        colorbar=dict(title=tr.gettext("cosine")),
+        colorbar=colour_bar(tr.gettext("cosine")),
         hovertemplate=tr.gettext(
             "positions {first} and {second}: {value}", first="%{y}", second="%{x}", value="%{z:.2f}"
         )
