@@ -261,9 +261,9 @@ if not active:
     task_notice(own, by_class=seat is not None)
     locked = seat.locked() if seat else None
     by_teacher = seat is None or seat.info.assignment is not None
-    draw_task(locked, by_teacher, described=own is None)  # fills the form at once; a task from examples replaces it
+    draw_task(locked, by_teacher, own_task=own is not None)  # fills the form at once; a task from examples replaces it
     with st.form(form_id(TRAIN_FORM), enter_to_submit=False):  # Enter in a number field must not start a run
-        draw_fields(locked)
+        draw_fields(locked, own_task=own is not None)
         if seat:
             prediction_input(seat)
         st.form_submit_button(

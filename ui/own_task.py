@@ -189,12 +189,13 @@ def task_notice(task: TaskPairs | None, by_class: bool) -> None:
     when a task of the student's own has few pairs."""
     if task is None:
         return
+    leaves_out = N_("Its pairs set the task, lengths and symbols: the form leaves them out.")
     template = (
-        N_("Start trains your class's own task, {summary}. The task, lengths and symbols below do not apply.")
+        N_("Start trains your class's own task, {summary}. {leaves_out}")
         if by_class
-        else N_("Start trains your own task, {summary}. The task, lengths and symbols below do not apply.")
+        else N_("Start trains your own task, {summary}. {leaves_out}")
     )
-    st.info(_(template, summary=task_summary(task)), icon=":material/table_view:")
+    st.info(_(template, summary=task_summary(task), leaves_out=_(leaves_out)), icon=":material/table_view:")
     if not by_class:  # a class's task is the teacher's, who was warned when reading it
         few_pairs(task)
 

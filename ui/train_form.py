@@ -66,16 +66,19 @@ def read_form() -> dict[str, Value]:
     return values
 
 
-def draw_task(locked: Mapping[str, Any] | None = None, by_teacher: bool = True, described: bool = True) -> None:
+def draw_task(locked: Mapping[str, Any] | None = None, by_teacher: bool = True, own_task: bool = False) -> None:
     """The task picker, above the form: choosing a task fills the form with its default run. Call before
     `draw_fields`, outside `st.form`. `by_teacher`: whether a teacher chose the `locked` settings (not the class's
-    defaults, before any assignment was saved); `described`: whether to say what the picked task is (not while a
-    task from examples takes its place)."""
+    defaults, before any assignment was saved); `own_task`: a task from examples takes the picked task's place, so
+    there is no picker, only what it says of the `locked` settings."""
     locked = locked or {}
     _start_values(locked)
     every = locked and all(s.name in locked for s in spec.on_form())
     caption = (ALL_LOCKED if by_teacher else CLASS_DEFAULTS) if every else LOCKED if locked else CHOSEN
-    task_picker(form_key, _(caption), disabled="task" in locked, described=described)
+    if not own_task:
+        task_picker(form_key, _(caption), disabled="task" in locked)
+    elif locked:
+        st.caption(_(caption))
 
 
 def task_picker(
@@ -83,18 +86,16 @@ def task_picker(
     caption: str,
     disabled: bool = False,
     saved: Mapping[str, Value] | None = None,
-    described: bool = True,
 ) -> None:
-    """The task picker, and beside it what the chosen task is (where `described`) and `caption`, outside any form:
-    choosing a task fills the form whose widget keys `key_of` gives with the task's default run, or `saved` settings
-    for their own task (`fill_default_run`)."""
+    """The task picker, and beside it what the chosen task is and `caption`, outside any form: choosing a task fills
+    the form whose widget keys `key_of` gives with the task's default run, or `saved` settings for their own task
+    (`fill_default_run`)."""
     picker, words = st.columns(ROWS[TASK_ROW][1])
     task = spec.setting("task")
     fill = {"on_change": fill_default_run, "args": (key_of, saved)}
     draw_setting(picker, task, key_of(task), disabled=disabled, **fill)
-    if described:
-        chosen = get_task(st.session_state[key_of(task)])
-        words.caption(_("**{task}**: {description}", task=chosen.name, description=_(chosen.description)))
+    chosen = get_task(st.session_state[key_of(task)])
+    words.caption(_("**{task}**: {description}", task=chosen.name, description=_(chosen.description)))
     words.caption(caption)
 
 
@@ -112,11 +113,14 @@ def fill_default_run(
     values_set()
 
 
-def draw_fields(locked: Mapping[str, Any] | None = None) -> None:
+def draw_fields(locked: Mapping[str, Any] | None = None, own_task: bool = False) -> None:
     """Every setting of the form but the task, in its row and column, at the value its key holds (`draw_task` set
-    them). A setting named in `locked` (a class's settings) shows that value and cannot be changed. Call inside
-    `st.form`."""
+    them). A setting named in `locked` (a class's settings) shows that value and cannot be changed; with `own_task`,
+    those a task from examples sets from its pairs are left out (their values kept), and the rest of their row moves
+    up to the row's first columns. Call inside `st.form`."""
     locked, columns = locked or {}, {}
+    hidden = {s.name for s in spec.set_by_pairs()} if own_task else set()
+    shown = [s for s in spec.on_form() if s.form.row != TASK_ROW and s.name not in hidden]
     for row, (title, widths) in enumerate(ROWS):
         if row == TASK_ROW:
             continue
@@ -125,9 +129,9 @@ def draw_fields(locked: Mapping[str, Any] | None = None) -> None:
         else:
             with st.expander(_(title), key=f"train_form_fold_{row}"):
                 columns[row] = st.columns(widths)
-    for s in spec.on_form():
-        if s.form.row != TASK_ROW:
-            draw_setting(columns[s.form.row][s.form.column], s, s.form.key, disabled=s.name in locked)
+    for s in shown:
+        places = sorted({t.form.column for t in shown if t.form.row == s.form.row})  # the row's columns still in use
+        draw_setting(columns[s.form.row][places.index(s.form.column)], s, s.form.key, disabled=s.name in locked)
 
 
 def remember_values() -> None:

@@ -824,6 +824,18 @@ def test_a_task_of_few_pairs_warns_before_training_and_the_examples_count_their_
     assert any("inputs of 2 symbols, 8 symbols" in shown(m.value) for m in at.success)  # not "2 to 2"
 
 
+def test_a_task_of_its_own_leaves_the_task_lengths_and_symbols_off_the_form_and_keeps_their_values():
+    at = open_train()
+    choose_task(at, "add")  # its default run: inputs of 3 to 5 symbols
+    upload(at, "pairs.csv", PAIRS_64)
+    drawn = {w.key for w in (*at.number_input, *at.selectbox)}
+    assert not drawn & {"train_task", "train_min_len", "train_max_len", "train_symbols"} and "train_seed" in drawn
+    assert any("the form leaves them out" in i.value for i in at.info)
+    at.button(key="train_forget_task").click().run()
+    assert not at.exception and at.selectbox(key="train_task").value == "add"  # as the student left it
+    assert at.number_input(key="train_max_len").value == 5
+
+
 def test_removing_the_task_file_stops_using_its_task_but_not_the_table_s():
     at = open_train()
     upload(at, "pairs.csv", PAIRS_64)
