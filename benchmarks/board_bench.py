@@ -56,7 +56,7 @@ def redraw(store: ClassStore, code: str) -> None:
     student_rows(snapshot)
     difference_sentence(snapshot)
     group_curves_figure(group_curves(snapshot), "Training loss by group").to_json()
-    outcomes_figure(outcome_table(snapshot)).to_json()
+    outcomes_figure(outcome_table(snapshot), list(group_curves(snapshot))).to_json()
     flags(snapshot)
     prediction_tally(snapshot)
 

@@ -154,7 +154,7 @@ def board(code: str, key: str) -> None:
         chart(curves_col, group_curves_figure(losses, _("Training loss by group"), tr=tr), key="board_curves")
     outcomes = outcome_table(snapshot)
     if len(outcomes):
-        chart(outcomes_col, outcomes_figure(outcomes, tr=tr), key="board_outcomes")
+        chart(outcomes_col, outcomes_figure(outcomes, list(losses), tr=tr), key="board_outcomes")  # colours as above
     if len(flagged := flags(snapshot)):
         needs = ngettext("{n} student needs a look:", "{n} students need a look:", len(flagged))
         st.warning(needs, icon=":material/flag:")

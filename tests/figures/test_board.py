@@ -66,7 +66,7 @@ def test_outcomes_are_filled_when_solved_and_hollow_when_not():
             "timed_out": [False, False, False],
         }
     )
-    figure = outcomes_figure(table)
+    figure = outcomes_figure(table, ["PE", "no PE"])
     by_name = {trace.name: trace for trace in figure.data}
     assert list(by_name["PE: solved"].x) == [300, 420] and by_name["PE: solved"].marker.symbol == "circle"
     assert (
@@ -78,7 +78,7 @@ def test_outcomes_are_filled_when_solved_and_hollow_when_not():
 def test_one_finished_run_is_drawn_on_an_axis_of_steps_from_zero():
     one = {"group": ["PE"], "solved": [True], "steps": [420], "exact_match": [1.0], "timed_out": [False]}
     table = pd.DataFrame(one)
-    assert outcomes_figure(table).layout.xaxis.rangemode == "tozero"  # no axis of half steps around 420
+    assert outcomes_figure(table, ["PE"]).layout.xaxis.rangemode == "tozero"  # no axis of half steps around 420
 
 
 def test_a_run_that_ran_out_of_time_is_its_own_kind_and_groups_read_in_the_figure_s_language():
@@ -92,7 +92,7 @@ def test_a_run_that_ran_out_of_time_is_its_own_kind_and_groups_read_in_the_figur
         3: RunState("finished", 600, None, (), {**ended, "steps": 600, "reason": "step budget"}),
     }
     snapshot = Snapshot(ClassInfo("amber-otter-7351", "Period 3", when, when, assignment, None), students, runs)
-    figure = outcomes_figure(outcome_table(snapshot), tr=translator("zh-CN"))
+    figure = outcomes_figure(outcome_table(snapshot), list(group_curves(snapshot)), tr=translator("zh-CN"))
     by_name = {trace.name: trace for trace in figure.data}
     assert set(by_name) == {"正弦位置编码：已解出", "无位置编码：时间用完", "正弦位置编码：未解出"}
     assert by_name["无位置编码：时间用完"].marker.symbol == SYMBOLS[1] + "-open-dot"
@@ -101,11 +101,30 @@ def test_a_run_that_ran_out_of_time_is_its_own_kind_and_groups_read_in_the_figur
     assert {trace.name for trace in curves.data} == {"正弦位置编码", "无位置编码"}
 
 
+def test_each_group_has_one_colour_and_symbol_on_both_charts_whichever_finished_first():
+    when = datetime(2026, 11, 25, 9)
+    assignment = Assignment({}, frozenset(), "positional", split_groups("positional"))
+    students = tuple(Student(i + 1, f"s{i}", i, assignment.group(i).label, i) for i in range(2))
+    row = {"step": 25, "train_loss": 1.0, "token_acc": 0.5, "exact_match": 0.1}
+    ended = {"steps": 300, "seconds": 60.0, "exact_match": 0.4, "token_acc": 0.9, "reason": "step budget"}
+    runs = {  # the second group's run has finished; the first group's still trains
+        1: RunState("training", 25, None, (row,)),
+        2: RunState("finished", 300, None, (row,), ended),
+    }
+    snapshot = Snapshot(ClassInfo("amber-otter-7351", "Period 3", when, when, assignment, None), students, runs)
+    curves = group_curves(snapshot)
+    medians = {
+        t.legendgroup: t.line.color for t in group_curves_figure(curves, "loss").data if t.showlegend is not False
+    }
+    (dots,) = outcomes_figure(outcome_table(snapshot), list(curves)).data
+    assert dots.marker.color == medians["group 1"] == GROUP_COLOURS[1] and dots.marker.symbol == SYMBOLS[1] + "-open"
+
+
 def test_the_outcomes_legend_sits_under_the_dots_and_names_even_one_kind():
     table = pd.DataFrame(
         {"group": ["PE"], "solved": [False], "steps": [120], "exact_match": [0.4], "timed_out": [False]}
     )
-    figure = outcomes_figure(table)
+    figure = outcomes_figure(table, ["PE"])
     assert len(figure.data) == 1 and figure.layout.showlegend  # hollow: "not solved", said even alone
     assert figure.layout.legend.orientation == "h" and figure.layout.legend.yref == "container"  # not beside the plot
 
@@ -116,7 +135,10 @@ def test_each_board_title_fits_its_column_where_the_column_is_narrowest(language
     zoom, where the chart cut a character off each end."""
     tr, when = translator(language), datetime(2026, 11, 25, 9)
     table = outcome_table(Snapshot(ClassInfo("amber-otter-7351", "P", when, when, None, None), ()))
-    figures = [group_curves_figure(curves(), tr("Training loss by group"), tr=tr), outcomes_figure(table, tr=tr)]
+    figures = [
+        group_curves_figure(curves(), tr("Training loss by group"), tr=tr),
+        outcomes_figure(table, [None], tr=tr),
+    ]
     lines = [line for figure in figures for line in figure.layout.title.text.split("<br>")]
     assert max(drawn_px(line, TITLE_SIZE_PX) for line in lines) <= COLUMN_PX - 2 * TITLE_INSET_PX, lines
     assert "".join(lines).replace(" ", "") == "".join(

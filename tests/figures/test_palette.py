@@ -106,7 +106,7 @@ def test_every_group_and_every_variant_has_its_own_colour_and_dash_and_every_gro
     assert len({(t.line.color, t.line.dash) for t in medians}) == len({t.line.dash for t in medians}) == MAX_GROUPS
     assert {t.line.color for t in medians} <= set(SHOWN_TOGETHER["series: board groups, compare variants"])
     table = pd.DataFrame({"group": list(curves), "solved": True, "steps": 300, "exact_match": 1.0, "timed_out": False})
-    assert len({trace.marker.symbol for trace in outcomes_figure(table).data}) == MAX_GROUPS
+    assert len({trace.marker.symbol for trace in outcomes_figure(table, list(curves)).data}) == MAX_GROUPS
     rows = [{"step": 5, "train_loss": 1.0, "token_acc": 0.5, "exact_match": 0.1}]
     variants = comparison_figure({f"v{i}": rows for i in range(MAX_VARIANTS)}).data
     assert len({(t.line.color, t.line.dash) for t in variants if t.showlegend}) == MAX_VARIANTS

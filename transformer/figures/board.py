@@ -1,7 +1,7 @@
 """Figures of a class's board: each group's members' curves overlaid with their median, and the outcome of every
 finished run by group. Inputs are what `transformer.classroom.board` computes from a class's snapshot."""
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 import pandas as pd
 import plotly.graph_objects as go
@@ -61,13 +61,16 @@ def group_curves_figure(
     return go.Figure(data=traces, layout=layout)
 
 
-def outcomes_figure(outcomes: pd.DataFrame, height: int = 440, tr: Translator = ENGLISH) -> go.Figure:
+def outcomes_figure(
+    outcomes: pd.DataFrame, groups: Sequence[str | None], height: int = 440, tr: Translator = ENGLISH
+) -> go.Figure:
     """Each finished run as a dot: its group against its steps to solve (filled), against the steps it trained
     without solving the task (hollow), or against the steps it reached when the time budget stopped it (hollow with a
     dot: it ran out of time); the legend says which. `outcomes`: `board.outcome_table`'s columns group, solved,
-    steps, exact_match, timed_out; a group's label is said in `tr`'s language."""
+    steps, exact_match, timed_out; `groups`: every group's label in the assignment's order (`board.group_curves`'
+    keys), which gives each its colour and symbol as `group_curves_figure` does, whichever group finished first; a
+    group's label is said in `tr`'s language."""
     figure = go.Figure()
-    groups = list(dict.fromkeys(outcomes["group"].tolist()))
     hover = tr.gettext("{steps} steps, exact match {exact_match}%", steps="%{x}", exact_match="%{customdata}")
     for place, (group, colour) in enumerate(zip(groups, GROUP_COLOURS)):
         rows = outcomes[outcomes["group"] == group] if group is not None else outcomes[outcomes["group"].isna()]
