@@ -179,7 +179,8 @@ def take_back_models() -> None:
 def reattach_runs() -> None:
     """After a reload (a new session, so no run of its own), take back this browser's runs: one still training, or
     one that ended within ENDED_RUN_KEPT_S, with its outcome and model (in hand, unless the opened link put a model
-    in hand). Runs ended longer ago are let go."""
+    in hand; a run that ended while no tab was open takes the place of the model taken back from before it). Runs
+    ended longer ago are let go."""
     runs, now = runs_by_browser(), time.monotonic()
     for other, kept in list(runs.items()):
         if kept.run.done:
@@ -188,9 +189,11 @@ def reattach_runs() -> None:
                 runs.pop(other, None)
     if (browser := this_browser()) is None:
         return
+    hand = models_by_browser().get(browser, {}).get(HAND)
+    taken_back = hand is not None and st.session_state.get(IN_HAND) is hand[0]  # by `take_back_models`: the browser's
     for key in (RUN, COMPARE_JOB):
         if key not in st.session_state and (browser, key) in runs:
-            kept, linked = runs[browser, key], IN_HAND in st.session_state  # a model the opened link put in hand
+            kept, linked = runs[browser, key], IN_HAND in st.session_state and not taken_back  # the opened link's
             st.session_state.update(kept.restore)
             if linked:  # stays in hand: the run's model is not followed into it
                 st.session_state[FOLLOW_RUN] = False

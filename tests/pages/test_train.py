@@ -177,6 +177,23 @@ def test_a_reload_takes_back_the_browser_s_models_and_the_one_it_last_put_in_han
     assert list(reloaded.session_state["trained"]) == [name]
 
 
+def test_a_run_that_ended_while_its_tab_was_closed_is_in_hand_when_the_browser_comes_back(stop_jobs, browser):
+    """As after a reload mid-run: the run the student started, not the model in hand before it, is what the other
+    pages probe."""
+    at = open_train()
+    stop_jobs.append(at)
+    start(at, task="copy", min_len=3, max_len=3, symbols=4, steps=40, batch=32, seed=1)
+    poll_until_done(at)
+    (first,) = at.session_state["trained"]
+    start(at, task="copy", min_len=3, max_len=3, symbols=4, steps=40, batch=32, seed=2)
+    job = at.session_state["run"]
+    wait_until(lambda: job.done)  # the tab closed: no page of this browser ran while the run ended
+    reopened = AppTest.from_file("../../streamlit_app.py", default_timeout=60).run()
+    assert not reopened.exception and reopened.session_state["run"] is job
+    (second,) = [name for name in reopened.session_state["trained"] if name != first]
+    assert reopened.session_state["in_hand_name"] == "trained: " + second
+
+
 def test_the_end_of_a_run_is_drawn_above_its_curves(stop_jobs):
     at = open_train()
     stop_jobs.append(at)
