@@ -14,6 +14,8 @@ from babel.messages.extract import extract_from_file
 from plotly.offline import get_plotlyjs
 
 from tests.helpers import array
+from transformer.figures import PHONE_CHART_PX
+from transformer.figures.attention import key_labels
 from transformer.i18n import read_catalogue, translator
 from transformer.lengths import score_lengths
 from transformer.limits import MAX_NAME_CHARS
@@ -65,6 +67,18 @@ def test_every_figure_has_its_data_beside_its_place(report):
     assert array(loss["data"][0]["x"]).tolist() == [row["step"] for row in report.rows]
     cross = drawn[2]["data"][0]  # head 0 of layer 0
     assert array(cross["z"]).tolist() == report.attention.maps["cross"][0][0]
+
+
+def test_attention_maps_put_as_few_heads_a_row_as_a_phone_fits_their_key_labels():
+    def per_row(figure: dict) -> int:  # panels side by side: the distinct left edges of their key axes
+        return len({figure["layout"][axis]["domain"][0] for axis in figure["layout"] if axis.startswith("xaxis")})
+
+    with finished_run(task="reverse", min_len=12, max_len=12, steps=25, seed=0) as run:  # 12 keys a head
+        data = gather(run)
+    cross = figures(run_report_html(data, ENGLISH))[2]  # layer 0's cross-attention, head by head
+    n_heads, queries, source = data.settings["n_heads"], data.attention.queries, data.attention.source
+    fits = key_labels(n_heads, queries, source, 4, PHONE_CHART_PX).per_row
+    assert fits < n_heads and per_row(cross) == fits  # four panels a row on a phone ran their labels together
 
 
 def test_text_from_students_and_task_files_is_escaped(report):

@@ -21,6 +21,7 @@ import pandas as pd
 from . import settings as spec
 from .alignment import FOUND, found_at, shown_score
 from .evaluation import PEEKED
+from .figures import PHONE_CHART_PX
 from .figures.alignment import best_head_figure, head_name, ideal_over_learned
 from .figures.attention import attention_heatmaps
 from .figures.lengths import length_accuracy_figure
@@ -303,13 +304,14 @@ def _attention(page: _Page, report: ReportData) -> str:
     intro = N_("The first held-out input, at step {step}. Rows are queries, columns keys.")
     parts = [page.heading(N_("Attention maps")), page.para(intro, step=probe.step)]
     outlined = probe.ideal is not None and probe.scores is not None
+    fitted = dict(tr=page.tr, fit_px=PHONE_CHART_PX)  # a report is read on a phone too: as few heads a row as fit
     for kind, layers in probe.maps.items():
         for layer, weights in enumerate(layers):
             title = page.tr.gettext(KIND_TITLES[kind], layer=layer)
             if kind == "cross" and outlined:
-                fig = ideal_over_learned(weights, probe.ideal, probe.scores[layer], *labels[kind], title, tr=page.tr)
+                fig = ideal_over_learned(weights, probe.ideal, probe.scores[layer], *labels[kind], title, **fitted)
             else:
-                fig = attention_heatmaps(weights, *labels[kind], title, tr=page.tr)
+                fig = attention_heatmaps(weights, *labels[kind], title, **fitted)
             parts.append(page.figure(fig))
     if outlined and "cross" in probe.maps:
         rule = N_(
