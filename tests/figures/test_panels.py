@@ -16,7 +16,7 @@ from tests.helpers.figures import key_label_clashes
 from transformer import settings
 from transformer.figures import PHONE_CHART_PX
 from transformer.figures.alignment import ideal_over_learned
-from transformer.figures.attention import HEAD_TITLE_LINE_PX, projection_heatmaps
+from transformer.figures.attention import HEAD_TITLE_LINE_PX, key_labels, projection_heatmaps
 from transformer.figures.heatmaps import PANEL_GAP_PX
 from transformer.figures.knockout import knockout_heatmaps
 from transformer.figures.patching import head_patching_figure, stream_patching_figure
@@ -134,3 +134,11 @@ def test_heads_stacked_on_a_phone_label_the_keys_under_each_panel_with_room_belo
     plot_px = layout.height - 120  # the figure's height less the margins it reserves (attention_heatmaps)
     for upper, lower in zip(ys, ys[1:]):
         assert (upper[0] - lower[1]) * plot_px >= labels_px + 2 * HEAD_TITLE_LINE_PX
+
+
+def test_query_labels_wider_than_a_phone_s_chart_still_give_the_keys_a_label_every_few():
+    """A label is at most MAX_SYMBOL_CHARS long on the pages, yet a wider one (in a test, a report of any file) leaves
+    the panels no width: the keys are then labelled sparsely, never by a step of zero or less."""
+    wide = ["W" * 40] * 3
+    keys = key_labels(4, wide, wide, 4, PHONE_CHART_PX)
+    assert keys.per_row == 1 and keys.step >= 1

@@ -112,7 +112,7 @@ def key_labels(
     a label never reaches past its panel into the next one, nor runs into its neighbours (Plotly turns crowded labels
     30 degrees, over the next panel, or upright, over each other)."""
     left = max(HEADS_LEFT_PX, math.ceil(label_px(row_labels)) + 16)  # the query labels and their tick marks
-    plot_px = chart_px - left - HEADS_RIGHT_PX
+    plot_px = max(chart_px - left - HEADS_RIGHT_PX, 1)  # query labels wider than the chart leave it a sliver
     flat, upright = label_px(col_labels) + KEY_GAP_PX, UPRIGHT_LABEL_PX + KEY_GAP_PX
     n_cols = min(n_heads, per_row)
     while True:
