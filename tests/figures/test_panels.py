@@ -82,6 +82,15 @@ def test_labels_repeated_over_four_panels_side_by_side_fit_a_phone(labelled):
     assert len(labels) == 4 and all(text_px(label, figure.layout.font.size) <= between_px for label in labels), labels
 
 
+def test_the_projections_label_the_first_and_last_input_under_the_first_panel_alone():
+    """Four panels of d_model columns side by side: Plotly's 0 10 20 30 under each ran into the next panel's on a
+    phone. The other panels' labels are blank, a line tall, so their titles stand in line with the first's."""
+    figure, _ = projections_x_titles()
+    axes = [figure.layout[f"xaxis{n}"] for n in ("", "2", "3", "4")]
+    assert all(list(axis.tickvals) == [0, 7] and axis.tickangle == 0 for axis in axes)
+    assert list(axes[0].ticktext) == ["0", "7"] and all(list(a.ticktext) == ["\u2007"] * 2 for a in axes[1:])
+
+
 def test_a_cell_s_percent_never_reads_minus_zero():
     """A patch that brings back a hair less than nothing (-0.1%) reads 0%, as one that brings back a hair more."""
     from transformer.figures.heatmaps import score_heatmap
