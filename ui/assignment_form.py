@@ -33,8 +33,8 @@ NONE = ""  # the form's choice of no groups, or of no question (a widget's value
 UNSAVED = N_("The form shows settings that are not saved: students train the class's saved assignment until you save.")
 PRESET = ("min_len", "max_len", "steps")  # the assignment form's first row, under its task; the others fold below
 OWN_TASK_FORM = N_(
-    "The class trains its own task, below: its pairs set the task, the lengths of its inputs and its symbols, so the "
-    "form leaves them out. The assignment's other settings apply to it."
+    "The pairs of the class's own task, below, set the task, the lengths of its inputs and its symbols, so the form "
+    "leaves them out. The assignment's other settings apply to it."
 )
 
 
