@@ -198,12 +198,12 @@ def projection_heatmaps(matrices: dict[str, object], n_heads: int, title: str, t
             )
         )
         n = ref["xaxis"][1:]
-        layout[f"xaxis{n}"].update(  # a word that fits under a quarter of a phone's width, over the first and last
-            title=tr.gettext("input"),  # input in the first panel only, as the rows, more ran into the next panel's;
-            tickvals=[0, a.shape[1] - 1],  # blank in the others, which keeps their titles in line
-            ticktext=[str(v) if i == 0 else "\u2007" for v in (0, a.shape[1] - 1)],  # a figure space: a line tall
-            tickangle=0,
-        )
+        # Under each panel "input" (a word that fits under a quarter of a phone's width) and the first and last
+        # input's ticks, numbered under the first panel only, as the rows are: more labels ran into the next panel's
+        # on a phone. The others' labels are a figure space, a line tall, which keeps every title in line.
+        first_last = [0, a.shape[1] - 1]
+        shown = [str(v) if i == 0 else "\u2007" for v in first_last]
+        layout[f"xaxis{n}"].update(title=tr.gettext("input"), tickvals=first_last, ticktext=shown, tickangle=0)
         layout[f"yaxis{n}"].update(autorange="reversed", showticklabels=i == 0)  # d_model rows in every panel
         d_k = a.shape[0] // n_heads
         line = dict(type="line", line=dict(color="black", dash="dash", width=1), xref=ref["xaxis"], yref=ref["yaxis"])
