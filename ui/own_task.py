@@ -3,9 +3,10 @@ task (`transformer.task_file`) that the Train page's Start trains, or that a tea
 
 Session state keys (each under the caller's `prefix`): "<prefix>_own_task", the task read (`TaskPairs`), absent
 until one is, and "<prefix>_own_task_from", where it came from ("file" or "table": a file's task goes when the file
-is removed); "<prefix>_task_file" and "<prefix>_task_table_<n>", the widgets; "<prefix>_task_file_read", the id of
-the upload last read (each upload is read once); "<prefix>_task_rows", the rows the table starts from, and
-"<prefix>_task_table_n", its n (each a new table: see `pairs_table`).
+is removed); "<prefix>_task_file_<n>" and "<prefix>_task_table_<n>", the widgets (the uploader in a container keyed
+"<prefix>_task_file"; its n in "<prefix>_task_file_n", a new, empty uploader when a student drops a file's task);
+"<prefix>_task_file_read", the id of the upload last read (each upload is read once); "<prefix>_task_rows", the rows
+the table starts from, and "<prefix>_task_table_n", its n (each a new table: see `pairs_table`).
 
 A task needs MIN_TASK_PAIRS pairs (fewer are refused). One pair in HELD_OUT_EVERY is held out, so a task of fewer
 than ENOUGH_PAIRS pairs has fewer than ENOUGH_PAIRS // HELD_OUT_EVERY held out, each a large share of the score, and
@@ -68,16 +69,29 @@ def forget_own_task(prefix: str) -> None:
     st.session_state.pop(f"{prefix}_own_task", None)
 
 
+def drop_own_task(prefix: str) -> None:
+    """Forget the task read under `prefix` at the user's asking; a file's task takes its file out of the uploader,
+    so that the same file, uploaded again, is read again (a widget's value cannot be set: the uploader is a new one)."""
+    if st.session_state.get(f"{prefix}_own_task_from") == "file":
+        st.session_state[f"{prefix}_task_file_n"] = st.session_state.get(f"{prefix}_task_file_n", 0) + 1
+        st.session_state.pop(f"{prefix}_task_file_read", None)
+    forget_own_task(prefix)
+
+
+def _uploader_key(prefix: str) -> str:
+    return f"{prefix}_task_file_{st.session_state.get(f'{prefix}_task_file_n', 0)}"
+
+
 def own_task_input(prefix: str) -> TaskPairs | None:
     """The upload and the table, with what they hold read into a task (one clear message when it cannot be);
     returns the task read under `prefix`, if any."""
     st.markdown(_(ABOUT))
     upload_tab, table_tab = st.tabs([_("Upload a file"), _("Type pairs")])
-    with upload_tab:
+    with upload_tab, st.container(key=f"{prefix}_task_file"):
         upload = st.file_uploader(
             _("Task file (CSV or TSV, {most} MB at most)", most=MAX_TASK_FILE_BYTES // 2**20),
             type=["csv", "tsv", "txt"],
-            key=f"{prefix}_task_file",
+            key=_uploader_key(prefix),
             max_upload_size=MAX_TASK_FILE_BYTES // 2**20,
             on_change=_file_changed,
             args=(prefix,),
@@ -135,7 +149,7 @@ def _file_changed(prefix: str) -> None:
     """The uploader's callback: a file removed by the student takes its task with it (a page that does not draw the
     uploader empties it too, which is no removal and calls nothing)."""
     if (
-        st.session_state.get(f"{prefix}_task_file") is None
+        st.session_state.get(_uploader_key(prefix)) is None
         and st.session_state.get(f"{prefix}_own_task_from") == "file"
     ):
         st.session_state.pop(f"{prefix}_task_file_read", None)
@@ -179,7 +193,7 @@ def own_task_expander(prefix: str) -> TaskPairs | None:
         if task is not None:
             st.success(task_summary(task) + " · " + example_line(task))
             st.button(
-                _("Use a task by name instead"), key=f"{prefix}_forget_task", on_click=forget_own_task, args=(prefix,)
+                _("Use a task by name instead"), key=f"{prefix}_forget_task", on_click=drop_own_task, args=(prefix,)
             )
     return own_task(prefix)
 
@@ -249,5 +263,5 @@ def _give(code: str, key: str, task: TaskPairs | None) -> None:
     except ValueError as err:  # a ClassroomError too
         flash("teacher_task", "error", _("Not saved: {reason}.", reason=markdown_literal(_(err))))
     else:
-        forget_own_task(TEACHER)
+        drop_own_task(TEACHER)
         flash("teacher_task", "success", _("Saved: students see it on Train from their next page load."))

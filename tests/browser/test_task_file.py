@@ -79,3 +79,13 @@ def test_removing_the_uploaded_file_stops_using_its_task(page, lab_server, tmp_p
     expect(page.get_by_text("swaps.csv, read before, is no longer in use.")).to_be_visible()
     expect(page.get_by_text("Start trains your own task")).to_have_count(0)
     assert not page_errors(page), page_errors(page)
+
+
+def test_a_task_by_name_empties_the_uploader_and_the_same_file_reads_again(page, lab_server, tmp_path):
+    uploaded_swaps(page, lab_server, tmp_path)
+    page.locator(".st-key-train_forget_task button").click()
+    expect(page.get_by_text("Start trains your own task")).to_have_count(0)
+    expect(page.locator(".st-key-train_task_file [data-testid='stFileChipName']")).to_have_count(0)  # no file shown
+    page.locator(".st-key-train_task_file input[type=file]").set_input_files(tmp_path / "swaps.csv")
+    expect(page.get_by_text("Start trains your own task, swaps.csv")).to_be_visible()
+    assert not page_errors(page), page_errors(page)

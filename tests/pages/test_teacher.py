@@ -208,7 +208,7 @@ def test_the_form_says_so_while_it_shows_settings_the_class_has_not_saved():
     at.selectbox(key="teacher_question").set_value("")
     at.button(key="teacher_save").click().run()
     assert at.success and not any(UNSAVED in w.value for w in at.warning)
-    at.file_uploader(key="teacher_task_file").set_value(("swaps.csv", SWAPS.encode(), "text/csv"))
+    at.file_uploader(key="teacher_task_file_0").set_value(("swaps.csv", SWAPS.encode(), "text/csv"))
     at.run()
     at.button(key="teacher_task_give").click().run()
     assert ui.classes.class_store().class_info(code).task is not None  # a class with a task of its own
@@ -429,7 +429,7 @@ SWAPS = "source,target\n" + "\n".join(f"{a} {b},{b} {a}" for a in "abcdef" for b
 def test_a_teacher_gives_the_class_its_own_task_and_takes_it_back():
     at = open_teacher()
     code, _ = create(at)
-    at.file_uploader(key="teacher_task_file").set_value(("swaps.csv", SWAPS.encode(), "text/csv"))
+    at.file_uploader(key="teacher_task_file_0").set_value(("swaps.csv", SWAPS.encode(), "text/csv"))
     at.run()
     assert not at.exception and not at.error
     at.button(key="teacher_task_give").click().run()
@@ -446,7 +446,7 @@ def test_a_class_with_its_own_task_has_no_task_lengths_or_symbols_on_its_assignm
     code, _ = create(at)
     at.number_input(key="teacher_max_len").set_value(6)
     at.button(key="teacher_save").click().run()
-    at.file_uploader(key="teacher_task_file").set_value(("swaps.csv", SWAPS.encode(), "text/csv"))
+    at.file_uploader(key="teacher_task_file_0").set_value(("swaps.csv", SWAPS.encode(), "text/csv"))
     at.run()
     at.button(key="teacher_task_give").click().run()
     assert not at.exception
@@ -468,7 +468,7 @@ def test_a_class_with_its_own_task_has_no_task_lengths_or_symbols_on_its_assignm
 def test_a_bad_task_file_for_the_class_is_one_error_and_nothing_is_saved():
     at = open_teacher()
     code, _ = create(at)
-    at.file_uploader(key="teacher_task_file").set_value(("bad.csv", b"a,b\n" * 3, "text/csv"))
+    at.file_uploader(key="teacher_task_file_0").set_value(("bad.csv", b"a,b\n" * 3, "text/csv"))
     at.run()
     assert len(at.error) == 1 and "at least 5 different pairs" in at.error[0].value
     assert "teacher_task_give" not in [b.key for b in at.button]

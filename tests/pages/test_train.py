@@ -636,7 +636,7 @@ SWAPS = "source,target\n" + "\n".join(f"{a} {b},{b} {a}" for a in "abcdef" for b
 def test_an_uploaded_task_file_is_what_start_trains(stop_jobs):
     at = open_train()
     stop_jobs.append(at)
-    at.file_uploader(key="train_task_file").set_value(("swaps.csv", SWAPS.encode(), "text/csv"))
+    at.file_uploader(key="train_task_file_0").set_value(("swaps.csv", SWAPS.encode(), "text/csv"))
     at.run()
     assert not at.exception and not at.error
     task = at.session_state["train_own_task"]
@@ -651,12 +651,13 @@ def test_an_uploaded_task_file_is_what_start_trains(stop_jobs):
     assert load_checkpoint(next(iter(at.session_state["trained"].values()))).task.pairs == task
     at.button(key="train_forget_task").click().run()  # back to the task the form names
     assert "train_own_task" not in at.session_state and not any("your own task" in i.value for i in at.info)
+    assert at.file_uploader(key="train_task_file_1").value is None  # a new uploader: the same file reads again
 
 
 def test_a_reload_mid_run_keeps_the_uploaded_task_for_the_next_start(stop_jobs, browser):
     at = open_train()
     stop_jobs.append(at)
-    at.file_uploader(key="train_task_file").set_value(("swaps.csv", SWAPS.encode(), "text/csv"))
+    at.file_uploader(key="train_task_file_0").set_value(("swaps.csv", SWAPS.encode(), "text/csv"))
     at.run()
     start(at, steps=5000, batch=32)
     job = at.session_state["run"]
@@ -684,7 +685,7 @@ def test_start_in_a_second_tab_says_why_it_shows_the_first_tab_s_run(stop_jobs, 
 def test_a_bad_task_file_is_one_error_and_start_trains_the_named_task(stop_jobs):
     at = open_train()
     stop_jobs.append(at)
-    at.file_uploader(key="train_task_file").set_value(("bad.csv", SWAPS.encode() + b"\na b,c", "text/csv"))
+    at.file_uploader(key="train_task_file_0").set_value(("bad.csv", SWAPS.encode() + b"\na b,c", "text/csv"))
     at.run()
     shown = at.error[0].value.replace("\\", "")  # as Markdown, its punctuation escaped
     assert len(at.error) == 1 and "line 32: the source a b has the target c here but b a at line 2" in shown
@@ -696,10 +697,10 @@ def test_a_bad_task_file_is_one_error_and_start_trains_the_named_task(stop_jobs)
 
 def test_a_bad_task_file_after_a_good_one_leaves_no_task_in_use():
     at = open_train()
-    at.file_uploader(key="train_task_file").set_value(("swaps.csv", SWAPS.encode(), "text/csv"))
+    at.file_uploader(key="train_task_file_0").set_value(("swaps.csv", SWAPS.encode(), "text/csv"))
     at.run()
     assert at.session_state["train_own_task"].name == "swaps.csv"
-    at.file_uploader(key="train_task_file").set_value(("bad.csv", SWAPS.encode() + b"\na b,c", "text/csv"))
+    at.file_uploader(key="train_task_file_0").set_value(("bad.csv", SWAPS.encode() + b"\na b,c", "text/csv"))
     at.run()
     assert not at.exception and len(at.error) == 1 and "train_own_task" not in at.session_state
     assert any("swaps.csv, read before, is no longer in use" in info.value.replace("\\", "") for info in at.info)
@@ -822,7 +823,7 @@ PAIRS_64 = "source,target\n" + "\n".join(f"{a} {b},{b} {a}" for a in "abcdefgh" 
 
 
 def upload(at: AppTest, name: str, text: str) -> None:
-    at.file_uploader(key="train_task_file").set_value((name, text.encode(), "text/csv")).run()
+    at.file_uploader(key="train_task_file_0").set_value((name, text.encode(), "text/csv")).run()
     assert not at.exception and not at.error
 
 
@@ -856,12 +857,12 @@ def test_a_task_of_its_own_leaves_the_task_lengths_and_symbols_off_the_form_and_
 def test_removing_the_task_file_stops_using_its_task_but_not_the_table_s():
     at = open_train()
     upload(at, "pairs.csv", PAIRS_64)
-    at.file_uploader(key="train_task_file").set_value(None).run()  # the file's remove button
+    at.file_uploader(key="train_task_file_0").set_value(None).run()  # the file's remove button
     assert not at.exception and "train_own_task" not in at.session_state
     assert at.info[-1].value == markdown_literal("pairs.csv") + ", read before, is no longer in use."
     upload(at, "pairs.csv", PAIRS_64)
     at.button(key="train_use_table").click().run()  # the table's pairs are in use now, the file still shown
-    at.file_uploader(key="train_task_file").set_value(None).run()
+    at.file_uploader(key="train_task_file_0").set_value(None).run()
     assert not at.exception and at.session_state["train_own_task"].name == "typed pairs"
 
 
