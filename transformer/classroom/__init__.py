@@ -3,9 +3,10 @@ and the board's data. UI-free: pages call these and draw the results."""
 
 from .assignment import Assignment, Group
 from .database import database_url
+from .errors import ClassroomError, TooManyAttempts, UnknownClass, WrongKey
 from .questions import QUESTIONS, Question
 from .records import Caller, ClassInfo, Prediction, RunState, Snapshot, Student
-from .store import ClassroomError, ClassStore, TooManyAttempts, UnknownClass, WrongKey
+from .store import ClassStore
 
 __all__ = [
     "QUESTIONS",

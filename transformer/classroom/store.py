@@ -12,11 +12,8 @@ for LOST_AFTER_S reads "lost", and a server that opens its store marks the runs 
 
 import hmac
 import threading
-import unicodedata
 from collections.abc import Callable, Iterable
 from datetime import UTC, datetime, timedelta
-from itertools import groupby
-from typing import Any
 
 from sqlalchemy import Connection, Row, func, insert, select, update
 from sqlalchemy.exc import IntegrityError
@@ -54,6 +51,7 @@ from .codes import (
     rejoin_digest,
 )
 from .database import engine_for
+from .errors import ClassroomError, TooManyAttempts, UnknownClass, WrongKey
 from .questions import QUESTIONS
 from .records import IN_FLIGHT, Caller, ClassInfo, Prediction, RunState, Snapshot, Student, bounded
 from .rows import (
@@ -67,27 +65,11 @@ from .rows import (
     upsert,
 )
 from .schema import MAX_SERVER_CHARS, classes, migrate, name_key, predictions, runs, students, task_digest
+from .typed_text import check_text
 
 Clock = Callable[[], datetime]
 ATTEMPTS = 5  # tries at a write that a concurrent one may collide with (a code, a slot, a join position)
 CODE_DRAWS = 50  # class codes drawn for one whose seeds no other class's meet
-
-
-class ClassroomError(ValueError):
-    """A request the store refuses, with a message for the person who made it."""
-
-
-class UnknownClass(ClassroomError):
-    """No class has this code (or it has expired, or was deleted)."""
-
-
-class WrongKey(ClassroomError):
-    """No class has this code, or the teacher key does not match: one error for both, so that the Teacher form does
-    not tell which codes exist."""
-
-
-class TooManyAttempts(ClassroomError):
-    """Too many attempts of one kind from one person lately (a rate limit of `transformer.limits`)."""
 
 
 TAKEN = N_(
@@ -123,58 +105,6 @@ def _code_of_its_own_seeds(codes: list[str]) -> str:
 def utc_now() -> datetime:
     """The current time, time-zone aware."""
     return datetime.now(UTC)
-
-
-# Zero-width non-joiner and joiner: format characters that Persian and Indic names, and emoji such as 👩‍🔬, are
-# written with. Every other format character (a bidi override, a zero-width space) can disguise a name.
-JOINERS = "\u200c\u200d"
-
-
-# Combining marks one letter carries, at most: Thai's vowel and tone marks, or Devanagari's, stack two or three;
-# "Zalgo" text stacks dozens, a tower that covers the lines above and below a name wherever it is shown.
-MOST_MARKS = 4
-HIDDEN_KINDS = {  # Unicode's categories of characters that do not show as themselves, in words for a student
-    "Cc": N_("a control character, such as a line break or a tab"),
-    "Cf": N_("an invisible formatting character, such as a direction mark"),
-    "Zl": N_("a line break"),
-    "Zp": N_("a paragraph break"),
-}
-# Letters and symbols drawn as blank space, which no normalisation folds: "Alice⠀" (a blank braille cell) reads as
-# "Alice", and a Hangul filler alone as no name at all.
-BLANKS = "\u115f\u1160\u2800\u3164\uffa0"
-
-
-def _is_mark(char: str) -> bool:
-    return unicodedata.category(char) in ("Mn", "Me")  # a combining mark: drawn on the letter before it
-
-
-def _hidden(char: str) -> bool:
-    """Whether `char` does not show as itself: a control or format character (but the JOINERS), a line or paragraph
-    break, or one of the BLANKS."""
-    category = unicodedata.category(char)
-    return char not in JOINERS and (category[0] == "C" or category in HIDDEN_KINDS or char in BLANKS)
-
-
-def check_text(text: Any, what: str, longest: int) -> str:
-    """`text` in Unicode's composed form (NFC), without surrounding spaces, if it is then 1..`longest` characters of
-    printable text on one line (nothing hidden: `_hidden`; at most MOST_MARKS combining marks on a letter), else
-    ClassroomError. It stays literal: pages show it character for character."""
-    if isinstance(text, str):
-        text = unicodedata.normalize("NFC", text)  # counted as stored: composed, as a composing keyboard types it
-    if not isinstance(text, str) or not 1 <= len(text.strip()) <= longest:
-        has = len(text.strip()) if isinstance(text, str) else 0
-        size = N_("{what} must be 1 to {longest} characters; it has {n}")
-        raise ClassroomError(Message(size, what=Message(what), longest=longest, n=has))
-    hidden = [c for c in text if _hidden(c)]
-    if hidden:  # named by its code point: a line break, a tab or a direction mark shows as nothing, or as a space
-        kind = HIDDEN_KINDS.get(unicodedata.category(hidden[0]), N_("a character that does not show"))
-        problem = N_("{what} must be plain text on one line: it holds {code}, {kind}")
-        raise ClassroomError(Message(problem, what=Message(what), code=f"U+{ord(hidden[0]):04X}", kind=Message(kind)))
-    marks = max((len(list(run)) for mark, run in groupby(text, _is_mark) if mark), default=0)
-    if marks > MOST_MARKS:
-        stacked = N_("{what} must be plain text: one of its letters carries {n} marks, more than {most}")
-        raise ClassroomError(Message(stacked, what=Message(what), n=marks, most=MOST_MARKS))
-    return text.strip()
 
 
 class ClassStore:
