@@ -317,8 +317,9 @@ def test_a_narrow_model_with_many_heads_scores_fewer_sequences_and_a_heavy_one_i
 def test_the_grid_figure_draws_each_kind_layer_by_head():
     grid = knockout_grid(SHIPPED.model, SHIPPED.vocab, SHIPPED.task, n=20)
     figure = knockout_heatmaps(grid.heads, grid.intact["token_acc"], "token_acc")
-    assert len(figure.data) == 3
-    for trace, kind in zip(figure.data, ATTENTION_KINDS):
+    heatmaps = [trace for trace in figure.data if trace.type == "heatmap"]  # each with its numbers' trace
+    assert len(heatmaps) == 3 and len(figure.data) == 6
+    for trace, kind in zip(heatmaps, ATTENTION_KINDS):
         want = grid.heads[grid.heads["kind"] == kind]["token_acc"].tolist()
         assert trace.z.tolist() == [want]  # one layer, four heads
     with pytest.raises(ValueError, match="metric must be one of"):

@@ -2,14 +2,17 @@
 at least `LEAST_DIFFERENCE` apart for a viewer with deuteranopia, protanopia or tritanopia; the figures draw the
 colours declared for them, each series with its own dash or marker symbol as well."""
 
+import numpy as np
 import pandas as pd
 import pytest
+from plotly.colors import sample_colorscale, unlabel_rgb
 
 from tests.helpers.figures import TOKENS, beam_steps
 from transformer.classroom.board import GroupCurves
 from transformer.figures.board import group_curves_figure, outcomes_figure
 from transformer.figures.compare import comparison_figure
-from transformer.figures.decoding import beam_tree
+from transformer.figures.decoding import beam_tree, step_attention_heatmap
+from transformer.figures.knockout import knockout_heatmaps
 from transformer.figures.palette import (
     DEFICIENCIES,
     LEAST_DIFFERENCE,
@@ -17,9 +20,12 @@ from transformer.figures.palette import (
     VALID,
     ciede2000,
     closest_pair,
+    contrast_ratio,
     simulate,
 )
+from transformer.figures.patching import head_patching_figure
 from transformer.figures.training import loss_figure
+from transformer.inspection import ATTENTION_KINDS
 from transformer.limits import MAX_GROUPS, MAX_VARIANTS
 
 # Sharma, Wu and Dalal (2005), Table 1: the 34 pairs (L*, a*, b*) and their CIEDE2000 difference, to 4 decimals.
@@ -116,3 +122,48 @@ def test_the_held_out_loss_is_dashed_and_the_training_loss_solid():
     rows = [{"step": 5, "train_loss": 1.0, "val_loss": 1.2}]
     train, valid = loss_figure(rows).data
     assert (train.line.dash, valid.line.dash, valid.line.color) == ("solid", "dash", VALID)
+
+
+@pytest.mark.parametrize(
+    "a, b, ratio",
+    [("#000000", "#ffffff", 21.0), ("#ffffff", "#ffffff", 1.0), ("#767676", "#ffffff", 4.54), ("#595959", "#fff", 7.0)],
+)
+def test_contrast_ratio_gives_wcag_s_figures_either_way_round(a, b, ratio):
+    b = "#ffffff" if b == "#fff" else b
+    assert round(contrast_ratio(a, b), 2) == ratio and contrast_ratio(b, a) == contrast_ratio(a, b)
+
+
+def _heatmap_numbers(figure):
+    """Each number the figure writes on a heatmap's cell: (its colour, the cell's colour), the cell's colour sampled
+    from the heatmap's own colour scale at the cell's value."""
+    pairs = []
+    heatmaps = [t for t in figure.data if t.type == "heatmap"]
+    for numbers in (t for t in figure.data if t.type == "scatter" and t.mode == "text"):
+        heat = next(h for h in heatmaps if (h.xaxis, h.yaxis) == (numbers.xaxis, numbers.yaxis))
+        z = np.asarray(heat.z, dtype=float)
+        for x, y, colour in zip(numbers.x, numbers.y, numbers.textfont.color):
+            share = (z[y, x] - heat.zmin) / (heat.zmax - heat.zmin)
+            fill = unlabel_rgb(sample_colorscale([list(stop) for stop in heat.colorscale], [share])[0])
+            pairs.append((colour, "#{:02x}{:02x}{:02x}".format(*(round(c) for c in fill))))
+    return pairs
+
+
+def test_every_number_on_a_heatmap_cell_reads_at_4_5_to_1_on_its_cell():
+    """Knockout, patching and a decoding step's attention write each cell's score on it: on every value from 0 to 1,
+    in black or white, at WCAG 2.2 AA's 4.5:1 for text. Plotly's own choice, white on mid-tones, read at 3.1-3.4:1."""
+    values = np.linspace(0, 1, 13 * 8)
+    cells = [(kind, layer, head) for kind in ATTENTION_KINDS for layer in range(13) for head in range(8)]
+    heads = pd.DataFrame(
+        [(*cell, v, v, v) for cell, v in zip(cells, np.tile(values, len(ATTENTION_KINDS)))],
+        columns=["kind", "layer", "head", "exact_match", "token_acc", "recovered"],
+    )
+    figures = [
+        knockout_heatmaps(heads, 0.9),
+        head_patching_figure(heads),
+        step_attention_heatmap(values[:100].reshape(10, 10), list("abcdefghij"), "step 1"),
+    ]
+    for figure in figures:
+        pairs = _heatmap_numbers(figure)
+        assert len(pairs) >= 99, figure.layout.title.text  # a number on each cell (attention blanks its 0%)
+        worst = min(pairs, key=lambda pair: contrast_ratio(*pair))
+        assert contrast_ratio(*worst) >= 4.5, worst

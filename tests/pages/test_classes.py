@@ -335,7 +335,7 @@ def test_a_class_with_its_own_task_trains_it_with_the_student_s_seed():
     join(at, "Ada")
     assert any("Start trains your class's own task, **our pairs**" in i.value for i in at.info)
     assert not any(c.value.startswith("**reverse**:") for c in at.caption)  # not described beside it: not trained
-    assert "train_task_file" not in [u.key for u in at.get("file_uploader")]  # the teacher chose the task
+    assert "train_task_file_0" not in [u.key for u in at.get("file_uploader")]  # the teacher chose the task
     at.button(key="start_training").click().run()
     job = at.session_state["run"]
     seat = ui.classes.class_store().student(code, at.session_state["watcher"])

@@ -80,7 +80,7 @@ def csv_rows(data: bytes) -> list[dict]:
 def give_task_of_examples(at: AppTest, prefix: str, source: str) -> None:
     """Read the task file, or the table's typed pairs, under the page's `prefix` ("train" or "teacher")."""
     if source == "file":
-        at.file_uploader(key=f"{prefix}_task_file").set_value((FILE_NAME, FILE.encode(), "text/csv")).run()
+        at.file_uploader(key=f"{prefix}_task_file_0").set_value((FILE_NAME, FILE.encode(), "text/csv")).run()
     else:
         at.button(key=f"{prefix}_use_table").click().run()
     assert not at.exception and not at.error

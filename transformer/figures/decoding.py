@@ -16,7 +16,7 @@ from ..decoding import DecodeStep
 from ..i18n import Translator
 from . import ENGLISH, LEGEND_AT_FOOT, wrap_title
 from .attention import ATTENTION_SCALE
-from .heatmaps import as_array, axis_ticks, build_figure, escape_labels, hover_grid
+from .heatmaps import as_array, axis_ticks, build_figure, cell_numbers, escape_labels, hover_grid
 from .palette import BEST_PATH, CHOSEN, EXTENDS, FINISHED, LIVE, OTHER
 from .theme import colour_bar
 
@@ -96,14 +96,14 @@ def _percent_heatmap(
         showscale=not numbered,
         colorbar=colour_bar(value_name),
         text=[[f"{100 * x:.0f}%" if x >= 0.005 else "" for x in row] for row in z],
-        texttemplate="%{text}" if numbered else None,
         customdata=hover_grid(row_labels, col_labels),
         hovertemplate=hovertemplate,
     )
     layout = dict(
         xaxis=dict(title=x_title, **axis_ticks(col_labels)), yaxis=dict(autorange="reversed", **axis_ticks(row_labels))
     )
-    return build_figure([trace], layout, title, height=170 + 45 * len(row_labels))
+    traces = [trace, cell_numbers(trace)] if numbered else [trace]
+    return build_figure(traces, layout, title, height=170 + 45 * len(row_labels))
 
 
 @dataclass

@@ -44,7 +44,7 @@ def knockout_heatmaps(
         z[rows["layer"], rows["head"]] = rows[metric]
         cell = f"{hover}<extra></extra>"
         numbered = n_heads <= 8
-        traces.append(score_heatmap(z, SCORE_SCALE, measure, cell, numbered, cell_percent, showscale=i == 0, **ref))
+        traces += score_heatmap(z, SCORE_SCALE, measure, cell, numbered, cell_percent, showscale=i == 0, **ref)
         n = ref["xaxis"][1:]
         layout[f"xaxis{n}"].update(title=tr.gettext("head"), **axis_ticks([str(h) for h in range(n_heads)]))
         layout[f"yaxis{n}"].update(

@@ -63,6 +63,14 @@ def _linear(hex_colour: str) -> list[float]:
     return [c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4 for c in channels]
 
 
+def contrast_ratio(a: str, b: str) -> float:
+    """WCAG 2's contrast ratio of two "#rrggbb" colours: (L1 + 0.05) / (L2 + 0.05), L their relative luminances, the
+    lighter first; 1 to 21."""
+    luminances = (sum(w * c for w, c in zip((0.2126, 0.7152, 0.0722), _linear(x))) for x in (a, b))
+    light, dark = sorted(luminances, reverse=True)
+    return (light + 0.05) / (dark + 0.05)
+
+
 def simulate(hex_colour: str, deficiency: str | None = None) -> Lab:
     """CIELAB (D65) of `hex_colour` as a viewer with `deficiency` (a key of DEFICIENCIES; None: normal vision)
     sees it."""

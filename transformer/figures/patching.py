@@ -26,7 +26,7 @@ def _panels(
     hover = tr.gettext("{site}: {share} recovered", site=site, share="%{z:.1%}") + "<extra></extra>"
     for i, ((_, z, rows, cols, x_title), ref) in enumerate(zip(panels, refs)):
         more = dict(showscale=i == 0, customdata=hover_grid(rows, cols), **ref)
-        traces.append(score_heatmap(z, RECOVERED_SCALE, tr.gettext("recovered"), hover, z.shape[1] <= 12, **more))
+        traces += score_heatmap(z, RECOVERED_SCALE, tr.gettext("recovered"), hover, z.shape[1] <= 12, **more)
         n = ref["xaxis"][1:]
         layout[f"xaxis{n}"].update(title=x_title, **axis_ticks(cols))
         layout[f"yaxis{n}"].update(autorange="reversed", **axis_ticks(rows))
