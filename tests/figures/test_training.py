@@ -112,6 +112,16 @@ def test_a_loss_within_one_power_of_ten_is_ticked_with_whole_numbers():
     assert loss_ticks([0.01, 3.0]) == {"dtick": 1}  # wider: powers of ten
 
 
+@pytest.mark.parametrize("low", [1e-5, 1e-6, 1e-9, 1e-30])
+def test_a_loss_over_many_powers_of_ten_labels_at_most_five_of_them(low):
+    """A run that drives its loss to 1e-9 from 10: eleven labels, one a power of ten, ran into each other."""
+    from transformer.figures.training import loss_ticks
+
+    step = loss_ticks([low, 10.0])["dtick"]  # Plotly labels 10^0 and every step-th power from it
+    labels = [e for e in range(round(math.log10(low)), 2) if e % step == 0]
+    assert 2 <= len(labels) <= 5, labels
+
+
 @pytest.mark.parametrize(
     ("low", "high", "labels"),
     [(1.6, 2.6, ["2", "2.5"]), (2.0, 2.3, ["2", "2.1", "2.2", "2.3"]), (0.3, 3.7, ["0.5", "1", "2"])],

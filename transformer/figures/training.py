@@ -139,8 +139,12 @@ def loss_axis(losses: Sequence[float | None], title: str | None = None) -> dict:
 MANTISSAS = ((1, 2, 5), (1, 1.5, 2, 3, 5, 7), (1, 1.2, 1.5, 2, 2.5, 3, 4, 5, 6, 8), tuple(range(10, 100)))
 
 
+MOST_POWER_LABELS = 5  # labels of powers of ten on a loss axis: more overlap on a short chart (a phone's, 130 px)
+
+
 def loss_ticks(losses: Sequence[float]) -> dict:
-    """Tick labels at powers of ten where two or more lie between the lowest loss and the highest; else at 1, 2 and 5
+    """Tick labels at powers of ten where two or more lie between the lowest loss and the highest (every one, or every
+    second, third ... so that at most MOST_POWER_LABELS lie there: a loss from 10 to 10⁻⁹); else at 1, 2 and 5
     times a power of ten, each written whole ("0.3", "2"), so a loss between 0.3 and 3.7 gets several labels, and
     never Plotly's own there, the leading digit alone (3, 2, 1, 9, 8 ... for 0.3 to 3, which reads as a loss rising to
     9). Where fewer than two of those fall between the lowest and the highest (1.6 to 2.6: only 2), finer ones
@@ -149,8 +153,9 @@ def loss_ticks(losses: Sequence[float]) -> dict:
     if not losses:
         return {}
     low, high = min(losses), max(losses)
-    if sum(low <= 10.0**e <= high for e in range(math.floor(math.log10(low)), math.ceil(math.log10(high)) + 1)) >= 2:
-        return dict(dtick=1)
+    powers = sum(low <= 10.0**e <= high for e in range(math.floor(math.log10(low)), math.ceil(math.log10(high)) + 1))
+    if powers >= 2:
+        return dict(dtick=math.ceil(powers / MOST_POWER_LABELS))
     powers = range(math.floor(math.log10(low)) - 1, math.floor(math.log10(high)) + 2)
     for mantissas in MANTISSAS:
         scale = 10 ** -math.floor(math.log10(mantissas[-1]))  # 1..99 as 1.0..9.9
