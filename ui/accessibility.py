@@ -32,8 +32,10 @@ LOCKED = f"""[data-testid="stElementContainer"]:has(input:disabled) :is(p, input
   color: {MUTED_GREY} !important; -webkit-text-fill-color: {MUTED_GREY} !important; }}"""
 # A link to another page (st.page_link, the sidebar's pages) shows keyboard focus only as a faint tint, about 1.1:1 on
 # white (WCAG 2.4.7): it takes a ring in the theme's primary colour, as Streamlit's buttons do.
-LINK_FOCUS = f"""[data-testid="stPageLink-NavLink"]:focus-visible, [data-testid="stSidebarNav"] a:focus-visible {{
-  outline: 2px solid {PRIMARY}; outline-offset: 2px; }}"""
+# So do a radio button and a checkbox: their input is hidden, and the tint on the circle or box beside it is about 1.2:1.
+LINK_FOCUS = f"""[data-testid="stPageLink-NavLink"]:focus-visible, [data-testid="stSidebarNav"] a:focus-visible,
+:is([data-testid="stRadio"], [data-testid="stCheckbox"]) label:has(input:focus-visible) {{
+  outline: 2px solid {PRIMARY}; outline-offset: 2px; border-radius: 4px; }}"""
 # Compare's summary has nine columns: on a phone a Chinese heading or variant broke between every two characters
 # ("解/出/时/的/步/数"), as Chinese may. There each breaks only at a space or a mark and the table scrolls sideways.
 SUMMARY_WORDS = """.st-key-compare_summary :is(th, td) p { word-break: keep-all !important; }"""

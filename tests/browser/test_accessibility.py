@@ -52,3 +52,24 @@ def test_a_link_to_another_page_shows_keyboard_focus_as_a_ring(projector_page, l
         "a => [document.activeElement === a, getComputedStyle(a).outlineStyle, getComputedStyle(a).outlineColor]"
     )
     assert ring == [True, "solid", "rgb(31, 95, 191)"], ring  # PRIMARY, 6.2:1 on white: not a 1.1:1 tint
+
+
+@pytest.mark.parametrize("widget", ["stRadio", "stCheckbox"])
+def test_a_radio_button_and_a_checkbox_show_keyboard_focus_as_a_ring(projector_page, lab_server, widget):
+    """Their own input is hidden; the tint Streamlit puts on the circle or box beside it read at about 1.2:1."""
+    page = projector_page
+    open_at(page, lab_server, "train", "en")
+    for summary in page.locator("[data-testid='stMain'] details:not([open]) summary").all():
+        summary.click()  # the form's folded sections hold its checkboxes
+    field = page.locator(
+        f"[data-testid='stMain'] [data-testid='{widget}'] input:checked, "
+        f"[data-testid='stMain'] [data-testid='{widget}'] input[type=checkbox]"
+    ).first
+    field.focus()
+    page.keyboard.press("Shift+Tab")  # focus from the keyboard, as :focus-visible asks
+    page.keyboard.press("Tab")
+    ring = field.evaluate(
+        "i => [document.activeElement === i, getComputedStyle(i.closest('label')).outlineStyle,"
+        " getComputedStyle(i.closest('label')).outlineColor]"
+    )
+    assert ring == [True, "solid", "rgb(31, 95, 191)"], ring  # PRIMARY, 6.2:1 on white
