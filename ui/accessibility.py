@@ -32,7 +32,7 @@ LOCKED = f"""[data-testid="stElementContainer"]:has(input:disabled) :is(p, input
   color: {MUTED_GREY} !important; -webkit-text-fill-color: {MUTED_GREY} !important; }}"""
 # A link to another page (st.page_link, the sidebar's pages) shows keyboard focus only as a faint tint, about 1.1:1 on
 # white (WCAG 2.4.7): it takes a ring in the theme's primary colour, as Streamlit's buttons do.
-# So do a radio button and a checkbox: their input is hidden, and the tint on the circle or box beside it is about 1.2:1.
+# So do a radio button and a checkbox: their input is hidden, and the tint on the circle or box beside it is 1.2:1.
 LINK_FOCUS = f"""[data-testid="stPageLink-NavLink"]:focus-visible, [data-testid="stSidebarNav"] a:focus-visible,
 :is([data-testid="stRadio"], [data-testid="stCheckbox"]) label:has(input:focus-visible) {{
   outline: 2px solid {PRIMARY}; outline-offset: 2px; border-radius: 4px; }}"""
