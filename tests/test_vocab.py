@@ -164,13 +164,17 @@ def test_equality():
     assert Vocab.digits(3) != ("0", "1", "2")
 
 
-@pytest.mark.parametrize("symbol", ["a", "=SUM(A1)", "miko", "x" * 16, "é", "<"])
+@pytest.mark.parametrize(
+    "symbol", ["a", "=SUM(A1)", "miko", "x" * 16, "é", "<", "👨\u200d👩\u200d👧", "🏳️\u200d🌈", "می\u200cخواهم"]
+)
 def test_a_symbol_is_printable_text_without_spaces(symbol):
     check_symbol(symbol)
     assert Vocab([symbol]).symbols == (symbol,)
 
 
-@pytest.mark.parametrize("symbol", ["", "a b", "x" * 17, "\x1b[31m", "a\u200bb", "PAD", "BOS", "EOS", 3, None])
+@pytest.mark.parametrize(
+    "symbol", ["", "a b", "x" * 17, "\x1b[31m", "a\u200bb", "\u200d", "a\u200d", "a\u202eb", "PAD", "BOS", 3, None]
+)
 def test_what_cannot_be_a_symbol_is_refused_as_the_vocabulary_refuses_it(symbol):
     with pytest.raises(ValueError) as error:
         check_symbol(symbol)

@@ -9,6 +9,10 @@ import unicodedata
 
 _PUNCTUATION = re.compile(r"([!-/:-@\[-`{-~])")  # every ASCII punctuation character
 WORD_JOINER = "\u2060"  # invisible, and no line break at it
+# Zero-width non-joiner and joiner: format characters that Persian and Indic words, and emoji such as 👩‍🔬, are
+# written with, shown as part of what they join. Every other format character (a bidi override, a zero-width space)
+# can disguise text.
+JOINERS = "\u200c\u200d"
 # Where Streamlit's Markdown would still make a link or an emoji of text whose punctuation is escaped: its GitHub
 # autolinks (www.x.y, http://x, a@b.c) and emoji short codes (:smile:) are found in the text after escapes are read.
 _AUTOLINK_OR_EMOJI = re.compile(r"(?i)(?<=www)(?=\.)|(?<=@)|(?<=:)(?=/|[\w+-]+:)")
@@ -33,5 +37,6 @@ def code_span(text: object) -> str:
 
 def printable(text: object) -> str:
     """`text` for a terminal: control and format characters (escapes, bidi overrides, newlines) replaced by spaces,
-    so that what a file holds cannot move the cursor, clear or recolour the terminal, or fake another line."""
-    return "".join(" " if unicodedata.category(c) in ("Cc", "Cf") else c for c in str(text))
+    so that what a file holds cannot move the cursor, clear or recolour the terminal, or fake another line (JOINERS
+    stay, in what they join)."""
+    return "".join(" " if unicodedata.category(c) in ("Cc", "Cf") and c not in JOINERS else c for c in str(text))

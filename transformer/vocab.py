@@ -7,7 +7,9 @@ from collections.abc import Collection, Iterable, Sequence
 
 from .i18n import N_, Message
 from .limits import MAX_SYMBOL_CHARS, MAX_SYMBOLS
+from .literal import JOINERS
 
+_UNJOINED = dict.fromkeys(map(ord, JOINERS))  # str.translate: JOINERS removed
 N_SPECIAL = 3  # PAD, BOS, EOS take ids 0..2, so symbol index i has token id i + N_SPECIAL
 
 
@@ -25,11 +27,12 @@ def _describe(symbols: tuple[str, ...]) -> str:
 
 
 def check_symbol(s: object) -> None:
-    """ValueError unless `s` can be a symbol: text of 1 to MAX_SYMBOL_CHARS printable characters without spaces, and
-    not the name of a special token."""
+    """ValueError unless `s` can be a symbol: text of 1 to MAX_SYMBOL_CHARS printable characters without spaces (and
+    JOINERS between them: 👨‍👩‍👧 is one emoji of five characters), and not the name of a special token."""
     if not isinstance(s, str):
         raise ValueError(Message(N_("symbols must be strings, got {got}"), got=type(s).__name__))
-    if s.split() != [s] or not s.isprintable() or len(s) > MAX_SYMBOL_CHARS:
+    shown = s.strip(JOINERS)
+    if s.split() != [s] or shown != s or not shown.translate(_UNJOINED).isprintable() or len(s) > MAX_SYMBOL_CHARS:
         template = N_("symbol {symbol} is empty, longer than {most} characters, or holds spaces or control characters")
         raise ValueError(Message(template, symbol=_preview(s), most=MAX_SYMBOL_CHARS))
     if s in (Vocab.PAD, Vocab.BOS, Vocab.EOS):

@@ -6,12 +6,8 @@ from itertools import groupby
 from typing import Any
 
 from ..i18n import N_, Message
+from ..literal import JOINERS
 from .errors import ClassroomError
-
-# Zero-width non-joiner and joiner: format characters that Persian and Indic names, and emoji such as 👩‍🔬, are
-# written with. Every other format character (a bidi override, a zero-width space) can disguise a name.
-JOINERS = "\u200c\u200d"
-
 
 # Combining marks one letter carries, at most: Thai's vowel and tone marks, or Devanagari's, stack two or three;
 # "Zalgo" text stacks dozens, a tower that covers the lines above and below a name wherever it is shown.
