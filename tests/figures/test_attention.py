@@ -5,8 +5,9 @@ slice marked."""
 import pytest
 import torch
 
-from tests.helpers.figures import COLORBAR_PX
+from tests.helpers.figures import COLORBAR_PX, title_overflow
 from tests.helpers.models import random_model
+from transformer.figures import COLUMN_PX
 from transformer.figures.attention import attention_heatmaps, mask_heatmap, projection_heatmaps
 from transformer.i18n import translator
 from transformer.inspection import attention_projections
@@ -22,7 +23,24 @@ def test_mask_heatmap_escapes_its_tokens_names_both_colours_and_wraps_its_title(
     title = mask_heatmap(
         torch.ones(2, 2, dtype=torch.bool), LABELS[:2], LABELS[:2], "Padding + causal: what the decoder uses"
     ).layout.title.text
-    assert title == "Padding + causal:<br>what the decoder uses"  # lines of at most 30 characters, even
+    assert title == "Padding + causal:<br>what the decoder uses"  # lines as even as they can be
+
+
+@pytest.mark.parametrize("language", ["en", "zh-CN"])
+@pytest.mark.parametrize(
+    "title",
+    [
+        "Padding mask: encoder self-attention",
+        "Padding mask: cross-attention",
+        "Causal mask: decoder self-attention",
+        "Padding + causal: what the decoder uses",
+        "Padding + causal (this model's decoder uses padding only)",
+    ],
+)
+def test_each_mask_title_fits_its_half_page_column(language, title):
+    tr = translator(language)
+    figure = mask_heatmap(torch.ones(2, 2, dtype=torch.bool), LABELS[:2], LABELS[:2], tr.gettext(title), tr=tr)
+    assert not title_overflow(figure, COLUMN_PX), figure.layout.title.text
 
 
 def test_attention_heatmaps_draw_a_panel_per_head_labelled_at_the_grids_edges():

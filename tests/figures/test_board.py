@@ -9,8 +9,8 @@ import pytest
 from transformer.classroom import Assignment, ClassInfo, RunState, Snapshot, Student
 from transformer.classroom.assignment import split_groups
 from transformer.classroom.board import GroupCurves, group_curves, outcome_table
-from transformer.figures import TITLE_INSET_PX, TITLE_SIZE_PX, drawn_px
-from transformer.figures.board import COLUMN_PX, GROUP_COLOURS, group_curves_figure, outcomes_figure
+from transformer.figures import COLUMN_PX, TITLE_INSET_PX, TITLE_SIZE_PX, drawn_px
+from transformer.figures.board import GROUP_COLOURS, group_curves_figure, outcomes_figure
 from transformer.figures.palette import SYMBOLS
 from transformer.i18n import translator
 

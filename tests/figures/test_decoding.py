@@ -4,11 +4,12 @@ has one node per kept hypothesis, and the teacher-forcing table marks mismatches
 import pytest
 import torch
 
-from tests.helpers.figures import TOKENS, beam_steps, decode_step
+from tests.helpers.figures import TOKENS, beam_steps, decode_step, title_overflow
 from transformer.decoding import Beam
 from transformer.figures.decoding import (
     CHOSEN,
     MISMATCH,
+    PROBS_COLUMN_PX,
     beam_tree,
     probs_bar,
     step_attention_heatmap,
@@ -31,8 +32,19 @@ def test_probs_bar_adds_an_unlikely_chosen_token_last():
     assert list(bar.x) == ["a", "c", "EOS"]
     assert list(bar.marker.color).index(CHOSEN) == 2
     assert list(bar.marker.color).count(CHOSEN) == 1
-    title = probs_bar(probs, TOKENS, chosen=2, title="Sampling distribution (temperature 0.7, top-k 3)").layout.title
-    assert title.text == "Sampling distribution<br>(temperature 0.7, top-k 3)"  # lines of at most 26 characters
+
+
+@pytest.mark.parametrize("language", ["en", "zh-CN"])
+def test_the_probabilities_title_fits_its_column_where_the_column_is_narrowest(language):
+    """Wrapped at 26 characters, "(temperature 0.7, top-k 3)" was 212 px at the title's 18 px, wider than the
+    column leaves it."""
+    tr, probs = translator(language), torch.tensor([0.0, 0.0, 0.1, 0.4, 0.05, 0.3, 0.15])
+    sampling = "Sampling distribution (temperature\xa0{temperature:g}, top-k\xa0{top_k})"
+    for title in (None, tr.gettext(sampling, temperature=0.7, top_k=3)):
+        figure = probs_bar(probs, TOKENS, chosen=2, title=title, tr=tr)
+        assert not title_overflow(figure, PROBS_COLUMN_PX), figure.layout.title.text
+        said = title or tr.gettext("Next-token probabilities")
+        assert figure.layout.title.text.replace("<br>", "").replace(" ", "") == said.replace(" ", "")  # whole
 
 
 def test_step_attention_heatmap_heads_by_keys():

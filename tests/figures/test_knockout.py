@@ -1,9 +1,13 @@
-"""The knockout figure's colour bar: its labels fit the bar on the smallest grid, one layer."""
+"""The knockout figure: its colour bar's labels fit the bar on the smallest grid, one layer; its cells read what was
+scored; its title fits a phone's chart."""
 
 import pandas as pd
 import pytest
 
+from tests.helpers.figures import title_overflow
+from transformer.figures import PHONE_CHART_PX
 from transformer.figures.knockout import knockout_heatmaps
+from transformer.i18n import translator
 from transformer.inspection import ATTENTION_KINDS
 
 
@@ -34,3 +38,15 @@ def test_a_cell_reads_100_percent_only_when_every_sequence_is_right():
     trace = knockout_heatmaps(heads, 1.0).data[0]
     assert list(trace.text[0]) == ["100%", "99.8%", "99.9%", "50%", "0.4%", "0.1%", "0%"]
     assert "%{text}" in trace.hovertemplate and "%{z" not in trace.hovertemplate  # the hover says what the cell says
+
+
+@pytest.mark.parametrize("language", ["en", "zh-CN"])
+@pytest.mark.parametrize("metric", ["exact_match", "token_acc"])
+def test_the_title_fits_a_phones_chart(language, metric):
+    """The chart spans the page, narrowest on a phone."""
+    heads = pd.DataFrame(
+        [(kind, 0, h, 0.5, 0.5) for kind in ATTENTION_KINDS for h in range(4)],
+        columns=["kind", "layer", "head", "exact_match", "token_acc"],
+    )
+    figure = knockout_heatmaps(heads, 0.999, metric, tr=translator(language))
+    assert not title_overflow(figure, PHONE_CHART_PX), figure.layout.title.text

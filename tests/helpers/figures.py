@@ -1,12 +1,14 @@
-"""Decoding steps to draw: a vocabulary of tokens and a beam search's kept hypotheses over three steps; and where a
-figure of heads side by side would crowd its key labels at a given width."""
+"""Decoding steps to draw: a vocabulary of tokens and a beam search's kept hypotheses over three steps; how wide a
+figure's title is drawn; and where a figure of heads side by side would crowd its key labels at a given width."""
 
 from collections.abc import Callable
 from typing import NamedTuple
 
+import plotly.graph_objects as go
 import torch
 
 from transformer.decoding import Beam, DecodeStep
+from transformer.figures import TITLE_INSET_PX, TITLE_SIZE_PX, drawn_px
 
 TOKENS = ["PAD", "BOS", "EOS", "a", "<b>", "c", "d"]
 UPRIGHT_PX = 21  # a tick label turned upright, as wide as its line is tall: Chromium's box of a 16 px Source Sans line
@@ -27,6 +29,14 @@ def beam_steps() -> list[DecodeStep]:
         ),
         decode_step(2, [Beam([1, 3, 5, 2], -0.4, 0, True), Beam([1, 4, 6, 2], -1.5, 1, True)]),
     ]
+
+
+def title_overflow(figure: go.Figure, chart_px: float) -> list[str]:
+    """The lines of `figure`'s title wider than a chart `chart_px` wide leaves them (less TITLE_INSET_PX at each side),
+    measured as drawn at the title's own size (Plotly's, TITLE_SIZE_PX, where the figure sets none)."""
+    title = figure.layout.title
+    size = title.font.size or TITLE_SIZE_PX
+    return [line for line in title.text.split("<br>") if drawn_px(line, size) > chart_px - 2 * TITLE_INSET_PX]
 
 
 class Label(NamedTuple):

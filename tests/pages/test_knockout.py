@@ -11,7 +11,8 @@ from tests.helpers import array
 from tests.helpers.apptest import chart, charts, kept, open_with_model
 from transformer import Checkpoint, DataConfig, ModelConfig, Transformer, Vocab
 from transformer.checkpoint import load_checkpoint
-from transformer.figures import PHONE_TITLE
+from transformer.figures import PHONE_CHART_PX, TITLE_INSET_PX, drawn_px
+from transformer.figures.heatmaps import BUILT_TITLE_SIZE_PX
 from transformer.knockout import all_heads, score
 from transformer.patching import patching_grid
 from transformer.tasks import TaskData
@@ -30,7 +31,8 @@ def test_the_page_shows_a_grid_per_attention_kind_beside_the_intact_scores():
     assert metrics(at) == {"Intact exact match": "100%", "Intact token accuracy": "100%"}
     (title, figure), *others = charts(at).items()
     assert title.replace("<br>", " ") == "Held-out exact match with one head removed (intact model: 100.0%)"
-    assert all(len(line) <= PHONE_TITLE for line in title.split("<br>"))  # a phone's chart shows it whole
+    widest = max(drawn_px(line, BUILT_TITLE_SIZE_PX) for line in title.split("<br>"))
+    assert widest <= PHONE_CHART_PX - 2 * TITLE_INSET_PX  # a phone's chart shows it whole
     assert [array(trace["z"]).tolist() for trace in figure["data"] if trace["type"] == "heatmap"] == [
         [grid.heads[grid.heads["kind"] == kind]["exact_match"].tolist()]
         for kind in ("encoder", "decoder_self", "cross")

@@ -31,15 +31,12 @@ def top_margin(title: str, least: int = 0) -> int:
     return max(least, TOOLBAR_PX + (RAISED_PX if lines > 1 else 0) + TITLE_LINE_PX * lines + 12)
 
 
-PHONE_TITLE = 40  # characters of a title a phone's chart shows on one line (about 340 px at 18 px)
 TITLE_SIZE_PX = 22  # Plotly draws a title at 1.4 times the figure's font (`theme.FONT`, 16 px)
 TITLE_INSET_PX = 10  # the room a title leaves at each side of its chart
 PHONE_CHART_PX = 356  # a chart across a phone's page (390 px, less Streamlit's padding), measured in Chromium
-
-
-def wrap_title(title: str, width: int) -> str:
-    """A figure title broken into lines of at most `width` characters, for figures shown in narrow columns."""
-    return "<br>".join(wrap_lines(title, width))
+# A chart in a half-page column (`st.columns(2)`) where it is narrowest, measured in Chromium: 241.6 px in a 1280 px
+# window at 150% zoom (853 CSS px), sidebar open; on a phone the columns stack, PHONE_CHART_PX wide
+COLUMN_PX = 241
 
 
 CJK_WIDTH = 1.7  # a Chinese character is drawn about as wide as 1.7 Latin characters of the same font
@@ -52,7 +49,7 @@ OPERATORS = set("+−-×÷=≈·→")  # a lone operator stays with its right op
 # ends): "精确 / 匹配" and "多 / 头注意力" read as two words on a projector
 WHOLE_WORDS = (
     "多头", "注意力", "精确匹配", "留出集", "位置编码", "编码器", "解码器", "残差连接", "归一化", "前馈", "词元",
-    "准确率", "学习率", "对齐得分", "损失", "掩码", "训练步数", "完整模型", "层数", "头数", "预期", "输出长度",
+    "准确率", "学习率", "对齐得分", "损失", "掩码", "训练步数", "完整模型", "层数", "头数", "预期", "输出长度", "填充",
 )  # fmt: skip
 
 
@@ -144,10 +141,10 @@ def wrap_lines(text: str, width: float, measure: Callable[[str], float] = text_w
     return _fill(pieces, high, measure) if high < width else lines
 
 
-def fit_title(title: str, px: float) -> str:
-    """A figure title broken into lines that fit a chart `px` pixels wide, measured as drawn (`drawn_px`, at the
-    size Plotly draws titles): in Chinese too, where `text_width`'s average undercounts a title's square glyphs."""
-    return "<br>".join(wrap_lines(title, px - 2 * TITLE_INSET_PX, lambda line: drawn_px(line, TITLE_SIZE_PX)))
+def fit_title(title: str, px: float, size: float = TITLE_SIZE_PX) -> str:
+    """A figure title broken into lines that fit a chart `px` pixels wide, measured as drawn at the title's `size`
+    (`drawn_px`): in Chinese too, where `text_width`'s average undercounts a title's square glyphs."""
+    return "<br>".join(wrap_lines(title, px - 2 * TITLE_INSET_PX, lambda line: drawn_px(line, size)))
 
 
 # A legend at the figure's foot, under the x axis's ticks and title whatever the plot's height (the bottom margin

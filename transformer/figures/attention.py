@@ -8,8 +8,9 @@ import numpy as np
 import plotly.graph_objects as go
 
 from ..i18n import Translator
-from . import ENGLISH, top_margin, wrap_title
+from . import COLUMN_PX, ENGLISH, fit_title, top_margin
 from .heatmaps import (
+    BUILT_TITLE_SIZE_PX,
     UPRIGHT_LABEL_PX,
     as_array,
     axis_ticks,
@@ -71,7 +72,7 @@ def mask_heatmap(
         xaxis=dict(title=tr.gettext("key"), **axis_ticks(col_labels)),
         yaxis=dict(title=tr.gettext("query"), autorange="reversed", **axis_ticks(row_labels)),
     )
-    title = wrap_title(title, 30)  # the page shows two masks side by side, in narrow columns
+    title = fit_title(title, COLUMN_PX, BUILT_TITLE_SIZE_PX)  # the page shows two masks side by side
     layout["margin"] = dict(l=60, r=20, t=top_margin(title), b=110)  # the key under the key axis's title
     return build_figure([trace], layout, title, height=220 + 32 * len(row_labels))
 

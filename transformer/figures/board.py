@@ -8,12 +8,11 @@ import plotly.graph_objects as go
 
 from ..classroom.board import GroupCurves
 from ..i18n import N_, Translator
-from . import ENGLISH, LEGEND_AT_FOOT, fit_title, title_layout, top_margin
+from . import COLUMN_PX, ENGLISH, LEGEND_AT_FOOT, fit_title, title_layout, top_margin
 from .palette import SERIES, SYMBOLS, series_line
 from .theme import FONT
 from .training import loss_axis
 
-COLUMN_PX = 264  # a board chart's half-page column where it is narrowest: 1280 px at 150% zoom, sidebar open
 GROUP_COLOURS = SERIES  # one per group, in the assignment's order, each with its dash and marker symbol
 MEMBER_OPACITY = 0.25
 OUTCOME_KINDS = (  # the finished runs of a group: which rows, the legend's words, the ending of the marker's symbol

@@ -11,7 +11,7 @@ from ..alignment import shown_score
 from ..curves import downsample
 from ..i18n import N_, Translator
 from ..training import MetricRow
-from . import ENGLISH, LEGEND_AT_FOOT, title_layout, top_margin, wrap_title
+from . import COLUMN_PX, ENGLISH, LEGEND_AT_FOOT, fit_title, title_layout, top_margin
 from .lengths import shade_trained
 from .palette import SERIES, series_line
 from .theme import FONT
@@ -96,7 +96,7 @@ def loss_marker_figure(
     fig.add_vline(x=step, line=dict(color=MARKER, dash="dash", width=2), annotation_text=marker)
     fig.update_xaxes(title=tr.gettext("training step"), rangemode="tozero")
     fig.update_yaxes(loss_axis([row["train_loss"] for row in rows], tr.gettext("training loss (log scale)")))
-    title = wrap_title(tr.gettext("Loss of {variant}", variant=label), 26)
+    title = fit_title(tr.gettext("Loss of {variant}", variant=label), COLUMN_PX)  # half the page, on Compare
     fig.update_layout(
         title=title_layout(title),
         font=FONT,
@@ -138,7 +138,7 @@ def alignment_figure(
         fig.add_vline(x=step, line=dict(color=MARKER, dash="dash", width=2))
     fig.update_xaxes(title=tr.gettext("training step"), rangemode="tozero")
     fig.update_yaxes(title=tr.gettext("attention on the ideal source token"), range=[0, 1.02])
-    title = wrap_title(tr.gettext("Alignment score of each cross-attention head"), 26)
+    title = fit_title(tr.gettext("Alignment score of each cross-attention head"), COLUMN_PX)
     fig.update_layout(
         title=title_layout(title),
         font=FONT,

@@ -14,13 +14,16 @@ from pandas.io.formats.style import Styler
 
 from ..decoding import DecodeStep
 from ..i18n import Translator
-from . import ENGLISH, LEGEND_AT_FOOT, wrap_title
+from . import ENGLISH, LEGEND_AT_FOOT, fit_title
 from .attention import ATTENTION_SCALE
-from .heatmaps import as_array, axis_ticks, build_figure, cell_numbers, escape_labels, hover_grid
+from .heatmaps import BUILT_TITLE_SIZE_PX, as_array, axis_ticks, build_figure, cell_numbers, escape_labels, hover_grid
 from .palette import BEST_PATH, CHOSEN, EXTENDS, FINISHED, LIVE, OTHER
 from .theme import colour_bar
 
 MISMATCH = "background-color: #f8d0d0"
+# probs_bar's column on Decoding (`st.columns([2, 3])`) where it is narrowest, measured in Chromium: 191.6 px in a
+# 1280 px window at 150% zoom (853 CSS px), sidebar open; on a phone the columns stack, PHONE_CHART_PX wide
+PROBS_COLUMN_PX = 191
 
 
 def probs_bar(
@@ -53,7 +56,8 @@ def probs_bar(
         uniformtext=dict(minsize=11, mode="hide"),
     )  # no unreadably small labels over narrow bars
     title = title or tr.gettext("Next-token probabilities")
-    return build_figure([trace], layout, wrap_title(title, 26), height=400)  # shown in a narrow column
+    title = fit_title(title, PROBS_COLUMN_PX, BUILT_TITLE_SIZE_PX)
+    return build_figure([trace], layout, title, height=400)
 
 
 def step_attention_heatmap(

@@ -22,6 +22,7 @@ from .palette import BLACK, contrast_ratio
 from .theme import FONT, colour_bar
 
 DIVERGING_SCALE = "RdBu_r"  # negative blue, zero white, positive red
+BUILT_TITLE_SIZE_PX = 18  # the title's font size in every figure `build_figure` makes
 
 
 def as_array(values) -> np.ndarray:
@@ -106,7 +107,7 @@ def build_figure(traces: list[dict], layout: dict, title: str, height: int) -> g
     margin = {**dict(l=60, r=20, t=80, b=50), **layout.pop("margin", {})}
     grown = top_margin(title, margin["t"]) - margin["t"]  # a title of several lines: the plot keeps its height
     margin["t"] += grown
-    title = title_layout(title, dict(FONT, size=18))
+    title = title_layout(title, dict(FONT, size=BUILT_TITLE_SIZE_PX))
     return go.Figure(
         data=traces, layout={**layout, "title": title, "font": FONT, "height": height + grown, "margin": margin}
     )

@@ -10,8 +10,8 @@ import plotly.graph_objects as go
 from ..i18n import N_, Translator
 from ..inspection import ATTENTION_KINDS
 from ..shares import cell_percent, shown_share
-from . import ENGLISH, PHONE_TITLE, wrap_title
-from .heatmaps import axis_ticks, build_figure, score_heatmap, stacked_panels
+from . import ENGLISH, PHONE_CHART_PX, fit_title
+from .heatmaps import BUILT_TITLE_SIZE_PX, axis_ticks, build_figure, score_heatmap, stacked_panels
 
 METRICS = {"exact_match": N_("exact match"), "token_acc": N_("token accuracy")}  # translated where shown
 SCORE_SCALE = "Cividis"  # dark blue: the model fails without the head; yellow: it does not need it (CVD-safe)
@@ -52,4 +52,5 @@ def knockout_heatmaps(
         )
     said = N_("Held-out {measure} with one head removed (intact model: {intact:.1%})")
     title = tr.gettext(said, measure=measure, intact=shown_share(intact))
-    return build_figure(traces, layout, wrap_title(title, PHONE_TITLE), height=130 + plot_px)
+    title = fit_title(title, PHONE_CHART_PX, BUILT_TITLE_SIZE_PX)  # across the page, narrowest on a phone
+    return build_figure(traces, layout, title, height=130 + plot_px)
