@@ -25,6 +25,7 @@ from transformer.figures import CJK_WIDTH, text_width, wrap_lines
         ("Multi-Head Attention (cross)", 12, ["Multi-Head", "Attention", "(cross)"]),
         ("Loss of a very long variant name here", 26, ["Loss of a very long", "variant name here"]),
         ("", 12, []),
+        ("GRU 编码器-解码器的损失", 12, ["GRU 编码器-", "解码器的损失"]),  # a hyphen never starts a line
     ],
 )
 def test_labels_break_only_where_chinese_typesetting_allows(label, width, lines):

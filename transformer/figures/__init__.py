@@ -42,7 +42,7 @@ COLUMN_PX = 241
 CJK_WIDTH = 1.7  # a Chinese character is drawn about as wide as 1.7 Latin characters of the same font
 OPEN_BRACKETS, CLOSE_BRACKETS = "（［【「『《〈([{", "）］】」』》〉)]}"
 OPENING = OPEN_BRACKETS + "“‘"  # never ends a line (避头尾): it stays with what it opens
-CLOSING = CLOSE_BRACKETS + "”’，。、：；！？…·"  # never starts a line: it stays with what it closes
+CLOSING = CLOSE_BRACKETS + "”’，。、：；！？…·-"  # never starts a line: it stays with what it closes (a hyphen too)
 NO_BREAK = "\xa0"  # a no-break space: "temperature\xa02" stays on one line
 OPERATORS = set("+−-×÷=≈·→")  # a lone operator stays with its right operand: "× √d_model", "+ 因果"
 # Chinese words of the figures' titles and labels that a line never splits (Chinese has no spaces to say where a word
