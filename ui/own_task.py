@@ -171,8 +171,8 @@ def task_summary(task: TaskPairs) -> str:
     return _(
         "**{name}**: {train} pairs to train on and {held_out} held out, inputs of {sizes} symbols, {symbols} symbols",
         name=markdown_literal(task.name),
-        train=len(task.train),
-        held_out=len(task.held_out),
+        train=f"{len(task.train):,}",
+        held_out=f"{len(task.held_out):,}",
         sizes=_(spoken(range(task.min_len, task.max_len + 1))),
         symbols=len(task.symbols),
     )

@@ -43,7 +43,7 @@ def check_text(text: Any, what: str, longest: int) -> str:
     if not isinstance(text, str) or not 1 <= len(text.strip()) <= longest:
         has = len(text.strip()) if isinstance(text, str) else 0
         size = N_("{what} must be 1 to {longest} characters; it has {n}")
-        raise ClassroomError(Message(size, what=Message(what), longest=longest, n=has))
+        raise ClassroomError(Message(size, what=Message(what), longest=longest, n=f"{has:,}"))
     hidden = [c for c in text if _hidden(c)]
     if hidden:  # named by its code point: a line break, a tab or a direction mark shows as nothing, or as a space
         kind = HIDDEN_KINDS.get(unicodedata.category(hidden[0]), N_("a character that does not show"))
