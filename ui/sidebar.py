@@ -52,11 +52,12 @@ def _run_heartbeat(page: str) -> None:
         run.touch(watcher_id(), page_connected())
         if page != "train":
             steps = run.train_config.steps
-            text = (
-                _("Queued for training")
-                if run.status == "queued"
-                else _("Training: step {step}, at most {steps:,}", step=run.step, steps=steps)
-            )
+            if run.status == "queued":
+                text = _("Queued for training")
+            elif run.status == "paused":
+                text = _("Paused at step {step}, at most {steps:,}", step=run.step, steps=steps)
+            else:
+                text = _("Training: step {step}, at most {steps:,}", step=run.step, steps=steps)
             st.progress(min(run.step / steps, 1.0), text=text)
     if comparison is not None:
         comparison.chain.touch(page_connected())

@@ -286,9 +286,13 @@ def model_in_hand() -> tuple[Checkpoint | None, str]:
     if following_run():
         model = run.model()
         if model is not None:
-            rows = run.rows[:]
-            label = _(
-                "training {task}, step {step}", task=task_label(run.data_config), step=rows[-1]["step"] if rows else 0
+            rows, task = run.rows[:], task_label(run.data_config)
+            step = rows[-1]["step"] if rows else 0
+            paused = run.status == "paused"
+            label = (
+                _("paused {task}, step {step}", task=task, step=step)
+                if paused
+                else _("training {task}, step {step}", task=task, step=step)
             )
             return Checkpoint(model, run.data().vocab, model.config, run.data_config, rows, {}), label
     return st.session_state.get(IN_HAND), st.session_state.get(IN_HAND_NAME, "")

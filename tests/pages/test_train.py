@@ -216,6 +216,17 @@ def paused_run(at: AppTest) -> Run:
     return job
 
 
+def test_on_another_page_the_sidebar_says_a_paused_run_is_paused(stop_jobs):
+    at = open_train()
+    stop_jobs.append(at)
+    job = paused_run(at)
+    at.switch_page("pages/decoding.py")
+    at.run()
+    assert [bar.proto.text for bar in at.sidebar.get("progress")] == [f"Paused at step {job.step}, at most 5,000"]
+    shown = [m.value.replace("\\", "") for m in at.sidebar.markdown]  # as Markdown, its punctuation escaped
+    assert f"**Model in hand:** paused reverse, step {job.rows[-1]['step']}" in shown
+
+
 def test_the_progress_line_fills_with_exact_match_and_calls_the_step_budget_a_ceiling(stop_jobs):
     at = open_train()
     stop_jobs.append(at)
