@@ -260,14 +260,17 @@ def prediction_input(seat: Seat) -> None:
     question = seat.info.question
     if question is None or class_store().standing(seat.student) != (None, None):  # answered, or has run already
         return
+    words = _(question_text(question, seat.info))
+    st.markdown(_("**Predict first:** {question}", question=markdown_literal(words)))
+    st.caption(_(QUESTIONS[question].caption))
     st.radio(
-        _("**Predict first:** {question}", question=markdown_literal(_(question_text(question, seat.info)))),
+        _("Predict first: {question}", question=words),  # the choices' name for a screen reader: plain, not Markdown
         QUESTIONS[question].choices,  # kept as the English choice: the class database's
         index=None,
         format_func=said(str),
         horizontal=True,
         key=worded("class_prediction", QUESTIONS[question].choices, str),
-        help=_(QUESTIONS[question].caption),
+        label_visibility="collapsed",
     )
 
 

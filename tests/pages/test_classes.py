@@ -354,8 +354,10 @@ def test_the_question_names_the_class_s_own_task_not_the_one_the_assignment_name
     ui.classes.class_store().set_task(code, key, pairs_from_rows(rows, "doubled_zh.csv"), TEACHER)
     at = open_link(code)
     join(at, "Ada")
-    label = shown(at.radio(key="class_prediction").label)
-    assert "Without positional encoding, doubled_zh.csv will be solved:" in label and "reverse" not in label
+    label = at.radio(key="class_prediction").label  # a screen reader's name for the choices: plain text
+    assert label.startswith("Predict first: Without positional encoding, doubled_zh.csv will be solved:")
+    assert "reverse" not in label and "**" not in label and "\\" not in label
+    assert any("**Predict first:**" in m.value for m in at.markdown)  # shown in bold above them
 
 
 def test_a_prediction_on_runs_that_ran_out_of_time_is_not_graded_and_not_polled(fragments):
