@@ -44,7 +44,7 @@ body { max-width: 1100px; margin: 2em auto; padding: 0 1em; color: #111; }
 h1 { font-size: 1.7em; } h2 { margin-top: 2em; border-bottom: 2px solid #1f5fbf; } h3 { margin-top: 1.5em; }
 table { border-collapse: collapse; margin: 0.5em 0; } td, th { border: 1px solid #ccc; padding: 0.25em 0.6em; }
 th { background: #f0f4fa; text-align: left; } td.seq { font-family: ui-monospace, monospace; }
-.pair { display: grid; grid-template-columns: repeat(auto-fit, minmax(420px, 1fr)); gap: 1em; }
+.pair { display: grid; grid-template-columns: repeat(auto-fit, minmax(min(420px, 100%), 1fr)); gap: 1em; }
 .note { color: #444; } section.report + section.report { break-before: page; }
 """
 DRAW = """(() => {

@@ -6,6 +6,7 @@ from playwright.sync_api import expect
 
 from harness.chromium import VIEWPORT
 from harness.page import IDLE, wait_idle
+from tests.helpers import wait_until
 
 pytestmark = requires_chromium
 
@@ -42,6 +43,8 @@ def test_a_report_from_train_opens_offline_and_draws_its_charts(page, lab_server
     assert report.locator(".js-plotly-plot .main-svg").count() >= figures.count()
     assert asked == [] and errors == []
     screenshot(report, "lab-report")
+    report.set_viewport_size({"width": 390, "height": 844})  # on a phone: one chart a row, none wider than the page
+    wait_until(lambda: report.evaluate("() => document.documentElement.scrollWidth <= innerWidth"))  # CSP: no eval
     offline.close()
 
 
