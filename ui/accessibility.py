@@ -36,6 +36,14 @@ LOCKED = f"""[data-testid="stElementContainer"]:has(input:disabled) :is(p, input
 LINK_FOCUS = f"""[data-testid="stPageLink-NavLink"]:focus-visible, [data-testid="stSidebarNav"] a:focus-visible,
 :is([data-testid="stRadio"], [data-testid="stCheckbox"]) label:has(input:focus-visible) {{
   outline: 2px solid {PRIMARY}; outline-offset: 2px; border-radius: 4px; }}"""
+# A formula wider than its column (a phone's: 356 px for Masking's 424 px formula) scrolls sideways, and was cut off
+# mid-formula with nothing to say there was more: a shadow shows at each edge that has more to scroll to (shadows
+# fixed to the box, covered by white ends that scroll with the formula, after Lea Verou's "scrolling shadows").
+MORE_TO_SCROLL = """.katex-display {
+  background: linear-gradient(to right, #fff 30%, #fff0) left / 2em 100% no-repeat local,
+    linear-gradient(to left, #fff 30%, #fff0) right / 2em 100% no-repeat local,
+    radial-gradient(farthest-side at 0 50%, #0005, #0000) left / 0.75em 100% no-repeat scroll,
+    radial-gradient(farthest-side at 100% 50%, #0005, #0000) right / 0.75em 100% no-repeat scroll; }"""
 # Compare's summary has nine columns: on a phone a Chinese heading or variant broke between every two characters
 # ("解/出/时/的/步/数"), as Chinese may. There each breaks only at a space or a mark and the table scrolls sideways.
 SUMMARY_WORDS = """.st-key-compare_summary :is(th, td) p { word-break: keep-all !important; }"""
@@ -50,6 +58,7 @@ CSS = f""".st-key-{KEY} {{ display: none; }}
 {LOCKED}
 {FIELD_ERRORS}
 {LINK_FOCUS}
+{MORE_TO_SCROLL}
 {SUMMARY_WORDS}
 {INLINE_CODE}
 {NO_KEYS}"""

@@ -53,12 +53,20 @@ def test_on_a_phone_every_page_opens_through_the_folded_sidebar_and_fits(new_con
                 if table["past_screen"] > 1:
                     problems.append(f"{name}: a table reaches {table['past_screen']:.0f} px past the screen")
             problems += [f"{name}: labels overlap: {pair}" for pair in page.evaluate(LABEL_OVERLAPS)]
+            for formula in page.evaluate(FORMULAS):  # a formula that scrolls says so: a shadow at its edge
+                if formula["scrolls"] and "gradient" not in formula["background"]:
+                    problems.append(f"{name}: a formula is cut off at the screen's edge with no sign it scrolls")
             if badges := [badge for badge in page.locator("button kbd").all() if badge.is_visible()]:
                 problems.append(f"{name}: {len(badges)} keyboard shortcut badges on a phone, which has no keys")
             screenshot(page, f"viewport-phone-{name}")
         assert not problems, "\n".join(problems)
     finally:
         context.close()
+
+
+# Each display formula: whether it is wider than its box (and so scrolls), and its background.
+FORMULAS = """() => [...document.querySelectorAll('.katex-display')].map(el => ({
+    scrolls: el.scrollWidth > el.clientWidth, background: getComputedStyle(el).backgroundImage}))"""
 
 
 def go_to_on_phone(page, name: str) -> None:
