@@ -45,8 +45,8 @@ def switch_changed() -> None:
 
 def class_experiment() -> CompareState | None:
     """Where Compare opens for a class student whose class trains a lab task other than the lesson's (whose ready-made
-    experiments are on it): a custom experiment on that task, varying the setting the groups differ in, with their
-    values, where Compare can switch it; None otherwise."""
+    experiments are on it): a custom experiment on the class's settings (its task, lengths, steps ...), varying the
+    setting the groups differ in, with their values, where Compare can switch it; None otherwise."""
     seat = seat_in_class()
     task = None if seat is None else seat.task_name()
     if task is None or task == lesson_settings()["task"]:
@@ -56,7 +56,7 @@ def class_experiment() -> CompareState | None:
     values = tuple(group.value for group in assignment.groups)[:MAX_VARIANTS]
     if switch is None or not set(values) <= set(switch.choices):
         switch, values = SWITCHES[CompareState.switch], CompareState.values
-    return CompareState(CUSTOM, custom_settings(task_setup(task), switch.field), switch.field, values)
+    return CompareState(CUSTOM, custom_settings(assignment.settings(None), switch.field), switch.field, values)
 
 
 def custom_builder(state: CompareState) -> CompareState:

@@ -353,13 +353,14 @@ def test_compare_opens_on_the_class_s_own_experiment_for_a_class_on_another_task
     store, teacher = ui.classes.class_store(), Caller(None, "the-teacher's-browser")
     code, key = store.create_class("Period 3", 14, teacher)
     groups = (Group("with PE", "sinusoidal"), Group("no PE", "none"))
-    translate = Assignment(spec.default_run("translate"), setting="positional", groups=groups)
+    translate = Assignment({**spec.default_run("translate"), "steps": 200}, setting="positional", groups=groups)
     store.set_assignment(code, key, translate, teacher)
     at = joined_student(code)
     at.switch_page("pages/compare.py").run()
     assert not at.exception and at.selectbox(key="compare_experiment").value == "custom"
     assert at.selectbox(key="compare_task").value == "translate"  # not the ready-made experiments' reverse
     assert at.number_input(key="compare_max_len").value == task_setup("translate")["max_len"]
+    assert at.number_input(key="compare_steps").value == 200  # the class's runs' budget, not the task's own
     assert (at.selectbox(key="compare_switch").value, at.multiselect(key="compare_values").value) == (
         "positional",
         ["sinusoidal", "none"],  # the class's groups
