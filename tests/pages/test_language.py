@@ -200,7 +200,8 @@ def test_the_board_and_a_students_class_line_speak_chinese():
     assert not student.exception
     assert student.info[0].value.startswith("班级 **三班** · 你是 **小明** · 分组 **正弦位置编码** · 种子 ")
     question = student.radio(key="class_prediction")
-    assert question.label.startswith("**先预测**：没有位置编码时") and question.options == [
+    assert any(m.value.startswith("**先预测**：没有位置编码时") for m in student.markdown)  # shown above the choices
+    assert question.label.startswith("先预测：没有位置编码时") and question.options == [  # their name: plain text
         "更快解出",
         "更慢解出",
         "在步数上限内解不出",
