@@ -5,6 +5,7 @@ A link is read once per session and page; what it gets wrong is named in a notic
 
 import html
 import ipaddress
+import re
 from collections.abc import Mapping
 from typing import Any
 from urllib.parse import quote, urlencode, urlsplit
@@ -38,18 +39,24 @@ def unreachable_host(url: str) -> str | None:
     return host if address.is_loopback or address.is_unspecified else None
 
 
-LINK_TYPE = "min(2.25rem, 5vw)"  # a heading's size, or less: "?class=amber-otter-7351" fits a 390 px phone's column
+# A heading's size, or less in a narrow column (`cqi`: of the heading's container's width, which the heading's own
+# container sets): "?class=earnest-caribou-7351", the longest class code's, fits its column on a 390 px phone and
+# beside the QR code at 150% zoom.
+LINK_TYPE = "min(2.25rem, 5.5cqi)"
 
 
 def link_heading(link: str) -> str:
-    """`link` as a heading's HTML whose lines break only before its query and between its parameters: a long link
-    in large type otherwise breaks where the browser breaks words, after a hyphen ("amber-" / "otter-7351", "zh-" /
-    "CN"), and a class code read off a projector loses its shape. Its type shrinks with a narrow window (LINK_TYPE), so
-    that a phone shows the class code whole."""
+    """`link` as a heading's HTML whose lines break before its path and its query and between its parameters, never
+    inside a parameter: a long link in large type otherwise breaks where the browser breaks words, after a hyphen
+    ("amber-" / "otter-7351", "zh-" / "CN"), and a class code read off a projector loses its shape. Its type shrinks
+    with a narrow column (LINK_TYPE), so that the class code shows whole."""
     address, asks, query = link.partition("?")
+    pieces = re.split(r"(?<=[^/:])(?=/)", address)  # "http://host:8501", "/train"
     params = [f"?{p}" if i == 0 else f"&{p}" for i, p in enumerate(query.split("&"))] if asks else []
     kept = "".join(f'<wbr><span style="white-space: nowrap">{html.escape(p)}</span>' for p in params)
-    return f'<h2 style="font-size: {LINK_TYPE}"><a href="{html.escape(link)}">{html.escape(address)}{kept}</a></h2>'
+    shown = "<wbr>".join(map(html.escape, pieces)) + kept
+    heading = f'<h2 style="font-size: {LINK_TYPE}"><a href="{html.escape(link)}">{shown}</a></h2>'
+    return f'<div style="container-type: inline-size">{heading}</div>'
 
 
 def shipped_in_hand() -> str | None:

@@ -9,6 +9,7 @@ resized under a page loaded at a projector's size; this test is the phone's own 
 
 import re
 
+import pytest
 from conftest import (
     LABEL_OVERLAPS,
     TABLES,
@@ -143,10 +144,16 @@ def test_on_a_phone_compare_s_summary_in_chinese_keeps_its_words_whole_and_scrol
         context.close()
 
 
-def test_on_a_phone_the_projected_class_link_shows_its_class_code_whole(new_context, lab_server):
-    """The class link is set in a heading's large type for the room; on a phone, where a teacher may open the board,
-    its type shrinks so that `?class=...`, which never breaks, stays inside its column."""
-    context = new_context(viewport={"width": 390, "height": 844}, is_mobile=True, has_touch=True, user_agent=PHONE)
+ZOOMED = dict(viewport={"width": 853, "height": 480}, device_scale_factor=1.5)  # a 1280 px screen at 150% zoom
+ON_A_PHONE = dict(viewport={"width": 390, "height": 844}, is_mobile=True, has_touch=True, user_agent=PHONE)
+
+
+@pytest.mark.parametrize("screen", [ON_A_PHONE, ZOOMED], ids=["phone", "zoomed"])
+def test_the_projected_class_link_shows_its_class_code_whole_in_its_column(new_context, lab_server, screen):
+    """The class link is set in a heading's large type for the room; in a narrow column (a phone, where a teacher may
+    open the board, or beside the QR code at 150% zoom) its type shrinks so that `?class=...`, which never breaks,
+    stays inside its column, over the QR code's caption."""
+    context = new_context(**screen)
     page = context.new_page()
     try:
         open_page(page, lab_server, "teacher")

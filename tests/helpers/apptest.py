@@ -131,5 +131,5 @@ def charts(at: AppTest) -> dict[str, dict]:
 
 def class_links(at: AppTest) -> list[str]:
     """The class links the page shows in large type (the projector view's heading: `ui.links.link_heading`)."""
-    headings = [m.value for m in at.markdown if m.value.startswith("<h2")]
-    return [html.unescape(match[1]) for h in headings if (match := re.match(r'<h2[^>]*><a href="([^"]*)"', h))]
+    found = (re.search(r'<h2[^>]*><a href="([^"]*)"', m.value) for m in at.markdown)
+    return [html.unescape(match[1]) for match in found if match]
