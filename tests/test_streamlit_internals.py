@@ -29,6 +29,7 @@ from ui.streamlit_internals import (
     FRONTEND_SENTENCES,
     NOT_THIS_KIND,
     SERVER_AWAY,
+    SERVER_AWAY_HERE,
     XSRF_COOKIE,
     browser_id,
     frontend_rules,
@@ -183,12 +184,13 @@ def test_each_frontend_rule_matches_its_english_whole_and_gives_its_translation(
 
 
 def test_streamlit_s_browser_code_still_writes_the_sentences_the_lab_rewords():
-    """The dialog a page shows while its server does not answer, which no browser test makes Streamlit write (it
-    needs the server gone), and an uploader's refusal of a file's kind: their words are in Streamlit's browser code,
-    so an upgrade that rewords them fails here."""
+    """The dialog a page shows while its server does not answer (a browser test sees it at localhost, in the class
+    board's killed server; the other address's sentence needs a network), and an uploader's refusal of a file's kind:
+    their words are in Streamlit's browser code, so an upgrade that rewords them fails here."""
     bundle = "".join(p.read_text("utf-8", "replace") for p in STREAMLIT_JS.glob("*.js"))
     assert "Connection error" in FRONTEND_SENTENCES
-    assert all(f"`{s}`" in bundle for s in ("Connection error", SERVER_AWAY))
+    assert all(f"`{s}`" in bundle for s in ("Connection error", SERVER_AWAY, SERVER_AWAY_HERE))
+    assert "codeBlock:`streamlit run yourscript.py`" in bundle  # the command under the localhost sentence
     assert "{kind} files are not allowed." in REWORDED and "type} files are not allowed.`" in bundle
 
 
@@ -215,6 +217,10 @@ def test_the_lab_rewords_the_connection_dialog_and_a_refused_file_kind_in_every_
     (pattern, names, text), *refusals = rules
     assert re.fullmatch(pattern, SERVER_AWAY) and not names  # Streamlit's whole sentence, nothing filled in
     assert text == say(REWORDED[SERVER_AWAY]) and "internet" not in text and "restarting" in REWORDED[SERVER_AWAY]
+    here = [text for pattern, _, text in refusals if re.fullmatch(pattern, SERVER_AWAY_HERE)]
+    assert here == [say(REWORDED[SERVER_AWAY_HERE])] and "accidentally" not in here[0]  # the teacher's own computer
+    command = [text for pattern, _, text in refusals if re.fullmatch(pattern, "streamlit run yourscript.py")]
+    assert command == ["streamlit run streamlit_app.py"]
     kind = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
     for refused in (f"{kind} files are not allowed.", " files are not allowed."):  # a kind, or none the browser knows
         shown = [text for pattern, _, text in refusals if re.fullmatch(pattern, refused)]

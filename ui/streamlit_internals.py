@@ -57,12 +57,21 @@ FRONTEND_SENTENCES = (
 # officedocument.spreadsheetml.sheet files are not allowed."), or nothing for a kind the browser does not know, where
 # each uploader's label names the kind it takes.
 SERVER_AWAY = "Streamlit server is not responding. Are you connected to the internet?"
+# The same dialog on a page opened at localhost: a teacher trying the lab on their own computer.
+SERVER_AWAY_HERE = (
+    "Is Streamlit still running? If you accidentally stopped Streamlit, just restart it in your terminal:"
+)
 NOT_THIS_KIND = N_("This kind of file is not taken here: choose a file of the kind named above.")
 FRONTEND_REWORDED = {
     SERVER_AWAY: N_(
         "The server is not answering: it may be restarting, and this page reconnects by itself. If it stays away, "
         "check your network or tell your teacher."
     ),
+    SERVER_AWAY_HERE: N_(
+        "The server is not answering: it may be restarting, and this page reconnects by itself. If you stopped the "
+        "lab on this computer, start it again in a terminal, in the lab's folder:"
+    ),
+    "streamlit run yourscript.py": "streamlit run streamlit_app.py",  # the command under it: the lab's own
     "{kind} files are not allowed.": NOT_THIS_KIND,
     " files are not allowed.": NOT_THIS_KIND,  # a file of no kind the browser knows
 }

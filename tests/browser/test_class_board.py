@@ -153,7 +153,8 @@ def test_a_run_training_when_its_server_is_killed_reads_lost_on_the_board_and_in
     server.start()
     try:
         student = new_context(viewport=PROJECTOR).new_page()
-        student.goto(f"{server.url}/train?class={code}", wait_until="domcontentloaded")
+        here = server.url.replace("127.0.0.1", "localhost")  # as a teacher trying it on their own computer opens it
+        student.goto(f"{here}/train?class={code}", wait_until="domcontentloaded")
         student.wait_for_selector(f"{IDLE} h1", timeout=90_000)
         fill(student, "class_name", "Ada")
         button(student, "class_join_button").click()
@@ -164,6 +165,9 @@ def test_a_run_training_when_its_server_is_killed_reads_lost_on_the_board_and_in
         expect(main(teacher).get_by_text("1 student · 1 training")).to_be_visible(timeout=60_000)
         server.process.kill()  # SIGKILL: nothing of the server's gets to say goodbye
         server.process.wait()
+        away = student.get_by_text("The server is not answering: it may be restarting")  # not Streamlit's own words
+        expect(away).to_be_visible(timeout=60_000)
+        expect(student.get_by_text("streamlit run streamlit_app.py")).to_be_visible()  # the lab's command
         server.start()  # the same address: the same server, restarted
         open_board(teacher, server, code, key)
         expect(main(teacher).get_by_text("1 student · 1 lost")).to_be_visible(timeout=30_000)
