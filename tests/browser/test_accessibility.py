@@ -73,3 +73,19 @@ def test_a_radio_button_and_a_checkbox_show_keyboard_focus_as_a_ring(projector_p
         " getComputedStyle(i.closest('label')).outlineColor]"
     )
     assert ring == [True, "solid", "rgb(31, 95, 191)"], ring  # PRIMARY, 6.2:1 on white
+
+
+# Each widget label's text that is wider than its box: Streamlit keeps a label on one line and cuts it with an ellipsis.
+CUT_LABELS = """() => [...document.querySelectorAll('[data-testid="stMain"] [data-testid="stWidgetLabel"]')]
+    .map(label => label.querySelector('.stMarkdownEllipsis'))
+    .filter(text => text && text.scrollWidth > text.clientWidth + 1).map(text => text.innerText)"""
+
+
+@pytest.mark.parametrize("name", ["train", "teacher"])
+def test_at_150_percent_zoom_no_setting_s_label_is_cut(new_context, lab_server, name):
+    """The Train form's settings and the teacher's assignment, three to a row: "注意力分数乘以 1/√d_k" was cut to
+    "注意力分数乘以 1/…"; a label wraps instead."""
+    page = new_context(viewport={"width": 853, "height": 480}, device_scale_factor=1.5).new_page()
+    open_at(page, lab_server, name, "zh-CN")
+    assert page.locator("[data-testid='stMain'] [data-testid='stWidgetLabel']").count() > 3  # labels to check
+    assert page.evaluate(CUT_LABELS) == []
