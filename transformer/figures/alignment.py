@@ -83,7 +83,7 @@ def best_head_figure(
     attention's score (`chance`) dotted. The threshold's label sits away from the curve: above the right end of its
     line while the curve ends below it, and under the left end once the curve ends above it (where the curve starts,
     near uniform attention), since a curve rising through the threshold late in the run crosses the line's right
-    end (in Chinese the label is as long as a third of the line). Uniform attention's label sits above its line, but
+    end (in Chinese the label is as long as a fifth of the line). Uniform attention's label sits above its line, but
     below it where a curve that stayed near uniform (a model without positional encoding) ends just above, and would
     strike it through."""
     trace = dict(
