@@ -13,7 +13,6 @@ from tests.helpers.cli import run_cli
 from tests.helpers.models import largest_checkpoint
 from transformer.checkpoint import load_checkpoint
 from transformer.cli import main
-from transformer.figures.heatmaps import NUMBERS
 from transformer.figures.knockout import knockout_heatmaps
 from transformer.inspection import ATTENTION_KINDS, attention_module
 from transformer.knockout import (
@@ -318,8 +317,8 @@ def test_a_narrow_model_with_many_heads_scores_fewer_sequences_and_a_heavy_one_i
 def test_the_grid_figure_draws_each_kind_layer_by_head():
     grid = knockout_grid(SHIPPED.model, SHIPPED.vocab, SHIPPED.task, n=20)
     figure = knockout_heatmaps(grid.heads, grid.intact["token_acc"], "token_acc")
-    heatmaps = [trace for trace in figure.data if trace.name != NUMBERS]  # each with its numbers' two traces
-    assert len(heatmaps) == 3 and len(figure.data) == 9
+    heatmaps = [trace for trace in figure.data if trace.type == "heatmap"]  # each with its numbers' trace
+    assert len(heatmaps) == 3 and len(figure.data) == 6
     for trace, kind in zip(heatmaps, ATTENTION_KINDS):
         want = grid.heads[grid.heads["kind"] == kind]["token_acc"].tolist()
         assert trace.z.tolist() == [want]  # one layer, four heads

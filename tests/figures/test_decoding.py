@@ -15,7 +15,6 @@ from transformer.figures.decoding import (
     step_attention_heatmap,
     teacher_forcing_table,
 )
-from transformer.figures.heatmaps import NUMBERS
 from transformer.i18n import translator
 
 
@@ -52,7 +51,7 @@ def test_step_attention_heatmap_heads_by_keys():
     weights = torch.softmax(torch.randn(4, 5), dim=-1)
     fig = step_attention_heatmap(weights, ["a", "b", "a", "c", "<x>"], "step 1")
     heat = fig.data[0]
-    assert [t.name for t in fig.data[1:]] == [NUMBERS] * 2 and heat.z.shape == (4, 5)  # and its numbers
+    assert [t.type for t in fig.data] == ["heatmap", "scatter"] and heat.z.shape == (4, 5)  # and its numbers
     assert heat.z[2][1] == float(weights[2, 1])
     assert list(fig.layout.xaxis.ticktext) == ["a", "b", "a", "c", "&lt;x&gt;"]  # escaped once for Plotly's HTML
     assert list(fig.layout.yaxis.ticktext) == ["head 0", "head 1", "head 2", "head 3"]
@@ -64,10 +63,9 @@ def test_step_attention_heatmap_heads_by_keys():
 
 def test_cross_attention_cells_read_in_percent_until_the_source_is_too_long():
     weights = torch.tensor([[0.834, 0.16, 0.004, 0.002], [0.25, 0.25, 0.25, 0.25]])
-    heat, dark, light = step_attention_heatmap(weights, list("abcd"), "step 1").data
-    assert heat.showscale is False  # the numbers are the scale, each on its cell in black or white (blank under 1%)
-    written = [[a or b for a, b in zip(*rows)] for rows in zip(dark.text, light.text)]
-    assert written == [["83%", "16%", "", ""], ["25%", "25%", "25%", "25%"]]
+    heat, numbers = step_attention_heatmap(weights, list("abcd"), "step 1").data
+    assert list(numbers.text) == ["83%", "16%", "25%", "25%", "25%", "25%"] and heat.showscale is False  # the scale
+    assert list(numbers.x) == [0, 1, 0, 1, 2, 3] and list(numbers.y) == [0, 0, 1, 1, 1, 1]  # each on its cell
     long = step_attention_heatmap(torch.full((2, 13), 1 / 13), [str(i) for i in range(13)], "step 1").data
     assert len(long) == 1 and long[0].showscale is True  # 13 columns: too narrow for numbers
 

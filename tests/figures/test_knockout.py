@@ -6,7 +6,6 @@ import pytest
 
 from tests.helpers.figures import title_overflow
 from transformer.figures import PHONE_CHART_PX
-from transformer.figures.heatmaps import NUMBERS
 from transformer.figures.knockout import knockout_heatmaps
 from transformer.i18n import translator
 from transformer.inspection import ATTENTION_KINDS
@@ -26,7 +25,7 @@ def test_colour_bar_labels_fit_a_one_layer_grid(metric):
     font_px = layout.font.size
     assert len(bar.tickvals) * 2 * font_px <= bar_px  # each label and a gap as tall as it
     assert bar.title.side == "right"  # the title runs along the bar, beside the labels, never on top of them
-    heatmaps = [t for t in figure.data if t.name != NUMBERS]
+    heatmaps = [t for t in figure.data if t.type == "heatmap"]
     assert [t.showscale for t in heatmaps] == [True] + [False] * (len(heatmaps) - 1)
 
 

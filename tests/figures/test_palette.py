@@ -12,7 +12,6 @@ from transformer.classroom.board import GroupCurves
 from transformer.figures.board import group_curves_figure, outcomes_figure
 from transformer.figures.compare import comparison_figure
 from transformer.figures.decoding import beam_tree, step_attention_heatmap
-from transformer.figures.heatmaps import NUMBERS
 from transformer.figures.knockout import knockout_heatmaps
 from transformer.figures.palette import (
     DEFICIENCIES,
@@ -138,15 +137,14 @@ def _heatmap_numbers(figure):
     """Each number the figure writes on a heatmap's cell: (its colour, the cell's colour), the cell's colour sampled
     from the heatmap's own colour scale at the cell's value."""
     pairs = []
-    heatmaps = [t for t in figure.data if t.type == "heatmap" and t.name != NUMBERS]
-    for numbers in (t for t in figure.data if t.name == NUMBERS):
+    heatmaps = [t for t in figure.data if t.type == "heatmap"]
+    for numbers in (t for t in figure.data if t.type == "scatter" and t.mode == "text"):
         heat = next(h for h in heatmaps if (h.xaxis, h.yaxis) == (numbers.xaxis, numbers.yaxis))
         z = np.asarray(heat.z, dtype=float)
-        for (y, x), text in np.ndenumerate(np.array(numbers.text, dtype=object)):
-            if text:
-                share = (z[y, x] - heat.zmin) / (heat.zmax - heat.zmin)
-                fill = unlabel_rgb(sample_colorscale([list(stop) for stop in heat.colorscale], [share])[0])
-                pairs.append((numbers.textfont.color, "#{:02x}{:02x}{:02x}".format(*(round(c) for c in fill))))
+        for x, y, colour in zip(numbers.x, numbers.y, numbers.textfont.color):
+            share = (z[y, x] - heat.zmin) / (heat.zmax - heat.zmin)
+            fill = unlabel_rgb(sample_colorscale([list(stop) for stop in heat.colorscale], [share])[0])
+            pairs.append((colour, "#{:02x}{:02x}{:02x}".format(*(round(c) for c in fill))))
     return pairs
 
 

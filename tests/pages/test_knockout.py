@@ -12,7 +12,7 @@ from tests.helpers.apptest import chart, charts, kept, open_with_model
 from transformer import Checkpoint, DataConfig, ModelConfig, Transformer, Vocab
 from transformer.checkpoint import load_checkpoint
 from transformer.figures import PHONE_CHART_PX, TITLE_INSET_PX, drawn_px
-from transformer.figures.heatmaps import BUILT_TITLE_SIZE_PX, NUMBERS
+from transformer.figures.heatmaps import BUILT_TITLE_SIZE_PX
 from transformer.knockout import all_heads, score
 from transformer.patching import patching_grid
 from transformer.tasks import TaskData
@@ -33,7 +33,7 @@ def test_the_page_shows_a_grid_per_attention_kind_beside_the_intact_scores():
     assert title.replace("<br>", " ") == "Held-out exact match with one head removed (intact model: 100.0%)"
     widest = max(drawn_px(line, BUILT_TITLE_SIZE_PX) for line in title.split("<br>"))
     assert widest <= PHONE_CHART_PX - 2 * TITLE_INSET_PX  # a phone's chart shows it whole
-    assert [array(trace["z"]).tolist() for trace in figure["data"] if trace.get("name") != NUMBERS] == [
+    assert [array(trace["z"]).tolist() for trace in figure["data"] if trace["type"] == "heatmap"] == [
         [grid.heads[grid.heads["kind"] == kind]["exact_match"].tolist()]
         for kind in ("encoder", "decoder_self", "cross")
     ]
@@ -143,7 +143,7 @@ def test_patching_starts_from_a_held_out_input_with_its_middle_symbol_changed_an
     want = patching_grid(checkpoint.model, checkpoint.vocab, checkpoint.task, clean, " ".join(corrupted))
     assert grid.heads["recovered"].tolist() == pytest.approx(want.heads["recovered"].tolist(), abs=1e-5)
     heads = chart(at, "patch_heads_chart")
-    cross = [t for t in heads["data"] if t["xaxis"] == "x3" and t.get("name") != NUMBERS][0]  # the third: cross
+    cross = [t for t in heads["data"] if t["xaxis"] == "x3" and t["type"] == "heatmap"][0]  # the third: cross
     assert np.allclose(
         array(cross["z"]), want.heads[want.heads["kind"] == "cross"]["recovered"].to_numpy()[None], atol=1e-5
     )
@@ -156,7 +156,7 @@ def test_patching_the_residual_stream_draws_the_encoder_and_the_decoder():
     assert not at.exception
     grid = kept(at, "patching_grid").value
     spec = chart(at, "patch_stream_chart")
-    encoder, decoder = [trace for trace in spec["data"] if trace.get("name") != NUMBERS]
+    encoder, decoder = [trace for trace in spec["data"] if trace["type"] == "heatmap"]
     n = len(grid.clean)
     z = array(encoder["z"]).astype(float)
     assert z.shape == (2, n)  # the embeddings and the one encoder layer, at each source position

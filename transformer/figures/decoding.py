@@ -106,7 +106,7 @@ def _percent_heatmap(
     layout = dict(
         xaxis=dict(title=x_title, **axis_ticks(col_labels)), yaxis=dict(autorange="reversed", **axis_ticks(row_labels))
     )
-    traces = [trace, *cell_numbers(trace)] if numbered else [trace]
+    traces = [trace, cell_numbers(trace)] if numbered else [trace]
     return build_figure(traces, layout, title, height=170 + 45 * len(row_labels))
 
 

@@ -122,42 +122,29 @@ def whole_percent(value: float) -> str:
 
 
 WHITE = "#ffffff"
-NUMBERS = "cell numbers"  # the name of the traces that write a heatmap's numbers on its cells
-CLEAR = [[0, "rgba(0,0,0,0)"], [1, "rgba(0,0,0,0)"]]  # a colour scale that draws nothing
 
 
-def cell_numbers(heatmap: dict) -> list[dict]:
-    """Two clear heatmap traces over a heatmap trace that write its `text` on its cells, each cell's in black or white,
-    whichever contrasts more with the cell's colour: at least 4.58:1 on any colour. Plotly colours a heatmap's text
-    one way per trace, and left white on mid-tones at 3.1-3.4:1 (WCAG 2.2 asks 4.5:1); as heatmaps, the numbers keep
-    Plotly's sizing of a heatmap's text to its cells."""
-    z, text = np.asarray(heatmap["z"], dtype=float), heatmap["text"]
-    rows, cols = np.nonzero(~np.isnan(z))
-    share = np.clip((z[rows, cols] - heatmap["zmin"]) / (heatmap["zmax"] - heatmap["zmin"]), 0, 1)
-    fills = sample_colorscale(get_colorscale(heatmap["colorscale"]), list(share))
+def cell_numbers(heatmap: dict) -> dict:
+    """A text trace that writes a heatmap trace's `text` on its cells (integer axes, its axis references), each in
+    black or white, whichever contrasts more with the cell's colour: at least 4.58:1 on any colour. Plotly's own
+    choice for a heatmap's text, one colour per trace, left white on mid-tones at 3.1-3.4:1 (WCAG 2.2 asks 4.5:1)."""
+    z, scale, low, high = heatmap["z"], get_colorscale(heatmap["colorscale"]), heatmap["zmin"], heatmap["zmax"]
+    rows, cols = np.nonzero(np.array([[bool(t) for t in row] for row in heatmap["text"]]))
+    fills = sample_colorscale(scale, list(np.clip((z[rows, cols] - low) / (high - low), 0, 1)))
     hexes = ["#{:02x}{:02x}{:02x}".format(*(round(c) for c in unlabel_rgb(fill))) for fill in fills]
-    ink = {
-        (r, c): max((BLACK, WHITE), key=lambda colour: contrast_ratio(colour, fill))
-        for r, c, fill in zip(rows, cols, hexes)
-    }
+    colours = [max((BLACK, WHITE), key=lambda text: contrast_ratio(text, fill)) for fill in hexes]
     refs = {name: heatmap[name] for name in ("xaxis", "yaxis") if name in heatmap}
-    return [
-        dict(
-            type="heatmap",
-            name=NUMBERS,
-            z=[[1.0 if ink.get((r, c)) == colour else None for c in range(z.shape[1])] for r in range(z.shape[0])],
-            text=[[t if ink.get((r, c)) == colour else "" for c, t in enumerate(row)] for r, row in enumerate(text)],
-            texttemplate="%{text}",
-            textfont=dict(color=colour),
-            colorscale=CLEAR,
-            showscale=False,
-            hoverinfo="skip",
-            xgap=heatmap.get("xgap", 0),
-            ygap=heatmap.get("ygap", 0),
-            **refs,
-        )
-        for colour in (BLACK, WHITE)
-    ]
+    return dict(
+        type="scatter",
+        mode="text",
+        x=cols,
+        y=rows,
+        text=[heatmap["text"][r][c] for r, c in zip(rows, cols)],
+        textfont=dict(color=colours),
+        hoverinfo="skip",
+        showlegend=False,
+        **refs,
+    )
 
 
 def score_heatmap(
@@ -171,7 +158,7 @@ def score_heatmap(
 ) -> list[dict]:
     """A heatmap trace of scores in 0..1 (rows x columns) in separated cells, its colour bar titled `value_name` in
     percent (its hover may show a cell's words, %{text}: `cell`'s, blank where there is none); `numbered`: and the
-    traces that write them on the cells (`cell_numbers`)."""
+    trace that writes them on the cells (`cell_numbers`)."""
     heatmap = dict(
         type="heatmap",
         z=z,
@@ -185,7 +172,7 @@ def score_heatmap(
         hovertemplate=hovertemplate,
         **more,
     )
-    return [heatmap, *cell_numbers(heatmap)] if numbered else [heatmap]
+    return [heatmap, cell_numbers(heatmap)] if numbered else [heatmap]
 
 
 def diverging_heatmap(a: np.ndarray, bound: float, colorbar: str, hovertemplate: str, **more) -> dict:
