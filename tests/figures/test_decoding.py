@@ -15,6 +15,7 @@ from transformer.figures.decoding import (
     step_attention_heatmap,
     teacher_forcing_table,
 )
+from transformer.figures.heatmaps import CELL_NUMBER_PX
 from transformer.i18n import translator
 
 
@@ -66,6 +67,9 @@ def test_cross_attention_cells_read_in_percent_until_the_source_is_too_long():
     heat, numbers = step_attention_heatmap(weights, list("abcd"), "step 1").data
     assert list(numbers.text) == ["83%", "16%", "25%", "25%", "25%", "25%"] and heat.showscale is False  # the scale
     assert list(numbers.x) == [0, 1, 0, 1, 2, 3] and list(numbers.y) == [0, 0, 1, 1, 1, 1]  # each on its cell
+    assert numbers.textfont.size == 16  # the page's font, in 4 cells a row
+    twelve = step_attention_heatmap(torch.full((2, 12), 1 / 12), [str(i) for i in range(12)], "step 1").data
+    assert twelve[1].textfont.size == CELL_NUMBER_PX < 16  # smaller, to fit a phone's narrower cells
     long = step_attention_heatmap(torch.full((2, 13), 1 / 13), [str(i) for i in range(13)], "step 1").data
     assert len(long) == 1 and long[0].showscale is True  # 13 columns: too narrow for numbers
 

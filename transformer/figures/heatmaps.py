@@ -124,10 +124,16 @@ def whole_percent(value: float) -> str:
 WHITE = "#ffffff"
 
 
+# A row of more cells than this has about 23 px a cell across a phone's chart (12 keys of a decoding step in 276 px),
+# where "100%" fits at 11 px; fewer cells take the page's font
+WIDE_ROW, CELL_NUMBER_PX = 8, 11
+
+
 def cell_numbers(heatmap: dict) -> dict:
     """A text trace that writes a heatmap trace's `text` on its cells (integer axes, its axis references), each in
     black or white, whichever contrasts more with the cell's colour: at least 4.58:1 on any colour. Plotly's own
-    choice for a heatmap's text, one colour per trace, left white on mid-tones at 3.1-3.4:1 (WCAG 2.2 asks 4.5:1)."""
+    choice for a heatmap's text, one colour per trace, left white on mid-tones at 3.1-3.4:1 (WCAG 2.2 asks 4.5:1).
+    Over WIDE_ROW columns the numbers are CELL_NUMBER_PX smaller, so that "100%" fits a cell on a phone."""
     z, scale, low, high = heatmap["z"], get_colorscale(heatmap["colorscale"]), heatmap["zmin"], heatmap["zmax"]
     rows, cols = np.nonzero(np.array([[bool(t) for t in row] for row in heatmap["text"]]))
     fills = sample_colorscale(scale, list(np.clip((z[rows, cols] - low) / (high - low), 0, 1)))
@@ -140,7 +146,7 @@ def cell_numbers(heatmap: dict) -> dict:
         x=cols,
         y=rows,
         text=[heatmap["text"][r][c] for r, c in zip(rows, cols)],
-        textfont=dict(color=colours),
+        textfont=dict(color=colours, size=FONT["size"] if len(heatmap["text"][0]) <= WIDE_ROW else CELL_NUMBER_PX),
         hoverinfo="skip",
         showlegend=False,
         **refs,
