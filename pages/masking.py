@@ -20,7 +20,7 @@ from transformer.mask_experiments import MaskingResult, attention_before_after, 
 from transformer.model import Transformer
 from transformer.tasks import DataConfig
 from transformer.vocab import Vocab
-from ui.charts import chart, phone_chart_px
+from ui.charts import chart, narrowest_chart_px
 from ui.language import _, said, session_translator, worded
 from ui.links import link_values, share_link
 from ui.state import claim_inputs, keep_result, model_page, result_for
@@ -171,7 +171,7 @@ for stage, maps, title in stages:
             _(title, attention=_(name), layer=layer),
             per_row=2,
             tr=tr,
-            fit_px=phone_chart_px(),
+            fit_px=narrowest_chart_px(),
         ),
         key=f"mask_fig_attention_{stage}",
     )

@@ -30,7 +30,7 @@ from transformer.pairs import PAIRS_TASK
 from transformer.serving import Run
 from transformer.tasks import DataConfig
 from transformer.vocab import Vocab
-from ui.charts import chart, phone_chart_px
+from ui.charts import chart, narrowest_chart_px
 from ui.language import _, session_translator
 
 CHART_HEIGHT = 320  # as the Train page's loss and accuracy charts
@@ -285,7 +285,7 @@ def decoding_alignment(steps: list[DecodeStep], ids: list[int], task: str, vocab
                 vocab.tokens(ids),
                 _("Cross-attention of every step, layer {layer}", layer=layer),
                 tr=session_translator(),
-                fit_px=phone_chart_px(),
+                fit_px=narrowest_chart_px(),
             ),
             key="decode_alignment",
         )

@@ -13,7 +13,7 @@ from typing import Any
 import streamlit as st
 from streamlit.delta_generator import DeltaGenerator
 
-from transformer.figures import PHONE_CHART_PX
+from transformer.figures import PAGE_PX, PHONE_CHART_PX
 from transformer.figures.summary import describe
 from transformer.figures.theme import Figure, themed
 from transformer.i18n import DEFAULT_LANGUAGE, N_
@@ -56,8 +56,8 @@ def chart(where: DeltaGenerator | ModuleType, fig: Figure, key: str, **options: 
     where.plotly_chart(themed(fig), key=key, alt=alt, theme=None, config=config, **options)
 
 
-def phone_chart_px() -> int | None:
-    """How wide a chart across the page is where the page's browser is a phone's (its user agent says "Mobi", as a
-    phone's browsers do, and as Streamlit reads it to fold the sidebar): PHONE_CHART_PX, for a figure that fits its
-    labels to it (`fit_px`). None on a laptop's or a projector's page, wide enough for the figure as it is."""
-    return PHONE_CHART_PX if "Mobi" in (st.context.headers.get("User-Agent") or "") else None
+def narrowest_chart_px() -> int:
+    """How wide a chart across the page is where it is narrowest, for a figure that fits its labels to it (`fit_px`):
+    PHONE_CHART_PX where the page's browser is a phone's (its user agent says "Mobi", as a phone's browsers do, and as
+    Streamlit reads it to fold the sidebar), else PAGE_PX, a 1280 px screen at 150% zoom with the sidebar open."""
+    return PHONE_CHART_PX if "Mobi" in (st.context.headers.get("User-Agent") or "") else PAGE_PX

@@ -11,7 +11,7 @@ from transformer.figures.compare import alignment_figure, loss_marker_figure, va
 from transformer.i18n import N_
 from transformer.literal import code_span
 from ui.alignment_view import scoring_rule
-from ui.charts import chart, phone_chart_px
+from ui.charts import chart, narrowest_chart_px
 from ui.language import _, said, session_translator, worded
 
 PLOTLY_CONFIG = {"displaylogo": False, "toImageButtonOptions": {"format": "png", "scale": 2}}  # PNG from the toolbar
@@ -112,7 +112,7 @@ def _show_step(run: ExperimentRun, index: int, step: int) -> None:
             )
         )
     ideal, at = run.probe_ideal() if variant.alignment else None, variant.steps.index(step)
-    fit_px = phone_chart_px()
+    fit_px = narrowest_chart_px()
     for layer, maps in enumerate(snapshot):  # full width: a column of the heatmap per source token
         title = _("{variant}: cross-attention, layer {layer}, step {step}", variant=label, layer=layer, step=step)
         if ideal is None:

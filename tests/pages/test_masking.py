@@ -10,7 +10,7 @@ from streamlit.testing.v1 import AppTest
 from tests.helpers import array
 from tests.helpers.figures import key_label_clashes
 from transformer.checkpoint import Checkpoint
-from transformer.figures import PHONE_CHART_PX
+from transformer.figures import PAGE_PX, PHONE_CHART_PX
 from transformer.model import ModelConfig, Transformer
 from transformer.tasks import DataConfig
 from transformer.vocab import Vocab
@@ -211,8 +211,8 @@ LAPTOP = "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko)
 @pytest.mark.parametrize("agent", [PHONE, LAPTOP])
 def test_on_a_phone_the_heads_leave_each_key_label_room_under_its_column(agent, monkeypatch):
     """A phone's browser says so in its user agent: there the heads, across a page 356 px wide, keep every key's label
-    clear of its neighbours and of the next panel (Chromium draws a digit 8 px wide); a laptop's page is wide enough
-    for the figure as it is, two heads a row."""
+    clear of its neighbours and of the next panel (Chromium draws a digit 8 px wide); on a laptop's they do so across
+    the page at 150% zoom (PAGE_PX), which would crowd them on a phone."""
     monkeypatch.setattr(type(st.context), "headers", property(lambda self: {"User-Agent": agent}))
     at = open_masking(with_model=True)
     at.text_input(key="mask_src").set_value("1 2 3 4 5 6 7 8 9 1 2 3")
@@ -223,3 +223,4 @@ def test_on_a_phone_the_heads_leave_each_key_label_room_under_its_column(agent, 
     assert len(heads["layout"]["xaxis"]["tickvals"]) == 12
     clashes = key_label_clashes(heads, PHONE_CHART_PX, lambda text: 8.0 * len(text))
     assert not clashes if agent == PHONE else clashes  # a laptop's figure would crowd on a phone
+    assert not key_label_clashes(heads, PHONE_CHART_PX if agent == PHONE else PAGE_PX, lambda text: 8.0 * len(text))

@@ -37,6 +37,7 @@ PHONE_CHART_PX = 356  # a chart across a phone's page (390 px, less Streamlit's 
 # A chart in a half-page column (`st.columns(2)`) where it is narrowest, measured in Chromium: 241.6 px in a 1280 px
 # window at 150% zoom (853 CSS px), sidebar open; on a phone the columns stack, PHONE_CHART_PX wide
 COLUMN_PX = 241
+PAGE_PX = 2 * COLUMN_PX + 16  # a chart across that page: two such columns and Streamlit's 1 rem gap between them
 
 
 CJK_WIDTH = 1.7  # a Chinese character is drawn about as wide as 1.7 Latin characters of the same font
