@@ -133,7 +133,7 @@ def cell_numbers(heatmap: dict) -> dict:
     """A text trace that writes a heatmap trace's `text` on its cells (integer axes, its axis references), each in
     black or white, whichever contrasts more with the cell's colour: at least 4.58:1 on any colour. Plotly's own
     choice for a heatmap's text, one colour per trace, left white on mid-tones at 3.1-3.4:1 (WCAG 2.2 asks 4.5:1).
-    Over WIDE_ROW columns the numbers are CELL_NUMBER_PX smaller, so that "100%" fits a cell on a phone."""
+    In rows of more than WIDE_ROW cells the numbers are CELL_NUMBER_PX, so that "100%" fits a cell on a phone."""
     z, scale, low, high = heatmap["z"], get_colorscale(heatmap["colorscale"]), heatmap["zmin"], heatmap["zmax"]
     rows, cols = np.nonzero(np.array([[bool(t) for t in row] for row in heatmap["text"]]))
     fills = sample_colorscale(scale, list(np.clip((z[rows, cols] - low) / (high - low), 0, 1)))
