@@ -240,6 +240,7 @@ def look(page, language: str, stop: str, allowed: list[str]) -> list[str]:
             screenshot(page, re.sub(r"\W+", "-", f"walk-{language}-{stop}-{viewport}"))
         problems += [f"{where}: {problem}" for problem in dict.fromkeys(found)]
     page.set_viewport_size({"width": VIEWPORTS["projector"][0], "height": VIEWPORTS["projector"][1]})
+    settle(page)  # laid out again for the projector: a click while charts and labels move may land on nothing
     return problems
 
 
