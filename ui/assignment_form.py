@@ -29,6 +29,7 @@ from ui.train_form import task_picker
 
 FORM = "teacher_assignment"  # the form's name (`ui.forms`)
 FORM_WORDS = "teacher_form_words"  # session_state key: the task the form's question last named
+FORM_CLASS = "teacher_form_class"  # session_state key: the class whose assignment the form's widgets hold
 NONE = ""  # the form's choice of no groups, or of no question (a widget's value None would show an empty box)
 UNSAVED = N_("The form shows settings that are not saved: students train the class's saved assignment until you save.")
 PRESET = ("min_len", "max_len", "steps")  # the assignment form's first row, under its task; the others fold below
@@ -42,16 +43,21 @@ def form_values(snapshot: Snapshot) -> None:
     """The assignment form's widgets start from the class's saved assignment and question. When the task a question
     names changes, each gets its value again: the browser keeps a choice as the words it showed, and shows them until
     the page sets the value (a rerun alone leaves the old words in the box). A language switch sets them again as it
-    does every worded choice (`ui.language.worded`)."""
-    saved = saved_values(snapshot)
+    does every worded choice (`ui.language.worded`). Another class's board (one created or opened after the last)
+    starts its form from its own saved assignment, whatever the form held for the class before."""
+    state, saved = st.session_state, saved_values(snapshot)
+    if state.get(FORM_CLASS) != snapshot.info.code:  # nothing the form holds is this class's
+        for widget in [*saved, FORM_WORDS]:
+            state.pop(widget, None)
+        state[FORM_CLASS] = snapshot.info.code
     words = picked_task(snapshot)
-    switched = st.session_state.get(FORM_WORDS, words) != words
-    unset = [widget for widget in saved if widget not in st.session_state or switched]
+    switched = state.get(FORM_WORDS, words) != words
+    unset = [widget for widget in saved if widget not in state or switched]
     for widget in unset:
-        st.session_state[widget] = st.session_state.get(widget, saved[widget])
+        state[widget] = state.get(widget, saved[widget])
     if unset:
         values_set(FORM)
-    st.session_state[FORM_WORDS] = words
+    state[FORM_WORDS] = words
 
 
 def saved_values(snapshot: Snapshot) -> dict[str, Any]:

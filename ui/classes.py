@@ -291,8 +291,11 @@ def prediction_result(seat: Seat) -> None:
     PREDICTION_POLL_S on its own."""
     if seat.info.question is None:
         return
-    class_recorder().record(seat.student)  # the run's end, written before the class is read back
-    waiting = may_change(*graded(seat))
+    try:
+        class_recorder().record(seat.student)  # the run's end, written before the class is read back
+        waiting = may_change(*graded(seat))
+    except ClassroomError:  # the class ended since this run of the page began: the next says so
+        st.rerun()
     st.fragment(run_every=PREDICTION_POLL_S if waiting else None)(prediction_verdict)(seat, waiting)
 
 
@@ -313,8 +316,12 @@ def graded(seat: Seat) -> tuple[Snapshot, Prediction | None, str | None]:
 
 def prediction_verdict(seat: Seat, waiting: bool) -> None:
     """The student's prediction, graded once measured, and the class's tally. Drawn `waiting` (polling) while the
-    verdict may change, it redraws the whole page once it cannot, which draws it again without polling."""
-    snapshot, prediction, measured = graded(seat)
+    verdict may change, it redraws the whole page once it cannot, which draws it again without polling, or once the
+    class has ended, which says so."""
+    try:
+        snapshot, prediction, measured = graded(seat)
+    except ClassroomError:  # the teacher deleted the class while this page polled: the whole page tells the student
+        st.rerun()
     if prediction is None:
         return
     if waiting and not may_change(snapshot, prediction, measured):

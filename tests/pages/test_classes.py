@@ -309,6 +309,25 @@ def test_a_graded_prediction_is_read_again_while_runs_of_the_class_still_train(f
     assert fragments["prediction_verdict"] is None and "the runs say" in verdict(at)
 
 
+def test_a_verdict_read_again_after_the_class_was_deleted_redraws_the_page_instead_of_failing(monkeypatch):
+    """The verdict's fragment polls on its own, without the page's check of the class above it: when the teacher
+    deletes the class meanwhile, it hands over to the whole page, which says the class has ended."""
+    code, key = a_class("positional-none")
+    store = ui.classes.class_store()
+    seat = ui.classes.Seat(store.class_info(code), store.join(code, "browser-a", "Ada"))
+    store.delete_class(code, key, TEACHER)
+
+    class Rerun(Exception):
+        pass
+
+    def rerun(**_):
+        raise Rerun
+
+    monkeypatch.setattr(st, "rerun", rerun)
+    with pytest.raises(Rerun):
+        ui.classes.prediction_verdict(seat, waiting=True)
+
+
 def verdict(at: AppTest) -> str:
     return shown(next(m.value for m in at.markdown if "Your prediction:" in m.value))
 

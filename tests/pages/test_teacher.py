@@ -515,6 +515,20 @@ def test_picking_the_class_s_task_again_gives_back_its_saved_settings():
     assert not at.exception and at.number_input(key="teacher_steps").value == 60
 
 
+def test_a_class_created_after_another_starts_its_form_from_its_own_assignment():
+    """The form's widgets keep what they hold across reruns: a board opened for another class sets them again."""
+    at = saved_pe_question()
+    at.number_input(key="teacher_steps").set_value(60)
+    at.button(key="teacher_save").click().run()
+    at.checkbox(key="teacher_delete_sure").check().run()
+    at.button(key="teacher_delete").click().run()
+    create(at, "Period 4")
+    assert not at.exception and not at.warning  # not "The form shows settings that are not saved"
+    assert at.number_input(key="teacher_steps").value == spec.default_run("reverse")["steps"]
+    assert at.selectbox(key="teacher_split").value == ui.assignment_form.NONE
+    assert at.selectbox(key="teacher_question").value == ui.assignment_form.NONE
+
+
 def test_the_question_names_the_task_picked_on_the_form_before_it_is_saved():
     at = saved_pe_question()
     at.selectbox(key="teacher_task").set_value("copy").run()  # picked, not saved
