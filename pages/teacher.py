@@ -18,6 +18,7 @@ import streamlit as st
 from transformer.classroom import Assignment, ClassroomError, ClassStore, Snapshot
 from transformer.classroom.board import (
     HEADINGS,
+    WORDS,
     difference_sentence,
     flags,
     group_curves,
@@ -60,15 +61,6 @@ EXPORTS = (  # what the Export tab downloads: (file name, button label, table)
     ("metric rows", N_("Download metric rows (CSV)"), metrics_frame),
     ("predictions", N_("Download predictions (CSV)"), predictions_frame),
 )
-STATES = {  # the first words of a run's state on the board, counted above it
-    "not started": N_("not started"),
-    "queued": N_("queued"),
-    "training": N_("training"),
-    "lost": N_("lost"),
-    "finished": N_("finished"),
-    "failed": N_("failed"),
-    "stopped": N_("stopped"),
-}
 
 st.title(_("Teacher: the class as one experiment"))
 st.caption(
@@ -205,7 +197,7 @@ def state_counts(rows: pd.DataFrame) -> list[str]:
     """How many students' runs are in each state ('3 training', '12 finished'), in the session's language: a
     state's first words, before its step or place."""
     counts = rows["state"].str.extract(r"^(not started|[a-z]+)")[0].value_counts()  # a Message reads as English
-    return [_("{n} {state}", n=n, state=_(STATES.get(state, state))) for state, n in counts.items()]
+    return [_("{n} {state}", n=n, state=_(WORDS.get(state, state))) for state, n in counts.items()]
 
 
 def exports(code: str, key: str, assignment: Assignment | None) -> None:

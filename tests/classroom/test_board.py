@@ -54,12 +54,15 @@ def test_states_and_results_read_as_words():
     assert board.state_text(None) == "not started"
     assert board.state_text(RunState("queued", queue_place=3)) == "queued, place 3"
     assert board.state_text(RunState("training", step=420)) == "training at step 420"
+    assert board.state_text(RunState("paused", step=420)) == "paused at step 420"
     ended = ("finished", "failed", "stopped")
     assert [board.state_text(RunState(s)) for s in ended] == list(ended)
     assert board.result_text(finished(450, True)) == "solved in 450 steps"
     assert board.result_text(finished(600, False, 0.62)) == "not solved in 600 steps: exact match 62.0%"
     assert board.result_text(finished(600, False, 0.997)) == "not solved in 600 steps: exact match 99.7%"
     assert board.result_text(RunState("stopped", step=120)) == "stopped at step 120"
+    closed = RunState("stopped", 120, result={"steps": 120, "reason": "page closed"})
+    assert board.result_text(closed) == "stopped at step 120 when its page closed"
     assert board.result_text(RunState("stopped", step=0)) == "stopped before it started"  # it left the queue
     assert board.result_text(RunState("failed", error="The loss became NaN")) == "The loss became NaN"
 

@@ -15,7 +15,7 @@ from sqlalchemy.exc import OperationalError
 import transformer.classroom.recorder as recorder_module
 from tests.helpers import wait_until
 from transformer.classroom import ClassStore, RunState, schema
-from transformer.classroom.board import results_frame
+from transformer.classroom.board import result_text, results_frame, state_text
 from transformer.classroom.outcomes import measured
 from transformer.classroom.recorder import ClassRecorder
 from transformer.model import ModelConfig
@@ -82,6 +82,41 @@ def test_a_class_run_is_recorded_queued_then_training_then_finished(world):
     bobs = board.runs[bob.id]
     assert bobs.result["steps"] == 30 and bobs.result["reason"] == "step budget"
     assert [row["step"] for row in bobs.rows] == [row["step"] for row in second.rows]
+
+
+def test_a_paused_run_reads_paused_and_a_run_whose_page_closed_is_told_apart_from_one_stopped(tmp_path):
+    """The board shows what the student's page shows: a pause as a pause, and a run that stopped because no page
+    watched it any more (a closed tab) as that, not as a Stop the student pressed."""
+    store = ClassStore(f"sqlite:///{tmp_path / 'classes.sqlite3'}")
+    registry = RunRegistry(ServerSettings(training_slots=1, worker_processes=False, idle_timeout_s=0.5))
+    recorder = ClassRecorder(store, registry.place, every_s=0.1)
+    try:
+        code, key = store.create_class("Lab 1")
+        ada = store.join(code, "browser-a", "Ada")
+        run = registry.submit("browser-a", *configs(0, steps=10**6, early_stop=False))
+        recorder.follow(ada, run)
+
+        def watched_until(condition) -> bool:  # her page polls, as an open tab does
+            run.touch("browser-a")
+            return condition()
+
+        wait_until(lambda: watched_until(lambda: run.step > 0))
+        run.pause()
+        wait_until(lambda: watched_until(lambda: store.open_board(code, key).runs[ada.id].status == "paused"))
+        paused = store.open_board(code, key).runs[ada.id]
+        assert state_text(paused) == f"paused at step {paused.step}" and paused.step == run.step
+        run.resume()
+        wait_until(lambda: watched_until(lambda: store.open_board(code, key).runs[ada.id].status == "training"))
+        wait_until(lambda: store.open_board(code, key).runs[ada.id].status == "stopped", timeout=30)  # tab closed
+        board = store.open_board(code, key)
+        closed = board.runs[ada.id]
+        assert closed.result["reason"] == "page closed" and closed.result["steps"] == closed.step > 0
+        assert result_text(closed) == f"stopped at step {closed.step} when its page closed"
+        assert results_frame(board).set_index("name").loc["Ada", "reason"] == "page closed"  # and exported
+    finally:
+        recorder.close()
+        registry.close()
+        store.close()
 
 
 def test_a_failed_run_is_recorded_with_its_message(world):

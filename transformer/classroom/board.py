@@ -33,13 +33,19 @@ FORMULA_AFTER_SEPARATOR = re.compile(f'(?:^|(?<=[{re.escape(SEPARATORS)}]))([ "]
 LOST_ADVICE = N_("the server restarted or lost it; press Start again")
 NONE_YET = N_("none yet")  # a group none of whose ended runs counts: each ran out of time
 LOST_CAUSE = N_("the server restarted or lost it")  # the board's result cell: its flags say what to do
-WORDS = {  # a run's status and why it ended, as a board says them
+WORDS = {  # a run's status and why it ended, as a board says them (records.STATUSES and REASONS)
+    "not started": N_("not started"),
+    "queued": N_("queued"),
+    "training": N_("training"),
+    "paused": N_("paused"),
+    "lost": N_("lost"),
     "finished": N_("finished"),
     "failed": N_("failed"),
     "stopped": N_("stopped"),
     "solved": N_("solved"),
     "step budget": N_("step budget"),
     "time budget": N_("time budget"),
+    "page closed": N_("page closed"),
 }
 RESULT_COLUMNS = ["name", "group", "seed", "state", "steps", "seconds", "exact_match", "token_acc", "reason", "error"]
 COUNTS = ("seed", "step", "steps")  # the exports' columns of whole numbers: 420, never 420.0; blank where none
@@ -70,8 +76,8 @@ def _word(text: str) -> Message:
 
 
 def state_text(run: RunState | None) -> Message:
-    """'not started', 'queued, place 3', 'training at step 420', 'lost at step 420' (or 'lost before it started'),
-    'finished', 'failed' or 'stopped'."""
+    """'not started', 'queued, place 3', 'training at step 420', 'paused at step 420', 'lost at step 420' (or 'lost
+    before it started'), 'finished', 'failed' or 'stopped'."""
     if run is None or run.status == "not started":
         return Message(N_("not started"))
     if run.status == "queued":
@@ -79,6 +85,8 @@ def state_text(run: RunState | None) -> Message:
         return Message(queued, place=run.queue_place)
     if run.status == "training":
         return Message(N_("training at step {step}"), step=run.step)
+    if run.status == "paused":
+        return Message(N_("paused at step {step}"), step=run.step)
     if run.status == "lost":  # at step 0: it was queued, or lost before its first step
         return Message(N_("lost at step {step}"), step=run.step) if run.step else Message(N_("lost before it started"))
     return _word(run.status)
@@ -86,18 +94,18 @@ def state_text(run: RunState | None) -> Message:
 
 def result_text(run: RunState | None) -> str:
     """A run's result in words: 'solved in 450 steps', 'not solved in 600 steps: exact match 62.0%', 'stopped at
-    step 120', 'lost at step 120: ...' (no server has heard from it lately), a failed run's message, or '' while it
-    has none."""
+    step 120' (or 'stopped at step 120 when its page closed'), 'lost at step 120: ...' (no server has heard from it
+    lately), a failed run's message, or '' while it has none."""
     if run is None:
         return ""
     if run.status == "failed":
         return run.error or _word("failed")  # a failed run's message is stored as it was said
     if run.status == "stopped":  # at step 0: it left the queue, or was stopped before its first step
-        return (
-            Message(N_("stopped at step {step}"), step=run.step)
-            if run.step
-            else Message(N_("stopped before it started"))
-        )
+        if not run.step:
+            return Message(N_("stopped before it started"))
+        closed = run.result is not None and run.result.get("reason") == "page closed"
+        return Message(N_("stopped at step {step} when its page closed") if closed else N_("stopped at step {step}"),
+                       step=run.step)  # fmt: skip
     if run.status == "lost":
         lost = N_("lost at step {step}: {advice}") if run.step else N_("lost before it started: {advice}")
         return Message(lost, step=run.step, advice=Message(LOST_ADVICE))

@@ -32,13 +32,16 @@ def run_state(run: Run, place: Place | None) -> RunState:
         return RunState("queued", 0, None if place is None else place.position)
     rows = tuple(run.rows[:])
     if not run.done:
-        return RunState("training", run.step, None, rows)
+        return RunState("paused" if run.status == "paused" else "training", run.step, None, rows)
     if run.error is not None:
         return RunState("failed", run.step, None, rows, error=run.error)
     if run.result is None:  # left the queue
         return RunState("stopped", run.step, None, rows)
-    status = "stopped" if run.result.reason == "stopped" else "finished"  # stopped by a person: kept, not measured
-    return RunState(status, run.step, None, rows, asdict(run.result))
+    if run.result.reason != "stopped":
+        return RunState("finished", run.step, None, rows, asdict(run.result))
+    closed = run.unwatched is not None and not run.left  # no page watched it any more; not its last watcher's Stop
+    result = {**asdict(run.result), "reason": "page closed" if closed else "stopped"}
+    return RunState("stopped", run.step, None, rows, result)  # kept, not measured
 
 
 class ClassRecorder:

@@ -5,7 +5,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from ..limits import MAX_ERROR_CHARS, MAX_RUN_ROWS, MAX_STUDENTS
 from ..pairs import TaskPairs
@@ -13,10 +13,11 @@ from ..settings import RUN_LIMITS
 from ..training import METRIC_COLUMNS
 from .assignment import Assignment
 
-Status = Literal["not started", "queued", "training", "finished", "failed", "stopped", "lost"]
-STATUSES: tuple[Status, ...] = ("not started", "queued", "training", "finished", "failed", "stopped", "lost")
-IN_FLIGHT: tuple[Status, ...] = ("queued", "training")  # a server holds the run: it is lost if none is heard from
-REASONS = ("solved", "step budget", "time budget", "stopped")  # TrainResult.reason
+Status = Literal["not started", "queued", "training", "paused", "finished", "failed", "stopped", "lost"]
+STATUSES: tuple[Status, ...] = get_args(Status)
+IN_FLIGHT: tuple[Status, ...] = ("queued", "training", "paused")  # a server holds it: lost if none is heard from
+# TrainResult.reason, or "page closed": stopped because no page watched it any more (its tab closed), not by a person
+REASONS = ("solved", "step budget", "time budget", "stopped", "page closed")
 RESULT_NUMBERS = ("steps", "seconds", "exact_match", "token_acc")  # TrainResult's numbers
 MAX_QUEUE_PLACE = 10 * MAX_STUDENTS
 
