@@ -36,7 +36,7 @@ from transformer.serving import ServerBusy
 from transformer.uploads import shown_name
 from ui.charts import chart
 from ui.common import client_address, queue_notice, remember_run, run_registry
-from ui.compare_builder import builder_keys, class_experiment, custom_builder
+from ui.compare_builder import builder_keys, class_experiment, custom_builder, own_class_task_notice
 from ui.compare_timeline import PLOTLY_CONFIG, show_timeline
 from ui.downloads import DOWNLOAD_RERUNS, csv_download
 from ui.language import _, said, session_translator, worded
@@ -155,6 +155,7 @@ st.markdown(
     )
 )
 
+own_class_task_notice()
 if "compare_state" not in st.session_state:  # a new visit: the settings come from the link, or the class's task
     linked, notices = read_compare(st.query_params.to_dict())
     show_settings((None if "experiment" in st.query_params else class_experiment()) or linked)

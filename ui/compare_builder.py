@@ -12,12 +12,17 @@ from transformer.experiments import CUSTOM, SWITCHES
 from transformer.experiments.definitions import Switch, lesson_settings, task_setup
 from transformer.i18n import N_
 from transformer.limits import MAX_VARIANTS
+from transformer.literal import markdown_literal
 from ui.classes import class_task_name, seat_in_class
 from ui.language import SELECT_ALL, _, said, worded
 from ui.setting_widgets import FOLDED_COLUMNS, OTHER_SETTINGS, draw_setting, setting_value, widget_value
 
 # The settings shown under the switch and its values, a column each: the data, the run, the model.
 FIRST = (("task", "min_len", "max_len"), ("steps", "seed"), ("d_model", "n_heads", "n_layers"))
+OWN_CLASS_TASK = N_(
+    "Your class trains its own task, {task}, which Compare cannot train: its experiments are on the lab's tasks. "
+    "Your class run is on the other pages."
+)
 SAME_SEED = N_(
     "Same seed: same data for every variant, and the same starting weights unless the switch changes the model's "
     "parameters (layers, a learned positional table)."
@@ -57,6 +62,15 @@ def class_experiment() -> CompareState | None:
     if switch is None or not set(values) <= set(switch.choices):
         switch, values = SWITCHES[CompareState.switch], CompareState.values
     return CompareState(CUSTOM, custom_settings(assignment.settings(None), switch.field), switch.field, values)
+
+
+def own_class_task_notice() -> None:
+    """Tell a class student whose class trains its own task (a teacher's file) that Compare's experiments are not on
+    it (`class_experiment` opens none for them)."""
+    seat = seat_in_class()
+    if seat is not None and seat.info.task is not None:
+        task = markdown_literal(seat.info.task.name)  # the teacher's file name: literal text
+        st.info(_(OWN_CLASS_TASK, task=task), icon=":material/table_view:")
 
 
 def custom_builder(state: CompareState) -> CompareState:

@@ -15,6 +15,7 @@ from transformer.classroom.assignment import Group
 from transformer.experiments import READY, result_path
 from transformer.experiments.definitions import task_setup
 from transformer.literal import markdown_literal
+from transformer.pairs import pairs_from_rows
 
 TINY = (
     READY["heads"]
@@ -378,3 +379,18 @@ def test_compare_opens_on_the_class_s_own_experiment_for_a_class_on_another_task
     on_reverse = joined_student(reverse)
     on_reverse.switch_page("pages/compare.py").run()
     assert on_reverse.selectbox(key="compare_experiment").value == next(iter(READY))
+
+
+def test_a_student_of_a_class_with_its_own_task_is_told_compare_cannot_train_it():
+    store, teacher = ui.classes.class_store(), Caller(None, "the-teacher's-browser")
+    code, key = store.create_class("Period 3", 14, teacher)
+    rows = [(f"row {i}", f"{a} {b}", f"{b} {a}") for i, (a, b) in enumerate(zip("abcdefgh", "hgfedcba"), 1)]
+    store.set_task(code, key, pairs_from_rows(rows, "**our** pairs.csv"), teacher)
+    at = joined_student(code)
+    at.switch_page("pages/compare.py").run()
+    assert not at.exception
+    (notice,) = [i.value for i in at.info if "Compare cannot train" in i.value]
+    assert markdown_literal("**our** pairs.csv") in notice  # the teacher's file name, as literal text
+    other = joined_student(store.create_class("Period 4", 14, teacher)[0])  # a class on a lab task: no such notice
+    other.switch_page("pages/compare.py").run()
+    assert not [i.value for i in other.info if "Compare cannot train" in i.value]
