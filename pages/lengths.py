@@ -124,10 +124,11 @@ report: LengthReport = per_model("lengths", model, (low, high, n), scoring)  # o
 keep_class_length_test(model, report)  # a class student's test of their run's model joins their class report
 scores, mistakes = report.scores, report.mistakes
 
-st.markdown("\n".join(f"- {_(line)}" for line in summary(scores, task)))
-if (left_out := untested(scores, range(low, high + 1), task)) is not None:
-    st.info(_(left_out), icon=":material/info:")
-accuracy_col, length_col, tr = *st.columns(2), session_translator()
+asked, tr = range(low, high + 1), session_translator()
+st.markdown("\n".join(f"- {_(line)}" for line in summary(scores, task, asked)))
+if (left_out := untested(scores, asked, task, tr)) is not None:
+    st.info(left_out, icon=":material/info:")
+accuracy_col, length_col = st.columns(2)
 chart(accuracy_col, length_accuracy_figure(scores, tr=tr), key="lengths_accuracy")
 chart(length_col, output_length_figure(scores, tr=tr), key="lengths_output")
 st.caption(

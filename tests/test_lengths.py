@@ -1,5 +1,6 @@
 """The length test: unseen inputs of each length, scored by greedy decoding; what the scores say; their figures."""
 
+import random
 from pathlib import Path
 
 import pandas as pd
@@ -9,8 +10,9 @@ import torch
 import transformer.lengths as lengths
 from transformer import DataConfig, ModelConfig, TaskData, Transformer, Vocab, load_checkpoint
 from transformer.figures.lengths import length_accuracy_figure, output_length_figure
+from transformer.i18n import translator
 from transformer.lengths import score_lengths, summary, unseen_sources, untested
-from transformer.pairs import pairs_from_rows
+from transformer.pairs import HELD_OUT_EVERY, SPLIT_SEED, TaskPairs, pairs_from_rows
 
 SHIPPED = Path(__file__).resolve().parent.parent / "checkpoints"
 TASK = DataConfig("reverse", min_len=3, max_len=5, n_valid=60)
@@ -168,10 +170,67 @@ def test_the_lengths_a_test_leaves_out_are_named_with_why():
     rows = [(f"row {i}", f"{a} {b}", b) for i, (a, b) in enumerate(zip("abcdef", "fedcba"), 1)]
     pairs = DataConfig.from_pairs(pairs_from_rows(rows, "mine"))  # every source 2 symbols long
     assert untested(scores_frame({2: 1.0}), range(1, 5), pairs) == (
-        "This task's pairs have inputs of 2 symbols: lengths 1, 3, 4 have none, so the test leaves them out."
+        "This task's pairs have inputs of 2 symbols: lengths 1, 3 and 4 have none, so the test leaves them out."
     )
-    assert untested(scores_frame({3: 1.0, 5: 1.0}), range(3, 6), TASK).startswith("The test leaves out lengths 4:")
+    assert untested(scores_frame({2: 1.0}), range(2, 4), pairs) == (
+        "This task's pairs have inputs of 2 symbols: length 3 has none, so the test leaves it out."
+    )
+    assert untested(scores_frame({3: 1.0, 5: 1.0}), range(3, 6), TASK).startswith("The test leaves out length 4:")
+    assert untested(scores_frame({3: 1.0}), range(3, 6), TASK).startswith("The test leaves out lengths 4 and 5:")
     assert untested(scores_frame({3: 1.0, 4: 1.0}), range(3, 5), TASK) is None
+
+
+def reversed_pairs(lengths: list[int]) -> list[tuple[str, str, str]]:
+    """Rows of distinct reversed pairs, the i-th of lengths[i] symbols (its first two spell i)."""
+    rows = []
+    for i, length in enumerate(lengths):
+        source = [str(i // 10), str(i % 10)] + ["x"] * (length - 2)
+        rows.append((f"line {i + 1}", " ".join(source), " ".join(reversed(source))))
+    return rows
+
+
+def test_a_length_only_training_pairs_have_is_a_trained_length_the_held_out_set_cannot_test():
+    # 60 pairs of 3-6 symbols, arranged so that the fixed split holds out none of the 11 of length 6
+    held = sorted(random.Random(SPLIT_SEED).sample(range(60), 60 // HELD_OUT_EVERY))
+    held_lengths, train_lengths = iter([3] * 6 + [4] * 3 + [5] * 3), iter([6] * 11 + [3, 4, 5] * 12 + [3])
+    rows = reversed_pairs([next(held_lengths) if i in held else next(train_lengths) for i in range(60)])
+    pairs = pairs_from_rows(rows, "reversed.csv")
+    held_out = sorted(len(source.split()) for source, _ in pairs.held_out)
+    assert held_out == [3] * 6 + [4] * 3 + [5] * 3 and sum(len(s.split()) == 6 for s, _ in pairs.train) == 11
+    task = DataConfig.from_pairs(pairs)
+    vocab = TaskData(task).vocab
+    model = Transformer(ModelConfig(vocab_size=len(vocab), d_model=8, n_heads=1, d_ff=8, max_len=8)).eval()
+    scores = score_lengths(model, vocab, task, range(3, 7), n=10).scores
+    assert scores["length"].tolist() == [3, 4, 5] and scores["trained"].all()  # no held-out pair of length 6
+    assert untested(scores, range(3, 7), task) == (
+        "Length 6 has no pair in the held-out set, so the test cannot score it: the model trained on every pair of "
+        "that length."
+    )
+    assert untested(scores, range(3, 7), task, translator("zh-CN")) == (
+        "留出集里没有长度为 6 的序列对，所以无法测试这样的长度：模型训练过所有这样长的序列对。"
+    )
+    assert summary(scores, task, range(3, 7))[0].startswith("At lengths it trained on (3-6): exact match ")
+    assert len(summary(scores, task, range(3, 7))) == 1  # nothing shorter or longer was tested
+
+
+def test_the_lengths_a_task_from_examples_trained_on_are_its_training_pairs_lengths():
+    symbols = tuple("abcdefg")
+    train = (("a b", "b a"), ("c d", "d c"), ("e f", "f e"), ("a b c", "c b a"), ("d e f g", "g f e d"))
+    held_out = (("b c", "c b"), ("a b c d e", "e d c b a"))  # length 5 only held out; no held-out pair of 3 or 4
+    task = DataConfig.from_pairs(TaskPairs("mine", symbols, train, held_out))
+    assert (task.min_len, task.max_len, task.pairs.train_lengths) == (2, 5, (2, 3, 4))
+    vocab = TaskData(task).vocab
+    model = Transformer(ModelConfig(vocab_size=len(vocab), d_model=8, n_heads=1, d_ff=8, max_len=8)).eval()
+    scores = score_lengths(model, vocab, task, range(2, 6), n=10).scores
+    assert scores["length"].tolist() == [2, 5] and scores["trained"].tolist() == [True, False]
+    lines = summary(scores, task, range(2, 6))
+    assert lines[0].startswith("At lengths it trained on (2-4): exact match ")
+    assert lines[1].startswith("Longer than any it trained on: exact match ")  # a held-out pair past them all
+    assert untested(scores, range(2, 6), task) == (
+        "Lengths 3 and 4 have no pair in the held-out set, so the test cannot score them: the model trained on every "
+        "pair of those lengths."
+    )
+    assert untested(scores, range(2, 6), task, translator("zh-CN")).startswith("留出集里没有长度为 3 和 4 的序列对")
 
 
 def test_figures_shade_the_trained_lengths_and_plot_the_scores():

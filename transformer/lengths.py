@@ -13,7 +13,7 @@ import torch
 import torch.nn.functional as F
 
 from .decoding import greedy_decode
-from .i18n import N_, Message
+from .i18n import DEFAULT_LANGUAGE, N_, Message, Translator, joined, translator
 from .limits import MAX_PER_LENGTH, MAX_PROBE_COST, forward_cost
 from .model import ModelConfig, Transformer
 from .shares import percent
@@ -23,6 +23,7 @@ from .vocab import N_SPECIAL, Vocab
 
 EXTRA_TOKENS = 4  # decoding may run this far past the expected output, so an output too long shows
 SCORE_COLUMNS = ("length", "trained", "n", "exact_match", "symbols_right", "output_len", "target_len")
+ENGLISH = translator(DEFAULT_LANGUAGE)  # `untested`'s default translator
 
 
 @dataclass
@@ -44,6 +45,14 @@ def unseen_sources(data: TaskData, length: int, n: int, seed: int) -> list[list[
         return []
     generator = torch.Generator().manual_seed(seed * (MAX_SEQ_LEN + 1) + length)
     return data.task.rows(length, n, c.n_symbols, generator).tolist()
+
+
+def trained_lengths(task: DataConfig) -> tuple[int, ...]:
+    """The input lengths a run of `task` trained on, shortest first: min_len to max_len for a task chosen by name,
+    its training pairs' lengths for a task from examples (its held-out pairs may be of other lengths)."""
+    if task.pairs is not None:
+        return task.pairs.train_lengths
+    return tuple(range(task.min_len, task.max_len + 1))
 
 
 def inputs_within_budget(config: ModelConfig, lengths: Sequence[int], n: int) -> int:
@@ -76,7 +85,7 @@ def score_lengths(
     counts every symbol decoded).
     """
     _check(model, lengths, n)
-    data, device = TaskData(task, vocab), next(model.parameters()).device
+    data, device, trained = TaskData(task, vocab), next(model.parameters()).device, set(trained_lengths(task))
     scores, mistakes = [], []
     for length in lengths:
         sources = unseen_sources(data, length, n, seed)
@@ -92,7 +101,7 @@ def score_lengths(
         scores.append(
             {
                 "length": length,
-                "trained": task.min_len <= length <= task.max_len,
+                "trained": length in trained,
                 "n": len(sources),
                 "exact_match": exact.double().mean().item(),
                 "symbols_right": (right & symbols).sum().item() / symbols.sum().item(),
@@ -149,14 +158,17 @@ def _whole(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-def summary(scores: pd.DataFrame, task: DataConfig) -> list[Message]:
+def summary(scores: pd.DataFrame, task: DataConfig, lengths: Sequence[int] | None = None) -> list[Message]:
     """What a length test of a model trained on `task` shows, a sentence each: the lengths it trained on, the
-    shorter ones, the longer ones (those tested)."""
-    lines, length = [], scores["length"]
-    trained, shorter, longer = scores[scores["trained"]], scores[length < task.min_len], scores[length > task.max_len]
-    if len(trained):
+    shorter ones, the longer ones (those tested). `lengths`: those the test asked for, whose trained ones are named
+    even where the test scored none of their inputs (`untested` says why); by default, the trained lengths scored."""
+    lines, length, trained = [], scores["length"], trained_lengths(task)
+    low, high = (trained[0], trained[-1]) if trained else (0, MAX_SEQ_LEN + 1)  # no training pair: none is either
+    scored, shorter, longer = scores[scores["trained"]], scores[length < low], scores[length > high]
+    if len(scored):
+        named = scored["length"].tolist() if lengths is None else [n for n in lengths if n in set(trained)]
         line = N_("At lengths it trained on ({lengths}): exact match {exact}.")
-        lines.append(Message(line, lengths=_span(trained["length"], "d"), exact=_span(trained["exact_match"])))
+        lines.append(Message(line, lengths=_runs(named), exact=_span(scored["exact_match"])))
     if len(shorter):
         line = N_("Shorter than any it trained on ({lengths}): exact match {exact}.")
         lines.append(Message(line, lengths=_span(shorter["length"], "d"), exact=_span(shorter["exact_match"])))
@@ -170,25 +182,53 @@ def summary(scores: pd.DataFrame, task: DataConfig) -> list[Message]:
     return lines
 
 
-UNTESTED_PAIRS = N_(
-    "This task's pairs have inputs of {sizes} symbols: lengths {lengths} have none, so the test leaves them out."
-)
-UNTESTED = N_(
-    "The test leaves out lengths {lengths}: the held-out set has no input of them, or their outputs would not fit in "
-    "this model."
-)
-
-
-def untested(scores: pd.DataFrame, lengths: Sequence[int], task: DataConfig) -> Message | None:
-    """Which of the `lengths` asked for a test of a model trained on `task` left out, and why (a task from examples
-    has inputs only at its pairs' lengths); None when it tested every one."""
-    left = [str(length) for length in lengths if length not in set(scores["length"])]
+def untested(scores: pd.DataFrame, lengths: Sequence[int], task: DataConfig, tr: Translator = ENGLISH) -> str | None:
+    """Which of the `lengths` asked for a test of a model trained on `task` left out, and why, in `tr`'s language (a
+    paragraph per reason); None when it tested every one. A task from examples has inputs only at its pairs' lengths,
+    and is tested on its held-out pairs only: a length whose pairs are all training pairs has none to test."""
+    left = [length for length in lengths if length not in set(scores["length"])]
     if not left:
         return None
+    reasons = []
     if task.pairs is not None:
-        sizes = spoken(range(task.min_len, task.max_len + 1))
-        return Message(UNTESTED_PAIRS, sizes=sizes, lengths=", ".join(left))
-    return Message(UNTESTED, lengths=", ".join(left))
+        train, held = set(task.pairs.train_lengths), set(task.pairs.held_out_lengths)
+        absent, unheld = [n for n in left if n not in train | held], [n for n in left if n in train - held]
+        left = [n for n in left if n not in absent and n not in unheld]  # outputs the model cannot hold
+        if absent:
+            reasons.append(
+                tr.ngettext(
+                    "This task's pairs have inputs of {sizes} symbols: length {lengths} has none, so the test leaves "
+                    "it out.",
+                    "This task's pairs have inputs of {sizes} symbols: lengths {lengths} have none, so the test leaves "
+                    "them out.",
+                    len(absent),
+                    sizes=spoken(range(task.min_len, task.max_len + 1)),
+                    lengths=_listed(absent),
+                )
+            )
+        if unheld:
+            reasons.append(
+                tr.ngettext(
+                    "Length {lengths} has no pair in the held-out set, so the test cannot score it: the model trained "
+                    "on every pair of that length.",
+                    "Lengths {lengths} have no pair in the held-out set, so the test cannot score them: the model "
+                    "trained on every pair of those lengths.",
+                    len(unheld),
+                    lengths=_listed(unheld),
+                )
+            )
+    if left:
+        reasons.append(
+            tr.ngettext(
+                "The test leaves out length {lengths}: the held-out set has no input of it, or its outputs would not "
+                "fit in this model.",
+                "The test leaves out lengths {lengths}: the held-out set has no input of them, or their outputs would "
+                "not fit in this model.",
+                len(left),
+                lengths=_listed(left),
+            )
+        )
+    return "\n\n".join(reasons)
 
 
 def _longer_exact_match(longer: pd.DataFrame) -> Message:
@@ -206,6 +246,24 @@ def _longer_exact_match(longer: pd.DataFrame) -> Message:
         ends = N_("{exact} at length {length}, {last} at length {last_length}")
         return Message(ends, exact=exact, length=at, last=percent(last["exact_match"]), last_length=last["length"])
     return Message(N_("{exact} at length {length}"), exact=exact, length=at)
+
+
+def _runs(lengths: Sequence[int]) -> str:
+    """Lengths as runs of consecutive ones, shortest first: "3-6", "4", or "2, 4-6" where some are missing."""
+    runs: list[list[int]] = []
+    for length in sorted(lengths):
+        if runs and length == runs[-1][-1] + 1:
+            runs[-1].append(length)
+        else:
+            runs.append([length])
+    return ", ".join(str(run[0]) if len(run) == 1 else f"{run[0]}-{run[-1]}" for run in runs)
+
+
+def _listed(lengths: Sequence[int]) -> str:
+    """Lengths as a list in words: "6", "6 and 7", "1, 3 and 4"."""
+    if len(lengths) == 1:
+        return str(lengths[0])
+    return Message(N_("{some} and {last}"), some=joined(map(str, lengths[:-1]), N_(", ")), last=lengths[-1])
 
 
 def _span(values: pd.Series, spec: str = "%") -> str:

@@ -79,6 +79,17 @@ class TaskPairs:
         return max(len(source.split(" ")) for source, _ in (*self.train, *self.held_out))
 
     @cached_property
+    def train_lengths(self) -> tuple[int, ...]:
+        """The lengths of the training pairs' sources, in symbols, shortest first: the lengths a model trained on.
+        A held-out pair may have a length no training pair has, and a training length may have no held-out pair."""
+        return tuple(sorted({len(source.split(" ")) for source, _ in self.train}))
+
+    @cached_property
+    def held_out_lengths(self) -> tuple[int, ...]:
+        """The lengths of the held-out pairs' sources, in symbols, shortest first."""
+        return tuple(sorted({len(source.split(" ")) for source, _ in self.held_out}))
+
+    @cached_property
     def longest_target(self) -> int:
         """The longest target, in symbols."""
         return max(len(target.split(" ")) for _, target in (*self.train, *self.held_out))

@@ -3,6 +3,7 @@
 import json
 from pathlib import Path
 
+import pytest
 from streamlit.testing.v1 import AppTest
 
 from tests.helpers.apptest import kept
@@ -13,8 +14,10 @@ APP, PAGE = str(ROOT / "streamlit_app.py"), "pages/lengths.py"
 SHIPPED = load_checkpoint(ROOT / "checkpoints" / "reverse.pt")
 
 
-def open_page(checkpoint: Checkpoint | None = SHIPPED) -> AppTest:
+def open_page(checkpoint: Checkpoint | None = SHIPPED, lang: str | None = None) -> AppTest:
     at = AppTest.from_file(APP, default_timeout=60)
+    if lang is not None:
+        at.query_params["lang"] = lang
     if checkpoint is not None:
         at.session_state["in_hand"] = checkpoint
         at.session_state["in_hand_name"] = "test model"
@@ -118,6 +121,28 @@ def test_a_task_from_examples_is_tested_at_its_pairs_lengths_only():
     assert not at.exception and not at.error
     scores = kept(at, "lengths").value.scores
     assert scores["length"].tolist() == [2]  # its only length: random inputs of another would have no target
+
+
+@pytest.mark.parametrize(
+    "lang, trained, left_out",
+    [
+        ("en", "At lengths it trained on (2-3): exact match", "Length 3 has no pair in the held-out set"),
+        ("zh-CN", "在训练过的长度（2-3）上：精确匹配", "留出集里没有长度为 3 的序列对"),
+    ],
+)
+def test_a_length_whose_pairs_are_all_training_pairs_is_said_to_be_trained_on_but_not_tested(lang, trained, left_out):
+    from transformer.pairs import TaskPairs
+    from transformer.run_configs import model_max_len
+
+    train = (("a b", "b a"), ("c d", "d c"), ("e f", "f e"), ("a b c", "c b a"), ("d e f", "f e d"))
+    data = DataConfig.from_pairs(TaskPairs("mine", tuple("abcdef"), train, (("b c", "c b"),)))  # held out: 2 only
+    vocab = TaskData(data).vocab
+    config = ModelConfig(vocab_size=len(vocab), d_model=16, n_heads=2, d_ff=32, max_len=model_max_len(data))
+    at = open_page(Checkpoint(Transformer(config).eval(), vocab, config, data, [], train_config={}), lang)
+    assert not at.exception and not at.error
+    assert at.slider(key="lengths_range").value == (2, 3) and kept(at, "lengths").value.scores["length"].tolist() == [2]
+    assert trained in at.markdown[1].value
+    assert [info.value for info in at.info if left_out in info.value]
 
 
 def test_a_gallery_model_is_offered_only_the_lengths_its_task_has_inputs_of():
