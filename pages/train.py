@@ -46,7 +46,7 @@ from ui.state import (
     watcher_id,
 )
 from ui.streamlit_internals import page_connected
-from ui.train_controls import SHORTCUTS, STOPPED_BY_YOU, run_controls, start_run
+from ui.train_controls import SHORTCUTS, STOPPED_BY_YOU, lost_run_notice, run_controls, start_run
 from ui.train_form import TRAIN_FORM, draw_fields, draw_task
 
 REASONS = {  # how a run that was not stopped ended
@@ -103,6 +103,8 @@ if run is not None and run.done and not run_of_seat(seat):  # another class's, o
 active = run is not None and not run.done  # queued, preparing, training or paused
 poll_s = live_poll_s()
 elsewhere = session_run_elsewhere("train")
+if run is None and seat is None:
+    lost_run_notice()  # a run of this browser's that the server before this one had in flight
 
 
 @st.fragment(run_every=poll_s if active else None)

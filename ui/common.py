@@ -13,7 +13,7 @@ import torch
 from transformer import Checkpoint, load_checkpoint, pick_device
 from transformer.device import device_label
 from transformer.experiments import LiveExperiment
-from transformer.serving import Run, RunRegistry, ServerSettings, network_address
+from transformer.serving import LostRun, LostRuns, Run, RunRegistry, ServerSettings, data_dir, network_address
 from transformer.serving.worker_link import READY_TIMEOUT_S
 from transformer.training import warm_up
 from ui.language import _
@@ -52,6 +52,25 @@ def run_registry() -> RunRegistry:
     registry = RunRegistry(ServerSettings.from_env())
     registry.wait_ready(READY_TIMEOUT_S)  # the first page waits a few seconds; every Start after it, none
     return registry
+
+
+@st.cache_resource(on_release=LostRuns.close)
+def lost_runs() -> LostRuns:
+    """The Train runs in flight on this server, written down for the next, and those the last one left in flight."""
+    return LostRuns(data_dir() / "runs_in_flight.json")
+
+
+def note_in_flight(run: Run, form: dict) -> None:
+    """Write down this browser's Train run, started with the form's values `form`, for a server that replaces this
+    one while it trains."""
+    if (browser := this_browser()) is not None:
+        lost_runs().follow(browser, run, form)
+
+
+def lost_in_restart() -> LostRun | None:
+    """The Train run this browser had in flight when the server before this one stopped, once; None if none."""
+    browser = this_browser()
+    return None if browser is None else lost_runs().take(browser)
 
 
 def queue_notice(run: Run, wait: str, unknown: str) -> None:

@@ -9,12 +9,12 @@ from transformer.run_configs import run_configs
 from transformer.serving import Run, ServerBusy
 from ui.accessibility import shortcut_help
 from ui.classes import Seat, answer_prediction, class_recorder, seat_in_class
-from ui.common import client_address, forget_run, remember_run, run_registry
+from ui.common import client_address, forget_run, lost_in_restart, note_in_flight, remember_run, run_registry
 from ui.language import _, ngettext
 from ui.own_task import OWN_TASK, own_task, own_task_state
 from ui.state import CLASS_CODE, FOLLOW_RUN, RUN, RUN_SEAT, flash, session_run_elsewhere, watcher_id
 from ui.streamlit_internals import page_connected
-from ui.train_form import KEPT, read_form, remember_values
+from ui.train_form import KEPT, form_keys, read_form, remember_values
 
 FIRST_STEP_WAIT_S = 0.5  # how long Start waits for a new run's first step (set-up takes about 0.1 s)
 STOPPED_BY_YOU = "train_stopped"  # session state: the run this session's Stop ended (its outcome says so)
@@ -30,6 +30,10 @@ CLASS_SAME_RUN = N_(
 CLASS_SAME_RUN_OPEN_SEED = N_(
     "Your settings, your seed included, match a run the server already trained, which has finished: its curves "
     "and result are here. The same settings and the same seed give the same run. Change the seed for a new one."
+)
+LOST_IN_RESTART = N_(
+    "The server restarted while your run of {task} (seed {seed}) was at step {step}, and the run was lost. The form "
+    "has its settings again: press Start to train it anew."
 )
 SHORTCUTS = {"start_training": "S", "pause_training": "P", "step_training": "Right"}
 RESUME_HELP = N_("Go on training from this step.")  # the pause button's help while the run is paused
@@ -77,6 +81,8 @@ def start_run() -> None:
         # the run is in hand, the Train form shows its settings and task, and its class is known, after a reload too
         kept = {FOLLOW_RUN: True, KEPT: state[KEPT], RUN_SEAT: state[RUN_SEAT], **own_task_state(OWN_TASK)}
         remember_run(RUN, run, kept)
+        if not seat and own is None:  # a class keeps its runs in its database; a file's pairs are not written down
+            note_in_flight(run, state[KEPT])
         run.wait_until_moving(FIRST_STEP_WAIT_S)  # the curve then starts in this redraw, not at the next poll
         if run.done:  # these settings made a run that has ended: this redraw shows its curves and result
             flash("train_joined", "info", _(same_run(seat)))
@@ -87,6 +93,18 @@ def same_run(seat: Seat | None) -> str:
     if seat is None:
         return SAME_RUN
     return CLASS_SAME_RUN if "seed" in seat.locked() else CLASS_SAME_RUN_OPEN_SEED
+
+
+def lost_run_notice() -> None:
+    """After a restart of the server: tell a student whose Train run it lost, and give the form that run's settings
+    again (above the form, which is drawn after this)."""
+    if (lost := lost_in_restart()) is None:
+        return
+    for key in form_keys():
+        st.session_state.pop(key, None)  # the form starts from the run's values (`KEPT`), not from this session's
+    st.session_state[KEPT] = {key: value for key, value in lost.form.items() if key in form_keys()}
+    said = _(LOST_IN_RESTART, task=markdown_literal(lost.task), seed=lost.seed, step=lost.step)
+    flash("train_left", "warning", said)
 
 
 def leave_run() -> None:

@@ -163,12 +163,21 @@ def test_a_run_training_when_its_server_is_killed_reads_lost_on_the_board_and_in
         teacher = open_teacher(new_context(viewport=PROJECTOR), server)
         open_board(teacher, server, code, key)
         expect(main(teacher).get_by_text("1 student · 1 training")).to_be_visible(timeout=60_000)
+        alone = new_context(viewport=PROJECTOR).new_page()  # a student outside any class, on a run of add
+        open_page(alone, server, "train")
+        choose(alone, "train_task", "add")
+        fill(alone, "train_seed", 321)
+        button(alone, "start_training").click()
+        expect(main(alone).get_by_text(re.compile(r"Training: step [1-9]"))).to_be_visible(timeout=60_000)
         server.process.kill()  # SIGKILL: nothing of the server's gets to say goodbye
         server.process.wait()
         away = student.get_by_text("The server is not answering: it may be restarting")  # not Streamlit's own words
         expect(away).to_be_visible(timeout=60_000)
         expect(student.get_by_text("streamlit run streamlit_app.py")).to_be_visible()  # the lab's command
         server.start()  # the same address: the same server, restarted
+        alone.reload()  # its browser id (Streamlit's XSRF cookie) outlives the server: the next one knows its run
+        expect(main(alone).get_by_text("run of add (seed 321)")).to_be_visible(timeout=60_000)
+        expect(alone.locator(".st-key-train_seed input")).to_have_value("321")  # the form has its settings again
         open_board(teacher, server, code, key)
         expect(main(teacher).get_by_text("1 student · 1 lost")).to_be_visible(timeout=30_000)
         open_tab(teacher, "Export and end")

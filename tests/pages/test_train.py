@@ -194,6 +194,25 @@ def test_a_run_that_ended_while_its_tab_was_closed_is_in_hand_when_the_browser_c
     assert reopened.session_state["in_hand_name"] == "trained: " + second
 
 
+def test_a_run_a_server_restart_lost_is_told_to_its_browser_with_its_settings_back(browser):
+    """A server killed mid-run starts again with no run in memory: the browser's next Train page says what was lost
+    and its form holds the lost run's settings, once."""
+    at = open_train()
+    start(at, task="copy", min_len=3, max_len=3, symbols=4, steps=100_000, seed=321)
+    job = at.session_state["run"]
+    wait_until(lambda: job.step > 0)
+    ui.common.lost_runs.clear()  # the server stops, and with it what it writes down of its runs in flight...
+    ui.common.run_registry.clear()  # ...and every run
+    ui.common.runs_by_browser().clear()  # which browser's run is which, in memory: gone with it
+    restarted = open_train()  # the browser, on the next server
+    (said,) = [w.value for w in restarted.warning if "server restarted" in w.value]
+    assert "run of copy (seed 321)" in said and not restarted.exception
+    assert restarted.number_input(key="train_seed").value == 321 and restarted.number_input(key="train_steps").value
+    assert restarted.selectbox(key="train_task").value == "copy" and "run" not in restarted.session_state
+    assert not [w.value for w in open_train().warning if "server restarted" in w.value]  # said once
+    ui.common.lost_runs.clear()
+
+
 def test_the_end_of_a_run_is_drawn_above_its_curves(stop_jobs):
     at = open_train()
     stop_jobs.append(at)

@@ -10,6 +10,8 @@ from typing import Any
 from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.engine import make_url
 
+from ..serving.settings import data_dir
+
 SQLITE_BUSY_S = 30  # how long an SQLite connection waits for another's write lock (replicas migrating at once)
 WAL_RETRY_S = 0.01  # how long a connection waits before it asks again for WAL mode, which SQLite does not wait for
 
@@ -21,7 +23,7 @@ def database_url(env: Mapping[str, str], secrets: Mapping[str, Any] | None = Non
         return env["LAB_DATABASE_URL"]
     if url := ((secrets or {}).get("connections") or {}).get("classes", {}).get("url"):
         return url
-    return f"sqlite:///{Path(env.get('LAB_DATA_DIR') or 'data') / 'classes.sqlite3'}"
+    return f"sqlite:///{data_dir(env) / 'classes.sqlite3'}"
 
 
 def engine_for(url: str) -> Engine:

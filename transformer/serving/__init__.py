@@ -12,6 +12,8 @@
   (`worker_link.RayGateway` is the server's end of it);
 - `waits`: how long a queued run waits for a slot, from the steps recent runs of each kind took and the pace and
   budgets of the runs training;
+- `lost_runs`: `LostRuns`, the Train runs in flight written down for the next server, which tells their students
+  a restart lost them;
 - `registry`: `RunRegistry`, which joins identical runs, queues distinct ones for the training slots, and moves a
   `Chain` of runs (Compare's variants) on by itself; `finished_run`, a run trained to its end in this process.
 
@@ -37,6 +39,9 @@ _WHERE = {  # public name -> the module that defines it
     "RunStatus": "run",
     "unwatched": "run",
     "ServerSettings": "settings",
+    "data_dir": "settings",
+    "LostRun": "lost_runs",
+    "LostRuns": "lost_runs",
     "usable_cores": "settings",
 }
 __all__ = sorted(_WHERE)

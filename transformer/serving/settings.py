@@ -14,6 +14,12 @@ MAX_TRAINING_SLOTS = 64  # runs one server trains at once, on its own cores or o
 RAY_ADDRESS = re.compile(r"auto|[A-Za-z0-9.-]{1,253}:\d{1,5}")  # the head's host:port (its GCS port), or "auto"
 
 
+def data_dir(env: Mapping[str, str] = os.environ) -> Path:
+    """Where the server keeps its files (the class database's SQLite file, the runs in flight): `LAB_DATA_DIR`,
+    default `./data`."""
+    return Path(env.get("LAB_DATA_DIR") or "data")
+
+
 def cgroup_cpu_quota(root: Path = Path("/sys/fs/cgroup")) -> float | None:
     """The CPU quota of this process's container in cores (cgroup v2 `cpu.max`, or v1 `cpu.cfs_quota_us` over
     `cpu.cfs_period_us`), or None when there is none or it cannot be read."""
