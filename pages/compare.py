@@ -34,7 +34,7 @@ from transformer.limits import MAX_JSON_BYTES
 from transformer.literal import markdown_literal
 from transformer.serving import ServerBusy
 from transformer.uploads import shown_name
-from ui.charts import chart
+from ui.charts import chart, narrowest_chart_px
 from ui.common import client_address, queue_notice, remember_run, run_registry
 from ui.compare_builder import builder_keys, class_experiment, custom_builder, own_class_task_notice
 from ui.compare_timeline import PLOTLY_CONFIG, show_timeline
@@ -281,7 +281,7 @@ def show_curves_and_summary(run: ExperimentRun, source: str | Message) -> None:
     """Where the run shown comes from, its variants' curves overlaid, and the summary table."""
     st.caption(_("Showing: {source}.", source=_(source)))
     histories = {_(v.label): v.history for v in run.variants}
-    figure = comparison_figure(histories, tr=session_translator())
+    figure = comparison_figure(histories, tr=session_translator(), fit_px=narrowest_chart_px())  # stacked on a phone
     chart(st, figure, key="compare_curves", config=PLOTLY_CONFIG)
     # a table whose cells wrap: every variant's name reads whole ("GRU encoder-decoder") at any width
     summary = summary_table(run).set_index("variant")

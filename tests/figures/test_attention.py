@@ -62,14 +62,14 @@ def test_projection_heatmaps_mark_each_heads_slice_of_every_matrix():
 
 def test_two_line_head_titles_keep_clear_of_the_row_of_panels_above():
     from transformer.figures.alignment import ideal_over_learned
-    from transformer.figures.attention import HEAD_TITLE_LINE_PX
+    from transformer.figures.heatmaps import PANEL_TITLE_LINE_PX
 
     weights, ideal = torch.full((4, 4, 3), 1 / 3), torch.eye(4, 3)
     fig = ideal_over_learned(weights, ideal, [0.9, 1.0, 0.7, 0.9], list("BCDE"), list("xyz"), "t", per_row=2)
     layout = fig.layout
     plot_px = layout.height - layout.margin.t - layout.margin.b
     gap = layout.yaxis.domain[0] - layout.yaxis3.domain[1]  # head 0's panel above head 2's
-    assert gap * plot_px >= 2 * HEAD_TITLE_LINE_PX
+    assert gap * plot_px >= 2 * PANEL_TITLE_LINE_PX
     assert all(title.text.count("<br>") == 1 for title in layout.annotations[:4])  # two lines: name, then score
 
 

@@ -1,10 +1,12 @@
-"""The Compare timeline's figures: each title fits its half-page column, in English and Chinese."""
+"""Compare's figures: the curves' three panels keep apart and their titles fit, on a phone as on a zoomed laptop; the
+timeline's titles fit their half-page column; in English and Chinese."""
 
 import pytest
 
 from tests.helpers.figures import title_overflow
-from transformer.figures import COLUMN_PX
-from transformer.figures.compare import alignment_figure, loss_marker_figure
+from transformer.figures import COLUMN_PX, PAGE_PX, PHONE_CHART_PX, drawn_px
+from transformer.figures.compare import alignment_figure, comparison_figure, loss_marker_figure
+from transformer.figures.heatmaps import label_px
 from transformer.i18n import translator
 
 
@@ -23,3 +25,49 @@ def test_the_loss_title_fits_its_column(language, variant):
 def test_the_alignment_title_fits_its_column(language):
     figure = alignment_figure([0, 25], {"L0 H0": [0.5, 0.9]}, chance=0.2, tr=translator(language))
     assert not title_overflow(figure, COLUMN_PX), figure.layout.title.text
+
+
+ROWS = [{"step": s, "train_loss": 2 / (s + 1), "token_acc": 0.5, "exact_match": 0.4} for s in range(0, 600, 20)]
+
+
+def panels(layout, chart_px: float) -> list[tuple[float, float, float, float]]:
+    """Each panel's left and right edge across a chart `chart_px` wide, and its bottom and top, in px, from the left
+    margin and the plot's bottom; in the order of the titles."""
+    plot_w = chart_px - layout.margin.l - layout.margin.r
+    plot_h = layout.height - layout.margin.t - layout.margin.b
+    return [
+        (*(d * plot_w for d in layout[f"xaxis{n}"].domain), *(d * plot_h for d in layout[f"yaxis{n}"].domain))
+        for n in ("", "2", "3")
+    ]
+
+
+@pytest.mark.parametrize("language", ["en", "zh-CN"])
+@pytest.mark.parametrize("chart_px", [PHONE_CHART_PX, PAGE_PX], ids=["phone", "laptop at 150%"])
+def test_the_curves_panels_keep_apart_and_their_titles_never_collide(language, chart_px):
+    """On a phone the three panels side by side were 79 px wide: "(teacher forced)" ran into "(greedy decoding)", and
+    the third panel's "100%" lay over the second panel's curve. Panels side by side leave the next one's percentages
+    room between them; panels one above the other do not overlap; each title's lines, centred over its panel, stay
+    inside the chart and clear of the titles beside it."""
+    figure = comparison_figure({"a": ROWS, "b": ROWS}, tr=translator(language), fit_px=chart_px)
+    layout = figure.layout
+    boxes = panels(layout, chart_px)
+    for (_, right, bottom, top), (left2, _, bottom2, top2) in zip(boxes, boxes[1:]):
+        if bottom < top2 and bottom2 < top:  # side by side
+            assert left2 - right >= label_px(["100%"]), "the next panel's percentages reach over this one"
+        else:
+            assert top2 <= bottom or top <= bottom2
+    spans = []  # each title's widest line, left and right, in px from the chart's left edge, and its panel's top
+    for title, (left, right, _, top) in zip(layout.annotations, boxes):
+        half = max(drawn_px(line, layout.font.size) for line in title.text.split("<br>")) / 2
+        middle = layout.margin.l + (left + right) / 2
+        assert 0 <= middle - half and middle + half <= chart_px, title.text
+        spans.append((middle - half, middle + half, top))
+    for (_, right, top), (left2, _, top2) in zip(spans, spans[1:]):
+        assert top != top2 or right <= left2, "two titles side by side run into each other"
+
+
+def test_on_a_phone_the_panels_stand_one_above_the_other_and_on_a_laptop_side_by_side():
+    on_phone = comparison_figure({"a": ROWS}, fit_px=PHONE_CHART_PX).layout
+    assert all(tuple(on_phone[f"xaxis{n}"].domain) == (0, 1) for n in ("", "2", "3"))
+    on_laptop = comparison_figure({"a": ROWS}, fit_px=PAGE_PX).layout
+    assert all(tuple(on_laptop[f"yaxis{n}"].domain) == (0, 1) for n in ("", "2", "3"))

@@ -1,11 +1,11 @@
 """The knockout figure: its colour bar's labels fit the bar on the smallest grid, one layer; its cells read what was
-scored; its title fits a phone's chart."""
+scored; its title, and each panel's, fits a phone's chart."""
 
 import pandas as pd
 import pytest
 
-from tests.helpers.figures import title_overflow
-from transformer.figures import PHONE_CHART_PX
+from tests.helpers.figures import SCORE_BAR_PX, title_overflow
+from transformer.figures import PHONE_CHART_PX, drawn_px
 from transformer.figures.knockout import knockout_heatmaps
 from transformer.i18n import translator
 from transformer.inspection import ATTENTION_KINDS
@@ -50,3 +50,20 @@ def test_the_title_fits_a_phones_chart(language, metric):
     )
     figure = knockout_heatmaps(heads, 0.999, metric, tr=translator(language))
     assert not title_overflow(figure, PHONE_CHART_PX), figure.layout.title.text
+
+
+@pytest.mark.parametrize("language", ["en", "zh-CN"])
+def test_each_panel_s_title_fits_its_panel_on_a_phone_clear_of_the_colour_bar(language):
+    """ "cross-attention (decoder → encoder)" on one line, centred over a panel 185 px wide, ran into the colour bar:
+    every line of a panel's title is as wide as the panel at most, the panel being the chart less the left margin and
+    the room of the colour bar (as Plotly makes it, or the margin the figure sets, whichever is wider)."""
+    heads = pd.DataFrame(
+        [(kind, 0, h, 0.5, 0.5) for kind in ATTENTION_KINDS for h in range(4)],
+        columns=["kind", "layer", "head", "exact_match", "token_acc"],
+    )
+    layout = knockout_heatmaps(heads, 0.9, tr=translator(language)).layout
+    plot_px = PHONE_CHART_PX - layout.margin.l - max(layout.margin.r, SCORE_BAR_PX)
+    for title in layout.annotations:
+        assert title.font.size in (None, layout.font.size)  # drawn in the figure's font
+        for line in title.text.split("<br>"):
+            assert drawn_px(line, layout.font.size) <= plot_px, (line, plot_px)

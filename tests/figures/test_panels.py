@@ -16,8 +16,8 @@ from tests.helpers.figures import key_label_clashes
 from transformer import settings
 from transformer.figures import PHONE_CHART_PX
 from transformer.figures.alignment import ideal_over_learned
-from transformer.figures.attention import HEAD_TITLE_LINE_PX, key_labels, projection_heatmaps
-from transformer.figures.heatmaps import PANEL_GAP_PX
+from transformer.figures.attention import key_labels, projection_heatmaps
+from transformer.figures.heatmaps import PANEL_GAP_PX, PANEL_TITLE_LINE_PX
 from transformer.figures.knockout import knockout_heatmaps
 from transformer.figures.patching import head_patching_figure, stream_patching_figure
 from transformer.figures.positional import embedding_heatmap
@@ -59,9 +59,11 @@ def test_panels_with_long_titles_stand_one_above_the_other_with_room_between(nam
     ys = sorted((layout[a].domain for a in layout if a.startswith("yaxis")), reverse=True)
     assert len(xs) >= 2 and all(tuple(x) == (0, 1) for x in xs)  # each panel the full width: its title has it all
     plot_px = layout.height - layout.margin.t - layout.margin.b
+    lines = {round(a.y, 6): a.text.count("<br>") for a in layout.annotations}  # each title's lines past the first
     for upper, lower in zip(ys, ys[1:]):  # tick labels, axis title and the next panel's title fit between
         # domains are rounded to 6 decimals: under 0.01 px on a plot under 10,000 px tall
-        assert (upper[0] - lower[1]) * plot_px == pytest.approx(PANEL_GAP_PX, abs=0.01)
+        room = PANEL_GAP_PX + PANEL_TITLE_LINE_PX * lines[lower[1]]
+        assert (upper[0] - lower[1]) * plot_px == pytest.approx(room, abs=0.01)
 
 
 def projections_x_titles() -> tuple:
@@ -142,7 +144,7 @@ def test_heads_stacked_on_a_phone_label_the_keys_under_each_panel_with_room_belo
     ys = sorted((layout[a].domain for a in layout if a.startswith("yaxis")), reverse=True)
     plot_px = layout.height - 120  # the figure's height less the margins it reserves (attention_heatmaps)
     for upper, lower in zip(ys, ys[1:]):
-        assert (upper[0] - lower[1]) * plot_px >= labels_px + 2 * HEAD_TITLE_LINE_PX
+        assert (upper[0] - lower[1]) * plot_px >= labels_px + 2 * PANEL_TITLE_LINE_PX
 
 
 def test_query_labels_wider_than_a_phone_s_chart_still_give_the_keys_a_label_every_few():

@@ -13,6 +13,7 @@ from transformer.figures import TITLE_INSET_PX, TITLE_SIZE_PX, drawn_px
 TOKENS = ["PAD", "BOS", "EOS", "a", "<b>", "c", "d"]
 UPRIGHT_PX = 21  # a tick label turned upright, as wide as its line is tall: Chromium's box of a 16 px Source Sans line
 COLORBAR_PX = 100  # the right margin Plotly makes for the heads' colour bar, labels and title (measured in Chromium)
+SCORE_BAR_PX = 111  # the right margin Plotly makes for a score's colour bar (0%, 50%, 100%) and its title, likewise
 
 
 def decode_step(step: int, beams: list[Beam]) -> DecodeStep:

@@ -11,10 +11,12 @@ from ..i18n import Translator
 from . import COLUMN_PX, ENGLISH, fit_title, top_margin
 from .heatmaps import (
     BUILT_TITLE_SIZE_PX,
+    PANEL_TITLE_LINE_PX,
     UPRIGHT_LABEL_PX,
     as_array,
     axis_ticks,
     build_figure,
+    colour_bar_px,
     diverging_heatmap,
     hover_grid,
     label_px,
@@ -23,12 +25,9 @@ from .heatmaps import (
 from .palette import BLOCKED, MAY_ATTEND
 from .theme import FONT, colour_bar
 
-HEAD_TITLE_LINE_PX = 24  # a line of a head's title over its panel, in the projector's font
 HEADS_LEFT_PX = 60  # the heads' left margin, wider where the query labels beside the first panels need it
 WEIGHT_TICKS = (0, 0.5, 1)  # the heads' colour bar's labels
-# The heads' right margin: the colour bar's gap from the plot, its padding, the bar, its widest label, and its title
-# along it, with the room Plotly leaves at the figure's edge (measured in Chromium at a phone's width: 100 px in all)
-HEADS_RIGHT_PX = 80 + math.ceil(label_px(list(map(str, WEIGHT_TICKS))))
+HEADS_RIGHT_PX = colour_bar_px(list(map(str, WEIGHT_TICKS)))  # the heads' right margin: their colour bar's
 HEADS_H_GAP = 0.06  # between two panels side by side, of the plot's width
 KEY_GAP_PX = 3  # at least between two key labels under a panel
 
@@ -146,7 +145,7 @@ def attention_heatmaps(
     n_rows = -(-n_heads // n_cols)
     stacked = keys is not None and n_cols == 1  # one a row on a narrow page: each panel's keys labelled under it
     head_names = [tr.gettext("head {head}", head=h) for h in range(n_heads)]
-    row_px, gap_px = 70 + 26 * len(row_labels), 20 + HEAD_TITLE_LINE_PX * title_lines
+    row_px, gap_px = 70 + 26 * len(row_labels), 20 + PANEL_TITLE_LINE_PX * title_lines
     if stacked:
         gap_px += keys.height_px(col_labels)
     plot_px = n_rows * row_px + (n_rows - 1) * gap_px

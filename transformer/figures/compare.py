@@ -5,13 +5,13 @@ head's alignment score over training, and the variants' length tests side by sid
 from collections.abc import Mapping, Sequence
 
 import plotly.graph_objects as go
-from plotly.subplots import make_subplots
 
 from ..alignment import shown_score
 from ..curves import downsample
 from ..i18n import N_, Translator
 from ..training import MetricRow
-from . import COLUMN_PX, ENGLISH, LEGEND_AT_FOOT, fit_title, title_layout, top_margin
+from . import COLUMN_PX, ENGLISH, LEGEND_AT_FOOT, PAGE_PX, TOOLBAR_PX, fit_title, title_layout, top_margin
+from .heatmaps import PANEL_TITLE_LINE_PX, label_px, stacked_panels, subplot_grid
 from .lengths import shade_trained
 from .palette import SERIES, series_line
 from .theme import FONT
@@ -19,10 +19,15 @@ from .training import MARKER, line_chart_layout, loss_axis
 
 VARIANT_COLOURS = SERIES  # one per variant, in the experiment's order, each with its dash
 PANELS = (  # column, panel title, scale to display
-    ("train_loss", N_("training loss<br>(log scale)"), 1),  # two lines: three titles side by side fit 1024 px
-    ("token_acc", N_("token accuracy<br>(teacher forced)"), 100),
-    ("exact_match", N_("exact match<br>(greedy decoding)"), 100),
+    ("train_loss", N_("training loss (log scale)"), 1),
+    ("token_acc", N_("token accuracy (teacher forced)"), 100),
+    ("exact_match", N_("exact match (greedy decoding)"), 100),
 )
+CURVES_MARGIN = dict(l=60, r=20, b=100)  # the bottom one holds the last panel's axis title and the legend
+PANEL_GAP = 0.07  # between panels side by side, of the plot's width, at least
+PERCENT_ROOM_PX = label_px(["100%"]) + 10  # between panels side by side: the next one's y labels, clear of the curve
+TITLE_LINES = 2  # over panels side by side, a title of more lines than this stands them one above the other
+STACKED_PANEL_PX = 180  # a panel's height where they stand one above the other
 
 
 def variant_colour(index: int) -> str:
@@ -34,38 +39,54 @@ def _mode(rows: Sequence[MetricRow]) -> str:
 
 
 def comparison_figure(
-    histories: Mapping[str, Sequence[MetricRow]], max_points: int = 300, tr: Translator = ENGLISH
+    histories: Mapping[str, Sequence[MetricRow]], max_points: int = 300, tr: Translator = ENGLISH, fit_px: int = PAGE_PX
 ) -> go.Figure:
     """Variant label -> metric rows, overlaid in three panels: training loss, teacher-forced token accuracy and
-    greedy exact match on held-out data, against the step; one colour per variant."""
+    greedy exact match on held-out data, against the step; one colour per variant. `fit_px`: how wide the chart is
+    drawn where it is narrowest. There the panels stand side by side if each one's title fits over it in TITLE_LINES
+    lines, with PERCENT_ROOM_PX between two panels for the percentages beside the second; else (a phone) one above
+    the other, across the chart, where side by side their titles ran into each other and the labels of one panel
+    over the curves of the next."""
     titles = [tr.gettext(title) for _, title, _ in PANELS]
-    fig = make_subplots(1, len(PANELS), subplot_titles=titles, horizontal_spacing=0.07)
+    plot_px = fit_px - CURVES_MARGIN["l"] - CURVES_MARGIN["r"]
+    h_gap = max(PANEL_GAP, PERCENT_ROOM_PX / plot_px)
+    pitch_px = plot_px * (1 + h_gap) / len(PANELS)  # a panel and the gap beside it: a title has as much
+    fitted = [fit_title(title, pitch_px, FONT["size"]) for title in titles]
+    if max(title.count("<br>") + 1 for title in fitted) <= TITLE_LINES:
+        layout, refs = subplot_grid(fitted, per_row=len(PANELS), h_gap=h_gap)
+        lines, height = TITLE_LINES, 460
+    else:
+        layout, refs, stacked_px = stacked_panels(titles, STACKED_PANEL_PX, title_px=plot_px)
+        lines = 1  # the first title's other lines are in the plot, over its panel (`stacked_panels`)
+        height = stacked_px + TOOLBAR_PX + PANEL_TITLE_LINE_PX + 24 + CURVES_MARGIN["b"]
+    traces = []
     for i, (label, rows) in enumerate(histories.items()):
         rows = downsample(rows, max_points)
         steps = [row["step"] for row in rows]
-        for col, (column, _, scale) in enumerate(PANELS, start=1):
-            fig.add_trace(
+        for panel, ((column, _, scale), ref) in enumerate(zip(PANELS, refs)):
+            traces.append(
                 go.Scatter(
                     x=steps,
                     y=[row[column] * scale for row in rows],
                     name=label,
                     legendgroup=label,
-                    showlegend=col == 1,
+                    showlegend=panel == 0,
                     mode=_mode(rows),
                     line=series_line(i, width=3),
                     hovertemplate=f"{label}: %{{y:.4g}}<extra></extra>",
-                ),
-                row=1,
-                col=col,
+                    **ref,
+                )
             )
-    fig.update_yaxes(loss_axis([row["train_loss"] for rows in histories.values() for row in rows]), row=1, col=1)
-    for col in (2, 3):
-        fig.update_yaxes(range=[0, 101], ticksuffix="%", row=1, col=col)
+    fig = go.Figure(traces, layout)
+    loss_y, *percent_ys = (f"yaxis{ref['yaxis'][1:]}" for ref in refs)
+    fig.layout[loss_y].update(loss_axis([row["train_loss"] for rows in histories.values() for row in rows]))
+    for name in percent_ys:
+        fig.layout[name].update(range=[0, 101], ticksuffix="%")
     fig.update_xaxes(title=tr.gettext("training step"), rangemode="tozero")
     fig.update_layout(
         font=FONT,
-        height=460,
-        margin=dict(l=60, r=20, t=110, b=100),
+        height=height,
+        margin=dict(CURVES_MARGIN, t=TOOLBAR_PX + PANEL_TITLE_LINE_PX * lines + 24),  # the toolbar, then the titles
         hovermode="x unified",
         legend=LEGEND_AT_FOOT,  # the panels' titles and the toolbar keep the top
     )

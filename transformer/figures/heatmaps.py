@@ -11,13 +11,14 @@ seconds on a busy shared server, a single construction milliseconds.
 """
 
 import html
+import math
 from collections.abc import Callable, Sequence
 
 import numpy as np
 import plotly.graph_objects as go
 from plotly.colors import get_colorscale, sample_colorscale, unlabel_rgb
 
-from . import drawn_px, title_layout, top_margin
+from . import drawn_px, fit_title, title_layout, top_margin
 from .palette import BLACK, contrast_ratio
 from .theme import FONT, colour_bar
 
@@ -88,14 +89,38 @@ def subplot_grid(
 
 
 PANEL_GAP_PX = 110  # between stacked panels: the x tick labels and title of one, the title of the next
+PANEL_TITLE_LINE_PX = 24  # a line of a panel's title over it, in the projector's font
 
 
-def stacked_panels(titles: Sequence[str], panel_px: int) -> tuple[dict, list[dict], int]:
+def stacked_panels(titles: Sequence[str], panel_px: int, title_px: float | None = None) -> tuple[dict, list[dict], int]:
     """`subplot_grid` with one panel per row, each `panel_px` tall, so titles and axis labels have the full width at any
-    screen width: the layout, the trace axis references, and the height of the plot area in pixels."""
-    plot_px = len(titles) * panel_px + (len(titles) - 1) * PANEL_GAP_PX
-    layout, refs = subplot_grid(titles, per_row=1, v_gap=PANEL_GAP_PX / plot_px)
+    screen width: the layout, the trace axis references, and the height of the plot area in pixels. `title_px`: how
+    wide a panel is drawn where it is narrowest; each title is then broken into lines that fit it (`fit_title`, in the
+    figures' font), and the room above its panel grows by a line for each line past the first."""
+    if title_px is not None:
+        titles = [fit_title(title, title_px, FONT["size"]) for title in titles]
+    above = [PANEL_TITLE_LINE_PX * title.count("<br>") for title in titles]  # the first panel's under the margin
+    above[1:] = [PANEL_GAP_PX + px for px in above[1:]]
+    plot_px = len(titles) * panel_px + sum(above)
+    layout, refs = subplot_grid(titles, per_row=1)
+    top = plot_px
+    for i, (ref, room) in enumerate(zip(refs, above)):  # panels and gaps of their own heights, top down
+        top -= room
+        bottom = max(0.0, round((top - panel_px) / plot_px, 6))
+        layout[f"yaxis{ref['yaxis'][1:]}"]["domain"] = [bottom, round(top / plot_px, 6)]
+        layout["annotations"][i]["y"] = top / plot_px
+        top -= panel_px
     return layout, refs, plot_px
+
+
+def colour_bar_px(tick_labels: Sequence[str]) -> int:
+    """The right margin a colour bar beside the plot takes, its title along it: the bar's gap from the plot, its
+    padding, the bar, its widest label (`label_px`), and its title, with the room Plotly leaves at the figure's edge
+    (measured in Chromium at a phone's width: 100 px in all for labels 0, 0.5 and 1)."""
+    return 80 + math.ceil(label_px(tick_labels))
+
+
+MARGIN = dict(l=60, r=20, t=80, b=50)  # a figure's margins, unless it gives its own
 
 
 def build_figure(traces: list[dict], layout: dict, title: str, height: int) -> go.Figure:
@@ -104,7 +129,7 @@ def build_figure(traces: list[dict], layout: dict, title: str, height: int) -> g
     for name, axis in layout.items():  # explicit fonts: Streamlit's chart theme shrinks and greys axis text
         if name.startswith(("xaxis", "yaxis")):
             axis.update(tickfont=FONT, title_font=FONT)
-    margin = {**dict(l=60, r=20, t=80, b=50), **layout.pop("margin", {})}
+    margin = {**MARGIN, **layout.pop("margin", {})}
     grown = top_margin(title, margin["t"]) - margin["t"]  # a title of several lines: the plot keeps its height
     margin["t"] += grown
     title = title_layout(title, dict(FONT, size=BUILT_TITLE_SIZE_PX))

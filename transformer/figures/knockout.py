@@ -11,7 +11,16 @@ from ..i18n import N_, Translator
 from ..inspection import ATTENTION_KINDS
 from ..shares import cell_percent, shown_share
 from . import ENGLISH, PHONE_CHART_PX, fit_title
-from .heatmaps import BUILT_TITLE_SIZE_PX, axis_ticks, build_figure, score_heatmap, stacked_panels
+from .heatmaps import (
+    BUILT_TITLE_SIZE_PX,
+    MARGIN,
+    TICKS,
+    axis_ticks,
+    build_figure,
+    colour_bar_px,
+    score_heatmap,
+    stacked_panels,
+)
 
 METRICS = {"exact_match": N_("exact match"), "token_acc": N_("token accuracy")}  # translated where shown
 SCORE_SCALE = "Cividis"  # dark blue: the model fails without the head; yellow: it does not need it (CVD-safe)
@@ -28,7 +37,12 @@ def knockout_heatmaps(
     kinds = list(ATTENTION_KINDS)
     n_layers, n_heads = int(heads["layer"].max()) + 1, int(heads["head"].max()) + 1
     titles = [tr.gettext(ATTENTION_KINDS[kind][0]) for kind in kinds]
-    layout, refs, plot_px = stacked_panels(titles, panel_px=50 * n_layers)
+    bar_px = colour_bar_px(TICKS)  # the right margin: the score's colour bar beside the panels
+    # each panel's title fits the panel where it is narrowest, across a phone's page less the margins: over the bar's
+    # room it ran into the bar ("cross-attention (decoder → encoder)")
+    panel_px = PHONE_CHART_PX - MARGIN["l"] - bar_px
+    layout, refs, plot_px = stacked_panels(titles, panel_px=50 * n_layers, title_px=panel_px)
+    layout["margin"] = dict(r=bar_px)
     measure = tr.gettext(METRICS[metric])
     hover = tr.gettext(
         "layer {layer}, head {head} removed: {measure} {score}",
