@@ -197,6 +197,7 @@ def test_a_run_that_ended_while_its_tab_was_closed_is_in_hand_when_the_browser_c
 def test_a_run_a_server_restart_lost_is_told_to_its_browser_with_its_settings_back(browser):
     """A server killed mid-run starts again with no run in memory: the browser's next Train page says what was lost
     and its form holds the lost run's settings, once."""
+    ui.common.lost_runs.clear()  # this server's, writing under this test's LAB_DATA_DIR
     at = open_train()
     start(at, task="copy", min_len=3, max_len=3, symbols=4, steps=100_000, seed=321)
     job = at.session_state["run"]
