@@ -63,6 +63,8 @@ def test_states_and_results_read_as_words():
     assert board.result_text(RunState("stopped", step=120)) == "stopped at step 120"
     closed = RunState("stopped", 120, result={"steps": 120, "reason": "page closed"})
     assert board.result_text(closed) == "stopped at step 120 when its page closed"
+    limit = RunState("stopped", 120, result={"steps": 120, "reason": "ended by the server"})
+    assert board.result_text(limit) == "stopped at step 120 by the server"
     assert board.result_text(RunState("stopped", step=0)) == "stopped before it started"  # it left the queue
     assert board.result_text(RunState("failed", error="The loss became NaN")) == "The loss became NaN"
 

@@ -119,6 +119,30 @@ def test_a_paused_run_reads_paused_and_a_run_whose_page_closed_is_told_apart_fro
         store.close()
 
 
+def test_a_run_a_limit_of_the_server_ended_is_told_apart_from_one_a_student_stopped(tmp_path):
+    store = ClassStore(f"sqlite:///{tmp_path / 'classes.sqlite3'}")
+    settings = ServerSettings(training_slots=1, worker_processes=False, max_total_pause_s=0.2)
+    registry = RunRegistry(settings)
+    recorder = ClassRecorder(store, registry.place, every_s=0.1)
+    try:
+        code, key = store.create_class("Lab 1")
+        ada = store.join(code, "browser-a", "Ada")
+        run = registry.submit("browser-a", *configs(0, steps=10**6, early_stop=False), connected=lambda: True)
+        recorder.follow(ada, run)
+        wait_until(lambda: run.step > 0)
+        run.pause()  # and left paused past the server's limit: the run ends, its model kept
+        wait_until(lambda: store.open_board(code, key).runs[ada.id].status == "stopped", timeout=30)
+        board = store.open_board(code, key)
+        ended = board.runs[ada.id]
+        assert run.notice is not None and ended.result["reason"] == "ended by the server"
+        assert result_text(ended) == f"stopped at step {ended.step} by the server"
+        assert results_frame(board).set_index("name").loc["Ada", "reason"] == "ended by the server"
+    finally:
+        recorder.close()
+        registry.close()
+        store.close()
+
+
 def test_a_failed_run_is_recorded_with_its_message(world):
     store, registry, recorder = world
     code, key = store.create_class("Lab 2")

@@ -46,6 +46,12 @@ WORDS = {  # a run's status and why it ended, as a board says them (records.STAT
     "step budget": N_("step budget"),
     "time budget": N_("time budget"),
     "page closed": N_("page closed"),
+    "ended by the server": N_("ended by the server"),
+}
+STOPPED_AT = {  # a stopped run's result, by why it stopped (records.REASONS)
+    "stopped": N_("stopped at step {step}"),
+    "page closed": N_("stopped at step {step} when its page closed"),
+    "ended by the server": N_("stopped at step {step} by the server"),
 }
 RESULT_COLUMNS = ["name", "group", "seed", "state", "steps", "seconds", "exact_match", "token_acc", "reason", "error"]
 COUNTS = ("seed", "step", "steps")  # the exports' columns of whole numbers: 420, never 420.0; blank where none
@@ -94,8 +100,8 @@ def state_text(run: RunState | None) -> Message:
 
 def result_text(run: RunState | None) -> str:
     """A run's result in words: 'solved in 450 steps', 'not solved in 600 steps: exact match 62.0%', 'stopped at
-    step 120' (or 'stopped at step 120 when its page closed'), 'lost at step 120: ...' (no server has heard from it
-    lately), a failed run's message, or '' while it has none."""
+    step 120' (or 'stopped at step 120 when its page closed', or 'by the server'), 'lost at step 120: ...' (no
+    server has heard from it lately), a failed run's message, or '' while it has none."""
     if run is None:
         return ""
     if run.status == "failed":
@@ -103,9 +109,8 @@ def result_text(run: RunState | None) -> str:
     if run.status == "stopped":  # at step 0: it left the queue, or was stopped before its first step
         if not run.step:
             return Message(N_("stopped before it started"))
-        closed = run.result is not None and run.result.get("reason") == "page closed"
-        return Message(N_("stopped at step {step} when its page closed") if closed else N_("stopped at step {step}"),
-                       step=run.step)  # fmt: skip
+        why = (run.result or {}).get("reason")
+        return Message(STOPPED_AT.get(why, STOPPED_AT["stopped"]), step=run.step)
     if run.status == "lost":
         lost = N_("lost at step {step}: {advice}") if run.step else N_("lost before it started: {advice}")
         return Message(lost, step=run.step, advice=Message(LOST_ADVICE))

@@ -16,8 +16,9 @@ from .assignment import Assignment
 Status = Literal["not started", "queued", "training", "paused", "finished", "failed", "stopped", "lost"]
 STATUSES: tuple[Status, ...] = get_args(Status)
 IN_FLIGHT: tuple[Status, ...] = ("queued", "training", "paused")  # a server holds it: lost if none is heard from
-# TrainResult.reason, or "page closed": stopped because no page watched it any more (its tab closed), not by a person
-REASONS = ("solved", "step budget", "time budget", "stopped", "page closed")
+# TrainResult.reason, else why a run stopped other than by a person's Stop: "page closed" (no page watched it any more,
+# its tab closed), "ended by the server" (a limit of the server's, a pause too long, or its worker lost)
+REASONS = ("solved", "step budget", "time budget", "stopped", "page closed", "ended by the server")
 RESULT_NUMBERS = ("steps", "seconds", "exact_match", "token_acc")  # TrainResult's numbers
 MAX_QUEUE_PLACE = 10 * MAX_STUDENTS
 
