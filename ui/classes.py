@@ -128,7 +128,7 @@ def join_form(info: ClassInfo) -> None:
             try:
                 class_store().join(info.code, watcher_id(), name, rejoin)
             except ClassroomError as err:
-                st.error(_("Not joined: {reason}", reason=markdown_literal(_(err))))
+                st.error(_("Not joined: {reason}.", reason=markdown_literal(_(err))))
             else:
                 st.rerun()
 

@@ -117,8 +117,8 @@ def student_changes_browser(context, teacher, link: str, language: str, name: st
     button(page, "class_join_button").click()
     wait_idle(page)
     taken = N_(
-        "someone in this class already has this name: pick another; if it is you, joining from another browser, ask "
-        "your teacher for a rejoin code"
+        "someone in this class already has this name; pick another, or, if it is you in another browser, ask your "
+        "teacher for a rejoin code"
     )
     expect(main(page).get_by_text(words(language, taken))).to_be_visible()
     main(teacher).locator("summary").filter(has_text=words(language, N_("A student changed browser"))).click()

@@ -73,8 +73,8 @@ CODE_DRAWS = 50  # class codes drawn for one whose seeds no other class's meet
 
 
 TAKEN = N_(
-    "someone in this class already has this name: pick another; if it is you, joining from another browser, ask your "
-    "teacher for a rejoin code"
+    "someone in this class already has this name; pick another, or, if it is you in another browser, ask your teacher "
+    "for a rejoin code"
 )
 WRONG_REJOIN = N_("this is not the rejoin code for this name: ask your teacher for a new one")
 WRONG_CODE_OR_KEY = N_("no class has this code, or this is not its teacher key")
