@@ -68,9 +68,10 @@ def note_in_flight(run: Run, form: dict) -> None:
 
 
 def lost_in_restart() -> LostRun | None:
-    """The Train run this browser had in flight when the server before this one stopped, once; None if none."""
+    """The Train run this browser had in flight when the server before this one stopped, until it starts another;
+    None if none."""
     browser = this_browser()
-    return None if browser is None else lost_runs().take(browser)
+    return None if browser is None else lost_runs().lost(browser)
 
 
 def queue_notice(run: Run, wait: str, unknown: str) -> None:

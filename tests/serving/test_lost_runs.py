@@ -1,5 +1,5 @@
-"""The Train runs in flight, written down for the next server: a run a restart lost is told to its browser once,
-with the form's values it was started with; a run that ended, a file of something else, and a class of none."""
+"""The Train runs in flight, written down for the next server: a run a restart lost is told to its browser, with the
+form's values it was started with, until it starts another; a run that ended, and a file of something else."""
 
 import json
 
@@ -39,9 +39,13 @@ def test_a_run_in_flight_when_the_server_stops_is_told_to_its_browser_once_by_th
     step = json.loads(path.read_text())["browser-a"]["step"]
     second = LostRuns(path, every_s=0.05)
     try:
-        assert second.take("browser-a") == LostRun("copy", 321, step, FORM) and step > 0
-        assert second.take("browser-a") is None and second.take("browser-b") is None  # once; none of its own
+        assert second.lost("browser-a") == LostRun("copy", 321, step, FORM) and step > 0
+        assert second.lost("browser-a") == LostRun("copy", 321, step, FORM)  # for every page, until...
+        assert second.lost("browser-b") is None  # its run had ended
         assert json.loads(path.read_text()) == {}  # nothing of the last server's is in flight on this one
+        endless.stop(wait_s=30)  # the last server's run: gone with it
+        second.follow("browser-a", submit(registry, "browser-a", 322, **ENDLESS), FORM)
+        assert second.lost("browser-a") is None  # ...the browser starts another run
     finally:
         second.close()
 
@@ -62,6 +66,6 @@ def test_a_file_this_module_did_not_write_lists_no_run(tmp_path, text):
     path.write_text(text)
     lost = LostRuns(path)
     try:
-        assert lost.take("browser-a") is None
+        assert lost.lost("browser-a") is None
     finally:
         lost.close()

@@ -1,8 +1,9 @@
 """The Train runs a server's restart lost, for the browsers that started them: a small file under `LAB_DATA_DIR` lists
 the runs in flight by browser, with the Train form's values each was started with, written again every
-WRITE_EVERY_S while any is followed. The next server reads what the last one left there, so that a student's page
-can say their run was lost and give the form its settings back. A class run is kept in the class database instead
-(`classroom.recorder`). A JSON file of a few entries, not a database: it is one server's, read once as it starts.
+WRITE_EVERY_S while any is followed. The next server reads what the last one left there, so that a student's pages
+can say their run was lost and give the form its settings back, until the browser starts another. A class run is
+kept in the class database instead (`classroom.recorder`). A JSON file of a few entries, not a database: it is one
+server's, read once as it starts.
 """
 
 import json
@@ -46,7 +47,7 @@ def lost_run(entry: object) -> LostRun | None:
 
 
 class LostRuns:
-    """What the server that ran before this one left in flight (`take`), and this server's runs in flight, written to
+    """What the server that ran before this one left in flight (`lost`), and this server's runs in flight, written to
     `path` (`follow`) for the next."""
 
     def __init__(self, path: Path, every_s: float = WRITE_EVERY_S):
@@ -62,16 +63,17 @@ class LostRuns:
 
     def follow(self, browser: str, run: Run, form: Mapping[str, Any]) -> None:
         """Write down `run`, started by `browser` with the Train form's values `form`, until it ends (in place of any
-        run the browser started before)."""
+        run the browser started before, and of the run the last server lost for it)."""
         entry = LostRun(run.data_config.task, run.train_config.seed, 0, dict(form))
         with self._lock:
             self._followed[browser] = run, entry
+            self._lost.pop(browser, None)
         self._write()
 
-    def take(self, browser: str) -> LostRun | None:
-        """The run `browser` had in flight when the last server stopped, once; None if it had none."""
+    def lost(self, browser: str) -> LostRun | None:
+        """The run `browser` had in flight when the last server stopped, until it starts another; None if none."""
         with self._lock:
-            return self._lost.pop(browser, None)
+            return self._lost.get(browser)
 
     def close(self) -> None:
         """Stop writing: what was last written stays for the next server."""
