@@ -188,6 +188,15 @@ def test_the_length_test_shows_its_lengths_and_what_they_show(report):
     assert chinese["layout"]["title"]["text"] != lengths["layout"]["title"]["text"]  # the figure speaks zh-CN too
 
 
+def test_a_length_the_run_trained_on_that_its_test_could_not_score_is_named_not_dropped(report):
+    """As the Length test page says it: a task from examples may hold out no pair of a length it trained on."""
+    unscored = replace(report, lengths=[row for row in report.lengths if row["length"] != 4])
+    page = run_report_html(unscored, ENGLISH)
+    assert "At lengths it trained on (3-4)" in page  # 4 is a length it trained on, scored or not
+    assert "The test leaves out length 4:" in page
+    assert "测试不包括长度 4" in run_report_html(unscored, CHINESE)
+
+
 def test_a_class_student_s_report_holds_their_group_prediction_and_the_class_s_result(report):
     seat = replace(SEAT, measured="later", outcome="Solved: 3 of 4 (with PE) against 0 of 4 (no PE).")
     page = run_report_html(report, ENGLISH, seat)

@@ -30,7 +30,7 @@ from .figures.summary import describe
 from .figures.theme import FONT_FAMILY, Figure
 from .figures.training import accuracy_figure, loss_figure
 from .i18n import N_, Translator
-from .lengths import summary
+from .lengths import summary, untested
 from .live_examples import COLUMNS
 from .report_data import ClassPart, ReportData
 from .shares import shown_share
@@ -360,9 +360,14 @@ def _lengths(page: _Page, report: ReportData) -> str:
         return heading + page.para(N_("No length test was run on this model before this report was made."))
     scores = pd.DataFrame(report.lengths)
     low, high = report.settings.get("min_len"), report.settings.get("max_len")
-    trained = replace(DataConfig(), min_len=low, max_len=high) if type(low) is type(high) is int else None
-    lines = "".join(f"<li>{page.t(line)}</li>" for line in (summary(scores, trained) if trained else []))
-    return f"{heading}<ul>{lines}</ul>{page.figure(length_accuracy_figure(scores, tr=page.tr))}"
+    if type(low) is not int or type(high) is not int:
+        return heading + page.figure(length_accuracy_figure(scores, tr=page.tr))
+    trained = replace(DataConfig(), min_len=low, max_len=high)
+    asked = sorted({*range(low, high + 1), *scores["length"]})  # every length it trained on, and those tested
+    lines = "".join(f"<li>{page.t(line)}</li>" for line in summary(scores, trained, asked))
+    left_out = untested(scores, asked, trained, page.tr)  # lengths it trained on that the test could not score
+    note = "" if left_out is None else "".join(f"<p>{escaped(p)}</p>" for p in left_out.split("\n\n"))
+    return f"{heading}<ul>{lines}</ul>{note}{page.figure(length_accuracy_figure(scores, tr=page.tr))}"
 
 
 PARTS: tuple[Callable[[_Page, ReportData], str], ...] = (
