@@ -71,3 +71,6 @@ def test_on_a_phone_the_panels_stand_one_above_the_other_and_on_a_laptop_side_by
     assert all(tuple(on_phone[f"xaxis{n}"].domain) == (0, 1) for n in ("", "2", "3"))
     on_laptop = comparison_figure({"a": ROWS}, fit_px=PAGE_PX).layout
     assert all(tuple(on_laptop[f"yaxis{n}"].domain) == (0, 1) for n in ("", "2", "3"))
+    # one step axis titled under the stacked panels, where each other title would sit between two panels
+    assert [on_phone[f"xaxis{n}"].title.text for n in ("", "2", "3")] == [None, None, "training step"]
+    assert [on_laptop[f"xaxis{n}"].title.text for n in ("", "2", "3")] == ["training step"] * 3

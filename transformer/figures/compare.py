@@ -54,11 +54,12 @@ def comparison_figure(
     fitted = [fit_title(title, pitch_px, FONT["size"]) for title in titles]
     if max(title.count("<br>") + 1 for title in fitted) <= TITLE_LINES:
         layout, refs = subplot_grid(fitted, per_row=len(PANELS), h_gap=h_gap)
-        lines, height = TITLE_LINES, 460
+        lines, height, stepped = TITLE_LINES, 460, refs
     else:
         layout, refs, stacked_px = stacked_panels(titles, STACKED_PANEL_PX, title_px=plot_px)
         lines = 1  # the first title's other lines are in the plot, over its panel (`stacked_panels`)
         height = stacked_px + TOOLBAR_PX + PANEL_TITLE_LINE_PX + 24 + CURVES_MARGIN["b"]
+        stepped = refs[-1:]  # one step axis titled, under the last panel: each other title would sit between two
     traces = []
     for i, (label, rows) in enumerate(histories.items()):
         rows = downsample(rows, max_points)
@@ -82,7 +83,9 @@ def comparison_figure(
     fig.layout[loss_y].update(loss_axis([row["train_loss"] for rows in histories.values() for row in rows]))
     for name in percent_ys:
         fig.layout[name].update(range=[0, 101], ticksuffix="%")
-    fig.update_xaxes(title=tr.gettext("training step"), rangemode="tozero")
+    fig.update_xaxes(rangemode="tozero")
+    for ref in stepped:
+        fig.layout[f"xaxis{ref['xaxis'][1:]}"].update(title=tr.gettext("training step"))
     fig.update_layout(
         font=FONT,
         height=height,
