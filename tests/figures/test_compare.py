@@ -5,7 +5,12 @@ import pytest
 
 from tests.helpers.figures import title_overflow
 from transformer.figures import COLUMN_PX, PAGE_PX, PHONE_CHART_PX, drawn_px
-from transformer.figures.compare import alignment_figure, comparison_figure, loss_marker_figure
+from transformer.figures.compare import (
+    alignment_figure,
+    comparison_figure,
+    length_comparison_figure,
+    loss_marker_figure,
+)
 from transformer.figures.heatmaps import label_px
 from transformer.i18n import translator
 
@@ -74,3 +79,14 @@ def test_on_a_phone_the_panels_stand_one_above_the_other_and_on_a_laptop_side_by
     # one step axis titled under the stacked panels, where each other title would sit between two panels
     assert [on_phone[f"xaxis{n}"].title.text for n in ("", "2", "3")] == [None, None, "training step"]
     assert [on_laptop[f"xaxis{n}"].title.text for n in ("", "2", "3")] == ["training step"] * 3
+
+
+def test_the_trained_lengths_label_stands_clear_of_a_curve_at_100_percent():
+    rows = [{"length": n, "trained": n == 10, "exact_match": float(n == 10)} for n in range(1, 21)]
+    layout = length_comparison_figure({"sinusoidal PE": rows, "no PE": rows}).to_dict()["layout"]
+    (label,) = [a for a in layout["annotations"] if a["text"] == "trained lengths"]
+    assert label["y"] == 1 and label["yanchor"] == "top"  # hung from the plot's top, inside it
+    low, high = layout["yaxis"]["range"]
+    plot_px = layout["height"] - layout["margin"]["t"] - layout["margin"]["b"]
+    label_data = (high - low) * (layout["font"]["size"] * 1.3 + 4) / plot_px  # a line of the label, and its padding
+    assert high - label_data > 100  # the 100% point lies below the label

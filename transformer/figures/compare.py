@@ -12,7 +12,7 @@ from ..i18n import N_, Translator
 from ..training import MetricRow
 from . import COLUMN_PX, ENGLISH, LEGEND_AT_FOOT, PAGE_PX, TOOLBAR_PX, fit_title, title_layout, top_margin
 from .heatmaps import PANEL_TITLE_LINE_PX, label_px, stacked_panels, subplot_grid
-from .lengths import shade_trained
+from .lengths import PERCENT_AXIS, shade_trained
 from .palette import SERIES, series_line
 from .theme import FONT
 from .training import MARKER, line_chart_layout, loss_axis
@@ -191,5 +191,5 @@ def length_comparison_figure(lengths: Mapping[str, Sequence[Mapping]], tr: Trans
         )
     shade_trained(fig, [row["length"] for rows in lengths.values() for row in rows if row["trained"]], tr)
     fig.update_xaxes(title=tr.gettext("input length"), dtick=1)
-    fig.update_yaxes(title=tr.gettext("exact match on unseen inputs"), range=[0, 108], ticksuffix="%")
+    fig.update_yaxes(title=tr.gettext("exact match on unseen inputs"), **PERCENT_AXIS)  # clear of the label
     return line_chart_layout(fig, tr.gettext("Length test of each variant's final model"))

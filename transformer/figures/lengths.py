@@ -39,13 +39,7 @@ def length_accuracy_figure(scores: pd.DataFrame, tr: Translator = ENGLISH) -> go
             ),
         ]
     )
-    # headroom above 100% for the "trained lengths" label
-    fig.update_yaxes(
-        title=tr.gettext("unseen inputs (%)"),
-        range=[0, 115],
-        tickvals=list(range(0, 101, 20)),
-        ticktext=[f"{v}%" for v in range(0, 101, 20)],
-    )
+    fig.update_yaxes(title=tr.gettext("unseen inputs (%)"), **PERCENT_AXIS)
     return _length_axis(fig, scores, tr.gettext("Accuracy by input length"), tr)
 
 
@@ -89,6 +83,10 @@ def _length_step(n_lengths: int) -> int | None:
     """The length axis's tick step: every length up to MOST_TICKS of them (a chart is half the page wide, and more
     labels run together), every other up to twice that, else Plotly's own."""
     return next((step for step in (1, 2) if n_lengths <= step * MOST_TICKS), None)
+
+
+# A percentage axis under `shade_trained`'s label: headroom above 100%, so that the label is clear of a curve at 100%
+PERCENT_AXIS = dict(range=[0, 115], tickvals=list(range(0, 101, 20)), ticktext=[f"{v}%" for v in range(0, 101, 20)])
 
 
 def shade_trained(fig: go.Figure, trained: Sequence[int], tr: Translator = ENGLISH) -> None:
