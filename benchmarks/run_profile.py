@@ -3,6 +3,7 @@ one torch thread, after a warm-up run, as each part's share of the run (cProfile
 times).
 
     python benchmarks/run_profile.py [--task dedup] --seeds 0 1 2
+    python benchmarks/run_profile.py --ops 20    # also the PyTorch ops of one optimiser step, per step
 """
 
 import argparse
@@ -45,6 +46,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--task", choices=["reverse", *GALLERY], default="reverse", help="reverse: the Train page's")
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    parser.add_argument("--ops", type=int, default=0, help="also profile this many optimiser steps' PyTorch ops")
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
 
@@ -63,7 +65,28 @@ def main(argv: list[str] | None = None) -> int:
     for part, (plus, minus) in PARTS.items():
         share = (cumulative(stats, plus) - cumulative(stats, minus)) / whole
         print(f"{part:68s} {100 * share:5.1f}%")
+    if args.ops:
+        step_ops(Trainer(*configs(args.seeds[0])), args.ops)
     return 0
+
+
+def step_ops(trainer: Trainer, steps: int, top: int = 12) -> None:
+    """The PyTorch ops of `steps` optimiser steps of `trainer`'s run (after as many unprofiled), per step: how many
+    ops in all, and the `top` by CPU time of their own, with their calls and microseconds per step."""
+    trainer.begin()
+    batches = [trainer.next_batch() for _ in range(2 * steps)]
+    for batch, lr in batches[:steps]:
+        trainer._optimizer_step(batch, lr)
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as profile:
+        for batch, lr in batches[steps:]:
+            trainer._optimizer_step(batch, lr)
+    ops = [op for op in profile.key_averages() if op.key.startswith("aten::")]
+    whole = sum(op.self_cpu_time_total for op in ops)
+    calls = sum(op.count for op in ops) / steps
+    print(f"\n{calls:.0f} aten ops a step, {whole / steps / 1000:.2f} ms of their own CPU")
+    for op in sorted(ops, key=lambda op: -op.self_cpu_time_total)[:top]:
+        own, share = op.self_cpu_time_total / steps, op.self_cpu_time_total / whole
+        print(f"{op.key:40s} {op.count / steps:6.1f} calls {own:8.1f} us {100 * share:5.1f}%")
 
 
 if __name__ == "__main__":
