@@ -177,6 +177,10 @@ class ServerSampler(Every):
         """CPU seconds (user + system) the process and its live descendants (its training workers) have used."""
         return sum(_cpu_s(pid) for pid in [self.pid, *_descendants(self.pid)])
 
+    def own_cpu_s(self) -> float:
+        """CPU seconds the server process itself has used: serving pages, without its training workers."""
+        return _cpu_s(self.pid)
+
     def tick(self) -> None:
         self.peak_bytes = max(self.peak_bytes, self.rss())
         self.samples += 1

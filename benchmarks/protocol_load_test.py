@@ -157,10 +157,11 @@ def run(
         ServerSampler(server.pid, server.url) as sampler,
     ):
         clients_began = time.process_time()  # this process runs the clients; the server is a child process
+        own_began = sampler.own_cpu_s()  # the server's start-up, before any page
         students, start_wall = asyncio.run(drive(server.url, n_sessions, scenario, task))
         clients_cpu_s = time.process_time() - clients_began
         server.check_alive()
-        server_cpu_s = sampler.cpu_s()
+        server_cpu_s, own_cpu_s = sampler.cpu_s(), sampler.own_cpu_s() - own_began
         tracebacks = server.log_text().count("Traceback")
         on_server = runs_on_server(server.log_text(), start_wall)
     outcomes = [s.training for s in students]
@@ -188,6 +189,7 @@ def run(
         },
         "peak_rss_mb": round(sampler.peak_bytes / 2**20, 1),
         "server_cpu_s": round(server_cpu_s, 1),
+        "server_own_cpu_s": round(own_cpu_s, 1),
         "clients_cpu_s": round(clients_cpu_s, 1),
         "total_s": round(time.perf_counter() - started, 1),
         "failures": [asdict(s) for s in students if s.errors],
@@ -212,6 +214,7 @@ def table(summary: dict) -> str:
         ("longest a session asked nothing", _triple(t["longest_quiet_s"])),
         ("peak server RSS, workers included", f"{summary['peak_rss_mb']:.0f} MB"),
         ("server CPU, workers included", f"{summary['server_cpu_s']} s of {summary['total_s']} s"),
+        ("of which the server process's own, from the first page", f"{summary['server_own_cpu_s']} s"),
         ("the clients' CPU, on the same cores", f"{summary['clients_cpu_s']} s"),
     ]
     width = max(len(name) for name, _ in rows)
