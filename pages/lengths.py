@@ -126,8 +126,8 @@ scores, mistakes = report.scores, report.mistakes
 
 asked, tr = range(low, high + 1), session_translator()
 st.markdown("\n".join(f"- {_(line)}" for line in summary(scores, task, asked)))
-if (left_out := untested(scores, asked, task, tr)) is not None:
-    st.info(left_out, icon=":material/info:")
+if left_out := untested(scores, asked, task, tr):
+    st.info("\n\n".join(left_out), icon=":material/info:")
 accuracy_col, length_col = st.columns(2)
 chart(accuracy_col, length_accuracy_figure(scores, tr=tr), key="lengths_accuracy")
 chart(length_col, output_length_figure(scores, tr=tr), key="lengths_output")

@@ -169,15 +169,17 @@ def test_a_share_reads_to_a_tenth_where_a_whole_percent_would_round_it():
 def test_the_lengths_a_test_leaves_out_are_named_with_why():
     rows = [(f"row {i}", f"{a} {b}", b) for i, (a, b) in enumerate(zip("abcdef", "fedcba"), 1)]
     pairs = DataConfig.from_pairs(pairs_from_rows(rows, "mine"))  # every source 2 symbols long
-    assert untested(scores_frame({2: 1.0}), range(1, 5), pairs) == (
+    assert untested(scores_frame({2: 1.0}), range(1, 5), pairs) == [
         "This task's pairs have inputs of 2 symbols: lengths 1, 3 and 4 have none, so the test leaves them out."
-    )
-    assert untested(scores_frame({2: 1.0}), range(2, 4), pairs) == (
+    ]
+    assert untested(scores_frame({2: 1.0}), range(2, 4), pairs) == [
         "This task's pairs have inputs of 2 symbols: length 3 has none, so the test leaves it out."
-    )
-    assert untested(scores_frame({3: 1.0, 5: 1.0}), range(3, 6), TASK).startswith("The test leaves out length 4:")
-    assert untested(scores_frame({3: 1.0}), range(3, 6), TASK).startswith("The test leaves out lengths 4 and 5:")
-    assert untested(scores_frame({3: 1.0, 4: 1.0}), range(3, 5), TASK) is None
+    ]
+    [one] = untested(scores_frame({3: 1.0, 5: 1.0}), range(3, 6), TASK)
+    assert one.startswith("The test leaves out length 4:")
+    [two] = untested(scores_frame({3: 1.0}), range(3, 6), TASK)
+    assert two.startswith("The test leaves out lengths 4 and 5:")
+    assert untested(scores_frame({3: 1.0, 4: 1.0}), range(3, 5), TASK) == []
 
 
 def reversed_pairs(lengths: list[int]) -> list[tuple[str, str, str]]:
@@ -202,13 +204,16 @@ def test_a_length_only_training_pairs_have_is_a_trained_length_the_held_out_set_
     model = Transformer(ModelConfig(vocab_size=len(vocab), d_model=8, n_heads=1, d_ff=8, max_len=8)).eval()
     scores = score_lengths(model, vocab, task, range(3, 7), n=10).scores
     assert scores["length"].tolist() == [3, 4, 5] and scores["trained"].all()  # no held-out pair of length 6
-    assert untested(scores, range(3, 7), task) == (
+    assert untested(scores, range(3, 7), task) == [
         "Length 6 has no pair in the held-out set, so the test cannot score it: the model trained on every pair of "
         "that length."
-    )
-    assert untested(scores, range(3, 7), task, translator("zh-CN")) == (
+    ]
+    assert untested(scores, range(3, 7), task, translator("zh-CN")) == [
         "留出集里没有长度为 6 的序列对，所以无法测试这样的长度：模型训练过所有这样长的序列对。"
-    )
+    ]
+    [absent, unheld] = untested(scores, range(3, 8), task)  # 7: no pair at all; 6: training pairs only
+    assert absent.startswith("This task's pairs have inputs of 3 to 6 symbols: length 7 has none")
+    assert unheld.startswith("Length 6 has no pair in the held-out set")
     assert summary(scores, task, range(3, 7))[0].startswith("At lengths it trained on (3-6): exact match ")
     assert len(summary(scores, task, range(3, 7))) == 1  # nothing shorter or longer was tested
 
@@ -226,11 +231,12 @@ def test_the_lengths_a_task_from_examples_trained_on_are_its_training_pairs_leng
     lines = summary(scores, task, range(2, 6))
     assert lines[0].startswith("At lengths it trained on (2-4): exact match ")
     assert lines[1].startswith("Longer than any it trained on: exact match ")  # a held-out pair past them all
-    assert untested(scores, range(2, 6), task) == (
+    assert untested(scores, range(2, 6), task) == [
         "Lengths 3 and 4 have no pair in the held-out set, so the test cannot score them: the model trained on every "
         "pair of those lengths."
-    )
-    assert untested(scores, range(2, 6), task, translator("zh-CN")).startswith("留出集里没有长度为 3 和 4 的序列对")
+    ]
+    [zh] = untested(scores, range(2, 6), task, translator("zh-CN"))
+    assert zh.startswith("留出集里没有长度为 3 和 4 的序列对")
 
 
 def test_figures_shade_the_trained_lengths_and_plot_the_scores():

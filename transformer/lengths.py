@@ -182,15 +182,13 @@ def summary(scores: pd.DataFrame, task: DataConfig, lengths: Sequence[int] | Non
     return lines
 
 
-def untested(scores: pd.DataFrame, lengths: Sequence[int], task: DataConfig, tr: Translator = ENGLISH) -> str | None:
-    """Which of the `lengths` asked for a test of a model trained on `task` left out, and why, in `tr`'s language (a
-    paragraph per reason); None when it tested every one. A task from examples has inputs only at its pairs' lengths,
+def untested(scores: pd.DataFrame, lengths: Sequence[int], task: DataConfig, tr: Translator = ENGLISH) -> list[str]:
+    """Which of the `lengths` asked for a test of a model trained on `task` left out, and why, in `tr`'s language: a
+    paragraph per reason, none when it tested every one. A task from examples has inputs only at its pairs' lengths,
     and is tested on its held-out pairs only: a length whose pairs are all training pairs has none to test."""
     left = [length for length in lengths if length not in set(scores["length"])]
-    if not left:
-        return None
     reasons = []
-    if task.pairs is not None:
+    if left and task.pairs is not None:
         train, held = set(task.pairs.train_lengths), set(task.pairs.held_out_lengths)
         absent, unheld = [n for n in left if n not in train | held], [n for n in left if n in train - held]
         left = [n for n in left if n not in absent and n not in unheld]  # outputs the model cannot hold
@@ -228,7 +226,7 @@ def untested(scores: pd.DataFrame, lengths: Sequence[int], task: DataConfig, tr:
                 lengths=_listed(left),
             )
         )
-    return "\n\n".join(reasons)
+    return reasons
 
 
 def _longer_exact_match(longer: pd.DataFrame) -> Message:

@@ -366,7 +366,7 @@ def _lengths(page: _Page, report: ReportData) -> str:
     asked = sorted({*range(low, high + 1), *scores["length"]})  # every length it trained on, and those tested
     lines = "".join(f"<li>{page.t(line)}</li>" for line in summary(scores, trained, asked))
     left_out = untested(scores, asked, trained, page.tr)  # lengths it trained on that the test could not score
-    note = "" if left_out is None else "".join(f"<p>{escaped(p)}</p>" for p in left_out.split("\n\n"))
+    note = "".join(f"<p>{escaped(reason)}</p>" for reason in left_out)
     return f"{heading}<ul>{lines}</ul>{note}{page.figure(length_accuracy_figure(scores, tr=page.tr))}"
 
 
