@@ -6,16 +6,18 @@ import torch
 
 from tests.helpers.figures import TOKENS, beam_steps, decode_step, title_overflow
 from transformer.decoding import Beam
+from transformer.figures import PHONE_CHART_PX, drawn_px
 from transformer.figures.decoding import (
     CHOSEN,
     MISMATCH,
     PROBS_COLUMN_PX,
     beam_tree,
+    logit_lens_heatmap,
     probs_bar,
     step_attention_heatmap,
     teacher_forcing_table,
 )
-from transformer.figures.heatmaps import CELL_NUMBER_PX
+from transformer.figures.heatmaps import CELL_NUMBER_PX, NUMBER_GAP_PX
 from transformer.i18n import translator
 
 
@@ -68,10 +70,30 @@ def test_cross_attention_cells_read_in_percent_until_the_source_is_too_long():
     assert list(numbers.text) == ["83%", "16%", "25%", "25%", "25%", "25%"] and heat.showscale is False  # the scale
     assert list(numbers.x) == [0, 1, 0, 1, 2, 3] and list(numbers.y) == [0, 0, 1, 1, 1, 1]  # each on its cell
     assert numbers.textfont.size == 16  # the page's font, in 4 cells a row
-    twelve = step_attention_heatmap(torch.full((2, 12), 1 / 12), [str(i) for i in range(12)], "step 1").data
-    assert twelve[1].textfont.size == CELL_NUMBER_PX < 16  # smaller, to fit a phone's narrower cells
-    long = step_attention_heatmap(torch.full((2, 13), 1 / 13), [str(i) for i in range(13)], "step 1").data
-    assert len(long) == 1 and long[0].showscale is True  # 13 columns: too narrow for numbers
+    ten = step_attention_heatmap(torch.full((2, 10), 1 / 10), [str(i) for i in range(10)], "step 1").data
+    assert ten[1].textfont.size == CELL_NUMBER_PX < 16  # smaller, to fit a phone's narrower cells
+    long = step_attention_heatmap(torch.full((2, 11), 1 / 11), [str(i) for i in range(11)], "step 1").data
+    assert len(long) == 1 and long[0].showscale is True  # 11 columns: too narrow for numbers on a phone
+
+
+@pytest.mark.parametrize("figure", ["cross", "lens"])
+def test_on_a_phone_cell_numbers_read_at_12_px_or_more_and_neighbours_stay_apart(figure):
+    """At 11 px in a row of ten keys, two neighbours' "17%" and "83%" nearly touched across a phone's chart; a
+    row with no room for numbers at 12 px shows the colour bar instead. A source the length of the shipped reverse
+    model's longest (10 symbols) keeps its numbers."""
+    for n in range(1, 16):
+        labels = [str(i) for i in range(n)]
+        if figure == "cross":
+            fig = step_attention_heatmap(torch.full((4, n), 0.88), labels, "step 1")
+        else:  # every token among some layer's top 5: a column each
+            fig = logit_lens_heatmap(torch.full((3, n), 0.88), labels, top_k=n)
+        numbers = [trace for trace in fig.data if trace.type == "scatter"]
+        if not numbers:
+            assert fig.data[0].showscale is True and (figure == "lens" or n > 10), n
+            continue
+        size, plot_px = numbers[0].textfont.size, PHONE_CHART_PX - fig.layout.margin.l - fig.layout.margin.r
+        assert size >= 12, n
+        assert plot_px / n - drawn_px("88%", size) >= NUMBER_GAP_PX, n  # centre to centre, less a number's width
 
 
 def _points(fig, name: str) -> list[tuple[float, float, str]]:

@@ -4,6 +4,7 @@ the output so far), the beam-search tree, and the teacher-forcing comparison tab
 Inputs are arrays (numpy, nested lists, or torch tensors) and `DecodeStep` records from `transformer.decoding`.
 """
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -14,9 +15,20 @@ from pandas.io.formats.style import Styler
 
 from ..decoding import DecodeStep
 from ..i18n import Translator
-from . import ENGLISH, LEGEND_AT_FOOT, fit_title
+from . import ENGLISH, LEGEND_AT_FOOT, PHONE_CHART_PX, fit_title
 from .attention import ATTENTION_SCALE
-from .heatmaps import BUILT_TITLE_SIZE_PX, as_array, axis_ticks, build_figure, cell_numbers, escape_labels, hover_grid
+from .heatmaps import (
+    BUILT_TITLE_SIZE_PX,
+    MARGIN,
+    as_array,
+    axis_ticks,
+    build_figure,
+    cell_numbers,
+    escape_labels,
+    hover_grid,
+    label_px,
+    number_px,
+)
 from .palette import BEST_PATH, CHOSEN, EXTENDS, FINISHED, LIVE, OTHER
 from .theme import colour_bar
 
@@ -72,9 +84,8 @@ def step_attention_heatmap(
         x_title, cell = tr.gettext("source token"), tr.gettext("{head} → source {token}: {weight}", **fields)
     else:
         x_title, cell = tr.gettext("input token"), tr.gettext("{head} → input {token}: {weight}", **fields)
-    # Up to 12 keys, each cell is labelled with its weight (short enough for a narrow column).
-    hover, numbered = f"{cell}<extra></extra>", w.shape[1] <= 12
-    return _percent_heatmap(w, head_labels, key_labels, x_title, tr.gettext("weight"), hover, title, numbered)
+    hover = f"{cell}<extra></extra>"
+    return _percent_heatmap(w, head_labels, key_labels, x_title, tr.gettext("weight"), hover, title)
 
 
 def _percent_heatmap(
@@ -85,10 +96,12 @@ def _percent_heatmap(
     value_name: str,
     hovertemplate: str,
     title: str,
-    numbered: bool = True,
 ) -> go.Figure:
-    """Values in 0..1 (rows x columns) on the attention colour scale, row 0 at the top. `numbered`: each cell shows
-    its value in percent (blank under 1%), which makes a colour bar (titled `value_name`) unneeded."""
+    """Values in 0..1 (rows x columns) on the attention colour scale, row 0 at the top. Where the cells have room
+    across a phone's chart (PHONE_CHART_PX: Decoding's columns stack there), each shows its value in
+    percent (blank under 1%) at a size it reads at (`number_px`), and no colour bar (titled `value_name`) is needed."""
+    left = max(MARGIN["l"], math.ceil(label_px(row_labels)) + 16)  # the row labels and their tick marks
+    size = number_px(len(col_labels), PHONE_CHART_PX - left - MARGIN["r"])
     trace = dict(
         type="heatmap",
         z=z,
@@ -97,16 +110,18 @@ def _percent_heatmap(
         colorscale=ATTENTION_SCALE,
         xgap=2,
         ygap=2,
-        showscale=not numbered,
+        showscale=size is None,
         colorbar=colour_bar(value_name),
         text=[[f"{100 * x:.0f}%" if x >= 0.005 else "" for x in row] for row in z],
         customdata=hover_grid(row_labels, col_labels),
         hovertemplate=hovertemplate,
     )
     layout = dict(
-        xaxis=dict(title=x_title, **axis_ticks(col_labels)), yaxis=dict(autorange="reversed", **axis_ticks(row_labels))
+        xaxis=dict(title=x_title, **axis_ticks(col_labels)),
+        yaxis=dict(autorange="reversed", **axis_ticks(row_labels)),
+        margin=dict(l=left),
     )
-    traces = [trace, cell_numbers(trace)] if numbered else [trace]
+    traces = [trace] if size is None else [trace, cell_numbers(trace, size)]
     return build_figure(traces, layout, title, height=170 + 45 * len(row_labels))
 
 

@@ -149,29 +149,40 @@ def whole_percent(value: float) -> str:
 WHITE = "#ffffff"
 
 
-# A row of more cells than this has about 23 px a cell across a phone's chart (12 keys of a decoding step in 276 px),
-# where "100%" fits at 11 px; fewer cells take the page's font
-WIDE_ROW, CELL_NUMBER_PX = 8, 11
+# A row of more cells than WIDE_ROW has its numbers at CELL_NUMBER_PX, the smallest a phone's reader is given, unless
+# the figure sizes them to its cells (`number_px`). Two neighbours' numbers stay NUMBER_GAP_PX apart, the widest pair
+# two-digit percents (WIDEST_NUMBER): a cell of "100%" has blank neighbours, their shares under 0.5%.
+WIDE_ROW, CELL_NUMBER_PX, NUMBER_GAP_PX, WIDEST_NUMBER = 8, 12, 4, "88%"
 
 
-def cell_numbers(heatmap: dict) -> dict:
+def number_px(n_cells: int, plot_px: float) -> int | None:
+    """The font size of percents written on a row of `n_cells` cells across `plot_px` pixels: the page's font where
+    two neighbours stay NUMBER_GAP_PX apart, else CELL_NUMBER_PX where they do, else None (too narrow for numbers)."""
+    for size in (FONT["size"], CELL_NUMBER_PX):
+        if drawn_px(WIDEST_NUMBER, size) + NUMBER_GAP_PX <= plot_px / n_cells:
+            return size
+    return None
+
+
+def cell_numbers(heatmap: dict, size: float | None = None) -> dict:
     """A text trace that writes a heatmap trace's `text` on its cells (integer axes, its axis references), each in
     black or white, whichever contrasts more with the cell's colour: at least 4.58:1 on any colour. Plotly's own
     choice for a heatmap's text, one colour per trace, left white on mid-tones at 3.1-3.4:1 (WCAG 2.2 asks 4.5:1).
-    In rows of more than WIDE_ROW cells the numbers are CELL_NUMBER_PX, so that "100%" fits a cell on a phone."""
+    `size`: the numbers' font size; by default the page's font, CELL_NUMBER_PX in rows of more than WIDE_ROW cells."""
     z, scale, low, high = heatmap["z"], get_colorscale(heatmap["colorscale"]), heatmap["zmin"], heatmap["zmax"]
     rows, cols = np.nonzero(np.array([[bool(t) for t in row] for row in heatmap["text"]]))
     fills = sample_colorscale(scale, list(np.clip((z[rows, cols] - low) / (high - low), 0, 1)))
     hexes = ["#{:02x}{:02x}{:02x}".format(*(round(c) for c in unlabel_rgb(fill))) for fill in fills]
     colours = [max((BLACK, WHITE), key=lambda text: contrast_ratio(text, fill)) for fill in hexes]
     refs = {name: heatmap[name] for name in ("xaxis", "yaxis") if name in heatmap}
+    size = size or (FONT["size"] if len(heatmap["text"][0]) <= WIDE_ROW else CELL_NUMBER_PX)
     return dict(
         type="scatter",
         mode="text",
         x=cols,
         y=rows,
         text=[heatmap["text"][r][c] for r, c in zip(rows, cols)],
-        textfont=dict(color=colours, size=FONT["size"] if len(heatmap["text"][0]) <= WIDE_ROW else CELL_NUMBER_PX),
+        textfont=dict(color=colours, size=size),
         hoverinfo="skip",
         showlegend=False,
         **refs,
