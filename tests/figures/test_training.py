@@ -6,6 +6,9 @@ import math
 import plotly.graph_objects as go
 import pytest
 
+from transformer.figures import drawn_px
+from transformer.figures.alignment import best_head_figure
+from transformer.figures.theme import FONT
 from transformer.figures.training import accuracy_figure, loss_figure, lr_figure
 from transformer.i18n import Translator
 from transformer.training import TrainConfig
@@ -133,3 +136,17 @@ def test_a_loss_within_a_narrow_band_gets_at_least_two_labels(low, high, labels)
 
     ticks = loss_ticks([low, high])
     assert [text for v, text in zip(ticks["tickvals"], ticks["ticktext"]) if low <= v <= high] == labels
+
+
+@pytest.mark.parametrize("figure", ["accuracy", "best head"])
+def test_a_report_chart_s_lowest_y_label_stays_clear_of_the_step_axis_s_zero(figure):
+    """The lab report's accuracy and best-head charts start both axes at 0: the y axis's "0%" (or "0") is drawn level
+    with the step axis's "0", which is centred on the y axis, and on a phone the two met at the origin. The y labels
+    stand off the axis by more than half that "0" (no tick marks: `theme.AXIS`), leaving at least 4 px between."""
+    if figure == "accuracy":
+        fig = accuracy_figure(rows(4))
+    else:
+        fig = best_head_figure([0, 25, 50], [("L0 H0", 0.2), ("L0 H1", 0.6), ("L0 H1", 0.7)], chance=0.2, threshold=0.9)
+    assert fig.layout.xaxis.rangemode == "tozero" and fig.layout.yaxis.range[0] == 0  # both start at 0
+    assert fig.layout.yaxis.ticks in (None, "")  # the labels' stand-off is all there is between them and the axis
+    assert (fig.layout.yaxis.ticklabelstandoff or 0) - drawn_px("0", FONT["size"]) / 2 >= 4

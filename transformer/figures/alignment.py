@@ -13,7 +13,7 @@ from .attention import attention_heatmaps
 from .heatmaps import as_array, escape_labels
 from .palette import HIGHLIGHT
 from .theme import FONT
-from .training import MARKER, TRAIN, VALID
+from .training import CLEAR_OF_STEP_ZERO, MARKER, TRAIN, VALID
 
 IDEAL = HIGHLIGHT  # the ideal cells' outline: stands out on the attention blues
 
@@ -115,7 +115,7 @@ def best_head_figure(
         margin=dict(l=70, r=20, t=top_margin(title), b=BOTTOM_PX),
         showlegend=False,
         xaxis=dict(title=tr.gettext("training step"), rangemode="tozero"),
-        yaxis=dict(title=tr.gettext("attention on the ideal token"), range=[low, TOP]),
+        yaxis=dict(title=tr.gettext("attention on the ideal token"), range=[low, TOP], **CLEAR_OF_STEP_ZERO),
         shapes=[
             dict(level, y0=threshold, y1=threshold, line=dict(color=VALID, dash="dash", width=2)),
             dict(level, y0=chance, y1=chance, line=dict(color=MARKER, dash="dot", width=2)),

@@ -166,6 +166,11 @@ def loss_ticks(losses: Sequence[float]) -> dict:
     return dict(tickmode="array", tickvals=values, ticktext=[f"{v:.3g}" for v in values])
 
 
+# A y axis whose lowest label ("0%", "0") sits level with a step axis's "0": its labels set this far left of the axis,
+# clear of that "0", which is centred on the axis (drawn against the axis, the two met at the origin on a phone)
+CLEAR_OF_STEP_ZERO = dict(ticklabelstandoff=8)
+
+
 def accuracy_figure(
     rows: Sequence[MetricRow], max_points: int = 500, height: int = 420, tr: Translator = ENGLISH
 ) -> go.Figure:
@@ -175,7 +180,7 @@ def accuracy_figure(
         ("exact_match", tr.gettext("exact match (whole sequence)"), VALID),
     ]
     traces = _curves(rows, max_points, series, scale=100)
-    yaxis = dict(title=tr.gettext("held-out accuracy (%)"), range=[0, 101], ticksuffix="%")
+    yaxis = dict(title=tr.gettext("held-out accuracy (%)"), range=[0, 101], ticksuffix="%", **CLEAR_OF_STEP_ZERO)
     return _line_chart(traces, tr.gettext("Accuracy"), tr, height, yaxis=yaxis)
 
 
