@@ -101,13 +101,13 @@ def test_a_run_stopped_by_its_student_or_failed_has_no_measured_outcome():
     assert measured(RunState("training", step=50)) is None
 
 
-def test_student_rows_hold_name_group_state_result_and_curve():
+def test_student_rows_hold_name_group_curve_state_and_result():
     rows = board.student_rows(class_of([finished(300, True, losses=(3.0, 2.0, 1.0)), None]))
-    assert list(rows.columns) == ["name", "group", "state", "result", "curve"]
-    assert rows.iloc[0].tolist() == ["S0", "PE", "finished", "solved in 300 steps", [3.0, 2.0, 1.0]]
-    assert rows.iloc[1].tolist() == ["S1", "no PE", "not started", "", []]
+    assert list(rows.columns) == ["name", "group", "curve", "state", "result"]
+    assert rows.iloc[0].tolist() == ["S0", "PE", [3.0, 2.0, 1.0], "finished", "solved in 300 steps"]
+    assert rows.iloc[1].tolist() == ["S1", "no PE", [], "not started", ""]
     alone = board.student_rows(class_of([None, None], assignment=None))  # a class without groups: no group column
-    assert list(alone.columns) == ["name", "state", "result", "curve"]
+    assert list(alone.columns) == ["name", "curve", "state", "result"]
 
 
 def test_a_groups_median_curve_holds_finished_runs_and_drops_runs_still_training_past_their_last_row():

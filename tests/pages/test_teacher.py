@@ -22,6 +22,7 @@ from tests.helpers.apptest import class_links
 from transformer import settings as spec
 from transformer.classroom import Assignment, Caller, ClassroomError, ClassStore, RunState, TooManyAttempts
 from transformer.classroom.assignment import split_groups
+from transformer.figures import PAGE_PX
 from transformer.limits import CLASS_CREATIONS, MAX_TITLE_CHARS, WRONG_KEYS_PER_BROWSER
 from ui.classes import NAME_MOST_PX, fitted_px
 from ui.setting_widgets import widget_value
@@ -568,6 +569,30 @@ def test_a_class_link_no_student_can_open_says_so_beside_the_link(browsed_from, 
         assert "network address" in warnings[0] and urlsplit(url).hostname in warnings[0]
 
 
+@pytest.mark.parametrize("language", ["en", "zh-CN"])
+def test_the_board_s_loss_curves_are_in_view_on_a_projector_at_150_percent_zoom(language):
+    """At 1280 px and 150% zoom (853 CSS px, the sidebar open) the board's table is PAGE_PX wide: its widest words
+    (a long name, a state, a result not solved) pushed the curve column, last, off the screen, and nothing showed
+    that the table scrolls. The columns up to the curve fit the page; only the state and result words scroll."""
+    at = open_teacher()
+    at.selectbox(key="language_picker").set_value(language).run()
+    code, key = create(at)
+    store = ui.classes.class_store()
+    store.set_assignment(code, key, Assignment({}, frozenset(), "positional", split_groups("positional")))
+    long = store.join(code, "browser-a", "Maximiliana Wolkenstein-Oberhausen")  # cut to NAME_MOST_PX
+    store.record_run(long, RunState("training", 675, None, ({"step": 600, "train_loss": 1.5},)))
+    unsolved = {**FINISHED.result, "reason": "step budget", "steps": 600, "exact_match": 0.62}
+    store.record_run(store.join(code, "browser-b", "Bob"), RunState("finished", 600, None, FINISHED.rows, unsolved))
+    at.run()
+    table = at.dataframe[0]
+    columns = json.loads(table.proto.columns)
+    order = list(table.value.columns)
+    assert "…" in table.value["name"][0]  # cut to fit its column, which a longer name would not widen
+    through_curve = NAME_MOST_PX + sum(columns[name]["width"] for name in order[1 : order.index("curve") + 1])
+    assert order[0] == "name" and through_curve <= PAGE_PX, (order, columns)
+    assert sum(columns[name]["width"] for name in order) > PAGE_PX  # what the test is about: a table that scrolls
+
+
 def test_the_board_and_its_csv_files_speak_the_teacher_s_language(media):
     at = open_teacher()
     at.selectbox(key="language_picker").set_value("zh-CN").run()
@@ -586,7 +611,7 @@ def test_the_board_and_its_csv_files_speak_the_teacher_s_language(media):
     assert {headings[name] for name in ("name", "group", "state", "result")} == {"学生", "组别", "状态", "结果"}
     for name in ("name", "group", "state", "result"):  # each as wide as its widest text, in Chinese
         assert columns[name]["width"] == fitted_px([headings[name], *table.value[name]]), name
-    assert columns["curve"]["width"] == fitted_px(["训练损失"]) and list(table.value.columns)[-1] == "curve"  # last
+    assert columns["curve"]["width"] == fitted_px(["训练损失"])
     assert table.value["group"].tolist() == ["正弦位置编码", "无位置编码"]
     assert table.value["state"].tolist() == ["已结束", "已结束"] and "时间用完" in table.value["result"][1]
     (sentence,) = [t.value for t in at.text if "解出" in t.value]

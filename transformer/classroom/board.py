@@ -138,20 +138,21 @@ def _row_result(run: RunState | None) -> str:
 
 def student_rows(snapshot: Snapshot) -> pd.DataFrame:
     """One row per student in join order: name, group (where a student has one: a class without groups has no such
-    column), state, result, a small loss curve (a list): the words first, so that a table wider than the page keeps
-    them in view."""
+    column), a small loss curve (a list), state, result. The curve comes before the state and result, whose words
+    are the widest: a table wider than the page scrolls them, never the curve, out of view (last, it was off the
+    screen of a 1280 px projector at 150% zoom)."""
     rows = [
         {
             "name": s.name,
             "group": group_words(s.group),
+            "curve": thin(_loss(snapshot.runs.get(s.id)), CURVE_POINTS),
             "state": state_text(snapshot.runs.get(s.id)),
             "result": _row_result(snapshot.runs.get(s.id)),
-            "curve": thin(_loss(snapshot.runs.get(s.id)), CURVE_POINTS),
         }
         for s in snapshot.students
     ]
     # object columns: pandas 3 would store the Messages as plain strings, and a page could no longer translate them
-    frame = pd.DataFrame(rows, columns=["name", "group", "state", "result", "curve"], dtype=object)
+    frame = pd.DataFrame(rows, columns=["name", "group", "curve", "state", "result"], dtype=object)
     return frame if any(s.group is not None for s in snapshot.students) else frame.drop(columns="group")
 
 
