@@ -10,6 +10,7 @@ import torch
 
 from transformer.decoding import beam_search, decode_all_steps, sampling_probs, teacher_forced
 from transformer.figures.decoding import (
+    ATTENTION_COLUMN_PX,
     beam_tree,
     logit_lens_heatmap,
     probs_bar,
@@ -25,7 +26,7 @@ from transformer.naming import length_span, task_label
 from transformer.tasks import DataConfig, TaskData, longest_input, task_of
 from ui.accessibility import shortcut_help
 from ui.alignment_view import cross_attention_caption, decoding_alignment
-from ui.charts import chart
+from ui.charts import EXPANDER_INSET_PX, chart, narrowest_chart_px
 from ui.decoding_inputs import (
     STRATEGY,
     example_text,
@@ -261,6 +262,7 @@ with attention_col:
         _("Attention"), ["cross", "self"], format_func=said(ATTENTION_LABELS.get), key=worded("decode_attention")
     )
     layer = layer_col.selectbox(_("Decoder layer"), range(len(step.cross_attention)), key="decode_layer")
+    fit_px = narrowest_chart_px(ATTENTION_COLUMN_PX)
     if kind == "cross":
         chart(
             st,
@@ -269,6 +271,7 @@ with attention_col:
                 src_labels,
                 _("Cross-attention of step {step}, layer {layer}", step=i + 1, layer=layer),
                 tr=tr,
+                fit_px=fit_px,
             ),
             key="decode_cross_attention",
         )
@@ -282,6 +285,7 @@ with attention_col:
                 _("Self-attention of step {step}, layer {layer}", step=i + 1, layer=layer),
                 keys="input",
                 tr=tr,
+                fit_px=fit_px,
             ),
             key="decode_self_attention",
         )
@@ -299,7 +303,8 @@ with st.expander(_("Logit lens: at which layer does the answer appear?"), key="d
     if i not in lens:
         lens[i] = logit_lens(kept.model, torch.tensor([ids]), step.prefix)
     guess = _("Each decoder layer's next-token guess, step {step}", step=i + 1)
-    chart(st, logit_lens_heatmap(lens[i], vocab.itos, title=guess, tr=tr), key="decode_logit_lens")
+    lens_px = narrowest_chart_px() - EXPANDER_INSET_PX
+    chart(st, logit_lens_heatmap(lens[i], vocab.itos, title=guess, tr=tr, fit_px=lens_px), key="decode_logit_lens")
     st.caption(
         _(
             "Each row sends one decoder layer's output at this step straight to the generator (through the final "

@@ -8,6 +8,7 @@ from tests.helpers.figures import TOKENS, beam_steps, decode_step, title_overflo
 from transformer.decoding import Beam
 from transformer.figures import PHONE_CHART_PX, drawn_px
 from transformer.figures.decoding import (
+    ATTENTION_COLUMN_PX,
     CHOSEN,
     MISMATCH,
     PROBS_COLUMN_PX,
@@ -76,24 +77,40 @@ def test_cross_attention_cells_read_in_percent_until_the_source_is_too_long():
     assert len(long) == 1 and long[0].showscale is True  # 11 columns: too narrow for numbers on a phone
 
 
+@pytest.mark.parametrize("chart_px", [PHONE_CHART_PX, ATTENTION_COLUMN_PX], ids=["phone", "column at 150%"])
 @pytest.mark.parametrize("figure", ["cross", "lens"])
-def test_on_a_phone_cell_numbers_read_at_12_px_or_more_and_neighbours_stay_apart(figure):
-    """At 11 px in a row of ten keys, two neighbours' "17%" and "83%" nearly touched across a phone's chart; a
-    row with no room for numbers at 12 px shows the colour bar instead. A source the length of the shipped reverse
-    model's longest (10 symbols) keeps its numbers."""
+def test_cell_numbers_read_at_12_px_or_more_and_neighbours_stay_apart_at_the_width_given(figure, chart_px):
+    """At 11 px in a row of ten keys, two neighbours' "17%" and "83%" nearly touched across a phone's chart; sized for
+    a phone, in Decoding's attention column at 150% zoom (291.7 px) nine keys' numbers stood 1 px apart and ten keys'
+    overlapped. A row with no room for numbers at 12 px in a chart `fit_px` wide shows the colour bar instead; on a
+    phone a source the length of the shipped reverse model's longest (10 symbols) keeps its numbers."""
     for n in range(1, 16):
         labels = [str(i) for i in range(n)]
         if figure == "cross":
-            fig = step_attention_heatmap(torch.full((4, n), 0.88), labels, "step 1")
+            fig = step_attention_heatmap(torch.full((4, n), 0.88), labels, "step 1", fit_px=chart_px)
         else:  # every token among some layer's top 5: a column each
-            fig = logit_lens_heatmap(torch.full((3, n), 0.88), labels, top_k=n)
+            fig = logit_lens_heatmap(torch.full((3, n), 0.88), labels, top_k=n, fit_px=chart_px)
         numbers = [trace for trace in fig.data if trace.type == "scatter"]
         if not numbers:
-            assert fig.data[0].showscale is True and (figure == "lens" or n > 10), n
+            assert fig.data[0].showscale is True, n
+            assert figure == "lens" or n > (10 if chart_px == PHONE_CHART_PX else 7), n  # colour bars only where due
             continue
-        size, plot_px = numbers[0].textfont.size, PHONE_CHART_PX - fig.layout.margin.l - fig.layout.margin.r
+        size, plot_px = numbers[0].textfont.size, chart_px - fig.layout.margin.l - fig.layout.margin.r
         assert size >= 12, n
         assert plot_px / n - drawn_px("88%", size) >= NUMBER_GAP_PX, n  # centre to centre, less a number's width
+
+
+@pytest.mark.parametrize("language", ["en", "zh-CN"])
+def test_the_step_attention_and_logit_lens_titles_fit_the_width_given(language):
+    """The logit lens's title ("Each decoder layer's next-token guess, step 11") ran past both edges of its chart in
+    Decoding's expander on a phone (320 px): each line of a title fits the chart `fit_px` wide it is drawn at."""
+    tr, labels = translator(language), [str(i) for i in range(5)]
+    lens_title = tr.gettext("Each decoder layer's next-token guess, step {step}", step=11)
+    lens = logit_lens_heatmap(torch.full((2, 5), 0.2), labels, title=lens_title, tr=tr, fit_px=320)
+    assert not title_overflow(lens, 320) and "<br>" in lens.layout.title.text  # one line would not fit
+    step_title = tr.gettext("Self-attention of step {step}, layer {layer}", step=11, layer=1)
+    step = step_attention_heatmap(torch.full((4, 5), 0.2), labels, step_title, tr=tr, fit_px=ATTENTION_COLUMN_PX)
+    assert not title_overflow(step, ATTENTION_COLUMN_PX)
 
 
 def _points(fig, name: str) -> list[tuple[float, float, str]]:

@@ -7,6 +7,8 @@ import re
 import time
 from pathlib import Path
 
+import pytest
+import streamlit as st
 import torch
 from streamlit.testing.v1 import AppTest
 
@@ -14,6 +16,16 @@ from transformer.checkpoint import Checkpoint
 from ui.state import FLASHES, RESULTS, ModelResult
 
 APP = str(Path(__file__).resolve().parents[2] / "streamlit_app.py")
+# Browsers' user agents, as a page reads them to size its charts (`ui.charts.narrowest_chart_px`)
+PHONE = (
+    "Mozilla/5.0 (Linux; Android 14; Pixel 8) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/150.0 Mobile Safari/537.36"
+)
+LAPTOP = "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/150.0 Safari/537.36"
+
+
+def browse_as(monkeypatch: pytest.MonkeyPatch, agent: str) -> None:
+    """Every session's request headers name `agent` as its browser (AppTest sends none)."""
+    monkeypatch.setattr(type(st.context), "headers", property(lambda self: {"User-Agent": agent}))
 
 
 def open_anatomy(checkpoint: Checkpoint | None, lang: str = "en") -> AppTest:

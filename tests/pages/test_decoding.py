@@ -6,15 +6,21 @@ import time
 from pathlib import Path
 
 import numpy as np
+import plotly.graph_objects as go
 import pytest
 import torch
 from streamlit.testing.v1 import AppTest
 
 from tests.helpers import array
-from tests.helpers.apptest import charts, flash_waiting, kept
+from tests.helpers.apptest import LAPTOP, PHONE, browse_as, charts, flash_waiting, kept
+from tests.helpers.figures import title_overflow
 from transformer import Checkpoint, DataConfig, ModelConfig, TrainConfig, Trainer, Transformer, Vocab
+from transformer.figures import PAGE_PX, PHONE_CHART_PX, drawn_px
+from transformer.figures.decoding import ATTENTION_COLUMN_PX
+from transformer.figures.heatmaps import NUMBER_GAP_PX
 from transformer.tasks import TaskData
 from ui.alignment_view import CROSS_ALIGNED, CROSS_MIRRORED, CROSS_SPREAD
+from ui.charts import EXPANDER_INSET_PX
 
 APP = Path(__file__).resolve().parents[2] / "streamlit_app.py"
 PAGE = "pages/decoding.py"
@@ -391,3 +397,25 @@ def test_the_longest_input_said_is_the_longest_whose_output_fits_the_model():
     assert not at.exception and [e.value for e in at.error if "the most is 31" in e.value]
     at.text_input(key="decode_input").set_value(" ".join(["0"] * 31)).run()
     assert not at.exception and not at.error
+
+
+@pytest.mark.parametrize("agent", [PHONE, LAPTOP], ids=["phone", "laptop"])
+def test_a_steps_numbers_and_the_logit_lens_fit_the_width_they_are_drawn_at(solved_reverse, agent, monkeypatch):
+    """Sized for a phone's 356 px, a ten-symbol source's attention numbers overlapped in the attention column at 150%
+    zoom (291.7 px: columns stand side by side there), and the logit lens's title ran past both edges of its chart in
+    the expander on a phone (320 px). The page gives each figure the width it is drawn at where narrowest."""
+    browse_as(monkeypatch, agent)
+    at = open_page(solved_reverse)
+    at.text_input(key="decode_input").set_value("3 1 4 1 5 9 2 6 5 3").run()
+    assert not at.exception and not at.error
+    column_px = PHONE_CHART_PX if agent == PHONE else ATTENTION_COLUMN_PX
+    cross = next(spec for title, spec in charts(at).items() if title.startswith("Cross-attention of step"))
+    numbers = [trace for trace in cross["data"] if trace["type"] == "scatter"]
+    if agent == PHONE:  # stacked across the phone: room for ten keys' numbers
+        plot_px = column_px - cross["layout"]["margin"]["l"] - cross["layout"]["margin"]["r"]
+        assert plot_px / 10 - drawn_px("88%", numbers[0]["textfont"]["size"]) >= NUMBER_GAP_PX
+    else:  # no room for them at 12 px: the colour bar instead
+        assert not numbers and cross["data"][0]["showscale"] is True
+    lens = next(spec for title, spec in charts(at).items() if "next-token guess" in title)
+    lens_px = (PHONE_CHART_PX if agent == PHONE else PAGE_PX) - EXPANDER_INSET_PX
+    assert not title_overflow(go.Figure(lens), lens_px)

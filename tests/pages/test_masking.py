@@ -3,11 +3,11 @@ import json
 
 import numpy as np
 import pytest
-import streamlit as st
 import torch
 from streamlit.testing.v1 import AppTest
 
 from tests.helpers import array
+from tests.helpers.apptest import LAPTOP, PHONE, browse_as
 from tests.helpers.figures import key_label_clashes
 from transformer.checkpoint import Checkpoint
 from transformer.figures import PAGE_PX, PHONE_CHART_PX
@@ -202,18 +202,12 @@ def test_a_model_with_the_fewest_positions_opens_without_a_crash(page):
     assert not at.exception and not at.error
 
 
-PHONE = (
-    "Mozilla/5.0 (Linux; Android 14; Pixel 8) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/150.0 Mobile Safari/537.36"
-)
-LAPTOP = "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/150.0 Safari/537.36"
-
-
 @pytest.mark.parametrize("agent", [PHONE, LAPTOP])
 def test_on_a_phone_the_heads_leave_each_key_label_room_under_its_column(agent, monkeypatch):
     """A phone's browser says so in its user agent: there the heads, across a page 356 px wide, keep every key's label
     clear of its neighbours and of the next panel (Chromium draws a digit 8 px wide); on a laptop's they do so across
     the page at 150% zoom (PAGE_PX), which would crowd them on a phone."""
-    monkeypatch.setattr(type(st.context), "headers", property(lambda self: {"User-Agent": agent}))
+    browse_as(monkeypatch, agent)
     at = open_masking(with_model=True)
     at.text_input(key="mask_src").set_value("1 2 3 4 5 6 7 8 9 1 2 3")
     at.text_input(key="mask_tgt").set_value("3 2 1 9 8 7 6 5 4 3 2 1")

@@ -33,9 +33,10 @@ from .palette import BEST_PATH, CHOSEN, EXTENDS, FINISHED, LIVE, OTHER
 from .theme import colour_bar
 
 MISMATCH = "background-color: #f8d0d0"
-# probs_bar's column on Decoding (`st.columns([2, 3])`) where it is narrowest, measured in Chromium: 191.6 px in a
-# 1280 px window at 150% zoom (853 CSS px), sidebar open; on a phone the columns stack, PHONE_CHART_PX wide
-PROBS_COLUMN_PX = 191
+# probs_bar's and the step attention's columns on Decoding (`st.columns([2, 3])`) where they are narrowest, measured
+# in Chromium: 191.6 px and 291.7 px in a 1280 px window at 150% zoom (853 CSS px), sidebar open; on a phone the
+# columns stack, PHONE_CHART_PX wide
+PROBS_COLUMN_PX, ATTENTION_COLUMN_PX = 191, 291
 
 
 def probs_bar(
@@ -73,10 +74,16 @@ def probs_bar(
 
 
 def step_attention_heatmap(
-    weights, key_labels: Sequence[str], title: str, keys: str = "source", tr: Translator = ENGLISH
+    weights,
+    key_labels: Sequence[str],
+    title: str,
+    keys: str = "source",
+    tr: Translator = ENGLISH,
+    fit_px: int = PHONE_CHART_PX,
 ) -> go.Figure:
     """One decoding step's attention (H, T_k): a row per head, a column per key on a 0..1 scale. `keys` names
-    them: "source" tokens (cross-attention) or the decoder's "input" so far (self-attention)."""
+    them: "source" tokens (cross-attention) or the decoder's "input" so far (self-attention). `fit_px`: how wide the
+    chart is drawn where it is narrowest; its cell numbers and title are fitted to it."""
     w = as_array(weights)
     head_labels = [tr.gettext("head {head}", head=h) for h in range(w.shape[0])]
     fields = dict(head="%{customdata[0]}", token="%{customdata[1]}", weight="%{z:.3f}")
@@ -85,7 +92,7 @@ def step_attention_heatmap(
     else:
         x_title, cell = tr.gettext("input token"), tr.gettext("{head} → input {token}: {weight}", **fields)
     hover = f"{cell}<extra></extra>"
-    return _percent_heatmap(w, head_labels, key_labels, x_title, tr.gettext("weight"), hover, title)
+    return _percent_heatmap(w, head_labels, key_labels, x_title, tr.gettext("weight"), hover, title, fit_px)
 
 
 def _percent_heatmap(
@@ -96,12 +103,13 @@ def _percent_heatmap(
     value_name: str,
     hovertemplate: str,
     title: str,
+    fit_px: int,
 ) -> go.Figure:
     """Values in 0..1 (rows x columns) on the attention colour scale, row 0 at the top. Where the cells have room
-    across a phone's chart (PHONE_CHART_PX: Decoding's columns stack there), each shows its value in
-    percent (blank under 1%) at a size it reads at (`number_px`), and no colour bar (titled `value_name`) is needed."""
+    across a chart `fit_px` wide (where it is drawn narrowest), each shows its value in percent (blank under 1%) at a
+    size it reads at (`number_px`), and no colour bar (titled `value_name`) is needed; the title's lines fit it too."""
     left = max(MARGIN["l"], math.ceil(label_px(row_labels)) + 16)  # the row labels and their tick marks
-    size = number_px(len(col_labels), PHONE_CHART_PX - left - MARGIN["r"])
+    size = number_px(len(col_labels), fit_px - left - MARGIN["r"])
     trace = dict(
         type="heatmap",
         z=z,
@@ -122,6 +130,7 @@ def _percent_heatmap(
         margin=dict(l=left),
     )
     traces = [trace] if size is None else [trace, cell_numbers(trace, size)]
+    title = fit_title(title, fit_px, BUILT_TITLE_SIZE_PX)
     return build_figure(traces, layout, title, height=170 + 45 * len(row_labels))
 
 
@@ -242,10 +251,16 @@ def teacher_forcing_table(
 
 
 def logit_lens_heatmap(
-    probs, vocab_tokens: Sequence[str], top_k: int = 5, title: str | None = None, tr: Translator = ENGLISH
+    probs,
+    vocab_tokens: Sequence[str],
+    top_k: int = 5,
+    title: str | None = None,
+    tr: Translator = ENGLISH,
+    fit_px: int = PHONE_CHART_PX,
 ) -> go.Figure:
     """Each decoder layer's next-token distribution (n_layers, V), a row per layer (the last one is the model's
-    output): a column for each token among some layer's `top_k`, ordered by the output's probability."""
+    output): a column for each token among some layer's `top_k`, ordered by the output's probability. `fit_px`: how
+    wide the chart is drawn where it is narrowest; its cell numbers and title are fitted to it."""
     p = as_array(probs)
     shown = {int(i) for row in p for i in np.argsort(-row, kind="stable")[:top_k]}
     columns = sorted(shown, key=lambda i: -p[-1, i])
@@ -255,4 +270,4 @@ def logit_lens_heatmap(
     hover = "%{customdata[0]}: p(%{customdata[1]}) = %{z:.3f}<extra></extra>"
     x_title, value = tr.gettext("next token"), tr.gettext("probability")
     title = title or tr.gettext("Logit lens")
-    return _percent_heatmap(p[:, columns], layer_labels, tokens, x_title, value, hover, title)
+    return _percent_heatmap(p[:, columns], layer_labels, tokens, x_title, value, hover, title, fit_px)
