@@ -9,7 +9,7 @@ from transformer.i18n import N_
 from transformer.literal import code_span, markdown_literal
 from transformer.patching import PatchingGrid, patching_grid, patching_pair
 from transformer.tasks import TaskData
-from ui.charts import chart
+from ui.charts import chart, narrowest_chart_px
 from ui.forms import form_id, values_set
 from ui.language import _, said, session_translator, worded
 from ui.state import claim_inputs, per_model
@@ -82,11 +82,11 @@ def show_grid(grid: PatchingGrid) -> None:
     sites = st.radio(
         _("Patch"), list(SITES), format_func=said(lambda site: SITES[site]), horizontal=True, key=worded("patch_sites")
     )
-    tr = session_translator()
+    tr, fit_px = session_translator(), narrowest_chart_px()
     if sites == "heads":
-        chart(st, head_patching_figure(grid.heads, tr=tr), key="patch_heads_chart")
+        chart(st, head_patching_figure(grid.heads, tr=tr, fit_px=fit_px), key="patch_heads_chart")
     else:
-        figure = stream_patching_figure(grid.stream, grid.clean, grid.answer, tr=tr)
+        figure = stream_patching_figure(grid.stream, grid.clean, grid.answer, tr=tr, fit_px=fit_px)
         chart(st, figure, key="patch_stream_chart")
     st.caption(
         _(

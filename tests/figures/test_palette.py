@@ -9,6 +9,7 @@ from plotly.colors import sample_colorscale, unlabel_rgb
 
 from tests.helpers.figures import TOKENS, beam_steps
 from transformer.classroom.board import GroupCurves
+from transformer.figures import PAGE_PX
 from transformer.figures.board import group_curves_figure, outcomes_figure
 from transformer.figures.compare import comparison_figure
 from transformer.figures.decoding import beam_tree, step_attention_heatmap
@@ -159,7 +160,7 @@ def test_every_number_on_a_heatmap_cell_reads_at_4_5_to_1_on_its_cell():
     )
     figures = [
         knockout_heatmaps(heads, 0.9),
-        head_patching_figure(heads),
+        head_patching_figure(heads, fit_px=PAGE_PX),  # eight heads' numbers have room at 150% zoom, not on a phone
         step_attention_heatmap(values[:100].reshape(10, 10), list("abcdefghij"), "step 1"),
     ]
     for figure in figures:

@@ -196,11 +196,12 @@ def score_heatmap(
     hovertemplate: str,
     numbered: bool,
     cell: Callable[[float], str] = whole_percent,
+    size: float | None = None,
     **more,
 ) -> list[dict]:
     """A heatmap trace of scores in 0..1 (rows x columns) in separated cells, its colour bar titled `value_name` in
     percent (its hover may show a cell's words, %{text}: `cell`'s, blank where there is none); `numbered`: and the
-    trace that writes them on the cells (`cell_numbers`)."""
+    trace that writes them on the cells (`cell_numbers`), at font `size` where given."""
     heatmap = dict(
         type="heatmap",
         z=z,
@@ -214,7 +215,7 @@ def score_heatmap(
         hovertemplate=hovertemplate,
         **more,
     )
-    return [heatmap, cell_numbers(heatmap)] if numbered else [heatmap]
+    return [heatmap, cell_numbers(heatmap, size)] if numbered else [heatmap]
 
 
 def diverging_heatmap(a: np.ndarray, bound: float, colorbar: str, hovertemplate: str, **more) -> dict:
