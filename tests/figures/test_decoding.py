@@ -18,7 +18,7 @@ from transformer.figures.decoding import (
     step_attention_heatmap,
     teacher_forcing_table,
 )
-from transformer.figures.heatmaps import CELL_NUMBER_PX, NUMBER_GAP_PX
+from transformer.figures.heatmaps import CELL_NUMBER_PX, NUMBER_GAP_PX, label_px
 from transformer.i18n import translator
 
 
@@ -155,3 +155,18 @@ def test_in_chinese_a_steps_attention_names_its_axis_heads_and_cells_with_the_sh
     heat = fig.data[0]
     assert fig.layout.xaxis.title.text == "源词元" and list(fig.layout.yaxis.ticktext) == ["头 0", "头 1"]
     assert heat.hovertemplate == "%{customdata[0]} → 源词元 %{customdata[1]}：%{z:.3f}<extra></extra>"
+
+
+@pytest.mark.parametrize("figure", ["cross", "lens"])
+def test_no_tick_mark_stands_between_a_row_label_and_its_first_cell_s_number(figure):
+    """A tick mark beside each row touched the first cell's number where it filled the cell: the logit lens's
+    "100%" read "-100%" on a phone (Chromium). The rows have none; their labels stand clear of the cells instead,
+    inside the left margin."""
+    if figure == "cross":
+        fig = step_attention_heatmap(torch.full((4, 4), 0.25), list("abcd"), "step 1")
+    else:
+        fig = logit_lens_heatmap(torch.tensor([[1.0, 0, 0, 0, 0]]), list("abcde"))
+    yaxis, numbers = fig.layout.yaxis, fig.data[1]
+    assert numbers.x[0] == 0 and yaxis.ticks == ""  # a number in the first column, and no tick mark beside it
+    assert yaxis.ticklabelstandoff >= NUMBER_GAP_PX
+    assert label_px(yaxis.ticktext) + yaxis.ticklabelstandoff <= fig.layout.margin.l

@@ -95,6 +95,9 @@ def step_attention_heatmap(
     return _percent_heatmap(w, head_labels, key_labels, x_title, tr.gettext("weight"), hover, title, fit_px)
 
 
+ROW_LABEL_GAP_PX = 8  # between a percent heatmap's row labels and its cells
+
+
 def _percent_heatmap(
     z: np.ndarray,
     row_labels: Sequence[str],
@@ -108,7 +111,7 @@ def _percent_heatmap(
     """Values in 0..1 (rows x columns) on the attention colour scale, row 0 at the top. Where the cells have room
     across a chart `fit_px` wide (where it is drawn narrowest), each shows its value in percent (blank under 1%) at a
     size it reads at (`number_px`), and no colour bar (titled `value_name`) is needed; the title's lines fit it too."""
-    left = max(MARGIN["l"], math.ceil(label_px(row_labels)) + 16)  # the row labels and their tick marks
+    left = max(MARGIN["l"], math.ceil(label_px(row_labels)) + 16)  # the row labels and room beside them
     size = number_px(len(col_labels), fit_px - left - MARGIN["r"])
     trace = dict(
         type="heatmap",
@@ -126,7 +129,8 @@ def _percent_heatmap(
     )
     layout = dict(
         xaxis=dict(title=x_title, **axis_ticks(col_labels)),
-        yaxis=dict(autorange="reversed", **axis_ticks(row_labels)),
+        # no tick marks beside the rows, but their room: one touched a first cell's number, and "100%" read "-100%"
+        yaxis=dict(autorange="reversed", ticks="", ticklabelstandoff=ROW_LABEL_GAP_PX, **axis_ticks(row_labels)),
         margin=dict(l=left),
     )
     traces = [trace] if size is None else [trace, cell_numbers(trace, size)]
