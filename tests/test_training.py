@@ -139,6 +139,18 @@ def test_the_kept_model_is_the_running_average_of_the_trained_weights():
     assert raw.model is raw.network
 
 
+def test_a_run_whose_budget_ends_as_it_gets_every_held_out_sequence_right_ends_solved(monkeypatch):
+    """The held-out check runs at most every 5th step: a run whose last step makes it right before a check came ends
+    solved, not out of steps at 100%. A run that trains every step never checks, so it says only that it ran out."""
+    solved = Trainer(ModelConfig(), COPY, TrainConfig(steps=600, eval_every=10)).run()
+    assert solved.reason == "solved"
+    monkeypatch.setattr(Trainer, "_solved", lambda self: False)  # the check that would stop it never comes
+    late = Trainer(ModelConfig(), COPY, TrainConfig(steps=solved.steps, eval_every=10)).run()
+    assert (late.reason, late.steps, late.exact_match) == ("solved", solved.steps, 1.0)
+    every = Trainer(ModelConfig(), COPY, TrainConfig(steps=solved.steps, eval_every=10, early_stop=False)).run()
+    assert (every.reason, every.exact_match) == ("step budget", 1.0)
+
+
 def test_without_early_stopping_it_trains_to_the_step_budget():
     result = Trainer(ModelConfig(), COPY, TrainConfig(steps=40, early_stop=False, eval_every=20)).run()
     assert (result.steps, result.reason) == (40, "step budget")

@@ -276,6 +276,8 @@ class Trainer:
             final = kept
         else:
             final = evaluate(self.model, self.valid, vocab.bos_id, vocab.eos_id, decode=reason != "solved")
+        if reason in ("step budget", "time budget") and self.train_config.early_stop and final["exact_match"] == 1:
+            reason = "solved"  # right by its last steps, before a check came (every 5th step at most): not cut short
         self.result = TrainResult(self.step, elapsed, final["exact_match"], final["token_acc"], reason)
         if self._steps_since_row:
             rate = self._tokens / max(elapsed - self._last_row_time, 1e-9)

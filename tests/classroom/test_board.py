@@ -60,6 +60,8 @@ def test_states_and_results_read_as_words():
     assert board.result_text(finished(450, True)) == "solved in 450 steps"
     assert board.result_text(finished(600, False, 0.62)) == "not solved in 600 steps: exact match 62.0%"
     assert board.result_text(finished(600, False, 0.997)) == "not solved in 600 steps: exact match 99.7%"
+    # trained every step (no early stop), all right at the end: not "not solved ... 100.0%"
+    assert board.result_text(finished(600, False, 1.0)) == "every held-out sequence right after 600 steps"
     assert board.result_text(RunState("stopped", step=120)) == "stopped at step 120"
     closed = RunState("stopped", 120, result={"steps": 120, "reason": "page closed"})
     assert board.result_text(closed) == "stopped at step 120 when its page closed"

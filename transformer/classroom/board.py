@@ -121,6 +121,8 @@ def result_text(run: RunState | None) -> str:
     if outcome.timed_out:
         out_of_time = N_("ran out of time: exact match {exact:.1%} after {steps} steps")
         return Message(out_of_time, exact=shown_share(outcome.exact_match), steps=outcome.steps)
+    if outcome.exact_match == 1:  # a run that trains every step never checks: right at its end, since when unknown
+        return Message(N_("every held-out sequence right after {steps} steps"), steps=outcome.steps)
     not_solved = N_("not solved in {steps} steps: exact match {exact:.1%}")  # its step budget: what else ends it
     return Message(not_solved, exact=shown_share(outcome.exact_match), steps=outcome.steps)
 
