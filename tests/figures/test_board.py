@@ -10,7 +10,7 @@ from transformer.classroom import Assignment, ClassInfo, RunState, Snapshot, Stu
 from transformer.classroom.assignment import split_groups
 from transformer.classroom.board import GroupCurves, group_curves, outcome_table
 from transformer.figures import COLUMN_PX, TITLE_INSET_PX, TITLE_SIZE_PX, drawn_px
-from transformer.figures.board import GROUP_COLOURS, group_curves_figure, outcomes_figure
+from transformer.figures.board import ALL_SOLVED, GROUP_COLOURS, SOME_UNSOLVED, group_curves_figure, outcomes_figure
 from transformer.figures.palette import SYMBOLS
 from transformer.i18n import translator
 
@@ -73,6 +73,10 @@ def test_outcomes_are_filled_when_solved_and_hollow_when_not():
         list(by_name["no PE: not solved"].x) == [2000] and by_name["no PE: not solved"].marker.symbol == "square-open"
     )
     assert list(by_name["no PE: not solved"].customdata) == [10.0]
+    # the title says what the hollow dot at 2000 is, where it would read as solved there; only where there is one
+    assert figure.layout.title.text.replace("<br>", " ") == "Finished runs: steps to solve, or hollow where not solved"
+    solved = outcomes_figure(table[table["solved"]], ["PE", "no PE"]).layout.title.text
+    assert solved.replace("<br>", " ") == "Finished runs: steps to solve"
 
 
 def test_one_finished_run_is_drawn_on_an_axis_of_steps_from_zero():
@@ -135,12 +139,16 @@ def test_each_board_title_fits_its_column_where_the_column_is_narrowest(language
     zoom, where the chart cut a character off each end."""
     tr, when = translator(language), datetime(2026, 11, 25, 9)
     table = outcome_table(Snapshot(ClassInfo("amber-otter-7351", "P", when, when, None, None), ()))
+    unsolved = pd.DataFrame(
+        {"group": [None], "solved": [False], "steps": [120], "exact_match": [0.4], "timed_out": [False]}
+    )
     figures = [
         group_curves_figure(curves(), tr("Training loss by group"), tr=tr),
         outcomes_figure(table, [None], tr=tr),
+        outcomes_figure(unsolved, [None], tr=tr),
     ]
     lines = [line for figure in figures for line in figure.layout.title.text.split("<br>")]
     assert max(drawn_px(line, TITLE_SIZE_PX) for line in lines) <= COLUMN_PX - 2 * TITLE_INSET_PX, lines
     assert "".join(lines).replace(" ", "") == "".join(
-        [tr("Training loss by group"), tr("Finished runs: steps to solve")]
+        [tr("Training loss by group"), tr(ALL_SOLVED), tr(SOME_UNSOLVED)]
     ).replace(" ", "")  # every word kept

@@ -21,6 +21,9 @@ OUTCOME_KINDS = (  # the finished runs of a group: which rows, the legend's word
     (lambda rows: rows["timed_out"], N_("{group}: ran out of time"), "-open-dot"),
 )
 
+ALL_SOLVED = N_("Finished runs: steps to solve")
+SOME_UNSOLVED = N_("Finished runs: steps to solve, or hollow where not solved")
+
 
 def group_curves_figure(
     curves: Mapping[str | None, GroupCurves], title: str, height: int = 440, tr: Translator = ENGLISH
@@ -89,7 +92,9 @@ def outcomes_figure(
                     hovertemplate=f"{hover}<extra></extra>",
                 )
             )
-    title = fit_title(tr.gettext("Finished runs: steps to solve"), COLUMN_PX)
+    # hollow dots sit at the steps their runs trained: on a projector, unnamed, they read as solved there
+    title = ALL_SOLVED if outcomes["solved"].all() else SOME_UNSOLVED
+    title = fit_title(tr.gettext(title), COLUMN_PX)
     figure.update_layout(
         title=title_layout(title),
         height=height,
