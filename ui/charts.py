@@ -50,9 +50,13 @@ def plotly_locale() -> dict[str, Any]:
 def chart(where: DeltaGenerator | ModuleType, fig: Figure, key: str, **options: Any) -> None:
     """Draw `fig` under `key` in `where` (`st` itself, or a column or container), with the figure's description as
     its accessible name and its toolbar in the session's language. `options`: more of `st.plotly_chart`'s (config,
-    ...)."""
+    ...). On a phone a finger's drag over a chart scrolls the page (Plotly's default drag zooms it, so a chart across
+    the screen stopped the page from scrolling), and no toolbar crowds the title."""
     config = {**plotly_locale(), **options.pop("config", {})}
     alt = describe(fig, session_translator())
+    if on_phone():
+        fig = Figure(fig).update_layout(dragmode=False)  # a copy: the figure may be another session's too
+        config["displayModeBar"] = False
     where.plotly_chart(themed(fig), key=key, alt=alt, theme=None, config=config, **options)
 
 
@@ -63,7 +67,12 @@ EXPANDER_INSET_PX = 36
 
 def narrowest_chart_px(laptop_px: int = PAGE_PX) -> int:
     """How wide a chart is where it is narrowest, for a figure that fits its labels to it (`fit_px`): PHONE_CHART_PX
-    where the page's browser is a phone's (its user agent says "Mobi", as a phone's browsers do, and as Streamlit reads
-    it to fold the sidebar; there columns stack), else `laptop_px`, its width on a 1280 px screen at 150% zoom with the
-    sidebar open: PAGE_PX across the page, less in a column."""
-    return PHONE_CHART_PX if "Mobi" in (st.context.headers.get("User-Agent") or "") else laptop_px
+    where the page's browser is a phone's (`on_phone`; there columns stack), else `laptop_px`, its width on a 1280 px
+    screen at 150% zoom with the sidebar open: PAGE_PX across the page, less in a column."""
+    return PHONE_CHART_PX if on_phone() else laptop_px
+
+
+def on_phone() -> bool:
+    """Whether the page's browser is a phone's: its user agent says "Mobi", as a phone's browsers do, and as Streamlit
+    reads it to fold the sidebar."""
+    return "Mobi" in (st.context.headers.get("User-Agent") or "")

@@ -2,6 +2,7 @@
 
 import copy
 import dataclasses
+import json
 import time
 from pathlib import Path
 
@@ -419,3 +420,21 @@ def test_a_steps_numbers_and_the_logit_lens_fit_the_width_they_are_drawn_at(solv
     lens = next(spec for title, spec in charts(at).items() if "next-token guess" in title)
     lens_px = (PHONE_CHART_PX if agent == PHONE else PAGE_PX) - EXPANDER_INSET_PX
     assert not title_overflow(go.Figure(lens), lens_px)
+
+
+@pytest.mark.parametrize("agent", [PHONE, LAPTOP], ids=["phone", "laptop"])
+def test_on_a_phone_a_drag_over_a_chart_scrolls_the_page_and_no_toolbar_shows(solved_reverse, agent, monkeypatch):
+    """Plotly's default drag zooms a chart: on a phone, whose charts span the screen, a finger could not scroll the
+    page past one, and a tap zoomed it by accident. There the charts take no drag and show no toolbar; elsewhere
+    they keep both."""
+    browse_as(monkeypatch, agent)
+    at = open_page(solved_reverse)
+    at.button(key="decode_next").click().run()
+    drawn = at.get("plotly_chart")
+    assert drawn and not at.exception
+    for element in drawn:
+        layout, config = json.loads(element.proto.spec)["layout"], json.loads(element.proto.config or "{}")
+        if agent == PHONE:
+            assert layout.get("dragmode") is False and config.get("displayModeBar") is False
+        else:
+            assert "dragmode" not in layout and "displayModeBar" not in config
