@@ -29,7 +29,7 @@ from transformer.inspection import (
 )
 from transformer.literal import code_span, markdown_literal
 from transformer.naming import length_span, task_label
-from ui.charts import chart
+from ui.charts import chart, narrowest_chart_px
 from ui.language import SELECT_ALL, _, said, session_translator, worded
 from ui.links import share_link
 from ui.state import claim_inputs, model_page
@@ -45,6 +45,7 @@ checkpoint = model_page(
 )
 share_link()
 model, vocab, config, tr = checkpoint.model, checkpoint.vocab, checkpoint.config, session_translator()
+fit_px = narrowest_chart_px()  # the titles of the charts across the page fit it
 
 diagram = st.columns([1, 3, 1])[1]  # the figure is two narrow stacks: centred, not stretched
 chart(
@@ -130,7 +131,7 @@ st.caption(
 block = _("{block}, layer {layer}", block=_(ATTENTION_KINDS[kind][0]), layer=layer)
 chart(
     st,
-    projection_heatmaps(attention_projections(model, kind, layer), config.n_heads, block, tr=tr),
+    projection_heatmaps(attention_projections(model, kind, layer), config.n_heads, block, tr=tr, fit_px=fit_px),
     key="anatomy_projections",
 )
 
@@ -142,7 +143,8 @@ st.latex(
 pe, pe_label = positional_table(model)
 pe_label = _(pe_label)
 st.caption(_("Shown: {table}. Each row is added to the embedding of the token at that position.", table=pe_label))
-chart(st, positional_heatmap(pe, _("Positional encoding: {table}", table=pe_label), tr=tr), key="anatomy_pe_heatmap")
+pe_title = _("Positional encoding: {table}", table=pe_label)
+chart(st, positional_heatmap(pe, pe_title, tr=tr, fit_px=fit_px), key="anatomy_pe_heatmap")
 dims = st.multiselect(
     _("Dimensions to plot"),
     range(config.d_model),

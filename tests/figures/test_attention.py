@@ -7,10 +7,10 @@ import torch
 
 from tests.helpers.figures import COLORBAR_PX, title_overflow
 from tests.helpers.models import random_model
-from transformer.figures import COLUMN_PX
+from transformer.figures import COLUMN_PX, PAGE_PX, PHONE_CHART_PX
 from transformer.figures.attention import attention_heatmaps, mask_heatmap, projection_heatmaps
 from transformer.i18n import translator
-from transformer.inspection import attention_projections
+from transformer.inspection import ATTENTION_KINDS, attention_projections
 
 LABELS = ["BOS", "3", "<b>", "PAD"]  # repeated labels keep their own rows
 
@@ -144,3 +144,15 @@ def test_the_heads_colour_bar_has_its_title_along_it_and_the_room_plotly_makes_f
     assert bar.title.text == "权重" and bar.title.side == "right"  # beside the labels: over the bar it touched the "1"
     assert list(bar.tickvals) == [0, 0.5, 1]  # labels of known widths
     assert fig.layout.margin.r == COLORBAR_PX  # the right margin as wide as Plotly makes it for the bar and its title
+
+
+@pytest.mark.parametrize("language", ["en", "zh-CN"])
+@pytest.mark.parametrize("chart_px", [PHONE_CHART_PX, PAGE_PX], ids=["phone", "laptop at 150%"])
+def test_each_projection_title_fits_the_width_given(language, chart_px):
+    """ "cross-attention (decoder → encoder), layer 1" in one line is 342 px at the title's size: wider than a phone's
+    chart (356 px) leaves it."""
+    tr, model = translator(language), random_model(n_layers=2)
+    for kind, (name, *_) in ATTENTION_KINDS.items():
+        title = tr.gettext("{block}, layer {layer}", block=tr.gettext(name), layer=1)
+        figure = projection_heatmaps(attention_projections(model, kind, 1), 4, title, tr=tr, fit_px=chart_px)
+        assert not title_overflow(figure, chart_px), figure.layout.title.text

@@ -1,15 +1,20 @@
 """Positional-encoding figures: the table, how alike positions are with the trained ones closed off, a few
 dimensions named sine or cosine, and the first layer's input in panels stacked with their tokens beside each."""
 
+import pytest
 import torch
 
+from tests.helpers.figures import title_overflow
+from tests.helpers.models import random_model
+from transformer.figures import PAGE_PX, PHONE_CHART_PX
 from transformer.figures.positional import (
     embedding_heatmap,
     position_similarity_heatmap,
     positional_curves,
     positional_heatmap,
 )
-from transformer.inspection import position_similarity
+from transformer.i18n import translator
+from transformer.inspection import OWN_TABLE, position_similarity, positional_table
 from transformer.model import sinusoidal_table
 
 TABLE = sinusoidal_table(16, 8)
@@ -17,6 +22,19 @@ TABLE = sinusoidal_table(16, 8)
 
 def test_positional_heatmap_draws_the_table():
     assert len(positional_heatmap(TABLE).data) == 1
+
+
+@pytest.mark.parametrize("language", ["en", "zh-CN"])
+@pytest.mark.parametrize("chart_px", [PHONE_CHART_PX, PAGE_PX], ids=["phone", "laptop at 150%"])
+@pytest.mark.parametrize("positional", ["none", *OWN_TABLE])
+def test_the_tables_title_fits_the_width_given(language, chart_px, positional):
+    """A model with no positional encoding titled the reference table in one line that ran past both edges of a
+    phone's chart, from x = -39 to 429 px in Chinese (measured in Chromium)."""
+    tr = translator(language)
+    table, label = positional_table(random_model(positional=positional))
+    title = tr.gettext("Positional encoding: {table}", table=tr.gettext(label))
+    figure = positional_heatmap(table, title, tr=tr, fit_px=chart_px)
+    assert not title_overflow(figure, chart_px), figure.layout.title.text
 
 
 def test_position_similarity_closes_off_the_trained_positions_with_dashed_lines():

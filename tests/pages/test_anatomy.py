@@ -1,13 +1,16 @@
 import json
 import re
 
+import plotly.graph_objects as go
 import pytest
 import torch
 from streamlit.testing.v1 import AppTest
 
 from tests.helpers import array
-from tests.helpers.apptest import open_anatomy
+from tests.helpers.apptest import LAPTOP, PHONE, browse_as, open_anatomy
+from tests.helpers.figures import title_overflow
 from tests.helpers.models import random_checkpoint
+from transformer.figures import PAGE_PX, PHONE_CHART_PX
 from transformer.i18n import latin_terms
 
 
@@ -93,6 +96,20 @@ def test_bad_sequence_shows_an_error(at):
 def test_model_without_positional_encoding_shows_the_reference_table():
     at = open_anatomy(random_checkpoint(positional="none"))
     assert any("this model uses none" in c.value for c in at.caption)
+
+
+@pytest.mark.parametrize("lang", ["en", "zh-CN"])
+@pytest.mark.parametrize("agent, chart_px", [(PHONE, PHONE_CHART_PX), (LAPTOP, PAGE_PX)], ids=["phone", "laptop"])
+def test_the_titles_across_the_page_fit_the_browsers_width(agent, chart_px, lang, monkeypatch):
+    """On a phone the reference table's title of a model with no positional encoding ran past both edges of its chart
+    in Chinese, and past the left one in English ("g: the paper's sinusoidal table, for reference: thi")."""
+    browse_as(monkeypatch, agent)
+    at = open_anatomy(random_checkpoint(positional="none", n_layers=2), lang=lang)
+    at.selectbox(key="anatomy_block").set_value("cross")
+    at.run()
+    for key in ("anatomy_pe_heatmap", "anatomy_projections"):
+        figure = go.Figure(layout=chart(at, key)["layout"])
+        assert not title_overflow(figure, chart_px), figure.layout.title.text
 
 
 @pytest.mark.parametrize(

@@ -8,7 +8,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from ..i18n import Translator
-from . import COLUMN_PX, ENGLISH, fit_title, top_margin
+from . import COLUMN_PX, ENGLISH, PHONE_CHART_PX, fit_title, top_margin
 from .heatmaps import (
     BUILT_TITLE_SIZE_PX,
     PANEL_TITLE_LINE_PX,
@@ -179,9 +179,12 @@ def attention_heatmaps(
     return build_figure(traces, layout, title, height=120 + plot_px)
 
 
-def projection_heatmaps(matrices: dict[str, object], n_heads: int, title: str, tr: Translator = ENGLISH) -> go.Figure:
+def projection_heatmaps(
+    matrices: dict[str, object], n_heads: int, title: str, tr: Translator = ENGLISH, fit_px: int = PHONE_CHART_PX
+) -> go.Figure:
     """The projection matrices of one attention block (name -> (d_out, d_in)), side by side on one diverging
-    scale. Dashed lines split the rows of W_Q, W_K, W_V (and the columns of W_O) into the heads' d_k slices."""
+    scale. Dashed lines split the rows of W_Q, W_K, W_V (and the columns of W_O) into the heads' d_k slices. `fit_px`:
+    how wide the chart is drawn where it is narrowest; the title fits it."""
     arrays = {name: as_array(m) for name, m in matrices.items()}
     bound = max(float(np.abs(a).max()) for a in arrays.values()) or 1.0
     layout, refs = subplot_grid(list(arrays), per_row=len(arrays), h_gap=0.07)
@@ -214,4 +217,5 @@ def projection_heatmaps(matrices: dict[str, object], n_heads: int, title: str, t
             else:  # each head's rows of W_Q, W_K, W_V
                 shapes.append(dict(line, x0=-0.5, x1=a.shape[1] - 0.5, y0=edge, y1=edge))
     layout["yaxis"]["title"] = tr.gettext("output")
+    title = fit_title(title, fit_px, BUILT_TITLE_SIZE_PX)
     return build_figure(traces, dict(layout, shapes=shapes), title, height=440)

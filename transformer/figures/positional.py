@@ -7,13 +7,25 @@ import numpy as np
 import plotly.graph_objects as go
 
 from ..i18n import Translator
-from . import ENGLISH
-from .heatmaps import DIVERGING_SCALE, as_array, axis_ticks, build_figure, diverging_heatmap, hover_grid, stacked_panels
+from . import ENGLISH, PHONE_CHART_PX, fit_title
+from .heatmaps import (
+    BUILT_TITLE_SIZE_PX,
+    DIVERGING_SCALE,
+    as_array,
+    axis_ticks,
+    build_figure,
+    diverging_heatmap,
+    hover_grid,
+    stacked_panels,
+)
 from .theme import colour_bar
 
 
-def positional_heatmap(table, title: str | None = None, tr: Translator = ENGLISH) -> go.Figure:
-    """A (positions, d_model) positional-encoding table: one row per position, one column per dimension."""
+def positional_heatmap(
+    table, title: str | None = None, tr: Translator = ENGLISH, fit_px: int = PHONE_CHART_PX
+) -> go.Figure:
+    """A (positions, d_model) positional-encoding table: one row per position, one column per dimension. `fit_px`: how
+    wide the chart is drawn where it is narrowest; the title fits it."""
     hover = tr.gettext(
         "position {position}, dimension {dimension}: {value}", position="%{y}", dimension="%{x}", value="%{z:.3f}"
     )
@@ -28,7 +40,8 @@ def positional_heatmap(table, title: str | None = None, tr: Translator = ENGLISH
     layout = dict(
         xaxis=dict(title=tr.gettext("dimension")), yaxis=dict(title=tr.gettext("position"), autorange="reversed")
     )
-    return build_figure([trace], layout, title or tr.gettext("Positional encoding"), height=480)
+    title = fit_title(title or tr.gettext("Positional encoding"), fit_px, BUILT_TITLE_SIZE_PX)
+    return build_figure([trace], layout, title, height=480)
 
 
 def position_similarity_heatmap(similarity, trained: int | None, title: str, tr: Translator = ENGLISH) -> go.Figure:
