@@ -1,7 +1,7 @@
 """Every page on a phone (390x844), as a phone's browser opens it: loaded at that size, the shipped reverse model in
 hand, each page reached through the sidebar, which folds away once a page is chosen: no exception, no sidebar left
 over the page, no table reaching past the screen (a wide table scrolls inside it), no chart labels drawn over each
-other, no keyboard shortcut's badge on a button (a phone has no keys).
+other, no keyboard shortcut's badge on a button (a phone has no keys), no caption's code span under 12 px.
 
 The language walk (test_language_walk.py) looks at every page at all three sizes in both languages, the window
 resized under a page loaded at a projector's size; this test is the phone's own way there.
@@ -42,7 +42,7 @@ def test_on_a_phone_every_page_opens_through_the_folded_sidebar_and_fits(new_con
         open_page(page, lab_server, "home")
         button(page, "load_reverse").click()
         expect(main(page).get_by_text("Loaded reverse")).to_be_visible(timeout=30_000)
-        problems = []
+        problems, captioned = [], 0
         for name in PAGES:
             if name != "home":  # Home is open already
                 go_to_on_phone(page, name)
@@ -59,12 +59,21 @@ def test_on_a_phone_every_page_opens_through_the_folded_sidebar_and_fits(new_con
                     problems.append(f"{name}: a formula is cut off at the screen's edge with no sign it scrolls")
             if badges := [badge for badge in page.locator("button kbd").all() if badge.is_visible()]:
                 problems.append(f"{name}: {len(badges)} keyboard shortcut badges on a phone, which has no keys")
+            codes = page.evaluate(CAPTION_CODE)
+            captioned += len(codes)
+            problems += [f"{name}: caption code {text!r} at {px} px" for text, px in codes if px < SMALLEST_TEXT_PX]
             screenshot(page, f"viewport-phone-{name}")
         assert not problems, "\n".join(problems)
+        assert captioned, "no caption's code span seen: the walk checked none"
     finally:
         context.close()
 
 
+SMALLEST_TEXT_PX = 12  # the smallest text a phone's reader is given (a chart's cell numbers are no smaller either)
+# Each caption's inline code span (a batch's tokens, a command) and its font size in px: Streamlit's 0.75em of a
+# caption drew 11.2 px on a phone.
+CAPTION_CODE = """() => [...document.querySelectorAll('[data-testid="stMain"] [data-testid="stCaptionContainer"] code')]
+    .map(code => [code.textContent, parseFloat(getComputedStyle(code).fontSize)])"""
 # Each display formula: whether it is wider than its box (and so scrolls), and its background.
 FORMULAS = """() => [...document.querySelectorAll('.katex-display')].map(el => ({
     scrolls: el.scrollWidth > el.clientWidth, background: getComputedStyle(el).backgroundImage}))"""
