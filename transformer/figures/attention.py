@@ -20,6 +20,7 @@ from .heatmaps import (
     diverging_heatmap,
     hover_grid,
     label_px,
+    row_labels_px,
     subplot_grid,
 )
 from .palette import BLOCKED, MAY_ATTEND
@@ -111,7 +112,7 @@ def key_labels(
     it is as wide as a line is tall; and where even one panel a row is too narrow for that, a label every few keys. So
     a label never reaches past its panel into the next one, nor runs into its neighbours (Plotly turns crowded labels
     30 degrees, over the next panel, or upright, over each other)."""
-    left = max(HEADS_LEFT_PX, math.ceil(label_px(row_labels)) + 16)  # the query labels and their tick marks
+    left = row_labels_px(row_labels, HEADS_LEFT_PX)  # the query labels and their tick marks
     plot_px = max(chart_px - left - HEADS_RIGHT_PX, 1)  # query labels wider than the chart leave it a sliver
     flat, upright = label_px(col_labels) + KEY_GAP_PX, UPRIGHT_LABEL_PX + KEY_GAP_PX
     n_cols = min(n_heads, per_row)

@@ -4,7 +4,6 @@ the output so far), the beam-search tree, and the teacher-forcing comparison tab
 Inputs are arrays (numpy, nested lists, or torch tensors) and `DecodeStep` records from `transformer.decoding`.
 """
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -26,8 +25,8 @@ from .heatmaps import (
     cell_numbers,
     escape_labels,
     hover_grid,
-    label_px,
     number_px,
+    row_labels_px,
 )
 from .palette import BEST_PATH, CHOSEN, EXTENDS, FINISHED, LIVE, OTHER
 from .theme import colour_bar
@@ -111,7 +110,7 @@ def _percent_heatmap(
     """Values in 0..1 (rows x columns) on the attention colour scale, row 0 at the top. Where the cells have room
     across a chart `fit_px` wide (where it is drawn narrowest), each shows its value in percent (blank under 1%) at a
     size it reads at (`number_px`), and no colour bar (titled `value_name`) is needed; the title's lines fit it too."""
-    left = max(MARGIN["l"], math.ceil(label_px(row_labels)) + 16)  # the row labels and room beside them
+    left = row_labels_px(row_labels)
     size = number_px(len(col_labels), fit_px - left - MARGIN["r"])
     trace = dict(
         type="heatmap",

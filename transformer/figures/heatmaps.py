@@ -121,6 +121,12 @@ def colour_bar_px(tick_labels: Sequence[str]) -> int:
 
 
 MARGIN = dict(l=60, r=20, t=80, b=50)  # a figure's margins, unless it gives its own
+ROW_LABEL_GAP_PX = 16  # between a heatmap's row labels and its cells: their tick marks, or the room they would take
+
+
+def row_labels_px(labels: Sequence[str], least: int = MARGIN["l"]) -> int:
+    """The left margin that holds a heatmap's row `labels` and their gap to the cells: at least `least`."""
+    return max(least, math.ceil(label_px(labels)) + ROW_LABEL_GAP_PX)
 
 
 def build_figure(traces: list[dict], layout: dict, title: str, height: int) -> go.Figure:

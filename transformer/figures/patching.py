@@ -1,7 +1,6 @@
 """Figures of activation patching: how much of the clean answer each patched activation brings back into the
 corrupted run. Input: the tables of a `transformer.patching.PatchingGrid`."""
 
-import math
 from collections.abc import Sequence
 
 import numpy as np
@@ -13,14 +12,13 @@ from ..inspection import ATTENTION_KINDS
 from . import ENGLISH, PHONE_CHART_PX, fit_title
 from .heatmaps import (
     BUILT_TITLE_SIZE_PX,
-    MARGIN,
     TICKS,
     axis_ticks,
     build_figure,
     colour_bar_px,
     hover_grid,
-    label_px,
     number_px,
+    row_labels_px,
     score_heatmap,
     stacked_panels,
 )
@@ -39,7 +37,7 @@ def _panels(
     one above the other on one 0..1 scale. `site` names a cell in the hover, from its row and column labels
     (customdata[0] and [1]). `fit_px`: how wide the chart is drawn where it is narrowest; the titles fit it, and each
     panel whose cells have room across it (`number_px`) shows their percents, at a size they read at."""
-    left = max(MARGIN["l"], math.ceil(label_px([row for panel in panels for row in panel[2]])) + 16)  # and tick marks
+    left = row_labels_px([row for panel in panels for row in panel[2]])
     bar_px = colour_bar_px(TICKS)  # the right margin: the colour bar beside the panels
     panel_px = fit_px - left - bar_px
     titles = [p[0] for p in panels]
