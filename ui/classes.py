@@ -4,7 +4,8 @@ the join form, their group and locked settings, the question to answer before St
 after the run.
 
 Session state keys:
-- "class_prediction": the choice picked in the question's widget on Train;
+- "class_prediction": the choice picked in the question's widget on Train (and, as a flash's place, the warning
+  under it when Start was pressed without one);
 - "teacher_class": (code, teacher key) of the class whose board this session opened;
 - "teacher_new_key": the key of a class just created here, shown alone until the teacher says it is saved.
 """
@@ -36,18 +37,21 @@ from transformer.classroom.questions import is_graded, question_text, right_choi
 from transformer.classroom.recorder import ClassRecorder
 from transformer.classroom.records import IN_FLIGHT
 from transformer.figures import drawn_px
-from transformer.i18n import N_, Message
+from transformer.i18n import N_
 from transformer.link_params import class_code_parser, read_params
 from transformer.literal import markdown_literal
 from transformer.run_configs import run_configs
 from ui.common import client_address, run_registry
+from ui.into_view import bring_into_view
 from ui.language import _, chosen, said, table_cells, worded
 from ui.links import show_link_notices
-from ui.state import CLASS_CODE, RUN_SEAT, watcher_id
+from ui.state import CLASS_CODE, RUN_SEAT, drop_flash, flash, watcher_id
 
 if TYPE_CHECKING:
     import pandas as pd
 
+# why Start did not start a class student's first run, said under the question (`answer_prediction`)
+UNANSWERED = N_("answer the question above the Start button first: it is your prediction")
 PREDICTION_POLL_S = 5.0  # a graded prediction waits for runs of the other groups: its line is read again this often
 
 
@@ -256,10 +260,15 @@ def recorded_elsewhere(seat: Seat) -> None:
 
 
 def prediction_input(seat: Seat) -> None:
-    """The class's question, to answer before the student's first run (drawn in the settings form)."""
+    """The class's question, to answer before the student's first run (drawn in the settings form). After a Start
+    pressed without an answer (`answer_prediction`), the question comes into view with the warning under its
+    choices, where the student looks, rather than under Start, which may be out of view."""
+    refused = drop_flash("class_prediction")
     question = seat.info.question
     if question is None or class_store().standing(seat.student) != (None, None):  # answered, or has run already
         return
+    if refused is not None:
+        bring_into_view("class_prediction", object())  # each refused press, wherever the page was scrolled to
     words = _(question_text(question, seat.info))
     st.markdown(_("**Predict first:** {question}", question=markdown_literal(words)))
     st.caption(_(QUESTIONS[question].caption))
@@ -272,17 +281,21 @@ def prediction_input(seat: Seat) -> None:
         key=worded("class_prediction", QUESTIONS[question].choices, str),
         label_visibility="collapsed",
     )
+    if refused is not None:
+        st.warning(refused[1])
 
 
-def answer_prediction(seat: Seat) -> None:
-    """Before a class student's first run: keep the prediction picked on the page; ClassroomError when the class
-    asks one and none is picked."""
+def answer_prediction(seat: Seat) -> bool:
+    """Before a class student's first run (Start's callback): keep the prediction picked on the page. False when the
+    class asks one and none is picked: the question then says so under its choices (`prediction_input`)."""
     if seat.info.question is None or class_store().standing(seat.student) != (None, None):
-        return
+        return True
     choice = chosen("class_prediction")
     if choice is None:
-        raise ClassroomError(Message(N_("answer the question above the Start button first: it is your prediction")))
+        flash("class_prediction", "warning", _("Not yet: {reason}.", reason=_(UNANSWERED)))
+        return False
     class_store().answer(seat.student, choice)
+    return True
 
 
 def prediction_result(seat: Seat) -> None:

@@ -64,8 +64,8 @@ def start_run() -> None:
     try:
         values, own = read_form(), own_task(OWN_TASK)
         configs = seat.configs(values) if seat else run_configs(values, pairs=own)
-        if seat:
-            answer_prediction(seat)
+        if seat and not answer_prediction(seat):  # the question says why, under its choices
+            return
         run = run_registry().submit(watcher_id(), *configs, page_connected(), client_address())
     except ServerBusy as err:
         flash("train_form", "warning", _("Your run could not start: {reason}.", reason=markdown_literal(_(err))))

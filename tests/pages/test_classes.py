@@ -6,6 +6,7 @@ import os
 import re
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -22,6 +23,7 @@ from tests.helpers.apptest import poll_until_done
 from transformer.classroom import Assignment, Caller, ClassStore, Group, RunState
 from transformer.pairs import pairs_from_rows
 from transformer.report_data import gather
+from ui.classes import UNANSWERED
 from ui.train_controls import CLASS_SAME_RUN, SAME_RUN
 from ui.train_form import ALL_LOCKED, CHOSEN, CLASS_DEFAULTS, LOCKED
 
@@ -199,6 +201,37 @@ def test_the_question_comes_before_start_and_the_run_is_recorded_for_the_board()
     assert board.predictions[student.id].choice == "later"
     assert board.runs[student.id].status == "finished" and board.runs[student.id].result["steps"] == 30
     assert any("Your prediction:" in m.value for m in at.markdown) and at.dataframe  # the class's tally
+
+
+def form_fields(at: AppTest) -> list[tuple]:
+    """The Train form's settings as drawn: (key, value, locked), in drawing order."""
+    kinds = ("selectbox", "number_input", "radio", "toggle")
+    return [(e.key, e.value, e.disabled) for e in at.main if e.type in kinds and e.key.startswith("train_")]
+
+
+@pytest.mark.parametrize("own_task", [False, True], ids=["lab task", "own task"])
+def test_start_before_the_question_is_answered_keeps_the_form_and_says_why_under_the_question(own_task):
+    store = ui.classes.class_store()
+    code, key = store.create_class("Period 3", 14, TEACHER)
+    store.set_assignment(code, key, replace(GROUPS, open=frozenset()), TEACHER)  # every setting locked
+    store.set_question(code, key, "positional-none", TEACHER)
+    if own_task:
+        rows = [(f"row {i}", f"{a} {b}", f"{b} {a}") for i, (a, b) in enumerate(zip("abcdefgh", "hgfedcba"), 1)]
+        store.set_task(code, key, pairs_from_rows(rows, "our pairs"), TEACHER)
+    at = open_link(code)
+    join(at, "Ada")
+    fields = form_fields(at)
+    assert fields and all(locked for *_, locked in fields) and ALL_LOCKED in [c.value for c in at.caption]
+    at.button(key="start_training").click().run()
+    assert "run" not in at.session_state and form_fields(at) == fields  # the same locked fields, before and after
+    drawn = [(e.type, getattr(e, "key", None)) for e in at.main]
+    said = drawn.index(("warning", None))
+    assert drawn.index(("radio", "class_prediction")) < said < drawn.index(("button", "start_training"))
+    assert drawn.index(("flex_container", "into_view_class_prediction")) < drawn.index(("radio", "class_prediction"))
+    assert at.warning[0].value == f"Not yet: {UNANSWERED}."  # under the question's choices, brought into view
+    at.radio(key="class_prediction").set_value("later")
+    at.button(key="start_training").click().run()
+    assert at.session_state["run"] and not at.warning
 
 
 def test_a_reload_keeps_the_student_and_a_class_that_ended_says_so():
