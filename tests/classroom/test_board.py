@@ -158,6 +158,8 @@ def test_the_difference_sentence_gives_counts_and_the_spread_of_steps_to_solve()
     assert board.difference_sentence(class_of([None, RunState("training", step=5)])) == "No run has finished yet."
     alone = class_of([finished(200, True), finished(400, True), finished(600, False)], assignment=None)
     assert board.difference_sentence(alone) == "Solved: 2 of 3. Steps to solve: median 300 (range 200-400)."
+    one = class_of([finished(144, True), finished(600, False)], assignment=None)
+    assert board.difference_sentence(one) == "Solved: 1 of 2. Steps to solve: 144."  # no "median 144 (range 144-144)"
 
 
 def test_flags_name_stalled_runs_and_students_who_have_not_started():

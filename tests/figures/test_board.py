@@ -34,6 +34,16 @@ def test_each_group_is_one_member_trace_and_one_median_in_its_own_colour():
     assert figure.layout.yaxis.type == "log"
 
 
+def test_runs_of_one_metric_row_each_are_drawn_as_points_on_an_axis_of_whole_steps():
+    """A class on a 20-step budget records one row a run: as lines, nothing was drawn, on a step axis of 19.5, 20,
+    20.5 and a loss axis without a label."""
+    one = pd.DataFrame({1: [2.3], 3: [2.2]}, index=pd.Index([20], name="step"))
+    figure = group_curves_figure({"PE": GroupCurves(one, one.median(axis=1))}, "loss")
+    assert [trace.mode for trace in figure.data] == ["markers", "markers"]
+    assert figure.layout.xaxis.rangemode == "tozero"
+    assert {trace.mode for trace in group_curves_figure(curves(), "loss").data} == {"lines"}  # rows enough for lines
+
+
 def test_an_empty_class_draws_empty_axes():
     when = datetime(2026, 11, 25, 9)
     empty = Snapshot(ClassInfo("amber-otter-7351", "Period 3", when, when, None, None), ())
@@ -152,3 +162,4 @@ def test_each_board_title_fits_its_column_where_the_column_is_narrowest(language
     assert "".join(lines).replace(" ", "") == "".join(
         [tr("Training loss by group"), tr(ALL_SOLVED), tr(SOME_UNSOLVED)]
     ).replace(" ", "")  # every word kept
+    assert not any(line.endswith("解") for line in lines)  # 解出 (solved) whole: "解<br>出所需步数" read as two words

@@ -46,8 +46,10 @@ def steps_to_solve(outcomes: Sequence[Outcome]) -> list[int]:
 
 
 def spread(values: Sequence[float]) -> Message | str:
-    """'median 450 (range 300-700)', or '' for no values."""
+    """'median 450 (range 300-700)', '450' for one value, or '' for none."""
     if not values:
         return ""
+    if len(values) == 1:
+        return f"{values[0]:g}"
     median = N_("median {median:g} (range {low:g}-{high:g})")
     return Message(median, median=statistics.median(values), low=min(values), high=max(values))

@@ -38,17 +38,20 @@ def group_curves_figure(
     for place, (label, curve) in enumerate(curves.items()):
         name, legend_group = tr.gettext("class") if label is None else tr.gettext(label), f"group {place}"
         steps = curve.members.index.tolist()
+        mode = "lines" if len(steps) > 1 else "markers"  # one metric row a run (a short budget): a line draws nothing
         member_values = curve.members.to_numpy().T.tolist()  # a list per member, in the members' order
         x = [step for _ in member_values for step in [*steps, None]]
         y = [value for values in member_values for value in [*values, None]]
         line = series_line(place, width=1)
-        traces.append(dict(type="scatter", x=x, y=y, mode="lines", line=line, opacity=MEMBER_OPACITY, name=name))
+        marker = dict(symbol=SYMBOLS[place], size=10)  # drawn for lone rows: each group's own symbol, as its outcomes'
+        traces.append(dict(type="scatter", x=x, y=y, mode=mode, line=line, marker=marker, opacity=MEMBER_OPACITY))
+        traces[-1] |= dict(name=name)
         traces[-1] |= dict(legendgroup=legend_group, showlegend=False, hoverinfo="skip", connectgaps=False)
         if member_values and steps:
             label_text = tr.gettext("{group}: median of {n}", group=name, n=len(member_values))
             median = curve.median.tolist()
-            traces.append(dict(type="scatter", x=steps, y=median, mode="lines", line=series_line(place, width=4)))
-            traces[-1] |= dict(name=label_text, legendgroup=legend_group)
+            traces.append(dict(type="scatter", x=steps, y=median, mode=mode, line=series_line(place, width=4)))
+            traces[-1] |= dict(marker=dict(marker, size=16), name=label_text, legendgroup=legend_group)
     losses = [value for trace in traces for value in trace["y"] if value is not None]
     title = fit_title(title, COLUMN_PX)
     layout = dict(
@@ -56,7 +59,7 @@ def group_curves_figure(
         height=height,
         font=FONT,
         margin=dict(l=10, r=10, t=top_margin(title), b=100),
-        xaxis=dict(title=tr.gettext("step")),
+        xaxis=dict(title=tr.gettext("step"), rangemode="tozero"),  # whole steps, even around a lone row's
         yaxis=loss_axis(losses, tr.gettext("training loss (log scale)")),
         legend=LEGEND_AT_FOOT,  # the title keeps the top
     )
