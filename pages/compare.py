@@ -35,7 +35,7 @@ from transformer.literal import markdown_literal
 from transformer.serving import ServerBusy
 from transformer.uploads import shown_name
 from ui.charts import chart, narrowest_chart_px
-from ui.common import client_address, queue_notice, remember_run, run_registry
+from ui.common import client_address, forget_run, queue_notice, remember_run, run_registry
 from ui.compare_builder import builder_keys, class_experiment, custom_builder, own_class_task_notice
 from ui.compare_timeline import PLOTLY_CONFIG, show_timeline
 from ui.downloads import DOWNLOAD_RERUNS, csv_download
@@ -100,8 +100,9 @@ def load_upload() -> None:
 
 
 def show_loaded(run: ExperimentRun, name: str) -> None:
-    """Show an experiment file's runs, with the settings that select it; this session's rerun makes way."""
-    if (job := st.session_state.pop(COMPARE_JOB, None)) is not None:
+    """Show an experiment file's runs, with the settings that select it; this session's rerun makes way, for good:
+    it shows again only when the student reruns."""
+    if (job := forget_run(COMPARE_JOB)) is not None:
         run_registry().stop_chain(job.chain)
     settings = state_for(run.experiment)
     try:  # the file is shown as long as the page's settings make this experiment

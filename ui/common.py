@@ -143,10 +143,12 @@ def remember_run(key: str, run: Run | LiveExperiment, restore: dict) -> None:
         runs_by_browser()[browser, key] = BrowserRun(run, {key: run, **restore})
 
 
-def forget_run(key: str) -> None:
-    """This browser left its run under `key`: a reload must not hand it back."""
+def forget_run(key: str) -> Run | LiveExperiment | None:
+    """This session lets go of its run under `key`, which it returns (None when it has none): the session state drops
+    it, and neither the next script run nor a reload hands it back (`ui.state.reattach_runs`)."""
     if (browser := this_browser()) is not None:
         runs_by_browser().pop((browser, key), None)
+    return st.session_state.pop(key, None)
 
 
 def local_time(when: datetime | None = None) -> datetime:

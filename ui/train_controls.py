@@ -117,7 +117,6 @@ def leave_run() -> None:
         return
     run_registry().leave(watcher_id(), current)
     if current.status == "queued" or current.watchers():  # out of the queue, or others still watch the run
-        st.session_state.pop(RUN)
         forget_run(RUN)
         left = current.open_pages()
         flash(

@@ -152,6 +152,26 @@ def test_a_tiny_live_rerun_completes_after_polling(monkeypatch):
     assert any(c.value == f"Showing: loaded from {markdown_literal('mine.json')}." for c in at.caption)
 
 
+def test_a_file_loaded_after_a_rerun_shows_until_the_next_rerun(monkeypatch, browser):
+    """A browser with an id, whose rerun a reload would take back: the file loaded after it ends shows instead."""
+    monkeypatch.setitem(READY, "heads", TINY.changed("train", steps=8))  # not TINY's run, which another test trains
+    at = open_compare(experiment="heads")
+    at.button(key="compare_run").click().run()
+    until_done(at, 60)
+    assert any(c.value == "Showing: your live run." for c in at.caption)
+    shipped = result_path("heads").read_bytes()  # the same experiment, trained longer
+    at.file_uploader(key="compare_upload").set_value(("heads.json", shipped, "application/json")).run()
+    assert not at.exception and not at.warning and "compare_job" not in at.session_state
+    assert any(c.value == f"Showing: loaded from {markdown_literal('heads.json')}." for c in at.caption)
+    assert at.table[0].value["steps"].tolist() == ["300", "300"]  # the file's runs, not the rerun's 8 steps
+    at.run()  # the next script run does not put the rerun back
+    assert any(c.value == f"Showing: loaded from {markdown_literal('heads.json')}." for c in at.caption)
+    at.button(key="compare_run").click().run()  # the rerun again: the newest choice shows
+    until_done(at, 60)
+    assert not at.exception and any(c.value == "Showing: your live run." for c in at.caption)
+    assert at.table[0].value["steps"].tolist() == ["8", "8"]
+
+
 def test_uploads_load_back_and_bad_files_are_refused(at):
     at.file_uploader(key="compare_upload").set_value(("bad.json", b'{"format": 1}', "application/json")).run()
     assert not at.exception and markdown_literal("Could not load bad.json") in at.error[0].value
@@ -303,7 +323,7 @@ def test_one_run_per_student_at_a_time(monkeypatch):
         stop_live(at.session_state["compare_job"])
 
 
-def test_a_file_loaded_while_a_rerun_trains_asks_first_and_loses_nothing(monkeypatch):
+def test_a_file_loaded_while_a_rerun_trains_asks_first_and_loses_nothing(monkeypatch, browser):
     monkeypatch.setitem(READY, "heads", TINY.changed("train", steps=100_000))
     at = open_compare(experiment="heads")
     at.button(key="compare_run").click().run()
