@@ -53,8 +53,8 @@ WHOLE_LABELS = """[data-testid="stWidgetLabel"] :is(.stMarkdownEllipsis, .stMark
 SUMMARY_WORDS = """.st-key-compare_summary :is(th, td) p { word-break: keep-all !important; }"""
 # Streamlit draws inline code at 0.75em: a token chip or a command at 12.8 px, small on a projector across a room. At
 # 0.95em it is 16 px in a paragraph and 14 px in a message box's smaller text. A caption's text is no markdown
-# container's: its code spans were left at 0.75em of the caption, 11.2 px on a phone (14.9 px captions) and 10.5 px on a
-# laptop, under the 12 px a phone's reader is given; at 0.95em they are 14.1 and 13.3 px.
+# container's, so the rule names captions too: at 0.75em of a caption its code is 11.2 px on a phone (14.9 px captions)
+# and 10.5 px on a laptop, under the 12 px a phone's reader is given; at 0.95em it is 14.1 and 13.3 px.
 INLINE_CODE = """:is([data-testid="stMarkdownContainer"], [data-testid="stCaptionContainer"]) :not(pre) > code {
   font-size: 0.95em; }"""
 # A button's keyboard shortcut shows as a key badge beside its label; a phone or tablet with no keyboard has no key to
