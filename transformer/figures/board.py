@@ -45,8 +45,7 @@ def group_curves_figure(
         line = series_line(place, width=1)
         marker = dict(symbol=SYMBOLS[place], size=10)  # drawn for lone rows: each group's own symbol, as its outcomes'
         traces.append(dict(type="scatter", x=x, y=y, mode=mode, line=line, marker=marker, opacity=MEMBER_OPACITY))
-        traces[-1] |= dict(name=name)
-        traces[-1] |= dict(legendgroup=legend_group, showlegend=False, hoverinfo="skip", connectgaps=False)
+        traces[-1] |= dict(name=name, legendgroup=legend_group, showlegend=False, hoverinfo="skip", connectgaps=False)
         if member_values and steps:
             label_text = tr.gettext("{group}: median of {n}", group=name, n=len(member_values))
             median = curve.median.tolist()

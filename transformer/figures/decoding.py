@@ -94,7 +94,7 @@ def step_attention_heatmap(
     return _percent_heatmap(w, head_labels, key_labels, x_title, tr.gettext("weight"), hover, title, fit_px)
 
 
-ROW_LABEL_GAP_PX = 8  # between a percent heatmap's row labels and its cells
+LABEL_STANDOFF_PX = 8  # between a percent heatmap's row labels and its cells, where no tick mark stands
 
 
 def _percent_heatmap(
@@ -129,7 +129,7 @@ def _percent_heatmap(
     layout = dict(
         xaxis=dict(title=x_title, **axis_ticks(col_labels)),
         # no tick marks beside the rows, but their room: one touched a first cell's number, and "100%" read "-100%"
-        yaxis=dict(autorange="reversed", ticks="", ticklabelstandoff=ROW_LABEL_GAP_PX, **axis_ticks(row_labels)),
+        yaxis=dict(autorange="reversed", ticks="", ticklabelstandoff=LABEL_STANDOFF_PX, **axis_ticks(row_labels)),
         margin=dict(l=left),
     )
     traces = [trace] if size is None else [trace, cell_numbers(trace, size)]
