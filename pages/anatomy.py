@@ -136,9 +136,9 @@ chart(
 )
 
 st.subheader(_("Positional encoding (section 3.5)"))
-st.latex(
-    r"\begin{gathered}PE_{(pos,\,2i)} = \sin\!\left(pos / 10000^{2i/d_{model}}\right) \\ "
-    r"PE_{(pos,\,2i+1)} = \cos\!\left(pos / 10000^{2i/d_{model}}\right)\end{gathered}"
+st.latex(  # d_model's subscript at script size: a superscript's own subscript is drawn at half the formula's
+    r"\begin{gathered}PE_{(pos,\,2i)} = \sin\!\left(pos / 10000^{2i/d_{\scriptstyle model}}\right) \\ "
+    r"PE_{(pos,\,2i+1)} = \cos\!\left(pos / 10000^{2i/d_{\scriptstyle model}}\right)\end{gathered}"
 )
 pe, pe_label = positional_table(model)
 pe_label = _(pe_label)

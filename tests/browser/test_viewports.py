@@ -1,7 +1,8 @@
 """Every page on a phone (390x844), as a phone's browser opens it: loaded at that size, the shipped reverse model in
 hand, each page reached through the sidebar, which folds away once a page is chosen: no exception, no sidebar left
 over the page, no table reaching past the screen (a wide table scrolls inside it), no chart labels drawn over each
-other, no keyboard shortcut's badge on a button (a phone has no keys), no caption's code span under 12 px.
+other, no keyboard shortcut's badge on a button (a phone has no keys), no caption's code span or formula's glyph under
+12 px.
 
 The language walk (test_language_walk.py) looks at every page at all three sizes in both languages, the window
 resized under a page loaded at a projector's size; this test is the phone's own way there.
@@ -57,6 +58,8 @@ def test_on_a_phone_every_page_opens_through_the_folded_sidebar_and_fits(new_con
             for formula in page.evaluate(FORMULAS):  # a formula that scrolls says so: a shadow at its edge
                 if formula["scrolls"] and "gradient" not in formula["background"]:
                     problems.append(f"{name}: a formula is cut off at the screen's edge with no sign it scrolls")
+                if formula["smallest"] < SMALLEST_TEXT_PX:
+                    problems.append(f"{name}: {formula['text']!r} has a glyph at {formula['smallest']:.1f} px")
             if badges := [badge for badge in page.locator("button kbd").all() if badge.is_visible()]:
                 problems.append(f"{name}: {len(badges)} keyboard shortcut badges on a phone, which has no keys")
             codes = page.evaluate(CAPTION_CODE)
@@ -74,9 +77,14 @@ SMALLEST_TEXT_PX = 12  # the smallest text a phone's reader is given (a chart's 
 # caption drew 11.2 px on a phone.
 CAPTION_CODE = """() => [...document.querySelectorAll('[data-testid="stMain"] [data-testid="stCaptionContainer"] code')]
     .map(code => [code.textContent, parseFloat(getComputedStyle(code).fontSize)])"""
-# Each display formula: whether it is wider than its box (and so scrolls), and its background.
+# Each display formula: whether it is wider than its box (and so scrolls), its background, and its smallest glyph's
+# font size in px (a subscript of a superscript is drawn at half the formula's size: 10.4 px on a laptop).
 FORMULAS = """() => [...document.querySelectorAll('.katex-display')].map(el => ({
-    scrolls: el.scrollWidth > el.clientWidth, background: getComputedStyle(el).backgroundImage}))"""
+    scrolls: el.scrollWidth > el.clientWidth, background: getComputedStyle(el).backgroundImage,
+    text: el.querySelector('annotation')?.textContent,
+    smallest: Math.min(...[...el.querySelectorAll('.katex-html span')]
+        .filter(s => [...s.childNodes].some(n => n.nodeType === 3 && /[^\\s\\u200b]/.test(n.textContent)))
+        .map(s => parseFloat(getComputedStyle(s).fontSize)))}))"""
 
 
 def go_to_on_phone(page, name: str) -> None:
