@@ -17,14 +17,12 @@ import streamlit as st
 
 from transformer.classroom import Assignment, ClassroomError, ClassStore, Snapshot
 from transformer.classroom.board import (
-    HEADINGS,
     WORDS,
     difference_sentence,
     flags,
     group_curves,
     metrics_frame,
     outcome_table,
-    prediction_tally,
     predictions_frame,
     results_frame,
     student_rows,
@@ -37,7 +35,7 @@ from transformer.literal import code_span, markdown_literal
 from ui.assignment_form import assignment_form
 from ui.charts import chart
 from ui.class_access import board_in_address, made_class, new_key_panel, start_page
-from ui.classes import board_table, caller, class_store, fitted_px
+from ui.classes import board_table, caller, class_store, fitted_px, tally_table
 from ui.common import cluster_not_used, local_time
 from ui.downloads import csv_download
 from ui.language import (
@@ -154,9 +152,7 @@ def board(code: str, key: str) -> None:
     if snapshot.info.question is not None:
         question = markdown_literal(_(question_text(snapshot.info.question, snapshot.info)))  # it may name a file
         st.markdown(_("**Predictions:** {question}", question=question))
-        tally = table_cells(prediction_tally(snapshot), "choice")
-        tally.columns = [_(HEADINGS[name]) for name in tally.columns]
-        st.table(tally.set_index(_(HEADINGS["choice"])))  # built-in choices only: an HTML table
+        tally_table(snapshot)
     rejoin_section(snapshot, code, key)
 
 

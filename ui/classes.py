@@ -357,8 +357,15 @@ def prediction_verdict(seat: Seat, waiting: bool) -> None:
         )
     )
     st.caption(_("{caption} The whole class's predictions so far:", caption=_(question.caption)))
-    tally = prediction_tally(snapshot)
-    board_table(table_cells(tally, "choice"), "class_tally")
+    tally_table(snapshot)
+
+
+def tally_table(snapshot: Snapshot) -> None:
+    """The class's predictions, choice by choice (`prediction_tally`): an HTML table, whose choices wrap to a phone's
+    width where a grid would scroll sideways (its choices are the questions' own words, never a user's)."""
+    tally = table_cells(prediction_tally(snapshot), "choice")
+    tally.columns = [_(HEADINGS[name]) for name in tally.columns]
+    st.table(tally.set_index(_(HEADINGS["choice"])))
 
 
 TABLE_PADDING_PX = 24  # a cell's padding on both sides

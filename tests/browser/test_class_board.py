@@ -1,6 +1,7 @@
 """A class experiment in real browsers: a teacher creates a class (its key shown alone until saved, then the
 projector view: the link and its QR code, never the key) with two groups and a question, four students join
-through the link, predict and press Start, and the teacher's board shows them finish, the groups' curves and the
+through the link (one on a phone, where the class's tally of predictions fits without sideways scrolling), predict
+and press Start, and the teacher's board shows them finish, the groups' curves and the
 predictions' tally; exported at once, without reopening the board, the results hold the four runs and the page
 stays on its tab; after a server restart the board, opened again with the key (a wrong one refused), still shows
 them, and its CSV export holds the four runs as the students' pages showed them. A run training when its server is
@@ -21,9 +22,10 @@ from transformer.classroom.schema import classes
 
 pytestmark = requires_chromium
 
-PROJECTOR = {"width": 1280, "height": 800}
-STUDENTS = ["Ada", "Bo", "Cy", "<b>Di</b>"]  # the last is literal text, never markup
+PROJECTOR, PHONE = {"width": 1280, "height": 800}, {"width": 390, "height": 844}
+STUDENTS = ["Ada", "Bo", "Cy", "<b>Di</b>"]  # the last is literal text, never markup, and joins on a phone
 FINISHED = re.compile(r"Finished after (\d+) steps")
+SIDEWAYS = "t => { const s = t.querySelector('table').parentElement; return s.scrollWidth - s.clientWidth; }"
 
 
 def open_teacher(context, server: LabServer):
@@ -98,12 +100,16 @@ def test_a_class_experiment_on_the_teachers_board(new_context, tmp_path, monkeyp
         code = link.rsplit("class=", 1)[1]
         assert key not in link and link.endswith(f"/train?class={code}")
         link = f"{server.url}/train?class={code}"  # the address the test's server answers on
-        pages = [student_trains(new_context(viewport=PROJECTOR), link, name) for name in STUDENTS]
+        sizes = [PROJECTOR] * (len(STUDENTS) - 1) + [PHONE]
+        pages = [student_trains(new_context(viewport=size), link, name) for name, size in zip(STUDENTS, sizes)]
         shown_steps = {}
         for name, page in zip(STUDENTS, pages):
             expect(main(page).get_by_text(FINISHED)).to_be_visible(timeout=120_000)
             shown_steps[name] = int(FINISHED.search(main(page).inner_text()).group(1))
             assert not page_errors(page)
+        phone_tally = main(pages[-1]).locator("[data-testid='stTable']").filter(has_text="later")
+        expect(phone_tally).to_be_visible()  # the class's predictions, under the student's own
+        assert phone_tally.evaluate(SIDEWAYS) <= 1, "the tally scrolls sideways on a phone"
         export_tab = open_tab(teacher, "Export and end")  # the exports read the database at the click
         rows = download(teacher, "teacher_download_results")
         assert {row["name"]: int(float(row["steps"])) for row in rows} == shown_steps

@@ -200,7 +200,7 @@ def test_the_question_comes_before_start_and_the_run_is_recorded_for_the_board()
     (student,) = board.students
     assert board.predictions[student.id].choice == "later"
     assert board.runs[student.id].status == "finished" and board.runs[student.id].result["steps"] == 30
-    assert any("Your prediction:" in m.value for m in at.markdown) and at.dataframe  # the class's tally
+    assert any("Your prediction:" in m.value for m in at.markdown) and at.table  # the class's tally
 
 
 def form_fields(at: AppTest) -> list[tuple]:
