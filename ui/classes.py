@@ -52,7 +52,7 @@ if TYPE_CHECKING:
 
 # why Start did not start a class student's first run, said under the question (`answer_prediction`)
 UNANSWERED = N_("answer the question above the Start button first: it is your prediction")
-PREDICTION_POLL_S = 5.0  # a graded prediction waits for runs of the other groups: its line is read again this often
+PREDICTION_POLL_S = 5.0  # a prediction's verdict rests on every run of the class: it is read again this often
 
 
 @st.cache_resource(show_spinner=False, on_release=ClassStore.close)
@@ -299,24 +299,18 @@ def answer_prediction(seat: Seat) -> bool:
 
 
 def prediction_result(seat: Seat) -> None:
-    """After the student's run: their prediction, what the runs measured, and the class's predictions so far. While
-    the verdict may change (not measured yet, or runs of the class still queued or training), it is read again every
-    PREDICTION_POLL_S on its own."""
+    """After the student's run: their prediction, what the runs measured, and the class's predictions so far. Every
+    run of the class can turn the verdict, a classmate's who joins late too: while the class is open it is read
+    again every PREDICTION_POLL_S on its own."""
     if seat.info.question is None:
         return
     try:
         class_recorder().record(seat.student)  # the run's end, written before the class is read back
-        waiting = may_change(*graded(seat))
+        predicted = graded(seat)[1] is not None
     except ClassroomError:  # the class ended since this run of the page began: the next says so
         st.rerun()
-    st.fragment(run_every=PREDICTION_POLL_S if waiting else None)(prediction_verdict)(seat, waiting)
-
-
-def may_change(snapshot: Snapshot, prediction: Prediction | None, measured: str | None) -> bool:
-    """Whether a student's verdict may still change: they predicted, and it is not measured yet or some run of the
-    class is still queued or training (a run that ends moves the groups' medians)."""
-    in_flight = any(run.status in IN_FLIGHT for run in snapshot.runs.values())
-    return prediction is not None and (measured is None or in_flight)
+    if predicted:
+        st.fragment(run_every=PREDICTION_POLL_S)(prediction_verdict)(seat)
 
 
 def graded(seat: Seat) -> tuple[Snapshot, Prediction | None, str | None]:
@@ -327,18 +321,15 @@ def graded(seat: Seat) -> tuple[Snapshot, Prediction | None, str | None]:
     return snapshot, snapshot.predictions.get(seat.student.id), measured
 
 
-def prediction_verdict(seat: Seat, waiting: bool) -> None:
-    """The student's prediction, graded once measured, and the class's tally. Drawn `waiting` (polling) while the
-    verdict may change, it redraws the whole page once it cannot, which draws it again without polling, or once the
-    class has ended, which says so."""
+def prediction_verdict(seat: Seat) -> None:
+    """The student's prediction, graded once measured, and the class's tally; once the class has ended, the whole
+    page, which says so."""
     try:
         snapshot, prediction, measured = graded(seat)
     except ClassroomError:  # the teacher deleted the class while this page polled: the whole page tells the student
         st.rerun()
     if prediction is None:
         return
-    if waiting and not may_change(snapshot, prediction, measured):
-        st.rerun()
     question = QUESTIONS[seat.info.question]
     if measured is None:
         verdict = _("not measured yet: it needs finished runs in both groups.")

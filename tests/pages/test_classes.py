@@ -317,12 +317,12 @@ def test_a_prediction_not_measured_yet_is_graded_once_the_other_group_has_run(fr
     store.record_run(bo, RunState("finished", 30, None, ({"step": 30, "train_loss": 2.0},), result))
     at.run()  # what the verdict's fragment does on its own every few seconds
     assert "the runs say" in verdict(at) and "not measured yet" not in verdict(at)
-    assert fragments["prediction_verdict"] is None  # measured: no more polling
+    assert fragments["prediction_verdict"] == ui.classes.PREDICTION_POLL_S  # the class is open: a later run may turn it
 
 
-def test_a_graded_prediction_is_read_again_while_runs_of_the_class_still_train(fragments):
+def test_a_graded_prediction_is_read_again_while_the_class_is_open(fragments):
     """A verdict rests on the groups' medians so far: a run that ends later can turn it, and the student's page,
-    whose own run has ended, must show that without a reload."""
+    whose own run has ended, must show that without a reload, a classmate's who joins after every run ended too."""
     code, _ = a_class("positional-none")
     at = open_link(code)
     join(at, "Ada")  # group "with PE"
@@ -338,8 +338,8 @@ def test_a_graded_prediction_is_read_again_while_runs_of_the_class_still_train(f
     first = verdict(at)
     assert "the runs say" in first and fragments["prediction_verdict"] == ui.classes.PREDICTION_POLL_S
     store.record_run(cy, RunState("finished", 30, None, ({"step": 30, "train_loss": 2.0},), {**solved, "steps": 30}))
-    at.run()  # what the verdict's fragment does on its own: Cy's run has ended, nothing can change it now
-    assert fragments["prediction_verdict"] is None and "the runs say" in verdict(at)
+    at.run()  # what the verdict's fragment does on its own: every run has ended, and a classmate may still join
+    assert fragments["prediction_verdict"] == ui.classes.PREDICTION_POLL_S and "the runs say" in verdict(at)
 
 
 def test_a_verdict_read_again_after_the_class_was_deleted_redraws_the_page_instead_of_failing(monkeypatch):
@@ -358,7 +358,7 @@ def test_a_verdict_read_again_after_the_class_was_deleted_redraws_the_page_inste
 
     monkeypatch.setattr(st, "rerun", rerun)
     with pytest.raises(Rerun):
-        ui.classes.prediction_verdict(seat, waiting=True)
+        ui.classes.prediction_verdict(seat)
 
 
 def verdict(at: AppTest) -> str:
@@ -412,7 +412,7 @@ def test_the_question_names_the_class_s_own_task_not_the_one_the_assignment_name
     assert any("**Predict first:**" in m.value for m in at.markdown)  # shown in bold above them
 
 
-def test_a_prediction_on_runs_that_ran_out_of_time_is_not_graded_and_not_polled(fragments):
+def test_a_prediction_on_runs_that_ran_out_of_time_is_not_graded_until_a_late_classmate_s_run_measures_it(fragments):
     code, _ = a_class("positional-none")
     at = open_link(code)
     join(at, "Ada")  # group "with PE": graded on the no-PE group's runs
@@ -426,7 +426,13 @@ def test_a_prediction_on_runs_that_ran_out_of_time_is_not_graded_and_not_polled(
     at.run()
     assert "not graded: the runs it rests on ran out of time" in verdict(at)
     assert "not so" not in verdict(at) and "you were right" not in verdict(at)
-    assert fragments["prediction_verdict"] is None  # nothing more to wait for
+    assert fragments["prediction_verdict"] == ui.classes.PREDICTION_POLL_S  # no run in flight, yet one may come
+    late = [store.join(code, f"browser-{name}", name) for name in ("Cy", "Di")]  # one of them in Bo's group
+    (di,) = [student for student in late if student.group == bo.group]
+    out_of_steps = {"reason": "step budget", "steps": 30, "exact_match": 0.0}
+    store.record_run(di, RunState("finished", 30, None, ({"step": 30, "train_loss": 2.0},), out_of_steps))
+    at.run()  # what the verdict's fragment does on its own
+    assert "the runs say" in verdict(at) and "not graded" not in verdict(at)
 
 
 STOPPING_SERVER = """
