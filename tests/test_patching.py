@@ -150,7 +150,7 @@ def test_an_unchanged_answer_has_nothing_to_recover(model):
         ("1 2 3", "1 2", "as long as"),
         ("1 2 3", "1 2 3", "the same"),
         ("1 2 x", "1 2 3", r"^unknown symbol .* \(the clean input\)$"),
-        ("1 2 3", "1 " * 64, r"^input has 64 tokens; the most is 63 \(the corrupted input\)$"),
+        ("1 2 3", "1 " * 64, r"^input has 64 symbols; the most is 63 \(the corrupted input\)$"),
     ],
 )
 def test_inputs_that_cannot_be_compared_are_refused(clean, corrupted, message):

@@ -43,7 +43,7 @@ def test_multi_character_digits_are_single_tokens():
 def test_spaces_are_optional_when_every_symbol_is_one_character(digits):
     assert digits.spaces_optional and digits.input_hint(63) == "at most 63 symbols, spaces optional"
     assert digits.encode("314") == digits.encode("3 1 4") == digits.encode(" 31  4") == [6, 4, 7]
-    with pytest.raises(ValueError, match="has 4 tokens; the most is 3"):
+    with pytest.raises(ValueError, match="has 4 symbols; the most is 3"):
         digits.encode("3141", max_len=3)  # the limit counts symbols, not words
     with pytest.raises(ValueError, match="'BOS' is a special token"):
         digits.encode("1 BOS")  # a special token is not read as the characters B, O, S
@@ -62,7 +62,7 @@ def test_spaces_are_optional_when_every_symbol_is_one_character(digits):
         ("1 BOS 2", None, "'BOS'"),
         ("EOS", None, "'EOS'"),
         ("PAD", None, "'PAD'"),
-        ("1 2 3", 2, "has 3 tokens; the most is 2"),
+        ("1 2 3", 2, "has 3 symbols; the most is 2"),
     ],
 )
 def test_encode_errors(digits, text, max_len, needle):

@@ -114,7 +114,7 @@ class Vocab:
         if not words:
             raise ValueError(Message(N_("enter at least one symbol ({allowed})"), allowed=allowed))
         if max_len is not None and len(words) > max_len:
-            too_long = N_("input has {count} tokens; the most is {most}")
+            too_long = N_("input has {count} symbols; the most is {most}")
             raise ValueError(Message(too_long, count=len(words), most=max_len))
         ids = []
         for word in words:
