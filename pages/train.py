@@ -298,8 +298,10 @@ with st.expander(_("How training works"), key="train_how_expander"):
         )
     )
     decay, stay = _("decay as {rate} (paper)", rate=r"$1/\sqrt{s}$"), _("stay at the peak")  # $...$: maths in text
+    peak = _("peak")  # the peak learning rate
     st.latex(
-        r"\mathrm{lr}(s) = \mathrm{peak}\cdot\begin{cases}\min\left(\frac{s}{w},\ \sqrt{\frac{w}{s}}\right) & "
+        rf"\mathrm{{lr}}(s) = \text{{{peak}}}\cdot"
+        r"\begin{cases}\min\left(\frac{s}{w},\ \sqrt{\frac{w}{s}}\right) & "
         rf"\text{{{decay}}}\\ \min\left(\frac{{s}}{{w}},\ 1\right) & \text{{{stay}}}\end{{cases}}"
     )
     st.caption(
