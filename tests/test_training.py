@@ -2,12 +2,14 @@
 
 import copy
 import threading
+import time
 
 import pytest
 import torch
 import torch.nn.functional as F
 
 from transformer import training
+from transformer.device import training_clock
 from transformer.model import ModelConfig, Transformer
 from transformer.run_configs import default_configs
 from transformer.tasks import Batch, DataConfig, TaskData
@@ -178,6 +180,26 @@ def test_stop_and_time_budget():
     assert Trainer(ModelConfig(), COPY, TrainConfig()).run(stop=stop.is_set).reason == "stopped"
     result = Trainer(ModelConfig(), COPY, TrainConfig(time_budget_s=0.3, early_stop=False, steps=10**6)).run()
     assert result.reason == "time budget" and result.seconds < 3
+
+
+def test_on_one_cpu_thread_a_busy_machine_does_not_spend_a_run_s_time_budget(monkeypatch):
+    """Training time is the training thread's own CPU time (`training_clock`): time the thread spends off its core
+    (here asleep between rows, as when the server's other work holds it) is not training, so a run on a busy server
+    reaches the steps it reaches on a quiet one. By the wall clock, this run's 2.4 s of sleep would spend its 2 s."""
+    monkeypatch.setattr(torch, "get_num_threads", lambda: 1)  # the lab's training workers compute on one thread
+    config = TrainConfig(steps=40, eval_every=5, early_stop=False, time_budget_s=2.0, device="cpu")
+    trainer = Trainer(ModelConfig(d_model=16, n_heads=2, n_layers=1, d_ff=32), COPY, config)
+    result = trainer.run(on_row=lambda row: time.sleep(0.3))  # 8 rows: 2.4 s off the core
+    assert result.reason == "step budget" and result.steps == 40 and result.seconds < 2.0
+
+
+def test_the_training_clock_is_the_wall_clock_off_a_single_cpu_thread(monkeypatch):
+    """A GPU's work, or several CPU threads', is on no one thread's clock."""
+    assert training_clock(torch.device("cuda")) is time.perf_counter
+    monkeypatch.setattr(torch, "get_num_threads", lambda: 2)
+    assert training_clock(torch.device("cpu")) is time.perf_counter
+    monkeypatch.setattr(torch, "get_num_threads", lambda: 1)
+    assert training_clock(torch.device("cpu")) is time.thread_time
 
 
 @pytest.mark.parametrize(

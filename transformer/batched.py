@@ -118,15 +118,15 @@ def train_together(
 
     Every round, each run's control decides whether it steps, holds or ends (a control must not block: the other
     runs wait on it); the runs that step share one batched pass, or take their own when one steps alone (a batched
-    pass of one run is slower than its own). The pass's wall time counts towards each stepping run's time budget in
-    equal shares (the rest is the run's `shared_s`), and a held run's whole round is its pause (`paused_s`), so a
-    run's budget buys it about the steps it would take alone."""
-    together = TogetherPass(runs[0])
+    pass of one run is slower than its own). The pass's time (on the runs' `clock`) counts towards each stepping run's
+    time budget in equal shares (the rest is the run's `shared_s`), and a held run's whole round is its pause
+    (`paused_s`), so a run's budget buys it about the steps it would take alone."""
+    together, clock = TogetherPass(runs[0]), runs[0].clock
     for run in runs:
         run.begin()
     live = list(range(len(runs)))
     while live:
-        began = time.perf_counter()
+        began = clock()
         paused_before = {i: runs[i].paused_s for i in live}
         stepping = [i for i in live if runs[i].may_step(controls[i])]
         for i in [i for i in live if runs[i].reason is not None]:
@@ -136,14 +136,14 @@ def train_together(
         if not stepping:
             time.sleep(HOLD_POLL_S)  # every run left is held: ask their controls again shortly
             continue
-        stepped = time.perf_counter()
+        stepped = clock()
         yield from _round(together, [runs[i] for i in stepping], stepping, live)
-        share = (time.perf_counter() - stepped) * (1 - 1 / len(stepping))
+        share = (clock() - stepped) * (1 - 1 / len(stepping))
         for i in live:
             if i in stepping:
                 runs[i].shared_s += share
             else:
-                runs[i].paused_s = paused_before[i] + time.perf_counter() - began
+                runs[i].paused_s = paused_before[i] + clock() - began
 
 
 def _round(together: TogetherPass, runs: list[Trainer], indices: list[int], live: list[int]) -> Iterator[tuple]:

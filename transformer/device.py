@@ -1,4 +1,8 @@
-"""Which device to compute on: CUDA if there is one, else Apple's MPS, else the CPU."""
+"""Which device to compute on: CUDA if there is one, else Apple's MPS, else the CPU; and the clock a run's training
+time is read on there."""
+
+import time
+from collections.abc import Callable
 
 import torch
 
@@ -35,3 +39,14 @@ def device_label(device: torch.device) -> str:
     if device.type == "cuda":
         return f"GPU: {torch.cuda.get_device_name(device)}"
     return "Apple GPU (MPS)" if device.type == "mps" else "CPU"
+
+
+def training_clock(device: torch.device) -> Callable[[], float]:
+    """The clock a run's training time (its time budget, its seconds, its pace) is read on. On a CPU with one torch
+    thread, as the lab's training workers compute, the calling thread's own CPU time: other work on the machine
+    (other runs, the server drawing 30 pages, a browser beside it) does not spend it, so a budget buys a run the
+    steps it takes on a quiet machine and a class's runs end alike however busy their server. Elsewhere (a GPU, or
+    several CPU threads, whose work no one thread's clock holds) the wall clock."""
+    if device.type == "cpu" and torch.get_num_threads() == 1:
+        return time.thread_time
+    return time.perf_counter

@@ -4,7 +4,6 @@ import atexit
 import copy
 import math
 import threading
-import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Literal
@@ -14,7 +13,7 @@ import torch.nn.functional as F
 
 from .checkpoint import check_model_size
 from .config_checks import require_all
-from .device import pick_device
+from .device import pick_device, training_clock
 from .dropout import dropout_rng
 from .dynamics import Dynamics
 from .evaluation import HeldOutCheck, evaluate, exact_match, rows_of, teacher_forced_exact
@@ -44,7 +43,7 @@ class TrainConfig:
     (reverse, lengths 6-8, the default model) soonest, picked by `benchmarks/schedule_sweep.py` (docs/benchmarks.md)."""
 
     steps: int = 2000  # step budget
-    time_budget_s: float = 300.0  # wall-clock budget
+    time_budget_s: float = 300.0  # seconds of training, on `training_clock`
     batch_size: int = 64
     lr: float = 0.03  # peak learning rate, reached at the end of warm-up
     warmup: int = 60  # steps of linear warm-up
@@ -149,6 +148,7 @@ class Trainer:
         check_model_size(model_config)
         self.train_config = train_config
         self.device = pick_device(train_config.device)
+        self.clock = training_clock(self.device)  # training time: its budget, its rows' pace, its seconds
         self.data = TaskData(data_config)
         self.vocab = self.data.vocab
         if model_config.vocab_size != len(self.vocab) or model_config.pad_id != self.vocab.pad_id:
@@ -176,8 +176,8 @@ class Trainer:
         self.attention_snapshots: list[dict] = []  # {"step": int, "maps": AttentionMaps} when record_attention
         self.dynamics = Dynamics(self.network, self.model.token_embeddings)  # a record per row (see dynamics.py)
         self.step = 0
-        self.paused_s = 0.0  # wall-clock time spent in `control()` (reporting, or holding a pause): not training
-        self.shared_s = 0.0  # wall-clock time its batched passes spent on the runs trained with it: not its own
+        self.paused_s = 0.0  # `clock` time spent in `control()` (reporting, or holding a pause): not training
+        self.shared_s = 0.0  # `clock` time its batched passes spent on the runs trained with it: not its own
         self.error: Exception | None = None  # why a run trained with others ended (`batched.train_together`)
 
     def train(self, control: Callable[[], bool] | None = None) -> Iterator[MetricRow]:
@@ -201,7 +201,7 @@ class Trainer:
         """Start the clock and the counters of a training loop."""
         self.network.train()
         self.reason: str | None = None  # why training ended, once it has
-        self._start = time.perf_counter()
+        self._start = self.clock()
         self._last_row_time = 0.0  # training time (pauses left out) at the last metric row
         self._steps_since_row = 0
         self._tokens = 0
@@ -330,16 +330,16 @@ class Trainer:
 
     def _held(self, control: Callable[[], bool | None]) -> bool | None:
         """Call `control`, leaving the time it takes out of the training time; returns its answer."""
-        began = time.perf_counter()
+        began = self.clock()
         try:
             return control()
         finally:
-            self.paused_s += time.perf_counter() - began
+            self.paused_s += self.clock() - began
 
     def _training_time(self) -> float:
         """Seconds since `begin` spent training this run: pauses, and other runs' shares of a pass it took with
         them, are left out, so they never spend its time budget."""
-        return time.perf_counter() - self._start - self.paused_s - self.shared_s
+        return self.clock() - self._start - self.paused_s - self.shared_s
 
     def run(
         self, on_row: Callable[[MetricRow], None] | None = None, stop: Callable[[], bool] | None = None

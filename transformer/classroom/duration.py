@@ -3,13 +3,14 @@ measured here, and how long its students' runs then take on the server's trainin
 budget.
 
 A run stops once it solves its task, so most end sooner; on the gallery's heavier tasks (add, count) many go to their
-budget, and the figure is what a class takes. The pace is CPU time: a server whose cores other work holds (a
-browser on the same machine, another class) trains slower. A class of 30 on a heavy task can need more than a
-lesson, and the teacher then knows before the students press Start.
+budget, and the figure is what a class takes. The pace is read on the clock a run's time budget is
+(`training_clock`: on a CPU, the training thread's own time): a server whose cores other work holds (a browser on
+the same machine, another class) takes longer by the wall clock, but its runs reach the same steps within their
+budgets. A class of 30 on a heavy task can need more than a lesson, and the teacher then knows before the students
+press Start.
 """
 
 import math
-import time
 from dataclasses import dataclass, replace
 
 from ..pairs import TaskPairs
@@ -43,12 +44,11 @@ class ClassTime:
 
 def step_seconds(configs: Configs) -> float:
     """Seconds of one training step of a run with `configs`: the mean over up to PACE_STEPS steps (fewer once they
-    take PACE_MOST_S, or once the loss diverges), with what the run does besides (a metric row). On a CPU, this
-    thread's CPU time, which a training worker gets on a core of its own however busy the server's other threads
-    are; on a GPU, wall time."""
+    take PACE_MOST_S, or once the loss diverges), with what the run does besides (a metric row), on the clock its
+    time budget is read on (`training_clock`)."""
     model, data, train = configs
     trainer = Trainer(model, data, replace(train, steps=PACE_STEPS, early_stop=False, record_attention=False))
-    clock = time.thread_time if trainer.device.type == "cpu" else time.perf_counter
+    clock = trainer.clock
     start = clock()
     trainer.begin()
     try:
