@@ -57,7 +57,9 @@ def remaining_s(run: Run, ends: Sequence[int], typical_s: float, cap_s: float, n
     """How much longer a training run will likely hold its slot, at `now` (`time.perf_counter()`): at its pace so far
     (the seconds it has held the slot over its steps), until the step at which the recent runs of its kind that went
     past its step ended (`ends`: their median; its step budget once none did); before its first step, `typical_s`
-    less the time it has held the slot. Never more than its time budget and the slot's cap `cap_s` leave it."""
+    less the time it has held the slot. Never more than its time budget and the slot's cap `cap_s` leave it (a
+    budget read by the wall clock: a run on a busy CPU, whose budget counts its own CPU time, may hold the slot
+    longer, up to `cap_s`)."""
     held = now - run.started_at
     if run.step == 0:
         estimate = typical_s - held
