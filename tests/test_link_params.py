@@ -83,6 +83,12 @@ def test_bad_values_fall_back_to_defaults_with_a_notice(params, field, notice):
     assert not any(c in notices[0] for c in "<>*[]()`")  # shown as is: nothing Markdown or HTML would read
 
 
+def test_a_device_this_server_lacks_is_said_in_the_page_s_language():
+    (notice,) = read_compare({"device": "mps"})[1]  # no Linux machine has MPS
+    assert notice == "The link's device asks for mps, which this server does not have, so the page's default is used."
+    assert translator("zh-CN").gettext(notice) == "链接中的 device 要求使用 mps，但这台服务器没有，因此页面使用默认值。"
+
+
 def test_numbers_out_of_range_are_refused_not_clamped_within_the_settings_bounds():
     params = {"experiment": CUSTOM, "steps": "5", "seed": "123456", "min_len": " 3 ", "dropout": "0.9"}
     state, notices = read_compare(params)

@@ -28,9 +28,9 @@ def pick_device(name: str = "auto") -> torch.device:
     if device.type not in ("cpu", "cuda", "mps"):
         raise unknown
     if device.type == "cuda" and not torch.cuda.is_available():
-        raise ValueError(N_("CUDA was asked for but no CUDA GPU is available: use auto or cpu"))
+        raise ValueError(Message(N_("CUDA was asked for but no CUDA GPU is available: use auto or cpu")))
     if device.type == "mps" and not torch.backends.mps.is_available():
-        raise ValueError(N_("MPS was asked for but is not available on this machine: use auto or cpu"))
+        raise ValueError(Message(N_("MPS was asked for but is not available on this machine: use auto or cpu")))
     return device
 
 

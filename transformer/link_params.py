@@ -154,7 +154,11 @@ def setting_param(s: Setting) -> Parser:
             return None
         value = parse(text)
         if s.name == "device":  # one this server has: a link from a GPU's server opens with a notice here
-            pick_device(str(value))
+            try:
+                pick_device(str(value))
+            except ValueError:
+                missing = N_("asks for {device}, which this server does not have")
+                raise ValueError(Message(missing, device=value)) from None
         return value
 
     return parse_setting
