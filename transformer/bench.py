@@ -29,7 +29,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from .decoding import greedy_decode
-from .device import device_label, pick_device
+from .device import device_label, pick_device, training_clock
 from .evaluation import exact_match
 from .model import Embeddings, ModelConfig, PositionalEncoding, Transformer
 from .run_configs import default_configs
@@ -311,10 +311,12 @@ def _step_batches(device: torch.device, padded: bool) -> list[Batch]:
 
 
 def _step_ms(step: Callable[[Batch], None], batch: Batch) -> float:
-    """Milliseconds one training step on `batch` takes."""
-    start = time.perf_counter()
+    """Milliseconds one training step on `batch` takes, on the clock a run's training time is read on
+    (`training_clock`), so that a run's time over a step's is a ratio of one clock."""
+    clock = training_clock(batch.src.device)
+    start = clock()
     step(batch)
-    return 1000 * (time.perf_counter() - start)
+    return 1000 * (clock() - start)
 
 
 def _timed_ms(step: Callable[[Batch], None], batches: list[Batch], warmup: int, timed: int) -> list[float]:
