@@ -36,7 +36,8 @@ LOST_IN_RESTART = N_(
     "The server restarted while your run of {task} (seed {seed}) was at step {step}, and the run was lost. The form "
     "has its settings again: press Start to train it anew."
 )
-SHORTCUTS = {"start_training": "S", "pause_training": "P", "step_training": "Right"}
+# A shortcut of one letter fires as a student types or presses a key to move about (WCAG 2.1.4): letters take Alt.
+SHORTCUTS = {"start_training": "Alt+S", "pause_training": "Alt+P", "step_training": "Right"}
 RESUME_HELP = N_("Go on training from this step.")  # the pause button's help while the run is paused
 CONTROL_HELP = {  # what each control does, by widget key
     "pause_training": N_("Hold the run before its next step; the model in hand is the paused one."),

@@ -946,14 +946,14 @@ def test_start_pause_resume_and_step_have_keyboard_shortcuts_that_their_help_nam
         proto = at.button(key=key).proto
         return proto.shortcut.lower(), proto.help.rsplit("\n\n", 1)[-1]  # Streamlit keeps keys in lower case
 
-    assert shortcut("start_training") == ("s", "Keyboard shortcut: S")
+    assert shortcut("start_training") == ("alt+s", "Keyboard shortcut: Alt+S")  # no letter alone (WCAG 2.1.4)
     paused_run(at)
-    assert shortcut("pause_training") == ("p", "Keyboard shortcut: P")
+    assert shortcut("pause_training") == ("alt+p", "Keyboard shortcut: Alt+P")
     assert at.button(key="pause_training").label == "Resume"  # one button, its words changed
     assert shortcut("step_training") == ("right", "Keyboard shortcut: →")
     at.button(key="pause_training").click()
     at.run()
-    assert shortcut("pause_training") == ("p", "Keyboard shortcut: P")
+    assert shortcut("pause_training") == ("alt+p", "Keyboard shortcut: Alt+P")
 
 
 PEEKED = "Without the causal mask, token accuracy is scored with the right answer fed to the decoder"
