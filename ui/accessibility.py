@@ -30,12 +30,17 @@ MUTED_GREY = "#595959"  # 7:1 on white, over 6:1 on a field's grey: quieter than
 # student must read it (their seed, their group's settings), so it takes the grey of captions.
 LOCKED = f"""[data-testid="stElementContainer"]:has(input:disabled) :is(p, input) {{
   color: {MUTED_GREY} !important; -webkit-text-fill-color: {MUTED_GREY} !important; }}"""
-# A link to another page (st.page_link, the sidebar's pages) shows keyboard focus only as a faint tint, about 1.1:1 on
-# white (WCAG 2.4.7): it takes a ring in the theme's primary colour, as Streamlit's buttons do.
-# So do a radio button and a checkbox: their input is hidden, and the tint on the circle or box beside it is 1.2:1.
-LINK_FOCUS = f"""[data-testid="stPageLink-NavLink"]:focus-visible, [data-testid="stSidebarNav"] a:focus-visible,
+# Keyboard focus (WCAG 2.4.7, and 3:1 for its ring, 1.4.11): Streamlit rings a button, a link, a folded section's
+# header or a help icon at half the primary colour's opacity (2.2:1 on white), a link to another page with a 1.1:1
+# tint, a radio button or checkbox (its input hidden) with a 1.2:1 tint on the circle or box, and its main area, a
+# tab stop, not at all. Each takes a ring in the primary colour. A table's or chart's toolbar, or a heading's link,
+# stays transparent until the pointer is over it, even while a key has focused it or one of its buttons: it shows.
+FOCUS_RINGS = f""":is(a, button, summary, [data-testid="stMain"]):focus-visible,
 :is([data-testid="stRadio"], [data-testid="stCheckbox"]) label:has(input:focus-visible) {{
-  outline: 2px solid {PRIMARY}; outline-offset: 2px; border-radius: 4px; }}"""
+  outline: 2px solid {PRIMARY} !important; outline-offset: 2px; box-shadow: none !important; }}
+:is([data-testid="stRadio"], [data-testid="stCheckbox"]) label:has(input:focus-visible) {{ border-radius: 4px; }}
+:is([data-testid="stElementToolbar"], .modebar, .modebar-group):focus-within, a:focus-visible {{
+  opacity: 1 !important; }}"""
 # A formula wider than its column (a phone's: 356 px for Masking's 424 px formula) scrolls sideways, and was cut off
 # mid-formula with nothing to say there was more: a shadow shows at each edge that has more to scroll to (shadows
 # fixed to the box, covered by white ends that scroll with the formula, after Lea Verou's "scrolling shadows").
@@ -64,7 +69,7 @@ CSS = f""".st-key-{KEY} {{ display: none; }}
 [data-testid="stCaptionContainer"] {{ opacity: 1; color: {MUTED_GREY}; }}
 {LOCKED}
 {FIELD_ERRORS}
-{LINK_FOCUS}
+{FOCUS_RINGS}
 {MORE_TO_SCROLL}
 {WHOLE_LABELS}
 {SUMMARY_WORDS}

@@ -8,8 +8,10 @@ languages on the 2-core VM, 2026-11-29, with `python -m pytest tests/browser/tes
 
 import pytest
 from conftest import go_to, open_at, requires_chromium, wcag_violations
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
+from playwright.sync_api import expect
 
-from harness.page import PAGES
+from harness.page import PAGES, wait_idle
 
 pytestmark = requires_chromium
 
@@ -73,6 +75,47 @@ def test_a_radio_button_and_a_checkbox_show_keyboard_focus_as_a_ring(projector_p
         " getComputedStyle(i.closest('label')).outlineColor]"
     )
     assert ring == [True, "solid", "rgb(31, 95, 191)"], ring  # PRIMARY, 6.2:1 on white
+
+
+# Whether the element with keyboard focus shows it: a solid ring in the primary colour (on a radio button's or a
+# checkbox's label: its input is hidden), at full opacity with its ancestors (a toolbar or a heading's link fades in
+# once it has focus). A text field shows focus by its own border and is left out, as is the document's body, which
+# a Tab past the last stop gives focus to on the way round; `name` says which element it was.
+FOCUS_SHOWN = """() => {
+    const el = document.activeElement;
+    const name = `${el.tagName} ${(el.getAttribute('aria-label') || el.innerText || '').trim().slice(0, 40)}`;
+    if (el.matches('input:not([type=radio]):not([type=checkbox]), textarea, canvas, body')) return [name, true];
+    const ringed = el.matches('input') ? el.closest('label') : el;
+    const ring = getComputedStyle(ringed);
+    let opacity = 1;
+    for (let e = el; e; e = e.parentElement) opacity *= parseFloat(getComputedStyle(e).opacity);
+    return [name, ring.outlineStyle === 'solid' && ring.outlineColor === 'rgb(31, 95, 191)' && opacity === 1];
+}"""
+
+SHOWN_NAME = f"() => {{ const [name, shown] = ({FOCUS_SHOWN})(); return shown && name; }}"  # waited for
+
+
+def test_every_tab_stop_of_train_with_its_charts_shows_keyboard_focus_in_full(projector_page, lab_server):
+    """Tab through Train with a model in hand, from the skip link round to it again: every stop (a button, a folded
+    section, a help icon, the main area, a heading's link, a chart's toolbar) shows a ring in the primary colour, not
+    Streamlit's half-transparent one (2.2:1), and nothing focused stays transparent (WCAG 2.4.7, 1.4.11)."""
+    page = projector_page
+    page.goto(f"{lab_server.url}/{PAGES['train']}?model=reverse&lang=en", wait_until="domcontentloaded")
+    page.wait_for_selector("[data-testid='stApp'][data-test-script-state='notRunning'] h1", timeout=90_000)
+    wait_idle(page)
+    expect(page.locator("[data-testid='stMain'] .modebar-btn").first).to_be_attached(timeout=30_000)  # charts drawn
+    unseen, names = [], []
+    for _ in range(400):
+        page.keyboard.press("Tab")
+        try:  # a toolbar fades in over a few hundred ms
+            names.append(page.wait_for_function(SHOWN_NAME, timeout=2_000).json_value())
+        except PlaywrightTimeout:
+            unseen.append(page.evaluate(FOCUS_SHOWN)[0])
+            names.append(unseen[-1])
+        if names.count(names[0]) == 2:  # round to the first stop again
+            break
+    assert len(names) > 30 and any("Reset axes" in name for name in names), names  # the walk reached the charts
+    assert not unseen, unseen
 
 
 # Each widget label's text that is wider than its box: Streamlit keeps a label on one line and cuts it with an ellipsis.

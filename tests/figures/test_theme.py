@@ -11,6 +11,7 @@ from streamlit.testing.v1 import AppTest
 from transformer.classroom.board import GroupCurves
 from transformer.figures.board import group_curves_figure
 from transformer.figures.compare import comparison_figure, loss_marker_figure
+from transformer.figures.palette import contrast_ratio
 from transformer.figures.standalone import figure_json, template_json
 from transformer.figures.theme import FONT_FAMILY, PRIMARY, TEMPLATE, TEXT
 from transformer.figures.training import loss_figure
@@ -22,6 +23,12 @@ def test_the_charts_speak_in_the_app_s_typefaces_and_text_colour():
     theme = tomllib.loads((ROOT / ".streamlit" / "config.toml").read_text())["theme"]
     assert FONT_FAMILY == theme["font"] and TEXT == theme["textColor"] and PRIMARY == theme["primaryColor"]
     assert TEMPLATE.layout.font.family.startswith(FONT_FAMILY)
+
+
+def test_a_chart_s_toolbar_icons_read_against_its_white_ground():
+    """Plotly's icons are 30% grey (1.7:1 on white); a control's icon needs 3:1 (WCAG 1.4.11)."""
+    modebar = TEMPLATE.layout.modebar
+    assert min(contrast_ratio(colour, "#ffffff") for colour in (modebar.color, modebar.activecolor)) >= 3
 
 
 def test_the_app_draws_a_chart_with_the_lab_s_template_not_streamlit_s_theme():
