@@ -49,9 +49,11 @@ MORE_TO_SCROLL = """.katex-display {
     linear-gradient(to left, #fff 30%, #fff0) right / 2em 100% no-repeat local,
     radial-gradient(farthest-side at 0 50%, #0005, #0000) left / 0.75em 100% no-repeat scroll,
     radial-gradient(farthest-side at 100% 50%, #0005, #0000) right / 0.75em 100% no-repeat scroll; }"""
-# A widget's label stays on one line and is cut with an ellipsis where its column is narrow ("注意力分数乘以 1/…", a
-# toggle's, at 150% zoom): it wraps instead, so that it is read whole (WCAG 1.4.10).
-WHOLE_LABELS = """[data-testid="stWidgetLabel"] :is(.stMarkdownEllipsis, .stMarkdownEllipsis p) {
+# A widget's label, or a button's, stays on one line and is cut with an ellipsis where its column is narrow ("注意力分
+# 数乘以 1/…", a toggle's, and "全部解码器自注…", Knockout's button, at 150% zoom): it wraps instead, so that it is
+# read whole (WCAG 1.4.10).
+WHOLE_LABELS = """:is([data-testid="stWidgetLabel"] .stMarkdownEllipsis, button [data-testid="stMarkdownContainer"]),
+:is([data-testid="stWidgetLabel"] .stMarkdownEllipsis, button [data-testid="stMarkdownContainer"]) p {
   white-space: normal; overflow: visible; text-overflow: clip; }"""
 # Compare's summary has nine columns: on a phone a Chinese heading or variant broke between every two characters
 # ("解/出/时/的/步/数"), as Chinese may. There each breaks only at a space or a mark and the table scrolls sideways.

@@ -119,16 +119,19 @@ def test_every_tab_stop_of_train_with_its_charts_shows_keyboard_focus_in_full(pr
 
 
 # Each widget label's text that is wider than its box: Streamlit keeps a label on one line and cuts it with an ellipsis.
-CUT_LABELS = """() => [...document.querySelectorAll('[data-testid="stMain"] [data-testid="stWidgetLabel"]')]
-    .map(label => label.querySelector('.stMarkdownEllipsis'))
-    .filter(text => text && text.scrollWidth > text.clientWidth + 1).map(text => text.innerText)"""
+# A button's label too (Streamlit cuts it the same way).
+CUT_LABELS = """() => [...document.querySelectorAll('[data-testid="stMain"] :is([data-testid="stWidgetLabel"] '
+        + '.stMarkdownEllipsis, button [data-testid="stMarkdownContainer"])')]
+    .filter(text => text.scrollWidth > text.clientWidth + 1).map(text => text.innerText)"""
 
 
-@pytest.mark.parametrize("name", ["train", "teacher"])
-def test_at_150_percent_zoom_no_setting_s_label_is_cut(new_context, lab_server, name):
+@pytest.mark.parametrize("name", ["train", "teacher", "knockout"])
+def test_at_150_percent_zoom_no_setting_s_or_button_s_label_is_cut(new_context, lab_server, name):
     """The Train form's settings and the teacher's assignment, three to a row: "注意力分数乘以 1/√d_k" was cut to
-    "注意力分数乘以 1/…"; a label wraps instead."""
+    "注意力分数乘以 1/…"; Knockout's buttons, three to a row: "全部解码器自注意力" to "全部解码器自注…". A label wraps
+    instead."""
     page = new_context(viewport={"width": 853, "height": 480}, device_scale_factor=1.5).new_page()
     open_at(page, lab_server, name, "zh-CN")
-    assert page.locator("[data-testid='stMain'] [data-testid='stWidgetLabel']").count() > 3  # labels to check
+    labels = "[data-testid='stMain'] :is([data-testid='stWidgetLabel'], button [data-testid='stMarkdownContainer'])"
+    assert page.locator(labels).count() > 3  # labels to check
     assert page.evaluate(CUT_LABELS) == []
