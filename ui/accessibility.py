@@ -55,6 +55,9 @@ MORE_TO_SCROLL = """.katex-display {
 WHOLE_LABELS = """:is([data-testid="stWidgetLabel"] .stMarkdownEllipsis, button [data-testid="stMarkdownContainer"]),
 :is([data-testid="stWidgetLabel"] .stMarkdownEllipsis, button [data-testid="stMarkdownContainer"]) p {
   white-space: normal; overflow: visible; text-overflow: clip; }"""
+# The class link is a heading in large type, and Streamlit puts a 17 px link-to-heading icon beside it, within 12 px of
+# the link (WCAG 2.5.8 target size) and of no use there: the heading is the link.
+ONE_CLASS_LINK = """.st-key-teacher_link [data-testid="stHeaderActionElements"] { display: none; }"""
 # Compare's summary has nine columns: on a phone a Chinese heading or variant broke between every two characters
 # ("解/出/时/的/步/数"), as Chinese may. There each breaks only at a space or a mark and the table scrolls sideways.
 SUMMARY_WORDS = """.st-key-compare_summary :is(th, td) p { word-break: keep-all !important; }"""
@@ -75,6 +78,7 @@ CSS = f""".st-key-{KEY} {{ display: none; }}
 {MORE_TO_SCROLL}
 {WHOLE_LABELS}
 {SUMMARY_WORDS}
+{ONE_CLASS_LINK}
 {INLINE_CODE}
 {NO_KEYS}"""
 # A fixed script, never text from anyone. Installed once per browser tab (Streamlit swaps pages inside one document),
