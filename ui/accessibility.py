@@ -87,7 +87,7 @@ CSS = f""".st-key-{KEY} {{ display: none; }}
 # it names each file uploader's button by the word a style draws on it (`ui.language`: a button's name must be what
 # it shows, and a name drawn by CSS alone is no name to axe); and a form's button pressed while one of the form's
 # numbers is refused (the browser then sends nothing) takes the student to that number, opening the folded section
-# that holds it; and Start and Stop hand keyboard focus to each other as each gives way to the other.
+# that holds it; and keyboard focus that a rerun drops goes back to the redrawn part, or from Start to Stop and back.
 SCRIPT = """<script>
 (() => {
   if (window.labScrollRegions) return;
@@ -133,24 +133,31 @@ SCRIPT = """<script>
   };
   addEventListener("pointerdown", toRefused, true);
   addEventListener("click", toRefused, true);
-  // Start and Stop each give way to the other: focus, lost with the button pressed, goes to the one that takes
-  // its place (within a few seconds, and only if nothing else has it by then).
+  // A rerun that redraws the part holding keyboard focus (Start giving way to Stop, Stop going as the run ends, a
+  // chart redrawn as a run streams) drops focus to the page: it goes back to the part with the same key, or for Start
+  // and Stop to the one that takes its place (within a few seconds, and only if nothing else has it by then).
   const counterpart = {start_training: "stop_training", stop_training: "start_training"};
-  let refocus = null;
-  addEventListener("click", (event) => {
-    const pressed = Object.keys(counterpart).find((key) => event.target.closest?.(`.st-key-${key}`));
-    if (pressed) refocus = {key: counterpart[pressed], until: Date.now() + 10000};
+  const focusable = 'button, a[href], input, textarea, summary, [tabindex]:not([tabindex="-1"])';
+  const keyOf = (el) => [...(el.closest?.('[class*="st-key-"]')?.classList ?? [])]
+    .find((name) => name.startsWith("st-key-"))?.slice("st-key-".length);
+  let held = null;  // the element with focus, its part's key, and until when to look for its replacement
+  addEventListener("focusin", (event) => {
+    const key = keyOf(event.target);
+    held = key ? {el: event.target, key, until: 0} : null;
   }, true);
-  const focusCounterpart = () => {
-    if (!refocus || Date.now() > refocus.until) return;
-    const lost = !document.activeElement || document.activeElement === document.body;
-    const button = document.querySelector(`.st-key-${refocus.key} button`);
-    if (lost && button && button.offsetParent !== null) {
-      button.focus();
-      refocus = null;
+  const refocus = () => {
+    if (!held) return;
+    const gone = !held.el.isConnected || held.el.offsetParent === null || held.el.disabled;
+    if (!gone || (document.activeElement && document.activeElement !== document.body)) return;
+    held.until ||= Date.now() + 10000;
+    if (Date.now() > held.until) { held = null; return; }
+    for (const key of [held.key, counterpart[held.key]].filter(Boolean)) {
+      const target = [...document.querySelectorAll(`.st-key-${key} :is(${focusable})`)]
+        .find((el) => el.offsetParent !== null && !el.disabled);
+      if (target) { target.focus({preventScroll: true}); return; }
     }
   };
-  new MutationObserver(focusCounterpart).observe(document.body, {childList: true, subtree: true});
+  new MutationObserver(refocus).observe(document.body, {childList: true, subtree: true});
   addEventListener("resize", soon);
   mark();
 })();

@@ -241,4 +241,15 @@ def test_start_and_stop_hand_keyboard_focus_to_each_other(projector_page, lab_se
     expect(stop).to_be_focused(timeout=30_000)  # not lost to the page with the button that went
     page.keyboard.press("Space")
     expect(button(page, "start_training")).to_be_focused(timeout=30_000)
+    steps = page.locator(".st-key-train_steps input")
+    if not steps.is_visible():  # its folded section, folded again by the runs
+        main(page).locator("summary").filter(has_text="Model, optimizer").click()
+    steps.fill("300")  # to its step budget and ends on its own, Stop going too
+    page.locator(".st-key-train_positional").get_by_text("no PE", exact=True).click()  # never solves: it goes on
+    wait_idle(page)
+    start.focus()
+    page.keyboard.press("Enter")
+    expect(stop).to_be_focused(timeout=30_000)
+    expect(main(page).get_by_text("Finished after")).to_be_visible(timeout=60_000)
+    expect(button(page, "start_training")).to_be_focused(timeout=30_000)
     assert not page_errors(page), page_errors(page)
