@@ -12,8 +12,8 @@ from .theme import FONT
 _COLOURS = {"attention": "#fbd9b4", "ffn": "#c7e3f5", "norm": "#f4f1a8", "embed": "#f8cfd6", "output": "#dccff0"}
 _BOX_W, _BOX_H, _GAP = 2.6, 0.8, 0.28  # box width and height, vertical gap between boxes (data units)
 _LABEL_CHARS = 16  # box labels wrap at this width (`wrap_lines`), or narrower where a line is wider than _LABEL_PX
-_LABEL_PX = 107  # a box is 115 px wide on a phone: a line of the 13-px label font within it, a little room each side
-_LABEL_SIZE = 13
+_LABEL_PX = 107  # a box is 115 px wide on a phone: a line of its label within it, a little room each side
+_LABEL_SIZE = FONT["size"]  # the projector's size: three lines of it fit a box
 
 
 def _layer_boxes(kind: str, norm_first: bool, causal: bool, tr: Translator) -> list[tuple[str, str]]:
