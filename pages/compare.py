@@ -296,7 +296,7 @@ def show_curves_and_summary(run: ExperimentRun, source: str | Message) -> None:
         _(
             "Solved = the first metric row where every held-out sequence checked was decoded exactly right. Exact "
             "match and token accuracy (acc.) are on the held-out set where the run ended. Times and steps per second "
-            "(steps/s) are training time on the machine that trained the run: on a CPU, its training thread's own "
+            "(steps/s) are training time on the machine that trained the run: on one CPU thread, the thread's own "
             "time, which other work on the machine does not take. A loss spike after a run has solved its "
             "task, which a rerun may show, is a known effect of Adam, not a fault: once the loss is near zero Adam "
             "divides each step by the gradients' running size, tiny too, so its steps stay about as large as the "

@@ -268,8 +268,8 @@ SETTINGS: dict[str, Setting] = {s.name: s for s in [  # in the Train form's draw
             flag_bounds=(1, MAX_CLI_STEPS), form=_at(3, 2, "train_steps"), every_step_help=N_("Training runs this "
             "many steps, unless its time budget runs out first.")),
     _number("time_budget_s", "float", "train", N_("Time budget (s)"), N_("Training ends after this many seconds "
-            "of training (pauses not counted) whatever happens. On a CPU they are the training thread's own seconds: "
-            "a busy server does not spend them."), 60.0, bounds=(5, 120), run_bounds=(1, 300),
+            "of training (pauses not counted) whatever happens. On one CPU thread, as the lab trains, they are the "
+            "thread's own seconds: a busy server does not spend them."), 60.0, bounds=(5, 120), run_bounds=(1, 300),
             flag="--time-budget", flag_bounds=(0, MAX_TIME_BUDGET_S), form=_at(3, 2, "train_time_budget")),
     Setting("device", "choice", ("train",), N_("Device"), N_("Where to compute; auto takes a GPU when there is "
             "one."), "auto", choices=("auto", "cpu", "cuda", "mps"), flag="--device", flag_choices=False,
