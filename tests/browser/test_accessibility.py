@@ -78,14 +78,16 @@ def test_a_radio_button_and_a_checkbox_show_keyboard_focus_as_a_ring(projector_p
 
 
 # Whether the element with keyboard focus shows it: a solid ring in the primary colour (on a radio button's or a
-# checkbox's label: its input is hidden), at full opacity with its ancestors (a toolbar or a heading's link fades in
-# once it has focus). A text field shows focus by its own border and is left out, as is the document's body, which
-# a Tab past the last stop gives focus to on the way round; `name` says which element it was.
+# checkbox's label: its input is hidden; around a table's grid, for its canvas or cell), at full opacity with its
+# ancestors (a toolbar or a heading's link fades in once it has focus). A text field shows focus by its own border
+# and is left out, as is the document's body, which a Tab past the last stop gives focus to on the way round; `name`
+# says which element it was.
 FOCUS_SHOWN = """() => {
     const el = document.activeElement;
     const name = `${el.tagName} ${(el.getAttribute('aria-label') || el.innerText || '').trim().slice(0, 40)}`;
-    if (el.matches('input:not([type=radio]):not([type=checkbox]), textarea, canvas, body')) return [name, true];
-    const ringed = el.matches('input') ? el.closest('label') : el;
+    if (el.matches('input:not([type=radio]):not([type=checkbox]), textarea, body')) return [name, true];
+    const grid = '[data-testid=stDataFrame]';
+    const ringed = el.closest(el.matches('input') ? 'label' : el.matches('canvas, td') ? grid : '*');
     const ring = getComputedStyle(ringed);
     let opacity = 1;
     for (let e = el; e; e = e.parentElement) opacity *= parseFloat(getComputedStyle(e).opacity);
@@ -95,15 +97,18 @@ FOCUS_SHOWN = """() => {
 SHOWN_NAME = f"() => {{ const [name, shown] = ({FOCUS_SHOWN})(); return shown && name; }}"  # waited for
 
 
-def test_every_tab_stop_of_train_with_its_charts_shows_keyboard_focus_in_full(projector_page, lab_server):
-    """Tab through Train with a model in hand, from the skip link round to it again: every stop (a button, a folded
-    section, a help icon, the main area, a heading's link, a chart's toolbar) shows a ring in the primary colour, not
-    Streamlit's half-transparent one (2.2:1), and nothing focused stays transparent (WCAG 2.4.7, 1.4.11)."""
+@pytest.mark.parametrize("name, reaches", [("train", "BUTTON Reset axes"), ("checkpoints", ("CANVAS", "TD"))])
+def test_every_tab_stop_shows_keyboard_focus_in_full(projector_page, lab_server, name, reaches):
+    """Tab through a page with a model in hand, from the skip link round to it again: every stop (a button, a folded
+    section, a help icon, the main area, a heading's link, a chart's toolbar on Train, a table's grid on Checkpoints)
+    shows a ring in the primary colour, not Streamlit's half-transparent one (2.2:1) or none, and nothing focused stays
+    transparent (WCAG 2.4.7, 1.4.11)."""
     page = projector_page
-    page.goto(f"{lab_server.url}/{PAGES['train']}?model=reverse&lang=en", wait_until="domcontentloaded")
+    page.goto(f"{lab_server.url}/{PAGES[name]}?model=reverse&lang=en", wait_until="domcontentloaded")
     page.wait_for_selector("[data-testid='stApp'][data-test-script-state='notRunning'] h1", timeout=90_000)
     wait_idle(page)
-    expect(page.locator("[data-testid='stMain'] .modebar-btn").first).to_be_attached(timeout=30_000)  # charts drawn
+    drawn = ".modebar-btn" if name == "train" else "[data-testid='stDataFrame'] canvas"  # charts or tables drawn
+    expect(page.locator(f"[data-testid='stMain'] {drawn}").first).to_be_attached(timeout=30_000)
     unseen, names = [], []
     for _ in range(400):
         page.keyboard.press("Tab")
@@ -114,7 +119,7 @@ def test_every_tab_stop_of_train_with_its_charts_shows_keyboard_focus_in_full(pr
             names.append(unseen[-1])
         if names.count(names[0]) == 2:  # round to the first stop again
             break
-    assert len(names) > 30 and any("Reset axes" in name for name in names), names  # the walk reached the charts
+    assert len(names) > 20 and any(stop.startswith(reaches) for stop in names), names  # the walk got to them
     assert not unseen, unseen
 
 
