@@ -27,10 +27,12 @@ class StreamlitSession:
     `texts` holds the text of every element the server has drawn on the page (by its place on the page), and
     `exceptions` every exception shown. Set widgets by their `key` with `set`, then `click` a button: both go to
     the server with the click, as a form's widgets do on submit. `choose` sets a widget outside a form, which reruns
-    the page at once.
+    the page at once. With `polls` False the page's fragments never poll: it hears only what the server sends of
+    its own accord.
     """
 
-    def __init__(self, url: str):
+    def __init__(self, url: str, polls: bool = True):
+        self.polls = polls
         self.url = url.replace("http", "ws", 1).rstrip("/") + "/_stcore/stream"
         self.texts: dict[tuple[int, ...], str] = {}
         self.exceptions: list[str] = []
@@ -135,7 +137,7 @@ class StreamlitSession:
             self._page_hash = msg.navigation.page_script_hash or self._page_hash
         elif kind == "delta" and msg.delta.WhichOneof("type") == "new_element":
             self._take_element(tuple(msg.metadata.delta_path), msg.delta.new_element)
-        elif kind == "auto_rerun":
+        elif kind == "auto_rerun" and self.polls:
             fragment, interval = msg.auto_rerun.fragment_id, msg.auto_rerun.interval
             if fragment in self._timers:
                 self._timers[fragment].cancel()

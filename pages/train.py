@@ -45,7 +45,7 @@ from ui.state import (
     show_flashes,
     watcher_id,
 )
-from ui.streamlit_internals import page_connected
+from ui.streamlit_internals import page_connected, page_waker
 from ui.train_controls import SHORTCUTS, STOPPED_BY_YOU, lost_run_notice, run_controls, start_run
 from ui.train_form import TRAIN_FORM, draw_fields, draw_task
 
@@ -115,7 +115,7 @@ def live_view(run: Run, poll_s: float | None) -> None:
         st.rerun()  # the student left the run, or it ended: redraw the whole page
     if poll_s and not 0.5 < live_poll_s() / poll_s < 2:
         st.rerun()  # many more (or fewer) pages watch runs now: poll at the rate that fits
-    run.touch(watcher_id(), page_connected())
+    run.touch(watcher_id(), page_connected(), page_waker())
     st.caption(markdown_literal(_(run_summary(run.model_config, run.data_config, run.train_config))))  # a file's name
     classmates = classmates_line(run)
     if run.status != "done":

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 import streamlit
 from streamlit.runtime import Runtime
+from streamlit.runtime.app_session import AppSession, AppSessionState
 from streamlit.runtime.pages_manager import PagesManager
 from streamlit.runtime.scriptrunner import ScriptRunContext, get_script_run_ctx
 from streamlit.testing.v1 import AppTest
@@ -116,6 +117,21 @@ def test_page_connected_reads_the_runtime_and_the_script_run_context():
     at = AppTest.from_function(_script_reading_the_connection).run()
     assert not at.exception
     assert [m.value for m in at.markdown] == ["check: True", "connected: False"]  # AppTest's runtime is a mock
+
+
+def test_page_waker_reruns_a_session_as_streamlit_s_run_on_save_does():
+    """`page_waker`: `Runtime.get_app_session` finds the session from any thread; on the session's event loop
+    (`_call_soon_on_event_loop`), its `_state` says whether a script runs, and `request_rerun(_client_state)` runs
+    its page again as it stands, the rerun Streamlit makes itself when a source file changes.
+    tests/browser/test_streamlit_client.py has a served page hear of its run's end this way."""
+    assert list(inspect.signature(Runtime.get_app_session).parameters) == ["self", "session_id"]
+    assert list(inspect.signature(AppSession._call_soon_on_event_loop).parameters) == ["self", "callback"]
+    assert list(inspect.signature(AppSession.request_rerun).parameters) == ["self", "client_state"]
+    assert {"APP_NOT_RUNNING", "APP_IS_RUNNING"} <= {state.name for state in AppSessionState}
+    init = inspect.getsource(AppSession.__init__)
+    assert all(f"self.{field} = " in init for field in ("_state", "_client_state", "_event_loop"))
+    assert "self.request_rerun(self._client_state)" in inspect.getsource(AppSession._on_source_file_changed)
+    assert get_script_run_ctx(suppress_warning=True) is None and streamlit_internals.page_waker() is None
 
 
 def _script_reading_the_connection() -> None:

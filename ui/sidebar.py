@@ -20,7 +20,7 @@ from ui.state import (
     take_back_models,
     watcher_id,
 )
-from ui.streamlit_internals import page_connected
+from ui.streamlit_internals import page_connected, page_waker
 
 
 def sidebar(page: str) -> None:
@@ -49,7 +49,7 @@ def _run_heartbeat(page: str) -> None:
     if run is None and comparison is None:
         st.rerun()  # the run ended: redraw the page without this poll
     if run is not None:
-        run.touch(watcher_id(), page_connected())
+        run.touch(watcher_id(), page_connected(), page_waker())
         if page != "train":
             steps = run.train_config.steps
             if run.status == "queued":

@@ -16,6 +16,7 @@ from collections.abc import Callable
 import streamlit as st
 from starlette.websockets import WebSocketDisconnected
 from streamlit.runtime import Runtime
+from streamlit.runtime.app_session import AppSession, AppSessionState
 from streamlit.runtime.media_file_manager import MediaFileManager
 from streamlit.runtime.pages_manager import PagesManager
 from streamlit.runtime.scriptrunner import get_script_run_ctx
@@ -23,6 +24,7 @@ from streamlit.runtime.scriptrunner import get_script_run_ctx
 from transformer.i18n import N_
 
 MEDIA_CLEANUP_EVERY_S = 30.0  # the server clears files no page shows at most this often: a download lives this long
+WAKE_WAIT_S, WAKE_RETRY_S = 2.0, 0.05  # a woken page busy running is retried this often for at most this long
 XSRF_COOKIE = "_streamlit_xsrf"  # the cookie Streamlit's server sets on every page load while XSRF protection is on
 # What Streamlit's browser code writes in English whatever the page's language, word for word ({name}: a value it fills
 # in; {sentence}: another of these sentences): a number input's and a file uploader's errors, as a screen reader hears
@@ -151,6 +153,33 @@ def page_connected() -> Callable[[], bool] | None:
         return None
     runtime, session = Runtime.instance(), ctx.session_id
     return lambda: runtime.is_active_session(session) is True
+
+
+def page_waker() -> Callable[[], None] | None:
+    """A call any thread may make to run this session's page again at once, as it stands (its page, query and
+    widgets): the rerun Streamlit itself makes when a source file changes and it runs on save. None outside a
+    script run. A page busy running waits up to WAKE_WAIT_S for that run to end, so that a click it is answering
+    is not cut short; past that, the page's own next poll will do."""
+    ctx = get_script_run_ctx()
+    if ctx is None or not Runtime.exists():
+        return None
+    runtime, session_id = Runtime.instance(), ctx.session_id
+
+    def wake() -> None:
+        session = runtime.get_app_session(session_id)  # None once the page has gone
+        if session is not None:
+            deadline = time.monotonic() + WAKE_WAIT_S
+            session._call_soon_on_event_loop(lambda: _rerun_when_idle(session, deadline))
+
+    return wake
+
+
+def _rerun_when_idle(session: AppSession, deadline: float) -> None:
+    """On the server's event loop: rerun `session` with its last client state once no script of it runs."""
+    if session._state == AppSessionState.APP_NOT_RUNNING:
+        session.request_rerun(session._client_state)
+    elif session._state == AppSessionState.APP_IS_RUNNING and time.monotonic() < deadline:
+        session._event_loop.call_later(WAKE_RETRY_S, _rerun_when_idle, session, deadline)
 
 
 def browser_id(xsrf_cookie: object) -> str | None:

@@ -139,6 +139,24 @@ def test_a_closed_page_stops_counting_as_an_open_one_at_once_while_it_still_keep
         registry.close()
 
 
+def test_a_run_wakes_the_pages_still_watching_it_as_it_ends(monkeypatch):
+    """Each watcher's `wake` is called once, after the run reads done: not for a watcher that left, nor for one that
+    lapsed (no poll for its idle timeout, its page gone). A touch without a wake keeps the one given before."""
+    clock = [0.0]
+    monkeypatch.setattr(run_module.time, "monotonic", lambda: clock[0])
+    run, woken = Run(*settings(), idle_timeout_s=60), []
+    run.touch("gone", wake=lambda: woken.append("gone"))
+    clock[0] = 1000.0  # "gone" has not polled for 1,000 s
+    run.touch("ada", wake=lambda: woken.append(("ada", run.done)))
+    run.touch("bo", lambda: True, wake=lambda: woken.append("bo"))
+    run.touch("bo")  # its next poll
+    run.touch("cy", wake=lambda: woken.append("cy"))
+    run.forget("cy")
+    assert woken == []
+    run.end(None, "an error")
+    assert woken == [("ada", True), "bo"]
+
+
 def test_a_connected_watcher_that_never_polls_again_still_goes():
     registry = make_registry(idle_timeout_s=0.2)
     try:

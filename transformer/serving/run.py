@@ -91,6 +91,7 @@ class Run:
         self._model: tuple[int, Transformer] | None = None  # built from _weights, for every page that asks
         self._lock = threading.Lock()
         self._watchers: dict[str, tuple[float, Callable[[], bool] | None]] = {}  # id -> last touch, connected check
+        self._wakes: dict[str, Callable[[], None]] = {}  # id -> a call that redraws its page at once (see `touch`)
         self._asked: list[ControlName] = []  # controls asked before a worker took the run
         self._send: Callable[[ControlName], None] | None = None
         self._trained = self._holding = False
@@ -126,15 +127,21 @@ class Run:
         return self._ended.wait(timeout_s)
 
     # ---- watchers
-    def touch(self, watcher: str, connected: Callable[[], bool] | None = None) -> None:
+    def touch(
+        self, watcher: str, connected: Callable[[], bool] | None = None, wake: Callable[[], None] | None = None
+    ) -> None:
         """Note that `watcher` still watches. `connected`, when given, tells whether its page is still connected;
-        the reader's thread may call it."""
+        the reader's thread may call it. `wake`, when given, redraws its page at once: the run calls it when it
+        ends, so that its end reaches the page without waiting for the page's next poll."""
         with self._lock:
             self._watchers[watcher] = time.monotonic(), connected
+            if wake is not None:
+                self._wakes[watcher] = wake
 
     def forget(self, watcher: str) -> None:
         with self._lock:
             self._watchers.pop(watcher, None)
+            self._wakes.pop(watcher, None)
 
     def watchers(self) -> list[str]:
         """The watchers still watching (see the class docstring)."""
@@ -247,6 +254,10 @@ class Run:
         )
         self._moving.set()
         self._ended.set()
+        with self._lock:
+            wakes = [wake for watcher, wake in self._wakes.items() if self._watching(*self._watchers[watcher])]
+        for wake in wakes:
+            wake()
 
     def lose(self, reason: str) -> None:
         """Its worker ended or fell silent mid-run: the run ends stopped, its model the snapshot of its last metric
