@@ -151,6 +151,16 @@ def test_a_5_mb_file_is_refused_by_its_size_before_it_is_decoded(spy_reading):
     assert spy_reading == []
 
 
+def test_a_file_the_app_s_uploader_refuses_as_over_1_mb_the_lab_refuses_too(spy_reading):
+    """Streamlit's uploader counts a megabyte as 10^6 bytes on Linux and macOS: a file of 10^6 + 1 bytes is over
+    "1.0MB" there, and over the lab's 1 MB on the command line and in a class's file alike."""
+    just_over = csv_bytes() + b"\n" + b"1 2,3\n" * ((10**6 - len(csv_bytes())) // 6 + 1)
+    assert 10**6 < len(just_over) < 2**20
+    with pytest.raises(ValueError, match="larger than 1 MB"):
+        read_task_file(just_over, "just_over.csv")
+    assert spy_reading == []
+
+
 def test_a_million_rows_are_refused_by_the_size_and_more_pairs_than_allowed_at_the_first_row_past_them(spy_reading):
     million = b"1,2\n" * 10**6
     with pytest.raises(ValueError, match="larger than"):

@@ -37,7 +37,8 @@ MAX_SEQ_LEN = 64  # longest source sequence of a task
 MAX_TOKEN_CHARS = 10  # characters of one token in an experiment file's probe
 
 # ---- tasks from examples: a CSV or TSV file of (source, target) pairs, or a table of them typed on the Train page
-MAX_TASK_FILE_BYTES = 2**20  # a task file; its pairs' text, in a checkpoint or a class, stays within it too
+MAX_TASK_FILE_MB = 1  # a task file; its pairs' text, in a checkpoint or a class, stays within it too...
+MAX_TASK_FILE_BYTES = MAX_TASK_FILE_MB * 10**6  # ...in megabytes as the app's uploader counts them on Linux and macOS
 MAX_TASK_PAIRS = 10_000  # pairs of a task from examples: rows of a task file
 MAX_TABLE_PAIRS = 200  # rows of the table typed on Train or Teacher: Streamlit's editor costs the square of its rows
 MIN_TASK_PAIRS = 5  # enough to keep one held out and still train on four

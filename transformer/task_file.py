@@ -24,11 +24,11 @@ from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 
 from .i18n import LANGUAGES, N_, Message, translator
-from .limits import MAX_TASK_FILE_BYTES, MAX_TASK_LINE_CHARS, MAX_TASK_PAIRS
+from .limits import MAX_TASK_FILE_BYTES, MAX_TASK_FILE_MB, MAX_TASK_LINE_CHARS, MAX_TASK_PAIRS
 from .pairs import TaskPairs, pairs_from_rows
 
 HEADER = (N_("source"), N_("target"))  # a table's columns, and a task file's header line in any of LANGUAGES
-_SIZE = f"{MAX_TASK_FILE_BYTES // 2**20} MB"
+_SIZE = f"{MAX_TASK_FILE_MB} MB"
 NOT_UTF8 = N_("the task file is not UTF-8 text (byte {at})")
 
 

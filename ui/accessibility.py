@@ -33,12 +33,15 @@ LOCKED = f"""[data-testid="stElementContainer"]:has(input:disabled) :is(p, input
 # Keyboard focus (WCAG 2.4.7, and 3:1 for its ring, 1.4.11): Streamlit rings a button, a link, a folded section's
 # header or a help icon at half the primary colour's opacity (2.2:1 on white), a link to another page with a 1.1:1
 # tint, a radio button or checkbox (its input hidden) with a 1.2:1 tint on the circle or box, and its main area (a
-# tab stop) or a table's grid (a canvas, and a hidden cell for a screen reader) not at all. Each takes a ring in the
-# primary colour (a grid's inside its edge, which its box clips). A table's or chart's toolbar, or a heading's link,
+# tab stop) or a table's grid (a canvas, and a hidden cell for a screen reader) not at all, and a text field, a number
+# or a select box by its 1 px border turning blue alone. Each takes a ring in the primary colour (a grid's inside its
+# edge, which its box clips; a field's around its box). A table's or chart's toolbar, or a heading's link,
 # stays transparent until the pointer is over it, even while a key has focused it or one of its buttons: it shows.
+TEXT_FIELDS = """:is([data-testid="stTextInputRootElement"], [data-testid="stNumberInputContainer"],
+  [data-testid="stTextAreaRootElement"], :is([data-testid="stSelectbox"], [data-testid="stMultiSelect"]) > div > div)"""
 FOCUS_RINGS = f""":is(a, button, summary, [data-testid="stMain"]):focus-visible,
 :is([data-testid="stRadio"], [data-testid="stCheckbox"]) label:has(input:focus-visible),
-[data-testid="stDataFrame"]:focus-within {{
+[data-testid="stDataFrame"]:focus-within, {TEXT_FIELDS}:has(:is(input, textarea):focus-visible) {{
   outline: 2px solid {PRIMARY} !important; outline-offset: 2px; box-shadow: none !important; }}
 :is([data-testid="stRadio"], [data-testid="stCheckbox"]) label:has(input:focus-visible) {{ border-radius: 4px; }}
 [data-testid="stDataFrame"]:focus-within {{ outline-offset: -2px; }}

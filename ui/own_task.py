@@ -18,7 +18,7 @@ import streamlit as st
 
 from transformer.classroom import ClassInfo
 from transformer.i18n import N_
-from transformer.limits import MAX_TABLE_PAIRS, MAX_TASK_FILE_BYTES, MAX_TASK_PAIRS
+from transformer.limits import MAX_TABLE_PAIRS, MAX_TASK_FILE_MB, MAX_TASK_PAIRS
 from transformer.literal import code_span, markdown_literal
 from transformer.pairs import HELD_OUT_EVERY, TaskPairs, task_name
 from transformer.task import spoken
@@ -89,10 +89,10 @@ def own_task_input(prefix: str) -> TaskPairs | None:
     upload_tab, table_tab = st.tabs([_("Upload a file"), _("Type pairs")])
     with upload_tab, st.container(key=f"{prefix}_task_file"):
         upload = st.file_uploader(
-            _("Task file (CSV or TSV, {most} MB at most)", most=MAX_TASK_FILE_BYTES // 2**20),
+            _("Task file (CSV or TSV, {most} MB at most)", most=MAX_TASK_FILE_MB),
             type=["csv", "tsv", "txt"],
             key=_uploader_key(prefix),
-            max_upload_size=MAX_TASK_FILE_BYTES // 2**20,
+            max_upload_size=MAX_TASK_FILE_MB,
             on_change=_file_changed,
             args=(prefix,),
         )

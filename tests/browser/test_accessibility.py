@@ -6,12 +6,15 @@ One session per language, opened at Home's address and taken through the sidebar
 languages on the 2-core VM, 2026-11-29, with `python -m pytest tests/browser/test_accessibility.py`).
 """
 
+import json
+
 import pytest
 from conftest import go_to, open_at, requires_chromium, wcag_violations
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 from playwright.sync_api import expect
 
 from harness.page import PAGES, wait_idle
+from ui.accessibility import TEXT_FIELDS
 
 pytestmark = requires_chromium
 
@@ -78,36 +81,42 @@ def test_a_radio_button_and_a_checkbox_show_keyboard_focus_as_a_ring(projector_p
 
 
 # Whether the element with keyboard focus shows it: a solid ring in the primary colour (on a radio button's or a
-# checkbox's label: its input is hidden; around a table's grid, for its canvas or cell), at full opacity with its
-# ancestors (a toolbar or a heading's link fades in once it has focus). A text field shows focus by its own border
-# and is left out, as is the document's body, which a Tab past the last stop gives focus to on the way round; `name`
+# checkbox's label: its input is hidden; around a table's grid, for its canvas or cell; around a text field's, a
+# number's or a select box's box), at full opacity with its ancestors (a toolbar or a heading's link fades in once it
+# has focus). The document's body, which a Tab past the last stop gives focus to on the way round, is left out; `name`
 # says which element it was.
 FOCUS_SHOWN = """() => {
     const el = document.activeElement;
     const name = `${el.tagName} ${(el.getAttribute('aria-label') || el.innerText || '').trim().slice(0, 40)}`;
-    if (el.matches('input:not([type=radio]):not([type=checkbox]), textarea, body')) return [name, true];
+    if (el.matches('body')) return [name, true];
     const grid = '[data-testid=stDataFrame]';
-    const ringed = el.closest(el.matches('input') ? 'label' : el.matches('canvas, td') ? grid : '*');
+    const box = el.matches('input[type=radio], input[type=checkbox]') ? 'label' : el.matches('input, textarea') ? FIELD
+        : el.matches('canvas, td') ? grid : '*';
+    const ringed = el.closest(box) || el;
     const ring = getComputedStyle(ringed);
     let opacity = 1;
     for (let e = el; e; e = e.parentElement) opacity *= parseFloat(getComputedStyle(e).opacity);
     return [name, ring.outlineStyle === 'solid' && ring.outlineColor === 'rgb(31, 95, 191)' && opacity === 1];
 }"""
 
+FOCUS_SHOWN = FOCUS_SHOWN.replace("FIELD", json.dumps(TEXT_FIELDS))  # the box the app rings round a field
 SHOWN_NAME = f"() => {{ const [name, shown] = ({FOCUS_SHOWN})(); return shown && name; }}"  # waited for
 
 
-@pytest.mark.parametrize("name, reaches", [("train", "BUTTON Reset axes"), ("checkpoints", ("CANVAS", "TD"))])
+@pytest.mark.parametrize(
+    "name, reaches", [("train", "BUTTON Reset axes"), ("checkpoints", ("CANVAS", "TD")), ("teacher", "INPUT")]
+)
 def test_every_tab_stop_shows_keyboard_focus_in_full(projector_page, lab_server, name, reaches):
     """Tab through a page with a model in hand, from the skip link round to it again: every stop (a button, a folded
-    section, a help icon, the main area, a heading's link, a chart's toolbar on Train, a table's grid on Checkpoints)
-    shows a ring in the primary colour, not Streamlit's half-transparent one (2.2:1) or none, and nothing focused stays
-    transparent (WCAG 2.4.7, 1.4.11)."""
+    section, a help icon, the main area, a heading's link, a number or select box, a chart's toolbar on Train, a
+    table's grid on Checkpoints, a text field on Teacher) shows a ring in the primary colour, not Streamlit's
+    half-transparent one (2.2:1), a field's 1 px border or none, and nothing focused stays transparent (WCAG 2.4.7,
+    1.4.11)."""
     page = projector_page
     page.goto(f"{lab_server.url}/{PAGES[name]}?model=reverse&lang=en", wait_until="domcontentloaded")
     page.wait_for_selector("[data-testid='stApp'][data-test-script-state='notRunning'] h1", timeout=90_000)
     wait_idle(page)
-    drawn = ".modebar-btn" if name == "train" else "[data-testid='stDataFrame'] canvas"  # charts or tables drawn
+    drawn = {"train": ".modebar-btn", "checkpoints": "[data-testid='stDataFrame'] canvas", "teacher": "input"}[name]
     expect(page.locator(f"[data-testid='stMain'] {drawn}").first).to_be_attached(timeout=30_000)
     unseen, names = [], []
     for _ in range(400):
