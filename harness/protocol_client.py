@@ -108,12 +108,15 @@ class StreamlitSession:
         if fragment_id:
             rerun.fragment_id, rerun.is_auto_rerun = fragment_id, True
         else:  # the whole page runs again: the fragments it declares send their timers anew
-            for task in self._timers.values():
-                task.cancel()
-            self._timers.clear()
+            self._stop_polls()
             self._finished.clear()
         self.sent_at.append(time.perf_counter())
         await self._socket.send(back.SerializeToString())
+
+    def _stop_polls(self) -> None:
+        for task in self._timers.values():
+            task.cancel()
+        self._timers.clear()
 
     async def _poll(self, fragment_id: str, interval_s: float) -> None:
         while True:
@@ -132,6 +135,8 @@ class StreamlitSession:
         kind = msg.WhichOneof("type")
         if kind == "new_session":
             self._page_hash = msg.new_session.page_script_hash
+            if not msg.metadata.run.fragment_ids:  # a run of the whole page, the server's own too: as the browser's
+                self._stop_polls()  # `cleanupAutoReruns`, the polls stop and its fragments send their timers anew
         elif kind == "navigation":
             self.pages = {page.url_pathname: page.page_script_hash for page in msg.navigation.app_pages}
             self._page_hash = msg.navigation.page_script_hash or self._page_hash
