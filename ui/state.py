@@ -343,10 +343,11 @@ def model_page(page: str, title: str, intro: str, formula: str | None = None) ->
     st.markdown(intro)
     if formula is not None:
         st.latex(formula)
-    checkpoint = require_model()
+    notice = st.empty()  # its place on every run: a notice there moves no field below it, whose unsent text the
+    checkpoint = require_model()  # browser would drop with the field it redraws (a run ending as a student types)
     if (label := model_change(page)) is not None:
         model = f"**{markdown_literal(in_hand_label(label))}**"
-        st.info(_("The model in hand changed since this page last showed one: it is now {model}.", model=model))
+        notice.info(_("The model in hand changed since this page last showed one: it is now {model}.", model=model))
     return checkpoint
 
 

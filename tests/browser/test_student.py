@@ -3,7 +3,7 @@ and a Start pressed meanwhile gets a run; Home opens on the lesson and keeps it 
 what to do next are in view when it ends, on a laptop and on a projector; and Start on a run that has already
 finished shows that run's result at once, saying why."""
 
-from conftest import open_page, page_errors, requires_chromium
+from conftest import navigate, open_more_settings, open_page, page_errors, requires_chromium
 from playwright.sync_api import expect
 
 from harness.chromium import LAPTOP
@@ -112,3 +112,26 @@ def test_the_end_of_a_run_is_in_view_and_start_on_it_again_answers_at_once(new_c
     assert not page_errors(laptop), page_errors(laptop)
     for context in (laptop.context, projector.context):
         context.close()
+
+
+def test_what_a_student_types_on_decoding_stays_as_their_run_ends_and_the_model_changes(new_context, lab_server):
+    """A run ends while its student types a source on Decoding (not yet sent: no Enter, no Tab): the page redraws
+    with the trained model in hand and a notice above the field, and the field keeps what was typed."""
+    page = train_page_with_seed(new_context, lab_server, LAPTOP)
+    open_more_settings(page)
+    fill(page, "train_lr", 0.0001)  # a rate too small to solve the task: the run trains its whole budget
+    fill(page, "train_steps", 5000)
+    fill(page, "train_time_budget", 10)
+    button(page, "start_training").click()
+    expect(main(page).get_by_text("Training: step")).to_be_visible(timeout=60_000)
+    navigate(page, "decoding")
+    field, sidebar = page.locator(".st-key-decode_input input"), page.get_by_test_id("stSidebar")
+    field.click()
+    field.press("Control+a")
+    field.press_sequentially("1 2 3 4")
+    assert "Training: step" in sidebar.inner_text(), "the run ended before the student typed"
+    expect(sidebar).to_contain_text("trained:", timeout=RUN_S * 1000)
+    expect(main(page).get_by_text("The model in hand changed")).to_be_visible()
+    expect(field).to_have_value("1 2 3 4")
+    assert not page_errors(page), page_errors(page)
+    page.context.close()
