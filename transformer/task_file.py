@@ -28,8 +28,14 @@ from .limits import MAX_TASK_FILE_BYTES, MAX_TASK_FILE_MB, MAX_TASK_LINE_CHARS, 
 from .pairs import TaskPairs, pairs_from_rows
 
 HEADER = (N_("source"), N_("target"))  # a table's columns, and a task file's header line in any of LANGUAGES
-_SIZE = f"{MAX_TASK_FILE_MB} MB"
+TOO_LARGE = N_("the task file has {size:,} bytes, more than {mb} MB ({most:,} bytes)")
 NOT_UTF8 = N_("the task file is not UTF-8 text (byte {at})")
+
+
+def too_large(size: int) -> Message:
+    """A task file of `size` bytes is over the bound: both figures in bytes, so that a file the uploader shows as
+    "1.0MB" reads as what it is."""
+    return Message(TOO_LARGE, size=size, mb=MAX_TASK_FILE_MB, most=MAX_TASK_FILE_BYTES)
 
 
 def read_task_path(path: str | os.PathLike) -> TaskPairs:
@@ -38,15 +44,15 @@ def read_task_path(path: str | os.PathLike) -> TaskPairs:
     if not stat.S_ISREG(os.stat(path).st_mode):  # a folder, a device or a pipe that could block or never end
         raise ValueError(Message(N_("{path} is not an ordinary file"), path=str(path)[:80]))
     with open(path, "rb") as f:
-        if os.fstat(f.fileno()).st_size > MAX_TASK_FILE_BYTES:
-            raise ValueError(Message(N_("the task file is larger than {size}"), size=_SIZE))
+        if (size := os.fstat(f.fileno()).st_size) > MAX_TASK_FILE_BYTES:
+            raise ValueError(too_large(size))
         return read_task_file(f.read(MAX_TASK_FILE_BYTES + 1), Path(path).name)
 
 
 def read_task_file(data: bytes, name: str) -> TaskPairs:
     """The task in a task file's bytes, called `name` (e.g. the file's name)."""
     if len(data) > MAX_TASK_FILE_BYTES:
-        raise ValueError(Message(N_("the task file is larger than {size}"), size=_SIZE))
+        raise ValueError(too_large(len(data)))
     utf16 = data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE))  # Excel's "Unicode Text" saves UTF-16
     if not utf16 and 0 in data[:2]:  # "1" in UTF-16 is 31 00 or 00 31: no text file of this lab's begins so
         raise ValueError(N_("the task file looks like UTF-16 text without its byte-order mark: save it as UTF-8"))
