@@ -35,8 +35,10 @@ LOCKED = f"""[data-testid="stElementContainer"]:has(input:disabled) :is(p, input
 # tint, a radio button or checkbox (its input hidden) with a 1.2:1 tint on the circle or box, and its main area (a
 # tab stop) or a table's grid (a canvas, and a hidden cell for a screen reader) not at all, and a text field, a number
 # or a select box by its 1 px border turning blue alone. Each takes a ring in the primary colour (a grid's inside its
-# edge, which its box clips; a field's around its box). A table's or chart's toolbar, or a heading's link,
-# stays transparent until the pointer is over it, even while a key has focused it or one of its buttons: it shows.
+# edge, which its box clips; a field's around its box). A table's or chart's toolbar, or a heading's link, stays
+# transparent until the pointer is over it, even while a key has focused it or one of its buttons: it shows. A stop
+# the browser scrolls into view as it takes focus comes with room for its ring, which lay partly past the window's
+# edge (a field's box flush with it, the input inside it what the browser brought into view).
 TEXT_FIELDS = """:is([data-testid="stTextInputRootElement"], [data-testid="stNumberInputContainer"],
   [data-testid="stTextAreaRootElement"], :is([data-testid="stSelectbox"], [data-testid="stMultiSelect"]) > div > div)"""
 FOCUS_RINGS = f""":is(a, button, summary, [data-testid="stMain"]):focus-visible,
@@ -45,6 +47,7 @@ FOCUS_RINGS = f""":is(a, button, summary, [data-testid="stMain"]):focus-visible,
   outline: 2px solid {PRIMARY} !important; outline-offset: 2px; box-shadow: none !important; }}
 :is([data-testid="stRadio"], [data-testid="stCheckbox"]) label:has(input:focus-visible) {{ border-radius: 4px; }}
 [data-testid="stDataFrame"]:focus-within {{ outline-offset: -2px; }}
+[data-testid="stMain"] :is(input, textarea, button, a, summary) {{ scroll-margin-block: 1rem; }}
 :is([data-testid="stElementToolbar"], .modebar, .modebar-group):focus-within, a:focus-visible {{
   opacity: 1 !important; }}"""
 # A formula wider than its column (a phone's: 356 px for Masking's 424 px formula) scrolls sideways, and was cut off

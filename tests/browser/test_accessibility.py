@@ -132,6 +132,33 @@ def test_every_tab_stop_shows_keyboard_focus_in_full(projector_page, lab_server,
     assert not unseen, unseen
 
 
+# How far the focused stop's ring (2 px, 2 px off its box) lies past the window's bottom and top edges, in px; null
+# for the main area, whose ring is the page's own edge, and for the sidebar's stops.
+RING_CUT = """() => {
+    const el = document.activeElement;
+    if (!el.closest('[data-testid=stMain]') || el.matches('[data-testid=stMain]')) return null;
+    const r = (el.matches('input, textarea') && el.closest(FIELD) || el).getBoundingClientRect();
+    return [`${el.tagName} ${(el.getAttribute('aria-label') || el.innerText || '').trim().slice(0, 40)}`,
+            Math.max(0, r.bottom + 4 - innerHeight), Math.max(0, 4 - r.top)];
+}""".replace("FIELD", json.dumps(TEXT_FIELDS))
+
+
+def test_on_a_phone_each_stop_tab_brings_into_view_shows_its_whole_ring(new_context, lab_server):
+    """Tab scrolls each next stop just into view: a field's box came flush with the window's edge, its ring cut by
+    up to 7 px on Train (WCAG 2.4.7). Every stop of Train's form and charts, in Chinese on a phone."""
+    page = new_context(viewport={"width": 390, "height": 844}, device_scale_factor=2).new_page()
+    open_at(page, lab_server, "train", "zh-CN")
+    cut, stops = [], 0
+    for _ in range(120):
+        page.keyboard.press("Tab")
+        if (ring := page.evaluate(RING_CUT)) is not None:
+            stops += 1
+            if max(ring[1:]) > 0.5:  # past a rounding of the layout
+                cut.append(ring)
+    assert stops > 20, stops  # the walk went through the form
+    assert not cut, cut
+
+
 # Each widget label's text that is wider than its box: Streamlit keeps a label on one line and cuts it with an ellipsis.
 # A button's label too (Streamlit cuts it the same way).
 CUT_LABELS = """() => [...document.querySelectorAll('[data-testid="stMain"] :is([data-testid="stWidgetLabel"] '
