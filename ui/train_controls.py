@@ -17,7 +17,7 @@ from ui.streamlit_internals import page_connected
 from ui.train_form import KEPT, form_keys, read_form, remember_values
 
 FIRST_STEP_WAIT_S = 0.5  # how long Start waits for a new run's first step (set-up takes about 0.1 s)
-LOST_TOLD = "train_lost_told"  # session state: this session said which run a restart lost (`lost_run_notice`)
+LOST_TOLD = "train_lost_told"  # session state: this session's form took the run a restart lost (`lost_run_notice`)
 STOPPED_BY_YOU = "train_stopped"  # session state: the run this session's Stop ended (its outcome says so)
 SAME_RUN = N_(
     "Start joined the run these settings already made, which has finished: its curves and result are here. The "
@@ -98,15 +98,17 @@ def same_run(seat: Seat | None) -> str:
 
 
 def lost_run_notice() -> None:
-    """After a restart of the server: tell a student whose Train run it lost, and give the form that run's settings
-    again (above the form, which is drawn after this), once in each page session until they start another run: a tab
-    that reconnected by itself and the reload after it both say so."""
-    if LOST_TOLD in st.session_state or (lost := lost_in_restart()) is None:
+    """After a restart of the server: tell a student whose Train run it lost, above the form (drawn after this), at
+    every redraw until they start another run, and give the form that run's settings again once in each page
+    session. A tab that reconnects by itself and a reload after it (which may resume that tab's session) both say
+    so."""
+    if (lost := lost_in_restart()) is None:
         return
-    st.session_state[LOST_TOLD] = True
-    for key in form_keys():
-        st.session_state.pop(key, None)  # the form starts from the run's values (`KEPT`), not from this session's
-    st.session_state[KEPT] = {key: value for key, value in lost.form.items() if key in form_keys()}
+    if LOST_TOLD not in st.session_state:  # then the form keeps what the student changes in it
+        st.session_state[LOST_TOLD] = True
+        for key in form_keys():
+            st.session_state.pop(key, None)  # the form starts from the run's values (`KEPT`), not from this session's
+        st.session_state[KEPT] = {key: value for key, value in lost.form.items() if key in form_keys()}
     said = _(LOST_IN_RESTART, task=markdown_literal(lost.task), seed=lost.seed, step=lost.step)
     flash("train_left", "warning", said)
 

@@ -181,8 +181,10 @@ def test_a_run_training_when_its_server_is_killed_reads_lost_on_the_board_and_in
         expect(away).to_be_visible(timeout=60_000)
         expect(student.get_by_text("streamlit run streamlit_app.py")).to_be_visible()  # the lab's command
         server.start()  # the same address: the same server, restarted
+        lost = main(alone).get_by_text("run of add (seed 321)")
+        expect(lost).to_be_visible(timeout=60_000)  # the tab reconnected by itself
         alone.reload()  # its browser id (Streamlit's XSRF cookie) outlives the server: the next one knows its run
-        expect(main(alone).get_by_text("run of add (seed 321)")).to_be_visible(timeout=60_000)
+        expect(lost).to_be_visible(timeout=60_000)  # and says so again, if the reload resumed the tab's session too
         expect(alone.locator(".st-key-train_seed input")).to_have_value("321")  # the form has its settings again
         open_board(teacher, server, code, key)
         expect(main(teacher).get_by_text("1 student · 1 lost")).to_be_visible(timeout=30_000)
