@@ -131,6 +131,8 @@ def test_page_waker_reruns_a_session_as_streamlit_s_run_on_save_does():
     init = inspect.getsource(AppSession.__init__)
     assert all(f"self.{field} = " in init for field in ("_state", "_client_state", "_event_loop"))
     assert "self.request_rerun(self._client_state)" in inspect.getsource(AppSession._on_source_file_changed)
+    ended = inspect.getsource(AppSession._handle_scriptrunner_event_on_event_loop)
+    assert "self._client_state = client_state" in ended  # a new one at each run's end: a run ended since the wake
     assert get_script_run_ctx(suppress_warning=True) is None and streamlit_internals.page_waker() is None
 
 

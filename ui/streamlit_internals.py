@@ -159,7 +159,8 @@ def page_waker() -> Callable[[], None] | None:
     """A call any thread may make to run this session's page again at once, as it stands (its page, query and
     widgets): the rerun Streamlit itself makes when a source file changes and it runs on save. None outside a
     script run. A page busy running waits up to WAKE_WAIT_S for that run to end, so that a click it is answering
-    is not cut short; past that, the page's own next poll will do."""
+    is not cut short, and is left as it is once that run has ended: the run, or the page's next poll, has read
+    what the wake was for (a second rerun would redraw the page again and move it from where the first put it)."""
     ctx = get_script_run_ctx()
     if ctx is None or not Runtime.exists():
         return None
@@ -169,17 +170,20 @@ def page_waker() -> Callable[[], None] | None:
         session = runtime.get_app_session(session_id)  # None once the page has gone
         if session is not None:
             deadline = time.monotonic() + WAKE_WAIT_S
-            session._call_soon_on_event_loop(lambda: _rerun_when_idle(session, deadline))
+            session._call_soon_on_event_loop(lambda: _rerun_when_idle(session, deadline, session._client_state))
 
     return wake
 
 
-def _rerun_when_idle(session: AppSession, deadline: float) -> None:
-    """On the server's event loop: rerun `session` with its last client state once no script of it runs."""
+def _rerun_when_idle(session: AppSession, deadline: float, last: object) -> None:
+    """On the server's event loop: rerun `session` with its last client state once no script of it runs, unless a
+    run has ended since the wake (each run's end leaves a new client state in place of `last`)."""
+    if session._client_state is not last:
+        return
     if session._state == AppSessionState.APP_NOT_RUNNING:
         session.request_rerun(session._client_state)
     elif session._state == AppSessionState.APP_IS_RUNNING and time.monotonic() < deadline:
-        session._event_loop.call_later(WAKE_RETRY_S, _rerun_when_idle, session, deadline)
+        session._event_loop.call_later(WAKE_RETRY_S, _rerun_when_idle, session, deadline, last)
 
 
 def browser_id(xsrf_cookie: object) -> str | None:
