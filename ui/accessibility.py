@@ -79,6 +79,10 @@ INLINE_CODE = """:is([data-testid="stMarkdownContainer"], [data-testid="stCaptio
 # A button's keyboard shortcut shows as a key badge beside its label; a phone or tablet with no keyboard has no key to
 # press, and on its narrow screen the badge only takes the label's room. Its help still names the key.
 NO_KEYS = """@media (hover: none) and (pointer: coarse) { [data-has-shortcut] > kbd { display: none; } }"""
+# A closed sidebar slides out of the window but keeps its links and language picker in the tab order: on a phone Tab
+# went through eleven stops off the window's left edge, the focus nowhere to be seen (WCAG 2.4.7, 2.4.11). Hidden
+# once closed, it leaves the tab order and the screen reader's page too, as a closed drawer should.
+CLOSED_SIDEBAR = """[data-testid="stSidebar"][data-collapsed="true"] { visibility: hidden; }"""
 CSS = f""".st-key-{KEY} {{ display: none; }}
 [data-testid="stCaptionContainer"] {{ opacity: 1; color: {MUTED_GREY}; }}
 {LOCKED}
@@ -89,7 +93,8 @@ CSS = f""".st-key-{KEY} {{ display: none; }}
 {SUMMARY_WORDS}
 {ONE_CLASS_LINK}
 {INLINE_CODE}
-{NO_KEYS}"""
+{NO_KEYS}
+{CLOSED_SIDEBAR}"""
 # A fixed script, never text from anyone. Installed once per browser tab (Streamlit swaps pages inside one document),
 # it gives each display formula, table or table cell that scrolls a place in the tab order, and takes it back when it no
 # longer scrolls;

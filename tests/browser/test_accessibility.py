@@ -159,6 +159,35 @@ def test_on_a_phone_each_stop_tab_brings_into_view_shows_its_whole_ring(new_cont
     assert not cut, cut
 
 
+# The focused stop's name and box, where any of it lies outside the window.
+OFF_WINDOW = """() => {
+    const el = document.activeElement, r = el.getBoundingClientRect();
+    const off = r.right <= 0 || r.left >= innerWidth || r.bottom <= 0 || r.top >= innerHeight;
+    return off ? `${el.tagName} ${(el.getAttribute('aria-label') || el.innerText || '').trim().slice(0, 40)}` : null;
+}"""
+
+
+def test_on_a_phone_a_closed_sidebar_takes_no_tab_stop(new_context, lab_server):
+    """A phone opens with the sidebar closed, slid past the window's left edge: Tab went through its eleven links
+    and the language picker there, focus unseen (WCAG 2.4.7). Every stop from the top of Train lies in the window, and
+    once opened the sidebar's links take focus again."""
+    page = new_context(viewport={"width": 390, "height": 844}, device_scale_factor=2).new_page()
+    open_at(page, lab_server, "train", "en")
+    stops, unseen = [], []
+    for _ in range(15):
+        page.keyboard.press("Tab")
+        stops.append(page.evaluate("() => document.activeElement.tagName"))
+        if (name := page.evaluate(OFF_WINDOW)) is not None:
+            unseen.append(name)
+    assert not unseen, unseen
+    assert stops.count("INPUT") >= 2, stops  # the walk reached the form
+    page.get_by_role("button", name="Expand sidebar").click()
+    link = page.locator("[data-testid='stSidebar']").get_by_role("link", name="Decoding")
+    expect(link).to_be_in_viewport()  # the sidebar slides in
+    link.focus()
+    expect(link).to_be_focused()
+
+
 # Each widget label's text that is wider than its box: Streamlit keeps a label on one line and cuts it with an ellipsis.
 # A button's label too (Streamlit cuts it the same way).
 CUT_LABELS = """() => [...document.querySelectorAll('[data-testid="stMain"] :is([data-testid="stWidgetLabel"] '
