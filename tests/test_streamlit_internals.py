@@ -212,12 +212,18 @@ def test_streamlit_s_browser_code_still_writes_the_sentences_the_lab_rewords():
     assert "{kind} files are not allowed." in REWORDED and "type} files are not allowed.`" in bundle
 
 
-# How Streamlit's Markdown makes links and emoji of plain text, after its escapes are read (mdast's GitHub autolinks,
-# remark-emoji), as its browser code writes them; tests/test_text_is_text.py reads text as they do.
+# How Streamlit's Markdown makes links, emoji and signs of plain text, after its escapes are read (mdast's GitHub
+# autolinks, remark-emoji, its own replacements), as its browser code writes them; tests/test_text_is_text.py reads
+# text as they do.
 MARKDOWN_TEXT_PATTERNS = (
     r"/(https?:\/\/|www(?=\.))([-.\w]+)([^ \t\r\n]*)/gi",
     r"/(?<=^|\s|\p{P}|\p{S})([-.\w+]+)@([-\w]+(?:\.[-\w]+)+)/gu",
     r"/:\+1:|:-1:|:[\w-]+:/g",
+    # and its typographic signs in text between white space: "--" a dash, "->" an arrow, ">=" a sign
+    *(
+        rf"[/(^|\s){sign}(\s|$)/g,`$1{shown}$2`]"
+        for sign, shown in (("<->", "↔"), ("->", "→"), ("<-", "←"), ("--", "—"), (">=", "≥"), ("<=", "≤"), ("~=", "≈"))
+    ),
 )
 
 

@@ -101,6 +101,11 @@ MADE_ACTIVE = (
     re.compile(r"(https?://|www(?=\.))([-.\w]+)([^ \t\r\n]*)", re.I | re.A),
     re.compile(r"(?:(?<=^)|(?<=\s)|(?<=[^\w\s]))([-.\w+]+)@([-\w]+(?:\.[-\w]+)+)", re.A),
     re.compile(r":\+1:|:-1:|:[\w-]+:", re.A),
+    # Streamlit's typographic signs (its StreamlitMarkdown's text replacements), between JavaScript's white space
+    re.compile(
+        r"(?:^|[\t\n\v\f\r \xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff])(?:<->|->|<-|--|>=|<=|~=)"
+        r"(?=[\t\n\v\f\r \xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff]|$)"
+    ),
 )
 ADDRESSES = ("www.evil.example", "http://evil.example/x", "HTTPS://E.IO", "me@evil.example", '=HYPERLINK("http://e.x")')
 
@@ -120,7 +125,10 @@ def test_markdown_literal_escapes_every_punctuation_character_and_keeps_the_text
     assert not any(p.search(read_as_text(escaped)) for p in MADE_ACTIVE)
 
 
-@pytest.mark.parametrize("text", [*ADDRESSES, ":smile: :+1:", "Period 3 www.x.y and a@b.cd"])
+SIGNS = ("Tom -- Jerry", "' OR 1=1 --", "a -> b <- c", "<->", "n >= 3", "x\ufeff<=\u30002", "~= 1")
+
+
+@pytest.mark.parametrize("text", [*ADDRESSES, *SIGNS, ":smile: :+1:", "Period 3 www.x.y and a@b.cd"])
 def test_an_address_or_an_emoji_code_in_literal_text_stays_text(text):
     assert any(p.search(text) for p in MADE_ACTIVE)  # Streamlit would make a link or an emoji of it
     assert not any(p.search(read_as_text(markdown_literal(text))) for p in MADE_ACTIVE)

@@ -16,14 +16,19 @@ JOINERS = "\u200c\u200d"
 # Where Streamlit's Markdown would still make a link or an emoji of text whose punctuation is escaped: its GitHub
 # autolinks (www.x.y, http://x, a@b.c) and emoji short codes (:smile:) are found in the text after escapes are read.
 _AUTOLINK_OR_EMOJI = re.compile(r"(?i)(?<=www)(?=\.)|(?<=@)|(?<=:)(?=/|[\w+-]+:)")
+# Streamlit's Markdown turns these, standing alone between spaces, into a dash, arrows and signs ("Tom -- Jerry" into
+# "Tom — Jerry", "a -> b" into "a → b", ">=" into "≥") in the text it has read, escapes or not: a word joiner after
+# their first character keeps each as typed.
+_TYPOGRAPHY = re.compile(r"(?<![^\s\ufeff])(?:<->|->|<-|--|>=|<=|~=)(?![^\s\ufeff])")  # JavaScript's \s has U+FEFF
 
 
 def markdown_literal(text: object) -> str:
     """`text` with every ASCII punctuation character backslash-escaped and line breaks as spaces: no emphasis,
     heading, list, image, link, HTML, LaTeX or code span can start in it (CommonMark escapes, section 2.4); and a
-    word joiner inside each web or mail address and emoji short code, which Streamlit would make a link or an emoji
-    of whatever its escapes."""
+    word joiner inside each web or mail address, emoji short code and `--`, `->` or `>=` standing alone, which
+    Streamlit would make a link, an emoji or a typographic sign of whatever its escapes."""
     text = _AUTOLINK_OR_EMOJI.sub(WORD_JOINER, " ".join(str(text).splitlines()))
+    text = _TYPOGRAPHY.sub(lambda pair: pair[0][0] + WORD_JOINER + pair[0][1:], text)
     return _PUNCTUATION.sub(r"\\\1", text)
 
 
