@@ -14,7 +14,7 @@ from ui.language import _, ngettext
 from ui.own_task import OWN_TASK, own_task, own_task_state
 from ui.state import CLASS_CODE, FOLLOW_RUN, RUN, RUN_SEAT, flash, session_run_elsewhere, watcher_id
 from ui.streamlit_internals import page_connected
-from ui.train_form import KEPT, form_keys, read_form, remember_values
+from ui.train_form import KEPT, SHOWN_LOCKED, form_keys, read_form, remember_values
 
 FIRST_STEP_WAIT_S = 0.5  # how long Start waits for a new run's first step (set-up takes about 0.1 s)
 LOST_TOLD = "train_lost_told"  # session state: this session's form took the run a restart lost (`lost_run_notice`)
@@ -31,6 +31,10 @@ CLASS_SAME_RUN = N_(
 CLASS_SAME_RUN_OPEN_SEED = N_(
     "Your settings, your seed included, match a run the server already trained, which has finished: its curves "
     "and result are here. The same settings and the same seed give the same run. Change the seed for a new one."
+)
+ASSIGNMENT_CHANGED = N_(
+    "Your teacher changed the class's settings since this page was drawn: the form shows them now. Check them, "
+    "then press Start again."
 )
 LOST_IN_RESTART = N_(
     "The server restarted while your run of {task} (seed {seed}) was at step {step}, and the run was lost. The form "
@@ -62,6 +66,9 @@ def start_run() -> None:
     seat = seat_in_class()  # a class student's run takes the settings their teacher locked
     if seat is None and state.get(CLASS_CODE) is not None:  # the page's seat went since it was drawn (the class
         return  # ended, or the name moved to another browser): its redraw says so; no run of its leftover settings
+    if seat is not None and seat.locked() != state.get(SHOWN_LOCKED):  # the form showed one step budget, not another
+        flash("train_form", "info", _(ASSIGNMENT_CHANGED))
+        return  # its redraw shows the settings Start would train
     try:
         values, own = read_form(), own_task(OWN_TASK)
         configs = seat.configs(values) if seat else run_configs(values, pairs=own)

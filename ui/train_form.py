@@ -25,6 +25,7 @@ from ui.setting_widgets import draw_setting, setting_value, widget_value
 
 TRAIN_FORM = "train_settings"  # the form's name (`setting_widgets.form_id`)
 KEPT = "train_kept"  # session state: the form's values when the student last pressed Start, kept with the run
+SHOWN_LOCKED = "train_shown_locked"  # session state: the locked settings the form was last drawn with
 ROWS = [  # (expander title or None, column widths): the rows of `FormPlace.row`, top to bottom
     (None, [2, 3]),  # the task, above the form (`draw_task`)
     (None, 4),
@@ -72,6 +73,7 @@ def draw_task(locked: Mapping[str, Any] | None = None, by_teacher: bool = True, 
     defaults, before any assignment was saved); `own_task`: a task from examples takes the picked task's place, so
     there is no picker, only what it says of the `locked` settings."""
     locked = locked or {}
+    st.session_state[SHOWN_LOCKED] = locked
     _start_values(locked)
     every = locked and all(s.name in locked for s in spec.on_form())
     caption = (ALL_LOCKED if by_teacher else CLASS_DEFAULTS) if every else LOCKED if locked else CHOSEN

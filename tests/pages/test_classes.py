@@ -24,7 +24,7 @@ from transformer.classroom import Assignment, Caller, ClassStore, Group, RunStat
 from transformer.pairs import pairs_from_rows
 from transformer.report_data import gather
 from ui.classes import UNANSWERED
-from ui.train_controls import CLASS_SAME_RUN, SAME_RUN
+from ui.train_controls import ASSIGNMENT_CHANGED, CLASS_SAME_RUN, SAME_RUN
 from ui.train_form import ALL_LOCKED, CHOSEN, CLASS_DEFAULTS, LOCKED
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -376,6 +376,22 @@ def test_a_class_student_whose_seed_is_locked_is_not_told_to_change_it():
     assert at.session_state["run"] is job
     said = [info.value for info in at.info]
     assert CLASS_SAME_RUN in said and SAME_RUN not in said and not any("change the seed" in s for s in said)
+
+
+def test_start_on_a_form_drawn_before_the_teacher_changed_the_settings_shows_them_and_trains_nothing():
+    """The form showed 30 steps, the teacher saved 10 meanwhile: Start trained 10 steps, the page showing 30 until
+    the run had ended. It now starts nothing and shows the saved settings; the next Start trains them."""
+    code, key = a_class()
+    at = open_link(code)
+    join(at, "Ada")
+    assert at.number_input(key="train_steps").value == 30
+    ui.classes.class_store().set_assignment(code, key, replace(GROUPS, preset={**TINY, "steps": 10}), TEACHER)
+    at.button(key="start_training").click().run()
+    assert "run" not in at.session_state  # no run started
+    assert ASSIGNMENT_CHANGED in [info.value for info in at.info]
+    assert at.number_input(key="train_steps").value == 10
+    at.button(key="start_training").click().run()
+    assert at.session_state["run"].train_config.steps == 10
 
 
 def test_a_class_with_its_own_task_trains_it_with_the_student_s_seed():
