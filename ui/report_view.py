@@ -45,7 +45,7 @@ def report_download(run: Run, seat: Seat | None) -> None:
     student = seat.student.name if seat else report_name()
     now = local_time()  # in the browser's time zone: the file names it, and the report says it
     made = partial(
-        run_report, run, tested, seat, class_recorder() if seat else None, session_translator(), student, now.tzinfo
+        run_report, run, tested, seat, class_recorder() if seat else None, session_translator(), student, now
     )
     name = run_name(run.model_config, run.data_config)
     st.download_button(
@@ -93,11 +93,12 @@ def run_report(
     recorder: ClassRecorder | None,
     tr: Translator,
     student: str,
-    zone: tzinfo,
+    offered: datetime,
 ) -> str:
-    """The run's report as an HTML file, by `student` ("" for no one named) and made now, in `zone`; a class
-    student's with the class's part as the class database holds it once this run is written there (its end may not
-    be yet: `recorder` writes every few seconds). A class that has ended meanwhile leaves that part out."""
+    """The run's report as an HTML file, by `student` ("" for no one named), dated `offered` (when the page offered
+    it, the time its file's name carries); a class student's with the class's part as the class database holds it
+    once this run is written there (its end may not be yet: `recorder` writes every few seconds). A class that has
+    ended meanwhile leaves that part out."""
     part = None
     if seat is not None and recorder is not None:
         try:
@@ -105,7 +106,7 @@ def run_report(
             part = class_part(recorder.store.snapshot(seat.info.code), seat.student)
         except (ClassroomError, SQLAlchemyError) as err:
             log.warning("lab report: the class's part left out: %s", err)
-    return run_report_html(gather(run, tested), tr, part, student, datetime.now(zone))
+    return run_report_html(gather(run, tested), tr, part, student, offered)
 
 
 def class_reports_download(code: str) -> None:

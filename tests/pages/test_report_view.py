@@ -4,7 +4,7 @@ the time, under a file name of their own; Teacher offers every student's report 
 when the class has ended."""
 
 import re
-from datetime import UTC
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from streamlit.runtime.media_file_manager import MediaFileManager
@@ -12,6 +12,7 @@ from streamlit.testing.v1 import AppTest
 
 import ui.classes
 import ui.common
+import ui.report_view
 import ui.state
 from tests.helpers.apptest import join_class, open_class_link, open_train, poll_until_done, start
 from transformer.classroom import Assignment, Caller, Group
@@ -134,6 +135,28 @@ def test_two_students_outside_a_class_with_the_same_run_download_their_own_named
     assert file_names[theirs[ada]] != file_names[theirs[other]]
     assert "Made by 张伟 &lt;b&gt; on 20" in media[theirs[ada]]()
     assert "Made on 20" in media[theirs[other]]()
+
+
+def test_a_report_downloaded_minutes_after_the_page_offered_it_carries_its_file_name_s_time(media, file_names):
+    """The file's name carries the time the page was drawn, and its report said the time of the click: a page left
+    open for five minutes gave "...-20261202-004926-report.html" made "on 2026-12-02 00:54". Both say the first."""
+    at = open_train()
+    start(at, **TINY)
+    poll_until_done(at)
+    button = buttons(at)["Download the lab report (HTML)"]
+    stamp = re.search(r"-(\d{8}-\d{4})\d\d-report\.html$", file_names[button.deferred_file_id])[1]
+    drawn = datetime.strptime(stamp, "%Y%m%d-%H%M")
+    later = drawn + timedelta(minutes=5)
+
+    class Later(datetime):
+        @classmethod
+        def now(cls, tz=None):
+            return later.replace(tzinfo=tz or UTC)
+
+    with pytest.MonkeyPatch.context() as patch:  # the click, five minutes on
+        patch.setattr(ui.report_view, "datetime", Later)
+        report = media[button.deferred_file_id]()
+    assert f"Made on {drawn:%Y-%m-%d %H:%M} UTC." in report, re.findall("Made on [^<]*", report)
 
 
 def test_a_name_longer_than_a_report_holds_is_cut_and_the_page_says_so(media):
