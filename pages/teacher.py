@@ -141,7 +141,9 @@ def board(code: str, key: str) -> None:
     tr = session_translator()
     losses = group_curves(snapshot)
     if any(len(curves.median) for curves in losses.values()):  # no axes before a run has a metric row
-        chart(curves_col, group_curves_figure(losses, _("Training loss by group"), tr=tr), key="board_curves")
+        grouped = snapshot.info.assignment is not None and snapshot.info.assignment.groups
+        title = _("Training loss by group") if grouped else _("Training loss of the class")
+        chart(curves_col, group_curves_figure(losses, title, tr=tr), key="board_curves")
     outcomes = outcome_table(snapshot)
     if len(outcomes):
         chart(outcomes_col, outcomes_figure(outcomes, list(losses), tr=tr), key="board_outcomes")  # colours as above

@@ -177,7 +177,8 @@ def summary(scores: pd.DataFrame, task: DataConfig, lengths: Sequence[int] | Non
             "Longer than any it trained on: exact match {exact}. Its outputs there average {output} symbols, where "
             "{target} were expected."
         )
-        output, target = _span(longer["output_len"], ".1f"), _span(longer["target_len"], ".0f")
+        whole = (longer["target_len"] % 1 == 0).all()  # one length an input (reverse); a mean where it varies (dedup)
+        output, target = _span(longer["output_len"], ".1f"), _span(longer["target_len"], ".0f" if whole else ".1f")
         lines.append(Message(line, exact=_longer_exact_match(longer), output=output, target=target))
     return lines
 

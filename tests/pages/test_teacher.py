@@ -224,9 +224,14 @@ def test_a_question_that_does_not_fit_the_groups_is_refused():
     assert "Not saved" in at.error[0].value and ui.classes.class_store().class_info(code).question is None
 
 
+def board_curves_title(at: AppTest) -> str:
+    (curves,) = (c for c in at.get("plotly_chart") if c.proto.id.endswith("-board_curves"))
+    return json.loads(curves.proto.spec)["layout"]["title"]["text"].replace("<br>", " ")  # broken into lines
+
+
 def test_the_board_shows_each_student_and_their_run():
     at = open_teacher()
-    code, _ = create(at)
+    code, key = create(at)
     store = ui.classes.class_store()
     ada, _ = store.join(code, "browser-a", "Ada <b>"), store.join(code, "browser-b", "Bob")
     store.record_run(ada, RunState("queued", 0, 1))
@@ -234,7 +239,10 @@ def test_the_board_shows_each_student_and_their_run():
     assert not [c for c in at.get("plotly_chart") if c.proto.id.endswith("-board_curves")]  # no axes without rows
     store.record_run(ada, RunState("training", 120, None, ({"step": 100, "train_loss": 1.5},)))
     at.run()
-    assert [c for c in at.get("plotly_chart") if c.proto.id.endswith("-board_curves")]
+    assert board_curves_title(at) == "Training loss of the class"  # no groups: one curve, the whole class's
+    store.set_assignment(code, key, Assignment({}, frozenset(), "positional", split_groups("positional")))
+    at.run()
+    assert board_curves_title(at) == "Training loss by group"
     table = at.dataframe[0].value
     assert table["name"].tolist() == ["Ada <b>", "Bob"]  # literal text, in a table
     assert table["state"].tolist()[1] == "not started" and table["state"].tolist()[0].startswith("training")
