@@ -170,6 +170,10 @@ def test_a_student_their_teacher_lets_rejoin_takes_their_name_and_record_to_anot
         ("Alice", "\uff21\uff4c\uff49\uff43\uff45"),  # fullwidth
         ("Stra\u00dfe", "STRASSE"),  # casefolding
         ("\u2460", "1"),  # compatibility forms
+        ("Alice", "Alice\u200d"),  # a joiner, a combining grapheme joiner, a variation selector: drawn as nothing
+        ("Alice", "A\u034flice"),
+        ("Alice", "Alice\ufe0f"),
+        ("Al ice", "Al  ice"),  # two spaces read as one
     ],
 )
 def test_names_that_read_the_same_are_one_name(store, first, second):
@@ -191,6 +195,7 @@ def test_names_that_read_the_same_are_one_name(store, first, second):
         "Alice\u2800",  # a blank braille cell: reads as "Alice"
         "\u3164",  # a Hangul filler: reads as no name
         "Al\u20281+1",  # a line separator
+        *("\u200d", "\u200c\u200d\u200d", "\u034f", "\ufe0f", "\u200d \u200d", "\u0301"),  # nothing that shows
     ],
 )
 def test_names_out_of_bounds_are_refused(store, name):
@@ -781,6 +786,35 @@ def test_a_new_sqlite_database_another_connection_holds_is_put_in_wal_mode_once_
         engine.dispose()
         holder.close()
     assert waits == [database.WAL_RETRY_S]
+
+
+def test_an_older_database_s_names_compare_without_invisible_characters_once_migrated(url, clock):
+    """Names a class took before its names compared without joiners and extra spaces keep their rows; each takes its
+    new key where no other name holds it, and a name like one of them is then refused."""
+    opened = ClassStore(url, clock)
+    code, _ = opened.create_class("A")
+    opened.join(code, "b1", "Alice")
+    opened.join(code, "b2", "Bob Li")
+    with opened.engine.begin() as conn:  # the keys as made before: "Alice" and "Alice" + a joiner apart
+        conn.exec_driver_sql("UPDATE students SET name_key = 'bob  li' WHERE name = 'Bob Li'")
+        conn.execute(schema.students.insert().values(**student_row(conn, "Alice\u200d", "alice\u200d", "b3")))
+        conn.execute(schema.schema_version.delete().where(schema.schema_version.c.version == len(schema.MIGRATIONS)))
+    opened.close()
+    reopened = ClassStore(url, clock)
+    with reopened.engine.connect() as conn:
+        keys = dict(conn.execute(select(schema.students.c.name, schema.students.c.name_key)).all())
+    assert keys == {"Alice": "alice", "Bob Li": "bob li", "Alice\u200d": "alice\u200d"}  # the second Alice: kept
+    with pytest.raises(ClassroomError, match="already has this name"):
+        reopened.join(code, "b4", "Bob  Li")
+    reopened.close()
+
+
+def student_row(conn, name: str, key: str, browser: str) -> dict:
+    """A students row as an older server wrote it: the class's first student's, but for these, and joined last."""
+    first = conn.execute(select(schema.students).limit(1)).mappings().one()
+    last = conn.scalar(select(func.max(schema.students.c.position)))
+    kept = {column: value for column, value in first.items() if column != "id"}
+    return {**kept, "name": name, "name_key": key, "browser": browser, "position": last + 1}
 
 
 def test_a_version_1_database_is_brought_to_version_2_with_its_data(url, clock):

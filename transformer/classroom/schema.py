@@ -13,6 +13,7 @@ Times are naive UTC datetimes, the same on SQLite (which has no time zones) and 
 
 import hashlib
 import json
+import re
 import unicodedata
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
@@ -138,10 +139,21 @@ attempts = Table(  # what the rate limits count (`throttle`), kept for their win
 Migration = Callable[[Connection], None]
 
 
+# Unicode's default-ignorable code points (DerivedCoreProperties.txt, Unicode 15.1): drawn as nothing where they may
+# stand in a name (joiners, variation selectors, the combining grapheme joiner), so "Alice" with one is "Alice".
+_IGNORABLE = re.compile(
+    "[\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b-\u200f\u202a-\u202e\u2060-\u206f\u3164"
+    "\ufe00-\ufe0f\ufeff\uffa0\ufff0-\ufff8\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0000-\U000e0fff]"
+)
+
+
 def name_key(name: str) -> str:
     """What two names must not share in one class: the name after NFKC and casefolding (Unicode's NFKC_Casefold, as
-    for identifiers), so "Zoë" composed or decomposed, "Ａｌｉｃｅ" and "ALICE" are all "alice"'s or "zoë"'s."""
-    return unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", name).casefold())
+    for identifiers), without the characters that draw as nothing (`_IGNORABLE`) and with each run of spaces one
+    space: "Zoë" composed or decomposed, "Ａｌｉｃｅ", "ALICE", "Alice" with a joiner and "Al  ice" with two spaces
+    are "zoë"'s, "alice"'s and "al ice"'s."""
+    folded = unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", name).casefold())
+    return " ".join(_IGNORABLE.sub("", folded).split())
 
 
 def task_digest(task: Mapping[str, Any]) -> str:
@@ -167,6 +179,12 @@ def _version_2(conn: Connection) -> None:
     conn.execute(update(runs).values(heard_at=runs.c.updated_at))
     attempts.create(conn, checkfirst=True)
     conn.exec_driver_sql("DROP TABLE IF EXISTS key_failures")
+    _name_keys(conn)
+
+
+def _name_keys(conn: Connection) -> None:
+    """Every student's name_key as `name_key` makes it now; a name that would then collide with another keeps its
+    old key."""
     for student in conn.execute(select(students.c.id, students.c.class_id, students.c.name)).all():
         taken = select(students.c.id).where(
             students.c.class_id == student.class_id, students.c.name_key == name_key(student.name)
@@ -212,6 +230,7 @@ MIGRATIONS: list[Migration] = [
     _task_hash,
     _rejoin_code,
     _left_browser,
+    _name_keys,  # names compare without the characters that draw as nothing, and with one space for many
 ]
 _LOCK_ID = 7_351_000  # PostgreSQL advisory lock held while migrating, so replicas starting together take turns
 

@@ -23,6 +23,12 @@ HIDDEN_KINDS = {  # Unicode's categories of characters that do not show as thems
 BLANKS = "\u115f\u1160\u2800\u3164\uffa0"
 
 
+def _shows(char: str) -> bool:
+    """Whether `char` is drawn as something of its own: a letter, digit, punctuation mark or symbol (not a mark on
+    the letter before it, a space, a joiner, a variation selector or one of the BLANKS)."""
+    return unicodedata.category(char)[0] in "LNPS" and char not in BLANKS
+
+
 def _is_mark(char: str) -> bool:
     return unicodedata.category(char) in ("Mn", "Me")  # a combining mark: drawn on the letter before it
 
@@ -36,7 +42,8 @@ def _hidden(char: str) -> bool:
 
 def check_text(text: Any, what: str, longest: int) -> str:
     """`text` in Unicode's composed form (NFC), without surrounding spaces, if it is then 1..`longest` characters of
-    printable text on one line (nothing hidden: `_hidden`; at most MOST_MARKS combining marks on a letter), else
+    printable text on one line (nothing hidden: `_hidden`; something that shows: `_shows`; at most MOST_MARKS
+    combining marks on a letter), else
     ClassroomError. It stays literal: pages show it character for character."""
     if isinstance(text, str):
         text = unicodedata.normalize("NFC", text)  # counted as stored: composed, as a composing keyboard types it
@@ -49,6 +56,9 @@ def check_text(text: Any, what: str, longest: int) -> str:
         kind = HIDDEN_KINDS.get(unicodedata.category(hidden[0]), N_("a character that does not show"))
         problem = N_("{what} must be plain text on one line: it holds {code}, {kind}")
         raise ClassroomError(Message(problem, what=Message(what), code=f"U+{ord(hidden[0]):04X}", kind=Message(kind)))
+    if not any(map(_shows, text)):  # joiners, variation selectors or marks alone: a name no one sees
+        unseen = N_("{what} must show at least one letter, digit or sign: it holds only characters that do not show")
+        raise ClassroomError(Message(unseen, what=Message(what)))
     marks = max((len(list(run)) for mark, run in groupby(text, _is_mark) if mark), default=0)
     if marks > MOST_MARKS:
         stacked = N_("{what} must be plain text: one of its letters carries {n} marks, more than {most}")
