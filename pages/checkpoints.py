@@ -4,6 +4,8 @@ from ui.streamlit_internals import rerun_inside_frame
 
 rerun_inside_frame()  # first of all: see its docstring
 
+import hashlib
+
 import pandas as pd
 import streamlit as st
 
@@ -31,6 +33,8 @@ from ui.state import (
     show_flashes,
 )
 
+DESCRIBED = "checkpoints_described"  # session state: what the listing shows of each file, read once (`described_file`)
+
 st.title(_("Checkpoints"))
 st.markdown(
     _(
@@ -42,12 +46,12 @@ st.markdown(
 share_link()
 
 
-def load_entry(name: str, source: str, ckpt, data: bytes) -> None:
+def load_entry(name: str, source: str, data: bytes) -> None:
     """Button callback (before the page is drawn, so the sidebar shows it): put a listed checkpoint in hand.
 
     Trained ones are loaded afresh from their bytes, so nothing done to the model in hand reaches the list.
     """
-    put_in_hand(ckpt if source == "shipped" else load_checkpoint(data), f"{source}: {name}")
+    put_in_hand(shipped_checkpoint(name) if source == "shipped" else load_checkpoint(data), f"{source}: {name}")
     flash("checkpoints_upload", "success", _("**{name}** is now the model in hand.", name=markdown_literal(name)))
 
 
@@ -65,18 +69,32 @@ LISTING_COLUMNS = {  # the listing's columns, headed in the session's language
 }
 
 
-def listing(entries: dict[str, tuple[str, Checkpoint, bytes]]) -> pd.DataFrame:
+def described(name: str, source: str, checkpoint: Checkpoint) -> tuple[dict, int]:
+    """What the listing shows of a checkpoint: its summary and its seed."""
+    return checkpoint_summary(name, source, checkpoint), checkpoint.task.seed
+
+
+def described_file(name: str, source: str, data: bytes) -> tuple[dict, int]:
+    """`described` of a trained or uploaded file, read once a session: the page lists each at every redraw, and a
+    file's history of up to MAX_HISTORY_ROWS rows takes seconds to read. CheckpointError if it cannot be read."""
+    read = st.session_state.setdefault(DESCRIBED, {})
+    key = (name, source, hashlib.sha256(data).hexdigest())
+    if key not in read:
+        read[key] = described(name, source, load_checkpoint(data))
+    return read[key]
+
+
+def listing(entries: dict[str, tuple[str, tuple[dict, int], bytes]]) -> pd.DataFrame:
     """One row per checkpoint, what it learned and how well first, its size in words and few columns: the whole
     table fits the page at 1280 px beside the sidebar."""
     rows = []
-    for name, (source, ckpt, _data) in entries.items():
-        summary = checkpoint_summary(name, source, ckpt)
+    for name, (source, (summary, seed), _data) in entries.items():
         heads = ngettext("{n} head", "{n} heads", summary["heads"])
         layers = ngettext("{n} layer", "{n} layers", summary["layers"])
         rows.append(
             {
                 "name": name,
-                "seed": ckpt.task.seed,
+                "seed": seed,
                 "task": _("{task}, lengths {lengths}", task=summary["task"], lengths=summary["lengths"]),
                 "exact match": None if (share := summary["exact_match"]) is None else round(shown_share(share), 3),
                 "model": _(
@@ -90,18 +108,19 @@ def listing(entries: dict[str, tuple[str, Checkpoint, bytes]]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-# name -> (source, checkpoint, file bytes)
-entries: dict[str, tuple[str, Checkpoint, bytes]] = {}
+# name -> (source, (summary, seed), file bytes)
+entries: dict[str, tuple[str, tuple[dict, int], bytes]] = {}
 for name in shipped_checkpoints():
     try:
-        entries[name] = ("shipped", shipped_checkpoint(name), (CHECKPOINT_DIR / f"{name}.pt").read_bytes())
+        data = (CHECKPOINT_DIR / f"{name}.pt").read_bytes()
+        entries[name] = ("shipped", described(name, "shipped", shipped_checkpoint(name)), data)
     except (CheckpointError, OSError) as err:
         problem = _("The shipped checkpoint {name} could not be read: {reason}", name=name, reason=err)
         st.warning(markdown_literal(problem))
 for source, kept in (("trained", TRAINED), ("uploaded", UPLOADED)):
     for name, data in st.session_state.get(kept, {}).items():
         try:
-            entries[name] = (source, load_checkpoint(data), data)
+            entries[name] = (source, described_file(name, source, data), data)
         except CheckpointError as err:
             unread = N_("The {source} checkpoint {name} could not be read: {reason}")
             st.warning(markdown_literal(_(unread, source=_(SOURCES[source]), name=name, reason=err)))
@@ -117,12 +136,12 @@ if not entries:
     st.info(_("No checkpoints yet: train a model on the Train page, or upload a checkpoint file below."))
 else:
     st.dataframe(listing(entries), hide_index=True, column_config=LISTING_COLUMNS)
-    for name, (source, ckpt, data) in entries.items():
+    for name, (source, (_summary, seed), data) in entries.items():
         label_col, load_col, download_col = st.columns([3, 1, 1], vertical_alignment="center")
         in_hand = st.session_state.get(IN_HAND_NAME) == f"{source}: {name}"
         said = _(SOURCES[source])
         if source == "trained":  # runs differing only in seed
-            said = _("{source}, seed {seed}", source=said, seed=ckpt.task.seed)
+            said = _("{source}, seed {seed}", source=said, seed=seed)
         in_hand_mark = " · :blue[" + _("in hand") + "]" if in_hand else ""
         label = _("{name} ({source})", name=f"**{markdown_literal(name)}**", source=said)  # full-width in Chinese
         label_col.markdown(label + in_hand_mark)
@@ -131,7 +150,7 @@ else:
             key=f"load_{name}",
             help=_("Make this the model in hand on every page."),
             on_click=load_entry,
-            args=(name, source, ckpt, data),
+            args=(name, source, data),
         )
         download_col.download_button(
             _("Download"),

@@ -6,6 +6,7 @@ import pytest
 import torch
 from streamlit.testing.v1 import AppTest
 
+import transformer.checkpoint
 import ui.common
 from tests.helpers.models import HOSTILE_FILES
 from transformer.checkpoint import checkpoint_bytes
@@ -90,6 +91,27 @@ def test_upload_puts_the_model_in_hand(shipped_dir):
     table = at.dataframe[0].value.set_index("name")
     assert table.loc["my model.pt", "source"] == "uploaded"  # listed, to load again after another model
     assert [m.value for m in at.markdown if "in hand]" in m.value] == ["**my model\\.pt** (uploaded) · :blue[in hand]"]
+
+
+def test_the_listing_reads_each_trained_or_uploaded_file_once_a_session(shipped_dir, monkeypatch):
+    """A file's history of up to 100,000 rows takes seconds to read, and the page read every listed file again at
+    every redraw: three such uploads made each click take 5-6 s of the server's CPU. Loading one still reads it."""
+    reads = []
+    real = transformer.checkpoint.load_checkpoint
+
+    def counted(source, *args, **kwargs):
+        reads.append(source)
+        return real(source, *args, **kwargs)
+
+    monkeypatch.setattr(transformer.checkpoint, "load_checkpoint", counted)
+    at = open_checkpoints({"mine": small_checkpoint_bytes("copy", ({"step": 25, "exact_match": 0.5},))})
+    at.file_uploader(key="upload_checkpoint").set_value(("up.pt", small_checkpoint_bytes("reverse"), "x/y")).run()
+    at.run()
+    at.run()
+    assert not at.exception and set(at.dataframe[0].value["name"]) == {"mine", "up.pt"}
+    assert len(reads) == 3  # "mine" and "up.pt" listed once each, and "up.pt" read as it was uploaded
+    at.button(key="load_mine").click().run()
+    assert len(reads) == 4 and at.session_state["in_hand_name"] == "trained: mine"
 
 
 def test_a_bad_upload_is_refused_with_the_reason(shipped_dir):
