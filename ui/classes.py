@@ -36,6 +36,7 @@ from transformer.classroom.board import HEADINGS, prediction_tally, result_text,
 from transformer.classroom.questions import is_graded, question_text, right_choices
 from transformer.classroom.recorder import ClassRecorder
 from transformer.classroom.records import IN_FLIGHT
+from transformer.classroom.schema import name_key
 from transformer.figures import drawn_px
 from transformer.i18n import N_
 from transformer.link_params import class_code_parser, read_params
@@ -45,13 +46,17 @@ from ui.common import client_address, run_registry
 from ui.into_view import bring_into_view
 from ui.language import _, chosen, said, table_cells, worded
 from ui.links import show_link_notices
-from ui.state import CLASS_CODE, RUN_SEAT, drop_flash, flash, watcher_id
+from ui.state import CLASS_CODE, RUN_SEAT, drop_flash, flash, show_flashes, watcher_id
 
 if TYPE_CHECKING:
     import pandas as pd
 
 # why Start did not start a class student's first run, said under the question (`answer_prediction`)
 UNANSWERED = N_("answer the question above the Start button first: it is your prediction")
+# what a join under another name says where this browser joined meanwhile, in another tab (`join_form`)
+JOINED_ELSEWHERE = N_(
+    "This browser joined the class as **{name}** in another tab, and a browser is one student: you are {name} here too."
+)
 PREDICTION_POLL_S = 5.0  # a prediction's verdict rests on every run of the class: it is read again this often
 
 
@@ -130,11 +135,19 @@ def join_form(info: ClassInfo) -> None:
             )
         if st.form_submit_button(_("Join"), type="primary", icon=":material/group_add:", key="class_join_button"):
             try:
-                class_store().join(info.code, watcher_id(), name, rejoin)
+                student = class_store().join(info.code, watcher_id(), name, rejoin)
             except ClassroomError as err:
                 st.error(_("Not joined: {reason}.", reason=markdown_literal(_(err))))
             else:
+                tell_if_joined_elsewhere(student, name)  # a Join pressed in two tabs at once
                 st.rerun()
+
+
+def tell_if_joined_elsewhere(student: Student, typed: str) -> None:
+    """Where a join typed as `typed` found this browser joined as another name (from another tab), say so above the
+    class's banner: a browser is one student."""
+    if name_key(student.name) != name_key(typed):
+        flash("class_joined", "info", _(JOINED_ELSEWHERE, name=markdown_literal(student.name)))
 
 
 @dataclass(frozen=True)
@@ -212,6 +225,8 @@ def class_seat() -> Seat | None:
         join_form(info)
         st.stop()
     seat = Seat(info, student)
+    if st.session_state.get("class_join_button"):  # a join form drawn before this browser joined in another tab
+        tell_if_joined_elsewhere(student, st.session_state.get("class_name") or "")
     parts = [
         _("Class **{title}**", title=markdown_literal(info.title)),
         _("you are **{name}**", name=markdown_literal(student.name)),
@@ -221,6 +236,7 @@ def class_seat() -> Seat | None:
         else _("seed {seed}. The settings shown greyed out are your class's.", seed=student.seed),
     ]
     st.info(" · ".join(parts), icon=":material/school:")
+    show_flashes("class_joined")
     return seat
 
 

@@ -125,6 +125,20 @@ def test_the_browser_a_student_rejoined_from_says_so_after_a_reload_too(browser)
     assert not any("another browser" in i.value for i in open_link(code).info)  # never joined: the form alone
 
 
+def test_a_second_tab_s_join_under_another_name_says_which_name_the_browser_has(browser):
+    """Two tabs of one browser show the join form; the first joins as TabOne, then the second's Join, typed TabTwo,
+    made it TabOne with nothing said. A browser is one student: the second tab says so, and under which name."""
+    browser["id"] = "laptop"
+    code, _ = a_class()
+    first, second = open_link(code), open_link(code)
+    join(first, "TabOne")
+    join(second, "TabTwo")
+    said = [shown(info.value) for info in second.info]
+    assert "you are **TabOne**" in said[0] and any("in another tab" in s and "**TabOne**" in s for s in said), said
+    second.run()
+    assert not any("in another tab" in info.value for info in second.info)  # said once
+
+
 def test_a_student_who_rejoins_elsewhere_is_told_where_their_run_is():
     code, key = a_class()
     store = ui.classes.class_store()
