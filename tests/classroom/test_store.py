@@ -39,7 +39,7 @@ from transformer.classroom.codes import ADJECTIVES, ANIMALS, CODE_COUNT, key_has
 from transformer.classroom.database import database_url, engine_for
 from transformer.classroom.store import UnknownClass
 from transformer.classroom.throttle import Turns
-from transformer.i18n import translator
+from transformer.i18n import N_, translator
 from transformer.limits import (
     CLASS_CREATIONS,
     FREE_MISSES,
@@ -330,7 +330,25 @@ def test_wrong_keys_lock_out_the_browser_that_sent_them_never_the_real_teacher(s
     replica.close()
 
 
-def test_an_unknown_code_and_a_wrong_key_get_one_message(store):
+def test_wrong_rejoin_codes_lock_out_the_browser_that_sent_them(store, clock):
+    """A rejoin code is one of 31^6; still, guesses are bounded per browser as teacher keys are."""
+    code, key = store.create_class("A")
+    store.join(code, "laptop", "Ann")
+    rejoin = store.let_rejoin(code, key, "Ann")
+    most, window_s = WRONG_KEYS_PER_BROWSER
+    for _ in range(most):
+        with pytest.raises(ClassroomError, match="not the rejoin code"):
+            store.join(code, "guesser", "Ann", "ZZZZZZ")
+    with pytest.raises(TooManyAttempts, match="too many wrong rejoin codes from this browser"):
+        store.join(code, "guesser", "Ann", rejoin)  # refused unchecked, right code or not
+    assert "输错重新加入码" in translator("zh-CN").gettext(
+        N_("too many wrong rejoin codes from this browser: wait a few minutes")
+    )
+    assert store.join(code, "tablet", "Ann", rejoin).name == "Ann"  # another browser: Ann herself
+    clock.advance(seconds=window_s + 1)
+    with pytest.raises(ClassroomError, match="already has this name"):  # checked again: the code was used
+        store.join(code, "guesser", "Ann")
+
     code, _ = store.create_class("A")
     answers = set()
     for guess_code, guess_key in [("amber-otter-0000", "guess"), (code, "guess"), ("x" * 1000, None)]:

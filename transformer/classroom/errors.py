@@ -14,5 +14,9 @@ class WrongKey(ClassroomError):
     not tell which codes exist."""
 
 
+class WrongRejoin(ClassroomError):
+    """The rejoin code does not match the one the teacher gave for this name: counted against the browser."""
+
+
 class TooManyAttempts(ClassroomError):
     """Too many attempts of one kind from one person lately (a rate limit of `transformer.limits`)."""

@@ -51,7 +51,7 @@ from .codes import (
     rejoin_digest,
 )
 from .database import engine_for
-from .errors import ClassroomError, TooManyAttempts, UnknownClass, WrongKey
+from .errors import ClassroomError, TooManyAttempts, UnknownClass, WrongKey, WrongRejoin
 from .questions import QUESTIONS
 from .records import IN_FLIGHT, Caller, ClassInfo, Prediction, RunState, Snapshot, Student, bounded
 from .rows import (
@@ -317,13 +317,19 @@ class ClassStore:
         """Join the class as `name` (literal text in Unicode's composed form, unique in the class as `name_key`
         compares names) from `browser`; the same browser again gets the student it joined as, under their first
         name, and a student their teacher let rejoin gets their place back under their name with the `rejoin` code
-        the teacher was given (`let_rejoin`). ClassroomError if the name is taken or the class holds MAX_STUDENTS."""
+        the teacher was given (`let_rejoin`). ClassroomError if the name is taken or the class holds MAX_STUDENTS;
+        WrongRejoin for a wrong rejoin code, TooManyAttempts, unchecked, past WRONG_KEYS_PER_BROWSER of them."""
         name = check_text(name, N_("a name"), MAX_NAME_CHARS)
         if len(name_key(name)) > MAX_NAME_KEY_CHARS:  # NFKC spells out ligatures: "ﷺ" is 18 letters
             long = N_("a name must be at most {most} characters once its ligatures are spelled out; it has {n}")
             raise ClassroomError(Message(long, most=MAX_NAME_KEY_CHARS, n=len(name_key(name))))
         browser = check_text(browser, N_("a browser id"), MAX_BROWSER_CHARS)
         rejoin = check_text(rejoin, N_("a rejoin code"), MAX_REJOIN_CHARS) if rejoin else ""
+        guesser = throttle.subject("browser", browser)
+        if rejoin:
+            with self.engine.begin() as conn:
+                if throttle.over(conn, "wrong rejoin", guesser, WRONG_KEYS_PER_BROWSER, self.now()):
+                    raise TooManyAttempts(N_("too many wrong rejoin codes from this browser: wait a few minutes"))
         # A collision on the position means another student took it: at most MAX_STUDENTS can before the class is
         # full, so a class joining at once never sees "busy" (ATTEMPTS more for a name or browser taken meanwhile).
         for _ in range(MAX_STUDENTS + ATTEMPTS):
@@ -334,6 +340,10 @@ class ClassStore:
                     return self._add_student(conn, self._class(conn, code), browser, name, rejoin)
             except IntegrityError:  # another join took the position (or this name, or this browser) meanwhile
                 continue
+            except WrongRejoin:
+                with self.engine.begin() as conn:
+                    throttle.note(conn, "wrong rejoin", [guesser], self.now())
+                raise
         raise ClassroomError(N_("the class is busy: try again"))
 
     def _add_student(self, conn: Connection, row: Row, browser: str, name: str, rejoin: str) -> Student:
@@ -346,8 +356,10 @@ class ClassStore:
             moved = {"browser": browser, "rejoin": None, "left_browser": named.browser}
             conn.execute(update(students).where(students.c.id == named.id).values(**moved))
             return student_of(named, assignment_of(row), row.code)
+        if named is not None and rejoin:
+            raise WrongRejoin(WRONG_REJOIN)
         if named is not None:
-            raise ClassroomError(WRONG_REJOIN if rejoin else TAKEN)
+            raise ClassroomError(TAKEN)
         position = conn.scalar(select(func.count()).select_from(students).where(mine))
         if position >= MAX_STUDENTS:
             raise ClassroomError(Message(N_("this class is full: it holds {most} students"), most=MAX_STUDENTS))
