@@ -349,6 +349,8 @@ def test_wrong_rejoin_codes_lock_out_the_browser_that_sent_them(store, clock):
     with pytest.raises(ClassroomError, match="already has this name"):  # checked again: the code was used
         store.join(code, "guesser", "Ann")
 
+
+def test_an_unknown_code_and_a_wrong_key_get_one_message(store):
     code, _ = store.create_class("A")
     answers = set()
     for guess_code, guess_key in [("amber-otter-0000", "guess"), (code, "guess"), ("x" * 1000, None)]:
