@@ -43,8 +43,7 @@ def _hidden(char: str) -> bool:
 def check_text(text: Any, what: str, longest: int) -> str:
     """`text` in Unicode's composed form (NFC), without surrounding spaces, if it is then 1..`longest` characters of
     printable text on one line (nothing hidden: `_hidden`; something that shows: `_shows`; at most MOST_MARKS
-    combining marks on a letter), else
-    ClassroomError. It stays literal: pages show it character for character."""
+    combining marks on a letter), else ClassroomError. It stays literal: pages show it character for character."""
     if isinstance(text, str):
         text = unicodedata.normalize("NFC", text)  # counted as stored: composed, as a composing keyboard types it
     if not isinstance(text, str) or not 1 <= len(text.strip()) <= longest:
