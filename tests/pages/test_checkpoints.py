@@ -7,6 +7,7 @@ import torch
 from streamlit.testing.v1 import AppTest
 
 import transformer.checkpoint
+import transformer.uploads
 import ui.common
 from tests.helpers.models import HOSTILE_FILES
 from transformer.checkpoint import checkpoint_bytes
@@ -103,7 +104,8 @@ def test_the_listing_reads_each_trained_or_uploaded_file_once_a_session(shipped_
         reads.append(source)
         return real(source, *args, **kwargs)
 
-    monkeypatch.setattr(transformer.checkpoint, "load_checkpoint", counted)
+    monkeypatch.setattr(transformer.checkpoint, "load_checkpoint", counted)  # as the page imports it
+    monkeypatch.setattr(transformer.uploads, "load_checkpoint", counted)  # as the upload reads it
     at = open_checkpoints({"mine": small_checkpoint_bytes("copy", ({"step": 25, "exact_match": 0.5},))})
     at.file_uploader(key="upload_checkpoint").set_value(("up.pt", small_checkpoint_bytes("reverse"), "x/y")).run()
     at.run()
