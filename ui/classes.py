@@ -57,6 +57,7 @@ UNANSWERED = N_("answer the question above the Start button first: it is your pr
 JOINED_ELSEWHERE = N_(
     "This browser joined the class as **{name}** in another tab, and a browser is one student: you are {name} here too."
 )
+JOIN_NAME, JOIN_BUTTON = "class_name", "class_join_button"  # the join form's name field and button
 PREDICTION_POLL_S = 5.0  # a prediction's verdict rests on every run of the class: it is read again this often
 
 
@@ -124,7 +125,7 @@ def join_form(info: ClassInfo) -> None:
     with st.form("class_join"):
         name = st.text_input(  # no max_chars: Streamlit drops a longer paste whole; the store says how long it is
             _("Your name on the class board"),
-            key="class_name",
+            key=JOIN_NAME,
             help=_("Your teacher sees it beside your run; your classmates do not."),
         )
         with st.expander(_("Joined before, from another browser?"), key="class_rejoin_expander"):
@@ -133,7 +134,7 @@ def join_form(info: ClassInfo) -> None:
                 key="class_rejoin",
                 help=_("With it, your name and all you recorded move to this browser."),
             )
-        if st.form_submit_button(_("Join"), type="primary", icon=":material/group_add:", key="class_join_button"):
+        if st.form_submit_button(_("Join"), type="primary", icon=":material/group_add:", key=JOIN_BUTTON):
             try:
                 student = class_store().join(info.code, watcher_id(), name, rejoin)
             except ClassroomError as err:
@@ -225,8 +226,8 @@ def class_seat() -> Seat | None:
         join_form(info)
         st.stop()
     seat = Seat(info, student)
-    if st.session_state.get("class_join_button"):  # a join form drawn before this browser joined in another tab
-        tell_if_joined_elsewhere(student, st.session_state.get("class_name") or "")
+    if st.session_state.get(JOIN_BUTTON):  # a join form drawn before this browser joined in another tab
+        tell_if_joined_elsewhere(student, st.session_state.get(JOIN_NAME) or "")
     parts = [
         _("Class **{title}**", title=markdown_literal(info.title)),
         _("you are **{name}**", name=markdown_literal(student.name)),
