@@ -156,6 +156,7 @@ def board(code: str, key: str) -> None:
         st.markdown(_("**Predictions:** {question}", question=question))
         tally_table(snapshot)
     rejoin_section(snapshot, code, key)
+    remove_section(snapshot, code, key)
 
 
 def rejoin_section(snapshot: Snapshot, code: str, key: str) -> None:
@@ -189,6 +190,34 @@ def rejoin_section(snapshot: Snapshot, code: str, key: str) -> None:
             st.success(_(done, name=student), icon=":material/devices:")
             with st.popover(_("Show the rejoin code"), icon=":material/visibility:", key="teacher_rejoin_shown"):
                 st.markdown(_("Rejoin code for {name}: {code}", name=student, code=given_code))
+
+
+def remove_section(snapshot: Snapshot, code: str, key: str) -> None:
+    """Take a student off the class with what they recorded: a name typed to disrupt the board, or a seat taken by
+    mistake."""
+    names = [student.name for student in snapshot.students]
+    with st.expander(_("Remove a student"), key="teacher_remove_expander"):
+        st.markdown(
+            _(
+                "Removing a student takes their name off the board and deletes what they recorded: their prediction, "
+                "run and lab report. The next student to join takes their place in the groups; the browser they "
+                "joined from may join again."
+            )
+        )
+        name = st.selectbox(_("Student"), names, index=None, key="teacher_remove_name", placeholder=_("Pick a name"))
+        sure = st.checkbox(_("Remove this student and what they recorded"), key="teacher_remove_sure")
+        removable = name is not None and sure
+        if st.button(_("Remove"), disabled=not removable, key="teacher_remove", icon=":material/person_remove:"):
+            try:
+                class_store().remove_student(code, key, name, caller())
+            except ClassroomError as err:
+                st.error(_("Not removed: {reason}.", reason=markdown_literal(_(err))))
+                return
+            for widget in ("teacher_remove_name", "teacher_remove_sure"):
+                del st.session_state[widget]
+            done = _("Removed {name} from the class, with what they recorded.", name=markdown_literal(name))
+            flash("teacher", "success", done)
+            st.rerun()
 
 
 def state_counts(rows: pd.DataFrame) -> list[str]:

@@ -4,6 +4,7 @@ import io
 import math
 import re
 import statistics
+from dataclasses import replace
 from datetime import datetime
 
 import pandas as pd
@@ -43,7 +44,8 @@ def class_of(runs: list[RunState | None], assignment: Assignment | None = PE, qu
     """A snapshot of students S0, S1, ... (groups alternate) with these runs (None: not started)."""
     assignment_ = assignment or Assignment()
     students = tuple(
-        Student(i + 1, f"S{i}", i, (g.label if (g := assignment_.group(i)) else None), i) for i in range(len(runs))
+        Student(i + 1, f"S{i}", i, (g.label if (g := assignment_.group(i)) else None), i, WHEN)
+        for i in range(len(runs))
     )
     info = ClassInfo("amber-otter-7351", "Period 3", WHEN, WHEN, assignment, question)
     states = {s.id: run for s, run in zip(students, runs) if run is not None}
@@ -130,7 +132,7 @@ def test_every_members_curve_stays_its_own_whatever_the_names():
     losses = [(4.0, 1.0), (5.0, 2.0), (9.0, 9.0), (1.0, 0.5), (2.0, 0.2), (3.0, 0.3)]
     runs = [finished(100, True, losses=pair) for pair in losses] + [RunState("training", 0), None]
     info = ClassInfo("amber-otter-7351", "Period 3", WHEN, WHEN, None, None)
-    students = tuple(Student(10 + i, name, i, None, i) for i, name in enumerate(names))
+    students = tuple(Student(10 + i, name, i, None, i, WHEN) for i, name in enumerate(names))
     snapshot = Snapshot(info, students, {s.id: run for s, run in zip(students, runs) if run is not None})
     curves = board.group_curves(snapshot)[None]
     assert list(curves.members.columns) == [10, 11, 12, 13, 14, 15]  # one per student with rows, by id
@@ -240,7 +242,7 @@ def test_the_csv_frames_have_their_columns_and_are_safe_in_a_spreadsheet():
     predictions = {1: Prediction("positional-none", "sooner")}
     snapshot = class_of([finished(300, True), None], question="positional-none", predictions=predictions)
     snapshot = Snapshot(
-        snapshot.info, (Student(1, "=HYPERLINK(1)", 0, "PE", 0), snapshot.students[1]), snapshot.runs, predictions
+        snapshot.info, (Student(1, "=HYPERLINK(1)", 0, "PE", 0, WHEN), snapshot.students[1]), snapshot.runs, predictions
     )
     results = board.results_frame(snapshot)
     assert list(results.columns) == RESULT_COLUMNS
@@ -271,7 +273,7 @@ def test_no_cell_of_any_csv_export_starts_a_formula_however_a_spreadsheet_splits
     assignment = Assignment({"task": "reverse"}, frozenset(), "positional", groups)
     runs = [finished(300, True), RunState("failed", 40, error="oops;=cmd|+x, -y")] * (len(HOSTILE) // 2)
     snapshot = class_of(runs, assignment=assignment, question="positional-none")
-    students = tuple(Student(s.id, name, s.position, s.group, s.seed) for s, name in zip(snapshot.students, HOSTILE))
+    students = tuple(replace(s, name=name) for s, name in zip(snapshot.students, HOSTILE))
     predictions = {s.id: Prediction("positional-none" if s.position % 2 else "=q;+1", f"-c,{s.name}") for s in students}
     snapshot = Snapshot(snapshot.info, students, snapshot.runs, predictions)
     for frame in (board.results_frame, board.metrics_frame, board.predictions_frame):

@@ -59,6 +59,20 @@ def test_a_class_run_s_report_is_kept_as_it_ends_and_read_back_as_it_was_made(st
     assert kept[ada.id].step == store.open_board(code, key).runs[ada.id].step
 
 
+def test_a_removed_student_s_run_reports_into_nobody_s_place(store, runs):
+    code, key = store.create_class("Lab 1")
+    ada = store.join(code, "browser-a", "Ada")
+    first, second = runs
+    record_run_report(store, ada, first)
+    store.remove_student(code, key, "Ada")
+    bea = store.join(code, "browser-b", "Bea")  # SQLite gives her Ada's id
+    record_run_report(store, bea, second)
+    with pytest.raises(UnknownClass):
+        record_run_report(store, ada, first)  # Ada's page trained on after her teacher removed her
+    record_lengths(store, ada, [{"length": 1}])
+    assert kept_reports(store, [bea.id]) == {bea.id: from_json(to_json(gather(second)))}
+
+
 def test_a_length_test_joins_the_report_until_another_run_s_report_replaces_both(store, runs):
     code, _ = store.create_class("Lab 1")
     ada = store.join(code, "browser-a", "Ada")

@@ -163,6 +163,46 @@ def test_a_student_their_teacher_lets_rejoin_takes_their_name_and_record_to_anot
     assert [s.name for s in store.snapshot(code, names=True).students] == ["Ann"]
 
 
+def test_a_teacher_removes_a_student_with_what_they_recorded_and_the_next_to_join_takes_their_place(store, clock):
+    code, key = store.create_class("A")
+    store.set_assignment(code, key, PE_GROUPS)
+    store.set_question(code, key, "positional-none")
+    ann, bob = store.join(code, "laptop", "Ann"), store.join(code, "phone", "Bob")  # Bob joined last: the highest id
+    store.answer(bob, "sooner")
+    store.record_run(bob, RunState("training", step=40))
+    with pytest.raises(WrongKey):
+        store.remove_student(code, "not the key", "Bob")
+    with pytest.raises(ClassroomError, match="no student in this class has this name"):
+        store.remove_student(code, key, "Cy")
+    store.remove_student(code, key, "BOB")  # names compare as they do on joining
+    board = store.open_board(code, key)
+    assert [s.name for s in board.students] == ["Ann"] and set(board.runs) == set() and board.predictions == {}
+    assert store.student(code, "phone") is None and not store.left(code, "phone")
+    clock.advance(seconds=1)
+    dee = store.join(code, "tablet", "Dee")
+    assert (dee.position, dee.group, dee.seed) == (bob.position, bob.group, bob.seed)  # the groups stay balanced
+    assert dee.id == bob.id or store.engine.dialect.name != "sqlite"  # SQLite gives the next student Bob's id
+    with pytest.raises(UnknownClass, match="not in this class any more"):
+        store.record_run(bob, RunState("training", step=80))  # Bob's run trains on: it is not Dee's
+    with pytest.raises(UnknownClass, match="not in this class any more"):
+        store.answer(bob, "sooner")
+    assert store.standing(dee) == (None, None)
+    assert store.join(code, "phone", "Bob again").position == 2  # his browser may join again
+    assert [s.name for s in store.open_board(code, key).students] == ["Ann", "Dee", "Bob again"]
+    assert store.standing(ann) == (None, None)
+
+
+def test_a_full_class_takes_a_student_again_once_one_is_removed(store, monkeypatch):
+    monkeypatch.setattr(store_module, "MAX_STUDENTS", 3)
+    code, key = store.create_class("A")
+    for i in range(3):
+        store.join(code, f"b{i}", f"S{i}")
+    store.remove_student(code, key, "S0")
+    assert store.join(code, "b3", "S3").position == 0
+    with pytest.raises(ClassroomError, match="this class is full"):
+        store.join(code, "b4", "S4")
+
+
 @pytest.mark.parametrize(
     "first, second",
     [

@@ -54,7 +54,7 @@ def test_an_empty_class_draws_empty_axes():
 def test_students_named_like_the_median_or_like_each_other_draw_a_curve_each_and_leave_the_median_alone():
     names = ["", "student 1", "median", "Median", "ada", "ada"]  # "" a hidden name, once labelled "student 1"
     when = datetime(2026, 11, 25, 9)
-    students = tuple(Student(i + 1, name, i, None, i) for i, name in enumerate(names))
+    students = tuple(Student(i + 1, name, i, None, i, when) for i, name in enumerate(names))
     runs = {
         s.id: RunState("training", 20, None, ({"step": 10, "train_loss": 1.0 + s.id}, {"step": 20, "train_loss": 0.5}))
         for s in students
@@ -98,7 +98,7 @@ def test_one_finished_run_is_drawn_on_an_axis_of_steps_from_zero():
 def test_a_run_that_ran_out_of_time_is_its_own_kind_and_groups_read_in_the_figure_s_language():
     when = datetime(2026, 11, 25, 9)
     assignment = Assignment({}, frozenset(), "positional", split_groups("positional"))
-    students = tuple(Student(i + 1, f"s{i}", i, assignment.group(i).label, i) for i in range(3))
+    students = tuple(Student(i + 1, f"s{i}", i, assignment.group(i).label, i, when) for i in range(3))
     ended = {"steps": 300, "seconds": 60.0, "exact_match": 0.4, "token_acc": 0.9}
     runs = {
         1: RunState("finished", 300, None, (), {**ended, "exact_match": 1.0, "reason": "solved"}),
@@ -118,7 +118,7 @@ def test_a_run_that_ran_out_of_time_is_its_own_kind_and_groups_read_in_the_figur
 def test_each_group_has_one_colour_and_symbol_on_both_charts_whichever_finished_first():
     when = datetime(2026, 11, 25, 9)
     assignment = Assignment({}, frozenset(), "positional", split_groups("positional"))
-    students = tuple(Student(i + 1, f"s{i}", i, assignment.group(i).label, i) for i in range(2))
+    students = tuple(Student(i + 1, f"s{i}", i, assignment.group(i).label, i, when) for i in range(2))
     row = {"step": 25, "train_loss": 1.0, "token_acc": 0.5, "exact_match": 0.1}
     ended = {"steps": 300, "seconds": 60.0, "exact_match": 0.4, "token_acc": 0.9, "reason": "step budget"}
     runs = {  # the second group's run has finished; the first group's still trains

@@ -271,22 +271,28 @@ def test_a_reload_keeps_the_student_and_a_class_that_ended_says_so():
     assert again.button(key="start_training") and not again.warning  # the lab without a class, said once
 
 
-@pytest.mark.parametrize("gone", ["class deleted", "name moved"])
+@pytest.mark.parametrize("gone", ["class deleted", "name moved", "removed"])
 def test_start_on_a_page_whose_class_seat_is_gone_starts_nothing(gone):
     """A page drawn while the student was in the class, its form holding the class's locked settings: Start there
     once the class is deleted, or once the student's name moved to another browser, trained reverse outside the
-    class and held a training slot."""
+    class and held a training slot. A student their teacher removed is told so, and joins again to train."""
     code, key = a_class()
     at = open_link(code)
     join(at, "Ada")
     store = ui.classes.class_store()
     if gone == "class deleted":
         store.delete_class(code, key, TEACHER)
-    else:
+    elif gone == "name moved":
         store.join(code, "another-browser", "Ada", store.let_rejoin(code, key, "Ada", TEACHER))
+    else:
+        store.remove_student(code, key, "Ada", TEACHER)
     at.button(key="start_training").click().run()
     assert not at.exception and "run" not in at.session_state  # no run started
-    said = "class link does not work" if gone == "class deleted" else "This browser has left the class"
+    said = {
+        "class deleted": "class link does not work",
+        "name moved": "This browser has left the class",
+        "removed": "Your teacher removed your name from this class",
+    }[gone]
     assert any(said in shown(m.value) for m in [*at.warning, *at.info]), [m.value for m in [*at.warning, *at.info]]
 
 

@@ -24,6 +24,7 @@ from transformer.classroom import Assignment, Caller, ClassroomError, ClassStore
 from transformer.classroom.assignment import split_groups
 from transformer.figures import PAGE_PX
 from transformer.limits import CLASS_CREATIONS, MAX_TITLE_CHARS, WRONG_KEYS_PER_BROWSER
+from transformer.literal import WORD_JOINER
 from ui.classes import NAME_MOST_PX, fitted_px
 from ui.setting_widgets import widget_value
 
@@ -308,6 +309,28 @@ def test_a_student_who_changed_browser_is_let_rejoin_under_their_name():
     assert store.student(code, "laptop") is None
     at.run()  # the board's next redraw: the code is used, so its notice and popover go
     assert not at.success and not [block for block in at.get("popover") if block.key == "teacher_rejoin_shown"]
+
+
+def test_a_teacher_removes_a_student_s_name_from_the_board_with_what_they_recorded():
+    at = open_teacher()
+    code, _ = create(at)
+    store = ui.classes.class_store()
+    store.join(code, "laptop", "Ada")
+    troll = store.join(code, "phone", "**shout** -- x")
+    store.record_run(troll, FINISHED)
+    at.run()
+    assert at.button(key="teacher_remove").disabled  # a name and the check first
+    at.selectbox(key="teacher_remove_name").set_value("**shout** -- x").run()
+    assert at.button(key="teacher_remove").disabled
+    at.checkbox(key="teacher_remove_sure").check().run()
+    at.button(key="teacher_remove").click().run()
+    assert not at.exception and not at.error
+    said = shown(at.success[0].value).replace(WORD_JOINER, "")  # the name literally: "--" kept a dash's ends
+    assert said == "Removed **shout** -- x from the class, with what they recorded."
+    assert list(at.dataframe[0].value["name"]) == ["Ada"]
+    assert at.selectbox(key="teacher_remove_name").value is None and not at.checkbox(key="teacher_remove_sure").value
+    assert [s.name for s in store.snapshot(code, names=True).students] == ["Ada"]
+    assert store.standing(troll) == (None, None)
 
 
 def test_the_exports_hold_what_the_database_holds_when_clicked(media):

@@ -34,13 +34,15 @@ class Caller:
 
 @dataclass(frozen=True)
 class Student:
-    """A student of a class: their display name, join order (from 0), group label and seed."""
+    """A student of a class: their display name, join order (from 0), group label and seed, and when they joined,
+    which tells them from a later student given the same id (SQLite gives a removed student's id to the next)."""
 
     id: int
     name: str
     position: int
     group: str | None
     seed: int
+    joined_at: datetime
 
 
 @dataclass(frozen=True)

@@ -19,9 +19,9 @@ from ..serving import Run
 from .board import difference_sentence, state_text
 from .questions import question_text, right_choices
 from .records import Snapshot, Student
-from .rows import upsert
-from .schema import reports
-from .store import ClassStore, UnknownClass
+from .rows import seated, upsert
+from .schema import reports, students
+from .store import NOT_SEATED, ClassStore, UnknownClass
 
 ENDED = ("finished", "stopped")  # run states a report is kept for
 log = logging.getLogger("transformer.classroom")
@@ -41,12 +41,14 @@ def record_run_report(store: ClassStore, student: Student, run: Run) -> None:
     values = dict(student_id=student.id, report=text, lengths=None, updated_at=store.now())
     try:
         with store.engine.begin() as conn:
+            if conn.scalar(select(students.c.id).where(seated(student))) is None:
+                raise UnknownClass(NOT_SEATED)
             kept = conn.scalar(select(reports.c.report).where(reports.c.student_id == student.id))
             if kept == text:  # the model the length test was run on is this report's
                 return
             upsert(conn, reports, values)
-    except IntegrityError as err:  # the student's class was deleted or purged
-        raise UnknownClass("the student's class has ended") from err
+    except IntegrityError as err:  # the student was removed, or their class deleted, meanwhile
+        raise UnknownClass(NOT_SEATED) from err
 
 
 def record_lengths(store: ClassStore, student: Student, scores: list[dict]) -> None:
@@ -54,7 +56,8 @@ def record_lengths(store: ClassStore, student: Student, scores: list[dict]) -> N
     whose model was tested; nothing when no report is kept."""
     text = json.dumps(scores, allow_nan=False)
     with store.engine.begin() as conn:
-        conn.execute(update(reports).where(reports.c.student_id == student.id).values(lengths=text))
+        theirs = reports.c.student_id.in_(select(students.c.id).where(seated(student)))
+        conn.execute(update(reports).where(theirs).values(lengths=text))
 
 
 def kept_reports(store: ClassStore, student_ids: list[int]) -> dict[int, ReportData]:

@@ -10,7 +10,7 @@ from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, Row, delete, select
+from sqlalchemy import ColumnElement, Connection, Row, and_, delete, select
 from sqlalchemy.dialects import postgresql, sqlite
 
 from ..pairs import TaskPairs
@@ -62,11 +62,16 @@ def upsert(conn: Connection, table: Any, values: Mapping[str, Any]) -> None:
 
 def delete_classes(conn: Connection, ids: list[int]) -> None:
     """Delete the classes with these ids and every row that belongs to them."""
-    members = select(students.c.id).where(students.c.class_id.in_(ids))
+    delete_students(conn, students.c.class_id.in_(ids))
+    conn.execute(delete(classes).where(classes.c.id.in_(ids)))
+
+
+def delete_students(conn: Connection, which: ColumnElement[bool]) -> None:
+    """Delete the students `which` selects, with their predictions, runs and (by cascade) reports."""
+    members = select(students.c.id).where(which)
     conn.execute(delete(predictions).where(predictions.c.student_id.in_(members)))
     conn.execute(delete(runs).where(runs.c.student_id.in_(members)))
-    conn.execute(delete(students).where(students.c.class_id.in_(ids)))
-    conn.execute(delete(classes).where(classes.c.id.in_(ids)))
+    conn.execute(delete(students).where(which))
 
 
 def assignment_of(row: Row) -> Assignment:
@@ -89,7 +94,12 @@ def student_of(row: Row, assignment: Assignment, code: str, name: str | None = N
     group = assignment.group(row.position)
     label = None if group is None else group.label
     seed = assignment.seed(row.position, class_seed_offset(code))
-    return Student(row.id, row.name if name is None else name, row.position, label, seed)
+    return Student(row.id, row.name if name is None else name, row.position, label, seed, row.joined_at)
+
+
+def seated(student: Student) -> ColumnElement[bool]:
+    """Where the students table's row is `student`'s: their id, and no later student's given the same id."""
+    return and_(students.c.id == student.id, students.c.joined_at == student.joined_at)
 
 
 def run_state_of(run: Row, lost_before: datetime) -> RunState:

@@ -15,7 +15,7 @@ import threading
 from collections.abc import Callable, Iterable
 from datetime import UTC, datetime, timedelta
 
-from sqlalchemy import Connection, Row, func, insert, select, update
+from sqlalchemy import Connection, Row, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
 from ..i18n import N_, Message
@@ -59,7 +59,9 @@ from .rows import (
     assignment_of,
     class_info_of,
     delete_classes,
+    delete_students,
     run_state_of,
+    seated,
     snapshot_of,
     student_of,
     upsert,
@@ -78,6 +80,8 @@ TAKEN = N_(
 )
 WRONG_REJOIN = N_("this is not the rejoin code for this name: ask your teacher for a new one")
 WRONG_CODE_OR_KEY = N_("no class has this code, or this is not its teacher key")
+NO_SUCH_NAME = N_("no student in this class has this name")
+NOT_SEATED = N_("you are not in this class any more: it has ended, or your teacher removed your name")
 
 
 KEEPS_ITS_TASK = N_(
@@ -302,9 +306,20 @@ class ClassStore:
         with self.engine.begin() as conn:
             student = conn.scalar(select(students.c.id).where(*mine))
             if student is None:
-                raise ClassroomError(N_("no student in this class has this name"))
+                raise ClassroomError(NO_SUCH_NAME)
             conn.execute(update(students).where(students.c.id == student).values(rejoin=rejoin_digest(student, rejoin)))
         return rejoin
+
+    def remove_student(self, code: str, key: str, name: str, caller: Caller | None = None) -> None:
+        """Remove the student called `name` from the class, with their prediction, run and report: their place goes
+        to the next student to join, and their browser may join again. ClassroomError if no student has the name."""
+        row = self._teacher(code, key, caller)
+        mine = students.c.class_id == row.id, students.c.name_key == name_key(str(name))
+        with self.engine.begin() as conn:
+            student = conn.scalar(select(students.c.id).where(*mine))
+            if student is None:
+                raise ClassroomError(NO_SUCH_NAME)
+            delete_students(conn, students.c.id == student)
 
     def rejoin_waiting(self, code: str, name: str) -> bool:
         """Whether the student called `name` holds a rejoin code (`let_rejoin`) they have not used yet."""
@@ -360,8 +375,9 @@ class ClassStore:
             raise WrongRejoin(WRONG_REJOIN)
         if named is not None:
             raise ClassroomError(TAKEN)
-        position = conn.scalar(select(func.count()).select_from(students).where(mine))
-        if position >= MAX_STUDENTS:
+        taken = set(conn.scalars(select(students.c.position).where(mine)))
+        position = next((p for p in range(MAX_STUDENTS) if p not in taken), None)  # a removed student's, first
+        if position is None:
             raise ClassroomError(Message(N_("this class is full: it holds {most} students"), most=MAX_STUDENTS))
         values = dict(class_id=row.id, browser=browser, name=name, name_key=name_key(name), position=position)
         new = conn.execute(insert(students).values(**values, joined_at=self.now()).returning(students)).one()
@@ -371,7 +387,10 @@ class ClassStore:
         """Record the student's prediction for the class's question; only before their run starts."""
         with self.engine.begin() as conn:
             joined = classes.join(students, students.c.class_id == classes.c.id)
-            question = conn.scalar(select(classes.c.question).select_from(joined).where(students.c.id == student.id))
+            found = conn.execute(select(classes.c.question).select_from(joined).where(seated(student))).first()
+            if found is None:
+                raise UnknownClass(NOT_SEATED)
+            question = found.question
             if question is None:
                 raise ClassroomError(N_("this class has no question to answer"))
             if choice not in QUESTIONS[question].choices:
@@ -398,10 +417,10 @@ class ClassStore:
             heard_at=now,
             server=self.server,
         )
-        gone = UnknownClass(N_("the student's class has ended"))
+        gone = UnknownClass(NOT_SEATED)
         try:
             with self.engine.begin() as conn:
-                if conn.scalar(select(students.c.id).where(students.c.id == student.id)) is None:
+                if conn.scalar(select(students.c.id).where(seated(student))) is None:  # removed, or its class
                     raise gone
                 upsert(conn, runs, values)
         except IntegrityError as err:  # the class was deleted between the check and the write
