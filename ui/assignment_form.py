@@ -22,7 +22,7 @@ from transformer.pairs import TaskPairs
 from ui.classes import caller, class_store
 from ui.common import run_registry
 from ui.forms import form_id, values_set
-from ui.language import SELECT_ALL, _, chosen, dropped_notice, said, worded
+from ui.language import SELECT_ALL, _, chosen, dropped_notice, ngettext, said, worded
 from ui.setting_widgets import FOLDED_COLUMNS, OTHER_SETTINGS, draw_setting, setting_value, widget_value
 from ui.state import flash, show_flashes
 from ui.train_form import task_picker
@@ -31,6 +31,7 @@ FORM = "teacher_assignment"  # the form's name (`ui.forms`)
 FORM_WORDS = "teacher_form_words"  # session_state key: the task the form's question last named
 FORM_CLASS = "teacher_form_class"  # session_state key: the class whose assignment the form's widgets hold
 NONE = ""  # the form's choice of no groups, or of no question (a widget's value None would show an empty box)
+SAVED = N_("Saved: students see it on Train from their next page load.")
 UNSAVED = N_("The form shows settings that are not saved: students train the class's saved assignment until you save.")
 PRESET = ("min_len", "max_len", "steps")  # the assignment form's first row, under its task; the others fold below
 OWN_TASK_FORM = N_(
@@ -244,6 +245,7 @@ def save_assignment(code: str, key: str) -> None:
         assignment = Assignment(preset, frozenset(chosen("teacher_open_settings")), split, groups)
         if question is not None and (why := QUESTIONS[question].unfit(assignment)):
             raise ClassroomError(Message(N_("that question does not fit these groups: {why}"), why=why))
+        before = class_store().snapshot(code)
         class_store().set_assignment(code, key, assignment, caller())
         class_store().set_question(code, key, question, caller())
     except (ClassroomError, ValueError) as err:
@@ -252,4 +254,21 @@ def save_assignment(code: str, key: str) -> None:
         saved = {preset_key(s): widget_value(s, preset[s.name]) for s in spec.on_form()}
         saved |= {"teacher_split": split or NONE, "teacher_question": question or NONE}
         state.update(saved, teacher_open_settings=sorted(assignment.open))  # the form shows what was saved
-        flash("teacher_assignment", "success", _("Saved: students see it on Train from their next page load."))
+        flash("teacher_assignment", "success", saved_notice(before, assignment))
+
+
+def saved_notice(before: Snapshot, assignment: Assignment) -> str:
+    """What a Save says: that students see the assignment on their next page load, and how many runs the class
+    already holds of the settings before, where they changed (each stays the student's until they press Start)."""
+    trained = sum(run.status != "not started" for run in before.runs.values())
+    if not trained or assignment.trains_as(before.info.assignment or Assignment()):
+        return _(SAVED)
+    return ngettext(
+        "Saved: students see it on Train from their next page load. {n} student has already trained on the settings "
+        "before: that run stays on the board, in the results and in the question's grading until they press Start "
+        "again.",
+        "Saved: students see it on Train from their next page load. {n} students have already trained on the "
+        "settings before: their runs stay on the board, in the results and in the question's grading until they "
+        "press Start again.",
+        trained,
+    )

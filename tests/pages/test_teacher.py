@@ -132,6 +132,28 @@ def test_the_assignment_is_saved_with_its_groups_and_question():
     assert info.question == "positional-none"
 
 
+def test_changing_the_settings_after_students_trained_says_their_runs_stay_on_the_board():
+    """A class's board shows each student's latest run: a budget cut from 2,000 steps to 50 mid-class left the runs
+    of 2,000 beside the new ones, and the Save said nothing of them."""
+    at = open_teacher()
+    code, _ = create(at)
+    store = ui.classes.class_store()
+    store.join(code, "laptop", "Ada")
+    store.record_run(store.join(code, "phone", "Bob"), FINISHED)
+    at.button(key="teacher_save").click().run()  # the defaults saved as they are: Bob's run is one of them
+    assert [s.value for s in at.success] == ["Saved: students see it on Train from their next page load."]
+    at.number_input(key="teacher_steps").set_value(50)
+    at.button(key="teacher_save").click().run()
+    (said,) = [s.value for s in at.success]
+    assert said.endswith(
+        "1 student has already trained on the settings before: that run stays on the board, in "
+        "the results and in the question's grading until they press Start again."
+    )
+    at.number_input(key="teacher_steps").set_value(50)
+    at.button(key="teacher_save").click().run()  # saved again as it is: nothing changed for the runs
+    assert [s.value for s in at.success] == ["Saved: students see it on Train from their next page load."]
+
+
 def test_choosing_a_task_fills_the_assignment_with_its_default_run_as_train_does():
     at = open_teacher()
     code, _ = create(at)

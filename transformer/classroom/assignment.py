@@ -97,6 +97,13 @@ class Assignment:
         base = self.preset.get("seed", seed.default)
         return low + (base - low + offset + position) % (high - low + 1)
 
+    def trains_as(self, other: "Assignment") -> bool:
+        """Whether a student's run under this assignment is what it is under `other`: each group's settings, and
+        which settings are open to students, the same."""
+        mine = [self.settings(group) for group in self.groups or (None,)]
+        theirs = [other.settings(group) for group in other.groups or (None,)]
+        return mine == theirs and self.open == other.open
+
     def without_causal_mask(self) -> bool:
         """Whether some of its runs train without the causal mask, so that their token accuracy peeks
         (`evaluation.PEEKED`)."""
