@@ -16,7 +16,7 @@ from transformer.classroom import QUESTIONS, Assignment, ClassInfo, ClassroomErr
 from transformer.classroom.assignment import split_groups
 from transformer.classroom.duration import CLASS_SIZE, ClassTime, class_time
 from transformer.classroom.questions import class_task_name, question_text
-from transformer.i18n import N_, Message, joined
+from transformer.i18n import N_, joined
 from transformer.literal import markdown_literal
 from transformer.pairs import TaskPairs
 from ui.classes import caller, class_store
@@ -243,11 +243,8 @@ def save_assignment(code: str, key: str) -> None:
     try:
         groups = split_groups(split) if split else ()
         assignment = Assignment(preset, frozenset(chosen("teacher_open_settings")), split, groups)
-        if question is not None and (why := QUESTIONS[question].unfit(assignment)):
-            raise ClassroomError(Message(N_("that question does not fit these groups: {why}"), why=why))
         before = class_store().snapshot(code)
-        class_store().set_assignment(code, key, assignment, caller())
-        class_store().set_question(code, key, question, caller())
+        class_store().set_assignment(code, key, assignment, caller(), question=question)  # both, or neither
     except (ClassroomError, ValueError) as err:
         flash("teacher_assignment", "error", _("Not saved: {reason}.", reason=markdown_literal(_(err))))
     else:

@@ -34,7 +34,7 @@ from transformer.classroom import (
     TooManyAttempts,
     WrongKey,
 )
-from transformer.classroom.assignment import OWN_SEEDS, class_seed_offset
+from transformer.classroom.assignment import OWN_SEEDS, class_seed_offset, split_groups
 from transformer.classroom.codes import ADJECTIVES, ANIMALS, CODE_COUNT, key_hash
 from transformer.classroom.database import database_url, engine_for
 from transformer.classroom.store import UnknownClass
@@ -576,7 +576,7 @@ def test_an_answer_alone_also_keeps_the_class_s_task(store):
 
 def test_a_question_must_fit_the_assignment(store):
     code, key = store.create_class("A")
-    with pytest.raises(ClassroomError, match="needs groups that differ in positional"):
+    with pytest.raises(ClassroomError, match="needs groups that differ in “Positional encoding”, one of them “no PE”"):
         store.set_question(code, key, "positional-none")
     with pytest.raises(ClassroomError, match="not a built-in question"):
         store.set_question(code, key, "what do you think?")
@@ -585,6 +585,22 @@ def test_a_question_must_fit_the_assignment(store):
     with pytest.raises(ClassroomError, match="no longer fits"):
         store.set_assignment(code, key, Assignment())
     assert store.class_info(code).question == "positional-none"
+
+
+def test_an_assignment_and_its_question_change_together(store):
+    """Groups in another setting and the question about it, saved at once: the question the class had no longer fits
+    the new groups, which once refused the Save asking for the very change it held."""
+    code, key = store.create_class("A")
+    store.set_assignment(code, key, PE_GROUPS, question="positional-none")
+    store.answer(store.join(code, "b1", "Ann"), "sooner")
+    norm = Assignment({"task": "reverse"}, frozenset(), "norm_first", split_groups("norm_first"))
+    with pytest.raises(ClassroomError, match="does not fit the assignment"):
+        store.set_assignment(code, key, norm, question="causal-mask-off")  # neither is saved
+    assert (store.class_info(code).assignment, store.class_info(code).question) == (PE_GROUPS, "positional-none")
+    store.set_assignment(code, key, norm, question="pre-norm")
+    assert (store.class_info(code).assignment, store.class_info(code).question) == (norm, "pre-norm")
+    store.set_assignment(code, key, None, question=None)
+    assert (store.class_info(code).assignment, store.class_info(code).question) == (None, None)
 
 
 def test_predictions_are_made_before_the_run_starts(store):

@@ -154,6 +154,20 @@ def test_changing_the_settings_after_students_trained_says_their_runs_stay_on_th
     assert [s.value for s in at.success] == ["Saved: students see it on Train from their next page load."]
 
 
+def test_the_groups_and_the_question_change_in_one_save():
+    at = open_teacher()
+    code, _ = create(at)
+    at.selectbox(key="teacher_split").set_value("positional")
+    at.selectbox(key="teacher_question").set_value("positional-none")
+    at.button(key="teacher_save").click().run()
+    at.selectbox(key="teacher_split").set_value("norm_first")
+    at.selectbox(key="teacher_question").set_value("pre-norm")
+    at.button(key="teacher_save").click().run()
+    assert not at.exception and not at.error and at.success
+    info = ui.classes.class_store().class_info(code)
+    assert (info.assignment.setting, info.question) == ("norm_first", "pre-norm")
+
+
 def test_choosing_a_task_fills_the_assignment_with_its_default_run_as_train_does():
     at = open_teacher()
     code, _ = create(at)

@@ -15,6 +15,7 @@ import statistics
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from .. import settings as spec
 from ..i18n import N_, Message
 from .assignment import Assignment, Value
 from .outcomes import Outcome, measured, steps_to_solve
@@ -80,8 +81,9 @@ class Question:
         """Why this question does not fit `assignment`, or None when it does."""
         values = [(type(g.value), g.value) for g in assignment.groups] if assignment else []
         if assignment is None or assignment.setting != self.setting or (type(self.value), self.value) not in values:
-            why = N_("it needs groups that differ in {setting}, one of them with {setting} = {value}")
-            return Message(why, setting=self.setting, value=self.value)
+            setting = spec.setting(self.setting)
+            why = N_("it needs groups that differ in “{setting}”, one of them “{value}”")
+            return Message(why, setting=Message(setting.label), value=Message(setting.word(self.value)))
         if self.names_task and "task" in assignment.open:
             return Message(N_("it names the class's task, and students may change the task"))
         return None

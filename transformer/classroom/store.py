@@ -14,6 +14,7 @@ import hmac
 import threading
 from collections.abc import Callable, Iterable
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from sqlalchemy import Connection, Row, insert, select, update
 from sqlalchemy.exc import IntegrityError
@@ -72,6 +73,7 @@ from .typed_text import check_text
 Clock = Callable[[], datetime]
 ATTEMPTS = 5  # tries at a write that a concurrent one may collide with (a code, a slot, a join position)
 CODE_DRAWS = 50  # class codes drawn for one whose seeds no other class's meet
+KEEP = object()  # `set_assignment`'s question when it keeps the class's own
 
 
 TAKEN = N_(
@@ -104,6 +106,16 @@ def _code_of_its_own_seeds(codes: list[str]) -> str:
         if not any(seeds_meet(code, other) for other in codes):
             break
     return code
+
+
+def _check_question(question: str | None, assignment: Assignment | None) -> None:
+    """ClassroomError unless `question` is None or a key of QUESTIONS that fits `assignment`."""
+    if question is None:
+        return
+    if question not in QUESTIONS:
+        raise ClassroomError(N_("not a built-in question"))
+    if why := QUESTIONS[question].unfit(assignment):
+        raise ClassroomError(Message(N_("this question does not fit the assignment: {why}"), why=why))
 
 
 def utc_now() -> datetime:
@@ -189,27 +201,30 @@ class ClassStore:
         with self.engine.begin() as conn:
             return snapshot_of(conn, row, names=True, lost_before=self._lost_before())
 
-    def set_assignment(self, code: str, key: str, assignment: Assignment | None, caller: Caller | None = None) -> None:
-        """Set (or clear) the class's assignment; ClassroomError if the class's question no longer fits it, or if it
-        trains another task once students have answered or trained (`_keep_task`)."""
+    def set_assignment(
+        self, code: str, key: str, assignment: Assignment | None, caller: Caller | None = None, question: Any = KEEP
+    ) -> None:
+        """Set (or clear) the class's assignment, and with it the question when `question` is given (a key of
+        QUESTIONS, or None for none; KEEP keeps the class's). ClassroomError if the question does not fit the
+        assignment, or if the assignment trains another task once students have answered or trained (`_keep_task`)."""
         row = self._teacher(code, key, caller)
-        if row.question and (why := QUESTIONS[row.question].unfit(assignment)):
-            no_longer = N_("the class's question no longer fits: {why}; change the question first")
-            raise ClassroomError(Message(no_longer, why=why))
+        if question is KEEP:
+            if row.question and (why := QUESTIONS[row.question].unfit(assignment)):
+                no_longer = N_("the class's question no longer fits: {why}; change the question first")
+                raise ClassroomError(Message(no_longer, why=why))
+            question = row.question
+        else:
+            _check_question(question, assignment)
         if _task_of(assignment) != _task_of(assignment_of(row)):
             self._keep_task(row)
         data = None if assignment is None else assignment.to_json()
         with self.engine.begin() as conn:
-            conn.execute(update(classes).where(classes.c.id == row.id).values(assignment=data))
+            conn.execute(update(classes).where(classes.c.id == row.id).values(assignment=data, question=question))
 
     def set_question(self, code: str, key: str, question: str | None, caller: Caller | None = None) -> None:
         """Set (or clear) the class's question, a key of QUESTIONS that fits its assignment."""
         row = self._teacher(code, key, caller)
-        if question is not None:
-            if question not in QUESTIONS:
-                raise ClassroomError(N_("not a built-in question"))
-            if why := QUESTIONS[question].unfit(assignment_of(row)):
-                raise ClassroomError(Message(N_("this question does not fit the assignment: {why}"), why=why))
+        _check_question(question, None if row.assignment is None else assignment_of(row))
         with self.engine.begin() as conn:
             conn.execute(update(classes).where(classes.c.id == row.id).values(question=question))
 
