@@ -359,7 +359,7 @@ def prediction_verdict(seat: Seat) -> None:
         return
     question = QUESTIONS[seat.info.question]
     if measured is None:
-        verdict = _("not measured yet: it needs finished runs in both groups.")
+        verdict = _("not measured: it needs finished runs in both groups.")
     elif not is_graded(measured):
         verdict = _("not graded: the runs it rests on ran out of time before they solved the task.")
     elif measured == prediction.choice:

@@ -329,14 +329,14 @@ def test_a_prediction_not_measured_yet_is_graded_once_the_other_group_has_run(fr
     at.radio(key="class_prediction").set_value("later")
     at.button(key="start_training").click().run()
     poll_until_done(at)
-    assert "not measured yet" in verdict(at)
+    assert "So far not measured: it needs finished runs" in verdict(at)
     assert fragments["prediction_verdict"] == ui.classes.PREDICTION_POLL_S  # read again on its own until measured
     store = ui.classes.class_store()
     bo = store.join(code, "browser-b", "Bo")  # group "no PE": trains without positional encoding, out of its steps
     result = {"reason": "step budget", "steps": 30, "exact_match": 0.0}
     store.record_run(bo, RunState("finished", 30, None, ({"step": 30, "train_loss": 2.0},), result))
     at.run()  # what the verdict's fragment does on its own every few seconds
-    assert "the runs say" in verdict(at) and "not measured yet" not in verdict(at)
+    assert "the runs say" in verdict(at) and "not measured" not in verdict(at)
     assert fragments["prediction_verdict"] == ui.classes.PREDICTION_POLL_S  # the class is open: a later run may turn it
 
 

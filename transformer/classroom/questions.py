@@ -26,10 +26,10 @@ Grade = Callable[[Sequence[Outcome], Sequence[Outcome]], str | None]  # (the gro
 # translated.
 SOLVE_CHOICES = (N_("sooner"), N_("later"), N_("not within the step budget"))
 SOLVE_CAPTION = N_(
-    "Measured, not decoded: 'not within the step budget' when fewer than half of the runs the question asks about "
-    "solved the task; otherwise 'sooner' when their median steps to solve is below the median of the other groups' "
-    "solved runs (or none of those solved), else 'later'. A run the time budget stopped before it solved the task "
-    "counts for neither side: it ran out of time."
+    "Graded on what the runs measured, not on decoded outputs: 'not within the step budget' when fewer than half of "
+    "the runs the question asks about solved the task; otherwise 'sooner' when their median steps to solve is below "
+    "the median of the other groups' solved runs (or none of those solved), else 'later'. A run the time budget "
+    "stopped before it solved the task counts for neither side: it ran out of time."
 )
 COMPARE_CHOICES = (N_("higher"), N_("about the same"), N_("lower"))
 OUT_OF_TIME = N_("ran out of time")  # the grade of a prediction whose runs all ran out of time: ungraded
