@@ -26,6 +26,7 @@ SYMBOLS = "abcd"
 PAIRS = [a + b for a in SYMBOLS for b in SYMBOLS] + [a + b + c for a in SYMBOLS for b in SYMBOLS for c in SYMBOLS]
 TASK = "source,target\n" + "".join(f"{' '.join(s)},{' '.join(c + c for c in s)}\n" for s in PAIRS)
 STUDENTS = ("张伟", "Ana")
+TROLL = "**troll** -- <b>x</b>"  # joins only to be removed
 STEPS = "20"  # each run: seconds
 ENGLISH_ON_A_BOARD = ("group", "state", "sinusoidal PE", "no PE")
 
@@ -146,6 +147,38 @@ def student_changes_browser(context, teacher, link: str, language: str, name: st
     expect(main(page).get_by_text(you_are + name)).to_be_visible()
 
 
+def teacher_removes_a_student(context, teacher, link: str, language: str) -> None:
+    """Someone joins under a name made to disrupt the board; the teacher removes it, and that browser's page says
+    so at its next redraw, with the join form again."""
+    page = open_at(context, link)
+    fill(page, "class_name", TROLL)
+    button(page, "class_join_button").click()
+    wait_idle(page)
+    main(teacher).locator("summary").filter(has_text=words(language, N_("Remove a student"))).click()
+    expect(button(teacher, "teacher_remove")).to_be_disabled()
+    choose(teacher, "teacher_remove_name", TROLL)
+    wait_idle(teacher)
+    teacher.locator(".st-key-teacher_remove_sure label").click()
+    wait_idle(teacher)
+    button(teacher, "teacher_remove").click()
+    wait_idle(teacher)
+    removed = N_("Removed {name} from the class, with what they recorded.")
+    said = main(teacher).locator("[data-testid='stAlertContentSuccess']")
+    expect(said).to_have_text(words(language, removed, name=TROLL).replace("--", "-\u2060-"))  # the name as typed
+    open_tab(teacher, words(language, N_("Board")))
+    counts = translator(language).ngettext("{n} student", "{n} students", len(STUDENTS))
+    expect(main(teacher).get_by_text(counts, exact=False).first).to_be_visible()
+    button(page, "start_training").click()  # the page drawn before: its next run finds no seat, and says why
+    wait_idle(page)
+    gone = N_(
+        "Your teacher removed your name from this class, with what you recorded. To take part again, join under a "
+        "name of yours."
+    )
+    expect(main(page).get_by_text(words(language, gone))).to_be_visible()
+    expect(page.locator(".st-key-class_name input")).to_be_visible()
+    assert not page_errors(page), page_errors(page)
+
+
 def csv_names(data: bytes) -> set[str]:
     """The names in a CSV export's name column; it must start with UTF-8's byte-order mark."""
     assert data.startswith(b"\xef\xbb\xbf")  # Excel on a Chinese Windows then reads the names right
@@ -188,6 +221,7 @@ def test_a_class_on_its_own_task_walks_through_in_its_language(new_context, lab_
         assert "reverse" not in shown and not page_errors(teacher), page_errors(teacher)
         assert not wcag_violations(teacher)  # the board a teacher projects
         student_changes_browser(new_context(viewport=VIEWPORT), teacher, link, language, STUDENTS[0])
+        teacher_removes_a_student(new_context(viewport=VIEWPORT), teacher, link, language)
 
         open_tab(teacher, words(language, N_("Export and end")))
         for export in ("results", "metric_rows", "predictions"):

@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Connection, Row, insert, select, update
+from sqlalchemy import ColumnElement, Connection, Row, and_, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
 from ..i18n import N_, Message
@@ -116,6 +116,11 @@ def _check_question(question: str | None, assignment: Assignment | None) -> None
         raise ClassroomError(N_("not a built-in question"))
     if why := QUESTIONS[question].unfit(assignment):
         raise ClassroomError(Message(N_("this question does not fit the assignment: {why}"), why=why))
+
+
+def _named(class_id: int, name: str) -> ColumnElement[bool]:
+    """Where a students row is the one called `name` in the class `class_id`, names compared as `name_key` does."""
+    return and_(students.c.class_id == class_id, students.c.name_key == name_key(str(name)))
 
 
 def utc_now() -> datetime:
@@ -316,10 +321,9 @@ class ClassStore:
         returns (`join`): once they do, the browser they joined from leaves the class; what they recorded stays
         theirs, and a later call's code replaces this one. ClassroomError if no student has the name."""
         row = self._teacher(code, key, caller)
-        mine = students.c.class_id == row.id, students.c.name_key == name_key(str(name))
         rejoin = new_rejoin_code()
         with self.engine.begin() as conn:
-            student = conn.scalar(select(students.c.id).where(*mine))
+            student = conn.scalar(select(students.c.id).where(_named(row.id, name)))
             if student is None:
                 raise ClassroomError(NO_SUCH_NAME)
             conn.execute(update(students).where(students.c.id == student).values(rejoin=rejoin_digest(student, rejoin)))
@@ -329,9 +333,8 @@ class ClassStore:
         """Remove the student called `name` from the class, with their prediction, run and report: their place goes
         to the next student to join, and their browser may join again. ClassroomError if no student has the name."""
         row = self._teacher(code, key, caller)
-        mine = students.c.class_id == row.id, students.c.name_key == name_key(str(name))
         with self.engine.begin() as conn:
-            student = conn.scalar(select(students.c.id).where(*mine))
+            student = conn.scalar(select(students.c.id).where(_named(row.id, name)))
             if student is None:
                 raise ClassroomError(NO_SUCH_NAME)
             delete_students(conn, students.c.id == student)
@@ -340,8 +343,7 @@ class ClassStore:
         """Whether the student called `name` holds a rejoin code (`let_rejoin`) they have not used yet."""
         with self.engine.begin() as conn:
             row = self._class(conn, code)
-            mine = students.c.class_id == row.id, students.c.name_key == name_key(str(name))
-            return conn.scalar(select(students.c.rejoin).where(*mine)) is not None
+            return conn.scalar(select(students.c.rejoin).where(_named(row.id, name))) is not None
 
     def join(self, code: str, browser: str, name: str, rejoin: str = "") -> Student:
         """Join the class as `name` (literal text in Unicode's composed form, unique in the class as `name_key`
@@ -377,10 +379,10 @@ class ClassStore:
         raise ClassroomError(N_("the class is busy: try again"))
 
     def _add_student(self, conn: Connection, row: Row, browser: str, name: str, rejoin: str) -> Student:
-        """Insert a student at the next position of the class in `row`, or give their place back to the student of
+        """Insert a student at the first free position of the class in `row`, or give their place back to the student of
         this name whose teacher gave them the `rejoin` code."""
         mine = students.c.class_id == row.id
-        named = conn.execute(select(students).where(mine, students.c.name_key == name_key(name))).first()
+        named = conn.execute(select(students).where(_named(row.id, name))).first()
         given = named is not None and rejoin and named.rejoin
         if given and hmac.compare_digest(named.rejoin, rejoin_digest(named.id, rejoin)):
             moved = {"browser": browser, "rejoin": None, "left_browser": named.browser}
