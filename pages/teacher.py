@@ -49,7 +49,7 @@ from ui.language import (
 from ui.links import link_heading, unreachable_host
 from ui.own_task import class_task_section
 from ui.report_view import class_reports_download
-from ui.state import flash, show_flashes
+from ui.state import drop_flash, flash, show_flashes
 
 BOARD_POLL_S = 2.0  # the board redraws every 2 s: it reads the database, never the runs themselves
 TABS = (N_("Board"), N_("Assignment"), N_("Export and end"))
@@ -194,7 +194,7 @@ def rejoin_section(snapshot: Snapshot, code: str, key: str) -> None:
 
 def remove_section(snapshot: Snapshot, code: str, key: str) -> None:
     """Take a student off the class with what they recorded: a name typed to disrupt the board, or a seat taken by
-    mistake."""
+    mistake. What the last Remove did stays under it until another name is picked."""
     names = [student.name for student in snapshot.students]
     with st.expander(_("Remove a student"), key="teacher_remove_expander"):
         st.markdown(
@@ -204,20 +204,37 @@ def remove_section(snapshot: Snapshot, code: str, key: str) -> None:
                 "joined from may join again."
             )
         )
-        name = st.selectbox(_("Student"), names, index=None, key="teacher_remove_name", placeholder=_("Pick a name"))
+        name = st.selectbox(
+            _("Student"),
+            names,
+            index=None,
+            key="teacher_remove_name",
+            placeholder=_("Pick a name"),
+            on_change=drop_flash,
+            args=("teacher_remove",),
+        )
         sure = st.checkbox(_("Remove this student and what they recorded"), key="teacher_remove_sure")
-        removable = name is not None and sure
-        if st.button(_("Remove"), disabled=not removable, key="teacher_remove", icon=":material/person_remove:"):
-            try:
-                class_store().remove_student(code, key, name, caller())
-            except ClassroomError as err:
-                st.error(_("Not removed: {reason}.", reason=markdown_literal(_(err))))
-                return
-            for widget in ("teacher_remove_name", "teacher_remove_sure"):
-                del st.session_state[widget]
-            done = _("Removed {name} from the class, with what they recorded.", name=markdown_literal(name))
-            flash("teacher", "success", done)
-            st.rerun()
+        st.button(
+            _("Remove"),
+            disabled=name is None or not sure,
+            key="teacher_remove",
+            icon=":material/person_remove:",
+            on_click=remove_student,
+            args=(code, key, name),
+        )
+        show_flashes("teacher_remove", keep=True)
+
+
+def remove_student(code: str, key: str, name: str) -> None:
+    """The Remove button: `name` out of the class, or why not; the name and its check cleared for the next."""
+    try:
+        class_store().remove_student(code, key, name, caller())
+    except ClassroomError as err:
+        flash("teacher_remove", "error", _("Not removed: {reason}.", reason=markdown_literal(_(err))))
+        return
+    st.session_state.update(teacher_remove_name=None, teacher_remove_sure=False)
+    done = _("Removed {name} from the class, with what they recorded.", name=markdown_literal(name))
+    flash("teacher_remove", "success", done)
 
 
 def state_counts(rows: pd.DataFrame) -> list[str]:

@@ -68,9 +68,11 @@ def flash(place: str, kind: str, text: str) -> None:
     st.session_state.setdefault(FLASHES, {})[place] = (kind, text)
 
 
-def show_flashes(place: str) -> None:
-    """Show the message waiting for `place`, if any, and drop it."""
-    if (message := drop_flash(place)) is not None:
+def show_flashes(place: str, keep: bool = False) -> None:
+    """Show the message waiting for `place`, if any, and drop it; with `keep`, leave it for the next draw too (a
+    fragment that redraws on its own shows it until `drop_flash`)."""
+    waiting = st.session_state.get(FLASHES, {})
+    if (message := waiting.get(place) if keep else waiting.pop(place, None)) is not None:
         kind, text = message
         getattr(st, kind)(text)
 

@@ -165,6 +165,8 @@ def teacher_removes_a_student(context, teacher, link: str, language: str) -> Non
     removed = N_("Removed {name} from the class, with what they recorded.")
     said = main(teacher).locator("[data-testid='stAlertContentSuccess']")
     expect(said).to_have_text(words(language, removed, name=TROLL).replace("--", "-\u2060-"))  # the name as typed
+    expect(said).to_be_in_viewport()  # under the button pressed, not above the tabs
+    expect(teacher.locator(".st-key-teacher_remove_sure input")).not_to_be_checked()  # each removal checked anew
     open_tab(teacher, words(language, N_("Board")))
     counts = translator(language).ngettext("{n} student", "{n} students", len(STUDENTS))
     expect(main(teacher).get_by_text(counts, exact=False).first).to_be_visible()

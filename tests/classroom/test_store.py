@@ -592,7 +592,7 @@ def test_an_assignment_and_its_question_change_together(store):
     the new groups, which once refused the Save asking for the very change it held."""
     code, key = store.create_class("A")
     store.set_assignment(code, key, PE_GROUPS, question="positional-none")
-    store.answer(store.join(code, "b1", "Ann"), "sooner")
+    ann = store.join(code, "b1", "Ann")
     norm = Assignment({"task": "reverse"}, frozenset(), "norm_first", split_groups("norm_first"))
     with pytest.raises(ClassroomError, match="does not fit the assignment"):
         store.set_assignment(code, key, norm, question="causal-mask-off")  # neither is saved
@@ -601,6 +601,32 @@ def test_an_assignment_and_its_question_change_together(store):
     assert (store.class_info(code).assignment, store.class_info(code).question) == (norm, "pre-norm")
     store.set_assignment(code, key, None, question=None)
     assert (store.class_info(code).assignment, store.class_info(code).question) == (None, None)
+    store.set_assignment(code, key, PE_GROUPS, question="positional-none")
+    store.answer(ann, "sooner")
+    with pytest.raises(ClassroomError, match="to compare other groups, create a new class"):
+        store.set_assignment(code, key, norm, question="pre-norm")
+
+
+@pytest.mark.parametrize("started", ["answered", "trained"])
+def test_a_class_keeps_its_groups_once_a_student_answered_or_trained(store, started):
+    """Groups come from a student's place in the class: other groups saved after runs would relabel those runs
+    ('pre-norm' on the board for a run trained without PE and with post-norm)."""
+    code, key = store.create_class("A")
+    store.set_assignment(code, key, PE_GROUPS, question="positional-none")
+    ann = store.join(code, "b1", "Ann")
+    swapped = replace(PE_GROUPS, groups=PE_GROUPS.groups[::-1])
+    store.set_assignment(code, key, swapped)  # no one has started: anything goes
+    store.set_assignment(code, key, PE_GROUPS)
+    if started == "answered":
+        store.answer(ann, "sooner")
+    else:
+        store.record_run(ann, RunState("training", step=10))
+    for other in (swapped, replace(PE_GROUPS, setting=None, groups=()), None):
+        with pytest.raises(ClassroomError, match="to compare other groups, create a new class"):
+            store.set_assignment(code, key, other, question=None)
+    relabelled = replace(PE_GROUPS, groups=tuple(Group(g.label + "!", g.value) for g in PE_GROUPS.groups))
+    store.set_assignment(code, key, replace(relabelled, preset={**PE_GROUPS.preset, "steps": 300}))  # other words
+    assert store.class_info(code).assignment.groups == relabelled.groups  # and budgets may still change
 
 
 def test_predictions_are_made_before_the_run_starts(store):

@@ -277,14 +277,19 @@ def test_the_board_shows_each_student_and_their_run():
     store.record_run(ada, RunState("training", 120, None, ({"step": 100, "train_loss": 1.5},)))
     at.run()
     assert board_curves_title(at) == "Training loss of the class"  # no groups: one curve, the whole class's
-    store.set_assignment(code, key, Assignment({}, frozenset(), "positional", split_groups("positional")))
-    at.run()
-    assert board_curves_title(at) == "Training loss by group"
     table = at.dataframe[0].value
     assert table["name"].tolist() == ["Ada <b>", "Bob"]  # literal text, in a table
     assert table["state"].tolist()[1] == "not started" and table["state"].tolist()[0].startswith("training")
     assert board_line(at).startswith("**2 students**")
     assert [w.value for w in at.warning if "look" in w.value] == ["1 student needs a look:"]  # Bob: not started
+    at.button(key="teacher_close").click().run()
+    code, key = create(at, "Period 4")
+    store.set_assignment(code, key, Assignment({}, frozenset(), "positional", split_groups("positional")))
+    store.record_run(
+        store.join(code, "browser-a", "Ada"), RunState("training", 120, None, ({"step": 100, "train_loss": 1.5},))
+    )
+    at.run()
+    assert board_curves_title(at) == "Training loss by group"
 
 
 @pytest.mark.parametrize("split", ["causal_mask", "positional"])
@@ -367,6 +372,10 @@ def test_a_teacher_removes_a_student_s_name_from_the_board_with_what_they_record
     assert at.selectbox(key="teacher_remove_name").value is None and not at.checkbox(key="teacher_remove_sure").value
     assert [s.name for s in store.snapshot(code, names=True).students] == ["Ada"]
     assert store.standing(troll) == (None, None)
+    at.run()  # the board's next redraw: what Remove did stays under it
+    assert shown(at.success[0].value).startswith("Removed **shout**")
+    at.selectbox(key="teacher_remove_name").set_value("Ada").run()  # until another name is picked
+    assert not at.success and at.button(key="teacher_remove").disabled  # the check again, for each removal
 
 
 def test_the_exports_hold_what_the_database_holds_when_clicked(media):

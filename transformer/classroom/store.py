@@ -90,6 +90,16 @@ KEEPS_ITS_TASK = N_(
     "students of this class have already answered or trained on its task, and one class is one experiment: to teach "
     "another task, create a new class"
 )
+KEEPS_ITS_GROUPS = N_(
+    "students of this class have already answered or trained in its groups, and one class is one experiment: to "
+    "compare other groups, create a new class"
+)
+
+
+def _groups_of(assignment: Assignment | None) -> tuple[str | None, tuple[Value, ...]]:
+    """What an assignment's groups differ in, and each group's value in join order (a student's position gives it)."""
+    assignment = assignment or Assignment()
+    return assignment.setting, tuple(group.value for group in assignment.groups)
 
 
 def _task_of(assignment: Assignment | None) -> Value | None:
@@ -211,7 +221,8 @@ class ClassStore:
     ) -> None:
         """Set (or clear) the class's assignment, and with it the question when `question` is given (a key of
         QUESTIONS, or None for none; KEEP keeps the class's). ClassroomError if the question does not fit the
-        assignment, or if the assignment trains another task once students have answered or trained (`_keep_task`)."""
+        assignment, or if the assignment trains another task or other groups once students have answered or trained
+        (`_keep`)."""
         row = self._teacher(code, key, caller)
         if question is KEEP:
             if row.question and (why := QUESTIONS[row.question].unfit(assignment)):
@@ -221,7 +232,9 @@ class ClassStore:
         else:
             _check_question(question, assignment)
         if _task_of(assignment) != _task_of(assignment_of(row)):
-            self._keep_task(row)
+            self._keep(row, KEEPS_ITS_TASK)
+        if _groups_of(assignment) != _groups_of(assignment_of(row)):  # the runs trained would carry other groups
+            self._keep(row, KEEPS_ITS_GROUPS)
         data = None if assignment is None else assignment.to_json()
         with self.engine.begin() as conn:
             conn.execute(update(classes).where(classes.c.id == row.id).values(assignment=data, question=question))
@@ -242,19 +255,19 @@ class ClassStore:
         data = None if task is None else task.to_dict()
         digest = None if data is None else task_digest(data)
         if digest != row.task_hash:
-            self._keep_task(row)
+            self._keep(row, KEEPS_ITS_TASK)
         with self.engine.begin() as conn:
             conn.execute(update(classes).where(classes.c.id == row.id).values(task=data, task_hash=digest))
 
-    def _keep_task(self, row: Row) -> None:
-        """ClassroomError once a student of the class has answered its question or started a run: their runs and
-        answers are about its task, and one class is one experiment on one task."""
+    def _keep(self, row: Row, why: str) -> None:
+        """ClassroomError(`why`) once a student of the class has answered its question or started a run: their runs
+        and answers are about its task and its groups, and one class is one experiment."""
         with self.engine.connect() as conn:
             ids = select(students.c.id).where(students.c.class_id == row.id)
             started = select(runs.c.student_id).where(runs.c.student_id.in_(ids), runs.c.status != "not started")
             answered = select(predictions.c.student_id).where(predictions.c.student_id.in_(ids))
             if conn.execute(started.limit(1)).first() or conn.execute(answered.limit(1)).first():
-                raise ClassroomError(KEEPS_ITS_TASK)
+                raise ClassroomError(why)
 
     def delete_class(self, code: str, key: str, caller: Caller | None = None) -> None:
         """Delete the class and everything it recorded, now."""
