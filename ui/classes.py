@@ -7,9 +7,7 @@ Session state keys:
 - "class_prediction": the choice picked in the question's widget on Train (and, as a flash's place, the warning
   under it when Start was pressed without one);
 - "teacher_class": (code, teacher key) of the class whose board this session opened;
-- "teacher_new_key": the key of a class just created here, shown alone until the teacher says it is saved;
-- "class_seated": the code of the class this session last found its browser seated in: a page that then finds no
-  seat, and no rejoin elsewhere, was removed by its teacher.
+- "teacher_new_key": the key of a class just created here, shown alone until the teacher says it is saved.
 """
 
 import atexit
@@ -60,7 +58,6 @@ JOINED_ELSEWHERE = N_(
     "This browser joined the class as **{name}** in another tab, and a browser is one student: you are {name} here too."
 )
 JOIN_NAME, JOIN_BUTTON = "class_name", "class_join_button"  # the join form's name field and button
-SEATED = "class_seated"
 REMOVED = N_(
     "Your teacher removed your name from this class, with what you recorded. To take part again, join under a name "
     "of yours."
@@ -230,11 +227,10 @@ def class_seat() -> Seat | None:
     if student is None:
         if class_store().left(info.code, watcher_id()):  # this browser had a seat, now another's
             st.info(_("This browser has left the class: your teacher let you take your name to another browser."))
-        elif st.session_state.get(SEATED) == info.code:
+        elif class_store().removed(info.code, watcher_id()):
             st.warning(_(REMOVED), icon=":material/person_remove:")
         join_form(info)
         st.stop()
-    st.session_state[SEATED] = info.code
     seat = Seat(info, student)
     if st.session_state.get(JOIN_BUTTON):  # a join form drawn before this browser joined in another tab
         tell_if_joined_elsewhere(student, st.session_state.get(JOIN_NAME) or "")

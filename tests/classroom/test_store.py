@@ -178,6 +178,7 @@ def test_a_teacher_removes_a_student_with_what_they_recorded_and_the_next_to_joi
     board = store.open_board(code, key)
     assert [s.name for s in board.students] == ["Ann"] and set(board.runs) == set() and board.predictions == {}
     assert store.student(code, "phone") is None and not store.left(code, "phone")
+    assert store.removed(code, "phone") and not store.removed(code, "laptop")  # its page says why it has no seat
     clock.advance(seconds=1)
     dee = store.join(code, "tablet", "Dee")
     assert (dee.position, dee.group, dee.seed) == (bob.position, bob.group, bob.seed)  # the groups stay balanced
@@ -190,6 +191,8 @@ def test_a_teacher_removes_a_student_with_what_they_recorded_and_the_next_to_joi
     assert store.join(code, "phone", "Bob again").position == 2  # his browser may join again
     assert [s.name for s in store.open_board(code, key).students] == ["Ann", "Dee", "Bob again"]
     assert store.standing(ann) == (None, None)
+    store.remove_student(code, key, "Bob again")  # and be removed again
+    assert store.removed(code, "phone")
 
 
 def test_a_full_class_takes_a_student_again_once_one_is_removed(store, monkeypatch):
@@ -695,6 +698,8 @@ def test_a_class_is_purged_with_all_its_data_after_its_retention(store, clock):
     ann = store.join(code, "b1", "Ann")
     store.answer(ann, "sooner")
     store.record_run(ann, RunState("training", step=50))
+    store.join(code, "b2", "Bob")
+    store.remove_student(code, key, "Bob")
     with pytest.raises(WrongKey):
         store.open_board(code, "wrong")
     clock.advance(days=2)
@@ -703,7 +708,15 @@ def test_a_class_is_purged_with_all_its_data_after_its_retention(store, clock):
     with pytest.raises(UnknownClass):  # gone for its students at once, before the purge runs
         store.class_info(code)
     assert store.purge_expired() == 1
-    assert row_counts(store) == {"classes": 1, "students": 0, "runs": 0, "predictions": 0, "reports": 0, "attempts": 0}
+    assert row_counts(store) == {
+        "classes": 1,
+        "students": 0,
+        "runs": 0,
+        "predictions": 0,
+        "reports": 0,
+        "removals": 0,
+        "attempts": 0,
+    }
     assert store.class_info(kept).title == "B"
 
 
@@ -900,7 +913,7 @@ def test_an_older_database_s_names_compare_without_invisible_characters_once_mig
     with opened.engine.begin() as conn:  # the keys as made before: "Alice" and "Alice" + a joiner apart
         conn.exec_driver_sql("UPDATE students SET name_key = 'bob  li' WHERE name = 'Bob Li'")
         conn.execute(schema.students.insert().values(**student_row(conn, "Alice\u200d", "alice\u200d", "b3")))
-        conn.execute(schema.schema_version.delete().where(schema.schema_version.c.version == len(schema.MIGRATIONS)))
+        conn.execute(schema.schema_version.delete().where(schema.schema_version.c.version == 8))  # _name_keys
     opened.close()
     reopened = ClassStore(url, clock)
     with reopened.engine.connect() as conn:
@@ -990,6 +1003,24 @@ def test_a_version_6_database_keeps_its_students_and_learns_which_browser_a_rejo
     assert reopened.version == len(schema.MIGRATIONS) and reopened.student(code, "laptop") == ann
     assert reopened.join(code, "tablet", "Ann", reopened.let_rejoin(code, key, "Ann")) == ann
     assert reopened.left(code, "laptop")
+    reopened.close()
+
+
+def test_a_version_8_database_learns_which_browsers_their_teacher_removed(url, clock):
+    opened = ClassStore(url, clock)
+    code, key = opened.create_class("Before")
+    opened.join(code, "laptop", "Ann")
+    with opened.engine.begin() as conn:  # back to version 8's tables
+        conn.exec_driver_sql("DROP TABLE removals")
+        conn.execute(schema.schema_version.delete().where(schema.schema_version.c.version == 9))
+    opened.close()
+    reopened = ClassStore(url, clock)
+    assert reopened.version == len(schema.MIGRATIONS) and not reopened.removed(code, "laptop")
+    reopened.remove_student(code, key, "Ann")
+    assert reopened.removed(code, "laptop")
+    reopened.delete_class(code, key)  # and forgets them with the class
+    with reopened.engine.begin() as conn:
+        assert conn.scalar(select(func.count()).select_from(schema.removals)) == 0
     reopened.close()
 
 

@@ -125,6 +125,21 @@ def test_the_browser_a_student_rejoined_from_says_so_after_a_reload_too(browser)
     assert not any("another browser" in i.value for i in open_link(code).info)  # never joined: the form alone
 
 
+def test_a_student_their_teacher_removed_is_told_so_after_a_reload_too(browser):
+    browser["id"] = "phone"
+    code, key = a_class()
+    join(open_link(code), "**troll**")
+    ui.classes.class_store().remove_student(code, key, "**troll**", TEACHER)
+    ui.common.models_by_browser().clear()
+    reloaded = open_link(code)  # the same browser, a new session
+    assert any("Your teacher removed your name" in w.value for w in reloaded.warning)
+    assert reloaded.text_input(key="class_name")
+    join(reloaded, "Tom")
+    assert "you are **Tom**" in shown(reloaded.info[0].value) and not reloaded.warning  # joined again: said no more
+    browser["id"] = "a-classmate"
+    assert not open_link(code).warning  # another browser, never removed
+
+
 def test_a_second_tab_s_join_under_another_name_says_which_name_the_browser_has(browser):
     """Two tabs of one browser show the join form; the first joins as TabOne, then the second's Join, typed TabTwo,
     made it TabOne with nothing said. A browser is one student: the second tab says so, and under which name."""

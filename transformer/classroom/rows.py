@@ -16,7 +16,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from ..pairs import TaskPairs
 from .assignment import Assignment, class_seed_offset
 from .records import IN_FLIGHT, ClassInfo, Prediction, RunState, Snapshot, Student
-from .schema import classes, predictions, runs, students
+from .schema import classes, predictions, removals, runs, students
 
 TASKS_KEPT = 32  # the classes' own tasks a process keeps parsed, the most recently read (each at most 1 MB of pairs)
 CLASS_COLUMNS = [column for column in classes.c if column.name != "task"]  # what a read of a class selects
@@ -63,6 +63,7 @@ def upsert(conn: Connection, table: Any, values: Mapping[str, Any]) -> None:
 def delete_classes(conn: Connection, ids: list[int]) -> None:
     """Delete the classes with these ids and every row that belongs to them."""
     delete_students(conn, students.c.class_id.in_(ids))
+    conn.execute(delete(removals).where(removals.c.class_id.in_(ids)))
     conn.execute(delete(classes).where(classes.c.id.in_(ids)))
 
 

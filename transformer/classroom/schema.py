@@ -125,6 +125,13 @@ reports = Table(  # each student's latest lab report (`classroom.reports`), dele
     Column("updated_at", DateTime, nullable=False),
 )
 
+removals = Table(  # the browsers whose student their teacher removed (`ClassStore.remove_student`): their page says so
+    "removals",
+    metadata,
+    Column("class_id", ForeignKey("classes.id", ondelete="CASCADE"), primary_key=True),
+    Column("browser", String(MAX_BROWSER_CHARS), primary_key=True),
+)
+
 attempts = Table(  # what the rate limits count (`throttle`), kept for their window: they hold across replicas
     "attempts",
     metadata,
@@ -221,6 +228,11 @@ def _left_browser(conn: Connection) -> None:
     _add_column(conn, students, "left_browser")
 
 
+def _removals_table(conn: Connection) -> None:
+    """A class keeps the browsers whose student their teacher removed, so that their pages say why."""
+    removals.create(conn, checkfirst=True)
+
+
 # Version n is MIGRATIONS[n - 1]. Version 1 is the tables as first released.
 MIGRATIONS: list[Migration] = [
     lambda conn: metadata.create_all(conn),
@@ -231,6 +243,7 @@ MIGRATIONS: list[Migration] = [
     _rejoin_code,
     _left_browser,
     _name_keys,  # names compare without the characters that draw as nothing, and with one space for many
+    _removals_table,
 ]
 _LOCK_ID = 7_351_000  # PostgreSQL advisory lock held while migrating, so replicas starting together take turns
 

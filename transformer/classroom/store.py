@@ -67,7 +67,17 @@ from .rows import (
     student_of,
     upsert,
 )
-from .schema import MAX_SERVER_CHARS, classes, migrate, name_key, predictions, runs, students, task_digest
+from .schema import (
+    MAX_SERVER_CHARS,
+    classes,
+    migrate,
+    name_key,
+    predictions,
+    removals,
+    runs,
+    students,
+    task_digest,
+)
 from .typed_text import check_text
 
 Clock = Callable[[], datetime]
@@ -320,6 +330,14 @@ class ClassStore:
             found = select(students.c.id).where(students.c.class_id == row.id, students.c.left_browser == browser)
             return conn.scalar(found) is not None
 
+    def removed(self, code: str, browser: str) -> bool:
+        """Whether the teacher removed the student who joined the class from this browser (`remove_student`): for a
+        browser that has no seat in the class (`student`), why."""
+        with self.engine.begin() as conn:
+            row = self._class(conn, code)
+            found = select(removals.c.browser).where(removals.c.class_id == row.id, removals.c.browser == browser)
+            return conn.scalar(found) is not None
+
     def standing(self, student: Student) -> tuple[Prediction | None, RunState | None]:
         """The student's prediction and their recorded run, lost when no server has heard of it lately (None for
         either they have not got)."""
@@ -347,10 +365,13 @@ class ClassStore:
         to the next student to join, and their browser may join again. ClassroomError if no student has the name."""
         row = self._teacher(code, key, caller)
         with self.engine.begin() as conn:
-            student = conn.scalar(select(students.c.id).where(_named(row.id, name)))
+            student = conn.execute(select(students.c.id, students.c.browser).where(_named(row.id, name))).first()
             if student is None:
                 raise ClassroomError(NO_SUCH_NAME)
-            delete_students(conn, students.c.id == student)
+            delete_students(conn, students.c.id == student.id)
+            gone = removals.c.class_id == row.id, removals.c.browser == student.browser
+            if conn.scalar(select(removals.c.browser).where(*gone)) is None:
+                conn.execute(insert(removals).values(class_id=row.id, browser=student.browser))
 
     def rejoin_waiting(self, code: str, name: str) -> bool:
         """Whether the student called `name` holds a rejoin code (`let_rejoin`) they have not used yet."""
