@@ -130,6 +130,7 @@ def board(code: str, key: str) -> None:
     rows = student_rows(snapshot)
     if not len(rows):
         st.markdown(_("**No student has joined yet.** Share the link above."))
+        show_flashes("teacher_remove", keep=True)  # the class's last student removed: said here
         return
     students = ngettext("{n} student", "{n} students", len(rows))
     st.markdown(" · ".join([f"**{students}**", *state_counts(rows)]))

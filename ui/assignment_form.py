@@ -16,6 +16,7 @@ from transformer.classroom import QUESTIONS, Assignment, ClassInfo, ClassroomErr
 from transformer.classroom.assignment import split_groups
 from transformer.classroom.duration import CLASS_SIZE, ClassTime, class_time
 from transformer.classroom.questions import class_task_name, question_text
+from transformer.classroom.records import started
 from transformer.i18n import N_, joined
 from transformer.literal import markdown_literal
 from transformer.pairs import TaskPairs
@@ -257,7 +258,7 @@ def save_assignment(code: str, key: str) -> None:
 def saved_notice(before: Snapshot, assignment: Assignment) -> str:
     """What a Save says: that students see the assignment on their next page load, and how many runs the class
     already holds of the settings before, where they changed (each stays the student's until they press Start)."""
-    trained = sum(run.status != "not started" for run in before.runs.values())
+    trained = sum(map(started, before.runs.values()))
     if not trained or assignment.trains_as(before.info.assignment or Assignment()):
         return _(SAVED)
     return ngettext(

@@ -15,6 +15,7 @@ import os
 import socket
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 import streamlit as st
@@ -80,7 +81,7 @@ def class_recorder() -> ClassRecorder:
     """Writes the runs of class students into the class database as they train, from one thread. A server that
     stops (a restart) writes the step each run reached first: Streamlit releases no cached resource as it exits, and
     a run the restarted server finds lost would read up to a round (RECORD_EVERY_S) of steps behind."""
-    recorder = ClassRecorder(class_store(), run_registry().place)
+    recorder = ClassRecorder(class_store(), run_registry().place, withdraw=run_registry().withdraw)
     atexit.register(recorder.close)
     return recorder
 
@@ -173,9 +174,10 @@ class Seat:
         return {name: values[name] for name in form_names() if name not in self.assignment.open}
 
     @property
-    def key(self) -> tuple[str, int]:
-        """The class and the student: what a run started in this seat is kept under (RUN_SEAT)."""
-        return self.info.code, self.student.id
+    def key(self) -> tuple[str, int, datetime]:
+        """The class and the student: what a run started in this seat is kept under (RUN_SEAT). A student is their
+        id and when they joined (`rows.seated`): SQLite gives a removed student's id to the next to join."""
+        return self.info.code, self.student.id, self.student.joined_at
 
     def task_name(self) -> str | None:
         """The task the student's group trains, by name, where it is one of the lab's; None for the class's own

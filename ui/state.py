@@ -16,8 +16,8 @@ Session state keys the pages share (each named once, here):
 - RESULTS, "results": {name: `ModelResult`}, what a page computed for a model (`per_model`);
 - CLASS_CODE, "class_code": the class the opened link (`?class=...`) named; every page keeps it in the address, so
   a reload keeps the student in the class (ui/classes.py has the class's own keys);
-- RUN_SEAT, "run_seat": (class code, student id) of the seat RUN was started in, None outside a class: a class's
-  pages show and report only a run of its own seat (`ui.classes.run_of_seat`).
+- RUN_SEAT, "run_seat": `Seat.key` of the seat RUN was started in, None outside a class: a class's pages show and
+  report only a run of its own seat (`ui.classes.run_of_seat`).
 A reload starts a new session: `take_back_models` hands it the browser's lists of trained and uploaded models, the
 model it had in hand and what its pages last computed (RESULTS), and `reattach_runs` its Train
 run and Compare rerun, if they still train. Pages keep their own widget state under keys prefixed with the page's name;

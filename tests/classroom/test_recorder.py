@@ -18,6 +18,7 @@ from transformer.classroom import ClassStore, RunState, schema
 from transformer.classroom.board import result_text, results_frame, state_text
 from transformer.classroom.outcomes import measured
 from transformer.classroom.recorder import ClassRecorder
+from transformer.classroom.store import NOT_SEATED
 from transformer.model import ModelConfig
 from transformer.serving import RunRegistry, ServerSettings
 from transformer.tasks import DataConfig
@@ -82,6 +83,37 @@ def test_a_class_run_is_recorded_queued_then_training_then_finished(world):
     bobs = board.runs[bob.id]
     assert bobs.result["steps"] == 30 and bobs.result["reason"] == "step budget"
     assert [row["step"] for row in bobs.rows] == [row["step"] for row in second.rows]
+
+
+def test_the_runs_of_a_removed_student_end_and_free_their_slot_for_whoever_takes_their_place(tmp_path, monkeypatch):
+    """A removed student's run trained on for a minute, holding a slot; the student who then took their place (and
+    so their seed) pressed Start and joined it, at step 1,161, as their own. A queued run, whose state does not
+    change, is found when the recorder reports on the runs it holds (every HEARD_EVERY_S)."""
+    monkeypatch.setattr(recorder_module, "HEARD_EVERY_S", 0.2)
+    store = ClassStore(f"sqlite:///{tmp_path / 'classes.sqlite3'}")
+    registry = RunRegistry(ServerSettings(training_slots=1, max_queue=4, worker_processes=False))
+    recorder = ClassRecorder(store, registry.place, every_s=0.1, withdraw=registry.withdraw)
+    try:
+        code, key = store.create_class("Lab 1")
+        ann, bob = store.join(code, "browser-a", "Ann"), store.join(code, "browser-b", "Bob")
+        training = registry.submit("browser-a", *configs(0, steps=10**6, early_stop=False))
+        queued = registry.submit("browser-b", *configs(1, steps=10**6, early_stop=False))
+        recorder.follow(ann, training)
+        recorder.follow(bob, queued)
+        wait_until(lambda: training.step > 0 and store.open_board(code, key).runs[bob.id].status == "queued")
+        store.remove_student(code, key, "Bob")
+        wait_until(lambda: queued.done, timeout=30)
+        assert queued.step == 0 and str(queued.withdrawn) == str(NOT_SEATED)  # left the queue, saying why
+        store.remove_student(code, key, "Ann")
+        wait_until(lambda: training.done, timeout=30)
+        assert training.result.reason == "stopped"
+        again = registry.submit("browser-c", *configs(0, steps=10**6, early_stop=False))
+        assert again is not training  # a fresh run for whoever takes Ann's place
+        registry.leave("browser-c", again)
+    finally:
+        recorder.close()
+        registry.close()
+        store.close()
 
 
 def test_a_paused_run_reads_paused_and_a_run_whose_page_closed_is_told_apart_from_one_stopped(tmp_path):

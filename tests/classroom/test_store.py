@@ -581,8 +581,9 @@ def test_a_question_must_fit_the_assignment(store):
     code, key = store.create_class("A")
     with pytest.raises(ClassroomError, match="needs groups that differ in “Positional encoding”, one of them “no PE”"):
         store.set_question(code, key, "positional-none")
-    with pytest.raises(ClassroomError, match="not a built-in question"):
-        store.set_question(code, key, "what do you think?")
+    for hostile in ("what do you think?", ["positional-none"], {"positional-none": 1}, b"positional-none"):
+        with pytest.raises(ClassroomError, match="not a built-in question"):
+            store.set_question(code, key, hostile)
     store.set_assignment(code, key, PE_GROUPS)
     store.set_question(code, key, "positional-none")
     with pytest.raises(ClassroomError, match="no longer fits"):
@@ -627,6 +628,9 @@ def test_a_class_keeps_its_groups_once_a_student_answered_or_trained(store, star
     for other in (swapped, replace(PE_GROUPS, setting=None, groups=()), None):
         with pytest.raises(ClassroomError, match="to compare other groups, create a new class"):
             store.set_assignment(code, key, other, question=None)
+    masked = Assignment({"task": "reverse"}, frozenset(), "causal_mask", split_groups("causal_mask"))
+    with pytest.raises(ClassroomError, match="to compare other groups"):  # said first: no question fits it then
+        store.set_assignment(code, key, masked)
     relabelled = replace(PE_GROUPS, groups=tuple(Group(g.label + "!", g.value) for g in PE_GROUPS.groups))
     store.set_assignment(code, key, replace(relabelled, preset={**PE_GROUPS.preset, "steps": 300}))  # other words
     assert store.class_info(code).assignment.groups == relabelled.groups  # and budgets may still change
@@ -813,7 +817,7 @@ def test_a_run_no_server_reports_on_reads_lost_and_one_that_is_reported_on_does_
     store.record_run(ann, RunState("training", step=261))
     store.record_run(bob, RunState("training", step=40))
     clock.advance(seconds=LOST_AFTER_S - 1)
-    store.heard([bob.id])  # the server still holds Bob's run, whose state has not changed
+    assert store.heard([bob]) == []  # the server still holds Bob's run, whose state has not changed
     clock.advance(seconds=2)
     board = store.open_board(code, key)
     assert (board.runs[ann.id].status, board.runs[ann.id].step) == ("lost", 261)

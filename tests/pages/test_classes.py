@@ -167,6 +167,26 @@ def test_a_student_who_rejoins_elsewhere_is_told_where_their_run_is():
     assert not any(i.value.startswith("Your class has a run of yours") for i in open_link(code).info)  # not joined
 
 
+def test_a_removed_student_who_joins_again_under_their_name_has_a_seat_of_their_own_not_their_old_run():
+    """SQLite gives the next student a removed one's id: joined again as herself, Ada's page took the removed seat's
+    run, still training, as hers, though the class no longer recorded it."""
+    code, key = a_class()
+    at = open_link(code)
+    join(at, "Ada")
+    at.button(key="start_training").click().run()
+    poll_until_done(at)
+    assert at.success[0].value.startswith("Finished after 30 steps")
+    store = ui.classes.class_store()
+    removed = store.student(code, at.session_state["watcher"])
+    store.remove_student(code, key, "Ada", TEACHER)
+    at.run()
+    assert any("Your teacher removed your name" in w.value for w in at.warning)
+    join(at, "Ada")
+    assert store.student(code, at.session_state["watcher"]).id == removed.id  # SQLite's reuse: the case at hand
+    assert not at.exception and not at.success and not at.get("download_button")  # the removed seat's run: not hers
+    assert store.standing(store.student(code, at.session_state["watcher"])) == (None, None)
+
+
 def test_a_class_page_shows_and_reports_only_a_run_of_that_class(browser):
     """One browser in two classes (a teacher made a second for another task): each class's Train page shows, and its
     report button hands in, only the run trained in it, after the link of the other is opened (a new session)."""

@@ -20,7 +20,7 @@ from ..limits import HEARD_EVERY_S, PURGE_EVERY_S
 from ..serving import Place, Run
 from .records import RunState, Student
 from .reports import record_run_report
-from .store import ClassStore, UnknownClass
+from .store import NOT_SEATED, ClassStore, UnknownClass
 
 RECORD_EVERY_S = 2.0  # how often a followed run's state is written, when it has changed
 log = logging.getLogger("transformer.classroom")
@@ -52,10 +52,18 @@ def stopped_why(run: Run) -> str:
 
 class ClassRecorder:
     """Follows runs of class students and writes their states into `store` (see the module docstring), as the
-    server `store` names. `place` tells a queued run's place (the registry's `place`)."""
+    server `store` names. `place` tells a queued run's place (the registry's `place`); `withdraw` ends a run whose
+    student is no longer in their class (removed by their teacher, or the class deleted), with a reason (the
+    registry's `withdraw`; None leaves such a run to train on unrecorded)."""
 
-    def __init__(self, store: ClassStore, place: Callable[[Run], Place | None], every_s: float = RECORD_EVERY_S):
-        self.store, self.place, self.every_s = store, place, every_s
+    def __init__(
+        self,
+        store: ClassStore,
+        place: Callable[[Run], Place | None],
+        every_s: float = RECORD_EVERY_S,
+        withdraw: Callable[[Run, str], None] | None = None,
+    ):
+        self.store, self.place, self.every_s, self.withdraw = store, place, every_s, withdraw
         self._lock = threading.Lock()
         self._followed: dict[int, tuple[Student, Run, RunState | None]] = {}  # student id -> student, run, last kept
         self._heard = self._purged = time.monotonic()
@@ -80,15 +88,16 @@ class ClassRecorder:
 
     def record_once(self) -> None:
         """Write every followed run whose state changed; stop following the runs that have ended; report on the
-        others every HEARD_EVERY_S."""
+        others every HEARD_EVERY_S, and end those whose students are no longer in their class."""
         with self._lock:
             followed = list(self._followed.values())
         for student, run, kept in followed:
             self._write(student, run, kept)
         if time.monotonic() - self._heard >= HEARD_EVERY_S:
             with self._lock:
-                held = list(self._followed)
-            self.store.heard(held)
+                held = {student.id: (student, run) for student, run, _ in self._followed.values()}
+            for student in self.store.heard(student for student, _ in held.values()):
+                self._unseated(student, held[student.id][1])
             self._heard = time.monotonic()
 
     def _write(self, student: Student, run: Run, kept: RunState | None) -> None:
@@ -101,8 +110,9 @@ class ClassRecorder:
                 if ended:  # its report first: a board that shows the run ended finds the report of that run
                     record_run_report(self.store, student, run)
                 self.store.record_run(student, state)
-        except UnknownClass:  # the class was deleted or purged: nothing of it is recorded any more
-            ended = True
+        except UnknownClass:  # the student was removed, or their class deleted: nothing more is recorded
+            self._unseated(student, run)
+            return
         except (SQLAlchemyError, ValueError) as err:  # the next round writes it again
             log.warning("class recorder: the run of student %d not written: %s", student.id, err)
             return
@@ -112,6 +122,15 @@ class ClassRecorder:
                     del self._followed[student.id]
                 else:
                     self._followed[student.id] = student, run, state
+
+    def _unseated(self, student: Student, run: Run) -> None:
+        """Stop following `run`, whose student is no longer in their class, and end it (`withdraw`): it holds no
+        slot, and no student who takes their place (and so their seed) takes it as theirs."""
+        with self._lock:
+            if self._followed.get(student.id, (None, None))[1] is run:
+                del self._followed[student.id]
+        if self.withdraw is not None and not run.done:
+            self.withdraw(run, NOT_SEATED)
 
     def close(self) -> None:
         """Write what is new, then stop; once."""

@@ -58,6 +58,11 @@ class RunState:
     error: str | None = None
 
 
+def started(run: RunState) -> bool:
+    """Whether a run holds what its settings trained, or will: it trained a step, or a server holds it."""
+    return run.step > 0 or run.status in IN_FLIGHT
+
+
 @dataclass(frozen=True)
 class Prediction:
     """A student's answer to the class's question, given before their run started."""

@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from sqlalchemy import ColumnElement, Connection, Row, and_, insert, select, update
+from sqlalchemy import ColumnElement, Connection, Row, and_, insert, or_, select, update
 from sqlalchemy.exc import IntegrityError
 
 from ..i18n import N_, Message
@@ -132,7 +132,7 @@ def _check_question(question: str | None, assignment: Assignment | None) -> None
     """ClassroomError unless `question` is None or a key of QUESTIONS that fits `assignment`."""
     if question is None:
         return
-    if question not in QUESTIONS:
+    if not isinstance(question, str) or question not in QUESTIONS:
         raise ClassroomError(N_("not a built-in question"))
     if why := QUESTIONS[question].unfit(assignment):
         raise ClassroomError(Message(N_("this question does not fit the assignment: {why}"), why=why))
@@ -234,6 +234,10 @@ class ClassStore:
         assignment, or if the assignment trains another task or other groups once students have answered or trained
         (`_keep`)."""
         row = self._teacher(code, key, caller)
+        if _task_of(assignment) != _task_of(assignment_of(row)):
+            self._keep(row, KEEPS_ITS_TASK)
+        if _groups_of(assignment) != _groups_of(assignment_of(row)):  # the runs trained would carry other groups
+            self._keep(row, KEEPS_ITS_GROUPS)
         if question is KEEP:
             if row.question and (why := QUESTIONS[row.question].unfit(assignment)):
                 no_longer = N_("the class's question no longer fits: {why}; change the question first")
@@ -241,10 +245,6 @@ class ClassStore:
             question = row.question
         else:
             _check_question(question, assignment)
-        if _task_of(assignment) != _task_of(assignment_of(row)):
-            self._keep(row, KEEPS_ITS_TASK)
-        if _groups_of(assignment) != _groups_of(assignment_of(row)):  # the runs trained would carry other groups
-            self._keep(row, KEEPS_ITS_GROUPS)
         data = None if assignment is None else assignment.to_json()
         with self.engine.begin() as conn:
             conn.execute(update(classes).where(classes.c.id == row.id).values(assignment=data, question=question))
@@ -274,7 +274,8 @@ class ClassStore:
         and answers are about its task and its groups, and one class is one experiment."""
         with self.engine.connect() as conn:
             ids = select(students.c.id).where(students.c.class_id == row.id)
-            started = select(runs.c.student_id).where(runs.c.student_id.in_(ids), runs.c.status != "not started")
+            trained = or_(runs.c.step > 0, runs.c.status.in_(IN_FLIGHT))  # records.started
+            started = select(runs.c.student_id).where(runs.c.student_id.in_(ids), trained)
             answered = select(predictions.c.student_id).where(predictions.c.student_id.in_(ids))
             if conn.execute(started.limit(1)).first() or conn.execute(answered.limit(1)).first():
                 raise ClassroomError(why)
@@ -477,13 +478,19 @@ class ClassStore:
         except IntegrityError as err:  # the class was deleted between the check and the write
             raise gone from err
 
-    def heard(self, student_ids: Iterable[int]) -> None:
-        """Note that this server still holds the runs of these students, whose states have not changed."""
-        ids = list(student_ids)
-        if ids:
-            with self.engine.begin() as conn:
-                mine = runs.c.student_id.in_(ids), runs.c.status.in_(IN_FLIGHT)
-                conn.execute(update(runs).where(*mine).values(heard_at=self.now(), server=self.server))
+    def heard(self, followed: Iterable[Student]) -> list[Student]:
+        """Note that this server still holds the runs of these students, whose states have not changed; returns those
+        of them no longer in their class (removed by their teacher, or the class deleted)."""
+        followed = list(followed)
+        if not followed:
+            return []
+        ids = [student.id for student in followed]
+        with self.engine.begin() as conn:
+            mine = runs.c.student_id.in_(ids), runs.c.status.in_(IN_FLIGHT)
+            conn.execute(update(runs).where(*mine).values(heard_at=self.now(), server=self.server))
+            found = conn.execute(select(students.c.id, students.c.joined_at).where(students.c.id.in_(ids)))
+            seated_now = {tuple(row) for row in found}
+        return [student for student in followed if (student.id, student.joined_at) not in seated_now]
 
     def mark_lost(self, server: str) -> int:
         """Mark the queued and training runs `server` held as lost (it has just started, so it holds none of them

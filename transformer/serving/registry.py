@@ -247,6 +247,15 @@ class RunRegistry:
                 run.left = True
                 run.stop()
 
+    def withdraw(self, run: Run, reason: str) -> None:
+        """End `run` whoever watches it: it leaves the queue with `reason`, or stops after its current step (the
+        class student it was recorded for is no longer in their class)."""
+        with self._lock:
+            if run in self._queue:
+                self._withdraw(run, reason)
+            elif not run.done:
+                run.stop()
+
     def stop_chain(self, chain: Chain) -> None:
         """The chain's watcher stops it: its current run is left (it goes on for others), and no other starts."""
         chain.stopped = True
