@@ -49,7 +49,7 @@ from ui.language import (
 from ui.links import link_heading, unreachable_host
 from ui.own_task import class_task_section
 from ui.report_view import class_reports_download
-from ui.state import drop_flash, flash, show_flashes
+from ui.state import flash, show_flashes
 
 BOARD_POLL_S = 2.0  # the board redraws every 2 s: it reads the database, never the runs themselves
 TABS = (N_("Board"), N_("Assignment"), N_("Export and end"))
@@ -195,7 +195,8 @@ def rejoin_section(snapshot: Snapshot, code: str, key: str) -> None:
 
 def remove_section(snapshot: Snapshot, code: str, key: str) -> None:
     """Take a student off the class with what they recorded: a name typed to disrupt the board, or a seat taken by
-    mistake. What the last Remove did stays under it until another name is picked."""
+    mistake. A form, cleared by each Remove: the board redraws every BOARD_POLL_S, and widgets outside a form would
+    send their values back with a redraw. What the last Remove did stays under it."""
     names = [student.name for student in snapshot.students]
     with st.expander(_("Remove a student"), key="teacher_remove_expander"):
         st.markdown(
@@ -205,35 +206,26 @@ def remove_section(snapshot: Snapshot, code: str, key: str) -> None:
                 "joined from may join again."
             )
         )
-        name = st.selectbox(
-            _("Student"),
-            names,
-            index=None,
-            key="teacher_remove_name",
-            placeholder=_("Pick a name"),
-            on_change=drop_flash,
-            args=("teacher_remove",),
-        )
-        sure = st.checkbox(_("Remove this student and what they recorded"), key="teacher_remove_sure")
-        st.button(
-            _("Remove"),
-            disabled=name is None or not sure,
-            key="teacher_remove",
-            icon=":material/person_remove:",
-            on_click=remove_student,
-            args=(code, key, name),
-        )
+        with st.form("teacher_remove_form", clear_on_submit=True, border=False):
+            st.selectbox(_("Student"), names, index=None, key="teacher_remove_name", placeholder=_("Pick a name"))
+            st.checkbox(_("Remove this student and what they recorded"), key="teacher_remove_sure")
+            remove = dict(on_click=remove_student, args=(code, key))
+            st.form_submit_button(_("Remove"), key="teacher_remove", icon=":material/person_remove:", **remove)
         show_flashes("teacher_remove", keep=True)
 
 
-def remove_student(code: str, key: str, name: str) -> None:
-    """The Remove button: `name` out of the class, or why not; the name and its check cleared for the next."""
+def remove_student(code: str, key: str) -> None:
+    """The Remove button: the picked student out of the class once the check is ticked, or why not."""
+    name, sure = st.session_state.get("teacher_remove_name"), st.session_state.get("teacher_remove_sure")
+    if name is None or not sure:
+        unsure = _("Not removed: pick a name and tick the check, since a removal deletes what the student recorded.")
+        flash("teacher_remove", "warning", unsure)
+        return
     try:
         class_store().remove_student(code, key, name, caller())
     except ClassroomError as err:
         flash("teacher_remove", "error", _("Not removed: {reason}.", reason=markdown_literal(_(err))))
         return
-    st.session_state.update(teacher_remove_name=None, teacher_remove_sure=False)
     done = _("Removed {name} from the class, with what they recorded.", name=markdown_literal(name))
     flash("teacher_remove", "success", done)
 
