@@ -77,7 +77,8 @@ def shown_text(page, text: str):
 def choose(page, key: str, option: str, timeout_s: float = 60) -> None:
     """Pick the option whose name contains `option` in the select box with this key. A click that lands while a
     rerun redraws the box opens no list, and a rerun may close an open one (a board's fragment redraws every few
-    seconds), so the box is opened again (after Escape) until its option takes the click."""
+    seconds), so the box is opened again (after Escape) until its option takes the click. Returns once the rerun the
+    choice starts has finished: a field typed into while it redraws the form (a task's default run) may lose it."""
     select = page.locator(f".st-key-{key}").filter(visible=True).first
     wanted = page.get_by_role("option", name=option).first
     deadline = time.monotonic() + timeout_s
@@ -87,6 +88,7 @@ def choose(page, key: str, option: str, timeout_s: float = 60) -> None:
         try:
             wanted.wait_for(state="visible", timeout=3_000)
             wanted.click(timeout=3_000)
+            wait_idle(page)
             return
         except PlaywrightTimeoutError:
             if time.monotonic() > deadline:

@@ -132,12 +132,21 @@ def test_every_tab_stop_shows_keyboard_focus_in_full(projector_page, lab_server,
     assert not unseen, unseen
 
 
-# How far the focused stop's ring (2 px, 2 px off its box) lies past the window's bottom and top edges, in px; null
-# for the main area, whose ring is the page's own edge, and for the sidebar's stops.
-RING_CUT = """() => {
+# How far the focused stop's ring (2 px, 2 px off its box) lies past the window's bottom and top edges, in px, once
+# its box has kept its place for three frames (a busy machine lays the page out again after the scroll); null for
+# the main area, whose ring is the page's own edge, and for the sidebar's stops.
+RING_CUT = """async () => {
     const el = document.activeElement;
     if (!el.closest('[data-testid=stMain]') || el.matches('[data-testid=stMain]')) return null;
-    const r = (el.matches('input, textarea') && el.closest(FIELD) || el).getBoundingClientRect();
+    const box = el.matches('input, textarea') && el.closest(FIELD) || el;
+    const frame = () => new Promise(requestAnimationFrame);
+    let r = box.getBoundingClientRect();
+    for (let still = 0, n = 0; still < 3 && n < 600; n++) {
+        await frame();
+        const now = box.getBoundingClientRect();
+        still = now.top === r.top && now.bottom === r.bottom ? still + 1 : 0;
+        r = now;
+    }
     return [`${el.tagName} ${(el.getAttribute('aria-label') || el.innerText || '').trim().slice(0, 40)}`,
             Math.max(0, r.bottom + 4 - innerHeight), Math.max(0, 4 - r.top)];
 }""".replace("FIELD", json.dumps(TEXT_FIELDS))
