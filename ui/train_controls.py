@@ -74,7 +74,7 @@ def start_run() -> None:
         configs = seat.configs(values) if seat else run_configs(values, pairs=own)
         if seat and not answer_prediction(seat):  # the question says why, under its choices
             return
-        run = run_registry().submit(watcher_id(), *configs, page_connected(), client_address())
+        run = run_registry().submit(watcher_id(), *configs, page_connected(), client_address(), seat and seat.key)
     except ServerBusy as err:
         flash("train_form", "warning", _("Your run could not start: {reason}.", reason=markdown_literal(_(err))))
     except ClassroomError as err:

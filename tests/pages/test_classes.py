@@ -187,6 +187,28 @@ def test_a_removed_student_who_joins_again_under_their_name_has_a_seat_of_their_
     assert store.standing(store.student(code, at.session_state["watcher"])) == (None, None)
 
 
+def test_who_takes_a_removed_student_s_place_and_seed_trains_a_run_of_their_own():
+    """A newcomer takes the lowest free place, and so the seed of the student removed from it: Start joined the
+    removed student's finished run ("Your settings ... match a run the server already trained") and the board showed
+    it under the newcomer's name, who saw no model learn."""
+    code, key = a_class()
+    at = open_link(code)
+    join(at, "Troll")
+    at.button(key="start_training").click().run()
+    poll_until_done(at)
+    removed_run, store = at.session_state["run"], ui.classes.class_store()
+    removed = store.student(code, at.session_state["watcher"])
+    store.remove_student(code, key, "Troll", TEACHER)
+    newcomer = join(open_link(code), "Bea")
+    assert store.student(code, newcomer.session_state["watcher"]).seed == removed.seed  # the case at hand
+    newcomer.button(key="start_training").click().run()
+    assert newcomer.session_state["run"] is not removed_run
+    assert not any(i.value == CLASS_SAME_RUN for i in newcomer.info)
+    poll_until_done(newcomer)
+    assert newcomer.success[0].value.startswith("Finished after 30 steps")
+    assert newcomer.session_state["run"].losses == removed_run.losses  # the same seed: the same run, trained anew
+
+
 def test_a_class_page_shows_and_reports_only_a_run_of_that_class(browser):
     """One browser in two classes (a teacher made a second for another task): each class's Train page shows, and its
     report button hands in, only the run trained in it, after the link of the other is opened (a new session)."""

@@ -363,6 +363,18 @@ def test_the_same_settings_are_one_run_and_a_joined_run_ends_as_one_trained_alon
         registry.close()
 
 
+def test_a_run_with_an_owner_joins_only_runs_of_that_owner():
+    """A class student's run is their seat's: one who takes a removed student's place and seed trains anew."""
+    registry = make_registry(slots=2)
+    try:
+        mine = registry.submit("a", *quick(steps=30), owner=("class", 1))
+        assert registry.submit("b", *quick(steps=30), owner=("class", 2)) is not mine
+        assert registry.submit("c", *quick(steps=30)) is not mine and mine.wait_until_done(60)  # nobody's run
+        assert registry.submit("a again", *quick(steps=30), owner=("class", 1)) is mine  # a reload: their own
+    finally:
+        registry.close()
+
+
 def test_runs_that_differ_in_any_setting_are_never_joined():
     model, data, train = settings(**ENDLESS)
     keys = {

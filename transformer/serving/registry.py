@@ -18,7 +18,7 @@ import math
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Hashable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, replace
 
@@ -158,7 +158,8 @@ class RunRegistry:
         self._local_slots = min(settings.slots, usable_cores())  # slots that may fall back to this server's workers
         self._lock = threading.RLock()
         self._changed = threading.Condition(self._lock)  # a run was queued, a slot freed, or the registry closed
-        self._runs: dict[str, Run] = {}  # joinable runs: queued, training, or finished on their own terms
+        self._runs: dict[tuple[str, Hashable], Run] = {}  # joinable runs by settings and owner: queued, training,
+        # or finished on their own terms
         self._queue: deque[Run] = deque()
         self._slots: list[list[Run]] = [[] for _ in range(slots)]  # the runs each slot trains; [] while free
         self.workers: list[WorkerLink | None] = [None] * slots  # each slot's worker, once it is ready (a Ray task's
@@ -192,14 +193,17 @@ class RunRegistry:
         train_config: TrainConfig,
         connected: Callable[[], bool] | None = None,
         address: str | None = None,
+        owner: Hashable | None = None,
     ) -> Run:
         """The run these settings make, for `watcher` at network `address` (None: unknown): joined when one is
         queued, training or recently finished, else a new one, which a free slot takes at once or which waits in
-        the queue. Raises AlreadyTraining when the watcher has another run training or queued, AddressBusy when
-        its address has as many as it may, QueueFull when the queue is full."""
+        the queue. A run with an `owner` (a class student's seat) joins only runs of that owner: who takes a removed
+        student's place, and so their seed, trains a run of their own. Raises AlreadyTraining when the watcher has
+        another run training or queued, AddressBusy when its address has as many as it may, QueueFull when the
+        queue is full."""
         with self._lock:
             self._drop_unwatched()
-            key = run_key(model_config, data_config, train_config)
+            key = run_key(model_config, data_config, train_config), owner
             run = self._runs.get(key)
             if run is not None and self._joinable(run):
                 run.touch(watcher, connected)
@@ -378,7 +382,12 @@ class RunRegistry:
 
     # ---- the queue (every method below runs under the lock)
     def _queue_run(
-        self, key: str, run: Run, watcher: str, connected: Callable[[], bool] | None, address: str | None
+        self,
+        key: tuple[str, Hashable],
+        run: Run,
+        watcher: str,
+        connected: Callable[[], bool] | None,
+        address: str | None,
     ) -> Run:
         run.touch(watcher, connected)
         run.address = address
@@ -430,7 +439,7 @@ class RunRegistry:
         for chain in list(self._chains):
             while not chain.done and chain.current.done and len(chain.runs) < len(chain.configs):
                 configs = chain.configs[len(chain.runs)]
-                key = run_key(*configs)
+                key = run_key(*configs), None  # a chain's runs are nobody's own
                 run = self._runs.get(key)
                 if run is None or not self._joinable(run):  # a chain's next run skips the queue's bound
                     run = Run(*configs, self.settings.idle_timeout_s)
