@@ -215,7 +215,7 @@ def stopped_because(run: Run) -> str:
 def downloads(run: Run, seat: Seat | None) -> None:
     """A finished run's lab report to download, and every metric row, its metrics and checkpoint."""
     saved = st.session_state[TRAIN_SAVED]
-    report_download(run, seat)
+    report_download(run, saved["name"], seat)
     with st.expander(_("Metrics of every row, and downloads"), key="train_rows_expander"):
         table = metrics_table(run.rows[:])
         st.dataframe(table, hide_index=True, column_config=metric_formats())

@@ -108,9 +108,10 @@ class ClassPart:
 # ------------------------------------------------------------------------------------------------- gathering
 
 
-def gather(run: Run, tested: tuple[Module, pd.DataFrame] | None = None) -> ReportData:
+def gather(run: Run, tested: tuple[Module, pd.DataFrame] | None = None, name: str | None = None) -> ReportData:
     """The report of an ended run that trained at least one row; `tested`: the model a length test was run on and its
-    scores, kept when that model is the run's own. ValueError when the run has no model."""
+    scores, kept when that model is the run's own; `name`: the name its model is kept under, if not its settings'
+    (`run_name`). ValueError when the run has no model."""
     model = run.model()
     if model is None or not run.rows:
         raise ValueError("this run has no trained model to report on")
@@ -119,7 +120,7 @@ def gather(run: Run, tested: tuple[Module, pd.DataFrame] | None = None) -> Repor
     settings["task"] = task_label(run.data_config)  # a task from examples by its own name, not "pairs"
     examples = live_examples(model, run.data(), EXAMPLES)
     return ReportData(
-        name=run_name(run.model_config, run.data_config),
+        name=name or run_name(run.model_config, run.data_config),
         settings=settings,
         step=run.step,
         result=None if run.result is None else _result(asdict(run.result)),

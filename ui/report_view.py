@@ -21,7 +21,6 @@ from transformer.i18n import N_, Translator
 from transformer.lengths import LengthReport
 from transformer.limits import MAX_NAME_CHARS
 from transformer.literal import markdown_literal
-from transformer.naming import run_name
 from transformer.report import notice_html, report_file_name, run_report_html
 from transformer.report_data import gather, length_rows, same_weights
 from transformer.serving import Run
@@ -36,18 +35,18 @@ REPORT_NAME = "report_name"  # widget key: the name a student outside a class pu
 log = logging.getLogger("transformer.classroom")
 
 
-def report_download(run: Run, seat: Seat | None) -> None:
-    """A button that downloads the finished `run`'s lab report, made at the click: with the length test last run on
-    its model, the student's name (a class student's from the class, anyone else's if they give one) and the time,
-    and for a class student their place in the class as the class stands then."""
+def report_download(run: Run, name: str, seat: Seat | None) -> None:
+    """A button that downloads the finished `run`'s lab report, made at the click, under `name` (its model's, as
+    kept): with the length test last run on its model, the student's name (a class student's from the class, anyone
+    else's if they give one) and the time, and for a class student their place in the class as the class stands
+    then."""
     tested = kept_result("lengths")
     tested = None if tested is None else (tested.model, tested.value.scores)
     student = seat.student.name if seat else report_name()
     now = local_time()  # in the browser's time zone: the file names it, and the report says it
     made = partial(
-        run_report, run, tested, seat, class_recorder() if seat else None, session_translator(), student, now
+        run_report, run, name, tested, seat, class_recorder() if seat else None, session_translator(), student, now
     )
-    name = run_name(run.model_config, run.data_config)
     st.download_button(
         _("Download the lab report (HTML)"),
         made,
@@ -88,6 +87,7 @@ def report_name() -> str:
 
 def run_report(
     run: Run,
+    name: str,
     tested: tuple[Module, pd.DataFrame] | None,
     seat: Seat | None,
     recorder: ClassRecorder | None,
@@ -95,10 +95,10 @@ def run_report(
     student: str,
     offered: datetime,
 ) -> str:
-    """The run's report as an HTML file, by `student` ("" for no one named), dated `offered` (when the page offered
-    it, the time its file's name carries); a class student's with the class's part as the class database holds it
-    once this run is written there (its end may not be yet: `recorder` writes every few seconds). A class that has
-    ended meanwhile leaves that part out."""
+    """The run's report as an HTML file under `name`, by `student` ("" for no one named), dated `offered` (when the
+    page offered it, the time its file's name carries); a class student's with the class's part as the class
+    database holds it once this run is written there (its end may not be yet: `recorder` writes every few seconds).
+    A class that has ended meanwhile leaves that part out."""
     part = None
     if seat is not None and recorder is not None:
         try:
@@ -106,7 +106,7 @@ def run_report(
             part = class_part(recorder.store.snapshot(seat.info.code), seat.student)
         except (ClassroomError, SQLAlchemyError) as err:
             log.warning("lab report: the class's part left out: %s", err)
-    return run_report_html(gather(run, tested), tr, part, student, offered)
+    return run_report_html(gather(run, tested, name), tr, part, student, offered)
 
 
 def class_reports_download(code: str) -> None:

@@ -137,6 +137,20 @@ def test_two_students_outside_a_class_with_the_same_run_download_their_own_named
     assert "Made on 20" in media[theirs[other]]()
 
 
+def test_a_second_run_s_report_carries_the_name_its_model_is_kept_under(media, file_names):
+    """Two runs of one model and task: the second's model was kept as "...-2" and its metrics file so named, but its
+    report was titled and named as the first's, so a student could not tell their two reports apart."""
+    at = open_train()
+    for seed in (0, 1):
+        start(at, **TINY, seed=seed)
+        poll_until_done(at)
+    name = at.session_state["train_saved"]["name"]
+    assert name == run_name(at.session_state["run"].model_config, at.session_state["run"].data_config) + "-2"
+    button = buttons(at)["Download the lab report (HTML)"]
+    assert file_names[button.deferred_file_id].startswith(f"{name}-")
+    assert f"Lab report: {name}<" in media[button.deferred_file_id]()
+
+
 def test_a_report_downloaded_minutes_after_the_page_offered_it_carries_its_file_name_s_time(media, file_names):
     """The file's name carries the time the page was drawn, and its report said the time of the click: a page left
     open for five minutes gave "...-20261202-004926-report.html" made "on 2026-12-02 00:54". Both say the first."""
