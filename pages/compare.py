@@ -29,7 +29,7 @@ from transformer.experiments import (
     summary_table,
 )
 from transformer.figures.compare import comparison_figure, length_comparison_figure
-from transformer.i18n import N_, Message
+from transformer.i18n import N_, Message, joined
 from transformer.limits import MAX_JSON_BYTES
 from transformer.literal import markdown_literal
 from transformer.serving import ServerBusy
@@ -259,8 +259,8 @@ def show_length_tests(run: ExperimentRun) -> None:
 
 
 def live_status(job: LiveExperiment | None, live: bool, experiment: Experiment) -> None:
-    """Where this session's run of `experiment` is: its place in the queue and its progress while `live`, or the
-    error that stopped it."""
+    """Where this session's run of `experiment` is: its place in the queue and its progress while `live`, the error
+    that stopped it, or the variants a Stop left short of their end."""
     if live:
         queue_notice(job.chain.current, QUEUED, QUEUED_UNKNOWN)
         done, total = job.progress()
@@ -276,6 +276,14 @@ def live_status(job: LiveExperiment | None, live: bool, experiment: Experiment) 
         )
     elif job is not None and job.error and job.experiment == experiment:
         st.error(_("Training stopped with an error: {error}", error=markdown_literal(_(job.error))))
+    elif job is not None and job.experiment == experiment and (short := job.cut_short()):
+        st.warning(
+            _(
+                "Stopped before every variant trained to its end: {variants} did not. Press **Rerun live** to train "
+                "them all.",
+                variants=markdown_literal(_(joined(short, N_(", ")))),
+            )
+        )
 
 
 def show_curves_and_summary(run: ExperimentRun, source: str | Message) -> None:

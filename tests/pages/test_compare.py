@@ -205,7 +205,13 @@ def test_stop_ends_a_live_rerun_and_keeps_what_it_trained(monkeypatch):
     at.button(key="compare_stop").click().run()
     assert not at.exception and job.done and len(job.chain.runs) == 1
     assert job.chain.runs[0].wait_until_done(10) and at.button(key="compare_run").disabled is False
+    at.run()
     assert any("your live run" in c.value for c in at.caption)
+    # half a comparison, the other variant missing from the chart and the table, read as the result
+    assert [re.sub(r"\\(.)", r"\1", w.value) for w in at.warning] == [
+        "Stopped before every variant trained to its end: 1 head, 4 heads did not. Press **Rerun live** to train "
+        "them all."
+    ]
 
 
 def test_the_timeline_follows_a_live_run_until_following_is_turned_off(monkeypatch):

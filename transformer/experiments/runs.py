@@ -155,6 +155,17 @@ class LiveExperiment:
         ended_early = (run.error or run.notice for run in self.chain.runs)
         return self.chain.error or next((why for why in ended_early if why), None)
 
+    def cut_short(self) -> list[str]:
+        """The variants, by label, that a stopped experiment did not train to their end (the one stopped, and those
+        it never started); [] while it trains, once every variant has, or when it failed (`error` says why)."""
+        if not self.done or self.error:
+            return []
+        runs = [*self.chain.runs, *[None] * (len(self.experiment.values) - len(self.chain.runs))]
+        label = SWITCHES[self.experiment.switch].label
+        return [
+            label(v) for v, run in zip(self.experiment.values, runs) if run is None or not run.ended_on_its_own_terms()
+        ]
+
     def _length_test(self, index: int) -> list[dict] | None:
         """Variant `index`'s length test once its run has ended with a model (computed once), else None."""
         run = self.chain.runs[index]
