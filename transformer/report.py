@@ -36,7 +36,9 @@ from .report_data import ClassPart, ReportData
 from .shares import shown_share
 from .tasks import DataConfig, get_task
 
-FILE_PART_CHARS = 40  # each part of a report's file name: its run's name, its student's name
+# Each part of a report's file name (its run's name, its student's name), in UTF-8 bytes: the name stays within the
+# 255 bytes a file system allows, with a task file's Chinese name (3 bytes a character) and a name of 4-byte ones.
+FILE_PART_BYTES = 100
 CSP = "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data: blob:"
 FONTS = f"body {{ font-family: {FONT_FAMILY}, system-ui, sans-serif; }}"  # the app's: Chinese in a Chinese face
 STYLE = """
@@ -134,9 +136,10 @@ def run_report_html(
 def report_file_name(run: str, student: str, browser: str, made: datetime) -> str:
     """A report's file name that two students with the same settings do not share: the run's name, the student's
     name ("" for none), four hex digits of their browser's id (for students who give no name) and the time to the
-    second. Each name is cut to FILE_PART_CHARS and kept to letters (in any script), digits, "_" and "-": no part can
-    be a path."""
-    names = (re.sub(r"[^\w-]+", "-", text)[:FILE_PART_CHARS].strip("-") for text in (run, student))
+    second. Each name is kept to letters (in any script), digits, "_" and "-", so that no part can be a path, and cut
+    to FILE_PART_BYTES."""
+    words = (re.sub(r"[^\w-]+", "-", text) for text in (run, student))
+    names = (w.encode()[:FILE_PART_BYTES].decode(errors="ignore").strip("-") for w in words)  # whole characters
     tag = hashlib.sha256(browser.encode()).hexdigest()[:4]
     return "-".join([*filter(None, names), tag, f"{made:%Y%m%d-%H%M%S}", "report.html"])
 
