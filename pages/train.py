@@ -201,14 +201,14 @@ def finished(run: Run, seat: Seat | None) -> None:
 
 
 def stopped_because(run: Run) -> str:
-    """Why a run stopped before its settings ended it: the student's Stop (on this page, or on another page of
-    theirs that watched it), a limit of the server, or no page watching it."""
+    """Why a run stopped before its settings ended it: the student's Stop (on this page, or on a page of theirs that
+    watched it: another, or this one before a reload), a limit of the server, or no page watching it."""
     if st.session_state.get(STOPPED_BY_YOU) is run:
         return _("you pressed Stop")
     if run.notice:
         return markdown_literal(_(run.notice))
     if run.left:
-        return _("Stop was pressed on another page of yours that watched it")
+        return _("you pressed Stop on a page of yours that watched it")
     return _(run.unwatched or unwatched(run_registry().settings.idle_timeout_s))
 
 

@@ -149,11 +149,11 @@ def test_summary_reads_the_trained_shorter_and_longer_lengths():
         "At lengths it trained on (3-5): exact match 90% to 100%.",
         "Shorter than any it trained on (1-2): exact match 25% to 50%.",
         "Longer than any it trained on: exact match 40% at length 6, 0% from length 7 on. Its outputs there "
-        "average 5.0 to 5.5 symbols, where 6 to 8 were expected.",
+        "average 5.0 to 5.5 symbols, against 6 to 8 expected.",
     ]
     varied = scores_frame({9: 1.0, 10: 1.0}, {9: 4.79, 10: 5.71})  # dedup's: outputs of varied lengths
     varied["target_len"] = varied["output_len"]  # every output the length expected
-    assert summary(varied, TASK)[0].endswith("average 4.8 to 5.7 symbols, where 4.8 to 5.7 were expected.")
+    assert summary(varied, TASK)[0].endswith("average 4.8 to 5.7 symbols, against 4.8 to 5.7 expected.")
     longer = "Longer than any it trained on: exact match "
     assert summary(scores_frame({6: 0.3}), TASK)[0].startswith(longer + "30% at length 6. ")
     assert summary(scores_frame({6: 0.0, 7: 0.2}), TASK)[0].startswith(longer + "0% at length 6, 20% at length 7. ")

@@ -174,8 +174,8 @@ def summary(scores: pd.DataFrame, task: DataConfig, lengths: Sequence[int] | Non
         lines.append(Message(line, lengths=_span(shorter["length"], "d"), exact=_span(shorter["exact_match"])))
     if len(longer):
         line = N_(
-            "Longer than any it trained on: exact match {exact}. Its outputs there average {output} symbols, where "
-            "{target} were expected."
+            "Longer than any it trained on: exact match {exact}. Its outputs there average {output} symbols, against "
+            "{target} expected."
         )
         whole = (longer["target_len"] % 1 == 0).all()  # one length an input (reverse); a mean where it varies (dedup)
         output, target = _span(longer["output_len"], ".1f"), _span(longer["target_len"], ".0f" if whole else ".1f")

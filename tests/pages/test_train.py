@@ -523,7 +523,7 @@ def test_a_run_stopped_on_another_tab_of_the_same_browser_says_so(stop_jobs):
     ui.common.run_registry().leave(at.session_state["watcher"], job)  # the browser's other tab pressed Stop
     wait_until(lambda: job.done, timeout=30)
     at.run()
-    assert not at.exception and "because Stop was pressed on another page of yours that watched it:" in at.info[0].value
+    assert not at.exception and "because you pressed Stop on a page of yours that watched it:" in at.info[0].value
 
 
 def wait_for_a_new_row(job: Run) -> None:
