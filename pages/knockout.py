@@ -124,9 +124,10 @@ figure = knockout_heatmaps(grid.heads, grid.intact[metric], metric, tr=session_t
 chart(st, figure, key="knockout_grid")
 st.caption(
     _(
-        "Scored on {sample} held-out sequences, spread over the lengths (a large model scores fewer, to keep a grid "
-        "within seconds). Measured on the shipped models, all 1,000 held-out sequences, heads zeroed (2026-11-25, "
-        "`python -m transformer ablate checkpoints/NAME.pt --n 1000`): **reverse** (intact 100%) loses something "
+        "Scored on {sample} held-out sequences, spread over the lengths (a larger model or longer sequences score "
+        "fewer, to keep a grid within seconds). Measured on the shipped models, all 1,000 held-out sequences, heads "
+        "zeroed (2026-11-25, `python -m transformer ablate checkpoints/NAME.pt --n 1000`): **reverse** (intact 100%) "
+        "loses something "
         "without any one head, down to 22% without decoder self-attention head 3, and scores 0% without its "
         "cross-attention. **copy** (100%) needs no encoder self-attention (all four heads removed: 99.4%), but "
         "decoder self-attention head 3 alone leaves 0%. **sort** (99.7%) spreads the work: no single head costs "
