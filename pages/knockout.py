@@ -127,13 +127,12 @@ st.caption(
         "Scored on {sample} held-out sequences, spread over the lengths (a larger model or longer sequences score "
         "fewer, to keep a grid within seconds). Measured on the shipped models, all 1,000 held-out sequences, heads "
         "zeroed (2026-11-25, `python -m transformer ablate checkpoints/NAME.pt --n 1000`): **reverse** (intact 100%) "
-        "loses something "
-        "without any one head, down to 22% without decoder self-attention head 3, and scores 0% without its "
-        "cross-attention. **copy** (100%) needs no encoder self-attention (all four heads removed: 99.4%), but "
-        "decoder self-attention head 3 alone leaves 0%. **sort** (99.7%) spreads the work: no single head costs "
-        "more than 9 points, yet it scores 0% without cross-attention and 29% without encoder self-attention. "
-        "Replacing a head by its mean reads some heads differently (sort's decoder self-attention layer 0 head 0: "
-        "99.2% zeroed, 60.7% replaced).",
+        "loses something without any one head, down to 22% without decoder self-attention head 3, and scores 0% "
+        "without its cross-attention. **copy** (100%) needs no encoder self-attention (all four heads removed: "
+        "99.4%), but decoder self-attention head 3 alone leaves 0%. **sort** (99.7%) spreads the work: no single "
+        "head costs more than 9 points, yet it scores 0% without cross-attention and 29% without encoder "
+        "self-attention. Replacing a head by its mean reads some heads differently (sort's decoder self-attention "
+        "layer 0 head 0: 99.2% zeroed, 60.7% replaced).",
         sample=sample,
     )
 )
