@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from tests.helpers import wait_until
-from tests.helpers.serving import ENDLESS, ZH, same_weights, settings
+from tests.helpers.serving import ENDLESS, ZH, alone, same_weights, settings
 from transformer.i18n import Message
 from transformer.model import ModelConfig, Transformer
 from transformer.serving import (
@@ -29,7 +29,7 @@ from transformer.serving import run as run_module
 from transformer.serving import worker as worker_module
 from transformer.serving import worker_link as worker_link_module
 from transformer.tasks import DataConfig, TaskData
-from transformer.training import TrainConfig, Trainer
+from transformer.training import TrainConfig
 
 
 def quick(seed: int = 0, **train) -> tuple[ModelConfig, DataConfig, TrainConfig]:
@@ -51,12 +51,6 @@ def registry():
     registry = make_registry()
     yield registry
     registry.close()  # leaves nothing training behind a failed test
-
-
-def alone(*configs) -> Trainer:
-    trainer = Trainer(*configs)
-    trainer.run()
-    return trainer
 
 
 # ------------------------------------------------------------------------------------------------- one run
@@ -274,6 +268,31 @@ def test_a_step_longer_than_the_silence_limit_is_not_taken_for_a_hung_worker(reg
     assert run.error is None and run.result is not None
 
 
+@pytest.mark.parametrize("torch_threads", [1, 2])
+def test_a_run_on_a_server_thread_computes_on_the_servers_torch_threads(torch_threads, monkeypatch):
+    """torch keeps a thread count per thread, a new thread starting from the last count any thread set: whatever
+    the server's threads set last, a run trains on the count its settings give, as in a worker process."""
+    draw, counts = TaskData.train_batch, []
+
+    def counting_draw(data, n):
+        counts.append(torch.get_num_threads())
+        return draw(data, n)
+
+    monkeypatch.setattr(TaskData, "train_batch", counting_draw)
+    before = torch.get_num_threads()
+    elsewhere = threading.Thread(target=torch.set_num_threads, args=(3 - torch_threads,))
+    elsewhere.start()  # another of the server's threads sets the other count last
+    elsewhere.join()
+    registry = make_registry(torch_threads=torch_threads)
+    try:
+        run = registry.submit("a", *quick(steps=3))
+        assert run.wait_until_done(30) and run.error is None
+    finally:
+        registry.close()
+        torch.set_num_threads(before)
+    assert counts and set(counts) == {torch_threads}
+
+
 def test_a_paused_and_stepped_run_ends_with_the_weights_of_an_unpaused_one(registry):
     configs = (ModelConfig(dropout=0.1), settings()[1], TrainConfig(steps=60, early_stop=False, eval_every=20, seed=4))
     run = registry.submit("a", *configs)
@@ -288,7 +307,7 @@ def test_a_paused_and_stepped_run_ends_with_the_weights_of_an_unpaused_one(regis
     run.resume()
     assert run.wait_until_done(20)
     assert run.result.steps == 60 and run.result.seconds < 5  # the pauses spent no training time
-    assert same_weights(run.model(), alone(*configs).model) and len(run.losses) == 60
+    assert same_weights(run.model(), alone(*configs)[0].model) and len(run.losses) == 60
 
 
 def test_a_pause_past_its_limit_ends_the_run(registry, monkeypatch):
@@ -357,7 +376,7 @@ def test_the_same_settings_are_one_run_and_a_joined_run_ends_as_one_trained_alon
         second = registry.submit("b", *settings(steps=60, early_stop=False))
         assert second is first and sorted(first.watchers()) == ["a", "b"]
         assert first.wait_until_done(60) and not other.done
-        assert same_weights(first.model(), alone(*settings(steps=60, early_stop=False)).model)
+        assert same_weights(first.model(), alone(*settings(steps=60, early_stop=False))[0].model)
         assert registry.submit("late", *settings(steps=60, early_stop=False)) is first  # ended on its own terms
     finally:
         registry.close()

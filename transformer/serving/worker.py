@@ -51,22 +51,25 @@ TRIM_THRESHOLD_BYTES = 64 * 2**20
 _M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3  # mallopt's parameters (malloc.h)
 
 
-def serve(conn: Connection, torch_threads: int | None) -> None:
-    """A worker's loop: train the runs of each StartRuns the server sends, one StartRuns at a time, here. Ends when
-    the pipe closes.
+def serve(conn: Connection, torch_threads: int, own_process: bool = True) -> None:
+    """A worker's loop: train the runs of each StartRuns the server sends, one StartRuns at a time, here, on
+    `torch_threads` intra-op threads. Ends when the pipe closes.
 
-    A worker process (or a Ray task's) is given its torch thread count and prepared (`prepare_process`) before it
-    says it is ready, and gives its runs' memory back after each StartRuns; a worker on a server thread
-    (`torch_threads` None) leaves both to the server, whose settings and memory they are."""
-    if torch_threads is not None:
+    A worker process (or a Ray task's) is prepared (`prepare_process`) before it says it is ready, and gives its
+    runs' memory back after each StartRuns; a worker on a server thread (`own_process` False) leaves the memory to
+    the server, whose it is, and sets only its own thread's count: torch keeps one per thread, a new thread starting
+    from the last count any thread set, so without it a run's arithmetic would depend on what the server did last."""
+    if own_process:
         prepare_process(torch_threads)
+    else:
+        torch.set_num_threads(torch_threads)
     try:
         send(conn, Ready())
         while True:
             message = receive(conn)
             if isinstance(message, StartRuns):  # anything else is a control for a run that has ended: dropped
                 last = train_and_report(conn, message)
-                if torch_threads is not None:
+                if own_process:
                     release_memory()
                 send(conn, last)
     except (EOFError, OSError, KeyboardInterrupt):

@@ -178,7 +178,9 @@ class WorkerLink:
             self.conn, self.task_name = gateway.link()
         elif in_server:
             self.conn, theirs = Pipe()
-            threading.Thread(target=serve, args=(theirs, None), name="training-worker", daemon=True).start()
+            threading.Thread(
+                target=serve, args=(theirs, torch_threads, False), name="training-worker", daemon=True
+            ).start()
         else:
             ours, theirs = socket.socketpair()
             self.process = start_child("transformer.serving", theirs, str(torch_threads))
