@@ -214,6 +214,18 @@ def test_a_section_without_a_report_says_why(report):
     assert page.count('<section class="report"') == 2
 
 
+def test_each_file_holds_its_content_in_one_main_landmark(report):
+    """A screen reader jumps to the main landmark: everything in the body, the title first, lies in the one."""
+    pages = [
+        report_html([Section("Ada", report, SEAT), Section("Bob", None, SEAT, "not started")], ENGLISH, "Lab"),
+        notice_html(CHINESE, "报告", "这个班级没有报告。"),
+    ]
+    for page in pages:
+        body = page[page.index("<body>") : page.index("</html>")]
+        assert body.startswith("<body><main>\n<h1>") and body.endswith("</main></body>")
+        assert body.count("<main") == 1 and body.count("</main>") == 1
+
+
 def test_a_report_says_who_made_it_if_they_gave_their_name_and_when(report):
     made = datetime(2026, 11, 28, 16, 5, 42, tzinfo=UTC)
     page = run_report_html(report, ENGLISH, student="张伟 <b>", made=made)

@@ -185,17 +185,18 @@ def notice_html(tr: Translator, title: str, message: str) -> str:
 
 
 def _document(tr: Translator, title: str, head: str, body: Sequence[str]) -> str:
-    """An HTML document that makes no request outside itself (its Content-Security-Policy forbids any)."""
+    """An HTML document that makes no request outside itself (its Content-Security-Policy forbids any), its content
+    in one `main` landmark, where a screen reader's reader jumps to it."""
     return "\n".join(
         [
             "<!DOCTYPE html>",
             f'<html lang="{escaped(tr.language)}"><head><meta charset="utf-8">',
             f'<meta http-equiv="Content-Security-Policy" content="{CSP}">',
             '<meta name="viewport" content="width=device-width, initial-scale=1">',
-            f"<title>{escaped(title)}</title><style>{FONTS}{STYLE}</style>{head}</head><body>",
+            f"<title>{escaped(title)}</title><style>{FONTS}{STYLE}</style>{head}</head><body><main>",
             f"<h1>{escaped(title)}</h1>",
             *body,
-            "</body></html>",
+            "</main></body></html>",
         ]
     )
 
