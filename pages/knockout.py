@@ -27,7 +27,7 @@ from transformer.limits import MIN_GRID_SAMPLE
 from transformer.model import Transformer
 from transformer.shares import percent
 from transformer.vocab import Vocab
-from ui.charts import chart
+from ui.charts import chart, narrowest_chart_px
 from ui.common import shipped_checkpoint
 from ui.language import SELECT_ALL, _, ngettext, said, session_translator, worded
 from ui.links import share_link
@@ -120,7 +120,7 @@ metric = st.radio(
     key=worded("knockout_metric"),
     persist_state="session",
 )
-figure = knockout_heatmaps(grid.heads, grid.intact[metric], metric, tr=session_translator())
+figure = knockout_heatmaps(grid.heads, grid.intact[metric], metric, session_translator(), narrowest_chart_px())
 chart(st, figure, key="knockout_grid")
 st.caption(
     _(

@@ -5,7 +5,7 @@ import pandas as pd
 import pytest
 
 from tests.helpers.figures import SCORE_BAR_PX, title_overflow
-from transformer.figures import PHONE_CHART_PX, drawn_px
+from transformer.figures import PAGE_PX, PHONE_CHART_PX, drawn_px
 from transformer.figures.knockout import knockout_heatmaps
 from transformer.i18n import translator
 from transformer.inspection import ATTENTION_KINDS
@@ -67,3 +67,23 @@ def test_each_panel_s_title_fits_its_panel_on_a_phone_clear_of_the_colour_bar(la
         assert title.font.size in (None, layout.font.size)  # drawn in the figure's font
         for line in title.text.split("<br>"):
             assert drawn_px(line, layout.font.size) <= plot_px, (line, plot_px)
+
+
+@pytest.mark.parametrize("fit_px", [PHONE_CHART_PX, PAGE_PX])
+@pytest.mark.parametrize("n_heads", [2, 4, 8, 16])
+@pytest.mark.parametrize("score", [1.0, 0.5, 0.997])
+def test_neighbouring_cells_percents_never_touch_where_the_chart_is_narrowest(fit_px, n_heads, score):
+    """A cell's percent, "99.7%" the widest, fits beside its neighbour's with a gap where the chart is drawn
+    narrowest, at a size a reader reads (12 px at least); where none fits, the cells are left for the hover to say."""
+    heads = pd.DataFrame(
+        [(kind, 0, h, score, score) for kind in ATTENTION_KINDS for h in range(n_heads)],
+        columns=["kind", "layer", "head", "exact_match", "token_acc"],
+    )
+    figure = knockout_heatmaps(heads, 1.0, fit_px=fit_px)
+    cell_px = (fit_px - figure.layout.margin.l - figure.layout.margin.r) / n_heads  # panels span the plot
+    numbers = [trace for trace in figure.data if trace.type == "scatter"]
+    for trace in numbers:
+        assert trace.textfont.size >= 12
+        assert all(drawn_px(text, trace.textfont.size) + 4 <= cell_px for text in trace.text)
+    assert len(numbers) in (0, len(ATTENTION_KINDS))
+    assert numbers or cell_px < drawn_px(list(figure.data[0].text[0])[0], 12) + 4  # left out only where none fits

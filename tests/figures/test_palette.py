@@ -159,8 +159,8 @@ def test_every_number_on_a_heatmap_cell_reads_at_4_5_to_1_on_its_cell():
         columns=["kind", "layer", "head", "exact_match", "token_acc", "recovered"],
     )
     figures = [
-        knockout_heatmaps(heads, 0.9),
-        head_patching_figure(heads, fit_px=PAGE_PX),  # eight heads' numbers have room at 150% zoom, not on a phone
+        knockout_heatmaps(heads, 0.9, fit_px=PAGE_PX),  # eight heads' numbers have room at 150% zoom, not on a phone
+        head_patching_figure(heads, fit_px=PAGE_PX),
         step_attention_heatmap(values[:100].reshape(10, 10), list("abcdefghij"), "step 1"),
     ]
     for figure in figures:

@@ -161,11 +161,12 @@ WHITE = "#ffffff"
 WIDE_ROW, CELL_NUMBER_PX, NUMBER_GAP_PX, WIDEST_NUMBER = 8, 12, 4, "88%"
 
 
-def number_px(n_cells: int, plot_px: float) -> int | None:
-    """The font size of percents written on a row of `n_cells` cells across `plot_px` pixels: the page's font where
-    two neighbours stay NUMBER_GAP_PX apart, else CELL_NUMBER_PX where they do, else None (too narrow for numbers)."""
+def number_px(n_cells: int, plot_px: float, widest: str = WIDEST_NUMBER) -> int | None:
+    """The font size of percents written on a row of `n_cells` cells across `plot_px` pixels, the widest pair of
+    neighbours two of `widest`: the page's font where they stay NUMBER_GAP_PX apart, else CELL_NUMBER_PX where they
+    do, else None (too narrow for numbers)."""
     for size in (FONT["size"], CELL_NUMBER_PX):
-        if drawn_px(WIDEST_NUMBER, size) + NUMBER_GAP_PX <= plot_px / n_cells:
+        if drawn_px(widest, size) + NUMBER_GAP_PX <= plot_px / n_cells:
             return size
     return None
 
