@@ -147,11 +147,11 @@ def home() -> None:
             "token at a time."
         )
     )
-    st.subheader(_("Try a trained model now"))
+    st.header(_("Try a trained model now"))
     shipped = st.container()  # filled last: its buttons need torch, which a cold server is still importing
-    st.subheader(_("A first lesson, about 20 minutes"))
+    st.header(_("A first lesson, about 20 minutes"))
     st.markdown("\n".join(f"{i}. {_(step)}" for i, step in enumerate(LESSON, 1)))
-    st.subheader(_("What to do here"))
+    st.header(_("What to do here"))
     for path, title, icon, text in PAGES:
         link_col, text_col = st.columns([1, 3], vertical_alignment="center")
         link_col.page_link(path, label=f"**{_(title)}**", icon=icon)  # a link's label does not wrap: keep it short

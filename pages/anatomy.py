@@ -55,7 +55,7 @@ chart(
     ),
     key="anatomy_diagram",
 )
-st.subheader(_("Configuration"))
+st.header(_("Configuration"))
 st.caption(
     _(
         "Trained on **{task}**, source lengths {lengths}.",
@@ -70,7 +70,7 @@ settings["setting"] = settings["setting"].map(code_span)
 headers = {"setting": _("in the code"), "value": _("value"), "meaning": _("meaning")}
 st.table(settings.rename(columns=headers).set_index(headers["meaning"])[[headers["value"], headers["setting"]]])
 
-st.subheader(_("Every module, on one example"))
+st.header(_("Every module, on one example"))
 src, tgt = sample_batch(checkpoint.task, vocab, config.max_len)
 st.markdown(
     _(
@@ -97,7 +97,7 @@ summary = parameter_summary(table)
 summary["part"] = summary["part"].map(_)
 parts.dataframe(summary.rename(columns={"part": _("part"), "parameters": _("parameters")}), hide_index=True)
 
-st.subheader(_("Inside one attention block (section 3.2.2)"))
+st.header(_("Inside one attention block (section 3.2.2)"))
 st.latex(
     r"\begin{gathered}\mathrm{head}_i = \mathrm{Attention}(QW^Q_i,\ KW^K_i,\ VW^V_i) \\ "
     r"\mathrm{MultiHead}(Q, K, V) = \mathrm{Concat}(\mathrm{head}_1, \dots, \mathrm{head}_h)\,W^O\end{gathered}"
@@ -135,7 +135,7 @@ chart(
     key="anatomy_projections",
 )
 
-st.subheader(_("Positional encoding (section 3.5)"))
+st.header(_("Positional encoding (section 3.5)"))
 st.latex(  # d_model's subscript at script size: a superscript's own subscript is drawn at half the formula's
     r"\begin{gathered}PE_{(pos,\,2i)} = \sin\!\left(pos / 10000^{2i/d_{\scriptstyle model}}\right) \\ "
     r"PE_{(pos,\,2i+1)} = \cos\!\left(pos / 10000^{2i/d_{\scriptstyle model}}\right)\end{gathered}"

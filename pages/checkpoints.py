@@ -125,7 +125,7 @@ for source, kept in (("trained", TRAINED), ("uploaded", UPLOADED)):
             unread = N_("The {source} checkpoint {name} could not be read: {reason}")
             st.warning(markdown_literal(_(unread, source=_(SOURCES[source]), name=name, reason=err)))
 
-st.subheader(_("Available checkpoints"))
+st.header(_("Available checkpoints"))
 st.caption(
     _(
         "This session keeps its last {most} trained models: download the ones you want to keep for good.",
@@ -181,7 +181,7 @@ def load_upload() -> None:
         flash("checkpoints_upload", "success", said)
 
 
-st.subheader(_("Upload a checkpoint"))
+st.header(_("Upload a checkpoint"))
 limit_mb = min(st.get_option("server.maxUploadSize"), MAX_CHECKPOINT_BYTES // 2**20)
 st.file_uploader(
     _("A .pt file saved by this lab ({most} MB at most)", most=limit_mb),

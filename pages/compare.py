@@ -315,7 +315,7 @@ def show_curves_and_summary(run: ExperimentRun, source: str | Message) -> None:
 
 def show_exports(run: ExperimentRun) -> None:
     """The run shown as a CSV of every run and as an experiment file to load back."""
-    st.subheader(_("Export and share"))
+    st.header(_("Export and share"))
     csv_col, json_col = st.columns(2)
     name = run.experiment.key
     csv_download(csv_col, _("Download all runs (CSV)"), runs_frame(run), f"{name}.csv", "compare_download_csv")

@@ -348,7 +348,7 @@ elif i == last:
             )
         )
 
-    st.subheader(_("Compare with teacher forcing"))
+    st.header(_("Compare with teacher forcing"))
     st.markdown(
         _(
             "In training the decoder is fed the **true** previous tokens (teacher forcing); when decoding it is fed "

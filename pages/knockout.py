@@ -139,7 +139,7 @@ st.caption(
 
 patching_section(checkpoint)
 
-st.subheader(_("Remove heads together"))
+st.header(_("Remove heads together"))
 labels = [h.label for h in heads]
 st.session_state["knockout_heads"] = [h for h in st.session_state.get("knockout_heads", []) if h in labels]
 for col, kind in zip(st.columns(len(ATTENTION_KINDS) + 1), ATTENTION_KINDS):

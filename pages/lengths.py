@@ -145,7 +145,7 @@ st.caption(
     )
 )
 
-st.subheader(_("Wrong outputs"))
+st.header(_("Wrong outputs"))
 if mistakes.empty:
     st.success(_("Every output was right."))
 else:

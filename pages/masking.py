@@ -117,7 +117,7 @@ st.caption(
     )
 )
 
-st.subheader(_("The masks"))
+st.header(_("The masks"))
 st.caption(_("Rows are queries (the position that looks), columns are keys (the positions it may look at)."))
 if not config.causal_mask:
     st.warning(_("This model was trained with the causal mask **off**: its decoder uses only the padding mask."))
@@ -137,7 +137,7 @@ for column, (grid, queries, keys, title) in zip([*st.columns(2), *st.columns(2)]
     figure = mask_heatmap(grids[grid], labels[queries], labels[keys], title, tr=tr)
     chart(column, figure, key=f"mask_fig_{grid}")
 
-st.subheader(_("Attention before and after masking"))
+st.header(_("Attention before and after masking"))
 st.markdown(
     _(
         "**Before**: the softmax of the scaled scores with no mask at all. **After**: the model's real weights. Both "
@@ -246,7 +246,7 @@ def show_masking_result(
         st.info(_("Not the textbook outcome on this input: the differences above are what this model really does."))
 
 
-st.subheader(_("Experiments"))
+st.header(_("Experiments"))
 peek_col, pad_col = st.columns(2)
 with peek_col:
     st.markdown(

@@ -96,7 +96,7 @@ def projector_view(title: str, code: str) -> None:
     with st.container(key="teacher_projector", border=True):
         link_col, qr_col = st.columns([3, 1], vertical_alignment="center")
         with link_col:
-            st.subheader(markdown_literal(title), anchor=False)
+            st.header(markdown_literal(title), anchor=False)
             st.markdown(_("Open this link to join the class, or scan the code with a phone:"))
             with st.container(key="teacher_link"):
                 st.markdown(link_heading(link), unsafe_allow_html=True)  # escaped: the lab's own address

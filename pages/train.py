@@ -256,7 +256,7 @@ if run is not None:
 
 if not active:
     if run is not None:
-        st.subheader(_("Start another run"))
+        st.header(_("Start another run"))
     elif seat:
         recorded_elsewhere(seat)
     own = seat.info.task if seat else own_task_expander(OWN_TASK)

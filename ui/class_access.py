@@ -123,7 +123,7 @@ def start_page() -> None:
             )
     create_col, open_col = st.columns(2)
     with create_col.form("teacher_create"):
-        st.subheader(_("Create a class"))
+        st.header(_("Create a class"))
         st.text_input(_("Title"), key="teacher_title", placeholder=_("Period 3"))
         st.number_input(
             _("Keep its data for (days, {low} to {high})", low=RETENTION_DAYS[0], high=RETENTION_DAYS[1]),
@@ -137,7 +137,7 @@ def start_page() -> None:
     with create_col:
         show_flashes("teacher_create")
     with open_col.form("teacher_open"):
-        st.subheader(_("Open a class's board"))
+        st.header(_("Open a class's board"))
         code = st.text_input(_("Class code"), key="teacher_code", placeholder="amber-otter-7351")
         key = st.text_input(_("Teacher key"), type="password", key="teacher_key")
         if st.form_submit_button(_("Open"), icon=":material/login:", key="teacher_open_button"):
@@ -147,7 +147,7 @@ def start_page() -> None:
 def new_key_panel(title: str, code: str, key: str) -> None:
     """The teacher key of the class just created here, alone on the page: not the link nor the QR code, so it is
     never projected with them. It stays until the teacher says they have saved it."""
-    st.subheader(markdown_literal(title), anchor=False)
+    st.header(markdown_literal(title), anchor=False)
     st.warning(
         _(
             "**Your teacher key**, shown only now: copy it (point at it: a copy button appears at its right) and keep "

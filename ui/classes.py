@@ -126,7 +126,7 @@ def current_class() -> tuple[ClassInfo, Student | None] | None:
 
 def join_form(info: ClassInfo) -> None:
     """The student's one question before they join: their display name."""
-    st.subheader(_("Join the class {title}", title=markdown_literal(info.title)))
+    st.header(_("Join the class {title}", title=markdown_literal(info.title)))
     with st.form("class_join"):
         name = st.text_input(  # no max_chars: Streamlit drops a longer paste whole; the store says how long it is
             _("Your name on the class board"),

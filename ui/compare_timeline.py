@@ -43,7 +43,7 @@ def show_timeline(run: ExperimentRun, live: bool) -> None:
 
 def _explain(run: ExperimentRun) -> None:
     """What the heatmaps show and how alignment is scored."""
-    st.subheader(_("Attention forming during training"))
+    st.header(_("Attention forming during training"))
     explained = EXPLAINED_REVERSE if run.experiment.data.task == "reverse" else EXPLAINED
     st.markdown(_(explained, probe=code_span(" ".join(run.probe_src))))
     alignment, right = _("alignment"), _("1 = always the right token, {uniform} = uniform", uniform=r"$\tfrac{1}{n}$")

@@ -228,7 +228,7 @@ TEACHER = "teacher"  # the Teacher page's prefix
 def class_task_section(info: ClassInfo, code: str, key: str) -> None:
     """The class's own task: what it is, if any, and the upload and table to give it one (a link cannot carry a
     file: the class database keeps it)."""
-    st.subheader(_("The class's own task"), anchor=False)
+    st.header(_("The class's own task"), anchor=False)
     if info.task is not None:
         st.info(_("The class trains its own task, {summary}.", summary=task_summary(info.task)))
         st.button(

@@ -22,7 +22,7 @@ PAIR_FROM = 20  # held-out inputs the first clean and corrupted inputs are looke
 def patching_section(checkpoint: Checkpoint) -> None:
     """Two inputs, a Patch button, and the grid of the sites chosen."""
     model, vocab, task = checkpoint.model, checkpoint.vocab, checkpoint.task
-    st.subheader(_("Activation patching: where does the input's information flow?"))
+    st.header(_("Activation patching: where does the input's information flow?"))
     st.markdown(
         _(
             "Knockout shows what the model cannot do without. Patching shows **which activations carry what an "

@@ -8,7 +8,7 @@ import re
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import pytest
@@ -35,9 +35,11 @@ requires_chromium = pytest.mark.skipif(not CHROMIUM.exists() and not IN_CI, reas
 WCAG_AA = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa", "wcag22aa"]  # axe's tags for WCAG 2.0-2.2, levels A and AA
 
 
-def wcag_violations(page) -> list[str]:
-    """axe-core's WCAG 2.2 A/AA violations on the page as it is now, of any impact, one line per rule and element."""
-    results = Axe().run(page, options={"runOnly": {"type": "tag", "values": WCAG_AA}, "resultTypes": ["violations"]})
+def wcag_violations(page, rules: Sequence[str] = ()) -> list[str]:
+    """axe-core's WCAG 2.2 A/AA violations on the page as it is now, of any impact, one line per rule and element;
+    with `rules`, the violations of those of axe's rules instead (its best practices among them)."""
+    run_only = {"type": "rule", "values": list(rules)} if rules else {"type": "tag", "values": WCAG_AA}
+    results = Axe().run(page, options={"runOnly": run_only, "resultTypes": ["violations"]})
     return [
         f"{rule['id']} ({rule['impact']}): {rule['help']} at {' '.join(map(str, node['target']))}: "
         f"{node.get('failureSummary', '').splitlines()[-1].strip()}"

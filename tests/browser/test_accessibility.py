@@ -37,6 +37,7 @@ def test_no_page_has_a_wcag_violation(projector_page, lab_server, language):
         if name != "home":
             go_to(page, name)
         found += [f"{language} {name}: {line}" for line in wcag_violations(page)]
+        found += [f"{language} {name}: {line}" for line in wcag_violations(page, ["heading-order"])]  # an outline
         found += [f"{language} {name}: inline code at {px} px" for px in page.evaluate(CODE_SIZES) if px < 14]
         names = page.evaluate(CHART_NAMES)
         charts += len(names)

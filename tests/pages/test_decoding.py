@@ -333,7 +333,7 @@ def test_an_input_the_task_has_no_output_for_decodes_and_says_there_is_nothing_t
     to_the_end(at)
     assert not at.exception and not at.error
     assert any("no expected output for this input" in info.value for info in at.info)
-    assert not any("Compare with teacher forcing" in h.value for h in at.subheader)
+    assert not any("Compare with teacher forcing" in h.value for h in at.header)
 
 
 def test_a_task_from_examples_decodes_its_pairs_and_has_no_alignment():
@@ -349,7 +349,7 @@ def test_a_task_from_examples_decodes_its_pairs_and_has_no_alignment():
     assert "The algorithm in the attention: no ideal to compare with" in labels  # it promises no ideal
     assert not any("against the task's ideal" in label for label in labels)
     assert CROSS_SPREAD.format(task="swaps") in [caption.value for caption in at.caption]  # its name, not "pairs"
-    assert any(h.value == "Compare with teacher forcing" for h in at.subheader)  # a held-out pair has its target
+    assert any(h.value == "Compare with teacher forcing" for h in at.header)  # a held-out pair has its target
 
 
 def test_a_task_from_examples_offers_only_the_symbols_its_sources_hold():

@@ -63,7 +63,7 @@ def test_home_links_every_page_in_teaching_order():
 
 def lesson_text(at: AppTest) -> str:
     """The first lesson's text, from the main area's top level (not inside an expander that could fold it)."""
-    headings = [element.value for element in at.main if element.type == "subheader"]
+    headings = [element.value for element in at.main if element.type == "header"]
     assert "A first lesson, about 20 minutes" in headings
     steps = [element.value for element in at.main if element.type == "markdown" and element.value.startswith("1. ")]
     assert len(steps) == 1, steps

@@ -40,8 +40,8 @@ def pick(at: AppTest, language: str) -> None:
     assert not at.exception
 
 
-def subheaders(at: AppTest) -> list[str]:
-    return [element.value for element in at.main if element.type == "subheader"]
+def headers(at: AppTest) -> list[str]:
+    return [element.value for element in at.main if element.type == "header"]
 
 
 @pytest.fixture(autouse=True)
@@ -58,13 +58,13 @@ def class_database(tmp_path, monkeypatch):
 
 def test_with_no_link_and_no_browser_language_the_lab_is_english():
     at = open_page()
-    assert subheaders(at)[:2] == ["Try a trained model now", "A first lesson, about 20 minutes"]
+    assert headers(at)[:2] == ["Try a trained model now", "A first lesson, about 20 minutes"]
     assert at.selectbox(key=PICKER).value == "en" and "lang" not in at.query_params
 
 
 def test_a_link_with_lang_opens_the_lab_in_chinese_and_the_address_keeps_it():
     at = open_page(lang="zh-CN")
-    assert subheaders(at)[:2] == ["先试一个训练好的模型", "第一课，约 20 分钟"]
+    assert headers(at)[:2] == ["先试一个训练好的模型", "第一课，约 20 分钟"]
     assert [link.proto.label for link in at.get("page_link")][:2] == ["**训练**", "**结构剖析**"]
     assert at.selectbox(key=PICKER).value == "zh-CN" and at.query_params["lang"] == "zh-CN"
     at.switch_page("pages/checkpoints.py").run()  # another page: still Chinese, the link too
@@ -75,10 +75,10 @@ def test_a_link_with_lang_opens_the_lab_in_chinese_and_the_address_keeps_it():
 
 def test_the_browser_language_counts_on_a_first_visit_and_a_link_counts_over_it(monkeypatch):
     monkeypatch.setattr(ui.language, "_browser_locale", lambda: "zh-Hans-CN")
-    assert subheaders(open_page())[0] == "先试一个训练好的模型"
-    assert subheaders(open_page(lang="en"))[0] == "Try a trained model now"
+    assert headers(open_page())[0] == "先试一个训练好的模型"
+    assert headers(open_page(lang="en"))[0] == "Try a trained model now"
     monkeypatch.setattr(ui.language, "_browser_locale", lambda: "fr-FR")  # no interface in French: English
-    assert subheaders(open_page())[0] == "Try a trained model now"
+    assert headers(open_page())[0] == "Try a trained model now"
 
 
 def test_english_picked_in_a_chinese_browser_stays_in_the_address(monkeypatch):
@@ -97,7 +97,7 @@ def test_a_language_the_lab_does_not_have_in_a_link_is_named_in_a_notice():
     assert [w.value for w in at.warning] == [
         "The link's lang is not one of en, zh-CN, so the page's default is used. Check the link you opened."
     ]
-    assert subheaders(at)[0] == "Try a trained model now" and "lang" not in at.query_params
+    assert headers(at)[0] == "Try a trained model now" and "lang" not in at.query_params
 
 
 def test_the_picker_changes_the_language_and_the_address_and_nothing_else():
@@ -123,11 +123,11 @@ def test_two_sessions_never_share_a_language():
     chinese, english = open_page(lang="zh-CN"), open_page()
     pick(english, "en")
     chinese.run()
-    assert subheaders(chinese)[0] == "先试一个训练好的模型" and subheaders(english)[0] == "Try a trained model now"
+    assert headers(chinese)[0] == "先试一个训练好的模型" and headers(english)[0] == "Try a trained model now"
     pick(chinese, "en")
     pick(english, "zh-CN")
     english.run()
-    assert subheaders(chinese)[0] == "Try a trained model now" and subheaders(english)[0] == "先试一个训练好的模型"
+    assert headers(chinese)[0] == "Try a trained model now" and headers(english)[0] == "先试一个训练好的模型"
 
 
 def test_the_class_link_carries_the_teachers_language():

@@ -109,7 +109,7 @@ def test_a_new_class_shows_its_key_alone_then_the_projector_view_never_the_key(m
     assert not at.exception and key not in page_text(at) and key not in [c.value for c in at.code]
     link = the_link(at)
     assert [c.value for c in at.code] == [link]  # the link to copy, and nothing else
-    assert link.endswith(f"/train?class={code}") and shown(at.subheader[0].value) == "Period 3"
+    assert link.endswith(f"/train?class={code}") and shown(at.header[0].value) == "Period 3"
     (image,) = at.get("image")
     png = io.BytesIO()
     segno.make_qr(link).save(png, kind="png", scale=8, border=2)
