@@ -156,8 +156,37 @@ def board(code: str, key: str) -> None:
         question = markdown_literal(_(question_text(snapshot.info.question, snapshot.info)))  # it may name a file
         st.markdown(_("**Predictions:** {question}", question=question))
         tally_table(snapshot)
+    joining_section(snapshot, code, key)
     rejoin_section(snapshot, code, key)
     remove_section(snapshot, code, key)
+
+
+def joining_section(snapshot: Snapshot, code: str, key: str) -> None:
+    """Whether new students may join, and the button that changes it: once the class has joined, closing it keeps a
+    name typed to disrupt the board out of its free seats."""
+    closed = snapshot.info.joins_closed
+    if closed:
+        st.info(
+            _(
+                "Closed to new students: the students who joined come back, and one you give a rejoin code moves to "
+                "another browser; nobody else can join."
+            ),
+            icon=":material/lock:",
+        )
+    else:
+        st.caption(_("Anyone with the link can join. Once your class has joined, you can close it to new students."))
+    label = _("Open to new students") if closed else _("Close to new students")
+    icon = ":material/lock_open:" if closed else ":material/lock:"
+    st.button(label, key="teacher_joining", icon=icon, on_click=set_joining, args=(code, key, closed))
+    show_flashes("teacher_joining")
+
+
+def set_joining(code: str, key: str, open_: bool) -> None:
+    """The Close/Open button: the class closed to new students or opened to them, or why not."""
+    try:
+        class_store().set_joining(code, key, open_, caller())
+    except ClassroomError as err:
+        flash("teacher_joining", "error", _("Not done: {reason}.", reason=markdown_literal(_(err))))
 
 
 def rejoin_section(snapshot: Snapshot, code: str, key: str) -> None:

@@ -127,6 +127,12 @@ def current_class() -> tuple[ClassInfo, Student | None] | None:
 def join_form(info: ClassInfo) -> None:
     """The student's one question before they join: their display name."""
     st.header(_("Join the class {title}", title=markdown_literal(info.title)))
+    if info.joins_closed:
+        closed = _(
+            "Your teacher has closed this class to new students. If you joined it from another browser, type your "
+            "name and the rejoin code your teacher gives you."
+        )
+        st.info(closed, icon=":material/lock:")
     with st.form("class_join"):
         name = st.text_input(  # no max_chars: Streamlit drops a longer paste whole; the store says how long it is
             _("Your name on the class board"),

@@ -195,6 +195,28 @@ def test_a_teacher_removes_a_student_with_what_they_recorded_and_the_next_to_joi
     assert store.removed(code, "phone")
 
 
+def test_a_class_closed_to_new_students_takes_back_only_those_who_joined_until_it_opens_again(store, clock):
+    code, key = store.create_class("A")
+    ann = store.join(code, "laptop", "Ann")
+    bob = store.join(code, "phone", "Bob")
+    store.remove_student(code, key, "Bob")
+    assert not store.class_info(code).joins_closed
+    store.set_joining(code, key, False)
+    assert store.class_info(code).joins_closed and store.open_board(code, key).info.joins_closed
+    with pytest.raises(ClassroomError, match="closed this class to new students"):
+        store.join(code, "troll", "Mallory")  # a free seat, Bob's: not taken while closed
+    with pytest.raises(ClassroomError, match="closed this class to new students"):
+        store.join(code, "phone", "Bob")  # a removed student's browser is a new student's now
+    assert store.join(code, "laptop", "anything") == ann  # a browser that joined comes back as itself
+    rejoin = store.let_rejoin(code, key, "Ann")
+    assert store.join(code, "desktop", "Ann", rejoin).id == ann.id  # a student who changed browser moves
+    with pytest.raises(WrongKey):
+        store.set_joining(code, "not the key", True)
+    store.set_joining(code, key, True)
+    assert not store.class_info(code).joins_closed
+    assert store.join(code, "phone", "Bob").position == bob.position
+
+
 def test_a_full_class_takes_a_student_again_once_one_is_removed(store, monkeypatch):
     monkeypatch.setattr(store_module, "MAX_STUDENTS", 3)
     code, key = store.create_class("A")
@@ -1025,6 +1047,21 @@ def test_a_version_8_database_learns_which_browsers_their_teacher_removed(url, c
     reopened.delete_class(code, key)  # and forgets them with the class
     with reopened.engine.begin() as conn:
         assert conn.scalar(select(func.count()).select_from(schema.removals)) == 0
+    reopened.close()
+
+
+def test_a_version_9_database_keeps_its_classes_open_and_learns_to_close_them(url, clock):
+    opened = ClassStore(url, clock)
+    code, key = opened.create_class("Before")
+    with opened.engine.begin() as conn:  # back to version 9's tables
+        conn.exec_driver_sql("ALTER TABLE classes DROP COLUMN joins_closed_at")
+        conn.execute(schema.schema_version.delete().where(schema.schema_version.c.version == 10))
+    opened.close()
+    reopened = ClassStore(url, clock)
+    assert reopened.version == len(schema.MIGRATIONS) == 10 and not reopened.class_info(code).joins_closed
+    reopened.set_joining(code, key, False)
+    with pytest.raises(ClassroomError, match="closed"):
+        reopened.join(code, "laptop", "Ann")
     reopened.close()
 
 

@@ -18,14 +18,14 @@ import transformer.classroom.duration
 import ui.assignment_form
 import ui.classes
 import ui.common
-from tests.helpers.apptest import class_links
+from tests.helpers.apptest import class_links, open_class_link
 from transformer import settings as spec
 from transformer.classroom import Assignment, Caller, ClassroomError, ClassStore, RunState, TooManyAttempts
 from transformer.classroom.assignment import split_groups
 from transformer.figures import PAGE_PX
 from transformer.limits import CLASS_CREATIONS, MAX_TITLE_CHARS, WRONG_KEYS_PER_BROWSER
 from transformer.literal import WORD_JOINER
-from ui.classes import NAME_MOST_PX, fitted_px
+from ui.classes import JOIN_BUTTON, JOIN_NAME, NAME_MOST_PX, fitted_px
 from ui.setting_widgets import widget_value
 
 FINISHED = RunState(
@@ -374,6 +374,28 @@ def test_a_teacher_removes_a_student_s_name_from_the_board_with_what_they_record
     assert store.standing(troll) == (None, None)
     at.run()  # the board's next redraw: what Remove did stays under it
     assert shown(at.success[0].value).startswith("Removed **shout**")
+
+
+def test_a_teacher_closes_the_class_to_new_students_and_a_new_browser_reads_why_it_cannot_join():
+    at = open_teacher()
+    code, _ = create(at)
+    store = ui.classes.class_store()
+    store.join(code, "laptop", "Ada")
+    at.run()
+    at.button(key="teacher_joining").click().run()
+    assert not at.exception and store.class_info(code).joins_closed
+    assert "Closed to new students" in at.info[0].value and at.button(key="teacher_joining").label.startswith("Open")
+    student = open_class_link(code)
+    assert "closed this class to new students" in " ".join(i.value for i in student.info)
+    student.text_input(key=JOIN_NAME).set_value("Mallory")
+    student.button(key=JOIN_BUTTON).click().run()
+    assert [e.value for e in student.error if "closed this class" in e.value] and len(
+        store.snapshot(code).students
+    ) == 1
+    at.button(key="teacher_joining").click().run()  # opened again
+    assert not store.class_info(code).joins_closed and at.button(key="teacher_joining").label.startswith("Close")
+    student.button(key=JOIN_BUTTON).click().run()
+    assert not student.error and len(store.snapshot(code).students) == 2
 
 
 def test_the_exports_hold_what_the_database_holds_when_clicked(media):

@@ -82,6 +82,7 @@ class ClassInfo:
     assignment: Assignment | None
     question: str | None  # a key of questions.QUESTIONS
     task: TaskPairs | None = None  # the class's own task from examples, which its runs learn in place of the form's
+    joins_closed: bool = False  # its teacher closed it to new students: only those who joined may come back
 
 
 @dataclass(frozen=True)

@@ -87,7 +87,8 @@ def class_info_of(conn: Connection, row: Row) -> ClassInfo:
     if row.task_hash is not None:
         stored = select(classes.c.task).where(classes.c.id == row.id)
         task = PARSED_TASKS.get(row.task_hash, lambda: conn.scalar(stored))
-    return ClassInfo(row.code, row.title, row.created_at, row.expires_at, assignment, row.question, task)
+    closed = row.joins_closed_at is not None
+    return ClassInfo(row.code, row.title, row.created_at, row.expires_at, assignment, row.question, task, closed)
 
 
 def student_of(row: Row, assignment: Assignment, code: str, name: str | None = None) -> Student:

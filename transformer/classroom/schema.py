@@ -73,6 +73,7 @@ classes = Table(
     Column("question", String(MAX_KEY_CHARS)),
     Column("task", JSON),  # its own task from examples, TaskPairs.to_dict(): MAX_TASK_FILE_BYTES of text at most
     Column("task_hash", String(64)),  # `task_digest` of its task: a read of the class finds the task parsed by it
+    Column("joins_closed_at", DateTime),  # when its teacher closed it to new students (`ClassStore.set_joining`)
 )
 
 students = Table(
@@ -233,6 +234,11 @@ def _removals_table(conn: Connection) -> None:
     removals.create(conn, checkfirst=True)
 
 
+def _joins_closed(conn: Connection) -> None:
+    """A teacher may close a class to new students."""
+    _add_column(conn, classes, "joins_closed_at")
+
+
 # Version n is MIGRATIONS[n - 1]. Version 1 is the tables as first released.
 MIGRATIONS: list[Migration] = [
     lambda conn: metadata.create_all(conn),
@@ -244,6 +250,7 @@ MIGRATIONS: list[Migration] = [
     _left_browser,
     _name_keys,  # names compare without the characters that draw as nothing, and with one space for many
     _removals_table,
+    _joins_closed,
 ]
 _LOCK_ID = 7_351_000  # PostgreSQL advisory lock held while migrating, so replicas starting together take turns
 

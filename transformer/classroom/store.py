@@ -93,6 +93,9 @@ TAKEN = N_(
 WRONG_REJOIN = N_("this is not the rejoin code for this name: ask your teacher for a new one")
 WRONG_CODE_OR_KEY = N_("no class has this code, or this is not its teacher key")
 NO_SUCH_NAME = N_("no student in this class has this name")
+CLOSED_TO_JOINS = N_(
+    "your teacher has closed this class to new students: if you belong in it, ask them to open it again"
+)
 NOT_SEATED = N_("you are not in this class any more: it has ended, or your teacher removed your name")
 
 
@@ -280,6 +283,15 @@ class ClassStore:
             if conn.execute(started.limit(1)).first() or conn.execute(answered.limit(1)).first():
                 raise ClassroomError(why)
 
+    def set_joining(self, code: str, key: str, open_: bool, caller: Caller | None = None) -> None:
+        """Open the class to new students, or close it: once closed, only a browser that joined comes back, and a
+        student their teacher let rejoin (`let_rejoin`) takes their name to another; a name typed to take a free
+        seat is refused (`join`)."""
+        row = self._teacher(code, key, caller)
+        closed = None if open_ else (row.joins_closed_at or self.now())
+        with self.engine.begin() as conn:
+            conn.execute(update(classes).where(classes.c.id == row.id).values(joins_closed_at=closed))
+
     def delete_class(self, code: str, key: str, caller: Caller | None = None) -> None:
         """Delete the class and everything it recorded, now."""
         row = self._teacher(code, key, caller)
@@ -427,6 +439,8 @@ class ClassStore:
             raise WrongRejoin(WRONG_REJOIN)
         if named is not None:
             raise ClassroomError(TAKEN)
+        if row.joins_closed_at is not None:
+            raise ClassroomError(CLOSED_TO_JOINS)
         taken = set(conn.scalars(select(students.c.position).where(mine)))
         position = next((p for p in range(MAX_STUDENTS) if p not in taken), None)  # a removed student's, first
         if position is None:
