@@ -1002,13 +1002,20 @@ def test_a_class_keeps_its_own_task_and_its_students_see_it(store):
     assert store.class_info(code).task is None
 
 
+def taken_back(opened: ClassStore, version: int, *statements: str) -> None:
+    """`opened`'s database taken back to `version`'s tables by `statements`, the next version unrecorded, and closed:
+    as a server of that version left it."""
+    with opened.engine.begin() as conn:
+        for statement in statements:
+            conn.exec_driver_sql(statement)
+        conn.execute(schema.schema_version.delete().where(schema.schema_version.c.version == version + 1))
+    opened.close()
+
+
 def test_a_version_3_database_is_brought_to_version_4_and_keeps_its_classes(url, clock):
     opened = ClassStore(url, clock)
     code, key = opened.create_class("Before tasks")
-    with opened.engine.begin() as conn:  # back to version 3's tables
-        conn.exec_driver_sql("ALTER TABLE classes DROP COLUMN task")
-        conn.execute(schema.schema_version.delete().where(schema.schema_version.c.version == 4))
-    opened.close()
+    taken_back(opened, 3, "ALTER TABLE classes DROP COLUMN task")
     reopened = ClassStore(url, clock)
     assert reopened.version == len(schema.MIGRATIONS)
     assert reopened.class_info(code).title == "Before tasks" and reopened.class_info(code).task is None
@@ -1021,10 +1028,7 @@ def test_a_version_6_database_keeps_its_students_and_learns_which_browser_a_rejo
     opened = ClassStore(url, clock)
     code, key = opened.create_class("Before")
     ann = opened.join(code, "laptop", "Ann")
-    with opened.engine.begin() as conn:  # back to version 6's tables
-        conn.exec_driver_sql("ALTER TABLE students DROP COLUMN left_browser")
-        conn.execute(schema.schema_version.delete().where(schema.schema_version.c.version == 7))
-    opened.close()
+    taken_back(opened, 6, "ALTER TABLE students DROP COLUMN left_browser")
     reopened = ClassStore(url, clock)
     assert reopened.version == len(schema.MIGRATIONS) and reopened.student(code, "laptop") == ann
     assert reopened.join(code, "tablet", "Ann", reopened.let_rejoin(code, key, "Ann")) == ann
@@ -1036,10 +1040,7 @@ def test_a_version_8_database_learns_which_browsers_their_teacher_removed(url, c
     opened = ClassStore(url, clock)
     code, key = opened.create_class("Before")
     opened.join(code, "laptop", "Ann")
-    with opened.engine.begin() as conn:  # back to version 8's tables
-        conn.exec_driver_sql("DROP TABLE removals")
-        conn.execute(schema.schema_version.delete().where(schema.schema_version.c.version == 9))
-    opened.close()
+    taken_back(opened, 8, "DROP TABLE removals")
     reopened = ClassStore(url, clock)
     assert reopened.version == len(schema.MIGRATIONS) and not reopened.removed(code, "laptop")
     reopened.remove_student(code, key, "Ann")
@@ -1053,10 +1054,7 @@ def test_a_version_8_database_learns_which_browsers_their_teacher_removed(url, c
 def test_a_version_9_database_keeps_its_classes_open_and_learns_to_close_them(url, clock):
     opened = ClassStore(url, clock)
     code, key = opened.create_class("Before")
-    with opened.engine.begin() as conn:  # back to version 9's tables
-        conn.exec_driver_sql("ALTER TABLE classes DROP COLUMN joins_closed_at")
-        conn.execute(schema.schema_version.delete().where(schema.schema_version.c.version == 10))
-    opened.close()
+    taken_back(opened, 9, "ALTER TABLE classes DROP COLUMN joins_closed_at")
     reopened = ClassStore(url, clock)
     assert reopened.version == len(schema.MIGRATIONS) == 10 and not reopened.class_info(code).joins_closed
     reopened.set_joining(code, key, False)
@@ -1069,10 +1067,7 @@ def test_a_version_4_database_keeps_its_classes_tasks_with_their_digest(url, clo
     opened = ClassStore(url, clock)
     (code, key), (plain, _) = opened.create_class("Own task"), opened.create_class("No task")
     opened.set_task(code, key, class_task("kept before digests"))
-    with opened.engine.begin() as conn:  # back to version 4's tables
-        conn.exec_driver_sql("ALTER TABLE classes DROP COLUMN task_hash")
-        conn.execute(schema.schema_version.delete().where(schema.schema_version.c.version == 5))
-    opened.close()
+    taken_back(opened, 4, "ALTER TABLE classes DROP COLUMN task_hash")
     monkeypatch.setattr(rows, "PARSED_TASKS", rows.ParsedTasks(rows.TASKS_KEPT))  # a server started afresh
     reopened = ClassStore(url, clock)
     assert reopened.version == len(schema.MIGRATIONS)
