@@ -32,6 +32,12 @@ def test_the_alignment_title_fits_its_column(language):
     assert not title_overflow(figure, COLUMN_PX), figure.layout.title.text
 
 
+@pytest.mark.parametrize("language, named", [("en", "layer 1, head 2"), ("zh-CN", "层 1 的头 2")])
+def test_the_alignment_curves_name_their_heads_in_words_as_the_heatmaps_do(language, named):
+    figure = alignment_figure([0, 25], {"L0 H0": [0.5, 0.9], "L1 H2": [0.2, 0.3]}, chance=0.2, tr=translator(language))
+    assert figure.data[1].name == named and figure.data[1].hovertemplate.startswith(f"{named}: ")
+
+
 ROWS = [{"step": s, "train_loss": 2 / (s + 1), "token_acc": 0.5, "exact_match": 0.4} for s in range(0, 600, 20)]
 
 

@@ -75,7 +75,7 @@ def test_the_timeline_slider_moves_heatmaps_and_marker(at):
     assert any(c.value.startswith("Outlined: where each output token comes from") for c in at.caption)
     assert chart(at, "compare_timeline_loss")["layout"]["shapes"][0]["x0"] == 0
     alignment = chart(at, "compare_alignment")
-    assert [t["name"] for t in alignment["data"]] == ["L0 H0", "L0 H1", "L0 H2", "L0 H3"]
+    assert [t["name"] for t in alignment["data"]] == [f"layer 0, head {h}" for h in range(4)]
     at.radio(key="compare_timeline_variant").set_value("no PE").run()
     assert not at.exception and "no PE" in chart(at, "compare_heads_0")["layout"]["title"]["text"]
     assert at.select_slider[0].value == 0 and "step 0" in chart(at, "compare_heads_0")["layout"]["title"]["text"]

@@ -11,7 +11,8 @@ from ..curves import downsample
 from ..i18n import N_, Translator
 from ..training import MetricRow
 from . import COLUMN_PX, ENGLISH, LEGEND_AT_FOOT, PAGE_PX, TOOLBAR_PX, fit_title, title_layout, top_margin
-from .heatmaps import PANEL_TITLE_LINE_PX, label_px, stacked_panels, subplot_grid
+from .alignment import head_name
+from .heatmaps import PANEL_TITLE_LINE_PX, escape_labels, label_px, stacked_panels, subplot_grid
 from .lengths import PERCENT_AXIS, shade_trained
 from .palette import SERIES, series_line
 from .theme import FONT
@@ -141,15 +142,16 @@ def alignment_figure(
     """Each head's alignment score (head label -> score per step) over training, with the score of uniform
     attention dashed for reference and an optional marker at `step`."""
     fig = go.Figure()
-    for label, series in scores.items():
+    names = escape_labels([head_name(label, tr) for label in scores])  # in words, as the heatmaps name heads
+    for name, series in zip(names, scores.values()):
         fig.add_trace(
             go.Scatter(
                 x=list(steps),
                 y=list(series),
-                name=label,
+                name=name,
                 mode="lines+markers",
                 customdata=[f"{shown_score(score):.2f}" for score in series],  # as the heatmaps say it
-                hovertemplate=f"{label}: %{{customdata}}<extra></extra>",
+                hovertemplate=f"{name}: %{{customdata}}<extra></extra>",
             )
         )
     fig.add_hline(
