@@ -224,6 +224,22 @@ def test_malformed_files_are_refused_with_a_value_error(tiny_run):
             experiment_from_json(case)
 
 
+@pytest.mark.parametrize(
+    "part, change, said",
+    [
+        ("data", {"task": "no such task"}, "数据部分有一项设置不成立：未知任务"),
+        ("model", {"widht": 3}, "模型部分必须按名称列出它的设置，可用的名称有：vocab_size, d_model"),
+    ],
+)
+def test_a_file_s_wrong_settings_are_named_in_the_reader_s_words_never_a_class_name(tiny_run, part, change, said):
+    data = json.loads(experiment_to_json(tiny_run))
+    data["experiment"][part].update(change)
+    with pytest.raises(ValueError) as refused:
+        experiment_from_json(json.dumps(data))
+    shown = translator("zh-CN").gettext(refused.value)
+    assert said in shown and "Config" not in shown, shown
+
+
 # ---------------------------------------------------------------------------------------- shipped results
 
 

@@ -120,11 +120,12 @@ class _Reader:
 def _config(cls: type, value: Any, where: str) -> Any:
     reader = _Reader(where)
     if not isinstance(value, dict) or not set(value) <= {f.name for f in fields(cls)}:
-        reader.fail(Message(N_("must be a dict of {config} fields"), config=cls.__name__))
+        named = ", ".join(f.name for f in fields(cls))
+        reader.fail(Message(N_("must hold its settings by name, among: {names}"), names=named))
     try:
         return cls(**value)
     except (TypeError, ValueError) as err:
-        reader.fail(Message(N_("is not a valid {config}: {problem}"), config=cls.__name__, problem=bounded(err, 200)))
+        reader.fail(Message(N_("has a setting that cannot be: {problem}"), problem=bounded(err, 200)))
 
 
 def _experiment(value: Any) -> Experiment:
