@@ -98,7 +98,7 @@ def test_encode_takes_only_the_symbols_it_is_given():
 
 @pytest.mark.parametrize(
     "text",
-    ["１２", "٣", "1\u200b2", "\ud800", "😀 1", "1 \x00", "a" * 10_000, "é" * 10_000 + " 1", "1 " * 10_000],
+    ["٣", "1\u200b2", "\ud800", "😀 1", "1 \x00", "a" * 10_000, "é" * 10_000 + " 1", "1 " * 10_000],
 )
 def test_hostile_input_fails_fast_with_short_message(digits, text):
     start = time.perf_counter()
@@ -181,3 +181,11 @@ def test_what_cannot_be_a_symbol_is_refused_as_the_vocabulary_refuses_it(symbol)
     with pytest.raises(ValueError) as refused:
         Vocab([symbol])
     assert str(error.value) == str(refused.value)
+
+
+def test_full_width_characters_from_a_chinese_keyboard_read_as_the_symbols_they_stand_for(digits):
+    assert digits.encode("１２３") == digits.encode("１　２　３") == digits.encode("1 2 3")  # and the wide space
+    wide = Vocab(["Ａ", "A", "b"])  # a symbol that is itself full-width is kept as typed
+    assert wide.encode("Ａ A ｂ") == [wide.symbol_id(0), wide.symbol_id(1), wide.symbol_id(2)]
+    with pytest.raises(ValueError, match="unknown symbol"):
+        digits.encode("①")  # another compatibility form is no digit

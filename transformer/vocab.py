@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import operator
+import unicodedata
 from collections.abc import Collection, Iterable, Sequence
 
 from .i18n import N_, Message
@@ -60,6 +61,7 @@ class Vocab:
         self._itos = [self.PAD, self.BOS, self.EOS, *symbols]
         self._stoi = {s: i for i, s in enumerate(self._itos)}
         self._allowed = _describe(symbols)
+        self._symbol_chars = frozenset("".join(symbols))
 
     @classmethod
     def digits(cls, n: int = 10) -> Vocab:
@@ -107,7 +109,7 @@ class Vocab:
         hold (a task's `source_symbols`): any other symbol is unknown, and messages list only these."""
         if not isinstance(text, str):
             raise TypeError(f"text must be a string of space-separated symbols, got {type(text).__name__}")
-        words = text.split()
+        words = self._narrowed(text).split()
         allowed = self._allowed if symbols is None else _describe(tuple(self._symbols[i] for i in sorted(symbols)))
         if self.spaces_optional:  # split run-together symbols; anything else stays whole, for the error message
             words = [part for word in words for part in (word if self._run_of_symbols(word) else [word])]
@@ -129,6 +131,14 @@ class Vocab:
                 raise ValueError(Message(special, token=repr(word), allowed=allowed))
             ids.append(i)
         return ids
+
+    def _narrowed(self, text: str) -> str:
+        """`text` with each full-width character (a Chinese keyboard's "１２３") read as the one it stands for, unless
+        a symbol holds it as typed: a task whose symbols are full-width keeps them."""
+        wide = [
+            c for c in set(text) if c not in self._symbol_chars and unicodedata.decomposition(c).startswith("<wide>")
+        ]
+        return text.translate({ord(c): unicodedata.normalize("NFKC", c) for c in wide}) if wide else text
 
     def _run_of_symbols(self, word: str) -> bool:
         """Whether `word` is two or more one-character symbols written together."""
