@@ -47,6 +47,14 @@ def test_position_similarity_closes_off_the_trained_positions_with_dashed_lines(
     assert position_similarity_heatmap(position_similarity(TABLE), None, "alike").layout.shapes == ()
 
 
+def test_position_similarity_keeps_square_cells_by_shrinking_the_plot_never_by_widening_an_axis():
+    """Plotly keeps a scale anchor by widening the other axis's range past the data unless that axis is constrained
+    to its domain: on a phone's plot, taller than wide, the positions axis read -20 to 80 for 64 positions."""
+    layout = position_similarity_heatmap(position_similarity(TABLE), 5, "alike").layout
+    assert layout.yaxis.scaleanchor == "x"
+    assert layout.xaxis.constrain == layout.yaxis.constrain == "domain"
+
+
 def test_positional_curves_name_even_dimensions_sine_and_odd_ones_cosine():
     fig = positional_curves(TABLE, [0, 1, 6])
     assert [t.name for t in fig.data] == ["dim 0 (sin)", "dim 1 (cos)", "dim 6 (sin)"]

@@ -61,7 +61,9 @@ def position_similarity_heatmap(similarity, trained: int | None, title: str, tr:
     )
     layout = dict(
         xaxis=dict(title=tr.gettext("position"), constrain="domain"),
-        yaxis=dict(title=tr.gettext("position"), autorange="reversed", scaleanchor="x"),
+        # square cells: the plot shrinks along whichever axis has room to spare, never showing positions past the
+        # table's ("-20" to "80" for 64 positions on a phone, where the plot is taller than wide)
+        yaxis=dict(title=tr.gettext("position"), autorange="reversed", scaleanchor="x", constrain="domain"),
     )
     if trained is not None:
         edge = trained - 0.5
