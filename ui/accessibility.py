@@ -79,6 +79,11 @@ INLINE_CODE = """:is([data-testid="stMarkdownContainer"], [data-testid="stCaptio
 # A button's keyboard shortcut shows as a key badge beside its label; a phone or tablet with no keyboard has no key to
 # press, and on its narrow screen the badge only takes the label's room. Its help still names the key.
 NO_KEYS = """@media (hover: none) and (pointer: coarse) { [data-has-shortcut] > kbd { display: none; } }"""
+# A table's toolbar stands over the line above the table, shown while the pointer is over it; a touch screen has no
+# pointer to move away, so once a table is tapped its toolbar stays and hid the end of a caption above it ("最大 |Δ| =
+# 19.7" read "19"). There each table keeps the toolbar's room above it.
+TOOLBAR_ROOM = """@media (hover: none) and (pointer: coarse) {
+  [data-testid="stElementContainer"]:has([data-testid="stDataFrame"]) { margin-top: 2rem; } }"""
 # A closed sidebar slides out of the window but keeps its links and language picker in the tab order: on a phone Tab
 # went through eleven stops off the window's left edge, the focus nowhere to be seen (WCAG 2.4.7, 2.4.11). Hidden
 # once closed, it leaves the tab order and the screen reader's page too, as a closed drawer should.
@@ -94,6 +99,7 @@ CSS = f""".st-key-{KEY} {{ display: none; }}
 {ONE_CLASS_LINK}
 {INLINE_CODE}
 {NO_KEYS}
+{TOOLBAR_ROOM}
 {CLOSED_SIDEBAR}"""
 # A fixed script, never text from anyone. Installed once per browser tab (Streamlit swaps pages inside one document),
 # it gives each display formula, table or table cell that scrolls a place in the tab order, and takes it back when it no

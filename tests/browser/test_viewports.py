@@ -55,6 +55,9 @@ def test_on_a_phone_every_page_opens_through_the_folded_sidebar_and_fits(new_con
                 if table["past_screen"] > 1:
                     problems.append(f"{name}: a table reaches {table['past_screen']:.0f} px past the screen")
             problems += [f"{name}: labels overlap: {pair}" for pair in page.evaluate(LABEL_OVERLAPS)]
+            for px in page.evaluate(TOOLBAR_OVER):  # shown once a table is tapped: a phone has no pointer to move off
+                if px > 1:
+                    problems.append(f"{name}: a table's toolbar covers {px:.0f} px of what is above the table")
             for formula in page.evaluate(FORMULAS):  # a formula that scrolls says so: a shadow at its edge
                 if formula["scrolls"] and "gradient" not in formula["background"]:
                     problems.append(f"{name}: a formula is cut off at the screen's edge with no sign it scrolls")
@@ -72,6 +75,12 @@ def test_on_a_phone_every_page_opens_through_the_folded_sidebar_and_fits(new_con
         context.close()
 
 
+# How far each table's toolbar reaches over the element above the table, in px.
+TOOLBAR_OVER = """() => [...document.querySelectorAll(
+    '[data-testid="stMain"] [data-testid="stElementContainer"]:has([data-testid="stDataFrame"])')]
+    .filter(table => table.previousElementSibling && table.querySelector('[data-testid="stElementToolbar"]'))
+    .map(table => table.previousElementSibling.getBoundingClientRect().bottom
+        - table.querySelector('[data-testid="stElementToolbar"]').getBoundingClientRect().top)"""
 SMALLEST_TEXT_PX = 12  # the smallest text a phone's reader is given (a chart's cell numbers are no smaller either)
 # Each caption's inline code span (a batch's tokens, a command) and its font size in px: Streamlit's 0.75em of a
 # caption drew 11.2 px on a phone.
