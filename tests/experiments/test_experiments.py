@@ -240,6 +240,15 @@ def test_a_file_s_wrong_settings_are_named_in_the_reader_s_words_never_a_class_n
     assert said in shown and "Config" not in shown, shown
 
 
+@pytest.mark.parametrize("cut", [0.5, 0.01, 0.999])
+def test_a_file_cut_short_says_so_and_what_to_do(tiny_run, cut):
+    text = experiment_to_json(tiny_run)
+    with pytest.raises(ValueError, match="stops part-way.*download it again"):
+        experiment_from_json(text[: int(len(text) * cut)])
+    with pytest.raises(ValueError, match="cannot be read from line"):
+        experiment_from_json(text.replace(":", ";", 1))  # whole, but broken mid-way: not a download's fault
+
+
 # ---------------------------------------------------------------------------------------- shipped results
 
 

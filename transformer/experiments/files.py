@@ -252,6 +252,11 @@ def experiment_from_json(text: str | bytes) -> ExperimentRun:
     except json.JSONDecodeError as err:  # said in the lab's words: the json module's are English only
         if not text.strip():
             raise ValueError(Message(N_("not a JSON file: it is empty"))) from None
+        # JSON up to its end, or a string still open there: the rest is missing
+        if err.pos >= len(err.doc.rstrip()) or err.msg.startswith("Unterminated string"):
+            raise ValueError(
+                Message(N_("the file stops part-way, as one cut short while it downloaded: download it again"))
+            ) from None
         raise ValueError(Message(N_("not a JSON file: it cannot be read from line {line}"), line=err.lineno)) from None
     except RecursionError:
         raise ValueError(Message(N_("not a JSON file: its lists or objects are nested too deep"))) from None
