@@ -253,7 +253,7 @@ def test_compare_shows_the_recurrent_baseline_beside_the_transformer():
     at.radio(key="compare_timeline_variant").set_value("GRU + additive attention").run()
     heads = chart(at, "compare_heads_0")  # the additive attention, drawn as one head, its ideal cells outlined
     assert not at.exception and [t["type"] for t in heads["data"]] == ["heatmap", "scatter"]
-    assert [t["name"] for t in chart(at, "compare_alignment")["data"]] == ["L0 H0"]
+    assert [t["name"] for t in chart(at, "compare_alignment")["data"]] == ["layer 0, head 0"]
 
 
 def test_the_shipped_recurrent_baseline_shows_what_its_expectation_says():
