@@ -55,9 +55,9 @@ def test_a_task_file_loads_as_csv_or_tsv(data):
 
 def test_only_the_first_line_can_be_a_header_and_only_in_the_table_s_words():
     task = read_task_file("源,目标\n".encode() + csv_bytes(header=False) + "\n源,目标".encode(), "sums.csv")
-    assert ("源", "目标") in every_pair(task)  # a pair further down
+    assert ("源", "目 标") in every_pair(task)  # a pair further down, one symbol per character
     task = read_task_file("输入,输出\n".encode() + csv_bytes(header=False), "sums.csv")
-    assert ("输入", "输出") in every_pair(task)  # words the page does not use are a pair
+    assert ("输 入", "输 出") in every_pair(task)  # words the page does not use are a pair
 
 
 def test_cells_starting_with_an_equals_sign_are_literal_symbols():
@@ -70,6 +70,44 @@ def test_a_target_symbol_no_source_has_duplicate_pairs_and_commas_in_tsv_load():
     pairs = [("a b", "x"), ("b a", "y"), ("a", "z"), ("b", "w"), ("a a", "x , y")]
     task = read_task_file(csv_bytes([*pairs, pairs[0], pairs[1]], separator="\t"), "tsv")
     assert every_pair(task) == sorted(pairs) and {"x", "y", "z", "w", ","} <= set(task.symbols)
+
+
+REVERSED = [(a + b + c, c + b + a) for a in "我你他" for b in "爱看" for c in "猫狗"]  # Chinese, as it is written
+
+
+@pytest.mark.parametrize("separator", [",", "\t", "，"])
+def test_chinese_written_without_spaces_holds_one_symbol_per_character(separator):
+    task = read_task_file("源,目标\n".replace(",", separator).encode() + csv_bytes(REVERSED, separator, False), "倒序")
+    spaced = [(" ".join(s), " ".join(t)) for s, t in REVERSED]
+    assert every_pair(task) == sorted(spaced) and set(task.symbols) == set("我你他爱看猫狗")
+    assert (task.min_len, task.max_len) == (3, 3)
+
+
+def test_spaces_keep_chinese_words_and_a_mixed_or_one_character_sequence_stays_whole():
+    pairs = [("我们 爱 你", "你 爱 我们"), ("NLP很好", "好"), ("猫", "狗"), ("ｗｏｒｄ", "ｗ"), ("你们 好", "好")]
+    task = read_task_file(csv_bytes(pairs), "words")
+    assert "我们" in task.symbols and "NLP很好" in task.symbols and "你们" in task.symbols
+    assert ("ｗ ｏ ｒ ｄ", "ｗ") in every_pair(task)  # full-width letters are drawn wide, as Chinese is
+
+
+def test_a_table_of_chinese_pairs_reads_as_the_file_does():
+    rows = [{"source": s, "target": t} for s, t in REVERSED]
+    assert read_task_table(rows, "倒序") == read_task_file(csv_bytes(REVERSED, header=False), "倒序")
+
+
+@pytest.mark.parametrize(
+    "data, message",
+    [
+        ("源,目标\n我爱你，你爱我".encode(), "line 2 is not two cells: .* by a comma, as the first line does, not by"),
+        ("源,目标\n我爱你,你爱我".encode("gbk"), "not UTF-8 text \\(byte 6\\): save it as UTF-8 \\(in Excel, as"),
+        ("源，目标\n我爱你".encode(), "line 2 is not two cells: .* separated by a full-width comma"),
+    ],
+)
+def test_a_chinese_spreadsheet_s_file_is_told_how_to_fix_it(data, message):
+    with pytest.raises(ValueError, match=message) as error:
+        read_task_file(data, "excel.csv")
+    said = translator("zh-CN").gettext(error.value)
+    assert not re.search("[A-Za-z]{3}", said.replace("UTF-8", "").replace("Excel", "").replace("CSV", "")), said
 
 
 @pytest.mark.parametrize(

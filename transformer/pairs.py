@@ -30,7 +30,7 @@ from .limits import (
     MIN_TASK_PAIRS,
 )
 from .task import Task
-from .vocab import Vocab, check_symbol
+from .vocab import Vocab, check_symbol, wide
 
 if TYPE_CHECKING:  # tasks.py imports this module: DataConfig is only named here
     from .tasks import DataConfig
@@ -183,8 +183,11 @@ def pairs_from_rows(rows: Iterable[tuple[str, str, str]], name: str) -> TaskPair
 
 
 def _sequence(where: str, text: str, what: str) -> str:
-    """`text`'s symbols joined by single spaces; ValueError if it has none or more than MAX_SEQ_LEN."""
+    """`text`'s symbols joined by single spaces; ValueError if it has none or more than MAX_SEQ_LEN. Chinese is
+    written without spaces: a sequence of several wide characters and no space holds one symbol per character."""
     words = text.split()
+    if len(words) == 1 and len(words[0]) > 1 and all(map(wide, words[0])):
+        words = list(words[0])
     if not words:
         raise ValueError(Message(N_("{where}: {what} is empty"), where=where, what=Message(what)))
     if len(words) > MAX_SEQ_LEN:

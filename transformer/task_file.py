@@ -9,10 +9,12 @@ symbols separated by spaces:
     big cat sees dog,miko gra doro selu
 
 The first line says the separator: a tab makes it TSV, else it is CSV (commas, and quotes as the csv module reads
-them). A header line `source,target` (or those words in another language of the lab, as the Train page's table
-heads its columns) is skipped, and so are blank lines. Every bound is checked before what it
-bounds is read: the file's size first, then each line's length and the number of lines as they come, then the pairs
-(`pairs.pairs_from_rows`). Anything else gets a ValueError with a one-line reason naming the line.
+them); a first line with a full-width comma (，, as a Chinese keyboard types it) and no comma separates with that.
+Chinese written without spaces holds one symbol per character (`pairs.pairs_from_rows`). A header line
+`source,target` (or those words in another language of the lab, as the Train page's table heads its columns) is
+skipped, and so are blank lines. Every bound is checked before what it bounds is read: the file's size first, then
+each line's length and the number of lines as they come, then the pairs (`pairs.pairs_from_rows`). Anything else
+gets a ValueError with a one-line reason naming the line.
 """
 
 import codecs
@@ -29,7 +31,11 @@ from .pairs import TaskPairs, pairs_from_rows
 
 HEADER = (N_("source"), N_("target"))  # a table's columns, and a task file's header line in any of LANGUAGES
 TOO_LARGE = N_("the task file has {size:,} bytes, more than {mb} MB ({most:,} bytes)")
-NOT_UTF8 = N_("the task file is not UTF-8 text (byte {at})")
+NOT_UTF8 = N_(
+    "the task file is not UTF-8 text (byte {at}): save it as UTF-8 (in Excel, as the type "
+    "“CSV UTF-8 (Comma delimited)”)"
+)
+FULL_WIDTH_COMMA = "，"  # a Chinese keyboard's comma, which separates the cells of a file whose first line has no ","
 
 
 def too_large(size: int) -> Message:
@@ -64,8 +70,9 @@ def read_task_file(data: bytes, name: str) -> TaskPairs:
     lines = io.StringIO(text, newline="").readlines()  # lines end at \n, \r or \r\n only, as the csv module's do
     first = next((line for line in lines if line.strip()), "")
     tsv = "\t" in first
-    reader = csv.reader(_bounded(lines, tsv), delimiter="\t" if tsv else ",", strict=True)
-    return pairs_from_rows(_pairs(reader, tsv), name)
+    delimiter = "\t" if tsv else FULL_WIDTH_COMMA if FULL_WIDTH_COMMA in first and "," not in first else ","
+    reader = csv.reader(_bounded(lines, tsv), delimiter=delimiter, strict=True)
+    return pairs_from_rows(_pairs(reader, delimiter), name)
 
 
 def _bounded(lines: list[str], tsv: bool) -> Iterator[str]:
@@ -84,9 +91,12 @@ def _bounded(lines: list[str], tsv: bool) -> Iterator[str]:
         yield line
 
 
-def _pairs(reader: Iterable[list[str]], tsv: bool) -> Iterator[tuple[str, str, str]]:
-    """(where, source, target) of each pair the csv `reader` reads; blank lines and a header are skipped."""
-    separator = N_("a tab") if tsv else N_("a comma")
+SEPARATORS = {"\t": N_("a tab"), ",": N_("a comma"), FULL_WIDTH_COMMA: N_("a full-width comma (，)")}
+
+
+def _pairs(reader: Iterable[list[str]], delimiter: str) -> Iterator[tuple[str, str, str]]:
+    """(where, source, target) of each pair the csv `reader`, separating cells with `delimiter`, reads; blank lines
+    and a header are skipped."""
     try:
         for cells in reader:
             where = Message(N_("line {n}"), n=reader.line_num)
@@ -94,7 +104,12 @@ def _pairs(reader: Iterable[list[str]], tsv: bool) -> Iterator[tuple[str, str, s
                 continue
             if len(cells) != 2:
                 template = N_("{where} is not two cells: write the source and the target separated by {separator}")
-                raise ValueError(Message(template, where=where, separator=Message(separator)))
+                if delimiter != FULL_WIDTH_COMMA and any(FULL_WIDTH_COMMA in cell for cell in cells):
+                    template = N_(
+                        "{where} is not two cells: write the source and the target separated by {separator}, as "
+                        "the first line does, not by a full-width comma (，)"
+                    )
+                raise ValueError(Message(template, where=where, separator=Message(SEPARATORS[delimiter])))
             if reader.line_num == 1 and tuple(c.strip().lower() for c in cells) in _headers():
                 continue
             yield where, cells[0], cells[1]

@@ -27,6 +27,11 @@ def _describe(symbols: tuple[str, ...]) -> str:
     return text[:60] + " ..." if len(symbols) > 12 or len(text) > 60 else text
 
 
+def wide(char: str) -> bool:
+    """Whether `char` is drawn wide, as a Chinese character or a full-width form is (Unicode's East Asian Width)."""
+    return unicodedata.east_asian_width(char) in "WF"
+
+
 def check_symbol(s: object) -> None:
     """ValueError unless `s` can be a symbol: text of 1 to MAX_SYMBOL_CHARS printable characters without spaces (and
     JOINERS between them: 👨‍👩‍👧 is one emoji of five characters), and not the name of a special token."""

@@ -6,7 +6,8 @@ until one is, and "<prefix>_own_task_from", where it came from ("file" or "table
 is removed); "<prefix>_task_file_<n>" and "<prefix>_task_table_<n>", the widgets (the uploader in a container keyed
 "<prefix>_task_file"; its n in "<prefix>_task_file_n", a new, empty uploader when a student drops a file's task);
 "<prefix>_task_file_read", the id of the upload last read (each upload is read once); "<prefix>_task_rows", the rows
-the table starts from, and "<prefix>_task_table_n", its n (each a new table: see `pairs_table`).
+the table starts from (at first EXAMPLE, in the session's language), and "<prefix>_task_table_n", its n (each a new
+table: see `pairs_table`).
 
 A task needs MIN_TASK_PAIRS pairs (fewer are refused). One pair in HELD_OUT_EVERY is held out, so a task of fewer
 than ENOUGH_PAIRS pairs has fewer than ENOUGH_PAIRS // HELD_OUT_EVERY held out, each a large share of the score, and
@@ -29,18 +30,20 @@ from ui.state import flash, show_flashes
 from ui.streamlit_internals import cut_table_edits
 
 OWN_TASK = "train"  # the Train page's prefix (the Teacher page has its own)
-EXAMPLE = [  # the table's first rows: translate's toy language, which a student may replace
-    ("big cat sees dog", "miko gra doro selu"),
-    ("dog likes small fox", "doro voko pti lika"),
-    ("cat chases owl", "miko ulma chazo"),
-    ("red fox hears cat", "voko ruo miko heru"),
-    ("owl finds big dog", "ulma doro gra fina"),
-    ("old dog sees fox", "doro ald voko selu"),
+EXAMPLE = [  # the table's first rows: translate's toy language, which a student may replace; its sources in the
+    # page's language (words separated by spaces, in the same order)
+    (N_("big cat sees dog"), "miko gra doro selu"),
+    (N_("dog likes small fox"), "doro voko pti lika"),
+    (N_("cat chases owl"), "miko ulma chazo"),
+    (N_("red fox hears cat"), "voko ruo miko heru"),
+    (N_("owl finds big dog"), "ulma doro gra fina"),
+    (N_("old dog sees fox"), "doro ald voko selu"),
 ]
 ABOUT = N_(
     "A CSV or TSV file of `source,target` pairs, one a line, the symbols of each separated by spaces (a first line "
-    "`source,target` is skipped), or the pairs typed into the table. The lab builds the vocabulary from the symbols "
-    "and holds one pair in five out of training, to test the model on."
+    "`source,target` is skipped; Chinese written without spaces is one symbol per character), or the pairs typed "
+    "into the table. The lab builds the vocabulary from the symbols and holds one pair in five out of training, to "
+    "test the model on."
 )
 ENOUGH_PAIRS = 10 * HELD_OUT_EVERY  # fewer pairs train with a warning: under 10 held out, each 10%+ of the score
 FEW_PAIRS = N_(
@@ -111,9 +114,9 @@ def pairs_table(prefix: str) -> pd.DataFrame:
     """The table of typed pairs, at most MAX_TABLE_PAIRS rows; returns its rows. Rows added past them (a paste of
     thousands) are dropped before Streamlit applies them, and the table starts over, as a new table, from the rows
     kept: the browser then shows what the page reads. A warning says so."""
-    start, n = st.session_state.get(f"{prefix}_task_rows"), st.session_state.get(f"{prefix}_task_table_n", 0)
-    if start is None:
-        start = pd.DataFrame(EXAMPLE, columns=list(HEADER))
+    rows = f"{prefix}_task_rows"  # the example in the language the table first shows in: a switch keeps the edits
+    start = st.session_state.setdefault(rows, pd.DataFrame([(_(s), t) for s, t in EXAMPLE], columns=list(HEADER)))
+    n = st.session_state.get(f"{prefix}_task_table_n", 0)
     key = f"{prefix}_task_table_{n}"
     cut = cut_table_edits(key, len(start), MAX_TABLE_PAIRS)
     config = column_labels(start)

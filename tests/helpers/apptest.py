@@ -58,9 +58,11 @@ def open_with_model(
     return at
 
 
-def open_train() -> AppTest:
-    """The app on the Train page, training on one torch thread."""
+def open_train(lang: str | None = None) -> AppTest:
+    """The app on the Train page (opened with `?lang=` where `lang` is given), training on one torch thread."""
     at = AppTest.from_file(APP, default_timeout=30)
+    if lang is not None:
+        at.query_params["lang"] = lang
     at.run()
     torch.set_num_threads(1)  # after the app's own set-up: a busy 2-core machine trains far slower with two
     at.switch_page("pages/train.py")

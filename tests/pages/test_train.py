@@ -13,6 +13,7 @@ from tests.helpers.apptest import choose_task, kept, open_train, poll_until_done
 from tests.helpers.serving import ENDLESS
 from transformer import settings as spec
 from transformer.checkpoint import load_checkpoint
+from transformer.i18n import translator
 from transformer.limits import MAX_TABLE_PAIRS
 from transformer.literal import markdown_literal
 from transformer.model import ModelConfig
@@ -754,6 +755,18 @@ def test_the_table_s_pairs_make_a_task():
     task = at.session_state["train_own_task"]
     assert task.name == "typed pairs" and len(task.train) + len(task.held_out) == len(EXAMPLE)
     assert {"miko", "cat", "selu"} <= set(task.symbols)
+
+
+def test_the_table_starts_from_its_example_in_the_page_s_language_and_keeps_it_across_a_switch():
+    at = open_train(lang="zh-CN")
+    (table,) = at.data_editor
+    chinese = [translator("zh-CN").gettext(s) for s, _ in EXAMPLE]
+    assert table.value["source"].tolist() == chinese and table.value["source"][0] == "大 猫 看见 狗"
+    at.button(key="train_use_table").click().run()
+    assert {"猫", "miko", "selu"} <= set(at.session_state["train_own_task"].symbols)
+    at.session_state["language"] = "en"
+    at.run()
+    assert at.data_editor[0].value["source"].tolist() == chinese  # what the table showed, edits and all
 
 
 def test_a_gallery_task_chosen_on_the_form_trains_with_its_own_vocabulary(stop_jobs):

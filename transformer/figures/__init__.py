@@ -6,10 +6,10 @@ are translated whole, with Plotly's own `%{...}` fields passed in as parameters.
 """
 
 import re
-import unicodedata
 from collections.abc import Callable
 
 from ..i18n import DEFAULT_LANGUAGE, translator
+from ..vocab import wide
 
 ENGLISH = translator(DEFAULT_LANGUAGE)  # every figure's default translator
 
@@ -55,13 +55,9 @@ WHOLE_WORDS = (
 )  # fmt: skip
 
 
-def _wide(char: str) -> bool:
-    return unicodedata.east_asian_width(char) in "WF"
-
-
 def text_width(text: str) -> float:
     """How many Latin characters `text` is as wide as: a Chinese character counts CJK_WIDTH."""
-    return sum(CJK_WIDTH if _wide(c) else 1 for c in text)
+    return sum(CJK_WIDTH if wide(c) else 1 for c in text)
 
 
 # How wide Chromium draws each ASCII character of Source Sans at 14 px (canvas measureText), rounded up to half a
@@ -78,7 +74,7 @@ _OTHER_PX = 9.5
 
 def drawn_px(text: str, size: float = GLYPH_SIZE_PX) -> float:
     """How wide `text` is drawn in the app's font at `size` px, in pixels (GLYPH_PX)."""
-    return sum(_CHAR_PX.get(c, GLYPH_SIZE_PX if _wide(c) else _OTHER_PX) for c in text) * size / GLYPH_SIZE_PX
+    return sum(_CHAR_PX.get(c, GLYPH_SIZE_PX if wide(c) else _OTHER_PX) for c in text) * size / GLYPH_SIZE_PX
 
 
 def _pieces(text: str, width: float, measure: Callable[[str], float] = text_width) -> list[str]:
@@ -98,7 +94,7 @@ def _pieces(text: str, width: float, measure: Callable[[str], float] = text_widt
                 or NO_BREAK in (char, pieces[-1][-1])  # either side of a no-break space
                 or pieces[-1][-1] in OPENING  # after an opening bracket
                 or char in CLOSING  # before a closing mark
-                or not (_wide(char) or _wide(pieces[-1][-1]))  # inside a Latin run
+                or not (wide(char) or wide(pieces[-1][-1]))  # inside a Latin run
             )
         )
         if glued or (bool(pieces) and pieces[-1].strip() in OPERATORS):
