@@ -90,14 +90,23 @@ def qr_png(link: str) -> bytes:
     return buffer.getvalue()
 
 
-def projector_view(title: str, code: str) -> None:
-    """What the room sees: the class's title, its link in large type and a QR code of the link. Never the key."""
+def projector_view(title: str, code: str, closed: bool) -> None:
+    """What the room sees: the class's title, its link in large type and a QR code of the link (for those who joined
+    alone where the class is `closed` to new students). Never the key."""
     link = class_link(code)
     with st.container(key="teacher_projector", border=True):
         link_col, qr_col = st.columns([3, 1], vertical_alignment="center")
         with link_col:
             st.header(markdown_literal(title), anchor=False)
-            st.markdown(_("Open this link to join the class, or scan the code with a phone:"))
+            if closed:
+                st.markdown(
+                    _(
+                        ":material/lock: **Closed to new students.** Students who joined open this link, or scan the "
+                        "code, to come back:"
+                    )
+                )
+            else:
+                st.markdown(_("Open this link to join the class, or scan the code with a phone:"))
             with st.container(key="teacher_link"):
                 st.markdown(link_heading(link), unsafe_allow_html=True)  # escaped: the lab's own address
             with st.popover(_("Copy link"), icon=":material/content_copy:"):  # to paste into a chat or an email
@@ -129,11 +138,18 @@ def board(code: str, key: str) -> None:
         return
     rows = student_rows(snapshot)
     if not len(rows):
-        st.markdown(_("**No student has joined yet.** Share the link above."))
+        if snapshot.info.joins_closed:
+            st.markdown(
+                _("**No student is in the class**, and it is closed to new students: open it to let them join.")
+            )
+        else:
+            st.markdown(_("**No student has joined yet.** Share the link above."))
         show_flashes("teacher_remove", keep=True)  # the class's last student removed: said here
+        joining_section(snapshot, code, key)
         return
     students = ngettext("{n} student", "{n} students", len(rows))
-    st.markdown(" · ".join([f"**{students}**", *state_counts(rows)]))
+    closed = [_(":material/lock: closed to new students")] if snapshot.info.joins_closed else []
+    st.markdown(" · ".join([f"**{students}**", *state_counts(rows), *closed]))
     shown = table_cells(rows)  # its Messages: states, results, and group labels as a setting's words
     curve = st.column_config.LineChartColumn(_("training loss"), width=fitted_px([_("training loss")]))  # its heading
     board_table(shown, "teacher_students", curve=curve)
@@ -177,12 +193,14 @@ def joining_section(snapshot: Snapshot, code: str, key: str) -> None:
         st.caption(_("Anyone with the link can join. Once your class has joined, you can close it to new students."))
     label = _("Open to new students") if closed else _("Close to new students")
     icon = ":material/lock_open:" if closed else ":material/lock:"
-    st.button(label, key="teacher_joining", icon=icon, on_click=set_joining, args=(code, key, closed))
+    if st.button(label, key="teacher_joining", icon=icon):
+        set_joining(code, key, closed)
+        st.rerun()  # the whole page, not the board alone: the projected link says whether it still lets students in
     show_flashes("teacher_joining")
 
 
 def set_joining(code: str, key: str, open_: bool) -> None:
-    """The Close/Open button: the class closed to new students or opened to them, or why not."""
+    """The class closed to new students or opened to them, or why not."""
     try:
         class_store().set_joining(code, key, open_, caller())
     except ClassroomError as err:
@@ -329,7 +347,7 @@ board_in_address(code)
 if "teacher_new_key" in st.session_state:  # a class just created: its key first, alone, until it is saved
     new_key_panel(info.title, code, st.session_state["teacher_new_key"])
     st.stop()
-projector_view(info.title, code)
+projector_view(info.title, code, info.joins_closed)
 st.caption(
     _("Kept until {until:%Y-%m-%d %H:%M %Z}, then deleted with all it recorded.", until=local_time(info.expires_at))
 )

@@ -63,6 +63,10 @@ REMOVED = N_(
     "Your teacher removed your name from this class, with what you recorded. To take part again, join under a name "
     "of yours."
 )
+REMOVED_CLOSED = N_(
+    "Your teacher removed your name from this class, with what you recorded, and the class is closed to new "
+    "students: to take part again, ask your teacher to open it."
+)
 PREDICTION_POLL_S = 5.0  # a prediction's verdict rests on every run of the class: it is read again this often
 
 
@@ -236,7 +240,7 @@ def class_seat() -> Seat | None:
         if class_store().left(info.code, watcher_id()):  # this browser had a seat, now another's
             st.info(_("This browser has left the class: your teacher let you take your name to another browser."))
         elif class_store().removed(info.code, watcher_id()):
-            st.warning(_(REMOVED), icon=":material/person_remove:")
+            st.warning(_(REMOVED_CLOSED if info.joins_closed else REMOVED), icon=":material/person_remove:")
         join_form(info)
         st.stop()
     seat = Seat(info, student)

@@ -140,6 +140,18 @@ def test_a_student_their_teacher_removed_is_told_so_after_a_reload_too(browser):
     assert not open_link(code).warning  # another browser, never removed
 
 
+def test_a_student_removed_from_a_closed_class_is_told_to_ask_their_teacher_not_to_join_again(browser):
+    browser["id"] = "phone"
+    code, key = a_class()
+    join(open_link(code), "Tom")
+    store = ui.classes.class_store()
+    store.set_joining(code, key, False, TEACHER)
+    store.remove_student(code, key, "Tom", TEACHER)
+    ui.common.models_by_browser().clear()
+    (warning,) = [w.value for w in open_link(code).warning if "removed your name" in w.value]
+    assert "ask your teacher to open it" in warning and "join under a name" not in warning
+
+
 def test_a_second_tab_s_join_under_another_name_says_which_name_the_browser_has(browser):
     """Two tabs of one browser show the join form; the first joins as TabOne, then the second's Join, typed TabTwo,
     made it TabOne with nothing said. A browser is one student: the second tab says so, and under which name."""

@@ -398,6 +398,35 @@ def test_a_teacher_closes_the_class_to_new_students_and_a_new_browser_reads_why_
     assert not student.error and len(store.snapshot(code).students) == 2
 
 
+def test_a_closed_class_says_so_on_the_projected_link_and_the_board_s_first_line():
+    at = open_teacher()
+    code, _ = create(at)
+    store = ui.classes.class_store()
+    store.join(code, "laptop", "Ada")
+    at.run()
+    assert any(m.value.startswith("Open this link to join") for m in at.markdown)
+    at.button(key="teacher_joining").click().run()  # the whole page reruns, the projected link above the board too
+    said = [m.value for m in at.markdown]
+    assert not any(m.startswith("Open this link to join") for m in said)
+    assert any("**Closed to new students.** Students who joined open this link" in m for m in said)
+    assert any(m.startswith("**1 student**") and m.endswith("closed to new students") for m in said)
+
+
+def test_a_closed_class_whose_students_were_all_removed_can_be_opened_again():
+    at = open_teacher()
+    code, key = create(at)
+    store = ui.classes.class_store()
+    store.join(code, "laptop", "Ada")
+    store.set_joining(code, key, False)
+    store.remove_student(code, key, "Ada")
+    at.run()
+    said = " ".join(m.value for m in at.markdown)
+    assert "No student is in the class" in said and "Share the link" not in said  # a link nobody can use
+    at.button(key="teacher_joining").click().run()
+    assert not store.class_info(code).joins_closed
+    assert "No student has joined yet" in " ".join(m.value for m in at.markdown)
+
+
 def test_the_exports_hold_what_the_database_holds_when_clicked(media):
     at = open_teacher()
     code, _ = create(at)

@@ -94,7 +94,7 @@ WRONG_REJOIN = N_("this is not the rejoin code for this name: ask your teacher f
 WRONG_CODE_OR_KEY = N_("no class has this code, or this is not its teacher key")
 NO_SUCH_NAME = N_("no student in this class has this name")
 CLOSED_TO_JOINS = N_(
-    "your teacher has closed this class to new students: if you belong in it, ask them to open it again"
+    "your teacher has closed this class to new students; if you belong in it, ask them to open it again"
 )
 NOT_SEATED = N_("you are not in this class any more: it has ended, or your teacher removed your name")
 
