@@ -114,6 +114,12 @@ def test_student_rows_hold_name_group_curve_state_and_result():
     assert list(alone.columns) == ["name", "curve", "state", "result"]
 
 
+def test_a_students_small_curve_holds_each_loss_to_three_significant_digits():
+    losses = (1.5066350650787355, 0.46451234, 0.000123456789)
+    rows = board.student_rows(class_of([finished(300, True, losses=losses)]))
+    assert rows.iloc[0]["curve"] == [1.51, 0.465, 0.000123]  # a screen reader reads the chart's table, not 17 digits
+
+
 def test_a_groups_median_curve_holds_finished_runs_and_drops_runs_still_training_past_their_last_row():
     training = RunState("training", 50, None, ({"step": 25, "train_loss": 4.0}, {"step": 50, "train_loss": 2.0}))
     done = RunState("finished", 50, None, ({"step": 25, "train_loss": 2.0}, {"step": 50, "train_loss": 0.5}))

@@ -25,6 +25,7 @@ from .records import RunState, Snapshot, Student, thin
 
 STALL_ROWS = 8  # a training run whose loss has not fallen below its best for this many metric rows is flagged
 CURVE_POINTS = 60  # points of a student's small curve
+CURVE_DIGITS = 3  # significant digits of each: the curve looks the same, and a screen reader reads its table shorter
 FORMULA_START = "=+-@\t\r"  # a spreadsheet reads a cell starting with one of these as a formula (OWASP)
 SEPARATORS = ",;\t|\r\n"  # where a spreadsheet may split a CSV's text into cells, whatever its quotes say
 # A place where a cell may start (the text's start or just after a separator), spaces and double quotes after it
@@ -140,14 +141,14 @@ def _row_result(run: RunState | None) -> str:
 
 def student_rows(snapshot: Snapshot) -> pd.DataFrame:
     """One row per student in join order: name, group (where a student has one: a class without groups has no such
-    column), a small loss curve (a list), state, result. The curve comes before the state and result, whose words
-    are the widest: a table wider than the page scrolls them, never the curve, out of view (last, it was off the
-    screen of a 1280 px projector at 150% zoom)."""
+    column), a small loss curve (a list, each loss to CURVE_DIGITS significant digits), state, result. The curve
+    comes before the state and result, whose words are the widest: a table wider than the page scrolls them, never
+    the curve, out of view (last, it was off the screen of a 1280 px projector at 150% zoom)."""
     rows = [
         {
             "name": s.name,
             "group": group_words(s.group),
-            "curve": thin(_loss(snapshot.runs.get(s.id)), CURVE_POINTS),
+            "curve": [float(f"{loss:.{CURVE_DIGITS}g}") for loss in thin(_loss(snapshot.runs.get(s.id)), CURVE_POINTS)],
             "state": state_text(snapshot.runs.get(s.id)),
             "result": _row_result(snapshot.runs.get(s.id)),
         }
