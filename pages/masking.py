@@ -61,7 +61,6 @@ def draw_random_pair(task: DataConfig, vocab: Vocab, longest: int) -> None:
     room = max(1, st.session_state.get("mask_pad_to", longest) - 1)
     src_ids, tgt_ids = random_pair(task, vocab, room, seed=random.randrange(2**31))
     st.session_state["mask_src"], st.session_state["mask_tgt"] = vocab.decode(src_ids), vocab.decode(tgt_ids)
-    st.session_state["exp_change_at"] = len(tgt_ids)  # the peek experiment changes the new target's last token
 
 
 src_col, tgt_col, pad_col, random_col = st.columns([3, 3, 1.3, 1.7], vertical_alignment="bottom")
@@ -255,7 +254,8 @@ with peek_col:
             "earlier positions, with the causal mask and without it (a copy of the model with the same weights)."
         )
     )
-    st.session_state.setdefault("exp_change_at", len(tgt_ids))
+    if st.session_state.get("exp_change_for") != tgt_ids:  # a new target, typed or drawn: peek at its last token
+        st.session_state["exp_change_at"], st.session_state["exp_change_for"] = len(tgt_ids), tgt_ids
     change_at = st.number_input(
         _("Position to change (1 = first target token)"), min_value=1, max_value=longest, key="exp_change_at"
     )

@@ -165,6 +165,16 @@ def test_pad_more_shows_diff_tables(at):
     assert "padding mask works" in at.success[0].value
 
 
+def test_a_target_typed_anew_moves_the_peek_to_its_own_last_token_and_a_chosen_position_stays_otherwise(at):
+    at.number_input(key="exp_change_at").set_value(2).run()
+    at.text_input(key="mask_src").set_value("1 2 3").run()
+    assert at.number_input(key="exp_change_at").value == 2  # the same target: the student's choice stays
+    at.text_input(key="mask_tgt").set_value("3 2 1").run()
+    assert at.number_input(key="exp_change_at").value == 3
+    at.button(key="exp_peek_future").click().run()
+    assert not at.error and "causal mask works" in at.success[0].value
+
+
 def test_a_random_pair_moves_the_peek_to_its_own_last_token(at):
     at.number_input(key="exp_change_at").set_value(9)
     at.button(key="mask_random").click()
