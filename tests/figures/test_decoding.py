@@ -24,16 +24,18 @@ from transformer.i18n import translator
 
 def test_probs_bar_sorted_top_k_with_chosen_highlighted():
     probs = torch.tensor([0.0, 0.0, 0.1, 0.4, 0.05, 0.3, 0.15])
-    bar = probs_bar(probs, TOKENS, chosen=5, top_k=3).data[0]
-    assert list(bar.x) == ["a", "c", "d"]
-    assert list(bar.y) == sorted(bar.y, reverse=True) == pytest.approx([0.4, 0.3, 0.15])
+    figure = probs_bar(probs, TOKENS, chosen=5, top_k=3)
+    bar = figure.data[0]
+    assert bar.orientation == "h" and figure.layout.yaxis.autorange == "reversed"  # the likeliest on top
+    assert list(bar.y) == ["a", "c", "d"]  # a label a line: never turned on its side in a narrow column
+    assert list(bar.x) == sorted(bar.x, reverse=True) == pytest.approx([0.4, 0.3, 0.15])
     assert [c == CHOSEN for c in bar.marker.color] == [False, True, False]
 
 
 def test_probs_bar_adds_an_unlikely_chosen_token_last():
     probs = torch.tensor([0.0, 0.0, 0.1, 0.4, 0.05, 0.3, 0.15])
     bar = probs_bar(probs, TOKENS, chosen=2, top_k=2).data[0]
-    assert list(bar.x) == ["a", "c", "EOS"]
+    assert list(bar.y) == ["a", "c", "EOS"]
     assert list(bar.marker.color).index(CHOSEN) == 2
     assert list(bar.marker.color).count(CHOSEN) == 1
 

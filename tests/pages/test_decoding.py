@@ -87,7 +87,7 @@ def test_greedy_step_by_step_to_the_right_answer(solved_reverse):
     assert not at.success  # no output before the end
     figures = charts(at)
     bar = figures["Next-token<br>probabilities"]["data"][0]  # in lines that fit its narrow column
-    assert bar["x"][0] == source[-1]  # reverse starts with the last symbol, and the model is sure of it
+    assert bar["y"][0] == source[-1]  # reverse starts with the last symbol, and the model is sure of it
     heat = array(figures["Cross-attention of step 1, layer 0"]["data"][0]["z"])
     assert heat.shape == (4, 4)  # heads x source tokens
     assert heat.mean(axis=0).argmax() == 3  # to write the first token of the reverse, it looks at the last source token
@@ -235,10 +235,10 @@ def test_sampling_renders_with_its_settings(solved_reverse):
     at.number_input(key="decode_top_k").set_value(3).run()
     assert not at.exception
     bar = charts(at)["Sampling distribution<br>(temperature\xa02,<br>top-k\xa03)"]["data"][0]
-    assert (array(bar["y"]) > 0).sum() <= 3  # top-k leaves only three tokens to draw from
+    assert (array(bar["x"]) > 0).sum() <= 3  # top-k leaves only three tokens to draw from
     (header,) = [m.value for m in at.markdown if m.value.startswith("**Step 1 ")]
     sampled = float(header.rsplit("sampled with p = ", 1)[1][:4])
-    assert "model p = " in header and sampled in [round(float(y), 2) for y in array(bar["y"])]
+    assert "model p = " in header and sampled in [round(float(x), 2) for x in array(bar["x"])]
     click(at, "decode_run_to_end")
     assert at.success[0].value.startswith("Output:")
 

@@ -46,27 +46,29 @@ def probs_bar(
     title: str | None = None,
     tr: Translator = ENGLISH,
 ) -> go.Figure:
-    """The `top_k` most likely next tokens of a (V,) distribution, most likely first; the chosen token's bar is
-    highlighted (and added at the end when it is not among the top k, e.g. an unlikely sample)."""
+    """The `top_k` most likely next tokens of a (V,) distribution, most likely first (at the top); the chosen token's
+    bar is highlighted (and added at the end when it is not among the top k, e.g. an unlikely sample). The bars lie
+    flat, a token's label on its own line: under upright bars a narrow column turned the labels on their side."""
     p, labels = as_array(probs), escape_labels(vocab_tokens)
     order = [int(i) for i in np.argsort(-p, kind="stable")[:top_k]]
     if chosen not in order:
         order.append(chosen)
     trace = dict(
         type="bar",
-        x=[labels[i] for i in order],
-        y=p[order],
+        orientation="h",
+        y=[labels[i] for i in order],
+        x=p[order],
         marker=dict(color=[CHOSEN if i == chosen else OTHER for i in order]),
         text=[f"{p[i]:.2f}" for i in order],
         textposition="outside",
         cliponaxis=False,
-        hovertemplate="%{x}: p = %{y:.4f}<extra></extra>",
+        hovertemplate="%{y}: p = %{x:.4f}<extra></extra>",
     )
     layout = dict(
-        xaxis=dict(title=tr.gettext("next token"), type="category"),
-        yaxis=dict(title=tr.gettext("probability"), range=[0, 1.12]),
+        yaxis=dict(title=tr.gettext("next token"), type="category", autorange="reversed", automargin=True),
+        xaxis=dict(title=tr.gettext("probability"), range=[0, 1.3]),  # room for "1.00" beside a whole bar
         uniformtext=dict(minsize=11, mode="hide"),
-    )  # no unreadably small labels over narrow bars
+    )  # no unreadably small labels beside thin bars
     title = title or tr.gettext("Next-token probabilities")
     title = fit_title(title, PROBS_COLUMN_PX, BUILT_TITLE_SIZE_PX)
     return build_figure([trace], layout, title, height=400)

@@ -74,19 +74,26 @@ def _curve(fig: go.Figure, trace, name: str, tr: Translator) -> str | None:
     return tr.gettext(N_("{name}: {last} at {axis} {x}, up from {first}."), **values)
 
 
+def _flat(trace) -> bool:
+    """Whether `trace` is bars lying flat: its values on the x-axis, its labels on the y-axis."""
+    return trace.type == "bar" and trace.orientation == "h"
+
+
 def _bars(fig: go.Figure, trace, name: str, tr: Translator) -> str | None:
-    values = [float(y) for y in trace.y if y is not None] if trace.y is not None else []
+    heights, places = (trace.x, trace.y) if _flat(trace) else (trace.y, trace.x)
+    values = [float(v) for v in heights if v is not None] if heights is not None else []
     if not values:
         return tr.gettext(N_("{name}: no data yet."), name=name)
     x_axis, y_axis = _axis(fig, trace.xaxis, "x"), _axis(fig, trace.yaxis, "y")
-    suffix = y_axis.get("ticksuffix") or ""
+    label_axis, value_axis = (y_axis, x_axis) if _flat(trace) else (x_axis, y_axis)
+    suffix = value_axis.get("ticksuffix") or ""
     high, low = int(np.argmax(values)), int(np.argmin(values))
     return tr.gettext(
         N_("{name}: highest {high} ({high_value}), lowest {low} ({low_value})."),
         name=name,
-        high=_label(x_axis, trace.x[high]),
+        high=_label(label_axis, places[high]),
         high_value=_number(values[high], suffix),
-        low=_label(x_axis, trace.x[low]),
+        low=_label(label_axis, places[low]),
         low_value=_number(values[low], suffix),
     )
 
@@ -130,7 +137,8 @@ def _trace(fig: go.Figure, trace, tr: Translator) -> str | None:
     """What one trace shows, in a sentence; None for a trace drawn only as context (no hover)."""
     if getattr(trace, "hoverinfo", None) == "skip" or trace.visible is False:
         return None
-    name = plain(trace.name) or plain((_axis(fig, trace.yaxis, "y").get("title") or {}).get("text"))
+    values_axis = _axis(fig, trace.xaxis, "x") if _flat(trace) else _axis(fig, trace.yaxis, "y")
+    name = plain(trace.name) or plain((values_axis.get("title") or {}).get("text"))
     if panel := _panel(fig, trace):
         name = f"{name} ({panel})" if name else panel
     name = name or tr.gettext(N_("values"))
