@@ -139,9 +139,7 @@ def board(code: str, key: str) -> None:
     rows = student_rows(snapshot)
     if not len(rows):
         if snapshot.info.joins_closed:
-            st.markdown(
-                _("**No student is in the class**, and it is closed to new students: open it to let them join.")
-            )
+            st.markdown(_("**No student is in the class.**"))  # closed: the notice and its Open button follow
         else:
             st.markdown(_("**No student has joined yet.** Share the link above."))
         show_flashes("teacher_remove", keep=True)  # the class's last student removed: said here

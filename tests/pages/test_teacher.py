@@ -422,6 +422,7 @@ def test_a_closed_class_whose_students_were_all_removed_can_be_opened_again():
     at.run()
     said = " ".join(m.value for m in at.markdown)
     assert "No student is in the class" in said and "Share the link" not in said  # a link nobody can use
+    assert "Closed to new students" in at.info[0].value
     at.button(key="teacher_joining").click().run()
     assert not store.class_info(code).joins_closed
     assert "No student has joined yet" in " ".join(m.value for m in at.markdown)
