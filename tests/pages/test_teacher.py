@@ -376,12 +376,18 @@ def test_a_teacher_removes_a_student_s_name_from_the_board_with_what_they_record
     assert shown(at.success[0].value).startswith("Removed **shout**")
 
 
-def test_a_teacher_closes_the_class_to_new_students_and_a_new_browser_reads_why_it_cannot_join():
-    at = open_teacher()
-    code, _ = create(at)
+def board_of_ada(at: AppTest) -> tuple[str, str, ClassStore]:
+    """A class created on the page, Ada joined from her laptop, the board drawn: its code, key and store."""
+    code, key = create(at)
     store = ui.classes.class_store()
     store.join(code, "laptop", "Ada")
     at.run()
+    return code, key, store
+
+
+def test_a_teacher_closes_the_class_to_new_students_and_a_new_browser_reads_why_it_cannot_join():
+    at = open_teacher()
+    code, _, store = board_of_ada(at)
     at.button(key="teacher_joining").click().run()
     assert not at.exception and store.class_info(code).joins_closed
     assert "Closed to new students" in at.info[0].value and at.button(key="teacher_joining").label.startswith("Open")
@@ -400,10 +406,7 @@ def test_a_teacher_closes_the_class_to_new_students_and_a_new_browser_reads_why_
 
 def test_a_closed_class_says_so_on_the_projected_link_and_the_board_s_first_line():
     at = open_teacher()
-    code, _ = create(at)
-    store = ui.classes.class_store()
-    store.join(code, "laptop", "Ada")
-    at.run()
+    board_of_ada(at)
     assert any(m.value.startswith("Open this link to join") for m in at.markdown)
     at.button(key="teacher_joining").click().run()  # the whole page reruns, the projected link above the board too
     said = [m.value for m in at.markdown]
@@ -414,9 +417,7 @@ def test_a_closed_class_says_so_on_the_projected_link_and_the_board_s_first_line
 
 def test_a_closed_class_whose_students_were_all_removed_can_be_opened_again():
     at = open_teacher()
-    code, key = create(at)
-    store = ui.classes.class_store()
-    store.join(code, "laptop", "Ada")
+    code, key, store = board_of_ada(at)
     store.set_joining(code, key, False)
     store.remove_student(code, key, "Ada")
     at.run()
