@@ -189,3 +189,10 @@ def test_full_width_characters_from_a_chinese_keyboard_read_as_the_symbols_they_
     assert wide.encode("Ａ A ｂ") == [wide.symbol_id(0), wide.symbol_id(1), wide.symbol_id(2)]
     with pytest.raises(ValueError, match="unknown symbol"):
         digits.encode("①")  # another compatibility form is no digit
+
+
+@pytest.mark.parametrize("text, named", [("１ ｗ", "'ｗ'"), ("１ｗ２", "'１ｗ２'"), ("1　ＰＡＤ", "'ＰＡＤ'")])
+def test_a_full_width_symbol_the_task_lacks_is_named_as_it_was_typed(digits, text, named):
+    with pytest.raises(ValueError) as error:
+        digits.encode(text)
+    assert f" {named} " in f" {error.value} ".replace(";", " ")

@@ -114,26 +114,29 @@ class Vocab:
         hold (a task's `source_symbols`): any other symbol is unknown, and messages list only these."""
         if not isinstance(text, str):
             raise TypeError(f"text must be a string of space-separated symbols, got {type(text).__name__}")
+        typed = text.split()  # each word as typed, for messages: narrowing changes no character's place
         words = self._narrowed(text).split()
         allowed = self._allowed if symbols is None else _describe(tuple(self._symbols[i] for i in sorted(symbols)))
         if self.spaces_optional:  # split run-together symbols; anything else stays whole, for the error message
-            words = [part for word in words for part in (word if self._run_of_symbols(word) else [word])]
+            runs = [self._run_of_symbols(word) for word in words]
+            typed = [part for word, run in zip(typed, runs) for part in (word if run else [word])]
+            words = [part for word, run in zip(words, runs) for part in (word if run else [word])]
         if not words:
             raise ValueError(Message(N_("enter at least one symbol ({allowed})"), allowed=allowed))
         if max_len is not None and len(words) > max_len:
             too_long = N_("input has {count} symbols; the most is {most}")
             raise ValueError(Message(too_long, count=len(words), most=max_len))
         ids = []
-        for word in words:
+        for word, as_typed in zip(words, typed):
             i = self._stoi.get(word)
             if i is None or symbols is not None and i >= N_SPECIAL and i - N_SPECIAL not in symbols:
                 unknown = N_("unknown symbol {symbol}; use {allowed}")
                 if not self.spaces_optional:
                     unknown = N_("unknown symbol {symbol}; use {allowed}, separated by spaces")
-                raise ValueError(Message(unknown, symbol=_preview(word), allowed=allowed))
+                raise ValueError(Message(unknown, symbol=_preview(as_typed), allowed=allowed))
             if i < N_SPECIAL:
                 special = N_("{token} is a special token; type only symbols ({allowed})")
-                raise ValueError(Message(special, token=repr(word), allowed=allowed))
+                raise ValueError(Message(special, token=repr(as_typed), allowed=allowed))
             ids.append(i)
         return ids
 
