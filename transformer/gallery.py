@@ -2,7 +2,8 @@
 is made for. Each has a vocabulary of its own, draws its own sources, and says in one line what it teaches.
 
 Each states the default run that solves its whole held-out set (`defaults`: settings by name, its step budget among
-them), as `python benchmarks/gallery_bench.py` shows (docs/benchmarks.md). Where the output tokens each come from one
+them), as `python benchmarks/gallery_bench.py` shows (docs/benchmarks.md), and the steps such a run takes on average
+(`usual_steps`, measured by the class load test, docs/classroom.md). Where the output tokens each come from one
 source token, it gives the source position of each (`source_positions`): its ideal cross-attention.
 """
 
@@ -57,6 +58,7 @@ class Addition(GalleryTask):
     symbols_mean = N_("digits (the number base)")
     defaults = {"min_len": 3, "max_len": 5, "n_symbols": 10, "n_layers": 2, "lr": 0.01, "warmup": 200,
                 "batch_size": 128, "steps": 4000, "time_budget_s": 120}  # fmt: skip
+    usual_steps = 1531
 
     def symbols(self, n_symbols: int) -> tuple[str, ...]:
         return (*map(str, range(n_symbols)), "+")
@@ -137,6 +139,7 @@ class Translation(GalleryTask):
     symbol_counts = range(2, len(SOURCE_WORDS["noun"]) + 1)
     symbols_mean = N_("nouns")
     defaults = {"min_len": 3, "max_len": 7, "n_symbols": 10, "steps": 1000}  # the Train page's model and batch
+    usual_steps = 165
 
     def symbols(self, n_symbols: int) -> tuple[str, ...]:
         words = SOURCE_WORDS, TARGET_WORDS
@@ -197,6 +200,7 @@ class Deduplicate(GalleryTask):
         "depends on what the input holds."
     )
     defaults = {"min_len": 4, "max_len": 8, "n_symbols": 6, "lr": 0.01, "steps": 3000}  # the Train page's model
+    usual_steps = 619
 
     def target(self, source: Sequence[int], n_symbols: int) -> list[int]:
         return list(dict.fromkeys(source))
@@ -269,6 +273,7 @@ class Brackets(GalleryTask):
     # the Train page's model, its raw weights: the network solves the task long before its running average does
     defaults = {"min_len": 6, "max_len": 10, "n_symbols": 8, "lr": 0.005, "batch_size": 128, "ema_decay": 0.0,
                 "steps": 3000}  # fmt: skip
+    usual_steps = 1037
 
     def symbols(self, n_symbols: int) -> tuple[str, ...]:
         return (*BRACKETS[:n_symbols], "yes", "no")
@@ -331,6 +336,7 @@ class Caesar(GalleryTask):
     symbol_counts = range(2, len(ascii_lowercase) + 1)
     symbols_mean = N_("letters")
     defaults = {"min_len": 3, "max_len": 8, "n_symbols": 8, "lr": 0.01, "steps": 1500}  # the Train page's model
+    usual_steps = 428
 
     def symbols(self, n_symbols: int) -> tuple[str, ...]:
         return _letters(n_symbols)
@@ -356,6 +362,7 @@ class Repeat(GalleryTask):
     lengths = range(1, MAX_SEQ_LEN // 2 + 1)
     symbol_counts = range(2, MAX_SYMBOLS + 1)
     defaults = {"min_len": 1, "max_len": 8, "n_symbols": 10, "steps": 1000}  # the Train page's model and batch
+    usual_steps = 227
 
     def target(self, source: Sequence[int], n_symbols: int) -> list[int]:
         return [s for s in source for _ in range(2)]

@@ -8,7 +8,9 @@ length or order from their inputs; a task from examples (`pairs.PairsTask`) is i
 out, and travels in its DataConfig instead of the registry. To add a function task, write it and decorate it, with
 the source position each output token comes from where there is one:
 
-    @register_task("reverse", N_("Output the input backwards."), alignment=lambda s: list(range(len(s)))[::-1])
+    @register_task(
+    "reverse", N_("Output the input backwards."), alignment=lambda s: list(range(len(s)))[::-1], usual_steps=163
+)
     def reverse(seq: list[int], n_symbols: int) -> list[int]:
         return seq[::-1]
 
@@ -46,6 +48,10 @@ class Task(ABC):
     symbol_counts: range = range(2, MAX_SYMBOLS + 1)  # the values DataConfig.n_symbols may take
     symbols_mean: str = N_("symbols")  # what n_symbols counts, for messages
     defaults: Mapping[str, object] = {}  # the settings of its default run that differ from the settings' defaults
+    # The mean steps its default run trains (to solve its task, or to its step budget) over the class load test's 30
+    # seeds (docs/classroom.md, `benchmarks/protocol_load_test.py --task NAME`), which a lesson plans by; None if not
+    # measured
+    usual_steps: int | None = None
 
     @abstractmethod
     def target(self, source: Sequence[int], n_symbols: int) -> list[int]:
@@ -151,6 +157,7 @@ class FunctionTask(Task):
     description: str
     fn: TaskFn
     alignment: PositionsFn | None = None
+    usual_steps: int | None = None
 
     def target(self, source: Sequence[int], n_symbols: int) -> list[int]:
         return self.fn(list(source), n_symbols)  # a copy: a task may edit `seq` in place
@@ -171,11 +178,14 @@ def register(task: AnyTask) -> AnyTask:
     return task
 
 
-def register_task(name: str, description: str, alignment: PositionsFn | None = None) -> Callable[[TaskFn], TaskFn]:
-    """Decorator that registers `fn(seq, n_symbols) -> target` as a FunctionTask, with its `alignment` if any."""
+def register_task(
+    name: str, description: str, alignment: PositionsFn | None = None, usual_steps: int | None = None
+) -> Callable[[TaskFn], TaskFn]:
+    """Decorator that registers `fn(seq, n_symbols) -> target` as a FunctionTask, with its `alignment` and its default
+    run's `usual_steps` if any."""
 
     def decorator(fn: TaskFn) -> TaskFn:
-        register(FunctionTask(name, description, fn, alignment))
+        register(FunctionTask(name, description, fn, alignment, usual_steps))
         return fn
 
     return decorator
@@ -209,7 +219,9 @@ def copy(seq: list[int], n_symbols: int) -> list[int]:
     return seq
 
 
-@register_task("reverse", N_("Output the input backwards."), alignment=lambda s: list(range(len(s)))[::-1])
+@register_task(
+    "reverse", N_("Output the input backwards."), alignment=lambda s: list(range(len(s)))[::-1], usual_steps=163
+)
 def reverse(seq: list[int], n_symbols: int) -> list[int]:
     return seq[::-1]
 

@@ -10,6 +10,8 @@ from transformer.classroom import Assignment
 from transformer.classroom.assignment import split_groups
 from transformer.classroom.duration import class_time, step_seconds
 from transformer.run_configs import run_configs
+from transformer.task_file import read_task_table
+from transformer.tasks import get_task
 
 
 @pytest.fixture
@@ -39,6 +41,30 @@ def test_groups_are_paced_each_and_the_slowest_bounds_the_class(monkeypatch):
     assignment = Assignment({"steps": 100}, setting="positional", groups=split_groups("positional"))
     bound = class_time(assignment, None, 30, 3, 600)
     assert (bound.step_s, bound.run_s) == (0.002, pytest.approx(0.2))  # the group without positional encoding
+
+
+def test_a_class_on_a_task_s_default_run_also_plans_by_its_measured_mean_steps(paced):
+    bound = class_time(Assignment({"steps": 3000, "seed": 7}), None, 30, 2, 600)  # reverse's, a longer budget
+    assert bound.usual_steps == get_task("reverse").usual_steps == 163
+    assert bound.usual_class_s == pytest.approx(15 * 163 * 32 / 1000)  # 30 runs of 163 steps, 2 at a time
+    short = class_time(Assignment({"steps": 100}), None, 30, 2, 600)
+    assert short.usual_class_s == pytest.approx(short.class_s)  # a budget below the mean: the budget's
+    add = class_time(Assignment({"task": "add", **get_task("add").defaults}), None, 30, 2, 600)
+    assert add.usual_steps == 1531 and add.usual_class_s < add.class_s
+
+
+@pytest.mark.parametrize(
+    "assignment, pairs",
+    [
+        (Assignment({"lr": 0.01}), None),  # another run than the task's default
+        (Assignment({"task": "count", **get_task("count").defaults, "d_model": 32}), None),
+        (Assignment({}, setting="positional", groups=split_groups("positional")), None),  # a group without PE
+        (Assignment({}), read_task_table([{"source": f"{i} {i}", "target": str(i)} for i in range(9)], "own")),
+    ],
+)
+def test_any_other_run_has_no_usual_figure_only_its_bound(paced, assignment, pairs):
+    bound = class_time(assignment, pairs, 30, 2, 600)
+    assert bound.usual_steps is None and bound.usual_class_s is None and bound.class_s > 0
 
 
 def test_the_pace_is_measured_on_a_real_run_and_stops_at_its_cpu_time(monkeypatch):

@@ -6,6 +6,7 @@ action ends in a message, never an exception."""
 import csv
 import io
 import json
+import math
 import re
 from urllib.parse import urlsplit
 
@@ -197,6 +198,20 @@ def test_the_assignment_says_how_long_a_class_of_30_takes_on_this_server():
     at.button(key="teacher_save").click().run()
     (said,) = [c.value for c in at.caption if "How long a class takes here" in c.value]
     assert f"budget of {spec.default_run('count')['steps']:,} steps" in said  # the saved assignment's
+
+
+def test_a_class_on_a_task_s_default_run_is_told_how_long_it_usually_takes(monkeypatch):
+    monkeypatch.setattr(transformer.classroom.duration, "step_seconds", lambda configs: 0.02)  # 20 ms a step
+    ui.assignment_form.paced_class_time.clear()
+    at = open_teacher()
+    create(at)
+    slots = ui.common.run_registry().slots
+    (said,) = [c.value for c in at.caption if "Usually sooner" in c.value]
+    minutes = math.ceil(math.ceil(30 / slots) * 163 * 0.02 / 60)
+    assert f"they trained 163 steps on average, so a class of 30 usually takes about {minutes} min" in said
+    at.number_input(key="teacher_d_model").set_value(64)
+    at.button(key="teacher_save").click().run()
+    assert not [c for c in at.caption if "Usually sooner" in c.value]  # another run: its bound alone
 
 
 def test_the_assignment_warns_when_its_runs_reach_their_time_budget_before_their_steps(monkeypatch):
