@@ -20,7 +20,7 @@ from transformer.alignment import (
     unaligned_input,
 )
 from transformer.decoding import DecodeStep
-from transformer.figures import PHONE_CHART_PX
+from transformer.figures import COLUMN_PX, PHONE_CHART_PX
 from transformer.figures.alignment import best_head_figure, head_name, ideal_over_learned
 from transformer.figures.attention import attention_heatmaps
 from transformer.i18n import N_
@@ -175,9 +175,10 @@ def train_alignment(job: Run) -> None:
         )
         return
     tr, line_col, heads_col = session_translator(), *st.columns(2)
+    fit_px = narrowest_chart_px(COLUMN_PX)  # the columns' titles and the source's labels are fitted to it
     chart(
         line_col,
-        best_head_figure(probe.steps, probe.best, 1 / len(probe.source), FOUND, CHART_HEIGHT, tr=tr),
+        best_head_figure(probe.steps, probe.best, 1 / len(probe.source), FOUND, CHART_HEIGHT, tr=tr, fit_px=fit_px),
         key="train_alignment_chart",
     )
     line_col.caption(search_outcome(probe, ended=job.done))
@@ -193,7 +194,7 @@ def train_alignment(job: Run) -> None:
             _("Cross-attention at step {step}, layer {layer}", step=probe.steps[-1], layer=layer),
             per_row=2,  # at most: in a column half a projector's page wide, a phone's page wide on a phone
             tr=tr,
-            fit_px=PHONE_CHART_PX,  # the narrower of the two: the source's labels are fitted to it
+            fit_px=fit_px,
         ),
         key="train_alignment_heads",
     )

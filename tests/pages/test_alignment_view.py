@@ -2,14 +2,16 @@
 cross-attention, each head's score, and the best head's score over a run."""
 
 import numpy as np
+import plotly.graph_objects as go
 import pytest
 import torch
 from streamlit.testing.v1 import AppTest
 
 from tests.helpers import array
 from tests.helpers.apptest import chart, kept, open_train, open_with_model, poll_until_done, start
-from tests.helpers.figures import key_label_clashes
+from tests.helpers.figures import key_label_clashes, title_overflow
 from transformer.alignment import FOUND, alignment_series, best_head, head_of, head_scores, shown_score
+from transformer.figures import COLUMN_PX
 from transformer.serving import Run
 
 pytestmark = pytest.mark.usefixtures("restore_threads", "fresh_registry")  # tests/pages/conftest.py
@@ -62,15 +64,18 @@ def test_train_draws_the_best_heads_score_at_every_snapshot_and_the_newest_heads
 
 
 @pytest.mark.timeout(300)
-def test_train_s_heads_on_a_phone_leave_each_source_token_s_label_room_under_its_column():
-    """A run on inputs of 12: the heads chart, in a column as wide as a phone's page (356 px, measured), keeps every
-    source token's label clear of its neighbours and of the next panel (Chromium draws a digit 8 px wide)."""
+def test_train_s_alignment_charts_fit_their_half_page_column_on_a_laptop_at_150_percent():
+    """A run on inputs of 12: the heads chart, in a column half a page wide (241 px on a 1280 px laptop at 150% zoom,
+    narrower than a phone's page), keeps every source token's label clear of its neighbours and of the next panel
+    (Chromium draws a digit 8 px wide), and both charts' titles fit the column (they ran past both its edges)."""
     at = open_train()
     start(at, task="reverse", min_len=12, max_len=12, steps=40)
     poll_until_done(at)
     heads = chart(at, "train_alignment_heads")
     assert len(heads["layout"]["xaxis"]["tickvals"]) == 12
-    assert not key_label_clashes(heads, 356, lambda text: 8.0 * len(text))
+    assert not key_label_clashes(heads, COLUMN_PX, lambda text: 8.0 * len(text))
+    for key in ("train_alignment_chart", "train_alignment_heads"):
+        assert not title_overflow(go.Figure(chart(at, key)), COLUMN_PX), key
 
 
 def test_a_one_symbol_probe_has_no_alignment_to_find():

@@ -8,7 +8,7 @@ import plotly.graph_objects as go
 
 from ..alignment import head_of, shown_score
 from ..i18n import Translator
-from . import ENGLISH, title_layout, top_margin
+from . import ENGLISH, fit_title, title_layout, top_margin
 from .attention import attention_heatmaps
 from .heatmaps import as_array, escape_labels
 from .palette import HIGHLIGHT
@@ -61,6 +61,7 @@ def ideal_over_learned(
 
 LABEL_SPAN = 0.15  # a line's label, of the 0..1 axis of a best-head figure: a curve ending within it would cross it
 NOTE_PX = 28  # a line's label drawn at the figure's 16 px font, in pixels of height
+TITLE_PX = 18  # the best-head figure's title
 TOP, BOTTOM_PX = 1.02, 60  # a best-head figure's axis top (a curve at 1 in view), and its margin under the plot
 
 
@@ -78,14 +79,15 @@ def best_head_figure(
     threshold: float,
     height: int = 320,
     tr: Translator = ENGLISH,
+    fit_px: int | None = None,
 ) -> go.Figure:
     """The best-aligned head's score at each step (its name in the hover), with `threshold` dashed and uniform
-    attention's score (`chance`) dotted. The threshold's label sits away from the curve: above the right end of its
-    line while the curve ends below it, and under the left end once the curve ends above it (where the curve starts,
-    near uniform attention), since a curve rising through the threshold late in the run crosses the line's right
-    end (in Chinese the label is as long as a fifth of the line). Uniform attention's label sits above its line, but
-    below it where a curve that stayed near uniform (a model without positional encoding) ends just above, and would
-    strike it through."""
+    attention's score (`chance`) dotted; its title in lines that fit a chart `fit_px` wide, where given. The
+    threshold's label sits away from the curve: above the right end of its line while the curve ends below it, and
+    under the left end once the curve ends above it (where the curve starts, near uniform attention), since a curve
+    rising through the threshold late in the run crosses the line's right end (in Chinese the label is as long as a
+    fifth of the line). Uniform attention's label sits above its line, but below it where a curve that stayed near
+    uniform (a model without positional encoding) ends just above, and would strike it through."""
     trace = dict(
         type="scatter",
         x=np.asarray(steps),
@@ -105,11 +107,12 @@ def best_head_figure(
     level = dict(type="line", xref="x domain", x0=0, x1=1, yref="y")
     note = dict(xref="x domain", yanchor="bottom", showarrow=False)
     title = tr.gettext("Alignment of the best cross-attention head")
+    title = title if fit_px is None else fit_title(title, fit_px, TITLE_PX)
     below = bool(best) and chance <= best[-1][1] < chance + LABEL_SPAN  # uniform attention's label under its line
     room = NOTE_PX / (height - top_margin(title) - BOTTOM_PX)  # the label's height, a share of the plot's
     low = min(0.0, (chance - room * TOP) / (1 - room)) if below else 0.0  # room for it above the x axis's ticks
     layout = dict(
-        title=title_layout(title, dict(FONT, size=18)),
+        title=title_layout(title, dict(FONT, size=TITLE_PX)),
         font=FONT,
         height=height,
         margin=dict(l=70, r=20, t=top_margin(title), b=BOTTOM_PX),

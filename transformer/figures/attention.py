@@ -177,6 +177,7 @@ def attention_heatmaps(
         layout[f"yaxis{n}"].update(autorange="reversed", showticklabels=h % n_cols == 0, **axis_ticks(row_labels))
     if keys is not None:  # margins of known widths: the panels' widths at `fit_px` are known too
         layout["margin"] = dict(l=keys.left_px, r=HEADS_RIGHT_PX)
+        title = fit_title(title, fit_px, BUILT_TITLE_SIZE_PX)
     return build_figure(traces, layout, title, height=120 + plot_px)
 
 
