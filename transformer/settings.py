@@ -239,7 +239,7 @@ SETTINGS: dict[str, Setting] = {s.name: s for s in [  # in the Train form's draw
             form=_at(3, 0, "train_dropout", step=0.05), class_open=True, summary=N_("dropout {value}")),
     _number("lr", "float", "train", N_("Peak learning rate"), _LR_HELP, None, bounds=(1e-4, 0.05), flag="--lr",
             class_open=True,
-            form=_at(3, 1, "train_lr", step=1e-3, format="%.4f", placeholder=N_("auto: for the model's size"))),
+            form=_at(3, 1, "train_lr", step=1e-3, format="%g", placeholder=N_("auto"))),  # "0.01": no zeros to cut
     _number("warmup", "int", "train", N_("Warm-up steps"), N_("Steps over which the learning rate grows linearly "
             "from 0 to its peak (the paper: 4000)."), _TRAIN.warmup, words={0: N_("no warm-up"),
             50: N_("warm-up 50"), 100: N_("warm-up 100"), 400: N_("warm-up 400")}, bounds=(0, 1000), flag="--warmup",

@@ -318,6 +318,8 @@ def test_the_learning_rate_starts_empty_and_a_run_takes_the_peak_for_its_model_s
     at = open_train()
     stop_jobs.append(at)
     assert at.get_by_key("train_lr").value is None
+    lr = at.number_input(key="train_lr").proto
+    assert (lr.format, lr.placeholder) == ("%g", "auto")  # "0.01" in a third of a row: "%.4f" showed "0.0", cut
     start(at, d_model=128, layers=3, steps=5)
     assert at.session_state["run"].train_config.lr == pytest.approx(0.0025)
     assert any("· peak lr 0.0025 ·" in shown(caption.value) for caption in at.caption)  # the run says what it used
