@@ -37,7 +37,8 @@ def patching_section(checkpoint: Checkpoint) -> None:
             st.session_state[key] = " ".join(vocab.symbols[s] for s in source)
         st.session_state.pop("patch_asked", None)
         values_set(PATCH_FORM)
-    with st.form(form_id(PATCH_FORM, worded=False)):  # texts alone: a language switch keeps what was typed
+    # texts alone: a language switch keeps what was typed; no "Press Enter to submit form" over the typed text
+    with st.form(form_id(PATCH_FORM, worded=False), enter_to_submit=False):
         clean_col, corrupted_col = st.columns(2)
         clean = clean_col.text_input(_("Clean input"), key="patch_clean", persist_state="session")
         corrupted = corrupted_col.text_input(_("Corrupted input"), key="patch_corrupted", persist_state="session")

@@ -44,6 +44,12 @@ def test_the_page_shows_a_grid_per_attention_kind_beside_the_intact_scores():
     assert "Held-out token accuracy with one head removed (intact model: 100.0%)" in titles
 
 
+def test_the_patching_form_takes_no_enter_so_no_hint_covers_what_is_typed():
+    at = open_with_model()
+    (form,) = [block.proto.form for block in at.get("form") if "patch" in block.proto.form.form_id]
+    assert not form.enter_to_submit  # Streamlit's "Press Enter to submit form" sat over the corrupted input's text
+
+
 def test_removing_all_cross_attention_breaks_reverse_and_shows_the_outputs():
     at = open_with_model()
     at.button(key="knockout_all_cross").click().run()
