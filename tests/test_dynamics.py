@@ -5,8 +5,11 @@ import torch
 import torch.nn.functional as F
 
 from tests.helpers import array
+from tests.helpers.figures import title_overflow
 from transformer.dynamics import EmbeddingAxes, LayerGradients, layer_of
+from transformer.figures import COLUMN_PX
 from transformer.figures.dynamics import embedding_figure, gradient_figure
+from transformer.i18n import translator
 from transformer.model import ModelConfig, Transformer
 from transformer.tasks import DataConfig, TaskData
 from transformer.training import TrainConfig, Trainer
@@ -176,6 +179,17 @@ def test_the_gradient_figure_leaves_out_rows_without_norms_on_a_log_scale():
     heatmap = figure["data"][0]
     assert heatmap["x"] == ["10", "20"] and heatmap["y"] == ["embeddings", "generator"]
     assert [array(row).tolist() for row in heatmap["z"]] == [[-1, 0], pytest.approx([-0.30103] * 2, abs=1e-5)]
+
+
+@pytest.mark.parametrize("language", ["en", "zh-CN"])
+def test_both_figures_fit_their_titles_to_a_half_page_column_and_keep_the_layers_names_whole(language):
+    rows, tr = fake_records([10, 20]), translator(language)
+    for figure in (
+        embedding_figure(rows, 1, ["a", "b", "c"], tr=tr, fit_px=COLUMN_PX),
+        gradient_figure(rows, tr=tr, fit_px=COLUMN_PX),
+    ):
+        assert not title_overflow(figure, COLUMN_PX), figure.layout.title.text  # they ran past both edges at 241 px
+    assert gradient_figure(rows, fit_px=COLUMN_PX).layout.yaxis.automargin  # "embeddings" read "mbeddings"
 
 
 def test_a_recurrent_run_records_its_embeddings_and_the_gradient_norms_of_its_encoder_and_decoder():

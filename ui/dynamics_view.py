@@ -3,9 +3,10 @@ and each layer's gradient norm at every row."""
 
 import streamlit as st
 
+from transformer.figures import COLUMN_PX
 from transformer.figures.dynamics import embedding_figure, gradient_figure
 from transformer.serving import Run
-from ui.charts import chart
+from ui.charts import chart, narrowest_chart_px
 from ui.language import _, session_translator
 
 CHART_HEIGHT = 360
@@ -41,9 +42,10 @@ def charts(job: Run) -> None:
         )
         index = steps.index(step)
     tr, embeddings_col, gradients_col = session_translator(), *st.columns(2)
+    fit_px = narrowest_chart_px(COLUMN_PX)  # half the page, or a phone's page where the columns stack
     chart(
         embeddings_col,
-        embedding_figure(records, index, job.data().vocab.symbols, height=CHART_HEIGHT, tr=tr),
+        embedding_figure(records, index, job.data().vocab.symbols, height=CHART_HEIGHT, tr=tr, fit_px=fit_px),
         key="dynamics_embeddings",
     )
     embeddings_col.caption(
@@ -53,7 +55,7 @@ def charts(job: Run) -> None:
             "a symbol that moves here moved in the model; the grey lines are the paths they took to this row."
         )
     )
-    chart(gradients_col, gradient_figure(records, height=CHART_HEIGHT, tr=tr), key="dynamics_gradients")
+    chart(gradients_col, gradient_figure(records, CHART_HEIGHT, tr, fit_px), key="dynamics_gradients")
     gradients_col.caption(
         _(
             "How large each layer's gradient was at each metric row's step, before clipping: the length of the "

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 import plotly.graph_objects as go
 
 from ..i18n import Translator
-from . import ENGLISH, title_layout, top_margin
+from . import ENGLISH, fit_title, title_layout, top_margin
 from .heatmaps import escape_labels
 from .palette import BLUE
 from .theme import FONT, colour_bar
@@ -17,9 +17,15 @@ POINT = BLUE
 
 
 def embedding_figure(
-    records: Sequence[dict], index: int, symbols: Sequence[str], height: int = 420, tr: Translator = ENGLISH
+    records: Sequence[dict],
+    index: int,
+    symbols: Sequence[str],
+    height: int = 420,
+    tr: Translator = ENGLISH,
+    fit_px: int | None = None,
 ) -> go.Figure:
-    """The symbols' embeddings at row `index`, with the path each took from the first row to there.
+    """The symbols' embeddings at row `index`, with the path each took from the first row to there; its title in
+    lines that fit a chart `fit_px` wide, where given.
 
     The axes' ranges cover every row, so moving from row to row moves the points, never the axes.
     """
@@ -45,7 +51,7 @@ def embedding_figure(
         name=tr.gettext("step {step}", step=records[index]["step"]),
     )
     x_range, y_range = _span([point for row in points for point in row])
-    title = tr.gettext("Symbol embeddings at step {step}", step=records[index]["step"])
+    title = _fitted(tr.gettext("Symbol embeddings at step {step}", step=records[index]["step"]), fit_px)
     fig = go.Figure([trails, now])
     fig.update_layout(
         height=height,
@@ -69,9 +75,12 @@ def _span(points: Sequence[Sequence[float]]) -> tuple[list[float], list[float]]:
     return ranges[0], ranges[1]
 
 
-def gradient_figure(records: Sequence[dict], height: int = 300, tr: Translator = ENGLISH) -> go.Figure:
+def gradient_figure(
+    records: Sequence[dict], height: int = 300, tr: Translator = ENGLISH, fit_px: int | None = None
+) -> go.Figure:
     """Each layer's gradient norm at each row (before clipping), as a heatmap on a log colour scale: rows read at
-    no step of their own (a run that ended between two rows) are left out."""
+    no step of their own (a run that ended between two rows) are left out. Its title in lines that fit a chart
+    `fit_px` wide, where given, and its layers' names beside it whole."""
     read = [r for r in records if r["grad_norms"] is not None]
     layers = records[-1]["layers"] if records else []
     z = [[math.log10(max(r["grad_norms"][i], 1e-12)) for r in read] for i in range(len(layers))]  # (layers, rows)
@@ -90,13 +99,18 @@ def gradient_figure(records: Sequence[dict], height: int = 300, tr: Translator =
             + "<extra></extra>",
         )
     )
-    title = tr.gettext("Gradient norm of each layer")
+    title = _fitted(tr.gettext("Gradient norm of each layer"), fit_px)
     fig.update_layout(
         height=height,
         font=FONT,
         margin=dict(l=10, r=10, t=top_margin(title), b=10),
         title=title_layout(title),
         xaxis=dict(title=tr.gettext("step"), type="category"),
-        yaxis=dict(autorange="reversed"),
+        yaxis=dict(autorange="reversed", automargin=True),  # the margin grows to hold "encoder layer 0"
     )
     return fig
+
+
+def _fitted(title: str, fit_px: int | None) -> str:
+    """`title` in lines that fit a chart `fit_px` wide, drawn at Plotly's title size; as it is where None."""
+    return title if fit_px is None else fit_title(title, fit_px)
