@@ -137,7 +137,8 @@ if not entries:
 else:
     st.dataframe(listing(entries), hide_index=True, column_config=LISTING_COLUMNS)
     for name, (source, (_summary, seed), data) in entries.items():
-        label_col, load_col, download_col = st.columns([3, 1, 1], vertical_alignment="center")
+        label_col, buttons_col = st.columns([3, 2], vertical_alignment="center")
+        buttons = buttons_col.container(horizontal=True)  # each button as wide as its word: a fifth of the row broke it
         in_hand = st.session_state.get(IN_HAND_NAME) == f"{source}: {name}"
         said = _(SOURCES[source])
         if source == "trained":  # runs differing only in seed
@@ -145,14 +146,14 @@ else:
         in_hand_mark = " · :blue[" + _("in hand") + "]" if in_hand else ""
         label = _("{name} ({source})", name=f"**{markdown_literal(name)}**", source=said)  # full-width in Chinese
         label_col.markdown(label + in_hand_mark)
-        load_col.button(
+        buttons.button(
             _("Load"),
             key=f"load_{name}",
             help=_("Make this the model in hand on every page."),
             on_click=load_entry,
             args=(name, source, data),
         )
-        download_col.download_button(
+        buttons.download_button(
             _("Download"),
             data,
             name if name.endswith(".pt") else f"{name}.pt",  # an uploaded file's name has its .pt already
