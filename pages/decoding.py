@@ -181,6 +181,10 @@ if strategy == "sample":
 elif strategy == "beam":
     linked |= {"strategy": strategy, "beam": beam_width}
 share_link(write_params(linked if i == last else {**linked, "step": i + 1}))
+if trace["expected"] is None:  # said from the first step, not only once the student has stepped to the end
+    no_target = trace["no_target"]  # a Message: why the task has none
+    reason = markdown_literal(_(no_target))
+    st.info(_("The task has no expected output for this input ({reason}): nothing to compare with.", reason=reason))
 
 reset_col, back_col, next_col, end_col = st.columns(4)
 reset_col.button(
@@ -318,12 +322,9 @@ if strategy == "beam":
     best = [vocab.bos_id, *trace["output"]] if i == last else None
     chart(st, beam_tree(steps[: i + 1], vocab.itos, best, tr=tr), key="decode_beam_tree")
 
-if i == last and trace["expected"] is None:
+if i == last and trace["expected"] is None:  # nothing to compare with, as said above
     answer = vocab.decode(trace["output"])
     st.success(_("Output: {output}", output=code_span(answer) if answer else _("(empty)")))
-    no_target = trace["no_target"]
-    reason = markdown_literal(_(no_target))
-    st.info(_("The task has no expected output for this input ({reason}): nothing to compare with.", reason=reason))
 elif i == last:
     output, expected = trace["output"], trace["expected"]
     answer, right_answer = vocab.decode(output), vocab.decode(expected)
