@@ -10,7 +10,7 @@ import pandas as pd
 import streamlit as st
 
 from transformer.checkpoint import MAX_CHECKPOINT_BYTES, Checkpoint, CheckpointError, load_checkpoint
-from transformer.i18n import N_
+from transformer.i18n import N_, joined
 from transformer.literal import code_span, markdown_literal
 from transformer.naming import checkpoint_summary
 from transformer.shares import shown_share
@@ -22,6 +22,7 @@ from ui.links import share_link
 from ui.state import (
     IN_HAND_NAME,
     MAX_TRAINED,
+    MAX_UPLOADED,
     SOURCES,
     TRAINED,
     UPLOADED,
@@ -176,9 +177,16 @@ def load_upload() -> None:
         said = _("Could not load {name}: {reason}", name=shown_name(upload.name), reason=_(err))  # as Compare says it
         flash("checkpoints_upload", "error", markdown_literal(said))
     else:
+        listed, dropped = keep_upload(label.removeprefix("uploaded: "), upload.getvalue())
+        label = f"uploaded: {listed}"  # as the list names it: "mine (2).pt" beside another file called mine.pt
         put_in_hand(checkpoint, label)
-        keep_upload(label.removeprefix("uploaded: "), upload.getvalue())
         said = _("Loaded: the model in hand is now {label}.", label=code_span(in_hand_label(label)))
+        if dropped:
+            names = joined([code_span(name) for name in dropped], N_(", "))
+            kept = _(
+                "No longer listed: {names} (this page keeps your last {most} uploads).", names=names, most=MAX_UPLOADED
+            )
+            said += " " + kept
         flash("checkpoints_upload", "success", said)
 
 

@@ -25,6 +25,7 @@ a page's inputs wait for the student while they visit other pages (`persist_stat
 typed for (`claim_inputs`).
 """
 
+import os
 import time
 import uuid
 from collections.abc import Callable, Hashable
@@ -251,13 +252,21 @@ def saved_run_in_hand() -> bool:
     return saved is not None and st.session_state.get(IN_HAND_NAME) == TRAINED_PREFIX + saved["name"]
 
 
-def keep_upload(name: str, data: bytes) -> None:
-    """List an uploaded checkpoint on the Checkpoints page, in place of the oldest of MAX_UPLOADED."""
+def keep_upload(name: str, data: bytes) -> tuple[str, list[str]]:
+    """List an uploaded checkpoint on the Checkpoints page, last, in place of the oldest of MAX_UPLOADED; returns the
+    name it is listed under and the names no longer listed. Another file of the same name (two classmates' models of
+    one task) is listed beside it as "name (2).pt"; the same file again moves to the end."""
     uploaded = st.session_state.setdefault(UPLOADED, {})
-    uploaded.pop(name, None)  # the same name again: the newest file, listed last
-    uploaded[name] = data
-    for oldest in list(uploaded)[:-MAX_UPLOADED]:
+    (stem, extension), listed, n = os.path.splitext(name), name, 1
+    while uploaded.get(listed, data) != data:  # another file is listed under this name
+        n += 1
+        listed = f"{stem} ({n}){extension}"
+    uploaded.pop(listed, None)
+    uploaded[listed] = data
+    dropped = list(uploaded)[:-MAX_UPLOADED]
+    for oldest in dropped:
         del uploaded[oldest]
+    return listed, dropped
 
 
 # ------------------------------------------------------------------------------------------ the model in hand

@@ -94,6 +94,22 @@ def test_upload_puts_the_model_in_hand(shipped_dir):
     assert [m.value for m in at.markdown if "in hand]" in m.value] == ["**my model\\.pt** (uploaded) · :blue[in hand]"]
 
 
+def test_two_files_of_one_name_are_both_listed_and_one_dropped_for_room_is_named(shipped_dir):
+    at = open_checkpoints()
+    uploader = at.file_uploader(key="upload_checkpoint")
+    uploads = [("a<b.pt", "reverse"), ("a>b.pt", "copy"), ("a>b.pt", "copy"), ("c.pt", "sort"), ("d.pt", "copy")]
+    said = []
+    for name, task in uploads:  # two classmates' models, both called a_b.pt once made safe to show
+        uploader.set_value((name, small_checkpoint_bytes(task), "application/octet-stream")).run()
+        said.append(at.success[0].value)
+        uploader = at.file_uploader(key="upload_checkpoint")
+    assert not at.exception and at.session_state["in_hand_name"] == "uploaded: d.pt"
+    assert "the model in hand is now `uploaded: a_b (2).pt`" in said[1]  # not in place of the first a_b.pt
+    assert "No longer listed" not in " ".join(said[:4])  # the same file again is one entry
+    assert said[4].endswith("No longer listed: `a_b.pt` (this page keeps your last 3 uploads).")
+    assert list(at.dataframe[0].value["name"])[-3:] == ["a_b (2).pt", "c.pt", "d.pt"]
+
+
 def test_the_listing_reads_each_trained_or_uploaded_file_once_a_session(shipped_dir, monkeypatch):
     """A file's history of up to 100,000 rows takes seconds to read, and the page read every listed file again at
     every redraw: three such uploads made each click take 5-6 s of the server's CPU. Loading one still reads it."""
