@@ -122,7 +122,8 @@ def share_link(params: Mapping[str, str] | None = None) -> None:
         **(params or {}),
         **language_param(),
     }
-    if st.query_params.to_dict() != wanted:
+    shown = {key: st.query_params.get_all(key) for key in st.query_params}  # every value: a key given twice too
+    if shown != {key: [value] for key, value in wanted.items()}:
         st.query_params.from_dict(wanted)
     query = urlencode(wanted, quote_via=quote)
     url = (st.context.url or "") + (f"?{query}" if query else "")  # no URL without a browser: a relative link

@@ -13,7 +13,7 @@ from transformer.tasks import TaskData
 from ui.links import LINK_TYPE, link_heading, unreachable_host
 
 
-def open_link(page: str | None, **query: str) -> AppTest:
+def open_link(page: str | None, **query: str | list[str]) -> AppTest:
     """A fresh session opening `page` (the home page for None) with these query parameters."""
     at = AppTest.from_file("../../streamlit_app.py", default_timeout=60)
     for key, value in query.items():
@@ -47,6 +47,12 @@ def test_a_decoding_link_with_a_step_opens_that_step_and_the_address_bar_follows
     assert at.query_params["step"] == "3"
     at.button(key="decode_run_to_end").click().run()
     assert "step" not in at.query_params and at.success  # no step: the whole output
+
+
+def test_a_link_that_gives_a_setting_twice_is_written_back_with_the_value_the_page_took():
+    at = open_link("pages/decoding.py", model=["reverse", "sort"], input=["3 2 1", "1 2"])
+    assert at.session_state["in_hand_name"] == "shipped: sort"  # the last value of each, as the page reads them
+    assert at.query_params["model"] == "sort" and at.query_params["input"] == "1 2"  # not "reverse" first
 
 
 def test_a_sampling_link_restores_the_strategy_and_its_settings(capfd):
