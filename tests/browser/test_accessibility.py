@@ -187,8 +187,10 @@ def test_on_a_phone_a_closed_sidebar_takes_no_tab_stop(new_context, lab_server):
     for _ in range(15):
         page.keyboard.press("Tab")
         stops.append(page.evaluate("() => document.activeElement.tagName"))
-        if (name := page.evaluate(OFF_WINDOW)) is not None:
-            unseen.append(name)
+        try:  # a stop the browser scrolls to comes into the window once a busy machine has laid the page out
+            page.wait_for_function(f"() => ({OFF_WINDOW})() === null", timeout=5_000)
+        except PlaywrightTimeout:
+            unseen.append(page.evaluate(OFF_WINDOW))
     assert not unseen, unseen
     assert stops.count("INPUT") >= 2, stops  # the walk reached the form
     page.get_by_role("button", name="Expand sidebar").click()
