@@ -13,6 +13,7 @@ import streamlit as st
 
 from transformer.curves import metrics_table
 from transformer.evaluation import PEEKED
+from transformer.figures import COLUMN_PX
 from transformer.figures.training import accuracy_figure, loss_figure, lr_figure
 from transformer.i18n import N_
 from transformer.literal import markdown_literal
@@ -284,8 +285,9 @@ if not active:
 if run is None:  # the empty axes the curves will fill: drawn now, the charts are ready the moment Start is pressed
     loss_col, acc_col = st.columns(2)
     tr = session_translator()
-    chart(loss_col, loss_figure([], step_losses=[], height=CHART_HEIGHT, tr=tr), key="empty_loss_chart")
-    chart(acc_col, accuracy_figure([], height=CHART_HEIGHT, tr=tr), key="empty_accuracy_chart")
+    empty_loss = loss_figure([], step_losses=[], height=CHART_HEIGHT, tr=tr, fit_px=COLUMN_PX)
+    chart(loss_col, empty_loss, key="empty_loss_chart")
+    chart(acc_col, accuracy_figure([], height=CHART_HEIGHT, tr=tr, fit_px=COLUMN_PX), key="empty_accuracy_chart")
 
 with st.expander(_("How training works"), key="train_how_expander"):
     st.markdown(

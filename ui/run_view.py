@@ -4,6 +4,7 @@ charts and decoded inputs are built once for every watcher (`shared_charts`, `sh
 
 import streamlit as st
 
+from transformer.figures import COLUMN_PX
 from transformer.figures.training import accuracy_figure, loss_figure
 from transformer.i18n import translator
 from transformer.live_examples import live_examples
@@ -34,8 +35,8 @@ def shared_charts(run_ident: tuple, n_rows: int, n_steps: int, language: str, _r
     once for every watcher of the run (a class watching one run polls it many times a second). Read-only."""
     rows, losses, tr = _run.rows[:n_rows], _run.losses[:n_steps], translator(language)
     floor = smoothed_loss_floor(_run.train_config.label_smoothing, _run.model_config.vocab_size)
-    loss = loss_figure(rows, train_floor=floor, step_losses=losses, height=CHART_HEIGHT, tr=tr)
-    return loss, accuracy_figure(rows, height=CHART_HEIGHT, tr=tr)
+    loss = loss_figure(rows, train_floor=floor, step_losses=losses, height=CHART_HEIGHT, tr=tr, fit_px=COLUMN_PX)
+    return loss, accuracy_figure(rows, height=CHART_HEIGHT, tr=tr, fit_px=COLUMN_PX)
 
 
 def progress_line(run: Run, rows: list) -> tuple[float, str]:

@@ -6,11 +6,12 @@ import math
 import plotly.graph_objects as go
 import pytest
 
-from transformer.figures import drawn_px
+from transformer.figures import COLUMN_PX, LEGEND_SAMPLE_PX, LEGEND_SIZE_PX, drawn_px
 from transformer.figures.alignment import best_head_figure
+from transformer.figures.summary import plain
 from transformer.figures.theme import FONT
 from transformer.figures.training import accuracy_figure, loss_figure, lr_figure
-from transformer.i18n import Translator
+from transformer.i18n import Translator, translator
 from transformer.training import TrainConfig
 
 
@@ -150,3 +151,19 @@ def test_a_report_chart_s_lowest_y_label_stays_clear_of_the_step_axis_s_zero(fig
     assert fig.layout.xaxis.rangemode == "tozero" and fig.layout.yaxis.range[0] == 0  # both start at 0
     assert fig.layout.yaxis.ticks in (None, "")  # the labels' stand-off is all there is between them and the axis
     assert (fig.layout.yaxis.ticklabelstandoff or 0) - drawn_px("0", FONT["size"]) / 2 >= 4
+
+
+@pytest.mark.parametrize("language", ["en", "zh-CN"])
+def test_in_a_half_page_column_every_legend_name_fits_beside_its_line_sample(language):
+    """A run past 500 steps names its training curve "training loss, mean of every 3 steps": drawn in a half-page
+    column at 150% zoom it ran past the chart's right edge, cut after "every". Each line of a name now fits."""
+    tr = translator(language)
+    loss = loss_figure(rows(48), step_losses=[1 / (i + 1) for i in range(1_200)], tr=tr, fit_px=COLUMN_PX)
+    accuracy = accuracy_figure(rows(48), tr=tr, fit_px=COLUMN_PX)
+    names = [trace.name for fig in (loss, accuracy) for trace in fig.data]
+    assert tr.gettext("training loss, mean of every {per} steps", per=3) in [plain(name) for name in names]
+    lines = [line for name in names for line in name.split("<br>")]
+    assert len(lines) > len(names) or language != "en"  # an English name was broken; the Chinese ones fit whole
+    assert max(drawn_px(line, LEGEND_SIZE_PX) for line in lines) <= COLUMN_PX - LEGEND_SAMPLE_PX
+    unfitted = loss_figure(rows(48), step_losses=[1 / (i + 1) for i in range(1_200)], tr=tr)
+    assert all("<br>" not in trace.name for trace in unfitted.data)  # a full-width chart keeps a name on one line

@@ -145,6 +145,16 @@ def fit_title(title: str, px: float, size: float = TITLE_SIZE_PX) -> str:
     return "<br>".join(wrap_lines(title, px - 2 * TITLE_INSET_PX, lambda line: drawn_px(line, size)))
 
 
+LEGEND_SIZE_PX = 16  # a legend's names are drawn in the figure's font (`theme.FONT`)
+LEGEND_SAMPLE_PX = 44  # a legend entry's line sample and the gap after it, and the room left at the chart's right
+
+
+def fit_legend(name: str, px: float) -> str:
+    """A legend name broken into lines that fit a chart `px` pixels wide beside its entry's line sample: a name wider
+    than its chart is cut at the chart's edge ("training loss, mean of every 3 steps" in a half-page column)."""
+    return "<br>".join(wrap_lines(name, px - LEGEND_SAMPLE_PX, lambda line: drawn_px(line, LEGEND_SIZE_PX)))
+
+
 # A legend at the figure's foot, under the x axis's ticks and title whatever the plot's height (the bottom margin
 # holds it): set relative to the plot, a short plot would draw it over the axis title.
 LEGEND_AT_FOOT = dict(orientation="h", yref="container", y=0, yanchor="bottom", xanchor="left", x=0)

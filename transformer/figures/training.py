@@ -13,7 +13,7 @@ import plotly.graph_objects as go
 from ..curves import downsample
 from ..i18n import Translator
 from ..training import MetricRow, TrainConfig
-from . import ENGLISH, LEGEND_AT_FOOT, title_layout, top_margin
+from . import ENGLISH, LEGEND_AT_FOOT, fit_legend, title_layout, top_margin
 from .palette import MARKER, TRAIN, VALID, dash_of
 from .theme import FONT
 
@@ -25,12 +25,14 @@ def loss_figure(
     step_losses: Sequence[float] | None = None,
     height: int = 420,
     tr: Translator = ENGLISH,
+    fit_px: float | None = None,
 ) -> go.Figure:
     """Training and held-out loss against the step, on a log axis (late progress stays visible).
 
     `step_losses`: the training loss of every step, drawn step by step (as the mean of each run of consecutive
     steps past `max_points` steps, and labelled so) instead of the rows' means. `train_floor`: the lowest loss the
-    training objective allows (label smoothing), drawn as a dotted line.
+    training objective allows (label smoothing), drawn as a dotted line. `fit_px`: the chart's narrowest width, which
+    its legend's names fit.
     """
     if step_losses is None:
         series = [("train_loss", tr.gettext("training loss"), TRAIN), ("val_loss", tr.gettext("held-out loss"), VALID)]
@@ -75,7 +77,7 @@ def loss_figure(
                 )
             ],
         )
-    return _line_chart(traces, tr.gettext("Loss"), tr, height, **layout)
+    return _line_chart(traces, tr.gettext("Loss"), tr, height, fit_px, **layout)
 
 
 def lr_figure(config: TrainConfig, step: int, max_points: int = 400, tr: Translator = ENGLISH) -> go.Figure:
@@ -172,16 +174,21 @@ CLEAR_OF_STEP_ZERO = dict(ticklabelstandoff=8)
 
 
 def accuracy_figure(
-    rows: Sequence[MetricRow], max_points: int = 500, height: int = 420, tr: Translator = ENGLISH
+    rows: Sequence[MetricRow],
+    max_points: int = 500,
+    height: int = 420,
+    tr: Translator = ENGLISH,
+    fit_px: float | None = None,
 ) -> go.Figure:
-    """Held-out token accuracy (teacher forced) and exact-match (greedy decoding, whole sequence right), in %."""
+    """Held-out token accuracy (teacher forced) and exact-match (greedy decoding, whole sequence right), in %;
+    `fit_px` as `loss_figure`'s."""
     series = [
         ("token_acc", tr.gettext("token accuracy"), TRAIN),
         ("exact_match", tr.gettext("exact match (whole sequence)"), VALID),
     ]
     traces = _curves(rows, max_points, series, scale=100)
     yaxis = dict(title=tr.gettext("held-out accuracy (%)"), range=[0, 101], ticksuffix="%", **CLEAR_OF_STEP_ZERO)
-    return _line_chart(traces, tr.gettext("Accuracy"), tr, height, yaxis=yaxis)
+    return _line_chart(traces, tr.gettext("Accuracy"), tr, height, fit_px, yaxis=yaxis)
 
 
 def _curves(
@@ -227,9 +234,13 @@ def _line_chart_frame(title: str) -> dict:
     return {**LINE_CHART, "margin": {**LINE_CHART["margin"], "t": top_margin(title, LINE_CHART["margin"]["t"])}}
 
 
-def _line_chart(traces: list[dict], title: str, tr: Translator, height: int = 420, **layout) -> go.Figure:
+def _line_chart(
+    traces: list[dict], title: str, tr: Translator, height: int = 420, fit_px: float | None = None, **layout
+) -> go.Figure:
     """Traces against the training step, laid out as `line_chart_layout` does, built in one go: each `update_*`
-    call on a Figure checks its arguments anew, at many times the cost of this."""
+    call on a Figure checks its arguments anew, at many times the cost of this. Their names fit `fit_px`, if given."""
+    if fit_px is not None:
+        traces = [trace | dict(name=fit_legend(trace["name"], fit_px)) for trace in traces]
     xaxis = dict(title=tr.gettext("training step"), rangemode="tozero")
     frame = _line_chart_frame(title)
     return go.Figure(
