@@ -50,14 +50,21 @@ FOCUS_RINGS = f""":is(a, button, summary, [data-testid="stMain"]):focus-visible,
 [data-testid="stMain"] :is(input, textarea, button, a, summary) {{ scroll-margin-block: 1rem; }}
 :is([data-testid="stElementToolbar"], .modebar, .modebar-group):focus-within, a:focus-visible {{
   opacity: 1 !important; }}"""
-# A formula wider than its column (a phone's: 356 px for Masking's 424 px formula) scrolls sideways, and was cut off
-# mid-formula with nothing to say there was more: a shadow shows at each edge that has more to scroll to (shadows
-# fixed to the box, covered by white ends that scroll with the formula, after Lea Verou's "scrolling shadows").
-MORE_TO_SCROLL = """.katex-display {
+# A formula or table wider than its column (a phone's: 356 px for Masking's 424 px formula; Anatomy's table of modules
+# at 150% zoom) scrolls sideways, and was cut off mid-formula or mid-column with nothing to say there was more: a shadow
+# shows at each edge that has more to scroll to (shadows fixed to the box, covered by white ends that scroll with the
+# content, after Lea Verou's "scrolling shadows"; a table's cells are transparent, so the shadows show through them).
+MORE_TO_SCROLL = """:is(.katex-display, [data-testid="stTable"] > div) {
   background: linear-gradient(to right, #fff 30%, #fff0) left / 2em 100% no-repeat local,
     linear-gradient(to left, #fff 30%, #fff0) right / 2em 100% no-repeat local,
     radial-gradient(farthest-side at 0 50%, #0005, #0000) left / 0.75em 100% no-repeat scroll,
-    radial-gradient(farthest-side at 100% 50%, #0005, #0000) right / 0.75em 100% no-repeat scroll; }"""
+    radial-gradient(farthest-side at 100% 50%, #0005, #0000) right / 0.75em 100% no-repeat scroll; }
+[data-testid="stDataFrame"][data-more-left]::before, [data-testid="stDataFrame"][data-more-right]::after {
+  content: ""; position: absolute; top: 0; bottom: 0; width: 0.75em; pointer-events: none; z-index: 2; }
+[data-testid="stDataFrame"][data-more-left]::before {
+  left: 0; background: radial-gradient(farthest-side at 0 50%, #0005, #0000); }
+[data-testid="stDataFrame"][data-more-right]::after {
+  right: 0; background: radial-gradient(farthest-side at 100% 50%, #0005, #0000); }"""
 # A widget's label, or a button's, stays on one line and is cut with an ellipsis where its column is narrow ("注意力分
 # 数乘以 1/…", a toggle's, and "全部解码器自注…", Knockout's button, at 150% zoom): it wraps instead, so that it is
 # read whole (WCAG 1.4.10).
@@ -120,6 +127,12 @@ SCRIPT = """<script>
       if (scrolls) el.setAttribute("tabindex", "0");
       else el.removeAttribute("tabindex");
     }
+    for (const frame of document.querySelectorAll('[data-testid="stDataFrame"]')) {  // drawn on a canvas: marked
+      const grid = frame.querySelector(".dvn-scroller");
+      if (!grid) continue;
+      frame.toggleAttribute("data-more-left", grid.scrollLeft > 1);
+      frame.toggleAttribute("data-more-right", grid.scrollLeft + grid.clientWidth < grid.scrollWidth - 1);
+    }
     for (const button of document.querySelectorAll('[data-testid="stFileUploaderDropzone"] button')) {
       const label = '[data-testid="stMarkdownContainer"]';
       const drawn = [...button.querySelectorAll(`${label}, ${label} p`)]
@@ -179,6 +192,7 @@ SCRIPT = """<script>
   };
   new MutationObserver(refocus).observe(document.body, {childList: true, subtree: true});
   addEventListener("resize", soon);
+  addEventListener("scroll", soon, true);  // a table scrolled sideways: its shadows follow
   mark();
 })();
 </script>"""

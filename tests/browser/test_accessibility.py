@@ -217,3 +217,39 @@ def test_at_150_percent_zoom_no_setting_s_or_button_s_label_is_cut(new_context, 
     labels = "[data-testid='stMain'] :is([data-testid='stWidgetLabel'], button [data-testid='stMarkdownContainer'])"
     assert page.locator(labels).count() > 3  # labels to check
     assert page.evaluate(CUT_LABELS) == []
+
+
+# Whether each shown table has a shadow at its left and right edges: a data grid (drawn on a canvas) by the marks the
+# lab's script sets on it and the pseudo-elements they draw; an HTML table by its scroller's background.
+EDGE_SHADOWS = """() => [...document.querySelectorAll('[data-testid="stMain"] :is([data-testid="stDataFrame"], [data-testid="stTable"])')]
+    .filter(t => t.checkVisibility()).map(t => {
+        if (t.dataset.testid === 'stTable') {
+            const box = t.querySelector(':scope > div');
+            return {scrolls: box.scrollWidth > box.clientWidth, shadows: getComputedStyle(box).backgroundImage.includes('radial-gradient')};
+        }
+        const grid = t.querySelector('.dvn-scroller');
+        const drawn = pseudo => parseFloat(getComputedStyle(t, pseudo).width) > 0;
+        return {scrolls: grid.scrollWidth > grid.clientWidth, left: drawn('::before'), right: drawn('::after')};
+    })"""  # noqa: E501
+
+
+def test_a_table_wider_than_its_column_shows_a_shadow_at_each_edge_it_scrolls_to(new_context, lab_server):
+    """On a phone Masking's result tables scrolled sideways with no sign of their four other columns, and Anatomy's
+    table of modules at 150% zoom hid its parameter counts the same way: a shadow now marks each edge with more."""
+    phone = new_context(viewport={"width": 390, "height": 844}, device_scale_factor=2, is_mobile=True, has_touch=True)
+    page = phone.new_page()
+    open_at(page, lab_server, "masking", "zh-CN")
+    page.locator(".st-key-exp_peek_future button").click()
+    grid = page.locator("[data-testid='stDataFrame']").first
+    expect(grid).to_be_visible(timeout=60_000)
+    wait_idle(page)
+    page.wait_for_function(f"() => ({EDGE_SHADOWS})().length === 2 && ({EDGE_SHADOWS})()[0].right")
+    assert page.evaluate(EDGE_SHADOWS)[0] == {"scrolls": True, "left": False, "right": True}
+    grid.locator(".dvn-scroller").evaluate("el => el.scrollLeft = el.scrollWidth")  # to its last column
+    page.wait_for_function(f"() => !({EDGE_SHADOWS})()[0].right")
+    assert page.evaluate(EDGE_SHADOWS)[0] == {"scrolls": True, "left": True, "right": False}
+    laptop = new_context(viewport={"width": 853, "height": 480}, device_scale_factor=1.5).new_page()
+    open_at(laptop, lab_server, "anatomy", "en")
+    tables = laptop.evaluate(EDGE_SHADOWS)
+    assert {"scrolls": True, "shadows": True} in tables, tables  # the table of modules
+    assert {"scrolls": False, "left": False, "right": False} in tables, tables  # the parts' grid fits: no shadow
