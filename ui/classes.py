@@ -67,7 +67,7 @@ REMOVED_CLOSED = N_(
     "Your teacher removed your name from this class, with what you recorded, and the class is closed to new "
     "students: to take part again, ask your teacher to open it."
 )
-PREDICTION_POLL_S = 5.0  # a prediction's verdict rests on every run of the class: it is read again this often
+CLASS_POLL_S = 5.0  # a class's state a student's page waits on (a verdict, a class opened again) is read this often
 
 
 @st.cache_resource(show_spinner=False, on_release=ClassStore.close)
@@ -132,11 +132,7 @@ def join_form(info: ClassInfo) -> None:
     """The student's one question before they join: their display name."""
     st.header(_("Join the class {title}", title=markdown_literal(info.title)))
     if info.joins_closed:
-        closed = _(
-            "Your teacher has closed this class to new students. If you joined it from another browser, type your "
-            "name and the rejoin code your teacher gives you."
-        )
-        st.info(closed, icon=":material/lock:")
+        st.fragment(run_every=CLASS_POLL_S)(closed_notice)(info.code)
     with st.form("class_join"):
         name = st.text_input(  # no max_chars: Streamlit drops a longer paste whole; the store says how long it is
             _("Your name on the class board"),
@@ -157,6 +153,22 @@ def join_form(info: ClassInfo) -> None:
             else:
                 tell_if_joined_elsewhere(student, name)  # a Join pressed in two tabs at once
                 st.rerun()
+
+
+def closed_notice(code: str) -> None:
+    """While the class is closed to new students, says so; read again every CLASS_POLL_S, and once the teacher opens
+    it, the page is drawn again without it (and without a "Not joined" that said it was closed)."""
+    try:
+        closed = class_store().class_info(code).joins_closed
+    except ClassroomError:  # the class ended: the page's next run says so
+        closed = False
+    if not closed:
+        st.rerun()
+    closed = _(
+        "Your teacher has closed this class to new students. If you joined it from another browser, type your "
+        "name and the rejoin code your teacher gives you."
+    )
+    st.info(closed, icon=":material/lock:")
 
 
 def tell_if_joined_elsewhere(student: Student, typed: str) -> None:
@@ -336,7 +348,7 @@ def answer_prediction(seat: Seat) -> bool:
 def prediction_result(seat: Seat) -> None:
     """After the student's run: their prediction, what the runs measured, and the class's predictions so far. Every
     run of the class can turn the verdict, a classmate's who joins late too: while the class is open it is read
-    again every PREDICTION_POLL_S on its own."""
+    again every CLASS_POLL_S on its own."""
     if seat.info.question is None:
         return
     try:
@@ -345,7 +357,7 @@ def prediction_result(seat: Seat) -> None:
     except ClassroomError:  # the class ended since this run of the page began: the next says so
         st.rerun()
     if predicted:
-        st.fragment(run_every=PREDICTION_POLL_S)(prediction_verdict)(seat)
+        st.fragment(run_every=CLASS_POLL_S)(prediction_verdict)(seat)
 
 
 def graded(seat: Seat) -> tuple[Snapshot, Prediction | None, str | None]:

@@ -152,6 +152,30 @@ def test_a_student_removed_from_a_closed_class_is_told_to_ask_their_teacher_not_
     assert "ask your teacher to open it" in warning and "join under a name" not in warning
 
 
+def test_a_join_form_refused_by_a_closed_class_waits_for_it_to_open_and_then_drops_its_notice(fragments, monkeypatch):
+    """A student at a closed class's join form, refused, saw "closed" and "Not joined" until they pressed Join again,
+    after the teacher had opened it: the notice is read again every CLASS_POLL_S, and redraws the page once open."""
+    code, key = a_class()
+    store = ui.classes.class_store()
+    store.set_joining(code, key, False, TEACHER)
+    at = open_link(code)
+    at.text_input(key="class_name").set_value("Tom")
+    at.button(key="class_join_button").click().run()
+    assert any("closed this class to new students" in i.value for i in at.info) and at.error
+    assert fragments["closed_notice"] == ui.classes.CLASS_POLL_S  # read again on its own
+    reruns, rerun = [], st.rerun
+    monkeypatch.setattr(st, "rerun", lambda: reruns.append(code))
+    ui.classes.closed_notice(code)
+    assert reruns == []  # still closed: the notice stays
+    store.set_joining(code, key, True, TEACHER)
+    ui.classes.closed_notice(code)
+    assert reruns == [code]  # its next read finds the class open: the page is drawn again
+    monkeypatch.setattr(st, "rerun", rerun)
+    fragments.clear()
+    at.run()
+    assert not any("closed" in i.value for i in at.info) and not at.error and "closed_notice" not in fragments
+
+
 def test_a_second_tab_s_join_under_another_name_says_which_name_the_browser_has(browser):
     """Two tabs of one browser show the join form; the first joins as TabOne, then the second's Join, typed TabTwo,
     made it TabOne with nothing said. A browser is one student: the second tab says so, and under which name."""
@@ -399,14 +423,14 @@ def test_a_prediction_not_measured_yet_is_graded_once_the_other_group_has_run(fr
     at.button(key="start_training").click().run()
     poll_until_done(at)
     assert "So far not measured: it needs finished runs" in verdict(at)
-    assert fragments["prediction_verdict"] == ui.classes.PREDICTION_POLL_S  # read again on its own until measured
+    assert fragments["prediction_verdict"] == ui.classes.CLASS_POLL_S  # read again on its own until measured
     store = ui.classes.class_store()
     bo = store.join(code, "browser-b", "Bo")  # group "no PE": trains without positional encoding, out of its steps
     result = {"reason": "step budget", "steps": 30, "exact_match": 0.0}
     store.record_run(bo, RunState("finished", 30, None, ({"step": 30, "train_loss": 2.0},), result))
     at.run()  # what the verdict's fragment does on its own every few seconds
     assert "the runs say" in verdict(at) and "not measured" not in verdict(at)
-    assert fragments["prediction_verdict"] == ui.classes.PREDICTION_POLL_S  # the class is open: a later run may turn it
+    assert fragments["prediction_verdict"] == ui.classes.CLASS_POLL_S  # the class is open: a later run may turn it
 
 
 def test_a_graded_prediction_is_read_again_while_the_class_is_open(fragments):
@@ -425,10 +449,10 @@ def test_a_graded_prediction_is_read_again_while_the_class_is_open(fragments):
     store.record_run(cy, RunState("training", 5, None, ({"step": 5, "train_loss": 2.0},)))
     at.run()
     first = verdict(at)
-    assert "the runs say" in first and fragments["prediction_verdict"] == ui.classes.PREDICTION_POLL_S
+    assert "the runs say" in first and fragments["prediction_verdict"] == ui.classes.CLASS_POLL_S
     store.record_run(cy, RunState("finished", 30, None, ({"step": 30, "train_loss": 2.0},), {**solved, "steps": 30}))
     at.run()  # what the verdict's fragment does on its own: every run has ended, and a classmate may still join
-    assert fragments["prediction_verdict"] == ui.classes.PREDICTION_POLL_S and "the runs say" in verdict(at)
+    assert fragments["prediction_verdict"] == ui.classes.CLASS_POLL_S and "the runs say" in verdict(at)
 
 
 def test_a_verdict_read_again_after_the_class_was_deleted_redraws_the_page_instead_of_failing(monkeypatch):
@@ -531,7 +555,7 @@ def test_a_prediction_on_runs_that_ran_out_of_time_is_not_graded_until_a_late_cl
     at.run()
     assert "not graded: the runs it rests on ran out of time" in verdict(at)
     assert "not so" not in verdict(at) and "you were right" not in verdict(at)
-    assert fragments["prediction_verdict"] == ui.classes.PREDICTION_POLL_S  # no run in flight, yet one may come
+    assert fragments["prediction_verdict"] == ui.classes.CLASS_POLL_S  # no run in flight, yet one may come
     late = [store.join(code, f"browser-{name}", name) for name in ("Cy", "Di")]  # one of them in Bo's group
     (di,) = [student for student in late if student.group == bo.group]
     out_of_steps = {"reason": "step budget", "steps": 30, "exact_match": 0.0}
