@@ -7,8 +7,11 @@ import torch.nn.functional as F
 from tests.helpers import array
 from tests.helpers.figures import title_overflow
 from transformer.dynamics import EmbeddingAxes, LayerGradients, layer_of
-from transformer.figures import COLUMN_PX
+from transformer.figures import COLUMN_PX, drawn_px
 from transformer.figures.dynamics import embedding_figure, gradient_figure
+from transformer.figures.heatmaps import ROW_LABEL_GAP_PX
+from transformer.figures.summary import plain
+from transformer.figures.theme import FONT
 from transformer.i18n import translator
 from transformer.model import ModelConfig, Transformer
 from transformer.tasks import DataConfig, TaskData
@@ -190,6 +193,25 @@ def test_both_figures_fit_their_titles_to_a_half_page_column_and_keep_the_layers
     ):
         assert not title_overflow(figure, COLUMN_PX), figure.layout.title.text  # they ran past both edges at 241 px
     assert gradient_figure(rows, fit_px=COLUMN_PX).layout.yaxis.automargin  # "embeddings" read "mbeddings"
+
+
+@pytest.mark.parametrize("language", ["en", "zh-CN"])
+def test_in_a_half_page_column_the_layers_names_and_colour_bar_leave_the_cells_room(language):
+    """At 150% zoom the layers' names ("encoder layer 0") and the colour bar beside the plot left its cells a sliver
+    of Train's 241 px column, and Plotly cut the names to "oder layer 0". Each name breaks at a space, no line wider
+    than the widest word, and the colour bar lies under the plot."""
+    model = Transformer(ModelConfig(vocab_size=8))
+    layers = sorted({layer_of(name) for name, _ in model.named_parameters()})
+    rows = [dict(step=10 * i, layers=layers, grad_norms=[0.1 * i] * len(layers)) for i in range(1, 4)]
+    figure = gradient_figure(rows, tr=translator(language), fit_px=COLUMN_PX)
+    names, bar = figure.data[0].y, figure.data[0].colorbar
+    words = [drawn_px(word, FONT["size"]) for name in names for word in plain(name).split()]
+    lines = [drawn_px(line, FONT["size"]) for name in names for line in name.split("<br>")]
+    assert bar.orientation == "h" and max(lines) <= max(words)
+    margins = figure.layout.margin.l + figure.layout.margin.r + ROW_LABEL_GAP_PX
+    assert COLUMN_PX - max(lines) - margins >= 0.4 * COLUMN_PX, names  # was a tenth of it: 25 px
+    joined = [name.replace("<br>", " " if language == "en" else "") for name in names]  # Chinese breaks need no space
+    assert joined == [translator(language).gettext(layer) for layer in layers]
 
 
 def test_a_recurrent_run_records_its_embeddings_and_the_gradient_norms_of_its_encoder_and_decoder():

@@ -156,3 +156,26 @@ def test_each_projection_title_fits_the_width_given(language, chart_px):
         title = tr.gettext("{block}, layer {layer}", block=tr.gettext(name), layer=1)
         figure = projection_heatmaps(attention_projections(model, kind, 1), 4, title, tr=tr, fit_px=chart_px)
         assert not title_overflow(figure, chart_px), figure.layout.title.text
+
+
+@pytest.mark.parametrize("language", ["en", "zh-CN"])
+def test_side_by_side_head_titles_in_a_half_page_column_stay_apart(language):
+    """Caesar's probe input in Train's half-page column at 150% zoom: two panels a row left each 45 px, and "head 0"
+    ran into "head 1" ("head 0head 1"). A row holds only as many panels as their titles have room for."""
+    from transformer.figures.alignment import ideal_over_learned
+    from transformer.figures.heatmaps import label_px
+
+    weights, ideal = torch.full((4, 4, 3), 1 / 3), torch.eye(4, 3)
+    queries, keys = ["BOS", *"hal"], list("kdo")
+    fig = ideal_over_learned(weights, ideal, [0.9] * 4, queries, keys, "t", 2, translator(language), COLUMN_PX)
+    layout = fig.layout
+    plot_px = COLUMN_PX - layout.margin.l - layout.margin.r
+    titles = [(t.y, t.text.split("<br>")[0]) for t in layout.annotations[:4]]
+    extents = [
+        (y, (layout[f"xaxis{n or ''}"].domain[0] + layout[f"xaxis{n or ''}"].domain[1]) / 2 * plot_px, name)
+        for n, (y, name) in zip(["", 2, 3, 4], titles)
+    ]
+    for (y0, x0, name0), (y1, x1, name1) in zip(extents, extents[1:]):
+        if y0 == y1:  # side by side: the two titles' halves fit between their centres
+            assert x1 - x0 >= (label_px([name0]) + label_px([name1])) / 2, (name0, name1)
+    assert layout.xaxis2.domain[0] > 0 or language == "en"  # Chinese "头 0" is narrow: two a row still fit

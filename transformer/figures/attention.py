@@ -105,20 +105,28 @@ class KeyLabels(NamedTuple):
 
 
 def key_labels(
-    n_heads: int, row_labels: Sequence[str], col_labels: Sequence[str], per_row: int, chart_px: int
+    n_heads: int,
+    row_labels: Sequence[str],
+    col_labels: Sequence[str],
+    per_row: int,
+    chart_px: int,
+    titles: Sequence[str] = (),
 ) -> KeyLabels:
     """The most panels a row, up to `per_row`, that give each key label of `col_labels` room under its own column
-    of cells in a chart `chart_px` wide: each label flat where its column is wider than the label, else upright, where
-    it is as wide as a line is tall; and where even one panel a row is too narrow for that, a label every few keys. So
-    a label never reaches past its panel into the next one, nor runs into its neighbours (Plotly turns crowded labels
-    30 degrees, over the next panel, or upright, over each other)."""
+    of cells in a chart `chart_px` wide, and each panel's title (its widest of `titles`) room over it: each label flat
+    where its column is wider than the label, else upright, where it is as wide as a line is tall; and where even one
+    panel a row is too narrow for that, a label every few keys. So a label never reaches past its panel into the next
+    one, nor runs into its neighbours (Plotly turns crowded labels 30 degrees, over the next panel, or upright, over
+    each other), and two titles side by side never run together ("head 0head 1")."""
     left = row_labels_px(row_labels, HEADS_LEFT_PX)  # the query labels and their tick marks
     plot_px = max(chart_px - left - HEADS_RIGHT_PX, 1)  # query labels wider than the chart leave it a sliver
     flat, upright = label_px(col_labels) + KEY_GAP_PX, UPRIGHT_LABEL_PX + KEY_GAP_PX
     n_cols = min(n_heads, per_row)
     while True:
-        key_px = plot_px * (1 - HEADS_H_GAP * (n_cols - 1)) / n_cols / max(len(col_labels), 1)
-        if key_px >= min(flat, upright) or n_cols == 1:
+        panel_px = plot_px * (1 - HEADS_H_GAP * (n_cols - 1)) / n_cols
+        key_px = panel_px / max(len(col_labels), 1)
+        titled = n_cols == 1 or panel_px + plot_px * HEADS_H_GAP >= label_px(titles) + KEY_GAP_PX  # centres apart
+        if (key_px >= min(flat, upright) and titled) or n_cols == 1:
             break
         n_cols -= 1
     step = math.ceil(min(flat, upright) / key_px)
@@ -141,11 +149,11 @@ def attention_heatmaps(
     labels would not fit under the panels there (`key_labels`)."""
     w = as_array(weights)
     n_heads = w.shape[0]
-    keys = None if fit_px is None else key_labels(n_heads, row_labels, col_labels, per_row, fit_px)
+    head_names = [tr.gettext("head {head}", head=h) for h in range(n_heads)]
+    keys = None if fit_px is None else key_labels(n_heads, row_labels, col_labels, per_row, fit_px, head_names)
     n_cols = min(n_heads, per_row) if keys is None else keys.per_row
     n_rows = -(-n_heads // n_cols)
     stacked = keys is not None and n_cols == 1  # one a row on a narrow page: each panel's keys labelled under it
-    head_names = [tr.gettext("head {head}", head=h) for h in range(n_heads)]
     row_px, gap_px = 70 + 26 * len(row_labels), 20 + PANEL_TITLE_LINE_PX * title_lines
     if stacked:
         gap_px += keys.height_px(col_labels)

@@ -7,10 +7,15 @@ from collections.abc import Sequence
 import plotly.graph_objects as go
 
 from ..i18n import Translator
-from . import ENGLISH, fit_title, title_layout, top_margin
+from . import ENGLISH, drawn_px, fit_title, title_layout, top_margin, wrap_lines
 from .heatmaps import escape_labels
 from .palette import BLUE
 from .theme import FONT, colour_bar
+
+# In a narrow chart the colour bar lies under the plot, at the figure's foot: beside it, it and the layers' names
+# left the cells a third of a half-page column
+FOOT_BAR = dict(orientation="h", thickness=14, y=0, yref="container", yanchor="bottom", ypad=8, tickangle=0)
+FOOT_BAR_PX = 90  # the room it takes under the step axis: its title, labels and bar
 
 TRAIL = "#bbbbbb"  # where the symbols were at earlier rows
 POINT = BLUE
@@ -82,17 +87,23 @@ def gradient_figure(
     no step of their own (a run that ended between two rows) are left out. Its title in lines that fit a chart
     `fit_px` wide, where given, and its layers' names beside it whole."""
     read = [r for r in records if r["grad_norms"] is not None]
-    layers = records[-1]["layers"] if records else []
+    layers = [tr.gettext(layer) for layer in (records[-1]["layers"] if records else [])]
+    if fit_px is not None:  # "encoder layer 0" in two lines: whole, the names left the cells a sliver of the column
+        width = lambda line: drawn_px(line, FONT["size"])  # noqa: E731
+        widest_word = max((width(word) for name in layers for word in name.split()), default=0.0)
+        layers = ["<br>".join(wrap_lines(name, widest_word, width)) for name in layers]
     z = [[math.log10(max(r["grad_norms"][i], 1e-12)) for r in read] for i in range(len(layers))]  # (layers, rows)
     norms = [[r["grad_norms"][i] for r in read] for i in range(len(layers))]
     fig = go.Figure(
         go.Heatmap(
             x=[str(r["step"]) for r in read],
-            y=[tr.gettext(layer) for layer in layers],
+            y=layers,
             z=z,
             customdata=norms,
             colorscale="Viridis",
-            colorbar=colour_bar(tr.gettext("log₁₀ norm")),
+            colorbar=colour_bar(tr.gettext("log₁₀ norm"))
+            if fit_px is None
+            else FOOT_BAR | dict(title=dict(text=tr.gettext("log₁₀ norm"), side="bottom")),
             hovertemplate=tr.gettext(
                 "{layer}, step {step}: {norm}", layer="%{y}", step="%{x}", norm="%{customdata:.3g}"
             )
@@ -101,9 +112,9 @@ def gradient_figure(
     )
     title = _fitted(tr.gettext("Gradient norm of each layer"), fit_px)
     fig.update_layout(
-        height=height,
+        height=height if fit_px is None else height + FOOT_BAR_PX,
         font=FONT,
-        margin=dict(l=10, r=10, t=top_margin(title), b=10),
+        margin=dict(l=10, r=10, t=top_margin(title), b=10 if fit_px is None else FOOT_BAR_PX),
         title=title_layout(title),
         xaxis=dict(title=tr.gettext("step"), type="category"),
         yaxis=dict(autorange="reversed", automargin=True),  # the margin grows to hold "encoder layer 0"
