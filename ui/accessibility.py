@@ -12,13 +12,19 @@ from ui.language import _
 KEY = "accessibility"  # the key of the hidden container that holds the page's style and script
 # Why a number or a file was refused, in words under the field (WCAG 3.3.1): Streamlit writes it only for screen
 # readers and in a tooltip, so a red field and a Start or Create that does nothing were all a student saw. Its
-# words are the session's (`ui.language`); the field keeps room for two lines of them.
+# words are the session's (`ui.language`); the field keeps room for two lines of them, and the lab's script makes
+# it as many as they take (in a narrow column, four ran over the next field's label). The words say what the
+# tooltip's icon did: it goes, and with it the clear button while the number is refused (a number is typed over),
+# which left the typed number no room beside the field's buttons.
 ERROR_RED = "#b3261e"  # 6.5:1 on white
 FIELD_ERRORS = f"""[data-testid="stNumberInput"]:has([role="alert"]) {{ position: relative; padding-bottom: 2.8rem; }}
 [data-testid="stNumberInputContainer"]:has(> [role="alert"]) {{ position: static; }}
+[data-testid="stNumberInput"] [data-testid="stTooltipErrorHoverTarget"],
+[data-testid="stNumberInputContainer"]:has(> [role="alert"]) [data-testid="stNumberInputClearButton"] {{
+  display: none !important; }}
 [data-testid="stNumberInputContainer"] > [role="alert"] {{
   position: absolute !important; top: auto !important; bottom: 0 !important; left: 0 !important; right: 0 !important;
-  width: auto !important; height: 2.6rem !important; margin: 0 !important; overflow: visible !important;
+  width: auto !important; height: auto !important; margin: 0 !important; overflow: visible !important;
   clip: auto !important; clip-path: none !important; white-space: normal !important;
   color: {ERROR_RED}; font-size: 0.875rem; line-height: 1.3; }}
 [data-testid="stFileChips"] [role="alert"] {{
@@ -110,7 +116,8 @@ CSS = f""".st-key-{KEY} {{ display: none; }}
 {CLOSED_SIDEBAR}"""
 # A fixed script, never text from anyone. Installed once per browser tab (Streamlit swaps pages inside one document),
 # it gives each display formula, table or table cell that scrolls a place in the tab order, and takes it back when it no
-# longer scrolls;
+# longer scrolls; it marks each data grid's edges that have more to scroll to; it gives a refused number's words the
+# room they take under the field;
 # it names each file uploader's button by the word a style draws on it (`ui.language`: a button's name must be what
 # it shows, and a name drawn by CSS alone is no name to axe); and a form's button pressed while one of the form's
 # numbers is refused (the browser then sends nothing) takes the student to that number, opening the folded section
@@ -126,6 +133,10 @@ SCRIPT = """<script>
       const scrolls = el.scrollWidth > el.clientWidth || el.scrollHeight > el.clientHeight;
       if (scrolls) el.setAttribute("tabindex", "0");
       else el.removeAttribute("tabindex");
+    }
+    for (const field of document.querySelectorAll('[data-testid="stNumberInput"]')) {  // room for all its words
+      const refused = field.querySelector('[data-testid="stNumberInputContainer"] > [role="alert"]');
+      field.style.paddingBottom = refused ? `${refused.offsetHeight + 4}px` : "";
     }
     for (const frame of document.querySelectorAll('[data-testid="stDataFrame"]')) {  // drawn on a canvas: marked
       const grid = frame.querySelector(".dvn-scroller");
