@@ -248,7 +248,7 @@ def show_length_tests(run: ExperimentRun) -> None:
     """The length test of each variant that has finished, side by side."""
     tested = {_(v.label): v.lengths for v in run.variants if v.lengths}
     if tested:
-        figure = length_comparison_figure(tested, tr=session_translator())
+        figure = length_comparison_figure(tested, tr=session_translator(), fit_px=narrowest_chart_px())
         chart(st, figure, key="compare_lengths", config=PLOTLY_CONFIG)
         st.caption(
             _(

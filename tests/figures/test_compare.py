@@ -96,3 +96,12 @@ def test_the_trained_lengths_label_stands_clear_of_a_curve_at_100_percent():
     plot_px = layout["height"] - layout["margin"]["t"] - layout["margin"]["b"]
     label_data = (high - low) * (layout["font"]["size"] * 1.3 + 4) / plot_px  # a line of the label, and its padding
     assert high - label_data > 100  # the 100% point lies below the label
+
+
+@pytest.mark.parametrize("language", ["en", "zh-CN"])
+@pytest.mark.parametrize("chart_px", [PHONE_CHART_PX, PAGE_PX])
+def test_the_length_test_title_fits_the_width_given(language, chart_px):
+    """"Length test of each variant's final model" ran 4 px past each edge of a phone's chart."""
+    rows = [{"length": n, "trained": n < 4, "exact_match": 1.0} for n in range(1, 8)]
+    figure = length_comparison_figure({"sinusoidal PE": rows}, tr=translator(language), fit_px=chart_px)
+    assert not title_overflow(figure, chart_px), figure.layout.title.text

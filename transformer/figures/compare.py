@@ -176,9 +176,12 @@ def alignment_figure(
     return fig
 
 
-def length_comparison_figure(lengths: Mapping[str, Sequence[Mapping]], tr: Translator = ENGLISH) -> go.Figure:
+def length_comparison_figure(
+    lengths: Mapping[str, Sequence[Mapping]], tr: Translator = ENGLISH, fit_px: int | None = None
+) -> go.Figure:
     """Variant label -> its length test rows ({"length", "trained", "exact_match"}): greedy exact match against the
-    input length, one colour per variant, the lengths the variants trained on shaded."""
+    input length, one colour per variant, the lengths the variants trained on shaded; its title in lines that fit a
+    chart `fit_px` wide, if given."""
     fig = go.Figure()
     for i, (label, rows) in enumerate(lengths.items()):
         fig.add_trace(
@@ -194,4 +197,4 @@ def length_comparison_figure(lengths: Mapping[str, Sequence[Mapping]], tr: Trans
     shade_trained(fig, [row["length"] for rows in lengths.values() for row in rows if row["trained"]], tr)
     fig.update_xaxes(title=tr.gettext("input length"), dtick=1)
     fig.update_yaxes(title=tr.gettext("exact match on unseen inputs"), **PERCENT_AXIS)  # clear of the label
-    return line_chart_layout(fig, tr.gettext("Length test of each variant's final model"))
+    return line_chart_layout(fig, tr.gettext("Length test of each variant's final model"), fit_px=fit_px)

@@ -13,7 +13,7 @@ import plotly.graph_objects as go
 from ..curves import downsample
 from ..i18n import Translator
 from ..training import MetricRow, TrainConfig
-from . import ENGLISH, LEGEND_AT_FOOT, fit_legend, title_layout, top_margin
+from . import ENGLISH, LEGEND_AT_FOOT, fit_legend, fit_title, title_layout, top_margin
 from .palette import MARKER, TRAIN, VALID, dash_of
 from .theme import FONT
 
@@ -224,8 +224,10 @@ LINE_CHART = dict(
 )  # the layout every line chart of a run shares
 
 
-def line_chart_layout(fig: go.Figure, title: str, height: int = 420) -> go.Figure:
-    """`fig` with a title and LINE_CHART's projector-sized font and legend under the axis."""
+def line_chart_layout(fig: go.Figure, title: str, height: int = 420, fit_px: float | None = None) -> go.Figure:
+    """`fig` with a title (in lines that fit a chart `fit_px` wide, if given) and LINE_CHART's projector-sized font
+    and legend under the axis."""
+    title = title if fit_px is None else fit_title(title, fit_px)
     return fig.update_layout(title=title_layout(title), height=height, **_line_chart_frame(title))
 
 
