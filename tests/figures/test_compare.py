@@ -101,7 +101,7 @@ def test_the_trained_lengths_label_stands_clear_of_a_curve_at_100_percent():
 @pytest.mark.parametrize("language", ["en", "zh-CN"])
 @pytest.mark.parametrize("chart_px", [PHONE_CHART_PX, PAGE_PX])
 def test_the_length_test_title_fits_the_width_given(language, chart_px):
-    """"Length test of each variant's final model" ran 4 px past each edge of a phone's chart."""
+    """ "Length test of each variant's final model" ran 4 px past each edge of a phone's chart."""
     rows = [{"length": n, "trained": n < 4, "exact_match": 1.0} for n in range(1, 8)]
     figure = length_comparison_figure({"sinusoidal PE": rows}, tr=translator(language), fit_px=chart_px)
     assert not title_overflow(figure, chart_px), figure.layout.title.text
