@@ -9,7 +9,7 @@ Compare's settings are `compare_state.CompareState`.
 
 import math
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any, get_args
 
 from .decoding import Strategy
@@ -54,6 +54,19 @@ def read_params(params: Mapping[str, Any], parsers: Mapping[str, Parser]) -> tup
             notice = N_("The link's {name} {problem}, so the page's default is used.")
             notices.append(Message(notice, name=name, problem=message_of(err)))
     return values, notices
+
+
+MOST_NAMED = 5  # a notice of parameters a page does not take names at most this many
+NAME_CHARS = 24  # of a parameter's name a notice shows at most this many characters
+
+
+def untaken_params(params: Mapping[str, Any], taken: Collection[str]) -> list[str]:
+    """The names of the link's parameters that are not among `taken` (a page's own and the lab's), which the page
+    drops (a teacher's `?task=add` on a page that takes no settings from a link): the first MOST_NAMED, each cut to
+    NAME_CHARS, and "…" for the rest. Names only, never values: a link is anyone's text."""
+    names = [name for name in params if name not in taken]
+    shown = [name if len(name) <= NAME_CHARS else name[: NAME_CHARS - 1] + "…" for name in names[:MOST_NAMED]]
+    return shown + (["…"] if len(names) > MOST_NAMED else [])
 
 
 def write_params(values: Mapping[str, Any]) -> dict[str, str]:

@@ -13,11 +13,14 @@ from urllib.parse import quote, urlencode, urlsplit
 import streamlit as st
 
 from transformer import CheckpointError
-from transformer.i18n import Message
-from transformer.link_params import Parser, language_parser, model_parsers, read_params
+from transformer.i18n import N_, Message
+from transformer.link_params import Parser, language_parser, model_parsers, read_params, untaken_params
+from transformer.literal import markdown_literal
 from ui.common import shipped_checkpoint, shipped_checkpoints
 from ui.language import LANG_PARAM, _, language_param
 from ui.state import CLASS_CODE, SHIPPED_PREFIX, model_in_hand, put_in_hand, shipped_name
+
+LAB_PARAMS = ("model", "class", LANG_PARAM)  # what every page's link may carry: the frame reads them
 
 
 def unreachable_host(url: str) -> str | None:
@@ -114,7 +117,8 @@ def keep_class_in_address() -> None:
 
 def share_link(params: Mapping[str, str] | None = None) -> None:
     """Put the shipped model in hand and the page's settings `params` in the address bar, and offer the link to
-    copy in the sidebar. A model trained here or uploaded cannot travel in a link: the offer says so."""
+    copy in the sidebar. A model trained here or uploaded cannot travel in a link: the offer says so. A page that
+    takes no settings from a link (no `params`) says so of the settings the opened link gives it."""
     name, code = shipped_in_hand(), st.session_state.get(CLASS_CODE)
     wanted = {
         **({"model": name} if name else {}),
@@ -123,6 +127,11 @@ def share_link(params: Mapping[str, str] | None = None) -> None:
         **language_param(),
     }
     shown = {key: st.query_params.get_all(key) for key in st.query_params}  # every value: a key given twice too
+    if "link_taken" not in st.session_state:  # the link opened, not an address the lab wrote since
+        st.session_state["link_taken"] = True
+        if params is None and (names := untaken_params(shown, LAB_PARAMS)):
+            notice = N_("This page takes no {names} from a link: it opens with its own settings.")
+            show_link_notices([Message(notice, names=", ".join(map(markdown_literal, names)))])
     if shown != {key: [value] for key, value in wanted.items()}:
         st.query_params.from_dict(wanted)
     query = urlencode(wanted, quote_via=quote)
