@@ -30,7 +30,7 @@ from transformer.inspection import (
 from transformer.literal import code_span, markdown_literal
 from transformer.naming import length_span, task_label
 from ui.charts import chart, narrowest_chart_px
-from ui.language import SELECT_ALL, _, said, session_translator, worded
+from ui.language import SELECT_ALL, _, on_its_own, said, session_translator, worded
 from ui.links import share_link
 from ui.state import claim_inputs, model_page
 
@@ -198,7 +198,7 @@ text = st.text_input(
 try:
     ids = vocab.encode(text, max_len=config.longest_sequence)
 except ValueError as err:
-    st.error(_("{error}.", error=markdown_literal(_(err))))
+    st.error(_("{error}.", error=markdown_literal(on_its_own(_(err)))))
 else:
     embedded, with_position = embed_with_position(model, ids)
     panels = {_("token embedding × √d_model"): embedded, _("+ positional encoding"): with_position}

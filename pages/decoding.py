@@ -35,7 +35,7 @@ from ui.decoding_inputs import (
     source_input,
     strategy_settings,
 )
-from ui.language import _, said, session_translator, worded
+from ui.language import _, on_its_own, said, session_translator, worded
 from ui.links import link_values, share_link
 from ui.state import (
     claim_inputs,
@@ -103,7 +103,7 @@ try:
     ids = vocab.encode(text, max_len=limit, symbols=task_of(task).source_symbols(task.n_symbols))
 except ValueError as err:
     example = code_span(example_text(examples[0], vocab.symbols))
-    st.error(_("{error}. For example: {example}.", error=markdown_literal(_(err)), example=example))
+    st.error(_("{error}. For example: {example}.", error=markdown_literal(on_its_own(_(err))), example=example))
     st.stop()
 if not task.min_len <= len(ids) <= task.max_len:
     st.warning(

@@ -21,7 +21,7 @@ from transformer.model import Transformer
 from transformer.tasks import DataConfig
 from transformer.vocab import Vocab
 from ui.charts import chart, narrowest_chart_px
-from ui.language import _, said, session_translator, worded
+from ui.language import _, on_its_own, said, session_translator, worded
 from ui.links import link_values, share_link
 from ui.state import claim_inputs, keep_result, model_page, result_for
 
@@ -194,7 +194,7 @@ def show_masking_result(
     if result is None:
         return
     if isinstance(result, ValueError):
-        st.error(_("{error}.", error=markdown_literal(_(result))))
+        st.error(_("{error}.", error=markdown_literal(on_its_own(_(result)))))
         return
     st.markdown(
         _(

@@ -11,7 +11,7 @@ from transformer.literal import markdown_literal
 from transformer.naming import length_span, task_label
 from transformer.tasks import DataConfig, task_of
 from transformer.vocab import Vocab
-from ui.language import _, said, worded
+from ui.language import _, on_its_own, said, worded
 
 STRATEGIES = {
     "greedy": (N_("Greedy"), N_("take the most likely token")),
@@ -61,7 +61,7 @@ def source_input(task: DataConfig, vocab: Vocab, limit: int, examples: list[list
             "Source sequence ({task}: {description} {hint})",
             task=markdown_literal(task_label(task)),
             description=_(task_of(task).description),
-            hint=_(vocab.input_hint(limit)).capitalize(),
+            hint=on_its_own(_(vocab.input_hint(limit))),
         ),
         key="decode_input",
         persist_state="session",

@@ -152,6 +152,12 @@ def ngettext(singular: str, plural: str, n: int, **params: object) -> str:
     return session_translator().ngettext(singular, plural, n, **params)
 
 
+def on_its_own(reason: str) -> str:
+    """A reason worded to follow another's words ("Not joined: unknown symbol 'x'") as a sentence of its own: its first
+    letter a capital, the rest as it is (a symbol in it keeps its case; Chinese has no capitals)."""
+    return reason[:1].upper() + reason[1:]
+
+
 def said(words: Callable[[Any], str]) -> Callable[[Any], str]:
     """A widget's `format_func`: `words(value)` in the session's language. It holds the session's translator, so it
     says the same wherever it is called (AppTest calls a widget's format_func outside the page's run)."""

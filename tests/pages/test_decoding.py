@@ -362,7 +362,7 @@ def test_a_task_from_examples_offers_only_the_symbols_its_sources_hold():
         at.text_input(key="decode_input").set_value(typed).run()
         assert not at.exception
         (error,) = [e.value.replace("\\", "") for e in at.error]
-        assert error.startswith(f"unknown symbol '{unknown}'; use a e b d c."), error
+        assert error.startswith(f"Unknown symbol '{unknown}'; use a e b d c."), error  # a sentence: a capital
 
 
 def test_back_and_next_have_arrow_keys_that_their_help_names(solved_reverse):
