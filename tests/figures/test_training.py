@@ -82,6 +82,10 @@ def test_lr_figure_draws_the_schedule_over_the_budget_and_marks_the_step():
     assert max(curve.y) <= 0.01 and curve.y[list(curve.x).index(101)] == pytest.approx(0.01 * (100 / 101) ** 0.5)
     assert curve.y[-1] == pytest.approx(0.01 * (100 / curve.x[-1]) ** 0.5)  # ... then decays as 1/sqrt(step)
     assert fig.layout.shapes[0].x0 == 250 and fig.layout.annotations[0].text == "step 250"
+    # the step's label hangs from the plot's top, over the peak, not on the curve; the two 0s at the origin apart
+    label_lines = (fig.layout.font.size * 1.3 + 4) / (fig.layout.height - fig.layout.margin.t - fig.layout.margin.b)
+    assert fig.layout.yaxis.range[1] * (1 - label_lines) > max(curve.y)
+    assert fig.layout.yaxis.ticklabelstandoff > 0
     flat = lr_figure(TrainConfig(lr=0.01, warmup=0, schedule="constant", steps=50), step=10).data[0]
     assert set(flat.y) == {0.01} and list(flat.x) == list(range(1, 51))
 

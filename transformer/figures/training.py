@@ -83,14 +83,18 @@ def loss_figure(
 def lr_figure(config: TrainConfig, step: int, max_points: int = 400, tr: Translator = ENGLISH) -> go.Figure:
     """The learning rate `config` gives every step of its budget, with a dashed line at `step` (where a run is)."""
     steps = list(range(1, config.steps + 1, max(1, config.steps // max_points)))
-    curve = _line(steps, [config.lr_at(s) for s in steps], tr.gettext("learning rate"), TRAIN, markers=False)
+    rates = [config.lr_at(s) for s in steps]
+    curve = _line(steps, rates, tr.gettext("learning rate"), TRAIN, markers=False)
     hover = tr.gettext("step {step}: {value}", step="%{x}", value="%{y:.2e}")
     curve |= dict(showlegend=False, hovertemplate=f"{hover}<extra></extra>")
     return _line_chart(
         [curve],
         tr.gettext("Learning rate"),
         tr,
-        yaxis=dict(title=tr.gettext("learning rate"), rangemode="tozero", exponentformat="e"),
+        # headroom over the peak for the step's label, which hangs from the plot's top
+        yaxis=dict(
+            title=tr.gettext("learning rate"), range=[0, 1.2 * max(rates)], exponentformat="e", **CLEAR_OF_STEP_ZERO
+        ),
         shapes=[
             dict(
                 type="line",
@@ -113,6 +117,7 @@ def lr_figure(config: TrainConfig, step: int, max_points: int = 400, tr: Transla
                 y=1,
                 yanchor="top",
                 showarrow=False,
+                bgcolor="white",  # a grid line under it does not cross it
             )
         ],
     )
