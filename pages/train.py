@@ -57,7 +57,8 @@ REASONS = {  # how a run that was not stopped ended
     "step budget": N_("Finished after {steps} steps in {seconds:.1f} s, because the step budget ran out: {scores}."),
     "time budget": N_("Finished after {steps} steps in {seconds:.1f} s, because the time budget ran out: {scores}."),
 }
-STOPPED = N_("Stopped at step {steps} after {seconds:.1f} s, because {why}: {scores}.")
+# its seconds are training's, which a busy server's wait between steps is not: a slot's limit is by the clock
+STOPPED = N_("Stopped at step {steps} after {seconds:.1f} s of training, because {why}: {scores}.")
 NEXT_PAGES = [  # where a finished run goes next: (page, link label, icon)
     ("pages/decoding.py", N_("Decode it"), ":material/skip_next:"),  # short: a link's label does not wrap
     ("pages/lengths.py", N_("Longer inputs"), ":material/straighten:"),

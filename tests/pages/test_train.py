@@ -359,6 +359,7 @@ def test_the_form_makes_way_for_the_run_while_it_trains_and_stop_ends_it(stop_jo
     at.run()
     assert not at.exception and not at.success and at.info[0].value.startswith(f"Stopped at step {job.result.steps} ")
     assert "because you pressed Stop:" in at.info[0].value  # not a guess between the student and an idle page
+    assert f"after {job.result.seconds:.1f} s of training," in at.info[0].value  # not the clock's: a slot's limit is
     assert not at.button(key="start_training").disabled  # the form is back, under the results
 
 

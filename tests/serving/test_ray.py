@@ -159,7 +159,7 @@ def test_pause_step_and_resume_on_the_cluster_end_with_the_weights_of_an_unpause
         (
             Caps(run_s=1.5, total_pause_s=60.0),
             False,
-            "it held a training slot for over 1.5 s, the most one run may",
+            "it held a training slot for over 1.5 s by the clock, the most one run may",
             "它占用训练名额超过了 1.5 秒，这是一次训练最多可以占用的时长",
         ),
         (

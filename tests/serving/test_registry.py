@@ -338,7 +338,7 @@ def pause_and_step_until_done(run, pause_s: float, timeout_s: float) -> None:
     "cap, notice",
     [
         ({"max_total_pause_s": 2.0}, "it was paused for over 2 s in all, the most one run may be paused"),
-        ({"max_run_s": 3.0}, "it held a training slot for over 3 s, the most one run may"),
+        ({"max_run_s": 3.0}, "it held a training slot for over 3 s by the clock, the most one run may"),
     ],
 )
 def test_pause_and_step_over_and_over_end_the_run_at_a_cap_with_its_model_kept(cap, notice):
@@ -358,7 +358,7 @@ def test_a_run_that_trains_unpaused_ends_at_its_wall_time_cap_too():
     try:
         run = registry.submit("a", *quick(**ENDLESS))
         assert run.wait_until_done(20) and run.result.reason == "stopped"  # its time budget is 300 s of training
-        assert run.notice == "it held a training slot for over 1 s, the most one run may"
+        assert run.notice == "it held a training slot for over 1 s by the clock, the most one run may"
         after = registry.submit("b", *quick(seed=1, steps=5, early_stop=False))
         wait_until(lambda: after.status != "queued")  # its slot is free again
     finally:

@@ -304,7 +304,7 @@ class Gate:
             in_all = N_("it was paused for over {limit:g} s in all, the most one run may be paused")
             self.notice = Message(in_all, limit=self.caps.total_pause_s)
         elif now - self.began - self.trainer.shared_s > self.caps.run_s:
-            held = N_("it held a training slot for over {limit:g} s, the most one run may")
+            held = N_("it held a training slot for over {limit:g} s by the clock, the most one run may")
             self.notice = Message(held, limit=self.caps.run_s)
         self.stopped = self.notice is not None
 
