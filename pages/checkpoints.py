@@ -33,6 +33,7 @@ from ui.state import (
     put_in_hand,
     show_flashes,
 )
+from ui.tables import fitted_px
 
 DESCRIBED = "checkpoints_described"  # session state: what the listing shows of each file, read once (`described_file`)
 
@@ -56,8 +57,8 @@ def load_entry(name: str, source: str, data: bytes) -> None:
     flash("checkpoints_upload", "success", _("**{name}** is now the model in hand.", name=markdown_literal(name)))
 
 
+NAME_MOST_PX = 200  # the pinned name column leaves a phone's grid room for the rest
 LISTING_COLUMNS = {  # the listing's columns, headed in the session's language
-    "name": st.column_config.TextColumn(_("name"), pinned=True),
     "seed": st.column_config.NumberColumn(_("seed")),
     "task": st.column_config.TextColumn(_("task")),
     "exact match": st.column_config.NumberColumn(
@@ -136,7 +137,9 @@ st.caption(
 if not entries:
     st.info(_("No checkpoints yet: train a model on the Train page, or upload a checkpoint file below."))
 else:
-    st.dataframe(listing(entries), hide_index=True, column_config=LISTING_COLUMNS)
+    width = min(fitted_px([_("name"), *entries]), NAME_MOST_PX)  # a name uploaded since the grid was drawn too
+    names = st.column_config.TextColumn(_("name"), pinned=True, width=width)
+    st.dataframe(listing(entries), hide_index=True, column_config={**LISTING_COLUMNS, "name": names})
     for name, (source, (_summary, seed), data) in entries.items():
         label_col, buttons_col = st.columns([3, 2], vertical_alignment="center")
         buttons = buttons_col.container(horizontal=True)  # each button as wide as its word: a fifth of the row broke it

@@ -35,7 +35,7 @@ from transformer.literal import code_span, markdown_literal
 from ui.assignment_form import assignment_form
 from ui.charts import chart
 from ui.class_access import board_in_address, made_class, new_key_panel, start_page
-from ui.classes import board_table, caller, class_store, fitted_px, tally_table
+from ui.classes import board_table, caller, class_store, tally_table
 from ui.common import cluster_not_used, local_time
 from ui.downloads import csv_download
 from ui.language import (
@@ -50,6 +50,7 @@ from ui.links import link_heading, unreachable_host
 from ui.own_task import class_task_section
 from ui.report_view import class_reports_download
 from ui.state import flash, show_flashes
+from ui.tables import fitted_px
 
 BOARD_POLL_S = 2.0  # the board redraws every 2 s: it reads the database, never the runs themselves
 TABS = (N_("Board"), N_("Assignment"), N_("Export and end"))

@@ -13,7 +13,7 @@ Session state keys:
 import atexit
 import os
 import socket
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -48,6 +48,7 @@ from ui.into_view import bring_into_view
 from ui.language import _, chosen, said, table_cells, worded
 from ui.links import show_link_notices
 from ui.state import CLASS_CODE, RUN_SEAT, drop_flash, flash, show_flashes, watcher_id
+from ui.tables import TABLE_PADDING_PX, fitted_px
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -406,19 +407,9 @@ def tally_table(snapshot: Snapshot) -> None:
     st.table(tally.set_index(_(HEADINGS["choice"])))
 
 
-TABLE_PADDING_PX = 24  # a cell's padding on both sides
 NAME_MOST_PX = 200  # a student's name column: about 12 Chinese or 28 Latin characters, the loss curves in view at
 # a projector's 1280 px beside the sidebar
 ELLIPSIS = "…"
-
-
-def fitted_px(cells: Iterable[object]) -> int:
-    """A table column's width in pixels that shows the widest of its `cells` (texts and numbers) whole.
-
-    Streamlit sizes a column to its cells only when the table is first drawn, and keeps that width on every redraw:
-    a board first drawn while its runs queued cut the states ("训练中，第 675 步") and results that came later."""
-    widest = max((drawn_px(str(cell)) for cell in cells if isinstance(cell, (str, int, float))), default=0)
-    return round(TABLE_PADDING_PX + widest)
 
 
 def fitted_name(name: str) -> str:

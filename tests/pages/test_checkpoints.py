@@ -1,5 +1,6 @@
 """Checkpoints page: lists shipped and session-trained checkpoints, loads any of them, and loads or refuses uploads."""
 
+import json
 import re
 
 import pytest
@@ -14,6 +15,7 @@ from transformer.checkpoint import checkpoint_bytes
 from transformer.model import ModelConfig, Transformer
 from transformer.tasks import DataConfig
 from transformer.vocab import Vocab
+from ui.tables import fitted_px
 
 
 def small_checkpoint_bytes(task: str = "copy", history: tuple = ()) -> bytes:
@@ -108,6 +110,9 @@ def test_two_files_of_one_name_are_both_listed_and_one_dropped_for_room_is_named
     assert "No longer listed" not in " ".join(said[:4])  # the same file again is one entry
     assert said[4].endswith("No longer listed: `a_b.pt` (this page keeps your last 3 uploads).")
     assert list(at.dataframe[0].value["name"])[-3:] == ["a_b (2).pt", "c.pt", "d.pt"]
+    # the grid keeps the widths it was first drawn with: its name column is made as wide as the names listed now
+    width = json.loads(at.dataframe[0].proto.columns)["name"]["width"]
+    assert width == fitted_px(["name", *at.dataframe[0].value["name"]]) and width >= fitted_px(["a_b (2).pt"])
 
 
 def test_the_listing_reads_each_trained_or_uploaded_file_once_a_session(shipped_dir, monkeypatch):

@@ -26,8 +26,9 @@ from transformer.classroom.assignment import split_groups
 from transformer.figures import PAGE_PX
 from transformer.limits import CLASS_CREATIONS, MAX_TITLE_CHARS, WRONG_KEYS_PER_BROWSER
 from transformer.literal import WORD_JOINER
-from ui.classes import JOIN_BUTTON, JOIN_NAME, NAME_MOST_PX, fitted_px
+from ui.classes import JOIN_BUTTON, JOIN_NAME, NAME_MOST_PX
 from ui.setting_widgets import widget_value
+from ui.tables import fitted_px
 
 FINISHED = RunState(
     "finished",
