@@ -660,7 +660,12 @@ def test_the_embeddings_and_gradient_norms_of_every_row_are_shown_and_a_slider_p
     assert embeddings["data"][1]["text"] == ["0", "1", "2", "3"]  # the run's 4 symbols
     assert f"step {steps[-1]}" in embeddings["layout"]["title"]["text"]
     heatmap = gradients["data"][0]
-    assert heatmap["y"] == ["embeddings", "encoder layer 0", "decoder layer 0", "generator"]
+    assert heatmap["y"] == [
+        "embeddings",
+        "encoder<br>layer 0",
+        "decoder<br>layer 0",
+        "generator",
+    ]  # two lines: a column
     read = [str(record["step"]) for record in job.dynamics if record["grad_norms"] is not None]
     assert heatmap["x"] == read and len(read) >= len(steps) - 1  # only the last row may end between two reads
 
