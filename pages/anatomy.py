@@ -95,7 +95,8 @@ total, parts = st.columns([1, 3])
 total.metric(_("Parameters"), f"{model.num_parameters():,}")
 summary = parameter_summary(table)
 summary["part"] = summary["part"].map(_)
-parts.dataframe(summary.rename(columns={"part": _("part"), "parameters": _("parameters")}), hide_index=True)
+counts = st.column_config.NumberColumn(_("parameters"), format="localized")  # 30,541, as the total beside it
+parts.dataframe(summary.rename(columns={"part": _("part")}), hide_index=True, column_config={"parameters": counts})
 
 st.header(_("Inside one attention block (section 3.2.2)"))
 st.latex(

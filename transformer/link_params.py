@@ -24,6 +24,7 @@ from .limits import (
     MAX_PARAM_CHARS,
     MAX_VARIANTS,
 )
+from .literal import printable
 from .settings import Setting, Value
 from .vocab import Vocab
 
@@ -64,7 +65,7 @@ def untaken_params(params: Mapping[str, Any], taken: Collection[str]) -> list[st
     """The names of the link's parameters that are not among `taken` (a page's own and the lab's), which the page
     drops (a teacher's `?task=add` on a page that takes no settings from a link): the first MOST_NAMED, each cut to
     NAME_CHARS, and "…" for the rest. Names only, never values: a link is anyone's text."""
-    names = [name for name in params if name not in taken]
+    names = [printable(name) for name in params if name not in taken]  # a direction override turned no text round
     shown = [name if len(name) <= NAME_CHARS else name[: NAME_CHARS - 1] + "…" for name in names[:MOST_NAMED]]
     return shown + (["…"] if len(names) > MOST_NAMED else [])
 

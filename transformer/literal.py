@@ -41,7 +41,7 @@ def code_span(text: object) -> str:
 
 
 def printable(text: object) -> str:
-    """`text` for a terminal: control and format characters (escapes, bidi overrides, newlines) replaced by spaces,
-    so that what a file holds cannot move the cursor, clear or recolour the terminal, or fake another line (JOINERS
-    stay, in what they join)."""
+    """`text` for a terminal, or a page's line around it: control and format characters (escapes, bidi overrides,
+    newlines) replaced by spaces, so that what a file or a link holds cannot move the cursor, clear or recolour the
+    terminal, fake another line, or turn the rest of a sentence round (JOINERS stay, in what they join)."""
     return "".join(" " if unicodedata.category(c) in ("Cc", "Cf") and c not in JOINERS else c for c in str(text))

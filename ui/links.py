@@ -131,7 +131,8 @@ def share_link(params: Mapping[str, str] | None = None) -> None:
         st.session_state["link_taken"] = True
         if params is None and (names := untaken_params(shown, LAB_PARAMS)):
             notice = N_("This page takes no {names} from a link: it opens with its own settings.")
-            show_link_notices([Message(notice, names=", ".join(map(markdown_literal, names)))])
+            listed = _(", ").join(map(markdown_literal, names))  # names as given, never words to translate
+            show_link_notices([Message(notice, names=listed)])
     if shown != {key: [value] for key, value in wanted.items()}:
         st.query_params.from_dict(wanted)
     query = urlencode(wanted, quote_via=quote)

@@ -67,6 +67,8 @@ def test_a_page_that_takes_no_settings_from_a_link_names_those_it_was_given_once
     many = open_link("pages/knockout.py", model="reverse", **{f"p{i}": "1" for i in range(7)}, **{"n" * 40: "1"})
     (notice,) = [w.value for w in many.warning if "takes no" in w.value]
     assert "p0, p1, p2, p3, p4, …" in notice and "n" * 24 not in notice
+    (notice,) = [w.value for w in open_link("pages/train.py", lang="zh-CN", task="add", **{"\u202eevil": "1"}).warning]
+    assert "不从链接读取 task、 evil：" in notice  # Chinese's list mark, and no override turning the rest round
     assert not [w for w in open_link("pages/train.py", model="reverse", lang="zh-CN").warning]  # the lab's own
     assert not [w for w in open_link("pages/masking.py", model="reverse", source="3 1 2").warning]  # its own
 
