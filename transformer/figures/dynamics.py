@@ -3,6 +3,7 @@ the run's fixed 2-D axes at one row, and each layer's gradient norm at every row
 
 import math
 from collections.abc import Sequence
+from functools import partial
 
 import plotly.graph_objects as go
 
@@ -13,7 +14,7 @@ from .palette import BLUE
 from .theme import FONT, colour_bar
 
 # In a narrow chart the colour bar lies under the plot, at the figure's foot: beside it, it and the layers' names
-# left the cells a third of a half-page column
+# left the cells a tenth of a half-page column
 FOOT_BAR = dict(orientation="h", thickness=14, y=0, yref="container", yanchor="bottom", ypad=8, tickangle=0)
 FOOT_BAR_PX = 90  # the room it takes under the step axis: its title, labels and bar
 
@@ -89,7 +90,7 @@ def gradient_figure(
     read = [r for r in records if r["grad_norms"] is not None]
     layers = [tr.gettext(layer) for layer in (records[-1]["layers"] if records else [])]
     if fit_px is not None:  # "encoder layer 0" in two lines: whole, the names left the cells a sliver of the column
-        width = lambda line: drawn_px(line, FONT["size"])  # noqa: E731
+        width = partial(drawn_px, size=FONT["size"])
         widest_word = max((width(word) for name in layers for word in name.split()), default=0.0)
         layers = ["<br>".join(wrap_lines(name, widest_word, width)) for name in layers]
     z = [[math.log10(max(r["grad_norms"][i], 1e-12)) for r in read] for i in range(len(layers))]  # (layers, rows)
