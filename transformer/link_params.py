@@ -40,9 +40,16 @@ def _param(params: Mapping[str, Any], name: str) -> str | None:
     return None if value is None else str(value)
 
 
-def read_params(params: Mapping[str, Any], parsers: Mapping[str, Parser]) -> tuple[dict[str, Any], list[Message]]:
+DEFAULT_USED = N_("The link's {name} {problem}, so the page's default is used.")
+LEFT_OUT = N_("The link's {name} {problem}, so the page opens without it.")  # a class or board: it has no default
+
+
+def read_params(
+    params: Mapping[str, Any], parsers: Mapping[str, Parser], notice: str = DEFAULT_USED
+) -> tuple[dict[str, Any], list[Message]]:
     """The values of the parameters `parsers` names that the link holds, each checked by its parser; a bad one is
-    left out with a notice. Never raises: unknown parameters are ignored, and notices never repeat a value."""
+    left out with a `notice` (DEFAULT_USED, or LEFT_OUT for a parameter with no default). Never raises: unknown
+    parameters are ignored, and notices never repeat a value."""
     values, notices = {}, []
     for name, parse in parsers.items():
         if (text := _param(params, name)) is None:
@@ -52,7 +59,6 @@ def read_params(params: Mapping[str, Any], parsers: Mapping[str, Parser]) -> tup
                 raise ValueError(Message(N_("is longer than {most} characters"), most=MAX_PARAM_CHARS))
             values[name] = parse(text)
         except ValueError as err:
-            notice = N_("The link's {name} {problem}, so the page's default is used.")
             notices.append(Message(notice, name=name, problem=message_of(err)))
     return values, notices
 

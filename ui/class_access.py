@@ -12,7 +12,7 @@ import streamlit as st
 
 from transformer.classroom import ClassroomError
 from transformer.limits import DEFAULT_RETENTION_DAYS, RETENTION_DAYS
-from transformer.link_params import class_code_parser, read_params
+from transformer.link_params import LEFT_OUT, class_code_parser, read_params
 from transformer.literal import code_span, markdown_literal
 from ui.classes import caller, class_store
 from ui.language import _
@@ -95,7 +95,7 @@ def board_in_address(code: str | None) -> None:
 def start_page() -> None:
     """No class open yet: create one, or open one with its code and teacher key (the code filled in when the
     address names the board this tab had open)."""
-    values, notices = read_params(st.query_params.to_dict(), {BOARD: class_code_parser()})
+    values, notices = read_params(st.query_params.to_dict(), {BOARD: class_code_parser()}, LEFT_OUT)
     show_link_notices(notices)
     if BOARD not in values:
         board_in_address(None)  # no class code: a reload would say so again

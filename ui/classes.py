@@ -40,7 +40,7 @@ from transformer.classroom.records import IN_FLIGHT
 from transformer.classroom.schema import name_key
 from transformer.figures import drawn_px
 from transformer.i18n import N_
-from transformer.link_params import class_code_parser, read_params
+from transformer.link_params import LEFT_OUT, class_code_parser, read_params
 from transformer.literal import markdown_literal
 from transformer.run_configs import run_configs
 from ui.common import client_address, run_registry
@@ -102,7 +102,7 @@ def class_from_link() -> None:
     if "class_link_read" in st.session_state:
         return
     st.session_state["class_link_read"] = True
-    values, notices = read_params(st.query_params.to_dict(), {"class": class_code_parser()})
+    values, notices = read_params(st.query_params.to_dict(), {"class": class_code_parser()}, LEFT_OUT)
     show_link_notices(notices)
     if "class" in values:
         st.session_state[CLASS_CODE] = values["class"]

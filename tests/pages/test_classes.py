@@ -587,3 +587,13 @@ def test_a_server_that_stops_writes_the_step_each_class_run_reached(tmp_path):
     _, state = store.standing(ada)
     assert (state.status, state.step) == ("training", 500)  # read as lost, at that step, once a server restarts
     store.close()
+
+
+def test_a_link_whose_class_is_no_class_code_says_the_page_opens_without_it():
+    """A class has no default: "?class=../../x" was told "so the page's default is used"."""
+    at = AppTest.from_file("../../streamlit_app.py", default_timeout=60)
+    at.query_params["class"] = "../../x"
+    at.run()
+    (notice,) = [w.value for w in at.warning]
+    assert notice.startswith("The link's class is not a class code like amber-otter-7351, so the page opens without it")
+    assert "default" not in notice and "class" not in at.query_params  # no class: the address forgets it
