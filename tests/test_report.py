@@ -272,3 +272,22 @@ def test_the_token_accuracy_of_a_run_without_its_causal_mask_is_said_to_peek(rep
     blind = replace(report, settings={**report.settings, "causal_mask": False})
     assert peeked in run_report_html(blind, ENGLISH)
     assert "没有因果掩码时，词元准确率" in run_report_html(blind, CHINESE)
+
+
+@pytest.mark.parametrize(
+    "notice, unwatched, said",
+    [
+        ("it held a training slot for over 600 s by the clock, the most one run may", None, "被服务器停止"),
+        (None, "no page polled it", "因为已经没有页面在关注它"),
+        (None, None, "步停止。"),
+    ],
+)
+def test_a_stopped_run_s_report_says_who_stopped_it_as_the_class_board_does(notice, unwatched, said):
+    """A run the server stopped at its slot's limit read 'Stopped at step 1980 after 54.5 s of training.' in the
+    student's report, where Train and the teacher's board said the server stopped it."""
+    with finished_run(task="reverse", min_len=3, max_len=4, seed=0, steps=20, early_stop=False) as run:
+        run.result, run.notice, run.unwatched = replace(run.result, reason="stopped"), notice, unwatched
+        data = gather(run)
+    assert data.result["reason"] == run.stop_reason()
+    page = run_report_html(data, CHINESE)
+    assert said in page and f"第 {data.result['steps']} 步" in page

@@ -77,7 +77,9 @@ ENDINGS = {
     "step budget": N_("Finished after {steps} steps in {seconds:.1f} s, when its step budget ran out."),
     "time budget": N_("Finished after {steps} steps in {seconds:.1f} s, when its time budget ran out."),
     "stopped": N_("Stopped at step {steps} after {seconds:.1f} s of training."),
-}
+    "page closed": N_("Stopped at step {steps} after {seconds:.1f} s of training, when no page watched it any more."),
+    "ended by the server": N_("Stopped by the server at step {steps} after {seconds:.1f} s of training."),
+}  # a stop by its reason (`Run.stop_reason`), as the class's board says it
 
 
 @dataclass(frozen=True)

@@ -123,7 +123,7 @@ def gather(run: Run, tested: tuple[Module, pd.DataFrame] | None = None, name: st
         name=name or run_name(run.model_config, run.data_config),
         settings=settings,
         step=run.step,
-        result=None if run.result is None else _result(asdict(run.result)),
+        result=None if run.result is None else _result(_ending(run)),
         rows=[_metric_row(row) for row in downsample(run.rows[:], MAX_RUN_ROWS)],
         loss_floor=smoothed_loss_floor(run.train_config.label_smoothing, run.model_config.vocab_size),
         examples=[
@@ -268,6 +268,13 @@ def _settings(values: Any) -> dict[str, spec.Value]:
         for name, value in _mapping(values).items()
         if name in spec.SETTINGS and (value is None or type(value) in (bool, int, float, str))
     }
+
+
+def _ending(run: Run) -> dict[str, Any]:
+    """The run's result, a stop before its settings ended it named by why (`Run.stop_reason`), as its class records
+    it."""
+    result = asdict(run.result)
+    return result if result["reason"] != "stopped" else {**result, "reason": run.stop_reason()}
 
 
 def _result(values: Any) -> dict[str, Any]:

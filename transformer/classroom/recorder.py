@@ -39,15 +39,8 @@ def run_state(run: Run, place: Place | None) -> RunState:
         return RunState("stopped", run.step, None, rows)
     if run.result.reason != "stopped":
         return RunState("finished", run.step, None, rows, asdict(run.result))
-    return RunState("stopped", run.step, None, rows, {**asdict(run.result), "reason": stopped_why(run)})  # not measured
-
-
-def stopped_why(run: Run) -> str:
-    """Why a run that stopped before its settings ended it did: a limit of the server's or its worker lost (its
-    `notice` says which), no page watching it any more, or its last watcher's Stop."""
-    if run.notice is not None:
-        return "ended by the server"
-    return "page closed" if run.unwatched is not None and not run.left else "stopped"
+    stopped = {**asdict(run.result), "reason": run.stop_reason()}
+    return RunState("stopped", run.step, None, rows, stopped)  # not measured
 
 
 class ClassRecorder:

@@ -160,6 +160,14 @@ class Run:
                 if self._watching(touched, connected)
             )
 
+    def stop_reason(self) -> str:
+        """Why a run that stopped before its settings ended it did, as a class records it and a lab report says it:
+        "ended by the server" (a limit of the server's, or its worker lost: its `notice` says which), "page closed"
+        (no page watched it any more) or "stopped" (its last watcher's Stop)."""
+        if self.notice is not None:
+            return "ended by the server"
+        return "page closed" if self.unwatched is not None and not self.left else "stopped"
+
     def unwatched_why(self) -> Message:
         """Why no page watches the run (`watchers` is empty), in words for students: the one of the two ways a
         watcher lapses that applies."""
