@@ -165,8 +165,8 @@ def test_side_by_side_head_titles_in_a_half_page_column_stay_apart(language):
     from transformer.figures.alignment import ideal_over_learned
     from transformer.figures.heatmaps import label_px
 
-    weights, ideal = torch.full((4, 4, 3), 1 / 3), torch.eye(4, 3)
-    queries, keys = ["BOS", *"hal"], list("kdo")
+    weights, ideal = torch.full((4, 3, 2), 1 / 2), torch.eye(3, 2)
+    queries, keys = ["BOS", *"ha"], list("kd")
     fig = ideal_over_learned(weights, ideal, [0.9] * 4, queries, keys, "t", 2, translator(language), COLUMN_PX)
     layout = fig.layout
     plot_px = COLUMN_PX - layout.margin.l - layout.margin.r
@@ -179,3 +179,17 @@ def test_side_by_side_head_titles_in_a_half_page_column_stay_apart(language):
         if y0 == y1:  # side by side: the two titles' halves fit between their centres
             assert x1 - x0 >= (label_px([name0]) + label_px([name1])) / 2, (name0, name1)
     assert layout.xaxis2.domain[0] > 0 or language == "en"  # Chinese "头 0" is narrow: two a row still fit
+
+
+def test_single_character_keys_under_a_panel_stand_half_the_type_apart():
+    """Train's four heads on a phone, two a row: the probe's eight digits stood 3 px apart and read "96301671", one
+    number. Each label now has half the type's size to its neighbour, with fewer panels a row where it needs it."""
+    from transformer.figures.attention import HEADS_H_GAP, HEADS_RIGHT_PX, key_labels
+    from transformer.figures.heatmaps import label_px
+    from transformer.figures.theme import FONT
+
+    queries, keys = ["BOS", *"1761036"], list("96301671")
+    fit = key_labels(4, queries, keys, 2, PHONE_CHART_PX, ["head 0"])
+    plot_px = PHONE_CHART_PX - fit.left_px - HEADS_RIGHT_PX
+    key_px = plot_px * (1 - HEADS_H_GAP * (fit.per_row - 1)) / fit.per_row / len(keys)
+    assert fit.angle == 0 and fit.step * key_px - label_px(keys) >= FONT["size"] / 2, fit

@@ -30,7 +30,7 @@ HEADS_LEFT_PX = 60  # the heads' left margin, wider where the query labels besid
 WEIGHT_TICKS = (0, 0.5, 1)  # the heads' colour bar's labels
 HEADS_RIGHT_PX = colour_bar_px(list(map(str, WEIGHT_TICKS)))  # the heads' right margin: their colour bar's
 HEADS_H_GAP = 0.06  # between two panels side by side, of the plot's width
-KEY_GAP_PX = 3  # at least between two key labels under a panel
+KEY_GAP_PX = 8  # at least between two key labels under a panel: half the type, where 3 px read "9 6 3 0" as "9630"
 
 ATTENTION_SCALE = "Blues"
 
