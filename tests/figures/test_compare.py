@@ -105,3 +105,11 @@ def test_the_length_test_title_fits_the_width_given(language, chart_px):
     rows = [{"length": n, "trained": n < 4, "exact_match": 1.0} for n in range(1, 8)]
     figure = length_comparison_figure({"sinusoidal PE": rows}, tr=translator(language), fit_px=chart_px)
     assert not title_overflow(figure, chart_px), figure.layout.title.text
+
+
+def test_the_length_test_labels_every_other_length_past_a_dozen():
+    """Compare's shipped experiment tests lengths 1-21: labelled one by one, they turned on their side and ran
+    together on a phone ("0123456789101112..."), where Length test's own chart labels every other."""
+    rows = [{"length": n, "trained": n <= 10, "exact_match": 1.0} for n in range(1, 22)]
+    assert length_comparison_figure({"sinusoidal PE": rows}).layout.xaxis.dtick == 2
+    assert length_comparison_figure({"sinusoidal PE": rows[:8]}).layout.xaxis.dtick == 1

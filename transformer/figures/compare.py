@@ -13,7 +13,7 @@ from ..training import MetricRow
 from . import COLUMN_PX, ENGLISH, LEGEND_AT_FOOT, PAGE_PX, TOOLBAR_PX, fit_title, title_layout, top_margin
 from .alignment import head_name
 from .heatmaps import PANEL_TITLE_LINE_PX, escape_labels, label_px, stacked_panels, subplot_grid
-from .lengths import PERCENT_AXIS, shade_trained
+from .lengths import PERCENT_AXIS, length_step, shade_trained
 from .palette import SERIES, series_line
 from .theme import FONT
 from .training import MARKER, line_chart_layout, loss_axis
@@ -195,6 +195,7 @@ def length_comparison_figure(
             )
         )
     shade_trained(fig, [row["length"] for rows in lengths.values() for row in rows if row["trained"]], tr)
-    fig.update_xaxes(title=tr.gettext("input length"), dtick=1)
+    n_lengths = len({row["length"] for rows in lengths.values() for row in rows})
+    fig.update_xaxes(title=tr.gettext("input length"), dtick=length_step(n_lengths))  # 0-21 ran together on a phone
     fig.update_yaxes(title=tr.gettext("exact match on unseen inputs"), **PERCENT_AXIS)  # clear of the label
     return line_chart_layout(fig, tr.gettext("Length test of each variant's final model"), fit_px=fit_px)

@@ -75,11 +75,11 @@ def output_length_figure(scores: pd.DataFrame, tr: Translator = ENGLISH) -> go.F
 def _length_axis(fig: go.Figure, scores: pd.DataFrame, title: str, tr: Translator) -> go.Figure:
     """Shade the trained lengths and label the length axis."""
     shade_trained(fig, scores.loc[scores["trained"], "length"].tolist(), tr)
-    fig.update_xaxes(title=tr.gettext("input length"), dtick=_length_step(len(scores)))
+    fig.update_xaxes(title=tr.gettext("input length"), dtick=length_step(len(scores)))
     return line_chart_layout(fig, title)
 
 
-def _length_step(n_lengths: int) -> int | None:
+def length_step(n_lengths: int) -> int | None:
     """The length axis's tick step: every length up to MOST_TICKS of them (a chart is half the page wide, and more
     labels run together), every other up to twice that, else Plotly's own."""
     return next((step for step in (1, 2) if n_lengths <= step * MOST_TICKS), None)
