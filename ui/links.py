@@ -130,7 +130,7 @@ def share_link(params: Mapping[str, str] | None = None) -> None:
     if "link_taken" not in st.session_state:  # the link opened, not an address the lab wrote since
         st.session_state["link_taken"] = True
         if params is None and (names := untaken_params(shown, LAB_PARAMS)):
-            notice = N_("This page takes no {names} from a link: it opens with its own settings.")
+            notice = N_("This page reads no settings from a link (this one gave {names}): it opens with its own.")
             listed = _(", ").join(map(markdown_literal, names))  # names as given, never words to translate
             show_link_notices([Message(notice, names=listed)])
     if shown != {key: [value] for key, value in wanted.items()}:

@@ -113,3 +113,10 @@ def test_the_length_test_labels_every_other_length_past_a_dozen():
     rows = [{"length": n, "trained": n <= 10, "exact_match": 1.0} for n in range(1, 22)]
     assert length_comparison_figure({"sinusoidal PE": rows}).layout.xaxis.dtick == 2
     assert length_comparison_figure({"sinusoidal PE": rows[:8]}).layout.xaxis.dtick == 1
+
+
+def test_each_percent_panel_s_0_stands_off_the_step_axis_s_0():
+    """On a phone the accuracy panels' "0%" touched the step axis's "0" at the origin, as the run charts' once did."""
+    layout = comparison_figure({"a": ROWS}, fit_px=PHONE_CHART_PX).layout
+    percent = [layout[f"yaxis{n}"] for n in ("2", "3")]
+    assert all(axis.ticksuffix == "%" and axis.ticklabelstandoff > 0 for axis in percent)

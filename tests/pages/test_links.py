@@ -55,20 +55,20 @@ def test_a_link_that_gives_a_setting_twice_is_written_back_with_the_value_the_pa
     assert at.query_params["model"] == "sort" and at.query_params["input"] == "1 2"  # not "reverse" first
 
 
-def test_a_page_that_takes_no_settings_from_a_link_names_those_it_was_given_once():
+def test_a_page_that_reads_no_settings_from_a_link_names_those_it_was_given_once():
     """A teacher's /train?task=add&seed=3 opened Train on reverse with nothing said: the page names what it drops,
     names only and the first few, each cut short, as literal text."""
     at = open_link("pages/train.py", model="reverse", lang="en", task=["add", "count"], seed="-5", **{"[x](y)": "1"})
-    (notice,) = [w.value for w in at.warning if "takes no" in w.value]
-    assert notice.startswith("This page takes no task, seed, \\[x\\]\\(y\\) from a link")
+    (notice,) = [w.value for w in at.warning if "reads no settings" in w.value]
+    assert notice.startswith("This page reads no settings from a link (this one gave task, seed, \\[x\\]\\(y\\))")
     assert dict(at.query_params) == {"model": "reverse"}  # dropped from the address; English, the default, unwritten
     at.run()
-    assert not [w for w in at.warning if "takes no" in w.value]  # said once
+    assert not [w for w in at.warning if "reads no settings" in w.value]  # said once
     many = open_link("pages/knockout.py", model="reverse", **{f"p{i}": "1" for i in range(7)}, **{"n" * 40: "1"})
-    (notice,) = [w.value for w in many.warning if "takes no" in w.value]
+    (notice,) = [w.value for w in many.warning if "reads no settings" in w.value]
     assert "p0, p1, p2, p3, p4, …" in notice and "n" * 24 not in notice
     (notice,) = [w.value for w in open_link("pages/train.py", lang="zh-CN", task="add", **{"\u202eevil": "1"}).warning]
-    assert "不从链接读取 task、 evil：" in notice  # Chinese's list mark, and no override turning the rest round
+    assert "（这个链接给了 task、 evil）" in notice  # Chinese's list mark, and no override turning the rest round
     assert not [w for w in open_link("pages/train.py", model="reverse", lang="zh-CN").warning]  # the lab's own
     assert not [w for w in open_link("pages/masking.py", model="reverse", source="3 1 2").warning]  # its own
 

@@ -16,7 +16,7 @@ from .heatmaps import PANEL_TITLE_LINE_PX, escape_labels, label_px, stacked_pane
 from .lengths import PERCENT_AXIS, length_step, shade_trained
 from .palette import SERIES, series_line
 from .theme import FONT
-from .training import MARKER, line_chart_layout, loss_axis
+from .training import CLEAR_OF_STEP_ZERO, MARKER, line_chart_layout, loss_axis
 
 VARIANT_COLOURS = SERIES  # one per variant, in the experiment's order, each with its dash
 PANELS = (  # column, panel title, scale to display
@@ -83,7 +83,7 @@ def comparison_figure(
     loss_y, *percent_ys = (f"yaxis{ref['yaxis'][1:]}" for ref in refs)
     fig.layout[loss_y].update(loss_axis([row["train_loss"] for rows in histories.values() for row in rows]))
     for name in percent_ys:
-        fig.layout[name].update(range=[0, 101], ticksuffix="%")
+        fig.layout[name].update(range=[0, 101], ticksuffix="%", **CLEAR_OF_STEP_ZERO)  # "0%" off the steps' "0"
     fig.update_xaxes(rangemode="tozero")
     for ref in stepped:
         fig.layout[f"xaxis{ref['xaxis'][1:]}"].update(title=tr.gettext("training step"))

@@ -117,6 +117,7 @@ def lr_figure(config: TrainConfig, step: int, max_points: int = 400, tr: Transla
                 y=1,
                 yanchor="top",
                 showarrow=False,
+                xshift=4,  # clear of the dashed line's top dash ("|step 141")
                 bgcolor="white",  # a grid line under it does not cross it
             )
         ],
