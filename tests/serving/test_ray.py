@@ -160,7 +160,7 @@ def test_pause_step_and_resume_on_the_cluster_end_with_the_weights_of_an_unpause
             Caps(run_s=1.5, total_pause_s=60.0),
             False,
             "it held a training slot for over 1.5 s by the clock, the most one run may",
-            "它占用训练名额超过了 1.5 秒，这是一次训练最多可以占用的时长",
+            "它占用训练名额的钟表时间超过了 1.5 秒，这是一次训练最多可以占用的时长",
         ),
         (
             Caps(run_s=60.0, total_pause_s=0.5),
