@@ -13,7 +13,8 @@ SWAPS = "source,target\n" + "\n".join(f"{a} {b},{b} {a}" for a in "abcdef" for b
 
 
 def uploaded_swaps(page, lab_server, tmp_path) -> None:
-    """Open Train and upload SWAPS as swaps.csv, until the page says Start trains it."""
+    """Open Train and upload SWAPS as swaps.csv, until the page says Start trains it and its run has ended, so
+    that the test's next click is the next thing the page handles."""
     task_file = tmp_path / "swaps.csv"
     task_file.write_text(SWAPS)
     page.goto(f"{lab_server.url}/train", wait_until="domcontentloaded")
@@ -22,6 +23,7 @@ def uploaded_swaps(page, lab_server, tmp_path) -> None:
     page.get_by_text("A task of your own, from examples").click()
     page.locator(".st-key-train_task_file input[type=file]").set_input_files(task_file)
     expect(page.get_by_text("Start trains your own task, swaps.csv")).to_be_visible()
+    wait_idle(page)
 
 
 def test_an_uploaded_task_trains_reports_offline_and_decodes(page, lab_server, new_context, tmp_path):
