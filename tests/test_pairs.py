@@ -37,8 +37,9 @@ def test_one_pair_in_five_is_held_out_the_same_way_every_time_and_never_trained_
 
 
 def test_a_pair_given_twice_counts_once_and_a_source_with_two_targets_is_refused():
-    twice = pairs_from_rows(rows([*WORDS, WORDS[0], WORDS[2]]), "twice")
-    assert len(twice.train) + len(twice.held_out) == len(WORDS)
+    twice = pairs_from_rows(rows([*WORDS, WORDS[0], WORDS[2], WORDS[0]]), "twice")
+    assert len(twice.train) + len(twice.held_out) == len(WORDS) and twice.repeated == 3
+    assert twice == pairs_from_rows(rows(WORDS), "twice")  # the same task, however often its pairs were given
     with pytest.raises(ValueError, match="line 7: the source one two has the target 2 1 here but 1 2 at line 1"):
         pairs_from_rows(rows([*WORDS, ("one  two", "2 1")]), "contradiction")
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
@@ -51,6 +51,7 @@ class TaskPairs:
     symbols: tuple[str, ...]
     train: tuple[Pair, ...]
     held_out: tuple[Pair, ...]
+    repeated: int = field(default=0, compare=False)  # pairs given again where it was read, each counted once
 
     def __post_init__(self) -> None:
         _check_sizes(self.name, self.symbols, self.train, self.held_out)
@@ -162,6 +163,7 @@ def pairs_from_rows(rows: Iterable[tuple[str, str, str]], name: str) -> TaskPair
     targets; fewer than MIN_TASK_PAIRS distinct pairs."""
     targets: dict[str, tuple[str, str]] = {}  # source -> (target, where it was first given)
     symbols: dict[str, None] = {}  # in order of first appearance
+    repeated = 0
     for count, (where, source, target) in enumerate(rows, 1):
         if count > MAX_TASK_PAIRS:
             raise ValueError(Message(N_("{where}: more than {most} pairs"), where=where, most=f"{MAX_TASK_PAIRS:,}"))
@@ -175,11 +177,13 @@ def pairs_from_rows(rows: Iterable[tuple[str, str, str]], name: str) -> TaskPair
             template = N_("{where}: the source {source} has the target {target} here but {other} at {first}")
             raise ValueError(Message(template, where=where, source=source[:40], target=target[:40],
                                      other=targets[source][0][:40], first=first))  # fmt: skip
+        repeated += source in targets
         targets.setdefault(source, (target, where))
     if len(targets) < MIN_TASK_PAIRS:
         template = N_("a task needs at least {least} different pairs, to train on some and hold one out; got {got}")
         raise ValueError(Message(template, least=MIN_TASK_PAIRS, got=len(targets)))
-    return split_pairs(name, tuple(symbols), [(source, target) for source, (target, _) in targets.items()])
+    pairs = [(source, target) for source, (target, _) in targets.items()]
+    return split_pairs(name, tuple(symbols), pairs, repeated)
 
 
 def _sequence(where: str, text: str, what: str) -> str:
@@ -206,13 +210,14 @@ def _check_new_symbol(where: str, symbol: str, known: int) -> None:
         raise ValueError(Message(N_("{where}: {reason}"), where=where, reason=err.args[0])) from None
 
 
-def split_pairs(name: str, symbols: tuple[str, ...], pairs: list[Pair]) -> TaskPairs:
-    """The task of distinct `pairs` with one in HELD_OUT_EVERY (at least one, at most MAX_VALID) held out, picked by
-    SPLIT_SEED; both parts keep the pairs' order."""
+def split_pairs(name: str, symbols: tuple[str, ...], pairs: list[Pair], repeated: int = 0) -> TaskPairs:
+    """The task of distinct `pairs` (read from `repeated` more, each repeat counted once) with one in HELD_OUT_EVERY
+    (at least one, at most MAX_VALID) held out, picked by SPLIT_SEED; both parts keep the pairs' order."""
     count = max(1, min(MAX_VALID, len(pairs) // HELD_OUT_EVERY))
     held = set(random.Random(SPLIT_SEED).sample(range(len(pairs)), count))
     train = tuple(p for i, p in enumerate(pairs) if i not in held)
-    return TaskPairs(task_name(name), symbols, train, tuple(p for i, p in enumerate(pairs) if i in held))
+    held_out = tuple(p for i, p in enumerate(pairs) if i in held)
+    return TaskPairs(task_name(name), symbols, train, held_out, repeated)
 
 
 class PairsTask(Task):

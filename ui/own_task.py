@@ -25,7 +25,7 @@ from transformer.pairs import HELD_OUT_EVERY, TaskPairs, task_name
 from transformer.task import spoken
 from transformer.task_file import HEADER, read_task_file, read_task_table
 from ui.classes import caller, class_store
-from ui.language import _, column_labels
+from ui.language import _, column_labels, ngettext
 from ui.state import flash, show_flashes
 from ui.streamlit_internals import cut_table_edits
 
@@ -181,10 +181,19 @@ def task_summary(task: TaskPairs) -> str:
     )
 
 
-def example_line(task: TaskPairs) -> str:
-    """One of the task's training pairs, as code (Markdown)."""
+def read_line(task: TaskPairs) -> str:
+    """What was read, as Markdown: the task's summary, one of its training pairs as code, and the pairs it was given
+    again, if any (counted once: without a word, 10,000 lines that read as 35 pairs look like lines lost)."""
     source, target = task.train[0]
-    return f"{code_span(source)} → {code_span(target)}"
+    line = f"{task_summary(task)} · {code_span(source)} → {code_span(target)}"
+    if task.repeated:
+        line += " · " + ngettext(
+            "{count} pair given again, counted once",
+            "{count} pairs given again, each counted once",
+            task.repeated,
+            count=f"{task.repeated:,}",
+        )
+    return line
 
 
 def own_task_expander(prefix: str) -> TaskPairs | None:
@@ -194,7 +203,7 @@ def own_task_expander(prefix: str) -> TaskPairs | None:
     ):
         task = own_task_input(prefix)
         if task is not None:
-            st.success(task_summary(task) + " · " + example_line(task))
+            st.success(read_line(task))
             st.button(
                 _("Use a task by name instead"), key=f"{prefix}_forget_task", on_click=drop_own_task, args=(prefix,)
             )
@@ -247,7 +256,7 @@ def class_task_section(info: ClassInfo, code: str, key: str) -> None:
     ):
         task = own_task_input(TEACHER)
         if task is not None:
-            st.markdown(task_summary(task) + " · " + example_line(task))
+            st.markdown(read_line(task))
             few_pairs(task)
             st.button(
                 _("Give the class this task"),

@@ -903,6 +903,20 @@ def test_a_task_of_few_pairs_warns_before_training_and_the_examples_count_their_
     assert any("inputs of 2 symbols, 8 symbols" in shown(m.value) for m in at.success)  # not "2 to 2"
 
 
+def test_pairs_given_again_are_said_to_count_once_in_the_page_s_language():
+    at = open_train()
+    upload(at, "again.csv", PAIRS_64 + "\n" + "\n".join(["a b,b a"] * 1_000 + ["c d,d c"]))
+    assert at.session_state["train_own_task"].repeated == 1_001
+    assert shown(at.success[0].value).endswith(" · 1,001 pairs given again, each counted once")
+    upload(at, "once.csv", PAIRS_64 + "\na b,b a")
+    assert shown(at.success[0].value).endswith(" · 1 pair given again, counted once")
+    at.session_state["language"] = "zh-CN"
+    at.run()
+    assert shown(at.success[0].value).endswith(" · 1 个序列对重复出现，每对只计一次")
+    upload(at, "pairs.csv", PAIRS_64)
+    assert "again" not in at.success[0].value and "重复" not in at.success[0].value
+
+
 def test_a_task_of_its_own_leaves_the_task_lengths_and_symbols_off_the_form_and_keeps_their_values():
     at = open_train()
     choose_task(at, "add")  # its default run: inputs of 3 to 5 symbols
