@@ -12,15 +12,20 @@ from hypothesis import settings
 from ui.streamlit_internals import navigation_mode_patch
 
 BROWSER_TESTS, PAGE_TESTS = Path(__file__).parent / "browser", Path(__file__).parent / "pages"
+CI_BROWSER_RERUNS = 1  # in CI, a browser test that fails runs once more; the summary counts it as "rerun"
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Mark each test by what it needs, so that `-m` can leave it out (docs/contributing.md's fast tier): `browser`
     in tests/browser/ (every test there serves the app), `pages` in tests/pages/, `postgres` where it uses
-    `postgres_url`, `ray` in tests/serving/test_ray*.py."""
+    `postgres_url`, `ray` in tests/serving/test_ray*.py. In CI a browser test gets CI_BROWSER_RERUNS more tries
+    (pytest-rerunfailures), as Playwright's own test runner retries on CI: a test that needed one is listed as
+    RERUN, with its first failure, and is a bug to find (docs/contributing.md)."""
     for item in items:
         if item.path.is_relative_to(BROWSER_TESTS):
             item.add_marker(pytest.mark.browser)
+            if os.environ.get("CI"):
+                item.add_marker(pytest.mark.flaky(reruns=CI_BROWSER_RERUNS))
         if item.path.is_relative_to(PAGE_TESTS):
             item.add_marker(pytest.mark.pages)
         if "postgres_url" in getattr(item, "fixturenames", ()):
