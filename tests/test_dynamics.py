@@ -214,6 +214,29 @@ def test_in_a_half_page_column_the_layers_names_and_colour_bar_leave_the_cells_r
     assert joined == [translator(language).gettext(layer) for layer in layers]
 
 
+@pytest.mark.parametrize("language", ["en", "zh-CN"])
+def test_the_colour_bar_labels_norms_that_stay_apart_under_a_half_page_column_or_beside_a_short_chart(language):
+    """At 150% zoom the bar under the plot ran "−0.8−0.6−0.4−0.2" together (log₁₀ labels 32 px wide, 24 px apart).
+    Its labels are the norms themselves, 1, 2 and 5 times a power of ten, or the powers alone where those crowd."""
+    model = Transformer(ModelConfig(vocab_size=8))
+    layers = sorted({layer_of(name) for name, _ in model.named_parameters()})
+    rows = [dict(step=10 * i, layers=layers, grad_norms=[0.01 * 5000 ** (i / 3)] * len(layers)) for i in range(4)]
+    tr = translator(language)
+    tall, wide, narrow = (
+        gradient_figure(rows, h, tr, px).data[0].colorbar for h, px in ((900, None), (300, None), (300, COLUMN_PX))
+    )
+    assert tall.ticktext == ("0.01", "0.02", "0.05", "0.1", "0.2", "0.5", "1", "2", "5", "10", "20", "50")
+    assert wide.ticktext == ("0.01", "0.1", "1", "10")  # a line each, 20 px of 300
+    assert narrow.ticktext == ("0.01", "0.1", "1", "10") and narrow.title.text == tr.gettext("norm (log scale)")
+    assert [float(t) for t in narrow.ticktext] == pytest.approx([10**v for v in narrow.tickvals])
+    names = gradient_figure(rows, tr=tr, fit_px=COLUMN_PX).data[0].y
+    widest = max(drawn_px(word, FONT["size"]) for name in names for word in plain(name).replace("<br>", " ").split())
+    bar_px = COLUMN_PX - 20 - widest - ROW_LABEL_GAP_PX
+    at = [(v - narrow.tickvals[0]) / (narrow.tickvals[-1] - narrow.tickvals[0]) * bar_px for v in narrow.tickvals]
+    sizes = [drawn_px(text, FONT["size"]) for text in narrow.ticktext]
+    assert all(at[i + 1] - at[i] - (sizes[i] + sizes[i + 1]) / 2 >= 8 for i in range(len(at) - 1))
+
+
 def test_a_recurrent_run_records_its_embeddings_and_the_gradient_norms_of_its_encoder_and_decoder():
     model = ModelConfig(architecture="gru-attention", d_model=16, d_ff=32)
     trainer = Trainer(model, DataConfig(task="reverse", max_len=4, n_valid=20), TrainConfig(steps=4, eval_every=2))

@@ -2,14 +2,14 @@
 the run's fixed 2-D axes at one row, and each layer's gradient norm at every row."""
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from functools import partial
 
 import plotly.graph_objects as go
 
 from ..i18n import Translator
 from . import ENGLISH, drawn_px, fit_title, title_layout, top_margin, wrap_lines
-from .heatmaps import escape_labels
+from .heatmaps import ROW_LABEL_GAP_PX, escape_labels
 from .palette import BLUE
 from .theme import FONT, colour_bar
 
@@ -17,6 +17,10 @@ from .theme import FONT, colour_bar
 # left the cells a tenth of a half-page column
 FOOT_BAR = dict(orientation="h", thickness=14, y=0, yref="container", yanchor="bottom", ypad=8, tickangle=0)
 FOOT_BAR_PX = 90  # the room it takes under the step axis: its title, labels and bar
+SIDE_PX = 10  # the gradient chart's margins, beside the layers' names and the plot
+LABEL_LINE_PX = 20  # a colour bar label's height in the page's font
+TICK_GAP_PX = 8  # at least between two of the foot bar's labels: half the type ("−0.8−0.6" read as one)
+MANTISSAS = ((1, 2, 5), (1,))  # the norms a colour bar labels, each times a power of ten: the most that fit
 
 TRAIL = "#bbbbbb"  # where the symbols were at earlier rows
 POINT = BLUE
@@ -95,6 +99,11 @@ def gradient_figure(
         layers = ["<br>".join(wrap_lines(name, widest_word, width)) for name in layers]
     z = [[math.log10(max(r["grad_norms"][i], 1e-12)) for r in read] for i in range(len(layers))]  # (layers, rows)
     norms = [[r["grad_norms"][i] for r in read] for i in range(len(layers))]
+    logs, title = [v for row in z for v in row], _fitted(tr.gettext("Gradient norm of each layer"), fit_px)
+    if fit_px is None:  # a bar beside the plot, as tall as it, its labels a line each
+        ticks = norm_ticks(logs, height - top_margin(title) - SIDE_PX, lambda _: LABEL_LINE_PX)
+    else:  # a bar under the plot, as wide as it, its labels side by side
+        ticks = norm_ticks(logs, fit_px - 2 * SIDE_PX - widest_word - ROW_LABEL_GAP_PX, width)
     fig = go.Figure(
         go.Heatmap(
             x=[str(r["step"]) for r in read],
@@ -102,25 +111,50 @@ def gradient_figure(
             z=z,
             customdata=norms,
             colorscale="Viridis",
-            colorbar=colour_bar(tr.gettext("log₁₀ norm"))
+            colorbar=colour_bar(tr.gettext("norm (log scale)"), **ticks)
             if fit_px is None
-            else FOOT_BAR | dict(title=dict(text=tr.gettext("log₁₀ norm"), side="bottom")),
+            else FOOT_BAR | ticks | dict(title=dict(text=tr.gettext("norm (log scale)"), side="bottom")),
             hovertemplate=tr.gettext(
                 "{layer}, step {step}: {norm}", layer="%{y}", step="%{x}", norm="%{customdata:.3g}"
             )
             + "<extra></extra>",
         )
     )
-    title = _fitted(tr.gettext("Gradient norm of each layer"), fit_px)
     fig.update_layout(
         height=height if fit_px is None else height + FOOT_BAR_PX,
         font=FONT,
-        margin=dict(l=10, r=10, t=top_margin(title), b=10 if fit_px is None else FOOT_BAR_PX),
+        margin=dict(l=SIDE_PX, r=SIDE_PX, t=top_margin(title), b=SIDE_PX if fit_px is None else FOOT_BAR_PX),
         title=title_layout(title),
         xaxis=dict(title=tr.gettext("step"), type="category"),
         yaxis=dict(autorange="reversed", automargin=True),  # the margin grows to hold "encoder layer 0"
     )
     return fig
+
+
+def norm_ticks(logs: Sequence[float], bar_px: float, label_px: Callable[[str], float]) -> dict:
+    """A log₁₀ colour bar's ticks over the values `logs`, labelled as the norms they are: each 1, 2 and 5 times a
+    power of ten in their range, else each power of ten, the first whose neighbours' labels (each `label_px` long
+    along the bar) stay TICK_GAP_PX apart along a bar `bar_px` long; the range's two ends where fewer than two
+    such norms lie in it, its first and last power of ten where neither fits."""
+    if not logs:
+        return {}
+    low, high = min(logs), max(logs)
+    for mantissas in MANTISSAS:
+        norms = [m * 10.0**k for k in range(math.floor(low), math.ceil(high) + 1) for m in mantissas]
+        vals = [math.log10(n) for n in norms if low <= math.log10(n) <= high]
+        at = [(v - low) / (high - low) * bar_px for v in vals] if len(vals) >= 2 else []
+        sizes = [label_px(_norm_label(v)) for v in vals]
+        if at and all(at[i + 1] - at[i] >= (sizes[i] + sizes[i + 1]) / 2 + TICK_GAP_PX for i in range(len(at) - 1)):
+            break
+    else:
+        vals = sorted({low, high}) if len(vals) < 2 else [vals[0], vals[-1]]
+    return dict(tickvals=vals, ticktext=[_norm_label(v) for v in vals])
+
+
+def _norm_label(log: float) -> str:
+    """The norm 10**`log` in two figures, whole from 100 up ("500", not "5e+02")."""
+    norm = 10**log
+    return f"{norm:,.0f}" if norm >= 100 else f"{norm:.2g}"
 
 
 def _fitted(title: str, fit_px: int | None) -> str:
