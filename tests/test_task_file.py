@@ -53,11 +53,19 @@ def test_a_task_file_loads_as_csv_or_tsv(data):
     assert set(task.symbols) == {"1", "2", "+", "3", "4", "6", "5", "0", "9", "7", "8"}
 
 
-def test_only_the_first_line_can_be_a_header_and_only_in_the_table_s_words():
+def test_only_the_first_line_can_be_a_header_in_the_table_s_words_or_as_the_only_pair_sharing_no_symbol():
     task = read_task_file("源,目标\n".encode() + csv_bytes(header=False) + "\n源,目标".encode(), "sums.csv")
-    assert ("源", "目 标") in every_pair(task)  # a pair further down, one symbol per character
+    assert ("源", "目 标") in every_pair(task) and task.header is None  # a pair further down, a symbol a character
     task = read_task_file("输入,输出\n".encode() + csv_bytes(header=False), "sums.csv")
-    assert ("输 入", "输 出") in every_pair(task)  # words the page does not use are a pair
+    assert every_pair(task) == sorted(PAIRS) and task.header == ("输 入", "输 出")  # a header in words of its own
+    assert "输" not in task.symbols and task == read_task_file(csv_bytes(), "sums.csv")
+    words = [(f"w{i}", f"v{i}") for i in range(20)]  # word -> word: every pair shares no symbol with another
+    task = read_task_file(csv_bytes([("input", "output"), *words], header=False), "words.csv")
+    assert ("input", "output") in every_pair(task) and task.header is None
+    task = read_task_file(csv_bytes([("1 2 + 3 4", "4 6"), ("a", "b"), *PAIRS[1:]], header=False), "sums.csv")
+    assert task.header is None and ("a", "b") in every_pair(task)  # the first line shares symbols; another not
+    typed = read_task_table([{"source": s, "target": t} for s, t in [("x", "y"), *PAIRS]], "typed pairs")
+    assert typed.header is None and ("x", "y") in every_pair(typed)  # a table's columns have their names
 
 
 def test_cells_starting_with_an_equals_sign_are_literal_symbols():

@@ -12,6 +12,7 @@ always split the same way; training never draws a held-out pair.
 from __future__ import annotations
 
 import random
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from functools import cached_property
@@ -52,6 +53,7 @@ class TaskPairs:
     train: tuple[Pair, ...]
     held_out: tuple[Pair, ...]
     repeated: int = field(default=0, compare=False)  # pairs given again where it was read, each counted once
+    header: Pair | None = field(default=None, compare=False)  # a first line read as the columns' names, left out
 
     def __post_init__(self) -> None:
         _check_sizes(self.name, self.symbols, self.train, self.held_out)
@@ -156,11 +158,12 @@ def task_name(text: str) -> str:
     return kept or "my task"
 
 
-def pairs_from_rows(rows: Iterable[tuple[str, str, str]], name: str) -> TaskPairs:
+def pairs_from_rows(rows: Iterable[tuple[str, str, str]], name: str, first_may_be_header: bool = False) -> TaskPairs:
     """The task of `rows`, each (where, source, target): `where` names the row in messages, e.g. "line 4". ValueError
     with a one-line reason, at the first row past a bound: more than MAX_TASK_PAIRS rows, a sequence that is empty or
     longer than MAX_SEQ_LEN symbols, a symbol that cannot be one, more than MAX_SYMBOLS symbols, a source given two
-    targets; fewer than MIN_TASK_PAIRS distinct pairs."""
+    targets; fewer than MIN_TASK_PAIRS distinct pairs. `first_may_be_header`: the first row is left out as the
+    columns' names (`TaskPairs.header`) where it is the only one that shares no symbol with another (`_island`)."""
     targets: dict[str, tuple[str, str]] = {}  # source -> (target, where it was first given)
     symbols: dict[str, None] = {}  # in order of first appearance
     repeated = 0
@@ -179,11 +182,33 @@ def pairs_from_rows(rows: Iterable[tuple[str, str, str]], name: str) -> TaskPair
                                      other=targets[source][0][:40], first=first))  # fmt: skip
         repeated += source in targets
         targets.setdefault(source, (target, where))
+    header = _island(targets) if first_may_be_header else None
+    if header is not None:
+        del targets[header[0]]
+        used = _symbols_of(targets)
+        symbols = {s: None for s in symbols if s in used}
     if len(targets) < MIN_TASK_PAIRS:
         template = N_("a task needs at least {least} different pairs, to train on some and hold one out; got {got}")
         raise ValueError(Message(template, least=MIN_TASK_PAIRS, got=len(targets)))
     pairs = [(source, target) for source, (target, _) in targets.items()]
-    return split_pairs(name, tuple(symbols), pairs, repeated)
+    return split_pairs(name, tuple(symbols), pairs, repeated, header)
+
+
+def _symbols_of(targets: Mapping[str, tuple[str, str]]) -> set[str]:
+    """Every symbol of the pairs in `targets` (source -> (target, where))."""
+    return {s for source, (target, _) in targets.items() for s in (*source.split(" "), *target.split(" "))}
+
+
+def _island(targets: Mapping[str, tuple[str, str]]) -> Pair | None:
+    """The first pair of `targets` (source -> (target, where)) where it is the only one whose symbols no other pair
+    uses: a header line in words of its own ("输入,输出"). A task of such pairs only (word -> word) has none."""
+    rows = [{*source.split(" "), *target.split(" ")} for source, (target, _) in targets.items()]
+    uses = Counter(symbol for row in rows for symbol in row)
+    islands = [all(uses[symbol] == 1 for symbol in row) for row in rows]
+    if len(rows) > MIN_TASK_PAIRS and islands[0] and not any(islands[1:]):
+        source, (target, _) = next(iter(targets.items()))
+        return source, target
+    return None
 
 
 def _sequence(where: str, text: str, what: str) -> str:
@@ -210,14 +235,17 @@ def _check_new_symbol(where: str, symbol: str, known: int) -> None:
         raise ValueError(Message(N_("{where}: {reason}"), where=where, reason=err.args[0])) from None
 
 
-def split_pairs(name: str, symbols: tuple[str, ...], pairs: list[Pair], repeated: int = 0) -> TaskPairs:
-    """The task of distinct `pairs` (read from `repeated` more, each repeat counted once) with one in HELD_OUT_EVERY
-    (at least one, at most MAX_VALID) held out, picked by SPLIT_SEED; both parts keep the pairs' order."""
+def split_pairs(
+    name: str, symbols: tuple[str, ...], pairs: list[Pair], repeated: int = 0, header: Pair | None = None
+) -> TaskPairs:
+    """The task of distinct `pairs` (read from `repeated` more, each repeat counted once, and a `header` left out)
+    with one in HELD_OUT_EVERY (at least one, at most MAX_VALID) held out, picked by SPLIT_SEED; both parts keep the
+    pairs' order."""
     count = max(1, min(MAX_VALID, len(pairs) // HELD_OUT_EVERY))
     held = set(random.Random(SPLIT_SEED).sample(range(len(pairs)), count))
     train = tuple(p for i, p in enumerate(pairs) if i not in held)
     held_out = tuple(p for i, p in enumerate(pairs) if i in held)
-    return TaskPairs(task_name(name), symbols, train, held_out, repeated)
+    return TaskPairs(task_name(name), symbols, train, held_out, repeated, header)
 
 
 class PairsTask(Task):

@@ -12,9 +12,10 @@ The first line says the separator: a tab makes it TSV, else it is CSV (commas, a
 them); a first line with a full-width comma (，, as a Chinese keyboard types it) and no comma separates with that.
 Chinese written without spaces holds one symbol per character (`pairs.pairs_from_rows`). A header line
 `source,target` (or those words in another language of the lab, as the Train page's table heads its columns) is
-skipped, and so are blank lines. Every bound is checked before what it bounds is read: the file's size first, then
-each line's length and the number of lines as they come, then the pairs (`pairs.pairs_from_rows`). Anything else
-gets a ValueError with a one-line reason naming the line.
+skipped, and so are blank lines; a first line in other words ("输入,输出") is left out where it is the only pair
+that shares no symbol with another (`pairs.pairs_from_rows`). Every bound is checked before what it bounds is read:
+the file's size first, then each line's length and the number of lines as they come, then the pairs
+(`pairs.pairs_from_rows`). Anything else gets a ValueError with a one-line reason naming the line.
 """
 
 import codecs
@@ -72,7 +73,8 @@ def read_task_file(data: bytes, name: str) -> TaskPairs:
     tsv = "\t" in first
     delimiter = "\t" if tsv else FULL_WIDTH_COMMA if FULL_WIDTH_COMMA in first and "," not in first else ","
     reader = csv.reader(_bounded(lines, tsv), delimiter=delimiter, strict=True)
-    return pairs_from_rows(_pairs(reader, delimiter), name)
+    named = bool(lines) and _column_names([cell.strip().strip('"') for cell in lines[0].split(delimiter)])
+    return pairs_from_rows(_pairs(reader, delimiter), name, first_may_be_header=not named)
 
 
 def _bounded(lines: list[str], tsv: bool) -> Iterator[str]:
@@ -110,16 +112,17 @@ def _pairs(reader: Iterable[list[str]], delimiter: str) -> Iterator[tuple[str, s
                         "the first line does, not by a full-width comma (，)"
                     )
                 raise ValueError(Message(template, where=where, separator=Message(SEPARATORS[delimiter])))
-            if reader.line_num == 1 and tuple(c.strip().lower() for c in cells) in _headers():
+            if reader.line_num == 1 and _column_names(cells):
                 continue
             yield where, cells[0], cells[1]
     except csv.Error as err:
         raise ValueError(Message(N_("line {n}: {reason}"), n=reader.line_num, reason=_csv_reason(err))) from None
 
 
-def _headers() -> set[tuple[str, ...]]:
-    """HEADER in each of LANGUAGES."""
-    return {tuple(translator(code).gettext(word).lower() for word in HEADER) for code in LANGUAGES}
+def _column_names(cells: list[str]) -> bool:
+    """Whether a line's `cells` are HEADER in one of LANGUAGES."""
+    named = {tuple(translator(code).gettext(word).lower() for word in HEADER) for code in LANGUAGES}
+    return tuple(c.strip().lower() for c in cells) in named
 
 
 def _csv_reason(err: csv.Error) -> Message:

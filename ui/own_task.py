@@ -182,10 +182,19 @@ def task_summary(task: TaskPairs) -> str:
 
 
 def read_line(task: TaskPairs) -> str:
-    """What was read, as Markdown: the task's summary, one of its training pairs as code, and the pairs it was given
-    again, if any (counted once: without a word, 10,000 lines that read as 35 pairs look like lines lost)."""
+    """What was read, as Markdown: the task's summary, one of its training pairs as code, a first line left out as
+    the columns' names and the pairs it was given again, if any (counted once: without a word, 10,000 lines that
+    read as 35 pairs look like lines lost)."""
     source, target = task.train[0]
     line = f"{task_summary(task)} · {code_span(source)} → {code_span(target)}"
+    if task.header is not None:
+        source, target = (code_span(text) for text in task.header)
+        line += " · " + _(
+            "the first line, {source} → {target}, was left out as the columns' names: no other pair shares a symbol "
+            "with it",
+            source=source,
+            target=target,
+        )
     if task.repeated:
         line += " · " + ngettext(
             "{count} pair given again, counted once",
