@@ -2,6 +2,7 @@
 panel per head labelled where it cannot run into a neighbour, and an attention block's projections with each head's
 slice marked."""
 
+import numpy as np
 import pytest
 import torch
 
@@ -81,6 +82,31 @@ def test_the_threshold_s_label_sits_where_the_curve_is_not(last, place):
     fig = best_head_figure([0, 25, 50], [("L0 H0", 0.2), ("L0 H1", 0.6), ("L0 H1", last)], chance=0.2, threshold=0.9)
     found = next(a for a in fig.layout.annotations if a.text.startswith("found"))
     assert (found.x, found.xanchor, found.yanchor) == place and found.y == 0.9  # "top": below the line
+
+
+@pytest.mark.parametrize("lang", ["en", "zh-CN"])
+@pytest.mark.parametrize("rise_at", [50, 400])
+def test_the_threshold_s_label_keeps_off_a_curve_that_crosses_its_line_early_or_late(lang, rise_at):
+    """Dedup's best head passed 0.9 by step 75 of 425: the label under the line's left end sat on the rising curve.
+    The label's box, as drawn at a phone's width, holds no point of the curve (its segments sampled finely)."""
+    from transformer.figures import PHONE_CHART_PX, drawn_px, top_margin
+    from transformer.figures.alignment import BOTTOM_PX, NOTE_PX, SIDES_PX, best_head_figure
+    from transformer.i18n import translator
+
+    steps = list(range(0, 451, 25))
+    scores = [min(0.97, 0.17 + 0.8 * max(0, s - rise_at + 75) / 75) for s in steps]
+    fig = best_head_figure(
+        steps, [("L0 H2", v) for v in scores], 1 / 6, 0.9, tr=translator(lang), fit_px=PHONE_CHART_PX
+    )
+    found = fig.layout.annotations[0]
+    low, top = fig.layout.yaxis.range
+    share = drawn_px(found.text, 16) / (PHONE_CHART_PX - SIDES_PX)
+    x = (0, share * steps[-1]) if found.xanchor == "left" else ((1 - share) * steps[-1], steps[-1])
+    tall = NOTE_PX / (fig.layout.height - top_margin(fig.layout.title.text) - BOTTOM_PX) * (top - low)
+    y = (0.9 - tall, 0.9) if found.yanchor == "top" else (0.9, 0.9 + tall)
+    curve = np.interp(np.linspace(0, steps[-1], 2001), steps, scores)
+    inside = [(s, v) for s, v in zip(np.linspace(0, steps[-1], 2001), curve) if x[0] <= s <= x[1] and y[0] <= v <= y[1]]
+    assert not inside, (found.xanchor, inside[:3])
 
 
 @pytest.mark.parametrize("last, side", [(0.25, "top"), (0.95, "bottom"), (0.1, "bottom")])

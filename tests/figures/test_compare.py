@@ -96,6 +96,7 @@ def test_the_trained_lengths_label_stands_clear_of_a_curve_at_100_percent():
     plot_px = layout["height"] - layout["margin"]["t"] - layout["margin"]["b"]
     label_data = (high - low) * (layout["font"]["size"] * 1.3 + 4) / plot_px  # a line of the label, and its padding
     assert high - label_data > 100  # the 100% point lies below the label
+    assert label["xanchor"] == "left" and label["xshift"] > 0  # in from the axis line where the span starts at it
 
 
 @pytest.mark.parametrize("language", ["en", "zh-CN"])

@@ -8,7 +8,7 @@ import plotly.graph_objects as go
 
 from ..alignment import head_of, shown_score
 from ..i18n import Translator
-from . import ENGLISH, fit_title, title_layout, top_margin
+from . import ENGLISH, PHONE_CHART_PX, drawn_px, fit_title, title_layout, top_margin
 from .attention import attention_heatmaps
 from .heatmaps import as_array, escape_labels
 from .palette import HIGHLIGHT
@@ -63,6 +63,7 @@ LABEL_SPAN = 0.15  # a line's label, of the 0..1 axis of a best-head figure: a c
 NOTE_PX = 28  # a line's label drawn at the figure's 16 px font, in pixels of height
 TITLE_PX = 18  # the best-head figure's title
 TOP, BOTTOM_PX = 1.02, 60  # a best-head figure's axis top (a curve at 1 in view), and its margin under the plot
+SIDES_PX = 70 + 20  # a best-head figure's left and right margins
 
 
 def head_name(label: str, tr: Translator = ENGLISH) -> str:
@@ -83,11 +84,10 @@ def best_head_figure(
 ) -> go.Figure:
     """The best-aligned head's score at each step (its name in the hover), with `threshold` dashed and uniform
     attention's score (`chance`) dotted; its title in lines that fit a chart `fit_px` wide, where given. The
-    threshold's label sits away from the curve: above the right end of its line while the curve ends below it, and
-    under the left end once the curve ends above it (where the curve starts, near uniform attention), since a curve
-    rising through the threshold late in the run crosses the line's right end (in Chinese the label is as long as a
-    fifth of the line). Uniform attention's label sits above its line, but below it where a curve that stayed near
-    uniform (a model without positional encoding) ends just above, and would strike it through."""
+    threshold's label sits away from the curve: above its line while the curve ends below it, under it once the curve
+    ends above it, at whichever end of the line the curve does not pass through the label (`_label_end`). Uniform
+    attention's label sits above its line, but below it where a curve that stayed near uniform (a model without
+    positional encoding) ends just above, and would strike it through."""
     trace = dict(
         type="scatter",
         x=np.asarray(steps),
@@ -111,6 +111,11 @@ def best_head_figure(
     below = bool(best) and chance <= best[-1][1] < chance + LABEL_SPAN  # uniform attention's label under its line
     room = NOTE_PX / (height - top_margin(title) - BOTTOM_PX)  # the label's height, a share of the plot's
     low = min(0.0, (chance - room * TOP) / (1 - room)) if below else 0.0  # room for it above the x axis's ticks
+    found = tr.gettext("found: {threshold:g}", threshold=threshold)
+    under = bool(best) and best[-1][1] >= threshold
+    label_y = (threshold - room * (TOP - low), threshold) if under else (threshold, threshold + room * (TOP - low))
+    share = drawn_px(found, FONT["size"]) / max((fit_px or PHONE_CHART_PX) - SIDES_PX, 1)  # of the line's length
+    end = _label_end(steps, [score for _, score in best], share, label_y)
     layout = dict(
         title=title_layout(title, dict(FONT, size=TITLE_PX)),
         font=FONT,
@@ -126,13 +131,11 @@ def best_head_figure(
         annotations=[
             dict(
                 note,
-                **(
-                    dict(x=0, xanchor="left", yanchor="top")
-                    if best and best[-1][1] >= threshold
-                    else dict(x=1, xanchor="right", yanchor="bottom")
-                ),
+                x=end,
+                xanchor=("left", "right")[end],
+                yanchor="top" if under else "bottom",
                 y=threshold,
-                text=tr.gettext("found: {threshold:g}", threshold=threshold),
+                text=found,
             ),
             dict(
                 note,
@@ -145,3 +148,30 @@ def best_head_figure(
         ],
     )
     return go.Figure(data=[trace], layout=layout)
+
+
+def _label_end(steps: Sequence[int], scores: Sequence[float], share: float, label_y: tuple[float, float]) -> int:
+    """Which end of a level line (0: left, 1: right) can hold a label `share` of the line's length and `label_y`
+    (low, high) tall without the curve through (steps, scores) passing through it: the right end where both can,
+    since a curve starts near uniform attention; where neither can, the end the curve passes through least."""
+    last = max(steps[-1], 1) if len(steps) else 1  # the step axis runs from 0 to the last step
+    spans = ((0.0, share * last), ((1 - share) * last, float(last)))
+    crossed = [_crosses(steps, scores, span, label_y) for span in spans]
+    return 1 if crossed[1] <= crossed[0] else 0
+
+
+def _crosses(
+    steps: Sequence[int], scores: Sequence[float], span: tuple[float, float], band: tuple[float, float]
+) -> int:
+    """How many of the curve's segments (a lone point as one) pass through the box `span` (steps) by `band`
+    (scores)."""
+    points = list(zip(steps, scores))
+    segments = list(zip(points, points[1:])) or [(p, p) for p in points]
+    n = 0
+    for (x0, y0), (x1, y1) in segments:
+        lo, hi = max(x0, span[0]), min(x1, span[1])
+        if lo > hi:
+            continue  # the segment lies beside the box
+        at = [y0 if x1 == x0 else y0 + (y1 - y0) * (x - x0) / (x1 - x0) for x in (lo, hi)]
+        n += min(at) <= band[1] and max(at) >= band[0]
+    return n

@@ -89,6 +89,9 @@ def length_step(n_lengths: int) -> int | None:
 PERCENT_AXIS = dict(range=[0, 115], tickvals=list(range(0, 101, 20)), ticktext=[f"{v}%" for v in range(0, 101, 20)])
 
 
+LABEL_INSET_PX = 4  # the span's label, in from the span's left edge
+
+
 def shade_trained(fig: go.Figure, trained: Sequence[int], tr: Translator = ENGLISH) -> None:
     """Shade the span of the lengths a model trained on (nothing when there are none)."""
     if len(trained):
@@ -100,4 +103,5 @@ def shade_trained(fig: go.Figure, trained: Sequence[int], tr: Translator = ENGLI
             layer="below",
             annotation_text=tr.gettext("trained lengths"),
             annotation_position="top left",
+            annotation_xshift=LABEL_INSET_PX,  # off the axis line where the span starts at the chart's left edge
         )
