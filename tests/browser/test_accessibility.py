@@ -254,3 +254,26 @@ def test_a_table_wider_than_its_column_shows_a_shadow_at_each_edge_it_scrolls_to
     tables = laptop.evaluate(EDGE_SHADOWS)
     assert {"scrolls": True, "shadows": True} in tables, tables  # the table of modules
     assert {"scrolls": False, "left": False, "right": False} in tables, tables  # the parts' grid fits: no shadow
+
+
+# How wide a space and a digit are drawn in a field: its text measured in a span with the field's font and word spacing.
+SPACE_AND_DIGIT_PX = """field => {
+    const style = getComputedStyle(field), span = document.createElement('span');
+    Object.assign(span.style, {font: style.font, wordSpacing: style.wordSpacing, whiteSpace: 'pre'});
+    document.body.append(span);
+    const width = text => { span.textContent = text; return span.getBoundingClientRect().width; };
+    const sizes = [width('5 4') - width('54'), width('5')];
+    span.remove();
+    return sizes;
+}"""
+
+
+def test_on_a_phone_a_typed_sequence_s_spaces_read_as_gaps_between_symbols(new_context, lab_server):
+    """In the app's face a space is a third of a digit: on a phone "5 4 3 3 7 6 6 0 4" typed in a field read as one
+    number. A space between typed symbols is drawn at least half a digit wide."""
+    page = new_context(viewport={"width": 390, "height": 844}, device_scale_factor=2).new_page()
+    open_at(page, lab_server, "teacher", "en")
+    field = page.get_by_role("textbox", name="Title")
+    field.fill("5 4 3 3 7 6 6 0 4")
+    space, digit = field.evaluate(SPACE_AND_DIGIT_PX)
+    assert space >= digit / 2, (space, digit)
