@@ -33,6 +33,7 @@ from ui.language import SELECT_ALL, _, ngettext, said, session_translator, worde
 from ui.links import share_link
 from ui.patching_view import patching_section
 from ui.state import model_page, per_model, shipped_name
+from ui.tables import symbols_apart
 
 ABLATION_TEXT = {
     "zero": (N_("Zero it"), N_("its output becomes 0 before W_O (the paper-style reading)")),
@@ -189,7 +190,7 @@ for col, name in ((exact_col, "exact_match"), (token_col, "token_acc")):
     change = _("{change:+.1f} points", change=100 * (knocked - intact))
     col.metric(_(WITHOUT_THEM[name]), percent(knocked), change)
 headers = {"input": _("input"), "expected": _("expected"), "intact": _("intact"), "knocked out": _("knocked out")}
-st.dataframe(combined["outputs"].rename(columns=headers), hide_index=True)
+st.dataframe(symbols_apart(combined["outputs"]).rename(columns=headers), hide_index=True)
 st.caption(
     ngettext(
         "{n} held-out input decoded greedily by the intact model and by the model without the chosen heads.",

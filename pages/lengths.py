@@ -23,6 +23,7 @@ from ui.language import _, session_translator
 from ui.links import link_values, share_link
 from ui.report_view import keep_class_length_test
 from ui.state import claim_inputs, decode_on_decoding_page, model_page, per_model, shipped_name
+from ui.tables import symbols_apart
 
 
 @st.cache_resource(show_spinner=False, max_entries=64)
@@ -158,7 +159,7 @@ else:
     )
     shown = mistakes[mistakes["length"] == pick].reset_index(drop=True)
     headers = {"input": _("input"), "expected": _("expected"), "output": _("output")}
-    st.dataframe(shown.drop(columns="length").rename(columns=headers), hide_index=True)
+    st.dataframe(symbols_apart(shown.drop(columns="length")).rename(columns=headers), hide_index=True)
     row_col, button_col = st.columns([3, 1], vertical_alignment="bottom")
     outputs = dict(zip(shown["input"], shown["output"]))  # distinct inputs: options change with the length
     wrong_input = row_col.selectbox(

@@ -13,6 +13,7 @@ from transformer.serving import Run
 from transformer.training import smoothed_loss_floor
 from ui.charts import chart
 from ui.language import _, language, ngettext, table_cells
+from ui.tables import symbols_apart
 
 CHART_HEIGHT = 320  # both charts fit beside each other under the controls at 1280x800
 STEPS_PER_FRAME = 10  # the live loss curve moves in whole frames of this many steps, drawn once for all watchers
@@ -118,5 +119,6 @@ def held_out_examples(run: Run, rows: list) -> None:
             step=step,
         )
     )
-    shown = table_cells(examples).rename(columns=_)  # its empty output's words, and its headers, translated
+    # its symbols apart, its empty output's words and its headers translated
+    shown = table_cells(symbols_apart(examples)).rename(columns=_)
     st.dataframe(shown, hide_index=True)

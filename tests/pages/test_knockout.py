@@ -59,6 +59,10 @@ def test_removing_all_cross_attention_breaks_reverse_and_shows_the_outputs():
     outputs = at.dataframe[0].value
     assert list(outputs.columns) == ["input", "expected", "intact", "knocked out"] and len(outputs) == 5
     assert (outputs["intact"] == outputs["expected"]).all() and (outputs["knocked out"] != outputs["expected"]).all()
+    # a grid's space is a third of a digit: "5 4 3 3 7" read as one number; an en space stands as wide as a digit
+    inputs = outputs["input"].tolist()
+    assert all(" " not in text and "\u2002" in text for text in inputs), inputs
+    assert all(len(text.split()) >= 2 for text in inputs)  # copied back, any space still separates its symbols
 
 
 def test_a_chosen_set_scores_as_the_package_does_and_follows_the_removal_kind():

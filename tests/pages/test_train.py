@@ -91,6 +91,7 @@ def test_training_streams_curves_and_puts_the_model_in_hand(stop_jobs):
     examples = at.dataframe[0].value
     assert len(examples) == 5 and set(examples["right"]) <= {"✓", "✗"}
     assert examples.columns.tolist() == ["right", "input", "model output", "target"]  # a phone shows the first three
+    assert all(" " not in text and "\u2002" in text for text in examples["input"]), examples["input"].tolist()
     metrics = at.dataframe[1].value
     assert metrics["step"].tolist() == steps.tolist()
     downloads = {button.proto.id.rsplit("-", 1)[-1] for button in at.get("download_button")}
