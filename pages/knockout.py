@@ -188,7 +188,7 @@ exact_col, token_col = st.columns(2)
 for col, name in ((exact_col, "exact_match"), (token_col, "token_acc")):
     knocked, intact = combined["scores"][name], grid.intact[name]
     change = _("{change:+.1f} points", change=100 * (knocked - intact))
-    col.metric(_(WITHOUT_THEM[name]), percent(knocked), change)
+    col.metric(_(WITHOUT_THEM[name]), percent(knocked), change, delta_arrow="off")  # the sign says it: "↓ -1.5" twice
 headers = {"input": _("input"), "expected": _("expected"), "intact": _("intact"), "knocked out": _("knocked out")}
 st.dataframe(symbols_apart(combined["outputs"]).rename(columns=headers), hide_index=True)
 st.caption(

@@ -56,6 +56,9 @@ def test_removing_all_cross_attention_breaks_reverse_and_shows_the_outputs():
     assert not at.exception
     assert at.multiselect(key="knockout_heads").value == ["cross:0:0", "cross:0:1", "cross:0:2", "cross:0:3"]
     assert metrics(at)["Exact match without them"] == "0%"
+    drop = next(m.proto for m in at.metric if m.label == "Exact match without them")
+    assert drop.delta == "-100.0 points" and drop.color == drop.RED  # red, and signed: no arrow saying it again
+    assert drop.direction == drop.NONE  # Streamlit's "↓" beside the sign read "↓ -100.0 points"
     outputs = at.dataframe[0].value
     assert list(outputs.columns) == ["input", "expected", "intact", "knocked out"] and len(outputs) == 5
     assert (outputs["intact"] == outputs["expected"]).all() and (outputs["knocked out"] != outputs["expected"]).all()
