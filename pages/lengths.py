@@ -23,7 +23,7 @@ from ui.language import _, session_translator
 from ui.links import link_values, share_link
 from ui.report_view import keep_class_length_test
 from ui.state import claim_inputs, decode_on_decoding_page, model_page, per_model, shipped_name
-from ui.tables import symbols_apart
+from ui.tables import apart, symbols_apart
 
 
 @st.cache_resource(show_spinner=False, max_entries=64)
@@ -166,7 +166,7 @@ else:
         _("Wrong output to decode"),
         list(outputs),
         key="lengths_decode_row",
-        format_func=lambda text: f"{text}  →  {outputs[text]}",
+        format_func=lambda text: f"{apart(text)}  →  {apart(outputs[text])}",
     )
     if button_col.button(
         _("Decode it step by step"),

@@ -5,7 +5,8 @@ redraw: a board first drawn while its runs queued cut the states ("训练中，�
 and Checkpoints' listing cut a name uploaded since ("mymodel (2).p"). A page gives such a column `fitted_px`.
 
 A grid draws its text on a canvas, where no style reaches, and there a space is a third of a digit wide: on a phone
-Knockout's "5 4 3 3 7 6 6 0 4" read as one number. A table of sequences is shown through `symbols_apart`.
+Knockout's "5 4 3 3 7 6 6 0 4" read as one number. A table of sequences is shown through `symbols_apart`, and a
+sequence in a select box's option through `apart`.
 """
 
 from collections.abc import Iterable
@@ -26,8 +27,13 @@ def fitted_px(cells: Iterable[object]) -> int:
 SYMBOL_GAP = "\u2002"  # an en space: as wide as a digit
 
 
+def apart(sequence: str) -> str:
+    """`sequence` with an en space between its symbols: copied, it still reads as its symbols wherever the lab takes
+    one (any space separates them)."""
+    return sequence.replace(" ", SYMBOL_GAP)
+
+
 def symbols_apart(frame: pd.DataFrame) -> pd.DataFrame:
-    """`frame`, a table of sequences, with an en space between the symbols of each: a sequence copied from the grid
-    still reads as its symbols wherever the lab takes one (any space separates them). A Message (a page's words, such
-    as "(nothing)") is left as it is."""
-    return frame.map(lambda cell: cell.replace(" ", SYMBOL_GAP) if type(cell) is str else cell)
+    """`frame`, a table of sequences, with each sequence `apart`; a Message (a page's words, such as "(nothing)") is
+    left as it is."""
+    return frame.map(lambda cell: apart(cell) if type(cell) is str else cell)
