@@ -15,6 +15,7 @@ from transformer.figures import CJK_WIDTH, text_width, wrap_lines
         ("残差连接与层归一化", 12, ["残差连接与", "层归一化"]),  # even lines, not 7 + 2
         ("残差连接与层归一化", 16, ["残差连接与层归一化"]),  # 9 characters are 15.3 Latin ones wide
         ("带掩码的多头注意力", 9, ["带掩码的", "多头注意力"]),  # never "带掩码的多 / 头注意力"
+        ("第 413 步的交叉注意力，层 0", 14, ["第 413 步的", "交叉注意力，层 0"]),  # Train's map read "交 / 叉注意力"
         (
             "移除一个头后的留出集精确匹配（完整模型：100.0%）",
             40,
