@@ -132,7 +132,13 @@ def test_a_loss_over_many_powers_of_ten_labels_at_most_five_of_them(low):
 
 @pytest.mark.parametrize(
     ("low", "high", "labels"),
-    [(1.6, 2.6, ["2", "2.5"]), (2.0, 2.3, ["2", "2.1", "2.2", "2.3"]), (0.3, 3.7, ["0.5", "1", "2"])],
+    [
+        (1.6, 2.6, ["2", "2.5"]),
+        (2.0, 2.3, ["2", "2.1", "2.2", "2.3"]),
+        (0.3, 3.7, ["0.5", "1", "2"]),
+        (1.46, 1.56, ["1.46", "1.48", "1.5", "1.52", "1.54", "1.56"]),  # two groups on a board: "1.5" alone
+        (1.501, 1.529, ["1.51", "1.52"]),
+    ],
 )
 def test_a_loss_within_a_narrow_band_gets_at_least_two_labels(low, high, labels):
     """An add run's first steps, its loss between 1.6 and 2.6: the 1-2-5 ticks put one label on the axis, "2"; and

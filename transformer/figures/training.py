@@ -144,7 +144,14 @@ def loss_axis(losses: Sequence[float | None], title: str | None = None) -> dict:
     return dict(type="log", exponentformat="power", **loss_ticks(losses), **title)
 
 
-MANTISSAS = ((1, 2, 5), (1, 1.5, 2, 3, 5, 7), (1, 1.2, 1.5, 2, 2.5, 3, 4, 5, 6, 8), tuple(range(10, 100)))
+MANTISSAS = (
+    (1, 2, 5),
+    (1, 1.5, 2, 3, 5, 7),
+    (1, 1.2, 1.5, 2, 2.5, 3, 4, 5, 6, 8),
+    tuple(range(10, 100)),
+    tuple(range(100, 1000, 2)),
+    tuple(range(100, 1000)),
+)
 
 
 MOST_POWER_LABELS = 5  # labels of powers of ten on a loss axis: more overlap on a short chart (a phone's, 130 px)
@@ -156,7 +163,8 @@ def loss_ticks(losses: Sequence[float]) -> dict:
     times a power of ten, each written whole ("0.3", "2"), so a loss between 0.3 and 3.7 gets several labels, and
     never Plotly's own there, the leading digit alone (3, 2, 1, 9, 8 ... for 0.3 to 3, which reads as a loss rising to
     9). Where fewer than two of those fall between the lowest and the highest (1.6 to 2.6: only 2), finer ones
-    (MANTISSAS)."""
+    (MANTISSAS), down to steps of 0.01 (two groups' losses at 1.46 and 1.56 on a teacher's board); narrower still,
+    Plotly's own."""
     losses = [x for x in losses if x and x > 0]
     if not losses:
         return {}
@@ -165,13 +173,14 @@ def loss_ticks(losses: Sequence[float]) -> dict:
     if powers >= 2:
         return dict(dtick=math.ceil(powers / MOST_POWER_LABELS))
     powers = range(math.floor(math.log10(low)) - 1, math.floor(math.log10(high)) + 2)
+    reach = min(2.5, high / low)  # labels this far beyond the losses: the axis's margins, never hundreds of 0.01 steps
     for mantissas in MANTISSAS:
         scale = 10 ** -math.floor(math.log10(mantissas[-1]))  # 1..99 as 1.0..9.9
         candidates = [round(m * scale * 10.0**e, 12) for e in powers for m in mantissas]
-        values = [v for v in candidates if low / 2.5 <= v <= high * 2.5]
+        values = [v for v in candidates if low / reach <= v <= high * reach]
         if sum(low <= v <= high for v in values) >= 2:
-            break
-    return dict(tickmode="array", tickvals=values, ticktext=[f"{v:.3g}" for v in values])
+            return dict(tickmode="array", tickvals=values, ticktext=[f"{v:.3g}" for v in values])
+    return {}
 
 
 # A y axis whose lowest label ("0%", "0") sits level with a step axis's "0": its labels set this far left of the axis,
