@@ -90,7 +90,7 @@ def test_the_threshold_s_label_keeps_off_a_curve_that_crosses_its_line_early_or_
     """Dedup's best head passed 0.9 by step 75 of 425: the label under the line's left end sat on the rising curve.
     The label's box, as drawn at a phone's width, holds no point of the curve (its segments sampled finely)."""
     from transformer.figures import PHONE_CHART_PX, drawn_px, top_margin
-    from transformer.figures.alignment import BOTTOM_PX, NOTE_PX, SIDES_PX, best_head_figure
+    from transformer.figures.alignment import BOTTOM_PX, LEFT_PX, NOTE_PX, RIGHT_PX, best_head_figure
     from transformer.i18n import translator
 
     steps = list(range(0, 451, 25))
@@ -100,7 +100,7 @@ def test_the_threshold_s_label_keeps_off_a_curve_that_crosses_its_line_early_or_
     )
     found = fig.layout.annotations[0]
     low, top = fig.layout.yaxis.range
-    share = drawn_px(found.text, 16) / (PHONE_CHART_PX - SIDES_PX)
+    share = drawn_px(found.text, 16) / (PHONE_CHART_PX - LEFT_PX - RIGHT_PX)
     x = (0, share * steps[-1]) if found.xanchor == "left" else ((1 - share) * steps[-1], steps[-1])
     tall = NOTE_PX / (fig.layout.height - top_margin(fig.layout.title.text) - BOTTOM_PX) * (top - low)
     y = (0.9 - tall, 0.9) if found.yanchor == "top" else (0.9, 0.9 + tall)

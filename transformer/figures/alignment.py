@@ -63,7 +63,7 @@ LABEL_SPAN = 0.15  # a line's label, of the 0..1 axis of a best-head figure: a c
 NOTE_PX = 28  # a line's label drawn at the figure's 16 px font, in pixels of height
 TITLE_PX = 18  # the best-head figure's title
 TOP, BOTTOM_PX = 1.02, 60  # a best-head figure's axis top (a curve at 1 in view), and its margin under the plot
-SIDES_PX = 70 + 20  # a best-head figure's left and right margins
+LEFT_PX, RIGHT_PX = 70, 20  # a best-head figure's left and right margins
 
 
 def head_name(label: str, tr: Translator = ENGLISH) -> str:
@@ -114,13 +114,14 @@ def best_head_figure(
     found = tr.gettext("found: {threshold:g}", threshold=threshold)
     under = bool(best) and best[-1][1] >= threshold
     label_y = (threshold - room * (TOP - low), threshold) if under else (threshold, threshold + room * (TOP - low))
-    share = drawn_px(found, FONT["size"]) / max((fit_px or PHONE_CHART_PX) - SIDES_PX, 1)  # of the line's length
+    line_px = max((fit_px or PHONE_CHART_PX) - LEFT_PX - RIGHT_PX, 1)  # the line's length where the chart is narrowest
+    share = drawn_px(found, FONT["size"]) / line_px
     end = _label_end(steps, [score for _, score in best], share, label_y)
     layout = dict(
         title=title_layout(title, dict(FONT, size=TITLE_PX)),
         font=FONT,
         height=height,
-        margin=dict(l=70, r=20, t=top_margin(title), b=BOTTOM_PX),
+        margin=dict(l=LEFT_PX, r=RIGHT_PX, t=top_margin(title), b=BOTTOM_PX),
         showlegend=False,
         xaxis=dict(title=tr.gettext("training step"), rangemode="tozero"),
         yaxis=dict(title=tr.gettext("attention on the ideal token"), range=[low, TOP], **CLEAR_OF_STEP_ZERO),
