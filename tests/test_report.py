@@ -158,7 +158,9 @@ def test_the_examples_table_has_the_train_page_s_columns_in_its_order(report):
     header = re.findall(r"<th>(.*?)</th>", table[: table.index("</tr>")])
     row = re.findall(r"<td>(.*?)</td>", table[table.index("<td>") : table.index("</tr>", table.index("<td>"))])
     assert header == list(COLUMNS) == ["right", "input", "model output", "target"]
-    assert row == ["✗", "1 2 3", "3 2 2", "3 2 1"]
+    seq = '<span class="seq">{}</span>'  # monospaced: in the page's face "1 2 3" read as one number
+    assert row == ["✗", seq.format("1 2 3"), seq.format("3 2 2"), seq.format("3 2 1")]
+    assert ".seq { font-family: ui-monospace, monospace; }" in page
     model = Transformer(ModelConfig()).eval()
     assert list(live_examples(model, TaskData(DataConfig(max_len=6)), n=2).columns) == list(COLUMNS)  # Train's
 

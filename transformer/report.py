@@ -45,7 +45,7 @@ STYLE = """
 body { max-width: 1100px; margin: 2em auto; padding: 0 1em; color: #111; }
 h1 { font-size: 1.7em; } h2 { margin-top: 2em; border-bottom: 2px solid #1f5fbf; } h3 { margin-top: 1.5em; }
 table { border-collapse: collapse; margin: 0.5em 0; } td, th { border: 1px solid #ccc; padding: 0.25em 0.6em; }
-th { background: #f0f4fa; text-align: left; } td.seq { font-family: ui-monospace, monospace; }
+th { background: #f0f4fa; text-align: left; } .seq { font-family: ui-monospace, monospace; }
 .pair { display: grid; grid-template-columns: repeat(auto-fit, minmax(min(420px, 100%), 1fr)); gap: 1em; }
 .note { color: #444; } section.report + section.report { break-before: page; }
 """
@@ -287,14 +287,20 @@ def _curves(page: _Page, report: ReportData) -> str:
     return page.heading(N_("Curves")) + f'<div class="pair">{page.figure(loss)}{page.figure(accuracy)}</div>'
 
 
+def _sequence(text: str) -> str:
+    """A sequence, escaped, in a monospaced face: in the page's face a space is a third of a digit, and "5 4 3 3 7"
+    read as one number."""
+    return f'<span class="seq">{escaped(text)}</span>'
+
+
 def _examples(page: _Page, report: ReportData) -> str:
     """Held-out inputs, the model's greedy answers and their targets, each marked right or wrong, in the columns of
     the Train page's table (`live_examples.COLUMNS`)."""
     rows = []
     for x in report.examples:
-        output = escaped(x.output) or page.t(N_("(nothing)"))
-        cells = {"right": "✓" if x.right else "✗", "input": escaped(x.source), "model output": output}
-        rows.append([{**cells, "target": escaped(x.target)}[column] for column in COLUMNS])
+        output = _sequence(x.output) if x.output else page.t(N_("(nothing)"))
+        cells = {"right": "✓" if x.right else "✗", "input": _sequence(x.source), "model output": output}
+        rows.append([{**cells, "target": _sequence(x.target)}[column] for column in COLUMNS])
     header = [page.t(column) for column in COLUMNS]
     intro = N_("Held-out inputs, which training never saw, decoded greedily by the final model:")
     return page.heading(N_("Held-out examples")) + page.para(intro) + _table(rows, header)
