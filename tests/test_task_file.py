@@ -56,16 +56,25 @@ def test_a_task_file_loads_as_csv_or_tsv(data):
 def test_only_the_first_line_can_be_a_header_in_the_table_s_words_or_as_the_only_pair_sharing_no_symbol():
     task = read_task_file("源,目标\n".encode() + csv_bytes(header=False) + "\n源,目标".encode(), "sums.csv")
     assert ("源", "目 标") in every_pair(task) and task.header is None  # a pair further down, a symbol a character
-    task = read_task_file("输入,输出\n".encode() + csv_bytes(header=False), "sums.csv")
-    assert every_pair(task) == sorted(PAIRS) and task.header == ("输 入", "输 出")  # a header in words of its own
-    assert "输" not in task.symbols and task == read_task_file(csv_bytes(), "sums.csv")
+    task = read_task_file("原文,译文\n".encode() + csv_bytes(header=False), "sums.csv")
+    assert every_pair(task) == sorted(PAIRS) and task.header == ("原 文", "译 文")  # a header in words of its own
+    assert "原" not in task.symbols and task == read_task_file(csv_bytes(), "sums.csv")
     words = [(f"w{i}", f"v{i}") for i in range(20)]  # word -> word: every pair shares no symbol with another
-    task = read_task_file(csv_bytes([("input", "output"), *words], header=False), "words.csv")
-    assert ("input", "output") in every_pair(task) and task.header is None
+    task = read_task_file(csv_bytes([("question", "answer"), *words], header=False), "words.csv")
+    assert ("question", "answer") in every_pair(task) and task.header is None
     task = read_task_file(csv_bytes([("1 2 + 3 4", "4 6"), ("a", "b"), *PAIRS[1:]], header=False), "sums.csv")
     assert task.header is None and ("a", "b") in every_pair(task)  # the first line shares symbols; another not
     typed = read_task_table([{"source": s, "target": t} for s, t in [("x", "y"), *PAIRS]], "typed pairs")
     assert typed.header is None and ("x", "y") in every_pair(typed)  # a table's columns have their names
+
+
+@pytest.mark.parametrize("first", ["输入,输出", "input,output", "Input , Output", "源,目标"])
+def test_a_header_in_the_lab_s_own_column_words_is_skipped_beside_pairs_of_symbols_no_other_pair_uses(first):
+    """A teacher's file began "输入,输出" and held "你 好 → 好 你" and "中 文 字 → 字 文 中": three pairs sharing no
+    symbol with another, so the header was no lone island, and every student's model learned to answer "输 出"."""
+    pairs = [*PAIRS, ("你 好", "好 你"), ("中 文 字", "字 文 中")]
+    task = read_task_file(f"{first}\n".encode() + csv_bytes(pairs, header=False), "reverse_zh.csv")
+    assert every_pair(task) == sorted(pairs) and not {"输", "入", "出", "源", "目"} & set(task.symbols)
 
 
 def test_cells_starting_with_an_equals_sign_are_literal_symbols():

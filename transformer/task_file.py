@@ -11,8 +11,8 @@ symbols separated by spaces:
 The first line says the separator: a tab makes it TSV, else it is CSV (commas, and quotes as the csv module reads
 them); a first line with a full-width comma (，, as a Chinese keyboard types it) and no comma separates with that.
 Chinese written without spaces holds one symbol per character (`pairs.pairs_from_rows`). A header line
-`source,target` (or those words in another language of the lab, as the Train page's table heads its columns) is
-skipped, and so are blank lines; a first line in other words ("输入,输出") is left out where it is the only pair
+`source,target` or `input,output` (or those words in another language of the lab: "源,目标", "输入,输出") is
+skipped, and so are blank lines; a first line in other words ("原文,译文") is left out where it is the only pair
 that shares no symbol with another (`pairs.pairs_from_rows`). Every bound is checked before what it bounds is read:
 the file's size first, then each line's length and the number of lines as they come, then the pairs
 (`pairs.pairs_from_rows`). Anything else gets a ValueError with a one-line reason naming the line.
@@ -31,6 +31,7 @@ from .limits import MAX_TASK_FILE_BYTES, MAX_TASK_FILE_MB, MAX_TASK_LINE_CHARS, 
 from .pairs import TaskPairs, pairs_from_rows
 
 HEADER = (N_("source"), N_("target"))  # a table's columns, and a task file's header line in any of LANGUAGES
+HEADERS = (HEADER, (N_("input"), N_("output")))  # header lines a task file may begin with, in any of LANGUAGES
 TOO_LARGE = N_("the task file has {size:,} bytes, more than {mb} MB ({most:,} bytes)")
 NOT_UTF8 = N_(
     "the task file is not UTF-8 text (byte {at}): save it as UTF-8 (in Excel, as the type "
@@ -120,8 +121,8 @@ def _pairs(reader: Iterable[list[str]], delimiter: str) -> Iterator[tuple[str, s
 
 
 def _column_names(cells: list[str]) -> bool:
-    """Whether a line's `cells` are HEADER in one of LANGUAGES."""
-    named = {tuple(translator(code).gettext(word).lower() for word in HEADER) for code in LANGUAGES}
+    """Whether a line's `cells` are one of HEADERS in one of LANGUAGES ("source,target", "输入,输出")."""
+    named = {tuple(translator(code).gettext(word).lower() for word in words) for words in HEADERS for code in LANGUAGES}
     return tuple(c.strip().lower() for c in cells) in named
 
 

@@ -41,9 +41,9 @@ EXAMPLE = [  # the table's first rows: translate's toy language, which a student
 ]
 ABOUT = N_(
     "A CSV or TSV file of `source,target` pairs, one a line, the symbols of each separated by spaces (a first line "
-    "`source,target` is skipped; Chinese written without spaces is one symbol per character), or the pairs typed "
-    "into the table. The lab builds the vocabulary from the symbols and holds one pair in five out of training, to "
-    "test the model on."
+    "`source,target` or `input,output` is skipped; Chinese written without spaces is one symbol per character), or "
+    "the pairs typed into the table. The lab builds the vocabulary from the symbols and holds one pair in five out of "
+    "training, to test the model on."
 )
 ENOUGH_PAIRS = 10 * HELD_OUT_EVERY  # fewer pairs train with a warning: under 10 held out, each 10%+ of the score
 FEW_PAIRS = N_(

@@ -920,14 +920,14 @@ def test_pairs_given_again_are_said_to_count_once_in_the_page_s_language():
 
 def test_a_first_line_in_words_of_its_own_is_said_to_be_left_out_as_the_columns_names():
     at = open_train()
-    upload(at, "headed.csv", PAIRS_64.replace("source,target", "输入,输出"))
+    upload(at, "headed.csv", PAIRS_64.replace("source,target", "原文,译文"))
     said = (
-        "the first line, `输 入` → `输 出`, was left out as the columns' names: no other pair shares a symbol with it"
+        "the first line, `原 文` → `译 文`, was left out as the columns' names: no other pair shares a symbol with it"
     )
     assert shown(at.success[0].value).endswith(f" · {said}") and len(at.session_state["train_own_task"].symbols) == 8
     at.session_state["language"] = "zh-CN"
     at.run()
-    assert shown(at.success[0].value).endswith(" · 第一行 `输 入` → `输 出` 被当作列名略去：其他序列对都不含它的符号")
+    assert shown(at.success[0].value).endswith(" · 第一行 `原 文` → `译 文` 被当作列名略去：其他序列对都不含它的符号")
 
 
 def test_a_task_of_its_own_leaves_the_task_lengths_and_symbols_off_the_form_and_keeps_their_values():
