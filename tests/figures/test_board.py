@@ -44,6 +44,16 @@ def test_runs_of_one_metric_row_each_are_drawn_as_points_on_an_axis_of_whole_ste
     assert {trace.mode for trace in group_curves_figure(curves(), "loss").data} == {"lines"}  # rows enough for lines
 
 
+@pytest.mark.parametrize("last, label", [(2000, "2000"), (10000, "10k")])
+def test_the_step_axis_keeps_room_for_the_label_at_its_end(last, label):
+    """Curves to step 2000 end at the plot's right edge, where the label "2000" is centred: in a 10 px margin
+    Plotly left it out, and the board's loss chart stopped labelling its steps at 1500."""
+    steps = pd.Index([last // 2, last], name="step")
+    runs = pd.DataFrame({1: [1.0, 0.1]}, index=steps)
+    figure = group_curves_figure({"PE": GroupCurves(runs, runs.median(axis=1))}, "loss")
+    assert figure.layout.margin.r >= drawn_px(label, figure.layout.font.size) / 2
+
+
 def test_an_empty_class_draws_empty_axes():
     when = datetime(2026, 11, 25, 9)
     empty = Snapshot(ClassInfo("amber-otter-7351", "Period 3", when, when, None, None), ())

@@ -25,6 +25,11 @@ ALL_SOLVED = N_("Finished runs: steps to solve")
 SOME_UNSOLVED = N_("Finished runs: steps to solve, or hollow where not solved")
 
 
+# The curves end at the plot's right edge, and so does the step label there ("2000"), centred on it: within a 10 px
+# margin Plotly left it out, and the axis's end went unlabelled. Half the widest step label Plotly writes ("10k").
+LAST_STEP_ROOM_PX = 24
+
+
 def group_curves_figure(
     curves: Mapping[str | None, GroupCurves], title: str, height: int = 440, tr: Translator = ENGLISH
 ) -> go.Figure:
@@ -57,7 +62,7 @@ def group_curves_figure(
         title=title_layout(title),
         height=height,
         font=FONT,
-        margin=dict(l=10, r=10, t=top_margin(title), b=100),
+        margin=dict(l=10, r=LAST_STEP_ROOM_PX, t=top_margin(title), b=100),
         xaxis=dict(title=tr.gettext("step"), rangemode="tozero"),  # whole steps, even around a lone row's
         yaxis=loss_axis(losses, tr.gettext("training loss (log scale)")),
         legend=LEGEND_AT_FOOT,  # the title keeps the top
