@@ -19,6 +19,7 @@ import os
 import statistics
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import torch
@@ -26,6 +27,7 @@ import torch.nn.functional as F
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from transformer.batched import BATCH_PARTS, stacked  # noqa: E402 (the repository root goes on the path first)
+from transformer.kernels import softmax  # noqa: E402
 from transformer.run_configs import default_configs  # noqa: E402
 from transformer.training import Trainer  # noqa: E402
 
@@ -53,15 +55,19 @@ def layer_norm(x: torch.Tensor, w: dict, name: str) -> torch.Tensor:
     return (x - mean) / torch.sqrt(var + 1e-5) * w[f"{name}.weight"].unsqueeze(1) + w[f"{name}.bias"].unsqueeze(1)
 
 
-def attention(q_in, kv_in, w, name, bias, n, b, heads):  # noqa: ANN001, ANN202
+def attention(
+    q_in: torch.Tensor, kv_in: torch.Tensor, w: dict, name: str, bias: torch.Tensor, n: int, b: int, heads: int
+) -> torch.Tensor:
     """Multi-head attention of each run: q_in (N, B*Tq, d), kv_in (N, B*Tk, d), bias (N*B, 1, Tq or 1, Tk)."""
     d = q_in.size(-1)
     q = linear(q_in, w, f"{name}.in_proj", slice(0, d))
     k, v = linear(kv_in, w, f"{name}.in_proj", slice(d, 3 * d)).split(d, -1)
-    split = lambda t: t.reshape(n * b, -1, heads, d // heads).transpose(1, 2)  # noqa: E731 (N*B, h, T, d_k)
+
+    def split(t: torch.Tensor) -> torch.Tensor:  # (N*B, h, T, d_k)
+        return t.reshape(n * b, -1, heads, d // heads).transpose(1, 2)
+
     scores = split(q) @ split(k).transpose(-1, -2) / math.sqrt(d // heads) + bias
-    weights = torch.exp(scores - scores.amax(-1, keepdim=True))
-    out = (weights / weights.sum(-1, keepdim=True)) @ split(v)
+    out = softmax(scores) @ split(v)  # the model's own softmax, written out below 16 keys
     return linear(out.transpose(1, 2).reshape(n, -1, d), w, f"{name}.out_proj")
 
 
@@ -119,7 +125,8 @@ def check_equal(n: int) -> None:
             torch.testing.assert_close(w[name].grad[i], p.grad, msg=lambda m, name=name: f"{name}: {m}")
 
 
-def cpu_ms(work, rounds: int) -> float:  # noqa: ANN001
+def cpu_ms(work: Callable[[], object], rounds: int) -> float:
+    """CPU ms of one call of `work`, over `rounds` calls after a first that warms it."""
     work()  # warm
     began = time.process_time()
     for _ in range(rounds):
