@@ -18,7 +18,7 @@ from transformer.link_params import masking_parsers, write_params
 from transformer.literal import code_span, markdown_literal
 from transformer.mask_experiments import MaskingResult, attention_before_after, mask_grids, pad_more, peek_at_future
 from transformer.model import Transformer
-from transformer.tasks import DataConfig
+from transformer.tasks import DataConfig, task_of
 from transformer.vocab import Vocab
 from ui.charts import chart, narrowest_chart_px
 from ui.language import _, on_its_own, said, session_translator, worded
@@ -84,10 +84,13 @@ random_col.button(
     help=_("A random source shorter than *Pad to*, and the target the task makes of it."),
 )
 
-parsed = {}
-for name, text in (("source", src_text), ("target", tgt_text)):
+parsed, rule = {}, task_of(checkpoint.task)
+for name, text, symbols in (
+    ("source", src_text, rule.source_symbols(checkpoint.task.n_symbols)),
+    ("target", tgt_text, rule.target_symbols(checkpoint.task.n_symbols)),
+):
     try:
-        parsed[name] = vocab.encode(text, max_len=longest)
+        parsed[name] = vocab.encode(text, max_len=longest, symbols=symbols)
     except ValueError as err:
         wrong = N_("Source: {error}. Fix it above, or click **Random**.")
         if name == "target":

@@ -230,3 +230,17 @@ def test_a_corruption_changes_the_symbol_nearest_the_middle_that_changes_the_ans
     brackets = DataConfig(task="brackets", min_len=6, max_len=6, n_symbols=8)
     unbalanced_twice, balanced = [0, 0, 2, 2, 4, 4], [0, 1, 2, 3, 4, 5]  # no one change balances the first
     assert patching.patching_pair(brackets, [unbalanced_twice, balanced], 10) == (balanced, [0, 1, 2, 4, 4, 5])
+
+
+def test_a_count_input_s_message_names_only_the_letters_a_source_may_hold():
+    """The hint listed count's digits too ("use a b c d 0 1 2 ..."), then "a 0 b" was refused as no count input."""
+    task = DataConfig(task="count", min_len=3, max_len=5, n_symbols=4)
+    vocab = TaskData(task).vocab
+    config = ModelConfig(vocab_size=len(vocab), d_model=8, n_heads=1, d_ff=8)
+    model = Transformer(config, rng=torch.Generator().manual_seed(0)).eval()
+    with pytest.raises(ValueError) as refused:
+        patching_grid(model, vocab, task, "a 0 b", "a b b")
+    said = str(refused.value)
+    assert said.startswith("unknown symbol '0'; use a b c d") and "(the clean input)" in said
+    answer = patching_grid(model, vocab, task, "a c b", "a b b").answer
+    assert answer == ["1", "1", "1", "0", "EOS"]  # a, b and c once, no d

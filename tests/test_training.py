@@ -102,7 +102,8 @@ def test_a_rows_training_loss_is_the_mean_of_the_last_row_s_worth_of_steps():
     rows = list(trainer.train())
     losses = trainer.step_losses
     assert len(losses) == 20 and all(isinstance(loss, float) for loss in losses)
-    assert [row["train_loss"] for row in rows] == pytest.approx([sum(losses[:10]) / 10, sum(losses[10:]) / 10])
+    assert [row["step"] for row in rows] == [10, 20, 20]  # step 20's row again, scored on the whole held-out set
+    assert [row["train_loss"] for row in rows] == pytest.approx([sum(losses[:10]) / 10, *[sum(losses[10:]) / 10] * 2])
     # a last row 3 steps after the one before averages the last 10 steps too, not 3 (lucky) steps alone
     trainer = Trainer(ModelConfig(), COPY, TrainConfig(steps=23, early_stop=False, eval_every=10))
     rows, losses = list(trainer.train()), trainer.step_losses
@@ -151,6 +152,25 @@ def test_a_run_whose_budget_ends_as_it_gets_every_held_out_sequence_right_ends_s
     assert (late.reason, late.steps, late.exact_match) == ("solved", solved.steps, 1.0)
     every = Trainer(ModelConfig(), COPY, TrainConfig(steps=solved.steps, eval_every=10, early_stop=False)).run()
     assert (every.reason, every.exact_match) == ("step budget", 1.0)
+
+
+@pytest.mark.parametrize("ends", ["stopped", "step budget"])
+def test_a_run_that_ends_at_a_row_s_step_ends_on_that_row_scored_as_its_result(ends):
+    """A student stopped at step 429 of 3,000: the result said 67.4% on the whole held-out set, the exported rows
+    ended on the probe's 67.2% at the same step. The last row is that row scored again, the history keeps it once."""
+    steps = 30 if ends == "step budget" else 10**6
+    trainer = Trainer(ModelConfig(), COPY, TrainConfig(steps=steps, early_stop=False, eval_every=10, eval_size=7))
+    rows = list(trainer.train(lambda: trainer.step == 30))
+    result = trainer.result
+    assert (result.reason, result.steps) == (ends, 30) and [row["step"] for row in rows] == [10, 20, 30, 30]
+    whole = evaluate(trainer.model, trainer.valid, trainer.vocab.bos_id, trainer.vocab.eos_id)
+    assert (rows[-1]["exact_match"], rows[-1]["token_acc"]) == (result.exact_match, result.token_acc)
+    assert (result.exact_match, result.token_acc) == (whole["exact_match"], whole["token_acc"])
+    assert [row["step"] for row in trainer.history] == [10, 20, 30] and trainer.history[-1] == rows[-1]
+    scores = set(whole)  # exact match, token accuracy, validation loss
+    assert {k: v for k, v in rows[-1].items() if k not in scores} == {
+        k: v for k, v in rows[2].items() if k not in scores
+    }
 
 
 def test_without_early_stopping_it_trains_to_the_step_budget():

@@ -17,7 +17,7 @@ gives the clean run exactly. Hooks go on a private twin of the model, never on t
 """
 
 import math
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Literal
@@ -188,19 +188,21 @@ def patching_pair(task: DataConfig, sources: Sequence[Sequence[int]], n_symbols:
     return clean, [*clean[:middle], (clean[middle] + 1) % n_symbols, *clean[middle + 1 :]]
 
 
-def _ids(vocab: Vocab, text: str, longest: int, which: str) -> list[int]:
-    """`text`'s token ids; ValueError that names `which` input does not read."""
+def _ids(vocab: Vocab, text: str, longest: int, symbols: Collection[int] | None, which: str) -> list[int]:
+    """`text`'s token ids, each of `symbols` (`Vocab.encode`); ValueError that names `which` input does not read."""
     try:
-        return vocab.encode(text, longest)
+        return vocab.encode(text, longest, symbols)
     except ValueError as err:
         raise ValueError(Message(N_("{reason} ({which})"), which=Message(which), reason=message_of(err))) from err
 
 
-def pair_ids(vocab: Vocab, clean: str, corrupted: str, longest: int) -> tuple[list[int], list[int]]:
-    """Token ids of a clean and a corrupted input; ValueError unless each reads, they are as long and they differ
-    somewhere (one that does not read is named)."""
-    clean_ids = _ids(vocab, clean, longest, N_("the clean input"))
-    corrupted_ids = _ids(vocab, corrupted, longest, N_("the corrupted input"))
+def pair_ids(
+    vocab: Vocab, clean: str, corrupted: str, longest: int, symbols: Collection[int] | None = None
+) -> tuple[list[int], list[int]]:
+    """Token ids of a clean and a corrupted input, each of `symbols` (a task's source symbols; any, if None);
+    ValueError unless each reads, they are as long and they differ somewhere (one that does not read is named)."""
+    clean_ids = _ids(vocab, clean, longest, symbols, N_("the clean input"))
+    corrupted_ids = _ids(vocab, corrupted, longest, symbols, N_("the corrupted input"))
     if len(clean_ids) != len(corrupted_ids):
         as_long = N_(
             "the corrupted input must be as long as the clean one ({clean} symbols), got {corrupted}: change a "
@@ -249,9 +251,11 @@ def patching_grid(model: Transformer, vocab: Vocab, task: DataConfig, clean: str
     input. ValueError for inputs the model cannot read, of different lengths, equal, without a target (a source
     that no pair of a task from examples has), or past the work one request may do; NonFiniteOutputError (a
     ValueError) if the model's outputs are not finite."""
-    clean_ids, corrupted_ids = pair_ids(vocab, clean, corrupted, model.config.longest_sequence)
+    rule = task_of(task)
+    sources = rule.source_symbols(task.n_symbols)
+    clean_ids, corrupted_ids = pair_ids(vocab, clean, corrupted, model.config.longest_sequence, sources)
     symbols = [vocab.symbol_index(i) for i in clean_ids]
-    target = [vocab.symbol_id(s) for s in task_of(task).target(symbols, task.n_symbols)]
+    target = [vocab.symbol_id(s) for s in rule.target(symbols, task.n_symbols)]
     if len(target) + 1 > model.config.max_len:
         too_long = N_("the answer to this input is longer than the model's {most} tokens")
         raise ValueError(Message(too_long, most=model.config.max_len - 1))

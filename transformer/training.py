@@ -262,8 +262,9 @@ class Trainer:
         self._steps_since_row, self._tokens, self._last_row_time = 0, 0, self._training_time()
 
     def end(self) -> Iterator[MetricRow]:
-        """End training: set `result`, and yield the last row, scored on the whole held-out set, when steps were
-        taken since the last one."""
+        """End training: set `result`, and yield the last row, scored on the whole held-out set (as `result` is),
+        once any step was taken. Where a row came at this very step (a stop, or a budget, right after it), the last
+        row is that row again, its scores on the whole set in place of the probe's: it takes that row's place."""
         self.network.eval()
         self.model.eval()
         elapsed = self._training_time()
@@ -281,8 +282,13 @@ class Trainer:
         self.result = TrainResult(self.step, elapsed, final["exact_match"], final["token_acc"], reason)
         if self._steps_since_row:
             rate = self._tokens / max(elapsed - self._last_row_time, 1e-9)
-            yield {**self._row(rate, elapsed, self.train_config.lr_at(self.step)), **final}
+            row = self._row(rate, elapsed, self.train_config.lr_at(self.step))
+            row.update(final)
+            yield row
             self._snapshot_attention()
+        elif self.history:  # its row is at this step: it was scored on the probe
+            self.history[-1] = {**self.history[-1], **final}
+            yield self.history[-1]
 
     def _optimizer_step(self, batch: Batch, lr: float) -> tuple[float, torch.Tensor]:
         """One step of Adam on `batch` at learning rate `lr`: returns the batch's loss and the logits it was

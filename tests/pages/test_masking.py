@@ -12,19 +12,21 @@ from tests.helpers.figures import key_label_clashes
 from transformer.checkpoint import Checkpoint
 from transformer.figures import PAGE_PX, PHONE_CHART_PX
 from transformer.model import ModelConfig, Transformer
-from transformer.tasks import DataConfig
+from transformer.tasks import DataConfig, TaskData
 from transformer.vocab import Vocab
 
+REVERSE = DataConfig(task="reverse", max_len=8)
 
-def open_masking(with_model: bool) -> AppTest:
+
+def open_masking(with_model: bool, task: DataConfig = REVERSE) -> AppTest:
     at = AppTest.from_file("../../streamlit_app.py", default_timeout=30)
     at.run()
     if with_model:
         torch.manual_seed(0)
-        config = ModelConfig(n_layers=2)
+        vocab = TaskData(task).vocab
+        config = ModelConfig(vocab_size=len(vocab), n_layers=2)
         model = Transformer(config).eval()
-        task = DataConfig(task="reverse", max_len=8)
-        at.session_state["in_hand"] = Checkpoint(model, Vocab.digits(10), config, task, [], {})
+        at.session_state["in_hand"] = Checkpoint(model, vocab, config, task, [], {})
         at.session_state["in_hand_name"] = "random test model"
     at.switch_page("pages/masking.py")
     at.run()
@@ -105,6 +107,20 @@ def test_bad_input_shows_an_error_not_a_traceback(at):
     at.text_input(key="mask_src").set_value("1 2 3")
     at.run()
     assert not at.exception and not at.error
+
+
+def test_a_count_source_takes_letters_and_its_target_digits_each_message_naming_only_those():
+    """Both fields listed all of count's symbols, "a b c d 0 1 2 ...", and read a digit in a source."""
+    at = open_masking(True, DataConfig(task="count", min_len=3, max_len=5, n_symbols=4))
+    at.text_input(key="mask_src").set_value("a 0 b").run()
+    at.text_input(key="mask_tgt").set_value("1 a 1 0").run()
+    assert not at.exception
+    source, target = (e.value.replace("\\", "") for e in at.error)  # markdown_literal's escapes
+    assert source.startswith("Source: unknown symbol '0'; use a b c d. Fix it")
+    assert target.startswith("Target: unknown symbol 'a'; use 0-9. Fix it")
+    at.text_input(key="mask_src").set_value("a c b").run()
+    at.text_input(key="mask_tgt").set_value("1 1 1 0").run()
+    assert not at.exception and not at.error and at.get("plotly_chart")
 
 
 def test_peek_at_future_shows_diff_tables(at):

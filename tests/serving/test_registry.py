@@ -68,6 +68,15 @@ def test_a_run_trains_in_the_background_and_pages_read_a_model_of_their_own(regi
     assert run.data().valid.src.shape[0] > 0  # the held-out set the rows score, built where a page asks
 
 
+def test_a_run_ending_on_a_row_s_step_keeps_one_row_there_scored_as_its_result(registry):
+    """The row made at the last step scored the probe; the run's result scores the whole held-out set. The exports
+    read the rows: a run stopped there ended its rows on another figure than its result."""
+    run = registry.submit("a", *quick(steps=30, eval_every=10, eval_size=3, early_stop=False))
+    assert run.wait_until_done(60) and run.result.reason == "step budget"
+    assert [row["step"] for row in run.rows] == [10, 20, 30] and len(run.dynamics) == 3
+    assert (run.rows[-1]["exact_match"], run.rows[-1]["token_acc"]) == (run.result.exact_match, run.result.token_acc)
+
+
 def test_a_stopped_run_keeps_its_model_and_frees_its_slot():
     registry = make_registry(max_queue=0)
     try:

@@ -240,10 +240,14 @@ class Run:
         self._trained, self._holding = True, holding
 
     def add_row(self, row: MetricRow, weights: Weights, dynamics: dict) -> None:
+        """A new metric row; a row of the last row's step is that row scored again (`Trainer.end`): it replaces it."""
         with self._lock:
             self._weights = len(self.rows) + 1, weights
-        self.dynamics.append(dynamics)
-        self.rows.append(row)
+        if self.rows and self.rows[-1]["step"] == row["step"]:
+            self.dynamics[-1], self.rows[-1] = dynamics, row
+        else:
+            self.dynamics.append(dynamics)
+            self.rows.append(row)
 
     def end(
         self, result: TrainResult | None, error: str | None, weights: Weights | None = None, notice: str | None = None
