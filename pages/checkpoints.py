@@ -57,7 +57,7 @@ def load_entry(name: str, source: str, data: bytes) -> None:
     flash("checkpoints_upload", "success", _("**{name}** is now the model in hand.", name=markdown_literal(name)))
 
 
-NAME_MOST_PX = 200  # the pinned name column leaves a phone's grid room for the rest
+NAME_MOST_PX = 200  # the name column leaves a phone's grid room for the rest
 LISTING_COLUMNS = {  # the listing's columns, headed in the session's language
     "seed": st.column_config.NumberColumn(_("seed")),
     "task": st.column_config.TextColumn(_("task")),
@@ -138,7 +138,7 @@ if not entries:
     st.info(_("No checkpoints yet: train a model on the Train page, or upload a checkpoint file below."))
 else:
     width = min(fitted_px([_("name"), *entries]), NAME_MOST_PX)  # a name uploaded since the grid was drawn too
-    names = st.column_config.TextColumn(_("name"), pinned=True, width=width)
+    names = st.column_config.TextColumn(_("name"), width=width)  # not pinned (ui.tables)
     st.dataframe(listing(entries), hide_index=True, column_config={**LISTING_COLUMNS, "name": names})
     for name, (source, (_summary, seed), data) in entries.items():
         label_col, buttons_col = st.columns([3, 2], vertical_alignment="center")

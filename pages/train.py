@@ -78,7 +78,7 @@ def metric_formats() -> dict:
     """The metrics table's headers and number formats; the CSV keeps the raw columns."""
     number = st.column_config.NumberColumn
     return {
-        "step": number(_("step"), pinned=True),  # stays in view when the table scrolls sideways
+        "step": number(_("step")),  # not pinned (ui.tables)
         "train_loss": number(_("training loss"), format="%.4f"),
         "val_loss": number(_("held-out loss"), format="%.4f"),
         "token_acc": number(_("token accuracy"), format="percent"),

@@ -7,6 +7,9 @@ and Checkpoints' listing cut a name uploaded since ("mymodel (2).p"). A page giv
 A grid draws its text on a canvas, where no style reaches, and there a space is a third of a digit wide: on a phone
 Knockout's "5 4 3 3 7 6 6 0 4" read as one number. A table of sequences is shown through `symbols_apart`, and a
 sequence in a select box's option through `apart`.
+
+No column is pinned: a grid draws a pinned column's text faded, at about 3:1 on white, where text needs 4.5:1 (WCAG
+1.4.3); Checkpoints' names read grey.
 """
 
 from collections.abc import Iterable

@@ -14,6 +14,7 @@ from playwright.sync_api import TimeoutError as PlaywrightTimeout
 from playwright.sync_api import expect
 
 from harness.page import PAGES, wait_idle
+from transformer.figures.palette import contrast_ratio
 from ui.accessibility import TEXT_FIELDS
 
 pytestmark = requires_chromium
@@ -277,3 +278,35 @@ def test_on_a_phone_a_typed_sequence_s_spaces_read_as_gaps_between_symbols(new_c
     field.fill("5 4 3 3 7 6 6 0 4")
     space, digit = field.evaluate(SPACE_AND_DIGIT_PX)
     assert space >= digit / 2, (space, digit)
+
+
+# The colour of each control's edge as a computed style gives it ("rgb(r, g, b)"): a number's or text's field, a
+# select box, an unselected radio button's circle, and a slider's track beyond its thumbs (the lab's box shadow).
+EDGES = """() => {
+    const main = document.querySelector('[data-testid="stMain"]');
+    const edges = [];
+    const add = (kind, selector, read) => main.querySelectorAll(selector).forEach(el => edges.push([kind, read(getComputedStyle(el))]));
+    add('field', '[data-testid="stNumberInputContainer"], [data-testid="stTextInputRootElement"]', s => s.borderTopColor);
+    add('select box', '[data-testid="stSelectbox"] > div > div', s => s.borderTopColor);
+    add('radio', '[data-testid="stRadioOption"]:not([data-selected="true"]) > div > div:first-child', s => s.borderTopColor);
+    add('slider', '[data-testid="stSlider"] [role="group"] > [data-orientation="horizontal"] > div:first-child',
+        s => s.boxShadow.match(/rgba?\\([^)]*\\)/)?.[0] ?? 'none');
+    return edges;
+}"""  # noqa: E501
+
+
+def _hex(css_colour: str) -> str:
+    red, green, blue = (int(part) for part in css_colour[css_colour.index("(") + 1 : -1].split(",")[:3])
+    return f"#{red:02x}{green:02x}{blue:02x}"
+
+
+def test_each_field_radio_button_and_slider_track_shows_its_edge_at_3_to_1(projector_page, lab_server):
+    """Streamlit draws a field's edge, an unselected radio button's circle and a slider's track at 1.6:1, 1.6:1 and
+    1.2:1 on white: where a field or a range ends could not be seen (WCAG 1.4.11 asks 3:1)."""
+    page, edges = projector_page, []
+    open_at(page, lab_server, "train", "en")
+    edges += page.evaluate(EDGES)
+    go_to(page, "lengths")
+    edges += page.evaluate(EDGES)
+    assert {kind for kind, _colour in edges} == {"field", "select box", "radio", "slider"}  # each kind was seen
+    assert [(kind, c) for kind, c in edges if c == "none" or contrast_ratio(_hex(c), "#ffffff") < 3] == []

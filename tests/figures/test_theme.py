@@ -13,7 +13,7 @@ from transformer.figures.board import group_curves_figure
 from transformer.figures.compare import comparison_figure, loss_marker_figure
 from transformer.figures.palette import contrast_ratio
 from transformer.figures.standalone import figure_json, template_json
-from transformer.figures.theme import FONT_FAMILY, PRIMARY, TEMPLATE, TEXT
+from transformer.figures.theme import FONT_FAMILY, OUTLINE, PRIMARY, TEMPLATE, TEXT
 from transformer.figures.training import loss_figure
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -23,6 +23,16 @@ def test_the_charts_speak_in_the_app_s_typefaces_and_text_colour():
     theme = tomllib.loads((ROOT / ".streamlit" / "config.toml").read_text())["theme"]
     assert FONT_FAMILY == theme["font"] and TEXT == theme["textColor"] and PRIMARY == theme["primaryColor"]
     assert TEMPLATE.layout.font.family.startswith(FONT_FAMILY)
+
+
+def test_a_control_s_edge_reads_at_3_to_1_on_the_page_and_on_the_sidebar():
+    """WCAG 1.4.11: a field's edge shows where it is, on the page's white and on the sidebar's grey."""
+    theme = tomllib.loads((ROOT / ".streamlit" / "config.toml").read_text())["theme"]
+    assert theme["borderColor"] == OUTLINE
+    assert (
+        min(contrast_ratio(OUTLINE, ground) for ground in (theme["backgroundColor"], theme["secondaryBackgroundColor"]))
+        >= 3
+    )
 
 
 def test_a_chart_s_toolbar_icons_read_against_its_white_ground():
