@@ -7,7 +7,7 @@ import torch
 
 from tests.helpers.figures import TOKENS, beam_steps
 from transformer.figures.architecture import architecture_diagram
-from transformer.figures.attention import mask_heatmap
+from transformer.figures.attention import attention_heatmaps, mask_heatmap
 from transformer.figures.decoding import beam_tree, probs_bar
 from transformer.figures.summary import describe
 from transformer.figures.training import accuracy_figure, loss_figure
@@ -47,6 +47,16 @@ def test_bars_say_their_highest_and_lowest_and_a_heatmap_its_size_range_and_high
     )
     mask = describe(mask_heatmap(np.tril(np.ones((3, 3), dtype=bool)), ["x", "y", "z"], ["p", "q", "r"], "Causal"))
     assert mask.startswith("Causal. ") and "3 by 3 cells, from 0 to 1; highest at x, p." in mask
+
+
+def test_a_heatmap_whose_axis_labels_only_every_few_keys_names_its_highest_cell_by_its_own_labels():
+    """On a phone the key axis is labelled every few keys: Train's cross-attention read "highest at BOS, ."."""
+    keys = [f"k{i}" for i in range(40)]
+    weights = np.zeros((2, 3, 40))
+    weights[:, 1, 7] = 1.0
+    fig = attention_heatmaps(weights, ["BOS", "a", "b"], keys, "Cross", fit_px=356)
+    assert "" in fig.layout.xaxis.ticktext  # the crowded axis leaves key 7 unlabelled
+    assert "3 by 40 cells, from 0 to 1; highest at a, k7." in describe(fig)
 
 
 def test_points_name_their_labels_and_a_diagram_without_data_its_labels():

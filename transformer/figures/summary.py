@@ -106,6 +106,10 @@ def _heatmap(fig: go.Figure, trace, name: str, tr: Translator) -> str | None:
     x_axis, y_axis = _axis(fig, trace.xaxis, "x"), _axis(fig, trace.yaxis, "y")
     xs = list(trace.x) if trace.x is not None else list(range(z.shape[1]))
     ys = list(trace.y) if trace.y is not None else list(range(z.shape[0]))
+    row_label, column_label = _label(y_axis, ys[row]), _label(x_axis, xs[column])
+    cells = np.asarray(trace.customdata, dtype=object) if trace.customdata is not None else None
+    if cells is not None and cells.shape == (*z.shape, 2):  # `hover_grid`: each cell's labels, where a crowded axis
+        row_label, column_label = (plain(label) for label in cells[row, column])  # labels only every few keys
     return tr.gettext(
         N_("{name}: {rows} by {columns} cells, from {low} to {high}; highest at {row}, {column}."),
         name=name,
@@ -113,8 +117,8 @@ def _heatmap(fig: go.Figure, trace, name: str, tr: Translator) -> str | None:
         columns=z.shape[1],
         low=_number(float(np.nanmin(z))),
         high=_number(float(np.nanmax(z))),
-        row=_label(y_axis, ys[row]),
-        column=_label(x_axis, xs[column]),
+        row=row_label,
+        column=column_label,
     )
 
 
