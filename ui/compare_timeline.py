@@ -21,6 +21,11 @@ EXPLAINED = N_(
     "attention. Slide through training to watch the pattern form. Each head's score is the attention it puts, on "
     "average, on the source token the output comes from:"
 )
+EXPLAINED_UNSCORED = N_(  # a task whose outputs have no one source token each (count, brackets): nothing to score
+    "The probe is the first held-out input, {probe}. Each heatmap is one cross-attention head: a row per decoder "
+    "position, labelled by the token it reads (row i writes output token i), a column per source token, darker = more "
+    "attention. Slide through training to watch the pattern form."
+)
 EXPLAINED_REVERSE = N_(  # reverse, the lesson's task, says where its outputs come from
     "The probe is the first held-out input, {probe}. Each heatmap is one cross-attention head: a row per "
     "decoder position, labelled by the token it reads (row i writes output token i), a column per source "
@@ -42,10 +47,15 @@ def show_timeline(run: ExperimentRun, live: bool) -> None:
 
 
 def _explain(run: ExperimentRun) -> None:
-    """What the heatmaps show and how alignment is scored."""
+    """What the heatmaps show, and how alignment is scored where the task's outputs each come from one source token."""
     st.header(_("Attention forming during training"))
-    explained = EXPLAINED_REVERSE if run.experiment.data.task == "reverse" else EXPLAINED
+    scored = run.probe_ideal() is not None
+    explained = (
+        EXPLAINED_REVERSE if run.experiment.data.task == "reverse" else EXPLAINED if scored else EXPLAINED_UNSCORED
+    )
     st.markdown(_(explained, probe=code_span(" ".join(run.probe_src))))
+    if not scored:  # the alignment's column says why there is no score
+        return
     alignment, right = _("alignment"), _("1 = always the right token, {uniform} = uniform", uniform=r"$\tfrac{1}{n}$")
     st.latex(
         rf"\begin{{gathered}}\text{{{alignment}}} = \frac{{1}}{{n}}\sum_{{i=0}}^{{n-1}} A_{{i,\,\pi(i)}} \\ "

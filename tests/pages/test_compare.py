@@ -2,6 +2,7 @@
 
 import re
 import time
+from dataclasses import replace
 
 import pytest
 from streamlit.testing.v1 import AppTest
@@ -16,6 +17,7 @@ from transformer.experiments import READY, result_path
 from transformer.experiments.definitions import task_setup
 from transformer.literal import markdown_literal
 from transformer.pairs import pairs_from_rows
+from transformer.tasks import TaskData
 
 TINY = (
     READY["heads"]
@@ -124,15 +126,26 @@ def test_the_builder_s_steps_help_promises_no_early_stop_as_compare_never_stops_
     assert steps_help == spec.setting("steps").every_step_help and "earlier" not in steps_help
 
 
-@pytest.mark.parametrize("task, rule", [("reverse", "for reverse, output i"), ("copy", "the output comes from:")])
+@pytest.mark.parametrize(
+    "task, rule",
+    [("reverse", "source token n-1-i):"), ("copy", "the output comes from:"), ("count", "the pattern form.")],
+)
 def test_the_timeline_says_where_outputs_come_from_only_for_reverse(monkeypatch, task, rule):
+    """Count's outputs come from no one source token each: its timeline said how alignment is scored, with the
+    formula, beside the note that count has no ideal alignment to score."""
     own = TINY.changed("data", task=task).changed("train", steps=9)  # not TINY's run, which another test trains
+    if task == "count":  # four letters, and its own vocabulary: the letters and the counts 0-9
+        own = own.changed("data", n_symbols=4).changed(
+            "model", vocab_size=len(TaskData(replace(own.variant_configs[0][1], n_symbols=4)).vocab)
+        )
     monkeypatch.setitem(READY, "heads", own)
     at = open_compare(experiment="heads")
     at.button(key="compare_run").click().run()
     until_done(at, 60)
     explained = next(m.value for m in at.markdown if m.value.startswith("The probe is"))
-    assert rule in explained and (task == "reverse") == ("reverse" in explained)
+    assert explained.replace("\\", "").endswith(rule) and (task == "reverse") == ("reverse" in explained)
+    formulas = [formula.value for formula in at.latex if "alignment" in formula.value]
+    assert len(formulas) == (task != "count")
 
 
 def test_a_tiny_live_rerun_completes_after_polling(monkeypatch):
