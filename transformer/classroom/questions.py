@@ -29,7 +29,8 @@ SOLVE_CAPTION = N_(
     "Graded on what the runs measured, not on decoded outputs: 'not within the step budget' when fewer than half of "
     "the runs the question asks about solved the task; otherwise 'sooner' when their median steps to solve is below "
     "the median of the other groups' solved runs (or none of those solved), else 'later'. A run the time budget "
-    "stopped before it solved the task counts for neither side: it ran out of time."
+    "stopped before it solved the task counts for neither side: it ran out of time. Nor does a run its student "
+    "stopped: it measured nothing."
 )
 COMPARE_CHOICES = (N_("higher"), N_("about the same"), N_("lower"))
 OUT_OF_TIME = N_("ran out of time")  # the grade of a prediction whose runs all ran out of time: ungraded
@@ -116,7 +117,8 @@ QUESTIONS: dict[str, Question] = {
         N_("Without the causal mask, the held-out exact match at the end will be:"),
         N_(
             "Measured: the median exact match on the whole held-out set when the runs without the mask ended, "
-            "against the other groups' median; 'about the same' within 5 percentage points."
+            "against the other groups' median; 'about the same' within 5 percentage points. A run its student "
+            "stopped counts for neither side."
         ),
         "causal_mask",
         False,
