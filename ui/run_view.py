@@ -48,7 +48,11 @@ def progress_line(run: Run, rows: list) -> tuple[float, str]:
     config, p = run.train_config, progress(rows, run.train_config)
     where = _("Paused at step {step}", step=run.step) if paused else _("Training: step {step}", step=run.step)
     # its budgets' seconds are training's (`device.training_clock`), which a busy server's wait between steps is not
-    left = "" if p.eta_s is None else _(" (at most {seconds:.0f} s more of training)", seconds=p.eta_s)
+    left = (
+        ""
+        if p.eta_s is None
+        else _(" (at most {seconds:.0f} s more of training, longer on a busy server)", seconds=p.eta_s)
+    )
     if not config.early_stop:
         return p.fraction, _("{where} of {steps:,}{left}", where=where, steps=config.steps, left=left)
     # A run still training has not got its whole held-out set right (that would end it), whatever the latest row's
