@@ -42,7 +42,8 @@ LOCKED = f"""[data-testid="stElementContainer"]:has(input:disabled) :is(p, input
 # tab stop) or a table's grid (a canvas, and a hidden cell for a screen reader) not at all, and a text field, a number
 # or a select box by its 1 px border turning blue alone. Each takes a ring in the primary colour (a grid's inside its
 # edge, which its box clips; a field's around its box). A table's or chart's toolbar, or a heading's link, stays
-# transparent until the pointer is over it, even while a key has focused it or one of its buttons: it shows. A stop
+# transparent until the pointer is over it, even while a key has focused it or one of its buttons: it shows (a table's
+# over the table, which was drawn over it, its buttons hidden but for their rings' top edges). A stop
 # the browser scrolls into view as it takes focus comes with room for its ring, which lay partly past the window's
 # edge (a field's box flush with it, the input inside it what the browser brought into view).
 TEXT_FIELDS = """:is([data-testid="stTextInputRootElement"], [data-testid="stNumberInputContainer"],
@@ -55,7 +56,8 @@ FOCUS_RINGS = f""":is(a, button, summary, [data-testid="stMain"]):focus-visible,
 [data-testid="stDataFrame"]:focus-within {{ outline-offset: -2px; }}
 [data-testid="stMain"] :is(input, textarea, button, a, summary) {{ scroll-margin-block: 1rem; }}
 :is([data-testid="stElementToolbar"], .modebar, .modebar-group):focus-within, a:focus-visible {{
-  opacity: 1 !important; }}"""
+  opacity: 1 !important; }}
+[data-testid="stElementToolbar"]:focus-within {{ z-index: 10; }}"""
 # A formula or table wider than its column (a phone's: 356 px for Masking's 424 px formula; Anatomy's table of modules
 # at 150% zoom) scrolls sideways, and was cut off mid-formula or mid-column with nothing to say there was more: a shadow
 # shows at each edge that has more to scroll to (shadows fixed to the box, covered by white ends that scroll with the

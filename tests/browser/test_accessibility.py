@@ -85,8 +85,8 @@ def test_a_radio_button_and_a_checkbox_show_keyboard_focus_as_a_ring(projector_p
 # Whether the element with keyboard focus shows it: a solid ring in the primary colour (on a radio button's or a
 # checkbox's label: its input is hidden; around a table's grid, for its canvas or cell; around a text field's, a
 # number's or a select box's box), at full opacity with its ancestors (a toolbar or a heading's link fades in once it
-# has focus). The document's body, which a Tab past the last stop gives focus to on the way round, is left out; `name`
-# says which element it was.
+# has focus), and on top at its middle (a table's toolbar was drawn under the table). The document's body, which a Tab
+# past the last stop gives focus to on the way round, is left out; `name` says which element it was.
 FOCUS_SHOWN = """() => {
     const el = document.activeElement;
     const name = `${el.tagName} ${(el.getAttribute('aria-label') || el.innerText || '').trim().slice(0, 40)}`;
@@ -98,7 +98,10 @@ FOCUS_SHOWN = """() => {
     const ring = getComputedStyle(ringed);
     let opacity = 1;
     for (let e = el; e; e = e.parentElement) opacity *= parseFloat(getComputedStyle(e).opacity);
-    return [name, ring.outlineStyle === 'solid' && ring.outlineColor === 'rgb(31, 95, 191)' && opacity === 1];
+    const r = el.getBoundingClientRect();  // a button's middle is its own, not under what is drawn after it
+    const hit = box === '*' ? document.elementFromPoint(r.x + r.width / 2, r.y + r.height / 2) : null;
+    const onTop = !hit || el.contains(hit) || hit.contains(el);
+    return [name, ring.outlineStyle === 'solid' && ring.outlineColor === 'rgb(31, 95, 191)' && opacity === 1 && onTop];
 }"""
 
 FOCUS_SHOWN = FOCUS_SHOWN.replace("FIELD", json.dumps(TEXT_FIELDS))  # the box the app rings round a field
