@@ -69,6 +69,7 @@ LISTING_COLUMNS = {  # the listing's columns, headed in the session's language
     "weights": st.column_config.NumberColumn(_("weights"), format="localized", help=_("Parameters of the model")),
     "source": st.column_config.TextColumn(_("origin")),
 }
+FITTED = ("task", "model", "switches", "source")  # text columns made as wide as their widest cell (ui.tables)
 
 
 def described(name: str, source: str, checkpoint: Checkpoint) -> tuple[dict, int]:
@@ -137,9 +138,15 @@ st.caption(
 if not entries:
     st.info(_("No checkpoints yet: train a model on the Train page, or upload a checkpoint file below."))
 else:
+    table = listing(entries)
     width = min(fitted_px([_("name"), *entries]), NAME_MOST_PX)  # a name uploaded since the grid was drawn too
-    names = st.column_config.TextColumn(_("name"), width=width)  # not pinned (ui.tables)
-    st.dataframe(listing(entries), hide_index=True, column_config={**LISTING_COLUMNS, "name": names})
+    columns = {"name": st.column_config.TextColumn(_("name"), width=width)}  # not pinned (ui.tables)
+    for column in FITTED:  # and a trained model's "已训练" beside shipped ones' "内置", drawn first
+        columns[column] = {
+            **LISTING_COLUMNS[column],
+            "width": fitted_px([LISTING_COLUMNS[column]["label"], *table[column]]),
+        }
+    st.dataframe(table, hide_index=True, column_config={**LISTING_COLUMNS, **columns})
     for name, (source, (_summary, seed), data) in entries.items():
         label_col, buttons_col = st.columns([3, 2], vertical_alignment="center")
         buttons = buttons_col.container(horizontal=True)  # each button as wide as its word: a fifth of the row broke it
