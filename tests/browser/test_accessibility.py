@@ -313,3 +313,14 @@ def test_each_field_radio_button_and_slider_track_shows_its_edge_at_3_to_1(proje
     edges += page.evaluate(EDGES)
     assert {kind for kind, _colour in edges} == {"field", "select box", "radio", "slider"}  # each kind was seen
     assert [(kind, c) for kind, c in edges if c == "none" or contrast_ratio(_hex(c), "#ffffff") < 3] == []
+
+
+def test_every_radio_button_s_option_is_a_24_px_target(projector_page, lab_server):
+    """Decoding's two kinds of attention were options 23.8 px tall, 0.2 px apart (WCAG 2.5.8 asks 24 px)."""
+    page = projector_page
+    open_at(page, lab_server, "decoding", "zh-CN")
+    heights = page.evaluate(
+        "() => [...document.querySelectorAll('[data-testid=stMain] [data-testid=stRadioOption]')]"
+        ".map(option => option.getBoundingClientRect().height)"
+    )
+    assert len(heights) >= 4 and min(heights) >= 24, heights
