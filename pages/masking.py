@@ -20,7 +20,7 @@ from transformer.mask_experiments import MaskingResult, attention_before_after, 
 from transformer.model import Transformer
 from transformer.tasks import DataConfig, task_of
 from transformer.vocab import Vocab
-from ui.charts import chart, narrowest_chart_px
+from ui.charts import chart, narrowest_chart_px, on_phone
 from ui.language import _, on_its_own, said, session_translator, worded
 from ui.links import link_values, share_link
 from ui.state import claim_inputs, keep_result, model_page, result_for
@@ -39,7 +39,10 @@ checkpoint = model_page(
         "Blocked scores are set to −∞ before the softmax:"
     ),
     (
-        r"\begin{gathered}\mathrm{Attention}(Q, K, V) = \mathrm{softmax}\!\left(\frac{QK^\top}{\sqrt{d_k}} + M\right) "
+        (r"\small" if on_phone() else "")  # 424 px, and its cases' line 382 px: a phone's page is 356 px
+        + r"\begin{gathered}\mathrm{Attention}(Q, K, V)"
+        + (r" \\ = " if on_phone() else " = ")
+        + r"\mathrm{softmax}\!\left(\frac{QK^\top}{\sqrt{d_k}} + M\right) "
         rf"V \\ M_{{ij}} = \begin{{cases}} 0 & \text{{{MAY_ATTEND}}} \\ -\infty & \text{{{BLOCKED}}} "
         r"\end{cases}\end{gathered}"
     ),

@@ -198,3 +198,17 @@ def test_the_projected_class_link_shows_its_class_code_whole_in_its_column(new_c
         expect(heading.locator("[data-testid='stHeaderActionElements']")).to_be_hidden()
     finally:
         context.close()
+
+
+@pytest.mark.parametrize("language", ["en", "zh-CN"])
+def test_on_a_phone_masking_s_formula_fits_without_scrolling(new_context, lab_server, language):
+    """Masking's formula is 424 px on one line: on a phone its end, "+ M) V", lay past the screen's edge."""
+    page = new_context(**ON_A_PHONE).new_page()
+    page.goto(f"{lab_server.url}/{PAGES['masking']}?model=reverse&lang={language}", wait_until="domcontentloaded")
+    formula = page.locator("[data-testid='stMain'] .katex-display").first
+    expect(formula).to_be_visible(timeout=90_000)
+    wait_idle(page)
+    wide_px, page_px = formula.evaluate(
+        "el => [el.scrollWidth, el.closest('[data-testid=stElementContainer]').clientWidth]"
+    )
+    assert wide_px <= page_px

@@ -270,7 +270,7 @@ def retrained_rows(configs: tuple, nudge_seed: int | None = None) -> list[list[f
     """The first metric rows of a variant trained here, each starting weight w made w (1 + NUDGE z), z standard
     normal drawn from `nudge_seed` (None: not nudged). A uniform scale would not do: LayerNorm undoes most of it."""
     model, data, train = configs
-    trainer = Trainer(model, data, replace(train, steps=REPRODUCED_STEPS, time_budget_s=3600.0))
+    trainer = Trainer(model, data, replace(train, steps=REPRODUCED_STEPS + 1, time_budget_s=3600.0))
     if nudge_seed is not None:
         noise = torch.Generator().manual_seed(nudge_seed)
         with torch.no_grad():  # the average starts as a copy of the network
@@ -279,7 +279,7 @@ def retrained_rows(configs: tuple, nudge_seed: int | None = None) -> list[list[f
                 if average is not weight:
                     average.copy_(weight)
     trainer.run()
-    return [[row["step"]] + [row[c] for c in COLUMNS] for row in trainer.history]
+    return [[row["step"]] + [row[c] for c in COLUMNS] for row in trainer.history if row["step"] <= REPRODUCED_STEPS]
 
 
 LONGEST = {"weight-averaging", "heads", "recurrent-baseline"}  # about a minute each on 2 cores: with -m slow
