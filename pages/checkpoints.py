@@ -67,9 +67,7 @@ LISTING_COLUMNS = {  # the listing's columns, headed in the session's language
     "model": st.column_config.TextColumn(_("model")),
     "switches": st.column_config.TextColumn(_("switches")),
     "weights": st.column_config.NumberColumn(_("weights"), format="localized", help=_("Parameters of the model")),
-    "source": st.column_config.TextColumn(_("origin")),
 }
-FITTED = ("task", "model", "switches", "source")  # text columns made as wide as their widest cell (ui.tables)
 
 
 def described(name: str, source: str, checkpoint: Checkpoint) -> tuple[dict, int]:
@@ -140,13 +138,12 @@ if not entries:
 else:
     table = listing(entries)
     width = min(fitted_px([_("name"), *entries]), NAME_MOST_PX)  # a name uploaded since the grid was drawn too
-    columns = {"name": st.column_config.TextColumn(_("name"), width=width)}  # not pinned (ui.tables)
-    for column in FITTED:  # and a trained model's "已训练" beside shipped ones' "内置", drawn first
-        columns[column] = {
-            **LISTING_COLUMNS[column],
-            "width": fitted_px([LISTING_COLUMNS[column]["label"], *table[column]]),
-        }
-    st.dataframe(table, hide_index=True, column_config={**LISTING_COLUMNS, **columns})
+    names = st.column_config.TextColumn(_("name"), width=width)  # not pinned (ui.tables)
+    # as wide as its longest word, whichever are listed: a grid first drawn with shipped models alone ("内置") cut a
+    # trained one's "已训练" to "已训"
+    origins = fitted_px([_("origin"), *(_(word) for word in SOURCES.values())])
+    origin = st.column_config.TextColumn(_("origin"), width=origins)
+    st.dataframe(table, hide_index=True, column_config={**LISTING_COLUMNS, "name": names, "source": origin})
     for name, (source, (_summary, seed), data) in entries.items():
         label_col, buttons_col = st.columns([3, 2], vertical_alignment="center")
         buttons = buttons_col.container(horizontal=True)  # each button as wide as its word: a fifth of the row broke it

@@ -83,17 +83,17 @@ def test_a_radio_button_and_a_checkbox_show_keyboard_focus_as_a_ring(projector_p
 
 
 # Whether the element with keyboard focus shows it: a solid ring in the primary colour (on a radio button's or a
-# checkbox's label: its input is hidden; around a table's grid, for its canvas or cell; around a text field's, a
-# number's or a select box's box), at full opacity with its ancestors (a toolbar or a heading's link fades in once it
-# has focus), and on top at its middle (a table's toolbar was drawn under the table). The document's body, which a Tab
-# past the last stop gives focus to on the way round, is left out; `name` says which element it was.
+# checkbox's label: its input is hidden; around a table's grid, for its canvas, cell or scroller; around a text
+# field's, a number's or a select box's box), at full opacity with its ancestors (a toolbar or a heading's link fades
+# in once it has focus), and on top at its middle (a table's toolbar was drawn under the table). The document's body,
+# which a Tab past the last stop gives focus to on the way round, is left out; `name` says which element it was.
 FOCUS_SHOWN = """() => {
     const el = document.activeElement;
     const name = `${el.tagName} ${(el.getAttribute('aria-label') || el.innerText || '').trim().slice(0, 40)}`;
     if (el.matches('body')) return [name, true];
     const grid = '[data-testid=stDataFrame]';
     const box = el.matches('input[type=radio], input[type=checkbox]') ? 'label' : el.matches('input, textarea') ? FIELD
-        : el.matches('canvas, td') ? grid : '*';
+        : el.matches('canvas, td, .dvn-scroller') ? grid : '*';
     const ringed = el.closest(box) || el;
     const ring = getComputedStyle(ringed);
     let opacity = 1;

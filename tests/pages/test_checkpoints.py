@@ -118,17 +118,15 @@ def test_two_files_of_one_name_are_both_listed_and_one_dropped_for_room_is_named
     assert width == fitted_px(["name", *at.dataframe[0].value["name"]]) and width >= fitted_px(["a_b (2).pt"])
 
 
-def test_each_text_column_is_as_wide_as_its_widest_cell_in_chinese_too(shipped_dir):
+def test_the_origin_column_is_as_wide_as_its_longest_word_whichever_are_listed(shipped_dir):
     """A grid keeps the widths it was first drawn with: drawn with shipped models alone ("内置"), it cut a trained
-    model's origin to "已训" and a longer task or model to its first words."""
+    model's origin to "已训"."""
     (shipped_dir / f"s_{shipped_dir.name}.pt").write_bytes(small_checkpoint_bytes("copy"))
-    at = open_checkpoints({"a model trained on sort": small_checkpoint_bytes("sort")})
+    at = open_checkpoints()
     at.selectbox(key="language_picker").set_value("zh-CN").run()
-    table, columns = at.dataframe[0].value, json.loads(at.dataframe[0].proto.columns)
-    assert "已训练" in set(table["source"])
-    for column in ("task", "model", "switches", "source"):
-        assert columns[column]["width"] == fitted_px([columns[column]["label"], *table[column]]), column
-    assert columns["source"]["width"] >= fitted_px(["已训练"])
+    assert set(at.dataframe[0].value["source"]) == {"内置"}
+    origin = json.loads(at.dataframe[0].proto.columns)["source"]
+    assert origin["label"] == "来源" and origin["width"] >= max(map(fitted_px, (["已训练"], ["已上传"], ["来源"])))
 
 
 def test_the_listing_reads_each_trained_or_uploaded_file_once_a_session(shipped_dir, monkeypatch):

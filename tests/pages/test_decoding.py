@@ -439,3 +439,4 @@ def test_on_a_phone_a_drag_over_a_chart_scrolls_the_page_and_no_toolbar_shows(so
             assert layout.get("dragmode") is False and config.get("displayModeBar") is False
         else:
             assert "dragmode" not in layout and "displayModeBar" not in config
+            assert config["modeBarButtonsToRemove"] == ["zoomIn2d", "zoomOut2d", "autoScale2d"]  # fewer Tab stops
