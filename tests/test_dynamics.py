@@ -144,7 +144,8 @@ def test_the_embedding_axes_stay_those_of_the_first_row():
     for _ in trainer.train():
         embeddings.append(trainer.model.embed.lut.weight.detach()[N_SPECIAL:].clone())
         shown.append([list(p) for p in trainer.dynamics.records[0]["embeddings"]])  # the first row, as rows arrive
-    assert len(embeddings) == 6 and not torch.equal(embeddings[0], embeddings[-1])  # the embeddings moved
+    assert len(embeddings) == 7 and torch.equal(embeddings[-2], embeddings[-1])  # step 60's row, then it rescored
+    assert len(trainer.dynamics.records) == 6 and not torch.equal(embeddings[0], embeddings[-1])  # they moved
     first_axes = EmbeddingAxes(embeddings[0])
     for record, table in zip(trainer.dynamics.records, embeddings):
         assert record["embeddings"] == [tuple(point) for point in first_axes.project(table).tolist()]
