@@ -28,6 +28,7 @@ from ui.state import claim_inputs, keep_result, model_page, result_for
 LINKED_WIDGETS = {"source": "mask_src", "target": "mask_tgt", "pad": "mask_pad_to"}  # link parameter -> widget key
 MAY_ATTEND = _("query {i} may attend to key {j}", i="$i$", j="$j$")  # in LaTeX's \text, $...$ is maths
 BLOCKED = _("blocked")
+PHONE = on_phone()  # the formula is 424 px on one line, its cases' line 382 px: a phone's page is 356 px
 
 checkpoint = model_page(
     "mask",
@@ -39,9 +40,9 @@ checkpoint = model_page(
         "Blocked scores are set to −∞ before the softmax:"
     ),
     (
-        (r"\small" if on_phone() else "")  # 424 px, and its cases' line 382 px: a phone's page is 356 px
+        (r"\small" if PHONE else "")
         + r"\begin{gathered}\mathrm{Attention}(Q, K, V)"
-        + (r" \\ = " if on_phone() else " = ")
+        + (r" \\ = " if PHONE else " = ")
         + r"\mathrm{softmax}\!\left(\frac{QK^\top}{\sqrt{d_k}} + M\right) "
         rf"V \\ M_{{ij}} = \begin{{cases}} 0 & \text{{{MAY_ATTEND}}} \\ -\infty & \text{{{BLOCKED}}} "
         r"\end{cases}\end{gathered}"
