@@ -139,10 +139,12 @@ else:
     table = listing(entries)
     width = min(fitted_px([_("name"), *entries]), NAME_MOST_PX)  # a name uploaded since the grid was drawn too
     names = st.column_config.TextColumn(_("name"), width=width)  # not pinned (ui.tables)
-    # as wide as its longest word, whichever are listed: a grid first drawn with shipped models alone ("内置") cut a
-    # trained one's "已训练" to "已训"
-    origins = fitted_px([_("origin"), *(_(word) for word in SOURCES.values())])
-    origin = st.column_config.TextColumn(_("origin"), width=origins)
+    # a grid first drawn with shipped models alone ("内置") cut a trained one's "已训练" to "已训": once another origin
+    # is listed, the column is as wide as its widest
+    mixed = set(table["source"]) != {_(SOURCES["shipped"])}
+    origin = st.column_config.TextColumn(
+        _("origin"), width=fitted_px([_("origin"), *table["source"]]) if mixed else None
+    )
     st.dataframe(table, hide_index=True, column_config={**LISTING_COLUMNS, "name": names, "source": origin})
     for name, (source, (_summary, seed), data) in entries.items():
         label_col, buttons_col = st.columns([3, 2], vertical_alignment="center")

@@ -118,15 +118,18 @@ def test_two_files_of_one_name_are_both_listed_and_one_dropped_for_room_is_named
     assert width == fitted_px(["name", *at.dataframe[0].value["name"]]) and width >= fitted_px(["a_b (2).pt"])
 
 
-def test_the_origin_column_is_as_wide_as_its_longest_word_whichever_are_listed(shipped_dir):
+def test_the_origin_column_is_as_wide_as_its_widest_once_another_origin_is_listed(shipped_dir):
     """A grid keeps the widths it was first drawn with: drawn with shipped models alone ("内置"), it cut a trained
     model's origin to "已训"."""
     (shipped_dir / f"s_{shipped_dir.name}.pt").write_bytes(small_checkpoint_bytes("copy"))
     at = open_checkpoints()
     at.selectbox(key="language_picker").set_value("zh-CN").run()
-    assert set(at.dataframe[0].value["source"]) == {"内置"}
+    assert "width" not in json.loads(at.dataframe[0].proto.columns)["source"]  # as wide as the grid makes it
+    at.session_state["trained"] = {"mine": small_checkpoint_bytes("sort")}
+    at.run()
+    assert set(at.dataframe[0].value["source"]) == {"内置", "已训练"}
     origin = json.loads(at.dataframe[0].proto.columns)["source"]
-    assert origin["label"] == "来源" and origin["width"] >= max(map(fitted_px, (["已训练"], ["已上传"], ["来源"])))
+    assert origin["label"] == "来源" and origin["width"] == fitted_px(["已训练"])
 
 
 def test_the_listing_reads_each_trained_or_uploaded_file_once_a_session(shipped_dir, monkeypatch):
